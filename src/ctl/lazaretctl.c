@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * lazaretctl: the thin client. Each verb does one thing; the ones that talk
+ * to a running Domain make one D-Bus call. Human output by default, --json
+ * for machines.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "domain.h"
+#include "macro.h"
+#include "strv.h"
+
+static const char *arg_config = NULL;
+static const char *arg_profile = NULL;
+static const char *arg_workspace = NULL;
+static bool arg_json = false;
+
+typedef struct Verb {
+        const char *name;
+        unsigned min_args, max_args;   /* including the verb itself */
+        int (*dispatch)(int argc, char *argv[]);
+        const char *synopsis;
+} Verb;
+
+static int help(void);
+
+static void print_json(json_object *o) {
+        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* Loads and validates the configuration, printing the message on failure. */
+static int load_config(Config **ret) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        r = config_load(arg_config, ret, &error);
+        if (r < 0)
+                fprintf(stderr, "%s\n", error ?: strerror(-r));
+        return r;
+}
+
+static int make_domain(const Config *c, const char *profile, Domain **ret) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        r = domain_new(c, profile, arg_workspace, ret, &error);
+        if (r < 0)
+                fprintf(stderr, "%s\n", error ?: strerror(-r));
+        return r;
+}
+
+/* ------------------------------------------------------------ domain-id */
+
+static int verb_domain_id(int argc, char *argv[]) {
+        _cleanup_config_ Config *c = NULL;
+        _cleanup_domain_ Domain *d = NULL;
+        int r;
+
+        r = load_config(&c);
+        if (r < 0)
+                return r;
+        r = make_domain(c, arg_profile, &d);
+        if (r < 0)
+                return r;
+
+        if (arg_json) {
+                _cleanup_json_ json_object *o = json_object_new_object();
+                json_object_object_add(o, "domain_id", json_object_new_string(d->id));
+                json_object_object_add(o, "profile", json_object_new_string(d->profile->name));
+                json_object_object_add(o, "workspace", json_object_new_string(d->workspace));
+                print_json(o);
+        } else
+                puts(d->id);
+        return 0;
+}
+
+/* --------------------------------------------------------- config check */
+
+static json_object *json_strv(char **l) {
+        json_object *a = json_object_new_array();
+        STRV_FOREACH(s, l)
+                json_object_array_add(a, json_object_new_string(*s));
+        return a;
+}
+
+static json_object *json_cidrs(const CidrList *l) {
+        json_object *a = json_object_new_array();
+        char b[CIDR_STRING_MAX];
+        for (size_t i = 0; i < l->n; i++)
+                json_object_array_add(a, json_object_new_string(cidr_to_string(&l->items[i], b)));
+        return a;
+}
+
+static void print_cidrs(int width, const char *label, const CidrList *l) {
+        char b[CIDR_STRING_MAX];
+
+        printf("%-*s", width, label);
+        if (l->n == 0)
+                fputs("(none)", stdout);
+        for (size_t i = 0; i < l->n; i++)
+                printf("%s%s", i ? " " : "", cidr_to_string(&l->items[i], b));
+        putchar('\n');
+}
+
+/* Resolves one profile for the workspace; on failure prints why and returns < 0. */
+static int check_profile(const Config *c, const Profile *p, json_object *jprofiles) {
+        _cleanup_domain_ Domain *d = NULL;
+        _cleanup_free_ char *error = NULL, *img_dir = NULL, *tag = NULL;
+        ResolvedVolume *v = NULL;
+        size_t n = 0;
+        int r;
+
+        r = make_domain(c, p->name, &d);
+        if (r < 0)
+                return r;
+        r = domain_resolve_volumes(d, &v, &n, &error);
+        if (r >= 0)
+                r = domain_check_exposure(d, v, n, &error);
+        if (r >= 0)
+                r = domain_resolve_image(d, &img_dir, &tag, &error);
+        if (r < 0) {
+                fprintf(stderr, "%s\n", error ?: strerror(-r));
+                resolved_volumes_free(v, n);
+                return r;
+        }
+
+        if (arg_json) {
+                json_object *o = json_object_new_object(), *env = json_object_new_object(), *vols = json_object_new_array();
+                json_object_object_add(o, "name", json_object_new_string(p->name));
+                json_object_object_add(o, "builtin", json_object_new_boolean(p->builtin));
+                json_object_object_add(o, "domain_id", json_object_new_string(d->id));
+                json_object_object_add(o, "image", json_object_new_string(p->image_raw));
+                json_object_object_add(o, "image_layout", json_object_new_string(img_dir));
+                json_object_object_add(o, "image_tag", json_object_new_string(tag));
+                json_object_object_add(o, "command", p->command ? json_strv(p->command) : NULL);
+                json_object_object_add(o, "persistent_dirs", json_strv(p->persistent_dirs));
+                json_object_object_add(o, "isolate_ignored", json_object_new_boolean(p->isolate_ignored));
+                json_object_object_add(o, "allow_egress", json_cidrs(&p->allow_egress));
+                json_object_object_add(o, "deny_egress", json_cidrs(&p->deny_egress));
+                for (size_t i = 0; i < p->n_env; i++) {
+                        json_object *e = json_object_new_object();
+                        json_object_object_add(e, p->env[i].from_host ? "from_host" : "value",
+                                               json_object_new_string(p->env[i].value));
+                        json_object_object_add(env, p->env[i].name, e);
+                }
+                json_object_object_add(o, "env", env);
+                for (size_t i = 0; i < n; i++) {
+                        json_object *jv = json_object_new_object();
+                        json_object_object_add(jv, "host", json_object_new_string(p->volumes[i].host));
+                        json_object_object_add(jv, "host_resolved", json_object_new_string(v[i].host));
+                        json_object_object_add(jv, "container", json_object_new_string(v[i].container));
+                        json_object_object_add(jv, "mode", json_object_new_string(volume_mode_to_string(v[i].mode)));
+                        json_object_array_add(vols, jv);
+                }
+                json_object_object_add(o, "volumes", vols);
+                json_object_array_add(jprofiles, o);
+        } else {
+                printf("\nProfile %s%s%s\n", p->name, p->builtin ? " (built-in)" : "",
+                       streq(p->name, c->default_profile) ? " [default]" : "");
+                printf("  %-18s%s\n", "Domain ID:", d->id);
+                printf("  %-18s%s (layout %s, tag %s)\n", "Image:", p->image_raw, img_dir, tag);
+                printf("  %-18s", "Command:");
+                if (!p->command)
+                        fputs("(login shell)", stdout);
+                STRV_FOREACH(s, p->command)
+                        printf("%s%s", s == p->command ? "" : " ", *s);
+                putchar('\n');
+                printf("  %-18s", "Persistent dirs:");
+                if (!p->persistent_dirs || !p->persistent_dirs[0])
+                        fputs("(none)", stdout);
+                STRV_FOREACH(s, p->persistent_dirs)
+                        printf("%s%s", s == p->persistent_dirs ? "" : " ", *s);
+                putchar('\n');
+                printf("  %-18s%s\n", "Isolate ignored:", p->isolate_ignored ? "yes" : "no");
+                print_cidrs(20, "  Allow egress:", &p->allow_egress);
+                print_cidrs(20, "  Deny egress:", &p->deny_egress);
+                for (size_t i = 0; i < p->n_env; i++) {
+                        if (p->env[i].from_host)
+                                printf("  %-18s%s from host $%s\n", i == 0 ? "Environment:" : "", p->env[i].name, p->env[i].value);
+                        else
+                                printf("  %-18s%s=%s\n", i == 0 ? "Environment:" : "", p->env[i].name, p->env[i].value);
+                }
+                for (size_t i = 0; i < n; i++)
+                        printf("  %-18s%s -> %s (%s)\n", i == 0 ? "Volumes:" : "", v[i].host, v[i].container,
+                               volume_mode_to_string(v[i].mode));
+        }
+        resolved_volumes_free(v, n);
+        return 0;
+}
+
+static int verb_config(int argc, char *argv[]) {
+        _cleanup_config_ Config *c = NULL;
+        _cleanup_free_ char *defpath = NULL, *ws = NULL, *error = NULL;
+        _cleanup_json_ json_object *root = NULL;
+        json_object *profiles = NULL;
+        char fp[SHA256_HEX_LEN + 1];
+        int r, ret = 0;
+
+        if (argc < 2 || !streq(argv[1], "check")) {
+                fprintf(stderr, "Unknown config command \"%s\"; the only one is \"config check\".\n", argc >= 2 ? argv[1] : "");
+                return -EINVAL;
+        }
+
+        r = load_config(&c);
+        if (r < 0)
+                return r;
+        if (arg_profile && !config_find_profile(c, arg_profile)) {
+                fprintf(stderr, "No profile named \"%s\" in %s.\n", arg_profile, c->path ?: "the built-in configuration");
+                return -ENOENT;
+        }
+
+        /* The workspace the Domain tokens are resolved against. */
+        {
+                _cleanup_domain_ Domain *d = NULL;
+                r = make_domain(c, NULL, &d);
+                if (r < 0)
+                        return r;
+                ws = strdup(d->workspace);
+                if (!ws)
+                        return -ENOMEM;
+        }
+        (void) config_default_path(&defpath);
+        config_fingerprint_hex(c, fp);
+
+        if (arg_json) {
+                json_object *net = json_object_new_object(), *esc = json_object_new_object(), *rules = json_object_new_array();
+                root = json_object_new_object();
+                json_object_object_add(root, "config", c->path ? json_object_new_string(c->path) : NULL);
+                json_object_object_add(root, "builtin", json_object_new_boolean(!c->path));
+                json_object_object_add(root, "fingerprint", json_object_new_string(fp));
+                json_object_object_add(root, "data_root", json_object_new_string(c->data_root));
+                json_object_object_add(root, "default_profile", json_object_new_string(c->default_profile));
+                json_object_object_add(root, "workspace", json_object_new_string(ws));
+                json_object_object_add(net, "allow", json_cidrs(&c->allow));
+                json_object_object_add(net, "deny", json_cidrs(&c->deny));
+                json_object_object_add(root, "network", net);
+                json_object_object_add(esc, "enabled", json_object_new_boolean(c->escalation_enabled));
+                json_object_object_add(esc, "timeout_s", json_object_new_int64(c->escalation_timeout_s));
+                for (size_t i = 0; i < c->n_auto_approve; i++) {
+                        json_object *o = json_object_new_object();
+                        json_object_object_add(o, "argv", json_strv(c->auto_approve[i].argv));
+                        json_object_object_add(o, "trailing_args", json_object_new_boolean(c->auto_approve[i].trailing_args));
+                        json_object_array_add(rules, o);
+                }
+                json_object_object_add(esc, "auto_approve", rules);
+                json_object_object_add(root, "escalation", esc);
+                profiles = json_object_new_array();
+                json_object_object_add(root, "profiles", profiles);
+        } else {
+                if (c->path)
+                        printf("%-20s%s\n", "Configuration:", c->path);
+                else
+                        printf("%-20sbuilt-in (no file at %s)\n", "Configuration:", strna(defpath));
+                printf("%-20s%s\n", "Fingerprint:", fp);
+                printf("%-20s%s\n", "Data root:", c->data_root);
+                printf("%-20s%s\n", "Default profile:", c->default_profile);
+                printf("%-20s%s\n", "Workspace:", ws);
+                printf("%-20s%s, timeout %us, %zu auto-approve rule%s\n", "Escalation:",
+                       c->escalation_enabled ? "enabled" : "disabled", c->escalation_timeout_s,
+                       c->n_auto_approve, c->n_auto_approve == 1 ? "" : "s");
+                for (size_t i = 0; i < c->n_auto_approve; i++) {
+                        printf("%-20s", "");
+                        STRV_FOREACH(s, c->auto_approve[i].argv)
+                                printf("%s%s", s == c->auto_approve[i].argv ? "" : " ", *s);
+                        puts(c->auto_approve[i].trailing_args ? " [trailing arguments allowed]" : "");
+                }
+                printf("%-20s", "Network:");
+                print_cidrs(6, "allow", &c->allow);
+                printf("%-20s", "");
+                print_cidrs(6, "deny", &c->deny);
+        }
+
+        for (size_t i = 0; i < c->n_profiles; i++) {
+                if (arg_profile && !streq(arg_profile, c->profiles[i].name))
+                        continue;
+                r = check_profile(c, &c->profiles[i], profiles);
+                if (r < 0)
+                        ret = r;
+        }
+
+        if (arg_json && ret >= 0)
+                print_json(root);
+        return ret;
+}
+
+static int verb_help(int argc, char *argv[]) {
+        return help();
+}
+
+static const Verb verbs[] = {
+        { "help",      1, 1, verb_help,      "help                        Show this help" },
+        { "domain-id", 1, 1, verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },
+        { "config",    2, 2, verb_config,    "config check                Validate the configuration and show resolved profiles" },
+};
+
+static int help(void) {
+        printf("%s [OPTIONS...] COMMAND ...\n\n"
+               "Control Lazaret sandboxes for AI coding agents.\n\n"
+               "Commands:\n", program_invocation_short_name);
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                printf("  %s\n", verbs[i].synopsis);
+        printf("\nOptions:\n"
+               "  -h --help                   Show this help\n"
+               "     --version                Show the version\n"
+               "  -c --config=FILE            Read this configuration file\n"
+               "                              (default: $LAZARET_CONFIG, else\n"
+               "                              $XDG_CONFIG_HOME/lazaret/config.json)\n"
+               "  -p --profile=NAME           Use this profile instead of the default one\n"
+               "  -w --workspace=DIR          Use this workspace instead of the git top level\n"
+               "                              of the current directory\n"
+               "     --json                   Print data as JSON\n"
+               "\nSee the lazaretctl(1) man page for details.\n");
+        return 0;
+}
+
+enum {
+        ARG_VERSION = 0x100,
+        ARG_JSON,
+};
+
+static int parse_argv(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "help",      no_argument,       NULL, 'h'         },
+                { "version",   no_argument,       NULL, ARG_VERSION },
+                { "config",    required_argument, NULL, 'c'         },
+                { "profile",   required_argument, NULL, 'p'         },
+                { "workspace", required_argument, NULL, 'w'         },
+                { "json",      no_argument,       NULL, ARG_JSON    },
+                {}
+        };
+        int c;
+
+        /* GNU getopt permutes: options may follow the verb. */
+        while ((c = getopt_long(argc, argv, "hc:p:w:", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("lazaretctl %s\n", PROJECT_VERSION);
+                        return 0;
+                case 'c':
+                        if (isempty(optarg)) {
+                                fprintf(stderr, "--config needs a file name.\n");
+                                return -EINVAL;
+                        }
+                        arg_config = optarg;
+                        break;
+                case 'p':
+                        if (!profile_name_is_valid(optarg)) {
+                                fprintf(stderr, "--profile: \"%s\" is not a valid profile name (2 to 32 characters of a-z, 0-9, '_' and '-').\n", optarg);
+                                return -EINVAL;
+                        }
+                        arg_profile = optarg;
+                        break;
+                case 'w':
+                        if (isempty(optarg)) {
+                                fprintf(stderr, "--workspace needs a directory.\n");
+                                return -EINVAL;
+                        }
+                        arg_workspace = optarg;
+                        break;
+                case ARG_JSON:
+                        arg_json = true;
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        abort();
+                }
+        return 1;
+}
+
+int main(int argc, char *argv[]) {
+        const Verb *verb = NULL;
+        int r, n;
+
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r < 0 ? 2 : 0;
+
+        n = argc - optind;
+        if (n == 0) {
+                fprintf(stderr, "No command given; see %s --help.\n", program_invocation_short_name);
+                return 2;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(verbs[i].name, argv[optind]))
+                        verb = &verbs[i];
+        if (!verb) {
+                fprintf(stderr, "Unknown command \"%s\"; see %s --help.\n", argv[optind], program_invocation_short_name);
+                return 2;
+        }
+        if ((unsigned) n < verb->min_args || (unsigned) n > verb->max_args) {
+                fprintf(stderr, "Wrong number of arguments for \"%s\"; usage: %s %s\n", verb->name,
+                        program_invocation_short_name, verb->synopsis);
+                return 2;
+        }
+
+        r = verb->dispatch(n, argv + optind);
+        return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cidr.h"
+#include "macro.h"
+
+#define IP4(a, b, c, d) (((uint32_t) (a) << 24) | ((uint32_t) (b) << 16) | ((uint32_t) (c) << 8) | (uint32_t) (d))
+
+const Cidr cidr_reserved_topology = { IP4(10, 137, 54, 0), 23 };
+
+const Cidr cidr_default_deny[3] = {
+        { IP4(10, 0, 0, 0), 8 },
+        { IP4(172, 16, 0, 0), 12 },
+        { IP4(192, 168, 0, 0), 16 },
+};
+
+static uint32_t mask_of(uint8_t prefixlen) {
+        return prefixlen == 0 ? 0 : UINT32_MAX << (32 - prefixlen);
+}
+
+int cidr_parse(const char *s, Cidr *ret) {
+        char addr[INET6_ADDRSTRLEN + 1];
+        const char *slash;
+        unsigned plen = 32;
+        struct in_addr a;
+        size_t l;
+
+        if (!s || !*s)
+                return -EINVAL;
+
+        slash = strchr(s, '/');
+        l = slash ? (size_t) (slash - s) : strlen(s);
+        if (l == 0 || l >= sizeof(addr))
+                return -EINVAL;
+        memcpy(addr, s, l);
+        addr[l] = 0;
+
+        if (strchr(addr, ':'))
+                return -EAFNOSUPPORT;
+
+        /* inet_pton() accepts only the strict dotted-quad form. */
+        if (inet_pton(AF_INET, addr, &a) != 1)
+                return -EINVAL;
+
+        if (slash) {
+                const char *p = slash + 1;
+                /* One or two decimal digits, no sign, no leading zero. */
+                if (!(p[0] >= '0' && p[0] <= '9'))
+                        return -EINVAL;
+                if (p[1] && !(p[1] >= '0' && p[1] <= '9'))
+                        return -EINVAL;
+                if (p[1] && (p[2] || p[0] == '0'))
+                        return -EINVAL;
+                plen = (unsigned) (p[0] - '0');
+                if (p[1])
+                        plen = plen * 10 + (unsigned) (p[1] - '0');
+                if (plen > 32)
+                        return -EINVAL;
+        }
+
+        uint32_t h = ntohl(a.s_addr);
+        if (h & ~mask_of(plen))
+                return -EADDRNOTAVAIL;
+
+        *ret = (Cidr) { .addr = h, .prefixlen = (uint8_t) plen };
+        return 0;
+}
+
+const char *cidr_to_string(const Cidr *c, char *buf) {
+        snprintf(buf, CIDR_STRING_MAX, "%u.%u.%u.%u/%u",
+                 c->addr >> 24, (c->addr >> 16) & 255, (c->addr >> 8) & 255, c->addr & 255, c->prefixlen);
+        return buf;
+}
+
+bool cidr_equal(const Cidr *a, const Cidr *b) {
+        return a->addr == b->addr && a->prefixlen == b->prefixlen;
+}
+
+bool cidr_contains(const Cidr *outer, const Cidr *inner) {
+        return outer->prefixlen <= inner->prefixlen &&
+                (inner->addr & mask_of(outer->prefixlen)) == outer->addr;
+}
+
+bool cidr_overlaps(const Cidr *a, const Cidr *b) {
+        return cidr_contains(a, b) || cidr_contains(b, a);
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cidr.h"
+#include "hash.h"
+
+/*
+ * The host configuration (lazaret.conf(5)): one JSON document, trusted, read
+ * only by host-side Lazaret processes. config_parse() validates everything it
+ * can without knowing the Domain; config_resolve() (resolve.h) expands the
+ * Domain-dependent tokens and checks what would be exposed to the sandbox.
+ */
+
+#define PROFILE_NAME_MIN 2
+#define PROFILE_NAME_MAX 32
+#define CONFIG_MAX_PROFILES 128
+#define CONFIG_MAX_LIST 256          /* entries in any one list or map */
+#define CONFIG_MAX_ARGV 64           /* elements of a command or rule argv */
+#define CONFIG_MAX_STRING 4096       /* bytes in any one string value */
+#define ESCALATION_TIMEOUT_DEFAULT 300
+#define ESCALATION_TIMEOUT_MAX 86400
+
+/* Fixed paths inside the sandbox that configuration may not claim. */
+#define SANDBOX_WORKSPACE "/workspace"
+#define SANDBOX_CONTROL_DIR "/run/lazaret"
+
+#define BUILTIN_PROFILE_NAME "default"
+#define BUILTIN_IMAGE "builtin:default"
+
+typedef enum VolumeMode {
+        VOLUME_RO,
+        VOLUME_RW,
+} VolumeMode;
+
+typedef struct Volume {
+        char *host;             /* as written: may hold tokens and a leading ~ */
+        char *container;        /* normalised absolute sandbox path */
+        VolumeMode mode;
+} Volume;
+
+typedef struct EnvEntry {
+        char *name;
+        char *value;            /* literal value, unless from_host */
+        bool from_host;         /* "env:VAR": value names the host variable */
+} EnvEntry;
+
+typedef struct CidrList {
+        Cidr *items;
+        size_t n;
+} CidrList;
+
+typedef enum ImageKind {
+        IMAGE_BUILTIN,          /* builtin:default, built by `lazaretctl image build-default` */
+        IMAGE_OCI_LAYOUT,       /* oci:DIR[:TAG] */
+} ImageKind;
+
+typedef struct ImageRef {
+        ImageKind kind;
+        char *path;             /* IMAGE_OCI_LAYOUT: directory as written (tokens allowed) */
+        char *tag;              /* IMAGE_OCI_LAYOUT: tag, "latest" when omitted */
+} ImageRef;
+
+typedef struct Profile {
+        char *name;
+        char *image_raw;
+        ImageRef image;
+        char **command;         /* NULL: the user's login shell */
+        char **persistent_dirs;
+        CidrList allow_egress;
+        CidrList deny_egress;
+        EnvEntry *env;
+        size_t n_env;
+        Volume *volumes;
+        size_t n_volumes;
+        bool isolate_ignored;
+        bool builtin;
+} Profile;
+
+typedef struct AutoApproveRule {
+        char **argv;
+        bool trailing_args;
+} AutoApproveRule;
+
+typedef struct Config {
+        char *path;             /* NULL for the built-in configuration */
+        char *data_root;        /* expanded and canonicalised */
+        char *default_profile;
+        CidrList allow;
+        CidrList deny;
+        bool escalation_enabled;
+        unsigned escalation_timeout_s;
+        AutoApproveRule *auto_approve;
+        size_t n_auto_approve;
+        Profile *profiles;      /* sorted by name */
+        size_t n_profiles;
+        uint8_t fingerprint[SHA256_DIGEST_LEN];
+} Config;
+
+typedef struct ConfigEnv {
+        const char *home;               /* for "~"; required */
+        const char *xdg_data_home;      /* default data_root parent; required */
+} ConfigEnv;
+
+Config *config_free(Config *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
+#define _cleanup_config_ _cleanup_(config_freep)
+
+/*
+ * Parses and validates a configuration document. filename is used only in
+ * messages ("FILE: KEY.PATH: what is wrong"); NULL text means "no file": the
+ * built-in configuration. On error *ret_error holds the message.
+ */
+int config_parse(const char *text, size_t len, const char *filename, const ConfigEnv *env,
+                 Config **ret, char **ret_error);
+
+/*
+ * Picks the file to read, in order: explicit (from --config), $LAZARET_CONFIG,
+ * $XDG_CONFIG_HOME/lazaret/config.json. A missing file is an error only when
+ * it was named explicitly; otherwise the built-in configuration is used. The
+ * file must be a regular file owned by the caller (or root) and not writable by
+ * group or others.
+ */
+int config_load(const char *explicit_path, Config **ret, char **ret_error);
+
+/* The path config_load() would read when nothing is named explicitly. */
+int config_default_path(char **ret);
+
+const Profile *config_find_profile(const Config *c, const char *name);
+
+bool profile_name_is_valid(const char *name);
+bool env_name_is_valid(const char *name);
+
+/* The canonical encoding the fingerprint is computed over (for tests). */
+int config_canonical_json(const Config *c, char **ret);
+
+/* Hex of the fingerprint into buf (SHA256_HEX_LEN + 1 bytes). */
+const char *config_fingerprint_hex(const Config *c, char *buf);
+
+const char *volume_mode_to_string(VolumeMode m);

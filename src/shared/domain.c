@@ -1,0 +1,669 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "domain.h"
+#include "hash.h"
+#include "json-util.h"
+#include "macro.h"
+#include "path-util.h"
+#include "tokens.h"
+
+static int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
+static int errorf(char **ret_error, int r, const char *fmt, ...) {
+        va_list ap;
+
+        if (!ret_error || *ret_error)
+                return r;
+        va_start(ap, fmt);
+        if (vasprintf(ret_error, fmt, ap) < 0)
+                *ret_error = NULL;
+        va_end(ap);
+        return r;
+}
+
+/* ------------------------------------------------------------- identity */
+
+int domain_id_compute(const char *profile, const char *canonical_workspace, char ret[DOMAIN_ID_LEN + 1]) {
+        _cleanup_free_ char *s = NULL;
+        uint8_t digest[SHA256_DIGEST_LEN];
+        char hex[SHA256_HEX_LEN + 1];
+
+        if (!profile_name_is_valid(profile) || !path_is_absolute(canonical_workspace))
+                return -EINVAL;
+        if (asprintf(&s, "%s:%s", profile, canonical_workspace) < 0)
+                return -ENOMEM;
+        sha256_buf(s, strlen(s), digest);
+        hexify(digest, SHA256_DIGEST_LEN, hex);
+        memcpy(ret, hex, DOMAIN_ID_LEN);
+        ret[DOMAIN_ID_LEN] = 0;
+        return 0;
+}
+
+bool domain_id_is_valid(const char *s) {
+        if (!s || strlen(s) != DOMAIN_ID_LEN)
+                return false;
+        for (size_t i = 0; i < DOMAIN_ID_LEN; i++)
+                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+                        return false;
+        return true;
+}
+
+int workspace_canonicalize(const char *path, char **ret) {
+        _cleanup_free_ char *c = NULL;
+        struct stat st;
+
+        c = realpath(path, NULL);
+        if (!c)
+                return -errno;
+        if (stat(c, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        if (strlen(c) > LAZARET_PATH_MAX)
+                return -ENAMETOOLONG;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int workspace_discover(const char *dir, char **ret) {
+        _cleanup_free_ char *c = NULL, *cur = NULL;
+        int r;
+
+        r = workspace_canonicalize(dir, &c);
+        if (r < 0)
+                return r;
+        cur = strdup(c);
+        if (!cur)
+                return -ENOMEM;
+
+        for (;;) {
+                _cleanup_free_ char *g = path_join(cur, ".git");
+                struct stat st;
+
+                if (!g)
+                        return -ENOMEM;
+                /* A directory (normal repository) or a file (worktree, submodule). */
+                if (lstat(g, &st) >= 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+                        *ret = TAKE_PTR(cur);
+                        return 0;
+                }
+                if (streq(cur, "/"))
+                        break;
+                char *slash = strrchr(cur, '/');
+                if (slash == cur)
+                        cur[1] = 0;
+                else
+                        *slash = 0;
+        }
+
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+/* --------------------------------------------------------------- domain */
+
+Domain *domain_free(Domain *d) {
+        if (!d)
+                return NULL;
+        free(d->workspace);
+        free(d->home);
+        free(d->profile_dir);
+        free(d->domain_dir);
+        free(d);
+        return NULL;
+}
+
+int domain_new(const Config *c, const char *profile, const char *workspace, Domain **ret, char **ret_error) {
+        _cleanup_domain_ Domain *d = NULL;
+        _cleanup_free_ char *cwd = NULL, *sub = NULL;
+        int r;
+
+        *ret_error = NULL;
+        profile = profile ?: c->default_profile;
+
+        if (!profile_name_is_valid(profile))
+                return errorf(ret_error, -EINVAL,
+                              "\"%s\" is not a valid profile name (2 to 32 characters of a-z, 0-9, '_' and '-')", profile);
+
+        d = calloc(1, sizeof(Domain));
+        if (!d)
+                return -ENOMEM;
+        d->config = c;
+        d->profile = config_find_profile(c, profile);
+        if (!d->profile)
+                return errorf(ret_error, -ENOENT, "no profile named \"%s\" in %s", profile,
+                              c->path ?: "the built-in configuration");
+
+        if (workspace) {
+                r = workspace_canonicalize(workspace, &d->workspace);
+                if (r < 0)
+                        return errorf(ret_error, r, "workspace \"%s\": %s", workspace, strerror(-r));
+        } else {
+                cwd = getcwd(NULL, 0);
+                if (!cwd)
+                        return errorf(ret_error, -errno, "cannot determine the current directory: %m");
+                r = workspace_discover(cwd, &d->workspace);
+                if (r < 0)
+                        return errorf(ret_error, r, "workspace \"%s\": %s", cwd, strerror(-r));
+        }
+
+        r = get_home_dir(&d->home);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot determine the home directory: %s", strerror(-r));
+
+        if (streq(d->workspace, "/"))
+                return errorf(ret_error, -EPERM, "the file system root cannot be a workspace");
+        {
+                _cleanup_free_ char *home_canon = NULL;
+                if (path_canonicalize(d->home, &home_canon) >= 0 && path_is_at_or_below(home_canon, d->workspace))
+                        return errorf(ret_error, -EPERM,
+                                      "workspace \"%s\" contains your home directory; choose a project directory",
+                                      d->workspace);
+        }
+
+        r = domain_id_compute(d->profile->name, d->workspace, d->id);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot compute the Domain ID: %s", strerror(-r));
+
+        if (asprintf(&sub, "profiles/%s", d->profile->name) < 0)
+                return -ENOMEM;
+        d->profile_dir = path_join(c->data_root, sub);
+        free(sub);
+        sub = NULL;
+        if (asprintf(&sub, "domains/%s", d->id) < 0)
+                return -ENOMEM;
+        d->domain_dir = path_join(c->data_root, sub);
+        if (!d->profile_dir || !d->domain_dir)
+                return -ENOMEM;
+
+        *ret = TAKE_PTR(d);
+        return 0;
+}
+
+static void token_context(const Domain *d, TokenContext *tc) {
+        *tc = (TokenContext) {
+                .home = d->home,
+                .profile_name = d->profile->name,
+                .profile_dir = d->profile_dir,
+                .domain_hash = d->id,
+                .domain_dir = d->domain_dir,
+                .workspace_dir = d->workspace,
+        };
+}
+
+static const char *cfg_name(const Domain *d) {
+        return d->config->path ?: "built-in configuration";
+}
+
+static int expand_host_path(const Domain *d, const char *in, const char *keypath, char **ret, char **ret_error) {
+        _cleanup_free_ char *expanded = NULL, *why = NULL;
+        TokenContext tc;
+        int r;
+
+        token_context(d, &tc);
+        r = tokens_expand(in, TOKEN_ALL, &tc, &expanded, &why);
+        if (r < 0)
+                return errorf(ret_error, r, "%s: %s: %s", cfg_name(d), keypath, why ?: "cannot expand");
+        if (!path_is_absolute(expanded) || path_has_dotdot(expanded))
+                return errorf(ret_error, -EINVAL, "%s: %s: \"%s\" expands to \"%s\", which is not an absolute path without \"..\"",
+                              cfg_name(d), keypath, in, expanded);
+        r = path_canonicalize(expanded, ret);
+        if (r < 0)
+                return errorf(ret_error, r, "%s: %s: \"%s\" cannot be resolved: %s", cfg_name(d), keypath, expanded, strerror(-r));
+        return 0;
+}
+
+void resolved_volumes_free(ResolvedVolume *v, size_t n) {
+        for (size_t i = 0; v && i < n; i++) {
+                free(v[i].host);
+                free(v[i].container);
+        }
+        free(v);
+}
+
+int domain_resolve_volumes(const Domain *d, ResolvedVolume **ret, size_t *ret_n, char **ret_error) {
+        const Profile *p = d->profile;
+        ResolvedVolume *v;
+        int r;
+
+        *ret_error = NULL;
+        v = calloc(p->n_volumes ?: 1, sizeof(ResolvedVolume));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->n_volumes; i++) {
+                _cleanup_free_ char *kp = NULL;
+
+                if (asprintf(&kp, "profiles.%s.volumes[%zu].host", p->name, i) < 0) {
+                        resolved_volumes_free(v, i);
+                        return -ENOMEM;
+                }
+                r = expand_host_path(d, p->volumes[i].host, kp, &v[i].host, ret_error);
+                if (r >= 0) {
+                        v[i].container = strdup(p->volumes[i].container);
+                        if (!v[i].container)
+                                r = -ENOMEM;
+                }
+                if (r < 0) {
+                        resolved_volumes_free(v, i + 1);
+                        return r;
+                }
+                v[i].mode = p->volumes[i].mode;
+        }
+        *ret = v;
+        *ret_n = p->n_volumes;
+        return 0;
+}
+
+int domain_resolve_image(const Domain *d, char **ret_dir, char **ret_tag, char **ret_error) {
+        const ImageRef *img = &d->profile->image;
+        _cleanup_free_ char *dir = NULL, *tag = NULL, *kp = NULL;
+        int r;
+
+        *ret_error = NULL;
+        if (img->kind == IMAGE_BUILTIN) {
+                dir = path_join(d->config->data_root, "images/default");
+                tag = strdup("latest");
+        } else {
+                if (asprintf(&kp, "profiles.%s.image", d->profile->name) < 0)
+                        return -ENOMEM;
+                r = expand_host_path(d, img->path, kp, &dir, ret_error);
+                if (r < 0)
+                        return r;
+                tag = strdup(img->tag);
+        }
+        if (!dir || !tag)
+                return -ENOMEM;
+        *ret_dir = TAKE_PTR(dir);
+        *ret_tag = TAKE_PTR(tag);
+        return 0;
+}
+
+int runtime_dir_path(char **ret) {
+        const char *e = getenv("XDG_RUNTIME_DIR");
+        _cleanup_free_ char *n = NULL;
+        int r;
+
+        if (isempty(e) || !path_is_absolute(e))
+                return -ENXIO;
+        r = path_normalize(e, &n);
+        if (r < 0)
+                return r;
+        *ret = path_join(n, "lazaret");
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* One mount source against every protected location. */
+static int check_one_mount(const Domain *d, const char *what, const char *m, bool is_workspace,
+                           char *const *protected, const char *runtime, char **ret_error) {
+        const char *data_root = d->config->data_root;
+
+        for (size_t i = 0; protected[i]; i++)
+                if (path_is_at_or_below(protected[i], m))
+                        return errorf(ret_error, -EPERM,
+                                      "%s \"%s\" contains the Lazaret configuration location \"%s\"; host configuration must never be visible in the sandbox",
+                                      what, m, protected[i]);
+
+        if (path_is_at_or_below(data_root, m))
+                return errorf(ret_error, -EPERM, "%s \"%s\" contains the Lazaret data root \"%s\"", what, m, data_root);
+        if (path_is_at_or_below(m, data_root) &&
+            (is_workspace || !(path_is_at_or_below(m, d->profile_dir) || path_is_at_or_below(m, d->domain_dir))))
+                return errorf(ret_error, -EPERM,
+                              "%s \"%s\" lies inside the Lazaret data root; only this profile's {profile_dir} and this Domain's {domain_dir} may be mounted",
+                              what, m);
+
+        if (runtime && (path_is_at_or_below(runtime, m) || path_is_at_or_below(m, runtime)))
+                return errorf(ret_error, -EPERM, "%s \"%s\" overlaps the Lazaret runtime directory \"%s\"", what, m, runtime);
+        return 0;
+}
+
+int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, char **ret_error) {
+        _cleanup_free_ char *def = NULL, *def_canon = NULL, *xdg = NULL, *xdg_default = NULL, *xdg_canon = NULL,
+                            *runtime = NULL, *runtime_canon = NULL;
+        char *protected[4] = {};
+        size_t np = 0;
+        int r;
+
+        *ret_error = NULL;
+        /* The file in use, and the places a configuration would be read from. */
+        if (d->config->path)
+                protected[np++] = d->config->path;
+        if (config_default_path(&def) >= 0 && path_is_absolute(def) && path_canonicalize(def, &def_canon) >= 0)
+                protected[np++] = def_canon;
+        if (get_xdg_config_home(&xdg) >= 0) {
+                xdg_default = path_join(xdg, "lazaret/config.json");
+                if (xdg_default && path_canonicalize(xdg_default, &xdg_canon) >= 0)
+                        protected[np++] = xdg_canon;
+        }
+
+        if (runtime_dir_path(&runtime) >= 0)
+                (void) path_canonicalize(runtime, &runtime_canon);
+
+        r = check_one_mount(d, "workspace", d->workspace, true, protected, runtime_canon, ret_error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *what = NULL;
+                if (asprintf(&what, "profiles.%s.volumes[%zu].host", d->profile->name, i) < 0)
+                        return -ENOMEM;
+                r = check_one_mount(d, what, v[i].host, false, protected, runtime_canon, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int domain_validate(const Domain *d, char **ret_error) {
+        _cleanup_free_ char *dir = NULL, *tag = NULL;
+        ResolvedVolume *v = NULL;
+        size_t n = 0;
+        int r;
+
+        *ret_error = NULL;
+        r = domain_resolve_volumes(d, &v, &n, ret_error);
+        if (r < 0)
+                return r;
+        r = domain_check_exposure(d, v, n, ret_error);
+        resolved_volumes_free(v, n);
+        if (r < 0)
+                return r;
+        return domain_resolve_image(d, &dir, &tag, ret_error);
+}
+
+/* -------------------------------------------------------------- storage */
+
+/* A directory that only its owner may enter, not a symlink, owned by us. */
+static int check_private_dir(int fd, const char *path, char **ret_error) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return errorf(ret_error, -errno, "%s: %m", path);
+        if (!S_ISDIR(st.st_mode))
+                return errorf(ret_error, -ENOTDIR, "%s: not a directory", path);
+        if (st.st_uid != getuid())
+                return errorf(ret_error, -EPERM, "%s: owned by UID %u, not by you", path, (unsigned) st.st_uid);
+        if (st.st_mode & 077)
+                return errorf(ret_error, -EPERM, "%s: accessible by other users (mode %04o); run chmod 0700 on it",
+                              path, (unsigned) (st.st_mode & 07777));
+        return 0;
+}
+
+static int mkdir_private_at(int dirfd, const char *parent, const char *name, int *ret_fd, char **ret_error) {
+        _cleanup_free_ char *full = path_join(parent, name);
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (!full)
+                return -ENOMEM;
+        if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
+                return errorf(ret_error, -errno, "cannot create %s: %m", full);
+        fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errorf(ret_error, -errno, "cannot open %s: %m", full);
+        r = check_private_dir(fd, full, ret_error);
+        if (r < 0)
+                return r;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/* mkdir -p for the Storage Root itself; missing parents are created 0700. */
+static int open_storage_root(const char *root, int *ret_fd, char **ret_error) {
+        _cleanup_free_ char *p = strdup(root);
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = 0;
+                if (mkdir(p, 0700) < 0 && errno != EEXIST)
+                        return errorf(ret_error, -errno, "cannot create %s: %m", p);
+                *s = '/';
+        }
+        if (mkdir(root, 0700) < 0 && errno != EEXIST)
+                return errorf(ret_error, -errno, "cannot create %s: %m", root);
+        fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errorf(ret_error, -errno, "cannot open %s: %m", root);
+        r = check_private_dir(fd, root, ret_error);
+        if (r < 0)
+                return r;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static json_object *record_json(const Domain *d) {
+        json_object *o = json_object_new_object();
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "version", json_object_new_int(1));
+        json_object_object_add(o, "domain_id", json_object_new_string(d->id));
+        json_object_object_add(o, "profile", json_object_new_string(d->profile->name));
+        json_object_object_add(o, "workspace", json_object_new_string(d->workspace));
+        return o;
+}
+
+static int write_all(int fd, const char *buf, size_t n) {
+        while (n > 0) {
+                ssize_t k = write(fd, buf, n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                buf += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+static int record_write(int domfd, const Domain *d, char **ret_error) {
+        _cleanup_json_ json_object *o = record_json(d);
+        _cleanup_close_ int fd = -EBADF;
+        char tmp[64];
+        uint64_t rnd;
+        const char *s;
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+                return errorf(ret_error, -EIO, "getrandom failed");
+        snprintf(tmp, sizeof(tmp), ".%s.%016llx", DOMAIN_RECORD_NAME, (unsigned long long) rnd);
+
+        s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        fd = openat(domfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return errorf(ret_error, -errno, "%s: cannot create %s: %m", d->domain_dir, tmp);
+        r = write_all(fd, s, strlen(s));
+        if (r >= 0)
+                r = write_all(fd, "\n", 1);
+        if (r >= 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r >= 0 && renameat(domfd, tmp, domfd, DOMAIN_RECORD_NAME) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) unlinkat(domfd, tmp, 0);
+                return errorf(ret_error, r, "%s/%s: cannot write: %s", d->domain_dir, DOMAIN_RECORD_NAME, strerror(-r));
+        }
+        (void) fsync(domfd);
+        return 0;
+}
+
+void domain_record_done(DomainRecord *rec) {
+        free(rec->profile);
+        free(rec->workspace);
+        *rec = (DomainRecord) {};
+}
+
+static int record_read(int domfd, const char *where, DomainRecord *ret, char **ret_error) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL, *why = NULL;
+        _cleanup_json_ json_object *o = NULL;
+        json_object *v, *id, *prof, *ws;
+        struct stat st;
+        ssize_t n;
+        int r;
+
+        fd = openat(domfd, DOMAIN_RECORD_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;   /* -ENOENT: no record yet, not an error to report */
+        if (fstat(fd, &st) < 0)
+                return errorf(ret_error, -errno, "%s: %m", where);
+        if (!S_ISREG(st.st_mode) || st.st_uid != getuid() || st.st_size > DOMAIN_RECORD_MAX)
+                return errorf(ret_error, -EBADMSG, "%s: not a regular file of yours of sane size", where);
+        buf = malloc((size_t) st.st_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        n = pread(fd, buf, (size_t) st.st_size, 0);
+        if (n != st.st_size)
+                return errorf(ret_error, -EIO, "%s: short read", where);
+        buf[n] = 0;
+
+        r = json_parse_strict(buf, (size_t) n, &o, &why);
+        if (r < 0)
+                return errorf(ret_error, -EBADMSG, "%s: %s", where, why ?: "invalid");
+        if (!json_object_is_type(o, json_type_object) || json_object_object_length(o) != 4 ||
+            !json_object_object_get_ex(o, "version", &v) || !json_object_is_type(v, json_type_int) ||
+            json_object_get_int(v) != 1 ||
+            !json_object_object_get_ex(o, "domain_id", &id) || !json_object_is_type(id, json_type_string) ||
+            !json_object_object_get_ex(o, "profile", &prof) || !json_object_is_type(prof, json_type_string) ||
+            !json_object_object_get_ex(o, "workspace", &ws) || !json_object_is_type(ws, json_type_string))
+                return errorf(ret_error, -EBADMSG, "%s: not a version 1 domain record", where);
+
+        const char *ids = json_object_get_string(id), *ps = json_object_get_string(prof), *wss = json_object_get_string(ws);
+        char check[DOMAIN_ID_LEN + 1];
+        if (!domain_id_is_valid(ids) || domain_id_compute(ps, wss, check) < 0 || !streq(check, ids))
+                return errorf(ret_error, -EBADMSG, "%s: the record's Domain ID does not match its profile and workspace", where);
+
+        memcpy(ret->id, ids, DOMAIN_ID_LEN + 1);
+        ret->profile = strdup(ps);
+        ret->workspace = strdup(wss);
+        if (!ret->profile || !ret->workspace) {
+                domain_record_done(ret);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int domain_record_load(const char *data_root, const char *id, DomainRecord *ret, char **ret_error) {
+        _cleanup_free_ char *dir = NULL, *where = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        DomainRecord rec = {};
+        int r;
+
+        *ret_error = NULL;
+        if (!domain_id_is_valid(id))
+                return errorf(ret_error, -EINVAL, "\"%s\" is not a Domain ID (12 lowercase hex digits)", id);
+        if (asprintf(&dir, "%s/domains/%s", data_root, id) < 0 ||
+            asprintf(&where, "%s/%s", dir, DOMAIN_RECORD_NAME) < 0)
+                return -ENOMEM;
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errorf(ret_error, -errno, "Domain %s is not known here (%s: %m)", id, dir);
+        r = check_private_dir(fd, dir, ret_error);
+        if (r < 0)
+                return r;
+        r = record_read(fd, where, &rec, ret_error);
+        if (r == -ENOENT)
+                return errorf(ret_error, r, "%s: missing", where);
+        if (r < 0)
+                return r;
+        if (!streq(rec.id, id)) {
+                domain_record_done(&rec);
+                return errorf(ret_error, -EBADMSG, "%s: records Domain %s, not %s", where, rec.id, id);
+        }
+        *ret = rec;
+        return 0;
+}
+
+int domain_storage_prepare(const Domain *d, char **ret_error) {
+        _cleanup_close_ int rootfd = -EBADF, profsfd = -EBADF, proffd = -EBADF, domsfd = -EBADF, domfd = -EBADF;
+        _cleanup_free_ char *profs = NULL, *doms = NULL, *where = NULL;
+        DomainRecord rec = {};
+        int r;
+
+        *ret_error = NULL;
+        profs = path_join(d->config->data_root, "profiles");
+        doms = path_join(d->config->data_root, "domains");
+        where = path_join(d->domain_dir, DOMAIN_RECORD_NAME);
+        if (!profs || !doms || !where)
+                return -ENOMEM;
+
+        r = open_storage_root(d->config->data_root, &rootfd, ret_error);
+        if (r < 0)
+                return r;
+        r = mkdir_private_at(rootfd, d->config->data_root, "profiles", &profsfd, ret_error);
+        if (r < 0)
+                return r;
+        r = mkdir_private_at(profsfd, profs, d->profile->name, &proffd, ret_error);
+        if (r < 0)
+                return r;
+        r = mkdir_private_at(rootfd, d->config->data_root, "domains", &domsfd, ret_error);
+        if (r < 0)
+                return r;
+        r = mkdir_private_at(domsfd, doms, d->id, &domfd, ret_error);
+        if (r < 0)
+                return r;
+
+        r = record_read(domfd, where, &rec, ret_error);
+        if (r == -ENOENT) {
+                r = record_write(domfd, d, ret_error);
+                if (r < 0)
+                        return r;
+                /* Read back what is there now: a concurrent writer wrote the same or we fail below. */
+                r = record_read(domfd, where, &rec, ret_error);
+        }
+        if (r < 0)
+                return r;
+
+        if (!streq(rec.id, d->id) || !streq(rec.profile, d->profile->name) || !streq(rec.workspace, d->workspace)) {
+                r = errorf(ret_error, -EBADMSG,
+                           "%s records profile \"%s\" and workspace \"%s\", not \"%s\" and \"%s\"; refusing to share its state",
+                           where, rec.profile, rec.workspace, d->profile->name, d->workspace);
+                domain_record_done(&rec);
+                return r;
+        }
+        domain_record_done(&rec);
+        return 0;
+}
+
+int runtime_dir_prepare(char **ret, char **ret_error) {
+        const char *e = getenv("XDG_RUNTIME_DIR");
+        _cleanup_close_ int fd = -EBADF, sub = -EBADF;
+        _cleanup_free_ char *norm = NULL, *path = NULL;
+        int r;
+
+        *ret_error = NULL;
+        if (isempty(e) || !path_is_absolute(e))
+                return errorf(ret_error, -ENXIO,
+                              "$XDG_RUNTIME_DIR is not set; Lazaret needs a per-user runtime directory (a systemd user session provides one)");
+        r = path_normalize(e, &norm);
+        if (r < 0)
+                return errorf(ret_error, r, "$XDG_RUNTIME_DIR \"%s\" is not a valid path", e);
+        fd = open(norm, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errorf(ret_error, -errno, "$XDG_RUNTIME_DIR %s: %m", norm);
+        r = check_private_dir(fd, norm, ret_error);
+        if (r < 0)
+                return r;
+        r = mkdir_private_at(fd, norm, "lazaret", &sub, ret_error);
+        if (r < 0)
+                return r;
+        path = path_join(norm, "lazaret");
+        if (!path)
+                return -ENOMEM;
+        *ret = TAKE_PTR(path);
+        return 0;
+}

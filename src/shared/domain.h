@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+
+/*
+ * Domain identity and layout (FR-1, SR-10, SR-11).
+ *
+ *   Domain ID    = first 12 hex digits of SHA-256("<profile>:<canonical workspace>")
+ *   Storage Root = data_root                                  0700
+ *   profile dir  = <data_root>/profiles/<profile>             0700  {profile_dir}
+ *   Domain Root  = <data_root>/domains/<id>                   0700  {domain_dir}
+ *   record       = <Domain Root>/domain.json                  0600
+ *   runtime dir  = $XDG_RUNTIME_DIR/lazaret/<id>              0700
+ */
+
+#define DOMAIN_ID_LEN 12
+#define DOMAIN_RECORD_NAME "domain.json"
+#define DOMAIN_RECORD_MAX 65536
+
+int domain_id_compute(const char *profile, const char *canonical_workspace, char ret[DOMAIN_ID_LEN + 1]);
+bool domain_id_is_valid(const char *s);
+
+/*
+ * The default workspace: the top level of the git working tree containing dir
+ * (the nearest ancestor holding a ".git" entry), else dir itself. Canonical.
+ */
+int workspace_discover(const char *dir, char **ret);
+
+/* realpath(3) of an existing directory. */
+int workspace_canonicalize(const char *path, char **ret);
+
+typedef struct Domain {
+        const Config *config;   /* borrowed */
+        const Profile *profile; /* borrowed */
+        char *workspace;        /* canonical */
+        char id[DOMAIN_ID_LEN + 1];
+        char *home;
+        char *profile_dir;
+        char *domain_dir;
+} Domain;
+
+Domain *domain_free(Domain *d);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Domain *, domain_free);
+#define _cleanup_domain_ _cleanup_(domain_freep)
+
+/*
+ * Binds a profile of c to a workspace. workspace NULL means the default
+ * (workspace_discover() of the current directory). Creates nothing.
+ */
+int domain_new(const Config *c, const char *profile, const char *workspace, Domain **ret, char **ret_error);
+
+typedef struct ResolvedVolume {
+        char *host;             /* expanded and canonical */
+        char *container;
+        VolumeMode mode;
+} ResolvedVolume;
+
+void resolved_volumes_free(ResolvedVolume *v, size_t n);
+
+/* Expands the profile's volume host paths for this Domain. */
+int domain_resolve_volumes(const Domain *d, ResolvedVolume **ret, size_t *ret_n, char **ret_error);
+
+/* The image layout directory for the Domain's profile (oci: path expanded). */
+int domain_resolve_image(const Domain *d, char **ret_dir, char **ret_tag, char **ret_error);
+
+/*
+ * SR-2/SR-3/SR-11: refuses a Domain whose mounts would expose Lazaret's own
+ * trusted state to the sandbox: the configuration file (and the default
+ * configuration location, where a sandbox could plant one), the Storage Root
+ * outside this Domain's own directories, and the runtime directory.
+ */
+int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, char **ret_error);
+
+/* Everything above in order: the check every Domain passes before it starts. */
+int domain_validate(const Domain *d, char **ret_error);
+
+/*
+ * Creates the Storage Root, profile dir and Domain Root (0700, owned by the
+ * caller, no symlinks followed), then writes the domain record atomically or
+ * verifies the one that is there (a record naming another profile or
+ * workspace is an error: -EBADMSG).
+ */
+int domain_storage_prepare(const Domain *d, char **ret_error);
+
+typedef struct DomainRecord {
+        char id[DOMAIN_ID_LEN + 1];
+        char *profile;
+        char *workspace;
+} DomainRecord;
+
+void domain_record_done(DomainRecord *r);
+
+/* Reads and checks <data_root>/domains/<id>/domain.json (the ID must match its contents). */
+int domain_record_load(const char *data_root, const char *id, DomainRecord *ret, char **ret_error);
+
+/* $XDG_RUNTIME_DIR/lazaret, created 0700 after checking $XDG_RUNTIME_DIR is ours. */
+int runtime_dir_prepare(char **ret, char **ret_error);
+/* The same path without creating anything. */
+int runtime_dir_path(char **ret);

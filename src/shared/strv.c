@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "macro.h"
+#include "strv.h"
+
+char **strv_free(char **l) {
+        if (!l)
+                return NULL;
+        for (char **i = l; *i; i++)
+                free(*i);
+        free(l);
+        return NULL;
+}
+
+size_t strv_length(char *const *l) {
+        size_t n = 0;
+        if (l)
+                while (l[n])
+                        n++;
+        return n;
+}
+
+bool strv_contains(const char *const *l, const char *s) {
+        if (!l || !s)
+                return false;
+        for (; *l; l++)
+                if (streq(*l, s))
+                        return true;
+        return false;
+}
+
+int strv_push(char ***l, char *value) {
+        size_t n = strv_length(*l);
+        char **c;
+
+        if (!value)
+                return 0;
+        c = reallocarray(*l, n + 2, sizeof(char *));
+        if (!c)
+                return -ENOMEM;
+        c[n] = value;
+        c[n + 1] = NULL;
+        *l = c;
+        return 0;
+}
+
+int strv_extend(char ***l, const char *value) {
+        _cleanup_free_ char *v = strdup(value);
+        int r;
+
+        if (!v)
+                return -ENOMEM;
+        r = strv_push(l, v);
+        if (r < 0)
+                return r;
+        TAKE_PTR(v);
+        return 0;
+}
+
+char **strv_copy(char *const *l) {
+        _cleanup_strv_free_ char **c = NULL;
+        size_t n = strv_length(l);
+
+        c = calloc(n + 1, sizeof(char *));
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                c[i] = strdup(l[i]);
+                if (!c[i])
+                        return NULL;
+        }
+        return TAKE_PTR(c);
+}

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cleanup.h"
+
+size_t strv_length(char *const *l);
+bool strv_contains(const char *const *l, const char *s);
+/* Takes ownership of value on success. */
+int strv_push(char ***l, char *value);
+int strv_extend(char ***l, const char *value);
+char **strv_copy(char *const *l);
+
+#define STRV_FOREACH(s, l) for (char **s = (l); s && *s; s++)
