@@ -389,7 +389,7 @@ int json_parse_strict(const char *text, size_t len, json_object **ret, char **re
         json_tokener_free(tok);
 
         if (jerr != json_tokener_success || !obj) {
-                if (jerr == json_tokener_success || jerr == json_tokener_continue)
+                if (jerr == json_tokener_success || jerr == json_tokener_continue || jerr == json_tokener_error_parse_eof)
                         return errorf(ret_error, -EINVAL, "line %u: document is empty or incomplete",
                                       line_of(text, len, end));
                 return errorf(ret_error, -EINVAL, "line %u: invalid JSON: %s",

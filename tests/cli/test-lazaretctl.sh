@@ -1,0 +1,135 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# lazaretctl from the outside: Domain IDs agree with an independent sha256sum,
+# `config check` prints what it resolved, and every bad configuration is
+# refused with a message naming the file and key, creating nothing at all.
+#
+# Usage: test-lazaretctl.sh PATH-TO-LAZARETCTL
+set -u
+ctl=$1
+pass=0
+fail=0
+
+top=$(mktemp -d /tmp/lazaret-cli-XXXXXX)
+trap 'rm -rf "$top"' EXIT
+export HOME=$top/home XDG_CONFIG_HOME=$top/home/.config XDG_DATA_HOME=$top/home/.local/share \
+       XDG_RUNTIME_DIR=$top/run
+unset LAZARET_CONFIG
+mkdir -p "$HOME/.config/lazaret" "$top/run" "$top/proj/a/b" "$top/plain"
+chmod 0700 "$top/run"
+git -C "$top/proj" init -q 2>/dev/null || mkdir "$top/proj/.git"
+
+ok()   { echo "ok - $1"; pass=$((pass + 1)); }
+bad()  { echo "not ok - $1"; fail=$((fail + 1)); }
+
+expect_id() {   # expect_id PROFILE WORKSPACE-CANONICAL ACTUAL
+        local want
+        want=$(printf '%s' "$1:$2" | sha256sum | cut -c1-12)
+        if [ "$3" = "$want" ]; then ok "domain-id $1:$2 = $want"; else bad "domain-id $1:$2: want $want, got '$3'"; fi
+}
+
+# --- Domain IDs -----------------------------------------------------------
+canon=$(cd "$top/proj" && pwd -P)
+expect_id default "$canon" "$(cd "$top/proj/a/b" && "$ctl" domain-id)"
+expect_id default "$(cd "$top/plain" && pwd -P)" "$(cd "$top/plain" && "$ctl" domain-id)"
+ln -s "$top/proj" "$top/link"
+expect_id default "$canon" "$("$ctl" domain-id --workspace "$top/link/a/..")"
+printf '{"profiles": {"my-agent": {"image": "builtin:default"}}}' > "$XDG_CONFIG_HOME/lazaret/config.json"
+expect_id my-agent "$canon" "$(cd "$top/proj" && "$ctl" domain-id -p my-agent)"
+json=$(cd "$top/proj" && "$ctl" domain-id --profile my-agent --json)
+if [ "$(printf '%s' "$json" | jq -r .workspace)" = "$canon" ] && [ "$(printf '%s' "$json" | jq -r .profile)" = my-agent ]; then
+        ok "domain-id --json"
+else
+        bad "domain-id --json: $json"
+fi
+rm "$XDG_CONFIG_HOME/lazaret/config.json"
+
+# --- config check ---------------------------------------------------------
+out=$(cd "$top/proj" && "$ctl" config check 2>&1)
+if printf '%s' "$out" | grep -q "built-in" && printf '%s' "$out" | grep -Eq "Fingerprint: +[0-9a-f]{64}"; then
+        ok "config check on the built-in configuration"
+else
+        bad "config check on the built-in configuration: $out"
+fi
+fp=$(cd "$top/proj" && "$ctl" config check --json | jq -r .fingerprint)
+printf '// nothing but defaults\n{ }\n' > "$top/empty.json"
+chmod 0600 "$top/empty.json"
+fp2=$(cd "$top/proj" && "$ctl" config check --json --config "$top/empty.json" | jq -r .fingerprint)
+if [ -n "$fp" ] && [ "$fp" = "$fp2" ]; then ok "an empty file has the built-in fingerprint"; else bad "fingerprints differ: $fp vs $fp2"; fi
+
+# --- bad configurations: message names file and key; nothing is created ----
+snapshot() { (cd "$top" && find . -path ./cases -prune -o -print | sort); }
+mkdir -p "$top/cases"
+n=0
+check_bad() {   # check_bad NEEDLE JSON
+        local needle=$1 text=$2 f out rc before after
+        n=$((n + 1))
+        f=$top/cases/$n.json
+        printf '%s' "$text" > "$f"
+        chmod 0600 "$f"
+        before=$(snapshot)
+        for verb in "config check" "domain-id"; do
+                out=$(cd "$top/proj" && "$ctl" --config "$f" $verb 2>&1 >/dev/null)
+                rc=$?
+                after=$(snapshot)
+                if [ $rc -ne 1 ]; then
+                        bad "case $n ($verb): exit status $rc, want 1"
+                elif [[ "$out" != *"$f: "* ]] || [[ "$out" != *"$needle"* ]]; then
+                        bad "case $n ($verb): message '$out' lacks file name or '$needle'"
+                elif [ "$before" != "$after" ]; then
+                        bad "case $n ($verb): files were created: $(diff <(echo "$before") <(echo "$after"))"
+                else
+                        ok "case $n ($verb): $needle"
+                fi
+        done
+}
+check_bad 'profiles.dev.imgae: unknown key' '{"profiles": {"dev": {"image": "builtin:default", "imgae": "x"}}}'
+check_bad 'escalation.timeout_s: expected an integer' '{"escalation": {"timeout_s": "10"}}'
+check_bad 'line 3: profiles.dev: duplicate key' '{"profiles": {
+  "dev": {"image": "builtin:default"},
+  "dev": {"image": "builtin:default"}}}'
+check_bad 'network.deny[1]: "10.1.2.3/8" has host bits set' '{"network": {"deny": ["10.0.0.0/8", "10.1.2.3/8"]}}'
+check_bad 'profiles.dev.allow_egress[0]: "fe80::/10" is an IPv6 prefix' '{"profiles": {"dev": {"image": "builtin:default", "allow_egress": ["fe80::/10"]}}}'
+check_bad 'profiles.dev.volumes[0].host: unknown token "{data_root}"' '{"profiles": {"dev": {"image": "builtin:default", "volumes": [{"host": "{data_root}/x", "container": "/x"}]}}}'
+check_bad 'profiles.dev.volumes[0].host: "~/a/../b" contains a ".." segment' '{"profiles": {"dev": {"image": "builtin:default", "volumes": [{"host": "~/a/../b", "container": "/x"}]}}}'
+check_bad 'profiles["Dev!"]: invalid profile name' '{"profiles": {"Dev!": {"image": "builtin:default"}}}'
+check_bad 'escalation.auto_approve[0].argv[0]: "/usr/bin/git" can run arbitrary commands' '{"escalation": {"auto_approve": [{"argv": ["/usr/bin/git", "status"]}]}}'
+check_bad 'data_root: token "{domain_dir}" is not allowed here' '{"data_root": "{domain_dir}/x"}'
+check_bad 'line 1: invalid JSON' '{"profiles": {,}}'
+# The configuration may not be visible to the sandbox (SR-2): a file inside
+# the workspace, or a volume that contains it, is refused.
+mkdir -p "$top/proj/.lazaret"
+printf '{}' > "$top/proj/.lazaret/config.json"
+chmod 0600 "$top/proj/.lazaret/config.json"
+before=$(snapshot)
+out=$(cd "$top/proj" && "$ctl" --config "$top/proj/.lazaret/config.json" config check 2>&1 >/dev/null)
+rc=$?
+if [ $rc -eq 1 ] && [[ "$out" == *"workspace \"$canon\" contains the Lazaret configuration location"* ]] && [ "$before" = "$(snapshot)" ]; then
+        ok "a configuration inside the workspace is refused"
+else
+        bad "configuration inside the workspace: rc=$rc '$out'"
+fi
+n=$((n + 1))
+printf '{"profiles": {"dev": {"image": "builtin:default", "volumes": [{"host": "~/.config", "container": "/cfg"}]}}}' > "$top/cases/$n.json"
+chmod 0600 "$top/cases/$n.json"
+out=$(cd "$top/proj" && "$ctl" --config "$top/cases/$n.json" config check 2>&1 >/dev/null)
+rc=$?
+if [ $rc -eq 1 ] && [[ "$out" == *'profiles.dev.volumes[0].host "'*'/.config" contains the Lazaret configuration location'* ]]; then
+        ok "a volume containing the configuration is refused"
+else
+        bad "volume containing the configuration: rc=$rc '$out'"
+fi
+chmod 0666 "$top/cases/1.json"
+out=$("$ctl" --config "$top/cases/1.json" config check 2>&1 >/dev/null)
+if [[ "$out" == *"writable by group or others"* ]]; then ok "a group-writable file is refused"; else bad "group-writable: '$out'"; fi
+
+# --- usage ----------------------------------------------------------------
+"$ctl" frobnicate >/dev/null 2>&1; rc=$?
+if [ $rc -eq 2 ]; then ok "unknown verb exits 2"; else bad "unknown verb exit $rc"; fi
+"$ctl" --profile 'x;y' domain-id >/dev/null 2>&1; rc=$?
+if [ $rc -eq 2 ]; then ok "invalid --profile exits 2"; else bad "invalid --profile exit $rc"; fi
+if "$ctl" --help | grep -q "domain-id" && "$ctl" --version | grep -q "^lazaretctl "; then ok "--help and --version"; else bad "--help/--version"; fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Replays fuzz inputs without libFuzzer: each argument is a file or a
+ * directory of files, fed to LLVMFuzzerTestOneInput() one at a time.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cleanup.h"
+#include "fuzz.h"
+
+static int run_file(const char *path) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ char *buf = NULL;
+        size_t cap = 1 << 16, n = 0;
+
+        if (!f) {
+                fprintf(stderr, "%s: %m\n", path);
+                return -errno;
+        }
+        buf = malloc(cap);
+        while (buf) {
+                size_t k = fread(buf + n, 1, cap - n, f);
+                n += k;
+                if (k == 0)
+                        break;
+                if (n == cap) {
+                        char *b = realloc(buf, cap *= 2);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                }
+        }
+        if (!buf)
+                return -ENOMEM;
+        LLVMFuzzerTestOneInput((const uint8_t *) buf, n);
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        unsigned count = 0;
+
+        for (int i = 1; i < argc; i++) {
+                struct stat st;
+                if (stat(argv[i], &st) < 0) {
+                        fprintf(stderr, "%s: %m\n", argv[i]);
+                        return 1;
+                }
+                if (!S_ISDIR(st.st_mode)) {
+                        if (run_file(argv[i]) < 0)
+                                return 1;
+                        count++;
+                        continue;
+                }
+                DIR *d = opendir(argv[i]);
+                struct dirent *de;
+                if (!d)
+                        return 1;
+                while ((de = readdir(d))) {
+                        char *p;
+                        if (de->d_name[0] == '.')
+                                continue;
+                        if (asprintf(&p, "%s/%s", argv[i], de->d_name) < 0)
+                                return 1;
+                        if (run_file(p) < 0)
+                                return 1;
+                        free(p);
+                        count++;
+                }
+                closedir(d);
+        }
+        printf("replayed %u inputs\n", count);
+        return count > 0 ? 0 : 1;
+}

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <criterion/parameterized.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "config.h"
+
+#define FILE_NAME "/etc/lazaret-test/config.json"
+
+static const ConfigEnv env = {
+        .home = "/home/u",
+        .xdg_data_home = "/nonexistent-lazaret-unit/share",
+};
+
+static Config *parse_ok(const char *text) {
+        Config *c = NULL;
+        _cleanup_free_ char *err = NULL;
+        int r = config_parse(text, text ? strlen(text) : 0, text ? FILE_NAME : NULL, &env, &c, &err);
+        cr_assert_eq(r, 0, "config should parse, got: %s", err ?: "(no message)");
+        cr_assert_not_null(c);
+        return c;
+}
+
+typedef struct BadCase {
+        const char *text;
+        const char *message;   /* must appear in the error, after "FILE: " */
+} BadCase;
+
+/*
+ * Every bad input gets a message of the shape "FILE: KEY.PATH: what". The
+ * table covers each class the issue names: unknown keys, wrong types,
+ * duplicate keys, bad CIDRs, bad tokens, names, paths and limits.
+ */
+static const BadCase bad_cases[] = {
+        { "[]", "expected an object, got an array" },
+        { "{\"dat_root\": \"/x\"}", "dat_root: unknown key (known keys here: data_root, default_profile, network, escalation, profiles)" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"imgae\": 1}}}", "profiles.dev.imgae: unknown key" },
+        { "{\"network\": {\"allow\": [], \"block\": []}}", "network.block: unknown key" },
+        { "{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/usr/bin/make\"], \"trailing\": true}]}}", "escalation.auto_approve[0].trailing: unknown key" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"/a\", \"container\": \"/b\", \"opts\": \"z\"}]}}}", "profiles.dev.volumes[0].opts: unknown key" },
+        { "{\"default_profile\": 3}", "default_profile: expected a string, got an integer" },
+        { "{\"data_root\": null}", "data_root: null is not a valid value" },
+        { "{\"escalation\": {\"enabled\": \"yes\"}}", "escalation.enabled: expected true or false, got a string" },
+        { "{\"escalation\": {\"timeout_s\": 1.5}}", "escalation.timeout_s: expected an integer number of seconds, got a number" },
+        { "{\"escalation\": {\"timeout_s\": 0}}", "escalation.timeout_s: 0 is out of range" },
+        { "{\"escalation\": {\"timeout_s\": 86401}}", "escalation.timeout_s: 86401 is out of range" },
+        { "{\"profiles\": []}", "profiles: expected an object of profiles, got an array" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"command\": \"bash\"}}}", "profiles.dev.command: expected an array of strings, got a string" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"command\": []}}}", "profiles.dev.command: must not be an empty array" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"command\": [\"a\", 1]}}}", "profiles.dev.command[1]: expected a string, got an integer" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"isolate_ignored\": 0}}}", "profiles.dev.isolate_ignored: expected true or false" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": []}}}", "profiles.dev.env: expected an object" },
+        /* duplicate keys */
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\"},\n \"dev\": {\"image\": \"builtin:default\"}}}", "line 2: profiles.dev: duplicate key" },
+        { "{\"data_root\": \"/a\", \"data_root\": \"/b\"}", "data_root: duplicate key" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {\"A\": \"1\", \"A\": \"2\"}}}}", "profiles.dev.env.A: duplicate key" },
+        /* CIDRs */
+        { "{\"network\": {\"deny\": [\"10.0.0.1/8\"]}}", "network.deny[0]: \"10.0.0.1/8\" has host bits set" },
+        { "{\"network\": {\"allow\": [\"fd00::/8\"]}}", "network.allow[0]: \"fd00::/8\" is an IPv6 prefix" },
+        { "{\"network\": {\"allow\": [\"10.1.0.0/33\"]}}", "network.allow[0]: \"10.1.0.0/33\" is not an IPv4 prefix" },
+        { "{\"network\": {\"allow\": [\"example.com\"]}}", "network.allow[0]: \"example.com\" is not an IPv4 prefix" },
+        { "{\"network\": {\"allow\": [\"10.1.0.0/16\", \"10.1.0.0/16\"]}}", "network.allow[1]: \"10.1.0.0/16\" is listed twice" },
+        { "{\"network\": {\"allow\": [\"10.1.0.0/16\"], \"deny\": [\"10.1.0.0/16\"]}}", "network.allow[0]: \"10.1.0.0/16\" is also denied by network.deny[0]" },
+        { "{\"network\": {\"allow\": [\"192.168.0.0/16\"]}}", "network.allow[0]: \"192.168.0.0/16\" is exactly a default-denied private range" },
+        { "{\"network\": {\"allow\": [\"10.137.54.0/24\"]}}", "network.allow[0]: \"10.137.54.0/24\" overlaps 10.137.54.0/23" },
+        { "{\"network\": {\"allow\": [\"10.128.0.0/9\"]}}", "network.allow[0]: \"10.128.0.0/9\" overlaps 10.137.54.0/23" },
+        { "{\"network\": {\"deny\": [\"10.137.55.0/29\"]}}", "network.deny[0]: \"10.137.55.0/29\" lies inside 10.137.54.0/23" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"allow_egress\": [\"172.20.0.0/16\"]}}, \"network\": {\"deny\": [\"172.20.0.0/16\"]}}", "profiles.dev.allow_egress[0]: \"172.20.0.0/16\" is also denied by network.deny[0]" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"deny_egress\": [\"1.2.3.4/33\"]}}}", "profiles.dev.deny_egress[0]" },
+        /* tokens and paths */
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"{home}/x\", \"container\": \"/x\"}]}}}", "profiles.dev.volumes[0].host: unknown token \"{home}\"" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"{profile_dir/x\", \"container\": \"/x\"}]}}}", "profiles.dev.volumes[0].host: unterminated \"{\"" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"~other/x\", \"container\": \"/x\"}]}}}", "profiles.dev.volumes[0].host: \"~user\" is not supported" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"{profile_dir}/../x\", \"container\": \"/x\"}]}}}", "profiles.dev.volumes[0].host: \"{profile_dir}/../x\" contains a \"..\" segment" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"relative/x\", \"container\": \"/x\"}]}}}", "profiles.dev.volumes[0].host: \"relative/x\" is not an absolute path" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"/a\", \"container\": \"x\"}]}}}", "profiles.dev.volumes[0].container: \"x\" is not an absolute path" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"/a\", \"container\": \"/x/../etc\"}]}}}", "profiles.dev.volumes[0].container: \"/x/../etc\" contains a \"..\" segment" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"/a\", \"container\": \"/workspace/.git/hooks\"}]}}}", "profiles.dev.volumes[0].container: \"/workspace/.git/hooks\" is inside /workspace" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"/a\", \"container\": \"/run/lazaret/x\"}]}}}", "is inside /run/lazaret" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"/a\", \"container\": \"/\"}]}}}", "profiles.dev.volumes[0].container: the sandbox root" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"/a\", \"container\": \"/x\", \"mode\": \"z\"}]}}}", "profiles.dev.volumes[0].mode: \"z\" is not a mount mode" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"/a\"}]}}}", "profiles.dev.volumes[0]: missing required key \"container\"" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"/a\", \"container\": \"/x\"}, {\"host\": \"/b\", \"container\": \"/x/y\"}]}}}", "profiles.dev.volumes[1]: container path \"/x/y\" overlaps volumes[0]" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"persistent_dirs\": [\"/proc/x\"]}}}", "profiles.dev.persistent_dirs[0]: \"/proc/x\" is inside /proc" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"persistent_dirs\": [\"/usr\", \"/usr/local\"]}}}", "profiles.dev.persistent_dirs[1]: \"/usr/local\" overlaps \"/usr\"" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"persistent_dirs\": [\"usr\"]}}}", "profiles.dev.persistent_dirs[0]: \"usr\" is not an absolute path" },
+        { "{\"data_root\": \"{profile_dir}\"}", "data_root: token \"{profile_dir}\" is not allowed here" },
+        { "{\"data_root\": \"data\"}", "data_root: \"data\" is not an absolute path" },
+        { "{\"data_root\": \"/\"}", "data_root: the file system root" },
+        /* names */
+        { "{\"profiles\": {\"Dev\": {\"image\": \"builtin:default\"}}}", "profiles.Dev: invalid profile name" },
+        { "{\"profiles\": {\"a\": {\"image\": \"builtin:default\"}}}", "profiles.a: invalid profile name" },
+        { "{\"profiles\": {\"a.b\": {\"image\": \"builtin:default\"}}}", "profiles[\"a.b\"]: invalid profile name" },
+        { "{\"profiles\": {\"../x\": {\"image\": \"builtin:default\"}}}", "profiles[\"../x\"]: invalid profile name" },
+        { "{\"profiles\": {\"abcdefghijklmnopqrstuvwxyz0123456\": {\"image\": \"builtin:default\"}}}", "invalid profile name" },
+        { "{\"default_profile\": \"Nope\"}", "default_profile: \"Nope\" is not a valid profile name" },
+        { "{\"default_profile\": \"nope\"}", "default_profile: no profile named \"nope\" is defined" },
+        /* profile contents */
+        { "{\"profiles\": {\"dev\": {}}}", "profiles.dev: missing required key \"image\"" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"docker.io/library/debian\"}}}", "profiles.dev.image: \"docker.io/library/debian\" is not a supported image reference" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"oci:\"}}}", "profiles.dev.image: \"oci:\" names no directory" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"oci:{nope}/x\"}}}", "profiles.dev.image: unknown token" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\\u0000\"}}}", "profiles.dev.image: string contains a NUL character" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"\"}}}", "profiles.dev.image: must not be empty" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {\"1X\": \"v\"}}}}", "profiles.dev.env.1X: not a valid environment variable name" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {\"LAZARET_SESSION_ID\": \"v\"}}}}", "profiles.dev.env.LAZARET_SESSION_ID: LAZARET_* variables are set by Lazaret itself" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {\"A\": \"env:\"}}}}", "profiles.dev.env.A: \"env:\": \"env:\" must be followed by a host variable name" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {\"A\": 1}}}}", "profiles.dev.env.A: expected a string, got an integer" },
+        /* escalation rules */
+        { "{\"escalation\": {\"auto_approve\": [{\"argv\": [\"make\", \"test\"]}]}}", "escalation.auto_approve[0].argv[0]: \"make\" must be an absolute program path" },
+        { "{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/usr/bin/git\", \"status\"]}]}}", "escalation.auto_approve[0].argv[0]: \"/usr/bin/git\" can run arbitrary commands (matches \"git\")" },
+        { "{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/usr/lib/git-core/git-log\"]}]}}", "can run arbitrary commands (matches \"git-*\")" },
+        { "{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/bin/sh\", \"-c\", \"x\"]}]}}", "escalation.auto_approve[0].argv[0]: \"/bin/sh\" can run arbitrary commands" },
+        { "{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/usr/bin/python3.11\"]}]}}", "matches \"python*\"" },
+        { "{\"escalation\": {\"auto_approve\": [{\"argv\": []}]}}", "escalation.auto_approve[0].argv: must not be an empty array" },
+        { "{\"escalation\": {\"auto_approve\": [{\"trailing_args\": true}]}}", "escalation.auto_approve[0]: missing required key \"argv\"" },
+        { "{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/usr/bin/make\"], \"trailing_args\": \"no\"}]}}", "escalation.auto_approve[0].trailing_args: expected true or false" },
+        { "{\"escalation\": {\"auto_approve\": [\"/usr/bin/make test\"]}}", "escalation.auto_approve[0]: expected an object, got a string" },
+        /* syntax */
+        { "{\"a\": 1,,}", "line 1: invalid JSON" },
+        { "{\"profiles\": {}} trailing", "unexpected text after the top-level value" },
+        { "", "document is empty or incomplete" },
+};
+
+/*
+ * Criterion may run each parameter in a freshly executed process, where
+ * pointers into this binary differ (ASLR); pass indices, not pointers.
+ */
+static size_t bad_indices[sizeof(bad_cases) / sizeof(bad_cases[0])];
+
+ParameterizedTestParameters(config, bad) {
+        for (size_t i = 0; i < sizeof(bad_indices) / sizeof(bad_indices[0]); i++)
+                bad_indices[i] = i;
+        return cr_make_param_array(size_t, bad_indices, sizeof(bad_indices) / sizeof(bad_indices[0]));
+}
+
+ParameterizedTest(size_t *idx, config, bad) {
+        const BadCase *bc = &bad_cases[*idx];
+        Config *c = NULL;
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        r = config_parse(bc->text, strlen(bc->text), FILE_NAME, &env, &c, &err);
+        cr_assert_lt(r, 0, "config should be refused: %s", bc->text);
+        cr_assert_null(c);
+        cr_assert_not_null(err, "no message for: %s", bc->text);
+        cr_assert_not_null(strstr(err, FILE_NAME ": "), "message does not name the file: %s", err);
+        cr_assert_not_null(strstr(err, bc->message), "message \"%s\" lacks \"%s\"", err, bc->message);
+}
+
+Test(config, builtin_has_default_profile) {
+        _cleanup_config_ Config *c = parse_ok(NULL);
+        const Profile *p = config_find_profile(c, "default");
+
+        cr_assert_null(c->path);
+        cr_assert_not_null(p);
+        cr_assert(p->builtin);
+        cr_assert_eq(p->image.kind, IMAGE_BUILTIN);
+        cr_assert_null(p->command);
+        cr_assert(p->isolate_ignored);
+        cr_assert_str_eq(c->default_profile, "default");
+        cr_assert_str_eq(c->data_root, "/nonexistent-lazaret-unit/share/lazaret");
+        cr_assert(c->escalation_enabled);
+        cr_assert_eq(c->escalation_timeout_s, 300);
+}
+
+Test(config, full_document) {
+        _cleanup_config_ Config *c = parse_ok(
+                "{\n"
+                "  // everything the schema has\n"
+                "  \"data_root\": \"~/lz\",\n"
+                "  \"default_profile\": \"dev\",\n"
+                "  \"network\": { \"allow\": [\"10.20.0.0/16\"], \"deny\": [\"203.0.113.0/24\"], },\n"
+                "  \"escalation\": { \"enabled\": false, \"timeout_s\": 60,\n"
+                "    \"auto_approve\": [ {\"argv\": [\"/usr/bin/make\", \"test\"]},\n"
+                "                      {\"argv\": [\"/usr/bin/cargo\", \"build\"], \"trailing_args\": true} ] },\n"
+                "  \"profiles\": {\n"
+                "    \"dev\": { \"image\": \"oci:{profile_dir}/image:v2\", \"command\": [\"/bin/bash\", \"-l\"],\n"
+                "      \"persistent_dirs\": [\"/usr\", \"/home/agent/\"], \"allow_egress\": [\"192.168.7.0/24\"],\n"
+                "      \"deny_egress\": [\"198.51.100.0/24\"], \"env\": {\"EDITOR\": \"vi\", \"TOKEN\": \"env:GH_TOKEN\"},\n"
+                "      \"volumes\": [ {\"host\": \"~/.cache/pip\", \"container\": \"/root/.cache/pip\", \"mode\": \"rw\"},\n"
+                "                   {\"host\": \"{domain_dir}/extra\", \"container\": \"/extra\"} ],\n"
+                "      \"isolate_ignored\": false },\n"
+                "    \"ci_runner\": { \"image\": \"builtin:default\" },\n"
+                "  },\n"
+                "}\n");
+        const Profile *dev = config_find_profile(c, "dev");
+
+        cr_assert_str_eq(c->path, FILE_NAME);
+        cr_assert_str_eq(c->data_root, "/home/u/lz");
+        cr_assert_str_eq(c->default_profile, "dev");
+        cr_assert_eq(c->allow.n, 1);
+        cr_assert_eq(c->deny.n, 1);
+        cr_assert_not(c->escalation_enabled);
+        cr_assert_eq(c->escalation_timeout_s, 60);
+        cr_assert_eq(c->n_auto_approve, 2);
+        cr_assert_not(c->auto_approve[0].trailing_args);
+        cr_assert(c->auto_approve[1].trailing_args);
+        /* ci_runner, default (built-in), dev: sorted */
+        cr_assert_eq(c->n_profiles, 3);
+        cr_assert_str_eq(c->profiles[0].name, "ci_runner");
+        cr_assert_str_eq(c->profiles[1].name, "default");
+        cr_assert_str_eq(c->profiles[2].name, "dev");
+
+        cr_assert_not_null(dev);
+        cr_assert_eq(dev->image.kind, IMAGE_OCI_LAYOUT);
+        cr_assert_str_eq(dev->image.path, "{profile_dir}/image");
+        cr_assert_str_eq(dev->image.tag, "v2");
+        cr_assert_str_eq(dev->command[1], "-l");
+        cr_assert_str_eq(dev->persistent_dirs[1], "/home/agent");
+        cr_assert_eq(dev->n_env, 2);
+        cr_assert_str_eq(dev->env[1].name, "TOKEN");
+        cr_assert(dev->env[1].from_host);
+        cr_assert_str_eq(dev->env[1].value, "GH_TOKEN");
+        cr_assert_eq(dev->n_volumes, 2);
+        cr_assert_eq(dev->volumes[0].mode, VOLUME_RW);
+        cr_assert_eq(dev->volumes[1].mode, VOLUME_RO);  /* read-only unless asked */
+        cr_assert_not(dev->isolate_ignored);
+}
+
+Test(config, image_without_tag_and_with_colon_in_path) {
+        _cleanup_config_ Config *c = parse_ok(
+                "{\"profiles\": {\"aa\": {\"image\": \"oci:/img/layout\"}, \"bb\": {\"image\": \"oci:/img/a:b/layout\"}}}");
+        cr_assert_str_eq(config_find_profile(c, "aa")->image.tag, "latest");
+        cr_assert_str_eq(config_find_profile(c, "bb")->image.path, "/img/a:b/layout");
+        cr_assert_str_eq(config_find_profile(c, "bb")->image.tag, "latest");
+}
+
+Test(config, fingerprint_ignores_presentation_only) {
+        _cleanup_config_ Config *a = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {\"A\": \"1\", \"B\": \"2\"}}}, \"default_profile\": \"dev\"}");
+        _cleanup_config_ Config *b = parse_ok("// same thing\n{ \"default_profile\": \"dev\",\n \"profiles\": { \"dev\": { \"env\": {\"B\": \"2\", \"A\": \"1\",}, \"image\": \"builtin:default\" } } }");
+        _cleanup_config_ Config *c = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {\"A\": \"1\", \"B\": \"3\"}}}, \"default_profile\": \"dev\"}");
+        _cleanup_config_ Config *d = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {\"A\": \"1\", \"B\": \"2\"}, \"isolate_ignored\": true}}, \"default_profile\": \"dev\"}");
+
+        cr_assert_eq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0, "key order and comments changed the fingerprint");
+        cr_assert_neq(memcmp(a->fingerprint, c->fingerprint, SHA256_DIGEST_LEN), 0, "a changed value kept the fingerprint");
+        /* An explicit default is the same configuration. */
+        cr_assert_eq(memcmp(a->fingerprint, d->fingerprint, SHA256_DIGEST_LEN), 0);
+}
+
+Test(config, empty_file_equals_builtin) {
+        _cleanup_config_ Config *a = parse_ok(NULL);
+        _cleanup_config_ Config *b = parse_ok("{}");
+        cr_assert_eq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0);
+}
+
+Test(config, canonical_encoding_is_sorted_and_complete) {
+        _cleanup_config_ Config *c = parse_ok("{\"profiles\": {\"zz\": {\"image\": \"builtin:default\"}}}");
+        _cleanup_free_ char *j = NULL;
+        char hex[SHA256_HEX_LEN + 1];
+        uint8_t d[SHA256_DIGEST_LEN];
+
+        cr_assert_eq(config_canonical_json(c, &j), 0);
+        cr_assert_not_null(strstr(j, "{\"data_root\":\"/nonexistent-lazaret-unit/share/lazaret\",\"default_profile\":\"default\",\"escalation\":{\"auto_approve\":[],\"enabled\":true,\"timeout_s\":300},\"format\":\"lazaret-config/1\",\"network\":{\"allow\":[],\"deny\":[]},\"profiles\":{\"default\":{"), "%s", j);
+        cr_assert_not_null(strstr(j, "\"zz\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"persistent_dirs\":[],\"volumes\":[]}"), "%s", j);
+        sha256_buf(j, strlen(j), d);
+        cr_assert_eq(memcmp(d, c->fingerprint, SHA256_DIGEST_LEN), 0);
+        cr_assert_eq(strlen(config_fingerprint_hex(c, hex)), SHA256_HEX_LEN);
+}
+
+Test(config, profile_can_replace_builtin_default) {
+        _cleanup_config_ Config *c = parse_ok("{\"profiles\": {\"default\": {\"image\": \"oci:/x\"}}}");
+        const Profile *p = config_find_profile(c, "default");
+        cr_assert_eq(c->n_profiles, 1);
+        cr_assert_not(p->builtin);
+        cr_assert_eq(p->image.kind, IMAGE_OCI_LAYOUT);
+}
+
+Test(config, names) {
+        cr_assert(profile_name_is_valid("ab"));
+        cr_assert(profile_name_is_valid("my-agent_2"));
+        cr_assert(profile_name_is_valid("abcdefghijklmnopqrstuvwxyz012345"));
+        cr_assert_not(profile_name_is_valid("abcdefghijklmnopqrstuvwxyz0123456"));
+        cr_assert_not(profile_name_is_valid("a"));
+        cr_assert_not(profile_name_is_valid("A1"));
+        cr_assert_not(profile_name_is_valid("a b"));
+        cr_assert_not(profile_name_is_valid("a;b"));
+        cr_assert_not(profile_name_is_valid(""));
+        cr_assert(env_name_is_valid("_A1"));
+        cr_assert_not(env_name_is_valid("A-B"));
+        cr_assert_not(env_name_is_valid("A=B"));
+}

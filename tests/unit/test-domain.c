@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "domain.h"
+#include "path-util.h"
+
+/* A private scratch tree per test: HOME, XDG dirs and a project inside it. */
+static char *top;
+
+static char *sub(const char *rel) {
+        char *p;
+        cr_assert(asprintf(&p, "%s/%s", top, rel) > 0);
+        return p;
+}
+
+static void mkdirs(const char *rel) {
+        _cleanup_free_ char *cmd = NULL, *p = sub(rel);
+        cr_assert(asprintf(&cmd, "mkdir -p '%s'", p) > 0);
+        cr_assert_eq(system(cmd), 0);
+}
+
+static void setup(void) {
+        char tmpl[] = "/tmp/lazaret-unit-domain-XXXXXX";
+        _cleanup_free_ char *home = NULL, *cfg = NULL, *data = NULL, *run = NULL;
+
+        cr_assert_not_null(mkdtemp(tmpl));
+        top = realpath(tmpl, NULL);
+        home = sub("home");
+        cfg = sub("home/.config");
+        data = sub("home/.local/share");
+        run = sub("run");
+        mkdirs("home/.config");
+        mkdirs("run");
+        chmod(run, 0700);
+        setenv("HOME", home, 1);
+        setenv("XDG_CONFIG_HOME", cfg, 1);
+        setenv("XDG_DATA_HOME", data, 1);
+        setenv("XDG_RUNTIME_DIR", run, 1);
+        unsetenv("LAZARET_CONFIG");
+}
+
+static void teardown(void) {
+        _cleanup_free_ char *cmd = NULL;
+        cr_assert(asprintf(&cmd, "rm -rf '%s'", top) > 0);
+        (void) system(cmd);
+        free(top);
+}
+
+static Config *load(const char *text) {
+        Config *c = NULL;
+        _cleanup_free_ char *err = NULL, *path = NULL;
+
+        if (text) {
+                FILE *f;
+                path = sub("home/.config/lazaret/config.json");
+                mkdirs("home/.config/lazaret");
+                f = fopen(path, "we");
+                cr_assert_not_null(f);
+                fputs(text, f);
+                fclose(f);
+                chmod(path, 0600);
+        }
+        cr_assert_eq(config_load(NULL, &c, &err), 0, "%s", err ?: "");
+        return c;
+}
+
+Test(domain, id_matches_independent_sha256) {
+        char id[DOMAIN_ID_LEN + 1];
+
+        /* Expected values computed with: printf %s 'PROFILE:PATH' | sha256sum | cut -c1-12 */
+        cr_assert_eq(domain_id_compute("default", "/tmp/ws/proj", id), 0);
+        cr_assert_str_eq(id, "382cf293f5db");
+        cr_assert_eq(domain_id_compute("dev", "/home/u/p", id), 0);
+        cr_assert_str_eq(id, "7a4a5428c1c2");
+        cr_assert_eq(domain_id_compute("my-agent_2", "/srv/code/proj x", id), 0);
+        cr_assert_str_eq(id, "b0c8bc8b3137");
+        cr_assert_eq(domain_id_compute("Bad", "/x", id), -EINVAL);
+        cr_assert_eq(domain_id_compute("dev", "relative", id), -EINVAL);
+        cr_assert(domain_id_is_valid("0123456789ab"));
+        cr_assert_not(domain_id_is_valid("0123456789AB"));
+        cr_assert_not(domain_id_is_valid("0123456789a"));
+        cr_assert_not(domain_id_is_valid("../../etc/xx"));
+}
+
+Test(domain, workspace_is_git_top_level, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *repo = sub("home/src/repo"), *deep = sub("home/src/repo/a/b"), *plain = sub("home/src/plain"),
+                            *wt = sub("home/src/worktree/x"), *wtop = sub("home/src/worktree"), *gitfile = NULL,
+                            *out = NULL, *out2 = NULL, *out3 = NULL;
+
+        mkdirs("home/src/repo/.git");
+        mkdirs("home/src/repo/a/b");
+        mkdirs("home/src/plain");
+        mkdirs("home/src/worktree/x");
+        gitfile = sub("home/src/worktree/.git");
+        close(open(gitfile, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+
+        cr_assert_eq(workspace_discover(deep, &out), 0);
+        cr_assert_str_eq(out, repo);
+        cr_assert_eq(workspace_discover(plain, &out2), 0);
+        cr_assert_str_eq(out2, plain);
+        cr_assert_eq(workspace_discover(wt, &out3), 0);
+        cr_assert_str_eq(out3, wtop);
+}
+
+Test(domain, new_refuses_root_and_home, .init = setup, .fini = teardown) {
+        _cleanup_config_ Config *c = load(NULL);
+        _cleanup_free_ char *home = sub("home"), *err = NULL;
+        Domain *d = NULL;
+
+        cr_assert_eq(domain_new(c, NULL, "/", &d, &err), -EPERM);
+        cr_assert_not_null(strstr(err, "root cannot be a workspace"));
+        free(err);
+        err = NULL;
+        cr_assert_eq(domain_new(c, NULL, home, &d, &err), -EPERM);
+        cr_assert_not_null(strstr(err, "contains your home directory"), "%s", err);
+        free(err);
+        err = NULL;
+        cr_assert_eq(domain_new(c, NULL, top, &d, &err), -EPERM);
+        free(err);
+        err = NULL;
+        cr_assert_eq(domain_new(c, "nope", NULL, &d, &err), -ENOENT);
+        cr_assert_not_null(strstr(err, "no profile named \"nope\""));
+        cr_assert_null(d);
+}
+
+Test(domain, storage_layout_and_record, .init = setup, .fini = teardown) {
+        _cleanup_config_ Config *c = load(NULL);
+        _cleanup_domain_ Domain *d = NULL;
+        _cleanup_free_ char *ws = sub("home/proj"), *err = NULL, *rec = NULL, *root = NULL;
+        DomainRecord r = {};
+        struct stat st;
+
+        mkdirs("home/proj");
+        cr_assert_eq(domain_new(c, NULL, ws, &d, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_validate(d, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_storage_prepare(d, &err), 0, "%s", err ?: "");
+
+        root = sub("home/.local/share/lazaret");
+        cr_assert_str_eq(c->data_root, root);
+        cr_assert_eq(stat(root, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0700);
+        cr_assert_eq(stat(d->domain_dir, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0700);
+        cr_assert_eq(stat(d->profile_dir, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0700);
+        rec = path_join(d->domain_dir, DOMAIN_RECORD_NAME);
+        cr_assert_eq(stat(rec, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0600);
+
+        /* Reuse verifies and succeeds; load by ID gives the same identity. */
+        cr_assert_eq(domain_storage_prepare(d, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_record_load(c->data_root, d->id, &r, &err), 0, "%s", err ?: "");
+        cr_assert_str_eq(r.profile, "default");
+        cr_assert_str_eq(r.workspace, ws);
+        domain_record_done(&r);
+
+        /* A record that names another workspace is refused, and left alone. */
+        FILE *f = fopen(rec, "we");
+        fprintf(f, "{\"version\": 1, \"domain_id\": \"%s\", \"profile\": \"default\", \"workspace\": \"/elsewhere\"}", d->id);
+        fclose(f);
+        cr_assert_eq(domain_storage_prepare(d, &err), -EBADMSG);
+        cr_assert_not_null(strstr(err, "does not match"), "%s", err);
+        free(err);
+        err = NULL;
+        cr_assert_eq(domain_record_load(c->data_root, d->id, &r, &err), -EBADMSG);
+        free(err);
+        err = NULL;
+        cr_assert_eq(domain_record_load(c->data_root, "../../etc/xx", &r, &err), -EINVAL);
+}
+
+Test(domain, storage_refuses_open_data_root, .init = setup, .fini = teardown) {
+        _cleanup_config_ Config *c = NULL;
+        _cleanup_domain_ Domain *d = NULL;
+        _cleanup_free_ char *ws = sub("home/proj"), *err = NULL, *data = sub("data");
+
+        mkdirs("home/proj");
+        mkdirs("data");
+        chmod(data, 0755);
+        {
+                _cleanup_free_ char *text = NULL;
+                cr_assert(asprintf(&text, "{\"data_root\": \"%s\"}", data) > 0);
+                c = load(text);
+        }
+        cr_assert_eq(domain_new(c, NULL, ws, &d, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_storage_prepare(d, &err), -EPERM);
+        cr_assert_not_null(strstr(err, "accessible by other users"), "%s", err);
+}
+
+static void exposure_refused(const char *config_text, const char *ws_rel, const char *needle) {
+        _cleanup_config_ Config *c = load(config_text);
+        _cleanup_domain_ Domain *d = NULL;
+        _cleanup_free_ char *ws = sub(ws_rel), *err = NULL;
+
+        cr_assert_eq(domain_new(c, NULL, ws, &d, &err), 0, "%s", err ?: "");
+        cr_assert_lt(domain_validate(d, &err), 0, "should refuse: %s", config_text ?: "(built-in)");
+        cr_assert_not_null(strstr(err, needle), "message \"%s\" lacks \"%s\"", err, needle);
+}
+
+Test(domain, exposure_workspace_holding_config, .init = setup, .fini = teardown) {
+        /* XDG_CONFIG_HOME inside the project: the config would be visible. */
+        _cleanup_free_ char *cfg = sub("home/proj/.config");
+        mkdirs("home/proj/.config");
+        setenv("XDG_CONFIG_HOME", cfg, 1);
+        exposure_refused("{}", "home/proj", "contains the Lazaret configuration location");
+}
+
+Test(domain, exposure_workspace_holding_default_config_location, .init = setup, .fini = teardown) {
+        /* No file yet, but the sandbox could create one there. */
+        _cleanup_free_ char *cfg = sub("home/proj/.config");
+        mkdirs("home/proj");
+        setenv("XDG_CONFIG_HOME", cfg, 1);
+        exposure_refused(NULL, "home/proj", "contains the Lazaret configuration location");
+}
+
+Test(domain, exposure_volumes, .init = setup, .fini = teardown) {
+        mkdirs("home/proj");
+        exposure_refused("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"~/.config\", \"container\": \"/c\"}]}}, \"default_profile\": \"dev\"}",
+                         "home/proj", "profiles.dev.volumes[0].host");
+}
+
+Test(domain, exposure_data_root, .init = setup, .fini = teardown) {
+        mkdirs("home/proj");
+        exposure_refused("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"~/.local/share\", \"container\": \"/c\"}]}}, \"default_profile\": \"dev\"}",
+                         "home/proj", "contains the Lazaret data root");
+}
+
+Test(domain, exposure_other_domain, .init = setup, .fini = teardown) {
+        mkdirs("home/proj");
+        exposure_refused("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"~/.local/share/lazaret/domains/0123456789ab\", \"container\": \"/c\"}]}}, \"default_profile\": \"dev\"}",
+                         "home/proj", "only this profile's {profile_dir} and this Domain's {domain_dir} may be mounted");
+}
+
+Test(domain, exposure_workspace_inside_data_root, .init = setup, .fini = teardown) {
+        mkdirs("home/.local/share/lazaret/domains/x");
+        exposure_refused(NULL, "home/.local/share/lazaret/domains/x", "lies inside the Lazaret data root");
+}
+
+Test(domain, exposure_runtime_dir, .init = setup, .fini = teardown) {
+        mkdirs("home/proj");
+        {
+                _cleanup_free_ char *text = NULL, *run = sub("run");
+                cr_assert(asprintf(&text, "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"%s\", \"container\": \"/c\"}]}}, \"default_profile\": \"dev\"}", run) > 0);
+                exposure_refused(text, "home/proj", "overlaps the Lazaret runtime directory");
+        }
+}
+
+Test(domain, own_dirs_may_be_mounted_and_tokens_resolve, .init = setup, .fini = teardown) {
+        _cleanup_config_ Config *c = load("{\"profiles\": {\"dev\": {\"image\": \"oci:{workspace_dir}/img:t1\", \"volumes\": ["
+                                          "{\"host\": \"{profile_dir}/cache\", \"container\": \"/cache\", \"mode\": \"rw\"},"
+                                          "{\"host\": \"{domain_dir}/state-{domain_hash}\", \"container\": \"/state\"},"
+                                          "{\"host\": \"~/shared-{profile_name}\", \"container\": \"/shared\"}]}}, \"default_profile\": \"dev\"}");
+        _cleanup_domain_ Domain *d = NULL;
+        _cleanup_free_ char *ws = sub("home/proj"), *err = NULL, *want = NULL, *img = NULL, *tag = NULL, *home = sub("home");
+        ResolvedVolume *v = NULL;
+        size_t n = 0;
+
+        mkdirs("home/proj");
+        cr_assert_eq(domain_new(c, NULL, ws, &d, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_validate(d, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_resolve_volumes(d, &v, &n, &err), 0);
+        cr_assert_eq(n, 3);
+        cr_assert(asprintf(&want, "%s/profiles/dev/cache", c->data_root) > 0);
+        cr_assert_str_eq(v[0].host, want);
+        free(want);
+        cr_assert(asprintf(&want, "%s/domains/%s/state-%s", c->data_root, d->id, d->id) > 0);
+        cr_assert_str_eq(v[1].host, want);
+        free(want);
+        cr_assert(asprintf(&want, "%s/shared-dev", home) > 0);
+        cr_assert_str_eq(v[2].host, want);
+        resolved_volumes_free(v, n);
+
+        cr_assert_eq(domain_resolve_image(d, &img, &tag, &err), 0);
+        free(want);
+        cr_assert(asprintf(&want, "%s/img", ws) > 0);
+        cr_assert_str_eq(img, want);
+        cr_assert_str_eq(tag, "t1");
+}
+
+Test(domain, runtime_dir, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *p = NULL, *err = NULL, *want = sub("run/lazaret");
+        struct stat st;
+
+        cr_assert_eq(runtime_dir_prepare(&p, &err), 0, "%s", err ?: "");
+        cr_assert_str_eq(p, want);
+        cr_assert_eq(stat(p, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0700);
+
+        unsetenv("XDG_RUNTIME_DIR");
+        free(p);
+        p = NULL;
+        cr_assert_eq(runtime_dir_prepare(&p, &err), -ENXIO);
+        cr_assert_not_null(strstr(err, "XDG_RUNTIME_DIR is not set"));
+}
+
+Test(domain, config_file_permissions, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *path = sub("home/.config/lazaret/config.json"), *err = NULL;
+        Config *c = NULL;
+        FILE *f;
+
+        mkdirs("home/.config/lazaret");
+        f = fopen(path, "we");
+        fputs("{}", f);
+        fclose(f);
+        chmod(path, 0666);
+        cr_assert_eq(config_load(NULL, &c, &err), -EPERM);
+        cr_assert_not_null(strstr(err, "writable by group or others"), "%s", err);
+        free(err);
+        err = NULL;
+        cr_assert_eq(config_load("/nonexistent-lazaret/config.json", &c, &err), -ENOENT);
+        cr_assert_not_null(strstr(err, "/nonexistent-lazaret/config.json: cannot read"), "%s", err);
+        free(err);
+        err = NULL;
+        setenv("LAZARET_CONFIG", "/nonexistent-lazaret/env.json", 1);
+        cr_assert_eq(config_load(NULL, &c, &err), -ENOENT, "a file named by $LAZARET_CONFIG must exist");
+}
