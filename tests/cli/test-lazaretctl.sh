@@ -7,7 +7,7 @@
 #
 # Usage: test-lazaretctl.sh PATH-TO-LAZARETCTL
 set -u
-ctl=$1
+ctl=$(realpath "$1")
 pass=0
 fail=0
 
