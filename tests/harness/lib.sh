@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
+#
+# lib.sh: shared helpers for the integration test scripts, which run through
+# run-as-test-user as an unprivileged user under a systemd user manager.
+# Source it first:  . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
+#
+#   lt_install              install Lazaret as a user would (once per tree)
+#   lt_fail MSG             print MSG and exit 1
+#   lt_skip MSG             print MSG and exit 77 (meson: SKIP)
+#   lt_assert_eq WHAT EXPECTED ACTUAL
+#   lt_unit_path UNIT       D-Bus object path of UNIT (LoadUnit)
+#   lt_unit_prop UNIT PROP  a property of org.freedesktop.systemd1.Unit
+#   lt_busctl ARGS...       busctl --user with a timeout
+#
+# After lt_install: LT_PREFIX, LT_BINDIR, LT_UNITDIR, LT_BUILDDIR are set and
+# LT_BINDIR leads PATH.
+
+set -euo pipefail
+
+lt_fail() { echo "FAIL: $*" >&2; exit 1; }
+lt_skip() { echo "SKIP: $*" >&2; exit 77; }
+lt_log() { echo "# $*" >&2; }
+
+lt_assert_eq() {
+        local what=$1 expected=$2 actual=$3
+        [[ $expected == "$actual" ]] ||
+                lt_fail "$what: expected '$expected', got '$actual'"
+        lt_log "ok: $what = '$actual'"
+}
+
+# A hash of the tree's contents: every path, and the bytes of every regular
+# file, leaving out top-level build*/ directories and .git.
+lt_tree_hash() {
+        (
+                cd "$1"
+                find . -mindepth 1 \( -path './build*' -o -name .git \) -prune -o -print0 | sort -z | tr '\0' '\n'
+                find . -mindepth 1 \( -path './build*' -o -name .git \) -prune -o -type f -print0 |
+                        sort -z | xargs -0r sha256sum --
+        ) | sha256sum | cut -d' ' -f1
+}
+
+lt_busctl() { busctl --user --timeout=30 "$@"; }
+
+lt_unit_path() {
+        lt_busctl --json=short call org.freedesktop.systemd1 /org/freedesktop/systemd1 \
+                org.freedesktop.systemd1.Manager LoadUnit s "$1" | jq -r '.data[0]'
+}
+
+lt_unit_prop() {
+        local path
+        path=$(lt_unit_path "$1") || return 1
+        lt_busctl --json=short get-property org.freedesktop.systemd1 "$path" \
+                org.freedesktop.systemd1.Unit "$2" | jq -r '.data'
+}
+
+lt_install() {
+        local mode=${LAZARET_TEST_INSTALL:-home} opts hash
+        : "${LAZARET_SOURCE_ROOT:?run through tests/harness/run-as-test-user}"
+        case $mode in
+        home)
+                LT_PREFIX=$HOME/.local
+                LT_BUILDDIR=$HOME/lazaret-build
+                # No -Duserunitdir: a user's ~/.local install must find the
+                # unit dir by itself ($XDG_DATA_HOME/systemd/user).
+                LT_UNITDIR=$LT_PREFIX/share/systemd/user
+                opts=()
+                ;;
+        runtime)
+                : "${XDG_RUNTIME_DIR:?}"
+                LT_PREFIX=$XDG_RUNTIME_DIR/lazaret-test/prefix
+                LT_BUILDDIR=$XDG_RUNTIME_DIR/lazaret-test/build
+                LT_UNITDIR=$XDG_RUNTIME_DIR/systemd/user
+                opts=(-Duserunitdir="$LT_UNITDIR")
+                ;;
+        *) lt_fail "LAZARET_TEST_INSTALL must be home or runtime, not '$mode'" ;;
+        esac
+        LT_BINDIR=$LT_PREFIX/bin
+        export LT_PREFIX LT_BUILDDIR LT_UNITDIR LT_BINDIR
+        export PATH=$LT_BINDIR:$PATH
+
+        mkdir -p "$(dirname -- "$LT_BUILDDIR")"
+        hash=$(lt_tree_hash "$LAZARET_SOURCE_ROOT")
+        (
+                flock 9
+                if [[ $(cat "$LT_BUILDDIR.stamp" 2>/dev/null) == "$hash" && -x $LT_BINDIR/lazaretctl ]]; then
+                        exit 0
+                fi
+                lt_log "installing Lazaret from $LAZARET_SOURCE_ROOT into $LT_PREFIX"
+                rm -f "$LT_BUILDDIR.stamp"
+                if [[ -e $LT_BUILDDIR/meson-private/coredata.dat ]]; then
+                        meson setup --reconfigure "$LT_BUILDDIR" "$LAZARET_SOURCE_ROOT" \
+                                --prefix="$LT_PREFIX" "${opts[@]}" >"$LT_BUILDDIR.log" 2>&1 ||
+                                { cat "$LT_BUILDDIR.log" >&2; exit 1; }
+                else
+                        rm -rf "$LT_BUILDDIR"
+                        meson setup "$LT_BUILDDIR" "$LAZARET_SOURCE_ROOT" \
+                                --prefix="$LT_PREFIX" "${opts[@]}" >"$LT_BUILDDIR.log" 2>&1 ||
+                                { cat "$LT_BUILDDIR.log" >&2; exit 1; }
+                fi
+                meson install -C "$LT_BUILDDIR" --quiet >>"$LT_BUILDDIR.log" 2>&1 ||
+                        { cat "$LT_BUILDDIR.log" >&2; exit 1; }
+                systemctl --user daemon-reload
+                echo "$hash" >"$LT_BUILDDIR.stamp"
+        ) 9>"$LT_BUILDDIR.lock" || lt_fail "installing Lazaret failed (log: $LT_BUILDDIR.log)"
+}
