@@ -8,25 +8,33 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 #include <json-c/json.h>
 
 #include "cleanup.h"
 #include "config.h"
+#include "ctl.h"
 #include "domain.h"
 #include "macro.h"
 #include "strv.h"
 
-static const char *arg_config = NULL;
-static const char *arg_profile = NULL;
-static const char *arg_workspace = NULL;
-static bool arg_json = false;
+const char *arg_config = NULL;
+const char *arg_profile = NULL;
+const char *arg_workspace = NULL;
+bool arg_json = false;
+
+typedef enum VerbFlags {
+        VERB_CONFIG = 1 << 0,           /* needs the validated configuration */
+        VERB_COMMAND = 1 << 1,          /* arguments after the verb's options are a command line */
+} VerbFlags;
 
 typedef struct Verb {
         const char *name;
         unsigned min_args, max_args;   /* including the verb itself */
-        int (*dispatch)(int argc, char *argv[]);
+        VerbFlags flags;
+        int (*dispatch)(int argc, char *argv[], const Config *config);
         const char *synopsis;
 } Verb;
 
@@ -59,14 +67,10 @@ static int make_domain(const Config *c, const char *profile, Domain **ret) {
 
 /* ------------------------------------------------------------ domain-id */
 
-static int verb_domain_id(int argc, char *argv[]) {
-        _cleanup_config_ Config *c = NULL;
+static int verb_domain_id(int argc, char *argv[], const Config *c) {
         _cleanup_domain_ Domain *d = NULL;
         int r;
 
-        r = load_config(&c);
-        if (r < 0)
-                return r;
         r = make_domain(c, arg_profile, &d);
         if (r < 0)
                 return r;
@@ -196,8 +200,7 @@ static int check_profile(const Config *c, const Profile *p, json_object *jprofil
         return 0;
 }
 
-static int verb_config(int argc, char *argv[]) {
-        _cleanup_config_ Config *c = NULL;
+static int verb_config(int argc, char *argv[], const Config *c) {
         _cleanup_free_ char *defpath = NULL, *ws = NULL, *error = NULL;
         _cleanup_json_ json_object *root = NULL;
         json_object *profiles = NULL;
@@ -209,9 +212,6 @@ static int verb_config(int argc, char *argv[]) {
                 return -EINVAL;
         }
 
-        r = load_config(&c);
-        if (r < 0)
-                return r;
         if (arg_profile && !config_find_profile(c, arg_profile)) {
                 fprintf(stderr, "No profile named \"%s\" in %s.\n", arg_profile, c->path ?: "the built-in configuration");
                 return -ENOENT;
@@ -291,14 +291,18 @@ static int verb_config(int argc, char *argv[]) {
         return ret;
 }
 
-static int verb_help(int argc, char *argv[]) {
+static int verb_help(int argc, char *argv[], const Config *c) {
         return help();
 }
 
 static const Verb verbs[] = {
-        { "help",      1, 1, verb_help,      "help                        Show this help" },
-        { "domain-id", 1, 1, verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },
-        { "config",    2, 2, verb_config,    "config check                Validate the configuration and show resolved profiles" },
+        { "help",      1, 1,        0,                           verb_help,      "help                        Show this help" },
+        { "launch",    1, UINT_MAX, VERB_CONFIG | VERB_COMMAND,  verb_launch,    "launch [--] [CMD [ARG...]]  Run a command or a shell in the Domain's sandbox" },
+        { "status",    1, 2,        VERB_CONFIG,                 verb_status,    "status [DOMAIN-ID]          Show the state of a Domain" },
+        { "list",      1, 1,        0,                           verb_list,      "list                        List running Domains" },
+        { "stop",      1, 2,        VERB_CONFIG,                 verb_stop,      "stop [DOMAIN-ID]            Stop a Domain: end its sessions, tear it down" },
+        { "domain-id", 1, 1,        VERB_CONFIG,                 verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },
+        { "config",    2, 2,        VERB_CONFIG,                 verb_config,    "config check                Validate the configuration and show resolved profiles" },
 };
 
 static int help(void) {
@@ -326,20 +330,22 @@ enum {
         ARG_JSON,
 };
 
-static int parse_argv(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "help",      no_argument,       NULL, 'h'         },
-                { "version",   no_argument,       NULL, ARG_VERSION },
-                { "config",    required_argument, NULL, 'c'         },
-                { "profile",   required_argument, NULL, 'p'         },
-                { "workspace", required_argument, NULL, 'w'         },
-                { "json",      no_argument,       NULL, ARG_JSON    },
-                {}
-        };
+static const struct option options[] = {
+        { "help",      no_argument,       NULL, 'h'         },
+        { "version",   no_argument,       NULL, ARG_VERSION },
+        { "config",    required_argument, NULL, 'c'         },
+        { "profile",   required_argument, NULL, 'p'         },
+        { "workspace", required_argument, NULL, 'w'         },
+        { "json",      no_argument,       NULL, ARG_JSON    },
+        {}
+};
+
+/* Parses options from argv[optind] up to the next non-option. Returns 0 to exit, 1 to go on. */
+static int parse_options(int argc, char *argv[]) {
         int c;
 
-        /* GNU getopt permutes: options may follow the verb. */
-        while ((c = getopt_long(argc, argv, "hc:p:w:", options, NULL)) >= 0)
+        /* "+": stop at the first non-option; the caller decides what it is. */
+        while ((c = getopt_long(argc, argv, "+hc:p:w:", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
                         help();
@@ -379,32 +385,93 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
-int main(int argc, char *argv[]) {
-        const Verb *verb = NULL;
-        int r, n;
+static const Verb *find_verb(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(verbs[i].name, name))
+                        return &verbs[i];
+        return NULL;
+}
 
-        r = parse_argv(argc, argv);
+/*
+ * Options may come before and after the verb. For verbs that take a command
+ * line (launch), the first non-option after the verb, or everything after
+ * "--", is the command, passed on untouched: `launch ls -la` runs "ls -la".
+ * Returns the verb's argument vector (argv[0] is the verb) in *ret.
+ */
+static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret_args) {
+        _cleanup_strv_free_ char **args = NULL;
+        const Verb *verb = NULL;
+        int r;
+
+        optind = 1;
+        for (;;) {
+                r = parse_options(argc, argv);
+                if (r <= 0)
+                        return r;
+                if (optind >= argc)
+                        break;
+                if (streq(argv[optind], "--")) {
+                        for (optind++; optind < argc; optind++)
+                                if (strv_extend(&args, argv[optind]) < 0)
+                                        return -ENOMEM;
+                        break;
+                }
+                if (strv_extend(&args, argv[optind]) < 0)
+                        return -ENOMEM;
+                if (!verb) {
+                        verb = find_verb(argv[optind]);
+                        if (!verb) {
+                                fprintf(stderr, "Unknown command \"%s\"; see %s --help.\n", argv[optind], program_invocation_short_name);
+                                return -EINVAL;
+                        }
+                } else if (verb->flags & VERB_COMMAND) {
+                        for (optind++; optind < argc; optind++)
+                                if (strv_extend(&args, argv[optind]) < 0)
+                                        return -ENOMEM;
+                        break;
+                }
+                optind++;
+        }
+
+        if (!verb) {
+                if (args) {
+                        fprintf(stderr, "Unknown command \"%s\"; see %s --help.\n", args[0], program_invocation_short_name);
+                        return -EINVAL;
+                }
+                fprintf(stderr, "No command given; see %s --help.\n", program_invocation_short_name);
+                return -EINVAL;
+        }
+        *ret_verb = verb;
+        *ret_args = TAKE_PTR(args);
+        return 1;
+}
+
+int main(int argc, char *argv[]) {
+        _cleanup_strv_free_ char **args = NULL;
+        _cleanup_config_ Config *config = NULL;
+        const Verb *verb = NULL;
+        unsigned n;
+        int r;
+
+        r = parse_argv(argc, argv, &verb, &args);
         if (r <= 0)
                 return r < 0 ? 2 : 0;
 
-        n = argc - optind;
-        if (n == 0) {
-                fprintf(stderr, "No command given; see %s --help.\n", program_invocation_short_name);
-                return 2;
-        }
-        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                if (streq(verbs[i].name, argv[optind]))
-                        verb = &verbs[i];
-        if (!verb) {
-                fprintf(stderr, "Unknown command \"%s\"; see %s --help.\n", argv[optind], program_invocation_short_name);
-                return 2;
-        }
-        if ((unsigned) n < verb->min_args || (unsigned) n > verb->max_args) {
+        n = (unsigned) strv_length(args);
+        if (n < verb->min_args || n > verb->max_args) {
                 fprintf(stderr, "Wrong number of arguments for \"%s\"; usage: %s %s\n", verb->name,
                         program_invocation_short_name, verb->synopsis);
                 return 2;
         }
 
-        r = verb->dispatch(n, argv + optind);
-        return r < 0 ? 1 : 0;
+        if (verb->flags & VERB_CONFIG) {
+                r = load_config(&config);
+                if (r < 0)
+                        return 1;
+        }
+
+        r = verb->dispatch((int) n, args, config);
+        if (r < 0)
+                return 1;
+        return r > 255 ? 255 : r;
 }

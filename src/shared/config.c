@@ -1194,6 +1194,35 @@ static int read_config_file(const char *path, char **ret, size_t *ret_len, char 
         return 0;
 }
 
+static int config_env(char **ret_home, char **ret_xdg_data, char **ret_error) {
+        int r;
+
+        r = get_home_dir(ret_home);
+        if (r < 0) {
+                (void) !asprintf(ret_error, "cannot determine the home directory: %s", strerror(-r));
+                return r;
+        }
+        r = get_xdg_data_home(ret_xdg_data);
+        if (r < 0) {
+                (void) !asprintf(ret_error, "cannot determine $XDG_DATA_HOME: %s", strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+int config_load_builtin(Config **ret, char **ret_error) {
+        _cleanup_free_ char *home = NULL, *xdg_data = NULL;
+        ConfigEnv env;
+        int r;
+
+        *ret_error = NULL;
+        r = config_env(&home, &xdg_data, ret_error);
+        if (r < 0)
+                return r;
+        env = (ConfigEnv) { .home = home, .xdg_data_home = xdg_data };
+        return config_parse(NULL, 0, NULL, &env, ret, ret_error);
+}
+
 int config_load(const char *explicit_path, Config **ret, char **ret_error) {
         _cleanup_free_ char *path = NULL, *text = NULL, *home = NULL, *xdg_data = NULL, *canon = NULL;
         bool must_exist;
@@ -1203,12 +1232,7 @@ int config_load(const char *explicit_path, Config **ret, char **ret_error) {
 
         *ret_error = NULL;
 
-        r = get_home_dir(&home);
-        if (r < 0) {
-                (void) !asprintf(ret_error, "cannot determine the home directory: %s", strerror(-r));
-                return r;
-        }
-        r = get_xdg_data_home(&xdg_data);
+        r = config_env(&home, &xdg_data, ret_error);
         if (r < 0)
                 return r;
         env = (ConfigEnv) { .home = home, .xdg_data_home = xdg_data };

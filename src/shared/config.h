@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "cidr.h"
+#include "cleanup.h"
 #include "hash.h"
 
 /*
@@ -125,6 +126,9 @@ int config_parse(const char *text, size_t len, const char *filename, const Confi
  * group or others.
  */
 int config_load(const char *explicit_path, Config **ret, char **ret_error);
+
+/* The built-in configuration, with the caller's home and XDG directories. */
+int config_load_builtin(Config **ret, char **ret_error);
 
 /* The path config_load() would read when nothing is named explicitly. */
 int config_default_path(char **ret);

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+
+#include "config.h"
+
+/* Parsed global options (the only globals of lazaretctl). */
+extern const char *arg_config;
+extern const char *arg_profile;
+extern const char *arg_workspace;
+extern bool arg_json;
+
+/*
+ * Verbs get their own arguments (argv[0] is the verb) and the validated
+ * configuration. They return a negative errno after printing why, or the
+ * process exit status (0 on success; launch returns the command's status).
+ */
+int verb_launch(int argc, char *argv[], const Config *config);
+int verb_status(int argc, char *argv[], const Config *config);
+int verb_list(int argc, char *argv[], const Config *config);
+int verb_stop(int argc, char *argv[], const Config *config);

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "bus-names.h"
+#include "domain.h"
+#include "json-util.h"
+#include "launch-request.h"
+#include "macro.h"
+#include "path-util.h"
+
+#define LAUNCH_REQUEST_MAX 16384
+
+static int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
+static int errorf(char **ret_error, int r, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(ret_error, fmt, ap) < 0)
+                *ret_error = NULL;
+        va_end(ap);
+        return r;
+}
+
+void launch_request_done(LaunchRequest *r) {
+        free(r->config_path);
+        r->config_path = NULL;
+}
+
+static bool is_hex64(const char *s) {
+        if (strlen(s) != SHA256_HEX_LEN)
+                return false;
+        for (; *s; s++)
+                if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+                        return false;
+        return true;
+}
+
+int launch_request_write(const char *runtime_dir, const char *id, const LaunchRequest *r, char **ret_error) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_free_ char *tmp = NULL, *final = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        uint64_t rnd;
+        const char *s;
+        ssize_t n;
+
+        *ret_error = NULL;
+        if (!o)
+                return -ENOMEM;
+        if (!domain_id_is_valid(id) || !is_hex64(r->fingerprint))
+                return errorf(ret_error, -EINVAL, "invalid launch request");
+        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+                return errorf(ret_error, -EIO, "getrandom failed");
+        if (asprintf(&tmp, "%s/.%s%s.%016llx", runtime_dir, id, LAUNCH_REQUEST_SUFFIX, (unsigned long long) rnd) < 0 ||
+            asprintf(&final, "%s/%s%s", runtime_dir, id, LAUNCH_REQUEST_SUFFIX) < 0)
+                return -ENOMEM;
+
+        json_object_object_add(o, "version", json_object_new_int(1));
+        json_object_object_add(o, "config", r->config_path ? json_object_new_string(r->config_path) : NULL);
+        json_object_object_add(o, "fingerprint", json_object_new_string(r->fingerprint));
+        s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return errorf(ret_error, -errno, "cannot create %s: %m", tmp);
+        n = write(fd, s, strlen(s));
+        if (n != (ssize_t) strlen(s) || rename(tmp, final) < 0) {
+                int r2 = n < 0 ? -errno : -EIO;
+                (void) unlink(tmp);
+                return errorf(ret_error, r2, "cannot write %s", final);
+        }
+        return 0;
+}
+
+int launch_request_read(const char *runtime_dir, const char *id, LaunchRequest *ret, char **ret_error) {
+        _cleanup_free_ char *path = NULL, *buf = NULL, *why = NULL;
+        _cleanup_json_ json_object *o = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        json_object *v, *cfg, *fp;
+        struct stat st;
+        ssize_t n;
+        int r;
+
+        *ret_error = NULL;
+        if (!domain_id_is_valid(id))
+                return errorf(ret_error, -EINVAL, "\"%s\" is not a Domain ID", id);
+        if (asprintf(&path, "%s/%s%s", runtime_dir, id, LAUNCH_REQUEST_SUFFIX) < 0)
+                return -ENOMEM;
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return errorf(ret_error, -errno, "%s: %m (start Domains with lazaretctl launch)", path);
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) || st.st_size > LAUNCH_REQUEST_MAX)
+                return errorf(ret_error, -EPERM, "%s: not a private regular file of yours", path);
+        buf = malloc((size_t) st.st_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        n = read(fd, buf, (size_t) st.st_size);
+        if (n != st.st_size)
+                return errorf(ret_error, -EIO, "%s: short read", path);
+        buf[n] = 0;
+        r = json_parse_strict(buf, (size_t) n, &o, &why);
+        if (r < 0)
+                return errorf(ret_error, -EBADMSG, "%s: %s", path, why ?: "invalid");
+        if (!json_object_is_type(o, json_type_object) || json_object_object_length(o) != 3 ||
+            !json_object_object_get_ex(o, "version", &v) || !json_object_is_type(v, json_type_int) || json_object_get_int(v) != 1 ||
+            !json_object_object_get_ex(o, "config", &cfg) ||
+            !(cfg == NULL || json_object_is_type(cfg, json_type_string)) ||
+            !json_object_object_get_ex(o, "fingerprint", &fp) || !json_object_is_type(fp, json_type_string) ||
+            !is_hex64(json_object_get_string(fp)))
+                return errorf(ret_error, -EBADMSG, "%s: not a version 1 launch request", path);
+        if (cfg && !path_is_absolute(json_object_get_string(cfg)))
+                return errorf(ret_error, -EBADMSG, "%s: configuration path is not absolute", path);
+
+        *ret = (LaunchRequest) {};
+        if (cfg) {
+                ret->config_path = strdup(json_object_get_string(cfg));
+                if (!ret->config_path)
+                        return -ENOMEM;
+        }
+        memcpy(ret->fingerprint, json_object_get_string(fp), SHA256_HEX_LEN + 1);
+        return 0;
+}

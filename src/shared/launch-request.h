@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "hash.h"
+
+/*
+ * The launch request: before activating a Domain, lazaretctl records which
+ * configuration file it validated (and its fingerprint) in
+ * $XDG_RUNTIME_DIR/lazaret/ID.launch, mode 0600, written atomically. The
+ * coordinator, started by the user manager with its own environment, reads
+ * it to load the same file, and refuses to start when the file no longer has
+ * that fingerprint. The runtime directory is private to the user (SR-10).
+ */
+
+typedef struct LaunchRequest {
+        char *config_path;      /* NULL: the built-in configuration */
+        char fingerprint[SHA256_HEX_LEN + 1];
+} LaunchRequest;
+
+void launch_request_done(LaunchRequest *r);
+int launch_request_write(const char *runtime_dir, const char *id, const LaunchRequest *r, char **ret_error);
+int launch_request_read(const char *runtime_dir, const char *id, LaunchRequest *ret, char **ret_error);

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "macro.h"
+#include "subid.h"
+
+static int parse_u32(const char *s, size_t n, uint32_t *ret) {
+        uint64_t v = 0;
+
+        if (n == 0 || n > 10)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -EINVAL;
+                v = v * 10 + (uint64_t) (s[i] - '0');
+        }
+        if (v > UINT32_MAX)
+                return -ERANGE;
+        *ret = (uint32_t) v;
+        return 0;
+}
+
+int subid_pick(const char *text, const char *user, uint32_t id, SubidRange *ret) {
+        char idstr[16];
+        bool found = false;
+        SubidRange best = {};
+
+        snprintf(idstr, sizeof(idstr), "%" PRIu32, id);
+
+        for (const char *line = text; line && *line;) {
+                const char *eol = strchrnul(line, '\n');
+                const char *c1 = memchr(line, ':', eol - line);
+                const char *c2 = c1 ? memchr(c1 + 1, ':', eol - c1 - 1) : NULL;
+                SubidRange r;
+
+                if (c1 && c2) {
+                        size_t nl = c1 - line;
+                        bool ours = (user && strlen(user) == nl && strncmp(line, user, nl) == 0) ||
+                                    (strlen(idstr) == nl && strncmp(line, idstr, nl) == 0);
+                        if (ours && parse_u32(c1 + 1, c2 - c1 - 1, &r.start) >= 0 &&
+                            parse_u32(c2 + 1, eol - c2 - 1, &r.count) >= 0 &&
+                            r.count >= SUBID_COUNT && (uint64_t) r.start + SUBID_COUNT - 1 <= UINT32_MAX &&
+                            (!found || r.start < best.start)) {
+                                best = r;
+                                found = true;
+                        }
+                }
+                line = *eol ? eol + 1 : eol;
+        }
+        if (!found)
+                return -ENOENT;
+        *ret = best;
+        return 0;
+}
+
+int subid_pick_file(const char *path, const char *user, uint32_t id, SubidRange *ret) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+
+        if (!f)
+                return -errno;
+        buf = malloc(1024 * 1024 + 1);
+        if (!buf)
+                return -ENOMEM;
+        n = fread(buf, 1, 1024 * 1024, f);
+        buf[n] = 0;
+        return subid_pick(buf, user, id, ret);
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Subordinate IDs the sandbox's user namespace maps to IDs 1..65536. */
+#define SUBID_COUNT 65536U
+
+typedef struct SubidRange {
+        uint32_t start;
+        uint32_t count;
+} SubidRange;
+
+/*
+ * Picks, from the text of /etc/subuid or /etc/subgid, the lowest-starting
+ * range of at least SUBID_COUNT IDs that belongs to the user, named either by
+ * user name or by numeric ID (as shadow-utils accepts). Malformed lines are
+ * skipped. -ENOENT when there is none.
+ */
+int subid_pick(const char *text, const char *user, uint32_t id, SubidRange *ret);
+
+/* Reads the file and picks; for the calling user. */
+int subid_pick_file(const char *path, const char *user, uint32_t id, SubidRange *ret);

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "cleanup.h"
+#include "oci-spec.h"
+
+static json_object *parse(const char *s) {
+        json_object *o = json_tokener_parse(s);
+        cr_assert_not_null(o, "not JSON: %s", s);
+        return o;
+}
+
+static json_object *get(json_object *o, const char *key) {
+        json_object *v = NULL;
+        cr_assert(json_object_object_get_ex(o, key, &v), "missing key %s", key);
+        return v;
+}
+
+Test(oci, container_has_private_namespaces_and_no_user_namespace) {
+        static const char *const ro[] = { "rbind", "ro", NULL };
+        OciMount mounts[] = {
+                { "/workspace", "bind", "/home/u/proj", (const char *const[]) { "rbind", "rw", NULL } },
+                { "/run/lazaret", "bind", "/run/user/1000/lazaret/x/control", ro },
+        };
+        OciContainer c = {
+                .rootfs = "/data/rootfs", .rootfs_readonly = true, .hostname = "lz",
+                .args = (char *[]) { "/run/lazaret/init", NULL }, .env = (char *[]) { "PATH=/bin", NULL },
+                .cwd = "/", .mounts = mounts, .n_mounts = 2,
+        };
+        _cleanup_free_ char *s = NULL;
+        _cleanup_json_ json_object *o = NULL;
+        json_object *ns, *proc, *caps, *bounding;
+        bool seen[5] = {};
+
+        cr_assert_eq(oci_container_json(&c, &s), 0);
+        o = parse(s);
+        ns = get(get(o, "linux"), "namespaces");
+        for (size_t i = 0; i < json_object_array_length(ns); i++) {
+                json_object *n = json_object_array_get_idx(ns, i), *path;
+                const char *t = json_object_get_string(get(n, "type"));
+                cr_assert_str_neq(t, "user", "no nested user namespace (SR-12)");
+                cr_assert_str_neq(t, "cgroup", "no cgroup namespace entry");
+                cr_assert_not(json_object_object_get_ex(n, "path", &path), "no host namespace path (SR-12)");
+                if (strcmp(t, "pid") == 0) seen[0] = true;
+                if (strcmp(t, "ipc") == 0) seen[1] = true;
+                if (strcmp(t, "uts") == 0) seen[2] = true;
+                if (strcmp(t, "mount") == 0) seen[3] = true;
+                if (strcmp(t, "network") == 0) seen[4] = true;
+        }
+        for (size_t i = 0; i < 5; i++)
+                cr_assert(seen[i], "namespace %zu missing", i);
+        cr_assert_not(json_object_object_get_ex(get(o, "linux"), "uidMappings", NULL));
+        cr_assert_not(json_object_object_get_ex(get(o, "linux"), "gidMappings", NULL));
+
+        proc = get(o, "process");
+        cr_assert(json_object_get_boolean(get(proc, "noNewPrivileges")));
+        caps = get(proc, "capabilities");
+        bounding = get(caps, "bounding");
+        for (size_t i = 0; i < json_object_array_length(bounding); i++) {
+                const char *cap = json_object_get_string(json_object_array_get_idx(bounding, i));
+                cr_assert(strcmp(cap, "CAP_NET_ADMIN") && strcmp(cap, "CAP_SYS_ADMIN") && strcmp(cap, "CAP_NET_RAW") &&
+                          strcmp(cap, "CAP_SYS_PTRACE") && strcmp(cap, "CAP_MKNOD") && strcmp(cap, "CAP_SYS_MODULE"),
+                          "capability %s must not be granted", cap);
+        }
+        cr_assert_eq(json_object_array_length(get(caps, "ambient")), 0);
+        cr_assert(json_object_get_boolean(get(get(o, "root"), "readonly")));
+        cr_assert_str_eq(json_object_get_string(get(get(o, "root"), "path")), "/data/rootfs");
+        cr_assert_eq(json_object_array_length(get(o, "mounts")), 6);
+}
+
+Test(oci, network_namespace_path_when_given) {
+        OciContainer c = {
+                .rootfs = "/r", .args = (char *[]) { "/init", NULL }, .netns_path = "/proc/123/ns/net",
+        };
+        _cleanup_free_ char *s = NULL;
+        cr_assert_eq(oci_container_json(&c, &s), 0);
+        cr_assert_not_null(strstr(s, "\"path\":\"/proc/123/ns/net\""), "%s", s);
+}
+
+Test(oci, refuses_bad_input) {
+        _cleanup_free_ char *s = NULL;
+        OciMount bad = { "relative", "bind", "/x", NULL };
+        OciMount dotdot = { "/a/../etc", "bind", "/x", NULL };
+        OciMount relsrc = { "/a", "bind", "x", NULL };
+        OciContainer c = { .rootfs = "/r", .args = (char *[]) { "/init", NULL } };
+
+        c.mounts = &bad, c.n_mounts = 1;
+        cr_assert_eq(oci_container_json(&c, &s), -EINVAL);
+        c.mounts = &dotdot;
+        cr_assert_eq(oci_container_json(&c, &s), -EINVAL);
+        c.mounts = &relsrc;
+        cr_assert_eq(oci_container_json(&c, &s), -EINVAL);
+        c.n_mounts = 0;
+        c.rootfs = "r";
+        cr_assert_eq(oci_container_json(&c, &s), -EINVAL);
+        c.rootfs = "/r";
+        c.args = (char *[]) { NULL };
+        cr_assert_eq(oci_container_json(&c, &s), -EINVAL);
+        cr_assert_null(s);
+}
+
+Test(oci, process_with_terminal) {
+        OciProcess p = { .args = (char *[]) { "/bin/sh", "-l", NULL }, .env = (char *[]) { "TERM=xterm", NULL },
+                         .cwd = "/workspace", .terminal = true, .rows = 40, .cols = 120 };
+        _cleanup_free_ char *s = NULL;
+        _cleanup_json_ json_object *o = NULL;
+
+        cr_assert_eq(oci_process_json(&p, &s), 0);
+        o = parse(s);
+        cr_assert(json_object_get_boolean(get(o, "terminal")));
+        cr_assert_eq(json_object_get_int(get(get(o, "consoleSize"), "height")), 40);
+        cr_assert_str_eq(json_object_get_string(get(o, "cwd")), "/workspace");
+        cr_assert_eq(json_object_get_int(get(get(o, "user"), "uid")), 0);
+}

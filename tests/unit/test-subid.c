@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <criterion/criterion.h>
+#include <errno.h>
+
+#include "subid.h"
+
+Test(subid, picks_lowest_sufficient_range_by_name_or_id) {
+        SubidRange r;
+        const char *text =
+                "other:100000:65536\n"
+                "alice:300000:65536\n"
+                "alice:200000:1000\n"          /* too small */
+                "1001:231072:65536\n"          /* by numeric ID: lowest */
+                "alice:x:65536\n"              /* malformed */
+                "alice:250000\n";              /* malformed */
+
+        cr_assert_eq(subid_pick(text, "alice", 1001, &r), 0);
+        cr_assert_eq(r.start, 231072);
+        cr_assert_eq(r.count, 65536);
+        cr_assert_eq(subid_pick(text, "alice", 2000, &r), 0);
+        cr_assert_eq(r.start, 300000);
+        cr_assert_eq(subid_pick(text, "bob", 2000, &r), -ENOENT);
+        cr_assert_eq(subid_pick("alice:4294967295:65536\n", "alice", 1, &r), -ENOENT);
+        cr_assert_eq(subid_pick("alice:1:99999999999\n", "alice", 1, &r), -ENOENT);
+        cr_assert_eq(subid_pick("", "alice", 1, &r), -ENOENT);
+        cr_assert_eq(subid_pick("alice:100000:65536", "alice", 1, &r), 0);   /* no final newline */
+}
