@@ -1,0 +1,748 @@
+/*
+ * lazaret.pml -- Promela model of the Lazaret Domain protocol.
+ *
+ * One Domain (one profile + workspace pair), followed through up to NCAND
+ * coordinator processes (so up to NCAND generations), NCLIENT lazaretctl
+ * clients with one session each, and up to MAXREQ escalation requests
+ * written by the untrusted sandbox.  Up to NFAULT injected faults kill a
+ * coordinator, the Runtime Supervisor, the runsc client, slirp4netns or a
+ * client, or cut the coordinator off the user bus.  run-model.sh checks
+ * several bounded configurations of these constants (spec/README.md).
+ *
+ * Roles (spec/lazaret.md §4.1) and the processes that model them:
+ *   Coordinator   lazaret-coordinator, main process of lazaret@<id>.service
+ *                 (the Manager: lock, bus name, sessions, children, mailbox)
+ *   Supervisor    lazaret-supervisor, the coordinator's child
+ *   runsc, slirp4netns   state variables owned by the Supervisor's steps;
+ *                 they die only through Faults
+ *   Client        lazaretctl launch
+ *   Escalator     lazaret-escalate and the agent inside the sandbox
+ *   UserManager   systemd --user (socket activation) and dbus-daemon
+ *   Faults        process deaths and bus loss
+ *
+ * Section numbers (§) refer to spec/lazaret.md.  The invariants of §7 are
+ * checked by the Invariants and Quiescence processes (safety run) and by
+ * the ltl formulas at the end (liveness run, -DLIVENESS).
+ *
+ * Deliberately broken variants: compile with -DMUTANT_<name>.  Every
+ * mutation point is marked MUTANT and listed in spec/mutants/mutants.list.
+ *
+ * Modelling conventions
+ *  - One atomic block = one sd-event dispatch in the coordinator, or one
+ *    run-to-completion step of another role.  The coordinator's handlers
+ *    never interleave with each other (sd-event is single-threaded), but
+ *    every other role runs concurrently with them.
+ *  - A process death is a kernel fact that happens at once (state
+ *    P_EXITED); the coordinator learns of it later, when its pidfd or
+ *    scope-state handler runs.  Invariants allow exactly that gap.
+ *  - Keys: the Session Anchor key of client c is the number c; BOGUS_KEY
+ *    is a key no client owns.  "Signed by k" means rq_key == k.
+ */
+
+#define NCLIENT 2        /* lazaretctl processes, one session each      */
+#define NREQ    2        /* request slots in the mailbox                */
+#ifndef NCAND
+#define NCAND   2        /* coordinator processes that may ever start   */
+#endif
+#ifndef MAXREQ
+#define MAXREQ  2        /* escalation requests the sandbox may write   */
+#endif
+#ifndef NFAULT
+#define NFAULT  1        /* injected faults per run (see Faults)        */
+#endif
+
+/* Domain phase: the Domain Store record plus the leader's view (§5.2). */
+#define D_ABSENT   0     /* no generation, nothing to clean up          */
+#define D_STARTING 1     /* generation begun, not yet published         */
+#define D_RUNNING  2     /* published: sessions are admitted            */
+#define D_STOPPING 3     /* refcount reached zero: ordered teardown     */
+#define D_FAILED   4     /* Domain failure: ordered recovery pending    */
+
+/* Supervisor, runsc client and slirp4netns process state (§5.7). */
+#define P_NONE   0       /* no process (never started, or reaped)       */
+#define P_ALIVE  1
+#define P_EXITED 2       /* dead; the coordinator has not handled it    */
+
+/* lazaretctl client state as the Domain sees it (§5.4). */
+#define CL_IDLE    0     /* not yet connected                           */
+#define CL_WAITING 1     /* connected to lazaret@<id>.socket, waiting   */
+#define CL_ACTIVE  2     /* OpenSession succeeded: session registered   */
+#define CL_GONE    3     /* session over (either side closed it)        */
+
+/* Escalation request state (§5.6).  States >= RQ_ACCEPTED were routed. */
+#define RQ_NONE      0
+#define RQ_WRITTEN   1   /* renamed into the mailbox's request directory */
+#define RQ_DISCARDED 2   /* not accepted: bad signature, stale, failed  */
+#define RQ_ACCEPTED  3   /* verified; prompt routed to the session       */
+#define RQ_RUNNING   4   /* approved; host command running               */
+#define RQ_DONE      5   /* exactly one result file delivered            */
+#define RQ_DROPPED   6   /* its session disconnected before a result     */
+
+#define V_NONE    0
+#define V_APPROVE 1      /* [A] approve, or [E] edit then approve        */
+#define V_DENY    2      /* [D] deny                                     */
+
+#define BOGUS_KEY 7
+
+/* ------------------------------------------------------------------ */
+/* Shared state                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Leader election (§5.1): kernel flock and the user bus. */
+byte flock_owner;              /* coordinator holding LOCK_EX, 0 = none  */
+byte bus_owner;                /* owner of org.lazaret.Domain.d<id>      */
+bool bus_conn[NCAND+1];        /* coordinator's bus connection is open   */
+bool coord_alive[NCAND+1];
+bool is_owner[NCAND+1];        /* holds flock and name, acts as leader   */
+bool unit_inst[NCAND+1];       /* started by systemd as lazaret@<id>     */
+byte nowners;                  /* number of coordinators with is_owner   */
+byte ncand;                    /* coordinator processes started so far  */
+bool unit_active;              /* lazaret@<id>.service has a main PID    */
+bool stray_used;               /* the one out-of-band coordinator start  */
+
+/* Domain record and leader memory (§5.2, §5.3). */
+byte phase;                    /* D_*                                    */
+bool dirty;                    /* Domain Store: resources may exist      */
+byte gen;                      /* current Domain generation              */
+bool sandbox_ready;            /* supervisor reported runsc started      */
+byte attested;                 /* generation the canary attested         */
+bool net_ready;                /* coordinator's network readiness        */
+bool published;                /* object exported, State = "running"     */
+bool sup_stop;                 /* STOP sent on the supervisor channel    */
+
+/* Physical resources, tagged with the generation that created them. */
+byte sup;      byte sup_gen;   /* Runtime Supervisor process             */
+byte runsc;                    /* attached `runsc run` client process    */
+byte sandbox_gen;              /* runsc container + its scope exist      */
+byte helper;   byte helper_gen;/* slirp4netns process / its scope+netns  */
+byte anchor_gen;               /* State Anchor overlay is mounted        */
+
+/* Clients and the session registry (§5.4). Index = session ID. */
+byte cl[NCLIENT+1];
+bool cl_alive[NCLIENT+1];      /* client process runs, bus peer present  */
+byte sess_client[NCLIENT+1];   /* session ID -> client (bus unique name) */
+byte sess_key[NCLIENT+1];      /* session ID -> Session Anchor key       */
+
+/* Escalation Mailbox (§5.6). Index = request number. */
+byte nreq;
+byte rq[NREQ+1];
+byte rq_claim[NREQ+1];         /* session ID written in the request      */
+byte rq_key[NREQ+1];           /* key that signed it                     */
+byte rq_route[NREQ+1];         /* client the prompt went to              */
+byte rq_verdict[NREQ+1];       /* client's answer, not yet handled       */
+byte rq_results[NREQ+1];       /* result files delivered                 */
+bool rq_cancel[NREQ+1];        /* cancel file written, not yet handled   */
+bool host_cmd[NREQ+1];         /* approved host command is running       */
+
+byte faults;
+
+/* ------------------------------------------------------------------ */
+/* Derived predicates                                                  */
+/* ------------------------------------------------------------------ */
+
+#define connected(c)   (cl[c] == CL_WAITING || cl[c] == CL_ACTIVE)
+#define outstanding(r) (rq[r] == RQ_ACCEPTED || rq[r] == RQ_RUNNING)
+#define outstanding_for(c) \
+	((outstanding(1) && rq_route[1] == c) || (outstanding(2) && rq_route[2] == c))
+#define waiting_client \
+	((cl[1] == CL_WAITING && cl_alive[1]) || (cl[2] == CL_WAITING && cl_alive[2]))
+#define cleaning       (phase == D_STOPPING || phase == D_FAILED)
+#define sandbox_gone   (sandbox_gen == 0 && runsc == P_NONE)
+#define sidecar_gone   (helper_gen == 0 && helper == P_NONE && sup == P_NONE)
+#define all_clean      (sandbox_gone && sidecar_gone && anchor_gen == 0)
+#define live_or_unreaped(p) (p == P_ALIVE || p == P_EXITED)
+
+/* ------------------------------------------------------------------ */
+/* Mutation points: each MUTANT switch breaks exactly one rule          */
+/* ------------------------------------------------------------------ */
+
+/* §5.2 publication gate: sandbox started AND network attested. */
+#ifdef MUTANT_publish_before_network
+#define PUBLISH_GATE   (sandbox_ready)
+#else
+#define PUBLISH_GATE   (sandbox_ready && net_ready)
+#endif
+
+/* §5.2 MarkNetworkReady: attested from inside the live sandbox. */
+#ifdef MUTANT_network_ready_before_sandbox
+#define NET_READY_GATE (helper == P_ALIVE && helper_gen == gen)
+#else
+#define NET_READY_GATE (attested == gen && sandbox_ready)
+#endif
+
+/* §5.2 runsc starts once the State Anchor and the helper are up. */
+#ifdef MUTANT_sandbox_waits_for_network
+#define SANDBOX_GATE   (net_ready)
+#else
+#define SANDBOX_GATE   (helper == P_ALIVE && anchor_gen == g)
+#endif
+
+/* §5.4 OpenSession is served only by a published Domain. */
+#ifdef MUTANT_admit_before_publish
+#define ADMIT_GATE     (phase == D_STARTING || phase == D_RUNNING)
+#else
+#define ADMIT_GATE     (phase == D_RUNNING)
+#endif
+
+/* §5.6 the request must verify against the claimed session's key. */
+#ifdef MUTANT_route_by_claimed_session
+#define SIGNATURE_OK(r) (true)
+#else
+#define SIGNATURE_OK(r) (sess_key[rq_claim[r]] == rq_key[r])
+#endif
+
+/* §5.6 cancel/deadline acts only on a request without a result. */
+#ifdef MUTANT_cancel_after_result
+#define CANCEL_GATE(r) (rq[r] >= RQ_ACCEPTED)
+#else
+#define CANCEL_GATE(r) (outstanding(r))
+#endif
+
+/* §5.6 a cancelled request still gets its "cancelled" result. */
+#ifdef MUTANT_cancel_without_result
+#define CANCEL_RESULT(r) rq[r] = RQ_DROPPED; retire(r)
+#else
+#define CANCEL_RESULT(r) deliver_result(r)
+#endif
+
+/* §5.3 ordered cleanup: sandbox, then sidecar, then State Anchor. */
+#ifdef MUTANT_helper_before_sandbox
+#define SIDECAR_GATE   (true)
+#else
+#define SIDECAR_GATE   (sandbox_gone)
+#endif
+#ifdef MUTANT_unmount_before_sandbox
+#define UNMOUNT_GATE   (true)
+#else
+#define UNMOUNT_GATE   (sandbox_gone && sidecar_gone)
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Coordinator helpers (each runs inside one handler)                  */
+/* ------------------------------------------------------------------ */
+
+/* A request reached a terminal state: forget its routing data.  A
+ * dropped request keeps rq_route, which the invariants use to check
+ * that its session really disconnected. */
+inline retire(r) {
+	rq_claim[r] = 0;
+	rq_key[r] = 0;
+	rq_verdict[r] = V_NONE;
+	if :: rq[r] != RQ_DROPPED -> rq_route[r] = 0 :: else fi
+}
+
+/* Write the one Escalation Result file (atomic rename into results/). */
+inline deliver_result(r) {
+	rq_results[r]++;
+	rq[r] = RQ_DONE;
+	retire(r)
+}
+
+/* A session ended: its outstanding requests end without a result, and
+ * their host commands are killed (OR-3).  MUTANT strand_host_command
+ * forgets the kill. */
+inline drop_requests_of(c) {
+	if
+	:: outstanding(1) && rq_route[1] == c ->
+		rq[1] = RQ_DROPPED; retire(1);
+#ifndef MUTANT_strand_host_command
+		host_cmd[1] = false
+#endif
+	:: else
+	fi;
+	if
+	:: outstanding(2) && rq_route[2] == c ->
+		rq[2] = RQ_DROPPED; retire(2);
+#ifndef MUTANT_strand_host_command
+		host_cmd[2] = false
+#endif
+	:: else
+	fi
+}
+
+inline forget_session_of(c) {
+	if
+	:: sess_client[1] == c -> sess_client[1] = 0; sess_key[1] = 0
+	:: else
+	fi;
+	if
+	:: sess_client[2] == c -> sess_client[2] = 0; sess_key[2] = 0
+	:: else
+	fi
+}
+
+/* §5.4 a session's owner left the bus (sd_bus_track callback). */
+inline disconnect(c) {
+	cl[c] = CL_GONE;
+	forget_session_of(c);
+	drop_requests_of(c)
+}
+
+/* §5.3 end every session (SessionEnded), forget the keys, discard
+ * requests not yet accepted.  Clients still waiting on the activation
+ * socket are handled by the caller. */
+inline close_all_sessions() {
+	if :: cl[1] == CL_ACTIVE -> cl[1] = CL_GONE :: else fi;
+	if :: cl[2] == CL_ACTIVE -> cl[2] = CL_GONE :: else fi;
+	sess_client[1] = 0; sess_key[1] = 0;
+	sess_client[2] = 0; sess_key[2] = 0;
+	if :: outstanding(1) -> rq[1] = RQ_DROPPED; retire(1) :: rq[1] == RQ_WRITTEN -> rq[1] = RQ_DISCARDED; retire(1) :: else fi;
+	if :: outstanding(2) -> rq[2] = RQ_DROPPED; retire(2) :: rq[2] == RQ_WRITTEN -> rq[2] = RQ_DISCARDED; retire(2) :: else fi;
+	host_cmd[1] = false;
+	host_cmd[2] = false
+}
+
+/* Withdraw publication: the object and the bus name go away. */
+inline withdraw(me) {
+	published = false;
+	if :: bus_owner == me -> bus_owner = 0 :: else fi
+}
+
+/* §5.3 Domain failure, first half: end every session, withdraw
+ * publication and readiness, quiesce the supervisor, tell waiting
+ * clients "failed".  Ordered cleanup follows. */
+inline fail_domain(me) {
+	phase = D_FAILED;
+	close_all_sessions();
+	withdraw(me);
+#ifndef MUTANT_keep_network_ready_on_death
+	net_ready = false;
+#endif
+	sup_stop = true;
+	if :: cl[1] == CL_WAITING -> cl[1] = CL_GONE :: else fi;
+	if :: cl[2] == CL_WAITING -> cl[2] = CL_GONE :: else fi
+}
+
+/* ------------------------------------------------------------------ */
+/* Host Coordinator: lazaret@<id>.service main process (§4.1, §5)      */
+/* ------------------------------------------------------------------ */
+
+proctype Coordinator(byte me)
+{
+	bool started = false;      /* this instance began a generation */
+
+	{
+	/* §5.1 step 1: flock(LOCK_EX|LOCK_NB) on the Domain lock file.
+	 * A busy lock means another coordinator owns the Domain: exit. */
+	atomic {
+		if
+		:: flock_owner == 0 -> flock_owner = me
+		:: else ->
+#ifdef MUTANT_no_flock
+			skip            /* MUTANT: EWOULDBLOCK ignored */
+#else
+			goto quit
+#endif
+		fi
+	};
+
+	/* §5.1 step 2: RequestName(org.lazaret.Domain.d<id>), no queueing,
+	 * no replacement.  A name still held (say by a dead predecessor
+	 * whose connection dbus-daemon has not yet dropped) means exit. */
+	atomic {
+		if
+		:: bus_owner == 0 && bus_conn[me] ->
+			bus_owner = me; is_owner[me] = true; nowners++
+		:: else -> goto quit
+		fi
+	};
+
+	/* §5.1 step 3: a dirty Domain Store record means an earlier
+	 * generation's resources may still exist: recover them first. */
+	atomic {
+		if
+#ifndef MUTANT_skip_recovery
+		:: dirty -> phase = D_FAILED; sup_stop = true
+#endif
+		:: else -> phase = D_ABSENT
+		fi
+	};
+
+	/* The coordinator's event loop: one option per sd-event handler. */
+	do
+	/* ---- §5.2 startup -------------------------------------------- */
+	:: atomic { phase == D_ABSENT && !started && bus_conn[me] ->
+		/* Begin a generation: durable intent first, then resources. */
+		assert(all_clean && !dirty);  /* INV OrderedFailureRecovery */
+		started = true;
+		gen++;
+		dirty = true;
+		phase = D_STARTING;
+		sup_stop = false;
+		sandbox_ready = false;
+		net_ready = false;
+		/* newuidmap/newgidmap, then release the supervisor */
+		sup = P_ALIVE;
+		sup_gen = gen }
+	:: atomic { phase == D_STARTING && !net_ready && NET_READY_GATE ->
+		net_ready = true }                       /* MarkNetworkReady */
+	:: atomic { phase == D_STARTING && PUBLISH_GATE ->
+		published = true;                        /* PublishDomain */
+		phase = D_RUNNING }
+
+	/* ---- §5.4 sessions: OpenSession and peer disconnects --------- */
+	:: atomic { ADMIT_GATE && cl[1] == CL_WAITING && cl_alive[1] ->
+		if
+		:: sess_client[1] == 0 -> sess_client[1] = 1; sess_key[1] = 1
+		:: else -> sess_client[2] = 1; sess_key[2] = 1
+		fi;
+		cl[1] = CL_ACTIVE }
+	:: atomic { ADMIT_GATE && cl[2] == CL_WAITING && cl_alive[2] ->
+		if
+		:: sess_client[1] == 0 -> sess_client[1] = 2; sess_key[1] = 2
+		:: else -> sess_client[2] = 2; sess_key[2] = 2
+		fi;
+		cl[2] = CL_ACTIVE }
+	:: atomic { connected(1) && !cl_alive[1] -> disconnect(1) }
+	:: atomic { connected(2) && !cl_alive[2] -> disconnect(2) }
+
+	/* ---- §5.3 refcounted teardown: the last session left, or the
+	 * idle timer fired on a Domain nobody opened a session on ------ */
+	:: atomic { phase == D_RUNNING && cl[1] != CL_ACTIVE && cl[2] != CL_ACTIVE ->
+		phase = D_STOPPING;
+		close_all_sessions();
+		withdraw(me);
+		net_ready = false;
+		sup_stop = true }  /* waiting clients hear "stopping" and retry */
+
+	/* ---- §5.7 child deaths (pidfd / scope state) and bus loss ------ */
+	:: atomic { sup == P_EXITED || runsc == P_EXITED || helper == P_EXITED ->
+		if :: sup == P_EXITED -> sup = P_NONE :: else fi;
+		if :: runsc == P_EXITED -> runsc = P_NONE :: else fi;
+		if :: helper == P_EXITED -> helper = P_NONE :: else fi;
+		if
+		:: phase == D_STARTING || phase == D_RUNNING -> fail_domain(me)
+		:: else
+		fi }
+	:: atomic { !bus_conn[me] && (phase == D_STARTING || phase == D_RUNNING) ->
+		fail_domain(me) }
+
+	/* ---- §5.6 escalation: verify and route, decide, result -------- */
+	:: atomic { rq[1] == RQ_WRITTEN ->
+		if
+		:: phase == D_RUNNING && sess_client[rq_claim[1]] != 0 && SIGNATURE_OK(1) ->
+			rq_route[1] = sess_client[rq_claim[1]];
+			rq[1] = RQ_ACCEPTED
+		:: else -> rq[1] = RQ_DISCARDED; retire(1)
+		fi }
+	:: atomic { rq[2] == RQ_WRITTEN ->
+		if
+		:: phase == D_RUNNING && sess_client[rq_claim[2]] != 0 && SIGNATURE_OK(2) ->
+			rq_route[2] = sess_client[rq_claim[2]];
+			rq[2] = RQ_ACCEPTED
+		:: else -> rq[2] = RQ_DISCARDED; retire(2)
+		fi }
+	:: atomic { rq[1] == RQ_ACCEPTED && rq_verdict[1] != V_NONE ->
+		if
+		:: rq_verdict[1] == V_APPROVE -> host_cmd[1] = true; rq[1] = RQ_RUNNING
+#ifdef MUTANT_deny_without_result
+		:: else -> rq[1] = RQ_RUNNING   /* MUTANT: deny falls through */
+#else
+		:: else -> deliver_result(1)     /* "denied" */
+#endif
+		fi }
+	:: atomic { rq[2] == RQ_ACCEPTED && rq_verdict[2] != V_NONE ->
+		if
+		:: rq_verdict[2] == V_APPROVE -> host_cmd[2] = true; rq[2] = RQ_RUNNING
+#ifdef MUTANT_deny_without_result
+		:: else -> rq[2] = RQ_RUNNING
+#else
+		:: else -> deliver_result(2)
+#endif
+		fi }
+	:: atomic { rq[1] == RQ_RUNNING && host_cmd[1] ->
+		host_cmd[1] = false; deliver_result(1) }  /* "completed" + status */
+	:: atomic { rq[2] == RQ_RUNNING && host_cmd[2] ->
+		host_cmd[2] = false; deliver_result(2) }
+	:: atomic { rq_cancel[1] ->                  /* cancel file or deadline */
+		rq_cancel[1] = false;
+		if
+		:: CANCEL_GATE(1) -> host_cmd[1] = false; CANCEL_RESULT(1)
+		:: else
+		fi }
+	:: atomic { rq_cancel[2] ->
+		rq_cancel[2] = false;
+		if
+		:: CANCEL_GATE(2) -> host_cmd[2] = false; CANCEL_RESULT(2)
+		:: else
+		fi }
+
+	/* ---- §5.3 ordered cleanup: teardown, failure and recovery ----- */
+	:: atomic { cleaning && !sandbox_gone && (sup != P_ALIVE || sup_stop) ->
+		/* StopUnit(sandbox scope), then `runsc delete --force` */
+		runsc = P_NONE;
+		sandbox_gen = 0;
+		sandbox_ready = false }
+	:: atomic { cleaning && SIDECAR_GATE && !sidecar_gone ->
+		assert(sandbox_gone);   /* INV OrderedFailureRecovery */
+		/* StopUnit(helper scope); SIGKILL + reap the supervisor */
+		helper = P_NONE;
+		helper_gen = 0;
+		sup = P_NONE;
+		attested = 0 }
+	:: atomic { cleaning && UNMOUNT_GATE && anchor_gen != 0 ->
+		anchor_gen = 0 }        /* umount the State Anchor overlay */
+	:: atomic { cleaning && all_clean ->
+		dirty = false;          /* Domain Store: generation closed */
+		phase = D_ABSENT }
+
+	/* ---- exit: the process ends, the kernel drops the lock --------- */
+	:: atomic { phase == D_ABSENT && (started || !bus_conn[me]) ->
+		withdraw(me);
+		is_owner[me] = false;
+		nowners--;
+		goto quit }
+	od;
+
+quit:
+	atomic {
+		if :: flock_owner == me -> flock_owner = 0 :: else fi;
+		if :: unit_inst[me] -> unit_active = false :: else fi;
+		coord_alive[me] = false;
+		bus_conn[me] = false
+	}
+	} unless { !coord_alive[me] }   /* killed: see coordinator_dies() */
+}
+
+/* ------------------------------------------------------------------ */
+/* Runtime Supervisor (§4.4): one process per generation.  Modelled as */
+/* one Promela process that serves each generation in turn.            */
+/* ------------------------------------------------------------------ */
+
+active proctype Supervisor()
+{
+	byte g = 0;
+end_sup:
+	do
+	:: atomic { sup == P_ALIVE && sup_gen != g -> g = sup_gen }
+		{
+		/* mount the State Anchor overlay over the prepared lower;
+		 * network namespace, deny routes on the deny0 veth, IPv6 off;
+		 * then slirp4netns (transient scope) with --ready-fd */
+		atomic { !sup_stop -> anchor_gen = g; helper = P_ALIVE; helper_gen = g };
+		/* non-detached `runsc run` in its own transient scope */
+		atomic { !sup_stop && SANDBOX_GATE ->
+			runsc = P_ALIVE; sandbox_gen = g; sandbox_ready = true };
+		/* canary probe from inside the live sandbox through the live
+		 * helper; CAP_NET_ADMIN dropped; report "attested" */
+		atomic { !sup_stop && runsc == P_ALIVE && helper == P_ALIVE ->
+			attested = g };
+end_sup_idle:
+		false               /* serve until told to stop or killed */
+		} unless { sup != P_ALIVE || sup_gen != g || sup_stop }
+	od
+}
+
+/* ------------------------------------------------------------------ */
+/* lazaretctl launch (§5.4): connect, OpenSession, answer prompts.     */
+/* ------------------------------------------------------------------ */
+
+inline decide(r) {
+	if
+	:: rq_verdict[r] = V_APPROVE
+	:: rq_verdict[r] = V_DENY
+	:: cl_alive[c] = false      /* [Q] abort: lazaretctl exits */
+	fi
+}
+
+proctype Client(byte c)
+{
+	cl[c] = CL_WAITING;         /* connect to lazaret@<id>.socket */
+	{
+	do
+	:: cl[c] == CL_ACTIVE -> break
+	:: cl[c] == CL_GONE -> goto done
+	:: timeout -> cl_alive[c] = false; goto done   /* startup deadline */
+	od;
+	do
+	:: atomic { rq[1] == RQ_ACCEPTED && rq_route[1] == c && rq_verdict[1] == V_NONE -> decide(1) }
+	:: atomic { rq[2] == RQ_ACCEPTED && rq_route[2] == c && rq_verdict[2] == V_NONE -> decide(2) }
+	:: atomic { cl[c] == CL_ACTIVE && !outstanding_for(c) ->
+		cl_alive[c] = false; break }   /* session command finished */
+	:: cl[c] == CL_GONE -> break        /* SessionClosed / Domain gone */
+	od
+	} unless { !cl_alive[c] };
+done:
+	skip
+}
+
+/* ------------------------------------------------------------------ */
+/* Escalation client inside the sandbox (§5.6).  Untrusted: it may     */
+/* claim any session and sign with any key it can read, or a bogus one.*/
+/* ------------------------------------------------------------------ */
+
+active proctype Escalator()
+{
+end_esc:
+	do
+	:: atomic { nreq < MAXREQ && runsc == P_ALIVE && (sess_key[1] != 0 || sess_key[2] != 0) ->
+		nreq++;
+		if
+		:: rq_claim[nreq] = 1
+		:: rq_claim[nreq] = 2
+		fi;
+		if
+		:: sess_key[1] != 0 -> rq_key[nreq] = sess_key[1]
+		:: sess_key[2] != 0 -> rq_key[nreq] = sess_key[2]
+		:: rq_key[nreq] = BOGUS_KEY
+		fi;
+		rq[nreq] = RQ_WRITTEN }
+	:: atomic { runsc == P_ALIVE && outstanding(1) && !rq_cancel[1] -> rq_cancel[1] = true }
+	:: atomic { runsc == P_ALIVE && outstanding(2) && !rq_cancel[2] -> rq_cancel[2] = true }
+	:: break                    /* the agent stops escalating */
+	od
+}
+
+/* ------------------------------------------------------------------ */
+/* systemd user manager and dbus-daemon (§4.1)                         */
+/* ------------------------------------------------------------------ */
+
+inline start_coordinator(by_unit) {
+	ncand++;
+	coord_alive[ncand] = true;
+	bus_conn[ncand] = true;
+	unit_inst[ncand] = by_unit;
+	run Coordinator(ncand)
+}
+
+active proctype UserManager()
+{
+end_um:
+	do
+	/* socket activation: a pending connection starts the unit */
+	:: atomic { !unit_active && ncand < NCAND && waiting_client ->
+		unit_active = true;
+		start_coordinator(true) }
+	/* a coordinator started outside the unit (by hand, second user
+	 * manager): only the flock keeps it out */
+	:: atomic { !stray_used && ncand < NCAND && flock_owner != 0 ->
+		stray_used = true;
+		start_coordinator(false) }
+	/* dbus-daemon frees the names of a closed connection */
+	:: atomic { bus_owner != 0 && !bus_conn[bus_owner] -> bus_owner = 0 }
+	od
+}
+
+/* ------------------------------------------------------------------ */
+/* Fault injection: one death per role, bounded by NFAULT (§5.7)       */
+/* ------------------------------------------------------------------ */
+
+/* The kernel closes the dead coordinator's fds: the flock goes, the bus
+ * connection closes.  PR_SET_PDEATHSIG kills the supervisor and host
+ * commands; systemd stops what is left of the service cgroup.  runsc,
+ * its sandbox and slirp4netns live in their own scopes and survive. */
+inline coordinator_dies(i) {
+	coord_alive[i] = false;
+	bus_conn[i] = false;
+	if :: flock_owner == i -> flock_owner = 0 :: else fi;
+	if :: unit_inst[i] -> unit_active = false :: else fi;
+	if
+	:: is_owner[i] ->
+		is_owner[i] = false;
+		nowners--;
+		if :: phase != D_ABSENT -> phase = D_FAILED :: else fi;
+		published = false;
+		net_ready = false;
+		sandbox_ready = false;
+		close_all_sessions();
+		if :: sup != P_NONE -> sup = P_NONE :: else fi;
+		/* waiting clients see their connection close unanswered */
+		if :: cl[1] == CL_WAITING -> cl[1] = CL_GONE :: else fi;
+		if :: cl[2] == CL_WAITING -> cl[2] = CL_GONE :: else fi
+	:: else
+	fi
+}
+
+active proctype Faults()
+{
+	byte victim;
+end_faults:
+	do
+	:: atomic { faults < NFAULT && flock_owner != 0 && coord_alive[flock_owner] ->
+		faults++; victim = flock_owner; coordinator_dies(victim); victim = 0 }
+	:: atomic { faults < NFAULT && flock_owner != 0 && bus_conn[flock_owner] ->
+		faults++; bus_conn[flock_owner] = false }   /* bus connection lost */
+	:: atomic { faults < NFAULT && sup == P_ALIVE -> faults++; sup = P_EXITED }
+	:: atomic { faults < NFAULT && runsc == P_ALIVE -> faults++; runsc = P_EXITED }
+	:: atomic { faults < NFAULT && helper == P_ALIVE -> faults++; helper = P_EXITED }
+	:: atomic { faults < NFAULT && connected(1) && cl_alive[1] -> faults++; cl_alive[1] = false }
+	:: atomic { faults < NFAULT && connected(2) && cl_alive[2] -> faults++; cl_alive[2] = false }
+	od
+}
+
+init {
+	atomic {
+		cl_alive[1] = true;
+		cl_alive[2] = true;
+		run Client(1);
+		run Client(2)
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* §7 invariants                                                       */
+/* ------------------------------------------------------------------ */
+
+#define ExclusiveOwnership       (nowners <= 1)
+
+#define PublishedOnlyWhenReady \
+	(!published || (phase == D_RUNNING && sandbox_ready && net_ready))
+
+#define SessionsOnlyWhenPublished \
+	(published || (cl[1] != CL_ACTIVE && cl[2] != CL_ACTIVE))
+
+#define NetworkReadinessBoundToSandbox \
+	(!net_ready || (sandbox_ready && sandbox_gen == gen && helper_gen == gen \
+	  && live_or_unreaped(runsc) && live_or_unreaped(helper)))
+
+#define RESULT_CONSISTENT(r) \
+	(rq_results[r] <= 1 \
+	 && ((rq_results[r] == 1) == (rq[r] == RQ_DONE)) \
+	 && (!host_cmd[r] || rq[r] == RQ_RUNNING) \
+	 && (rq[r] != RQ_DROPPED || cl[rq_route[r]] == CL_GONE))
+#define ResultDeliveryStateConsistent (RESULT_CONSISTENT(1) && RESULT_CONSISTENT(2))
+
+#define OrderedFailureRecovery \
+	((sandbox_gen == 0 || (anchor_gen == sandbox_gen && sandbox_gen == gen)) \
+	 && (helper_gen == 0 || (anchor_gen == helper_gen && helper_gen == gen)) \
+	 && (anchor_gen == 0 || anchor_gen == gen))
+
+#define ROUTED_TO_SIGNER(r)      (!outstanding(r) || rq_route[r] == rq_key[r])
+#define EscalationRoutedToSigner (ROUTED_TO_SIGNER(1) && ROUTED_TO_SIGNER(2))
+
+#define EveryAcceptedRequestResolved (!outstanding(1) && !outstanding(2))
+
+#ifndef LIVENESS
+/* Checked in every reachable state between atomic steps. */
+active proctype Invariants()
+{
+end_inv:
+	do
+	:: atomic { !ExclusiveOwnership -> assert(ExclusiveOwnership) }                         /* INV ExclusiveOwnership */
+	:: atomic { !PublishedOnlyWhenReady -> assert(PublishedOnlyWhenReady) }                 /* INV PublishedOnlyWhenReady */
+	:: atomic { !SessionsOnlyWhenPublished -> assert(SessionsOnlyWhenPublished) }           /* INV SessionsOnlyWhenPublished */
+	:: atomic { !NetworkReadinessBoundToSandbox -> assert(NetworkReadinessBoundToSandbox) } /* INV NetworkReadinessBoundToSandbox */
+	:: atomic { !ResultDeliveryStateConsistent -> assert(ResultDeliveryStateConsistent) }   /* INV ResultDeliveryStateConsistent */
+	:: atomic { !OrderedFailureRecovery -> assert(OrderedFailureRecovery) }                 /* INV OrderedFailureRecovery */
+	:: atomic { !EscalationRoutedToSigner -> assert(EscalationRoutedToSigner) }             /* INV EscalationRoutedToSigner */
+	od
+}
+
+/* When nothing can move any more, no accepted request may still be
+ * waiting for its result. */
+active proctype Quiescence()
+{
+	timeout -> assert(EveryAcceptedRequestResolved)                                           /* INV EveryAcceptedRequestResolved */
+}
+#else
+/* §7 liveness, checked with weak fairness (pan -a -f). */
+ltl startup_progress {
+	[] ((phase == D_STARTING && (cl[1] == CL_WAITING || cl[2] == CL_WAITING))
+	    -> <> (phase == D_RUNNING || phase == D_FAILED))
+}
+/* Stated for request slot 1: the handlers of the two slots are the same
+ * code, and the safety run's Quiescence check covers both slots. */
+ltl escalation_resolves {
+	[] (outstanding(1) -> <> (rq[1] == RQ_DONE || rq[1] == RQ_DROPPED))
+}
+#endif
