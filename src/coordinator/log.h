@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <syslog.h>
+
+#include "macro.h"
+
+/*
+ * Coordinator logging: structured journal entries carrying DOMAIN_ID= and,
+ * for session events, SESSION_ID=; stderr when the journal is not there.
+ */
+void log_set_domain(const char *domain_id);
+void log_session(int priority, const char *session_id, const char *fmt, ...) _printf_(3, 4);
+int log_errno_session(int priority, int error, const char *session_id, const char *fmt, ...) _printf_(4, 5);
+
+#define log_info(...) log_session(LOG_INFO, NULL, __VA_ARGS__)
+#define log_notice(...) log_session(LOG_NOTICE, NULL, __VA_ARGS__)
+#define log_warning(...) log_session(LOG_WARNING, NULL, __VA_ARGS__)
+#define log_error(...) log_session(LOG_ERR, NULL, __VA_ARGS__)
+#define log_debug(...) log_session(LOG_DEBUG, NULL, __VA_ARGS__)
+/* Logs with strerror(-error) appended; returns error (negative). */
+#define log_error_errno(error, ...) log_errno_session(LOG_ERR, (error), NULL, __VA_ARGS__)
+#define log_warning_errno(error, ...) log_errno_session(LOG_WARNING, (error), NULL, __VA_ARGS__)

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * org.lazaret.Domain1 (dbus/org.lazaret.Domain1.xml). Bad input from a
+ * caller becomes a named error reply and changes nothing; nothing a caller
+ * sends is logged above debug.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "manager.h"
+#include "sandbox.h"
+#include "session.h"
+#include "strv.h"
+
+/* Only the coordinator's own user may talk to it. */
+static int check_caller(sd_bus_message *msg, sd_bus_error *error, uid_t *ret_uid, pid_t *ret_pid) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        uid_t uid;
+        pid_t pid = 0;
+        int r;
+
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT, &creds);
+        if (r < 0)
+                return r;
+        r = sd_bus_creds_get_euid(creds, &uid);
+        if (r < 0)
+                return r;
+        if (uid != geteuid())
+                return sd_bus_error_setf(error, LAZARET_ERROR_ACCESS, "Only UID %u may use this Domain", (unsigned) geteuid());
+        (void) sd_bus_creds_get_pid(creds, &pid);
+        if (ret_uid)
+                *ret_uid = uid;
+        if (ret_pid)
+                *ret_pid = pid;
+        return 0;
+}
+
+static int property_get_string(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *v = "";
+
+        if (streq(property, "DomainId"))
+                v = m->id;
+        else if (streq(property, "Profile"))
+                v = m->domain->profile->name;
+        else if (streq(property, "Workspace"))
+                v = m->domain->workspace;
+        else if (streq(property, "State"))
+                v = domain_state_to_string(m->state);
+        else if (streq(property, "CoordinatorId"))
+                v = m->coordinator_id;
+        else if (streq(property, "SandboxId"))
+                v = sandbox_id(m->sandbox);
+        else if (streq(property, "ConfigurationFingerprint"))
+                v = m->fingerprint;
+        return sd_bus_message_append(reply, "s", v);
+}
+
+static int property_get_sessions(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(ssusbt)");
+        if (r < 0)
+                return r;
+        for (Session *s = m->sessions; s; s = s->next) {
+                r = sd_bus_message_append(reply, "(ssusbt)", s->id, s->owner, (uint32_t) s->owner_pid,
+                                          s->argv && s->argv[0] ? s->argv[0] : "", s->terminal, s->started_usec);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
+/* Reads a string array with limits on count and bytes. */
+static int read_strv_limited(sd_bus_message *msg, size_t max_count, size_t *total, char ***ret, sd_bus_error *error,
+                             const char *what) {
+        _cleanup_strv_free_ char **l = NULL;
+        size_t n = 0;
+        int r;
+
+        r = sd_bus_message_enter_container(msg, 'a', "s");
+        if (r < 0)
+                return r;
+        for (;;) {
+                const char *s;
+                size_t len;
+
+                r = sd_bus_message_read(msg, "s", &s);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                len = strlen(s);
+                if (++n > max_count)
+                        return sd_bus_error_setf(error, LAZARET_ERROR_LIMIT, "%s has more than %zu entries", what, max_count);
+                if (len > SESSION_MAX_ARG_BYTES)
+                        return sd_bus_error_setf(error, LAZARET_ERROR_LIMIT, "%s entry %zu is longer than %d bytes",
+                                                 what, n - 1, SESSION_MAX_ARG_BYTES);
+                *total += len + 1;
+                if (*total > SESSION_MAX_TOTAL_BYTES)
+                        return sd_bus_error_setf(error, LAZARET_ERROR_LIMIT, "arguments and environment exceed %d bytes",
+                                                 SESSION_MAX_TOTAL_BYTES);
+                r = strv_extend(&l, s);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_exit_container(msg);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static bool env_entry_is_valid(const char *e) {
+        const char *eq = strchr(e, '=');
+        _cleanup_free_ char *name = NULL;
+
+        if (!eq || eq == e)
+                return false;
+        name = strndup(e, eq - e);
+        return name && env_name_is_valid(name) && !startswith(name, "LAZARET_");
+}
+
+static int method_open_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_strv_free_ char **argv = NULL, **env = NULL;
+        SessionParams p = { .fds = { -EBADF, -EBADF, -EBADF } };
+        size_t total = 0, nfds = 0;
+        const char *fingerprint;
+        Session *s = NULL;
+        uint16_t rows, cols;
+        int terminal, r;
+        pid_t pid = 0;
+
+        r = check_caller(msg, error, NULL, &pid);
+        if (r < 0 || sd_bus_error_is_set(error))
+                return r;
+        if (m->state != DOMAIN_RUNNING)
+                return sd_bus_error_setf(error, LAZARET_ERROR_STOPPING, "Domain %s is %s", m->id, domain_state_to_string(m->state));
+        if (m->n_sessions >= DOMAIN_MAX_SESSIONS)
+                return sd_bus_error_setf(error, LAZARET_ERROR_LIMIT, "Domain %s already has %d sessions", m->id, DOMAIN_MAX_SESSIONS);
+
+        r = read_strv_limited(msg, SESSION_MAX_ARGV, &total, &argv, error, "argv");
+        if (r < 0 || sd_bus_error_is_set(error))
+                return r;
+        r = read_strv_limited(msg, SESSION_MAX_ENV, &total, &env, error, "environment");
+        if (r < 0 || sd_bus_error_is_set(error))
+                return r;
+        STRV_FOREACH(e, env)
+                if (!env_entry_is_valid(*e))
+                        return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS,
+                                                 "environment entry \"%.64s\" is not NAME=VALUE with a valid, non-LAZARET_ name", *e);
+        STRV_FOREACH(a, argv)
+                if (isempty(*a) && a == argv)
+                        return sd_bus_error_set(error, LAZARET_ERROR_INVALID_ARGS, "argv[0] is empty");
+
+        r = sd_bus_message_read(msg, "b", &terminal);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(msg, 'a', "h");
+        if (r < 0)
+                return r;
+        for (;;) {
+                int fd;
+                r = sd_bus_message_read(msg, "h", &fd);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                if (nfds >= 3)
+                        return sd_bus_error_set(error, LAZARET_ERROR_INVALID_ARGS, "at most 3 file descriptors are accepted");
+                p.fds[nfds++] = fd;   /* borrowed from the message */
+        }
+        r = sd_bus_message_exit_container(msg);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(msg, "qqs", &rows, &cols, &fingerprint);
+        if (r < 0)
+                return r;
+
+        if (terminal && nfds != 1)
+                return sd_bus_error_set(error, LAZARET_ERROR_INVALID_ARGS, "a terminal session takes exactly one fd, the terminal");
+        if (!terminal && nfds != 3)
+                return sd_bus_error_set(error, LAZARET_ERROR_INVALID_ARGS, "a session without terminal takes exactly three fds: stdin, stdout, stderr");
+        if (!streq(fingerprint, m->fingerprint))
+                return sd_bus_error_setf(error, LAZARET_ERROR_CONFIG_MISMATCH,
+                                         "Domain %s runs with configuration %s, the caller has %.64s; stop the Domain to apply a changed configuration",
+                                         m->id, m->fingerprint, fingerprint);
+
+        p.argv = argv;
+        p.env = env;
+        p.terminal = terminal;
+        p.rows = rows;
+        p.cols = cols;
+        p.owner = sd_bus_message_get_sender(msg);
+        p.owner_pid = pid;
+
+        r = session_new(m, &p, &s, error);
+        if (r < 0 || sd_bus_error_is_set(error))
+                return r;
+        return sd_bus_reply_method_return(msg, "s", s->id);
+}
+
+/* Finds the caller's own session; anything else is a named error. */
+static int find_own_session(Manager *m, sd_bus_message *msg, const char *sid, Session **ret, sd_bus_error *error) {
+        Session *s = session_find(m, sid);
+
+        if (!s)
+                return sd_bus_error_setf(error, LAZARET_ERROR_NO_SUCH_SESSION, "No session \"%.64s\" in Domain %s", sid, m->id);
+        if (!streq_ptr(sd_bus_message_get_sender(msg), s->owner))
+                return sd_bus_error_setf(error, LAZARET_ERROR_NOT_OWNER, "Session %s belongs to another client", s->id);
+        *ret = s;
+        return 0;
+}
+
+static int method_resize_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *sid;
+        uint16_t rows, cols;
+        Session *s = NULL;
+        int r;
+
+        r = check_caller(msg, error, NULL, NULL);
+        if (r < 0 || sd_bus_error_is_set(error))
+                return r;
+        r = sd_bus_message_read(msg, "sqq", &sid, &rows, &cols);
+        if (r < 0)
+                return r;
+        r = find_own_session(m, msg, sid, &s, error);
+        if (r < 0 || sd_bus_error_is_set(error))
+                return r;
+        if (!s->terminal)
+                return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "Session %s has no terminal", s->id);
+        r = session_resize(s, rows, cols);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, -r, "Cannot resize session %s: %m", s->id);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_signal_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *sid, *event;
+        Session *s = NULL;
+        int r;
+
+        r = check_caller(msg, error, NULL, NULL);
+        if (r < 0 || sd_bus_error_is_set(error))
+                return r;
+        r = sd_bus_message_read(msg, "ss", &sid, &event);
+        if (r < 0)
+                return r;
+        r = find_own_session(m, msg, sid, &s, error);
+        if (r < 0 || sd_bus_error_is_set(error))
+                return r;
+        r = session_signal(s, event);
+        if (r == -EINVAL)
+                return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS,
+                                         "\"%.32s\" is not an event; use interrupt, quit, suspend, hangup or terminate", event);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, -r, "Cannot signal session %s: %m", s->id);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_close_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *sid;
+        Session *s = NULL;
+        int r;
+
+        r = check_caller(msg, error, NULL, NULL);
+        if (r < 0 || sd_bus_error_is_set(error))
+                return r;
+        r = sd_bus_message_read(msg, "s", &sid);
+        if (r < 0)
+                return r;
+        r = find_own_session(m, msg, sid, &s, error);
+        if (r < 0 || sd_bus_error_is_set(error))
+                return r;
+        session_close(s, "closed by its client");
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_stop(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = check_caller(msg, error, NULL, NULL);
+        if (r < 0 || sd_bus_error_is_set(error))
+                return r;
+        r = sd_bus_reply_method_return(msg, NULL);
+        manager_stop(m, NULL);
+        return r;
+}
+
+static const sd_bus_vtable domain_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("DomainId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Profile", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Workspace", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("State", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("CoordinatorId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("SandboxId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("ConfigurationFingerprint", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Sessions", "a(ssusbt)", property_get_sessions, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_METHOD_WITH_ARGS("OpenSession",
+                                SD_BUS_ARGS("as", argv, "as", environment, "b", terminal, "ah", fds,
+                                            "q", rows, "q", cols, "s", fingerprint),
+                                SD_BUS_RESULT("s", session_id),
+                                method_open_session, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ResizeSession",
+                                SD_BUS_ARGS("s", session_id, "q", rows, "q", cols),
+                                SD_BUS_NO_RESULT,
+                                method_resize_session, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SignalSession",
+                                SD_BUS_ARGS("s", session_id, "s", event),
+                                SD_BUS_NO_RESULT,
+                                method_signal_session, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("CloseSession",
+                                SD_BUS_ARGS("s", session_id),
+                                SD_BUS_NO_RESULT,
+                                method_close_session, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Stop", NULL, NULL, method_stop, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("SessionEnded",
+                                SD_BUS_ARGS("s", session_id, "i", exit_status, "s", reason), 0),
+        SD_BUS_VTABLE_END
+};
+
+int manager_publish(Manager *m) {
+        int r;
+
+        r = sd_bus_add_object_vtable(m->bus, &m->object_slot, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, domain_vtable, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot export %s", LAZARET_BUS_PATH);
+        return 0;
+}
+
+int manager_emit_session_ended(Manager *m, const char *session_id, int exit_status, const char *reason) {
+        if (!m->bus)
+                return 0;
+        return sd_bus_emit_signal(m->bus, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "SessionEnded", "sis",
+                                  session_id, exit_status, strempty(reason));
+}
+
+void manager_emit_sessions_changed(Manager *m) {
+        if (m->bus && m->object_slot)
+                (void) sd_bus_emit_properties_changed(m->bus, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Sessions", NULL);
+}

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * lazaret-supervisor: the Runtime Supervisor of one Domain.
+ *
+ * Started by the coordinator as root of a caller-configured user namespace
+ * (0 -> the user, 1..65536 -> subordinate IDs), inside the Domain's sandbox
+ * scope. In slirp4netns' order it
+ *   1. acquires its resources: its own mount namespace, the runsc container
+ *      (runsc create, runsc start) and an attached `runsc wait`;
+ *   2. enters its own sandbox: all capabilities dropped (bounding set too),
+ *      NO_NEW_PRIVS;
+ *   3. loads a libseccomp allowlist;
+ *   4. reports READY on its control socket.
+ * It then only waits: for the container to end (reported as EXITED) or for
+ * the coordinator to close the control socket (then it exits; the
+ * coordinator stops the scope, which ends runsc and the sandbox).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+#include <seccomp.h>
+
+#include "cleanup.h"
+#include "macro.h"
+
+static int arg_control_fd = -EBADF;
+static const char *arg_runsc, *arg_root, *arg_bundle, *arg_container;
+
+static void report(const char *fmt, ...) _printf_(1, 2);
+static void report(const char *fmt, ...) {
+        char buf[1024];
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return;
+        if (n >= (int) sizeof(buf))
+                n = sizeof(buf) - 1;
+        (void) send(arg_control_fd, buf, (size_t) n, MSG_NOSIGNAL);
+}
+
+/*
+ * Runs runsc with the common flags. Its standard streams are /dev/null:
+ * runsc hands them to the sandbox, whose processes would keep a pipe open
+ * for their whole life, and chowns them. Its messages go to a log file in
+ * the bundle, whose last line is reported on failure.
+ */
+static int runsc(const char *verb, char *const *args, bool wait_for_it, pid_t *ret_pid, char *err, size_t errlen) {
+        char logarg[4096], logpath[4000];
+        char *argv[32];
+        size_t k = 0;
+        int status;
+        pid_t pid;
+
+        snprintf(logpath, sizeof(logpath), "%s/runsc-%s.log", arg_bundle, verb);
+        snprintf(logarg, sizeof(logarg), "--log=%s", logpath);
+        (void) unlink(logpath);
+
+        argv[k++] = (char *) arg_runsc;
+        argv[k++] = (char *) "--root";
+        argv[k++] = (char *) arg_root;
+        argv[k++] = logarg;
+        argv[k++] = (char *) "--network=none";
+        argv[k++] = (char *) "--ignore-cgroups";
+        argv[k++] = (char *) "--overlay2=root:memory";
+        argv[k++] = (char *) verb;
+        for (; *args && k < ELEMENTSOF(argv) - 1; args++)
+                argv[k++] = *args;
+        argv[k] = NULL;
+
+        pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+                        _exit(127);
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                execv(arg_runsc, argv);
+                _exit(127);
+        }
+        if (!wait_for_it) {
+                *ret_pid = pid;
+                return 0;
+        }
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                return 0;
+
+        /* The last non-empty line of the log says why. */
+        err[0] = 0;
+        {
+                FILE *f = fopen(logpath, "re");
+                char line[1024];
+                if (f) {
+                        while (fgets(line, sizeof(line), f))
+                                if (line[0] && line[0] != '\n')
+                                        snprintf(err, errlen, "%s", line);
+                        fclose(f);
+                }
+                size_t n = strlen(err);
+                while (n > 0 && err[n - 1] == '\n')
+                        err[--n] = 0;
+        }
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Step 2: nothing left to gain, in this namespace or through exec. */
+static int drop_privileges(void) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = {};
+
+        for (unsigned long cap = 0; cap <= 63; cap++)
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                        return -errno;
+        if (syscall(SYS_capset, &h, d) < 0)
+                return -errno;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+        return 0;
+}
+
+/* Step 3: what waiting, reporting and exiting need, and nothing else. */
+#define SUPERVISOR_SYSCALLS(X) \
+        X(read) X(write) X(close) X(poll) X(ppoll) X(recvfrom) X(sendto) X(recvmsg) X(sendmsg) \
+        X(wait4) X(waitid) X(rt_sigaction) X(rt_sigprocmask) X(rt_sigreturn) X(restart_syscall) \
+        X(kill) X(exit) X(exit_group) X(brk) X(mmap) X(munmap) X(mremap) X(madvise) X(futex) \
+        X(clock_gettime) X(clock_nanosleep) X(nanosleep) X(getpid) X(getppid) X(fstat) X(newfstatat) \
+        X(lseek) X(fcntl) X(getrandom)
+
+static int load_seccomp(void) {
+        scmp_filter_ctx ctx;
+        int r;
+
+        ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+        if (!ctx)
+                return -ENOMEM;
+#define ALLOW(name) \
+        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(name), 0); \
+        if (r < 0 && r != -EDOM && r != -EFAULT) \
+                goto finish;
+        SUPERVISOR_SYSCALLS(ALLOW)
+#undef ALLOW
+        r = seccomp_load(ctx);
+finish:
+        seccomp_release(ctx);
+        return r;
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "control-fd", required_argument, NULL, 'f' },
+                { "runsc",      required_argument, NULL, 'r' },
+                { "root",       required_argument, NULL, 'R' },
+                { "bundle",     required_argument, NULL, 'b' },
+                { "container",  required_argument, NULL, 'c' },
+                {}
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 'f':
+                        arg_control_fd = atoi(optarg);
+                        break;
+                case 'r':
+                        arg_runsc = optarg;
+                        break;
+                case 'R':
+                        arg_root = optarg;
+                        break;
+                case 'b':
+                        arg_bundle = optarg;
+                        break;
+                case 'c':
+                        arg_container = optarg;
+                        break;
+                default:
+                        return -EINVAL;
+                }
+        if (arg_control_fd < 3 || !arg_runsc || !arg_root || !arg_bundle || !arg_container || arg_runsc[0] != '/')
+                return -EINVAL;
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        char err[2048];
+        pid_t waiter = 0;
+        int r, status, pidfd;
+
+        if (parse_argv(argc, argv) < 0) {
+                fprintf(stderr, "lazaret-supervisor is started by lazaret-coordinator only.\n");
+                return 2;
+        }
+        if (fcntl(arg_control_fd, F_SETFD, FD_CLOEXEC) < 0)
+                return 2;
+        /* It must die with the coordinator, and must not outlive a dead one. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+                return 2;
+        if (getuid() != 0) {
+                report("FAILED the supervisor is not root of its user namespace");
+                return 1;
+        }
+
+        /* 1. Resources. */
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                report("FAILED cannot set up a private mount namespace: %s", strerror(errno));
+                return 1;
+        }
+        r = runsc("create", (char *[]) { (char *) "--bundle", (char *) arg_bundle, (char *) arg_container, NULL },
+                  true, NULL, err, sizeof(err));
+        if (r != 0) {
+                report("FAILED runsc create: %s", *err ? err : "failed");
+                return 1;
+        }
+        r = runsc("start", (char *[]) { (char *) arg_container, NULL }, true, NULL, err, sizeof(err));
+        if (r != 0) {
+                report("FAILED runsc start: %s", *err ? err : "failed");
+                return 1;
+        }
+        r = runsc("wait", (char *[]) { (char *) arg_container, NULL }, false, &waiter, err, sizeof(err));
+        if (r < 0) {
+                report("FAILED runsc wait: %s", strerror(-r));
+                return 1;
+        }
+
+        /* Watched through a pidfd: no polling with timeouts. */
+        pidfd = (int) syscall(SYS_pidfd_open, waiter, 0);
+        if (pidfd < 0) {
+                report("FAILED pidfd_open: %s", strerror(errno));
+                return 1;
+        }
+
+        /* 2. and 3. */
+        r = drop_privileges();
+        if (r < 0) {
+                report("FAILED cannot drop privileges: %s", strerror(-r));
+                return 1;
+        }
+        r = load_seccomp();
+        if (r < 0) {
+                report("FAILED cannot load the seccomp filter: %s", strerror(-r));
+                return 1;
+        }
+
+        /* 4. */
+        report("READY");
+
+        for (;;) {
+                struct pollfd p[2] = {
+                        { .fd = arg_control_fd, .events = POLLIN },
+                        { .fd = pidfd, .events = POLLIN },
+                };
+                char buf[64];
+
+                r = poll(p, 2, -1);
+                if (r < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return 1;
+                }
+                if (p[1].revents) {
+                        if (waitpid(waiter, &status, 0) == waiter)
+                                report("EXITED %d", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+                        return 0;
+                }
+                if (p[0].revents) {
+                        ssize_t k = recv(arg_control_fd, buf, sizeof(buf), MSG_DONTWAIT);
+                        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
+                                /* The coordinator let go: the scope is being stopped. */
+                                return 0;
+                }
+        }
+}
