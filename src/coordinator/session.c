@@ -270,6 +270,7 @@ void session_free(Session *s) {
         m = s->manager;
 
         sd_event_source_disable_unref(s->child_source);
+        sd_event_source_disable_unref(s->kill_timer);
         if (s->pid > 0) {
                 /* Never leave a runsc exec client behind. */
                 (void) kill(s->pid, SIGKILL);
@@ -337,14 +338,26 @@ static int on_child(sd_event_source *src, const siginfo_t *si, void *userdata) {
         return 0;
 }
 
+static int on_kill_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        Session *s = userdata;
+
+        /* The command did not go in time: end its runsc exec client. */
+        if (s->pid > 0)
+                (void) kill(s->pid, SIGKILL);
+        return 0;
+}
+
 void session_close(Session *s, const char *why) {
-        if (s->ending)
+        if (s->ending || s->closing)
                 return;
+        s->closing = true;
         log_session(LOG_INFO, s->id, "Closing session: %s", why);
-        /* The command's processes inside go first; the runsc exec client
+        /* The command's process inside goes first; the runsc exec client
          * then exits and on_child() ends the session. */
         if (sandbox_kill_session(s->manager->sandbox, s) < 0 && s->pid > 0)
                 (void) kill(s->pid, SIGKILL);
+        (void) sd_event_add_time_relative(s->manager->event, &s->kill_timer, CLOCK_MONOTONIC,
+                                          5ULL * 1000 * 1000, 0, on_kill_timer, s);
 }
 
 static int on_owner_gone(sd_bus_track *track, void *userdata) {

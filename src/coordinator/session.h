@@ -70,7 +70,9 @@ struct Session {
         sd_event_source *child_source;
         char *spec_path;
         char *pid_path;         /* where runsc writes the PID inside the sandbox */
+        bool closing;           /* its processes are being killed */
         bool ending;
+        sd_event_source *kill_timer;
 };
 
 typedef struct SessionParams {

@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "ctl.h"
+#include "image.h"
 #include "domain.h"
 #include "macro.h"
 #include "strv.h"
@@ -301,6 +302,7 @@ static const Verb verbs[] = {
         { "status",    1, 2,        VERB_CONFIG,                 verb_status,    "status [DOMAIN-ID]          Show the state of a Domain" },
         { "list",      1, 1,        0,                           verb_list,      "list                        List running Domains" },
         { "stop",      1, 2,        VERB_CONFIG,                 verb_stop,      "stop [DOMAIN-ID]            Stop a Domain: end its sessions, tear it down" },
+        { "image",     2, 5,        VERB_CONFIG,                 verb_image,     "image build-default         Build the built-in default image from Debian packages" },
         { "domain-id", 1, 1,        VERB_CONFIG,                 verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },
         { "config",    2, 2,        VERB_CONFIG,                 verb_config,    "config check                Validate the configuration and show resolved profiles" },
 };
@@ -321,6 +323,8 @@ static int help(void) {
                "  -w --workspace=DIR          Use this workspace instead of the git top level\n"
                "                              of the current directory\n"
                "     --json                   Print data as JSON\n"
+               "     --source=DIR|URL         image build-default: local Debian repository or mirror\n"
+               "     --force                  image build-default: rebuild an existing image\n"
                "\nSee the lazaretctl(1) man page for details.\n");
         return 0;
 }
@@ -328,6 +332,8 @@ static int help(void) {
 enum {
         ARG_VERSION = 0x100,
         ARG_JSON,
+        ARG_SOURCE,
+        ARG_FORCE,
 };
 
 static const struct option options[] = {
@@ -337,6 +343,8 @@ static const struct option options[] = {
         { "profile",   required_argument, NULL, 'p'         },
         { "workspace", required_argument, NULL, 'w'         },
         { "json",      no_argument,       NULL, ARG_JSON    },
+        { "source",    required_argument, NULL, ARG_SOURCE  },
+        { "force",     no_argument,       NULL, ARG_FORCE   },
         {}
 };
 
@@ -376,6 +384,16 @@ static int parse_options(int argc, char *argv[]) {
                         break;
                 case ARG_JSON:
                         arg_json = true;
+                        break;
+                case ARG_SOURCE:
+                        if (isempty(optarg)) {
+                                fprintf(stderr, "--source needs a directory or mirror URL.\n");
+                                return -EINVAL;
+                        }
+                        image_set_source(optarg);
+                        break;
+                case ARG_FORCE:
+                        image_set_force(true);
                         break;
                 case '?':
                         return -EINVAL;

@@ -64,14 +64,14 @@ lt_install() {
                 # No -Duserunitdir: a user's ~/.local install must find the
                 # unit dir by itself ($XDG_DATA_HOME/systemd/user).
                 LT_UNITDIR=$LT_PREFIX/share/systemd/user
-                opts=()
+                opts=(-Dtests=disabled)
                 ;;
         runtime)
                 : "${XDG_RUNTIME_DIR:?}"
                 LT_PREFIX=$XDG_RUNTIME_DIR/lazaret-test/prefix
                 LT_BUILDDIR=$XDG_RUNTIME_DIR/lazaret-test/build
                 LT_UNITDIR=$XDG_RUNTIME_DIR/systemd/user
-                opts=(-Duserunitdir="$LT_UNITDIR")
+                opts=(-Duserunitdir="$LT_UNITDIR" -Dtests=disabled)
                 ;;
         *) lt_fail "LAZARET_TEST_INSTALL must be home or runtime, not '$mode'" ;;
         esac
@@ -103,4 +103,68 @@ lt_install() {
                 systemctl --user daemon-reload
                 echo "$hash" >"$LT_BUILDDIR.stamp"
         ) 9>"$LT_BUILDDIR.lock" || lt_fail "installing Lazaret failed (log: $LT_BUILDDIR.log)"
+}
+
+# --- Domains for launch tests -----------------------------------------------
+#
+# lt_domain_setup: after lt_install, prepares what a launch test needs and
+# exports:
+#   LT_IMAGE      a busybox OCI image layout (tests/harness/make-test-image)
+#   LT_CONFIG     a configuration with profile "test" using it (the default)
+#   LT_WS         an empty git workspace for this test
+#   LT_LOGDIR     where the coordinator's output goes (no journald here):
+#                 a unit drop-in appends it to $LT_LOGDIR/ID.log
+#   LT_DOMAIN     the Domain ID of (test, LT_WS)
+# and registers an EXIT trap that prints the coordinator log on failure and
+# stops the Domain.
+lt_domain_setup() {
+        local name=${1:-$(basename -- "$0" .sh)}
+        LT_IMAGE=$HOME/lt-image
+        LT_LOGDIR=$HOME/lt-logs
+        LT_WS=$HOME/lt-ws/$name
+        mkdir -p "$LT_LOGDIR" "$HOME/.config/lazaret" "$HOME/lt-ws"
+        (
+                flock 9
+                [[ -e $LT_IMAGE/index.json ]] || "$LAZARET_SOURCE_ROOT/tests/harness/make-test-image" "$LT_IMAGE" >/dev/null
+        ) 9>"$HOME/lt-image.lock" || lt_fail "cannot build the test image"
+        rm -rf "$LT_WS"
+        mkdir -p "$LT_WS"
+        git -C "$LT_WS" init -q
+        LT_CONFIG=$HOME/.config/lazaret/config.json
+        printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s" } } }\n' "$LT_IMAGE" >"$LT_CONFIG"
+        chmod 0600 "$LT_CONFIG"
+        local dropin=${LT_UNITDIR:?}/lazaret@.service.d
+        if [[ ! -e $dropin/50-test-log.conf ]]; then
+                mkdir -p "$dropin"
+                printf '[Service]\nStandardOutput=append:%s/%%i.log\nStandardError=append:%s/%%i.log\n' \
+                        "$LT_LOGDIR" "$LT_LOGDIR" >"$dropin/50-test-log.conf"
+                systemctl --user daemon-reload
+        fi
+        LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id) || lt_fail "lazaretctl domain-id failed"
+        export LT_IMAGE LT_CONFIG LT_WS LT_LOGDIR LT_DOMAIN
+        trap lt_domain_cleanup EXIT
+}
+
+lt_domain_cleanup() {
+        local rc=$?
+        if ((rc != 0 && rc != 77)); then
+                echo "--- coordinator log of Domain $LT_DOMAIN (last 40 lines) ---" >&2
+                tail -n 40 "$LT_LOGDIR/$LT_DOMAIN.log" >&2 2>/dev/null || true
+        fi
+        lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+        exit "$rc"
+}
+
+# lt_launch ARGS...: lazaretctl launch in the test workspace.
+lt_launch() { (cd "$LT_WS" && exec lazaretctl launch "$@"); }
+
+# lt_wait_inactive: waits (bounded) until the Domain's service is inactive.
+lt_wait_inactive() {
+        local unit=lazaret@$LT_DOMAIN.service state
+        for _ in $(seq 1 100); do
+                state=$(systemctl --user is-active "$unit" 2>/dev/null) || true
+                [[ $state == inactive || $state == failed ]] && return 0
+                sleep 0.1
+        done
+        lt_fail "$unit still $state after 10 s"
 }

@@ -1,0 +1,94 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# test-launch-basic: commands without a terminal through the real stack (user
+# manager, socket activation, coordinator, supervisor, runsc). Output,
+# stderr and exit status round-trip; streams are binary-safe, large, and
+# stdin EOF arrives; files as stdout are written at their offset; the
+# Domain tears down after the last session; status/list/stop answer.
+# shellcheck source=../harness/lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
+
+lt_install
+lt_domain_setup
+
+out=$(lt_launch -- /bin/echo hello) || lt_fail "launch echo exited $?"
+lt_assert_eq "echo output" hello "$out"
+
+set +e
+lt_launch -- /bin/sh -c 'echo to-out; echo to-err >&2; exit 42' >"$HOME/o.txt" 2>"$HOME/e.txt"
+rc=$?
+set -e
+lt_assert_eq "exit status" 42 "$rc"
+lt_assert_eq "stdout" to-out "$(cat "$HOME/o.txt")"
+lt_assert_eq "stderr" to-err "$(cat "$HOME/e.txt")"
+
+set +e
+lt_launch -- /bin/sh -c 'kill -TERM $$'
+rc=$?
+set -e
+lt_assert_eq "exit status of a command killed by SIGTERM" 143 "$rc"
+
+set +e
+lt_launch -- /no/such/program >/dev/null 2>&1
+rc=$?
+set -e
+[[ $rc -ne 0 ]] || lt_fail "a missing program must not exit 0"
+lt_log "ok: missing program exits $rc"
+
+# Binary-safe in both directions, 8 MiB, with stdin EOF ending cat.
+head -c 8388608 /dev/urandom >"$HOME/in.bin"
+want=$(sha256sum <"$HOME/in.bin" | cut -d' ' -f1)
+got=$(lt_launch -- /bin/cat <"$HOME/in.bin" | sha256sum | cut -d' ' -f1)
+lt_assert_eq "sha256 of 8 MiB through a pipe" "$want" "$got"
+got=$(printf 'a\0b\377c' | lt_launch -- /bin/cat | od -An -tx1 | tr -d ' \n')
+lt_assert_eq "bytes NUL and 0xff" 610062ff63 "$got"
+lt_assert_eq "stdin EOF reaches wc" 3 "$(printf abc | lt_launch -- /bin/wc -c | tr -d ' ')"
+
+# Regular files as standard streams: written at the file's offset.
+{ printf 'before:'; lt_launch -- /bin/echo middle; printf 'after\n'; } >"$HOME/f.txt"
+lt_assert_eq "stdout to a file keeps its offset" "before:middle"$'\n'"after" "$(cat "$HOME/f.txt")"
+printf 'skip-this|read-this' >"$HOME/in.txt"
+got=$( { dd bs=10 count=1 status=none of=/dev/null; lt_launch -- /bin/cat; } <"$HOME/in.txt")
+lt_assert_eq "stdin from a file starts at its offset" "read-this" "$got"
+
+# The workspace is shared read-write, in both directions.
+echo from-host >"$LT_WS/host.txt"
+lt_assert_eq "host file seen inside" from-host "$(lt_launch -- /bin/cat /workspace/host.txt)"
+lt_launch -- /bin/sh -c 'echo from-sandbox > /workspace/sandbox.txt'
+lt_assert_eq "sandbox file seen on the host" from-sandbox "$(cat "$LT_WS/sandbox.txt")"
+lt_assert_eq "working directory" /workspace "$(lt_launch -- /bin/pwd)"
+
+# After the last session the Domain goes away, and nothing of it stays.
+lt_wait_inactive
+[[ ! -e $XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN ]] || lt_fail "runtime dir of $LT_DOMAIN left behind: $(ls -la "$XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN")"
+scope_state=$(systemctl --user is-active "lazaret-$LT_DOMAIN-sandbox.scope" 2>/dev/null) || true
+[[ $scope_state != active ]] || lt_fail "sandbox scope still active after teardown"
+lt_assert_eq "socket still listening for the next launch" active "$(systemctl --user is-active "lazaret@$LT_DOMAIN.socket")"
+
+# status, list and stop while a session runs.
+lt_launch -- /bin/sleep 30 &
+bg=$!
+for _ in $(seq 1 100); do
+        state=$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)
+        [[ $state == running ]] && break
+        sleep 0.1
+done
+lt_assert_eq "status --json State" running "$state"
+json=$(cd "$LT_WS" && lazaretctl status --json)
+lt_assert_eq "status --json DomainId" "$LT_DOMAIN" "$(jq -r .DomainId <<<"$json")"
+lt_assert_eq "status --json Workspace" "$LT_WS" "$(jq -r .Workspace <<<"$json")"
+lt_assert_eq "status --json sessions" 1 "$(jq '.Sessions | length' <<<"$json")"
+fp=$(lazaretctl config check --json --workspace "$LT_WS" | jq -r .fingerprint)
+lt_assert_eq "status --json ConfigurationFingerprint" "$fp" "$(jq -r .ConfigurationFingerprint <<<"$json")"
+lt_assert_eq "list --json has the Domain" "$LT_DOMAIN" "$(lazaretctl list --json | jq -r --arg d "$LT_DOMAIN" '.[] | select(.DomainId == $d) | .DomainId')"
+(cd "$LT_WS" && lazaretctl stop) >/dev/null || lt_fail "lazaretctl stop failed"
+set +e
+wait "$bg"
+rc=$?
+set -e
+[[ $rc -ne 0 ]] || lt_fail "a session ended by stop must not exit 0"
+lt_wait_inactive
+lt_assert_eq "status after stop" inactive "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
+
+echo "PASS: output, status, streams, workspace, teardown, status/list/stop"

@@ -1,0 +1,70 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# test-launch-isolation: inside the sandbox there is no host root authority
+# and no host path outside the workspace: /proc/self/status shows a limited
+# capability set and NoNewPrivs; the sandbox's processes run on the host as
+# subordinate IDs, not as root or the user; ~/.ssh, the configuration file
+# and a secret planted beside them are nowhere to be read inside.
+# shellcheck source=../harness/lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
+
+lt_install
+lt_domain_setup
+
+secret=lazaret-secret-$RANDOM$RANDOM
+mkdir -p "$HOME/.ssh"
+chmod 0700 "$HOME/.ssh"
+echo "$secret" >"$HOME/.ssh/id_lazaret_test"
+printf '// %s\n' "$secret" >>"$LT_CONFIG"
+
+status=$(lt_launch -- /bin/cat /proc/self/status)
+capeff=$(awk '/^CapEff:/ { print $2 }' <<<"$status")
+capbnd=$(awk '/^CapBnd:/ { print $2 }' <<<"$status")
+nnp=$(awk '/^NoNewPrivs:/ { print $2 }' <<<"$status")
+lt_log "inside: CapEff=$capeff CapBnd=$capbnd NoNewPrivs=${nnp:-?}"
+for bit in 12 13 16 17 19 21 25; do   # NET_ADMIN NET_RAW SYS_MODULE SYS_RAWIO SYS_PTRACE SYS_ADMIN SYS_TIME
+        (( (16#$capbnd >> bit) & 1 )) && lt_fail "capability bit $bit is in the bounding set inside"
+done
+(( 16#$capeff != 0 )) || lt_fail "expected the sandbox root to keep its ordinary capabilities"
+[[ -z $nnp || $nnp == 1 ]] || lt_fail "NoNewPrivs is $nnp inside"
+
+# Host paths outside the workspace are not there.
+for p in "$HOME" "$HOME/.ssh" "$LT_CONFIG" /home /run/user "$XDG_RUNTIME_DIR"; do
+        if lt_launch -- /bin/sh -c "test -e '$p'"; then
+                lt_fail "host path $p is visible inside the sandbox"
+        fi
+done
+# /bin is left out: the image's busybox applets are symlinks that busybox
+# grep follows, 400 reads of the same binary for nothing.
+found=$(lt_launch -- /bin/sh -c "for d in /*; do case \$d in /proc|/sys|/dev|/bin) ;; *) grep -rl '$secret' \$d 2>/dev/null;; esac; done; true")
+[[ -z $found ]] || lt_fail "the secret planted outside the workspace is readable inside: $found"
+lt_log "ok: no host path outside the workspace, secret not found"
+
+# On the host, the sandbox's processes run as subordinate IDs.
+lt_launch -- /bin/sleep 20 &
+bg=$!
+scope=lazaret-$LT_DOMAIN-sandbox.scope
+for _ in $(seq 1 100); do
+        [[ $(systemctl --user is-active "$scope" 2>/dev/null) == active ]] && break
+        sleep 0.1
+done
+cg=$(systemctl --user show -P ControlGroup "$scope")
+pids=$(cat "/sys/fs/cgroup/unified$cg/cgroup.procs" 2>/dev/null || cat "/sys/fs/cgroup$cg/cgroup.procs")
+[[ -n $pids ]] || lt_fail "no processes in $scope"
+subid_start=$(awk -F: -v u="$(id -un)" '$1 == u { print $2; exit }' /etc/subuid)
+sandbox_seen=0
+for pid in $pids; do
+        uid=$(awk '/^Uid:/ { print $3 }' "/proc/$pid/status" 2>/dev/null) || continue
+        [[ -n $uid ]] || continue
+        [[ $uid -ne 0 ]] || lt_fail "process $pid of the sandbox scope runs as host root"
+        if [[ $uid -ne $(id -u) ]]; then
+                ((uid >= subid_start && uid < subid_start + 65536)) || lt_fail "process $pid runs as host UID $uid, outside the subordinate range"
+                sandbox_seen=1
+        fi
+done
+((sandbox_seen)) || lt_fail "no process of the sandbox scope runs as a subordinate ID"
+kill "$bg" 2>/dev/null || true
+wait "$bg" 2>/dev/null || true
+
+echo "PASS: no host root authority, no host paths outside the workspace"

@@ -1,0 +1,67 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# test-launch-recovery: a coordinator killed with SIGKILL in the middle of
+# starting (after its sandbox scope exists) leaves nothing that stops the
+# next launch (FR-7); and a client killed with SIGKILL ends only its own
+# session, not the others'.
+# shellcheck source=../harness/lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
+
+lt_install
+lt_domain_setup
+
+scope=lazaret-$LT_DOMAIN-sandbox.scope
+lt_wait_inactive
+
+# 1. SIGKILL the coordinator once its sandbox scope is up, before publication
+#    or just after: either way a half-started generation is left behind.
+for round in 1 2 3; do
+        lt_launch -- /bin/sleep 5 >/dev/null 2>&1 &
+        client=$!
+        pid=
+        for _ in $(seq 1 200); do
+                if [[ $(systemctl --user is-active "$scope" 2>/dev/null) == active ]]; then
+                        pid=$(systemctl --user show -P MainPID "lazaret@$LT_DOMAIN.service")
+                        [[ $pid -gt 0 ]] && break
+                fi
+                sleep 0.01
+        done
+        [[ $pid -gt 0 ]] || lt_fail "round $round: the coordinator never got as far as its sandbox scope"
+        kill -KILL "$pid"
+        lt_log "round $round: killed coordinator $pid"
+        wait "$client" || true
+        out=$(lt_launch -- /bin/echo recovered) || lt_fail "round $round: launch after the SIGKILL failed"
+        lt_assert_eq "round $round: output after recovery" recovered "$out"
+        lt_wait_inactive
+done
+[[ ! -e $XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN ]] || lt_fail "runtime files left after recovery"
+
+# 2. Two sessions; SIGKILL one client; the other session keeps working.
+mkfifo "$HOME/keep.fifo" 2>/dev/null || true
+lt_launch -- /bin/sh -c 'read line; echo "second got $line"' <"$HOME/keep.fifo" >"$HOME/second.out" &
+second=$!
+exec 7>"$HOME/keep.fifo"
+# Not through the lt_launch function: $! must be lazaretctl itself.
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 60) &
+victim=$!
+for _ in $(seq 1 100); do
+        n=$(cd "$LT_WS" && lazaretctl status --json | jq '.Sessions | length') || n=0
+        [[ $n -eq 2 ]] && break
+        sleep 0.1
+done
+lt_assert_eq "sessions before the kill" 2 "$n"
+kill -KILL "$victim"
+for _ in $(seq 1 100); do
+        n=$(cd "$LT_WS" && lazaretctl status --json | jq '.Sessions | length') || n=0
+        [[ $n -eq 1 ]] && break
+        sleep 0.1
+done
+lt_assert_eq "sessions after SIGKILL of one client" 1 "$n"
+echo hello >&7
+exec 7>&-
+wait "$second" || lt_fail "the surviving session failed"
+lt_assert_eq "surviving session output" "second got hello" "$(cat "$HOME/second.out")"
+lt_wait_inactive
+
+echo "PASS: recovery after coordinator SIGKILL; a killed client ends only its session"
