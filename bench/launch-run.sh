@@ -1,0 +1,101 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The body of bench/launch, run as the unprivileged user (see bench/launch).
+# shellcheck source=../tests/harness/lib.sh
+. "$LAZARET_SOURCE_ROOT/tests/harness/lib.sh"
+
+COLD=${LAZARET_TEST_BENCH_COLD:-10}
+WARM=${LAZARET_TEST_BENCH_WARM:-30}
+command -v hyperfine >/dev/null || lt_fail "hyperfine is not installed (.ci/install-deps installs it)"
+
+lt_install
+lt_domain_setup bench-launch
+work=$HOME/bench-launch
+rm -rf "$work"
+mkdir -p "$work"
+
+# The prepared rootfs Lazaret itself uses: launch once so that it exists.
+lt_launch -- /bin/true
+lt_wait_inactive
+digest=$(jq -r '.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] == "latest") | .digest' \
+        "$LT_IMAGE/index.json")
+data_root=$(lazaretctl config check --json | jq -r .data_root)
+rootfs=$data_root/images/prepared/${digest#sha256:}/rootfs
+[[ -d $rootfs ]] || lt_fail "no prepared rootfs at $rootfs"
+runsc=$(command -v runsc)
+
+# Bare bundles: the same rootfs, the same runsc flags as the supervisor.
+bare_bundle() {   # DIR ARGS-JSON
+        mkdir -p "$1"
+        jq -n --arg rootfs "$rootfs" --argjson args "$2" '{
+          ociVersion: "1.0.2",
+          process: { terminal: false, user: { uid: 0, gid: 0 }, args: $args, env: ["PATH=/bin"], cwd: "/",
+                     capabilities: { bounding: ["CAP_KILL"], effective: ["CAP_KILL"], permitted: ["CAP_KILL"] },
+                     noNewPrivileges: true },
+          root: { path: $rootfs, readonly: true }, hostname: "bare",
+          mounts: [ { destination: "/proc", type: "proc", source: "proc" },
+                    { destination: "/tmp", type: "tmpfs", source: "tmpfs" } ],
+          linux: { namespaces: [ { type: "pid" }, { type: "ipc" }, { type: "uts" }, { type: "mount" } ] } }' >"$1/config.json"
+}
+bare_bundle "$work/true" '["/bin/true"]'
+bare_bundle "$work/sleep" '["/bin/sleep", "3600"]'
+mkdir -p "$work/root"
+RUNSC_FLAGS="--root $work/root --network=none --ignore-cgroups --overlay2=root:memory"
+in_userns() { unshare --user --map-root-user --map-auto --mount -- "$@"; }
+
+cat >"$work/bare-run" <<EOS
+#!/bin/bash
+exec unshare --user --map-root-user --map-auto --mount -- $runsc $RUNSC_FLAGS run --bundle $work/true bare-true-\$\$ </dev/null >/dev/null 2>&1
+EOS
+chmod +x "$work/bare-run"
+"$work/bare-run" || lt_fail "bare runsc run does not work"
+
+# A bare sandbox to exec into.
+in_userns "$runsc" $RUNSC_FLAGS run --bundle "$work/sleep" bare-sleep </dev/null >/dev/null 2>&1 &
+bare=$!
+for _ in $(seq 1 100); do
+        "$runsc" --root "$work/root" exec bare-sleep /bin/true 2>/dev/null && break
+        sleep 0.05
+done
+
+# A warm Domain: one session holds it up.
+lt_launch -- /bin/sleep 3600 &
+holder=$!
+for _ in $(seq 1 100); do
+        [[ $(cd "$LT_WS" && lazaretctl status --json | jq -r .State) == running ]] && break
+        sleep 0.1
+done
+
+cd "$LT_WS"
+hyperfine --style basic --export-json "$work/warm.json" -N --warmup 3 --runs "$WARM" \
+        -n "bare runsc exec" "$runsc --root $work/root exec bare-sleep /bin/true" \
+        -n "lazaret warm launch" "lazaretctl launch -- /bin/true" >&2
+
+kill "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
+kill "$bare" 2>/dev/null || true
+wait "$bare" 2>/dev/null || true
+lt_wait_inactive
+
+hyperfine --style basic --export-json "$work/cold.json" -N --warmup 1 --runs "$COLD" \
+        -n "bare runsc run" "$work/bare-run" >&2
+hyperfine --style basic --export-json "$work/cold-lz.json" -N --warmup 1 --runs "$COLD" \
+        --prepare "bash -c '. $LAZARET_SOURCE_ROOT/tests/harness/lib.sh; LT_DOMAIN=$LT_DOMAIN lt_wait_inactive'" \
+        -n "lazaret cold launch" "lazaretctl launch -- /bin/true" >&2
+
+mean() { jq -r --arg n "$2" '.results[] | select(.command == $n) | .mean' "$1"; }
+sd() { jq -r --arg n "$2" '.results[] | select(.command == $n) | .stddev' "$1"; }
+br=$(mean "$work/cold.json" "bare runsc run")
+lc=$(mean "$work/cold-lz.json" "lazaret cold launch")
+be=$(mean "$work/warm.json" "bare runsc exec")
+lw=$(mean "$work/warm.json" "lazaret warm launch")
+
+echo
+echo "bench/launch: $COLD cold and $WARM warm runs, $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
+printf '  %-22s %8.1f ms  (± %.1f)\n' "bare runsc run" "$(jq -n "$br*1000")" "$(jq -n "$(sd "$work/cold.json" "bare runsc run")*1000")"
+printf '  %-22s %8.1f ms  (± %.1f)\n' "lazaret cold launch" "$(jq -n "$lc*1000")" "$(jq -n "$(sd "$work/cold-lz.json" "lazaret cold launch")*1000")"
+printf '  %-22s %8.1f ms  (± %.1f)\n' "bare runsc exec" "$(jq -n "$be*1000")" "$(jq -n "$(sd "$work/warm.json" "bare runsc exec")*1000")"
+printf '  %-22s %8.1f ms  (± %.1f)\n' "lazaret warm launch" "$(jq -n "$lw*1000")" "$(jq -n "$(sd "$work/warm.json" "lazaret warm launch")*1000")"
+printf '  cold ratio (lazaret cold / bare runsc run):  %.2f  (goal <= 2)\n' "$(jq -n "$lc/$br")"
+printf '  warm ratio (lazaret warm / bare runsc exec): %.2f  (goal <= 2)\n' "$(jq -n "$lw/$be")"
