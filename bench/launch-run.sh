@@ -60,7 +60,7 @@ for _ in $(seq 1 100); do
 done
 
 # A warm Domain: one session holds it up.
-lt_launch -- /bin/sleep 3600 &
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 3600) &
 holder=$!
 for _ in $(seq 1 100); do
         [[ $(cd "$LT_WS" && lazaretctl status --json | jq -r .State) == running ]] && break

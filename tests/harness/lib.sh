@@ -155,7 +155,9 @@ lt_domain_cleanup() {
         exit "$rc"
 }
 
-# lt_launch ARGS...: lazaretctl launch in the test workspace.
+# lt_launch ARGS...: lazaretctl launch in the test workspace. In the
+# background, $! of a function is a subshell, not lazaretctl: to signal the
+# client, start it as (cd "$LT_WS" && exec lazaretctl launch ...) & instead.
 lt_launch() { (cd "$LT_WS" && exec lazaretctl launch "$@"); }
 
 # lt_wait_inactive: waits (bounded) until the Domain's service is inactive.

@@ -67,7 +67,7 @@ scope_state=$(systemctl --user is-active "lazaret-$LT_DOMAIN-sandbox.scope" 2>/d
 lt_assert_eq "socket still listening for the next launch" active "$(systemctl --user is-active "lazaret@$LT_DOMAIN.socket")"
 
 # status, list and stop while a session runs.
-lt_launch -- /bin/sleep 30 &
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 30) &
 bg=$!
 for _ in $(seq 1 100); do
         state=$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)

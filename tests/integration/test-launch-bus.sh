@@ -16,7 +16,7 @@ name=org.lazaret.Domain.d$LT_DOMAIN
 path=/org/lazaret/Domain
 iface=org.lazaret.Domain1
 
-lt_launch -- /bin/sleep 120 &
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 120) &
 holder=$!
 for _ in $(seq 1 100); do
         [[ $(cd "$LT_WS" && lazaretctl status --json | jq -r .State) == running ]] && break
@@ -30,41 +30,50 @@ fp=$(lt_busctl --json=short get-property "$name" "$path" "$iface" ConfigurationF
 sessions() { lt_busctl --json=short get-property "$name" "$path" "$iface" Sessions | jq '.data | length'; }
 lt_assert_eq "sessions before the bad calls" 1 "$(sessions)"
 
-# expect_error ERROR-NAME BUSCTL-CALL-ARGS...
+# busctl cannot pass file descriptors; a small client built here can.
+call=$HOME/lt-bus-call
+cc -o "$call" "$LAZARET_SOURCE_ROOT/tests/integration/bus-call.c" $(pkg-config --cflags --libs libsystemd) ||
+        lt_fail "cannot build the bus test client"
+
+# expect_error ERROR-NAME TEXT BUS-CALL-ARGS...: the call fails with that error
+# name and a message containing TEXT.
 expect_error() {
-        local want=$1 out
-        shift
-        if out=$(lt_busctl call "$name" "$path" "$iface" "$@" 2>&1); then
-                lt_fail "call $* succeeded; expected $want"
+        local want=$1 text=$2 out
+        shift 2
+        if out=$("$call" "$@" </dev/null 2>&1); then
+                lt_fail "$* succeeded ($out); expected org.lazaret.Domain1.Error.$want"
         fi
-        # busctl prints the message; the error name is checked through the
-        # message's documented wording and, where busctl shows it, the name.
-        lt_log "ok: $* -> $out"
-        [[ -n $out ]] || lt_fail "no error message for $*"
-        echo "$out"
+        [[ $out == "ERROR org.lazaret.Domain1.Error.$want: "* ]] || lt_fail "$*: expected error $want, got: $out"
+        [[ $out == *"$text"* ]] || lt_fail "$*: the message does not say '$text': $out"
+        lt_log "ok: $1 ${*:2:1}... -> $out"
 }
 
-out=$(expect_error ConfigurationMismatch OpenSession asbahqqs 1 /bin/true 0 false 3 0 1 2 0 0 0000)
-[[ $out == *"runs with configuration"* ]] || lt_fail "wrong fingerprint: unexpected message: $out"
-out=$(expect_error InvalidArguments OpenSession asbahqqs 1 /bin/true 0 false 1 0 0 0 "$fp")
-[[ $out == *"exactly three fds"* ]] || lt_fail "one fd without terminal: unexpected message: $out"
-out=$(expect_error InvalidArguments OpenSession asbahqqs 1 /bin/true 1 LAZARET_SESSION_ID=x false 3 0 1 2 0 0 "$fp")
-[[ $out == *"LAZARET_"* ]] || lt_fail "reserved environment name: unexpected message: $out"
-out=$(expect_error InvalidArguments OpenSession asbahqqs 1 /bin/true 1 NOEQUALS false 3 0 1 2 0 0 "$fp")
-[[ $out == *"NAME=VALUE"* ]] || lt_fail "malformed environment entry: unexpected message: $out"
-out=$(expect_error InvalidArguments OpenSession asbahqqs 1 /bin/true 0 true 1 0 0 0 "$fp")
-[[ $out == *"terminal"* ]] || lt_fail "terminal session on a non-terminal fd: unexpected message: $out"
-many=$(seq 1 1100 | tr '\n' ' ')
-# shellcheck disable=SC2086
-out=$(expect_error LimitExceeded OpenSession asbahqqs 1100 $many 0 false 3 0 1 2 0 0 "$fp")
-[[ $out == *"more than 1024"* ]] || lt_fail "too many arguments: unexpected message: $out"
-out=$(expect_error NoSuchSession ResizeSession sqq nosuchsession 10 10)
-[[ $out == *"No session"* ]] || lt_fail "unknown session: unexpected message: $out"
+expect_error ConfigurationMismatch "runs with configuration" open "$name" 0000 0 3 -- /bin/true
+expect_error InvalidArguments "exactly three fds" open "$name" "$fp" 0 1 -- /bin/true
+expect_error InvalidArguments "exactly one fd" open "$name" "$fp" 1 3 -- /bin/true
+expect_error InvalidArguments "LAZARET_" open "$name" "$fp" 0 3 -e LAZARET_SESSION_ID=x -- /bin/true
+expect_error InvalidArguments "NAME=VALUE" open "$name" "$fp" 0 3 -e NOEQUALS -- /bin/true
+expect_error InvalidArguments "argv[0] is empty" open "$name" "$fp" 0 3 -- ""
+# shellcheck disable=SC2046
+expect_error LimitExceeded "more than 1024" open "$name" "$fp" 0 3 -- $(seq 1 1100)
+expect_error LimitExceeded "longer than" open "$name" "$fp" 0 3 -- /bin/echo @big:140000
+expect_error LimitExceeded "exceed" open "$name" "$fp" 0 3 -- /bin/echo @big:130000 @big:130000 @big:130000 @big:130000 @big:130000 @big:130000 @big:130000 @big:130000 @big:130000
+expect_error NoSuchSession "No session" resize "$name" nosuchsession 10 10
 owned=$(lt_busctl --json=short get-property "$name" "$path" "$iface" Sessions | jq -r '.data[0][0]')
-out=$(expect_error NotSessionOwner CloseSession s "$owned")
-[[ $out == *"belongs to another client"* ]] || lt_fail "foreign session: unexpected message: $out"
-out=$(expect_error InvalidArguments SignalSession ss "$owned" explode)
-[[ $out == *"not an event"* || $out == *"another client"* ]] || lt_fail "bad event: unexpected message: $out"
+expect_error NotSessionOwner "belongs to another client" close "$name" "$owned"
+expect_error NotSessionOwner "belongs to another client" signal "$name" "$owned" interrupt
+# A session of our own, to check what its owner may and may not do.
+sid=$("$call" open "$name" "$fp" 0 3 -- /bin/true </dev/null | sed -n 's/^OK //p')
+[[ -n $sid ]] || lt_fail "a well-formed OpenSession failed"
+lt_log "ok: a well-formed OpenSession opened $sid"
+# The terminal request on a file that is not a terminal fails cleanly.
+out=$("$call" open "$name" "$fp" 1 1 -- /bin/true </dev/null 2>&1) && lt_fail "a terminal session on /dev/null succeeded"
+[[ $out == ERROR*terminal* ]] || lt_fail "terminal session on /dev/null: unexpected message: $out"
+lt_log "ok: terminal session on a non-terminal -> $out"
+for _ in $(seq 1 50); do
+        [[ $(sessions) -eq 1 ]] && break
+        sleep 0.1
+done
 lt_assert_eq "sessions after the bad calls (nothing changed)" 1 "$(sessions)"
 
 status=$(systemctl --user status "lazaret@$LT_DOMAIN.service" --no-pager 2>&1 || true)

@@ -42,7 +42,7 @@ found=$(lt_launch -- /bin/sh -c "for d in /*; do case \$d in /proc|/sys|/dev|/bi
 lt_log "ok: no host path outside the workspace, secret not found"
 
 # On the host, the sandbox's processes run as subordinate IDs.
-lt_launch -- /bin/sleep 20 &
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 20) &
 bg=$!
 scope=lazaret-$LT_DOMAIN-sandbox.scope
 for _ in $(seq 1 100); do
