@@ -20,7 +20,7 @@ lt_launch -- /bin/true
 lt_wait_inactive
 digest=$(jq -r '.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] == "latest") | .digest' \
         "$LT_IMAGE/index.json")
-data_root=$(lazaretctl config check --json | jq -r .data_root)
+data_root=$(lazaretctl config check --json --workspace "$LT_WS" | jq -r .data_root)
 rootfs=$data_root/images/prepared/${digest#sha256:}/rootfs
 [[ -d $rootfs ]] || lt_fail "no prepared rootfs at $rootfs"
 runsc=$(command -v runsc)
