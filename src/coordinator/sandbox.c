@@ -42,6 +42,7 @@
 
 #define SCOPE_JOB_TIMEOUT_USEC (20ULL * 1000 * 1000)
 #define SANDBOX_CONTROL_MOUNT "/run/lazaret"
+#define STATX_SHIM "liblazaret-statx-compat.so"
 
 struct Sandbox {
         Manager *manager;
@@ -54,6 +55,8 @@ struct Sandbox {
         char *sessions_dir;     /* process specs of sessions */
         char *rootfs;
         char **image_env;
+        char **image_cmd;       /* the image's default command (OCI Entrypoint + Cmd) */
+        bool statx_compat;      /* preload the statx shim into the image's glibc programs */
 
         pid_t supervisor_pid;
         int control_fd;
@@ -66,6 +69,10 @@ struct Sandbox {
 
 const char *sandbox_id(const Sandbox *sb) {
         return sb ? sb->id : "";
+}
+
+char **sandbox_default_command(const Sandbox *sb) {
+        return sb && sb->image_cmd && sb->image_cmd[0] ? sb->image_cmd : NULL;
 }
 
 Sandbox *sandbox_free(Sandbox *sb) {
@@ -87,6 +94,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->rootfs);
         free(sb->stop_job);
         strv_free(sb->image_env);
+        strv_free(sb->image_cmd);
         free(sb);
         return NULL;
 }
@@ -211,6 +219,8 @@ static int copy_file(const char *from, const char *to, mode_t mode) {
                 return -errno;
         out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
         if (out < 0)
+                return -errno;
+        if (fchmod(out, mode) < 0)
                 return -errno;
         while ((k = read(in, buf, sizeof(buf))) > 0)
                 if (write(out, buf, (size_t) k) != k)
@@ -485,12 +495,13 @@ static int image_digest(const char *dir, const char *tag, char **ret, char **ret
         return -ENOENT;
 }
 
-static int read_image_env(const char *bundle_config, char ***ret) {
+/* The image's environment and default command, from the config umoci wrote. */
+static int read_image_config(const char *bundle_config, char ***ret_env, char ***ret_cmd) {
         _cleanup_fclose_ FILE *f = fopen(bundle_config, "re");
         _cleanup_free_ char *buf = NULL, *why = NULL;
         _cleanup_json_ json_object *o = NULL;
-        _cleanup_strv_free_ char **env = NULL;
-        json_object *process, *e;
+        _cleanup_strv_free_ char **env = NULL, **cmd = NULL;
+        json_object *process, *e, *a;
         size_t n;
 
         if (!f)
@@ -509,7 +520,15 @@ static int read_image_env(const char *bundle_config, char ***ret) {
                         if (s && strchr(s, '=') && !startswith(s, "LAZARET_") && strv_extend(&env, s) < 0)
                                 return -ENOMEM;
                 }
-        *ret = TAKE_PTR(env);
+        if (json_object_object_get_ex(o, "process", &process) && json_object_object_get_ex(process, "args", &a) &&
+            json_object_is_type(a, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(a) && i < 256; i++) {
+                        const char *s = json_object_get_string(json_object_array_get_idx(a, i));
+                        if (!s || strv_extend(&cmd, s) < 0)
+                                return -ENOMEM;
+                }
+        *ret_env = TAKE_PTR(env);
+        *ret_cmd = TAKE_PTR(cmd);
         return 0;
 }
 
@@ -579,7 +598,7 @@ static int prepare_rootfs(Sandbox *sb, char **ret_why) {
         cfg = path_join(final, "config.json");
         if (!sb->rootfs || !cfg)
                 return -ENOMEM;
-        if (read_image_env(cfg, &sb->image_env) < 0 || !sb->image_env)
+        if (read_image_config(cfg, &sb->image_env, &sb->image_cmd) < 0 || !sb->image_env)
                 (void) strv_extend(&sb->image_env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
         return 0;
 }
@@ -606,7 +625,10 @@ static int write_bundle(Sandbox *sb) {
                 r = mkdir_private(sb->bundle);
         if (r >= 0)
                 r = mkdir_private(sb->sessions_dir);
+        /* Read by everyone inside (mode bits are not subject to our umask here). */
         if (r >= 0 && mkdir(sb->control_dir, 0755) < 0 && errno != EEXIST)
+                r = -errno;
+        if (r >= 0 && chmod(sb->control_dir, 0755) < 0)
                 r = -errno;
         if (r < 0)
                 return log_error_errno(r, "Cannot create %s", m->runtime_dir);
@@ -616,11 +638,32 @@ static int write_bundle(Sandbox *sb) {
         init_src = path_join(LIBEXECDIR, "lazaret-init");
         if (!terminfo || !init_dst || !init_src)
                 return -ENOMEM;
-        if (mkdir(terminfo, 0755) < 0 && errno != EEXIST)
+        if ((mkdir(terminfo, 0755) < 0 && errno != EEXIST) || chmod(terminfo, 0755) < 0)
                 return -errno;
         r = copy_file(getenv("LAZARET_INIT") ?: init_src, init_dst, 0755);
         if (r < 0)
                 return log_error_errno(r, "Cannot install %s into the sandbox", init_src);
+
+        /* The statx shim, for images whose programs use glibc's dynamic loader. */
+        {
+                _cleanup_free_ char *shim = path_join(LIBEXECDIR, STATX_SHIM), *libdir = path_join(sb->control_dir, "lib"),
+                                    *dst = NULL, *loader = path_join(sb->rootfs, "lib64/ld-linux-x86-64.so.2");
+                struct stat st;
+
+                if (!shim || !libdir || !loader)
+                        return -ENOMEM;
+                if (lstat(loader, &st) >= 0 && access(shim, R_OK) >= 0) {
+                        dst = path_join(libdir, STATX_SHIM);
+                        if (!dst)
+                                return -ENOMEM;
+                        if ((mkdir(libdir, 0755) < 0 && errno != EEXIST) || chmod(libdir, 0755) < 0)
+                                return -errno;
+                        r = copy_file(shim, dst, 0644);
+                        if (r < 0)
+                                return log_error_errno(r, "Cannot install %s into the sandbox", shim);
+                        sb->statx_compat = true;
+                }
+        }
 
         r = domain_resolve_volumes(m->domain, &vols, &n_vols, &error);
         if (r < 0)
@@ -988,6 +1031,7 @@ static void install_terminfo(Sandbox *sb, const char *term) {
                 if (access(src, R_OK) < 0)
                         continue;
                 (void) mkdir(dstdir, 0755);
+                (void) chmod(dstdir, 0755);
                 if (access(dst, F_OK) < 0)
                         (void) copy_file(src, dst, 0644);
                 return;
@@ -1015,6 +1059,18 @@ int sandbox_spawn_session(Sandbox *sb, Session *s, char **client_env, const int 
                         term = strchr(*e, '=') + 1;
                 if (r >= 0)
                         r = env_push(&env, name, strchr(*e, '=') + 1);
+        }
+        if (r >= 0 && sb->statx_compat) {
+                /* Ours first; a preload the client asked for stays after it. */
+                _cleanup_free_ char *preload = NULL;
+                const char *theirs = NULL;
+                STRV_FOREACH(e, env)
+                        if (startswith(*e, "LD_PRELOAD="))
+                                theirs = *e + strlen("LD_PRELOAD=");
+                if (asprintf(&preload, "%s/lib/%s%s%s", SANDBOX_CONTROL_MOUNT, STATX_SHIM,
+                             isempty(theirs) ? "" : ":", strempty(theirs)) < 0)
+                        return -ENOMEM;
+                r = env_push(&env, "LD_PRELOAD", preload);
         }
         if (r >= 0)
                 r = env_push(&env, "LAZARET_DOMAIN_ID", m->id);

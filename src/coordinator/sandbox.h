@@ -14,6 +14,8 @@ Sandbox *sandbox_free(Sandbox *sb);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Sandbox *, sandbox_free);
 int sandbox_new(Manager *m, Sandbox **ret);
 const char *sandbox_id(const Sandbox *sb);
+/* The image's default command, or NULL when it has none. */
+char **sandbox_default_command(const Sandbox *sb);
 
 /* Stops a stale scope and removes stale runtime files of this Domain (FR-7). */
 int sandbox_recover(Sandbox *sb);

@@ -445,10 +445,12 @@ static int setup_terminal(Session *s, int passed_fd, uint16_t rows, uint16_t col
         return 0;
 }
 
+/* The profile's command, else the image's, else a login shell with the one shell every image has. */
 static char **default_command(Manager *m) {
         if (m->domain->profile->command)
                 return strv_copy(m->domain->profile->command);
-        /* A login shell: the image's /bin/sh is the only shell every image has. */
+        if (sandbox_default_command(m->sandbox))
+                return strv_copy(sandbox_default_command(m->sandbox));
         return strv_copy((char *[]) { "/bin/sh", "-l", NULL });
 }
 

@@ -161,4 +161,24 @@ grep -q "Interrupted by signal 15" "$top/interrupted.log" ||
 lt_assert_eq "image after an interrupted build" "$digest" "$(image_digest)"
 assert_no_staging "interrupted build"
 
+# The built-in default profile works with it: a session runs the GNU tools
+# (ls -l and stat need the statx shim with this gVisor) and git.
+ws=$top/ws
+mkdir -p "$ws"
+git -C "$ws" init -q
+out=$(cd "$ws" && lazaretctl --config "$conf" launch -- /bin/bash -c \
+        'ls -l / >/dev/null && stat -c %F / && git --version && echo "debian $(cat /etc/debian_version)" && echo "shell $0"' 2>&1) ||
+        lt_fail "a session with the default image failed: $out"
+for want in "directory" "git version" "debian 12" "shell /bin/bash"; do
+        [[ $out == *"$want"* ]] || lt_fail "session with the default image: expected '$want' in: $out"
+done
+lt_log "ok: a session in the default image: $(tr '\n' ' ' <<<"$out")"
+out=$(cd "$ws" && lazaretctl --config "$conf" launch 2>&1 </dev/null) || lt_fail "the default command of the default image failed: $out"
+domain=$(lazaretctl --config "$conf" --workspace "$ws" domain-id)
+for _ in $(seq 1 100); do
+        state=$(systemctl --user is-active "lazaret@$domain.service" 2>/dev/null) || true
+        [[ $state == inactive || $state == failed ]] && break
+        sleep 0.1
+done
+
 echo "PASS: default image built offline in ${build_s}s ($(du -sh "$img" | cut -f1)), no-op without --force, failures keep the old image"
