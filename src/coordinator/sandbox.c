@@ -39,6 +39,7 @@
 #include "session.h"
 #include "strv.h"
 #include "subid.h"
+#include "util.h"
 
 #define SCOPE_JOB_TIMEOUT_USEC (20ULL * 1000 * 1000)
 #define SANDBOX_CONTROL_MOUNT "/run/lazaret"
@@ -193,21 +194,10 @@ static int mkdir_private(const char *path) {
 
 static int write_file(const char *path, const char *content, mode_t mode) {
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-        size_t n = strlen(content);
 
         if (fd < 0)
                 return -errno;
-        while (n > 0) {
-                ssize_t k = write(fd, content, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                content += k;
-                n -= (size_t) k;
-        }
-        return 0;
+        return write_all(fd, content, strlen(content));
 }
 
 static int copy_file(const char *from, const char *to, mode_t mode) {
@@ -223,7 +213,7 @@ static int copy_file(const char *from, const char *to, mode_t mode) {
         if (fchmod(out, mode) < 0)
                 return -errno;
         while ((k = read(in, buf, sizeof(buf))) > 0)
-                if (write(out, buf, (size_t) k) != k)
+                if (write_all(out, buf, (size_t) k) < 0)
                         return -EIO;
         return k < 0 ? -errno : 0;
 }

@@ -19,6 +19,7 @@
 #include "sandbox.h"
 #include "session.h"
 #include "strv.h"
+#include "util.h"
 
 static uint64_t now_usec(void) {
         struct timespec ts;
@@ -158,26 +159,13 @@ static void pump_close(FilePump *p) {
         p->buf = NULL;
 }
 
-static int write_full(int fd, const char *b, size_t n) {
-        while (n > 0) {
-                ssize_t k = write(fd, b, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                b += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
 
 /* Copies whatever the pipe holds into the file; returns 0 at EOF. */
 static ssize_t pump_to_file(FilePump *p) {
         char b[65536];
         ssize_t k = read(p->pipe, b, sizeof(b));
 
-        if (k > 0 && write_full(p->file, b, (size_t) k) < 0)
+        if (k > 0 && write_all(p->file, b, (size_t) k) < 0)
                 return -EIO;
         if (k < 0)
                 return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;

@@ -540,29 +540,38 @@ static void print_domain(json_object *o) {
         }
 }
 
-int verb_status(int argc, char *argv[], const Config *config) {
+/* The Domain a verb is about: the ID given, or that of the profile and workspace. */
+static int target_domain_id(int argc, char *argv[], const Config *config, char ret[DOMAIN_ID_LEN + 1]) {
         _cleanup_domain_ Domain *d = NULL;
         _cleanup_free_ char *error = NULL;
-        _cleanup_bus_ sd_bus *bus = NULL;
-        _cleanup_json_ json_object *o = NULL;
-        char name[BUS_NAME_MAX];
-        const char *id;
         int r;
 
         if (argc > 1) {
-                id = argv[1];
-                if (!domain_id_is_valid(id)) {
-                        fprintf(stderr, "\"%s\" is not a Domain ID (12 lowercase hex digits).\n", id);
+                if (!domain_id_is_valid(argv[1])) {
+                        fprintf(stderr, "\"%s\" is not a Domain ID (12 lowercase hex digits).\n", argv[1]);
                         return -EINVAL;
                 }
-        } else {
-                r = domain_new(config, arg_profile, arg_workspace, &d, &error);
-                if (r < 0) {
-                        fprintf(stderr, "%s\n", error ?: strerror(-r));
-                        return r;
-                }
-                id = d->id;
+                memcpy(ret, argv[1], DOMAIN_ID_LEN + 1);
+                return 0;
         }
+        r = domain_new(config, arg_profile, arg_workspace, &d, &error);
+        if (r < 0) {
+                fprintf(stderr, "%s\n", error ?: strerror(-r));
+                return r;
+        }
+        memcpy(ret, d->id, DOMAIN_ID_LEN + 1);
+        return 0;
+}
+
+int verb_status(int argc, char *argv[], const Config *config) {
+        _cleanup_bus_ sd_bus *bus = NULL;
+        _cleanup_json_ json_object *o = NULL;
+        char name[BUS_NAME_MAX], id[DOMAIN_ID_LEN + 1];
+        int r;
+
+        r = target_domain_id(argc, argv, config, id);
+        if (r < 0)
+                return r;
         r = bus_open(&bus);
         if (r < 0)
                 return r;
@@ -625,27 +634,13 @@ int verb_list(int argc, char *argv[], const Config *config) {
 
 int verb_stop(int argc, char *argv[], const Config *config) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_domain_ Domain *d = NULL;
-        _cleanup_free_ char *err = NULL;
         _cleanup_bus_ sd_bus *bus = NULL;
-        char name[BUS_NAME_MAX];
-        const char *id;
+        char name[BUS_NAME_MAX], id[DOMAIN_ID_LEN + 1];
         int r;
 
-        if (argc > 1) {
-                id = argv[1];
-                if (!domain_id_is_valid(id)) {
-                        fprintf(stderr, "\"%s\" is not a Domain ID (12 lowercase hex digits).\n", id);
-                        return -EINVAL;
-                }
-        } else {
-                r = domain_new(config, arg_profile, arg_workspace, &d, &err);
-                if (r < 0) {
-                        fprintf(stderr, "%s\n", err ?: strerror(-r));
-                        return r;
-                }
-                id = d->id;
-        }
+        r = target_domain_id(argc, argv, config, id);
+        if (r < 0)
+                return r;
         r = bus_open(&bus);
         if (r < 0)
                 return r;

@@ -16,19 +16,8 @@
 #include "macro.h"
 #include "path-util.h"
 #include "tokens.h"
+#include "util.h"
 
-static int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int errorf(char **ret_error, int r, const char *fmt, ...) {
-        va_list ap;
-
-        if (!ret_error || *ret_error)
-                return r;
-        va_start(ap, fmt);
-        if (vasprintf(ret_error, fmt, ap) < 0)
-                *ret_error = NULL;
-        va_end(ap);
-        return r;
-}
 
 /* ------------------------------------------------------------- identity */
 
@@ -454,19 +443,6 @@ static json_object *record_json(const Domain *d) {
         return o;
 }
 
-static int write_all(int fd, const char *buf, size_t n) {
-        while (n > 0) {
-                ssize_t k = write(fd, buf, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                buf += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
 
 static int record_write(int domfd, const Domain *d, char **ret_error) {
         _cleanup_json_ json_object *o = record_json(d);

@@ -9,6 +9,7 @@
 #include "cleanup.h"
 #include "json-util.h"
 #include "macro.h"
+#include "util.h"
 
 static bool is_plain_key(const char *k, size_t n) {
         if (n == 0)
@@ -354,15 +355,6 @@ static int scan_value(Scanner *sc, const char *path, unsigned depth) {
         }
 }
 
-static int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int errorf(char **ret_error, int r, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        if (vasprintf(ret_error, fmt, ap) < 0)
-                *ret_error = NULL;
-        va_end(ap);
-        return r;
-}
 
 int json_parse_strict(const char *text, size_t len, json_object **ret, char **ret_error) {
         _cleanup_json_ json_object *obj = NULL;
@@ -372,7 +364,6 @@ int json_parse_strict(const char *text, size_t len, json_object **ret, char **re
         int r;
 
         *ret_error = NULL;
-
         if (len > JSON_DOC_MAX_BYTES)
                 return errorf(ret_error, -EFBIG, "document is larger than %d bytes", JSON_DOC_MAX_BYTES);
         if (memchr(text, 0, len))

@@ -16,18 +16,10 @@
 #include "launch-request.h"
 #include "macro.h"
 #include "path-util.h"
+#include "util.h"
 
 #define LAUNCH_REQUEST_MAX 16384
 
-static int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int errorf(char **ret_error, int r, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        if (vasprintf(ret_error, fmt, ap) < 0)
-                *ret_error = NULL;
-        va_end(ap);
-        return r;
-}
 
 void launch_request_done(LaunchRequest *r) {
         free(r->config_path);
@@ -43,18 +35,18 @@ static bool is_hex64(const char *s) {
         return true;
 }
 
-int launch_request_write(const char *runtime_dir, const char *id, const LaunchRequest *r, char **ret_error) {
+int launch_request_write(const char *runtime_dir, const char *id, const LaunchRequest *req, char **ret_error) {
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_free_ char *tmp = NULL, *final = NULL;
         _cleanup_close_ int fd = -EBADF;
         uint64_t rnd;
         const char *s;
-        ssize_t n;
+        int r;
 
         *ret_error = NULL;
         if (!o)
                 return -ENOMEM;
-        if (!domain_id_is_valid(id) || !is_hex64(r->fingerprint))
+        if (!domain_id_is_valid(id) || !is_hex64(req->fingerprint))
                 return errorf(ret_error, -EINVAL, "invalid launch request");
         if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
                 return errorf(ret_error, -EIO, "getrandom failed");
@@ -63,18 +55,19 @@ int launch_request_write(const char *runtime_dir, const char *id, const LaunchRe
                 return -ENOMEM;
 
         json_object_object_add(o, "version", json_object_new_int(1));
-        json_object_object_add(o, "config", r->config_path ? json_object_new_string(r->config_path) : NULL);
-        json_object_object_add(o, "fingerprint", json_object_new_string(r->fingerprint));
+        json_object_object_add(o, "config", req->config_path ? json_object_new_string(req->config_path) : NULL);
+        json_object_object_add(o, "fingerprint", json_object_new_string(req->fingerprint));
         s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return errorf(ret_error, -errno, "cannot create %s: %m", tmp);
-        n = write(fd, s, strlen(s));
-        if (n != (ssize_t) strlen(s) || rename(tmp, final) < 0) {
-                int r2 = n < 0 ? -errno : -EIO;
+        r = write_all(fd, s, strlen(s));
+        if (r >= 0 && rename(tmp, final) < 0)
+                r = -errno;
+        if (r < 0) {
                 (void) unlink(tmp);
-                return errorf(ret_error, r2, "cannot write %s", final);
+                return errorf(ret_error, r, "cannot write %s: %s", final, strerror(-r));
         }
         return 0;
 }

@@ -18,5 +18,5 @@ typedef struct LaunchRequest {
 } LaunchRequest;
 
 void launch_request_done(LaunchRequest *r);
-int launch_request_write(const char *runtime_dir, const char *id, const LaunchRequest *r, char **ret_error);
+int launch_request_write(const char *runtime_dir, const char *id, const LaunchRequest *req, char **ret_error);
 int launch_request_read(const char *runtime_dir, const char *id, LaunchRequest *ret, char **ret_error);

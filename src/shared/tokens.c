@@ -8,6 +8,7 @@
 #include "cleanup.h"
 #include "macro.h"
 #include "tokens.h"
+#include "util.h"
 
 static const struct {
         const char *name;
@@ -21,18 +22,6 @@ static const struct {
         { "workspace_dir", TOKEN_WORKSPACE_DIR, offsetof(TokenContext, workspace_dir) },
 };
 
-static int fail(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int fail(char **ret_error, int r, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return r;
-}
 
 /* Appends n bytes to a growing buffer. */
 static int buf_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
@@ -65,12 +54,12 @@ int tokens_expand(const char *in, TokenFlags flags, const TokenContext *ctx, cha
 
         if (p[0] == '~') {
                 if (p[1] != 0 && p[1] != '/')
-                        return fail(ret_error, -EINVAL, "\"~user\" is not supported; only a leading \"~\" or \"~/\" is expanded");
+                        return errorf(ret_error, -EINVAL, "\"~user\" is not supported; only a leading \"~\" or \"~/\" is expanded");
                 if (!(flags & TOKEN_TILDE))
-                        return fail(ret_error, -EINVAL, "\"~\" is not expanded here");
+                        return errorf(ret_error, -EINVAL, "\"~\" is not expanded here");
                 if (ctx) {
                         if (!ctx->home)
-                                return fail(ret_error, -ENXIO, "\"~\" used but the home directory is unknown");
+                                return errorf(ret_error, -ENXIO, "\"~\" used but the home directory is unknown");
                         r = buf_append(&out, &len, &cap, ctx->home, strlen(ctx->home));
                         if (r < 0)
                                 return r;
@@ -92,12 +81,12 @@ int tokens_expand(const char *in, TokenFlags flags, const TokenContext *ctx, cha
                         return r;
 
                 if (*open == '}')
-                        return fail(ret_error, -EINVAL, "stray \"}\" at offset %zu", (size_t) (open - in));
+                        return errorf(ret_error, -EINVAL, "stray \"}\" at offset %zu", (size_t) (open - in));
 
                 const char *close = strchr(open + 1, '}');
                 const char *nested = strchr(open + 1, '{');
                 if (!close || (nested && nested < close))
-                        return fail(ret_error, -EINVAL, "unterminated \"{\" at offset %zu", (size_t) (open - in));
+                        return errorf(ret_error, -EINVAL, "unterminated \"{\" at offset %zu", (size_t) (open - in));
 
                 size_t n = close - open - 1;
                 size_t i;
@@ -105,16 +94,16 @@ int tokens_expand(const char *in, TokenFlags flags, const TokenContext *ctx, cha
                         if (strlen(token_table[i].name) == n && strncmp(token_table[i].name, open + 1, n) == 0)
                                 break;
                 if (i >= ELEMENTSOF(token_table))
-                        return fail(ret_error, -EINVAL,
+                        return errorf(ret_error, -EINVAL,
                                     "unknown token \"{%.*s}\" (known: {profile_name}, {profile_dir}, {domain_hash}, {domain_dir}, {workspace_dir})",
                                     (int) (n > 64 ? 64 : n), open + 1);
                 if (!(flags & token_table[i].flag))
-                        return fail(ret_error, -EINVAL, "token \"{%s}\" is not allowed here", token_table[i].name);
+                        return errorf(ret_error, -EINVAL, "token \"{%s}\" is not allowed here", token_table[i].name);
 
                 if (ctx) {
                         const char *v = *(const char *const *) ((const char *) ctx + token_table[i].offset);
                         if (!v)
-                                return fail(ret_error, -ENXIO, "token \"{%s}\" has no value here", token_table[i].name);
+                                return errorf(ret_error, -ENXIO, "token \"{%s}\" has no value here", token_table[i].name);
                         r = buf_append(&out, &len, &cap, v, strlen(v));
                         if (r < 0)
                                 return r;

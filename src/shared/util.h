@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+
+#include "macro.h"
+
+/*
+ * Sets *ret_error to a formatted message, unless ret_error is NULL or
+ * already holds one (the first error is the one worth reading). Returns r,
+ * so that callers can write: return errorf(ret_error, -EINVAL, "...").
+ */
+int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
+
+/* Writes all n bytes, retrying on EINTR and short writes. */
+int write_all(int fd, const void *buf, size_t n);
