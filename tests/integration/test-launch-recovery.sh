@@ -14,26 +14,33 @@ lt_domain_setup
 scope=lazaret-$LT_DOMAIN-sandbox.scope
 lt_wait_inactive
 
-# 1. SIGKILL the coordinator once its sandbox scope is up, before publication
-#    or just after: either way a half-started generation is left behind.
-for round in 1 2 3; do
-        lt_launch -- /bin/sleep 5 >/dev/null 2>&1 &
+# 1. SIGKILL the coordinator at three points of its life: as soon as it runs
+#    (still activating: lock, bus name, image), once its sandbox scope exists
+#    (supervisor and runsc starting), and once it has published the Domain.
+#    Each time the next launch must succeed, whatever the dead one left.
+for round in activating scope published; do
+        (cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 5) >/dev/null 2>&1 &
         client=$!
         pid=
-        for _ in $(seq 1 200); do
-                if [[ $(systemctl --user is-active "$scope" 2>/dev/null) == active ]]; then
-                        pid=$(systemctl --user show -P MainPID "lazaret@$LT_DOMAIN.service")
-                        [[ $pid -gt 0 ]] && break
-                fi
-                sleep 0.01
+        for _ in $(seq 1 500); do
+                pid=$(systemctl --user show -P MainPID "lazaret@$LT_DOMAIN.service")
+                state=$(systemctl --user show -P ActiveState "lazaret@$LT_DOMAIN.service")
+                case $round in
+                activating) [[ $pid -gt 0 ]] && break ;;
+                scope) [[ $pid -gt 0 && $(systemctl --user is-active "$scope" 2>/dev/null) == active ]] && break ;;
+                published) [[ $pid -gt 0 && $state == active ]] && break ;;
+                esac
+                sleep 0.005
         done
-        [[ $pid -gt 0 ]] || lt_fail "round $round: the coordinator never got as far as its sandbox scope"
+        [[ $pid -gt 0 ]] || lt_fail "round $round: the coordinator never got there"
         kill -KILL "$pid"
-        lt_log "round $round: killed coordinator $pid"
+        lt_log "round $round: killed coordinator $pid (service was $state)"
         wait "$client" || true
         out=$(lt_launch -- /bin/echo recovered) || lt_fail "round $round: launch after the SIGKILL failed"
         lt_assert_eq "round $round: output after recovery" recovered "$out"
         lt_wait_inactive
+        state=$(systemctl --user is-active "$scope" 2>/dev/null) || true
+        [[ $state != active ]] || lt_fail "round $round: a sandbox scope is still active after teardown"
 done
 [[ ! -e $XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN ]] || lt_fail "runtime files left after recovery"
 
