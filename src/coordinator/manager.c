@@ -289,6 +289,9 @@ static int take_bus_name(Manager *m) {
         r = sd_bus_attach_event(m->bus, m->event, 0);
         if (r < 0)
                 return log_error_errno(r, "Cannot attach the bus to the event loop");
+        /* Without the bus nobody can reach the Domain: end the process; the
+         * sandbox scope is bound to the service and goes with it. */
+        (void) sd_bus_set_exit_on_disconnect(m->bus, true);
         return 0;
 }
 

@@ -669,9 +669,12 @@ static int write_bundle(Sandbox *sb) {
                 mounts[n++] = (OciMount) { vols[i].container, "bind", vols[i].host,
                                            vols[i].mode == VOLUME_RW ? rw : ro };
 
+        /* Writable, but only through runsc's in-memory overlay of the root
+         * (--overlay2=root:memory): the prepared lower on the host is never
+         * written. A read-only root would refuse every install (EROFS). */
         OciContainer c = {
                 .rootfs = sb->rootfs,
-                .rootfs_readonly = true,
+                .rootfs_readonly = false,
                 .hostname = p->name,
                 .args = (char *[]) { SANDBOX_CONTROL_MOUNT "/init", NULL },
                 .env = sb->image_env,

@@ -364,7 +364,23 @@ static int open_session(Client *c, const Domain *d, const char *fingerprint, cha
         return 0;
 }
 
+static struct termios saved_termios;
+static bool termios_saved;
+
+static void restore_terminal(void) {
+        if (termios_saved)
+                (void) tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_termios);
+}
+
+static int launch(int argc, char *argv[], const Config *config);
+
 int verb_launch(int argc, char *argv[], const Config *config) {
+        int r = launch(argc, argv, config);
+        restore_terminal();
+        return r;
+}
+
+static int launch(int argc, char *argv[], const Config *config) {
         _cleanup_domain_ Domain *d = NULL;
         _cleanup_free_ char *runtime = NULL, *error = NULL;
         _cleanup_bus_ sd_bus *bus = NULL;
@@ -379,6 +395,10 @@ int verb_launch(int argc, char *argv[], const Config *config) {
                 return r;
 
         c.terminal = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+        /* The coordinator restores the terminal when the session ends; this
+         * copy covers a coordinator that died without doing so. */
+        if (c.terminal && tcgetattr(STDIN_FILENO, &saved_termios) >= 0)
+                termios_saved = true;
         config_fingerprint_hex(config, fp);
         {
                 LaunchRequest req = { .config_path = config->path };

@@ -59,6 +59,18 @@ lt_launch -- /bin/sh -c 'echo from-sandbox > /workspace/sandbox.txt'
 lt_assert_eq "sandbox file seen on the host" from-sandbox "$(cat "$LT_WS/sandbox.txt")"
 lt_assert_eq "working directory" /workspace "$(lt_launch -- /bin/pwd)"
 
+# The image is writable inside (installs work), through an in-memory overlay:
+# the prepared image on the host, shared by every Domain using it, is never
+# written. (Until the State Anchor exists, such changes end with the Domain.)
+lt_launch -- /bin/sh -c 'echo installed > /bin/lazaret-test-tool && mkdir -p /opt/x && cat /bin/lazaret-test-tool' >"$HOME/inst.out" ||
+        lt_fail "writing into the image's /bin failed: $(cat "$HOME/inst.out")"
+lt_assert_eq "a file written into /bin inside" installed "$(cat "$HOME/inst.out")"
+data_root=$(lazaretctl config check --json --workspace "$LT_WS" | jq -r .data_root)
+if compgen -G "$data_root/images/prepared/*/rootfs/bin/lazaret-test-tool" >/dev/null; then
+        lt_fail "a write inside the sandbox reached the prepared image on the host"
+fi
+lt_log "ok: the prepared image on the host is unchanged"
+
 # After the last session the Domain goes away, and nothing of it stays.
 lt_wait_inactive
 [[ ! -e $XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN ]] || lt_fail "runtime dir of $LT_DOMAIN left behind: $(ls -la "$XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN")"
