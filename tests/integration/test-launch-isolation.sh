@@ -64,6 +64,31 @@ for pid in $pids; do
         fi
 done
 ((sandbox_seen)) || lt_fail "no process of the sandbox scope runs as a subordinate ID"
+
+# The Runtime Supervisor hardened itself before it said READY: no
+# capabilities, not even in its bounding set, NO_NEW_PRIVS, a seccomp filter.
+sup=
+for pid in $pids; do
+        [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == */lazaret-supervisor ]] && sup=$pid
+done
+[[ -n $sup ]] || lt_fail "no lazaret-supervisor process in $scope"
+sstatus=$(cat "/proc/$sup/status")
+lt_assert_eq "supervisor CapEff" 0000000000000000 "$(awk '/^CapEff:/ { print $2 }' <<<"$sstatus")"
+lt_assert_eq "supervisor CapPrm" 0000000000000000 "$(awk '/^CapPrm:/ { print $2 }' <<<"$sstatus")"
+lt_assert_eq "supervisor CapBnd" 0000000000000000 "$(awk '/^CapBnd:/ { print $2 }' <<<"$sstatus")"
+lt_assert_eq "supervisor NoNewPrivs" 1 "$(awk '/^NoNewPrivs:/ { print $2 }' <<<"$sstatus")"
+lt_assert_eq "supervisor Seccomp (2 = filter)" 2 "$(awk '/^Seccomp:/ { print $2 }' <<<"$sstatus")"
+
+# OR-1: a second coordinator for the running Domain refuses to start.
+set +e
+out=$("$LT_PREFIX/libexec/lazaret-coordinator" "$LT_DOMAIN" 2>&1)
+rc=$?
+set -e
+[[ $rc -ne 0 ]] || lt_fail "a second coordinator for a running Domain exited 0"
+[[ $out == *"Another coordinator holds"* ]] || lt_fail "second coordinator: unexpected output: $out"
+lt_log "ok: a second coordinator refused: $(grep -m1 'Another coordinator' <<<"$out")"
+lt_assert_eq "Domain still running after the refused second coordinator" running \
+        "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
 kill "$bg" 2>/dev/null || true
 wait "$bg" 2>/dev/null || true
 
