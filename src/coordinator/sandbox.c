@@ -862,7 +862,8 @@ int sandbox_start(Sandbox *sb) {
                         _exit(126);
                 if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
                         _exit(126);
-                if (dup2(control[1], 3) < 0)
+                /* dup2() onto itself would keep O_CLOEXEC: clear it explicitly. */
+                if (control[1] == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(control[1], 3) < 0)
                         _exit(126);
                 snprintf(fdarg, sizeof(fdarg), "%d", 3);
                 execv(supervisor, (char *[]) { supervisor, "--control-fd", fdarg, "--runsc", sb->runsc,
