@@ -282,10 +282,18 @@ static int take_bus_name(Manager *m) {
         r = sd_bus_open_user(&m->bus);
         if (r < 0)
                 return log_error_errno(r, "Cannot connect to the user bus");
-        /* No queueing, no replacement: a second owner is an error (OR-1). */
-        r = sd_bus_request_name(m->bus, m->bus_name, 0);
-        if (r < 0)
-                return log_error_errno(r, "Cannot own the bus name %s", m->bus_name);
+        /* No queueing, no replacement: a second owner is an error (OR-1).
+         * We hold the Domain lock, so no live coordinator owns the name; a
+         * predecessor killed a moment ago may still hold it until the bus
+         * daemon notices its death. Give that a bounded moment. */
+        for (unsigned attempt = 0;; attempt++) {
+                r = sd_bus_request_name(m->bus, m->bus_name, 0);
+                if (r >= 0)
+                        break;
+                if (r != -EEXIST || attempt >= 100)
+                        return log_error_errno(r, "Cannot own the bus name %s", m->bus_name);
+                (void) usleep(20 * 1000);
+        }
         r = sd_bus_attach_event(m->bus, m->event, 0);
         if (r < 0)
                 return log_error_errno(r, "Cannot attach the bus to the event loop");

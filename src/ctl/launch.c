@@ -198,6 +198,7 @@ typedef struct Client {
         bool ended;
         bool terminal;
         char *pending_signal;   /* SessionEnded before OpenSession returned */
+        char *coordinator;      /* unique bus name of the coordinator that runs our session */
         int pending_status;
 } Client;
 
@@ -231,7 +232,9 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
 
         if (sd_bus_message_read(m, "sss", &name, &old, &new) < 0)
                 return 0;
-        if (streq(name, c->bus_name) && isempty(new) && !c->ended) {
+        /* Only the coordinator we talk to counts: a predecessor that died
+         * while starting may lose the name only now. */
+        if (streq(name, c->bus_name) && isempty(new) && !c->ended && c->coordinator && streq(old, c->coordinator)) {
                 fprintf(stderr, "The Domain's coordinator went away.\n");
                 c->exit_status = 1;
                 c->ended = true;
@@ -355,7 +358,8 @@ static int open_session(Client *c, const Domain *d, const char *fingerprint, cha
         if (r < 0)
                 return r;
         c->session_id = strdup(sid);
-        if (!c->session_id)
+        c->coordinator = strdup(strempty(sd_bus_message_get_sender(reply)));
+        if (!c->session_id || !c->coordinator)
                 return -ENOMEM;
         if (c->pending_signal && streq(c->pending_signal, sid)) {
                 c->exit_status = c->pending_status < 0 ? 1 : c->pending_status;

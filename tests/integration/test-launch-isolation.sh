@@ -45,8 +45,9 @@ lt_log "ok: no host path outside the workspace, secret not found"
 (cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 20) &
 bg=$!
 scope=lazaret-$LT_DOMAIN-sandbox.scope
+# Published means the supervisor said READY, i.e. it has hardened itself.
 for _ in $(seq 1 100); do
-        [[ $(systemctl --user is-active "$scope" 2>/dev/null) == active ]] && break
+        [[ $(cd "$LT_WS" && lazaretctl status --json | jq -r .State) == running ]] && break
         sleep 0.1
 done
 cg=$(systemctl --user show -P ControlGroup "$scope")
