@@ -544,8 +544,8 @@ static int prepare_rootfs(Sandbox *sb, char **ret_why) {
         if (r < 0)
                 return r;
 
-        images = path_join(m->config->data_root, "images");
-        prepared = path_join(m->config->data_root, "images/prepared");
+        images = path_join(m->config->data_root, STORAGE_IMAGES_DIR);
+        prepared = path_join(m->config->data_root, STORAGE_PREPARED_DIR);
         if (!images || !prepared)
                 return -ENOMEM;
         (void) mkdir_private(images);

@@ -37,6 +37,7 @@
 
 #include "cleanup.h"
 #include "config.h"
+#include "domain.h"
 #include "image.h"
 #include "macro.h"
 #include "path-util.h"
@@ -527,7 +528,7 @@ static int prepare_dirs(Build *b, const Config *config) {
         struct stat st;
         int r;
 
-        b->images = path_join(config->data_root, "images");
+        b->images = path_join(config->data_root, STORAGE_IMAGES_DIR);
         b->final = path_join(b->images, IMAGE_DEFAULT_NAME);
         if (!b->images || !b->final)
                 return -ENOMEM;
@@ -789,7 +790,7 @@ static int build_default(const Config *config, const char *source, bool force) {
         int r;
 
         b.tty = isatty(STDERR_FILENO);
-        b.final = path_join(config->data_root, "images/" IMAGE_DEFAULT_NAME);
+        b.final = path_join(config->data_root, STORAGE_BUILTIN_IMAGE_DIR);
         if (!b.final)
                 return -ENOMEM;
         if (!force && image_exists(AT_FDCWD, b.final)) {

@@ -259,7 +259,7 @@ int domain_resolve_image(const Domain *d, char **ret_dir, char **ret_tag, char *
 
         *ret_error = NULL;
         if (img->kind == IMAGE_BUILTIN) {
-                dir = path_join(d->config->data_root, "images/default");
+                dir = path_join(d->config->data_root, STORAGE_BUILTIN_IMAGE_DIR);
                 tag = strdup("latest");
         } else {
                 if (asprintf(&kp, "profiles.%s.image", d->profile->name) < 0)

@@ -17,6 +17,11 @@
  *   runtime dir  = $XDG_RUNTIME_DIR/lazaret/<id>              0700
  */
 
+/* Below the Storage Root: images (the built-in one, and prepared lowers). */
+#define STORAGE_IMAGES_DIR "images"
+#define STORAGE_BUILTIN_IMAGE_DIR STORAGE_IMAGES_DIR "/default"
+#define STORAGE_PREPARED_DIR STORAGE_IMAGES_DIR "/prepared"
+
 #define DOMAIN_ID_LEN 12
 #define DOMAIN_RECORD_NAME "domain.json"
 #define DOMAIN_RECORD_MAX 65536
