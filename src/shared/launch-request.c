@@ -72,14 +72,45 @@ int launch_request_write(const char *runtime_dir, const char *id, const LaunchRe
         return 0;
 }
 
-int launch_request_read(const char *runtime_dir, const char *id, LaunchRequest *ret, char **ret_error) {
-        _cleanup_free_ char *path = NULL, *buf = NULL, *why = NULL;
+int launch_request_parse(const char *buf, size_t n, const char *where, LaunchRequest *ret, char **ret_error) {
+        _cleanup_free_ char *why = NULL;
         _cleanup_json_ json_object *o = NULL;
-        _cleanup_close_ int fd = -EBADF;
         json_object *v, *cfg, *fp;
+        int r;
+
+        *ret_error = NULL;
+        if (n > LAUNCH_REQUEST_MAX)
+                return errorf(ret_error, -EFBIG, "%s: larger than %d bytes", where, LAUNCH_REQUEST_MAX);
+        r = json_parse_strict(buf, n, &o, &why);
+        if (r < 0)
+                return errorf(ret_error, -EBADMSG, "%s: %s", where, why ?: "invalid");
+        if (!json_object_is_type(o, json_type_object) || json_object_object_length(o) != 3 ||
+            !json_object_object_get_ex(o, "version", &v) || !json_object_is_type(v, json_type_int) || json_object_get_int(v) != 1 ||
+            !json_object_object_get_ex(o, "config", &cfg) ||
+            !(cfg == NULL || json_object_is_type(cfg, json_type_string)) ||
+            !json_object_object_get_ex(o, "fingerprint", &fp) || !json_object_is_type(fp, json_type_string) ||
+            !is_hex64(json_object_get_string(fp)))
+                return errorf(ret_error, -EBADMSG, "%s: not a version 1 launch request", where);
+        if (cfg && (!path_is_absolute(json_object_get_string(cfg)) ||
+                    strlen(json_object_get_string(cfg)) != (size_t) json_object_get_string_len(cfg) ||
+                    strlen(json_object_get_string(cfg)) > LAZARET_PATH_MAX))
+                return errorf(ret_error, -EBADMSG, "%s: configuration path is not a valid absolute path", where);
+
+        *ret = (LaunchRequest) {};
+        if (cfg) {
+                ret->config_path = strdup(json_object_get_string(cfg));
+                if (!ret->config_path)
+                        return -ENOMEM;
+        }
+        memcpy(ret->fingerprint, json_object_get_string(fp), SHA256_HEX_LEN + 1);
+        return 0;
+}
+
+int launch_request_read(const char *runtime_dir, const char *id, LaunchRequest *ret, char **ret_error) {
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        _cleanup_close_ int fd = -EBADF;
         struct stat st;
         ssize_t n;
-        int r;
 
         *ret_error = NULL;
         if (!domain_id_is_valid(id))
@@ -100,25 +131,5 @@ int launch_request_read(const char *runtime_dir, const char *id, LaunchRequest *
         if (n != st.st_size)
                 return errorf(ret_error, -EIO, "%s: short read", path);
         buf[n] = 0;
-        r = json_parse_strict(buf, (size_t) n, &o, &why);
-        if (r < 0)
-                return errorf(ret_error, -EBADMSG, "%s: %s", path, why ?: "invalid");
-        if (!json_object_is_type(o, json_type_object) || json_object_object_length(o) != 3 ||
-            !json_object_object_get_ex(o, "version", &v) || !json_object_is_type(v, json_type_int) || json_object_get_int(v) != 1 ||
-            !json_object_object_get_ex(o, "config", &cfg) ||
-            !(cfg == NULL || json_object_is_type(cfg, json_type_string)) ||
-            !json_object_object_get_ex(o, "fingerprint", &fp) || !json_object_is_type(fp, json_type_string) ||
-            !is_hex64(json_object_get_string(fp)))
-                return errorf(ret_error, -EBADMSG, "%s: not a version 1 launch request", path);
-        if (cfg && !path_is_absolute(json_object_get_string(cfg)))
-                return errorf(ret_error, -EBADMSG, "%s: configuration path is not absolute", path);
-
-        *ret = (LaunchRequest) {};
-        if (cfg) {
-                ret->config_path = strdup(json_object_get_string(cfg));
-                if (!ret->config_path)
-                        return -ENOMEM;
-        }
-        memcpy(ret->fingerprint, json_object_get_string(fp), SHA256_HEX_LEN + 1);
-        return 0;
+        return launch_request_parse(buf, (size_t) n, path, ret, ret_error);
 }

@@ -19,4 +19,6 @@ typedef struct LaunchRequest {
 
 void launch_request_done(LaunchRequest *r);
 int launch_request_write(const char *runtime_dir, const char *id, const LaunchRequest *req, char **ret_error);
+/* Parses and checks a launch request's bytes; where names it in messages. */
+int launch_request_parse(const char *buf, size_t n, const char *where, LaunchRequest *ret, char **ret_error);
 int launch_request_read(const char *runtime_dir, const char *id, LaunchRequest *ret, char **ret_error);

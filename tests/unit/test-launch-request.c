@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "launch-request.h"
+
+#define FP "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+Test(launch_request, round_trip_and_private_file) {
+        char tmpl[] = "/tmp/lazaret-unit-lr-XXXXXX";
+        _cleanup_free_ char *err = NULL, *path = NULL;
+        LaunchRequest w = { .config_path = (char *) "/home/u/cfg.json" }, r = {};
+        struct stat st;
+
+        cr_assert_not_null(mkdtemp(tmpl));
+        memcpy(w.fingerprint, FP, sizeof(FP));
+        cr_assert_eq(launch_request_write(tmpl, "0123456789ab", &w, &err), 0, "%s", err ?: "");
+        cr_assert(asprintf(&path, "%s/0123456789ab.launch", tmpl) > 0);
+        cr_assert_eq(stat(path, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0600);
+        cr_assert_eq(launch_request_read(tmpl, "0123456789ab", &r, &err), 0, "%s", err ?: "");
+        cr_assert_str_eq(r.config_path, "/home/u/cfg.json");
+        cr_assert_str_eq(r.fingerprint, FP);
+        launch_request_done(&r);
+
+        chmod(path, 0644);
+        cr_assert_eq(launch_request_read(tmpl, "0123456789ab", &r, &err), -EPERM);
+        free(err);
+        err = NULL;
+        cr_assert_eq(launch_request_read(tmpl, "../../etc/x", &r, &err), -EINVAL);
+        unlink(path);
+        rmdir(tmpl);
+}
+
+Test(launch_request, refuses_bad_content) {
+        static const char *const bad[] = {
+                "{}",
+                "{\"version\":2,\"config\":null,\"fingerprint\":\"" FP "\"}",
+                "{\"version\":1,\"config\":\"relative\",\"fingerprint\":\"" FP "\"}",
+                "{\"version\":1,\"config\":null,\"fingerprint\":\"00\"}",
+                "{\"version\":1,\"config\":null,\"fingerprint\":\"" FP "\",\"extra\":1}",
+                "{\"version\":1,\"config\":\"/a\\u0000b\",\"fingerprint\":\"" FP "\"}",
+                "{\"version\":1,\"config\":null,\"config\":null,\"fingerprint\":\"" FP "\"}",
+                NULL,
+        };
+        for (size_t i = 0; bad[i]; i++) {
+                _cleanup_free_ char *err = NULL;
+                LaunchRequest r = {};
+                cr_assert_lt(launch_request_parse(bad[i], strlen(bad[i]), "t", &r, &err), 0, "accepted: %s", bad[i]);
+                cr_assert_not_null(err);
+                cr_assert_null(r.config_path);
+        }
+}
