@@ -4,9 +4,10 @@
  * One Domain (one profile + workspace pair), followed through up to NCAND
  * coordinator processes (so up to NCAND generations), NCLIENT lazaretctl
  * clients with one session each, and up to MAXREQ escalation requests
- * written by the untrusted sandbox.  Up to NFAULT injected faults kill a
+ * written by the untrusted sandbox.  Up to NFAULT injected events kill a
  * coordinator, the Runtime Supervisor, the runsc client, slirp4netns or a
- * client, or cut the coordinator off the user bus.  run-model.sh checks
+ * client, cut the coordinator off the user bus, or (once) send Stop() or
+ * SIGTERM to the owner of a running Domain.  run-model.sh checks
  * several bounded configurations of these constants (spec/README.md).
  *
  * Roles (spec/lazaret.md §4.1) and the processes that model them:
@@ -17,8 +18,9 @@
  *                 they die only through Faults
  *   Client        lazaretctl launch
  *   Escalator     lazaret-escalate and the agent inside the sandbox
- *   UserManager   systemd --user (socket activation) and dbus-daemon
- *   Faults        process deaths and bus loss
+ *   UserManager   systemd --user (socket activation, the sandbox scope
+ *                 bound to the service) and dbus-daemon
+ *   Faults        process deaths and bus loss, and Stop() / SIGTERM
  *
  * Section numbers (§) refer to spec/lazaret.md.  The invariants of §7 are
  * checked by the Invariants and Quiescence processes (safety run) and by
@@ -48,7 +50,7 @@
 #define MAXREQ  2        /* escalation requests the sandbox may write   */
 #endif
 #ifndef NFAULT
-#define NFAULT  1        /* injected faults per run (see Faults)        */
+#define NFAULT  1        /* injected events per run (see Faults)        */
 #endif
 
 /* Domain phase: the Domain Store record plus the leader's view (§5.2). */
@@ -99,6 +101,7 @@ byte nowners;                  /* number of coordinators with is_owner   */
 byte ncand;                    /* coordinator processes started so far  */
 bool unit_active;              /* lazaret@<id>.service has a main PID    */
 bool stray_used;               /* the one out-of-band coordinator start  */
+byte stop_req;                 /* coordinator sent Stop() or SIGTERM     */
 
 /* Domain record and leader memory (§5.2, §5.3). */
 byte phase;                    /* D_*                                    */
@@ -114,6 +117,8 @@ bool sup_stop;                 /* STOP sent on the supervisor channel    */
 byte sup;      byte sup_gen;   /* Runtime Supervisor process             */
 byte runsc;                    /* attached `runsc run` client process    */
 byte sandbox_gen;              /* runsc container + its scope exist      */
+byte sandbox_coord;            /* coordinator whose service the scope is
+                                  bound to (BindsTo=, C6)                */
 byte helper;   byte helper_gen;/* slirp4netns process / its scope+netns  */
 byte anchor_gen;               /* State Anchor overlay is mounted        */
 
@@ -280,8 +285,11 @@ inline disconnect(c) {
 
 /* §5.3 end every session (SessionEnded), forget the keys, discard
  * requests not yet accepted.  Clients still waiting on the activation
- * socket are handled by the caller. */
-inline close_all_sessions() {
+ * socket are handled by the caller.  `me` is the coordinator that ends
+ * them: SessionEnded reaches a client only while `me` owns the bus name;
+ * if its bus connection is gone, clients see the name lose its owner. */
+inline close_all_sessions(me) {
+	assert((cl[1] != CL_ACTIVE && cl[2] != CL_ACTIVE) || bus_owner == me || !bus_conn[me]);  /* INV SessionEndAnnounced */
 	if :: cl[1] == CL_ACTIVE -> cl[1] = CL_GONE :: else fi;
 	if :: cl[2] == CL_ACTIVE -> cl[2] = CL_GONE :: else fi;
 	sess_client[1] = 0; sess_key[1] = 0;
@@ -298,13 +306,25 @@ inline withdraw(me) {
 	if :: bus_owner == me -> bus_owner = 0 :: else fi
 }
 
+/* §5.3 one dispatch, steps 2-3 (C9): end every session, emitting
+ * SessionEnded while the name is still owned, then withdraw
+ * publication.  MUTANT release_name_before_session_end swaps them. */
+inline end_sessions_and_withdraw(me) {
+#ifdef MUTANT_release_name_before_session_end
+	withdraw(me);
+	close_all_sessions(me)
+#else
+	close_all_sessions(me);
+	withdraw(me)
+#endif
+}
+
 /* §5.3 Domain failure, first half: end every session, withdraw
  * publication and readiness, quiesce the supervisor, tell waiting
  * clients "failed".  Ordered cleanup follows. */
 inline fail_domain(me) {
 	phase = D_FAILED;
-	close_all_sessions();
-	withdraw(me);
+	end_sessions_and_withdraw(me);
 #ifndef MUTANT_keep_network_ready_on_death
 	net_ready = false;
 #endif
@@ -366,6 +386,7 @@ proctype Coordinator(byte me)
 		assert(all_clean && !dirty);  /* INV OrderedFailureRecovery */
 		started = true;
 		gen++;
+		sandbox_coord = me;
 		dirty = true;
 		phase = D_STARTING;
 		sup_stop = false;
@@ -396,12 +417,12 @@ proctype Coordinator(byte me)
 	:: atomic { connected(1) && !cl_alive[1] -> disconnect(1) }
 	:: atomic { connected(2) && !cl_alive[2] -> disconnect(2) }
 
-	/* ---- §5.3 refcounted teardown: the last session left, or the
-	 * idle timer fired on a Domain nobody opened a session on ------ */
-	:: atomic { phase == D_RUNNING && cl[1] != CL_ACTIVE && cl[2] != CL_ACTIVE ->
+	/* ---- §5.3 teardown: the last session left, the idle timer fired
+	 * on a Domain nobody opened a session on, or Stop() / SIGTERM /
+	 * SIGINT (from Faults), which may come while sessions are active - */
+	:: atomic { phase == D_RUNNING && (stop_req == me || (cl[1] != CL_ACTIVE && cl[2] != CL_ACTIVE)) ->
 		phase = D_STOPPING;
-		close_all_sessions();
-		withdraw(me);
+		end_sessions_and_withdraw(me);
 		net_ready = false;
 		sup_stop = true }  /* waiting clients hear "stopping" and retry */
 
@@ -620,17 +641,26 @@ end_um:
 		start_coordinator(false) }
 	/* dbus-daemon frees the names of a closed connection */
 	:: atomic { bus_owner != 0 && !bus_conn[bus_owner] -> bus_owner = 0 }
+	/* the sandbox scope is bound to its coordinator's service (BindsTo=,
+	 * C6): once that coordinator is gone, the user manager stops the
+	 * scope, ending runsc and the sandbox (PR_SET_PDEATHSIG already took
+	 * the supervisor).  Asynchronous: the next owner's recovery (§5.1
+	 * step 3) may come first and does the same. */
+	:: atomic { sandbox_coord != 0 && !coord_alive[sandbox_coord] && !sandbox_gone ->
+		runsc = P_NONE;
+		sandbox_gen = 0 }
 	od
 }
 
 /* ------------------------------------------------------------------ */
-/* Fault injection: one death per role, bounded by NFAULT (§5.7)       */
+/* Fault injection (§5.7) and Stop(), together bounded by NFAULT       */
 /* ------------------------------------------------------------------ */
 
 /* The kernel closes the dead coordinator's fds: the flock goes, the bus
  * connection closes.  PR_SET_PDEATHSIG kills the supervisor and host
  * commands; systemd stops what is left of the service cgroup.  runsc,
- * its sandbox and slirp4netns live in their own scopes and survive. */
+ * its sandbox and slirp4netns live in their own scopes and survive; the
+ * user manager stops the sandbox scope later (UserManager, BindsTo=). */
 inline coordinator_dies(i) {
 	coord_alive[i] = false;
 	bus_conn[i] = false;
@@ -644,7 +674,7 @@ inline coordinator_dies(i) {
 		published = false;
 		net_ready = false;
 		sandbox_ready = false;
-		close_all_sessions();
+		close_all_sessions(i);
 		if :: sup != P_NONE -> sup = P_NONE :: else fi;
 		/* waiting clients see their connection close unanswered */
 		if :: cl[1] == CL_WAITING -> cl[1] = CL_GONE :: else fi;
@@ -667,6 +697,11 @@ end_faults:
 	:: atomic { faults < NFAULT && helper == P_ALIVE -> faults++; helper = P_EXITED }
 	:: atomic { faults < NFAULT && connected(1) && cl_alive[1] -> faults++; cl_alive[1] = false }
 	:: atomic { faults < NFAULT && connected(2) && cl_alive[2] -> faults++; cl_alive[2] = false }
+	/* not a fault, but drawn from the same budget: `lazaretctl stop`,
+	 * `systemctl --user stop` or a logout sends Stop() or SIGTERM to the
+	 * running Domain's owner, whether or not sessions are active */
+	:: atomic { faults < NFAULT && phase == D_RUNNING && stop_req == 0 ->
+		faults++; stop_req = flock_owner }
 	od
 }
 
