@@ -31,6 +31,7 @@
 #include <json-c/json.h>
 
 #include "cleanup.h"
+#include "fs-util.h"
 #include "json-util.h"
 #include "log.h"
 #include "oci-spec.h"
@@ -100,17 +101,6 @@ Sandbox *sandbox_free(Sandbox *sb) {
         return NULL;
 }
 
-static char *find_program(const char *name) {
-        static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", NULL };
-
-        for (size_t i = 0; dirs[i]; i++) {
-                _cleanup_free_ char *p = path_join(dirs[i], name);
-                if (p && access(p, X_OK) == 0)
-                        return TAKE_PTR(p);
-        }
-        return NULL;
-}
-
 int sandbox_new(Manager *m, Sandbox **ret) {
         _cleanup_(sandbox_freep) Sandbox *sb = NULL;
         char rnd[RANDOM_ID_LEN + 1];
@@ -142,49 +132,6 @@ int sandbox_new(Manager *m, Sandbox **ret) {
 }
 
 /* ------------------------------------------------------------- helpers */
-
-/* rm -rf below an fd, never following symlinks. */
-static int rm_rf_at(int parent, const char *name) {
-        _cleanup_close_ int fd = -EBADF;
-        DIR *d;
-        struct dirent *de;
-
-        if (unlinkat(parent, name, 0) >= 0 || errno == ENOENT)
-                return 0;
-        if (errno != EISDIR && errno != EPERM)
-                return -errno;
-        fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT ? 0 : -errno;
-        d = fdopendir(fd);
-        if (!d)
-                return -errno;
-        fd = -EBADF;  /* owned by d now */
-        while ((de = readdir(d)))
-                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-                        (void) rm_rf_at(dirfd(d), de->d_name);
-        closedir(d);
-        if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
-}
-
-static int rm_rf(const char *path) {
-        _cleanup_free_ char *parent = strdup(path);
-        _cleanup_close_ int fd = -EBADF;
-        char *slash;
-
-        if (!parent)
-                return -ENOMEM;
-        slash = strrchr(parent, '/');
-        if (!slash || slash == parent)
-                return -EINVAL;
-        *slash = 0;
-        fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT ? 0 : -errno;
-        return rm_rf_at(fd, slash + 1);
-}
 
 static int mkdir_private(const char *path) {
         if (mkdir(path, 0700) < 0 && errno != EEXIST)
@@ -444,23 +391,18 @@ int sandbox_recover(Sandbox *sb) {
 static int image_digest(const char *dir, const char *tag, char **ret, char **ret_why) {
         _cleanup_free_ char *path = path_join(dir, "index.json"), *buf = NULL, *why = NULL;
         _cleanup_json_ json_object *o = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
         json_object *manifests;
         size_t n;
+        int r;
 
         if (!path)
                 return -ENOMEM;
-        f = fopen(path, "re");
-        if (!f) {
-                (void) !asprintf(ret_why, "%s: %m%s", path,
-                                 errno == ENOENT ? " (build the default image with: lazaretctl image build-default)" : "");
-                return -ENOENT;
+        r = read_full_file(path, JSON_DOC_MAX_BYTES, &buf, &n);
+        if (r < 0) {
+                (void) !asprintf(ret_why, "%s: %s%s", path, strerror(-r),
+                                 r == -ENOENT ? " (build the default image with: lazaretctl image build-default)" : "");
+                return r;
         }
-        buf = malloc(JSON_DOC_MAX_BYTES + 1);
-        if (!buf)
-                return -ENOMEM;
-        n = fread(buf, 1, JSON_DOC_MAX_BYTES, f);
-        buf[n] = 0;
         if (json_parse_strict(buf, n, &o, &why) < 0 || !json_object_object_get_ex(o, "manifests", &manifests) ||
             !json_object_is_type(manifests, json_type_array)) {
                 (void) !asprintf(ret_why, "%s: not an OCI image index (%s)", path, strna(why));
@@ -487,20 +429,16 @@ static int image_digest(const char *dir, const char *tag, char **ret, char **ret
 
 /* The image's environment and default command, from the config umoci wrote. */
 static int read_image_config(const char *bundle_config, char ***ret_env, char ***ret_cmd) {
-        _cleanup_fclose_ FILE *f = fopen(bundle_config, "re");
         _cleanup_free_ char *buf = NULL, *why = NULL;
         _cleanup_json_ json_object *o = NULL;
         _cleanup_strv_free_ char **env = NULL, **cmd = NULL;
         json_object *process, *e, *a;
         size_t n;
+        int r;
 
-        if (!f)
-                return -errno;
-        buf = malloc(JSON_DOC_MAX_BYTES + 1);
-        if (!buf)
-                return -ENOMEM;
-        n = fread(buf, 1, JSON_DOC_MAX_BYTES, f);
-        buf[n] = 0;
+        r = read_full_file(bundle_config, JSON_DOC_MAX_BYTES, &buf, &n);
+        if (r < 0)
+                return r;
         if (json_parse_strict(buf, n, &o, &why) < 0)
                 return -EBADMSG;
         if (json_object_object_get_ex(o, "process", &process) && json_object_object_get_ex(process, "env", &e) &&

@@ -20,7 +20,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <pwd.h>
 #include <signal.h>
@@ -36,6 +35,8 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fs-util.h"
+#include "subid.h"
 #include "config.h"
 #include "domain.h"
 #include "image.h"
@@ -47,7 +48,6 @@
 #define IMAGE_STAGING_PREFIX ".default.build-"
 #define IMAGE_LOCK_NAME ".default.lock"
 #define IMAGE_DEFAULT_SUITE "bookworm"
-#define IMAGE_SUBID_MIN 65536
 #define IMAGE_PATH_ENV "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define MMDEBSTRAP_HOOKS "/usr/share/mmdebstrap/hooks"
 /* Where a local repository is made visible to mmdebstrap: below /tmp, whose
@@ -224,41 +224,6 @@ static int run_step(const char *what, char *const *argv, const char *cwd, char *
 
 /* ---------------------------------------------------------- file system */
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-        if (flag == FTW_DP || flag == FTW_D || flag == FTW_DNR)
-                return rmdir(p) < 0 ? errno : 0;
-        return unlink(p) < 0 ? errno : 0;
-}
-
-/* Removes a tree we created. */
-static int rm_rf(const char *path) {
-        int r;
-
-        r = nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-        if (r == 0 || (r < 0 && errno == ENOENT))
-                return 0;
-        return r > 0 ? -r : -errno;
-}
-
-/* mkdir -p with mode 0700 for whatever is missing. */
-static int mkdir_parents(const char *path) {
-        _cleanup_free_ char *p = strdup(path);
-
-        if (!p)
-                return -ENOMEM;
-        for (char *s = p + 1;; s++) {
-                if (*s != '/' && *s != 0)
-                        continue;
-                char c = *s;
-                *s = 0;
-                if (mkdir(p, 0700) < 0 && errno != EEXIST)
-                        return -errno;
-                *s = c;
-                if (!c)
-                        return 0;
-        }
-}
-
 /* Bytes in the regular files of an OCI layout (blobs and index). */
 static int layout_size(int dir_fd, const char *sub, uint64_t *size) {
         _cleanup_close_ int fd = -EBADF;
@@ -314,52 +279,27 @@ static int check_tools(void) {
         return r;
 }
 
-/* The count of the user's entry in /etc/subuid or /etc/subgid; 0 when none. */
-static uint64_t subid_count(const char *file, const char *user) {
-        _cleanup_fclose_ FILE *f = fopen(file, "re");
-        _cleanup_free_ char *line = NULL;
-        size_t n = 0;
-
-        if (!f)
-                return 0;
-        while (getline(&line, &n, f) > 0) {
-                char *name = line, *start, *count;
-                if (!(start = strchr(name, ':')))
-                        continue;
-                *start++ = 0;
-                if (!(count = strchr(start, ':')))
-                        continue;
-                *count++ = 0;
-                /* mmdebstrap matches the user name, not the UID. */
-                if (streq(name, user))
-                        return strtoull(count, NULL, 10);
-        }
-        return 0;
-}
-
 static int check_subids(void) {
         struct passwd *pw = getpwuid(getuid());
         const char *user = pw ? pw->pw_name : NULL;
-        uint64_t u, g;
+        SubidRange range;
+        bool u, g;
 
         if (!user) {
                 fprintf(stderr, "Cannot find the name of UID %u; mmdebstrap's unshare mode needs it to find "
                         "your subordinate IDs.\n", (unsigned) getuid());
                 return -ESRCH;
         }
-        u = subid_count("/etc/subuid", user);
-        g = subid_count("/etc/subgid", user);
-        if (u == 0 || g == 0) {
-                fprintf(stderr, "No subordinate %s IDs for user \"%s\" in %s. Building the image as an ordinary "
+        u = subid_pick_file("/etc/subuid", user, getuid(), &range) >= 0;
+        g = subid_pick_file("/etc/subgid", user, getgid(), &range) >= 0;
+        if (!u || !g) {
+                fprintf(stderr, "No range of %u subordinate %s IDs for user \"%s\" in %s. Building the image as an ordinary "
                         "user needs them (mmdebstrap --mode=unshare maps the image's system users to them).\n"
                         "Fix, as root, with a range no other user has, e.g.:\n"
                         "    usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s\n",
-                        u == 0 ? "user" : "group", user, u == 0 ? "/etc/subuid" : "/etc/subgid", user);
+                        SUBID_COUNT, !u ? "user" : "group", user, !u ? "/etc/subuid" : "/etc/subgid", user);
                 return -ENOENT;
         }
-        if (u < IMAGE_SUBID_MIN || g < IMAGE_SUBID_MIN)
-                fprintf(stderr, "Warning: user \"%s\" has only %" PRIu64 " subordinate user and %" PRIu64
-                        " group IDs; Debian packages may need %u.\n", user, u, g, IMAGE_SUBID_MIN);
         return 0;
 }
 
@@ -532,7 +472,7 @@ static int prepare_dirs(Build *b, const Config *config) {
         b->final = path_join(b->images, IMAGE_DEFAULT_NAME);
         if (!b->images || !b->final)
                 return -ENOMEM;
-        r = mkdir_parents(b->images);
+        r = mkdir_parents(b->images, 0700);
         if (r < 0) {
                 fprintf(stderr, "Failed to create %s: %s\n", b->images, strerror(-r));
                 return r;

@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fs-util.h"
 #include "config.h"
 #include "json-util.h"
 #include "macro.h"
 #include "path-util.h"
 #include "strv.h"
 #include "tokens.h"
+#include "util.h"
 
 /*
  * Every message has the shape "FILE: KEY.PATH: what is wrong", so that a
@@ -1141,54 +1143,26 @@ static int read_config_file(const char *path, char **ret, size_t *ret_len, char 
         _cleanup_free_ char *buf = NULL;
         struct stat st;
         size_t n = 0;
+        int r;
 
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (!S_ISREG(st.st_mode)) {
-                if (asprintf(ret_error, "%s: not a regular file", path) < 0)
-                        *ret_error = NULL;
-                return -EINVAL;
-        }
-        if (st.st_uid != getuid() && st.st_uid != 0) {
-                if (asprintf(ret_error, "%s: owned by UID %u, not by you; refusing to trust it", path, (unsigned) st.st_uid) < 0)
-                        *ret_error = NULL;
-                return -EPERM;
-        }
-        if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-                if (asprintf(ret_error, "%s: writable by group or others (mode %04o); run chmod go-w on it",
-                             path, (unsigned) (st.st_mode & 07777)) < 0)
-                        *ret_error = NULL;
-                return -EPERM;
-        }
-        if (st.st_size > JSON_DOC_MAX_BYTES) {
-                if (asprintf(ret_error, "%s: larger than %d bytes", path, JSON_DOC_MAX_BYTES) < 0)
-                        *ret_error = NULL;
-                return -EFBIG;
-        }
+        if (!S_ISREG(st.st_mode))
+                return errorf(ret_error, -EINVAL, "%s: not a regular file", path);
+        if (st.st_uid != getuid() && st.st_uid != 0)
+                return errorf(ret_error, -EPERM, "%s: owned by UID %u, not by you; refusing to trust it", path, (unsigned) st.st_uid);
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+                return errorf(ret_error, -EPERM, "%s: writable by group or others (mode %04o); run chmod go-w on it",
+                              path, (unsigned) (st.st_mode & 07777));
 
-        buf = malloc(JSON_DOC_MAX_BYTES + 2);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(fd, buf + n, JSON_DOC_MAX_BYTES + 1 - n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-                if (n > JSON_DOC_MAX_BYTES) {
-                        if (asprintf(ret_error, "%s: larger than %d bytes", path, JSON_DOC_MAX_BYTES) < 0)
-                                *ret_error = NULL;
-                        return -EFBIG;
-                }
-        }
-        buf[n] = 0;
+        r = read_full_fd(fd, JSON_DOC_MAX_BYTES, &buf, &n);
+        if (r == -EFBIG)
+                return errorf(ret_error, r, "%s: larger than %d bytes", path, JSON_DOC_MAX_BYTES);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(buf);
         *ret_len = n;
         return 0;

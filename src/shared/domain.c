@@ -11,6 +11,7 @@
 
 #include "cleanup.h"
 #include "domain.h"
+#include "fs-util.h"
 #include "hash.h"
 #include "json-util.h"
 #include "macro.h"
@@ -406,22 +407,12 @@ static int mkdir_private_at(int dirfd, const char *parent, const char *name, int
 
 /* mkdir -p for the Storage Root itself; missing parents are created 0700. */
 static int open_storage_root(const char *root, int *ret_fd, char **ret_error) {
-        _cleanup_free_ char *p = strdup(root);
         _cleanup_close_ int fd = -EBADF;
         int r;
 
-        if (!p)
-                return -ENOMEM;
-        for (char *s = p + 1; *s; s++) {
-                if (*s != '/')
-                        continue;
-                *s = 0;
-                if (mkdir(p, 0700) < 0 && errno != EEXIST)
-                        return errorf(ret_error, -errno, "cannot create %s: %m", p);
-                *s = '/';
-        }
-        if (mkdir(root, 0700) < 0 && errno != EEXIST)
-                return errorf(ret_error, -errno, "cannot create %s: %m", root);
+        r = mkdir_parents(root, 0700);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot create %s: %s", root, strerror(-r));
         fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return errorf(ret_error, -errno, "cannot open %s: %m", root);
@@ -489,7 +480,7 @@ static int record_read(int domfd, const char *where, DomainRecord *ret, char **r
         _cleanup_json_ json_object *o = NULL;
         json_object *v, *id, *prof, *ws;
         struct stat st;
-        ssize_t n;
+        size_t n;
         int r;
 
         fd = openat(domfd, DOMAIN_RECORD_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -497,17 +488,13 @@ static int record_read(int domfd, const char *where, DomainRecord *ret, char **r
                 return -errno;   /* -ENOENT: no record yet, not an error to report */
         if (fstat(fd, &st) < 0)
                 return errorf(ret_error, -errno, "%s: %m", where);
-        if (!S_ISREG(st.st_mode) || st.st_uid != getuid() || st.st_size > DOMAIN_RECORD_MAX)
-                return errorf(ret_error, -EBADMSG, "%s: not a regular file of yours of sane size", where);
-        buf = malloc((size_t) st.st_size + 1);
-        if (!buf)
-                return -ENOMEM;
-        n = pread(fd, buf, (size_t) st.st_size, 0);
-        if (n != st.st_size)
-                return errorf(ret_error, -EIO, "%s: short read", where);
-        buf[n] = 0;
+        if (!S_ISREG(st.st_mode) || st.st_uid != getuid())
+                return errorf(ret_error, -EBADMSG, "%s: not a regular file of yours", where);
+        r = read_full_fd(fd, DOMAIN_RECORD_MAX, &buf, &n);
+        if (r < 0)
+                return errorf(ret_error, r, "%s: cannot read: %s", where, strerror(-r));
 
-        r = json_parse_strict(buf, (size_t) n, &o, &why);
+        r = json_parse_strict(buf, n, &o, &why);
         if (r < 0)
                 return errorf(ret_error, -EBADMSG, "%s: %s", where, why ?: "invalid");
         if (!json_object_is_type(o, json_type_object) || json_object_object_length(o) != 4 ||

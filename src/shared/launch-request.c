@@ -12,6 +12,7 @@
 #include "cleanup.h"
 #include "bus-names.h"
 #include "domain.h"
+#include "fs-util.h"
 #include "json-util.h"
 #include "launch-request.h"
 #include "macro.h"
@@ -110,7 +111,8 @@ int launch_request_read(const char *runtime_dir, const char *id, LaunchRequest *
         _cleanup_free_ char *path = NULL, *buf = NULL;
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
-        ssize_t n;
+        size_t n;
+        int r;
 
         *ret_error = NULL;
         if (!domain_id_is_valid(id))
@@ -122,14 +124,10 @@ int launch_request_read(const char *runtime_dir, const char *id, LaunchRequest *
                 return errorf(ret_error, -errno, "%s: %m (start Domains with lazaretctl launch)", path);
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (!S_ISREG(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) || st.st_size > LAUNCH_REQUEST_MAX)
+        if (!S_ISREG(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077))
                 return errorf(ret_error, -EPERM, "%s: not a private regular file of yours", path);
-        buf = malloc((size_t) st.st_size + 1);
-        if (!buf)
-                return -ENOMEM;
-        n = read(fd, buf, (size_t) st.st_size);
-        if (n != st.st_size)
-                return errorf(ret_error, -EIO, "%s: short read", path);
-        buf[n] = 0;
-        return launch_request_parse(buf, (size_t) n, path, ret, ret_error);
+        r = read_full_fd(fd, LAUNCH_REQUEST_MAX, &buf, &n);
+        if (r < 0)
+                return errorf(ret_error, r, "%s: cannot read: %s", path, strerror(-r));
+        return launch_request_parse(buf, n, path, ret, ret_error);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "fs-util.h"
 #include "macro.h"
 #include "subid.h"
 
@@ -59,16 +60,11 @@ int subid_pick(const char *text, const char *user, uint32_t id, SubidRange *ret)
 }
 
 int subid_pick_file(const char *path, const char *user, uint32_t id, SubidRange *ret) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
         _cleanup_free_ char *buf = NULL;
-        size_t n;
+        int r;
 
-        if (!f)
-                return -errno;
-        buf = malloc(1024 * 1024 + 1);
-        if (!buf)
-                return -ENOMEM;
-        n = fread(buf, 1, 1024 * 1024, f);
-        buf[n] = 0;
+        r = read_full_file(path, 1024 * 1024, &buf, NULL);
+        if (r < 0)
+                return r;
         return subid_pick(buf, user, id, ret);
 }

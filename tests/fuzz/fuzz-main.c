@@ -11,32 +11,19 @@
 #include <sys/stat.h>
 
 #include "cleanup.h"
+#include "fs-util.h"
 #include "fuzz.h"
 
 static int run_file(const char *path) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
         _cleanup_free_ char *buf = NULL;
-        size_t cap = 1 << 16, n = 0;
+        size_t n;
+        int r;
 
-        if (!f) {
-                fprintf(stderr, "%s: %m\n", path);
-                return -errno;
+        r = read_full_file(path, 16 * 1024 * 1024, &buf, &n);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s\n", path, strerror(-r));
+                return r;
         }
-        buf = malloc(cap);
-        while (buf) {
-                size_t k = fread(buf + n, 1, cap - n, f);
-                n += k;
-                if (k == 0)
-                        break;
-                if (n == cap) {
-                        char *b = realloc(buf, cap *= 2);
-                        if (!b)
-                                return -ENOMEM;
-                        buf = b;
-                }
-        }
-        if (!buf)
-                return -ENOMEM;
         LLVMFuzzerTestOneInput((const uint8_t *) buf, n);
         return 0;
 }

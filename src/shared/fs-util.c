@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "path-util.h"
+
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0, cap = 0;
+
+        for (;;) {
+                ssize_t k;
+
+                if (n + 1 >= cap) {
+                        size_t c = cap ? cap * 2 : 4096;
+                        char *b;
+                        if (c > max + 2)
+                                c = max + 2;
+                        if (c <= n + 1)
+                                return -EFBIG;
+                        b = realloc(buf, c);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                        cap = c;
+                }
+                k = read(fd, buf + n, cap - 1 - n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+                if (n > max)
+                        return -EFBIG;
+        }
+        if (!buf) {
+                buf = malloc(1);
+                if (!buf)
+                        return -ENOMEM;
+        }
+        buf[n] = 0;
+        *ret = TAKE_PTR(buf);
+        if (ret_len)
+                *ret_len = n;
+        return 0;
+}
+
+int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+        if (fd < 0)
+                return -errno;
+        return read_full_fd(fd, max, ret, ret_len);
+}
+
+static int rm_rf_at(int parent, const char *name) {
+        _cleanup_close_ int fd = -EBADF;
+        struct dirent *de;
+        DIR *d;
+
+        if (unlinkat(parent, name, 0) >= 0 || errno == ENOENT)
+                return 0;
+        if (errno != EISDIR && errno != EPERM)
+                return -errno;
+        fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        d = fdopendir(fd);
+        if (!d)
+                return -errno;
+        fd = -EBADF;  /* owned by d now */
+        while ((de = readdir(d)))
+                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+                        (void) rm_rf_at(dirfd(d), de->d_name);
+        closedir(d);
+        if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+int rm_rf(const char *path) {
+        _cleanup_free_ char *parent = strdup(path);
+        _cleanup_close_ int fd = -EBADF;
+        char *slash;
+
+        if (!parent)
+                return -ENOMEM;
+        slash = strrchr(parent, '/');
+        if (!slash || slash == parent || isempty(slash + 1))
+                return -EINVAL;
+        *slash = 0;
+        fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return rm_rf_at(fd, slash + 1);
+}
+
+int mkdir_parents(const char *path, mode_t mode) {
+        _cleanup_free_ char *p = strdup(path);
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1;; s++) {
+                char c = *s;
+
+                if (c != '/' && c != 0)
+                        continue;
+                *s = 0;
+                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = c;
+                if (!c)
+                        return 0;
+        }
+}
+
+char *find_program(const char *name) {
+        static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", NULL };
+
+        for (size_t i = 0; dirs[i]; i++) {
+                _cleanup_free_ char *p = path_join(dirs[i], name);
+                if (p && access(p, X_OK) == 0)
+                        return TAKE_PTR(p);
+        }
+        return NULL;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * Reads everything from fd (at most max bytes) into a NUL-terminated buffer.
+ * More than max bytes is -EFBIG: files of peers and users have hard limits.
+ */
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);
+
+/* open(path, O_RDONLY|O_CLOEXEC|O_NOCTTY) and read_full_fd(). */
+int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
+
+/* Removes a tree below its parent directory, never following a symlink. */
+int rm_rf(const char *path);
+
+/* mkdir -p: missing components are created with mode. */
+int mkdir_parents(const char *path, mode_t mode);
+
+/*
+ * An executable in the fixed system search path (the one systemd uses for
+ * ExecStart=, not $PATH: the coordinator's environment is not the user's).
+ */
+char *find_program(const char *name);
