@@ -8,6 +8,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -84,10 +85,11 @@ static void waiters_answer(Manager *m) {
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_free_ char *line = NULL;
 
-        /* Connections not accepted yet (the loop was busy starting) are
-         * answered too; a failed coordinator must not leave them queued, or
-         * the socket would activate it again and again. */
-        if (m->listen_fd >= 0 && m->state != DOMAIN_STARTING)
+        /* A failed coordinator answers the connections it has not accepted
+         * yet too: left queued, they would activate it again and again. A
+         * stopping one leaves them queued for the coordinator that the
+         * socket starts after it. */
+        if (m->listen_fd >= 0 && m->state == DOMAIN_FAILED)
                 for (unsigned i = 0; i < 256; i++) {
                         int cfd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                         if (cfd < 0)
@@ -276,24 +278,69 @@ static int take_lock(Manager *m) {
         return 0;
 }
 
+typedef struct NameWait {
+        const char *name;
+        bool acquired;
+} NameWait;
+
+static int on_name_acquired(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        NameWait *w = userdata;
+        const char *name;
+
+        /* The bus also announces our unique name: only ours counts. */
+        if (sd_bus_message_read(msg, "s", &name) >= 0 && streq(name, w->name))
+                w->acquired = true;
+        return 0;
+}
+
+static uint64_t now_monotonic(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
 static int take_bus_name(Manager *m) {
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        NameWait w = { .name = m->bus_name };
+        uint64_t deadline;
         int r;
 
         r = sd_bus_open_user(&m->bus);
         if (r < 0)
                 return log_error_errno(r, "Cannot connect to the user bus");
-        /* No queueing, no replacement: a second owner is an error (OR-1).
-         * We hold the Domain lock, so no live coordinator owns the name; a
+
+        /* We hold the Domain lock, so no live coordinator owns the name. A
          * predecessor killed a moment ago may still hold it until the bus
-         * daemon notices its death. Give that a bounded moment. */
-        for (unsigned attempt = 0;; attempt++) {
-                r = sd_bus_request_name(m->bus, m->bus_name, 0);
-                if (r >= 0)
-                        break;
-                if (r != -EEXIST || attempt >= 100)
-                        return log_error_errno(r, "Cannot own the bus name %s", m->bus_name);
-                (void) usleep(20 * 1000);
+         * daemon notices its death: queue for the name, and wait (bounded)
+         * for NameAcquired. Anyone else holding it is an error (OR-1). */
+        r = sd_bus_match_signal(m->bus, &slot, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                "org.freedesktop.DBus", "NameAcquired", on_name_acquired, &w);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch for the bus name");
+        r = sd_bus_request_name(m->bus, m->bus_name, SD_BUS_NAME_QUEUE);
+        if (r < 0)
+                return log_error_errno(r, "Cannot own the bus name %s", m->bus_name);
+        if (r == 0) {
+                log_info("Bus name %s is still held; waiting for its previous owner to go", m->bus_name);
+                deadline = now_monotonic() + 2ULL * 1000 * 1000;
+                while (!w.acquired) {
+                        uint64_t n = now_monotonic();
+
+                        r = sd_bus_process(m->bus, NULL);
+                        if (r < 0)
+                                return log_error_errno(r, "Bus connection failed");
+                        if (r > 0)
+                                continue;
+                        if (n >= deadline) {
+                                (void) sd_bus_release_name(m->bus, m->bus_name);
+                                return log_error_errno(-EEXIST, "Bus name %s is held by another process", m->bus_name);
+                        }
+                        r = sd_bus_wait(m->bus, deadline - n);
+                        if (r < 0)
+                                return log_error_errno(r, "Bus connection failed");
+                }
         }
+
         r = sd_bus_attach_event(m->bus, m->event, 0);
         if (r < 0)
                 return log_error_errno(r, "Cannot attach the bus to the event loop");
@@ -302,7 +349,6 @@ static int take_bus_name(Manager *m) {
         (void) sd_bus_set_exit_on_disconnect(m->bus, true);
         return 0;
 }
-
 int manager_startup(Manager *m) {
         int r;
 

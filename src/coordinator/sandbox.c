@@ -30,6 +30,7 @@
 
 #include <json-c/json.h>
 
+#include "bus-util.h"
 #include "cleanup.h"
 #include "fs-util.h"
 #include "json-util.h"
@@ -219,130 +220,39 @@ static int run_program(char **argv, char **ret_stderr) {
 
 /* --------------------------------------------------------------- scope */
 
-typedef struct JobWait {
-        const char *job;
-        char *result;
-        bool done;
-} JobWait;
-
-static int on_job_removed_sync(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        JobWait *w = userdata;
-        const char *path, *unit, *result;
-        uint32_t id;
-
-        if (sd_bus_message_read(msg, "uoss", &id, &path, &unit, &result) < 0)
-                return 0;
-        if (w->job && streq(path, w->job)) {
-                w->done = true;
-                w->result = strdup(result);
-        }
-        return 0;
-}
-
-/* Calls a systemd Manager method that returns a job and waits for the job, on a private connection. */
-static int call_and_wait_job(const char *method, const char *unit, sd_bus_message *prepared, char **ret_result) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        JobWait w = {};
-        const char *job;
-        uint64_t deadline;
-        int r;
-
-        r = sd_bus_open_user(&bus);
-        if (r < 0)
-                return r;
-        r = sd_bus_match_signal(bus, NULL, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed_sync, &w);
-        if (r < 0)
-                return r;
-
-        if (prepared) {
-                /* prepared was built on another connection: copy its arguments over. */
-                _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-                r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                                   "org.freedesktop.systemd1.Manager", method);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_rewind(prepared, true);
-                if (r >= 0)
-                        r = sd_bus_message_copy(m, prepared, true);
-                if (r >= 0)
-                        r = sd_bus_call(bus, m, 0, &error, &reply);
-        } else
-                r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                       "org.freedesktop.systemd1.Manager", method, &error, &reply, "ss", unit, "replace");
-        if (r < 0) {
-                if (sd_bus_error_has_names(&error, "org.freedesktop.systemd1.NoSuchUnit", "org.freedesktop.systemd1.LoadFailed")) {
-                        if (ret_result)
-                                *ret_result = strdup("nounit");
-                        return 0;
-                }
-                return log_error_errno(r, "%s %s: %s", method, unit, error.message ?: strerror(-r));
-        }
-        r = sd_bus_message_read(reply, "o", &job);
-        if (r < 0)
-                return r;
-        w.job = job;
-
-        deadline = SCOPE_JOB_TIMEOUT_USEC;
-        while (!w.done) {
-                r = sd_bus_process(bus, NULL);
-                if (r < 0)
-                        return r;
-                if (r > 0)
-                        continue;
-                if (deadline == 0)
-                        return log_error_errno(-ETIMEDOUT, "Timed out waiting for the %s job of %s", method, unit);
-                r = sd_bus_wait(bus, 100000);
-                if (r < 0)
-                        return r;
-                deadline = deadline > 100000 ? deadline - 100000 : 0;
-        }
-        if (ret_result)
-                *ret_result = TAKE_PTR(w.result);
-        free(w.result);
-        return 0;
-}
-
 static int scope_stop_sync(const char *scope) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *result = NULL;
         int r;
 
-        r = call_and_wait_job("StopUnit", scope, NULL, &result);
+        r = bus_manager_job_wait("StopUnit", bus_append_unit_replace, (void *) scope, SCOPE_JOB_TIMEOUT_USEC,
+                                 &result, &error);
+        if (r == -ENOENT)
+                return 0;
         if (r < 0)
-                return r;
-        if (result && !streq(result, "done") && !streq(result, "nounit"))
+                return log_error_errno(r, "Stopping %s: %s", scope, error.message ?: strerror(-r));
+        if (!streq(result, "done"))
                 log_warning("Stopping %s ended with \"%s\"", scope, result);
         return 0;
 }
+typedef struct ScopeArgs {
+        const char *scope;
+        const char *description;
+        const char *service;
+        pid_t pid;
+} ScopeArgs;
 
-static int scope_start_sync(Sandbox *sb, pid_t pid) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *tmp = NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        _cleanup_free_ char *result = NULL, *desc = NULL, *service = NULL;
-        char svc[UNIT_NAME_MAX];
+static int append_scope(sd_bus_message *m, void *userdata) {
+        const ScopeArgs *a = userdata;
         int r;
 
-        domain_unit_name(sb->manager->id, "service", svc);
-        if (asprintf(&desc, "Lazaret sandbox of Domain %s", sb->manager->id) < 0)
-                return -ENOMEM;
-
-        r = sd_bus_open_user(&tmp);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_new_method_call(tmp, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                           "org.freedesktop.systemd1.Manager", "StartTransientUnit");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(m, "ss", sb->scope, "fail");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_open_container(m, 'a', "(sv)");
+        r = sd_bus_message_append(m, "ss", a->scope, "fail");
         if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)", "Description", "s", desc);
+                r = sd_bus_message_open_container(m, 'a', "(sv)");
         if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, (uint32_t) pid);
+                r = sd_bus_message_append(m, "(sv)", "Description", "s", a->description);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, (uint32_t) a->pid);
         if (r >= 0)
                 r = sd_bus_message_append(m, "(sv)", "CollectMode", "s", "inactive-or-failed");
         if (r >= 0)
@@ -351,24 +261,33 @@ static int scope_start_sync(Sandbox *sb, pid_t pid) {
          * goes too. (No After=: the service is still activating, and the
          * scope's start job would wait for it.) */
         if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)", "BindsTo", "as", 1, svc);
+                r = sd_bus_message_append(m, "(sv)", "BindsTo", "as", 1, a->service);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         if (r >= 0)
                 r = sd_bus_message_append(m, "a(sa(sv))", 0);
-        if (r >= 0)
-                r = sd_bus_message_seal(m, 1, 0);
-        if (r < 0)
-                return r;
-
-        r = call_and_wait_job("StartTransientUnit", sb->scope, m, &result);
-        if (r < 0)
-                return r;
-        if (!result || !streq(result, "done"))
-                return log_error_errno(-EIO, "Starting %s ended with \"%s\"", sb->scope, strna(result));
-        return 0;
+        return r;
 }
 
+static int scope_start_sync(Sandbox *sb, pid_t pid) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *result = NULL, *desc = NULL;
+        char svc[UNIT_NAME_MAX];
+        int r;
+
+        domain_unit_name(sb->manager->id, "service", svc);
+        if (asprintf(&desc, "Lazaret sandbox of Domain %s", sb->manager->id) < 0)
+                return -ENOMEM;
+
+        r = bus_manager_job_wait("StartTransientUnit", append_scope,
+                                 &(ScopeArgs) { .scope = sb->scope, .description = desc, .service = svc, .pid = pid },
+                                 SCOPE_JOB_TIMEOUT_USEC, &result, &error);
+        if (r < 0)
+                return log_error_errno(r, "Creating %s: %s", sb->scope, error.message ?: strerror(-r));
+        if (!streq(result, "done"))
+                return log_error_errno(-EIO, "Starting %s ended with \"%s\"", sb->scope, result);
+        return 0;
+}
 /* ------------------------------------------------------------ recovery */
 
 int sandbox_recover(Sandbox *sb) {

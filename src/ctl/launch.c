@@ -25,6 +25,7 @@
 #include <systemd/sd-event.h>
 
 #include "bus-names.h"
+#include "bus-util.h"
 #include "cleanup.h"
 #include "config.h"
 #include "ctl.h"
@@ -76,29 +77,30 @@ static int prepare_domain(const Config *c, Domain **ret_domain, char **ret_runti
         return 0;
 }
 
-/* Starts lazaret@ID.socket and waits until its job is done. */
-static int start_socket_unit(sd_bus *bus, const char *id) {
+/* Starts lazaret@ID.socket and waits for its job: then the socket listens. */
+static int start_socket_unit(const char *id) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *result = NULL;
         char unit[UNIT_NAME_MAX];
         int r;
 
         domain_unit_name(id, "socket", unit);
-        r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                               "org.freedesktop.systemd1.Manager", "StartUnit", &error, &reply,
-                               "ss", unit, "replace");
-        if (r < 0) {
-                fprintf(stderr, "Cannot start %s: %s\n", unit, error.message ?: strerror(-r));
-                if (sd_bus_error_has_name(&error, "org.freedesktop.systemd1.NoSuchUnit"))
-                        fprintf(stderr, "Are the Lazaret user units installed? Try: systemctl --user daemon-reload\n");
+        r = bus_manager_job_wait("StartUnit", bus_append_unit_replace, unit, 30ULL * 1000 * 1000, &result, &error);
+        if (r == -ENOENT) {
+                fprintf(stderr, "%s is not known to the user manager. Are the Lazaret user units installed? "
+                        "Then try: systemctl --user daemon-reload\n", unit);
                 return r;
         }
-        /* Socket units start synchronously in the manager; the listening
-         * socket exists once the job is queued and run. Connecting below
-         * retries briefly if the job has not run yet. */
+        if (r < 0) {
+                fprintf(stderr, "Cannot start %s: %s\n", unit, error.message ?: strerror(-r));
+                return r;
+        }
+        if (!streq(result, "done")) {
+                fprintf(stderr, "Starting %s ended with \"%s\"; see: systemctl --user status %s\n", unit, result, unit);
+                return -EIO;
+        }
         return 0;
 }
-
 /*
  * Connects to the activation socket and reads the coordinator's answer: one
  * JSON line, sent once the Domain is published (or has failed). Returns 0
@@ -122,20 +124,13 @@ static int await_domain(const char *runtime_dir, const char *id, bool *ret_runni
         }
         strcpy(sa.sun_path, path);
 
-        for (unsigned attempt = 0;; attempt++) {
-                fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                if (fd < 0)
-                        return -errno;
-                if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) >= 0)
-                        break;
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
                 r = -errno;
-                fd = safe_close(fd);
-                /* The socket job may still be running: a short, bounded retry. */
-                if ((r != -ENOENT && r != -ECONNREFUSED) || attempt >= 50) {
-                        fprintf(stderr, "Cannot connect to %s: %s\n", path, strerror(-r));
-                        return r;
-                }
-                (void) usleep(20 * 1000);
+                fprintf(stderr, "Cannot connect to %s: %s\n", path, strerror(-r));
+                return r;
         }
 
         for (;;) {
@@ -445,12 +440,13 @@ static int launch(int argc, char *argv[], const Config *config) {
                 return r;
         }
 
-        r = start_socket_unit(bus, d->id);
+        r = start_socket_unit(d->id);
         if (r < 0)
                 return r;
 
-        /* A Domain that is tearing down answers "stopping"; the next
-         * activation starts a fresh one. Bounded retries. */
+        /* A Domain that is tearing down answers "stopping": the next
+         * connection waits in the socket's queue for the coordinator that
+         * starts after it. Bounded. */
         for (unsigned attempt = 0;; attempt++) {
                 bool running = false;
 
@@ -466,7 +462,6 @@ static int launch(int argc, char *argv[], const Config *config) {
                         fprintf(stderr, "Domain %s keeps stopping; giving up.\n", d->id);
                         return -EAGAIN;
                 }
-                (void) usleep(100 * 1000);
         }
         if (r < 0)
                 return r;
