@@ -356,9 +356,10 @@ proctype Coordinator(byte me)
 		fi
 	};
 
-	/* §5.1 step 2: RequestName(org.lazaret.Domain.d<id>), no queueing,
-	 * no replacement.  A name still held (say by a dead predecessor
-	 * whose connection dbus-daemon has not yet dropped) means exit. */
+	/* §5.1 step 2: RequestName(org.lazaret.Domain.d<id>), no replacement.
+	 * The code queues for at most two seconds while a dead predecessor's
+	 * name is released; that wait is abstracted away here: a name still
+	 * held when the request is decided means exit. */
 	atomic {
 		if
 		:: bus_owner == 0 && bus_conn[me] ->
