@@ -250,6 +250,22 @@ static void pumps_drain(Session *s) {
 
 /* -------------------------------------------------------------- lifetime */
 
+/*
+ * Gives the client's terminal back: what the command printed last is
+ * written out, then the saved modes are restored. Done before SessionEnded
+ * is sent, so that the client's shell finds the terminal as it was.
+ */
+static void terminal_release(Session *s) {
+        s->tty_source = sd_event_source_disable_unref(s->tty_source);
+        s->pty_source = sd_event_source_disable_unref(s->pty_source);
+        if (s->client_tty < 0)
+                return;
+        relay_flush(s);
+        if (s->termios_saved)
+                (void) tcsetattr(s->client_tty, TCSADRAIN, &s->saved_termios);
+        s->client_tty = safe_close(s->client_tty);
+}
+
 void session_free(Session *s) {
         Manager *m;
 
@@ -264,15 +280,7 @@ void session_free(Session *s) {
                 (void) kill(s->pid, SIGKILL);
                 (void) waitpid(s->pid, NULL, 0);
         }
-        sd_event_source_disable_unref(s->tty_source);
-        sd_event_source_disable_unref(s->pty_source);
-
-        if (s->client_tty >= 0) {
-                relay_flush(s);
-                if (s->termios_saved)
-                        (void) tcsetattr(s->client_tty, TCSADRAIN, &s->saved_termios);
-                safe_close(s->client_tty);
-        }
+        terminal_release(s);
         safe_close(s->pty_master);
         for (int i = 0; i < 3; i++) {
                 safe_close(s->stdio[i]);
@@ -304,7 +312,9 @@ void session_end(Session *s, int exit_status, const char *reason) {
         char id[RANDOM_ID_LEN + 1];
 
         memcpy(id, s->id, sizeof(id));
+        /* Output first, then the signal: the client exits when it hears it. */
         pumps_drain(s);
+        terminal_release(s);
         log_session(LOG_INFO, id, "Session ended: status %d%s%s", exit_status, reason ? ", " : "", strempty(reason));
         (void) manager_emit_session_ended(m, id, exit_status, reason);
         session_free(s);
