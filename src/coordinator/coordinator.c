@@ -34,7 +34,8 @@ int main(int argc, char *argv[]) {
                 return 2;
         }
 
-        /* Children are reaped by the event loop; signals arrive as events. */
+        /* Children are reaped by the event loop; signals arrive as events.
+         * Children get a clean mask and dispositions from spawn(). */
         sigemptyset(&mask);
         sigaddset(&mask, SIGCHLD);
         sigaddset(&mask, SIGTERM);
@@ -52,10 +53,8 @@ int main(int argc, char *argv[]) {
         (void) sd_event_add_signal(m->event, NULL, SIGINT, on_term, m);
 
         r = manager_startup(m);
-        if (r < 0) {
-                (void) sd_notifyf(false, "STATUS=failed to start: %s", strerror(-r));
+        if (r < 0)
                 manager_stop(m, "the coordinator could not start the Domain (see its log)");
-        }
 
         r = sd_event_loop(m->event);
         if (r < 0) {

@@ -16,27 +16,83 @@
 #include "session.h"
 #include "strv.h"
 
-/* Only the coordinator's own user may talk to it. */
-static int check_caller(sd_bus_message *msg, sd_bus_error *error, uid_t *ret_uid, pid_t *ret_pid) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        uid_t uid;
-        pid_t pid = 0;
+/*
+ * Only the coordinator's own user may talk to it. The caller's credentials
+ * come from the bus daemon (GetConnectionCredentials), asked without
+ * waiting; the method runs when they arrive and replies then.
+ */
+typedef int (*VerifiedMethod)(sd_bus_message *msg, Manager *m, pid_t caller_pid, sd_bus_error *error);
+
+typedef struct Verification {
+        sd_bus_message *msg;
+        Manager *m;
+        VerifiedMethod method;
+} Verification;
+
+static int on_credentials(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Verification *v = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint32_t uid = UINT32_MAX, pid = 0;
+        bool have_uid = false;
         int r;
 
-        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT, &creds);
-        if (r < 0)
-                return r;
-        r = sd_bus_creds_get_euid(creds, &uid);
-        if (r < 0)
-                return r;
-        if (uid != geteuid())
-                return sd_bus_error_setf(error, LAZARET_ERROR_ACCESS, "Only UID %u may use this Domain", (unsigned) geteuid());
-        (void) sd_bus_creds_get_pid(creds, &pid);
-        if (ret_uid)
-                *ret_uid = uid;
-        if (ret_pid)
-                *ret_pid = pid;
+        if (sd_bus_message_is_method_error(reply, NULL)) {
+                r = sd_bus_error_set(&error, LAZARET_ERROR_ACCESS, "The caller's credentials are not known");
+                goto reply;
+        }
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                const char *key;
+
+                r = sd_bus_message_read(reply, "s", &key);
+                if (r < 0)
+                        break;
+                if (streq(key, "UnixUserID")) {
+                        r = sd_bus_message_read(reply, "v", "u", &uid);
+                        have_uid = r >= 0;
+                } else if (streq(key, "ProcessID"))
+                        r = sd_bus_message_read(reply, "v", "u", &pid);
+                else
+                        r = sd_bus_message_skip(reply, "v");
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+        }
+        if (r < 0 || !have_uid || uid != (uint32_t) geteuid()) {
+                r = sd_bus_error_setf(&error, LAZARET_ERROR_ACCESS, "Only UID %u may use this Domain", (unsigned) geteuid());
+                goto reply;
+        }
+        r = v->method(v->msg, v->m, (pid_t) pid, &error);
+reply:
+        if (r < 0 || sd_bus_error_is_set(&error)) {
+                if (sd_bus_error_is_set(&error))
+                        (void) sd_bus_reply_method_error(v->msg, &error);
+                else
+                        (void) sd_bus_reply_method_errno(v->msg, r, NULL);
+        }
+        sd_bus_message_unref(v->msg);
+        free(v);
         return 0;
+}
+
+static int verify_caller_then(sd_bus_message *msg, Manager *m, VerifiedMethod method) {
+        Verification *v;
+        int r;
+
+        v = calloc(1, sizeof(Verification));
+        if (!v)
+                return -ENOMEM;
+        v->msg = sd_bus_message_ref(msg);
+        v->m = m;
+        v->method = method;
+        r = sd_bus_call_method_async(sd_bus_message_get_bus(msg), NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                     "org.freedesktop.DBus", "GetConnectionCredentials", on_credentials, v, "s",
+                                     sd_bus_message_get_sender(msg));
+        if (r < 0) {
+                sd_bus_message_unref(v->msg);
+                free(v);
+                return r;
+        }
+        return 1;       /* answered later */
 }
 
 static int property_get_string(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -128,8 +184,7 @@ static bool env_entry_is_valid(const char *e) {
         return name && env_name_is_valid(name) && !startswith(name, "LAZARET_");
 }
 
-static int method_open_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int open_session(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
         _cleanup_strv_free_ char **argv = NULL, **env = NULL;
         SessionParams p = { .fds = { -EBADF, -EBADF, -EBADF } };
         size_t total = 0, nfds = 0;
@@ -137,11 +192,7 @@ static int method_open_session(sd_bus_message *msg, void *userdata, sd_bus_error
         Session *s = NULL;
         uint16_t rows, cols;
         int terminal, r;
-        pid_t pid = 0;
 
-        r = check_caller(msg, error, NULL, &pid);
-        if (r < 0 || sd_bus_error_is_set(error))
-                return r;
         if (m->state != DOMAIN_RUNNING)
                 return sd_bus_error_setf(error, LAZARET_ERROR_STOPPING, "Domain %s is %s", m->id, domain_state_to_string(m->state));
         if (m->n_sessions >= DOMAIN_MAX_SESSIONS)
@@ -202,15 +253,19 @@ static int method_open_session(sd_bus_message *msg, void *userdata, sd_bus_error
         p.owner = sd_bus_message_get_sender(msg);
         p.owner_pid = pid;
 
-        r = session_new(m, &p, &s, error);
+        r = manager_open_session(m, &p, &s, error);
         if (r < 0 || sd_bus_error_is_set(error))
                 return r;
         return sd_bus_reply_method_return(msg, "s", s->id);
 }
 
+static int method_open_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, open_session);
+}
+
 /* Finds the caller's own session; anything else is a named error. */
 static int find_own_session(Manager *m, sd_bus_message *msg, const char *sid, Session **ret, sd_bus_error *error) {
-        Session *s = session_find(m, sid);
+        Session *s = manager_find_session(m, sid);
 
         if (!s)
                 return sd_bus_error_setf(error, LAZARET_ERROR_NO_SUCH_SESSION, "No session \"%.64s\" in Domain %s", sid, m->id);
@@ -220,16 +275,12 @@ static int find_own_session(Manager *m, sd_bus_message *msg, const char *sid, Se
         return 0;
 }
 
-static int method_resize_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int resize_session(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
         const char *sid;
         uint16_t rows, cols;
         Session *s = NULL;
         int r;
 
-        r = check_caller(msg, error, NULL, NULL);
-        if (r < 0 || sd_bus_error_is_set(error))
-                return r;
         r = sd_bus_message_read(msg, "sqq", &sid, &rows, &cols);
         if (r < 0)
                 return r;
@@ -244,15 +295,11 @@ static int method_resize_session(sd_bus_message *msg, void *userdata, sd_bus_err
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-static int method_signal_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int signal_session(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
         const char *sid, *event;
         Session *s = NULL;
         int r;
 
-        r = check_caller(msg, error, NULL, NULL);
-        if (r < 0 || sd_bus_error_is_set(error))
-                return r;
         r = sd_bus_message_read(msg, "ss", &sid, &event);
         if (r < 0)
                 return r;
@@ -268,15 +315,11 @@ static int method_signal_session(sd_bus_message *msg, void *userdata, sd_bus_err
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-static int method_close_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int close_session(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
         const char *sid;
         Session *s = NULL;
         int r;
 
-        r = check_caller(msg, error, NULL, NULL);
-        if (r < 0 || sd_bus_error_is_set(error))
-                return r;
         r = sd_bus_message_read(msg, "s", &sid);
         if (r < 0)
                 return r;
@@ -287,16 +330,28 @@ static int method_close_session(sd_bus_message *msg, void *userdata, sd_bus_erro
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-static int method_stop(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int stop(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
         int r;
 
-        r = check_caller(msg, error, NULL, NULL);
-        if (r < 0 || sd_bus_error_is_set(error))
-                return r;
         r = sd_bus_reply_method_return(msg, NULL);
         manager_stop(m, NULL);
         return r;
+}
+
+static int method_resize_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, resize_session);
+}
+
+static int method_signal_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, signal_session);
+}
+
+static int method_close_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, close_session);
+}
+
+static int method_stop(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, stop);
 }
 
 static const sd_bus_vtable domain_vtable[] = {
@@ -341,11 +396,15 @@ int manager_publish(Manager *m) {
         return 0;
 }
 
-int manager_emit_session_ended(Manager *m, const char *session_id, int exit_status, const char *reason) {
-        if (!m->bus)
-                return 0;
-        return sd_bus_emit_signal(m->bus, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "SessionEnded", "sis",
-                                  session_id, exit_status, strempty(reason));
+void manager_emit_session_ended(Manager *m, const char *session_id, int exit_status, const char *reason) {
+        if (m->bus)
+                (void) sd_bus_emit_signal(m->bus, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "SessionEnded", "sis",
+                                          session_id, exit_status, strempty(reason));
+}
+
+void manager_emit_state_changed(Manager *m) {
+        if (m->bus && m->object_slot)
+                (void) sd_bus_emit_properties_changed(m->bus, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "State", NULL);
 }
 
 void manager_emit_sessions_changed(Manager *m) {

@@ -5,14 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 #include <systemd/sd-daemon.h>
+#include <systemd/sd-id128.h>
 
 #include "cleanup.h"
 #include "hash.h"
@@ -20,11 +19,16 @@
 #include "log.h"
 #include "manager.h"
 #include "path-util.h"
-#include "sandbox.h"
-#include "session.h"
+#include "strv.h"
 
 /* A published Domain nobody uses is torn down after this long. */
 #define IDLE_TIMEOUT_USEC (30ULL * 1000 * 1000)
+/* org.freedesktop.DBus.RequestName replies. */
+#define DBUS_NAME_PRIMARY_OWNER 1
+#define DBUS_NAME_IN_QUEUE 2
+#define DBUS_NAME_ALREADY_OWNER 4
+/* How long a killed predecessor may still hold the bus name. */
+#define NAME_WAIT_USEC (2ULL * 1000 * 1000)
 
 static const char *const state_names[] = {
         [DOMAIN_STARTING] = "starting",
@@ -37,17 +41,9 @@ const char *domain_state_to_string(DomainState s) {
         return s < ELEMENTSOF(state_names) ? state_names[s] : "unknown";
 }
 
-int random_hex_id(char ret[RANDOM_ID_LEN + 1]) {
-        uint8_t b[RANDOM_ID_LEN / 2];
-
-        if (getrandom(b, sizeof(b), 0) != (ssize_t) sizeof(b))
-                return -EIO;
-        hexify(b, sizeof(b), ret);
-        return 0;
-}
-
 int manager_new(const char *id, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
+        sd_id128_t rnd;
         int r;
 
         if (!domain_id_is_valid(id))
@@ -59,9 +55,10 @@ int manager_new(const char *id, Manager **ret) {
         m->listen_fd = -EBADF;
         memcpy(m->id, id, sizeof(m->id));
         domain_bus_name(id, m->bus_name);
-        r = random_hex_id(m->coordinator_id);
+        r = sd_id128_randomize(&rnd);
         if (r < 0)
                 return r;
+        sd_id128_to_string(rnd, m->coordinator_id);
         r = sd_event_default(&m->event);
         if (r < 0)
                 return r;
@@ -119,8 +116,11 @@ static void waiters_answer(Manager *m) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        while (m->sessions)
-                session_free(m->sessions);
+        while (m->sessions) {
+                Session *x = m->sessions;
+                m->sessions = x->next;
+                session_free(x);
+        }
         sandbox_free(m->sandbox);
         while (m->waiters) {
                 Waiter *w = m->waiters;
@@ -128,10 +128,14 @@ Manager *manager_free(Manager *m) {
                 safe_close(w->fd);
                 free(w);
         }
-        sd_event_source_unref(m->listen_source);
-        sd_event_source_unref(m->idle_timer);
+        sd_event_source_disable_unref(m->listen_source);
+        sd_event_source_disable_unref(m->idle_timer);
+        sd_event_source_disable_unref(m->teardown);
+        sd_event_source_disable_unref(m->name_timer);
         safe_close(m->listen_fd);
         sd_bus_slot_unref(m->object_slot);
+        sd_bus_slot_unref(m->name_slot);
+        sd_bus_slot_unref(m->name_acquired_slot);
         if (m->bus)
                 sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
@@ -278,77 +282,118 @@ static int take_lock(Manager *m) {
         return 0;
 }
 
-typedef struct NameWait {
-        const char *name;
-        bool acquired;
-} NameWait;
+static void sandbox_ready(Sandbox *sb, void *userdata);
+static void sandbox_failed(Sandbox *sb, const char *why, void *userdata);
+static void sandbox_stopped(Sandbox *sb, void *userdata);
+
+/* The bus name is ours: the Domain can start (OR-1). */
+static void name_owned(Manager *m) {
+        int r;
+
+        if (m->state != DOMAIN_STARTING || m->sandbox)
+                return;
+        m->name_timer = sd_event_source_disable_unref(m->name_timer);
+        m->name_acquired_slot = sd_bus_slot_unref(m->name_acquired_slot);
+
+        log_info("Coordinator %s starting Domain %s (profile %s, workspace %s)", m->coordinator_id, m->id,
+                 m->domain->profile->name, m->domain->workspace);
+        r = sandbox_new(&(SandboxParams) {
+                                .event = m->event,
+                                .bus = m->bus,
+                                .domain = m->domain,
+                                .runtime_dir = m->runtime_dir,
+                                .cb = { .ready = sandbox_ready, .failed = sandbox_failed, .stopped = sandbox_stopped },
+                                .userdata = m,
+                        }, &m->sandbox);
+        if (r >= 0)
+                r = sandbox_start(m->sandbox);
+        if (r < 0) {
+                log_error_errno(r, "Cannot start the sandbox");
+                manager_stop(m, "the coordinator could not start the sandbox (see its log)");
+        }
+}
 
 static int on_name_acquired(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        NameWait *w = userdata;
+        Manager *m = userdata;
         const char *name;
 
         /* The bus also announces our unique name: only ours counts. */
-        if (sd_bus_message_read(msg, "s", &name) >= 0 && streq(name, w->name))
-                w->acquired = true;
+        if (sd_bus_message_read(msg, "s", &name) >= 0 && streq(name, m->bus_name))
+                name_owned(m);
         return 0;
 }
 
-static uint64_t now_monotonic(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+static int on_name_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        m->name_timer = sd_event_source_disable_unref(m->name_timer);
+        (void) sd_bus_release_name_async(m->bus, NULL, m->bus_name, NULL, NULL);
+        log_error("Bus name %s is held by another process", m->bus_name);
+        manager_stop(m, "the Domain's bus name is held by another process");
+        return 0;
 }
 
-static int take_bus_name(Manager *m) {
-        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
-        NameWait w = { .name = m->bus_name };
-        uint64_t deadline;
+static int on_request_name(sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        uint32_t ret = 0;
+        int r;
+
+        m->name_slot = sd_bus_slot_unref(m->name_slot);
+        if (e || sd_bus_message_read(reply, "u", &ret) < 0) {
+                log_error("Cannot own the bus name %s: %s", m->bus_name, e ? e->message : "bad reply");
+                manager_stop(m, "the coordinator could not own the Domain's bus name (see its log)");
+                return 0;
+        }
+        switch (ret) {
+        case DBUS_NAME_PRIMARY_OWNER:
+        case DBUS_NAME_ALREADY_OWNER:
+                name_owned(m);
+                return 0;
+        case DBUS_NAME_IN_QUEUE:
+                /* We hold the Domain lock, so no live coordinator owns the
+                 * name; a predecessor killed a moment ago may, until the
+                 * bus daemon notices. Wait for NameAcquired, bounded. */
+                log_info("Bus name %s is still held; waiting for its previous owner to go", m->bus_name);
+                r = sd_event_add_time_relative(m->event, &m->name_timer, CLOCK_MONOTONIC, NAME_WAIT_USEC, 0,
+                                               on_name_timeout, m);
+                if (r < 0)
+                        manager_stop(m, "the coordinator could not wait for its bus name");
+                return 0;
+        default:
+                log_error("Bus name %s is held by another process", m->bus_name);
+                manager_stop(m, "the Domain's bus name is held by another process");
+                return 0;
+        }
+}
+
+static int connect_bus(Manager *m) {
         int r;
 
         r = sd_bus_open_user(&m->bus);
         if (r < 0)
                 return log_error_errno(r, "Cannot connect to the user bus");
-
-        /* We hold the Domain lock, so no live coordinator owns the name. A
-         * predecessor killed a moment ago may still hold it until the bus
-         * daemon notices its death: queue for the name, and wait (bounded)
-         * for NameAcquired. Anyone else holding it is an error (OR-1). */
-        r = sd_bus_match_signal(m->bus, &slot, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                "org.freedesktop.DBus", "NameAcquired", on_name_acquired, &w);
-        if (r < 0)
-                return log_error_errno(r, "Cannot watch for the bus name");
-        r = sd_bus_request_name(m->bus, m->bus_name, SD_BUS_NAME_QUEUE);
-        if (r < 0)
-                return log_error_errno(r, "Cannot own the bus name %s", m->bus_name);
-        if (r == 0) {
-                log_info("Bus name %s is still held; waiting for its previous owner to go", m->bus_name);
-                deadline = now_monotonic() + 2ULL * 1000 * 1000;
-                while (!w.acquired) {
-                        uint64_t n = now_monotonic();
-
-                        r = sd_bus_process(m->bus, NULL);
-                        if (r < 0)
-                                return log_error_errno(r, "Bus connection failed");
-                        if (r > 0)
-                                continue;
-                        if (n >= deadline) {
-                                (void) sd_bus_release_name(m->bus, m->bus_name);
-                                return log_error_errno(-EEXIST, "Bus name %s is held by another process", m->bus_name);
-                        }
-                        r = sd_bus_wait(m->bus, deadline - n);
-                        if (r < 0)
-                                return log_error_errno(r, "Bus connection failed");
-                }
-        }
-
         r = sd_bus_attach_event(m->bus, m->event, 0);
         if (r < 0)
                 return log_error_errno(r, "Cannot attach the bus to the event loop");
         /* Without the bus nobody can reach the Domain: end the process; the
          * sandbox scope is bound to the service and goes with it. */
         (void) sd_bus_set_exit_on_disconnect(m->bus, true);
+
+        /* The match is installed before the request: on one connection the
+         * bus daemon handles them in order. */
+        r = sd_bus_match_signal_async(m->bus, &m->name_acquired_slot, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                      "org.freedesktop.DBus", "NameAcquired", on_name_acquired, NULL, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch for the bus name");
+        r = sd_bus_call_method_async(m->bus, &m->name_slot, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                     "org.freedesktop.DBus", "RequestName", on_request_name, m, "su", m->bus_name,
+                                     (uint32_t) 0 /* queue; neither replace nor be replaced */);
+        if (r < 0)
+                return log_error_errno(r, "Cannot ask for the bus name %s", m->bus_name);
         return 0;
 }
+
 int manager_startup(Manager *m) {
         int r;
 
@@ -365,24 +410,7 @@ int manager_startup(Manager *m) {
         r = take_lock(m);
         if (r < 0)
                 return r;
-        r = take_bus_name(m);
-        if (r < 0)
-                return r;
-
-        log_info("Coordinator %s starting Domain %s (profile %s, workspace %s)", m->coordinator_id, m->id,
-                 m->domain->profile->name, m->domain->workspace);
-
-        r = sandbox_new(m, &m->sandbox);
-        if (r < 0)
-                return log_error_errno(r, "Cannot set up the sandbox");
-        /* FR-7: whatever a killed predecessor left is removed before anything new starts. */
-        r = sandbox_recover(m->sandbox);
-        if (r < 0)
-                return log_error_errno(r, "Cannot recover from a previous run");
-        r = sandbox_start(m->sandbox);
-        if (r < 0)
-                return log_error_errno(r, "Cannot start the sandbox");
-        return 0;
+        return connect_bus(m);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -390,6 +418,7 @@ int manager_startup(Manager *m) {
 static int on_idle(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
+        m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
         if (m->n_sessions == 0 && m->state == DOMAIN_RUNNING) {
                 log_info("No session for %llu s; stopping", (unsigned long long) (IDLE_TIMEOUT_USEC / 1000000));
                 manager_stop(m, NULL);
@@ -398,11 +427,12 @@ static int on_idle(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static void arm_idle_timer(Manager *m) {
-        m->idle_timer = sd_event_source_unref(m->idle_timer);
+        m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
         (void) sd_event_add_time_relative(m->event, &m->idle_timer, CLOCK_MONOTONIC, IDLE_TIMEOUT_USEC, 0, on_idle, m);
 }
 
-void manager_sandbox_ready(Manager *m) {
+static void sandbox_ready(Sandbox *sb, void *userdata) {
+        Manager *m = userdata;
         int r;
 
         if (m->state != DOMAIN_STARTING)
@@ -420,9 +450,8 @@ void manager_sandbox_ready(Manager *m) {
         arm_idle_timer(m);
 }
 
-void manager_sandbox_failed(Manager *m, const char *why) {
-        log_error("Sandbox failed: %s", why);
-        manager_stop(m, why);
+static void sandbox_failed(Sandbox *sb, const char *why, void *userdata) {
+        manager_stop(userdata, why);
 }
 
 static void finish(Manager *m) {
@@ -432,20 +461,59 @@ static void finish(Manager *m) {
         (void) sd_event_exit(m->event, m->exit_code);
 }
 
-void manager_sandbox_stopped(Manager *m) {
-        if (m->state == DOMAIN_STOPPING || m->state == DOMAIN_FAILED) {
-                log_info("Sandbox stopped; Domain %s torn down", m->id);
-                finish(m);
-                return;
+static void sandbox_stopped(Sandbox *sb, void *userdata) {
+        Manager *m = userdata;
+
+        log_info("Sandbox stopped; Domain %s torn down", m->id);
+        finish(m);
+}
+
+/* From the loop: everything manager_stop() decided, in the order the model checks. */
+static int on_teardown(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+        const char *reason = m->failure ?: "the Domain is stopping";
+
+        m->teardown = sd_event_source_disable_unref(m->teardown);
+
+        /* End the sessions while the bus name is still ours, so that their
+         * clients get SessionEnded (C9); then withdraw publication. */
+        while (m->sessions) {
+                Session *x = m->sessions;
+                char id[SESSION_ID_LEN + 1];
+
+                memcpy(id, x->id, sizeof(id));
+                session_abandon(x);
+                m->sessions = x->next;
+                if (m->sessions)
+                        m->sessions->prev = NULL;
+                m->n_sessions--;
+                session_free(x);
+                log_session(LOG_INFO, id, "Session ended by the Domain's teardown: %s", reason);
+                manager_emit_session_ended(m, id, -1, reason);
         }
-        /* The sandbox went away on its own: the Domain has failed. */
-        manager_stop(m, "the sandbox stopped unexpectedly");
+        manager_emit_state_changed(m);
+        m->object_slot = sd_bus_slot_unref(m->object_slot);
+        m->name_slot = sd_bus_slot_unref(m->name_slot);
+        m->name_acquired_slot = sd_bus_slot_unref(m->name_acquired_slot);
+        m->name_timer = sd_event_source_disable_unref(m->name_timer);
+        if (m->bus)
+                (void) sd_bus_release_name_async(m->bus, NULL, m->bus_name, NULL, NULL);
+
+        /* Waiting clients are told; new ones wait for the next coordinator. */
+        waiters_answer(m);
+        m->listen_source = sd_event_source_disable_unref(m->listen_source);
+
+        if (!m->sandbox || sandbox_stop(m->sandbox) == 0)
+                finish(m);
+        /* else: sandbox_stopped() finishes. */
+        return 0;
 }
 
 void manager_stop(Manager *m, const char *failure) {
+        int r;
+
         if (m->state == DOMAIN_STOPPING || m->state == DOMAIN_FAILED)
                 return;
-
         if (failure) {
                 m->state = DOMAIN_FAILED;
                 m->exit_code = 1;
@@ -456,42 +524,87 @@ void manager_stop(Manager *m, const char *failure) {
                 m->state = DOMAIN_STOPPING;
                 log_info("Domain %s stopping", m->id);
         }
-        (void) sd_notifyf(false, "STOPPING=1\nSTATUS=%s", failure ? failure : "stopping");
-        m->idle_timer = sd_event_source_unref(m->idle_timer);
-
-        /* No new sessions from here on (OpenSession checks the state). End
-         * the sessions while the bus name is still ours, so their clients
-         * get SessionEnded; then withdraw publication; then the sandbox. */
-        while (m->sessions)
-                session_end(m->sessions, -1, failure ? failure : "the Domain is stopping");
-
-        m->object_slot = sd_bus_slot_unref(m->object_slot);
-        if (m->bus) {
-                (void) sd_bus_flush(m->bus);
-                (void) sd_bus_release_name(m->bus, m->bus_name);
+        (void) sd_notifyf(false, "STOPPING=1\nSTATUS=%s%s", failure ? "failed: " : "stopping", strempty(failure));
+        m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
+        /* No new sessions from here on (OpenSession checks the state). */
+        r = sd_event_add_defer(m->event, &m->teardown, on_teardown, m);
+        if (r < 0) {
+                log_error_errno(r, "Cannot schedule the teardown; exiting");
+                (void) sd_event_exit(m->event, 1);
         }
-        /* Waiting clients are told; new ones wait for the next coordinator. */
-        waiters_answer(m);
-        m->listen_source = sd_event_source_unref(m->listen_source);
-
-        if (!m->sandbox || sandbox_stop(m->sandbox) <= 0)
-                finish(m);
-        /* else: manager_sandbox_stopped() finishes. */
 }
 
-void manager_session_added(Manager *m) {
-        m->n_sessions++;
-        m->sessions_ever++;
-        m->idle_timer = sd_event_source_unref(m->idle_timer);
-        manager_update_status(m);
-        manager_emit_sessions_changed(m);
+/* -------------------------------------------------------------- sessions */
+
+Session *manager_find_session(Manager *m, const char *id) {
+        for (Session *s = m->sessions; s; s = s->next)
+                if (streq(s->id, id))
+                        return s;
+        return NULL;
 }
 
-void manager_session_removed(Manager *m) {
+static void session_ended(Session *s, int exit_status, const char *reason, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_free_ char *why = reason ? strdup(reason) : NULL;
+        char id[SESSION_ID_LEN + 1];
+
+        memcpy(id, s->id, sizeof(id));
+        if (s->prev)
+                s->prev->next = s->next;
+        else
+                m->sessions = s->next;
+        if (s->next)
+                s->next->prev = s->prev;
         m->n_sessions--;
+        session_free(s);
+
+        manager_emit_session_ended(m, id, exit_status, why);
         manager_update_status(m);
         manager_emit_sessions_changed(m);
         /* FR-6: the last session leaving tears the Domain down. */
         if (m->n_sessions == 0 && m->state == DOMAIN_RUNNING)
                 manager_stop(m, NULL);
+}
+
+/* The profile's command, else the image's, else a login shell with the one shell every image has. */
+static char **default_command(Manager *m) {
+        if (m->domain->profile->command)
+                return strv_copy(m->domain->profile->command);
+        if (sandbox_default_command(m->sandbox))
+                return strv_copy(sandbox_default_command(m->sandbox));
+        return strv_copy((char *[]) { (char *) "/bin/sh", (char *) "-l", NULL });
+}
+
+int manager_open_session(Manager *m, const SessionParams *p, Session **ret, sd_bus_error *error) {
+        _cleanup_strv_free_ char **argv = NULL;
+        SessionParams q = *p;
+        Session *s = NULL;
+        int r;
+
+        if (!p->argv || !p->argv[0]) {
+                argv = default_command(m);
+                if (!argv)
+                        return -ENOMEM;
+                q.argv = argv;
+        }
+        q.event = m->event;
+        q.bus = m->bus;
+        q.runtime = sandbox_runtime(m->sandbox);
+        q.cb = (SessionCallbacks) { .ended = session_ended };
+        q.userdata = m;
+        r = session_new(&q, &s, error);
+        if (r < 0 || sd_bus_error_is_set(error)) {
+                log_warning("Session could not start: %s", error->message ?: strerror(-r));
+                return r;
+        }
+        s->next = m->sessions;
+        if (m->sessions)
+                m->sessions->prev = s;
+        m->sessions = s;
+        m->n_sessions++;
+        m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
+        manager_update_status(m);
+        manager_emit_sessions_changed(m);
+        *ret = s;
+        return 0;
 }

@@ -3,7 +3,6 @@
 
 #include <stdbool.h>
 #include <sys/types.h>
-#include <termios.h>
 
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
@@ -11,18 +10,25 @@
 #include "bus-names.h"
 #include "config.h"
 #include "domain.h"
+#include "sandbox.h"
+#include "session.h"
 
 /*
  * The Host Coordinator of one Domain: the only owner of the Domain's bus
  * name, lock, sandbox, sessions and child processes (OR-1).
  *
  * Lifecycle (spec/lazaret.md, "Domain lifecycle"):
- *   STARTING  lock and bus name held, recovery done, sandbox starting;
- *             not yet published: the object is not exported, READY=1 not sent
+ *   STARTING  lock held, bus name being acquired, then the sandbox
+ *             starting; not yet published: the object is not exported,
+ *             READY=1 not sent
  *   RUNNING   published: sessions may be opened
  *   STOPPING  no new sessions; sessions ended, sandbox and supervisor being
  *             stopped, runtime files removed; then the process exits
  *   FAILED    like STOPPING, entered from an error; exit status is non-zero
+ *
+ * The manager owns its parts (Sandbox, Session) and hears from them only
+ * through their callbacks, from the event loop. manager_stop() only records
+ * the decision and schedules the teardown, which runs from the loop too.
  */
 typedef enum DomainState {
         DOMAIN_STARTING,
@@ -33,11 +39,9 @@ typedef enum DomainState {
 
 const char *domain_state_to_string(DomainState s);
 
-#define RANDOM_ID_LEN 32  /* hex digits of 128 random bits */
+#define COORDINATOR_ID_LEN 32
 
 typedef struct Manager Manager;
-typedef struct Session Session;
-typedef struct Sandbox Sandbox;
 
 /* A pending connection on the activation socket, answered once published. */
 typedef struct Waiter {
@@ -49,10 +53,12 @@ struct Manager {
         sd_event *event;
         sd_bus *bus;
         sd_bus_slot *object_slot;
+        sd_bus_slot *name_slot, *name_acquired_slot;
+        sd_event_source *name_timer;
 
         char id[DOMAIN_ID_LEN + 1];
         char bus_name[BUS_NAME_MAX];
-        char coordinator_id[RANDOM_ID_LEN + 1];
+        char coordinator_id[COORDINATOR_ID_LEN + 1];
         char fingerprint[SHA256_HEX_LEN + 1];
         Config *config;
         Domain *domain;
@@ -68,12 +74,13 @@ struct Manager {
         DomainState state;
         char *failure;          /* why the Domain failed, for clients */
         int exit_code;
+        sd_event_source *teardown;      /* defer: runs the teardown from the loop */
+        bool sandbox_stopping;
 
         Sandbox *sandbox;
 
         Session *sessions;
         unsigned n_sessions;
-        unsigned sessions_ever;
         sd_event_source *idle_timer;
 };
 
@@ -81,26 +88,20 @@ int manager_new(const char *id, Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
-/* Validates the Domain, takes the lock and bus name, recovers, starts the sandbox. */
+/* Validates the Domain, takes the lock, begins acquiring the bus name. < 0: nothing began. */
 int manager_startup(Manager *m);
 
-/* Called by the sandbox code. */
-void manager_sandbox_ready(Manager *m);
-void manager_sandbox_failed(Manager *m, const char *why);
-void manager_sandbox_stopped(Manager *m);
-
-/* Begins teardown (idempotent). failure NULL: an orderly stop. */
+/* Records the decision to stop (failure NULL: orderly) and schedules the teardown. Idempotent. */
 void manager_stop(Manager *m, const char *failure);
 
-/* Session registry hooks. */
-void manager_session_added(Manager *m);
-void manager_session_removed(Manager *m);
+/* Opens a session for a bus caller (manager-bus.c). */
+int manager_open_session(Manager *m, const SessionParams *p, Session **ret, sd_bus_error *error);
+Session *manager_find_session(Manager *m, const char *id);
 
 void manager_update_status(Manager *m);
 
 /* manager-bus.c */
 int manager_publish(Manager *m);
-int manager_emit_session_ended(Manager *m, const char *session_id, int exit_status, const char *reason);
+void manager_emit_session_ended(Manager *m, const char *session_id, int exit_status, const char *reason);
 void manager_emit_sessions_changed(Manager *m);
-
-int random_hex_id(char ret[RANDOM_ID_LEN + 1]);
+void manager_emit_state_changed(Manager *m);

@@ -1,37 +1,69 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include "manager.h"
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "domain.h"
+#include "cleanup.h"
 
 /*
- * The Domain's Agent Sandbox as seen from the coordinator: the prepared
- * root file system, the Runtime Supervisor child in its caller-configured
- * user namespace (inside the transient scope lazaret-ID-sandbox.scope), the
- * runsc container, and the `runsc exec` clients of the sessions.
+ * The Domain's Agent Sandbox as the coordinator sees it. Starting runs, each
+ * step from the event loop, never waiting:
+ *
+ *   recover   stop a predecessor's scope (a user manager job), remove its
+ *             runtime files (FR-7)
+ *   image     the prepared lower (image.c; umoci unpack when new)
+ *   bundle    config.json and the control directory (bundle.c)
+ *   userns    the supervisor child in its mapped user namespace (userns.c)
+ *   scope     StartTransientUnit lazaret-ID-sandbox.scope {PIDs=[child]}
+ *   go        the child execs lazaret-supervisor, which starts runsc and
+ *             reports READY over its control socket (supervisor-link.c)
+ *
+ * It reports to its owner through SandboxCallbacks, always from the loop and
+ * never from inside a call the owner made: ready() once, failed() at most
+ * once (before or after ready), stopped() once after sandbox_stop() returned 1.
  */
+typedef struct Sandbox Sandbox;
 
+typedef struct SandboxCallbacks {
+        void (*ready)(Sandbox *sb, void *userdata);
+        void (*failed)(Sandbox *sb, const char *why, void *userdata);
+        void (*stopped)(Sandbox *sb, void *userdata);
+} SandboxCallbacks;
+
+typedef struct SandboxParams {
+        sd_event *event;
+        sd_bus *bus;
+        const Domain *domain;           /* borrowed; outlives the sandbox */
+        const char *runtime_dir;        /* $XDG_RUNTIME_DIR/lazaret/ID */
+        SandboxCallbacks cb;
+        void *userdata;
+} SandboxParams;
+
+/* What `runsc exec` and `runsc kill` of a session need (sandbox-exec.c). */
+typedef struct SandboxRuntime {
+        sd_event *event;
+        const char *domain_id;
+        const char *runsc;
+        const char *root;               /* runsc --root */
+        const char *container;
+        const char *sessions_dir;
+        const char *control_dir;
+        char *const *image_env;
+} SandboxRuntime;
+
+int sandbox_new(const SandboxParams *p, Sandbox **ret);
 Sandbox *sandbox_free(Sandbox *sb);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Sandbox *, sandbox_free);
-int sandbox_new(Manager *m, Sandbox **ret);
+
+/* Begins recovery and start. < 0 only when nothing could begin. */
+int sandbox_start(Sandbox *sb);
+/* 1: stopping, stopped() follows; 0: nothing was left to stop (runtime files removed). */
+int sandbox_stop(Sandbox *sb);
+
 const char *sandbox_id(const Sandbox *sb);
 /* The image's default command, or NULL when it has none. */
 char **sandbox_default_command(const Sandbox *sb);
-
-/* Stops a stale scope and removes stale runtime files of this Domain (FR-7). */
-int sandbox_recover(Sandbox *sb);
-
-/* Prepares and starts; calls manager_sandbox_ready() or manager_sandbox_failed(). */
-int sandbox_start(Sandbox *sb);
-
-/*
- * Stops everything. Returns 1 when stopping is under way (the manager hears
- * manager_sandbox_stopped() later), 0 when there was nothing to stop.
- */
-int sandbox_stop(Sandbox *sb);
-
-/* Starts a session's `runsc exec` client with the given stdio; sets s->pid. */
-int sandbox_spawn_session(Sandbox *sb, Session *s, char **env, const int stdio[3]);
-/* Delivers a signal: to the foreground process group (terminal events) or the session's process. */
-int sandbox_signal_session(Sandbox *sb, Session *s, int sig, bool foreground);
-/* Kills the session's process inside; its runsc exec client then exits. */
-int sandbox_kill_session(Sandbox *sb, Session *s);
+/* Valid while the sandbox runs. */
+const SandboxRuntime *sandbox_runtime(const Sandbox *sb);

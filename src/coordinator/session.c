@@ -7,36 +7,27 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <systemd/sd-id128.h>
+
 #include "cleanup.h"
 #include "log.h"
-#include "oci-spec.h"
-#include "path-util.h"
-#include "sandbox.h"
 #include "session.h"
+#include "spawn.h"
 #include "strv.h"
 #include "util.h"
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
-
-Session *session_find(Manager *m, const char *id) {
-        for (Session *s = m->sessions; s; s = s->next)
-                if (streq(s->id, id))
-                        return s;
-        return NULL;
-}
+/* A closed session whose command does not go is ended this much later. */
+#define SESSION_KILL_USEC (5ULL * 1000 * 1000)
 
 /* --------------------------------------------------------------- relay */
 
 static void relay_update(Session *s);
+static void maybe_finish(Session *s);
+static void pty_final_read(Session *s);
 
 /* Reads what is there into b; returns bytes read, 0 on EOF, -EAGAIN if none. */
 static ssize_t buffer_fill(Buffer *b, int fd) {
@@ -44,7 +35,7 @@ static ssize_t buffer_fill(Buffer *b, int fd) {
         size_t room = b->start + b->len < SESSION_BUFFER_SIZE ? SESSION_BUFFER_SIZE - end : b->start - end;
         ssize_t k;
 
-        if (room == 0)
+        if (b->len == SESSION_BUFFER_SIZE || room == 0)
                 return -ENOBUFS;
         k = read(fd, b->data + end, room);
         if (k < 0)
@@ -73,24 +64,26 @@ static int on_tty(sd_event_source *src, int fd, uint32_t revents, void *userdata
         Session *s = userdata;
         ssize_t k;
 
-        if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-                k = buffer_fill(&s->to_pty, s->client_tty);
-                if (k == 0 || (k < 0 && k != -EAGAIN && k != -ENOBUFS)) {
-                        /* The client's terminal is gone: nobody can use this session. */
-                        s->tty_eof = true;
-                        session_close(s, "the client's terminal closed");
-                        return 0;
-                }
-        }
         if (revents & EPOLLOUT) {
                 k = buffer_drain(&s->to_tty, s->client_tty);
                 if (k < 0 && k != -EAGAIN) {
+                        /* The client's terminal is gone: nobody can use this session. */
                         s->tty_eof = true;
+                        s->to_tty.len = 0;
                         session_close(s, "the client's terminal closed");
-                        return 0;
                 }
         }
+        if (!s->tty_eof && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !s->exited) {
+                k = buffer_fill(&s->to_pty, s->client_tty);
+                if (k == 0 || (k < 0 && k != -EAGAIN && k != -ENOBUFS)) {
+                        s->tty_eof = true;
+                        s->to_tty.len = 0;
+                        session_close(s, "the client's terminal closed");
+                }
+        }
+        pty_final_read(s);
         relay_update(s);
+        maybe_finish(s);
         return 0;
 }
 
@@ -109,22 +102,44 @@ static int on_pty(sd_event_source *src, int fd, uint32_t revents, void *userdata
                 if (k < 0 && k != -EAGAIN)
                         s->pty_eof = true;
         }
+        pty_final_read(s);
         relay_update(s);
+        maybe_finish(s);
         return 0;
 }
 
+/*
+ * After the runsc exec client exited, what the PTY holds is the command's
+ * last output; a process left inside may still hold the terminal, so the
+ * end is "nothing more to read now", not EOF. A full buffer waits for the
+ * client's terminal to take some first.
+ */
+static void pty_final_read(Session *s) {
+        if (!s->exited || s->pty_eof || s->pty_master < 0)
+                return;
+        for (;;) {
+                ssize_t k = buffer_fill(&s->to_tty, s->pty_master);
+                if (k > 0)
+                        continue;
+                if (k != -ENOBUFS)
+                        s->pty_eof = true;
+                return;
+        }
+}
+
+/* Which directions may move now: a full buffer stops reading its source. */
 static void relay_update(Session *s) {
         uint32_t tty_events = 0, pty_events = 0;
 
         if (s->client_tty < 0 || s->pty_master < 0)
                 return;
-        if (!s->tty_eof && s->to_pty.len < SESSION_BUFFER_SIZE)
+        if (!s->tty_eof && !s->exited && s->to_pty.len < SESSION_BUFFER_SIZE)
                 tty_events |= EPOLLIN;
-        if (s->to_tty.len > 0)
+        if (!s->tty_eof && s->to_tty.len > 0)
                 tty_events |= EPOLLOUT;
         if (!s->pty_eof && s->to_tty.len < SESSION_BUFFER_SIZE)
                 pty_events |= EPOLLIN;
-        if (!s->pty_eof && s->to_pty.len > 0)
+        if (!s->pty_eof && !s->exited && s->to_pty.len > 0)
                 pty_events |= EPOLLOUT;
 
         if (s->tty_source) {
@@ -137,18 +152,6 @@ static void relay_update(Session *s) {
         }
 }
 
-/* Flushes what the command printed last before the terminal is handed back. */
-static void relay_flush(Session *s) {
-        if (s->client_tty < 0)
-                return;
-        if (s->pty_master >= 0)
-                while (buffer_fill(&s->to_tty, s->pty_master) > 0)
-                        ;
-        (void) fcntl(s->client_tty, F_SETFL, fcntl(s->client_tty, F_GETFL) & ~O_NONBLOCK);
-        while (s->to_tty.len > 0 && buffer_drain(&s->to_tty, s->client_tty) > 0)
-                ;
-}
-
 /* ------------------------------------------------------------ file pumps */
 
 static void pump_close(FilePump *p) {
@@ -158,7 +161,6 @@ static void pump_close(FilePump *p) {
         free(p->buf);
         p->buf = NULL;
 }
-
 
 /* Copies whatever the pipe holds into the file; returns 0 at EOF. */
 static ssize_t pump_to_file(FilePump *p) {
@@ -174,9 +176,10 @@ static ssize_t pump_to_file(FilePump *p) {
 
 static int on_pump(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         FilePump *p = userdata;
+        ssize_t k;
 
         if (p->to_file) {
-                ssize_t k = pump_to_file(p);
+                k = pump_to_file(p);
                 if (k == 0 || (k < 0 && k != -EAGAIN))
                         pump_close(p);
                 return 0;
@@ -184,7 +187,7 @@ static int on_pump(sd_event_source *src, int fd, uint32_t revents, void *userdat
 
         /* stdin: refill from the file, write into the pipe. */
         if (p->buf->len == 0) {
-                ssize_t k = read(p->file, p->buf->data, SESSION_BUFFER_SIZE);
+                k = read(p->file, p->buf->data, SESSION_BUFFER_SIZE);
                 if (k <= 0) {
                         pump_close(p);  /* EOF (or error) reaches the command as EOF */
                         return 0;
@@ -192,51 +195,49 @@ static int on_pump(sd_event_source *src, int fd, uint32_t revents, void *userdat
                 p->buf->start = 0;
                 p->buf->len = (size_t) k;
         }
-        {
-                ssize_t k = write(p->pipe, p->buf->data + p->buf->start, p->buf->len);
-                if (k < 0) {
-                        if (errno != EAGAIN && errno != EINTR)
-                                pump_close(p);
-                        return 0;
-                }
-                p->buf->start += (size_t) k;
-                p->buf->len -= (size_t) k;
+        k = write(p->pipe, p->buf->data + p->buf->start, p->buf->len);
+        if (k < 0) {
+                if (errno != EAGAIN && errno != EINTR)
+                        pump_close(p);
+                return 0;
         }
+        p->buf->start += (size_t) k;
+        p->buf->len -= (size_t) k;
         return 0;
 }
 
-/* Sets up fd i: returns the fd the command gets in *ret_child (owned by the caller). */
+/* Sets up fd i; *ret_child is the fd the command gets (owned by the caller). */
 static int stdio_prepare(Session *s, int i, int client_fd, int *ret_child) {
         FilePump *p = &s->pumps[i];
+        _cleanup_close_ int fd = -EBADF;
         struct stat st;
         int pipefd[2], r;
 
-        s->stdio[i] = fcntl(client_fd, F_DUPFD_CLOEXEC, 3);
-        if (s->stdio[i] < 0)
+        fd = fcntl(client_fd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
                 return -errno;
-        if (fstat(s->stdio[i], &st) < 0)
+        if (fstat(fd, &st) < 0)
                 return -errno;
         if (!S_ISREG(st.st_mode)) {
-                *ret_child = s->stdio[i];
+                *ret_child = TAKE_FD(fd);
                 return 0;
         }
 
         if (pipe2(pipefd, O_CLOEXEC) < 0)
                 return -errno;
         p->to_file = i > 0;
-        p->file = TAKE_FD(s->stdio[i]);
+        p->file = TAKE_FD(fd);
         p->pipe = p->to_file ? pipefd[0] : pipefd[1];
-        s->stdio[i] = p->to_file ? pipefd[1] : pipefd[0];   /* the command's end */
         (void) fcntl(p->pipe, F_SETFL, O_NONBLOCK);
+        *ret_child = p->to_file ? pipefd[1] : pipefd[0];   /* the command's end */
         if (!p->to_file) {
                 p->buf = calloc(1, sizeof(Buffer));
                 if (!p->buf)
                         return -ENOMEM;
         }
-        r = sd_event_add_io(s->manager->event, &p->source, p->pipe, p->to_file ? EPOLLIN : EPOLLOUT, on_pump, p);
+        r = sd_event_add_io(s->event, &p->source, p->pipe, p->to_file ? EPOLLIN : EPOLLOUT, on_pump, p);
         if (r < 0)
                 return r;
-        *ret_child = s->stdio[i];
         return 0;
 }
 
@@ -250,89 +251,67 @@ static void pumps_drain(Session *s) {
 
 /* -------------------------------------------------------------- lifetime */
 
-/*
- * Gives the client's terminal back: what the command printed last is
- * written out, then the saved modes are restored. Done before SessionEnded
- * is sent, so that the client's shell finds the terminal as it was.
- */
+/* Restores the client's terminal and lets go of it. */
 static void terminal_release(Session *s) {
         s->tty_source = sd_event_source_disable_unref(s->tty_source);
         s->pty_source = sd_event_source_disable_unref(s->pty_source);
         if (s->client_tty < 0)
                 return;
-        relay_flush(s);
         if (s->termios_saved)
-                (void) tcsetattr(s->client_tty, TCSADRAIN, &s->saved_termios);
+                (void) tcsetattr(s->client_tty, TCSANOW, &s->saved_termios);
         s->client_tty = safe_close(s->client_tty);
 }
 
-void session_free(Session *s) {
-        Manager *m;
-
+Session *session_free(Session *s) {
         if (!s)
-                return;
-        m = s->manager;
-
+                return NULL;
+        /* The pidfd source owns the runsc exec client: unref kills it. */
         sd_event_source_disable_unref(s->child_source);
         sd_event_source_disable_unref(s->kill_timer);
-        if (s->pid > 0) {
-                /* Never leave a runsc exec client behind. */
-                (void) kill(s->pid, SIGKILL);
-                (void) waitpid(s->pid, NULL, 0);
-        }
         terminal_release(s);
         safe_close(s->pty_master);
-        for (int i = 0; i < 3; i++) {
-                safe_close(s->stdio[i]);
+        for (int i = 0; i < 3; i++)
                 pump_close(&s->pumps[i]);
-        }
         sd_bus_track_unref(s->track);
-        if (s->spec_path)
-                (void) unlink(s->spec_path);
-        if (s->pid_path)
-                (void) unlink(s->pid_path);
-        free(s->spec_path);
-        free(s->pid_path);
+        sandbox_exec_free(s->exec);
         free(s->owner);
+        free(s->reason);
         strv_free(s->argv);
-
-        if (m) {
-                if (s->prev)
-                        s->prev->next = s->next;
-                else if (m->sessions == s)
-                        m->sessions = s->next;
-                if (s->next)
-                        s->next->prev = s->prev;
-        }
         free(s);
+        return NULL;
 }
 
-void session_end(Session *s, int exit_status, const char *reason) {
-        Manager *m = s->manager;
-        char id[RANDOM_ID_LEN + 1];
-
-        memcpy(id, s->id, sizeof(id));
-        /* Output first, then the signal: the client exits when it hears it. */
+/*
+ * The session is over once its runsc exec client exited and, with a
+ * terminal, everything the command printed reached the client's terminal
+ * (or that terminal is gone). Then the terminal's modes are restored, and
+ * only then is the owner told: the client exits when it hears of it.
+ */
+static void maybe_finish(Session *s) {
+        if (!s->exited)
+                return;
+        if (s->terminal && s->client_tty >= 0 && !s->tty_eof && (!s->pty_eof || s->to_tty.len > 0))
+                return;
         pumps_drain(s);
         terminal_release(s);
-        log_session(LOG_INFO, id, "Session ended: status %d%s%s", exit_status, reason ? ", " : "", strempty(reason));
-        (void) manager_emit_session_ended(m, id, exit_status, reason);
-        session_free(s);
-        manager_session_removed(m);
+        s->exited = false;      /* report once */
+        log_session(LOG_INFO, s->id, "Session ended: status %d%s%s", s->exit_status, s->reason ? ", " : "",
+                    strempty(s->reason));
+        /* Last: ended() frees s. */
+        s->cb.ended(s, s->exit_status, s->reason, s->userdata);
 }
 
 static int on_child(sd_event_source *src, const siginfo_t *si, void *userdata) {
         Session *s = userdata;
-        int status;
 
-        if (si->si_code == CLD_EXITED)
-                status = si->si_status;
-        else
-                status = 128 + si->si_status;
-        s->pid = 0;     /* reaped by sd-event */
+        s->pid = 0;
         s->child_source = sd_event_source_disable_unref(s->child_source);
-        s->ending = true;
-        session_end(s, status, NULL);
+        s->kill_timer = sd_event_source_disable_unref(s->kill_timer);
+        s->exit_status = spawn_status_from_siginfo(si->si_code, si->si_status);
+        s->exited = true;
+        pty_final_read(s);
+        relay_update(s);
+        maybe_finish(s);
         return 0;
 }
 
@@ -340,28 +319,51 @@ static int on_kill_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         Session *s = userdata;
 
         /* The command did not go in time: end its runsc exec client. */
-        if (s->pid > 0)
-                (void) kill(s->pid, SIGKILL);
+        s->kill_timer = sd_event_source_disable_unref(s->kill_timer);
+        if (s->child_source)
+                (void) sd_event_source_send_child_signal(s->child_source, SIGKILL, NULL, 0);
         return 0;
 }
 
 void session_close(Session *s, const char *why) {
-        if (s->ending || s->closing)
+        if (s->closing || s->exited)
                 return;
         s->closing = true;
+        if (!s->reason)
+                s->reason = strdup(why);
         log_session(LOG_INFO, s->id, "Closing session: %s", why);
         /* The command's process inside goes first; the runsc exec client
          * then exits and on_child() ends the session. */
-        if (sandbox_kill_session(s->manager->sandbox, s) < 0 && s->pid > 0)
-                (void) kill(s->pid, SIGKILL);
-        (void) sd_event_add_time_relative(s->manager->event, &s->kill_timer, CLOCK_MONOTONIC,
-                                          5ULL * 1000 * 1000, 0, on_kill_timer, s);
+        if (s->terminal && s->child_source)
+                (void) sd_event_source_send_child_signal(s->child_source, SIGHUP, NULL, 0);
+        if (sandbox_exec_signal(s->exec, SIGKILL) < 0 && s->child_source)
+                (void) sd_event_source_send_child_signal(s->child_source, SIGKILL, NULL, 0);
+        (void) sd_event_add_time_relative(s->event, &s->kill_timer, CLOCK_MONOTONIC, SESSION_KILL_USEC, 0,
+                                          on_kill_timer, s);
+}
+
+void session_abandon(Session *s) {
+        if (s->exec && s->pid > 0)
+                (void) sandbox_exec_signal(s->exec, SIGKILL);
+        /* What fits into the terminal now; nothing waits for a stalled one. */
+        if (s->client_tty >= 0 && !s->tty_eof) {
+                if (s->pty_master >= 0)
+                        (void) buffer_fill(&s->to_tty, s->pty_master);
+                (void) buffer_drain(&s->to_tty, s->client_tty);
+                (void) buffer_drain(&s->to_tty, s->client_tty);
+        }
+        pumps_drain(s);
+        terminal_release(s);
 }
 
 static int on_owner_gone(sd_bus_track *track, void *userdata) {
         Session *s = userdata;
 
+        /* Nobody reads the terminal any more: nothing is left to deliver. */
+        s->tty_eof = true;
+        s->to_tty.len = 0;
         session_close(s, "its client disconnected");
+        maybe_finish(s);
         return 0;
 }
 
@@ -373,8 +375,8 @@ int session_resize(Session *s, uint16_t rows, uint16_t cols) {
         if (ioctl(s->pty_master, TIOCSWINSZ, &ws) < 0)
                 return -errno;
         /* runsc exec forwards SIGWINCH to the command inside. */
-        if (s->pid > 0 && kill(s->pid, SIGWINCH) < 0)
-                return -errno;
+        if (s->child_source)
+                return sd_event_source_send_child_signal(s->child_source, SIGWINCH, NULL, 0);
         return 0;
 }
 
@@ -382,18 +384,23 @@ int session_signal(Session *s, const char *event) {
         static const struct {
                 const char *name;
                 int sig;
-                bool foreground;
         } events[] = {
-                { "interrupt", SIGINT, true },
-                { "quit", SIGQUIT, true },
-                { "suspend", SIGTSTP, true },
-                { "hangup", SIGHUP, false },
-                { "terminate", SIGTERM, false },
+                { "interrupt", SIGINT },
+                { "quit", SIGQUIT },
+                { "suspend", SIGTSTP },
+                { "hangup", SIGHUP },
+                { "terminate", SIGTERM },
         };
 
-        for (size_t i = 0; i < ELEMENTSOF(events); i++)
-                if (streq(event, events[i].name))
-                        return sandbox_signal_session(s->manager->sandbox, s, events[i].sig, events[i].foreground);
+        for (size_t i = 0; i < ELEMENTSOF(events); i++) {
+                if (!streq(event, events[i].name))
+                        continue;
+                /* With a terminal, runsc exec forwards to the foreground process group. */
+                if (s->terminal)
+                        return s->child_source ? sd_event_source_send_child_signal(s->child_source, events[i].sig, NULL, 0)
+                                               : -ESRCH;
+                return sandbox_exec_signal(s->exec, events[i].sig);
+        }
         return -EINVAL;
 }
 
@@ -443,103 +450,91 @@ static int setup_terminal(Session *s, int passed_fd, uint16_t rows, uint16_t col
         return 0;
 }
 
-/* The profile's command, else the image's, else a login shell with the one shell every image has. */
-static char **default_command(Manager *m) {
-        if (m->domain->profile->command)
-                return strv_copy(m->domain->profile->command);
-        if (sandbox_default_command(m->sandbox))
-                return strv_copy(sandbox_default_command(m->sandbox));
-        return strv_copy((char *[]) { "/bin/sh", "-l", NULL });
-}
-
-int session_new(Manager *m, const SessionParams *p, Session **ret, sd_bus_error *error) {
-        Session *s;
-        _cleanup_close_ int slave = -EBADF;
+int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
+        _cleanup_(session_freep) Session *s = NULL;
+        _cleanup_close_ int slave = -EBADF, pidfd = -EBADF;
         int stdio[3] = { -EBADF, -EBADF, -EBADF };
+        struct timespec ts;
+        sd_id128_t rnd;
         int r;
 
+        if (!p->runtime)
+                return sd_bus_error_set(error, SD_BUS_ERROR_FAILED, "The sandbox is not running");
         s = calloc(1, sizeof(Session));
         if (!s)
                 return -ENOMEM;
-        s->manager = m;
+        s->event = p->event;
+        s->cb = p->cb;
+        s->userdata = p->userdata;
         s->client_tty = s->pty_master = -EBADF;
-        for (int i = 0; i < 3; i++) {
-                s->stdio[i] = -EBADF;
+        for (int i = 0; i < 3; i++)
                 s->pumps[i] = (FilePump) { .file = -EBADF, .pipe = -EBADF };
-        }
         s->terminal = p->terminal;
         s->owner_pid = p->owner_pid;
-        s->started_usec = now_usec();
-        r = random_hex_id(s->id);
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        s->started_usec = (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+        r = sd_id128_randomize(&rnd);
         if (r < 0)
-                goto fail;
+                return r;
+        sd_id128_to_string(rnd, s->id);
         s->owner = strdup(p->owner ?: "");
-        s->argv = p->argv && p->argv[0] ? strv_copy(p->argv) : default_command(m);
-        if (!s->owner || !s->argv) {
-                r = -ENOMEM;
-                goto fail;
-        }
-
-        /* Link first, so that failure paths can use session_free(). */
-        s->next = m->sessions;
-        if (m->sessions)
-                m->sessions->prev = s;
-        m->sessions = s;
+        s->argv = strv_copy(p->argv);
+        if (!s->owner || !s->argv)
+                return -ENOMEM;
 
         if (p->terminal) {
                 r = setup_terminal(s, p->fds[0], p->rows, p->cols, &slave);
-                if (r < 0) {
-                        sd_bus_error_set_errnof(error, -r, "Cannot set up the session's terminal: %m");
-                        goto fail;
-                }
+                if (r < 0)
+                        return sd_bus_error_set_errnof(error, -r, "Cannot set up the session's terminal: %m");
                 stdio[0] = stdio[1] = stdio[2] = slave;
-        } else {
+        } else
                 for (int i = 0; i < 3; i++) {
                         r = stdio_prepare(s, i, p->fds[i], &stdio[i]);
                         if (r < 0) {
-                                sd_bus_error_set_errnof(error, -r, "Cannot set up the session's standard streams: %m");
-                                goto fail;
+                                for (int j = 0; j < i; j++)
+                                        safe_close(stdio[j]);
+                                return sd_bus_error_set_errnof(error, -r, "Cannot set up the session's standard streams: %m");
                         }
                 }
-        }
 
-        r = sandbox_spawn_session(m->sandbox, s, p->env, stdio);
-        if (r < 0) {
-                sd_bus_error_set_errnof(error, -r, "Cannot start the session's command: %m");
-                goto fail;
-        }
-        /* The command has them now. */
-        slave = safe_close(slave);
-        for (int i = 0; i < 3; i++)
-                s->stdio[i] = safe_close(s->stdio[i]);
-
-        r = sd_event_add_child(m->event, &s->child_source, s->pid, WEXITED, on_child, s);
+        r = sandbox_exec(p->runtime,
+                         &(SandboxExecParams) { .session_id = s->id, .argv = s->argv, .client_env = p->env,
+                                                .terminal = p->terminal, .stdio = stdio },
+                         &s->exec, &s->pid, &pidfd);
+        /* The command has them now (or never will). */
+        if (!p->terminal)
+                for (int i = 0; i < 3; i++)
+                        safe_close(stdio[i]);
         if (r < 0)
-                goto fail;
+                return sd_bus_error_set_errnof(error, -r, "Cannot start the session's command: %m");
+        slave = safe_close(slave);
+
+        r = sd_event_add_child_pidfd(s->event, &s->child_source, pidfd, WEXITED, on_child, s);
+        if (r < 0) {
+                (void) kill(s->pid, SIGKILL);
+                return r;
+        }
+        (void) sd_event_source_set_child_pidfd_own(s->child_source, true);
+        (void) sd_event_source_set_child_process_own(s->child_source, true);
+        TAKE_FD(pidfd);
 
         if (p->terminal) {
-                r = sd_event_add_io(m->event, &s->tty_source, s->client_tty, EPOLLIN, on_tty, s);
+                r = sd_event_add_io(s->event, &s->tty_source, s->client_tty, EPOLLIN, on_tty, s);
                 if (r >= 0)
-                        r = sd_event_add_io(m->event, &s->pty_source, s->pty_master, EPOLLIN, on_pty, s);
+                        r = sd_event_add_io(s->event, &s->pty_source, s->pty_master, EPOLLIN, on_pty, s);
                 if (r < 0)
-                        goto fail;
+                        return r;
                 relay_update(s);
         }
 
-        r = sd_bus_track_new(m->bus, &s->track, on_owner_gone, s);
+        r = sd_bus_track_new(p->bus, &s->track, on_owner_gone, s);
         if (r >= 0)
                 r = sd_bus_track_add_name(s->track, s->owner);
         if (r < 0)
-                goto fail;
+                return r;
 
         log_session(LOG_INFO, s->id, "Session opened for %s (pid %d)%s: %s", s->owner, (int) s->owner_pid,
                     s->terminal ? " with a terminal" : "", s->argv[0]);
-        manager_session_added(m);
-        *ret = s;
+        *ret = TAKE_PTR(s);
         return 0;
-
-fail:
-        log_session(LOG_WARNING, s->id, "Session could not start: %s", strerror(-r));
-        session_free(s);
-        return r;
 }

@@ -9,14 +9,18 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
-#include "manager.h"
+#include "sandbox.h"
+#include "sandbox-exec.h"
 
+#define SESSION_ID_LEN 32
 #define SESSION_BUFFER_SIZE (64 * 1024)
 
 typedef struct Buffer {
         char data[SESSION_BUFFER_SIZE];
         size_t start, len;
 } Buffer;
+
+typedef struct Session Session;
 
 /*
  * gVisor reads and writes a regular file passed as a standard stream at
@@ -34,25 +38,39 @@ typedef struct FilePump {
 } FilePump;
 
 /*
+ * What a session tells its owner, from the event loop: it is over (its
+ * command exited, or it was closed, and with a terminal the last output
+ * reached the client's terminal and its modes were restored). The owner
+ * then announces it and frees the session.
+ */
+typedef struct SessionCallbacks {
+        void (*ended)(Session *s, int exit_status, const char *reason, void *userdata);
+} SessionCallbacks;
+
+/*
  * A Client Session: one command in the sandbox, owned by one bus connection.
  * With a terminal, the coordinator owns the PTY master (FR-14) and relays
  * between it and the client's terminal, which it holds in raw mode for the
  * session and restores afterwards, whatever became of the client (DX-5).
+ * Nothing here ever waits on a peer: both directions have a bounded buffer,
+ * and a full buffer stops reading from the other side (back-pressure on
+ * this session only).
  */
 struct Session {
-        Manager *manager;
-        Session *next, *prev;
+        Session *next, *prev;   /* the owner's list */
+        sd_event *event;
+        SessionCallbacks cb;
+        void *userdata;
 
-        char id[RANDOM_ID_LEN + 1];
+        char id[SESSION_ID_LEN + 1];
         char *owner;            /* unique bus name of the client */
         pid_t owner_pid;
         sd_bus_track *track;
         char **argv;
-        uint64_t started_usec;
+        uint64_t started_usec;  /* CLOCK_REALTIME */
         bool terminal;
 
-        /* Without a terminal: the client's stdin, stdout, stderr, and pumps for regular files. */
-        int stdio[3];
+        /* Without a terminal: pumps for regular files. */
         FilePump pumps[3];
 
         /* With a terminal. */
@@ -66,32 +84,42 @@ struct Session {
         bool tty_eof, pty_eof;
 
         /* The runsc exec client that runs the command. */
+        SandboxExec *exec;
         pid_t pid;
         sd_event_source *child_source;
-        char *spec_path;
-        char *pid_path;         /* where runsc writes the PID inside the sandbox */
         bool closing;           /* its processes are being killed */
-        bool ending;
+        bool exited;            /* the runsc exec client is gone; draining */
+        int exit_status;
+        char *reason;
         sd_event_source *kill_timer;
 };
 
 typedef struct SessionParams {
-        char **argv;            /* empty: the profile's command or a login shell */
+        sd_event *event;
+        sd_bus *bus;
+        const SandboxRuntime *runtime;
+        char **argv;            /* not empty */
         char **env;
         bool terminal;
         int fds[3];             /* borrowed; terminal: fds[0] only */
         uint16_t rows, cols;
         const char *owner;
         pid_t owner_pid;
+        SessionCallbacks cb;
+        void *userdata;
 } SessionParams;
 
-int session_new(Manager *m, const SessionParams *p, Session **ret, sd_bus_error *error);
-Session *session_find(Manager *m, const char *id);
+int session_new(const SessionParams *p, Session **ret, sd_bus_error *error);
 int session_resize(Session *s, uint16_t rows, uint16_t cols);
 /* event: interrupt, quit, suspend, hangup, terminate. -EINVAL for others. */
 int session_signal(Session *s, const char *event);
-/* Kills the session's processes; it ends when its runsc exec client exits. */
+/* Kills the session's processes; ended() follows from the loop. */
 void session_close(Session *s, const char *why);
-/* Ends now: emits SessionEnded, releases everything, unlinks it. */
-void session_end(Session *s, int exit_status, const char *reason);
-void session_free(Session *s);
+/*
+ * For the owner's teardown: ends the session now, without reporting: the
+ * command is killed, what is buffered is offered to the client's terminal
+ * without waiting, and the terminal's modes are restored.
+ */
+void session_abandon(Session *s);
+Session *session_free(Session *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Session *, session_free);

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bundle.h"
+#include "cleanup.h"
+#include "oci-spec.h"
+#include "path-util.h"
+#include "util.h"
+
+int mkdir_mode(const char *path, mode_t mode) {
+        if (mkdir(path, mode) < 0 && errno != EEXIST)
+                return -errno;
+        /* The umask does not decide who may read it. */
+        return chmod(path, mode) < 0 ? -errno : 0;
+}
+
+int write_file(const char *path, const char *content, mode_t mode) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+
+        if (fd < 0)
+                return -errno;
+        return write_all(fd, content, strlen(content));
+}
+
+int copy_file(const char *from, const char *to, mode_t mode) {
+        _cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC), out = -EBADF;
+        char buf[65536];
+        ssize_t k;
+
+        if (in < 0)
+                return -errno;
+        out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (out < 0)
+                return -errno;
+        if (fchmod(out, mode) < 0)
+                return -errno;
+        while ((k = read(in, buf, sizeof(buf))) > 0)
+                if (write_all(out, buf, (size_t) k) < 0)
+                        return -EIO;
+        return k < 0 ? -errno : 0;
+}
+
+int bundle_write(const BundleParams *p, char **ret_error) {
+        const Domain *d = p->domain;
+        _cleanup_free_ char *json = NULL, *cfg = NULL, *init_src = NULL, *init_dst = NULL, *terminfo = NULL,
+                            *error = NULL;
+        _cleanup_free_ OciMount *mounts = NULL;
+        ResolvedVolume *vols = NULL;
+        size_t n_vols = 0, n = 0;
+        static const char *const rw[] = { "rbind", "rw", NULL };
+        static const char *const ro[] = { "rbind", "ro", NULL };
+        int r;
+
+        /* The control directory is read inside by the sandbox's processes. */
+        r = mkdir_mode(p->control_dir, 0755);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot create %s: %s", p->control_dir, strerror(-r));
+        terminfo = path_join(p->control_dir, "terminfo");
+        init_dst = path_join(p->control_dir, "init");
+        init_src = path_join(LIBEXECDIR, "lazaret-init");
+        if (!terminfo || !init_dst || !init_src)
+                return -ENOMEM;
+        r = mkdir_mode(terminfo, 0755);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot create %s: %s", terminfo, strerror(-r));
+        r = copy_file(getenv("LAZARET_INIT") ?: init_src, init_dst, 0755);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot install %s into the sandbox: %s", init_src, strerror(-r));
+
+        r = domain_resolve_volumes(d, &vols, &n_vols, &error);
+        if (r < 0)
+                return errorf(ret_error, r, "%s", error ?: "cannot resolve volumes");
+        mounts = calloc(2 + n_vols, sizeof(OciMount));
+        if (!mounts) {
+                resolved_volumes_free(vols, n_vols);
+                return -ENOMEM;
+        }
+        mounts[n++] = (OciMount) { SANDBOX_WORKSPACE, "bind", d->workspace, rw };
+        mounts[n++] = (OciMount) { SANDBOX_CONTROL_MOUNT, "bind", p->control_dir, ro };
+        for (size_t i = 0; i < n_vols; i++)
+                mounts[n++] = (OciMount) { vols[i].container, "bind", vols[i].host, vols[i].mode == VOLUME_RW ? rw : ro };
+
+        /* Writable, but only through runsc's root overlay, whose upper layer
+         * lives in a Domain-owned directory (--overlay2=root:dir=): the
+         * prepared lower on the host is never written. */
+        OciContainer c = {
+                .rootfs = p->rootfs,
+                .rootfs_readonly = false,
+                .hostname = d->profile->name,
+                .args = (char *[]) { (char *) SANDBOX_CONTROL_MOUNT "/init", NULL },
+                .env = p->env,
+                .cwd = "/",
+                .mounts = mounts,
+                .n_mounts = n,
+        };
+        r = oci_container_json(&c, &json);
+        resolved_volumes_free(vols, n_vols);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot build the OCI specification: %s", strerror(-r));
+        cfg = path_join(p->bundle_dir, "config.json");
+        if (!cfg)
+                return -ENOMEM;
+        r = write_file(cfg, json, 0600);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot write %s: %s", cfg, strerror(-r));
+        return 0;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "domain.h"
+
+#define SANDBOX_CONTROL_MOUNT "/run/lazaret"
+
+/*
+ * The runsc bundle of one generation: config.json in bundle_dir, and the
+ * control directory (mounted read-only at /run/lazaret: the container's
+ * init, terminfo entries) that it refers to. Plain file work, no children.
+ */
+typedef struct BundleParams {
+        const Domain *domain;
+        const char *bundle_dir;
+        const char *control_dir;
+        const char *rootfs;
+        char **env;
+} BundleParams;
+
+int bundle_write(const BundleParams *p, char **ret_error);
+
+/* Creates path with mode, tolerating an existing directory; sets the mode either way. */
+int mkdir_mode(const char *path, mode_t mode);
+/* Writes content to a new or truncated file (never through a symlink). */
+int write_file(const char *path, const char *content, mode_t mode);
+/* Copies a file (never writing through a symlink). */
+int copy_file(const char *from, const char *to, mode_t mode);

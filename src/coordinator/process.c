@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "process.h"
+#include "spawn.h"
+
+struct Process {
+        sd_event_source *child;
+        sd_event_source *pipe_source;
+        int pipe;
+        char output[PROCESS_OUTPUT_MAX + 1];
+        size_t len;
+        ProcessDone done;
+        void *userdata;
+};
+
+Process *process_free(Process *p) {
+        if (!p)
+                return NULL;
+        /* The pidfd source owns the process: unref kills it (pidfd_own, process_own). */
+        sd_event_source_disable_unref(p->child);
+        sd_event_source_disable_unref(p->pipe_source);
+        safe_close(p->pipe);
+        free(p);
+        return NULL;
+}
+
+static void read_output(Process *p) {
+        for (;;) {
+                char sink[4096];
+                size_t room = PROCESS_OUTPUT_MAX - p->len;
+                ssize_t k = read(p->pipe, room > 0 ? p->output + p->len : sink, room > 0 ? room : sizeof(sink));
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0) {
+                        if (k == 0 || errno != EAGAIN) {
+                                p->pipe_source = sd_event_source_disable_unref(p->pipe_source);
+                                p->pipe = safe_close(p->pipe);
+                        }
+                        return;
+                }
+                if (room > 0)
+                        p->len += (size_t) k;
+        }
+}
+
+static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        read_output(userdata);
+        return 0;
+}
+
+static int on_process_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        Process *p = userdata;
+        int status = spawn_status_from_siginfo(si->si_code, si->si_status);
+
+        /* Whatever it wrote before it exited. */
+        if (p->pipe >= 0)
+                read_output(p);
+        p->output[p->len] = 0;
+        while (p->len > 0 && strchr(" \t\n\r", p->output[p->len - 1]))
+                p->output[--p->len] = 0;
+        p->child = sd_event_source_disable_unref(p->child);
+        /* Last: done() may free p. */
+        p->done(p, status, p->output, p->userdata);
+        return 0;
+}
+
+static int start(sd_event *e, char *const *argv, int stderr_fd, sd_event_source **ret_child,
+                 sd_event_child_handler_t handler, void *userdata) {
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        _cleanup_close_ int pidfd = -EBADF;
+        pid_t pid;
+        int r;
+
+        o.argv = argv;
+        o.stdio[2] = stderr_fd;
+        o.die_with_parent = true;
+        r = spawn(&o, &pid, &pidfd);
+        if (r < 0)
+                return r;
+        r = sd_event_add_child_pidfd(e, ret_child, pidfd, WEXITED, handler, userdata);
+        if (r < 0) {
+                (void) kill(pid, SIGKILL);
+                return r;
+        }
+        /* The source owns the pidfd and the process: freed early, it kills it. */
+        (void) sd_event_source_set_child_pidfd_own(*ret_child, true);
+        (void) sd_event_source_set_child_process_own(*ret_child, true);
+        TAKE_FD(pidfd);
+        return 0;
+}
+
+int process_run(sd_event *e, char *const *argv, ProcessDone done, void *userdata, Process **ret) {
+        Process *p;
+        int fds[2], r;
+
+        p = calloc(1, sizeof(Process));
+        if (!p)
+                return -ENOMEM;
+        p->pipe = -EBADF;
+        p->done = done;
+        p->userdata = userdata;
+        if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        p->pipe = fds[0];
+        r = start(e, argv, fds[1], &p->child, on_process_exit, p);
+        safe_close(fds[1]);
+        if (r < 0)
+                goto fail;
+        r = sd_event_add_io(e, &p->pipe_source, p->pipe, EPOLLIN, on_output, p);
+        if (r < 0)
+                goto fail;
+        *ret = p;
+        return 0;
+fail:
+        process_free(p);
+        return r;
+}
+
+static int on_detached_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        sd_event_source_disable_unref(s);
+        return 0;
+}
+
+int process_run_detached(sd_event *e, char *const *argv) {
+        sd_event_source *s = NULL;
+        int r;
+
+        r = start(e, argv, -EBADF, &s, on_detached_exit, NULL);
+        if (r < 0)
+                return r;
+        /* The reference belongs to on_detached_exit(), which drops it. */
+        (void) sd_event_source_set_child_process_own(s, false);
+        return 0;
+}

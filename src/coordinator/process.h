@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-event.h>
+
+#include "cleanup.h"
+
+/*
+ * A helper program run to completion from the event loop: started with
+ * spawn() (stdin and stdout on /dev/null), watched through its pidfd, its
+ * stderr collected (the first PROCESS_OUTPUT_MAX bytes, trailing blanks
+ * trimmed) for messages. done() is called once, from the loop, with the
+ * exit status (128+N for a signal), never from process_run() itself.
+ * Freeing a Process that still runs kills it.
+ */
+#define PROCESS_OUTPUT_MAX 4096
+
+typedef struct Process Process;
+typedef void (*ProcessDone)(Process *p, int status, const char *output, void *userdata);
+
+int process_run(sd_event *e, char *const *argv, ProcessDone done, void *userdata, Process **ret);
+Process *process_free(Process *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Process *, process_free);
+
+/* Runs argv and forgets it: nobody waits for its result (the loop reaps it). */
+int process_run_detached(sd_event *e, char *const *argv);

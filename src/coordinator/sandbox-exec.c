@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bundle.h"
+#include "cleanup.h"
+#include "fs-util.h"
+#include "oci-spec.h"
+#include "path-util.h"
+#include "process.h"
+#include "sandbox-exec.h"
+#include "spawn.h"
+#include "strv.h"
+#include "supervisor-proto.h"
+#include "util.h"
+
+struct SandboxExec {
+        const SandboxRuntime *rt;
+        char *spec_path;
+        char *pid_path;         /* where runsc writes the PID inside the sandbox */
+};
+
+SandboxExec *sandbox_exec_free(SandboxExec *x) {
+        if (!x)
+                return NULL;
+        if (x->spec_path)
+                (void) unlink(x->spec_path);
+        if (x->pid_path)
+                (void) unlink(x->pid_path);
+        free(x->spec_path);
+        free(x->pid_path);
+        free(x);
+        return NULL;
+}
+
+static int env_set(char ***env, const char *name, const char *value) {
+        _cleanup_free_ char *kv = NULL;
+        size_t l = strlen(name);
+
+        if (asprintf(&kv, "%s=%s", name, value) < 0)
+                return -ENOMEM;
+        /* Later entries replace earlier ones of the same name. */
+        for (char **e = *env; e && *e; e++)
+                if (strncmp(*e, name, l) == 0 && (*e)[l] == '=') {
+                        free(*e);
+                        *e = TAKE_PTR(kv);
+                        return 0;
+                }
+        if (strv_push(env, kv) < 0)
+                return -ENOMEM;
+        TAKE_PTR(kv);
+        return 0;
+}
+
+static const char *env_get(char **env, const char *name) {
+        size_t l = strlen(name);
+
+        STRV_FOREACH(e, env)
+                if (strncmp(*e, name, l) == 0 && (*e)[l] == '=')
+                        return *e + l + 1;
+        return NULL;
+}
+
+/*
+ * The host's terminfo entry for TERM, copied where the sandbox finds it
+ * (TERMINFO_DIRS), so that the terminal works even when the image lacks it.
+ */
+static void install_terminfo(const char *control_dir, const char *term) {
+        static const char *const dirs[] = { "/etc/terminfo", "/lib/terminfo", "/usr/share/terminfo", NULL };
+        char sub[2] = { term[0], 0 };
+
+        if (isempty(term) || strchr(term, '/') || strlen(term) > 64 || term[0] == '.')
+                return;
+        for (size_t i = 0; dirs[i]; i++) {
+                _cleanup_free_ char *src = NULL, *dstdir = NULL, *dst = NULL;
+                if (asprintf(&src, "%s/%s/%s", dirs[i], sub, term) < 0 ||
+                    asprintf(&dstdir, "%s/terminfo/%s", control_dir, sub) < 0 ||
+                    asprintf(&dst, "%s/%s", dstdir, term) < 0)
+                        return;
+                if (access(src, R_OK) < 0)
+                        continue;
+                (void) mkdir_mode(dstdir, 0755);
+                if (access(dst, F_OK) < 0)
+                        (void) copy_file(src, dst, 0644);
+                return;
+        }
+}
+
+/* The image's environment, then ours, then the client's (which wins). */
+static int session_env(const SandboxRuntime *rt, const SandboxExecParams *p, char ***ret) {
+        _cleanup_strv_free_ char **env = strv_copy((char **) rt->image_env);
+        int r;
+
+        if (!env)
+                return -ENOMEM;
+        r = env_set(&env, "HOME", "/root");
+        if (r >= 0)
+                r = env_set(&env, "TERMINFO_DIRS", SANDBOX_CONTROL_MOUNT "/terminfo:");
+        /* git compares only what host and sandbox agree on; an explicit
+         * GIT_CONFIG_SYSTEM of the client, and any core.checkStat in the
+         * user's or the repository's configuration, win. */
+        if (r >= 0 && !env_get(p->client_env, "GIT_CONFIG_SYSTEM"))
+                r = env_set(&env, "GIT_CONFIG_SYSTEM", SANDBOX_CONTROL_MOUNT "/gitconfig");
+        STRV_FOREACH(e, p->client_env) {
+                _cleanup_free_ char *name = strndup(*e, strchr(*e, '=') - *e);
+                if (!name)
+                        return -ENOMEM;
+                if (r >= 0)
+                        r = env_set(&env, name, strchr(*e, '=') + 1);
+        }
+        if (r >= 0)
+                r = env_set(&env, "LAZARET_DOMAIN_ID", rt->domain_id);
+        if (r >= 0)
+                r = env_set(&env, "LAZARET_SESSION_ID", p->session_id);
+        if (r >= 0 && p->terminal && !env_get(env, "TERM"))
+                r = env_set(&env, "TERM", "xterm");
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(env);
+        return 0;
+}
+
+int sandbox_exec(const SandboxRuntime *rt, const SandboxExecParams *p, SandboxExec **ret, pid_t *ret_pid, int *ret_pidfd) {
+        _cleanup_(sandbox_exec_freep) SandboxExec *x = NULL;
+        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_free_ char *json = NULL;
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        int r;
+
+        x = calloc(1, sizeof(SandboxExec));
+        if (!x)
+                return -ENOMEM;
+        x->rt = rt;
+        r = session_env(rt, p, &env);
+        if (r < 0)
+                return r;
+        if (p->terminal)
+                install_terminfo(rt->control_dir, env_get(env, "TERM"));
+
+        OciProcess proc = {
+                .args = p->argv,
+                .env = env,
+                .cwd = SANDBOX_WORKSPACE,
+                .terminal = p->terminal,
+        };
+        r = oci_process_json(&proc, &json);
+        if (r < 0)
+                return r;
+        if (asprintf(&x->spec_path, "%s/%s.json", rt->sessions_dir, p->session_id) < 0 ||
+            asprintf(&x->pid_path, "%s/%s.pid", rt->sessions_dir, p->session_id) < 0)
+                return -ENOMEM;
+        r = write_file(x->spec_path, json, 0600);
+        if (r < 0)
+                return r;
+
+        o.argv = (char *[]) { (char *) rt->runsc, (char *) "--root", (char *) rt->root, (char *) "exec",
+                              (char *) "--process", x->spec_path, (char *) "--internal-pid-file", x->pid_path,
+                              (char *) rt->container, NULL };
+        for (int i = 0; i < 3; i++)
+                o.stdio[i] = p->stdio[i];
+        /* With the PTY as its controlling terminal, the kernel sends this
+         * runsc exec SIGINT/SIGQUIT/SIGTSTP/SIGWINCH, which it forwards to
+         * the foreground process group inside. */
+        o.new_session = true;
+        o.controlling_tty = p->terminal;
+        r = spawn(&o, ret_pid, ret_pidfd);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(x);
+        return 0;
+}
+
+static int read_inner_pid(SandboxExec *x) {
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+        int pid;
+
+        if (read_full_file(x->pid_path, 32, &buf, &n) < 0)
+                return -ESRCH;
+        while (n > 0 && buf[n - 1] == '\n')
+                buf[--n] = 0;
+        if (parse_uint_strict(buf, INT32_MAX, &pid) < 0 || pid <= 0)
+                return -ESRCH;
+        return pid;
+}
+
+int sandbox_exec_signal(SandboxExec *x, int sig) {
+        char spid[16], ssig[16];
+        int inner = read_inner_pid(x);
+
+        if (inner < 0)
+                return inner;
+        snprintf(spid, sizeof(spid), "%d", inner);
+        snprintf(ssig, sizeof(ssig), "%d", sig);
+        return process_run_detached(x->rt->event, (char *[]) { (char *) x->rt->runsc, (char *) "--root", (char *) x->rt->root,
+                                                              (char *) "kill", (char *) "--pid", spid,
+                                                              (char *) x->rt->container, ssig, NULL });
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "cleanup.h"
+#include "sandbox.h"
+
+/*
+ * One command of a session inside the running sandbox: a process spec
+ * written to the sessions directory and a `runsc exec --process` client,
+ * started as the plain user. The caller watches the client through the
+ * pidfd it gets and owns the SandboxExec (which removes its files when freed).
+ */
+typedef struct SandboxExec SandboxExec;
+
+typedef struct SandboxExecParams {
+        const char *session_id;
+        char **argv;
+        char **client_env;      /* validated NAME=VALUE entries from the client */
+        bool terminal;          /* stdio[0] is the PTY slave: it becomes the controlling terminal */
+        const int *stdio;       /* 3 fds */
+} SandboxExecParams;
+
+int sandbox_exec(const SandboxRuntime *rt, const SandboxExecParams *p, SandboxExec **ret, pid_t *ret_pid, int *ret_pidfd);
+SandboxExec *sandbox_exec_free(SandboxExec *x);
+DEFINE_TRIVIAL_CLEANUP_FUNC(SandboxExec *, sandbox_exec_free);
+
+/* `runsc kill --pid INNER`: to the command's process inside (not waited for). */
+int sandbox_exec_signal(SandboxExec *x, int sig);

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fs-util.h"
+#include "log.h"
+#include "process.h"
+#include "spawn.h"
+#include "userns.h"
+
+/* Where the child finds its end of the synchronisation pipes. */
+#define CHILD_SYNC_FD 4
+#define CHILD_GO_FD 5
+
+struct UsernsChild {
+        sd_event *event;
+        UsernsCallbacks cb;
+        void *userdata;
+        pid_t pid;
+        sd_event_source *child_source;
+        int sync_fd;            /* the child writes 'u' once it has unshared */
+        sd_event_source *sync_source;
+        int go_fd;              /* we write 'g' to let it exec */
+        Process *mapper;
+        SubidRange uids, gids;
+        bool gid_done;
+};
+
+static int child_hook(void *userdata) {
+        char c;
+
+        if (unshare(CLONE_NEWUSER) < 0)
+                return 1;
+        if (write(CHILD_SYNC_FD, "u", 1) != 1)
+                return 1;
+        if (read(CHILD_GO_FD, &c, 1) != 1 || c != 'g')
+                return 1;
+        (void) close(CHILD_SYNC_FD);
+        (void) close(CHILD_GO_FD);
+        if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
+                return 1;
+        return 0;
+}
+
+pid_t userns_child_pid(const UsernsChild *c) {
+        return c->pid;
+}
+
+UsernsChild *userns_child_free(UsernsChild *c) {
+        if (!c)
+                return NULL;
+        process_free(c->mapper);
+        sd_event_source_disable_unref(c->sync_source);
+        sd_event_source_disable_unref(c->child_source);   /* owns the process: kills it */
+        safe_close(c->sync_fd);
+        safe_close(c->go_fd);
+        free(c);
+        return NULL;
+}
+
+/* SR-12: the map must be exactly what we asked for, read back from the kernel. */
+static int verify_map(pid_t pid, const char *file, uint32_t id, const SubidRange *range) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        unsigned long a, b, n;
+        unsigned lines = 0;
+        bool first = false, second = false;
+
+        if (asprintf(&path, "/proc/%d/%s", (int) pid, file) < 0)
+                return -ENOMEM;
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        while (fscanf(f, "%lu %lu %lu", &a, &b, &n) == 3) {
+                lines++;
+                if (a == 0 && b == id && n == 1)
+                        first = true;
+                else if (a == 1 && b == range->start && n == SUBID_COUNT)
+                        second = true;
+        }
+        if (lines != 2 || !first || !second)
+                return log_error_errno(-EPERM, "%s does not hold the expected mapping (0 %u 1, 1 %u %u)", path, id,
+                                       range->start, SUBID_COUNT);
+        return 0;
+}
+
+static void fail(UsernsChild *c, const char *why) {
+        c->cb.failed(c, why, c->userdata);
+}
+
+static int run_mapper(UsernsChild *c, const char *tool, uint32_t id, const SubidRange *range);
+
+static void on_mapper_done(Process *p, int status, const char *output, void *userdata) {
+        UsernsChild *c = userdata;
+        const char *tool = c->gid_done ? "newgidmap" : "newuidmap";
+        int r;
+
+        c->mapper = process_free(c->mapper);
+        if (status != 0) {
+                log_error("%s failed (%d): %s", tool, status, isempty(output) ? "no message" : output);
+                fail(c, "cannot set up the sandbox's user namespace (newuidmap/newgidmap failed; see the log)");
+                return;
+        }
+        if (!c->gid_done) {
+                c->gid_done = true;
+                r = run_mapper(c, "newgidmap", getgid(), &c->gids);
+                if (r < 0)
+                        fail(c, "cannot set up the sandbox's user namespace (see the log)");
+                return;
+        }
+        if (verify_map(c->pid, "uid_map", getuid(), &c->uids) < 0 ||
+            verify_map(c->pid, "gid_map", getgid(), &c->gids) < 0) {
+                fail(c, "the sandbox's user namespace does not hold the expected mapping (see the log)");
+                return;
+        }
+        c->cb.mapped(c, c->userdata);
+}
+
+/* newuidmap/newgidmap PID 0 ID 1 1 START 65536 */
+static int run_mapper(UsernsChild *c, const char *tool, uint32_t id, const SubidRange *range) {
+        _cleanup_free_ char *prog = find_program(tool);
+        char spid[16], sid[16], sstart[16], scount[16];
+
+        if (!prog)
+                return log_error_errno(-ENOENT, "%s is not installed; install the uidmap package", tool);
+        snprintf(spid, sizeof(spid), "%d", (int) c->pid);
+        snprintf(sid, sizeof(sid), "%u", id);
+        snprintf(sstart, sizeof(sstart), "%u", range->start);
+        snprintf(scount, sizeof(scount), "%u", SUBID_COUNT);
+        return process_run(c->event, (char *[]) { prog, spid, (char *) "0", sid, (char *) "1", (char *) "1", sstart, scount, NULL },
+                           on_mapper_done, c, &c->mapper);
+}
+
+static int on_sync(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        UsernsChild *c = userdata;
+        char ch = 0;
+        ssize_t k;
+        int r;
+
+        k = read(fd, &ch, 1);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR))
+                return 0;
+        c->sync_source = sd_event_source_disable_unref(c->sync_source);
+        c->sync_fd = safe_close(c->sync_fd);
+        if (k != 1 || ch != 'u') {
+                fail(c, "cannot create a user namespace (are unprivileged user namespaces enabled?)");
+                return 0;
+        }
+        r = run_mapper(c, "newuidmap", getuid(), &c->uids);
+        if (r < 0)
+                fail(c, "cannot set up the sandbox's user namespace (see the log)");
+        return 0;
+}
+
+static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        UsernsChild *c = userdata;
+
+        c->pid = 0;
+        c->child_source = sd_event_source_disable_unref(c->child_source);
+        c->cb.exited(c, spawn_status_from_siginfo(si->si_code, si->si_status), c->userdata);
+        return 0;
+}
+
+int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidRange *uids, const SubidRange *gids,
+                       const UsernsCallbacks *cb, void *userdata, UsernsChild **ret) {
+        _cleanup_(userns_child_freep) UsernsChild *c = NULL;
+        _cleanup_close_ int sync_w = -EBADF, go_r = -EBADF, pidfd = -EBADF;
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        int p[2], pass[3], r;
+
+        c = calloc(1, sizeof(UsernsChild));
+        if (!c)
+                return -ENOMEM;
+        c->event = e;
+        c->cb = *cb;
+        c->userdata = userdata;
+        c->uids = *uids;
+        c->gids = *gids;
+        c->sync_fd = c->go_fd = -EBADF;
+
+        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+                return -errno;
+        c->sync_fd = p[0];
+        sync_w = p[1];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        go_r = p[0];
+        c->go_fd = p[1];
+        /* The child's read end blocks; ours never waits: one byte into an empty pipe. */
+        (void) fcntl(c->go_fd, F_SETFL, O_NONBLOCK);
+        (void) fcntl(go_r, F_SETFL, 0);
+
+        pass[0] = keep_fd;              /* fd 3 */
+        pass[1] = sync_w;               /* fd 4 = CHILD_SYNC_FD */
+        pass[2] = go_r;                 /* fd 5 = CHILD_GO_FD */
+        o.argv = argv;
+        o.pass_fds = pass;
+        o.n_pass_fds = 3;
+        o.die_with_parent = true;
+        o.child_hook = child_hook;
+        r = spawn(&o, &c->pid, &pidfd);
+        if (r < 0)
+                return r;
+        r = sd_event_add_child_pidfd(e, &c->child_source, pidfd, WEXITED, on_child_exit, c);
+        if (r < 0) {
+                (void) kill(c->pid, SIGKILL);
+                return r;
+        }
+        (void) sd_event_source_set_child_pidfd_own(c->child_source, true);
+        (void) sd_event_source_set_child_process_own(c->child_source, true);
+        TAKE_FD(pidfd);
+        r = sd_event_add_io(e, &c->sync_source, c->sync_fd, EPOLLIN, on_sync, c);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int userns_child_go(UsernsChild *c) {
+        if (write(c->go_fd, "g", 1) != 1)
+                return -errno;
+        c->go_fd = safe_close(c->go_fd);
+        return 0;
+}

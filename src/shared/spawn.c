@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "macro.h"
+#include "spawn.h"
+
+/* Above anything we will place: 3 + n_pass_fds stays well below this. */
+#define SPAWN_HIGH_FD 512
+
+static const char *const sd_daemon_vars[] = {
+        "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_PID", "WATCHDOG_USEC",
+};
+
+static _noreturn_ void child(const SpawnOptions *o, pid_t parent) {
+        int high[3 + 64];
+        size_t n = 3 + o->n_pass_fds;
+        sigset_t none;
+        int null;
+
+        sigemptyset(&none);
+        (void) sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int sig = 1; sig < _NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void) signal(sig, SIG_DFL);
+        for (size_t i = 0; i < ELEMENTSOF(sd_daemon_vars); i++)
+                (void) unsetenv(sd_daemon_vars[i]);
+
+        if (o->die_with_parent) {
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                        _exit(126);
+                /* The parent may have died before the line above. */
+                if (getppid() != parent)
+                        _exit(126);
+        }
+        if (o->new_session && setsid() < 0)
+                _exit(126);
+
+        /* Move every fd we keep out of the way first, then into place: a
+         * source may sit where another one's target is. */
+        null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0)
+                _exit(126);
+        for (size_t i = 0; i < n; i++) {
+                int src = i < 3 ? (o->stdio[i] >= 0 ? o->stdio[i] : null) : o->pass_fds[i - 3];
+                high[i] = fcntl(src, F_DUPFD_CLOEXEC, SPAWN_HIGH_FD);
+                if (high[i] < 0)
+                        _exit(126);
+        }
+        for (size_t i = 0; i < n; i++)
+                if (dup2(high[i], (int) i) < 0)     /* dup2() clears O_CLOEXEC on the target */
+                        _exit(126);
+        if (close_range((unsigned) n, ~0U, 0) < 0)
+                _exit(126);
+
+        if (o->controlling_tty && ioctl(0, TIOCSCTTY, 0) < 0)
+                _exit(126);
+        if (o->child_hook && o->child_hook(o->hook_userdata) != 0)
+                _exit(126);
+        execv(o->argv[0], o->argv);
+        _exit(127);
+}
+
+int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
+        pid_t parent = getpid(), pid;
+        int pidfd = -EBADF;
+
+        if (!o->argv || !o->argv[0] || o->argv[0][0] != '/' || o->n_pass_fds > 64)
+                return -EINVAL;
+        if (o->controlling_tty && !o->new_session)
+                return -EINVAL;
+        pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0)
+                child(o, parent);
+        if (ret_pidfd) {
+                /* Not reaped yet (nobody waits for it before we return), so
+                 * the PID cannot have been reused. */
+                pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+                if (pidfd < 0) {
+                        int r = -errno;
+                        (void) kill(pid, SIGKILL);
+                        (void) waitpid(pid, NULL, 0);
+                        return r;
+                }
+                *ret_pidfd = pidfd;
+        }
+        if (ret_pid)
+                *ret_pid = pid;
+        return 0;
+}
+
+int spawn_status_from_siginfo(int code, int status) {
+        return code == CLD_EXITED ? status : 128 + status;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+
+/*
+ * The Runtime Supervisor's reports to its coordinator, one per SOCK_SEQPACKET
+ * datagram, in text so that a person reading a trace understands them:
+ *
+ *   READY                 the container runs; the supervisor is confined
+ *   FAILED <reason>       start-up failed; reason is one printable line
+ *   EXITED <status>       the container's init ended (0..255; 128+N: signal N)
+ *
+ * Nothing else is valid: unknown words, missing or extra arguments, bytes
+ * outside printable ASCII, a status that is not a plain decimal number in
+ * range, or a datagram longer than SUPERVISOR_MSG_MAX are refused.
+ */
+
+#define SUPERVISOR_MSG_MAX 1024
+#define SUPERVISOR_REASON_MAX (SUPERVISOR_MSG_MAX - 8)
+
+typedef enum SupervisorMsgType {
+        SUPERVISOR_READY,
+        SUPERVISOR_FAILED,
+        SUPERVISOR_EXITED,
+} SupervisorMsgType;
+
+typedef struct SupervisorMsg {
+        SupervisorMsgType type;
+        int status;                             /* EXITED */
+        char reason[SUPERVISOR_REASON_MAX + 1]; /* FAILED */
+} SupervisorMsg;
+
+/*
+ * Encodes msg into buf (size SUPERVISOR_MSG_MAX); returns the length. A
+ * reason is cut at SUPERVISOR_REASON_MAX bytes and every byte that is not
+ * printable ASCII becomes '?', so encoding never fails for a valid type.
+ */
+int supervisor_msg_encode(const SupervisorMsg *msg, char buf[static SUPERVISOR_MSG_MAX]);
+
+/* Decodes one datagram of n bytes; -EBADMSG for anything not in the grammar. */
+int supervisor_msg_decode(const char *buf, size_t n, SupervisorMsg *ret);
+
+/* Parses a non-negative decimal int with no sign, spaces or leading zeros; -EINVAL/-ERANGE. */
+int parse_uint_strict(const char *s, int max, int *ret);

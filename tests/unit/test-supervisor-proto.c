@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "supervisor-proto.h"
+
+static int decode(const char *s, SupervisorMsg *m) {
+        return supervisor_msg_decode(s, strlen(s), m);
+}
+
+Test(supervisor_proto, round_trip) {
+        char buf[SUPERVISOR_MSG_MAX];
+        SupervisorMsg in = { .type = SUPERVISOR_FAILED }, out;
+        int n;
+
+        strcpy(in.reason, "runsc create: no such file");
+        n = supervisor_msg_encode(&in, buf);
+        cr_assert_gt(n, 0);
+        cr_assert_eq(supervisor_msg_decode(buf, (size_t) n, &out), 0);
+        cr_assert_eq(out.type, SUPERVISOR_FAILED);
+        cr_assert_str_eq(out.reason, in.reason);
+
+        in = (SupervisorMsg) { .type = SUPERVISOR_EXITED, .status = 137 };
+        n = supervisor_msg_encode(&in, buf);
+        cr_assert_eq(supervisor_msg_decode(buf, (size_t) n, &out), 0);
+        cr_assert_eq(out.type, SUPERVISOR_EXITED);
+        cr_assert_eq(out.status, 137);
+
+        in = (SupervisorMsg) { .type = SUPERVISOR_READY };
+        n = supervisor_msg_encode(&in, buf);
+        cr_assert_eq(supervisor_msg_decode(buf, (size_t) n, &out), 0);
+        cr_assert_eq(out.type, SUPERVISOR_READY);
+}
+
+Test(supervisor_proto, encode_sanitizes_and_bounds) {
+        char buf[SUPERVISOR_MSG_MAX];
+        SupervisorMsg in = { .type = SUPERVISOR_FAILED }, out;
+        int n;
+
+        strcpy(in.reason, "line one\nline\ttwo\x7f");
+        n = supervisor_msg_encode(&in, buf);
+        cr_assert_eq(supervisor_msg_decode(buf, (size_t) n, &out), 0);
+        cr_assert_str_eq(out.reason, "line one?line?two?");
+
+        memset(in.reason, 'x', SUPERVISOR_REASON_MAX);
+        in.reason[SUPERVISOR_REASON_MAX] = 0;
+        n = supervisor_msg_encode(&in, buf);
+        cr_assert_gt(n, 0);
+        cr_assert_lt(n, SUPERVISOR_MSG_MAX);
+        cr_assert_eq(supervisor_msg_decode(buf, (size_t) n, &out), 0);
+
+        in = (SupervisorMsg) { .type = SUPERVISOR_EXITED, .status = 256 };
+        cr_assert_eq(supervisor_msg_encode(&in, buf), -EINVAL);
+}
+
+Test(supervisor_proto, refuses_what_is_not_in_the_grammar) {
+        static const char *const bad[] = {
+                "", "READY ", "ready", "READYX", "FAILED", "FAILED ", "EXITED", "EXITED ", "EXITED -1",
+                "EXITED 256", "EXITED 01", "EXITED 1 2", "EXITED 0x10", "EXITED  1", "EXITED 99999999999",
+                "NETWORK up", "FAILED a\nb",
+        };
+        SupervisorMsg m;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                cr_expect_eq(decode(bad[i], &m), -EBADMSG, "accepted \"%s\"", bad[i]);
+        cr_assert_eq(supervisor_msg_decode("READY\0junk", 10, &m), -EBADMSG);
+        {
+                char big[SUPERVISOR_MSG_MAX + 1];
+                memset(big, 'A', sizeof(big));
+                memcpy(big, "FAILED ", 7);
+                cr_assert_eq(supervisor_msg_decode(big, sizeof(big), &m), -EBADMSG);
+        }
+}
+
+Test(supervisor_proto, parse_uint_strict) {
+        int v;
+
+        cr_assert_eq(parse_uint_strict("0", 10, &v), 0);
+        cr_assert_eq(v, 0);
+        cr_assert_eq(parse_uint_strict("3", 10, &v), 0);
+        cr_assert_eq(v, 3);
+        cr_assert_eq(parse_uint_strict("11", 10, &v), -ERANGE);
+        cr_assert_eq(parse_uint_strict("", 10, &v), -EINVAL);
+        cr_assert_eq(parse_uint_strict("+3", 10, &v), -EINVAL);
+        cr_assert_eq(parse_uint_strict(" 3", 10, &v), -EINVAL);
+        cr_assert_eq(parse_uint_strict("03", 10, &v), -EINVAL);
+        cr_assert_eq(parse_uint_strict("3a", 10, &v), -EINVAL);
+}
