@@ -617,6 +617,8 @@ static int rule_key(Parser *p, size_t which, json_object *v, const char *path, v
                         return perr(p, a0, -EPERM,
                                     "\"%s\" can run arbitrary commands (matches \"%s\") and cannot be auto-approved",
                                     rule->argv[0], hit);
+                /* What the file system said is part of the fingerprint: a reader that resolves differently fails it. */
+                rule->program = TAKE_PTR(real);
                 return 0;
         }
         case 1:
@@ -855,8 +857,10 @@ Config *config_free(Config *c) {
         free(c->default_profile);
         free(c->allow.items);
         free(c->deny.items);
-        for (size_t i = 0; i < c->n_auto_approve; i++)
+        for (size_t i = 0; i < c->n_auto_approve; i++) {
                 strv_free(c->auto_approve[i].argv);
+                free(c->auto_approve[i].program);
+        }
         free(c->auto_approve);
         for (size_t i = 0; i < c->n_profiles; i++)
                 profile_done(&c->profiles[i]);
@@ -1045,6 +1049,7 @@ int config_canonical_json(const Config *c, char **ret) {
         for (size_t i = 0; i < c->n_auto_approve; i++) {
                 json_object *r = json_object_new_object();
                 json_object_object_add(r, "argv", json_strv(c->auto_approve[i].argv));
+                json_object_object_add(r, "program", c->auto_approve[i].program ? json_object_new_string(c->auto_approve[i].program) : NULL);
                 json_object_object_add(r, "trailing_args", json_object_new_boolean(c->auto_approve[i].trailing_args));
                 json_object_array_add(rules, r);
         }
@@ -1115,23 +1120,19 @@ const char *volume_mode_to_string(VolumeMode m) {
 
 /* ------------------------------------------------------------------ load */
 
-int config_default_path(char **ret) {
-        _cleanup_free_ char *xdg = NULL;
-        const char *e = getenv("LAZARET_CONFIG");
+int config_default_path(const HostContext *hc, char **ret) {
         char *j;
-        int r;
 
-        if (!isempty(e)) {
-                j = strdup(e);
+        if (hc->config_env) {
+                j = strdup(hc->config_env);
                 if (!j)
                         return -ENOMEM;
                 *ret = j;
                 return 1;       /* named by the environment: must exist */
         }
-        r = get_xdg_config_home(&xdg);
-        if (r < 0)
-                return r;
-        j = path_join(xdg, "lazaret/config.json");
+        if (!hc->xdg_config_home)
+                return -ENXIO;
+        j = path_join(hc->xdg_config_home, "lazaret/config.json");
         if (!j)
                 return -ENOMEM;
         *ret = j;
@@ -1168,37 +1169,28 @@ static int read_config_file(const char *path, char **ret, size_t *ret_len, char 
         return 0;
 }
 
-static int config_env(char **ret_home, char **ret_xdg_data, char **ret_error) {
-        int r;
-
-        r = get_home_dir(ret_home);
-        if (r < 0) {
-                (void) !asprintf(ret_error, "cannot determine the home directory: %s", strerror(-r));
-                return r;
-        }
-        r = get_xdg_data_home(ret_xdg_data);
-        if (r < 0) {
-                (void) !asprintf(ret_error, "cannot determine $XDG_DATA_HOME: %s", strerror(-r));
-                return r;
-        }
+static int config_env(const HostContext *hc, ConfigEnv *ret, char **ret_error) {
+        if (!hc->home)
+                return errorf(ret_error, -ENXIO, "cannot determine the home directory: %s", strerror(ENXIO));
+        if (!hc->xdg_data_home)
+                return errorf(ret_error, -ENXIO, "cannot determine $XDG_DATA_HOME: %s", strerror(ENXIO));
+        *ret = (ConfigEnv) { .home = hc->home, .xdg_data_home = hc->xdg_data_home };
         return 0;
 }
 
-int config_load_builtin(Config **ret, char **ret_error) {
-        _cleanup_free_ char *home = NULL, *xdg_data = NULL;
+int config_load_builtin(const HostContext *hc, Config **ret, char **ret_error) {
         ConfigEnv env;
         int r;
 
         *ret_error = NULL;
-        r = config_env(&home, &xdg_data, ret_error);
+        r = config_env(hc, &env, ret_error);
         if (r < 0)
                 return r;
-        env = (ConfigEnv) { .home = home, .xdg_data_home = xdg_data };
         return config_parse(NULL, 0, NULL, &env, ret, ret_error);
 }
 
-int config_load(const char *explicit_path, Config **ret, char **ret_error) {
-        _cleanup_free_ char *path = NULL, *text = NULL, *home = NULL, *xdg_data = NULL, *canon = NULL;
+int config_load(const HostContext *hc, const char *explicit_path, Config **ret, char **ret_error) {
+        _cleanup_free_ char *path = NULL, *text = NULL, *canon = NULL;
         bool must_exist;
         size_t len = 0;
         ConfigEnv env;
@@ -1206,10 +1198,9 @@ int config_load(const char *explicit_path, Config **ret, char **ret_error) {
 
         *ret_error = NULL;
 
-        r = config_env(&home, &xdg_data, ret_error);
+        r = config_env(hc, &env, ret_error);
         if (r < 0)
                 return r;
-        env = (ConfigEnv) { .home = home, .xdg_data_home = xdg_data };
 
         if (explicit_path) {
                 path = strdup(explicit_path);
@@ -1217,7 +1208,7 @@ int config_load(const char *explicit_path, Config **ret, char **ret_error) {
                         return -ENOMEM;
                 must_exist = true;
         } else {
-                r = config_default_path(&path);
+                r = config_default_path(hc, &path);
                 if (r < 0)
                         return r;
                 must_exist = r > 0;

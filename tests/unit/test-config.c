@@ -289,3 +289,16 @@ Test(config, names) {
         cr_assert_not(env_name_is_valid("A-B"));
         cr_assert_not(env_name_is_valid("A=B"));
 }
+
+/* An auto-approve rule records where its program resolved; that is fingerprinted. */
+Test(config, rule_program_resolution_is_fingerprinted) {
+        _cleanup_config_ Config *a = parse_ok("{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/nonexistent-lazaret-unit/tool\"]}]}}");
+        _cleanup_free_ char *j = NULL, *real = realpath("/bin/true", NULL);
+        _cleanup_config_ Config *b = parse_ok("{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/bin/true\"]}]}}");
+
+        cr_assert_null(a->auto_approve[0].program);
+        cr_assert_eq(config_canonical_json(a, &j), 0);
+        cr_assert_not_null(strstr(j, "{\"argv\":[\"/nonexistent-lazaret-unit/tool\"],\"program\":null,\"trailing_args\":false}"), "%s", j);
+        cr_assert_not_null(real);
+        cr_assert_str_eq(b->auto_approve[0].program, real);
+}
