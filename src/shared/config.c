@@ -465,7 +465,8 @@ static int parse_image(Parser *p, const char *s, const char *path, ImageRef *ret
 /* --------------------------------------------------------------- profile */
 
 static const char *const profile_keys[] = {
-        "image", "command", "persistent_dirs", "allow_egress", "deny_egress", "env", "volumes", "isolate_ignored", NULL
+        "image", "command", "persistent_dirs", "allow_egress", "deny_egress", "env", "volumes", "isolate_ignored",
+        "directfs", NULL
 };
 
 static int profile_key(Parser *p, size_t which, json_object *v, const char *path, void *userdata) {
@@ -512,6 +513,8 @@ static int profile_key(Parser *p, size_t which, json_object *v, const char *path
                 return parse_volumes(p, v, path, prof);
         case 7:
                 return get_bool(p, v, path, &prof->isolate_ignored);
+        case 8:
+                return get_bool(p, v, path, &prof->directfs);
         }
         return -EINVAL;
 }
@@ -547,6 +550,7 @@ static int profile_builtin(Profile *prof) {
                 .image = { .kind = IMAGE_BUILTIN },
                 .persistent_dirs = strv_copy((char **) dirs),
                 .isolate_ignored = true,
+                .directfs = true,
                 .builtin = true,
         };
         if (!prof->name || !prof->image_raw || !prof->persistent_dirs)
@@ -686,6 +690,104 @@ static int network_key(Parser *p, size_t which, json_object *v, const char *path
         return parse_cidr_list(p, v, path, which == 0 ? &c->allow : &c->deny);
 }
 
+/* --------------------------------------------------------------- runtime */
+
+/*
+ * The runsc binary Lazaret runs on the user's behalf: an absolute path
+ * without symbolic links, to a regular executable file; it and every
+ * directory above it owned by root or by the caller and writable by neither
+ * group nor others, so nobody else can swap it. Walked with O_PATH fds, one
+ * component at a time. (Where it lies relative to the workspace and volumes is
+ * checked with the Domain, in domain_check_exposure().)
+ */
+static int check_runsc(Parser *p, const char *in, const char *path, char **ret) {
+        _cleanup_free_ char *norm = NULL, *prefix = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        int r;
+
+        if (!path_is_absolute(in))
+                return perr(p, path, -EINVAL, "\"%s\" is not an absolute path", in);
+        if (path_has_dotdot(in))
+                return perr(p, path, -EINVAL, "\"%s\" contains a \"..\" segment", in);
+        r = path_normalize(in, &norm);
+        if (r < 0)
+                return perr(p, path, r, "\"%s\" is not a valid path", in);
+        prefix = calloc(strlen(norm) + 1, 1);
+        if (!prefix)
+                return OOM(p);
+
+        fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return perr(p, path, -errno, "cannot open \"/\": %s", strerror(errno));
+        strcpy(prefix, "/");
+
+        for (const char *s = norm;;) {
+                const char *shown = prefix;
+
+                if (fstat(fd, &st) < 0)
+                        return perr(p, path, -errno, "\"%s\": %s", shown, strerror(errno));
+                if (S_ISLNK(st.st_mode)) {
+                        _cleanup_free_ char *real = realpath(norm, NULL);
+                        return perr(p, path, -ELOOP, "\"%s\" is a symbolic link; name the binary by its resolved path%s%s%s",
+                                    shown, real ? " \"" : "", strempty(real), real ? "\"" : "");
+                }
+                if (st.st_uid != 0 && st.st_uid != getuid())
+                        return perr(p, path, -EPERM,
+                                    "\"%s\" is owned by UID %u; runsc and every directory above it must be owned by root or by you",
+                                    shown, (unsigned) st.st_uid);
+                if (st.st_mode & (S_IWGRP | S_IWOTH))
+                        return perr(p, path, -EPERM,
+                                    "\"%s\" is writable by group or others (mode %04o); runsc and every directory above it must not be",
+                                    shown, (unsigned) (st.st_mode & 07777));
+
+                while (*s == '/')
+                        s++;
+                if (!*s)
+                        break;
+                if (!S_ISDIR(st.st_mode))
+                        return perr(p, path, -ENOTDIR, "\"%s\" is not a directory", shown);
+
+                const char *e = strchrnul(s, '/');
+                _cleanup_free_ char *name = strndup(s, e - s);
+                if (!name)
+                        return OOM(p);
+                if (!streq(prefix, "/"))
+                        strcat(prefix, "/");
+                strcat(prefix, name);
+
+                int nfd = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (nfd < 0) {
+                        if (errno == ENOENT)
+                                return perr(p, path, -ENOENT, "\"%s\" does not exist", norm);
+                        return perr(p, path, -errno, "\"%s\": %s", prefix, strerror(errno));
+                }
+                close(fd);
+                fd = nfd;
+                s = e;
+        }
+
+        if (!S_ISREG(st.st_mode))
+                return perr(p, path, -EINVAL, "\"%s\" is not a regular file", norm);
+        if (!(st.st_mode & 0111) || access(norm, X_OK) < 0)
+                return perr(p, path, -EACCES, "\"%s\" is not executable", norm);
+        *ret = TAKE_PTR(norm);
+        return 0;
+}
+
+static const char *const runtime_keys[] = { "runsc", NULL };
+
+static int runtime_key(Parser *p, size_t which, json_object *v, const char *path, void *userdata) {
+        Config *c = userdata;
+        _cleanup_free_ char *s = NULL;
+        int r;
+
+        r = get_string(p, v, path, false, &s);
+        if (r < 0)
+                return r;
+        return check_runsc(p, s, path, &c->runsc);
+}
+
 /* -------------------------------------------------------------- top level */
 
 typedef struct TopState {
@@ -693,7 +795,7 @@ typedef struct TopState {
         char *data_root_raw;
 } TopState;
 
-static const char *const top_keys[] = { "data_root", "default_profile", "network", "escalation", "profiles", NULL };
+static const char *const top_keys[] = { "data_root", "default_profile", "network", "escalation", "profiles", "runtime", NULL };
 
 static int parse_profiles(Parser *p, json_object *v, const char *path, Config *c) {
         size_t n;
@@ -723,6 +825,7 @@ static int parse_profiles(Parser *p, json_object *v, const char *path, Config *c
                 if (!prof->name)
                         return OOM(p);
                 prof->isolate_ignored = true;
+                prof->directfs = true;
                 r = parse_object_keys(p, val, kp, profile_keys, profile_key, prof);
                 if (r < 0)
                         return r;
@@ -756,6 +859,8 @@ static int top_key(Parser *p, size_t which, json_object *v, const char *path, vo
                 return parse_object_keys(p, v, path, escalation_keys, escalation_key, c);
         case 4:
                 return parse_profiles(p, v, path, c);
+        case 5:
+                return parse_object_keys(p, v, path, runtime_keys, runtime_key, c);
         }
         return -EINVAL;
 }
@@ -855,6 +960,7 @@ Config *config_free(Config *c) {
         free(c->path);
         free(c->data_root);
         free(c->default_profile);
+        free(c->runsc);
         free(c->allow.items);
         free(c->deny.items);
         for (size_t i = 0; i < c->n_auto_approve; i++) {
@@ -1074,6 +1180,7 @@ int config_canonical_json(const Config *c, char **ret) {
                 json_object_object_add(o, "allow_egress", json_cidrs(&prof->allow_egress));
                 json_object_object_add(o, "command", prof->command ? json_strv(prof->command) : NULL);
                 json_object_object_add(o, "deny_egress", json_cidrs(&prof->deny_egress));
+                json_object_object_add(o, "directfs", json_object_new_boolean(prof->directfs));
 
                 sorted = calloc(prof->n_env ?: 1, sizeof(EnvEntry));
                 if (!sorted)
@@ -1101,6 +1208,12 @@ int config_canonical_json(const Config *c, char **ret) {
                 json_object_object_add(profiles, prof->name, o);
         }
         json_object_object_add(root, "profiles", profiles);
+
+        {
+                json_object *rt = json_object_new_object();
+                json_object_object_add(rt, "runsc", c->runsc ? json_object_new_string(c->runsc) : NULL);
+                json_object_object_add(root, "runtime", rt);
+        }
 
         s = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         if (!s)

@@ -79,6 +79,7 @@ typedef struct Profile {
         Volume *volumes;
         size_t n_volumes;
         bool isolate_ignored;
+        bool directfs;          /* runsc --directfs; default true (gVisor's own default) */
         bool builtin;
 } Profile;
 
@@ -92,6 +93,7 @@ typedef struct Config {
         char *path;             /* NULL for the built-in configuration */
         char *data_root;        /* expanded and canonicalised */
         char *default_profile;
+        char *runsc;            /* runtime.runsc: absolute, canonical; NULL when not configured */
         CidrList allow;
         CidrList deny;
         bool escalation_enabled;

@@ -344,6 +344,10 @@ int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, ch
         r = check_one_mount(d, "workspace", d->workspace, true, protected, runtime_canon, ret_error);
         if (r < 0)
                 return r;
+        /* The runsc binary is canonical (config_parse refuses symlinks): compare it as it is. */
+        if (d->config->runsc && path_is_at_or_below(d->config->runsc, d->workspace))
+                return errorf(ret_error, -EPERM, "%s: runtime.runsc: \"%s\" lies inside the workspace \"%s\", which the sandbox can write",
+                              cfg_name(d), d->config->runsc, d->workspace);
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *what = NULL;
                 if (asprintf(&what, "profiles.%s.volumes[%zu].host", d->profile->name, i) < 0)
@@ -351,6 +355,9 @@ int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, ch
                 r = check_one_mount(d, what, v[i].host, false, protected, runtime_canon, ret_error);
                 if (r < 0)
                         return r;
+                if (d->config->runsc && path_is_at_or_below(d->config->runsc, v[i].host))
+                        return errorf(ret_error, -EPERM, "%s: runtime.runsc: \"%s\" lies inside %s \"%s\", which is mounted into the sandbox",
+                                      cfg_name(d), d->config->runsc, what, v[i].host);
         }
         return 0;
 }

@@ -80,7 +80,8 @@ int domain_resolve_image(const Domain *d, char **ret_dir, char **ret_tag, char *
  * SR-2/SR-3/SR-11: refuses a Domain whose mounts would expose Lazaret's own
  * trusted state to the sandbox: the configuration file (and the default
  * configuration location, where a sandbox could plant one), the Storage Root
- * outside this Domain's own directories, and the runtime directory.
+ * outside this Domain's own directories, and the runtime directory. Also
+ * refuses a configured runsc binary inside the workspace or any volume.
  */
 int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, char **ret_error);
 

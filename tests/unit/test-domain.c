@@ -367,3 +367,82 @@ Test(domain, judged_with_the_callers_inputs, .init = setup, .fini = teardown) {
         cr_assert_eq(domain_new(c, env_now(), NULL, proj, &d2, &err), 0, "%s", err ?: "");
         cr_assert_eq(domain_validate(d2, &err), 0, "%s", err ?: "");
 }
+
+/*
+ * runtime.runsc inside the workspace or a volume: the sandbox could replace
+ * the binary Lazaret runs next time. Built below the build tree, whose
+ * parents are trusted, so that only the exposure check can refuse it.
+ */
+Test(domain, exposure_runsc_in_workspace_or_volume) {
+        const char *base = getenv("LAZARET_TEST_BUILDDIR");
+        _cleanup_free_ char *dir = NULL, *proj = NULL, *tools = NULL, *bin = NULL, *text = NULL, *err = NULL,
+                            *want = NULL, *cmd = NULL, *home = NULL, *data = NULL;
+        ConfigEnv cenv;
+        HostContext hc = {};
+        FILE *f;
+
+        cr_assert_not_null(base, "LAZARET_TEST_BUILDDIR is not set (run through meson test)");
+        cr_assert(asprintf(&dir, "%s/runsc-domain-XXXXXX", base) > 0);
+        cr_assert_not_null(mkdtemp(dir));
+        chmod(dir, 0755);
+        cr_assert(asprintf(&proj, "%s/proj", dir) > 0 && asprintf(&tools, "%s/tools", dir) > 0 &&
+                  asprintf(&bin, "%s/tools/runsc", dir) > 0 && asprintf(&home, "%s/home", dir) > 0 &&
+                  asprintf(&data, "%s/home/data", dir) > 0);
+        cr_assert_eq(mkdir(proj, 0755), 0);
+        {
+                _cleanup_free_ char *git = NULL;
+                cr_assert(asprintf(&git, "%s/.git", proj) > 0);
+                cr_assert_eq(mkdir(git, 0755), 0);
+        }
+        cr_assert_eq(mkdir(home, 0755), 0);
+        cr_assert_eq(mkdir(tools, 0755), 0);
+        f = fopen(bin, "we");
+        cr_assert_not_null(f);
+        fclose(f);
+        cr_assert_eq(chmod(bin, 0755), 0);
+
+        cenv = (ConfigEnv) { .home = home, .xdg_data_home = data };
+        hc = (HostContext) { .home = home, .xdg_config_home = home, .xdg_data_home = data, .cwd = proj };
+
+        /* In a volume. */
+        {
+                _cleanup_config_ Config *c = NULL;
+                _cleanup_domain_ Domain *d = NULL;
+                cr_assert(asprintf(&text, "{\"runtime\": {\"runsc\": \"%s\"}, \"profiles\": {\"dev\": {\"image\": \"builtin:default\", "
+                                   "\"volumes\": [{\"host\": \"%s\", \"container\": \"/tools\"}]}}, \"default_profile\": \"dev\"}", bin, tools) > 0);
+                cr_assert_eq(config_parse(text, strlen(text), "/cfg.json", &cenv, &c, &err), 0, "%s", err ?: "");
+                cr_assert_eq(domain_new(c, &hc, NULL, NULL, &d, &err), 0, "%s", err ?: "");
+                cr_assert_eq(domain_validate(d, &err), -EPERM);
+                cr_assert(asprintf(&want, "/cfg.json: runtime.runsc: \"%s\" lies inside profiles.dev.volumes[0].host \"%s\", which is mounted into the sandbox",
+                                   bin, tools) > 0);
+                cr_assert_str_eq(err, want);
+                free(err);
+                free(want);
+                free(text);
+                err = want = text = NULL;
+        }
+
+        /* In the workspace. */
+        {
+                _cleanup_config_ Config *c = NULL;
+                _cleanup_domain_ Domain *d = NULL;
+                /* tools/runsc is inside the workspace "dir/tools"... */
+                cr_assert(asprintf(&text, "{\"runtime\": {\"runsc\": \"%s\"}}", bin) > 0);
+                cr_assert_eq(config_parse(text, strlen(text), "/cfg.json", &cenv, &c, &err), 0, "%s", err ?: "");
+                cr_assert_eq(domain_new(c, &hc, NULL, tools, &d, &err), 0, "%s", err ?: "");
+                cr_assert_eq(domain_validate(d, &err), -EPERM);
+                cr_assert(asprintf(&want, "/cfg.json: runtime.runsc: \"%s\" lies inside the workspace \"%s\", which the sandbox can write",
+                                   bin, tools) > 0);
+                cr_assert_str_eq(err, want);
+                free(err);
+                err = NULL;
+
+                /* ...and not inside "dir/proj": fine there. */
+                _cleanup_domain_ Domain *d2 = NULL;
+                cr_assert_eq(domain_new(c, &hc, NULL, proj, &d2, &err), 0, "%s", err ?: "");
+                cr_assert_eq(domain_validate(d2, &err), 0, "%s", err ?: "");
+        }
+
+        cr_assert(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
+        cr_assert_eq(system(cmd), 0);
+}
