@@ -208,13 +208,18 @@ static int setup_listen_socket(Manager *m) {
 /* ------------------------------------------------------------- startup */
 
 static int load_domain(Manager *m) {
+        _cleanup_(host_context_done) HostContext host = {};
         _cleanup_free_ char *error = NULL, *runtime_root = NULL;
         LaunchRequest req = {};
         DomainRecord rec = {};
         char fp[SHA256_HEX_LEN + 1];
         int r;
 
-        r = runtime_dir_prepare(&runtime_root, &error);
+        /* The user manager's environment, read once; nothing below reads it again. */
+        r = host_context_from_environment(&host);
+        if (r < 0)
+                return log_error_errno(r, "Cannot collect the environment");
+        r = runtime_dir_prepare(&host, &runtime_root, &error);
         if (r < 0)
                 return log_error_errno(r, "%s", error ?: "Cannot prepare the runtime directory");
 
@@ -224,9 +229,9 @@ static int load_domain(Manager *m) {
 
         /* The very file the client validated, and nothing else. */
         if (req.config_path)
-                r = config_load(req.config_path, &m->config, &error);
+                r = config_load(&host, req.config_path, &m->config, &error);
         else
-                r = config_load_builtin(&m->config, &error);
+                r = config_load_builtin(&host, &m->config, &error);
         if (r < 0) {
                 launch_request_done(&req);
                 return log_error_errno(r, "%s", error ?: "Cannot load the configuration");
@@ -246,7 +251,7 @@ static int load_domain(Manager *m) {
                 return log_error_errno(r, "%s", error ?: "Cannot load the Domain record");
 
         /* Recompute the identity from the record: the instance name must match (SR-11). */
-        r = domain_new(m->config, rec.profile, rec.workspace, &m->domain, &error);
+        r = domain_new(m->config, &host, rec.profile, rec.workspace, &m->domain, &error);
         domain_record_done(&rec);
         if (r < 0)
                 return log_error_errno(r, "%s", error ?: "Invalid Domain");

@@ -4,12 +4,15 @@
 #include <stdbool.h>
 
 #include "config.h"
+#include "host-context.h"
 
 /* Parsed global options (the only globals of lazaretctl). */
 extern const char *arg_config;
 extern const char *arg_profile;
 extern const char *arg_workspace;
 extern bool arg_json;
+/* The environment and current directory, collected once in main() before any verb. */
+extern HostContext arg_host;
 
 /*
  * Verbs get their own arguments (argv[0] is the verb) and the validated

@@ -60,13 +60,13 @@ static int prepare_domain(const Config *c, Domain **ret_domain, char **ret_runti
         _cleanup_free_ char *error = NULL, *runtime = NULL;
         int r;
 
-        r = domain_new(c, arg_profile, arg_workspace, &d, &error);
+        r = domain_new(c, &arg_host, arg_profile, arg_workspace, &d, &error);
         if (r >= 0)
                 r = domain_validate(d, &error);
         if (r >= 0)
                 r = domain_storage_prepare(d, &error);
         if (r >= 0)
-                r = runtime_dir_prepare(&runtime, &error);
+                r = runtime_dir_prepare(&arg_host, &runtime, &error);
         if (r < 0) {
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
                 return r;
@@ -573,7 +573,7 @@ static int target_domain_id(int argc, char *argv[], const Config *config, char r
                 memcpy(ret, argv[1], DOMAIN_ID_LEN + 1);
                 return 0;
         }
-        r = domain_new(config, arg_profile, arg_workspace, &d, &error);
+        r = domain_new(config, &arg_host, arg_profile, arg_workspace, &d, &error);
         if (r < 0) {
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
                 return r;

@@ -25,6 +25,7 @@ const char *arg_config = NULL;
 const char *arg_profile = NULL;
 const char *arg_workspace = NULL;
 bool arg_json = false;
+HostContext arg_host = {};
 
 typedef enum VerbFlags {
         VERB_CONFIG = 1 << 0,           /* needs the validated configuration */
@@ -50,7 +51,7 @@ static int load_config(Config **ret) {
         _cleanup_free_ char *error = NULL;
         int r;
 
-        r = config_load(arg_config, ret, &error);
+        r = config_load(&arg_host, arg_config, ret, &error);
         if (r < 0)
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
         return r;
@@ -60,7 +61,7 @@ static int make_domain(const Config *c, const char *profile, Domain **ret) {
         _cleanup_free_ char *error = NULL;
         int r;
 
-        r = domain_new(c, profile, arg_workspace, ret, &error);
+        r = domain_new(c, &arg_host, profile, arg_workspace, ret, &error);
         if (r < 0)
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
         return r;
@@ -228,7 +229,7 @@ static int verb_config(int argc, char *argv[], const Config *c) {
                 if (!ws)
                         return -ENOMEM;
         }
-        (void) config_default_path(&defpath);
+        (void) config_default_path(&arg_host, &defpath);
         config_fingerprint_hex(c, fp);
 
         if (arg_json) {
@@ -482,6 +483,12 @@ int main(int argc, char *argv[]) {
                 return 2;
         }
 
+        r = host_context_from_environment(&arg_host);
+        if (r < 0) {
+                fprintf(stderr, "Out of memory.\n");
+                return 1;
+        }
+
         if (verb->flags & VERB_CONFIG) {
                 r = load_config(&config);
                 if (r < 0)
@@ -489,6 +496,7 @@ int main(int argc, char *argv[]) {
         }
 
         r = verb->dispatch((int) n, args, config);
+        host_context_done(&arg_host);
         if (r < 0)
                 return 1;
         return r > 255 ? 255 : r;

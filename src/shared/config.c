@@ -465,7 +465,8 @@ static int parse_image(Parser *p, const char *s, const char *path, ImageRef *ret
 /* --------------------------------------------------------------- profile */
 
 static const char *const profile_keys[] = {
-        "image", "command", "persistent_dirs", "allow_egress", "deny_egress", "env", "volumes", "isolate_ignored", NULL
+        "image", "command", "persistent_dirs", "allow_egress", "deny_egress", "env", "volumes", "isolate_ignored",
+        "directfs", NULL
 };
 
 static int profile_key(Parser *p, size_t which, json_object *v, const char *path, void *userdata) {
@@ -512,6 +513,8 @@ static int profile_key(Parser *p, size_t which, json_object *v, const char *path
                 return parse_volumes(p, v, path, prof);
         case 7:
                 return get_bool(p, v, path, &prof->isolate_ignored);
+        case 8:
+                return get_bool(p, v, path, &prof->directfs);
         }
         return -EINVAL;
 }
@@ -547,6 +550,7 @@ static int profile_builtin(Profile *prof) {
                 .image = { .kind = IMAGE_BUILTIN },
                 .persistent_dirs = strv_copy((char **) dirs),
                 .isolate_ignored = true,
+                .directfs = true,
                 .builtin = true,
         };
         if (!prof->name || !prof->image_raw || !prof->persistent_dirs)
@@ -617,6 +621,8 @@ static int rule_key(Parser *p, size_t which, json_object *v, const char *path, v
                         return perr(p, a0, -EPERM,
                                     "\"%s\" can run arbitrary commands (matches \"%s\") and cannot be auto-approved",
                                     rule->argv[0], hit);
+                /* What the file system said is part of the fingerprint: a reader that resolves differently fails it. */
+                rule->program = TAKE_PTR(real);
                 return 0;
         }
         case 1:
@@ -684,6 +690,104 @@ static int network_key(Parser *p, size_t which, json_object *v, const char *path
         return parse_cidr_list(p, v, path, which == 0 ? &c->allow : &c->deny);
 }
 
+/* --------------------------------------------------------------- runtime */
+
+/*
+ * The runsc binary Lazaret runs on the user's behalf: an absolute path
+ * without symbolic links, to a regular executable file; it and every
+ * directory above it owned by root or by the caller and writable by neither
+ * group nor others, so nobody else can swap it. Walked with O_PATH fds, one
+ * component at a time. (Where it lies relative to the workspace and volumes is
+ * checked with the Domain, in domain_check_exposure().)
+ */
+static int check_runsc(Parser *p, const char *in, const char *path, char **ret) {
+        _cleanup_free_ char *norm = NULL, *prefix = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        int r;
+
+        if (!path_is_absolute(in))
+                return perr(p, path, -EINVAL, "\"%s\" is not an absolute path", in);
+        if (path_has_dotdot(in))
+                return perr(p, path, -EINVAL, "\"%s\" contains a \"..\" segment", in);
+        r = path_normalize(in, &norm);
+        if (r < 0)
+                return perr(p, path, r, "\"%s\" is not a valid path", in);
+        prefix = calloc(strlen(norm) + 1, 1);
+        if (!prefix)
+                return OOM(p);
+
+        fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return perr(p, path, -errno, "cannot open \"/\": %s", strerror(errno));
+        strcpy(prefix, "/");
+
+        for (const char *s = norm;;) {
+                const char *shown = prefix;
+
+                if (fstat(fd, &st) < 0)
+                        return perr(p, path, -errno, "\"%s\": %s", shown, strerror(errno));
+                if (S_ISLNK(st.st_mode)) {
+                        _cleanup_free_ char *real = realpath(norm, NULL);
+                        return perr(p, path, -ELOOP, "\"%s\" is a symbolic link; name the binary by its resolved path%s%s%s",
+                                    shown, real ? " \"" : "", strempty(real), real ? "\"" : "");
+                }
+                if (st.st_uid != 0 && st.st_uid != getuid())
+                        return perr(p, path, -EPERM,
+                                    "\"%s\" is owned by UID %u; runsc and every directory above it must be owned by root or by you",
+                                    shown, (unsigned) st.st_uid);
+                if (st.st_mode & (S_IWGRP | S_IWOTH))
+                        return perr(p, path, -EPERM,
+                                    "\"%s\" is writable by group or others (mode %04o); runsc and every directory above it must not be",
+                                    shown, (unsigned) (st.st_mode & 07777));
+
+                while (*s == '/')
+                        s++;
+                if (!*s)
+                        break;
+                if (!S_ISDIR(st.st_mode))
+                        return perr(p, path, -ENOTDIR, "\"%s\" is not a directory", shown);
+
+                const char *e = strchrnul(s, '/');
+                _cleanup_free_ char *name = strndup(s, e - s);
+                if (!name)
+                        return OOM(p);
+                if (!streq(prefix, "/"))
+                        strcat(prefix, "/");
+                strcat(prefix, name);
+
+                int nfd = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (nfd < 0) {
+                        if (errno == ENOENT)
+                                return perr(p, path, -ENOENT, "\"%s\" does not exist", norm);
+                        return perr(p, path, -errno, "\"%s\": %s", prefix, strerror(errno));
+                }
+                close(fd);
+                fd = nfd;
+                s = e;
+        }
+
+        if (!S_ISREG(st.st_mode))
+                return perr(p, path, -EINVAL, "\"%s\" is not a regular file", norm);
+        if (!(st.st_mode & 0111) || access(norm, X_OK) < 0)
+                return perr(p, path, -EACCES, "\"%s\" is not executable", norm);
+        *ret = TAKE_PTR(norm);
+        return 0;
+}
+
+static const char *const runtime_keys[] = { "runsc", NULL };
+
+static int runtime_key(Parser *p, size_t which, json_object *v, const char *path, void *userdata) {
+        Config *c = userdata;
+        _cleanup_free_ char *s = NULL;
+        int r;
+
+        r = get_string(p, v, path, false, &s);
+        if (r < 0)
+                return r;
+        return check_runsc(p, s, path, &c->runsc);
+}
+
 /* -------------------------------------------------------------- top level */
 
 typedef struct TopState {
@@ -691,7 +795,7 @@ typedef struct TopState {
         char *data_root_raw;
 } TopState;
 
-static const char *const top_keys[] = { "data_root", "default_profile", "network", "escalation", "profiles", NULL };
+static const char *const top_keys[] = { "data_root", "default_profile", "network", "escalation", "profiles", "runtime", NULL };
 
 static int parse_profiles(Parser *p, json_object *v, const char *path, Config *c) {
         size_t n;
@@ -721,6 +825,7 @@ static int parse_profiles(Parser *p, json_object *v, const char *path, Config *c
                 if (!prof->name)
                         return OOM(p);
                 prof->isolate_ignored = true;
+                prof->directfs = true;
                 r = parse_object_keys(p, val, kp, profile_keys, profile_key, prof);
                 if (r < 0)
                         return r;
@@ -754,6 +859,8 @@ static int top_key(Parser *p, size_t which, json_object *v, const char *path, vo
                 return parse_object_keys(p, v, path, escalation_keys, escalation_key, c);
         case 4:
                 return parse_profiles(p, v, path, c);
+        case 5:
+                return parse_object_keys(p, v, path, runtime_keys, runtime_key, c);
         }
         return -EINVAL;
 }
@@ -853,10 +960,13 @@ Config *config_free(Config *c) {
         free(c->path);
         free(c->data_root);
         free(c->default_profile);
+        free(c->runsc);
         free(c->allow.items);
         free(c->deny.items);
-        for (size_t i = 0; i < c->n_auto_approve; i++)
+        for (size_t i = 0; i < c->n_auto_approve; i++) {
                 strv_free(c->auto_approve[i].argv);
+                free(c->auto_approve[i].program);
+        }
         free(c->auto_approve);
         for (size_t i = 0; i < c->n_profiles; i++)
                 profile_done(&c->profiles[i]);
@@ -1045,6 +1155,7 @@ int config_canonical_json(const Config *c, char **ret) {
         for (size_t i = 0; i < c->n_auto_approve; i++) {
                 json_object *r = json_object_new_object();
                 json_object_object_add(r, "argv", json_strv(c->auto_approve[i].argv));
+                json_object_object_add(r, "program", c->auto_approve[i].program ? json_object_new_string(c->auto_approve[i].program) : NULL);
                 json_object_object_add(r, "trailing_args", json_object_new_boolean(c->auto_approve[i].trailing_args));
                 json_object_array_add(rules, r);
         }
@@ -1069,6 +1180,7 @@ int config_canonical_json(const Config *c, char **ret) {
                 json_object_object_add(o, "allow_egress", json_cidrs(&prof->allow_egress));
                 json_object_object_add(o, "command", prof->command ? json_strv(prof->command) : NULL);
                 json_object_object_add(o, "deny_egress", json_cidrs(&prof->deny_egress));
+                json_object_object_add(o, "directfs", json_object_new_boolean(prof->directfs));
 
                 sorted = calloc(prof->n_env ?: 1, sizeof(EnvEntry));
                 if (!sorted)
@@ -1097,6 +1209,12 @@ int config_canonical_json(const Config *c, char **ret) {
         }
         json_object_object_add(root, "profiles", profiles);
 
+        {
+                json_object *rt = json_object_new_object();
+                json_object_object_add(rt, "runsc", c->runsc ? json_object_new_string(c->runsc) : NULL);
+                json_object_object_add(root, "runtime", rt);
+        }
+
         s = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         if (!s)
                 return -ENOMEM;
@@ -1115,23 +1233,19 @@ const char *volume_mode_to_string(VolumeMode m) {
 
 /* ------------------------------------------------------------------ load */
 
-int config_default_path(char **ret) {
-        _cleanup_free_ char *xdg = NULL;
-        const char *e = getenv("LAZARET_CONFIG");
+int config_default_path(const HostContext *hc, char **ret) {
         char *j;
-        int r;
 
-        if (!isempty(e)) {
-                j = strdup(e);
+        if (hc->config_env) {
+                j = strdup(hc->config_env);
                 if (!j)
                         return -ENOMEM;
                 *ret = j;
                 return 1;       /* named by the environment: must exist */
         }
-        r = get_xdg_config_home(&xdg);
-        if (r < 0)
-                return r;
-        j = path_join(xdg, "lazaret/config.json");
+        if (!hc->xdg_config_home)
+                return -ENXIO;
+        j = path_join(hc->xdg_config_home, "lazaret/config.json");
         if (!j)
                 return -ENOMEM;
         *ret = j;
@@ -1168,37 +1282,28 @@ static int read_config_file(const char *path, char **ret, size_t *ret_len, char 
         return 0;
 }
 
-static int config_env(char **ret_home, char **ret_xdg_data, char **ret_error) {
-        int r;
-
-        r = get_home_dir(ret_home);
-        if (r < 0) {
-                (void) !asprintf(ret_error, "cannot determine the home directory: %s", strerror(-r));
-                return r;
-        }
-        r = get_xdg_data_home(ret_xdg_data);
-        if (r < 0) {
-                (void) !asprintf(ret_error, "cannot determine $XDG_DATA_HOME: %s", strerror(-r));
-                return r;
-        }
+static int config_env(const HostContext *hc, ConfigEnv *ret, char **ret_error) {
+        if (!hc->home)
+                return errorf(ret_error, -ENXIO, "cannot determine the home directory: %s", strerror(ENXIO));
+        if (!hc->xdg_data_home)
+                return errorf(ret_error, -ENXIO, "cannot determine $XDG_DATA_HOME: %s", strerror(ENXIO));
+        *ret = (ConfigEnv) { .home = hc->home, .xdg_data_home = hc->xdg_data_home };
         return 0;
 }
 
-int config_load_builtin(Config **ret, char **ret_error) {
-        _cleanup_free_ char *home = NULL, *xdg_data = NULL;
+int config_load_builtin(const HostContext *hc, Config **ret, char **ret_error) {
         ConfigEnv env;
         int r;
 
         *ret_error = NULL;
-        r = config_env(&home, &xdg_data, ret_error);
+        r = config_env(hc, &env, ret_error);
         if (r < 0)
                 return r;
-        env = (ConfigEnv) { .home = home, .xdg_data_home = xdg_data };
         return config_parse(NULL, 0, NULL, &env, ret, ret_error);
 }
 
-int config_load(const char *explicit_path, Config **ret, char **ret_error) {
-        _cleanup_free_ char *path = NULL, *text = NULL, *home = NULL, *xdg_data = NULL, *canon = NULL;
+int config_load(const HostContext *hc, const char *explicit_path, Config **ret, char **ret_error) {
+        _cleanup_free_ char *path = NULL, *text = NULL, *canon = NULL;
         bool must_exist;
         size_t len = 0;
         ConfigEnv env;
@@ -1206,10 +1311,9 @@ int config_load(const char *explicit_path, Config **ret, char **ret_error) {
 
         *ret_error = NULL;
 
-        r = config_env(&home, &xdg_data, ret_error);
+        r = config_env(hc, &env, ret_error);
         if (r < 0)
                 return r;
-        env = (ConfigEnv) { .home = home, .xdg_data_home = xdg_data };
 
         if (explicit_path) {
                 path = strdup(explicit_path);
@@ -1217,7 +1321,7 @@ int config_load(const char *explicit_path, Config **ret, char **ret_error) {
                         return -ENOMEM;
                 must_exist = true;
         } else {
-                r = config_default_path(&path);
+                r = config_default_path(hc, &path);
                 if (r < 0)
                         return r;
                 must_exist = r > 0;

@@ -8,6 +8,7 @@
 #include "cidr.h"
 #include "cleanup.h"
 #include "hash.h"
+#include "host-context.h"
 
 /*
  * The host configuration (lazaret.conf(5)): one JSON document, trusted, read
@@ -78,11 +79,13 @@ typedef struct Profile {
         Volume *volumes;
         size_t n_volumes;
         bool isolate_ignored;
+        bool directfs;          /* runsc --directfs; default true (gVisor's own default) */
         bool builtin;
 } Profile;
 
 typedef struct AutoApproveRule {
         char **argv;
+        char *program;          /* argv[0] with symlinks resolved, NULL when it does not exist; fingerprinted */
         bool trailing_args;
 } AutoApproveRule;
 
@@ -90,6 +93,7 @@ typedef struct Config {
         char *path;             /* NULL for the built-in configuration */
         char *data_root;        /* expanded and canonicalised */
         char *default_profile;
+        char *runsc;            /* runtime.runsc: absolute, canonical; NULL when not configured */
         CidrList allow;
         CidrList deny;
         bool escalation_enabled;
@@ -120,18 +124,21 @@ int config_parse(const char *text, size_t len, const char *filename, const Confi
 
 /*
  * Picks the file to read, in order: explicit (from --config), $LAZARET_CONFIG,
- * $XDG_CONFIG_HOME/lazaret/config.json. A missing file is an error only when
+ * $XDG_CONFIG_HOME/lazaret/config.json (both as collected in hc). A missing file is an error only when
  * it was named explicitly; otherwise the built-in configuration is used. The
  * file must be a regular file owned by the caller (or root) and not writable by
  * group or others.
  */
-int config_load(const char *explicit_path, Config **ret, char **ret_error);
+int config_load(const HostContext *hc, const char *explicit_path, Config **ret, char **ret_error);
 
 /* The built-in configuration, with the caller's home and XDG directories. */
-int config_load_builtin(Config **ret, char **ret_error);
+int config_load_builtin(const HostContext *hc, Config **ret, char **ret_error);
 
-/* The path config_load() would read when nothing is named explicitly. */
-int config_default_path(char **ret);
+/*
+ * The path config_load() would read when nothing is named explicitly:
+ * returns 1 when $LAZARET_CONFIG named it (it must exist), else 0.
+ */
+int config_default_path(const HostContext *hc, char **ret);
 
 const Profile *config_find_profile(const Config *c, const char *name);
 

@@ -105,16 +105,17 @@ Domain *domain_free(Domain *d) {
         if (!d)
                 return NULL;
         free(d->workspace);
-        free(d->home);
+        host_context_done(&d->host);
         free(d->profile_dir);
         free(d->domain_dir);
         free(d);
         return NULL;
 }
 
-int domain_new(const Config *c, const char *profile, const char *workspace, Domain **ret, char **ret_error) {
+int domain_new(const Config *c, const HostContext *hc, const char *profile, const char *workspace,
+               Domain **ret, char **ret_error) {
         _cleanup_domain_ Domain *d = NULL;
-        _cleanup_free_ char *cwd = NULL, *sub = NULL;
+        _cleanup_free_ char *sub = NULL;
         int r;
 
         *ret_error = NULL;
@@ -138,17 +139,20 @@ int domain_new(const Config *c, const char *profile, const char *workspace, Doma
                 if (r < 0)
                         return errorf(ret_error, r, "workspace \"%s\": %s", workspace, strerror(-r));
         } else {
-                cwd = getcwd(NULL, 0);
-                if (!cwd)
-                        return errorf(ret_error, -errno, "cannot determine the current directory: %m");
-                r = workspace_discover(cwd, &d->workspace);
+                if (!hc->cwd)
+                        return errorf(ret_error, -hc->cwd_errno, "cannot determine the current directory: %s",
+                                      strerror(hc->cwd_errno));
+                r = workspace_discover(hc->cwd, &d->workspace);
                 if (r < 0)
-                        return errorf(ret_error, r, "workspace \"%s\": %s", cwd, strerror(-r));
+                        return errorf(ret_error, r, "workspace \"%s\": %s", hc->cwd, strerror(-r));
         }
 
-        r = get_home_dir(&d->home);
+        if (!hc->home)
+                return errorf(ret_error, -ENXIO, "cannot determine the home directory: %s", strerror(ENXIO));
+        r = host_context_copy(hc, &d->host);
         if (r < 0)
-                return errorf(ret_error, r, "cannot determine the home directory: %s", strerror(-r));
+                return r;
+        d->home = d->host.home;
 
         if (streq(d->workspace, "/"))
                 return errorf(ret_error, -EPERM, "the file system root cannot be a workspace");
@@ -277,8 +281,8 @@ int domain_resolve_image(const Domain *d, char **ret_dir, char **ret_tag, char *
         return 0;
 }
 
-int runtime_dir_path(char **ret) {
-        const char *e = getenv("XDG_RUNTIME_DIR");
+int runtime_dir_path(const HostContext *hc, char **ret) {
+        const char *e = hc->xdg_runtime_dir;
         _cleanup_free_ char *n = NULL;
         int r;
 
@@ -316,7 +320,7 @@ static int check_one_mount(const Domain *d, const char *what, const char *m, boo
 }
 
 int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, char **ret_error) {
-        _cleanup_free_ char *def = NULL, *def_canon = NULL, *xdg = NULL, *xdg_default = NULL, *xdg_canon = NULL,
+        _cleanup_free_ char *def = NULL, *def_canon = NULL, *xdg_default = NULL, *xdg_canon = NULL,
                             *runtime = NULL, *runtime_canon = NULL;
         char *protected[4] = {};
         size_t np = 0;
@@ -326,20 +330,24 @@ int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, ch
         /* The file in use, and the places a configuration would be read from. */
         if (d->config->path)
                 protected[np++] = d->config->path;
-        if (config_default_path(&def) >= 0 && path_is_absolute(def) && path_canonicalize(def, &def_canon) >= 0)
+        if (config_default_path(&d->host, &def) >= 0 && path_is_absolute(def) && path_canonicalize(def, &def_canon) >= 0)
                 protected[np++] = def_canon;
-        if (get_xdg_config_home(&xdg) >= 0) {
-                xdg_default = path_join(xdg, "lazaret/config.json");
+        if (d->host.xdg_config_home) {
+                xdg_default = path_join(d->host.xdg_config_home, "lazaret/config.json");
                 if (xdg_default && path_canonicalize(xdg_default, &xdg_canon) >= 0)
                         protected[np++] = xdg_canon;
         }
 
-        if (runtime_dir_path(&runtime) >= 0)
+        if (runtime_dir_path(&d->host, &runtime) >= 0)
                 (void) path_canonicalize(runtime, &runtime_canon);
 
         r = check_one_mount(d, "workspace", d->workspace, true, protected, runtime_canon, ret_error);
         if (r < 0)
                 return r;
+        /* The runsc binary is canonical (config_parse refuses symlinks): compare it as it is. */
+        if (d->config->runsc && path_is_at_or_below(d->config->runsc, d->workspace))
+                return errorf(ret_error, -EPERM, "%s: runtime.runsc: \"%s\" lies inside the workspace \"%s\", which the sandbox can write",
+                              cfg_name(d), d->config->runsc, d->workspace);
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *what = NULL;
                 if (asprintf(&what, "profiles.%s.volumes[%zu].host", d->profile->name, i) < 0)
@@ -347,6 +355,9 @@ int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, ch
                 r = check_one_mount(d, what, v[i].host, false, protected, runtime_canon, ret_error);
                 if (r < 0)
                         return r;
+                if (d->config->runsc && path_is_at_or_below(d->config->runsc, v[i].host))
+                        return errorf(ret_error, -EPERM, "%s: runtime.runsc: \"%s\" lies inside %s \"%s\", which is mounted into the sandbox",
+                                      cfg_name(d), d->config->runsc, what, v[i].host);
         }
         return 0;
 }
@@ -602,8 +613,8 @@ int domain_storage_prepare(const Domain *d, char **ret_error) {
         return 0;
 }
 
-int runtime_dir_prepare(char **ret, char **ret_error) {
-        const char *e = getenv("XDG_RUNTIME_DIR");
+int runtime_dir_prepare(const HostContext *hc, char **ret, char **ret_error) {
+        const char *e = hc->xdg_runtime_dir;
         _cleanup_close_ int fd = -EBADF, sub = -EBADF;
         _cleanup_free_ char *norm = NULL, *path = NULL;
         int r;

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "host-context.h"
 
 /*
  * Domain identity and layout (FR-1, SR-10, SR-11).
@@ -43,7 +44,8 @@ typedef struct Domain {
         const Profile *profile; /* borrowed */
         char *workspace;        /* canonical */
         char id[DOMAIN_ID_LEN + 1];
-        char *home;
+        HostContext host;       /* a copy of what the caller collected */
+        const char *home;       /* host.home */
         char *profile_dir;
         char *domain_dir;
 } Domain;
@@ -54,9 +56,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Domain *, domain_free);
 
 /*
  * Binds a profile of c to a workspace. workspace NULL means the default
- * (workspace_discover() of the current directory). Creates nothing.
+ * (workspace_discover() of hc->cwd). Keeps a copy of hc: the exposure checks
+ * judge with the same inputs. Creates nothing.
  */
-int domain_new(const Config *c, const char *profile, const char *workspace, Domain **ret, char **ret_error);
+int domain_new(const Config *c, const HostContext *hc, const char *profile, const char *workspace,
+               Domain **ret, char **ret_error);
 
 typedef struct ResolvedVolume {
         char *host;             /* expanded and canonical */
@@ -76,7 +80,8 @@ int domain_resolve_image(const Domain *d, char **ret_dir, char **ret_tag, char *
  * SR-2/SR-3/SR-11: refuses a Domain whose mounts would expose Lazaret's own
  * trusted state to the sandbox: the configuration file (and the default
  * configuration location, where a sandbox could plant one), the Storage Root
- * outside this Domain's own directories, and the runtime directory.
+ * outside this Domain's own directories, and the runtime directory. Also
+ * refuses a configured runsc binary inside the workspace or any volume.
  */
 int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, char **ret_error);
 
@@ -102,7 +107,7 @@ void domain_record_done(DomainRecord *r);
 /* Reads and checks <data_root>/domains/<id>/domain.json (the ID must match its contents). */
 int domain_record_load(const char *data_root, const char *id, DomainRecord *ret, char **ret_error);
 
-/* $XDG_RUNTIME_DIR/lazaret, created 0700 after checking $XDG_RUNTIME_DIR is ours. */
-int runtime_dir_prepare(char **ret, char **ret_error);
+/* $XDG_RUNTIME_DIR/lazaret (from hc), created 0700 after checking $XDG_RUNTIME_DIR is ours. */
+int runtime_dir_prepare(const HostContext *hc, char **ret, char **ret_error);
 /* The same path without creating anything. */
-int runtime_dir_path(char **ret);
+int runtime_dir_path(const HostContext *hc, char **ret);

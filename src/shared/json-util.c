@@ -69,9 +69,22 @@ char *keypath_index(const char *parent, size_t index) {
 typedef struct Scanner {
         const char *s;
         size_t len, pos;
-        char *dup_path;   /* set when a duplicate key is found */
-        size_t dup_pos;
+        char *bad_path;   /* the key path of what was refused */
+        const char *bad_what;
+        size_t bad_pos;
 } Scanner;
+
+/* Records why the document is refused and where; returns r. */
+static int scan_refuse(Scanner *sc, int r, const char *path, size_t pos, const char *what) {
+        if (!sc->bad_path) {
+                sc->bad_path = strdup(path);
+                if (!sc->bad_path)
+                        return -ENOMEM;
+                sc->bad_what = what;
+                sc->bad_pos = pos;
+        }
+        return r;
+}
 
 static unsigned line_of(const char *s, size_t len, size_t pos) {
         unsigned line = 1;
@@ -136,10 +149,17 @@ static int hex4(const char *p, unsigned *ret) {
         return 0;
 }
 
+/* What a string held that json-c would not keep as written. */
+typedef enum StringFlags {
+        STRING_NUL = 1 << 0,            /* an escaped NUL: json-c cuts keys there */
+        STRING_SURROGATE = 1 << 1,      /* an unpaired surrogate: json-c makes each one U+FFFD */
+} StringFlags;
+
 /* Scans a quoted string; if ret is non-NULL, returns its decoded bytes. */
-static int scan_string(Scanner *sc, char **ret, size_t *ret_len) {
+static int scan_string(Scanner *sc, char **ret, size_t *ret_len, StringFlags *ret_flags) {
         char quote = sc->s[sc->pos++];
         _cleanup_free_ char *out = NULL;
+        StringFlags flags = 0;
         size_t n = 0;
 
         if (ret) {
@@ -156,6 +176,7 @@ static int scan_string(Scanner *sc, char **ret, size_t *ret_len) {
                                 *ret = TAKE_PTR(out);
                                 *ret_len = n;
                         }
+                        *ret_flags = flags;
                         return 0;
                 }
                 if (c != '\\') {
@@ -177,6 +198,10 @@ static int scan_string(Scanner *sc, char **ret, size_t *ret_len) {
                                 cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
                                 sc->pos += 6;
                         }
+                        if (cp == 0)
+                                flags |= STRING_NUL;
+                        else if (cp >= 0xd800 && cp < 0xe000)
+                                flags |= STRING_SURROGATE;
                         /* An escape never produces more bytes than it spans. */
                         if (out)
                                 put_utf8(out, &n, cp);
@@ -202,17 +227,45 @@ typedef struct Key {
         size_t n;
 } Key;
 
-static int scan_value(Scanner *sc, const char *path, unsigned depth);
+static int scan_value(Scanner *sc, json_object *o, const char *path, unsigned depth);
 
-static int scan_object(Scanner *sc, const char *path, unsigned depth) {
+/*
+ * Refuses what the configuration and every other document Lazaret reads has
+ * no use for and json-c would not keep as written. path names the key (with
+ * a NUL shown as \x00) or the value.
+ */
+static int check_string_flags(Scanner *sc, StringFlags flags, const char *path, size_t pos, bool is_key) {
+        if (flags & STRING_NUL)
+                return scan_refuse(sc, -EDOM, path, pos,
+                                   is_key ? "key contains a NUL character (\\u0000)" : "string contains a NUL character (\\u0000)");
+        if (flags & STRING_SURROGATE)
+                return scan_refuse(sc, -EILSEQ, path, pos,
+                                   is_key ? "key contains an unpaired UTF-16 surrogate escape"
+                                          : "string contains an unpaired UTF-16 surrogate escape");
+        return 0;
+}
+
+/*
+ * The scanner walks the document alongside the tree json-c built, and is the
+ * one place that decides which keys are distinct: by their full decoded
+ * bytes. Anything json-c would read differently (an escaped NUL, an unpaired
+ * surrogate) is refused above; if the two still disagree on the shape, the
+ * document is refused rather than trusted.
+ */
+static int scan_object(Scanner *sc, json_object *o, const char *path, unsigned depth) {
         Key *keys = NULL;
-        size_t n_keys = 0;
+        size_t n_keys = 0, start = sc->pos;
         int r;
+
+        if (!json_object_is_type(o, json_type_object))
+                return scan_refuse(sc, -EBADMSG, path, start, "object read differently by json-c");
 
         sc->pos++; /* '{' */
         for (;;) {
                 _cleanup_free_ char *key = NULL, *child = NULL;
+                json_object *cv = NULL;
                 size_t keylen, keypos;
+                StringFlags flags;
 
                 r = skip_ws(sc);
                 if (r < 0)
@@ -223,30 +276,33 @@ static int scan_object(Scanner *sc, const char *path, unsigned depth) {
                 }
                 if (sc->s[sc->pos] == '}') {
                         sc->pos++;
-                        r = 0;
-                        goto finish;
+                        break;
                 }
                 if (sc->s[sc->pos] != '"' && sc->s[sc->pos] != '\'') {
                         r = -EINVAL;
                         goto finish;
                 }
                 keypos = sc->pos;
-                r = scan_string(sc, &key, &keylen);
+                r = scan_string(sc, &key, &keylen, &flags);
                 if (r < 0)
                         goto finish;
-
                 child = keypath_key(path, key, keylen);
                 if (!child) {
                         r = -ENOMEM;
                         goto finish;
                 }
+                r = check_string_flags(sc, flags, child, keypos, true);
+                if (r < 0)
+                        goto finish;
                 for (size_t i = 0; i < n_keys; i++)
                         if (keys[i].n == keylen && memcmp(keys[i].s, key, keylen) == 0) {
-                                sc->dup_path = TAKE_PTR(child);
-                                sc->dup_pos = keypos;
-                                r = -EEXIST;
+                                r = scan_refuse(sc, -EEXIST, child, keypos, "duplicate key");
                                 goto finish;
                         }
+                if (!json_object_object_get_ex(o, key, &cv)) {
+                        r = scan_refuse(sc, -EBADMSG, child, keypos, "key read differently by json-c");
+                        goto finish;
+                }
                 Key *k = reallocarray(keys, n_keys + 1, sizeof(Key));
                 if (!k) {
                         r = -ENOMEM;
@@ -263,7 +319,7 @@ static int scan_object(Scanner *sc, const char *path, unsigned depth) {
                         goto finish;
                 }
                 sc->pos++;
-                r = scan_value(sc, child, depth + 1);
+                r = scan_value(sc, cv, child, depth + 1);
                 if (r < 0)
                         goto finish;
                 r = skip_ws(sc);
@@ -275,13 +331,14 @@ static int scan_object(Scanner *sc, const char *path, unsigned depth) {
                 }
                 if (sc->pos < sc->len && sc->s[sc->pos] == '}') {
                         sc->pos++;
-                        r = 0;
-                        goto finish;
+                        break;
                 }
                 r = -EINVAL;
                 goto finish;
         }
 
+        r = n_keys == (size_t) json_object_object_length(o) ? 0 :
+                scan_refuse(sc, -EBADMSG, path, start, "object read differently by json-c");
 finish:
         for (size_t i = 0; i < n_keys; i++)
                 free(keys[i].s);
@@ -289,8 +346,12 @@ finish:
         return r;
 }
 
-static int scan_array(Scanner *sc, const char *path, unsigned depth) {
+static int scan_array(Scanner *sc, json_object *o, const char *path, unsigned depth) {
+        size_t start = sc->pos;
         int r;
+
+        if (!json_object_is_type(o, json_type_array))
+                return scan_refuse(sc, -EBADMSG, path, start, "array read differently by json-c");
 
         sc->pos++; /* '[' */
         for (size_t idx = 0;; idx++) {
@@ -303,12 +364,16 @@ static int scan_array(Scanner *sc, const char *path, unsigned depth) {
                         return -EINVAL;
                 if (sc->s[sc->pos] == ']') {
                         sc->pos++;
+                        if (idx != json_object_array_length(o))
+                                return scan_refuse(sc, -EBADMSG, path, start, "array read differently by json-c");
                         return 0;
                 }
+                if (idx >= json_object_array_length(o))
+                        return scan_refuse(sc, -EBADMSG, path, start, "array read differently by json-c");
                 child = keypath_index(path, idx);
                 if (!child)
                         return -ENOMEM;
-                r = scan_value(sc, child, depth + 1);
+                r = scan_value(sc, json_object_array_get_idx(o, idx), child, depth + 1);
                 if (r < 0)
                         return r;
                 r = skip_ws(sc);
@@ -320,13 +385,16 @@ static int scan_array(Scanner *sc, const char *path, unsigned depth) {
                 }
                 if (sc->pos < sc->len && sc->s[sc->pos] == ']') {
                         sc->pos++;
+                        idx++;
+                        if (idx != json_object_array_length(o))
+                                return scan_refuse(sc, -EBADMSG, path, start, "array read differently by json-c");
                         return 0;
                 }
                 return -EINVAL;
         }
 }
 
-static int scan_value(Scanner *sc, const char *path, unsigned depth) {
+static int scan_value(Scanner *sc, json_object *o, const char *path, unsigned depth) {
         int r;
 
         if (depth > JSON_MAX_DEPTH)
@@ -339,12 +407,18 @@ static int scan_value(Scanner *sc, const char *path, unsigned depth) {
 
         switch (sc->s[sc->pos]) {
         case '{':
-                return scan_object(sc, path, depth);
+                return scan_object(sc, o, path, depth);
         case '[':
-                return scan_array(sc, path, depth);
+                return scan_array(sc, o, path, depth);
         case '"':
-        case '\'':
-                return scan_string(sc, NULL, NULL);
+        case '\'': {
+                size_t pos = sc->pos;
+                StringFlags flags;
+                r = scan_string(sc, NULL, NULL, &flags);
+                if (r < 0)
+                        return r;
+                return check_string_flags(sc, flags, path, pos, false);
+        }
         default: {
                 size_t start = sc->pos;
                 /* A number or literal: runs until a delimiter. */
@@ -394,11 +468,11 @@ int json_parse_strict(const char *text, size_t len, json_object **ret, char **re
                               line_of(text, len, tail.pos));
 
         Scanner sc = { .s = text, .len = len };
-        r = scan_value(&sc, "", 0);
-        if (r == -EEXIST) {
-                _cleanup_free_ char *p = sc.dup_path;
-                return errorf(ret_error, -EEXIST, "line %u: %s: duplicate key",
-                              line_of(text, len, sc.dup_pos), p);
+        r = scan_value(&sc, obj, "", 0);
+        if (sc.bad_path) {
+                _cleanup_free_ char *p = sc.bad_path;
+                return errorf(ret_error, r, "line %u: %s%s%s", line_of(text, len, sc.bad_pos),
+                              p, isempty(p) ? "" : ": ", sc.bad_what);
         }
         if (r == -E2BIG)
                 return errorf(ret_error, r, "nesting deeper than %d levels", JSON_MAX_DEPTH);

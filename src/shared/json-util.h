@@ -12,12 +12,16 @@
 /*
  * Parses a JSON document in json-c's relaxed dialect (comments, trailing
  * commas) and then insists on what json-c lets pass: a single value with
- * nothing but whitespace and comments after it, no duplicate object keys, and
- * at most JSON_MAX_DEPTH levels of nesting.
+ * nothing but whitespace and comments after it, no duplicate object keys
+ * (compared by their full decoded bytes), no escaped NUL (\u0000) and no
+ * unpaired surrogate escape in any key or string (json-c would cut or merge
+ * those, so two distinct keys could become one), and at most JSON_MAX_DEPTH
+ * levels of nesting.
  *
  * On failure returns a negative errno and a message in *ret_error that names
  * the line and, for duplicates, the key path (for example
- * "line 7: profiles.dev.image: duplicate key").
+ * "line 7: profiles.dev.image: duplicate key", or
+ * "line 1: profiles[\"dev\x00a\"]: key contains a NUL character (\u0000)").
  */
 int json_parse_strict(const char *text, size_t len, json_object **ret, char **ret_error);
 

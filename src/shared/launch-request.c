@@ -39,7 +39,7 @@ static bool is_hex64(const char *s) {
 int launch_request_write(const char *runtime_dir, const char *id, const LaunchRequest *req, char **ret_error) {
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_free_ char *tmp = NULL, *final = NULL;
-        _cleanup_close_ int fd = -EBADF;
+        _cleanup_close_ int dirfd = -EBADF, fd = -EBADF;
         uint64_t rnd;
         const char *s;
         int r;
@@ -51,8 +51,8 @@ int launch_request_write(const char *runtime_dir, const char *id, const LaunchRe
                 return errorf(ret_error, -EINVAL, "invalid launch request");
         if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
                 return errorf(ret_error, -EIO, "getrandom failed");
-        if (asprintf(&tmp, "%s/.%s%s.%016llx", runtime_dir, id, LAUNCH_REQUEST_SUFFIX, (unsigned long long) rnd) < 0 ||
-            asprintf(&final, "%s/%s%s", runtime_dir, id, LAUNCH_REQUEST_SUFFIX) < 0)
+        if (asprintf(&tmp, ".%s%s.%016llx", id, LAUNCH_REQUEST_SUFFIX, (unsigned long long) rnd) < 0 ||
+            asprintf(&final, "%s%s", id, LAUNCH_REQUEST_SUFFIX) < 0)
                 return -ENOMEM;
 
         json_object_object_add(o, "version", json_object_new_int(1));
@@ -60,16 +60,23 @@ int launch_request_write(const char *runtime_dir, const char *id, const LaunchRe
         json_object_object_add(o, "fingerprint", json_object_new_string(req->fingerprint));
         s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        /* Like the Domain record: written whole, synced, then renamed into place. */
+        dirfd = open(runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0)
+                return errorf(ret_error, -errno, "cannot open %s: %m", runtime_dir);
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
-                return errorf(ret_error, -errno, "cannot create %s: %m", tmp);
+                return errorf(ret_error, -errno, "cannot create %s/%s: %m", runtime_dir, tmp);
         r = write_all(fd, s, strlen(s));
-        if (r >= 0 && rename(tmp, final) < 0)
+        if (r >= 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r >= 0 && renameat(dirfd, tmp, dirfd, final) < 0)
                 r = -errno;
         if (r < 0) {
-                (void) unlink(tmp);
-                return errorf(ret_error, r, "cannot write %s: %s", final, strerror(-r));
+                (void) unlinkat(dirfd, tmp, 0);
+                return errorf(ret_error, r, "cannot write %s/%s: %s", runtime_dir, final, strerror(-r));
         }
+        (void) fsync(dirfd);
         return 0;
 }
 

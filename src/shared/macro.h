@@ -5,20 +5,10 @@
 #include <stddef.h>
 #include <string.h>
 
-#define _public_ __attribute__((__visibility__("default")))
 #define _pure_ __attribute__((__pure__))
-#define _const_ __attribute__((__const__))
-#define _unused_ __attribute__((__unused__))
 #define _printf_(a, b) __attribute__((__format__(printf, a, b)))
-#define _sentinel_ __attribute__((__sentinel__))
-#define _warn_unused_result_ __attribute__((__warn_unused_result__))
-#define _noreturn_ __attribute__((__noreturn__))
-#define _likely_(x) (__builtin_expect(!!(x), 1))
-#define _unlikely_(x) (__builtin_expect(!!(x), 0))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
-
-#define STR_IN_SET(s, ...) strv_contains((const char *const[]) { __VA_ARGS__, NULL }, (s))
 
 static inline bool streq_ptr(const char *a, const char *b) {
         if (!a || !b)

@@ -40,12 +40,8 @@ static json_object *capabilities_json(void) {
         return o;
 }
 
-static bool strv_valid(char **l, bool need_one) {
-        size_t n = 0;
-        for (; l && *l; l++, n++)
-                if (!*l)
-                        return false;
-        return !need_one || n > 0;
+static bool strv_has_entries(char **l) {
+        return l && l[0];
 }
 
 static json_object *process_json(char **args, char **env, const char *cwd, bool terminal, uint16_t rows, uint16_t cols) {
@@ -88,7 +84,7 @@ int oci_process_json(const OciProcess *p, char **ret) {
         _cleanup_json_ json_object *o = NULL;
         char *s;
 
-        if (!strv_valid(p->args, true) || !strv_valid(p->env, false) || (p->cwd && !path_is_absolute(p->cwd)))
+        if (!strv_has_entries(p->args) || (p->cwd && !path_is_absolute(p->cwd)))
                 return -EINVAL;
         o = process_json(p->args, p->env, p->cwd, p->terminal, p->rows, p->cols);
         s = to_string(o);
@@ -106,7 +102,7 @@ int oci_container_json(const OciContainer *c, char **ret) {
         json_object *root, *mounts, *linux_, *ns;
         char *s;
 
-        if (!path_is_absolute(c->rootfs) || !strv_valid(c->args, true) || !strv_valid(c->env, false))
+        if (!path_is_absolute(c->rootfs) || !strv_has_entries(c->args))
                 return -EINVAL;
         if (c->netns_path && !path_is_absolute(c->netns_path))
                 return -EINVAL;

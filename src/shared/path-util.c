@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,59 +130,4 @@ int path_canonicalize(const char *p, char **ret) {
                 return -ENAMETOOLONG;
         *ret = TAKE_PTR(joined);
         return 0;
-}
-
-int get_home_dir(char **ret) {
-        const char *e = getenv("HOME");
-        _cleanup_free_ char *buf = NULL;
-        struct passwd pw, *result = NULL;
-        long bufsize;
-        char *h;
-
-        if (e && path_is_absolute(e) && !path_has_dotdot(e))
-                return path_normalize(e, ret);
-
-        bufsize = sysconf(_SC_GETPW_R_SIZE_MAX);
-        if (bufsize <= 0)
-                bufsize = 16384;
-        buf = malloc(bufsize);
-        if (!buf)
-                return -ENOMEM;
-        if (getpwuid_r(getuid(), &pw, buf, bufsize, &result) != 0 || !result)
-                return -ENXIO;
-        if (!path_is_absolute(pw.pw_dir))
-                return -ENXIO;
-        h = strdup(pw.pw_dir);
-        if (!h)
-                return -ENOMEM;
-        *ret = h;
-        return 0;
-}
-
-static int get_xdg_dir(const char *env, const char *fallback, char **ret) {
-        const char *e = getenv(env);
-        _cleanup_free_ char *home = NULL;
-        char *j;
-        int r;
-
-        /* The XDG spec says relative values are invalid and must be ignored. */
-        if (e && path_is_absolute(e))
-                return path_normalize(e, ret);
-
-        r = get_home_dir(&home);
-        if (r < 0)
-                return r;
-        j = path_join(home, fallback);
-        if (!j)
-                return -ENOMEM;
-        *ret = j;
-        return 0;
-}
-
-int get_xdg_config_home(char **ret) {
-        return get_xdg_dir("XDG_CONFIG_HOME", ".config", ret);
-}
-
-int get_xdg_data_home(char **ret) {
-        return get_xdg_dir("XDG_DATA_HOME", ".local/share", ret);
 }

@@ -33,12 +33,5 @@ bool path_is_at_or_below(const char *path, const char *dir);
  */
 int path_canonicalize(const char *p, char **ret);
 
-/* $HOME when it is absolute, else the passwd entry of the calling user. */
-int get_home_dir(char **ret);
-
-/* $XDG_CONFIG_HOME / $XDG_DATA_HOME with the XDG defaults below $HOME. */
-int get_xdg_config_home(char **ret);
-int get_xdg_data_home(char **ret);
-
 /* Joins two path fragments with exactly one '/' between them. */
 char *path_join(const char *a, const char *b);

@@ -97,6 +97,10 @@ check_bad 'profiles["Dev!"]: invalid profile name' '{"profiles": {"Dev!": {"imag
 check_bad 'escalation.auto_approve[0].argv[0]: "/usr/bin/git" can run arbitrary commands' '{"escalation": {"auto_approve": [{"argv": ["/usr/bin/git", "status"]}]}}'
 check_bad 'data_root: token "{domain_dir}" is not allowed here' '{"data_root": "{domain_dir}/x"}'
 check_bad 'line 1: invalid JSON' '{"profiles": {,}}'
+# json-c cuts keys at NUL: "dev\u0000b" would silently replace profile "dev".
+check_bad 'line 1: profiles["dev\x00a"]: key contains a NUL character (\u0000)' '{"profiles":{"dev\u0000a":{"image":"builtin:default"},"dev\u0000b":{"image":"oci:/evil"}}}'
+check_bad 'runtime.runsc: "runsc" is not an absolute path' '{"runtime": {"runsc": "runsc"}}'
+check_bad 'runtime.runsc: "/tmp" is writable by group or others (mode 1777)' '{"runtime": {"runsc": "/tmp/runsc"}}'
 # The configuration may not be visible to the sandbox (SR-2): a file inside
 # the workspace, or a volume that contains it, is refused.
 mkdir -p "$top/proj/.lazaret"

@@ -14,6 +14,8 @@
 #include "fuzz.h"
 #include "json-util.h"
 
+bool fuzz_accepted = false;
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static const ConfigEnv env = { .home = "/home/fuzz", .xdg_data_home = "/home/fuzz/.local/share" };
         _cleanup_free_ char *text = NULL, *err = NULL, *canon = NULL;
@@ -28,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         text[size] = 0;
 
         if (config_parse(text, size, "fuzz.json", &env, &c, &err) >= 0) {
+                fuzz_accepted = true;
                 /* Success must come with a complete, encodable configuration. */
                 if (!c || err || !config_find_profile(c, c->default_profile))
                         abort();

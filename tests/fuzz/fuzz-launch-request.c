@@ -10,6 +10,8 @@
 #include "launch-request.h"
 #include "path-util.h"
 
+bool fuzz_accepted = false;
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         _cleanup_free_ char *text = NULL, *err = NULL;
         LaunchRequest req = {};
@@ -20,6 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memcpy(text, data, size);
         text[size] = 0;
         if (launch_request_parse(text, size, "fuzz", &req, &err) >= 0) {
+                fuzz_accepted = true;
                 /* Accepted means: a 64-digit fingerprint and, if any, an absolute path. */
                 if (err || strlen(req.fingerprint) != SHA256_HEX_LEN || (req.config_path && !path_is_absolute(req.config_path)))
                         abort();

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Replays fuzz inputs without libFuzzer: each argument is a file or a
- * directory of files, fed to LLVMFuzzerTestOneInput() one at a time.
+ * directory of files, fed to LLVMFuzzerTestOneInput() one at a time. A file
+ * named "accept-*" must be accepted and one named "reject-*" refused (the
+ * target reports through fuzz_accepted); others must merely not crash.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,7 +26,20 @@ static int run_file(const char *path) {
                 fprintf(stderr, "%s: %s\n", path, strerror(-r));
                 return r;
         }
+        fuzz_accepted = false;
         LLVMFuzzerTestOneInput((const uint8_t *) buf, n);
+
+        /* Inputs named for their outcome must have it. */
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        if (strncmp(base, "reject-", 7) == 0 && fuzz_accepted) {
+                fprintf(stderr, "%s: accepted, but must be refused\n", path);
+                return -EBADMSG;
+        }
+        if (strncmp(base, "accept-", 7) == 0 && !fuzz_accepted) {
+                fprintf(stderr, "%s: refused, but must be accepted\n", path);
+                return -EBADMSG;
+        }
         return 0;
 }
 

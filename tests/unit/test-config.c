@@ -2,7 +2,11 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "config.h"
@@ -35,7 +39,7 @@ typedef struct BadCase {
  */
 static const BadCase bad_cases[] = {
         { "[]", "expected an object, got an array" },
-        { "{\"dat_root\": \"/x\"}", "dat_root: unknown key (known keys here: data_root, default_profile, network, escalation, profiles)" },
+        { "{\"dat_root\": \"/x\"}", "dat_root: unknown key (known keys here: data_root, default_profile, network, escalation, profiles, runtime)" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"imgae\": 1}}}", "profiles.dev.imgae: unknown key" },
         { "{\"network\": {\"allow\": [], \"block\": []}}", "network.block: unknown key" },
         { "{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/usr/bin/make\"], \"trailing\": true}]}}", "escalation.auto_approve[0].trailing: unknown key" },
@@ -56,6 +60,13 @@ static const BadCase bad_cases[] = {
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\"},\n \"dev\": {\"image\": \"builtin:default\"}}}", "line 2: profiles.dev: duplicate key" },
         { "{\"data_root\": \"/a\", \"data_root\": \"/b\"}", "data_root: duplicate key" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {\"A\": \"1\", \"A\": \"2\"}}}}", "profiles.dev.env.A: duplicate key" },
+        /* NUL in keys: json-c cuts keys at NUL, so these would alias "dev" and "data_root" */
+        { "{\"profiles\": {\"dev\\u0000a\": {\"image\": \"builtin:default\"},\n \"dev\\u0000b\": {\"image\": \"oci:/evil\"}}}",
+          FILE_NAME ": line 1: profiles[\"dev\\x00a\"]: key contains a NUL character (\\u0000)" },
+        { "{\"data_root\": \"/a\", \"data_root\\u0000x\": \"/b\"}", FILE_NAME ": line 1: [\"data_root\\x00x\"]: key contains a NUL character (\\u0000)" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {\"A\\u0000\": \"1\"}}}}", "profiles.dev.env[\"A\\x00\"]: key contains a NUL character" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"command\": [\"/bin/true\\u0000x\"]}}}", "profiles.dev.command[0]: string contains a NUL character (\\u0000)" },
+        { "{\"profiles\": {\"\\ud800x\": {\"image\": \"builtin:default\"}, \"\\udc00x\": {\"image\": \"builtin:default\"}}}", "key contains an unpaired UTF-16 surrogate escape" },
         /* CIDRs */
         { "{\"network\": {\"deny\": [\"10.0.0.1/8\"]}}", "network.deny[0]: \"10.0.0.1/8\" has host bits set" },
         { "{\"network\": {\"allow\": [\"fd00::/8\"]}}", "network.allow[0]: \"fd00::/8\" is an IPv6 prefix" },
@@ -118,6 +129,12 @@ static const BadCase bad_cases[] = {
         { "{\"escalation\": {\"auto_approve\": [{\"trailing_args\": true}]}}", "escalation.auto_approve[0]: missing required key \"argv\"" },
         { "{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/usr/bin/make\"], \"trailing_args\": \"no\"}]}}", "escalation.auto_approve[0].trailing_args: expected true or false" },
         { "{\"escalation\": {\"auto_approve\": [\"/usr/bin/make test\"]}}", "escalation.auto_approve[0]: expected an object, got a string" },
+        /* runtime and directfs */
+        { "{\"runtime\": {\"runsc\": 1}}", "runtime.runsc: expected a string, got an integer" },
+        { "{\"runtime\": {\"runsc\": \"\"}}", "runtime.runsc: must not be empty" },
+        { "{\"runtime\": {\"platform\": \"kvm\"}}", "runtime.platform: unknown key (known keys here: runsc)" },
+        { "{\"runtime\": \"/usr/bin/runsc\"}", "runtime: expected an object, got a string" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"directfs\": \"yes\"}}}", "profiles.dev.directfs: expected true or false, got a string" },
         /* syntax */
         { "{\"a\": 1,,}", "line 1: invalid JSON" },
         { "{\"profiles\": {}} trailing", "unexpected text after the top-level value" },
@@ -254,7 +271,9 @@ Test(config, canonical_encoding_is_sorted_and_complete) {
 
         cr_assert_eq(config_canonical_json(c, &j), 0);
         cr_assert_not_null(strstr(j, "{\"data_root\":\"/nonexistent-lazaret-unit/share/lazaret\",\"default_profile\":\"default\",\"escalation\":{\"auto_approve\":[],\"enabled\":true,\"timeout_s\":300},\"format\":\"lazaret-config/1\",\"network\":{\"allow\":[],\"deny\":[]},\"profiles\":{\"default\":{"), "%s", j);
-        cr_assert_not_null(strstr(j, "\"zz\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"persistent_dirs\":[],\"volumes\":[]}"), "%s", j);
+        cr_assert_not_null(strstr(j, "\"zz\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"persistent_dirs\":[],\"volumes\":[]}}"), "%s", j);
+        /* The runtime section is last, and absent means null. */
+        cr_assert_not_null(strstr(j, "},\"runtime\":{\"runsc\":null}}"), "%s", j);
         sha256_buf(j, strlen(j), d);
         cr_assert_eq(memcmp(d, c->fingerprint, SHA256_DIGEST_LEN), 0);
         cr_assert_eq(strlen(config_fingerprint_hex(c, hex)), SHA256_HEX_LEN);
@@ -281,4 +300,126 @@ Test(config, names) {
         cr_assert(env_name_is_valid("_A1"));
         cr_assert_not(env_name_is_valid("A-B"));
         cr_assert_not(env_name_is_valid("A=B"));
+}
+
+/* An auto-approve rule records where its program resolved; that is fingerprinted. */
+Test(config, rule_program_resolution_is_fingerprinted) {
+        _cleanup_config_ Config *a = parse_ok("{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/nonexistent-lazaret-unit/tool\"]}]}}");
+        _cleanup_free_ char *j = NULL, *real = realpath("/bin/true", NULL);
+        _cleanup_config_ Config *b = parse_ok("{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/bin/true\"]}]}}");
+
+        cr_assert_null(a->auto_approve[0].program);
+        cr_assert_eq(config_canonical_json(a, &j), 0);
+        cr_assert_not_null(strstr(j, "{\"argv\":[\"/nonexistent-lazaret-unit/tool\"],\"program\":null,\"trailing_args\":false}"), "%s", j);
+        cr_assert_not_null(real);
+        cr_assert_str_eq(b->auto_approve[0].program, real);
+}
+
+/* ----------------------------------------------------------------- runtime */
+
+static void runsc_refused(const char *value, const char *want) {
+        _cleanup_free_ char *text = NULL, *err = NULL, *full = NULL;
+        Config *c = NULL;
+
+        cr_assert(asprintf(&text, "{\"runtime\": {\"runsc\": \"%s\"}}", value) > 0);
+        cr_assert_lt(config_parse(text, strlen(text), FILE_NAME, &env, &c, &err), 0, "accepted: %s", text);
+        cr_assert_null(c);
+        cr_assert(asprintf(&full, FILE_NAME ": runtime.runsc: %s", want) > 0);
+        cr_assert_str_eq(err, full);
+}
+
+/*
+ * A scratch directory whose parents are all trusted: below the build tree
+ * (meson passes it), never below the world-writable /tmp.
+ */
+static char *trusted_scratch(void) {
+        const char *base = getenv("LAZARET_TEST_BUILDDIR");
+        char *p;
+
+        cr_assert_not_null(base, "LAZARET_TEST_BUILDDIR is not set (run through meson test)");
+        cr_assert(asprintf(&p, "%s/runsc-scratch-XXXXXX", base) > 0);
+        cr_assert_not_null(mkdtemp(p));
+        chmod(p, 0755);
+        return p;
+}
+
+static void write_exec(const char *path, mode_t mode) {
+        FILE *f = fopen(path, "we");
+        cr_assert_not_null(f);
+        fputs("#!/bin/true\n", f);
+        fclose(f);
+        cr_assert_eq(chmod(path, mode), 0);
+}
+
+Test(config, runtime_runsc_bad_inputs) {
+        _cleanup_free_ char *dir = trusted_scratch(), *gw = NULL, *bin = NULL, *msg = NULL, *plain = NULL,
+                            *link = NULL, *cmd = NULL, *real_true = realpath("/bin/true", NULL);
+
+        runsc_refused("runsc", "\"runsc\" is not an absolute path");
+        runsc_refused("/nonexistent-lazaret-unit/runsc", "\"/nonexistent-lazaret-unit/runsc\" does not exist");
+        runsc_refused("/usr/bin", "\"/usr/bin\" is not a regular file");
+        runsc_refused("/usr/../usr/bin/true", "\"/usr/../usr/bin/true\" contains a \"..\" segment");
+        runsc_refused("/tmp", "\"/tmp\" is writable by group or others (mode 1777); runsc and every directory above it must not be");
+
+        /* A group-writable parent. */
+        cr_assert(asprintf(&gw, "%s/gw", dir) > 0 && asprintf(&bin, "%s/gw/runsc", dir) > 0);
+        cr_assert_eq(mkdir(gw, 0755), 0);
+        write_exec(bin, 0755);
+        cr_assert_eq(chmod(gw, 0775), 0);
+        cr_assert(asprintf(&msg, "\"%s\" is writable by group or others (mode 0775); runsc and every directory above it must not be", gw) > 0);
+        runsc_refused(bin, msg);
+
+        /* The same binary once the directory is fixed: accepted, and fingerprinted. */
+        cr_assert_eq(chmod(gw, 0755), 0);
+        {
+                _cleanup_free_ char *text = NULL, *j = NULL;
+                cr_assert(asprintf(&text, "{\"runtime\": {\"runsc\": \"%s\"}}", bin) > 0);
+                _cleanup_config_ Config *c = parse_ok(text), *d = parse_ok("{}");
+                cr_assert_str_eq(c->runsc, bin);
+                cr_assert_null(d->runsc);
+                cr_assert_neq(memcmp(c->fingerprint, d->fingerprint, SHA256_DIGEST_LEN), 0);
+                cr_assert_eq(config_canonical_json(c, &j), 0);
+                cr_assert_not_null(strstr(j, "\"runtime\":{\"runsc\":\""), "%s", j);
+        }
+
+        /* The binary itself writable by others; not executable; a symlink. */
+        cr_assert_eq(chmod(bin, 0757), 0);
+        free(msg);
+        cr_assert(asprintf(&msg, "\"%s\" is writable by group or others (mode 0757); runsc and every directory above it must not be", bin) > 0);
+        runsc_refused(bin, msg);
+        cr_assert(asprintf(&plain, "%s/plain", dir) > 0);
+        write_exec(plain, 0644);
+        free(msg);
+        cr_assert(asprintf(&msg, "\"%s\" is not executable", plain) > 0);
+        runsc_refused(plain, msg);
+        cr_assert_not_null(real_true);
+        cr_assert(asprintf(&link, "%s/link", dir) > 0);
+        cr_assert_eq(symlink(real_true, link), 0);
+        free(msg);
+        cr_assert(asprintf(&msg, "\"%s\" is a symbolic link; name the binary by its resolved path \"%s\"", link, real_true) > 0);
+        runsc_refused(link, msg);
+
+        cr_assert(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
+        cr_assert_eq(system(cmd), 0);
+}
+
+Test(config, runtime_section_shape) {
+        _cleanup_config_ Config *c = parse_ok("{\"runtime\": {}}");
+        cr_assert_null(c->runsc);
+        parse_ok("{\"runtime\": {\"runsc\": \"/usr/bin/true\"}}");
+}
+
+Test(config, directfs_per_profile_default_true) {
+        _cleanup_config_ Config *a = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\"}, \"slow\": {\"image\": \"builtin:default\", \"directfs\": false}}}");
+        _cleanup_config_ Config *b = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"directfs\": true}, \"slow\": {\"image\": \"builtin:default\", \"directfs\": false}}}");
+        _cleanup_config_ Config *d = parse_ok(NULL);
+        _cleanup_free_ char *j = NULL;
+
+        cr_assert(config_find_profile(a, "dev")->directfs);
+        cr_assert_not(config_find_profile(a, "slow")->directfs);
+        cr_assert(config_find_profile(d, "default")->directfs);
+        /* An explicit default is the same configuration; the setting is in the fingerprint. */
+        cr_assert_eq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0);
+        cr_assert_eq(config_canonical_json(a, &j), 0);
+        cr_assert_not_null(strstr(j, "\"slow\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":false,"), "%s", j);
 }

@@ -11,10 +11,19 @@
 #include "cleanup.h"
 #include "config.h"
 #include "domain.h"
+#include "host-context.h"
 #include "path-util.h"
 
 /* A private scratch tree per test: HOME, XDG dirs and a project inside it. */
 static char *top;
+static HostContext host;
+
+/* The tests set the environment; callers collect it like this, once per use. */
+static const HostContext *env_now(void) {
+        host_context_done(&host);
+        cr_assert_eq(host_context_from_environment(&host), 0);
+        return &host;
+}
 
 static char *sub(const char *rel) {
         char *p;
@@ -50,6 +59,7 @@ static void setup(void) {
 
 static void teardown(void) {
         _cleanup_free_ char *cmd = NULL;
+        host_context_done(&host);
         cr_assert(asprintf(&cmd, "rm -rf '%s'", top) > 0);
         if (system(cmd) != 0)
                 cr_log_warn("cleanup of %s failed", top);
@@ -70,7 +80,7 @@ static Config *load(const char *text) {
                 fclose(f);
                 chmod(path, 0600);
         }
-        cr_assert_eq(config_load(NULL, &c, &err), 0, "%s", err ?: "");
+        cr_assert_eq(config_load(env_now(), NULL, &c, &err), 0, "%s", err ?: "");
         return c;
 }
 
@@ -117,18 +127,18 @@ Test(domain, new_refuses_root_and_home, .init = setup, .fini = teardown) {
         _cleanup_free_ char *home = sub("home"), *err = NULL;
         Domain *d = NULL;
 
-        cr_assert_eq(domain_new(c, NULL, "/", &d, &err), -EPERM);
+        cr_assert_eq(domain_new(c, env_now(), NULL, "/", &d, &err), -EPERM);
         cr_assert_not_null(strstr(err, "root cannot be a workspace"));
         free(err);
         err = NULL;
-        cr_assert_eq(domain_new(c, NULL, home, &d, &err), -EPERM);
+        cr_assert_eq(domain_new(c, env_now(), NULL, home, &d, &err), -EPERM);
         cr_assert_not_null(strstr(err, "contains your home directory"), "%s", err);
         free(err);
         err = NULL;
-        cr_assert_eq(domain_new(c, NULL, top, &d, &err), -EPERM);
+        cr_assert_eq(domain_new(c, env_now(), NULL, top, &d, &err), -EPERM);
         free(err);
         err = NULL;
-        cr_assert_eq(domain_new(c, "nope", NULL, &d, &err), -ENOENT);
+        cr_assert_eq(domain_new(c, env_now(), "nope", NULL, &d, &err), -ENOENT);
         cr_assert_not_null(strstr(err, "no profile named \"nope\""));
         cr_assert_null(d);
 }
@@ -141,7 +151,7 @@ Test(domain, storage_layout_and_record, .init = setup, .fini = teardown) {
         struct stat st;
 
         mkdirs("home/proj");
-        cr_assert_eq(domain_new(c, NULL, ws, &d, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_new(c, env_now(), NULL, ws, &d, &err), 0, "%s", err ?: "");
         cr_assert_eq(domain_validate(d, &err), 0, "%s", err ?: "");
         cr_assert_eq(domain_storage_prepare(d, &err), 0, "%s", err ?: "");
 
@@ -191,7 +201,7 @@ Test(domain, storage_refuses_open_data_root, .init = setup, .fini = teardown) {
                 cr_assert(asprintf(&text, "{\"data_root\": \"%s\"}", data) > 0);
                 c = load(text);
         }
-        cr_assert_eq(domain_new(c, NULL, ws, &d, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_new(c, env_now(), NULL, ws, &d, &err), 0, "%s", err ?: "");
         cr_assert_eq(domain_storage_prepare(d, &err), -EPERM);
         cr_assert_not_null(strstr(err, "accessible by other users"), "%s", err);
 }
@@ -201,7 +211,7 @@ static void exposure_refused(const char *config_text, const char *ws_rel, const 
         _cleanup_domain_ Domain *d = NULL;
         _cleanup_free_ char *ws = sub(ws_rel), *err = NULL;
 
-        cr_assert_eq(domain_new(c, NULL, ws, &d, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_new(c, env_now(), NULL, ws, &d, &err), 0, "%s", err ?: "");
         cr_assert_lt(domain_validate(d, &err), 0, "should refuse: %s", config_text ?: "(built-in)");
         cr_assert_not_null(strstr(err, needle), "message \"%s\" lacks \"%s\"", err, needle);
 }
@@ -265,7 +275,7 @@ Test(domain, own_dirs_may_be_mounted_and_tokens_resolve, .init = setup, .fini = 
         size_t n = 0;
 
         mkdirs("home/proj");
-        cr_assert_eq(domain_new(c, NULL, ws, &d, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_new(c, env_now(), NULL, ws, &d, &err), 0, "%s", err ?: "");
         cr_assert_eq(domain_validate(d, &err), 0, "%s", err ?: "");
         cr_assert_eq(domain_resolve_volumes(d, &v, &n, &err), 0);
         cr_assert_eq(n, 3);
@@ -290,7 +300,7 @@ Test(domain, runtime_dir, .init = setup, .fini = teardown) {
         _cleanup_free_ char *p = NULL, *err = NULL, *want = sub("run/lazaret");
         struct stat st;
 
-        cr_assert_eq(runtime_dir_prepare(&p, &err), 0, "%s", err ?: "");
+        cr_assert_eq(runtime_dir_prepare(env_now(), &p, &err), 0, "%s", err ?: "");
         cr_assert_str_eq(p, want);
         cr_assert_eq(stat(p, &st), 0);
         cr_assert_eq(st.st_mode & 07777, 0700);
@@ -298,7 +308,7 @@ Test(domain, runtime_dir, .init = setup, .fini = teardown) {
         unsetenv("XDG_RUNTIME_DIR");
         free(p);
         p = NULL;
-        cr_assert_eq(runtime_dir_prepare(&p, &err), -ENXIO);
+        cr_assert_eq(runtime_dir_prepare(env_now(), &p, &err), -ENXIO);
         cr_assert_not_null(strstr(err, "XDG_RUNTIME_DIR is not set"));
 }
 
@@ -312,14 +322,127 @@ Test(domain, config_file_permissions, .init = setup, .fini = teardown) {
         fputs("{}", f);
         fclose(f);
         chmod(path, 0666);
-        cr_assert_eq(config_load(NULL, &c, &err), -EPERM);
+        cr_assert_eq(config_load(env_now(), NULL, &c, &err), -EPERM);
         cr_assert_not_null(strstr(err, "writable by group or others"), "%s", err);
         free(err);
         err = NULL;
-        cr_assert_eq(config_load("/nonexistent-lazaret/config.json", &c, &err), -ENOENT);
+        cr_assert_eq(config_load(env_now(), "/nonexistent-lazaret/config.json", &c, &err), -ENOENT);
         cr_assert_not_null(strstr(err, "/nonexistent-lazaret/config.json: cannot read"), "%s", err);
         free(err);
         err = NULL;
         setenv("LAZARET_CONFIG", "/nonexistent-lazaret/env.json", 1);
-        cr_assert_eq(config_load(NULL, &c, &err), -ENOENT, "a file named by $LAZARET_CONFIG must exist");
+        cr_assert_eq(config_load(env_now(), NULL, &c, &err), -ENOENT, "a file named by $LAZARET_CONFIG must exist");
+}
+
+/*
+ * What a Domain is judged with is what its caller collected: a later change
+ * of the environment (the coordinator runs with the user manager's) does not
+ * reach it, and the workspace default comes from the collected directory.
+ */
+Test(domain, judged_with_the_callers_inputs, .init = setup, .fini = teardown) {
+        _cleanup_config_ Config *c = load("{}");
+        _cleanup_domain_ Domain *d = NULL, *d2 = NULL;
+        _cleanup_free_ char *cfg = sub("home/proj/.config"), *elsewhere = sub("home/.config"), *err = NULL,
+                            *deep = sub("home/proj/a/b"), *proj = sub("home/proj");
+        HostContext hc = {};
+
+        mkdirs("home/proj/.git");
+        mkdirs("home/proj/.config");
+        mkdirs("home/proj/a/b");
+        setenv("XDG_CONFIG_HOME", cfg, 1);
+        cr_assert_eq(host_context_from_environment(&hc), 0);
+        setenv("XDG_CONFIG_HOME", elsewhere, 1);
+        free(hc.cwd);
+        hc.cwd = strdup(deep);
+
+        cr_assert_eq(domain_new(c, &hc, NULL, NULL, &d, &err), 0, "%s", err ?: "");
+        cr_assert_str_eq(d->workspace, proj);
+        host_context_done(&hc);
+        cr_assert_lt(domain_validate(d, &err), 0);
+        cr_assert_not_null(strstr(err, "contains the Lazaret configuration location"), "%s", err);
+        free(err);
+        err = NULL;
+
+        /* A fresh collection sees the new value and the workspace is fine. */
+        cr_assert_eq(domain_new(c, env_now(), NULL, proj, &d2, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_validate(d2, &err), 0, "%s", err ?: "");
+}
+
+/*
+ * runtime.runsc inside the workspace or a volume: the sandbox could replace
+ * the binary Lazaret runs next time. Built below the build tree, whose
+ * parents are trusted, so that only the exposure check can refuse it.
+ */
+Test(domain, exposure_runsc_in_workspace_or_volume) {
+        const char *base = getenv("LAZARET_TEST_BUILDDIR");
+        _cleanup_free_ char *dir = NULL, *proj = NULL, *tools = NULL, *bin = NULL, *text = NULL, *err = NULL,
+                            *want = NULL, *cmd = NULL, *home = NULL, *data = NULL;
+        ConfigEnv cenv;
+        HostContext hc = {};
+        FILE *f;
+
+        cr_assert_not_null(base, "LAZARET_TEST_BUILDDIR is not set (run through meson test)");
+        cr_assert(asprintf(&dir, "%s/runsc-domain-XXXXXX", base) > 0);
+        cr_assert_not_null(mkdtemp(dir));
+        chmod(dir, 0755);
+        cr_assert(asprintf(&proj, "%s/proj", dir) > 0 && asprintf(&tools, "%s/tools", dir) > 0 &&
+                  asprintf(&bin, "%s/tools/runsc", dir) > 0 && asprintf(&home, "%s/home", dir) > 0 &&
+                  asprintf(&data, "%s/home/data", dir) > 0);
+        cr_assert_eq(mkdir(proj, 0755), 0);
+        {
+                _cleanup_free_ char *git = NULL;
+                cr_assert(asprintf(&git, "%s/.git", proj) > 0);
+                cr_assert_eq(mkdir(git, 0755), 0);
+        }
+        cr_assert_eq(mkdir(home, 0755), 0);
+        cr_assert_eq(mkdir(tools, 0755), 0);
+        f = fopen(bin, "we");
+        cr_assert_not_null(f);
+        fclose(f);
+        cr_assert_eq(chmod(bin, 0755), 0);
+
+        cenv = (ConfigEnv) { .home = home, .xdg_data_home = data };
+        hc = (HostContext) { .home = home, .xdg_config_home = home, .xdg_data_home = data, .cwd = proj };
+
+        /* In a volume. */
+        {
+                _cleanup_config_ Config *c = NULL;
+                _cleanup_domain_ Domain *d = NULL;
+                cr_assert(asprintf(&text, "{\"runtime\": {\"runsc\": \"%s\"}, \"profiles\": {\"dev\": {\"image\": \"builtin:default\", "
+                                   "\"volumes\": [{\"host\": \"%s\", \"container\": \"/tools\"}]}}, \"default_profile\": \"dev\"}", bin, tools) > 0);
+                cr_assert_eq(config_parse(text, strlen(text), "/cfg.json", &cenv, &c, &err), 0, "%s", err ?: "");
+                cr_assert_eq(domain_new(c, &hc, NULL, NULL, &d, &err), 0, "%s", err ?: "");
+                cr_assert_eq(domain_validate(d, &err), -EPERM);
+                cr_assert(asprintf(&want, "/cfg.json: runtime.runsc: \"%s\" lies inside profiles.dev.volumes[0].host \"%s\", which is mounted into the sandbox",
+                                   bin, tools) > 0);
+                cr_assert_str_eq(err, want);
+                free(err);
+                free(want);
+                free(text);
+                err = want = text = NULL;
+        }
+
+        /* In the workspace. */
+        {
+                _cleanup_config_ Config *c = NULL;
+                _cleanup_domain_ Domain *d = NULL;
+                /* tools/runsc is inside the workspace "dir/tools"... */
+                cr_assert(asprintf(&text, "{\"runtime\": {\"runsc\": \"%s\"}}", bin) > 0);
+                cr_assert_eq(config_parse(text, strlen(text), "/cfg.json", &cenv, &c, &err), 0, "%s", err ?: "");
+                cr_assert_eq(domain_new(c, &hc, NULL, tools, &d, &err), 0, "%s", err ?: "");
+                cr_assert_eq(domain_validate(d, &err), -EPERM);
+                cr_assert(asprintf(&want, "/cfg.json: runtime.runsc: \"%s\" lies inside the workspace \"%s\", which the sandbox can write",
+                                   bin, tools) > 0);
+                cr_assert_str_eq(err, want);
+                free(err);
+                err = NULL;
+
+                /* ...and not inside "dir/proj": fine there. */
+                _cleanup_domain_ Domain *d2 = NULL;
+                cr_assert_eq(domain_new(c, &hc, NULL, proj, &d2, &err), 0, "%s", err ?: "");
+                cr_assert_eq(domain_validate(d2, &err), 0, "%s", err ?: "");
+        }
+
+        cr_assert(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
+        cr_assert_eq(system(cmd), 0);
 }

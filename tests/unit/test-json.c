@@ -56,6 +56,43 @@ Test(json, nul_byte_refused) {
         cr_assert_not_null(strstr(err, "NUL"));
 }
 
+/*
+ * json-c keeps keys as C strings: "dev\u0000a" and "dev\u0000b" would both be
+ * "dev" to it, and the later would silently win. Refused, key named with \x00.
+ */
+Test(json, nul_in_keys_refused) {
+        parse_fails("{\"profiles\":{\"dev\\u0000a\":{\"image\":\"builtin:default\"},\"dev\\u0000b\":{\"image\":\"oci:/evil\"}}}",
+                    "line 1: profiles[\"dev\\x00a\"]: key contains a NUL character (\\u0000)");
+        parse_fails("{\"data_root\":\"/a\",\n\"data_root\\u0000x\":\"/b\"}",
+                    "line 2: [\"data_root\\x00x\"]: key contains a NUL character (\\u0000)");
+        parse_fails("{\"\\u0000\": 1}", "[\"\\x00\"]: key contains a NUL character");
+        parse_fails("{'a\\u0000': 1}", "[\"a\\x00\"]: key contains a NUL character");
+}
+
+Test(json, nul_in_strings_refused) {
+        parse_fails("{\"a\": \"x\\u0000y\"}", "line 1: a: string contains a NUL character (\\u0000)");
+        parse_fails("{\"l\": [\"ok\",\n \"\\u0000\"]}", "line 2: l[1]: string contains a NUL character");
+        parse_fails("\"\\u0000\"", "line 1: string contains a NUL character");
+}
+
+/* json-c turns every unpaired surrogate into U+FFFD: distinct escapes, one key. */
+Test(json, unpaired_surrogates_refused) {
+        parse_fails("{\"\\ud800\": 1, \"\\udc00\": 2}", "key contains an unpaired UTF-16 surrogate escape");
+        parse_fails("{\"a\": \"\\udfff\"}", "a: string contains an unpaired UTF-16 surrogate escape");
+        parse_fails("{\"a\": \"\\ud800\\u0041\"}", "a: string contains an unpaired UTF-16 surrogate escape");
+}
+
+Test(json, surrogate_pairs_and_trailing_commas_fine) {
+        const char *t = "{\"\\ud83d\\ude00\": [1, 2,], \"\\u00e9\": {\"x\": 1,},}";
+        _cleanup_json_ json_object *o = NULL;
+        _cleanup_free_ char *err = NULL;
+        json_object *v;
+        cr_assert_eq(json_parse_strict(t, strlen(t), &o, &err), 0, "%s", err ?: "");
+        cr_assert(json_object_object_get_ex(o, "\xf0\x9f\x98\x80", &v));
+        cr_assert_eq(json_object_array_length(v), 2);
+        cr_assert(json_object_object_get_ex(o, "\xc3\xa9", NULL));
+}
+
 Test(json, keypaths) {
         _cleanup_free_ char *a = keypath_key("", "profiles", 8), *b = keypath_key("profiles", "dev", 3),
                             *c = keypath_index("volumes", 2), *d = keypath_key("p", "a.b", 3),

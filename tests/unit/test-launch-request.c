@@ -47,6 +47,9 @@ Test(launch_request, refuses_bad_content) {
                 "{\"version\":1,\"config\":null,\"fingerprint\":\"" FP "\",\"extra\":1}",
                 "{\"version\":1,\"config\":\"/a\\u0000b\",\"fingerprint\":\"" FP "\"}",
                 "{\"version\":1,\"config\":null,\"config\":null,\"fingerprint\":\"" FP "\"}",
+                /* json-c would read "config\u0000x" as "config", overriding the null before it. */
+                "{\"version\":1,\"config\":null,\"config\\u0000x\":\"/evil\",\"fingerprint\":\"" FP "\"}",
+                "{\"version\":1,\"config\":null,\"fingerprint\":\"" FP "\",\"fingerprint\\u0000\":\"" FP "\"}",
                 NULL,
         };
         for (size_t i = 0; bad[i]; i++) {
@@ -56,4 +59,13 @@ Test(launch_request, refuses_bad_content) {
                 cr_assert_not_null(err);
                 cr_assert_null(r.config_path);
         }
+}
+
+Test(launch_request, nul_key_alias_named) {
+        const char *t = "{\"version\":1,\"config\":null,\"config\\u0000x\":\"/evil\",\"fingerprint\":\"" FP "\"}";
+        _cleanup_free_ char *err = NULL;
+        LaunchRequest r = {};
+        cr_assert_eq(launch_request_parse(t, strlen(t), "t", &r, &err), -EBADMSG);
+        cr_assert_str_eq(err, "t: line 1: [\"config\\x00x\"]: key contains a NUL character (\\u0000)");
+        cr_assert_null(r.config_path);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "host-context.h"
 #include "path-util.h"
 
 static void check_norm(const char *in, const char *want) {
@@ -86,13 +87,37 @@ Test(path, canonicalize_resolves_symlinks_and_keeps_missing_tail) {
 }
 
 Test(path, xdg_defaults) {
-        _cleanup_free_ char *c = NULL, *d = NULL;
+        HostContext hc = {};
 
         setenv("HOME", "/home/someone", 1);
         unsetenv("XDG_CONFIG_HOME");
         setenv("XDG_DATA_HOME", "relative/ignored", 1);
-        cr_assert_eq(get_xdg_config_home(&c), 0);
-        cr_assert_str_eq(c, "/home/someone/.config");
-        cr_assert_eq(get_xdg_data_home(&d), 0);
-        cr_assert_str_eq(d, "/home/someone/.local/share");
+        setenv("XDG_RUNTIME_DIR", "/run/user/4242", 1);
+        unsetenv("LAZARET_CONFIG");
+        cr_assert_eq(host_context_from_environment(&hc), 0);
+        cr_assert_str_eq(hc.home, "/home/someone");
+        cr_assert_str_eq(hc.xdg_config_home, "/home/someone/.config");
+        cr_assert_str_eq(hc.xdg_data_home, "/home/someone/.local/share");
+        cr_assert_str_eq(hc.xdg_runtime_dir, "/run/user/4242");
+        cr_assert_null(hc.config_env);
+        cr_assert_not_null(hc.cwd);
+        host_context_done(&hc);
+}
+
+/* Collected once: later changes to the environment do not reach a copy. */
+Test(path, host_context_is_a_snapshot) {
+        HostContext hc = {}, copy = {};
+
+        setenv("HOME", "/home/a//b/", 1);
+        setenv("XDG_CONFIG_HOME", "/cfg", 1);
+        setenv("LAZARET_CONFIG", "/etc/x.json", 1);
+        cr_assert_eq(host_context_from_environment(&hc), 0);
+        setenv("HOME", "/elsewhere", 1);
+        cr_assert_eq(host_context_copy(&hc, &copy), 0);
+        host_context_done(&hc);
+        cr_assert_str_eq(copy.home, "/home/a/b");
+        cr_assert_str_eq(copy.xdg_config_home, "/cfg");
+        cr_assert_str_eq(copy.config_env, "/etc/x.json");
+        host_context_done(&copy);
+        cr_assert_null(copy.home);
 }
