@@ -8,7 +8,7 @@
 
 #include "cleanup.h"
 #include "process.h"
-#include "spawn.h"
+#include "spawn-util.h"
 
 struct Process {
         sd_event_source *child;

@@ -13,7 +13,7 @@
 #include "path-util.h"
 #include "process.h"
 #include "sandbox-exec.h"
-#include "spawn.h"
+#include "spawn-util.h"
 #include "strv.h"
 #include "supervisor-proto.h"
 #include "util.h"

@@ -16,7 +16,7 @@
 #include "cleanup.h"
 #include "log.h"
 #include "session.h"
-#include "spawn.h"
+#include "spawn-util.h"
 #include "strv.h"
 #include "util.h"
 

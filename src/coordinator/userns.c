@@ -13,7 +13,7 @@
 #include "fs-util.h"
 #include "log.h"
 #include "process.h"
-#include "spawn.h"
+#include "spawn-util.h"
 #include "userns.h"
 
 /* Where the child finds its end of the synchronisation pipes. */

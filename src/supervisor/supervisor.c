@@ -15,6 +15,7 @@
  * the coordinator to close the control socket (then it exits; the
  * coordinator stops the scope, which ends runsc and the sandbox).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -27,7 +28,9 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,24 +40,31 @@
 
 #include "cleanup.h"
 #include "macro.h"
+#include "spawn-util.h"
+#include "supervisor-proto.h"
 
 static int arg_control_fd = -EBADF;
-static const char *arg_runsc, *arg_root, *arg_bundle, *arg_container;
+static const char *arg_runsc, *arg_root, *arg_bundle, *arg_container, *arg_overlay;
+static bool arg_directfs = true;
+static char dcache_arg[64];
 
-static void report(const char *fmt, ...) _printf_(1, 2);
-static void report(const char *fmt, ...) {
-        char buf[1024];
+static void send_msg(const SupervisorMsg *msg) {
+        char buf[SUPERVISOR_MSG_MAX];
+        int n = supervisor_msg_encode(msg, buf);
+
+        if (n > 0)
+                (void) send(arg_control_fd, buf, (size_t) n, MSG_NOSIGNAL);
+}
+
+static void report_failed(const char *fmt, ...) _printf_(1, 2);
+static void report_failed(const char *fmt, ...) {
+        SupervisorMsg msg = { .type = SUPERVISOR_FAILED };
         va_list ap;
-        int n;
 
         va_start(ap, fmt);
-        n = vsnprintf(buf, sizeof(buf), fmt, ap);
+        (void) vsnprintf(msg.reason, sizeof(msg.reason), fmt, ap);
         va_end(ap);
-        if (n < 0)
-                return;
-        if (n >= (int) sizeof(buf))
-                n = sizeof(buf) - 1;
-        (void) send(arg_control_fd, buf, (size_t) n, MSG_NOSIGNAL);
+        send_msg(&msg);
 }
 
 /*
@@ -63,40 +73,48 @@ static void report(const char *fmt, ...) {
  * for their whole life, and chowns them. Its messages go to a log file in
  * the bundle, whose last line is reported on failure.
  */
+/*
+ * Runs runsc with the common flags. Its standard streams are /dev/null:
+ * runsc hands them to the sandbox, whose processes would keep a pipe open
+ * for their whole life, and chowns them. Its messages go to a log file in
+ * the bundle, whose last line is reported on failure.
+ */
 static int runsc(const char *verb, char *const *args, bool wait_for_it, pid_t *ret_pid, char *err, size_t errlen) {
-        char logarg[4096], logpath[4000];
+        char logarg[4096], logpath[4000], overlay[4200], directfs[32];
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
         char *argv[32];
         size_t k = 0;
-        int status;
+        int status, r;
         pid_t pid;
 
         snprintf(logpath, sizeof(logpath), "%s/runsc-%s.log", arg_bundle, verb);
         snprintf(logarg, sizeof(logarg), "--log=%s", logpath);
+        snprintf(overlay, sizeof(overlay), "--overlay2=%s", arg_overlay);
+        snprintf(directfs, sizeof(directfs), "--directfs=%s", arg_directfs ? "true" : "false");
         (void) unlink(logpath);
 
         argv[k++] = (char *) arg_runsc;
         argv[k++] = (char *) "--root";
         argv[k++] = (char *) arg_root;
         argv[k++] = logarg;
+        argv[k++] = (char *) "--platform=systrap";
         argv[k++] = (char *) "--network=none";
         argv[k++] = (char *) "--ignore-cgroups";
-        argv[k++] = (char *) "--overlay2=root:memory";
+        argv[k++] = (char *) "--file-access-mounts=shared";
+        argv[k++] = overlay;
+        argv[k++] = directfs;
+        if (dcache_arg[0])
+                argv[k++] = dcache_arg;
         argv[k++] = (char *) verb;
         for (; *args && k < ELEMENTSOF(argv) - 1; args++)
                 argv[k++] = *args;
         argv[k] = NULL;
 
-        pid = fork();
-        if (pid < 0)
-                return -errno;
-        if (pid == 0) {
-                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-                if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
-                        _exit(127);
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                execv(arg_runsc, argv);
-                _exit(127);
-        }
+        o.argv = argv;
+        o.die_with_parent = true;
+        r = spawn(&o, &pid, NULL);
+        if (r < 0)
+                return r;
         if (!wait_for_it) {
                 *ret_pid = pid;
                 return 0;
@@ -123,6 +141,91 @@ static int runsc(const char *verb, char *const *args, bool wait_for_it, pid_t *r
                         err[--n] = 0;
         }
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/*
+ * What an older runsc says when it lacks a flag Lazaret relies on, turned
+ * into one line that names the missing capability and the fix.
+ */
+static void explain_runsc_failure(const char *verb, const char *err) {
+        const char *flag = strstr(err, "flag provided but not defined: -");
+
+        if (flag) {
+                char name[64];
+                size_t n;
+
+                flag += strlen("flag provided but not defined: -");
+                n = strcspn(flag, " \t\n=");
+                snprintf(name, sizeof(name), "%.*s", (int) (n < 40 ? n : 40), flag);
+                report_failed("%s does not support --%s: Lazaret needs gVisor runsc 0.0~20240729 or newer "
+                              "(see README.md, \"Supported runtimes\")", arg_runsc, name);
+                return;
+        }
+        report_failed("runsc %s: %s", verb, *err ? err : "failed");
+}
+
+/*
+ * SR-1: no other local user may reach the sandbox's control endpoint. It
+ * must be a socket file inside our 0700 runsc root, and there must be no
+ * abstract socket of this container, which every user of the network
+ * namespace could connect to.
+ */
+static void closedirp(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+
+static int check_control_socket(void) {
+        _cleanup_(closedirp) DIR *d = opendir(arg_root);
+        _cleanup_fclose_ FILE *f = NULL;
+        char line[512];
+        bool found = false;
+        struct dirent *de;
+        struct stat st;
+
+        if (!d) {
+                report_failed("cannot read the runsc root %s: %s", arg_root, strerror(errno));
+                return -errno;
+        }
+        if (fstat(dirfd(d), &st) < 0 || (st.st_mode & 0077) != 0 || st.st_uid != getuid()) {
+                report_failed("the runsc root %s is not private to its owner", arg_root);
+                return -EPERM;
+        }
+        while ((de = readdir(d)))
+                if (strstr(de->d_name, arg_container) && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 &&
+                    S_ISSOCK(st.st_mode))
+                        found = true;
+
+        f = fopen("/proc/net/unix", "re");
+        while (f && fgets(line, sizeof(line), f))
+                if (strstr(line, " @") && strstr(line, arg_container)) {
+                        report_failed("%s listens on an abstract control socket that every local user can reach: "
+                                      "Lazaret needs gVisor runsc 0.0~20240729 or newer (see README.md, \"Supported runtimes\")",
+                                      arg_runsc);
+                        return -EPERM;
+                }
+        if (!found) {
+                report_failed("%s created no control socket file in its root directory %s: Lazaret needs gVisor runsc "
+                              "0.0~20240729 or newer (see README.md, \"Supported runtimes\")", arg_runsc, arg_root);
+                return -EPERM;
+        }
+        return 0;
+}
+
+/*
+ * runsc keeps host fds open for cached dentries: as many as the hard
+ * RLIMIT_NOFILE allows (soft raised to it), a third of it for the cache.
+ */
+static void setup_files_limit(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        (void) setrlimit(RLIMIT_NOFILE, &rl);
+        if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max >= 3000)
+                snprintf(dcache_arg, sizeof(dcache_arg), "--dcache=%llu",
+                         (unsigned long long) (rl.rlim_max / 3 < 100000 ? rl.rlim_max / 3 : 100000));
 }
 
 /* Step 2: nothing left to gain, in this namespace or through exec. */
@@ -174,6 +277,8 @@ static int parse_argv(int argc, char *argv[]) {
                 { "root",       required_argument, NULL, 'R' },
                 { "bundle",     required_argument, NULL, 'b' },
                 { "container",  required_argument, NULL, 'c' },
+                { "overlay",    required_argument, NULL, 'o' },
+                { "directfs",   required_argument, NULL, 'd' },
                 {}
         };
         int c;
@@ -181,7 +286,8 @@ static int parse_argv(int argc, char *argv[]) {
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
                 switch (c) {
                 case 'f':
-                        arg_control_fd = atoi(optarg);
+                        if (parse_uint_strict(optarg, 1024, &arg_control_fd) < 0)
+                                return -EINVAL;
                         break;
                 case 'r':
                         arg_runsc = optarg;
@@ -195,10 +301,22 @@ static int parse_argv(int argc, char *argv[]) {
                 case 'c':
                         arg_container = optarg;
                         break;
+                case 'o':
+                        arg_overlay = optarg;
+                        break;
+                case 'd':
+                        if (streq(optarg, "true"))
+                                arg_directfs = true;
+                        else if (streq(optarg, "false"))
+                                arg_directfs = false;
+                        else
+                                return -EINVAL;
+                        break;
                 default:
                         return -EINVAL;
                 }
-        if (arg_control_fd < 3 || !arg_runsc || !arg_root || !arg_bundle || !arg_container || arg_runsc[0] != '/')
+        if (optind != argc || arg_control_fd < 3 || !arg_runsc || !arg_root || !arg_bundle || !arg_container ||
+            !arg_overlay || arg_runsc[0] != '/' || !startswith(arg_overlay, "root:dir=/"))
                 return -EINVAL;
         return 0;
 }
@@ -218,53 +336,56 @@ int main(int argc, char *argv[]) {
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
                 return 2;
         if (getuid() != 0) {
-                report("FAILED the supervisor is not root of its user namespace");
+                report_failed("the supervisor is not root of its user namespace");
                 return 1;
         }
 
         /* 1. Resources. */
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-                report("FAILED cannot set up a private mount namespace: %s", strerror(errno));
+                report_failed("cannot set up a private mount namespace: %s", strerror(errno));
                 return 1;
         }
+        setup_files_limit();
         r = runsc("create", (char *[]) { (char *) "--bundle", (char *) arg_bundle, (char *) arg_container, NULL },
                   true, NULL, err, sizeof(err));
         if (r != 0) {
-                report("FAILED runsc create: %s", *err ? err : "failed");
+                explain_runsc_failure("create", err);
                 return 1;
         }
+        if (check_control_socket() < 0)
+                return 1;
         r = runsc("start", (char *[]) { (char *) arg_container, NULL }, true, NULL, err, sizeof(err));
         if (r != 0) {
-                report("FAILED runsc start: %s", *err ? err : "failed");
+                explain_runsc_failure("start", err);
                 return 1;
         }
         r = runsc("wait", (char *[]) { (char *) arg_container, NULL }, false, &waiter, err, sizeof(err));
         if (r < 0) {
-                report("FAILED runsc wait: %s", strerror(-r));
+                report_failed("runsc wait: %s", strerror(-r));
                 return 1;
         }
 
         /* Watched through a pidfd: no polling with timeouts. */
         pidfd = (int) syscall(SYS_pidfd_open, waiter, 0);
         if (pidfd < 0) {
-                report("FAILED pidfd_open: %s", strerror(errno));
+                report_failed("pidfd_open: %s", strerror(errno));
                 return 1;
         }
 
         /* 2. and 3. */
         r = drop_privileges();
         if (r < 0) {
-                report("FAILED cannot drop privileges: %s", strerror(-r));
+                report_failed("cannot drop privileges: %s", strerror(-r));
                 return 1;
         }
         r = load_seccomp();
         if (r < 0) {
-                report("FAILED cannot load the seccomp filter: %s", strerror(-r));
+                report_failed("cannot load the seccomp filter: %s", strerror(-r));
                 return 1;
         }
 
         /* 4. */
-        report("READY");
+        send_msg(&(SupervisorMsg) { .type = SUPERVISOR_READY });
 
         for (;;) {
                 struct pollfd p[2] = {
@@ -281,7 +402,8 @@ int main(int argc, char *argv[]) {
                 }
                 if (p[1].revents) {
                         if (waitpid(waiter, &status, 0) == waiter)
-                                report("EXITED %d", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+                                send_msg(&(SupervisorMsg) { .type = SUPERVISOR_EXITED,
+                                                            .status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status) });
                         return 0;
                 }
                 if (p[0].revents) {

@@ -162,7 +162,7 @@ lt_assert_eq "image after an interrupted build" "$digest" "$(image_digest)"
 assert_no_staging "interrupted build"
 
 # The built-in default profile works with it: a session runs the GNU tools
-# (ls -l and stat need the statx shim with this gVisor) and git.
+# (ls -l and stat, which once needed a statx shim under an older gVisor) and git.
 ws=$top/ws
 mkdir -p "$ws"
 git -C "$ws" init -q

@@ -11,7 +11,7 @@
 
 #include "cleanup.h"
 #include "macro.h"
-#include "spawn.h"
+#include "spawn-util.h"
 
 /* Above anything we will place: 3 + n_pass_fds stays well below this. */
 #define SPAWN_HIGH_FD 512
@@ -20,7 +20,7 @@ static const char *const sd_daemon_vars[] = {
         "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_PID", "WATCHDOG_USEC",
 };
 
-static _noreturn_ void child(const SpawnOptions *o, pid_t parent) {
+static __attribute__((__noreturn__)) void child(const SpawnOptions *o, pid_t parent) {
         int high[3 + 64];
         size_t n = 3 + o->n_pass_fds;
         sigset_t none;
