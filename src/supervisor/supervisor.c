@@ -67,20 +67,30 @@ static void report_failed(const char *fmt, ...) {
         send_msg(&msg);
 }
 
+/* The last non-empty line of a file, if any. */
+static void last_line(const char *path, char *buf, size_t size) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        char line[1024];
+        size_t n;
+
+        while (f && fgets(line, sizeof(line), f))
+                if (line[0] && line[0] != '\n')
+                        snprintf(buf, size, "%s", line);
+        n = strlen(buf);
+        while (n > 0 && buf[n - 1] == '\n')
+                buf[--n] = 0;
+}
+
 /*
- * Runs runsc with the common flags. Its standard streams are /dev/null:
- * runsc hands them to the sandbox, whose processes would keep a pipe open
- * for their whole life, and chowns them. Its messages go to a log file in
- * the bundle, whose last line is reported on failure.
- */
-/*
- * Runs runsc with the common flags. Its standard streams are /dev/null:
- * runsc hands them to the sandbox, whose processes would keep a pipe open
- * for their whole life, and chowns them. Its messages go to a log file in
- * the bundle, whose last line is reported on failure.
+ * Runs runsc with the common flags. Its stdin and stdout are /dev/null and
+ * its stderr a file: runsc hands them to the sandbox, whose processes would
+ * keep a pipe open for their whole life, and chowns them. Its messages go
+ * to a log file in the bundle; the last line of the log, or of stderr for
+ * errors before the log is open, is reported on failure.
  */
 static int runsc(const char *verb, char *const *args, bool wait_for_it, pid_t *ret_pid, char *err, size_t errlen) {
-        char logarg[4096], logpath[4000], overlay[4200], directfs[32];
+        char logarg[4096], logpath[4000], errpath[4000], overlay[4200], directfs[32];
+        _cleanup_close_ int errfd = -EBADF;
         SpawnOptions o = SPAWN_OPTIONS_INIT;
         char *argv[32];
         size_t k = 0;
@@ -88,6 +98,7 @@ static int runsc(const char *verb, char *const *args, bool wait_for_it, pid_t *r
         pid_t pid;
 
         snprintf(logpath, sizeof(logpath), "%s/runsc-%s.log", arg_bundle, verb);
+        snprintf(errpath, sizeof(errpath), "%s/runsc-%s.stderr", arg_bundle, verb);
         snprintf(logarg, sizeof(logarg), "--log=%s", logpath);
         snprintf(overlay, sizeof(overlay), "--overlay2=%s", arg_overlay);
         snprintf(directfs, sizeof(directfs), "--directfs=%s", arg_directfs ? "true" : "false");
@@ -110,7 +121,10 @@ static int runsc(const char *verb, char *const *args, bool wait_for_it, pid_t *r
                 argv[k++] = *args;
         argv[k] = NULL;
 
+        /* A file, not a pipe: the sandbox keeps what runsc hands it. */
+        errfd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
         o.argv = argv;
+        o.stdio[2] = errfd;
         o.die_with_parent = true;
         r = spawn(&o, &pid, NULL);
         if (r < 0)
@@ -125,21 +139,12 @@ static int runsc(const char *verb, char *const *args, bool wait_for_it, pid_t *r
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
                 return 0;
 
-        /* The last non-empty line of the log says why. */
+        /* The last non-empty line of the log says why; an error from
+         * before runsc opened its log (an unknown flag) is on its stderr. */
         err[0] = 0;
-        {
-                FILE *f = fopen(logpath, "re");
-                char line[1024];
-                if (f) {
-                        while (fgets(line, sizeof(line), f))
-                                if (line[0] && line[0] != '\n')
-                                        snprintf(err, errlen, "%s", line);
-                        fclose(f);
-                }
-                size_t n = strlen(err);
-                while (n > 0 && err[n - 1] == '\n')
-                        err[--n] = 0;
-        }
+        last_line(logpath, err, errlen);
+        if (!err[0])
+                last_line(errpath, err, errlen);
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
