@@ -33,6 +33,7 @@
 #include "bus-util.h"
 #include "cleanup.h"
 #include "fs-util.h"
+#include "git-sentry.h"
 #include "json-util.h"
 #include "log.h"
 #include "oci-spec.h"
@@ -452,12 +453,14 @@ static int prepare_rootfs(Sandbox *sb, char **ret_why) {
 
 /* -------------------------------------------------------------- bundle */
 
-static int write_bundle(Sandbox *sb) {
+static int write_bundle(Sandbox *sb, char **ret_why) {
         Manager *m = sb->manager;
         const Profile *p = m->domain->profile;
         _cleanup_free_ char *json = NULL, *cfg = NULL, *init_src = NULL, *init_dst = NULL, *terminfo = NULL;
         ResolvedVolume *vols = NULL;
         size_t n_vols = 0;
+        _cleanup_(git_sentry_done) GitSentry git = {};
+        _cleanup_free_ char *gitconfig = path_join(m->domain->home, ".gitconfig"), *xdg = NULL, *xdggit = NULL;
         _cleanup_free_ OciMount *mounts = NULL;
         _cleanup_free_ char *error = NULL;
         static const char *const rw[] = { "rbind", "rw", NULL };
@@ -512,15 +515,26 @@ static int write_bundle(Sandbox *sb) {
                 }
         }
 
+        /* SR-4: the Git Sentry's mounts follow the workspace bind. */
+        if (get_xdg_config_home(&xdg) < 0 || !(xdggit = path_join(xdg, "git/config")) || !gitconfig)
+                return -ENOMEM;
+        r = git_sentry_prepare(&(GitSentryParams) { m->domain->workspace, SANDBOX_WORKSPACE, m->domain->domain_dir,
+                                                    m->domain->home, (const char *[]) { "/etc/gitconfig", gitconfig, xdggit, NULL } },
+                               &git, ret_why);
+        if (r < 0)
+                return r;
+
         r = domain_resolve_volumes(m->domain, &vols, &n_vols, &error);
         if (r < 0)
                 return log_error_errno(r, "%s", error ?: "Cannot resolve volumes");
-        mounts = calloc(2 + n_vols, sizeof(OciMount));
+        mounts = calloc(2 + git.n_mounts + n_vols, sizeof(OciMount));
         if (!mounts) {
                 resolved_volumes_free(vols, n_vols);
                 return -ENOMEM;
         }
         mounts[n++] = (OciMount) { SANDBOX_WORKSPACE, "bind", m->domain->workspace, rw };
+        for (size_t i = 0; i < git.n_mounts; i++)
+                mounts[n++] = git.mounts[i];
         mounts[n++] = (OciMount) { SANDBOX_CONTROL_MOUNT, "bind", sb->control_dir, ro };
         for (size_t i = 0; i < n_vols; i++)
                 mounts[n++] = (OciMount) { vols[i].container, "bind", vols[i].host,
@@ -663,7 +677,11 @@ int sandbox_start(Sandbox *sb) {
                 manager_sandbox_failed(m, why ?: "cannot prepare the image");
                 return 0;
         }
-        r = write_bundle(sb);
+        r = write_bundle(sb, &why);
+        if (r < 0 && why) {
+                manager_sandbox_failed(m, why);
+                return 0;
+        }
         if (r < 0)
                 return r;
 
