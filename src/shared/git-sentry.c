@@ -71,7 +71,7 @@ static int parse_section(Cursor *c, char **ret_name, char **ret_sub, char **ret_
                 if (*c->p != '"')
                         return errorf(ret_error, -EBADMSG, "line %u: bad section header", c->line);
                 c->p++;
-                sub = malloc(strlen(c->p) + 1);
+                sub = malloc(strcspn(c->p, "\n") + 1);  /* no continuation in a header */
                 if (!sub)
                         return -ENOMEM;
                 for (;;) {
@@ -109,7 +109,7 @@ static int parse_section(Cursor *c, char **ret_name, char **ret_sub, char **ret_
 /* After "key": "= value", or nothing (a boolean true). Ends at the end of the line. */
 static int parse_value(Cursor *c, char **ret, char **ret_error) {
         _cleanup_free_ char *v = NULL;
-        size_t n = 0, keep = 0;
+        size_t n = 0, keep = 0, cap;
         bool quoted = false;
 
         skip_blanks(c);
@@ -122,11 +122,22 @@ static int parse_value(Cursor *c, char **ret, char **ret_error) {
                 return errorf(ret_error, -EBADMSG, "line %u: '=' expected after the key", c->line);
         c->p++;
         skip_blanks(c);
-        v = malloc(strlen(c->p) + 1);
+        /* Sized by the physical line (not the rest of the file, which would
+         * make a file of many short lines quadratic); grown on continuations. */
+        cap = strcspn(c->p, "\n") + 1;
+        v = malloc(cap);
         if (!v)
                 return -ENOMEM;
         for (;;) {
                 char ch = *c->p;
+
+                if (n + 1 >= cap) {
+                        char *w = realloc(v, cap * 2);
+                        if (!w)
+                                return -ENOMEM;
+                        v = w;
+                        cap *= 2;
+                }
 
                 if (ch == 0 || ch == '\n') {
                         if (quoted)
