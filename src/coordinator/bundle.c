@@ -8,6 +8,7 @@
 
 #include "bundle.h"
 #include "cleanup.h"
+#include "git-sentry.h"
 #include "oci-spec.h"
 #include "path-util.h"
 #include "util.h"
@@ -49,6 +50,8 @@ int bundle_write(const BundleParams *p, char **ret_error) {
         const Domain *d = p->domain;
         _cleanup_free_ char *json = NULL, *cfg = NULL, *init_src = NULL, *init_dst = NULL, *terminfo = NULL,
                             *error = NULL;
+        _cleanup_free_ char *gitconfig = NULL, *xdggit = NULL;
+        _cleanup_(git_sentry_done) GitSentry git = {};
         _cleanup_free_ OciMount *mounts = NULL;
         ResolvedVolume *vols = NULL;
         size_t n_vols = 0, n = 0;
@@ -72,15 +75,31 @@ int bundle_write(const BundleParams *p, char **ret_error) {
         if (r < 0)
                 return errorf(ret_error, r, "cannot install %s into the sandbox: %s", init_src, strerror(-r));
 
+        /* SR-4: the Git Sentry's mounts follow the workspace bind. */
+        gitconfig = d->home ? path_join(d->home, ".gitconfig") : NULL;
+        xdggit = d->host.xdg_config_home ? path_join(d->host.xdg_config_home, "git/config") : NULL;
+        r = git_sentry_prepare(&(GitSentryParams) {
+                                       .workspace = d->workspace,
+                                       .sandbox_workspace = SANDBOX_WORKSPACE,
+                                       .domain_dir = d->domain_dir,
+                                       .home = d->home,
+                                       .global_configs = (const char *[]) { "/etc/gitconfig", gitconfig ?: "/etc/gitconfig",
+                                                                            xdggit ?: "/etc/gitconfig", NULL },
+                               }, &git, ret_error);
+        if (r < 0)
+                return r;
+
         r = domain_resolve_volumes(d, &vols, &n_vols, &error);
         if (r < 0)
                 return errorf(ret_error, r, "%s", error ?: "cannot resolve volumes");
-        mounts = calloc(2 + n_vols, sizeof(OciMount));
+        mounts = calloc(2 + git.n_mounts + n_vols, sizeof(OciMount));
         if (!mounts) {
                 resolved_volumes_free(vols, n_vols);
                 return -ENOMEM;
         }
         mounts[n++] = (OciMount) { SANDBOX_WORKSPACE, "bind", d->workspace, rw };
+        for (size_t i = 0; i < git.n_mounts; i++)
+                mounts[n++] = git.mounts[i];
         mounts[n++] = (OciMount) { SANDBOX_CONTROL_MOUNT, "bind", p->control_dir, ro };
         for (size_t i = 0; i < n_vols; i++)
                 mounts[n++] = (OciMount) { vols[i].container, "bind", vols[i].host, vols[i].mode == VOLUME_RW ? rw : ro };

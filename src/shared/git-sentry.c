@@ -1,0 +1,702 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fs-util.h"
+#include "git-sentry.h"
+#include "hash.h"
+#include "path-util.h"
+#include "strv.h"
+#include "util.h"
+
+static char *join3(const char *a, const char *b, const char *c) {
+        char *p;
+        return asprintf(&p, "%s%s%s", a, b, c) < 0 ? NULL : p;
+}
+
+static void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
+/* ------------------------------------------------------------ the parser */
+
+typedef struct Cursor {
+        const char *p;
+        unsigned line;
+} Cursor;
+
+static bool is_key_char(char c) {
+        return isalnum((unsigned char) c) || c == '-';
+}
+
+static void skip_blanks(Cursor *c) {
+        while (*c->p == ' ' || *c->p == '\t' || *c->p == '\r')
+                c->p++;
+}
+
+static void skip_to_eol(Cursor *c) {
+        while (*c->p && *c->p != '\n')
+                c->p++;
+}
+
+/* "[name]", "[name \"sub\"]" or the old "[name.sub]". */
+static int parse_section(Cursor *c, char **ret_name, char **ret_sub, char **ret_error) {
+        _cleanup_free_ char *name = NULL, *sub = NULL;
+        const char *s;
+        size_t n = 0;
+
+        c->p++; /* '[' */
+        s = c->p;
+        while (is_key_char(*c->p) || *c->p == '.')
+                c->p++;
+        if (c->p == s)
+                return errorf(ret_error, -EBADMSG, "line %u: a section name is missing", c->line);
+        name = strndup(s, c->p - s);
+        if (!name)
+                return -ENOMEM;
+        if (*c->p == ' ' || *c->p == '\t') {
+                skip_blanks(c);
+                if (*c->p != '"')
+                        return errorf(ret_error, -EBADMSG, "line %u: bad section header", c->line);
+                c->p++;
+                sub = malloc(strcspn(c->p, "\n") + 1);  /* no continuation in a header */
+                if (!sub)
+                        return -ENOMEM;
+                for (;;) {
+                        char ch = *c->p;
+                        if (ch == 0 || ch == '\n')
+                                return errorf(ret_error, -EBADMSG, "line %u: unterminated subsection", c->line);
+                        c->p++;
+                        if (ch == '"')
+                                break;
+                        if (ch == '\\') {
+                                ch = *c->p;
+                                if (ch == 0 || ch == '\n')
+                                        return errorf(ret_error, -EBADMSG, "line %u: unterminated subsection",
+                                                      c->line);
+                                c->p++;
+                        }
+                        sub[n++] = ch;
+                }
+                sub[n] = 0;
+        } else if (strchr(name, '.')) {
+                char *dot = strchr(name, '.');
+                sub = strdup(dot + 1);
+                if (!sub)
+                        return -ENOMEM;
+                *dot = 0;
+        }
+        if (*c->p != ']')
+                return errorf(ret_error, -EBADMSG, "line %u: bad section header", c->line);
+        c->p++;
+        *ret_name = TAKE_PTR(name);
+        *ret_sub = TAKE_PTR(sub);
+        return 0;
+}
+
+/* After "key": "= value", or nothing (a boolean true). Ends at the end of the line. */
+static int parse_value(Cursor *c, char **ret, char **ret_error) {
+        _cleanup_free_ char *v = NULL;
+        size_t n = 0, keep = 0, cap;
+        bool quoted = false;
+
+        skip_blanks(c);
+        if (*c->p == 0 || *c->p == '\n' || *c->p == '#' || *c->p == ';') {
+                skip_to_eol(c);
+                *ret = NULL;
+                return 0;
+        }
+        if (*c->p != '=')
+                return errorf(ret_error, -EBADMSG, "line %u: '=' expected after the key", c->line);
+        c->p++;
+        skip_blanks(c);
+        /* Sized by the physical line (not the rest of the file, which would
+         * make a file of many short lines quadratic); grown on continuations. */
+        cap = strcspn(c->p, "\n") + 1;
+        v = malloc(cap);
+        if (!v)
+                return -ENOMEM;
+        for (;;) {
+                char ch = *c->p;
+
+                if (n + 1 >= cap) {
+                        char *w = realloc(v, cap * 2);
+                        if (!w)
+                                return -ENOMEM;
+                        v = w;
+                        cap *= 2;
+                }
+
+                if (ch == 0 || ch == '\n') {
+                        if (quoted)
+                                return errorf(ret_error, -EBADMSG, "line %u: unterminated quote", c->line);
+                        break;
+                }
+                c->p++;
+                if (!quoted && (ch == '#' || ch == ';')) {
+                        skip_to_eol(c);
+                        break;
+                }
+                if (ch == '"') {
+                        quoted = !quoted;
+                        continue;
+                }
+                if (ch == '\\') {
+                        ch = *c->p;
+                        if (ch == '\n') {       /* continuation */
+                                c->p++;
+                                c->line++;
+                                continue;
+                        }
+                        if (ch == '\r' && c->p[1] == '\n') {
+                                c->p += 2;
+                                c->line++;
+                                continue;
+                        }
+                        c->p++;
+                        switch (ch) {
+                        case 'n': ch = '\n'; break;
+                        case 't': ch = '\t'; break;
+                        case 'b': ch = '\b'; break;
+                        case '\\':
+                        case '"': break;
+                        default:
+                                return errorf(ret_error, -EBADMSG, "line %u: bad escape in a value", c->line);
+                        }
+                        v[n++] = ch;
+                        keep = n;
+                        continue;
+                }
+                v[n++] = ch;
+                if (quoted || (ch != ' ' && ch != '\t' && ch != '\r'))
+                        keep = n;
+        }
+        v[keep] = 0;    /* trailing blanks outside quotes go */
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
+int git_config_parse_paths(const char *text, GitConfigPaths *ret, char **ret_error) {
+        _cleanup_strv_free_ char **hooks = NULL, **includes = NULL;
+        _cleanup_free_ char *section = NULL, *sub = NULL;
+        Cursor c = { .p = text, .line = 1 };
+        int r;
+
+        for (;;) {
+                skip_blanks(&c);
+                if (*c.p == 0)
+                        break;
+                if (*c.p == '\n') {
+                        c.p++;
+                        c.line++;
+                        continue;
+                }
+                if (*c.p == '#' || *c.p == ';') {
+                        skip_to_eol(&c);
+                        continue;
+                }
+                if (*c.p == '[') {
+                        section = mfree(section);
+                        sub = mfree(sub);
+                        r = parse_section(&c, &section, &sub, ret_error);
+                        if (r < 0)
+                                return r;
+                        continue;       /* a key may follow on the same line */
+                }
+                if (!isalpha((unsigned char) *c.p))
+                        return errorf(ret_error, -EBADMSG, "line %u: a key or section expected", c.line);
+                if (!section)
+                        return errorf(ret_error, -EBADMSG, "line %u: a key outside any section", c.line);
+
+                const char *k = c.p;
+                _cleanup_free_ char *value = NULL;
+                size_t klen;
+
+                while (is_key_char(*c.p))
+                        c.p++;
+                klen = c.p - k;
+                r = parse_value(&c, &value, ret_error);
+                if (r < 0)
+                        return r;
+
+                bool is_hooks = strcasecmp(section, "core") == 0 && !sub && klen == 9 && strncasecmp(k, "hookspath", 9) == 0;
+                bool is_include = (strcasecmp(section, "include") == 0 && !sub) || (strcasecmp(section, "includeif") == 0 && sub);
+                is_include = is_include && klen == 4 && strncasecmp(k, "path", 4) == 0;
+                if (is_hooks || is_include) {
+                        if (!value)
+                                return errorf(ret_error, -EBADMSG, "line %u: %s needs a value", c.line,
+                                              is_hooks ? "core.hooksPath" : "an include path");
+                        r = strv_push(is_hooks ? &hooks : &includes, TAKE_PTR(value));
+                        if (r < 0)
+                                return r;
+                }
+        }
+        *ret = (GitConfigPaths) { .hooks_paths = TAKE_PTR(hooks), .include_paths = TAKE_PTR(includes) };
+        return 0;
+}
+
+void git_config_paths_done(GitConfigPaths *p) {
+        p->hooks_paths = strv_free(p->hooks_paths);
+        p->include_paths = strv_free(p->include_paths);
+}
+
+/* ------------------------------------------------------------ paths */
+
+int git_path_in_workspace(const char *value, const char *base, const char *home, const char *workspace, char **ret_rel) {
+        _cleanup_free_ char *full = NULL, *out = NULL;
+        size_t n = 0, wlen = strlen(workspace);
+
+        if (isempty(value))
+                return -EINVAL;
+        if (value[0] == '~') {
+                if (value[1] != 0 && value[1] != '/')
+                        return -EINVAL;         /* ~user: not ours to guess */
+                if (!home)
+                        return -EINVAL;
+                full = join3(home, "/", value + 1);
+        } else if (value[0] == '/')
+                full = strdup(value);
+        else
+                full = join3(base, "/", value);
+        if (!full)
+                return -ENOMEM;
+        if (strlen(full) > LAZARET_PATH_MAX)
+                return -ENAMETOOLONG;
+
+        out = malloc(strlen(full) + 2);
+        if (!out)
+                return -ENOMEM;
+        for (const char *s = full; *s;) {
+                const char *e;
+
+                while (*s == '/')
+                        s++;
+                if (!*s)
+                        break;
+                e = strchrnul(s, '/');
+                if (e - s == 2 && s[0] == '.' && s[1] == '.') {
+                        out[n] = 0;
+                        /* Strictly below the workspace, the component we would
+                         * step out of is the sandbox's to replace. */
+                        if (n > wlen && path_is_at_or_below(out, workspace))
+                                return -ELOOP;
+                        while (n > 0 && out[n - 1] != '/')
+                                n--;
+                        if (n > 0)
+                                n--;
+                } else if (!(e - s == 1 && s[0] == '.')) {
+                        out[n++] = '/';
+                        memcpy(out + n, s, e - s);
+                        n += e - s;
+                }
+                s = e;
+        }
+        if (n == 0)
+                out[n++] = '/';
+        out[n] = 0;
+
+        if (!path_is_at_or_below(out, workspace))
+                return 0;
+        if (ret_rel) {
+                char *rel = strdup(out[wlen] == '/' ? out + wlen + 1 : out + wlen);
+                if (!rel)
+                        return -ENOMEM;
+                *ret_rel = rel;
+        }
+        return 1;
+}
+
+/*
+ * A path lexically outside the workspace may still lead into it through a
+ * host symlink: the canonical form of its longest existing prefix decides.
+ */
+static int canonical_in_workspace(const char *lexical, const char *workspace, char **ret_rel) {
+        _cleanup_free_ char *prefix = strdup(lexical), *rest = NULL, *canon = NULL, *full = NULL;
+
+        if (!prefix)
+                return -ENOMEM;
+        for (;;) {
+                canon = realpath(prefix, NULL);
+                if (canon)
+                        break;
+                if (errno != ENOENT && errno != ENOTDIR)
+                        return 0;       /* unreadable on the host: not the sandbox's either */
+                char *slash = strrchr(prefix, '/');
+                if (!slash || slash == prefix)
+                        return 0;
+                char *r2 = rest ? join3(slash + 1, "/", rest) : strdup(slash + 1);
+                if (!r2)
+                        return -ENOMEM;
+                free(rest);
+                rest = r2;
+                *slash = 0;
+        }
+        full = rest ? join3(canon, "/", rest) : TAKE_PTR(canon);
+        if (!full)
+                return -ENOMEM;
+        return git_path_in_workspace(full, "/", NULL, workspace, ret_rel);
+}
+
+/* ------------------------------------------------------------ the mounts */
+
+static const char *const mount_rw[] = { "rbind", "rw", NULL };
+static const char *const mount_ro[] = { "rbind", "ro", NULL };
+
+static int open_beneath(int dirfd, const char *path, int flags, mode_t mode) {
+        struct open_how how = {
+                .flags = flags | O_CLOEXEC | O_NOFOLLOW,
+                .mode = mode,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+        return fd < 0 ? -errno : (int) fd;
+}
+
+static int add_mount(GitSentry *s, const char *dest, const char *type, const char *source,
+                     const char *const *options) {
+        _cleanup_free_ char *d = strdup(dest), *src = strdup(source);
+        OciMount *m;
+        int r;
+
+        if (!d || !src)
+                return -ENOMEM;
+        m = reallocarray(s->mounts, s->n_mounts + 1, sizeof(OciMount));
+        if (!m)
+                return -ENOMEM;
+        s->mounts = m;
+        r = strv_push(&s->strings, d);
+        if (r < 0)
+                return r;
+        const char *dd = TAKE_PTR(d);
+        r = strv_push(&s->strings, src);
+        if (r < 0)
+                return r;
+        s->mounts[s->n_mounts++] = (OciMount) { dd, type, TAKE_PTR(src), options };
+        return 0;
+}
+
+/* <domain_dir>/git-sentry/NAME, a private directory (no symlink followed). */
+static int mask_dir(const char *domain_dir, const char *name, char **ret, char **ret_error) {
+        _cleanup_close_ int dfd = -EBADF, sfd = -EBADF, fd = -EBADF;
+        struct stat st;
+
+        dfd = open(domain_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return errorf(ret_error, -errno, "cannot open the Domain Root %s: %m", domain_dir);
+        if (mkdirat(dfd, GIT_SENTRY_DIR, 0700) < 0 && errno != EEXIST)
+                return errorf(ret_error, -errno, "cannot create %s/%s: %m", domain_dir, GIT_SENTRY_DIR);
+        sfd = openat(dfd, GIT_SENTRY_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sfd < 0)
+                return errorf(ret_error, -errno, "cannot open %s/%s: %m", domain_dir, GIT_SENTRY_DIR);
+        if (mkdirat(sfd, name, 0700) < 0 && errno != EEXIST)
+                return errorf(ret_error, -errno, "cannot create %s/%s/%s: %m", domain_dir, GIT_SENTRY_DIR, name);
+        fd = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return errorf(ret_error, -errno, "cannot open %s/%s/%s: %m", domain_dir, GIT_SENTRY_DIR, name);
+        if (st.st_uid != geteuid())
+                return errorf(ret_error, -EPERM, "%s/%s/%s is not owned by us", domain_dir, GIT_SENTRY_DIR, name);
+        char *p;
+        if (asprintf(&p, "%s/%s/%s", domain_dir, GIT_SENTRY_DIR, name) < 0)
+                return -ENOMEM;
+        *ret = p;
+        return 0;
+}
+
+/*
+ * Opens every component of rel (relative to the workspace) without following
+ * a symlink, creating missing directories (0755) so that they can be masked.
+ */
+static int open_components(const GitSentryParams *p, int wfd, const char *rel, char **ret_error) {
+        for (const char *e = rel;; e++) {
+                _cleanup_free_ char *prefix = NULL;
+                _cleanup_close_ int fd = -EBADF;
+
+                if (*e != '/' && *e != 0)
+                        continue;
+                prefix = strndup(rel, e - rel);
+                if (!prefix)
+                        return -ENOMEM;
+                fd = open_beneath(wfd, prefix, O_RDONLY | O_DIRECTORY, 0);
+                if (fd == -ENOENT) {
+                        if (mkdirat(wfd, prefix, 0755) < 0 && errno != EEXIST)
+                                return errorf(ret_error, -errno, "cannot create %s/%s for core.hooksPath: %m",
+                                              p->workspace, prefix);
+                        fd = open_beneath(wfd, prefix, O_RDONLY | O_DIRECTORY, 0);
+                }
+                struct stat st;
+                if (fd == -ENOTDIR && fstatat(wfd, prefix, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISLNK(st.st_mode))
+                        fd = -ELOOP;    /* the last component, refused by O_NOFOLLOW | O_DIRECTORY */
+                if (fd == -ELOOP || fd == -EXDEV)
+                        return errorf(ret_error, -EPERM, "core.hooksPath %s goes through a symlink in the workspace "
+                                      "(%s); the sandbox could redirect it", rel, prefix);
+                if (fd < 0)
+                        return errorf(ret_error, -EPERM, "core.hooksPath %s: %s/%s is not a directory (%s)", rel,
+                                      p->workspace, prefix, strerror(-fd));
+                if (*e == 0)
+                        return 0;
+        }
+}
+
+static bool below(const char *rel, const char *dir) {
+        const char *t = startswith(rel, dir);
+        return t && *t == '/';
+}
+
+static int cmp_len(const void *a, const void *b) {
+        size_t x = strlen(*(char *const *) a), y = strlen(*(char *const *) b);
+        return x < y ? -1 : x > y;
+}
+
+/*
+ * The core.hooksPath directories inside the workspace (relative, clean):
+ * every ancestor below the workspace root is pinned by a self-bind, then
+ * each is masked. Pins come first, shortest first, so that no later bind
+ * covers a mask; a path inside another masked one needs nothing.
+ */
+static int protect_hooks_paths(GitSentry *s, const GitSentryParams *p, int wfd, char **rels, char **ret_error) {
+        _cleanup_strv_free_ char **masks = NULL, **pins = NULL;
+        int r;
+
+        STRV_FOREACH(rel, rels) {
+                bool covered = streq(*rel, ".git/hooks") || below(*rel, ".git/hooks");
+
+                if (isempty(*rel) || streq(*rel, ".git"))
+                        return errorf(ret_error, -EPERM, "core.hooksPath names %s; the sandbox could write the hooks "
+                                      "that git on the host runs", isempty(*rel) ? "the workspace itself" : ".git");
+                STRV_FOREACH(other, rels)
+                        covered = covered || (below(*rel, *other) && !streq(*other, ".git")) ||
+                                  (streq(*rel, *other) && other < rel);
+                if (covered)
+                        continue;
+                r = open_components(p, wfd, *rel, ret_error);
+                if (r < 0)
+                        return r;
+                r = strv_extend(&masks, *rel);
+                if (r < 0)
+                        return r;
+                for (const char *e = strchr(*rel, '/'); e; e = strchr(e + 1, '/')) {
+                        _cleanup_free_ char *a = strndup(*rel, e - *rel);
+                        if (!a)
+                                return -ENOMEM;
+                        if (streq(a, ".git") || strv_contains((const char *const *) pins, a))
+                                continue;
+                        r = strv_push(&pins, TAKE_PTR(a));
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (pins)
+                qsort(pins, strv_length(pins), sizeof(char *), cmp_len);
+        STRV_FOREACH(a, pins) {
+                _cleanup_free_ char *host = join3(p->workspace, "/", *a), *dest = join3(p->sandbox_workspace, "/", *a);
+                if (!host || !dest)
+                        return -ENOMEM;
+                r = add_mount(s, dest, "bind", host, mount_rw);
+                if (r < 0)
+                        return r;
+        }
+        STRV_FOREACH(m, masks) {
+                _cleanup_free_ char *mask = NULL, *dest = join3(p->sandbox_workspace, "/", *m);
+                uint8_t digest[SHA256_DIGEST_LEN];
+                char hex[SHA256_HEX_LEN + 1], name[32];
+
+                if (!dest)
+                        return -ENOMEM;
+                sha256_buf(*m, strlen(*m), digest);
+                hexify(digest, 6, hex);
+                snprintf(name, sizeof(name), "hooks-path-%.12s", hex);
+                r = mask_dir(p->domain_dir, name, &mask, ret_error);
+                if (r < 0)
+                        return r;
+                r = add_mount(s, dest, "bind", mask, mount_rw);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int read_config_at(int dirfd, const char *name, char **ret) {
+        _cleanup_close_ int fd = -EBADF;
+
+        fd = dirfd >= 0 ? open_beneath(dirfd, name, O_RDONLY | O_NOCTTY, 0) :
+                          open(name, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+                return dirfd >= 0 ? fd : -errno;
+        return read_full_fd(fd, GIT_CONFIG_MAX, ret, NULL);
+}
+
+int git_sentry_prepare(const GitSentryParams *p, GitSentry *ret, char **ret_error) {
+        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_close_ int wfd = -EBADF, gfd = -EBADF, cfd = -EBADF, hfd = -EBADF;
+        _cleanup_free_ char *text = NULL, *gitdir = NULL, *host = NULL, *dest = NULL, *mask = NULL;
+        _cleanup_strv_free_ char **hooks = NULL, **rels = NULL;
+        GitConfigPaths paths = {};
+        struct stat st;
+        int r;
+
+        wfd = open(p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (wfd < 0)
+                return errorf(ret_error, -errno, "cannot open the workspace %s: %m", p->workspace);
+        if (fstatat(wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno == ENOENT)
+                        return errorf(ret_error, -EPERM, "the workspace %s is not a git repository; "
+                                      "run 'git init' there on the host first", p->workspace);
+                return errorf(ret_error, -errno, "cannot inspect %s/.git: %m", p->workspace);
+        }
+        if (S_ISREG(st.st_mode))
+                return errorf(ret_error, -EPERM, "%s/.git is a file (a linked worktree or a submodule); "
+                              "such workspaces are not supported yet", p->workspace);
+        if (!S_ISDIR(st.st_mode))
+                return errorf(ret_error, -EPERM, "%s/.git is not a directory", p->workspace);
+        gfd = open_beneath(wfd, ".git", O_RDONLY | O_DIRECTORY, 0);
+        if (gfd < 0)
+                return errorf(ret_error, gfd, "cannot open %s/.git: %s", p->workspace, strerror(-gfd));
+
+        cfd = open_beneath(gfd, "config", O_RDONLY | O_NOCTTY, 0);
+        if (cfd < 0 || fstat(cfd, &st) < 0 || !S_ISREG(st.st_mode))
+                return errorf(ret_error, -EPERM, "%s/.git/config is missing or not a regular file", p->workspace);
+        r = read_full_fd(cfd, GIT_CONFIG_MAX, &text, NULL);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot read %s/.git/config: %s", p->workspace, strerror(-r));
+        r = git_config_parse_paths(text, &paths, ret_error);
+        if (r < 0) {
+                git_config_paths_done(&paths);
+                return errorf(ret_error, r, "cannot parse %s/.git/config", p->workspace);
+        }
+        hooks = TAKE_PTR(paths.hooks_paths);
+
+        gitdir = join3(p->workspace, "/.git", "");
+        if (!gitdir) {
+                git_config_paths_done(&paths);
+                return -ENOMEM;
+        }
+        /* An included file inside the workspace would be a writable config. */
+        STRV_FOREACH(inc, paths.include_paths) {
+                _cleanup_free_ char *lex = NULL;
+                r = git_path_in_workspace(*inc, gitdir, p->home, p->workspace, &lex);
+                if (r == 0) {
+                        _cleanup_free_ char *abs = (*inc)[0] == '~' ? join3(strempty(p->home), "", *inc + 1) : strdup(*inc);
+                        r = abs ? canonical_in_workspace(abs, p->workspace, NULL) : -ENOMEM;
+                }
+                if (r != 0) {
+                        r = errorf(ret_error, -EPERM, "%s/.git/config includes '%s', which the sandbox could write; "
+                                   "the Git Sentry does not support that", p->workspace, *inc);
+                        git_config_paths_done(&paths);
+                        return r;
+                }
+        }
+        git_config_paths_done(&paths);
+
+        STRV_FOREACH(g, (char **) p->global_configs) {
+                _cleanup_free_ char *gtext = NULL;
+                GitConfigPaths gp = {};
+
+                r = read_config_at(-EBADF, *g, &gtext);
+                if (r == -ENOENT || r == -ENOTDIR)
+                        continue;
+                if (r < 0)
+                        return errorf(ret_error, r, "cannot read %s: %s", *g, strerror(-r));
+                r = git_config_parse_paths(gtext, &gp, ret_error);
+                if (r < 0)
+                        return errorf(ret_error, r, "cannot parse %s", *g);
+                STRV_FOREACH(h, gp.hooks_paths) {
+                        r = strv_extend(&hooks, *h);
+                        if (r < 0) {
+                                git_config_paths_done(&gp);
+                                return r;
+                        }
+                }
+                git_config_paths_done(&gp);
+        }
+
+        /* .git, pinned; its config read-only; its hooks masked. */
+        host = join3(p->workspace, "/.git", "");
+        dest = join3(p->sandbox_workspace, "/.git", "");
+        if (!host || !dest)
+                return -ENOMEM;
+        r = add_mount(&s, dest, "bind", host, mount_rw);
+        if (r < 0)
+                return r;
+        free(host);
+        free(dest);
+        host = join3(p->workspace, "/.git/config", "");
+        dest = join3(p->sandbox_workspace, "/.git/config", "");
+        if (!host || !dest)
+                return -ENOMEM;
+        r = add_mount(&s, dest, "bind", host, mount_ro);
+        if (r < 0)
+                return r;
+
+        hfd = open_beneath(gfd, "hooks", O_RDONLY | O_DIRECTORY, 0);
+        if (hfd == -ENOENT) {
+                if (mkdirat(gfd, "hooks", 0755) < 0 && errno != EEXIST)
+                        return errorf(ret_error, -errno, "cannot create %s/.git/hooks: %m", p->workspace);
+                hfd = open_beneath(gfd, "hooks", O_RDONLY | O_DIRECTORY, 0);
+        }
+        if (hfd < 0)
+                return errorf(ret_error, -EPERM, "%s/.git/hooks is not a directory (%s)", p->workspace,
+                              strerror(-hfd));
+        r = mask_dir(p->domain_dir, "hooks", &mask, ret_error);
+        if (r < 0)
+                return r;
+        free(dest);
+        dest = join3(p->sandbox_workspace, "/.git/hooks", "");
+        if (!dest)
+                return -ENOMEM;
+        r = add_mount(&s, dest, "bind", mask, mount_rw);
+        if (r < 0)
+                return r;
+
+        /* Every core.hooksPath that lands inside the workspace. */
+        STRV_FOREACH(h, hooks) {
+                _cleanup_free_ char *rel = NULL;
+
+                r = git_path_in_workspace(*h, p->workspace, p->home, p->workspace, &rel);
+                if (r == -ELOOP)
+                        return errorf(ret_error, -EPERM, "core.hooksPath %s steps out of a workspace directory "
+                                      "with '..'; the sandbox could redirect it", *h);
+                if (r == -EINVAL)
+                        return errorf(ret_error, -EPERM, "core.hooksPath %s cannot be interpreted safely", *h);
+                if (r == 0) {
+                        _cleanup_free_ char *abs = NULL;
+                        if ((*h)[0] == '/')
+                                abs = strdup(*h);
+                        else if ((*h)[0] == '~' && p->home)
+                                abs = join3(p->home, "", *h + 1);
+                        if (abs)
+                                r = canonical_in_workspace(abs, p->workspace, &rel);
+                }
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        r = strv_push(&rels, TAKE_PTR(rel));
+                        if (r < 0)
+                                return r;
+                }
+        }
+        r = protect_hooks_paths(&s, p, wfd, rels, ret_error);
+        if (r < 0)
+                return r;
+
+        *ret = s;
+        s = (GitSentry) {};
+        return 0;
+}
+
+void git_sentry_done(GitSentry *s) {
+        s->mounts = mfree(s->mounts);
+        s->n_mounts = 0;
+        s->strings = strv_free(s->strings);
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+
+#include "oci-spec.h"
+
+/*
+ * The Git Sentry (SR-4): the mounts that keep the sandbox from planting code
+ * that git on the host would run. Given after the read-write workspace bind,
+ * in this order:
+ *
+ *   /workspace/.git          rw bind of the host's .git   (a mount point: it
+ *                            cannot be renamed away and replaced by a copy)
+ *   /workspace/.git/config   ro bind of the host's file   (EROFS, EBUSY; host
+ *                            edits stay visible: runsc revalidates by path)
+ *   /workspace/.git/hooks    rw bind of <domain_dir>/git-sentry/hooks
+ *   for every core.hooksPath inside the workspace (repository or global git
+ *   configuration): a self-bind of each of its ancestors below the workspace
+ *   root (pins them), then a bind of <domain_dir>/git-sentry/hooks-path-HASH
+ *
+ * Refused (-EPERM with a one-line message): a workspace without .git (run git
+ * init on the host first: an unprotected git init inside would create config
+ * and hooks that the host runs), a .git that is a file (linked worktree,
+ * submodule: not supported yet) or a symlink, a .git/config or .git/hooks
+ * that is not a plain file or directory, an include of a file inside the
+ * workspace in .git/config, a core.hooksPath inside the workspace that goes
+ * through a symlink or ".." there or names the workspace itself.
+ *
+ * Nothing is executed: git is never run against the untrusted repository
+ * configuration; it is read by a small strict parser. Paths inside the
+ * workspace are opened by fd with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS.
+ * Missing .git/hooks and missing core.hooksPath directories inside the
+ * workspace are created (empty, 0755) so that they can be masked.
+ */
+
+#define GIT_SENTRY_DIR "git-sentry"
+#define GIT_CONFIG_MAX (1024 * 1024)
+
+typedef struct GitSentry {
+        OciMount *mounts;
+        size_t n_mounts;
+        char **strings;         /* owns what mounts point to */
+} GitSentry;
+
+typedef struct GitSentryParams {
+        const char *workspace;          /* canonical host path */
+        const char *sandbox_workspace;  /* where it is mounted inside, e.g. "/workspace" */
+        const char *domain_dir;         /* host; the masks' storage goes below it */
+        const char *home;               /* for "~/" in paths; may be NULL */
+        const char *const *global_configs; /* trusted git config files; missing ones are skipped */
+} GitSentryParams;
+
+int git_sentry_prepare(const GitSentryParams *p, GitSentry *ret, char **ret_error);
+void git_sentry_done(GitSentry *s);
+
+/*
+ * A strict reader of git's configuration syntax. Collects the values of
+ * core.hooksPath and of include.path / includeIf.*.path in the order
+ * given. Malformed text is -EBADMSG with a message naming the line.
+ */
+typedef struct GitConfigPaths {
+        char **hooks_paths;
+        char **include_paths;
+} GitConfigPaths;
+
+int git_config_parse_paths(const char *text, GitConfigPaths *ret, char **ret_error);
+void git_config_paths_done(GitConfigPaths *p);
+
+/*
+ * Where a git path value (absolute, "~/..." or relative to base) lies
+ * relative to the workspace, lexically: 1 and *ret_rel set (relative to the
+ * workspace; "" for the workspace itself) when inside, 0 when outside.
+ * -ELOOP when a ".." follows a component inside the workspace (the sandbox
+ * could make that component a symlink), -EINVAL for a "~user" path or one
+ * that is empty.
+ */
+int git_path_in_workspace(const char *value, const char *base, const char *home, const char *workspace, char **ret_rel);

@@ -1,0 +1,174 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# test-git-sentry: issue 9 hole 0, the sandbox must not get code run on the
+# host through the repository. In a real sandbox (an image with the host's
+# git added), each attack is performed and must fail:
+#   - git config core.fsmonitor CMD inside (and writing, removing or renaming
+#     .git/config directly): refused, and the host's git status runs nothing;
+#   - an executable .git/hooks/pre-commit written inside: kept in sandbox-local
+#     storage, never in the host's .git/hooks, and the host's git commit runs
+#     nothing (while a commit inside runs it, inside);
+#   - mv .git .g; cp -a .g .git: the rename fails (.git is pinned);
+#   - a core.hooksPath inside the workspace (husky's .husky/_): the same for
+#     it, and its parent cannot be renamed away either.
+# A commit inside works and lands in the host's repository; the host's edits
+# of .git/config are seen inside at once; workspaces without a .git
+# directory, or with a .git file, are refused with a clear message.
+# shellcheck source=../harness/lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
+
+GIT=$(command -v git) || lt_skip "git is not installed on the host"
+lt_install
+lt_domain_setup
+
+# An image with git: the busybox test image plus the host's git.
+GIT_IMAGE=$HOME/lt-image-git
+(
+        flock 9
+        [[ -e $GIT_IMAGE/index.json ]] ||
+                LAZARET_TEST_IMAGE_PROGRAMS=$GIT "$LAZARET_SOURCE_ROOT/tests/harness/make-test-image" "$GIT_IMAGE" >/dev/null
+) 9>"$HOME/lt-image-git.lock" || lt_fail "cannot build the test image with git"
+printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s" } } }\n' "$GIT_IMAGE" >"$LT_CONFIG"
+
+hgit() { git -C "$LT_WS" -c user.name=host -c user.email=host@example.invalid "$@"; }
+# Runs a shell command inside, in /workspace, with git on PATH.
+inside() { lt_launch -- /bin/env PATH=/usr/bin:/bin HOME=/root /bin/sh -c "$1"; }
+must_fail_inside() {
+        local what=$1 cmd=$2 out
+        if out=$(inside "$cmd" 2>&1); then
+                lt_fail "$what succeeded inside: $out"
+        fi
+        lt_log "ok: $what fails inside: $(tail -n 1 <<<"$out")"
+}
+no_markers() {
+        local left
+        left=$(cd "$LT_WS" && ls -d pwned-* 2>/dev/null) || true
+        [[ -z $left ]] || lt_fail "$1: code from the sandbox ran on the host (left $left)"
+        lt_log "ok: $1 ran nothing planted by the sandbox"
+}
+
+echo one >"$LT_WS/a.txt"
+hgit add a.txt
+hgit commit -q -m "host 1"
+config_before=$(sha256sum <"$LT_WS/.git/config")
+
+# A session that stays: every launch below runs in the same sandbox.
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 600) >/dev/null 2>&1 &
+keeper=$!
+on_exit() {
+        local rc=$?
+        kill "$keeper" "${keeper2:-}" 2>/dev/null || true
+        set +e
+        (exit "$rc")    # lt_domain_cleanup reads the status from $?
+        lt_domain_cleanup
+}
+trap on_exit EXIT
+inside 'git --version' >/dev/null || lt_fail "git does not run inside: $(inside 'git --version' 2>&1)"
+
+# --- .git/config: read-only inside, live from the host ----------------------
+must_fail_inside "git config core.fsmonitor" 'git config core.fsmonitor "touch pwned-fsmonitor"'
+must_fail_inside "appending to .git/config" 'printf "[core]\n\tfsmonitor = touch pwned-fsmonitor\n" >> .git/config'
+must_fail_inside "rm .git/config" 'rm -f .git/config'
+must_fail_inside "mv .git/config" 'mv .git/config .git/config.old'
+must_fail_inside "replacing .git/config by rename" 'printf "[core]\n\tfsmonitor = touch pwned-fsmonitor\n" > .git/c2 && mv -f .git/c2 .git/config'
+rm -f "$LT_WS/.git/c2"
+lt_assert_eq ".git/config on the host unchanged" "$config_before" "$(sha256sum <"$LT_WS/.git/config")"
+hgit status >/dev/null
+no_markers "host git status"
+
+for v in live-1 live-2; do
+        hgit config lazaret.probe "$v"  # git writes config.lock and renames it over config
+        lt_assert_eq "host edit of .git/config seen inside" "$v" "$(inside 'git config lazaret.probe')"
+done
+
+# --- .git/hooks: sandbox-local ----------------------------------------------
+# The hook records where it ran ($WHERE is set by whoever commits).
+inside 'printf "#!/bin/sh\necho \"\${WHERE:-unknown}\" >> pwned-hook-ran\n" > .git/hooks/pre-commit && chmod 755 .git/hooks/pre-commit' ||
+        lt_fail "writing .git/hooks/pre-commit inside failed (the mask must be writable)"
+[[ ! -e $LT_WS/.git/hooks/pre-commit ]] || lt_fail "a hook written inside appeared in the host's .git/hooks"
+lt_log "ok: .git/hooks/pre-commit written inside is not in the host's .git/hooks"
+must_fail_inside "mv .git/hooks" 'mv .git/hooks .git/hooks.old'
+
+# --- a commit inside works (and runs the sandbox's own hook, inside) ---------
+inside 'echo two > b.txt && git add b.txt && WHERE=inside git -c user.name=agent -c user.email=agent@example.invalid commit -q -m "inside 1"' ||
+        lt_fail "a commit inside failed: $(inside 'git status' 2>&1)"
+lt_assert_eq "the commit made inside, seen on the host" "inside 1" "$(hgit log -1 --format=%s)"
+lt_assert_eq "the hook ran inside, in the sandbox" inside "$(cat "$LT_WS/pwned-hook-ran")"
+rm -f "$LT_WS/pwned-hook-ran"
+echo three >"$LT_WS/c.txt"
+hgit add c.txt
+WHERE=host hgit commit -q -m "host 2"
+no_markers "host git commit"
+
+# --- .git is pinned ---------------------------------------------------------
+must_fail_inside "mv .git .g" 'mv .git .g'
+[[ ! -e $LT_WS/.g ]] || lt_fail "mv .git .g left .g on the host"
+must_fail_inside "mv .git .g; cp -a .g .git" 'mv .git .g; cp -a .g .git'
+[[ ! -e $LT_WS/.g ]] || lt_fail "mv .git .g; cp -a .g .git left .g on the host"
+[[ -f $LT_WS/.git/config && -f $LT_WS/.git/HEAD ]] || lt_fail "the host's .git was damaged"
+lt_assert_eq "the host's history after the attempts" "host 2" "$(hgit log -1 --format=%s)"
+lt_assert_eq ".git/config on the host still unchanged but for the host's edits" live-2 "$(hgit config lazaret.probe)"
+hgit config --get core.fsmonitor >/dev/null && lt_fail "core.fsmonitor reached the host's config"
+hgit status >/dev/null
+no_markers "host git status after the attempts"
+
+# --- a core.hooksPath inside the workspace ----------------------------------
+# A second workspace (its own Domain), with core.hooksPath set before launch.
+WS2=$HOME/lt-ws/git-sentry-husky
+rm -rf "$WS2"
+mkdir -p "$WS2/.husky/_"
+git -C "$WS2" init -q
+echo "keep" >"$WS2/.husky/README"
+git -C "$WS2" config core.hooksPath .husky/_
+h2git() { git -C "$WS2" -c user.name=host -c user.email=host@example.invalid "$@"; }
+inside2() { (cd "$WS2" && exec lazaretctl launch -- /bin/env PATH=/usr/bin:/bin HOME=/root /bin/sh -c "$1"); }
+(cd "$WS2" && exec lazaretctl launch -- /bin/sleep 600) >/dev/null 2>&1 &
+keeper2=$!
+inside2 'printf "#!/bin/sh\necho \"\${WHERE:-unknown}\" >> pwned-husky-ran\n" > .husky/_/pre-commit && chmod 755 .husky/_/pre-commit' ||
+        lt_fail "writing the core.hooksPath directory inside failed (the mask must be writable): $(inside2 true 2>&1)"
+[[ ! -e $WS2/.husky/_/pre-commit ]] || lt_fail "a hook written inside appeared in the host's core.hooksPath"
+lt_log "ok: a hook written inside is not in the host's core.hooksPath .husky/_"
+for attack in 'mv .husky/_ .husky/old' 'mv .husky .husky-old' 'rm -rf .husky/_ && mkdir .husky/_'; do
+        if out=$(inside2 "$attack" 2>&1); then
+                lt_fail "$attack succeeded inside: $out"
+        fi
+        lt_log "ok: $attack fails inside: $(tail -n 1 <<<"$out")"
+done
+lt_assert_eq ".husky's own files stay visible inside" keep "$(inside2 'cat .husky/README')"
+echo four >"$WS2/d.txt"
+h2git add d.txt
+WHERE=host h2git commit -q -m "host 1"
+left=$(cd "$WS2" && ls -d pwned-* 2>/dev/null) || true
+[[ -z $left ]] || lt_fail "host git commit with core.hooksPath: code from the sandbox ran on the host (left $left)"
+lt_log "ok: host git commit with core.hooksPath ran nothing planted by the sandbox"
+kill "$keeper2" 2>/dev/null || true
+lazaretctl --workspace "$WS2" stop >/dev/null 2>&1 || true
+
+# A core.hooksPath that goes through a symlink in the workspace is refused.
+WS3=$HOME/lt-ws/git-sentry-symlink
+rm -rf "$WS3"
+mkdir -p "$WS3/hooks-real"
+git -C "$WS3" init -q
+ln -s hooks-real "$WS3/.husky"
+git -C "$WS3" config core.hooksPath .husky/_
+out=$(cd "$WS3" && lazaretctl launch -- /bin/true 2>&1) && lt_fail "a core.hooksPath through a symlink was accepted"
+[[ $out == *"symlink"* ]] || lt_fail "core.hooksPath through a symlink: unclear message: $out"
+lt_log "ok: core.hooksPath through a symlink refused: $out"
+
+# --- workspaces the Git Sentry cannot protect are refused -------------------
+plain=$HOME/lt-ws/git-sentry-plain
+rm -rf "$plain" && mkdir -p "$plain"
+out=$(cd "$plain" && lazaretctl launch -- /bin/true 2>&1) && lt_fail "a workspace without .git was accepted"
+[[ $out == *"git init"* ]] || lt_fail "workspace without .git: the message does not say what to do: $out"
+[[ ! -e $plain/.git ]] || lt_fail "the refused launch created $plain/.git"
+lt_log "ok: no .git refused: $out"
+wt=$HOME/lt-ws/git-sentry-worktree
+rm -rf "$wt"
+hgit worktree add -q "$wt"
+out=$(cd "$wt" && lazaretctl launch -- /bin/true 2>&1) && lt_fail "a workspace with a .git file was accepted"
+[[ $out == *"not supported"* ]] || lt_fail "workspace with a .git file: unclear message: $out"
+lt_log "ok: .git file refused: $out"
+hgit worktree remove --force "$wt"
+
+echo "PASS: git config/fsmonitor, hooks, .git pin, core.hooksPath, commit inside, live config, refusals"

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "git-sentry.h"
+#include "macro.h"
+#include "strv.h"
+
+/* ------------------------------------------------------------ the parser */
+
+static GitConfigPaths parse_ok(const char *text) {
+        GitConfigPaths p = {};
+        _cleanup_free_ char *error = NULL;
+        int r = git_config_parse_paths(text, &p, &error);
+        cr_assert_eq(r, 0, "parse failed (%d): %s\n%s", r, error ? error : "", text);
+        return p;
+}
+
+static void parse_bad(const char *text, const char *want) {
+        GitConfigPaths p = {};
+        _cleanup_free_ char *error = NULL;
+        cr_assert_eq(git_config_parse_paths(text, &p, &error), -EBADMSG, "accepted: %s", text);
+        cr_assert_not_null(error);
+        cr_assert(strstr(error, want), "message '%s' lacks '%s'", error, want);
+        cr_assert_null(p.hooks_paths);
+}
+
+Test(git_config, hooks_path_forms) {
+        GitConfigPaths p = parse_ok("[core]\n\trepositoryformatversion = 0\n\thooksPath = .husky\n");
+        cr_assert_eq(strv_length(p.hooks_paths), 1);
+        cr_assert_str_eq(p.hooks_paths[0], ".husky");
+        git_config_paths_done(&p);
+
+        /* Case-insensitive section and key, quotes, escapes, comments, a key on the header's line. */
+        p = parse_ok("# c\n[CORE] HOOKSPATH = \"a b\\\\c\" ; comment\n[core]\nhookspath=\"x\"y # z\n");
+        cr_assert_eq(strv_length(p.hooks_paths), 2);
+        cr_assert_str_eq(p.hooks_paths[0], "a b\\c");
+        cr_assert_str_eq(p.hooks_paths[1], "xy");
+        git_config_paths_done(&p);
+
+        /* Continuation lines, trailing blanks dropped outside quotes, kept inside. */
+        p = parse_ok("[core]\n  hooksPath = .hu\\\nsky  \n[core]\n hooksPath = \"sp \"\n");
+        cr_assert_str_eq(p.hooks_paths[0], ".husky");
+        cr_assert_str_eq(p.hooks_paths[1], "sp ");
+        git_config_paths_done(&p);
+
+        /* Not core.hooksPath: other sections, subsections, other keys. */
+        p = parse_ok("[core \"x\"]\nhooksPath = no\n[hooks]\npath = no\n[core.sub]\nhooksPath = no\n[core]\nhooksPathx = no\n");
+        cr_assert_null(p.hooks_paths);
+        git_config_paths_done(&p);
+
+        p = parse_ok("");
+        cr_assert_null(p.hooks_paths);
+        cr_assert_null(p.include_paths);
+}
+
+Test(git_config, includes) {
+        GitConfigPaths p = parse_ok("[include]\n\tpath = ../x.cfg\n[includeIf \"gitdir:~/w/\"]\n\tpath = /etc/y\n"
+                                    "[includeIf]\npath = not-a-conditional-include\n");
+        cr_assert_eq(strv_length(p.include_paths), 2);
+        cr_assert_str_eq(p.include_paths[0], "../x.cfg");
+        cr_assert_str_eq(p.include_paths[1], "/etc/y");
+        git_config_paths_done(&p);
+}
+
+Test(git_config, malformed) {
+        parse_bad("hooksPath = x\n", "line 1");
+        parse_bad("[core\nhooksPath = x\n", "line 1");
+        parse_bad("[core]\n\n hooksPath x\n", "line 3");
+        parse_bad("[core]\nhooksPath = \"x\n", "unterminated quote");
+        parse_bad("[core]\nhooksPath = \\q\n", "bad escape");
+        parse_bad("[core]\nhooksPath\n", "needs a value");
+        parse_bad("[core \"x]\n", "unterminated subsection");
+        parse_bad("[]\n", "section name");
+        parse_bad("[core]\n=x\n", "line 2");
+}
+
+/* ------------------------------------------------------------ paths */
+
+static int in_ws(const char *v, char **rel) {
+        return git_path_in_workspace(v, "/w/ws", "/h", "/w/ws", rel);
+}
+
+Test(git_path, inside_and_outside) {
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL;
+
+        cr_assert_eq(in_ws(".husky", &a), 1);
+        cr_assert_str_eq(a, ".husky");
+        cr_assert_eq(in_ws("./x//y/", &b), 1);
+        cr_assert_str_eq(b, "x/y");
+        cr_assert_eq(in_ws("/w/ws/.git/hooks", &c), 1);
+        cr_assert_str_eq(c, ".git/hooks");
+        cr_assert_eq(in_ws(".", &d), 1);
+        cr_assert_str_eq(d, "");
+        cr_assert_eq(in_ws("../ws/h", &e), 1);   /* out of the root and back: the root is not the sandbox's */
+        cr_assert_str_eq(e, "h");
+
+        cr_assert_eq(in_ws("/etc/hooks", NULL), 0);
+        cr_assert_eq(in_ws("/w/wsx", NULL), 0);
+        cr_assert_eq(in_ws("../other", NULL), 0);
+        cr_assert_eq(in_ws("~/hooks", NULL), 0);
+        cr_assert_eq(git_path_in_workspace("~/ws/h", "/", "/w", "/w/ws", NULL), 1);
+}
+
+Test(git_path, refused) {
+        cr_assert_eq(in_ws("a/../../x", NULL), -ELOOP);
+        cr_assert_eq(in_ws("a/../b", NULL), -ELOOP);
+        cr_assert_eq(in_ws("~other/x", NULL), -EINVAL);
+        cr_assert_eq(in_ws("", NULL), -EINVAL);
+        cr_assert_eq(git_path_in_workspace("~/x", "/", NULL, "/w/ws", NULL), -EINVAL);
+}
+
+/* ------------------------------------------------------------ the mounts */
+
+static char *top, *ws, *dom, *home;
+
+static char *sub(const char *rel) {
+        char *p;
+        cr_assert(asprintf(&p, "%s/%s", top, rel) > 0);
+        return p;
+}
+
+_printf_(1, 2) static void sh(const char *fmt, ...) {
+        _cleanup_free_ char *cmd = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        cr_assert(vasprintf(&cmd, fmt, ap) > 0);
+        va_end(ap);
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void setup(void) {
+        char tmpl[] = "/tmp/lazaret-unit-git-sentry-XXXXXX";
+
+        cr_assert_not_null(mkdtemp(tmpl));
+        top = realpath(tmpl, NULL);
+        ws = sub("ws");
+        dom = sub("domain");
+        home = sub("home");
+        sh("mkdir -p '%1$s/ws/.git/hooks' '%1$s/domain' '%1$s/home' && chmod 700 '%1$s/domain' && "
+           "printf '[core]\\n\\tbare = false\\n' > '%1$s/ws/.git/config'", top);
+}
+
+static void teardown(void) {
+        sh("rm -rf '%s'", top);
+        free(top);
+        free(ws);
+        free(dom);
+        free(home);
+}
+
+static int prepare(GitSentry *s, char **error, const char *const *globals) {
+        return git_sentry_prepare(&(GitSentryParams) { ws, "/workspace", dom, home, globals }, s, error);
+}
+
+static void write_config(const char *text) {
+        _cleanup_free_ char *p = sub("ws/.git/config");
+        FILE *f = fopen(p, "we");
+        cr_assert_not_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static const OciMount *find(const GitSentry *s, const char *dest, size_t *ret_index) {
+        for (size_t i = 0; i < s->n_mounts; i++)
+                if (strcmp(s->mounts[i].destination, dest) == 0) {
+                        if (ret_index)
+                                *ret_index = i;
+                        return &s->mounts[i];
+                }
+        return NULL;
+}
+
+static bool has_option(const OciMount *m, const char *o) {
+        for (const char *const *x = m->options; x && *x; x++)
+                if (strcmp(*x, o) == 0)
+                        return true;
+        return false;
+}
+
+static void refused(const char *want) {
+        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_free_ char *error = NULL;
+        cr_assert_eq(prepare(&s, &error, NULL), -EPERM);
+        cr_assert_not_null(error);
+        cr_assert(strstr(error, want), "message '%s' lacks '%s'", error, want);
+        cr_assert_eq(s.n_mounts, 0);
+}
+
+Test(git_sentry, basic_layout, .init = setup, .fini = teardown) {
+        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_free_ char *error = NULL, *git = sub("ws/.git"), *cfg = sub("ws/.git/config"),
+                                  *mask = sub("domain/git-sentry/hooks");
+        const OciMount *m;
+        struct stat st;
+
+        cr_assert_eq(prepare(&s, &error, NULL), 0, "%s", error ? error : "");
+        cr_assert_eq(s.n_mounts, 3);
+        cr_assert_str_eq(s.mounts[0].destination, "/workspace/.git");
+        cr_assert_str_eq(s.mounts[0].source, git);
+        cr_assert(has_option(&s.mounts[0], "rw"));
+        cr_assert_str_eq(s.mounts[1].destination, "/workspace/.git/config");
+        cr_assert_str_eq(s.mounts[1].source, cfg);
+        cr_assert(has_option(&s.mounts[1], "ro"));
+        m = &s.mounts[2];
+        cr_assert_str_eq(m->destination, "/workspace/.git/hooks");
+        cr_assert_str_eq(m->source, mask);
+        cr_assert(has_option(m, "rw"));
+        cr_assert_eq(stat(mask, &st), 0);
+        cr_assert(S_ISDIR(st.st_mode));
+        cr_assert_eq(st.st_mode & 07777, 0700);
+}
+
+Test(git_sentry, missing_hooks_created, .init = setup, .fini = teardown) {
+        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_free_ char *error = NULL, *hooks = sub("ws/.git/hooks");
+        struct stat st;
+
+        cr_assert_eq(rmdir(hooks), 0);
+        cr_assert_eq(prepare(&s, &error, NULL), 0, "%s", error ? error : "");
+        cr_assert_eq(lstat(hooks, &st), 0);
+        cr_assert(S_ISDIR(st.st_mode));
+}
+
+Test(git_sentry, refusals, .init = setup, .fini = teardown) {
+        sh("rm -rf '%s/ws/.git'", top);
+        refused("git init");
+        sh("echo 'gitdir: /elsewhere' > '%s/ws/.git'", top);
+        refused("not supported yet");
+        sh("rm -f '%1$s/ws/.git' && mkdir '%1$s/real' && ln -s ../real '%1$s/ws/.git'", top);
+        refused("not a directory");
+        sh("rm -f '%1$s/ws/.git' && mkdir -p '%1$s/ws/.git/hooks'", top);
+        refused("config is missing");
+        sh("ln -s /etc/gitconfig '%s/ws/.git/config'", top);
+        refused("config is missing");
+        sh("rm -f '%1$s/ws/.git/config' && touch '%1$s/ws/.git/config' && rmdir '%1$s/ws/.git/hooks' && "
+           "ln -s /tmp '%1$s/ws/.git/hooks'", top);
+        refused("hooks is not a directory");
+}
+
+Test(git_sentry, bad_config_refused, .init = setup, .fini = teardown) {
+        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_free_ char *error = NULL;
+
+        write_config("[core\n");
+        cr_assert_eq(prepare(&s, &error, NULL), -EBADMSG);
+        cr_assert(strstr(error, "line 1"), "%s", error);
+}
+
+Test(git_sentry, includes, .init = setup, .fini = teardown) {
+        write_config("[include]\n\tpath = shared.cfg\n");
+        refused("includes 'shared.cfg'");
+        write_config("[includeIf \"onbranch:main\"]\n\tpath = ../../ws/x\n");
+        refused("includes");
+        sh("ln -s ws '%s/link-to-ws'", top);
+        _cleanup_free_ char *cfg = NULL;
+        cr_assert(asprintf(&cfg, "[include]\n\tpath = %s/link-to-ws/cfg\n", top) > 0);
+        write_config(cfg);
+        refused("includes");
+
+        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_free_ char *error = NULL;
+        write_config("[include]\n\tpath = /etc/lazaret-unit-no-such.cfg\n[include]\npath = ~/.gitconfig-extra\n");
+        cr_assert_eq(prepare(&s, &error, NULL), 0, "%s", error ? error : "");
+}
+
+Test(git_sentry, hooks_path_masked_and_pinned, .init = setup, .fini = teardown) {
+        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_free_ char *error = NULL, *husky = sub("ws/.husky"), *created = sub("ws/.husky/_");
+        size_t pin, mask, hooks;
+        struct stat st;
+
+        /* .husky exists, .husky/_ does not yet: it is created so that it can be masked. */
+        cr_assert_eq(mkdir(husky, 0755), 0);
+        write_config("[core]\n\thooksPath = .husky/_\n");
+        cr_assert_eq(prepare(&s, &error, NULL), 0, "%s", error ? error : "");
+        cr_assert_eq(stat(created, &st), 0);
+        cr_assert_eq(s.n_mounts, 5);
+        cr_assert_not_null(find(&s, "/workspace/.git/hooks", &hooks));
+        const OciMount *p = find(&s, "/workspace/.husky", &pin);
+        cr_assert_not_null(p);
+        cr_assert_str_eq(p->source, husky);     /* pinned: a self-bind */
+        const OciMount *m = find(&s, "/workspace/.husky/_", &mask);
+        cr_assert_not_null(m);
+        cr_assert(strstr(m->source, "/domain/git-sentry/hooks-path-"), "%s", m->source);
+        cr_assert_lt(pin, mask);
+        cr_assert_lt(hooks, pin);
+}
+
+Test(git_sentry, hooks_path_variants, .init = setup, .fini = teardown) {
+        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_free_ char *error = NULL, *cfg = NULL, *global = sub("home/.gitconfig");
+        FILE *f;
+
+        /* Nested and repeated paths: the outer one is masked once, nothing inside it,
+         * and every pin comes before every mask. An absolute path into the workspace
+         * and one in a global configuration count; paths outside do not. */
+        cr_assert(asprintf(&cfg, "[core]\nhooksPath = a/b/c\nhooksPath = %s/a/b\nhooksPath = a/b\n"
+                                 "hooksPath = .git/hooks/x\nhooksPath = /etc/hooks\nhooksPath = ../outside\n",
+                          ws) > 0);
+        write_config(cfg);
+        f = fopen(global, "we");
+        cr_assert_not_null(f);
+        fputs("[core]\n\thooksPath = .githooks\n", f);
+        fclose(f);
+        cr_assert_eq(prepare(&s, &error, (const char *const[]) { "/nonexistent/gitconfig", global, NULL }), 0, "%s",
+                     error ? error : "");
+        /* .git, config, hooks; pin a; masks a/b and .githooks */
+        cr_assert_eq(s.n_mounts, 6, "%zu mounts", s.n_mounts);
+        size_t pin, m1, m2;
+        cr_assert_not_null(find(&s, "/workspace/a", &pin));
+        cr_assert_not_null(find(&s, "/workspace/a/b", &m1));
+        cr_assert_not_null(find(&s, "/workspace/.githooks", &m2));
+        cr_assert_null(find(&s, "/workspace/a/b/c", NULL));
+        cr_assert_lt(pin, m1);
+        cr_assert_lt(pin, m2);
+}
+
+Test(git_sentry, hooks_path_refused, .init = setup, .fini = teardown) {
+        write_config("[core]\nhooksPath = .\n");
+        refused("workspace itself");
+        write_config("[core]\nhooksPath = .git\n");
+        refused("names .git");
+        write_config("[core]\nhooksPath = sub/../hooks\n");
+        refused("'..'");
+        sh("mkdir '%1$s/ws/real' && ln -s real '%1$s/ws/link'", top);
+        write_config("[core]\nhooksPath = link/hooks\n");
+        refused("symlink");
+        sh("touch '%s/ws/file'", top);
+        write_config("[core]\nhooksPath = file/hooks\n");
+        refused("not a directory");
+}
+
+Test(git_sentry, hooks_path_through_host_symlink, .init = setup, .fini = teardown) {
+        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_free_ char *error = NULL, *cfg = NULL;
+
+        /* Outside the workspace lexically, inside after the host's own symlink. */
+        sh("mkdir -p '%1$s/ws/hk' && ln -s ws/hk '%1$s/hooks-link'", top);
+        cr_assert(asprintf(&cfg, "[core]\nhooksPath = %s/hooks-link\n", top) > 0);
+        write_config(cfg);
+        cr_assert_eq(prepare(&s, &error, NULL), 0, "%s", error ? error : "");
+        cr_assert_not_null(find(&s, "/workspace/hk", NULL));
+}
