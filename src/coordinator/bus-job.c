@@ -89,9 +89,10 @@ int bus_job_start(sd_bus *bus, const char *method, BusAppend append, void *appen
         j->done = done;
         j->userdata = userdata;
 
-        /* Subscribed before the call: the job cannot end unseen. */
-        r = sd_bus_match_signal(bus, &j->match, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, j);
+        /* Subscribed before the call, on the same connection, which the bus
+         * daemon handles in order: the job cannot end unseen. */
+        r = sd_bus_match_signal_async(bus, &j->match, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                      "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, NULL, j);
         if (r < 0)
                 return r;
         r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",

@@ -448,6 +448,7 @@ static void sandbox_ready(Sandbox *sb, void *userdata) {
                 return;
         }
         m->state = DOMAIN_RUNNING;
+        manager_emit_state_changed(m);
         (void) sd_notifyf(false, "READY=1\nSTATUS=running: profile %s, workspace %s, 0 sessions",
                           m->domain->profile->name, m->domain->workspace);
         log_info("Domain %s published", m->id);

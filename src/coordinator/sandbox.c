@@ -184,6 +184,10 @@ static int append_scope(sd_bus_message *m, void *userdata) {
                 r = sd_bus_message_append(m, "(sv)", "CollectMode", "s", "inactive-or-failed");
         if (r >= 0)
                 r = sd_bus_message_append(m, "(sv)", "KillMode", "s", "control-group");
+        /* Nothing in the scope has state worth a graceful stop, and a
+         * runsc-sandbox may leave SIGTERM pending for the whole stop timeout. */
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)", "KillSignal", "i", SIGKILL);
         /* If the coordinator's service goes, for whatever reason, the sandbox
          * goes too. (No After=: the service is still activating, and the
          * scope's start job would wait for it.) */
