@@ -4,7 +4,8 @@
 # test-launch-isolation: inside the sandbox there is no host root authority
 # and no host path outside the workspace: /proc/self/status shows a limited
 # capability set and NoNewPrivs; the sandbox's processes run on the host as
-# subordinate IDs, not as root or the user; ~/.ssh, the configuration file
+# subordinate IDs without directfs, confined as the user with it (never as
+# root); ~/.ssh, the configuration file
 # and a secret planted beside them are nowhere to be read inside.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
@@ -41,33 +42,64 @@ found=$(lt_launch -- /bin/sh -c "for d in /*; do case \$d in /proc|/sys|/dev|/bi
 [[ -z $found ]] || lt_fail "the secret planted outside the workspace is readable inside: $found"
 lt_log "ok: no host path outside the workspace, secret not found"
 
-# On the host, the sandbox's processes run as subordinate IDs.
-(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 20) &
-bg=$!
-scope=lazaret-$LT_DOMAIN-sandbox.scope
-# Published means the supervisor said READY, i.e. it has hardened itself.
-for _ in $(seq 1 100); do
-        [[ $(cd "$LT_WS" && lazaretctl status --json | jq -r .State) == running ]] && break
-        sleep 0.1
-done
-cg=$(systemctl --user show -P ControlGroup "$scope")
-pids=$(cat "/sys/fs/cgroup/unified$cg/cgroup.procs" 2>/dev/null || cat "/sys/fs/cgroup$cg/cgroup.procs")
-[[ -n $pids ]] || lt_fail "no processes in $scope"
+# On the host: what runs the sandbox, for each directfs mode (spec §6.4).
+# directfs=false: gVisor's kernel and the systrap stubs that run the
+# sandbox's code run as subordinate IDs with no capabilities. directfs=true
+# (the default): they run as the user, confined (NO_NEW_PRIVS, gVisor's
+# seccomp filter, no system or network administration capability).
 subid_start=$(awk -F: -v u="$(id -un)" '$1 == u { print $2; exit }' /etc/subuid)
-sandbox_seen=0
-for pid in $pids; do
-        uid=$(awk '/^Uid:/ { print $3 }' "/proc/$pid/status" 2>/dev/null) || continue
-        [[ -n $uid ]] || continue
-        [[ $uid -ne 0 ]] || lt_fail "process $pid of the sandbox scope runs as host root"
-        if [[ $uid -ne $(id -u) ]]; then
-                ((uid >= subid_start && uid < subid_start + 65536)) || lt_fail "process $pid runs as host UID $uid, outside the subordinate range"
-                sandbox_seen=1
-        fi
-done
-((sandbox_seen)) || lt_fail "no process of the sandbox scope runs as a subordinate ID"
+scope=lazaret-$LT_DOMAIN-sandbox.scope
+check_host_processes() {
+        local mode=$1 pid uid st capeff capbnd seen=0 cmd
+        printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s", "directfs": %s } } }\n' \
+                "$LT_IMAGE" "$mode" >"$LT_CONFIG"
+        (cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 20 </dev/null >/dev/null 2>&1) &
+        bg=$!
+        # Published means the supervisor said READY, i.e. it has hardened itself.
+        for _ in $(seq 1 100); do
+                [[ $(cd "$LT_WS" && lazaretctl status --json 2>/dev/null | jq -r .State) == running ]] && break
+                sleep 0.1
+        done
+        cg=$(systemctl --user show -P ControlGroup "$scope")
+        pids=$(cat "/sys/fs/cgroup/unified$cg/cgroup.procs" 2>/dev/null || cat "/sys/fs/cgroup$cg/cgroup.procs")
+        [[ -n $pids ]] || lt_fail "no processes in $scope"
+        for pid in $pids; do
+                st=$(cat "/proc/$pid/status" 2>/dev/null) || continue
+                uid=$(awk '/^Uid:/ { print $3 }' <<<"$st")
+                [[ -n $uid ]] || continue
+                [[ $uid -ne 0 ]] || lt_fail "process $pid of the sandbox scope runs as host root"
+                cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -d' ' -f1)
+                # The supervisor, runsc's own clients and the gofer are Lazaret's and runsc's side.
+                case $cmd in */lazaret-supervisor | */runsc | runsc-gofer) continue ;; esac
+                capeff=$(awk '/^CapEff:/ { print $2 }' <<<"$st")
+                capbnd=$(awk '/^CapBnd:/ { print $2 }' <<<"$st")
+                [[ $(awk '/^NoNewPrivs:/ { print $2 }' <<<"$st") == 1 ]] || lt_fail "directfs=$mode: process $pid ($cmd) lacks NO_NEW_PRIVS"
+                [[ $(awk '/^Seccomp:/ { print $2 }' <<<"$st") == 2 ]] || lt_fail "directfs=$mode: process $pid ($cmd) has no seccomp filter"
+                if [[ $mode == false ]]; then
+                        ((uid >= subid_start && uid < subid_start + 65536)) ||
+                                lt_fail "directfs=false: process $pid ($cmd) runs as host UID $uid, not a subordinate ID"
+                        [[ $capeff == 0000000000000000 ]] || lt_fail "directfs=false: process $pid ($cmd) has capabilities $capeff"
+                else
+                        [[ $uid -eq $(id -u) ]] || lt_fail "directfs=true: process $pid ($cmd) runs as host UID $uid"
+                        for bit in 12 16 17 21 25; do   # NET_ADMIN SYS_MODULE SYS_RAWIO SYS_ADMIN SYS_TIME
+                                (( (16#$capbnd >> bit) & 1 )) && lt_fail "directfs=true: process $pid ($cmd) has capability bit $bit"
+                        done
+                fi
+                seen=$((seen + 1))
+        done
+        ((seen >= 2)) || lt_fail "directfs=$mode: expected gVisor's kernel and its stubs in $scope, saw $seen"
+        lt_log "ok: directfs=$mode: $seen sandbox processes as expected"
+}
+check_host_processes false
+(cd "$LT_WS" && lazaretctl stop) >/dev/null
+wait "$bg" 2>/dev/null || true
+lt_wait_inactive
+check_host_processes true
 
 # The Runtime Supervisor hardened itself before it said READY: no
 # capabilities, not even in its bounding set, NO_NEW_PRIVS, a seccomp filter.
+# (This second check overwrote the configuration: the secret line is gone,
+# which nothing below needs.)
 sup=
 for pid in $pids; do
         [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == */lazaret-supervisor ]] && sup=$pid
