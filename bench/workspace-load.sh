@@ -1,0 +1,105 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The workloads of bench/workspace. The same script runs on the host, in bare
+# runsc and in a Lazaret session, so that only the environment differs; it
+# times each run itself (bash's $EPOCHREALTIME, no fork) and prints one line
+# per timed run, in milliseconds, so that starting the sandbox process is
+# never part of a figure.
+#
+# Usage: workspace-load.sh DIR WORKLOAD RUNS
+#   DIR holds what bench/workspace-run.sh generated: repo/ (a git repository),
+#   small.tar, cproj/ (a C project with a Makefile); writes/ and untar/ are
+#   scratch directories.
+#   WORKLOAD is one of:
+#     git-warm    git status in repo/, once untimed, then RUNS timed runs
+#     git-once    one timed git status (RUNS is ignored)
+#     tar         tar x of small.tar into an empty directory
+#     writes      5,000 small files written by a shell loop (builtins only)
+#     make        make -j2 of cproj/ after make clean
+#     git-config  prints core.checkStat as git sees it here, who set it,
+#                 and LD_PRELOAD (Lazaret's statx shim, when it is used)
+#
+# With LAZARET_BENCH_GIT_MINIMAL=1 and no core.checkStat visible to git, the
+# script adds core.checkStat=minimal through GIT_CONFIG_COUNT (appending to a
+# GIT_CONFIG_COUNT already set), the way a Lazaret session is meant to.
+set -euo pipefail
+
+dir=$1 load=$2 runs=$3
+
+git_minimal() {
+        [[ ${LAZARET_BENCH_GIT_MINIMAL:-0} == 1 ]] || return 0
+        [[ -z $(git -C "$dir/repo" config --get core.checkStat || true) ]] || return 0
+        local n=${GIT_CONFIG_COUNT:-0}
+        export "GIT_CONFIG_KEY_$n=core.checkStat" "GIT_CONFIG_VALUE_$n=minimal"
+        export GIT_CONFIG_COUNT=$((n + 1))
+        LAZARET_BENCH_GIT_SET_HERE=1
+}
+
+# timed CMD...: runs CMD and prints its wall time in ms (three decimals).
+timed() {
+        local t0 t1
+        t0=${EPOCHREALTIME/[.,]/}
+        "$@"
+        t1=${EPOCHREALTIME/[.,]/}
+        printf '%d.%03d\n' $(((t1 - t0) / 1000)) $(((t1 - t0) % 1000))
+}
+
+git_status() { git -C "$dir/repo" status >/dev/null; }
+
+untar() { tar -xf "$dir/small.tar" -C "$dir/untar"; }
+
+writes() {
+        local i=0
+        while ((i < 5000)); do
+                echo "small write $i" >"$dir/writes/f$i"
+                i=$((i + 1))
+        done
+}
+
+build() { make -s -C "$dir/cproj" -j2 >/dev/null; }
+
+git_minimal
+case $load in
+git-config)
+        v=$(git -C "$dir/repo" config --get core.checkStat || true)
+        if [[ -n ${LAZARET_BENCH_GIT_SET_HERE:-} ]]; then
+                echo "core.checkStat=${v:-default} (set by the benchmark: GIT_CONFIG_COUNT=$GIT_CONFIG_COUNT)"
+        else
+                echo "core.checkStat=${v:-default} (GIT_CONFIG_COUNT=${GIT_CONFIG_COUNT:-unset})"
+        fi
+        echo "LD_PRELOAD=${LD_PRELOAD:-unset}"
+        ;;
+git-warm)
+        git_status
+        for ((r = 0; r < runs; r++)); do timed git_status; done
+        ;;
+git-once)
+        timed git_status
+        ;;
+tar)
+        for ((r = 0; r < runs; r++)); do
+                rm -rf "$dir/untar" && mkdir "$dir/untar"
+                timed untar
+        done
+        rm -rf "$dir/untar"
+        ;;
+writes)
+        for ((r = 0; r < runs; r++)); do
+                rm -rf "$dir/writes" && mkdir "$dir/writes"
+                timed writes
+        done
+        rm -rf "$dir/writes"
+        ;;
+make)
+        for ((r = 0; r < runs; r++)); do
+                make -s -C "$dir/cproj" clean >/dev/null
+                timed build
+        done
+        make -s -C "$dir/cproj" clean >/dev/null
+        ;;
+*)
+        echo "workspace-load.sh: unknown workload '$load'" >&2
+        exit 2
+        ;;
+esac

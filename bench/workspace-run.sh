@@ -1,0 +1,355 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The body of bench/workspace, run as the unprivileged user (see
+# bench/workspace). LAZARET_TEST_BENCH_DIR is the directory to benchmark in
+# (bench/workspace makes a journaled ext4 for it when run as root) and
+# LAZARET_TEST_BENCH_FS says what it is.
+# shellcheck source=../tests/harness/lib.sh
+. "$LAZARET_SOURCE_ROOT/tests/harness/lib.sh"
+
+[[ -z ${LAZARET_TEST_BENCH_TRACE:-} ]] || set -x
+RUNS=${LAZARET_TEST_BENCH_RUNS:-5}
+MAKE_RUNS=${LAZARET_TEST_BENCH_MAKE_RUNS:-3}
+BENCH=${LAZARET_TEST_BENCH_DIR:-$HOME/bench-workspace}
+FS=${LAZARET_TEST_BENCH_FS:-$(findmnt -no FSTYPE,SOURCE -T "$BENCH" 2>/dev/null || echo unknown)}
+here=$LAZARET_SOURCE_ROOT/bench
+for tool in git make gcc jq umoci dpkg-query; do
+        command -v "$tool" >/dev/null || lt_fail "$tool is not installed on the host"
+done
+
+lt_install
+mkdir -p "$BENCH"
+ws=$BENCH/ws
+work=$HOME/bench-workspace-work
+# A bare sandbox an interrupted run left behind.
+if [[ -d $work/root ]]; then
+        runsc --root "$work/root" kill bench-bare KILL 2>/dev/null || true
+        runsc --root "$work/root" delete --force bench-bare 2>/dev/null || true
+fi
+rm -rf "$ws" "$work"
+mkdir -p "$ws/.bench" "$work"
+cp "$here/workspace-load.sh" "$ws/.bench/load.sh"
+t_start=$SECONDS
+
+# --- the sandbox image: the host's own git, make, gcc ------------------------
+#
+# The busybox test image has no compiler and the default image is built from
+# a Debian mirror; this one is made offline from the files of the host's
+# installed packages (git, make, gcc and what they depend on, without
+# documentation), so the same binaries run on the host and in both sandboxes.
+image=$HOME/bench-workspace-image
+closure() {
+        local -A seen=()
+        local queue=("$@") p deps part alt n
+        while ((${#queue[@]})); do
+                p=${queue[0]}
+                queue=("${queue[@]:1}")
+                [[ -z ${seen[$p]:-} ]] || continue
+                [[ $(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null) == ii* ]] || continue
+                seen[$p]=1
+                deps=$(dpkg-query -W -f='${Pre-Depends}, ${Depends}' "$p")
+                IFS=',' read -ra parts <<<"$deps"
+                for part in "${parts[@]}"; do
+                        IFS='|' read -ra alts <<<"$part"
+                        for alt in "${alts[@]}"; do
+                                n=$(sed 's/([^)]*)//; s/:any//; s/[[:space:]]//g' <<<"$alt")
+                                [[ -n $n ]] || continue
+                                if [[ $(dpkg-query -W -f='${db:Status-Abbrev}' "$n" 2>/dev/null) == ii* ]]; then
+                                        queue+=("$n")
+                                        break
+                                fi
+                        done
+                done
+        done
+        printf '%s\n' "${!seen[@]}" | sort | grep -v -e '^git-man$' -e '^perl-modules'
+}
+make_image() {
+        local pkgs stamp root
+        pkgs=$(closure bash coreutils dash git make gcc libc6-dev tar findutils grep sed gzip)
+        # shellcheck disable=SC2086
+        stamp=$( (echo v1; dpkg-query -W -f='${Package} ${Version}\n' $pkgs) | sha256sum | cut -d' ' -f1)
+        [[ $(cat "$image.stamp" 2>/dev/null) == "$stamp" && -e $image/index.json ]] && return 0
+        lt_log "building the benchmark image from $(wc -w <<<"$pkgs") host packages"
+        rm -rf "$image" "$image.build"
+        root=$image.build/rootfs
+        mkdir -p "$root"/{usr/bin,usr/sbin,usr/lib,usr/lib64,etc,root,tmp,dev,proc,sys,run,workspace}
+        ln -s usr/bin "$root/bin"
+        ln -s usr/sbin "$root/sbin"
+        ln -s usr/lib "$root/lib"
+        ln -s usr/lib64 "$root/lib64"
+        chmod 1777 "$root/tmp"
+        chmod 0700 "$root/root"
+        # shellcheck disable=SC2086
+        dpkg -L $pkgs | sort -u | while IFS= read -r f; do
+                [[ -L $f || -f $f ]] || continue
+                case $f in /usr/share/doc/* | /usr/share/man/* | /usr/share/info/* | /usr/share/locale/* | /usr/share/lintian/*) continue ;; esac
+                case $f in /bin/* | /sbin/* | /lib/* | /lib64/*) f=/usr$f ;; esac
+                printf '%s\0' "${f#/}"
+        done | tar -C / --null --no-recursion -T - -cf - | tar -C "$root" -xf - --no-same-owner
+        [[ -x $root/usr/bin/gcc && -x $root/usr/bin/git && -x $root/usr/bin/make ]] || lt_fail "the benchmark image lacks gcc, git or make"
+        printf 'root:x:0:0:root:/root:/bin/bash\n' >"$root/etc/passwd"
+        printf 'root:x:0:\n' >"$root/etc/group"
+        [[ -r /etc/ld.so.cache ]] && cp /etc/ld.so.cache "$root/etc/"
+        tar -C "$root" --numeric-owner --owner=0 --group=0 -cf "$image.build/rootfs.tar" .
+        (
+                cd "$image.build"
+                umoci init --layout layout
+                umoci new --image layout:latest
+                umoci raw add-layer --image layout:latest --history.created_by bench/workspace rootfs.tar
+                umoci config --image layout:latest --config.env PATH=/usr/local/bin:/usr/bin:/bin \
+                        --config.cmd /bin/bash --no-history
+                umoci gc --layout layout
+        ) >/dev/null
+        mv "$image.build/layout" "$image"
+        rm -rf "$image.build"
+        echo "$stamp" >"$image.stamp"
+}
+make_image
+
+# --- the workloads' data -----------------------------------------------------
+
+lt_log "generating a 20,000-file git repository, 5,000 small files and a 50-file C project in $ws"
+repo=$ws/repo
+mkdir -p "$repo"
+(
+        cd "$repo"
+        for ((d = 0; d < 100; d++)); do
+                mkdir "d$d"
+                for ((f = 0; f < 200; f++)); do echo "file $d/$f" >"d$d/f$f.txt"; done
+        done
+        git init -q
+        git add -A
+        git config gc.auto 0
+        git -c user.name=bench -c user.email=bench@localhost commit -q -m "20,000 files"
+        git repack -adq
+)
+(
+        cd "$work"
+        mkdir small
+        for ((d = 0; d < 50; d++)); do
+                mkdir "small/d$d"
+                for ((f = 0; f < 100; f++)); do echo "small file $d/$f" >"small/d$d/f$f"; done
+        done
+        tar -cf "$ws/small.tar" small
+        rm -rf small
+)
+cproj=$ws/cproj
+mkdir -p "$cproj"
+(
+        cd "$cproj"
+        for ((i = 0; i < 50; i++)); do
+                {
+                        echo '#include <string.h>'
+                        for ((j = 0; j < 8; j++)); do
+                                echo "static int f${j}(const char *s) { int h = $j; for (size_t k = 0; k < strlen(s); k++) h = h * 31 + s[k]; return h; }"
+                        done
+                        echo "int unit$i(const char *s) { return 0"
+                        for ((j = 0; j < 8; j++)); do echo " + f$j(s)"; done
+                        echo "; }"
+                } >"u$i.c"
+        done
+        {
+                echo "int printf(const char *, ...);"
+                for ((i = 0; i < 50; i++)); do echo "int unit$i(const char *);"; done
+                echo "int main(int argc, char **argv) { int s = 0;"
+                for ((i = 0; i < 50; i++)); do echo "s += unit$i(argv[0]);"; done
+                echo 'printf("%d\n", s); return argc > 5; }'
+        } >main.c
+        cat >Makefile <<'EOF'
+CC = gcc
+CFLAGS = -O2 -Wall
+OBJS = $(patsubst %.c,%.o,$(wildcard *.c))
+prog: $(OBJS)
+	$(CC) -o $@ $(OBJS)
+clean:
+	rm -f prog $(OBJS)
+EOF
+)
+
+# --- Lazaret: a warm Domain held by a background session ----------------------
+
+# A configuration of its own (--config), so the user's is never touched.
+conf=$work/lazaret.json
+printf '{ "default_profile": "bench", "profiles": { "bench": { "image": "oci:%s" } } }\n' "$image" >"$conf"
+chmod 0600 "$conf"
+lz() { lazaretctl --config "$conf" --workspace "$ws" "$@"; }
+LT_WS=$ws LT_DOMAIN=$(lz domain-id) || lt_fail "lazaretctl domain-id failed"
+LT_LOGDIR=$HOME/lt-logs
+export LT_WS LT_DOMAIN LT_LOGDIR
+holder='' bare='' rs=()
+cleanup() {
+        local rc=$?
+        if [[ -n $holder ]]; then
+                kill "$holder" 2>/dev/null || true
+                wait "$holder" 2>/dev/null || true
+        fi
+        if [[ -n $bare ]]; then
+                "${rs[@]}" kill bench-bare KILL 2>/dev/null || kill "$bare" 2>/dev/null || true
+                wait "$bare" 2>/dev/null || true
+        fi
+        lz stop >/dev/null 2>&1 || true
+        exit "$rc"
+}
+trap cleanup EXIT
+lz stop >/dev/null 2>&1 || true
+lt_wait_inactive
+
+lt_log "preparing the image for Lazaret and starting a warm Domain"
+(exec lazaretctl --config "$conf" --workspace "$ws" launch -- /bin/sleep 3600) &
+holder=$!
+state=
+for _ in $(seq 1 600); do
+        state=$(lz status --json 2>/dev/null | jq -r .State) || true
+        [[ $state == running ]] && break
+        kill -0 "$holder" 2>/dev/null || lt_fail "the holding session ended (Domain did not start)"
+        sleep 0.1
+done
+[[ $state == running ]] || lt_fail "the Domain is not running after 60 s (state: $state)"
+
+# The sandbox Lazaret started: its runsc binary, global flags and bundle.
+lz_pid=
+for _ in $(seq 1 100); do
+        for p in $(pgrep -u "$(id -u)" -f -- ' boot ' || true); do
+                grep -qaF -- "$XDG_RUNTIME_DIR" "/proc/$p/cmdline" 2>/dev/null || continue
+                lz_pid=$p
+        done
+        [[ -n $lz_pid ]] && break
+        sleep 0.1
+done
+[[ -n $lz_pid ]] || lt_fail "cannot find the runsc sandbox of Domain $LT_DOMAIN"
+mapfile -d '' lz_argv <"/proc/$lz_pid/cmdline"
+runsc=$(readlink "/proc/$lz_pid/exe")
+runsc=${runsc% (deleted)}
+[[ -x $runsc ]] || runsc=$(command -v runsc)
+lz_bundle=
+flags=()
+for a in "${lz_argv[@]:1}"; do
+        case $a in
+        boot) break ;;
+        --platform=* | --directfs=* | --file-access=* | --file-access-mounts=* | --overlay2=* | --dcache=* | \
+                --network=* | --ignore-cgroups=* | --host-uds=* | --host-fifo=* | --host-settings=* | --rootless=*)
+                flags+=("$a") ;;
+        esac
+done
+for ((i = 0; i < ${#lz_argv[@]}; i++)); do
+        case ${lz_argv[i]} in
+        --bundle=*) lz_bundle=${lz_argv[i]#--bundle=} ;;
+        --bundle) lz_bundle=${lz_argv[i + 1]} ;;
+        esac
+done
+[[ -r $lz_bundle/config.json ]] || lt_fail "cannot read the bundle of Lazaret's sandbox (${lz_bundle:-not found})"
+# A file-backed overlay gets a directory of its own.
+for i in "${!flags[@]}"; do
+        case ${flags[i]} in
+        --overlay2=*:dir=*) mkdir -p "$work/overlay" && flags[i]=${flags[i]%%:dir=*}:dir=$work/overlay ;;
+        esac
+done
+
+# --- bare runsc: the same rootfs, spec and flags, the workspace a plain bind --
+
+mkdir -p "$work/bundle" "$work/root"
+jq --arg ws "$ws" '
+        .process.args = ["/bin/sleep", "3600"] | .process.terminal = false |
+        .mounts = [.mounts[] | select(.destination | startswith("/run/lazaret") | not)] |
+        .mounts = [.mounts[] | if .destination == "/workspace" then .source = $ws else . end]' \
+        "$lz_bundle/config.json" >"$work/bundle/config.json" || lt_fail "cannot derive the bare runsc bundle"
+jq -e '.mounts[] | select(.destination == "/workspace" and .type == "bind")' "$work/bundle/config.json" >/dev/null ||
+        lt_fail "Lazaret's sandbox has no /workspace bind"
+rs=("$runsc" --root "$work/root" "${flags[@]}")
+unshare --user --map-root-user --map-auto --mount -- "${rs[@]}" run --bundle "$work/bundle" bench-bare \
+        </dev/null >"$work/bare.log" 2>&1 &
+bare=$!
+for _ in $(seq 1 100); do
+        "${rs[@]}" exec bench-bare /bin/true 2>/dev/null && break
+        kill -0 "$bare" 2>/dev/null || { cat "$work/bare.log" >&2; lt_fail "bare runsc did not start"; }
+        sleep 0.1
+done
+"${rs[@]}" exec bench-bare /bin/true || lt_fail "bare runsc exec does not work"
+
+# What the two sandboxes were booted with, paths left out: any difference is
+# printed with the figures.
+boot_flags() {   # PID
+        local a
+        while IFS= read -r -d '' a; do
+                [[ $a == boot ]] && break
+                case $a in --root=* | --log* | --debug-log* | --panic-log* | --*=/*) continue ;; esac
+                [[ $a == --* ]] && printf '%s\n' "$a"
+        done <"/proc/$1/cmdline" | sort
+}
+bare_pid=$(pgrep -u "$(id -u)" -f -- "--root=$work/root.* boot " | head -n1 || true)
+flag_diff="(bare sandbox not found)"
+if [[ -n $bare_pid ]]; then
+        flag_diff=$(diff <(boot_flags "$lz_pid") <(boot_flags "$bare_pid") | sed -n 's/^</lazaret/p; s/^>/bare/p' | tr '\n' ' ' || true)
+        flag_diff=${flag_diff:-none}
+fi
+
+git_env=(GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.checkStat GIT_CONFIG_VALUE_0=minimal)
+# run_in ENV WORKLOAD RUNS: the workload's timings (ms, one a line).
+run_in() {
+        case $1 in
+        host) bash "$ws/.bench/load.sh" "$ws" "$2" "$3" ;;
+        bare) "${rs[@]}" exec bench-bare /usr/bin/env "${git_env[@]}" bash /workspace/.bench/load.sh /workspace "$2" "$3" ;;
+        lazaret) lz launch -- /usr/bin/env LAZARET_BENCH_GIT_MINIMAL=1 bash /workspace/.bench/load.sh /workspace "$2" "$3" ;;
+        esac
+}
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# One run of each environment in turn, round after round, in an order that
+# rotates, so that a change in the machine's load touches all three alike.
+envs=(host bare lazaret)
+measure() {   # KEY WORKLOAD ROUNDS
+        local r i env
+        for ((r = 0; r < $3; r++)); do
+                for ((i = 0; i < 3; i++)); do
+                        env=${envs[(r + i) % 3]}
+                        [[ $1 != git-first ]] || git -C "$repo" status >/dev/null
+                        run_in "$env" "$2" 1 >>"$work/$env.$1" || lt_fail "$env: $2 failed"
+                done
+        done
+}
+lt_log "measuring: git status, warm"
+measure git-warm git-warm "$RUNS"
+lt_log "measuring: git status after the host's"
+measure git-first git-once "$RUNS"
+lt_log "measuring: tar x"
+measure tar tar "$RUNS"
+lt_log "measuring: small writes"
+measure writes writes "$RUNS"
+lt_log "measuring: make -j2"
+measure make make "$MAKE_RUNS"
+declare -A ms
+for env in "${envs[@]}"; do
+        for key in git-warm git-first tar writes make; do
+                ms[$env,$key]=$(median <"$work/$env.$key") || lt_fail "no figures for $env, $key"
+        done
+done
+git_bare=$(run_in bare git-config 1)
+git_lz=$(run_in lazaret git-config 1)
+
+# --- the table ------------------------------------------------------------------
+
+echo
+echo "bench/workspace: medians of $RUNS runs ($MAKE_RUNS for make), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg), $((SECONDS - t_start)) s"
+echo "  file system:  $FS"
+echo "  runsc:        $runsc ($("$runsc" --version 2>/dev/null | head -n1))"
+echo "  runsc flags (Lazaret's sandbox, used for bare too): ${flags[*]}"
+echo "  runsc boot flag differences: $flag_diff"
+echo "  git in bare:    ${git_bare//$'\n'/; }"
+echo "  git in Lazaret: ${git_lz//$'\n'/; }"
+echo "  image:        host packages (git, make, gcc), $image"
+printf '  %-26s %9s %9s %9s %8s %8s  %s\n' workload "host ms" "bare ms" "laz. ms" laz/bare laz/host "goals (laz/bare, laz/host)"
+row() {   # KEY NAME HOST-GOAL
+        local h=${ms[host,$1]} b=${ms[bare,$1]} l=${ms[lazaret,$1]} lb lh verdict
+        lb=$(awk -v l="$l" -v b="$b" 'BEGIN { printf "%.2f", l / b }')
+        lh=$(awk -v l="$l" -v h="$h" 'BEGIN { printf "%.1f", l / h }')
+        verdict=$(awk -v lb="$lb" -v lh="$lh" -v g="$3" 'BEGIN {
+                printf "<= 1.1 %s", (lb <= 1.1 ? "met" : "MISSED")
+                if (g != "") printf ", <= %s %s", g, (lh <= g ? "met" : "MISSED") }')
+        printf '  %-26s %9.1f %9.1f %9.1f %8s %8s  %s\n' "$2" "$h" "$b" "$l" "$lb" "$lh" "$verdict"
+}
+row git-warm "git status, warm" 20
+row git-first "git status, after host's" 20
+row tar "tar x, 5,000 files" ""
+row writes "5,000 small writes" 4
+row make "make -j2, 51 files" 6
