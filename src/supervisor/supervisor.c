@@ -67,15 +67,20 @@ static void report_failed(const char *fmt, ...) {
         send_msg(&msg);
 }
 
-/* The last non-empty line of a file, if any. */
-static void last_line(const char *path, char *buf, size_t size) {
+/* The first line of a file holding needle, else its last non-empty line, if any. */
+static void telling_line(const char *path, const char *needle, char *buf, size_t size) {
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         char line[1024];
         size_t n;
 
-        while (f && fgets(line, sizeof(line), f))
+        while (f && fgets(line, sizeof(line), f)) {
+                if (needle && strstr(line, needle)) {
+                        snprintf(buf, size, "%s", line);
+                        break;
+                }
                 if (line[0] && line[0] != '\n')
                         snprintf(buf, size, "%s", line);
+        }
         n = strlen(buf);
         while (n > 0 && buf[n - 1] == '\n')
                 buf[--n] = 0;
@@ -142,9 +147,13 @@ static int runsc(const char *verb, char *const *args, bool wait_for_it, pid_t *r
         /* The last non-empty line of the log says why; an error from
          * before runsc opened its log (an unknown flag) is on its stderr. */
         err[0] = 0;
-        last_line(logpath, err, errlen);
-        if (!err[0])
-                last_line(errpath, err, errlen);
+        telling_line(errpath, "flag provided but not defined", err, errlen);
+        if (!strstr(err, "flag provided but not defined")) {
+                err[0] = 0;
+                telling_line(logpath, NULL, err, errlen);
+                if (!err[0])
+                        telling_line(errpath, NULL, err, errlen);
+        }
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
