@@ -15,7 +15,7 @@ command -v tmux >/dev/null || lt_fail "tmux is not installed (.ci/install-deps i
 
 T="tmux -L lt-$$"
 cleanup_tmux() { $T kill-server 2>/dev/null || true; }
-trap 'cleanup_tmux; lt_domain_cleanup' EXIT
+trap 'rc=$?; cleanup_tmux; lt_domain_cleanup "$rc"' EXIT
 
 screen() { $T capture-pane -t t -p; }
 # wait_for TEXT: bounded wait until the pane shows TEXT.
