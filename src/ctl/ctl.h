@@ -3,6 +3,8 @@
 
 #include <stdbool.h>
 
+#include <systemd/sd-bus.h>
+
 #include "config.h"
 #include "host-context.h"
 
@@ -18,8 +20,8 @@ extern HostContext arg_host;
  * Verbs get their own arguments (argv[0] is the verb) and the validated
  * configuration. They return a negative errno after printing why, or the
  * process exit status (0 on success; launch returns the command's status).
+ * launch.h, domains.h and image.h declare them.
  */
-int verb_launch(int argc, char *argv[], const Config *config);
-int verb_status(int argc, char *argv[], const Config *config);
-int verb_list(int argc, char *argv[], const Config *config);
-int verb_stop(int argc, char *argv[], const Config *config);
+
+/* Connects to the user bus; prints why on failure. Close with sd_bus_flush_close_unrefp. */
+int ctl_bus_open(sd_bus **ret);

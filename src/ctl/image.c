@@ -103,22 +103,6 @@ static void signals_restore(const struct sigaction saved[static ELEMENTSOF(handl
         (void) sigaction(SIGPIPE, &saved[ELEMENTSOF(handled_signals)], NULL);
 }
 
-/* True when name is an executable file in one of $PATH's directories. */
-static bool find_in_path(const char *name) {
-        const char *path = getenv("PATH");
-        _cleanup_free_ char *copy = strdup(isempty(path) ? "/usr/local/bin:/usr/bin:/bin" : path);
-        char *saveptr = NULL;
-
-        if (!copy)
-                return false;
-        for (char *d = strtok_r(copy, ":", &saveptr); d; d = strtok_r(NULL, ":", &saveptr)) {
-                _cleanup_free_ char *p = path_join(d, name);
-                if (p && access(p, X_OK) == 0)
-                        return true;
-        }
-        return false;
-}
-
 /* environ with the NAME=value entries of set replacing or adding to it. */
 static char **env_with(char *const *set) {
         _cleanup_strv_free_ char **env = calloc(1, sizeof(char *));
@@ -142,7 +126,8 @@ static char **env_with(char *const *set) {
 }
 
 /*
- * Runs argv[0] (searched in $PATH) with explicit arguments: stdin and stderr
+ * Runs argv[0] (found by find_program(), the one program lookup of
+ * Lazaret: the system's bin and sbin directories) with explicit arguments: stdin and stderr
  * inherited, stdout sent to our stderr (progress is not output), in cwd when
  * given, with env_set added to the environment. Returns its exit status, 128
  * plus the signal number when a signal ended it, or < 0 when it could not be
@@ -150,12 +135,16 @@ static char **env_with(char *const *set) {
  */
 static int run(char *const *argv, const char *cwd, char *const *env_set) {
         _cleanup_strv_free_ char **env = NULL;
+        _cleanup_free_ char *program = NULL;
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
         sigset_t block, old, none, def;
         pid_t pid;
         int r, status;
 
+        program = find_program(argv[0]);
+        if (!program)
+                return -ENOENT;
         env = env_with(env_set);
         if (!env)
                 return -ENOMEM;
@@ -178,7 +167,7 @@ static int run(char *const *argv, const char *cwd, char *const *env_set) {
         /* Between spawning and recording the PID, a signal is held back, so
          * that the handler can always pass it on. */
         sigprocmask(SIG_BLOCK, &block, &old);
-        r = -posix_spawnp(&pid, argv[0], &fa, &attr, argv, env);
+        r = -posix_spawn(&pid, program, &fa, &attr, argv, env);
         if (r == 0)
                 child_pid = pid;
         sigprocmask(SIG_SETMASK, &old, NULL);
@@ -269,13 +258,15 @@ static const struct {
 static int check_tools(void) {
         int r = 0;
 
-        for (size_t i = 0; i < ELEMENTSOF(required_tools); i++)
-                if (!find_in_path(required_tools[i].binary)) {
+        for (size_t i = 0; i < ELEMENTSOF(required_tools); i++) {
+                _cleanup_free_ char *p = find_program(required_tools[i].binary);
+                if (!p) {
                         fprintf(stderr, "%s is not installed (it %s); install the Debian package \"%s\": "
                                 "sudo apt install %s\n", required_tools[i].binary, required_tools[i].why,
                                 required_tools[i].package, required_tools[i].package);
                         r = -ENOENT;
                 }
+        }
         return r;
 }
 
@@ -820,36 +811,17 @@ static int build_default(const Config *config, const char *source, bool force) {
 /* ---------------------------------------------------------------- verb */
 
 int verb_image(int argc, char *argv[], const Config *config) {
-        const char *source = arg_source;
-        bool force = arg_force;
-
         if (argc < 2 || !streq(argv[1], "build-default")) {
                 fprintf(stderr, "Unknown image command \"%s\"; the only one is "
                         "\"image build-default [--source SOURCE] [--force]\".\n", argc >= 2 ? argv[1] : "");
                 return -EINVAL;
         }
-        for (int i = 2; i < argc; i++) {
-                const char *v;
-
-                if (streq(argv[i], "--force"))
-                        force = true;
-                else if (streq(argv[i], "--source")) {
-                        if (i + 1 >= argc) {
-                                fprintf(stderr, "--source needs a directory or a mirror URL.\n");
-                                return -EINVAL;
-                        }
-                        source = argv[++i];
-                } else if ((v = startswith(argv[i], "--source=")))
-                        source = v;
-                else {
-                        fprintf(stderr, "Unexpected argument \"%s\"; usage: image build-default "
-                                "[--source SOURCE] [--force]\n", argv[i]);
-                        return -EINVAL;
-                }
-        }
-        if (source && isempty(source)) {
-                fprintf(stderr, "--source needs a directory or a mirror URL.\n");
+        /* --source and --force are parsed with the other options, before
+         * and after the verb; what is left here is not an option. */
+        if (argc > 2) {
+                fprintf(stderr, "Unexpected argument \"%s\"; usage: image build-default "
+                        "[--source SOURCE] [--force]\n", argv[2]);
                 return -EINVAL;
         }
-        return build_default(config, source, force);
+        return build_default(config, arg_source, arg_force);
 }

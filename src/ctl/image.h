@@ -31,13 +31,13 @@
 
 #define IMAGE_DEFAULT_TAG "latest"
 
-/* Defaults for options lazaretctl's global option parser may set. */
+/* --source and --force: lazaretctl's one option parser sets them. */
 void image_set_source(const char *source);
 void image_set_force(bool force);
 
 /*
- * argv[0] is "image", argv[1] the subcommand; "--source DIR",
- * "--source=DIR" and "--force" are accepted after it as well. Prints its
- * own messages; returns < 0 on failure.
+ * argv[0] is "image", argv[1] the subcommand; nothing may follow (options
+ * are parsed before the verb is called). Prints its own messages; returns
+ * < 0 on failure. Tools are found with find_program().
  */
 int verb_image(int argc, char *argv[], const Config *config);

@@ -1,23 +1,27 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * lazaretctl launch/status/list/stop: the Domain verbs. `launch` validates
- * the configuration and the Domain exactly as the coordinator will, records
- * the launch request, activates lazaret@ID.service through its socket, waits
- * for the coordinator's one-line answer, then opens a session with one
- * D-Bus call and waits for its SessionEnded signal.
+ * lazaretctl launch: validates the configuration and the Domain exactly as
+ * the coordinator will, records the launch request, activates
+ * lazaret@ID.service through its socket, waits for the coordinator's
+ * one-line answer, then opens a session with one D-Bus call and waits for
+ * its SessionEnded signal.
+ *
+ * Every wait runs in one sd-event loop that also watches the signals: while
+ * the Domain is starting (socket unit start job, the activation answer, the
+ * OpenSession call), SIGINT, SIGTERM, SIGHUP or SIGQUIT cancel the launch at
+ * once; once a session is open they go to the session (or end it).
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -25,33 +29,80 @@
 #include <systemd/sd-event.h>
 
 #include "bus-names.h"
-#include "bus-util.h"
 #include "cleanup.h"
 #include "config.h"
 #include "ctl.h"
 #include "domain.h"
 #include "json-util.h"
 #include "launch-request.h"
+#include "launch.h"
 #include "macro.h"
 #include "path-util.h"
 #include "strv.h"
 
+#define SOCKET_START_TIMEOUT_USEC (30ULL * 1000 * 1000)
 #define ACTIVATION_TIMEOUT_SEC 300
+/* A cancelled launch whose OpenSession call is in flight waits this long
+ * for the reply, to close the session it may have opened. */
+#define CANCEL_CLOSE_TIMEOUT_USEC (5ULL * 1000 * 1000)
 #define STATUS_LINE_MAX 4096
 
-static void sd_bus_unrefp_(sd_bus **b) {
-        if (*b)
-                sd_bus_flush_close_unref(*b);
-}
-#define _cleanup_bus_ _cleanup_(sd_bus_unrefp_)
+typedef enum LaunchPhase {
+        PHASE_STARTING,         /* no session yet: a signal cancels the launch */
+        PHASE_SESSION,          /* a session is open: signals go to it */
+} LaunchPhase;
 
-static int bus_open(sd_bus **ret) {
-        int r = sd_bus_open_user(ret);
-        if (r < 0)
-                fprintf(stderr, "Cannot connect to the user bus: %s\n"
-                        "Lazaret needs a systemd user session (is $DBUS_SESSION_BUS_ADDRESS or $XDG_RUNTIME_DIR set?).\n",
-                        strerror(-r));
-        return r;
+typedef struct Client {
+        sd_event *event;
+        sd_bus *bus;
+        const char *id;
+        char bus_name[BUS_NAME_MAX];
+        LaunchPhase phase;
+        int cancelled;          /* the signal that cancelled the launch, or 0 */
+        bool terminal;
+
+        /* starting the socket unit */
+        bool job_done;
+        char *job;              /* our start job's object path */
+        char *job_result;       /* "done", "failed", ... */
+        sd_bus_error job_error;
+
+        /* the activation answer */
+        bool answer_done;
+        char answer[STATUS_LINE_MAX];
+        size_t answer_len;
+
+        /* OpenSession */
+        bool open_done;
+        sd_bus_error open_error;
+
+        /* the session */
+        char *session_id;
+        char *coordinator;      /* unique bus name of the coordinator that runs our session */
+        char *pending_signal;   /* SessionEnded before OpenSession returned */
+        int pending_status;
+        int exit_status;
+        bool ended;
+} Client;
+
+static void client_done(Client *c) {
+        free(c->job);
+        free(c->job_result);
+        sd_bus_error_free(&c->job_error);
+        sd_bus_error_free(&c->open_error);
+        free(c->session_id);
+        free(c->coordinator);
+        free(c->pending_signal);
+}
+
+static const char *signal_name(int sig) {
+        switch (sig) {
+        case SIGINT:  return "SIGINT";
+        case SIGTERM: return "SIGTERM";
+        case SIGHUP:  return "SIGHUP";
+        case SIGQUIT: return "SIGQUIT";
+        default:      return "a signal";
+        }
 }
 
 /* Validates everything launch would validate; prints the reason on failure. */
@@ -72,48 +123,172 @@ static int prepare_domain(const Config *c, Domain **ret_domain, char **ret_runti
                 return r;
         }
         *ret_domain = TAKE_PTR(d);
-        if (ret_runtime)
-                *ret_runtime = TAKE_PTR(runtime);
+        *ret_runtime = TAKE_PTR(runtime);
         return 0;
 }
 
-/* Starts lazaret@ID.socket and waits for its job: then the socket listens. */
-static int start_socket_unit(const char *id) {
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_free_ char *result = NULL;
+/* ------------------------------------------------------------- waiting */
+
+static int on_wait_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        *(bool *) userdata = true;
+        return 0;
+}
+
+/*
+ * Runs the event loop until *done, a cancelling signal (-ECANCELED) or the
+ * timeout (-ETIMEDOUT; UINT64_MAX: none). With ignore_cancel, a cancelled
+ * launch still waits for *done.
+ */
+static int client_wait(Client *c, const bool *done, uint64_t timeout_usec, bool ignore_cancel) {
+        _cleanup_(sd_event_source_unrefp) sd_event_source *timer = NULL;
+        bool timed_out = false;
+        int r;
+
+        if (timeout_usec != UINT64_MAX) {
+                r = sd_event_add_time_relative(c->event, &timer, CLOCK_MONOTONIC, timeout_usec, 0,
+                                               on_wait_timeout, &timed_out);
+                if (r < 0)
+                        return r;
+        }
+        for (;;) {
+                if (c->cancelled && !ignore_cancel)
+                        return -ECANCELED;
+                if (*done)
+                        return 0;
+                if (timed_out)
+                        return -ETIMEDOUT;
+                r = sd_event_run(c->event, UINT64_MAX);
+                if (r < 0)
+                        return r;
+        }
+}
+
+/* ------------------------------------------------------ the socket unit */
+
+static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Client *c = userdata;
+        const char *path, *unit, *result;
+        uint32_t id;
+
+        if (sd_bus_message_read(m, "uoss", &id, &path, &unit, &result) < 0)
+                return 0;
+        if (c->job && !c->job_done && streq(path, c->job)) {
+                c->job_result = strdup(result);
+                c->job_done = true;
+        }
+        return 0;
+}
+
+static int on_start_unit_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Client *c = userdata;
+        const char *job;
+        int r;
+
+        if (sd_bus_message_is_method_error(m, NULL)) {
+                (void) sd_bus_error_copy(&c->job_error, sd_bus_message_get_error(m));
+                c->job_done = true;
+                return 0;
+        }
+        r = sd_bus_message_read(m, "o", &job);
+        if (r >= 0) {
+                c->job = strdup(job);
+                r = c->job ? 0 : -ENOMEM;
+        }
+        if (r < 0) {
+                (void) sd_bus_error_set_errno(&c->job_error, r);
+                c->job_done = true;
+        }
+        return 0;
+}
+
+/*
+ * Starts lazaret@ID.socket and waits for its job: then the socket listens.
+ * The job is started on our own connection and its JobRemoved signal
+ * awaited in the event loop, so that a signal can cancel the wait.
+ */
+static int start_socket_unit(Client *c) {
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *match = NULL, *call = NULL;
         char unit[UNIT_NAME_MAX];
         int r;
 
-        domain_unit_name(id, "socket", unit);
-        r = bus_manager_job_wait("StartUnit", bus_append_unit_replace, unit, 30ULL * 1000 * 1000, &result, &error);
-        if (r == -ENOENT) {
-                fprintf(stderr, "%s is not known to the user manager. Are the Lazaret user units installed? "
-                        "Then try: systemctl --user daemon-reload\n", unit);
+        domain_unit_name(c->id, "socket", unit);
+
+        /* Subscribed before the call: the job cannot end unseen. */
+        r = sd_bus_match_signal(c->bus, &match, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, c);
+        if (r >= 0)
+                r = sd_bus_call_method_async(c->bus, &call, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                             "org.freedesktop.systemd1.Manager", "StartUnit", on_start_unit_reply, c,
+                                             "ss", unit, "replace");
+        if (r < 0) {
+                fprintf(stderr, "Cannot start %s: %s\n", unit, strerror(-r));
+                return r;
+        }
+
+        r = client_wait(c, &c->job_done, SOCKET_START_TIMEOUT_USEC, false);
+        if (r == -ECANCELED)
+                return r;
+        if (r == -ETIMEDOUT) {
+                fprintf(stderr, "Starting %s did not finish within %llu s; see: systemctl --user status %s\n", unit,
+                        SOCKET_START_TIMEOUT_USEC / 1000000ULL, unit);
                 return r;
         }
         if (r < 0) {
-                fprintf(stderr, "Cannot start %s: %s\n", unit, error.message ?: strerror(-r));
+                fprintf(stderr, "Cannot start %s: %s\n", unit, strerror(-r));
                 return r;
         }
-        if (!streq(result, "done")) {
-                fprintf(stderr, "Starting %s ended with \"%s\"; see: systemctl --user status %s\n", unit, result, unit);
+        if (sd_bus_error_has_names(&c->job_error, "org.freedesktop.systemd1.NoSuchUnit",
+                                   "org.freedesktop.systemd1.LoadFailed")) {
+                fprintf(stderr, "%s is not known to the user manager. Are the Lazaret user units installed? "
+                        "Then try: systemctl --user daemon-reload\n", unit);
+                return -ENOENT;
+        }
+        if (sd_bus_error_is_set(&c->job_error)) {
+                fprintf(stderr, "Cannot start %s: %s\n", unit, c->job_error.message ?: c->job_error.name);
+                return -sd_bus_error_get_errno(&c->job_error) ?: -EIO;
+        }
+        if (!streq_ptr(c->job_result, "done")) {
+                fprintf(stderr, "Starting %s ended with \"%s\"; see: systemctl --user status %s\n", unit,
+                        strna(c->job_result), unit);
                 return -EIO;
         }
         return 0;
 }
+
+/* ------------------------------------------------ the activation answer */
+
+static int on_answer_readable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Client *c = userdata;
+        ssize_t k;
+
+        k = read(fd, c->answer + c->answer_len, sizeof(c->answer) - 1 - c->answer_len);
+        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                return 0;
+        if (k > 0)
+                c->answer_len += (size_t) k;
+        /* A line, the end of the stream, an error, or a full buffer: done. */
+        if (k <= 0 || memchr(c->answer, '\n', c->answer_len) || c->answer_len == sizeof(c->answer) - 1) {
+                c->answer_done = true;
+                return sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        }
+        return 0;
+}
+
 /*
  * Connects to the activation socket and reads the coordinator's answer: one
  * JSON line, sent once the Domain is published (or has failed). Returns 0
- * with *ret_running set, or a negative errno after printing why.
+ * with *ret_running set, -ECANCELED when a signal cancelled the wait, or
+ * another negative errno after printing why.
  */
-static int await_domain(const char *runtime_dir, const char *id, bool *ret_running) {
+static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
+        _cleanup_(sd_event_source_unrefp) sd_event_source *source = NULL;
         _cleanup_free_ char *path = NULL, *why = NULL;
         _cleanup_close_ int fd = -EBADF;
         _cleanup_json_ json_object *o = NULL;
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        char buf[STATUS_LINE_MAX];
-        size_t n = 0;
         json_object *state, *err;
+        const char *id = c->id;
+        char *nl;
         int r;
 
         if (asprintf(&path, "%s/%s.sock", runtime_dir, id) < 0)
@@ -132,38 +307,39 @@ static int await_domain(const char *runtime_dir, const char *id, bool *ret_runni
                 fprintf(stderr, "Cannot connect to %s: %s\n", path, strerror(-r));
                 return r;
         }
+        if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
+                return -errno;
 
-        for (;;) {
-                struct pollfd p = { .fd = fd, .events = POLLIN };
-                ssize_t k;
-
-                r = poll(&p, 1, ACTIVATION_TIMEOUT_SEC * 1000);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r == 0) {
-                        fprintf(stderr, "Domain %s did not become ready within %d s; see: journalctl --user -u lazaret@%s.service\n",
-                                id, ACTIVATION_TIMEOUT_SEC, id);
-                        return -ETIMEDOUT;
-                }
-                k = read(fd, buf + n, sizeof(buf) - 1 - n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        break;
-                n += (size_t) k;
-                if (memchr(buf, '\n', n) || n == sizeof(buf) - 1)
-                        break;
+        c->answer_done = false;
+        c->answer_len = 0;
+        r = sd_event_add_io(c->event, &source, fd, EPOLLIN, on_answer_readable, c);
+        if (r < 0)
+                return r;
+        /* Cancelled: closing our connection is all that is left to do. The
+         * coordinator it activated publishes the Domain and, when no
+         * session comes, stops after its idle timeout. */
+        r = client_wait(c, &c->answer_done, ACTIVATION_TIMEOUT_SEC * 1000000ULL, false);
+        if (r == -ECANCELED)
+                return r;
+        if (r == -ETIMEDOUT) {
+                fprintf(stderr, "Domain %s did not become ready within %d s; see: journalctl --user -u lazaret@%s.service\n",
+                        id, ACTIVATION_TIMEOUT_SEC, id);
+                return r;
         }
-        buf[n] = 0;
-        if (n == 0 || !memchr(buf, '\n', n)) {
+        if (r < 0)
+                return r;
+
+        c->answer[c->answer_len] = 0;
+        nl = memchr(c->answer, '\n', c->answer_len);
+        if (!nl) {
                 fprintf(stderr, "Domain %s stopped before it was ready; see: journalctl --user -u lazaret@%s.service\n", id, id);
                 return -ECONNRESET;
         }
-        *strchr(buf, '\n') = 0;
+        *nl = 0;
 
-        r = json_parse_strict(buf, strlen(buf), &o, &why);
+        r = json_parse_strict(c->answer, strlen(c->answer), &o, &why);
         if (r < 0 || !json_object_object_get_ex(o, "state", &state) || !json_object_is_type(state, json_type_string)) {
-                fprintf(stderr, "Domain %s answered something unexpected: %s\n", id, why ?: buf);
+                fprintf(stderr, "Domain %s answered something unexpected: %s\n", id, why ?: c->answer);
                 return -EBADMSG;
         }
         if (streq(json_object_get_string(state), "running")) {
@@ -183,19 +359,6 @@ static int await_domain(const char *runtime_dir, const char *id, bool *ret_runni
 }
 
 /* ------------------------------------------------------------- session */
-
-typedef struct Client {
-        sd_event *event;
-        sd_bus *bus;
-        char bus_name[BUS_NAME_MAX];
-        char *session_id;
-        int exit_status;
-        bool ended;
-        bool terminal;
-        char *pending_signal;   /* SessionEnded before OpenSession returned */
-        char *coordinator;      /* unique bus name of the coordinator that runs our session */
-        int pending_status;
-} Client;
 
 static int on_session_ended(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
         Client *c = userdata;
@@ -251,21 +414,32 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         Client *c = userdata;
 
         if (si->ssi_signo == SIGWINCH) {
-                if (c->terminal && c->session_id)
+                if (c->terminal && c->phase == PHASE_SESSION)
                         (void) send_resize(c);
                 return 0;
         }
+
+        /* No session yet: the launch is cancelled, at once. The wait in
+         * progress returns -ECANCELED. */
+        if (c->phase == PHASE_STARTING) {
+                if (!c->cancelled) {
+                        c->cancelled = (int) si->ssi_signo;
+                        fprintf(stderr, "Launch cancelled by %s: no session was opened in Domain %s.\n",
+                                signal_name(c->cancelled), c->id);
+                }
+                return 0;
+        }
+
         /* SIGINT without a terminal is the user's Ctrl-C on our terminal: pass
          * it on as an interrupt, the way the command would see it on the host. */
-        if (si->ssi_signo == SIGINT && !c->terminal && c->session_id) {
+        if (si->ssi_signo == SIGINT && !c->terminal) {
                 (void) sd_bus_call_method_async(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
                                                 "SignalSession", NULL, NULL, "ss", c->session_id, "interrupt");
                 return 0;
         }
         /* Anything else ends our session. */
-        if (c->session_id)
-                (void) sd_bus_call_method(c->bus, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
-                                          "CloseSession", NULL, NULL, "s", c->session_id);
+        (void) sd_bus_call_method(c->bus, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
+                                  "CloseSession", NULL, NULL, "s", c->session_id);
         c->exit_status = 128 + (int) si->ssi_signo;
         c->ended = true;
         return sd_event_exit(c->event, 0);
@@ -296,12 +470,39 @@ static int append_env(char ***env, const Profile *p) {
         return 0;
 }
 
+static int on_open_session_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Client *c = userdata;
+        const char *sid;
+        int r;
+
+        c->open_done = true;
+        if (sd_bus_message_is_method_error(m, NULL)) {
+                (void) sd_bus_error_copy(&c->open_error, sd_bus_message_get_error(m));
+                return 0;
+        }
+        r = sd_bus_message_read(m, "s", &sid);
+        if (r >= 0) {
+                c->session_id = strdup(sid);
+                c->coordinator = strdup(strempty(sd_bus_message_get_sender(m)));
+                if (!c->session_id || !c->coordinator)
+                        r = -ENOMEM;
+        }
+        if (r < 0)
+                (void) sd_bus_error_set_errno(&c->open_error, r);
+        return 0;
+}
+
+/*
+ * Opens the session. The call is asynchronous, so that a signal cancels
+ * the wait; a cancelled launch still takes the reply (bounded) and closes
+ * the session it got, so that no command runs for a client that left.
+ * Returns -EAGAIN when the Domain is stopping (try the next coordinator).
+ */
 static int open_session(Client *c, const Domain *d, const char *fingerprint, char **argv) {
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *call = NULL;
         _cleanup_strv_free_ char **env = NULL;
         struct winsize ws = {};
-        const char *sid;
         int r;
 
         r = append_env(&env, d->profile);
@@ -341,27 +542,39 @@ static int open_session(Client *c, const Domain *d, const char *fingerprint, cha
                 return r;
         }
 
-        r = sd_bus_call(c->bus, m, 0, &error, &reply);
+        c->open_done = false;
+        sd_bus_error_free(&c->open_error);
+        r = sd_bus_call_async(c->bus, &call, m, on_open_session_reply, c, 0);
         if (r < 0) {
-                if (sd_bus_error_has_names(&error, LAZARET_ERROR_STOPPING, SD_BUS_ERROR_SERVICE_UNKNOWN,
-                                           SD_BUS_ERROR_NAME_HAS_NO_OWNER, SD_BUS_ERROR_UNKNOWN_OBJECT))
-                        return -EAGAIN;
-                fprintf(stderr, "Cannot open a session: %s\n", error.message ?: strerror(-r));
+                fprintf(stderr, "Cannot open a session: %s\n", strerror(-r));
                 return r;
         }
-        r = sd_bus_message_read(reply, "s", &sid);
-        if (r < 0)
+        r = client_wait(c, &c->open_done, UINT64_MAX, false);
+        if (r == -ECANCELED) {
+                if (client_wait(c, &c->open_done, CANCEL_CLOSE_TIMEOUT_USEC, true) >= 0 && c->session_id)
+                        (void) sd_bus_call_method(c->bus, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
+                                                  "CloseSession", NULL, NULL, "s", c->session_id);
+                return -ECANCELED;
+        }
+        if (r < 0) {
+                fprintf(stderr, "Cannot open a session: %s\n", strerror(-r));
                 return r;
-        c->session_id = strdup(sid);
-        c->coordinator = strdup(strempty(sd_bus_message_get_sender(reply)));
-        if (!c->session_id || !c->coordinator)
-                return -ENOMEM;
-        if (c->pending_signal && streq(c->pending_signal, sid)) {
+        }
+        if (sd_bus_error_is_set(&c->open_error)) {
+                if (sd_bus_error_has_names(&c->open_error, LAZARET_ERROR_STOPPING, SD_BUS_ERROR_SERVICE_UNKNOWN,
+                                           SD_BUS_ERROR_NAME_HAS_NO_OWNER, SD_BUS_ERROR_UNKNOWN_OBJECT))
+                        return -EAGAIN;
+                fprintf(stderr, "Cannot open a session: %s\n", c->open_error.message ?: c->open_error.name);
+                return -sd_bus_error_get_errno(&c->open_error) ?: -EIO;
+        }
+        if (c->pending_signal && streq(c->pending_signal, c->session_id)) {
                 c->exit_status = c->pending_status < 0 ? 1 : c->pending_status;
                 c->ended = true;
         }
         return 0;
 }
+
+/* ---------------------------------------------------------------- verb */
 
 static struct termios saved_termios;
 static bool termios_saved;
@@ -371,32 +584,23 @@ static void restore_terminal(void) {
                 (void) tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_termios);
 }
 
-static int launch(int argc, char *argv[], const Config *config);
+static const int launch_signals[] = { SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
-int verb_launch(int argc, char *argv[], const Config *config) {
-        int r = launch(argc, argv, config);
-        restore_terminal();
-        return r;
-}
-
-static int launch(int argc, char *argv[], const Config *config) {
+static int launch(Client *c, int argc, char *argv[], const Config *config) {
         _cleanup_domain_ Domain *d = NULL;
         _cleanup_free_ char *runtime = NULL, *error = NULL;
-        _cleanup_bus_ sd_bus *bus = NULL;
-        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         char fp[SHA256_HEX_LEN + 1];
-        Client c = { .exit_status = 1 };
-        sigset_t mask;
         int r;
 
         r = prepare_domain(config, &d, &runtime);
         if (r < 0)
                 return r;
+        c->id = d->id;
 
-        c.terminal = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+        c->terminal = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
         /* The coordinator restores the terminal when the session ends; this
          * copy covers a coordinator that died without doing so. */
-        if (c.terminal && tcgetattr(STDIN_FILENO, &saved_termios) >= 0)
+        if (c->terminal && tcgetattr(STDIN_FILENO, &saved_termios) >= 0)
                 termios_saved = true;
         config_fingerprint_hex(config, fp);
         {
@@ -409,38 +613,25 @@ static int launch(int argc, char *argv[], const Config *config) {
                 }
         }
 
-        r = bus_open(&bus);
+        r = ctl_bus_open(&c->bus);
         if (r < 0)
                 return r;
-        c.bus = bus;
-        domain_bus_name(d->id, c.bus_name);
+        domain_bus_name(d->id, c->bus_name);
 
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGWINCH);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGHUP);
-        sigaddset(&mask, SIGQUIT);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
-
-        r = sd_event_new(&event);
+        r = sd_bus_attach_event(c->bus, c->event, 0);
         if (r < 0)
                 return r;
-        c.event = event;
-        r = sd_bus_attach_event(bus, event, 0);
-        if (r < 0)
-                return r;
-        r = sd_bus_match_signal(bus, NULL, c.bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "SessionEnded",
-                                on_session_ended, &c);
+        r = sd_bus_match_signal(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "SessionEnded",
+                                on_session_ended, c);
         if (r >= 0)
-                r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                        "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, &c);
+                r = sd_bus_match_signal(c->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                        "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, c);
         if (r < 0) {
                 fprintf(stderr, "Cannot subscribe to Domain signals: %s\n", strerror(-r));
                 return r;
         }
 
-        r = start_socket_unit(d->id);
+        r = start_socket_unit(c);
         if (r < 0)
                 return r;
 
@@ -450,11 +641,11 @@ static int launch(int argc, char *argv[], const Config *config) {
         for (unsigned attempt = 0;; attempt++) {
                 bool running = false;
 
-                r = await_domain(runtime, d->id, &running);
+                r = await_domain(c, runtime, &running);
                 if (r < 0)
                         return r;
                 if (running) {
-                        r = open_session(&c, d, fp, argc > 1 ? argv + 1 : (char *[]) { NULL });
+                        r = open_session(c, d, fp, argc > 1 ? argv + 1 : (char *[]) { NULL });
                         if (r != -EAGAIN)
                                 break;
                 }
@@ -466,216 +657,56 @@ static int launch(int argc, char *argv[], const Config *config) {
         if (r < 0)
                 return r;
 
-        for (int sig = 1; sig < _NSIG; sig++)
-                if (sigismember(&mask, sig) == 1)
-                        (void) sd_event_add_signal(event, NULL, sig, on_signal, &c);
-        if (c.terminal)
-                (void) send_resize(&c);
-
-        if (!c.ended) {
-                r = sd_event_loop(event);
+        c->phase = PHASE_SESSION;
+        if (c->terminal)
+                (void) send_resize(c);
+        if (!c->ended) {
+                r = sd_event_loop(c->event);
                 if (r < 0)
                         return r;
         }
-        return c.exit_status;
+        return c->exit_status;
 }
 
-/* ------------------------------------------------------ status, list, stop */
-
-static int get_string_property(sd_bus *bus, const char *name, const char *prop, char **ret) {
-        return sd_bus_get_property_string(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, prop, NULL, ret);
-}
-
-static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object **ret) {
-        static const char *const props[] = { "DomainId", "Profile", "Workspace", "State", "CoordinatorId",
-                                             "SandboxId", "ConfigurationFingerprint", NULL };
-        _cleanup_json_ json_object *o = json_object_new_object();
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        json_object *sessions;
+int verb_launch(int argc, char *argv[], const Config *config) {
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+        _cleanup_(client_done) Client c = {
+                .exit_status = 1,
+                .job_error = SD_BUS_ERROR_NULL,
+                .open_error = SD_BUS_ERROR_NULL,
+        };
+        sigset_t mask;
         int r;
 
-        for (size_t i = 0; props[i]; i++) {
-                _cleanup_free_ char *v = NULL;
-                r = get_string_property(bus, bus_name, props[i], &v);
-                if (r < 0)
+        /* From here on the signals arrive through the event loop: a signal
+         * before a session is open cancels the launch, later ones go to the
+         * session. Blocked first, so that none is lost in between. */
+        sigemptyset(&mask);
+        for (size_t i = 0; i < ELEMENTSOF(launch_signals); i++)
+                sigaddset(&mask, launch_signals[i]);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+
+        r = sd_event_new(&event);
+        if (r < 0)
+                return r;
+        c.event = event;
+        for (size_t i = 0; i < ELEMENTSOF(launch_signals); i++) {
+                r = sd_event_add_signal(event, NULL, launch_signals[i], on_signal, &c);
+                if (r < 0) {
+                        fprintf(stderr, "Cannot watch signal %d: %s\n", launch_signals[i], strerror(-r));
                         return r;
-                json_object_object_add(o, props[i], json_object_new_string(v));
-        }
-
-        r = sd_bus_get_property(bus, bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Sessions", NULL, &reply, "a(ssusbt)");
-        if (r < 0)
-                return r;
-        sessions = json_object_new_array();
-        json_object_object_add(o, "Sessions", sessions);
-        r = sd_bus_message_enter_container(reply, 'a', "(ssusbt)");
-        if (r < 0)
-                return r;
-        for (;;) {
-                const char *sid, *owner, *cmd;
-                uint32_t pid;
-                int term;
-                uint64_t started;
-                json_object *s;
-
-                r = sd_bus_message_read(reply, "(ssusbt)", &sid, &owner, &pid, &cmd, &term, &started);
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        break;
-                s = json_object_new_object();
-                json_object_object_add(s, "id", json_object_new_string(sid));
-                json_object_object_add(s, "owner", json_object_new_string(owner));
-                json_object_object_add(s, "pid", json_object_new_int64(pid));
-                json_object_object_add(s, "command", json_object_new_string(cmd));
-                json_object_object_add(s, "terminal", json_object_new_boolean(term));
-                json_object_object_add(s, "started_usec", json_object_new_uint64(started));
-                json_object_array_add(sessions, s);
-        }
-        *ret = TAKE_PTR(o);
-        return 0;
-}
-
-static const char *jstr(json_object *o, const char *key) {
-        json_object *v;
-        return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
-}
-
-static void print_domain(json_object *o) {
-        json_object *sessions = NULL;
-
-        printf("Domain %s\n", jstr(o, "DomainId"));
-        printf("  %-16s%s\n", "Profile:", jstr(o, "Profile"));
-        printf("  %-16s%s\n", "Workspace:", jstr(o, "Workspace"));
-        printf("  %-16s%s\n", "State:", jstr(o, "State"));
-        printf("  %-16s%s\n", "Sandbox:", jstr(o, "SandboxId"));
-        printf("  %-16s%s\n", "Coordinator:", jstr(o, "CoordinatorId"));
-        printf("  %-16s%s\n", "Configuration:", jstr(o, "ConfigurationFingerprint"));
-        json_object_object_get_ex(o, "Sessions", &sessions);
-        printf("  %-16s%zu\n", "Sessions:", sessions ? json_object_array_length(sessions) : 0);
-        for (size_t i = 0; sessions && i < json_object_array_length(sessions); i++) {
-                json_object *s = json_object_array_get_idx(sessions, i);
-                printf("    %s  pid %s  %s%s\n", jstr(s, "id"), jstr(s, "pid"), jstr(s, "command"),
-                       json_object_get_boolean(json_object_object_get(s, "terminal")) ? "  (terminal)" : "");
-        }
-}
-
-/* The Domain a verb is about: the ID given, or that of the profile and workspace. */
-static int target_domain_id(int argc, char *argv[], const Config *config, char ret[DOMAIN_ID_LEN + 1]) {
-        _cleanup_domain_ Domain *d = NULL;
-        _cleanup_free_ char *error = NULL;
-        int r;
-
-        if (argc > 1) {
-                if (!domain_id_is_valid(argv[1])) {
-                        fprintf(stderr, "\"%s\" is not a Domain ID (12 lowercase hex digits).\n", argv[1]);
-                        return -EINVAL;
-                }
-                memcpy(ret, argv[1], DOMAIN_ID_LEN + 1);
-                return 0;
-        }
-        r = domain_new(config, &arg_host, arg_profile, arg_workspace, &d, &error);
-        if (r < 0) {
-                fprintf(stderr, "%s\n", error ?: strerror(-r));
-                return r;
-        }
-        memcpy(ret, d->id, DOMAIN_ID_LEN + 1);
-        return 0;
-}
-
-int verb_status(int argc, char *argv[], const Config *config) {
-        _cleanup_bus_ sd_bus *bus = NULL;
-        _cleanup_json_ json_object *o = NULL;
-        char name[BUS_NAME_MAX], id[DOMAIN_ID_LEN + 1];
-        int r;
-
-        r = target_domain_id(argc, argv, config, id);
-        if (r < 0)
-                return r;
-        r = bus_open(&bus);
-        if (r < 0)
-                return r;
-        domain_bus_name(id, name);
-        r = domain_properties_json(bus, name, &o);
-        if (r < 0) {
-                if (arg_json) {
-                        _cleanup_json_ json_object *n = json_object_new_object();
-                        json_object_object_add(n, "DomainId", json_object_new_string(id));
-                        json_object_object_add(n, "State", json_object_new_string("inactive"));
-                        puts(json_object_to_json_string_ext(n, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-                } else
-                        printf("Domain %s is not running.\n", id);
-                return 0;
-        }
-        if (arg_json)
-                puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-        else
-                print_domain(o);
-        return 0;
-}
-
-int verb_list(int argc, char *argv[], const Config *config) {
-        _cleanup_bus_ sd_bus *bus = NULL;
-        _cleanup_strv_free_ char **names = NULL;
-        _cleanup_json_ json_object *arr = json_object_new_array();
-        size_t n = 0;
-        int r;
-
-        r = bus_open(&bus);
-        if (r < 0)
-                return r;
-        r = sd_bus_list_names(bus, &names, NULL);
-        if (r < 0) {
-                fprintf(stderr, "Cannot list bus names: %s\n", strerror(-r));
-                return r;
-        }
-        if (!arg_json)
-                printf("%-14s %-10s %-9s %-16s %s\n", "DOMAIN", "STATE", "SESSIONS", "PROFILE", "WORKSPACE");
-        STRV_FOREACH(name, names) {
-                json_object *o = NULL, *sessions = NULL;
-                if (!domain_id_from_bus_name(*name))
-                        continue;
-                if (domain_properties_json(bus, *name, &o) < 0)
-                        continue;
-                json_object_array_add(arr, o);
-                n++;
-                if (!arg_json) {
-                        json_object_object_get_ex(o, "Sessions", &sessions);
-                        printf("%-14s %-10s %-9zu %-16s %s\n", jstr(o, "DomainId"), jstr(o, "State"),
-                               sessions ? json_object_array_length(sessions) : 0, jstr(o, "Profile"), jstr(o, "Workspace"));
                 }
         }
-        if (arg_json)
-                puts(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-        else
-                printf("\n%zu Domain%s running.\n", n, n == 1 ? "" : "s");
-        return 0;
-}
 
-int verb_stop(int argc, char *argv[], const Config *config) {
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_bus_ sd_bus *bus = NULL;
-        char name[BUS_NAME_MAX], id[DOMAIN_ID_LEN + 1];
-        int r;
-
-        r = target_domain_id(argc, argv, config, id);
-        if (r < 0)
-                return r;
-        r = bus_open(&bus);
-        if (r < 0)
-                return r;
-        domain_bus_name(id, name);
-        r = sd_bus_call_method(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Stop", &error, NULL, "");
-        if (r < 0) {
-                if (sd_bus_error_has_names(&error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
-                        printf("Domain %s is not running.\n", id);
-                        return 0;
-                }
-                fprintf(stderr, "Cannot stop Domain %s: %s\n", id, error.message ?: strerror(-r));
-                return r;
+        r = launch(&c, argc, argv, config);
+        if (c.bus) {
+                /* Flush (the CloseSession of a cancelled launch) and leave
+                 * the bus before the terminal is given back. */
+                sd_bus_flush_close_unref(c.bus);
+                c.bus = NULL;
         }
-        if (arg_json)
-                printf("{\"DomainId\":\"%s\",\"stopped\":true}\n", id);
-        else
-                printf("Domain %s is stopping.\n", id);
-        return 0;
+        restore_terminal();
+        if (r == -ECANCELED)
+                return 128 + c.cancelled;
+        return r;
 }

@@ -16,8 +16,10 @@
 #include "cleanup.h"
 #include "config.h"
 #include "ctl.h"
-#include "image.h"
 #include "domain.h"
+#include "domains.h"
+#include "image.h"
+#include "launch.h"
 #include "macro.h"
 #include "strv.h"
 

@@ -145,8 +145,11 @@ lt_domain_setup() {
         trap lt_domain_cleanup EXIT
 }
 
+# lt_domain_cleanup [RC]: the EXIT trap; RC is the script's exit status (default
+# $?). A trap that runs other commands first must save $? and pass it, or a
+# failure would exit 0.
 lt_domain_cleanup() {
-        local rc=$?
+        local rc=${1:-$?}
         if ((rc != 0 && rc != 77)); then
                 echo "--- coordinator log of Domain $LT_DOMAIN (last 40 lines) ---" >&2
                 tail -n 40 "$LT_LOGDIR/$LT_DOMAIN.log" >&2 2>/dev/null || true

@@ -15,7 +15,7 @@ command -v tmux >/dev/null || lt_fail "tmux is not installed (.ci/install-deps i
 
 T="tmux -L lt-$$"
 cleanup_tmux() { $T kill-server 2>/dev/null || true; }
-trap 'cleanup_tmux; lt_domain_cleanup' EXIT
+trap 'rc=$?; cleanup_tmux; lt_domain_cleanup "$rc"' EXIT
 
 screen() { $T capture-pane -t t -p; }
 # wait_for TEXT: bounded wait until the pane shows TEXT.
@@ -37,7 +37,8 @@ wait_for 'TERM=xterm-256color'
 wait_for '30 100'
 
 # The host's terminfo entry is there even though the busybox image has none.
-$T send-keys -t t 'ls $TERMINFO_DIRS*/x/ && echo TERMINFO-OK' Enter
+# (The quotes keep the typed command from matching what is waited for.)
+$T send-keys -t t "ls \$TERMINFO_DIRS*/x/ && echo TERMINFO-O''K" Enter
 wait_for 'TERMINFO-OK'
 screen | grep -q 'xterm-256color' || lt_fail "terminfo entry xterm-256color not visible inside"
 
@@ -47,9 +48,12 @@ $T send-keys -t t 'stty size' Enter
 wait_for '40 120'
 
 # Ctrl-C reaches the foreground job inside; the shell and the Domain live on.
-$T send-keys -t t 'sleep 100; echo SLEEP-DONE-$?' Enter
+# (An interactive shell drops the rest of a command line that Ctrl-C
+# interrupted, so the status is asked for on its own line.)
+$T send-keys -t t 'sleep 100' Enter
 sleep 0.5
 $T send-keys -t t C-c
+$T send-keys -t t 'echo SLEEP-DONE-$?' Enter
 wait_for 'SLEEP-DONE-130'
 lt_assert_eq "Domain state after Ctrl-C" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
 

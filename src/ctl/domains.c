@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * lazaretctl status/list/stop: the verbs about running Domains. Each reads
+ * the Domain's properties from its coordinator on the user bus, or calls its
+ * Stop method; nothing is started.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-names.h"
+#include "cleanup.h"
+#include "config.h"
+#include "ctl.h"
+#include "domain.h"
+#include "domains.h"
+#include "macro.h"
+#include "strv.h"
+
+static int get_string_property(sd_bus *bus, const char *name, const char *prop, char **ret) {
+        return sd_bus_get_property_string(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, prop, NULL, ret);
+}
+
+static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object **ret) {
+        static const char *const props[] = { "DomainId", "Profile", "Workspace", "State", "CoordinatorId",
+                                             "SandboxId", "ConfigurationFingerprint", NULL };
+        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        json_object *sessions;
+        int r;
+
+        for (size_t i = 0; props[i]; i++) {
+                _cleanup_free_ char *v = NULL;
+                r = get_string_property(bus, bus_name, props[i], &v);
+                if (r < 0)
+                        return r;
+                json_object_object_add(o, props[i], json_object_new_string(v));
+        }
+
+        r = sd_bus_get_property(bus, bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Sessions", NULL, &reply, "a(ssusbt)");
+        if (r < 0)
+                return r;
+        sessions = json_object_new_array();
+        json_object_object_add(o, "Sessions", sessions);
+        r = sd_bus_message_enter_container(reply, 'a', "(ssusbt)");
+        if (r < 0)
+                return r;
+        for (;;) {
+                const char *sid, *owner, *cmd;
+                uint32_t pid;
+                int term;
+                uint64_t started;
+                json_object *s;
+
+                r = sd_bus_message_read(reply, "(ssusbt)", &sid, &owner, &pid, &cmd, &term, &started);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                s = json_object_new_object();
+                json_object_object_add(s, "id", json_object_new_string(sid));
+                json_object_object_add(s, "owner", json_object_new_string(owner));
+                json_object_object_add(s, "pid", json_object_new_int64(pid));
+                json_object_object_add(s, "command", json_object_new_string(cmd));
+                json_object_object_add(s, "terminal", json_object_new_boolean(term));
+                json_object_object_add(s, "started_usec", json_object_new_uint64(started));
+                json_object_array_add(sessions, s);
+        }
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static const char *jstr(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
+}
+
+static void print_domain(json_object *o) {
+        json_object *sessions = NULL;
+
+        printf("Domain %s\n", jstr(o, "DomainId"));
+        printf("  %-16s%s\n", "Profile:", jstr(o, "Profile"));
+        printf("  %-16s%s\n", "Workspace:", jstr(o, "Workspace"));
+        printf("  %-16s%s\n", "State:", jstr(o, "State"));
+        printf("  %-16s%s\n", "Sandbox:", jstr(o, "SandboxId"));
+        printf("  %-16s%s\n", "Coordinator:", jstr(o, "CoordinatorId"));
+        printf("  %-16s%s\n", "Configuration:", jstr(o, "ConfigurationFingerprint"));
+        json_object_object_get_ex(o, "Sessions", &sessions);
+        printf("  %-16s%zu\n", "Sessions:", sessions ? json_object_array_length(sessions) : 0);
+        for (size_t i = 0; sessions && i < json_object_array_length(sessions); i++) {
+                json_object *s = json_object_array_get_idx(sessions, i);
+                printf("    %s  pid %s  %s%s\n", jstr(s, "id"), jstr(s, "pid"), jstr(s, "command"),
+                       json_object_get_boolean(json_object_object_get(s, "terminal")) ? "  (terminal)" : "");
+        }
+}
+
+/* The Domain a verb is about: the ID given, or that of the profile and workspace. */
+static int target_domain_id(int argc, char *argv[], const Config *config, char ret[DOMAIN_ID_LEN + 1]) {
+        _cleanup_domain_ Domain *d = NULL;
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        if (argc > 1) {
+                if (!domain_id_is_valid(argv[1])) {
+                        fprintf(stderr, "\"%s\" is not a Domain ID (12 lowercase hex digits).\n", argv[1]);
+                        return -EINVAL;
+                }
+                memcpy(ret, argv[1], DOMAIN_ID_LEN + 1);
+                return 0;
+        }
+        r = domain_new(config, &arg_host, arg_profile, arg_workspace, &d, &error);
+        if (r < 0) {
+                fprintf(stderr, "%s\n", error ?: strerror(-r));
+                return r;
+        }
+        memcpy(ret, d->id, DOMAIN_ID_LEN + 1);
+        return 0;
+}
+
+int verb_status(int argc, char *argv[], const Config *config) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_json_ json_object *o = NULL;
+        char name[BUS_NAME_MAX], id[DOMAIN_ID_LEN + 1];
+        int r;
+
+        r = target_domain_id(argc, argv, config, id);
+        if (r < 0)
+                return r;
+        r = ctl_bus_open(&bus);
+        if (r < 0)
+                return r;
+        domain_bus_name(id, name);
+        r = domain_properties_json(bus, name, &o);
+        if (r < 0) {
+                if (arg_json) {
+                        _cleanup_json_ json_object *n = json_object_new_object();
+                        json_object_object_add(n, "DomainId", json_object_new_string(id));
+                        json_object_object_add(n, "State", json_object_new_string("inactive"));
+                        puts(json_object_to_json_string_ext(n, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+                } else
+                        printf("Domain %s is not running.\n", id);
+                return 0;
+        }
+        if (arg_json)
+                puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        else
+                print_domain(o);
+        return 0;
+}
+
+int verb_list(int argc, char *argv[], const Config *config) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_json_ json_object *arr = json_object_new_array();
+        size_t n = 0;
+        int r;
+
+        r = ctl_bus_open(&bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_list_names(bus, &names, NULL);
+        if (r < 0) {
+                fprintf(stderr, "Cannot list bus names: %s\n", strerror(-r));
+                return r;
+        }
+        if (!arg_json)
+                printf("%-14s %-10s %-9s %-16s %s\n", "DOMAIN", "STATE", "SESSIONS", "PROFILE", "WORKSPACE");
+        STRV_FOREACH(name, names) {
+                json_object *o = NULL, *sessions = NULL;
+                if (!domain_id_from_bus_name(*name))
+                        continue;
+                if (domain_properties_json(bus, *name, &o) < 0)
+                        continue;
+                json_object_array_add(arr, o);
+                n++;
+                if (!arg_json) {
+                        json_object_object_get_ex(o, "Sessions", &sessions);
+                        printf("%-14s %-10s %-9zu %-16s %s\n", jstr(o, "DomainId"), jstr(o, "State"),
+                               sessions ? json_object_array_length(sessions) : 0, jstr(o, "Profile"), jstr(o, "Workspace"));
+                }
+        }
+        if (arg_json)
+                puts(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        else
+                printf("\n%zu Domain%s running.\n", n, n == 1 ? "" : "s");
+        return 0;
+}
+
+int verb_stop(int argc, char *argv[], const Config *config) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        char name[BUS_NAME_MAX], id[DOMAIN_ID_LEN + 1];
+        int r;
+
+        r = target_domain_id(argc, argv, config, id);
+        if (r < 0)
+                return r;
+        r = ctl_bus_open(&bus);
+        if (r < 0)
+                return r;
+        domain_bus_name(id, name);
+        r = sd_bus_call_method(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Stop", &error, NULL, "");
+        if (r < 0) {
+                if (sd_bus_error_has_names(&error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
+                        printf("Domain %s is not running.\n", id);
+                        return 0;
+                }
+                fprintf(stderr, "Cannot stop Domain %s: %s\n", id, error.message ?: strerror(-r));
+                return r;
+        }
+        if (arg_json)
+                printf("{\"DomainId\":\"%s\",\"stopped\":true}\n", id);
+        else
+                printf("Domain %s is stopping.\n", id);
+        return 0;
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "config.h"
+
+/*
+ * The verbs about running Domains: each asks the Domain's coordinator over
+ * the user bus. argv[1], when given, is a Domain ID; else the Domain is that
+ * of the selected profile and workspace.
+ */
+int verb_status(int argc, char *argv[], const Config *config);
+int verb_list(int argc, char *argv[], const Config *config);
+int verb_stop(int argc, char *argv[], const Config *config);
