@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include <stdint.h>
-
 #include <systemd/sd-bus.h>
 
 /*
@@ -12,15 +10,14 @@
 
 typedef int (*BusAppend)(sd_bus_message *m, void *userdata);
 
-/*
- * Calls org.freedesktop.systemd1.Manager.METHOD on a private connection to
- * the user manager, with its arguments appended by append(), and waits, on
- * the connection's fd, for the JobRemoved signal of the job it returned.
- * *ret_result is the job's result ("done", "failed", ...). -ENOENT when the
- * unit does not exist or cannot be loaded; other errors fill ret_error.
- */
-int bus_manager_job_wait(const char *method, BusAppend append, void *userdata, uint64_t timeout_usec,
-                         char **ret_result, sd_bus_error *ret_error);
-
 /* append() for the common (unit name, "replace") arguments; userdata is the unit name. */
 int bus_append_unit_replace(sd_bus_message *m, void *userdata);
+
+/*
+ * The org.lazaret.Domain1 error names and the errno each stands for, so
+ * that sd_bus_error_set*() returns a meaningful negative errno for them and
+ * clients can map replies back. Registered once per process by
+ * bus_register_error_map().
+ */
+extern const sd_bus_error_map lazaret_bus_errors[];
+int bus_register_error_map(void);

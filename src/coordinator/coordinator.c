@@ -11,6 +11,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "bus-util.h"
 #include "cleanup.h"
 #include "domain.h"
 #include "log.h"
@@ -43,6 +44,7 @@ int main(int argc, char *argv[]) {
         sigprocmask(SIG_BLOCK, &mask, NULL);
         signal(SIGPIPE, SIG_IGN);
         umask(0077);
+        (void) bus_register_error_map();
 
         r = manager_new(argv[1], &m);
         if (r < 0) {

@@ -199,10 +199,10 @@ static int open_session(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error
                 return sd_bus_error_setf(error, LAZARET_ERROR_LIMIT, "Domain %s already has %d sessions", m->id, DOMAIN_MAX_SESSIONS);
 
         r = read_strv_limited(msg, SESSION_MAX_ARGV, &total, &argv, error, "argv");
-        if (r < 0 || sd_bus_error_is_set(error))
+        if (r < 0)
                 return r;
         r = read_strv_limited(msg, SESSION_MAX_ENV, &total, &env, error, "environment");
-        if (r < 0 || sd_bus_error_is_set(error))
+        if (r < 0)
                 return r;
         STRV_FOREACH(e, env)
                 if (!env_entry_is_valid(*e))
@@ -254,7 +254,7 @@ static int open_session(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error
         p.owner_pid = pid;
 
         r = manager_open_session(m, &p, &s, error);
-        if (r < 0 || sd_bus_error_is_set(error))
+        if (r < 0)
                 return r;
         return sd_bus_reply_method_return(msg, "s", s->id);
 }
@@ -285,7 +285,7 @@ static int resize_session(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_err
         if (r < 0)
                 return r;
         r = find_own_session(m, msg, sid, &s, error);
-        if (r < 0 || sd_bus_error_is_set(error))
+        if (r < 0)
                 return r;
         if (!s->terminal)
                 return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "Session %s has no terminal", s->id);
@@ -304,7 +304,7 @@ static int signal_session(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_err
         if (r < 0)
                 return r;
         r = find_own_session(m, msg, sid, &s, error);
-        if (r < 0 || sd_bus_error_is_set(error))
+        if (r < 0)
                 return r;
         r = session_signal(s, event);
         if (r == -EINVAL)
@@ -324,7 +324,7 @@ static int close_session(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_erro
         if (r < 0)
                 return r;
         r = find_own_session(m, msg, sid, &s, error);
-        if (r < 0 || sd_bus_error_is_set(error))
+        if (r < 0)
                 return r;
         session_close(s, "closed by its client");
         return sd_bus_reply_method_return(msg, NULL);

@@ -23,7 +23,6 @@
 #include <inttypes.h>
 #include <pwd.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +41,7 @@
 #include "image.h"
 #include "macro.h"
 #include "path-util.h"
+#include "spawn-util.h"
 #include "strv.h"
 
 #define IMAGE_DEFAULT_NAME "default"
@@ -134,11 +134,10 @@ static char **env_with(char *const *set) {
  * started (-ENOENT: not installed).
  */
 static int run(char *const *argv, const char *cwd, char *const *env_set) {
-        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_strv_free_ char **env = NULL, **args = NULL;
         _cleanup_free_ char *program = NULL;
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t attr;
-        sigset_t block, old, none, def;
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        sigset_t block, old;
         pid_t pid;
         int r, status;
 
@@ -146,33 +145,31 @@ static int run(char *const *argv, const char *cwd, char *const *env_set) {
         if (!program)
                 return -ENOENT;
         env = env_with(env_set);
-        if (!env)
+        args = strv_copy(argv);
+        if (!env || !args)
+                return -ENOMEM;
+        free(args[0]);
+        args[0] = strdup(program);
+        if (!args[0])
                 return -ENOMEM;
 
-        posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&attr);
-        posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
-        if (cwd)
-                posix_spawn_file_actions_addchdir_np(&fa, cwd);
-        sigemptyset(&none);
-        sigemptyset(&def);
-        for (size_t i = 0; i < ELEMENTSOF(handled_signals); i++)
-                sigaddset(&def, handled_signals[i]);
-        block = def;
-        sigaddset(&def, SIGPIPE);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setsigdefault(&attr, &def);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        o.argv = args;
+        o.envp = env;
+        o.cwd = cwd;
+        o.stdio[0] = STDIN_FILENO;
+        o.stdio[1] = STDERR_FILENO;     /* progress is not output */
+        o.stdio[2] = STDERR_FILENO;
 
         /* Between spawning and recording the PID, a signal is held back, so
          * that the handler can always pass it on. */
+        sigemptyset(&block);
+        for (size_t i = 0; i < ELEMENTSOF(handled_signals); i++)
+                sigaddset(&block, handled_signals[i]);
         sigprocmask(SIG_BLOCK, &block, &old);
-        r = -posix_spawn(&pid, program, &fa, &attr, argv, env);
+        r = spawn(&o, &pid, NULL);
         if (r == 0)
                 child_pid = pid;
         sigprocmask(SIG_SETMASK, &old, NULL);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
         if (r < 0)
                 return r;
 

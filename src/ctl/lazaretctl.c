@@ -13,6 +13,7 @@
 
 #include <json-c/json.h>
 
+#include "bus-util.h"
 #include "cleanup.h"
 #include "config.h"
 #include "ctl.h"
@@ -477,6 +478,7 @@ int main(int argc, char *argv[]) {
         r = parse_argv(argc, argv, &verb, &args);
         if (r <= 0)
                 return r < 0 ? 2 : 0;
+        (void) bus_register_error_map();
 
         n = (unsigned) strv_length(args);
         if (n < verb->min_args || n > verb->max_args) {

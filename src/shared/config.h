@@ -13,7 +13,7 @@
 /*
  * The host configuration (lazaret.conf(5)): one JSON document, trusted, read
  * only by host-side Lazaret processes. config_parse() validates everything it
- * can without knowing the Domain; config_resolve() (resolve.h) expands the
+ * can without knowing the Domain; domain_validate() (domain.h) expands the
  * Domain-dependent tokens and checks what would be exposed to the sandbox.
  */
 

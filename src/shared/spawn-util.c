@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -63,8 +65,25 @@ static __attribute__((__noreturn__)) void child(const SpawnOptions *o, pid_t par
 
         if (o->controlling_tty && ioctl(0, TIOCSCTTY, 0) < 0)
                 _exit(126);
+        if (o->cwd && chdir(o->cwd) < 0)
+                _exit(126);
         if (o->child_hook && o->child_hook(o->hook_userdata) != 0)
                 _exit(126);
+        if (o->envp) {
+                /* An explicit environment gets the same filtering. */
+                if (clearenv() != 0)
+                        _exit(126);
+                for (char *const *e = o->envp; *e; e++) {
+                        bool drop = false;
+                        for (size_t i = 0; i < ELEMENTSOF(sd_daemon_vars); i++) {
+                                size_t l = strlen(sd_daemon_vars[i]);
+                                if (strncmp(*e, sd_daemon_vars[i], l) == 0 && (*e)[l] == '=')
+                                        drop = true;
+                        }
+                        if (!drop && putenv(*e) < 0)
+                                _exit(126);
+                }
+        }
         execv(o->argv[0], o->argv);
         _exit(127);
 }

@@ -13,6 +13,7 @@
  *     main process talks to the service manager;
  *   - stdio[0..2] as fds 0..2 (-EBADF: /dev/null), pass_fds[i] as fd 3+i,
  *     and no other fd;
+ *   - optionally its own environment and working directory;
  *   - optionally its own session, a controlling terminal (stdin), and
  *     SIGKILL when its parent dies;
  *   - optionally a hook that runs last before exec; a hook returning
@@ -21,6 +22,8 @@
  */
 typedef struct SpawnOptions {
         char *const *argv;      /* argv[0]: absolute path */
+        char *const *envp;      /* NULL: ours (less the variables above) */
+        const char *cwd;        /* NULL: ours */
         int stdio[3];
         const int *pass_fds;
         size_t n_pass_fds;
