@@ -66,6 +66,41 @@ int manager_new(const char *id, Manager **ret) {
         return 0;
 }
 
+static Waiter *waiter_free(Waiter *w) {
+        if (!w)
+                return NULL;
+        sd_event_source_disable_unref(w->source);
+        safe_close(w->fd);
+        free(w);
+        return NULL;
+}
+
+static void waiter_unlink(Manager *m, Waiter *w) {
+        for (Waiter **p = &m->waiters; *p; p = &(*p)->next)
+                if (*p == w) {
+                        *p = w->next;
+                        return;
+                }
+}
+
+/*
+ * A client waiting for the Domain hung up before it was answered (a killed
+ * or cancelled `lazaretctl launch`). When none is left and the Domain is
+ * still starting with no session ever opened, nobody will use it: stop.
+ */
+static int on_waiter_hangup(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Waiter *w = userdata;
+        Manager *m = w->manager;
+
+        waiter_unlink(m, w);
+        waiter_free(w);
+        if (!m->waiters && m->state == DOMAIN_STARTING && m->sessions_opened == 0) {
+                log_info("Every client that asked for Domain %s has gone; stopping", m->id);
+                manager_stop(m, NULL);
+        }
+        return 0;
+}
+
 static void waiter_add(Manager *m, int fd) {
         Waiter *w = calloc(1, sizeof(Waiter));
 
@@ -73,7 +108,11 @@ static void waiter_add(Manager *m, int fd) {
                 safe_close(fd);
                 return;
         }
+        w->manager = m;
         w->fd = fd;
+        /* Only the peer's hang-up matters; what it might send is never read. */
+        if (sd_event_add_io(m->event, &w->source, fd, EPOLLRDHUP, on_waiter_hangup, w) < 0)
+                w->source = NULL;
         w->next = m->waiters;
         m->waiters = w;
 }
@@ -108,8 +147,7 @@ static void waiters_answer(Manager *m) {
                 m->waiters = w->next;
                 /* Best effort: a client that left does not matter. */
                 (void) send(w->fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT);
-                safe_close(w->fd);
-                free(w);
+                waiter_free(w);
         }
 }
 
@@ -125,8 +163,7 @@ Manager *manager_free(Manager *m) {
         while (m->waiters) {
                 Waiter *w = m->waiters;
                 m->waiters = w->next;
-                safe_close(w->fd);
-                free(w);
+                waiter_free(w);
         }
         sd_event_source_disable_unref(m->listen_source);
         sd_event_source_disable_unref(m->idle_timer);
@@ -516,6 +553,7 @@ static int on_teardown(sd_event_source *s, void *userdata) {
 }
 
 void manager_stop(Manager *m, const char *failure) {
+        bool was_starting = m->state == DOMAIN_STARTING;
         int r;
 
         if (m->state == DOMAIN_STOPPING || m->state == DOMAIN_FAILED)
@@ -530,6 +568,10 @@ void manager_stop(Manager *m, const char *failure) {
                 m->state = DOMAIN_STOPPING;
                 log_info("Domain %s stopping", m->id);
         }
+        /* An orderly stop before publication is not a failed start: the
+         * service manager hears READY=1 first, or it would call it one. */
+        if (was_starting && !failure)
+                (void) sd_notify(false, "READY=1");
         (void) sd_notifyf(false, "STOPPING=1\nSTATUS=%s%s", failure ? "failed: " : "stopping", strempty(failure));
         m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
         /* No new sessions from here on (OpenSession checks the state). */
@@ -608,6 +650,7 @@ int manager_open_session(Manager *m, const SessionParams *p, Session **ret, sd_b
                 m->sessions->prev = s;
         m->sessions = s;
         m->n_sessions++;
+        m->sessions_opened++;
         m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
         manager_update_status(m);
         manager_emit_sessions_changed(m);

@@ -45,7 +45,9 @@ typedef struct Manager Manager;
 
 /* A pending connection on the activation socket, answered once published. */
 typedef struct Waiter {
+        Manager *manager;
         int fd;
+        sd_event_source *source;        /* notices a client that hung up */
         struct Waiter *next;
 } Waiter;
 
@@ -81,6 +83,7 @@ struct Manager {
 
         Session *sessions;
         unsigned n_sessions;
+        unsigned sessions_opened;
         sd_event_source *idle_timer;
 };
 

@@ -13,6 +13,7 @@
 
 #include <systemd/sd-id128.h>
 
+#include "bus-names.h"
 #include "cleanup.h"
 #include "log.h"
 #include "session.h"
@@ -489,10 +490,26 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
                 stdio[0] = stdio[1] = stdio[2] = slave;
         } else
                 for (int i = 0; i < 3; i++) {
-                        r = stdio_prepare(s, i, p->fds[i], &stdio[i]);
+                        static const char *const names[] = { "standard input", "standard output", "standard error" };
+                        struct stat st;
+                        int fl = fcntl(p->fds[i], F_GETFL);
+
+                        /* What runsc would only fail on later, with its own words. */
+                        if (fl < 0 || fstat(p->fds[i], &st) < 0)
+                                r = sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "The %s passed is not an open file", names[i]);
+                        else if (S_ISDIR(st.st_mode))
+                                r = sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "The %s passed is a directory", names[i]);
+                        else if (i == 0 && (fl & O_ACCMODE) == O_WRONLY)
+                                r = sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "The standard input passed is not open for reading");
+                        else if (i > 0 && (fl & O_ACCMODE) == O_RDONLY)
+                                r = sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "The %s passed is not open for writing", names[i]);
+                        else
+                                r = stdio_prepare(s, i, p->fds[i], &stdio[i]);
                         if (r < 0) {
                                 for (int j = 0; j < i; j++)
                                         safe_close(stdio[j]);
+                                if (sd_bus_error_is_set(error))
+                                        return r;
                                 return sd_bus_error_set_errnof(error, -r, "Cannot set up the session's standard streams: %m");
                         }
                 }

@@ -36,6 +36,22 @@ set -e
 [[ $rc -ne 0 ]] || lt_fail "a missing program must not exit 0"
 lt_log "ok: missing program exits $rc"
 
+# Streams that cannot work are refused before anything starts, in one line.
+refused() {   # WHAT EXPECTED-TEXT COMMAND...
+        local what=$1 text=$2 out
+        shift 2
+        if out=$("$@" 2>&1); then
+                lt_fail "$what was accepted: $out"
+        fi
+        grep -q "$text" <<<"$out" || lt_fail "$what: expected '$text', got: $out"
+        lt_log "ok: $what refused: $(grep -m1 "$text" <<<"$out")"
+}
+echo ro >"$HOME/ro.txt"
+refused "a directory as standard input" "standard input passed is a directory" \
+        bash -c '(cd "$1" && exec lazaretctl launch -- /bin/cat <"$HOME")' _ "$LT_WS"
+refused "a read-only standard output" "standard output passed is not open for writing" \
+        bash -c '(cd "$1" && exec lazaretctl launch -- /bin/echo hi 1<"$HOME/ro.txt")' _ "$LT_WS"
+
 # Binary-safe in both directions, 8 MiB, with stdin EOF ending cat.
 head -c 8388608 /dev/urandom >"$HOME/in.bin"
 want=$(sha256sum <"$HOME/in.bin" | cut -d' ' -f1)
