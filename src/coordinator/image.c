@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <systemd/sd-id128.h>
 
@@ -20,6 +24,8 @@
 
 struct ImagePrep {
         Process *unpack;
+        int lock_fd;            /* flock of <staging>.lock, held while unpacking */
+        char *lock_path;
         char *staging;
         char *final;
         char *image_arg;
@@ -40,6 +46,10 @@ ImagePrep *image_prep_free(ImagePrep *ip) {
         process_free(ip->unpack);
         if (ip->staging)
                 (void) rm_rf(ip->staging);
+        if (ip->lock_path)
+                (void) unlink(ip->lock_path);
+        safe_close(ip->lock_fd);
+        free(ip->lock_path);
         free(ip->staging);
         free(ip->final);
         free(ip->image_arg);
@@ -49,6 +59,36 @@ ImagePrep *image_prep_free(ImagePrep *ip) {
 
 static int mkdir_private(const char *path) {
         return mkdir(path, 0700) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+/*
+ * Every unpack holds a lock on <staging>.lock while it runs. A staging
+ * directory whose lock nobody holds was left by a coordinator that died
+ * while unpacking (hundreds of MiB each time): it is removed.
+ */
+static void remove_stale_staging(const char *prepared) {
+        _cleanup_(closedirp) DIR *d = opendir(prepared);
+        struct dirent *de;
+
+        while (d && (de = readdir(d))) {
+                _cleanup_free_ char *lock = NULL, *dir = NULL;
+                _cleanup_close_ int fd = -EBADF;
+                const char *suffix;
+
+                if (!startswith(de->d_name, ".staging-") || !(suffix = strrchr(de->d_name, '.')) ||
+                    !streq(suffix, ".lock"))
+                        continue;
+                lock = path_join(prepared, de->d_name);
+                dir = lock ? strndup(lock, strlen(lock) - strlen(".lock")) : NULL;
+                if (!dir)
+                        return;
+                fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+                        continue;       /* an unpack in progress */
+                log_info("Removing %s, left by an unpack that did not finish", dir);
+                (void) rm_rf(dir);
+                (void) unlink(lock);
+        }
 }
 
 /* The rootfs, environment and command of a published prepared lower. */
@@ -96,6 +136,7 @@ static void on_unpacked(Process *p, int status, const char *output, void *userda
                 (void) rm_rf(ip->staging);    /* gone after a rename; left after a failure */
         free(ip->staging);
         ip->staging = NULL;
+        (void) unlink(ip->lock_path);
         ip->done(ip, r, why ?: (r < 0 ? "image preparation failed" : NULL), ip->userdata);
         free(why);
 }
@@ -135,6 +176,7 @@ int image_prepare(sd_event *e, const Domain *d, ImagePrepDone done, void *userda
         final = path_join(prepared, digest);
         if (!final)
                 return -ENOMEM;
+        remove_stale_staging(prepared);
         if (stat(final, &st) >= 0) {
                 r = load_prepared(final, ret_image, ret_why);
                 return r < 0 ? r : 1;
@@ -146,14 +188,19 @@ int image_prepare(sd_event *e, const Domain *d, ImagePrepDone done, void *userda
         ip = calloc(1, sizeof(ImagePrep));
         if (!ip)
                 return -ENOMEM;
+        ip->lock_fd = -EBADF;
         ip->done = done;
         ip->userdata = userdata;
         r = sd_id128_randomize(&rnd);
         if (r < 0)
                 return r;
         if (asprintf(&ip->staging, "%s/.staging-" SD_ID128_FORMAT_STR, prepared, SD_ID128_FORMAT_VAL(rnd)) < 0 ||
+            asprintf(&ip->lock_path, "%s.lock", ip->staging) < 0 ||
             asprintf(&ip->image_arg, "%s:%s", dir, tag) < 0)
                 return -ENOMEM;
+        ip->lock_fd = open(ip->lock_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+        if (ip->lock_fd < 0 || flock(ip->lock_fd, LOCK_EX | LOCK_NB) < 0)
+                return errorf(ret_why, -errno, "cannot lock %s: %m", ip->lock_path);
         ip->final = TAKE_PTR(final);
         log_info("Preparing image %s (%.12s) in %s", ip->image_arg, digest, ip->final);
         r = process_run(e, (char *[]) { umoci, (char *) "--log", (char *) "error", (char *) "unpack", (char *) "--rootless",

@@ -8,6 +8,7 @@
  * here accepts NULL (or a negative fd).
  */
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,8 @@ static inline void freep(void *p) {
         free(*(void **) p);
 }
 #define _cleanup_free_ _cleanup_(freep)
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
 
 static inline int safe_close(int fd) {
         if (fd >= 0) {

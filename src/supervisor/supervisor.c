@@ -184,11 +184,6 @@ static void explain_runsc_failure(const char *verb, const char *err) {
  * abstract socket of this container, which every user of the network
  * namespace could connect to.
  */
-static void closedirp(DIR **d) {
-        if (*d)
-                (void) closedir(*d);
-}
-
 static int check_control_socket(void) {
         _cleanup_(closedirp) DIR *d = opendir(arg_root);
         _cleanup_fclose_ FILE *f = NULL;

@@ -71,4 +71,24 @@ wait "$second" || lt_fail "the surviving session failed"
 lt_assert_eq "surviving session output" "second got hello" "$(cat "$HOME/second.out")"
 lt_wait_inactive
 
-echo "PASS: recovery after coordinator SIGKILL; a killed client ends only its session"
+# An unpack that a dying coordinator left behind (its lock no longer held)
+# is removed by the next image preparation; one whose lock is held (an
+# unpack in progress elsewhere) is left alone.
+data_root=$(lazaretctl config check --json --workspace "$LT_WS" | jq -r .data_root)
+prepared=$data_root/images/prepared
+mkdir -p "$prepared/.staging-stale/rootfs" "$prepared/.staging-busy/rootfs"
+head -c 1048576 /dev/zero >"$prepared/.staging-stale/rootfs/big"
+touch "$prepared/.staging-stale.lock" "$prepared/.staging-busy.lock"
+flock "$prepared/.staging-busy.lock" sleep 30 &
+holder=$!
+sleep 0.2
+lt_assert_eq "a launch after the leftovers" ok "$(lt_launch -- /bin/echo ok </dev/null)"
+[[ ! -e $prepared/.staging-stale && ! -e $prepared/.staging-stale.lock ]] ||
+        lt_fail "a staging directory left by a dead unpack was not removed"
+[[ -d $prepared/.staging-busy ]] || lt_fail "a staging directory whose unpack holds its lock was removed"
+kill "$holder"; wait "$holder" 2>/dev/null || true
+rm -rf "$prepared/.staging-busy" "$prepared/.staging-busy.lock"
+lt_log "ok: a dead unpack's staging directory is removed, a live one's kept"
+lt_wait_inactive
+
+echo "PASS: recovery after coordinator SIGKILL; a killed client ends only its session; stale unpacks removed"
