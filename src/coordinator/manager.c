@@ -498,8 +498,6 @@ static void sandbox_failed(Sandbox *sb, const char *why, void *userdata) {
 }
 
 static void finish(Manager *m) {
-        /* The launch request stays: a client may already have written the
-         * next one, for the coordinator that the socket starts after us. */
         waiters_answer(m);
         (void) sd_event_exit(m->event, m->exit_code);
 }

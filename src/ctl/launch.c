@@ -80,6 +80,7 @@ typedef struct Client {
         char *session_id;
         char *coordinator;      /* unique bus name of the coordinator that runs our session */
         char *pending_signal;   /* SessionEnded before OpenSession returned */
+        ino_t request_ino;      /* the launch request this client wrote */
         int pending_status;
         int exit_status;
         bool ended;
@@ -304,6 +305,10 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                 return -errno;
         if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
                 r = -errno;
+                /* The socket unit was stopped by a coordinator that just
+                 * finished: activate again. */
+                if (r == -ENOENT || r == -ECONNREFUSED)
+                        return -ENOTCONN;
                 fprintf(stderr, "Cannot connect to %s: %s\n", path, strerror(-r));
                 return r;
         }
@@ -330,6 +335,10 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                 return r;
 
         c->answer[c->answer_len] = 0;
+        /* Closed unanswered: the socket unit went away with our connection
+         * queued, or its coordinator died before answering; activate again. */
+        if (c->answer_len == 0)
+                return -ENOTCONN;
         nl = memchr(c->answer, '\n', c->answer_len);
         if (!nl) {
                 fprintf(stderr, "Domain %s stopped before it was ready; see: journalctl --user -u lazaret@%s.service\n", id, id);
@@ -356,6 +365,19 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                 fprintf(stderr, "Domain %s failed to start.\n", id);
         fprintf(stderr, "Details: journalctl --user -u lazaret@%s.service\n", id);
         return -EIO;
+}
+
+/* The configuration path and fingerprint this launch validated, for the coordinator. */
+static int write_launch_request(Client *c, const Config *config, const char *runtime, const char *id, const char *fp) {
+        _cleanup_free_ char *error = NULL;
+        LaunchRequest req = { .config_path = config->path };
+        int r;
+
+        memcpy(req.fingerprint, fp, sizeof(req.fingerprint));
+        r = launch_request_write(runtime, id, &req, &c->request_ino, &error);
+        if (r < 0)
+                fprintf(stderr, "%s\n", error ?: strerror(-r));
+        return r;
 }
 
 /* ------------------------------------------------------------- session */
@@ -603,15 +625,9 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
         if (c->terminal && tcgetattr(STDIN_FILENO, &saved_termios) >= 0)
                 termios_saved = true;
         config_fingerprint_hex(config, fp);
-        {
-                LaunchRequest req = { .config_path = config->path };
-                memcpy(req.fingerprint, fp, sizeof(fp));
-                r = launch_request_write(runtime, d->id, &req, &error);
-                if (r < 0) {
-                        fprintf(stderr, "%s\n", error ?: strerror(-r));
-                        return r;
-                }
-        }
+        r = write_launch_request(c, config, runtime, d->id, fp);
+        if (r < 0)
+                return r;
 
         r = ctl_bus_open(&c->bus);
         if (r < 0)
@@ -637,11 +653,31 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
 
         /* A Domain that is tearing down answers "stopping": the next
          * connection waits in the socket's queue for the coordinator that
-         * starts after it. Bounded. */
+         * starts after it. One that finished may have stopped the socket
+         * unit and removed the request: both are done again. Bounded. */
         for (unsigned attempt = 0;; attempt++) {
                 bool running = false;
 
                 r = await_domain(c, runtime, &running);
+                if (r == -ENOTCONN && attempt < 10) {
+                        r = write_launch_request(c, config, runtime, d->id, fp);
+                        if (r >= 0)
+                                r = start_socket_unit(c);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (r == -ENOTCONN) {
+                        fprintf(stderr, "Domain %s closed every connection without answering; see: journalctl --user -u lazaret@%s.service\n",
+                                d->id, d->id);
+                        return -ECONNRESET;
+                }
+                /* Answered "running" or "failed": that coordinator read the
+                 * request at its start, and no later one needs ours (after
+                 * "stopping" the next one does). Removed unless another
+                 * launch has written one since. */
+                if ((r >= 0 && running) || (r < 0 && r != -ENOTCONN && r != -ECANCELED && r != -ETIMEDOUT))
+                        (void) launch_request_remove(runtime, d->id, c->request_ino);
                 if (r < 0)
                         return r;
                 if (running) {

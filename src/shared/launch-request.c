@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +38,8 @@ static bool is_hex64(const char *s) {
         return true;
 }
 
-int launch_request_write(const char *runtime_dir, const char *id, const LaunchRequest *req, char **ret_error) {
+int launch_request_write(const char *runtime_dir, const char *id, const LaunchRequest *req, ino_t *ret_ino,
+                         char **ret_error) {
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_free_ char *tmp = NULL, *final = NULL;
         _cleanup_close_ int dirfd = -EBADF, fd = -EBADF;
@@ -64,10 +67,20 @@ int launch_request_write(const char *runtime_dir, const char *id, const LaunchRe
         dirfd = open(runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dirfd < 0)
                 return errorf(ret_error, -errno, "cannot open %s: %m", runtime_dir);
+        /* Writers and launch_request_remove() exclude each other. */
+        if (flock(dirfd, LOCK_EX) < 0)
+                return errorf(ret_error, -errno, "cannot lock %s: %m", runtime_dir);
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return errorf(ret_error, -errno, "cannot create %s/%s: %m", runtime_dir, tmp);
         r = write_all(fd, s, strlen(s));
+        if (r >= 0 && ret_ino) {
+                struct stat st;
+                if (fstat(fd, &st) < 0)
+                        r = -errno;
+                else
+                        *ret_ino = st.st_ino;
+        }
         if (r >= 0 && fsync(fd) < 0)
                 r = -errno;
         if (r >= 0 && renameat(dirfd, tmp, dirfd, final) < 0)
@@ -78,6 +91,26 @@ int launch_request_write(const char *runtime_dir, const char *id, const LaunchRe
         }
         (void) fsync(dirfd);
         return 0;
+}
+
+int launch_request_remove(const char *runtime_dir, const char *id, ino_t ino) {
+        _cleanup_free_ char *final = NULL;
+        _cleanup_close_ int dirfd = -EBADF;
+        struct stat st;
+
+        if (!domain_id_is_valid(id) || asprintf(&final, "%s%s", id, LAUNCH_REQUEST_SUFFIX) < 0)
+                return -EINVAL;
+        dirfd = open(runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0)
+                return -errno;
+        if (flock(dirfd, LOCK_EX) < 0)
+                return -errno;
+        if (fstatat(dirfd, final, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        /* Another launch replaced it since (rename makes a new inode): theirs. */
+        if (st.st_ino != ino)
+                return 0;
+        return unlinkat(dirfd, final, 0) < 0 ? -errno : 1;
 }
 
 int launch_request_parse(const char *buf, size_t n, const char *where, LaunchRequest *ret, char **ret_error) {

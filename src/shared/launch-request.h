@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <sys/types.h>
+
 #include "hash.h"
 
 /*
@@ -18,7 +20,11 @@ typedef struct LaunchRequest {
 } LaunchRequest;
 
 void launch_request_done(LaunchRequest *r);
-int launch_request_write(const char *runtime_dir, const char *id, const LaunchRequest *req, char **ret_error);
+/* Writes the request atomically; *ret_ino (optional) identifies the file written. */
+int launch_request_write(const char *runtime_dir, const char *id, const LaunchRequest *req, ino_t *ret_ino,
+                         char **ret_error);
+/* Removes the request if it is still the file written as ino: 1 removed, 0 replaced by another launch since. */
+int launch_request_remove(const char *runtime_dir, const char *id, ino_t ino);
 /* Parses and checks a launch request's bytes; where names it in messages. */
 int launch_request_parse(const char *buf, size_t n, const char *where, LaunchRequest *ret, char **ret_error);
 int launch_request_read(const char *runtime_dir, const char *id, LaunchRequest *ret, char **ret_error);

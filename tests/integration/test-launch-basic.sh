@@ -92,7 +92,10 @@ lt_wait_inactive
 [[ ! -e $XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN ]] || lt_fail "runtime dir of $LT_DOMAIN left behind: $(ls -la "$XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN")"
 scope_state=$(systemctl --user is-active "lazaret-$LT_DOMAIN-sandbox.scope" 2>/dev/null) || true
 [[ $scope_state != active ]] || lt_fail "sandbox scope still active after teardown"
+# The launch request went with the launch that the coordinator answered;
+# the socket unit stays listening for the next launch (C8).
 lt_assert_eq "socket still listening for the next launch" active "$(systemctl --user is-active "lazaret@$LT_DOMAIN.socket")"
+[[ ! -e $XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN.launch ]] || lt_fail "the launch request outlived its Domain"
 
 # status, list and stop while a session runs.
 (cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 30) &

@@ -20,7 +20,7 @@ Test(launch_request, round_trip_and_private_file) {
 
         cr_assert_not_null(mkdtemp(tmpl));
         memcpy(w.fingerprint, FP, sizeof(FP));
-        cr_assert_eq(launch_request_write(tmpl, "0123456789ab", &w, &err), 0, "%s", err ?: "");
+        cr_assert_eq(launch_request_write(tmpl, "0123456789ab", &w, NULL, &err), 0, "%s", err ?: "");
         cr_assert(asprintf(&path, "%s/0123456789ab.launch", tmpl) > 0);
         cr_assert_eq(stat(path, &st), 0);
         cr_assert_eq(st.st_mode & 07777, 0600);
