@@ -68,27 +68,11 @@ UsernsChild *userns_child_free(UsernsChild *c) {
 
 /* SR-12: the map must be exactly what we asked for, read back from the kernel. */
 static int verify_map(pid_t pid, const char *file, uint32_t id, const SubidRange *range) {
-        _cleanup_free_ char *path = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
-        unsigned long a, b, n;
-        unsigned lines = 0;
-        bool first = false, second = false;
+        int r = subid_map_check_pid(pid, file, id, range);
 
-        if (asprintf(&path, "/proc/%d/%s", (int) pid, file) < 0)
-                return -ENOMEM;
-        f = fopen(path, "re");
-        if (!f)
-                return -errno;
-        while (fscanf(f, "%lu %lu %lu", &a, &b, &n) == 3) {
-                lines++;
-                if (a == 0 && b == id && n == 1)
-                        first = true;
-                else if (a == 1 && b == range->start && n == SUBID_COUNT)
-                        second = true;
-        }
-        if (lines != 2 || !first || !second)
-                return log_error_errno(-EPERM, "%s does not hold the expected mapping (0 %u 1, 1 %u %u)", path, id,
-                                       range->start, SUBID_COUNT);
+        if (r < 0)
+                return log_error_errno(r, "/proc/%d/%s does not hold the expected mapping (0 %u 1, 1 %u %u)", (int) pid,
+                                       file, id, range->start, SUBID_COUNT);
         return 0;
 }
 

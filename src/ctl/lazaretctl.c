@@ -23,6 +23,7 @@
 #include "launch.h"
 #include "macro.h"
 #include "strv.h"
+#include "unshare.h"
 
 const char *arg_config = NULL;
 const char *arg_profile = NULL;
@@ -309,6 +310,7 @@ static const Verb verbs[] = {
         { "image",     2, 5,        VERB_CONFIG,                 verb_image,     "image build-default         Build the built-in default image from Debian packages" },
         { "domain-id", 1, 1,        VERB_CONFIG,                 verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },
         { "config",    2, 2,        VERB_CONFIG,                 verb_config,    "config check                Validate the configuration and show resolved profiles" },
+        { "unshare",   2, UINT_MAX, VERB_COMMAND,                verb_unshare,   "unshare [--] CMD [ARG...]   Run a host command in a user namespace mapped like the sandbox's" },
 };
 
 static int help(void) {
@@ -481,6 +483,11 @@ int main(int argc, char *argv[]) {
         (void) bus_register_error_map();
 
         n = (unsigned) strv_length(args);
+        if (n < verb->min_args && (verb->flags & VERB_COMMAND)) {
+                fprintf(stderr, "No command given to \"%s\"; usage: %s %s\n", verb->name,
+                        program_invocation_short_name, verb->synopsis);
+                return 2;
+        }
         if (n < verb->min_args || n > verb->max_args) {
                 fprintf(stderr, "Wrong number of arguments for \"%s\"; usage: %s %s\n", verb->name,
                         program_invocation_short_name, verb->synopsis);

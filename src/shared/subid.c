@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,4 +68,40 @@ int subid_pick_file(const char *path, const char *user, uint32_t id, SubidRange 
         if (r < 0)
                 return r;
         return subid_pick(buf, user, id, ret);
+}
+
+int subid_map_check(const char *text, uint32_t id, const SubidRange *range) {
+        unsigned lines = 0;
+        bool first = false, second = false;
+
+        for (const char *line = text; line && *line;) {
+                const char *eol = strchrnul(line, '\n');
+                unsigned long a, b, n;
+                char extra;
+                _cleanup_free_ char *l = strndup(line, eol - line);
+
+                if (!l)
+                        return -ENOMEM;
+                if (sscanf(l, "%lu %lu %lu %c", &a, &b, &n, &extra) != 3)
+                        return -EPERM;
+                lines++;
+                if (a == 0 && b == id && n == 1)
+                        first = true;
+                else if (a == 1 && b == range->start && n == SUBID_COUNT)
+                        second = true;
+                line = *eol ? eol + 1 : eol;
+        }
+        return lines == 2 && first && second ? 0 : -EPERM;
+}
+
+int subid_map_check_pid(pid_t pid, const char *file, uint32_t id, const SubidRange *range) {
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        int r;
+
+        if (asprintf(&path, "/proc/%d/%s", (int) pid, file) < 0)
+                return -ENOMEM;
+        r = read_full_file(path, 4096, &buf, NULL);
+        if (r < 0)
+                return r;
+        return subid_map_check(buf, id, range);
 }

@@ -22,3 +22,13 @@ int subid_pick(const char *text, const char *user, uint32_t id, SubidRange *ret)
 
 /* Reads the file and picks; for the calling user. */
 int subid_pick_file(const char *path, const char *user, uint32_t id, SubidRange *ret);
+
+/*
+ * SR-12: checks the text of /proc/PID/uid_map or gid_map, as the kernel
+ * reports it, against the one mapping Lazaret asks for: exactly the lines
+ * "0 ID 1" and "1 START SUBID_COUNT", in any order. -EPERM otherwise.
+ */
+int subid_map_check(const char *text, uint32_t id, const SubidRange *range);
+
+/* Reads /proc/PID/FILE ("uid_map" or "gid_map") and checks it. */
+int subid_map_check_pid(pid_t pid, const char *file, uint32_t id, const SubidRange *range);

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * lazaretctl unshare -- CMD [ARG...]: runs CMD in a new user namespace mapped
+ * exactly like every Domain's (ns 0 -> the user, ns 1..65536 -> the user's
+ * subordinate range), as root of that namespace, in the current directory.
+ * There, files the sandbox chowned to subordinate IDs can be changed and
+ * removed. Only the user namespace is new: CMD sees the host's files,
+ * network and processes, with no more authority than the user has over
+ * their own subordinate IDs.
+ *
+ * The maps are written by the setuid newuidmap/newgidmap, run as children
+ * while the new child waits, and read back from the kernel before CMD runs
+ * (SR-12). lazaretctl blocks here: it is a client, not an event loop.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "ctl.h"
+#include "fs-util.h"
+#include "macro.h"
+#include "path-util.h"
+#include "spawn-util.h"
+#include "subid.h"
+#include "unshare.h"
+
+/* Where the child finds its ends of the synchronisation pipes. */
+#define CHILD_SYNC_FD 3
+#define CHILD_GO_FD 4
+
+static volatile sig_atomic_t child_pid = 0;
+
+static void forward_signal(int sig) {
+        if (child_pid > 0)
+                (void) kill((pid_t) child_pid, sig);
+}
+
+/* In the child, after spawn() placed the fds: unshare, wait for the maps, become root. */
+static int child_hook(void *userdata) {
+        char c;
+
+        if (unshare(CLONE_NEWUSER) < 0)
+                return 1;
+        if (write(CHILD_SYNC_FD, "u", 1) != 1)
+                return 1;
+        if (read(CHILD_GO_FD, &c, 1) != 1 || c != 'g')
+                return 1;
+        (void) close(CHILD_SYNC_FD);
+        (void) close(CHILD_GO_FD);
+        if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
+                return 1;
+        return 0;
+}
+
+/* CMD as an absolute path: as given when it has a '/', else the first match on $PATH. */
+static int resolve_command(const char *cmd, char **ret) {
+        const char *path;
+
+        if (strchr(cmd, '/')) {
+                char *p;
+                if (path_is_absolute(cmd))
+                        p = strdup(cmd);
+                else if (arg_host.cwd)
+                        p = path_join(arg_host.cwd, cmd);
+                else
+                        return -arg_host.cwd_errno;
+                if (!p)
+                        return -ENOMEM;
+                if (access(p, X_OK) < 0) {
+                        int r = -errno;
+                        free(p);
+                        return r;
+                }
+                *ret = p;
+                return 0;
+        }
+        path = getenv("PATH");
+        if (isempty(path))
+                path = "/usr/local/bin:/usr/bin:/bin";
+        for (const char *d = path; *d;) {
+                const char *end = strchrnul(d, ':');
+                _cleanup_free_ char *dir = strndup(d, end - d), *p = NULL;
+
+                if (!dir)
+                        return -ENOMEM;
+                /* Only absolute entries: an empty or relative one would depend on where we are. */
+                if (path_is_absolute(dir)) {
+                        p = path_join(dir, cmd);
+                        if (!p)
+                                return -ENOMEM;
+                        if (access(p, X_OK) == 0) {
+                                *ret = TAKE_PTR(p);
+                                return 0;
+                        }
+                }
+                d = *end ? end + 1 : end;
+        }
+        return -ENOENT;
+}
+
+/* newuidmap/newgidmap PID 0 ID 1 1 START 65536, waited for. Its messages go to our stderr. */
+static int run_mapper(const char *tool, pid_t pid, uint32_t id, const SubidRange *range) {
+        _cleanup_free_ char *prog = find_program(tool);
+        char spid[16], sid[16], sstart[16], scount[16];
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        siginfo_t si = {};
+        pid_t mapper;
+        int r;
+
+        if (!prog) {
+                fprintf(stderr, "lazaretctl unshare: %s is not installed; install the uidmap package.\n", tool);
+                return -ENOENT;
+        }
+        snprintf(spid, sizeof(spid), "%d", (int) pid);
+        snprintf(sid, sizeof(sid), "%u", id);
+        snprintf(sstart, sizeof(sstart), "%u", range->start);
+        snprintf(scount, sizeof(scount), "%u", SUBID_COUNT);
+        o.argv = (char *[]) { prog, spid, (char *) "0", sid, (char *) "1", (char *) "1", sstart, scount, NULL };
+        o.stdio[2] = STDERR_FILENO;
+        r = spawn(&o, &mapper, NULL);
+        if (r < 0) {
+                fprintf(stderr, "lazaretctl unshare: cannot start %s: %s\n", prog, strerror(-r));
+                return r;
+        }
+        while (waitid(P_PID, mapper, &si, WEXITED) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (si.si_code != CLD_EXITED || si.si_status != 0) {
+                fprintf(stderr, "lazaretctl unshare: %s failed (status %d); cannot map the user namespace "
+                        "(under NoNewPrivileges=yes the setuid %s cannot work).\n",
+                        tool, spawn_status_from_siginfo(si.si_code, si.si_status), tool);
+                return -EPERM;
+        }
+        return 0;
+}
+
+/* The standard stream n, or -EBADF (then spawn() gives /dev/null) when it is closed. */
+static int stdio_fd(int n) {
+        return fcntl(n, F_GETFD) < 0 ? -EBADF : n;
+}
+
+int verb_unshare(int argc, char *argv[], const Config *config) {
+        _cleanup_close_ int sync_r = -EBADF, sync_w = -EBADF, go_r = -EBADF, go_w = -EBADF;
+        _cleanup_free_ char *prog = NULL, *user = NULL;
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        struct sigaction sa = { .sa_handler = forward_signal }, ign = { .sa_handler = SIG_IGN };
+        SubidRange uids, gids;
+        struct passwd *pw;
+        siginfo_t si = {};
+        pid_t pid;
+        char c;
+        ssize_t k;
+        int p[2], pass[2], r;
+
+        /* The verb table guarantees argv[1], the command. */
+        r = resolve_command(argv[1], &prog);
+        if (r < 0) {
+                fprintf(stderr, "lazaretctl unshare: %s: %s\n", argv[1],
+                        r == -ENOENT ? "command not found" : strerror(-r));
+                return 127;
+        }
+
+        pw = getpwuid(getuid());
+        if (pw) {
+                user = strdup(pw->pw_name);
+                if (!user)
+                        return -ENOMEM;
+        }
+        r = subid_pick_file("/etc/subuid", user, getuid(), &uids);
+        if (r >= 0)
+                r = subid_pick_file("/etc/subgid", user, getgid(), &gids);
+        if (r < 0) {
+                fprintf(stderr, "lazaretctl unshare: no range of %u subordinate IDs for %s in /etc/subuid and /etc/subgid "
+                        "(add one with: sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s)\n",
+                        SUBID_COUNT, strna(user), strna(user));
+                return r;
+        }
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        sync_r = p[0];
+        sync_w = p[1];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        go_r = p[0];
+        go_w = p[1];
+
+        /* Terminal signals reach CMD directly (same process group); others
+         * sent to us are passed on. spawn() resets them all in the child. */
+        (void) sigaction(SIGINT, &ign, NULL);
+        (void) sigaction(SIGQUIT, &ign, NULL);
+        (void) sigaction(SIGTERM, &sa, NULL);
+        (void) sigaction(SIGHUP, &sa, NULL);
+
+        pass[0] = sync_w;       /* fd 3 = CHILD_SYNC_FD */
+        pass[1] = go_r;         /* fd 4 = CHILD_GO_FD */
+        for (int i = 0; i < 3; i++)
+                o.stdio[i] = stdio_fd(i);
+        o.pass_fds = pass;
+        o.n_pass_fds = 2;
+        o.die_with_parent = true;
+        o.child_hook = child_hook;
+        /* spawn() wants argv[0] absolute: CMD keeps its own argv[0] through a copy. */
+        {
+                _cleanup_free_ char **v = calloc(argc, sizeof(char *));
+                if (!v)
+                        return -ENOMEM;
+                v[0] = prog;
+                for (int i = 2; i < argc; i++)
+                        v[i - 1] = argv[i];
+                o.argv = v;
+                r = spawn(&o, &pid, NULL);
+        }
+        if (r < 0) {
+                fprintf(stderr, "lazaretctl unshare: cannot start %s: %s\n", prog, strerror(-r));
+                return r;
+        }
+        child_pid = pid;
+        sync_w = safe_close(sync_w);
+        go_r = safe_close(go_r);
+
+        do
+                k = read(sync_r, &c, 1);
+        while (k < 0 && errno == EINTR);
+        if (k != 1 || c != 'u') {
+                fprintf(stderr, "lazaretctl unshare: cannot create a user namespace (are unprivileged user namespaces enabled?)\n");
+                r = -EPERM;
+                goto kill_child;
+        }
+        r = run_mapper("newuidmap", pid, getuid(), &uids);
+        if (r >= 0)
+                r = run_mapper("newgidmap", pid, getgid(), &gids);
+        if (r < 0)
+                goto kill_child;
+        if (subid_map_check_pid(pid, "uid_map", getuid(), &uids) < 0 ||
+            subid_map_check_pid(pid, "gid_map", getgid(), &gids) < 0) {
+                fprintf(stderr, "lazaretctl unshare: the user namespace does not hold the expected mapping "
+                        "(0 %u 1, 1 %u %u)\n", getuid(), uids.start, SUBID_COUNT);
+                r = -EPERM;
+                goto kill_child;
+        }
+        if (write(go_w, "g", 1) != 1) {
+                r = -errno;
+                goto kill_child;
+        }
+        go_w = safe_close(go_w);
+
+        while (waitid(P_PID, pid, &si, WEXITED) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        child_pid = 0;
+        return spawn_status_from_siginfo(si.si_code, si.si_status);
+
+kill_child:
+        child_pid = 0;
+        (void) kill(pid, SIGKILL);
+        while (waitid(P_PID, pid, &si, WEXITED) < 0 && errno == EINTR)
+                ;
+        return r;
+}
