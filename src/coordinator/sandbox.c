@@ -234,6 +234,9 @@ static void scope_result(Sandbox *sb, const char *result) {
 
         if (streq_ptr(result, "oom-kill")) {
                 free(TAKE_PTR(sb->pending_why));
+                /* Logged even when a teardown is already under way (the sessions may have ended first). */
+                if (sb->failed || sb->state >= SANDBOX_STOPPING)
+                        log_error("%s: %s", sb->scope, oom_reason(sb, buf, sizeof(buf)));
                 sandbox_fail(sb, oom_reason(sb, buf, sizeof(buf)));
         }
 }
@@ -621,6 +624,7 @@ static void step_userns(Sandbox *sb) {
 
 static void finish_stop(Sandbox *sb) {
         sb->kill_timer = sd_event_source_disable_unref(sb->kill_timer);
+        sb->scope_match = sd_bus_slot_unref(sb->scope_match);
         sb->state = SANDBOX_STOPPED;
         (void) rm_rf(sb->runtime_dir);
         (void) rm_rf(sb->overlay_dir);
@@ -665,7 +669,7 @@ int sandbox_stop(Sandbox *sb) {
         sb->image_prep = image_prep_free(sb->image_prep);
         sb->link = supervisor_link_free(sb->link);
         sb->job = bus_job_free(sb->job);
-        sb->scope_match = sd_bus_slot_unref(sb->scope_match);
+        /* scope_match stays until the scope is gone: an OOM kill seen during the stop is still logged. */
         sb->result_query = sd_bus_slot_unref(sb->result_query);
         free(TAKE_PTR(sb->pending_why));
 

@@ -143,4 +143,27 @@ lt_assert_eq "Limits property" 'a{st} 7 "memory_max" 1073741824 "memory_high" 80
 
 alive "at the end"
 lt_assert_eq "Domain state at the end" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
-echo "PASS: /tmp ENOSPC, process limit EAGAIN, address-space limit, scope properties, status and bus property"
+
+# --- a sandbox that ends by itself ---------------------------------------------------
+# When the Runtime Supervisor or the sandbox's init ends on its own, the
+# coordinator asks the scope for its Result before it reports why (a
+# memory-limit kill shows as "oom-kill" there, which this machine cannot
+# produce); anything else keeps the plain reason, on the session and in the
+# unit's status. Killing the supervisor takes that path.
+supervisor_pid=$(pgrep -u "$(id -u)" -f "lazaret-supervisor .*lz-$LT_DOMAIN-" | head -n 1) || true
+[[ -n $supervisor_pid ]] || lt_fail "no lazaret-supervisor process of $LT_DOMAIN"
+trap - EXIT
+kill -KILL "$supervisor_pid"
+set +e
+wait "$keeper"
+rc=$?
+set -e
+trap lt_domain_cleanup EXIT
+[[ $rc -ne 0 ]] || lt_fail "the session survived the end of its sandbox"
+lt_wait_inactive
+log=$(cat "$LT_LOGDIR/$LT_DOMAIN.log")
+grep -q "Domain $LT_DOMAIN failed: the Runtime Supervisor exited" <<<"$log" ||
+        lt_fail "no plain failure reason after the supervisor was killed: $(tail -n 5 <<<"$log")"
+grep -q "memory limit" <<<"$log" && lt_fail "a supervisor killed by hand was reported as a memory-limit kill"
+lt_log "ok: reported as: $(grep -m1 "Domain $LT_DOMAIN failed" <<<"$log")"
+echo "PASS: /tmp ENOSPC, process limit EAGAIN, address-space limit, scope properties, status and bus property, failure reason"
