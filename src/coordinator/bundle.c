@@ -116,6 +116,8 @@ int bundle_write(const BundleParams *p, char **ret_error) {
                 .cwd = "/",
                 .mounts = mounts,
                 .n_mounts = n,
+                .tmp_size = d->profile->limits.tmp_size,
+                .rlimits = { .nproc = d->profile->limits.processes, .as = d->profile->limits.address_space },
         };
         r = oci_container_json(&c, &json);
         resolved_volumes_free(vols, n_vols);

@@ -134,6 +134,23 @@ static int property_get_sessions(sd_bus *bus, const char *path, const char *inte
         return sd_bus_message_close_container(reply);
 }
 
+/* The profile's limits by their configuration names; UINT64_MAX is "infinity". */
+static int property_get_limits(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "{st}");
+        if (r < 0)
+                return r;
+        for (size_t i = 0; limit_names[i]; i++) {
+                r = sd_bus_message_append(reply, "{st}", limit_names[i], limits_get(&m->domain->profile->limits, i));
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
 /* Reads a string array with limits on count and bytes. */
 static int read_strv_limited(sd_bus_message *msg, size_t max_count, size_t *total, char ***ret, sd_bus_error *error,
                              const char *what) {
@@ -364,6 +381,7 @@ static const sd_bus_vtable domain_vtable[] = {
         SD_BUS_PROPERTY("SandboxId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("ConfigurationFingerprint", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Sessions", "a(ssusbt)", property_get_sessions, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Limits", "a{st}", property_get_limits, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_METHOD_WITH_ARGS("OpenSession",
                                 SD_BUS_ARGS("as", argv, "as", environment, "b", terminal, "ah", fds,
                                             "q", rows, "q", cols, "s", fingerprint),

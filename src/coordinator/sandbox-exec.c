@@ -146,6 +146,7 @@ int sandbox_exec(const SandboxRuntime *rt, const SandboxExecParams *p, SandboxEx
                 .env = env,
                 .cwd = SANDBOX_WORKSPACE,
                 .terminal = p->terminal,
+                .rlimits = { .nproc = rt->limits->processes, .as = rt->limits->address_space },
         };
         r = oci_process_json(&proc, &json);
         if (r < 0)

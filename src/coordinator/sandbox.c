@@ -75,6 +75,9 @@ struct Sandbox {
         BusJob *job;
         bool killed;                    /* the stop job was helped with SIGKILL */
         sd_event_source *kill_timer;
+        sd_bus_slot *scope_match;       /* PropertiesChanged of the scope unit */
+        sd_bus_slot *result_query;      /* Get Result, after the sandbox ended by itself */
+        char *pending_why;              /* the failure reported unless the scope's Result says OOM */
 };
 
 const char *sandbox_id(const Sandbox *sb) {
@@ -97,6 +100,9 @@ Sandbox *sandbox_free(Sandbox *sb) {
         userns_child_free(sb->child);
         bus_job_free(sb->job);
         sd_event_source_disable_unref(sb->kill_timer);
+        sd_bus_slot_unref(sb->scope_match);
+        sd_bus_slot_unref(sb->result_query);
+        free(sb->pending_why);
         prepared_image_done(&sb->image);
         free(sb->runsc);
         free(sb->runtime_dir);
@@ -167,6 +173,7 @@ typedef struct ScopeArgs {
         const char *description;
         const char *service;
         pid_t pid;
+        const Limits *limits;
 } ScopeArgs;
 
 static int append_scope(sd_bus_message *m, void *userdata) {
@@ -193,11 +200,121 @@ static int append_scope(sd_bus_message *m, void *userdata) {
          * scope's start job would wait for it.) */
         if (r >= 0)
                 r = sd_bus_message_append(m, "(sv)", "BindsTo", "as", 1, a->service);
+        /* The limits gVisor cannot enforce (C18). UINT64_MAX is systemd's
+         * "infinity" too. Enforced where the host delegates the memory, pids
+         * and cpu controllers to the user manager; set either way. */
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)", "MemoryHigh", "t", a->limits->memory_high);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)", "MemoryMax", "t", a->limits->memory_max);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)", "TasksMax", "t", a->limits->tasks_max);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)", "CPUWeight", "t", a->limits->cpu_weight);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         if (r >= 0)
                 r = sd_bus_message_append(m, "a(sa(sv))", 0);
         return r;
+}
+
+/* ------------------------------------------------------------ memory limit */
+
+static const char *oom_reason(Sandbox *sb, char *buf, size_t size) {
+        char b[LIMIT_STRING_MAX];
+
+        snprintf(buf, size, "the sandbox exceeded its memory limit (MemoryMax=%s)",
+                 limit_format_size(sb->domain->profile->limits.memory_max, b));
+        return buf;
+}
+
+/* The scope's Result, as systemd reports it: "oom-kill" when the kernel killed in it for MemoryMax. */
+static void scope_result(Sandbox *sb, const char *result) {
+        char buf[128];
+
+        if (streq_ptr(result, "oom-kill")) {
+                free(TAKE_PTR(sb->pending_why));
+                /* Logged even when a teardown is already under way (the sessions may have ended first). */
+                if (sb->failed || sb->state >= SANDBOX_STOPPING)
+                        log_error("%s: %s", sb->scope, oom_reason(sb, buf, sizeof(buf)));
+                sandbox_fail(sb, oom_reason(sb, buf, sizeof(buf)));
+        }
+}
+
+static int on_scope_properties(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Sandbox *sb = userdata;
+        const char *iface;
+        int r;
+
+        r = sd_bus_message_read(m, "s", &iface);
+        if (r < 0 || !streq(iface, "org.freedesktop.systemd1.Scope"))
+                return 0;
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                const char *key, *v = NULL;
+
+                r = sd_bus_message_read(m, "s", &key);
+                if (r < 0)
+                        break;
+                if (streq(key, "Result")) {
+                        r = sd_bus_message_read(m, "v", "s", &v);
+                        if (r >= 0)
+                                scope_result(sb, v);
+                        return 0;       /* sb may be failed now; read nothing more */
+                }
+                r = sd_bus_message_skip(m, "v");
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+        }
+        return 0;
+}
+
+static int watch_scope(Sandbox *sb) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", sb->scope, &path);
+        if (r < 0)
+                return r;
+        return sd_bus_match_signal_async(sb->bus, &sb->scope_match, "org.freedesktop.systemd1", path,
+                                         "org.freedesktop.DBus.Properties", "PropertiesChanged",
+                                         on_scope_properties, NULL, sb);
+}
+
+static int on_result_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Sandbox *sb = userdata;
+        _cleanup_free_ char *why = TAKE_PTR(sb->pending_why);
+        const char *v = NULL;
+
+        sb->result_query = sd_bus_slot_unref(sb->result_query);
+        if (!sd_bus_message_is_method_error(reply, NULL) && sd_bus_message_read(reply, "v", "s", &v) >= 0)
+                scope_result(sb, v);
+        if (why)
+                sandbox_fail(sb, why);
+        return 0;
+}
+
+/*
+ * The sandbox ended by itself: before reporting why, ask the scope whether
+ * the kernel killed in it for its memory limit, so that the reason says so.
+ */
+static void sandbox_ended(Sandbox *sb, const char *why) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (sb->failed || sb->state >= SANDBOX_STOPPING || sb->result_query)
+                return;
+        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", sb->scope, &path);
+        if (r >= 0 && !(sb->pending_why = strdup(why)))
+                r = -ENOMEM;
+        if (r >= 0)
+                r = sd_bus_call_method_async(sb->bus, &sb->result_query, "org.freedesktop.systemd1", path,
+                                             "org.freedesktop.DBus.Properties", "Get", on_result_reply, sb, "ss",
+                                             "org.freedesktop.systemd1.Scope", "Result");
+        if (r < 0) {
+                free(TAKE_PTR(sb->pending_why));
+                sandbox_fail(sb, why);
+        }
 }
 
 /* ----------------------------------------------------------------- steps */
@@ -347,6 +464,7 @@ static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, v
                         .sessions_dir = sb->sessions_dir,
                         .control_dir = sb->control_dir,
                         .image_env = sb->image.env,
+                        .limits = &sb->domain->profile->limits,
                 };
                 sb->cb.ready(sb, sb->userdata);
                 return;
@@ -355,7 +473,7 @@ static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, v
                 return;
         case SUPERVISOR_EXITED:
                 log_error("The sandbox's init exited with status %d", msg->status);
-                sandbox_fail(sb, "the sandbox's init exited");
+                sandbox_ended(sb, "the sandbox's init exited");
                 return;
         }
 }
@@ -365,7 +483,7 @@ static void on_supervisor_closed(SupervisorLink *l, const char *why, void *userd
 
         /* A clean EOF: the supervisor is exiting; its exit decides. */
         if (why)
-                sandbox_fail(sb, why);
+                sandbox_ended(sb, why);
 }
 
 static void on_scope_started(BusJob *j, const char *result, const sd_bus_error *error, void *userdata) {
@@ -399,10 +517,14 @@ static void on_mapped(UsernsChild *c, void *userdata) {
                 sandbox_fail(sb, "out of memory");
                 return;
         }
+        /* Watched from before it exists: a memory-limit kill shows as its Result. */
+        r = watch_scope(sb);
+        if (r < 0)
+                log_warning_errno(r, "Cannot watch %s; a memory-limit kill will not be named", sb->scope);
         /* Into the scope before anything of runsc exists. */
         r = bus_job_start(sb->bus, "StartTransientUnit", append_scope,
                           &(ScopeArgs) { .scope = sb->scope, .description = desc, .service = sb->service,
-                                         .pid = userns_child_pid(c) },
+                                         .pid = userns_child_pid(c), .limits = &sb->domain->profile->limits },
                           SCOPE_JOB_TIMEOUT_USEC, on_scope_started, sb, &sb->job);
         if (r < 0) {
                 log_error_errno(r, "Cannot ask the user manager for %s", sb->scope);
@@ -422,7 +544,7 @@ static void on_supervisor_exit(UsernsChild *c, int status, void *userdata) {
                 return;
         log_error("The Runtime Supervisor exited (status %d)", status);
         snprintf(why, sizeof(why), "the Runtime Supervisor exited (status %d)", status);
-        sandbox_fail(sb, why);
+        sandbox_ended(sb, why);
 }
 
 static int supervisor_argv(Sandbox *sb, char ***ret) {
@@ -502,6 +624,7 @@ static void step_userns(Sandbox *sb) {
 
 static void finish_stop(Sandbox *sb) {
         sb->kill_timer = sd_event_source_disable_unref(sb->kill_timer);
+        sb->scope_match = sd_bus_slot_unref(sb->scope_match);
         sb->state = SANDBOX_STOPPED;
         (void) rm_rf(sb->runtime_dir);
         (void) rm_rf(sb->overlay_dir);
@@ -546,6 +669,9 @@ int sandbox_stop(Sandbox *sb) {
         sb->image_prep = image_prep_free(sb->image_prep);
         sb->link = supervisor_link_free(sb->link);
         sb->job = bus_job_free(sb->job);
+        /* scope_match stays until the scope is gone: an OOM kill seen during the stop is still logged. */
+        sb->result_query = sd_bus_slot_unref(sb->result_query);
+        free(TAKE_PTR(sb->pending_why));
 
         if (!sb->scope_may_exist) {
                 sb->child = userns_child_free(sb->child);

@@ -51,6 +51,7 @@ typedef struct SandboxRuntime {
         const char *sessions_dir;
         const char *control_dir;
         char *const *image_env;
+        const Limits *limits;           /* the profile's: every session's process gets its rlimits */
 } SandboxRuntime;
 
 int sandbox_new(const SandboxParams *p, Sandbox **ret);

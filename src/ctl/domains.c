@@ -25,12 +25,39 @@ static int get_string_property(sd_bus *bus, const char *name, const char *prop, 
         return sd_bus_get_property_string(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, prop, NULL, ret);
 }
 
+/* Limits as an object: numbers, and "infinity" for UINT64_MAX. */
+static int domain_limits_json(sd_bus *bus, const char *bus_name, json_object **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_json_ json_object *o = json_object_new_object();
+        int r;
+
+        r = sd_bus_get_property(bus, bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Limits", NULL, &reply, "a{st}");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "{st}");
+        if (r < 0)
+                return r;
+        for (;;) {
+                const char *name;
+                uint64_t v;
+
+                r = sd_bus_message_read(reply, "{st}", &name, &v);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                json_object_object_add(o, name, v == LIMIT_INFINITY ? json_object_new_string("infinity") : json_object_new_uint64(v));
+        }
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
 static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object **ret) {
         static const char *const props[] = { "DomainId", "Profile", "Workspace", "State", "CoordinatorId",
                                              "SandboxId", "ConfigurationFingerprint", NULL };
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        json_object *sessions;
+        json_object *sessions, *limits;
         int r;
 
         for (size_t i = 0; props[i]; i++) {
@@ -70,6 +97,12 @@ static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object
                 json_object_object_add(s, "started_usec", json_object_new_uint64(started));
                 json_object_array_add(sessions, s);
         }
+
+        reply = sd_bus_message_unref(reply);
+        r = domain_limits_json(bus, bus_name, &limits);
+        if (r < 0)
+                return r;
+        json_object_object_add(o, "Limits", limits);
         *ret = TAKE_PTR(o);
         return 0;
 }
@@ -80,7 +113,7 @@ static const char *jstr(json_object *o, const char *key) {
 }
 
 static void print_domain(json_object *o) {
-        json_object *sessions = NULL;
+        json_object *sessions = NULL, *limits;
 
         printf("Domain %s\n", jstr(o, "DomainId"));
         printf("  %-16s%s\n", "Profile:", jstr(o, "Profile"));
@@ -89,6 +122,24 @@ static void print_domain(json_object *o) {
         printf("  %-16s%s\n", "Sandbox:", jstr(o, "SandboxId"));
         printf("  %-16s%s\n", "Coordinator:", jstr(o, "CoordinatorId"));
         printf("  %-16s%s\n", "Configuration:", jstr(o, "ConfigurationFingerprint"));
+        if (json_object_object_get_ex(o, "Limits", &limits)) {
+                printf("  %-16s", "Limits:");
+                for (size_t i = 0; limit_names[i]; i++) {
+                        json_object *v;
+                        char b[LIMIT_STRING_MAX];
+
+                        if (!json_object_object_get_ex(limits, limit_names[i], &v))
+                                continue;
+                        if (json_object_get_type(v) == json_type_string)
+                                snprintf(b, sizeof(b), "%s", json_object_get_string(v));
+                        else if (limit_is_size(i))
+                                limit_format_size(json_object_get_uint64(v), b);
+                        else
+                                limit_format_count(json_object_get_uint64(v), b);
+                        printf("%s%s=%s", i == 0 ? "" : i % 4 == 0 ? "\n                  " : " ", limit_names[i], b);
+                }
+                printf("\n");
+        }
         json_object_object_get_ex(o, "Sessions", &sessions);
         printf("  %-16s%zu\n", "Sessions:", sessions ? json_object_array_length(sessions) : 0);
         for (size_t i = 0; sessions && i < json_object_array_length(sessions); i++) {

@@ -462,11 +462,124 @@ static int parse_image(Parser *p, const char *s, const char *path, ImageRef *ret
         return 0;
 }
 
+/* ---------------------------------------------------------------- limits */
+
+typedef struct LimitsState {
+        Limits *limits;
+        bool memory_high_set;
+} LimitsState;
+
+/* A size: a string with an optional K/M/G/T suffix or "infinity", or an integer of bytes. */
+static int get_size(Parser *p, json_object *v, const char *path, bool allow_infinity, uint64_t min, uint64_t *ret) {
+        char b[LIMIT_STRING_MAX];
+        uint64_t x;
+        int r;
+
+        if (json_object_get_type(v) == json_type_int) {
+                int64_t i = json_object_get_int64(v);
+                if (i < 0)
+                        return perr(p, path, -ERANGE, "%" PRIi64 " is negative", i);
+                x = (uint64_t) i;
+        } else if (json_object_get_type(v) == json_type_string) {
+                const char *s = json_object_get_string(v);
+                r = limit_parse_size(s, &x);
+                if (r == -ERANGE)
+                        return perr(p, path, r, "\"%.64s\" is too large", s);
+                if (r < 0)
+                        return perr(p, path, r,
+                                    "\"%.64s\" is not a size; use bytes or a number with K, M, G or T (binary multiples)%s",
+                                    s, allow_infinity ? ", or \"infinity\"" : "");
+        } else
+                return perr(p, path, -EINVAL, "expected a size (such as \"512M\", \"8G\" or a number of bytes), got %s",
+                            json_type_label(v));
+        if (x == LIMIT_INFINITY && !allow_infinity)
+                return perr(p, path, -EINVAL, "cannot be \"infinity\"");
+        if (x < min)
+                return perr(p, path, -ERANGE, "%s is too small; the least is %s", limit_format_size(x, b),
+                            limit_format_size(min, (char[LIMIT_STRING_MAX]) {}));
+        *ret = x;
+        return 0;
+}
+
+/* A count: an integer, or "infinity" where allowed. */
+static int get_count(Parser *p, json_object *v, const char *path, bool allow_infinity, uint64_t min, uint64_t max,
+                     uint64_t *ret) {
+        int64_t i;
+
+        if (allow_infinity && json_object_get_type(v) == json_type_string &&
+            streq(json_object_get_string(v), "infinity")) {
+                *ret = LIMIT_INFINITY;
+                return 0;
+        }
+        if (json_object_get_type(v) != json_type_int)
+                return perr(p, path, -EINVAL, "expected an integer%s, got %s", allow_infinity ? " or \"infinity\"" : "",
+                            json_type_label(v));
+        i = json_object_get_int64(v);
+        if (i < 0 || (uint64_t) i < min || (uint64_t) i > max) {
+                if (max == INT64_MAX)
+                        return perr(p, path, -ERANGE, "%" PRIi64 " is out of range; the least is %" PRIu64, i, min);
+                return perr(p, path, -ERANGE, "%" PRIi64 " is out of range; use %" PRIu64 " to %" PRIu64, i, min, max);
+        }
+        *ret = (uint64_t) i;
+        return 0;
+}
+
+static int limits_key(Parser *p, size_t which, json_object *v, const char *path, void *userdata) {
+        LimitsState *st = userdata;
+        Limits *l = st->limits;
+
+        switch (which) {
+        case 0:
+                return get_size(p, v, path, true, LIMIT_MIN_MEMORY, &l->memory_max);
+        case 1:
+                st->memory_high_set = true;
+                return get_size(p, v, path, true, LIMIT_MIN_MEMORY, &l->memory_high);
+        case 2:
+                return get_count(p, v, path, true, LIMIT_MIN_TASKS, INT64_MAX, &l->tasks_max);
+        case 3:
+                return get_count(p, v, path, false, LIMIT_CPU_WEIGHT_MIN, LIMIT_CPU_WEIGHT_MAX, &l->cpu_weight);
+        case 4:
+                return get_size(p, v, path, false, LIMIT_MIN_TMP_SIZE, &l->tmp_size);
+        case 5:
+                return get_count(p, v, path, true, LIMIT_MIN_PROCESSES, INT64_MAX, &l->processes);
+        case 6:
+                return get_size(p, v, path, true, LIMIT_MIN_ADDRESS_SPACE, &l->address_space);
+        }
+        return -EINVAL;
+}
+
+static int parse_limits(Parser *p, json_object *v, const char *path, Limits *l) {
+        LimitsState st = { .limits = l };
+        char a[LIMIT_STRING_MAX], b[LIMIT_STRING_MAX];
+        int r;
+
+        r = parse_object_keys(p, v, path, limit_names, limits_key, &st);
+        if (r < 0)
+                return r;
+        if (!st.memory_high_set)
+                l->memory_high = limits_default_memory_high(l->memory_max);
+        if (l->memory_high > l->memory_max)
+                return perr(p, path, -EINVAL, "memory_high (%s) must not exceed memory_max (%s)",
+                            limit_format_size(l->memory_high, a), limit_format_size(l->memory_max, b));
+        /* The sandbox's own limit must be hit first: it fails one fork, the scope's would fail gVisor. */
+        if (l->tasks_max != LIMIT_INFINITY &&
+            (l->processes == LIMIT_INFINITY ||
+             l->tasks_max < l->processes * LIMIT_HOST_TASKS_PER_PROCESS + LIMIT_HOST_TASKS_OVERHEAD))
+                return perr(p, path, -EINVAL,
+                            "tasks_max (%s) must be at least %llu × processes + %llu (%s) so that the sandbox's own process limit "
+                            "is reached first: gVisor uses about %llu host tasks per sandbox process",
+                            limit_format_count(l->tasks_max, a), LIMIT_HOST_TASKS_PER_PROCESS, LIMIT_HOST_TASKS_OVERHEAD,
+                            l->processes == LIMIT_INFINITY ? "processes is infinity"
+                                    : limit_format_count(l->processes * LIMIT_HOST_TASKS_PER_PROCESS + LIMIT_HOST_TASKS_OVERHEAD, b),
+                            LIMIT_HOST_TASKS_PER_PROCESS);
+        return 0;
+}
+
 /* --------------------------------------------------------------- profile */
 
 static const char *const profile_keys[] = {
         "image", "command", "persistent_dirs", "allow_egress", "deny_egress", "env", "volumes", "isolate_ignored",
-        "directfs", NULL
+        "directfs", "limits", NULL
 };
 
 static int profile_key(Parser *p, size_t which, json_object *v, const char *path, void *userdata) {
@@ -515,6 +628,8 @@ static int profile_key(Parser *p, size_t which, json_object *v, const char *path
                 return get_bool(p, v, path, &prof->isolate_ignored);
         case 8:
                 return get_bool(p, v, path, &prof->directfs);
+        case 9:
+                return parse_limits(p, v, path, &prof->limits);
         }
         return -EINVAL;
 }
@@ -553,6 +668,7 @@ static int profile_builtin(Profile *prof) {
                 .directfs = true,
                 .builtin = true,
         };
+        limits_default(&prof->limits);
         if (!prof->name || !prof->image_raw || !prof->persistent_dirs)
                 return -ENOMEM;
         return 0;
@@ -826,6 +942,7 @@ static int parse_profiles(Parser *p, json_object *v, const char *path, Config *c
                         return OOM(p);
                 prof->isolate_ignored = true;
                 prof->directfs = true;
+                limits_default(&prof->limits);
                 r = parse_object_keys(p, val, kp, profile_keys, profile_key, prof);
                 if (r < 0)
                         return r;
@@ -1128,6 +1245,24 @@ static json_object *json_cidrs(const CidrList *l) {
         return a;
 }
 
+/* Keys sorted; bytes and counts as numbers, "infinity" as that string. */
+static json_object *limits_json(const Limits *l) {
+        static const char *const sorted[] = { "address_space", "cpu_weight", "memory_high", "memory_max", "processes",
+                                              "tasks_max", "tmp_size", NULL };
+        json_object *o = json_object_new_object();
+
+        if (!o)
+                return NULL;
+        for (size_t i = 0; sorted[i]; i++)
+                for (size_t j = 0; limit_names[j]; j++)
+                        if (streq(sorted[i], limit_names[j])) {
+                                uint64_t v = limits_get(l, j);
+                                json_object_object_add(o, sorted[i], v == LIMIT_INFINITY ? json_object_new_string("infinity")
+                                                                                        : json_object_new_uint64(v));
+                        }
+        return o;
+}
+
 static int env_compare(const void *a, const void *b) {
         return strcmp(((const EnvEntry *) a)->name, ((const EnvEntry *) b)->name);
 }
@@ -1196,6 +1331,7 @@ int config_canonical_json(const Config *c, char **ret) {
                 json_object_object_add(o, "env", env);
                 json_object_object_add(o, "image", json_object_new_string(prof->image_raw));
                 json_object_object_add(o, "isolate_ignored", json_object_new_boolean(prof->isolate_ignored));
+                json_object_object_add(o, "limits", limits_json(&prof->limits));
                 json_object_object_add(o, "persistent_dirs", json_strv(prof->persistent_dirs));
                 for (size_t j = 0; j < prof->n_volumes; j++) {
                         json_object *v = json_object_new_object();

@@ -9,6 +9,7 @@
 #include "cleanup.h"
 #include "hash.h"
 #include "host-context.h"
+#include "resource-limits.h"
 
 /*
  * The host configuration (lazaret.conf(5)): one JSON document, trusted, read
@@ -80,6 +81,7 @@ typedef struct Profile {
         size_t n_volumes;
         bool isolate_ignored;
         bool directfs;          /* runsc --directfs; default true (gVisor's own default) */
+        Limits limits;          /* "limits"; unset keys have the defaults of resource-limits.h */
         bool builtin;
 } Profile;
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "macro.h"
 #include "oci-spec.h"
 #include "path-util.h"
+#include "resource-limits.h"
 
 /*
  * What a developer's tools need as root inside the sandbox (package managers
@@ -44,7 +46,27 @@ static bool strv_has_entries(char **l) {
         return l && l[0];
 }
 
-static json_object *process_json(char **args, char **env, const char *cwd, bool terminal, uint16_t rows, uint16_t cols) {
+static void rlimit_add(json_object *a, const char *type, uint64_t v) {
+        json_object *l;
+
+        if (v == 0 || v == LIMIT_INFINITY)
+                return;
+        l = json_object_new_object();
+        json_object_object_add(l, "type", json_object_new_string(type));
+        json_object_object_add(l, "hard", json_object_new_uint64(v));
+        json_object_object_add(l, "soft", json_object_new_uint64(v));
+        json_object_array_add(a, l);
+}
+
+static json_object *rlimits_json(const OciRlimits *rl) {
+        json_object *a = json_object_new_array();
+        rlimit_add(a, "RLIMIT_NPROC", rl->nproc);
+        rlimit_add(a, "RLIMIT_AS", rl->as);
+        return a;
+}
+
+static json_object *process_json(char **args, char **env, const char *cwd, bool terminal, uint16_t rows, uint16_t cols,
+                                 const OciRlimits *rl) {
         json_object *p = json_object_new_object(), *user = json_object_new_object();
 
         json_object_object_add(p, "terminal", json_object_new_boolean(terminal));
@@ -61,6 +83,7 @@ static json_object *process_json(char **args, char **env, const char *cwd, bool 
         json_object_object_add(p, "env", strv_json((const char *const *) env));
         json_object_object_add(p, "cwd", json_object_new_string(cwd ?: "/"));
         json_object_object_add(p, "capabilities", capabilities_json());
+        json_object_object_add(p, "rlimits", rlimits_json(rl));
         json_object_object_add(p, "noNewPrivileges", json_object_new_boolean(true));
         return p;
 }
@@ -86,7 +109,7 @@ int oci_process_json(const OciProcess *p, char **ret) {
 
         if (!strv_has_entries(p->args) || (p->cwd && !path_is_absolute(p->cwd)))
                 return -EINVAL;
-        o = process_json(p->args, p->env, p->cwd, p->terminal, p->rows, p->cols);
+        o = process_json(p->args, p->env, p->cwd, p->terminal, p->rows, p->cols, &p->rlimits);
         s = to_string(o);
         if (!s)
                 return -ENOMEM;
@@ -97,7 +120,8 @@ int oci_process_json(const OciProcess *p, char **ret) {
 int oci_container_json(const OciContainer *c, char **ret) {
         static const char *const dev_opts[] = { "nosuid", "strictatime", "mode=755", "size=65536k", NULL };
         static const char *const sys_opts[] = { "nosuid", "noexec", "nodev", "ro", NULL };
-        static const char *const tmp_opts[] = { "nosuid", "nodev", "mode=1777", NULL };
+        const char *tmp_opts[] = { "nosuid", "nodev", "mode=1777", NULL, NULL };
+        char tmp_size[40];
         _cleanup_json_ json_object *o = json_object_new_object();
         json_object *root, *mounts, *linux_, *ns;
         char *s;
@@ -113,7 +137,7 @@ int oci_container_json(const OciContainer *c, char **ret) {
                         return -EINVAL;
 
         json_object_object_add(o, "ociVersion", json_object_new_string("1.0.2"));
-        json_object_object_add(o, "process", process_json(c->args, c->env, c->cwd, false, 0, 0));
+        json_object_object_add(o, "process", process_json(c->args, c->env, c->cwd, false, 0, 0, &c->rlimits));
 
         root = json_object_new_object();
         json_object_object_add(root, "path", json_object_new_string(c->rootfs));
@@ -125,6 +149,11 @@ int oci_container_json(const OciContainer *c, char **ret) {
         json_object_array_add(mounts, mount_json("/proc", "proc", "proc", NULL));
         json_object_array_add(mounts, mount_json("/dev", "tmpfs", "tmpfs", dev_opts));
         json_object_array_add(mounts, mount_json("/sys", "sysfs", "sysfs", sys_opts));
+        /* gVisor's tmpfs refuses writes past size= with ENOSPC. */
+        if (c->tmp_size > 0 && c->tmp_size != LIMIT_INFINITY) {
+                snprintf(tmp_size, sizeof(tmp_size), "size=%llu", (unsigned long long) c->tmp_size);
+                tmp_opts[3] = tmp_size;
+        }
         json_object_array_add(mounts, mount_json("/tmp", "tmpfs", "tmpfs", tmp_opts));
         for (size_t i = 0; i < c->n_mounts; i++)
                 json_object_array_add(mounts, mount_json(c->mounts[i].destination, c->mounts[i].type,

@@ -17,6 +17,15 @@
  * network or system administration (SR-5); noNewPrivileges.
  */
 
+/*
+ * Limits gVisor enforces inside (soft = hard; the sandbox has no
+ * CAP_SYS_RESOURCE to raise them). LIMIT_INFINITY or 0 leaves one out.
+ */
+typedef struct OciRlimits {
+        uint64_t nproc;                 /* RLIMIT_NPROC: tasks per UID */
+        uint64_t as;                    /* RLIMIT_AS: bytes of address space per process */
+} OciRlimits;
+
 typedef struct OciMount {
         const char *destination;
         const char *type;               /* "bind", "tmpfs", "proc", ... */
@@ -34,6 +43,8 @@ typedef struct OciContainer {
         const OciMount *mounts;         /* in addition to /proc, /dev, /sys, /tmp */
         size_t n_mounts;
         const char *netns_path;         /* NULL: a new, empty network namespace */
+        uint64_t tmp_size;              /* bytes: size= of the /tmp tmpfs; 0 leaves it unbounded */
+        OciRlimits rlimits;
 } OciContainer;
 
 typedef struct OciProcess {
@@ -42,6 +53,7 @@ typedef struct OciProcess {
         const char *cwd;
         bool terminal;
         uint16_t rows, cols;            /* with terminal */
+        OciRlimits rlimits;
 } OciProcess;
 
 /* The capabilities every sandboxed process gets (bounding = effective = permitted). */

@@ -129,6 +129,30 @@ static const BadCase bad_cases[] = {
         { "{\"escalation\": {\"auto_approve\": [{\"trailing_args\": true}]}}", "escalation.auto_approve[0]: missing required key \"argv\"" },
         { "{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/usr/bin/make\"], \"trailing_args\": \"no\"}]}}", "escalation.auto_approve[0].trailing_args: expected true or false" },
         { "{\"escalation\": {\"auto_approve\": [\"/usr/bin/make test\"]}}", "escalation.auto_approve[0]: expected an object, got a string" },
+        /* limits */
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": []}}}", "profiles.dev.limits: expected an object, got an array" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory\": \"1G\"}}}}", "profiles.dev.limits.memory: unknown key (known keys here: memory_max, memory_high, tasks_max, cpu_weight, tmp_size, processes, address_space)" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"8GB\"}}}}", "profiles.dev.limits.memory_max: \"8GB\" is not a size; use bytes or a number with K, M, G or T (binary multiples), or \"infinity\"" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"1.5G\"}}}}", "profiles.dev.limits.memory_max: \"1.5G\" is not a size" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \" 1G\"}}}}", "profiles.dev.limits.memory_max: \" 1G\" is not a size" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"-1G\"}}}}", "profiles.dev.limits.memory_max: \"-1G\" is not a size" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"99999999999T\"}}}}", "profiles.dev.limits.memory_max: \"99999999999T\" is too large" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": -5}}}}", "profiles.dev.limits.memory_max: -5 is negative" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": 1.5}}}}", "profiles.dev.limits.memory_max: expected a size (such as \"512M\", \"8G\" or a number of bytes), got a number" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"100M\"}}}}", "profiles.dev.limits.memory_max: 100M is too small; the least is 256M" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"4G\", \"memory_high\": \"5G\"}}}}", "profiles.dev.limits: memory_high (5G) must not exceed memory_max (4G)" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_high\": \"infinity\"}}}}", "profiles.dev.limits: memory_high (infinity) must not exceed memory_max (8G)" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"tmp_size\": \"infinity\"}}}}", "profiles.dev.limits.tmp_size: cannot be \"infinity\"" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"tmp_size\": 1000}}}}", "profiles.dev.limits.tmp_size: 1000 is too small; the least is 1M" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"cpu_weight\": 0}}}}", "profiles.dev.limits.cpu_weight: 0 is out of range; use 1 to 10000" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"cpu_weight\": 10001}}}}", "profiles.dev.limits.cpu_weight: 10001 is out of range; use 1 to 10000" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"cpu_weight\": \"infinity\"}}}}", "profiles.dev.limits.cpu_weight: expected an integer, got a string" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"processes\": \"64\"}}}}", "profiles.dev.limits.processes: expected an integer or \"infinity\", got a string" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"processes\": 8}}}}", "profiles.dev.limits.processes: 8 is out of range; the least is 16" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"tasks_max\": 1000, \"processes\": 512}}}}", "profiles.dev.limits: tasks_max (1000) must be at least 2 × processes + 256 (1280)" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"processes\": \"infinity\"}}}}", "profiles.dev.limits: tasks_max (4096) must be at least 2 × processes + 256 (processes is infinity)" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"address_space\": \"1M\"}}}}", "profiles.dev.limits.address_space: 1M is too small; the least is 64M" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": null}}}}", "profiles.dev.limits.memory_max: null is not a valid value" },
         /* runtime and directfs */
         { "{\"runtime\": {\"runsc\": 1}}", "runtime.runsc: expected a string, got an integer" },
         { "{\"runtime\": {\"runsc\": \"\"}}", "runtime.runsc: must not be empty" },
@@ -271,7 +295,7 @@ Test(config, canonical_encoding_is_sorted_and_complete) {
 
         cr_assert_eq(config_canonical_json(c, &j), 0);
         cr_assert_not_null(strstr(j, "{\"data_root\":\"/nonexistent-lazaret-unit/share/lazaret\",\"default_profile\":\"default\",\"escalation\":{\"auto_approve\":[],\"enabled\":true,\"timeout_s\":300},\"format\":\"lazaret-config/1\",\"network\":{\"allow\":[],\"deny\":[]},\"profiles\":{\"default\":{"), "%s", j);
-        cr_assert_not_null(strstr(j, "\"zz\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"persistent_dirs\":[],\"volumes\":[]}}"), "%s", j);
+        cr_assert_not_null(strstr(j, "\"zz\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":17179869184,\"cpu_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"processes\":1024,\"tasks_max\":4096,\"tmp_size\":1073741824},\"persistent_dirs\":[],\"volumes\":[]}}"), "%s", j);
         /* The runtime section is last, and absent means null. */
         cr_assert_not_null(strstr(j, "},\"runtime\":{\"runsc\":null}}"), "%s", j);
         sha256_buf(j, strlen(j), d);
@@ -422,4 +446,96 @@ Test(config, directfs_per_profile_default_true) {
         cr_assert_eq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0);
         cr_assert_eq(config_canonical_json(a, &j), 0);
         cr_assert_not_null(strstr(j, "\"slow\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":false,"), "%s", j);
+}
+
+Test(config, limits_defaults_and_settings) {
+        _cleanup_config_ Config *a = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\"}, "
+                                              "\"small\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"2G\", "
+                                              "\"tasks_max\": 512, \"cpu_weight\": 50, \"tmp_size\": 8388608, \"processes\": 64, "
+                                              "\"address_space\": \"infinity\"}}, "
+                                              "\"big\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"infinity\", "
+                                              "\"memory_high\": \"12G\", \"tasks_max\": \"infinity\", \"processes\": \"infinity\"}}}}");
+        _cleanup_config_ Config *b = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {"
+                                              "\"memory_max\": \"8G\", \"memory_high\": \"6G\", \"tasks_max\": 4096, \"cpu_weight\": 100, "
+                                              "\"tmp_size\": \"1024M\", \"processes\": 1024, \"address_space\": 17179869184}}, "
+                                              "\"small\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"2048M\", "
+                                              "\"memory_high\": \"1536M\", \"tasks_max\": 512, \"cpu_weight\": 50, \"tmp_size\": \"8M\", "
+                                              "\"processes\": 64, \"address_space\": \"infinity\"}}, "
+                                              "\"big\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"infinity\", "
+                                              "\"memory_high\": \"12G\", \"tasks_max\": \"infinity\", \"processes\": \"infinity\"}}}}");
+        _cleanup_config_ Config *d = parse_ok(NULL);
+        _cleanup_free_ char *j = NULL;
+        const Profile *p;
+        Limits def;
+
+        limits_default(&def);
+        cr_assert_eq(def.memory_max, 8ULL << 30);
+        cr_assert_eq(def.memory_high, 6ULL << 30);
+        cr_assert_eq(memcmp(&config_find_profile(d, "default")->limits, &def, sizeof(def)), 0);
+        cr_assert_eq(memcmp(&config_find_profile(a, "dev")->limits, &def, sizeof(def)), 0);
+
+        p = config_find_profile(a, "small");
+        cr_assert_eq(p->limits.memory_max, 2ULL << 30);
+        cr_assert_eq(p->limits.memory_high, 1536ULL << 20);   /* 3/4 of memory_max when not given */
+        cr_assert_eq(p->limits.tasks_max, 512);
+        cr_assert_eq(p->limits.cpu_weight, 50);
+        cr_assert_eq(p->limits.tmp_size, 8ULL << 20);
+        cr_assert_eq(p->limits.processes, 64);
+        cr_assert_eq(p->limits.address_space, LIMIT_INFINITY);
+
+        p = config_find_profile(a, "big");
+        cr_assert_eq(p->limits.memory_max, LIMIT_INFINITY);
+        cr_assert_eq(p->limits.memory_high, 12ULL << 30);
+        cr_assert_eq(p->limits.processes, LIMIT_INFINITY);
+
+        /* Explicit defaults and other spellings of the same numbers are the same configuration. */
+        cr_assert_eq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0);
+        cr_assert_eq(config_canonical_json(a, &j), 0);
+        cr_assert_not_null(strstr(j, "\"small\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":true,\"env\":{},"
+                                     "\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":\"infinity\","
+                                     "\"cpu_weight\":50,\"memory_high\":1610612736,\"memory_max\":2147483648,\"processes\":64,"
+                                     "\"tasks_max\":512,\"tmp_size\":8388608},"), "%s", j);
+}
+
+Test(config, limits_change_the_fingerprint) {
+        _cleanup_config_ Config *a = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\"}}}");
+        _cleanup_config_ Config *b = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"tmp_size\": \"2G\"}}}}");
+        cr_assert_neq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0);
+}
+
+Test(limits, size_parsing_and_formatting) {
+        static const struct { const char *in; int r; uint64_t v; const char *out; } t[] = {
+                { "0", 0, 0, "0" },
+                { "1", 0, 1, "1" },
+                { "1000", 0, 1000, "1000" },
+                { "1024", 0, 1024, "1K" },
+                { "4K", 0, 4096, "4K" },
+                { "1536M", 0, 1536ULL << 20, "1536M" },
+                { "8G", 0, 8ULL << 30, "8G" },
+                { "2T", 0, 2ULL << 40, "2T" },
+                { "infinity", 0, LIMIT_INFINITY, "infinity" },
+                { "9223372036854775807", 0, INT64_MAX, "9223372036854775807" },
+                { "9223372036854775808", -ERANGE, 0, NULL },
+                { "8388608T", -ERANGE, 0, NULL },
+                { "", -EINVAL, 0, NULL },
+                { "G", -EINVAL, 0, NULL },
+                { "8g", -EINVAL, 0, NULL },
+                { "8GB", -EINVAL, 0, NULL },
+                { "8 G", -EINVAL, 0, NULL },
+                { "+8", -EINVAL, 0, NULL },
+                { "0x10", -EINVAL, 0, NULL },
+                { "Infinity", -EINVAL, 0, NULL },
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                uint64_t v = 42;
+                char buf[LIMIT_STRING_MAX];
+                int r = limit_parse_size(t[i].in, &v);
+                cr_assert_eq(r, t[i].r, "\"%s\": %d", t[i].in, r);
+                if (r < 0) {
+                        cr_assert_eq(v, 42, "\"%s\" wrote its output on failure", t[i].in);
+                        continue;
+                }
+                cr_assert_eq(v, t[i].v, "\"%s\"", t[i].in);
+                cr_assert_str_eq(limit_format_size(v, buf), t[i].out);
+        }
 }

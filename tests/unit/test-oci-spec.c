@@ -7,6 +7,7 @@
 
 #include "cleanup.h"
 #include "oci-spec.h"
+#include "resource-limits.h"
 
 static json_object *parse(const char *s) {
         json_object *o = json_tokener_parse(s);
@@ -115,4 +116,80 @@ Test(oci, process_with_terminal) {
         cr_assert_eq(json_object_get_int(get(get(o, "consoleSize"), "height")), 40);
         cr_assert_str_eq(json_object_get_string(get(o, "cwd")), "/workspace");
         cr_assert_eq(json_object_get_int(get(get(o, "user"), "uid")), 0);
+}
+
+static json_object *find_mount(json_object *o, const char *dest) {
+        json_object *mounts = get(o, "mounts");
+        for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i);
+                if (strcmp(json_object_get_string(get(m, "destination")), dest) == 0)
+                        return m;
+        }
+        return NULL;
+}
+
+static uint64_t rlimit_of(json_object *proc, const char *type, bool *found) {
+        json_object *rl = get(proc, "rlimits");
+        *found = false;
+        for (size_t i = 0; i < json_object_array_length(rl); i++) {
+                json_object *l = json_object_array_get_idx(rl, i);
+                if (strcmp(json_object_get_string(get(l, "type")), type) == 0) {
+                        cr_assert_eq(json_object_get_uint64(get(l, "soft")), json_object_get_uint64(get(l, "hard")),
+                                     "soft and hard %s differ", type);
+                        *found = true;
+                        return json_object_get_uint64(get(l, "hard"));
+                }
+        }
+        return 0;
+}
+
+Test(oci, limits_in_container_spec) {
+        OciContainer c = {
+                .rootfs = "/r", .args = (char *[]) { "/init", NULL },
+                .tmp_size = 8ULL << 20, .rlimits = { .nproc = 64, .as = 1ULL << 30 },
+        };
+        _cleanup_free_ char *s = NULL;
+        _cleanup_json_ json_object *o = NULL;
+        json_object *tmp, *opts;
+        bool found, has_size = false;
+
+        cr_assert_eq(oci_container_json(&c, &s), 0);
+        o = parse(s);
+        tmp = find_mount(o, "/tmp");
+        cr_assert_not_null(tmp);
+        cr_assert_str_eq(json_object_get_string(get(tmp, "type")), "tmpfs");
+        opts = get(tmp, "options");
+        for (size_t i = 0; i < json_object_array_length(opts); i++)
+                if (strcmp(json_object_get_string(json_object_array_get_idx(opts, i)), "size=8388608") == 0)
+                        has_size = true;
+        cr_assert(has_size, "%s", s);
+        cr_assert_eq(rlimit_of(get(o, "process"), "RLIMIT_NPROC", &found), 64);
+        cr_assert(found);
+        cr_assert_eq(rlimit_of(get(o, "process"), "RLIMIT_AS", &found), 1ULL << 30);
+        cr_assert(found);
+}
+
+Test(oci, infinite_limits_are_left_out) {
+        OciContainer c = {
+                .rootfs = "/r", .args = (char *[]) { "/init", NULL },
+                .tmp_size = LIMIT_INFINITY, .rlimits = { .nproc = LIMIT_INFINITY, .as = LIMIT_INFINITY },
+        };
+        OciProcess p = { .args = (char *[]) { "/bin/sh", NULL }, .rlimits = { .nproc = 100, .as = LIMIT_INFINITY } };
+        _cleanup_free_ char *s = NULL, *ps = NULL;
+        _cleanup_json_ json_object *o = NULL, *po = NULL;
+        bool found;
+
+        cr_assert_eq(oci_container_json(&c, &s), 0);
+        o = parse(s);
+        cr_assert_null(strstr(json_object_to_json_string(get(find_mount(o, "/tmp"), "options")), "size="), "%s", s);
+        (void) rlimit_of(get(o, "process"), "RLIMIT_NPROC", &found);
+        cr_assert_not(found);
+
+        /* Every session's process gets the same limits as the init. */
+        cr_assert_eq(oci_process_json(&p, &ps), 0);
+        po = parse(ps);
+        cr_assert_eq(rlimit_of(po, "RLIMIT_NPROC", &found), 100);
+        cr_assert(found);
+        (void) rlimit_of(po, "RLIMIT_AS", &found);
+        cr_assert_not(found);
 }
