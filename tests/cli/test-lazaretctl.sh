@@ -34,7 +34,11 @@ canon=$(cd "$top/proj" && pwd -P)
 expect_id default "$canon" "$(cd "$top/proj/a/b" && "$ctl" domain-id)"
 expect_id default "$(cd "$top/plain" && pwd -P)" "$(cd "$top/plain" && "$ctl" domain-id)"
 ln -s "$top/proj" "$top/link"
-expect_id default "$canon" "$("$ctl" domain-id --workspace "$top/link/a/..")"
+# A workspace named through a symbolic link is refused, naming the path to use (issue 9, hole 3).
+out=$("$ctl" domain-id --workspace "$top/link/a/.." 2>&1); rc=$?
+want="workspace \"$top/link/a/..\" goes through a symbolic link; name its resolved path \"$canon\" instead"
+if [ $rc -ne 0 ] && [ "$out" = "$want" ]; then ok "a workspace through a symlink is refused"; else bad "workspace through a symlink: rc=$rc: $out"; fi
+expect_id default "$canon" "$("$ctl" domain-id --workspace "$top/proj/a/..")"
 printf '{"profiles": {"my-agent": {"image": "builtin:default"}}}' > "$XDG_CONFIG_HOME/lazaret/config.json"
 expect_id my-agent "$canon" "$(cd "$top/proj" && "$ctl" domain-id -p my-agent)"
 json=$(cd "$top/proj" && "$ctl" domain-id --profile my-agent --json)

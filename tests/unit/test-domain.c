@@ -275,7 +275,9 @@ Test(domain, own_dirs_may_be_mounted_and_tokens_resolve, .init = setup, .fini = 
         size_t n = 0;
 
         mkdirs("home/proj");
+        mkdirs("home/shared-dev");
         cr_assert_eq(domain_new(c, env_now(), NULL, ws, &d, &err), 0, "%s", err ?: "");
+        /* {profile_dir}/cache and the state directory do not exist yet: Lazaret creates them. */
         cr_assert_eq(domain_validate(d, &err), 0, "%s", err ?: "");
         cr_assert_eq(domain_resolve_volumes(d, &v, &n, &err), 0);
         cr_assert_eq(n, 3);
