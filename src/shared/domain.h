@@ -82,7 +82,10 @@ int domain_resolve_image(const Domain *d, char **ret_dir, char **ret_tag, char *
  * trusted state to the sandbox: the configuration file (and the default
  * configuration location, where a sandbox could plant one), the Storage Root
  * outside this Domain's own directories, and the runtime directory. Also
- * refuses a configured runsc binary inside the workspace or any volume.
+ * refuses a configured runsc binary inside the workspace or any volume, a
+ * volume inside or around the workspace or another volume, and (unless the
+ * volume says "force": true) one at, in or around domain_sensitive_paths().
+ * Compares paths as strings; domain_check_sources() proves they are real.
  */
 int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, char **ret_error);
 
