@@ -89,7 +89,8 @@ int bundle_write(const BundleParams *p, char **ret_error) {
         if (r < 0)
                 return r;
 
-        r = domain_resolve_volumes(d, &vols, &n_vols, &error);
+        /* Holes 3/4: judged again, by fd, right before runsc is told the paths (spec §6). */
+        r = domain_resolve_mounts(d, true, &vols, &n_vols, &error);
         if (r < 0)
                 return errorf(ret_error, r, "%s", error ?: "cannot resolve volumes");
         mounts = calloc(2 + git.n_mounts + n_vols, sizeof(OciMount));

@@ -131,9 +131,7 @@ static int check_profile(const Config *c, const Profile *p, json_object *jprofil
         r = make_domain(c, p->name, &d);
         if (r < 0)
                 return r;
-        r = domain_resolve_volumes(d, &v, &n, &error);
-        if (r >= 0)
-                r = domain_check_exposure(d, v, n, &error);
+        r = domain_resolve_mounts(d, false, &v, &n, &error);
         if (r >= 0)
                 r = domain_resolve_image(d, &img_dir, &tag, &error);
         if (r < 0) {
@@ -168,6 +166,7 @@ static int check_profile(const Config *c, const Profile *p, json_object *jprofil
                         json_object_object_add(jv, "host_resolved", json_object_new_string(v[i].host));
                         json_object_object_add(jv, "container", json_object_new_string(v[i].container));
                         json_object_object_add(jv, "mode", json_object_new_string(volume_mode_to_string(v[i].mode)));
+                        json_object_object_add(jv, "force", json_object_new_boolean(v[i].force));
                         json_object_array_add(vols, jv);
                 }
                 json_object_object_add(o, "volumes", vols);
@@ -199,8 +198,8 @@ static int check_profile(const Config *c, const Profile *p, json_object *jprofil
                                 printf("  %-18s%s=%s\n", i == 0 ? "Environment:" : "", p->env[i].name, p->env[i].value);
                 }
                 for (size_t i = 0; i < n; i++)
-                        printf("  %-18s%s -> %s (%s)\n", i == 0 ? "Volumes:" : "", v[i].host, v[i].container,
-                               volume_mode_to_string(v[i].mode));
+                        printf("  %-18s%s -> %s (%s%s)\n", i == 0 ? "Volumes:" : "", v[i].host, v[i].container,
+                               volume_mode_to_string(v[i].mode), v[i].force ? ", forced" : "");
         }
         resolved_volumes_free(v, n);
         return 0;

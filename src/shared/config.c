@@ -287,7 +287,7 @@ static int parse_cidr_list(Parser *p, json_object *v, const char *path, CidrList
 
 /* --------------------------------------------------------------- volumes */
 
-static const char *const volume_keys[] = { "host", "container", "mode", NULL };
+static const char *const volume_keys[] = { "host", "container", "mode", "force", NULL };
 
 static int volume_key(Parser *p, size_t which, json_object *v, const char *path, void *userdata) {
         Volume *vol = userdata;
@@ -320,6 +320,8 @@ static int volume_key(Parser *p, size_t which, json_object *v, const char *path,
                 else
                         return perr(p, path, -EINVAL, "\"%s\" is not a mount mode; use \"ro\" or \"rw\"", s);
                 return 0;
+        case 3:
+                return get_bool(p, v, path, &vol->force);
         }
         return -EINVAL;
 }
@@ -1176,7 +1178,7 @@ int config_parse(const char *text, size_t len, const char *filename, const Confi
         if (r < 0)
                 goto fail;
 
-        /* data_root: "~" is the only expansion; the result is canonicalised. */
+        /* data_root: "~" is the only expansion; the result is normalised. */
         {
                 _cleanup_free_ char *expanded = NULL, *why = NULL;
                 TokenContext tc = { .home = env->home };
@@ -1194,9 +1196,11 @@ int config_parse(const char *text, size_t len, const char *filename, const Confi
                                 goto fail;
                         }
                 }
-                r = path_canonicalize(expanded, &c->data_root);
+                /* Normalised, not resolved: a symbolic link on the way is refused when a
+                 * Domain is validated (domain_check_sources()), naming the resolved path. */
+                r = path_normalize(expanded, &c->data_root);
                 if (r < 0) {
-                        perr(&p, "data_root", r, "\"%s\" cannot be resolved: %s", expanded, strerror(-r));
+                        perr(&p, "data_root", r, "\"%s\" is not a valid path: %s", expanded, strerror(-r));
                         goto fail;
                 }
                 if (streq(c->data_root, "/")) {
@@ -1336,6 +1340,7 @@ int config_canonical_json(const Config *c, char **ret) {
                 for (size_t j = 0; j < prof->n_volumes; j++) {
                         json_object *v = json_object_new_object();
                         json_object_object_add(v, "container", json_object_new_string(prof->volumes[j].container));
+                        json_object_object_add(v, "force", json_object_new_boolean(prof->volumes[j].force));
                         json_object_object_add(v, "host", json_object_new_string(prof->volumes[j].host));
                         json_object_object_add(v, "mode", json_object_new_string(volume_mode_to_string(prof->volumes[j].mode)));
                         json_object_array_add(vols, v);

@@ -43,6 +43,7 @@ typedef struct Volume {
         char *host;             /* as written: may hold tokens and a leading ~ */
         char *container;        /* normalised absolute sandbox path */
         VolumeMode mode;
+        bool force;             /* mount even a source that holds credentials or host autostart */
 } Volume;
 
 typedef struct EnvEntry {

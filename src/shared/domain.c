@@ -16,6 +16,7 @@
 #include "json-util.h"
 #include "macro.h"
 #include "path-util.h"
+#include "strv.h"
 #include "tokens.h"
 #include "util.h"
 
@@ -135,9 +136,20 @@ int domain_new(const Config *c, const HostContext *hc, const char *profile, cons
                               c->path ?: "the built-in configuration");
 
         if (workspace) {
+                _cleanup_free_ char *written = NULL;
+
                 r = workspace_canonicalize(workspace, &d->workspace);
                 if (r < 0)
                         return errorf(ret_error, r, "workspace \"%s\": %s", workspace, strerror(-r));
+                /* Hole 3/4: the path as written must be the path itself, with no
+                 * symbolic link on the way (which another party could re-point). */
+                r = path_absolute_lexical(workspace, hc->cwd, &written);
+                if (r == -ENOMEM)
+                        return r;
+                if (r >= 0 && !streq(written, d->workspace))
+                        return errorf(ret_error, -ELOOP,
+                                      "workspace \"%s\" goes through a symbolic link; name its resolved path \"%s\" instead",
+                                      workspace, d->workspace);
         } else {
                 if (!hc->cwd)
                         return errorf(ret_error, -hc->cwd_errno, "cannot determine the current directory: %s",
@@ -198,7 +210,12 @@ static const char *cfg_name(const Domain *d) {
         return d->config->path ?: "built-in configuration";
 }
 
-static int expand_host_path(const Domain *d, const char *in, const char *keypath, char **ret, char **ret_error) {
+/*
+ * Expands a host path template. Mount sources (resolve false) are only
+ * normalised: domain_check_sources() then refuses any symbolic link on the
+ * way instead of following it. Other paths (an oci: image) are resolved.
+ */
+static int expand_host_path(const Domain *d, const char *in, const char *keypath, bool resolve, char **ret, char **ret_error) {
         _cleanup_free_ char *expanded = NULL, *why = NULL;
         TokenContext tc;
         int r;
@@ -210,7 +227,7 @@ static int expand_host_path(const Domain *d, const char *in, const char *keypath
         if (!path_is_absolute(expanded) || path_has_dotdot(expanded))
                 return errorf(ret_error, -EINVAL, "%s: %s: \"%s\" expands to \"%s\", which is not an absolute path without \"..\"",
                               cfg_name(d), keypath, in, expanded);
-        r = path_canonicalize(expanded, ret);
+        r = resolve ? path_canonicalize(expanded, ret) : path_normalize(expanded, ret);
         if (r < 0)
                 return errorf(ret_error, r, "%s: %s: \"%s\" cannot be resolved: %s", cfg_name(d), keypath, expanded, strerror(-r));
         return 0;
@@ -240,7 +257,7 @@ int domain_resolve_volumes(const Domain *d, ResolvedVolume **ret, size_t *ret_n,
                         resolved_volumes_free(v, i);
                         return -ENOMEM;
                 }
-                r = expand_host_path(d, p->volumes[i].host, kp, &v[i].host, ret_error);
+                r = expand_host_path(d, p->volumes[i].host, kp, false, &v[i].host, ret_error);
                 if (r >= 0) {
                         v[i].container = strdup(p->volumes[i].container);
                         if (!v[i].container)
@@ -251,6 +268,7 @@ int domain_resolve_volumes(const Domain *d, ResolvedVolume **ret, size_t *ret_n,
                         return r;
                 }
                 v[i].mode = p->volumes[i].mode;
+                v[i].force = p->volumes[i].force;
         }
         *ret = v;
         *ret_n = p->n_volumes;
@@ -269,7 +287,7 @@ int domain_resolve_image(const Domain *d, char **ret_dir, char **ret_tag, char *
         } else {
                 if (asprintf(&kp, "profiles.%s.image", d->profile->name) < 0)
                         return -ENOMEM;
-                r = expand_host_path(d, img->path, kp, &dir, ret_error);
+                r = expand_host_path(d, img->path, kp, true, &dir, ret_error);
                 if (r < 0)
                         return r;
                 tag = strdup(img->tag);
@@ -319,6 +337,119 @@ static int check_one_mount(const Domain *d, const char *what, const char *m, boo
         return 0;
 }
 
+/*
+ * Hole 3: a mount source nested in another mount (or in the workspace) has a
+ * parent the sandbox can write, so the sandbox could replace it with a
+ * symbolic link that the next launch would mount. No nesting at all: not in
+ * the workspace, not around it, not in or around another volume.
+ */
+static int check_nesting(const Domain *d, const ResolvedVolume *v, size_t i, char **ret_error) {
+        const char *m = v[i].host;
+        const char *name = d->profile->name;
+
+        if (path_is_at_or_below(m, d->workspace))
+                return errorf(ret_error, -EPERM,
+                              "%s: profiles.%s.volumes[%zu].host: \"%s\" lies inside the workspace \"%s\"; a volume may not lie inside or contain the workspace or another volume",
+                              cfg_name(d), name, i, m, d->workspace);
+        if (path_is_at_or_below(d->workspace, m))
+                return errorf(ret_error, -EPERM,
+                              "%s: profiles.%s.volumes[%zu].host: \"%s\" contains the workspace \"%s\"; a volume may not lie inside or contain the workspace or another volume",
+                              cfg_name(d), name, i, m, d->workspace);
+        for (size_t j = 0; j < i; j++) {
+                const char *o = v[j].host;
+
+                if (path_is_at_or_below(m, o) || path_is_at_or_below(o, m))
+                        return errorf(ret_error, -EPERM,
+                                      "%s: profiles.%s.volumes[%zu].host: \"%s\" %s profiles.%s.volumes[%zu].host \"%s\"; a volume may not lie inside or contain the workspace or another volume",
+                                      cfg_name(d), name, i, m,
+                                      streq(m, o) ? "is the same as" : path_is_at_or_below(m, o) ? "lies inside" : "contains",
+                                      name, j, o);
+        }
+        return 0;
+}
+
+/* Below the home directory: what holds credentials or starts programs on the host. */
+static const char *const sensitive_in_home[] = {
+        ".ssh", ".gnupg",
+        ".config/systemd", ".config/autostart", ".config/fish",
+        ".bashrc", ".profile", ".bash_profile", ".zshrc", ".zprofile",
+        NULL,
+};
+/* Below $XDG_CONFIG_HOME and $XDG_DATA_HOME, where systemd and desktops look too. */
+static const char *const sensitive_in_config[] = { "systemd", "autostart", "fish", NULL };
+static const char *const sensitive_in_data[] = { "systemd", NULL };
+
+static int sensitive_add(char ***list, const char *base, const char *rel) {
+        _cleanup_free_ char *p = NULL, *canon = NULL;
+        int r;
+
+        if (!base)
+                return 0;
+        p = rel ? path_join(base, rel) : strdup(base);
+        if (!p)
+                return -ENOMEM;
+        r = strv_extend(list, p);
+        if (r < 0)
+                return r;
+        /* Also as the file system resolves it today: a source is compared as written,
+         * and only a symlink-free source gets past domain_check_sources(). */
+        if (path_canonicalize(p, &canon) >= 0 && !streq(canon, p))
+                return strv_extend(list, canon);
+        return 0;
+}
+
+/* The locations a volume may not be, lie in or contain unless "force": true. */
+int domain_sensitive_paths(const Domain *d, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *bus = NULL;
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && sensitive_in_home[i]; i++)
+                r = sensitive_add(&l, d->host.home, sensitive_in_home[i]);
+        for (size_t i = 0; r >= 0 && sensitive_in_config[i]; i++)
+                r = sensitive_add(&l, d->host.xdg_config_home, sensitive_in_config[i]);
+        for (size_t i = 0; r >= 0 && sensitive_in_data[i]; i++)
+                r = sensitive_add(&l, d->host.xdg_data_home, sensitive_in_data[i]);
+        if (r >= 0 && d->host.xdg_runtime_dir && path_is_absolute(d->host.xdg_runtime_dir)) {
+                _cleanup_free_ char *rt = NULL;
+                r = path_normalize(d->host.xdg_runtime_dir, &rt);
+                if (r >= 0)
+                        r = sensitive_add(&l, rt, NULL);
+                if (r >= 0)
+                        r = sensitive_add(&l, rt, "bus");       /* the user bus socket */
+        }
+        if (r == -ENOMEM)
+                return r;
+        *ret = TAKE_PTR(l);     /* NULL: nothing to protect */
+        return 0;
+}
+
+static int check_sensitive(const Domain *d, const char *what, const char *m, char **ret_error) {
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        r = domain_sensitive_paths(d, &l);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(s, l) {
+                const char *how;
+
+                if (streq(m, *s))
+                        how = "is";
+                else if (path_is_at_or_below(m, *s))
+                        how = "lies inside";
+                else if (path_is_at_or_below(*s, m))
+                        how = "contains";
+                else
+                        continue;
+                return errorf(ret_error, -EPERM,
+                              "%s: %s: \"%s\" %s \"%s\", which holds credentials or starts programs on the host; "
+                              "add \"force\": true to this volume to mount it anyway",
+                              cfg_name(d), what, m, how, *s);
+        }
+        return 0;
+}
+
 int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, char **ret_error) {
         _cleanup_free_ char *def = NULL, *def_canon = NULL, *xdg_default = NULL, *xdg_canon = NULL,
                             *runtime = NULL, *runtime_canon = NULL;
@@ -358,7 +489,120 @@ int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, ch
                 if (d->config->runsc && path_is_at_or_below(d->config->runsc, v[i].host))
                         return errorf(ret_error, -EPERM, "%s: runtime.runsc: \"%s\" lies inside %s \"%s\", which is mounted into the sandbox",
                                       cfg_name(d), d->config->runsc, what, v[i].host);
+                r = check_nesting(d, v, i, ret_error);
+                if (r < 0)
+                        return r;
+                if (!v[i].force) {
+                        r = check_sensitive(d, what, v[i].host, ret_error);
+                        if (r < 0)
+                                return r;
+                }
         }
+        return 0;
+}
+
+/* What path_walk() found, as one line for the user: "LABEL: what is wrong". */
+static int walk_error(const char *label, const char *path, const PathWalkResult *w, int r, char **ret_error) {
+        static const char rule[] =
+                "every directory from / down to a mount source, and the source itself, must belong to root or to you and be writable by nobody else (a sticky directory such as /tmp excepted)";
+
+        switch (w->failure) {
+        case PATH_WALK_SYMLINK: {
+                _cleanup_free_ char *real = realpath(path, NULL);
+                const char *how = streq(w->at, path) ? "is a symbolic link" : "goes through a symbolic link";
+
+                if (real)
+                        return errorf(ret_error, r, "%s: \"%s\" %s (\"%s\"); name its resolved path \"%s\" instead",
+                                      label, path, how, w->at, real);
+                return errorf(ret_error, r, "%s: \"%s\" %s (\"%s\") that does not resolve; name the real path instead",
+                              label, path, how, w->at);
+        }
+        case PATH_WALK_MISSING:
+                return errorf(ret_error, r, "%s: \"%s\" does not exist", label, streq(w->at, path) ? path : w->at);
+        case PATH_WALK_NOT_DIRECTORY:
+                return errorf(ret_error, r, "%s: \"%s\" is not a directory", label, w->at);
+        case PATH_WALK_FOREIGN_OWNER:
+                return errorf(ret_error, r, "%s: \"%s\" is owned by UID %u, who could swap what is mounted; %s",
+                              label, w->at, w->uid, rule);
+        case PATH_WALK_ACL:
+                if (w->acl_id == (unsigned) -1)
+                        return errorf(ret_error, r, "%s: \"%s\" has an ACL that lets its group or others write it; %s",
+                                      label, w->at, rule);
+                return errorf(ret_error, r, "%s: \"%s\" has an ACL that lets ID %u write it; %s", label, w->at, w->acl_id, rule);
+        case PATH_WALK_WRITABLE:
+                return errorf(ret_error, r, "%s: \"%s\" is writable by group or others (mode %04o), who could swap what is mounted; %s",
+                              label, w->at, w->mode, rule);
+        default:
+                return errorf(ret_error, r, "%s: \"%s\": %s", label, w->at ?: path, strerror(-r));
+        }
+}
+
+/* One mount source, opened component by component (see path_walk()). */
+static int check_source(const char *label, const char *path, PathWalkFlags flags, bool missing_ok, char **ret_error) {
+        _cleanup_(path_walk_result_done) PathWalkResult w = {};
+        int r;
+
+        r = path_walk(path, flags | PATH_WALK_TRUSTED, NULL, &w);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -ENOENT && w.failure == PATH_WALK_MISSING && missing_ok)
+                return 0;
+        if (r < 0)
+                return walk_error(label, path, &w, r, ret_error);
+        return 0;
+}
+
+int domain_check_sources(const Domain *d, const ResolvedVolume *v, size_t n, bool create, char **ret_error) {
+        _cleanup_free_ char *label = NULL;
+        int r;
+
+        *ret_error = NULL;
+        if (asprintf(&label, "workspace \"%s\"", d->workspace) < 0)
+                return -ENOMEM;
+        r = check_source(label, d->workspace, 0, false, ret_error);
+        if (r < 0)
+                return r;
+
+        /* The data root is created (0700, by us) when it is missing. */
+        free(label);
+        if (asprintf(&label, "%s: data_root", cfg_name(d)) < 0)
+                return -ENOMEM;
+        r = check_source(label, d->config->data_root, 0, true, ret_error);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < n; i++) {
+                /* Lazaret's own directories: created on the way when asked, never by a path. */
+                bool own = path_is_at_or_below(v[i].host, d->profile_dir) || path_is_at_or_below(v[i].host, d->domain_dir);
+
+                free(label);
+                if (asprintf(&label, "%s: profiles.%s.volumes[%zu].host", cfg_name(d), d->profile->name, i) < 0)
+                        return -ENOMEM;
+                r = check_source(label, v[i].host, own && create ? PATH_WALK_MKDIR : 0, own && !create, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int domain_resolve_mounts(const Domain *d, bool create, ResolvedVolume **ret, size_t *ret_n, char **ret_error) {
+        ResolvedVolume *v = NULL;
+        size_t n = 0;
+        int r;
+
+        *ret_error = NULL;
+        r = domain_resolve_volumes(d, &v, &n, ret_error);
+        if (r < 0)
+                return r;
+        r = domain_check_exposure(d, v, n, ret_error);
+        if (r >= 0)
+                r = domain_check_sources(d, v, n, create, ret_error);
+        if (r < 0) {
+                resolved_volumes_free(v, n);
+                return r;
+        }
+        *ret = v;
+        *ret_n = n;
         return 0;
 }
 
@@ -369,13 +613,10 @@ int domain_validate(const Domain *d, char **ret_error) {
         int r;
 
         *ret_error = NULL;
-        r = domain_resolve_volumes(d, &v, &n, ret_error);
+        r = domain_resolve_mounts(d, false, &v, &n, ret_error);
         if (r < 0)
                 return r;
-        r = domain_check_exposure(d, v, n, ret_error);
         resolved_volumes_free(v, n);
-        if (r < 0)
-                return r;
         return domain_resolve_image(d, &dir, &tag, ret_error);
 }
 
@@ -421,12 +662,18 @@ static int open_storage_root(const char *root, int *ret_fd, char **ret_error) {
         _cleanup_close_ int fd = -EBADF;
         int r;
 
-        r = mkdir_parents(root, 0700);
-        if (r < 0)
-                return errorf(ret_error, r, "cannot create %s: %s", root, strerror(-r));
-        fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return errorf(ret_error, -errno, "cannot open %s: %m", root);
+        _cleanup_(path_walk_result_done) PathWalkResult w = {};
+        _cleanup_free_ char *label = NULL;
+
+        /* By fd from "/", creating what is missing: no symlink, no directory another user can change. */
+        r = path_walk(root, PATH_WALK_TRUSTED | PATH_WALK_MKDIR, &fd, &w);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                if (asprintf(&label, "data root %s", root) < 0)
+                        return -ENOMEM;
+                return walk_error(label, root, &w, r, ret_error);
+        }
         r = check_private_dir(fd, root, ret_error);
         if (r < 0)
                 return r;

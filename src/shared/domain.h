@@ -63,9 +63,10 @@ int domain_new(const Config *c, const HostContext *hc, const char *profile, cons
                Domain **ret, char **ret_error);
 
 typedef struct ResolvedVolume {
-        char *host;             /* expanded and canonical */
+        char *host;             /* expanded and normalised; domain_check_sources() proves it has no symlink */
         char *container;
         VolumeMode mode;
+        bool force;
 } ResolvedVolume;
 
 void resolved_volumes_free(ResolvedVolume *v, size_t n);
@@ -81,9 +82,35 @@ int domain_resolve_image(const Domain *d, char **ret_dir, char **ret_tag, char *
  * trusted state to the sandbox: the configuration file (and the default
  * configuration location, where a sandbox could plant one), the Storage Root
  * outside this Domain's own directories, and the runtime directory. Also
- * refuses a configured runsc binary inside the workspace or any volume.
+ * refuses a configured runsc binary inside the workspace or any volume, a
+ * volume inside or around the workspace or another volume, and (unless the
+ * volume says "force": true) one at, in or around domain_sensitive_paths().
+ * Compares paths as strings; domain_check_sources() proves they are real.
  */
 int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, char **ret_error);
+
+/*
+ * The locations a volume may not be, lie inside or contain unless it says
+ * "force": true: ~/.ssh, ~/.gnupg, systemd and autostart directories, shell
+ * start-up files, $XDG_RUNTIME_DIR and the bus socket (from the HostContext).
+ * *ret may be NULL (nothing known to protect).
+ */
+int domain_sensitive_paths(const Domain *d, char ***ret);
+
+/*
+ * Holes 3 and 4: opens the workspace, the data root and every volume source
+ * from "/" one component at a time without following anything (path_walk()),
+ * refusing a symbolic link anywhere on the way (naming the resolved path to
+ * use instead) and any component that another user could change: each must
+ * belong to root or to the caller and be writable by nobody else, except a
+ * sticky directory above the source. A missing data root is fine (it is
+ * created 0700). With create, missing volume sources inside {profile_dir} or
+ * {domain_dir} are created 0700 on the way; without, they are fine.
+ */
+int domain_check_sources(const Domain *d, const ResolvedVolume *v, size_t n, bool create, char **ret_error);
+
+/* domain_resolve_volumes(), domain_check_exposure() and domain_check_sources(). */
+int domain_resolve_mounts(const Domain *d, bool create, ResolvedVolume **ret, size_t *ret_n, char **ret_error);
 
 /* Everything above in order: the check every Domain passes before it starts. */
 int domain_validate(const Domain *d, char **ret_error);

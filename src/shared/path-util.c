@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -129,5 +133,241 @@ int path_canonicalize(const char *p, char **ret) {
         if (strlen(joined) > LAZARET_PATH_MAX)
                 return -ENAMETOOLONG;
         *ret = TAKE_PTR(joined);
+        return 0;
+}
+
+int path_absolute_lexical(const char *p, const char *cwd, char **ret) {
+        _cleanup_free_ char *joined = NULL, *out = NULL;
+        size_t n = 0;
+
+        if (!p || !*p)
+                return -EINVAL;
+        if (!path_is_absolute(p)) {
+                if (!path_is_absolute(cwd))
+                        return -EINVAL;
+                joined = path_join(cwd, p);
+                if (!joined)
+                        return -ENOMEM;
+                p = joined;
+        }
+        if (strlen(p) > LAZARET_PATH_MAX)
+                return -ENAMETOOLONG;
+        out = malloc(strlen(p) + 2);
+        if (!out)
+                return -ENOMEM;
+
+        for (const char *s = p; *s;) {
+                const char *e;
+
+                while (*s == '/')
+                        s++;
+                if (!*s)
+                        break;
+                e = strchrnul(s, '/');
+                if (e - s == 2 && s[0] == '.' && s[1] == '.') {
+                        /* Up one: drop the last segment written ("/.." is "/"). */
+                        while (n > 0 && out[n - 1] != '/')
+                                n--;
+                        if (n > 0)
+                                n--;
+                } else if (!(e - s == 1 && s[0] == '.')) {
+                        out[n++] = '/';
+                        memcpy(out + n, s, e - s);
+                        n += e - s;
+                }
+                s = e;
+        }
+        if (n == 0)
+                out[n++] = '/';
+        out[n] = 0;
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+void path_walk_result_done(PathWalkResult *r) {
+        if (!r)
+                return;
+        free(r->at);
+        *r = (PathWalkResult) {};
+}
+
+/* The on-disk form of system.posix_acl_access (little endian, version 2). */
+#define ACL_XATTR_VERSION 2
+enum {
+        ACL_TAG_USER_OBJ  = 0x01,
+        ACL_TAG_USER      = 0x02,
+        ACL_TAG_GROUP_OBJ = 0x04,
+        ACL_TAG_GROUP     = 0x08,
+        ACL_TAG_MASK      = 0x10,
+        ACL_TAG_OTHER     = 0x20,
+};
+#define ACL_PERM_WRITE 0x02
+
+static uint32_t le32_at(const uint8_t *b) {
+        return (uint32_t) b[0] | (uint32_t) b[1] << 8 | (uint32_t) b[2] << 16 | (uint32_t) b[3] << 24;
+}
+
+/*
+ * 1 when fd's access ACL lets anyone but the owner write (with the ID in
+ * *ret_id: a user, a group, or (unsigned) -1 for the owning group or others),
+ * 0 when it does not or there is none. With an ACL the mode's group bits are
+ * the mask, so the mode check below catches this too; reading the ACL names
+ * who was granted the access, and does not rely on that equivalence.
+ */
+static int acl_grants_foreign_write(int fd, unsigned *ret_id) {
+        char proc[64];
+        uint8_t buf[4 + 8 * 64];
+        ssize_t k;
+        bool has_mask = false, mask_w = false;
+
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        k = getxattr(proc, "system.posix_acl_access", buf, sizeof(buf));
+        if (k < 0) {
+                if (errno == ENODATA || errno == EOPNOTSUPP)
+                        return 0;
+                if (errno == ERANGE)    /* more than 64 entries: not something we judge; refuse */
+                        return *ret_id = (unsigned) -1, 1;
+                return -errno;
+        }
+        if (k < 4 || (k - 4) % 8 != 0 || le32_at(buf) != ACL_XATTR_VERSION)
+                return -EBADMSG;
+        for (ssize_t o = 4; o < k; o += 8)
+                if ((buf[o] | buf[o + 1] << 8) == ACL_TAG_MASK) {
+                        has_mask = true;
+                        mask_w = (buf[o + 2] | buf[o + 3] << 8) & ACL_PERM_WRITE;
+                }
+        for (ssize_t o = 4; o < k; o += 8) {
+                unsigned tag = buf[o] | buf[o + 1] << 8, perm = buf[o + 2] | buf[o + 3] << 8;
+                uint32_t id = le32_at(buf + o + 4);
+
+                if (!(perm & ACL_PERM_WRITE))
+                        continue;
+                switch (tag) {
+                case ACL_TAG_USER:
+                        if (id == getuid())
+                                continue;
+                        __attribute__((fallthrough));
+                case ACL_TAG_GROUP:
+                case ACL_TAG_GROUP_OBJ:
+                        /* Named entries and the owning group are limited by the mask. */
+                        if (has_mask && !mask_w)
+                                continue;
+                        *ret_id = tag == ACL_TAG_GROUP_OBJ ? (unsigned) -1 : id;
+                        return 1;
+                case ACL_TAG_OTHER:
+                        *ret_id = (unsigned) -1;
+                        return 1;
+                }
+        }
+        return 0;
+}
+
+static int walk_fail(PathWalkResult *why, PathWalkFailure f, const char *at, const struct stat *st, int r) {
+        if (why) {
+                path_walk_result_done(why);
+                why->failure = f;
+                why->at = strdup(at);
+                if (!why->at)
+                        return -ENOMEM;
+                if (st) {
+                        why->uid = (unsigned) st->st_uid;
+                        why->mode = (unsigned) (st->st_mode & 07777);
+                }
+        }
+        return r;
+}
+
+/* One component, already known not to be a symlink, against the ownership rule. */
+static int judge_trusted(int fd, const struct stat *st, const char *at, bool last, PathWalkResult *why) {
+        bool sticky_passage = S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX) && !last;
+        unsigned id = 0;
+        int r;
+
+        if (st->st_uid != 0 && st->st_uid != getuid())
+                return walk_fail(why, PATH_WALK_FOREIGN_OWNER, at, st, -EPERM);
+        if (sticky_passage)
+                return 0;
+        r = acl_grants_foreign_write(fd, &id);
+        if (r < 0)
+                return walk_fail(why, PATH_WALK_ERRNO, at, st, r);
+        if (r > 0) {
+                r = walk_fail(why, PATH_WALK_ACL, at, st, -EPERM);
+                if (why)
+                        why->acl_id = id;
+                return r;
+        }
+        if (st->st_mode & (S_IWGRP | S_IWOTH))
+                return walk_fail(why, PATH_WALK_WRITABLE, at, st, -EPERM);
+        return 0;
+}
+
+int path_walk(const char *path, PathWalkFlags flags, int *ret_fd, PathWalkResult *ret_why) {
+        _cleanup_free_ char *norm = NULL, *prefix = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        int r;
+
+        if (ret_why)
+                path_walk_result_done(ret_why);
+        r = path_normalize(path, &norm);
+        if (r < 0)
+                return r;
+        prefix = calloc(strlen(norm) + 2, 1);
+        if (!prefix)
+                return -ENOMEM;
+        strcpy(prefix, "/");
+
+        fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return walk_fail(ret_why, PATH_WALK_ERRNO, "/", NULL, -errno);
+
+        for (const char *s = norm;;) {
+                const char *e;
+                bool last;
+
+                while (*s == '/')
+                        s++;
+                last = !*s;
+
+                if (fstat(fd, &st) < 0)
+                        return walk_fail(ret_why, PATH_WALK_ERRNO, prefix, NULL, -errno);
+                if (S_ISLNK(st.st_mode))
+                        return walk_fail(ret_why, PATH_WALK_SYMLINK, prefix, &st, -ELOOP);
+                if ((flags & PATH_WALK_TRUSTED)) {
+                        r = judge_trusted(fd, &st, prefix, last, ret_why);
+                        if (r < 0)
+                                return r;
+                }
+                if (last)
+                        break;
+                if (!S_ISDIR(st.st_mode))
+                        return walk_fail(ret_why, PATH_WALK_NOT_DIRECTORY, prefix, &st, -ENOTDIR);
+
+                e = strchrnul(s, '/');
+                _cleanup_free_ char *name = strndup(s, e - s);
+                if (!name)
+                        return -ENOMEM;
+                if (!streq(prefix, "/"))
+                        strcat(prefix, "/");
+                strcat(prefix, name);
+
+                int nfd = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (nfd < 0 && errno == ENOENT && (flags & PATH_WALK_MKDIR)) {
+                        if (mkdirat(fd, name, 0700) < 0 && errno != EEXIST)
+                                return walk_fail(ret_why, PATH_WALK_ERRNO, prefix, NULL, -errno);
+                        nfd = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                }
+                if (nfd < 0) {
+                        if (errno == ENOENT)
+                                return walk_fail(ret_why, PATH_WALK_MISSING, prefix, NULL, -ENOENT);
+                        return walk_fail(ret_why, PATH_WALK_ERRNO, prefix, NULL, -errno);
+                }
+                close(fd);
+                fd = nfd;
+                s = e;
+        }
+
+        if (ret_fd)
+                *ret_fd = TAKE_FD(fd);
         return 0;
 }

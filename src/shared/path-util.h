@@ -35,3 +35,55 @@ int path_canonicalize(const char *p, char **ret);
 
 /* Joins two path fragments with exactly one '/' between them. */
 char *path_join(const char *a, const char *b);
+
+/*
+ * Makes p absolute against cwd (when relative) and resolves "." and ".."
+ * lexically. Touches nothing; compare the result with realpath(3) to learn
+ * whether the way p was written went through a symbolic link.
+ */
+int path_absolute_lexical(const char *p, const char *cwd, char **ret);
+
+/*
+ * Walks an absolute, normalised path from "/" one component at a time with
+ * O_PATH|O_NOFOLLOW fds (so nothing is ever followed, whoever changes the
+ * tree meanwhile), and judges every component, the path itself included:
+ *
+ *   - a symbolic link is PATH_WALK_SYMLINK;
+ *   - with PATH_WALK_TRUSTED: each must be owned by root or by the caller
+ *     (PATH_WALK_FOREIGN_OWNER), its POSIX ACL may grant write to nobody but
+ *     its owner (PATH_WALK_ACL), and it may not be writable by group or
+ *     others (PATH_WALK_WRITABLE) unless it is a sticky directory that is not
+ *     the path itself: below a sticky directory only an entry's owner (root or
+ *     the caller, as just said) and the directory's owner may rename it.
+ *
+ * A missing component is PATH_WALK_MISSING, unless PATH_WALK_MKDIR asks to
+ * create it (mode 0700). On success *ret_fd (if not NULL) is the O_PATH fd of
+ * the path. On failure ret_why says which component failed and why; its at
+ * is freed with path_walk_result_done().
+ */
+typedef enum PathWalkFlags {
+        PATH_WALK_TRUSTED = 1 << 0,
+        PATH_WALK_MKDIR   = 1 << 1,
+} PathWalkFlags;
+
+typedef enum PathWalkFailure {
+        PATH_WALK_OK,
+        PATH_WALK_SYMLINK,
+        PATH_WALK_MISSING,
+        PATH_WALK_NOT_DIRECTORY,        /* a component above the last one */
+        PATH_WALK_FOREIGN_OWNER,
+        PATH_WALK_ACL,
+        PATH_WALK_WRITABLE,
+        PATH_WALK_ERRNO,                /* the returned error says what */
+} PathWalkFailure;
+
+typedef struct PathWalkResult {
+        PathWalkFailure failure;
+        char *at;                       /* the component judged (a prefix of the path) */
+        unsigned uid;                   /* its owner */
+        unsigned mode;                  /* its mode (07777 bits) */
+        unsigned acl_id;                /* PATH_WALK_ACL: the ID the ACL lets write (-1: the owning group) */
+} PathWalkResult;
+
+int path_walk(const char *path, PathWalkFlags flags, int *ret_fd, PathWalkResult *ret_why);
+void path_walk_result_done(PathWalkResult *r);

@@ -34,7 +34,11 @@ canon=$(cd "$top/proj" && pwd -P)
 expect_id default "$canon" "$(cd "$top/proj/a/b" && "$ctl" domain-id)"
 expect_id default "$(cd "$top/plain" && pwd -P)" "$(cd "$top/plain" && "$ctl" domain-id)"
 ln -s "$top/proj" "$top/link"
-expect_id default "$canon" "$("$ctl" domain-id --workspace "$top/link/a/..")"
+# A workspace named through a symbolic link is refused, naming the path to use (issue 9, hole 3).
+out=$("$ctl" domain-id --workspace "$top/link/a/.." 2>&1); rc=$?
+want="workspace \"$top/link/a/..\" goes through a symbolic link; name its resolved path \"$canon\" instead"
+if [ $rc -ne 0 ] && [ "$out" = "$want" ]; then ok "a workspace through a symlink is refused"; else bad "workspace through a symlink: rc=$rc: $out"; fi
+expect_id default "$canon" "$("$ctl" domain-id --workspace "$top/proj/a/..")"
 printf '{"profiles": {"my-agent": {"image": "builtin:default"}}}' > "$XDG_CONFIG_HOME/lazaret/config.json"
 expect_id my-agent "$canon" "$(cd "$top/proj" && "$ctl" domain-id -p my-agent)"
 json=$(cd "$top/proj" && "$ctl" domain-id --profile my-agent --json)
@@ -124,6 +128,62 @@ if [ $rc -eq 1 ] && [[ "$out" == *'profiles.dev.volumes[0].host "'*'/.config" co
 else
         bad "volume containing the configuration: rc=$rc '$out'"
 fi
+
+# Issue 9, holes 3 and 4: mount sources judged by fd. Each refusal names the
+# file, the key and the path to use, from `config check` and from `launch`
+# (which stops before creating the data root, the Domain or anything else).
+check_mounts() {        # check_mounts NAME EXPECTED-MESSAGE JSON [WORKSPACE]
+        local name=$1 want=$2 text=$3 ws=${4:-$top/proj} f out rc before verb
+        n=$((n + 1))
+        f=$top/cases/$n.json
+        printf '%s' "$text" > "$f"
+        chmod 0600 "$f"
+        want=${want//@CFG@/$f}
+        before=$(snapshot)
+        for verb in "config check" "launch"; do
+                out=$(cd "$ws" && timeout 20 "$ctl" --config "$f" $verb 2>&1 >/dev/null </dev/null)
+                rc=$?
+                if [ $rc -ne 1 ]; then
+                        bad "$name ($verb): exit status $rc, want 1: $out"
+                elif [ "$out" != "$want" ]; then
+                        bad "$name ($verb): message '$out', want '$want'"
+                elif [ "$before" != "$(snapshot)" ]; then
+                        bad "$name ($verb): files were created: $(diff <(echo "$before") <(snapshot))"
+                else
+                        ok "$name ($verb) refused, nothing created"
+                fi
+        done
+}
+mkdir -p "$top/vols/a/b" "$top/vols/real" "$HOME/.ssh" "$top/open/proj/.git"
+ln -s "$top/vols/real" "$top/vols/link"
+chmod 0777 "$top/open"
+nest='; a volume may not lie inside or contain the workspace or another volume'
+check_mounts "volume inside an rw volume" \
+        "@CFG@: profiles.dev.volumes[1].host: \"$top/vols/a/b\" lies inside profiles.dev.volumes[0].host \"$top/vols/a\"$nest" \
+        "{\"default_profile\": \"dev\", \"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"$top/vols/a\", \"container\": \"/a\", \"mode\": \"rw\"}, {\"host\": \"$top/vols/a/b\", \"container\": \"/b\"}]}}}"
+check_mounts "volume inside the workspace" \
+        "@CFG@: profiles.dev.volumes[0].host: \"$canon/a\" lies inside the workspace \"$canon\"$nest" \
+        '{"default_profile": "dev", "profiles": {"dev": {"image": "builtin:default", "volumes": [{"host": "{workspace_dir}/a", "container": "/a"}]}}}'
+check_mounts "volume through a symlink" \
+        "@CFG@: profiles.dev.volumes[0].host: \"$top/vols/link\" is a symbolic link (\"$top/vols/link\"); name its resolved path \"$top/vols/real\" instead" \
+        "{\"default_profile\": \"dev\", \"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"$top/vols/link\", \"container\": \"/v\"}]}}}"
+check_mounts "~/.ssh without force" \
+        "@CFG@: profiles.dev.volumes[0].host: \"$HOME/.ssh\" is \"$HOME/.ssh\", which holds credentials or starts programs on the host; add \"force\": true to this volume to mount it anyway" \
+        '{"default_profile": "dev", "profiles": {"dev": {"image": "builtin:default", "volumes": [{"host": "~/.ssh", "container": "/s"}]}}}'
+check_mounts "workspace under a 0777 directory" \
+        "workspace \"$top/open/proj\": \"$top/open\" is writable by group or others (mode 0777), who could swap what is mounted; every directory from / down to a mount source, and the source itself, must belong to root or to you and be writable by nobody else (a sticky directory such as /tmp excepted)" \
+        '{}' "$top/open/proj"
+# With "force": true the same volume passes `config check`, and says so.
+n=$((n + 1))
+printf '{"default_profile": "dev", "profiles": {"dev": {"image": "builtin:default", "volumes": [{"host": "~/.ssh", "container": "/s", "force": true}]}}}' > "$top/cases/$n.json"
+chmod 0600 "$top/cases/$n.json"
+out=$(cd "$top/proj" && "$ctl" --config "$top/cases/$n.json" config check 2>&1)
+if [ $? -eq 0 ] && [[ "$out" == *"$HOME/.ssh -> /s (ro, forced)"* ]]; then ok "\"force\": true mounts ~/.ssh"; else bad "forced volume: $out"; fi
+printf '{"profiles": {"dev": {"image": "builtin:default", "volumes": [{"host": "%s", "container": "/r", "force": true}]}}}' "$top/vols/real" > "$top/cases/$n.json"
+fpf=$(cd "$top/proj" && "$ctl" --config "$top/cases/$n.json" config check --json | jq -r .fingerprint)
+sed -i 's/"force": true/"force": false/' "$top/cases/$n.json"
+fpn=$(cd "$top/proj" && "$ctl" --config "$top/cases/$n.json" config check --json | jq -r .fingerprint)
+if [ ${#fpf} -eq 64 ] && [ ${#fpn} -eq 64 ] && [ "$fpf" != "$fpn" ]; then ok "\"force\" is part of the fingerprint"; else bad "force fingerprint: $fpf vs $fpn"; fi
 chmod 0666 "$top/cases/1.json"
 out=$("$ctl" --config "$top/cases/1.json" config check 2>&1 >/dev/null)
 if [[ "$out" == *"writable by group or others"* ]]; then ok "a group-writable file is refused"; else bad "group-writable: '$out'"; fi

@@ -5,13 +5,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "config.h"
 #include "domain.h"
 #include "host-context.h"
+#include "macro.h"
 #include "path-util.h"
 
 /* A private scratch tree per test: HOME, XDG dirs and a project inside it. */
@@ -275,7 +278,9 @@ Test(domain, own_dirs_may_be_mounted_and_tokens_resolve, .init = setup, .fini = 
         size_t n = 0;
 
         mkdirs("home/proj");
+        mkdirs("home/shared-dev");
         cr_assert_eq(domain_new(c, env_now(), NULL, ws, &d, &err), 0, "%s", err ?: "");
+        /* {profile_dir}/cache and the state directory do not exist yet: Lazaret creates them. */
         cr_assert_eq(domain_validate(d, &err), 0, "%s", err ?: "");
         cr_assert_eq(domain_resolve_volumes(d, &v, &n, &err), 0);
         cr_assert_eq(n, 3);
@@ -445,4 +450,258 @@ Test(domain, exposure_runsc_in_workspace_or_volume) {
 
         cr_assert(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
         cr_assert_eq(system(cmd), 0);
+}
+
+/* ------------------------------------------------ issue 9, holes 3 and 4 */
+
+static char *profile_with_volumes(const char *volumes_json) {
+        char *text;
+        cr_assert(asprintf(&text, "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [%s]}}, \"default_profile\": \"dev\"}",
+                           volumes_json) > 0);
+        return text;
+}
+
+/* Validates the Domain of ws_rel under config_text and expects exactly want (with every "@" replaced by top). */
+static void refused_exactly(const char *config_text, const char *ws_rel, int want_r, const char *want_tmpl) {
+        _cleanup_config_ Config *c = load(config_text);
+        _cleanup_domain_ Domain *d = NULL;
+        _cleanup_free_ char *ws = sub(ws_rel), *err = NULL, *want = NULL, *cfgp = sub("home/.config/lazaret/config.json");
+        size_t n = 0;
+
+        /* "@" is the scratch directory, "%" the configuration file. */
+        want = calloc(strlen(want_tmpl) * 2 + 64 * (strlen(top) + strlen(cfgp)), 1);
+        cr_assert_not_null(want);
+        for (const char *s = want_tmpl; *s; s++) {
+                if (*s == '@')
+                        strcat(want, top);
+                else if (*s == '%')
+                        strcat(want, cfgp);
+                else
+                        want[n = strlen(want)] = *s, want[n + 1] = 0;
+        }
+        cr_assert_eq(domain_new(c, env_now(), NULL, ws, &d, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_validate(d, &err), want_r, "want %d: %s", want_r, err ?: "(no message)");
+        cr_assert_str_eq(err, want);
+}
+
+static void accepted(const char *config_text, const char *ws_rel) {
+        _cleanup_config_ Config *c = load(config_text);
+        _cleanup_domain_ Domain *d = NULL;
+        _cleanup_free_ char *ws = sub(ws_rel), *err = NULL;
+
+        cr_assert_eq(domain_new(c, env_now(), NULL, ws, &d, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_validate(d, &err), 0, "%s", err ?: "");
+}
+
+Test(domain, volume_nesting_refused, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *t1 = profile_with_volumes("{\"host\": \"{workspace_dir}/sub\", \"container\": \"/v\"}"),
+                            *t2 = profile_with_volumes("{\"host\": \"~/src\", \"container\": \"/v\"}"),
+                            *t3 = profile_with_volumes("{\"host\": \"~/a\", \"container\": \"/a\", \"mode\": \"rw\"}, {\"host\": \"~/a/b\", \"container\": \"/b\"}"),
+                            *t4 = profile_with_volumes("{\"host\": \"~/a/b\", \"container\": \"/b\"}, {\"host\": \"~/a\", \"container\": \"/a\"}"),
+                            *t5 = profile_with_volumes("{\"host\": \"~/a\", \"container\": \"/a\"}, {\"host\": \"~/a\", \"container\": \"/b\"}"),
+                            *t6 = profile_with_volumes("{\"host\": \"~/a\", \"container\": \"/a\"}, {\"host\": \"~/ab\", \"container\": \"/b\"}");
+
+        mkdirs("home/src/proj/sub");
+        mkdirs("home/a/b");
+        mkdirs("home/ab");
+        refused_exactly(t1, "home/src/proj", -EPERM,
+                        "%: profiles.dev.volumes[0].host: \"@/home/src/proj/sub\" lies inside the workspace \"@/home/src/proj\"; "
+                        "a volume may not lie inside or contain the workspace or another volume");
+        refused_exactly(t2, "home/src/proj", -EPERM,
+                        "%: profiles.dev.volumes[0].host: \"@/home/src\" contains the workspace \"@/home/src/proj\"; "
+                        "a volume may not lie inside or contain the workspace or another volume");
+        refused_exactly(t3, "home/src/proj", -EPERM,
+                        "%: profiles.dev.volumes[1].host: \"@/home/a/b\" lies inside profiles.dev.volumes[0].host \"@/home/a\"; "
+                        "a volume may not lie inside or contain the workspace or another volume");
+        refused_exactly(t4, "home/src/proj", -EPERM,
+                        "%: profiles.dev.volumes[1].host: \"@/home/a\" contains profiles.dev.volumes[0].host \"@/home/a/b\"; "
+                        "a volume may not lie inside or contain the workspace or another volume");
+        refused_exactly(t5, "home/src/proj", -EPERM,
+                        "%: profiles.dev.volumes[1].host: \"@/home/a\" is the same as profiles.dev.volumes[0].host \"@/home/a\"; "
+                        "a volume may not lie inside or contain the workspace or another volume");
+        /* Whole segments: "~/ab" is beside "~/a", not in it. */
+        accepted(t6, "home/src/proj");
+}
+
+Test(domain, credential_and_autostart_sources_need_force, .init = setup, .fini = teardown) {
+        static const struct {
+                const char *host, *want;
+        } cases[] = {
+                { "~/.ssh", "\"@/home/.ssh\" is \"@/home/.ssh\"" },
+                { "~/.ssh/keys", "\"@/home/.ssh/keys\" lies inside \"@/home/.ssh\"" },
+                { "~/.gnupg", "\"@/home/.gnupg\" is \"@/home/.gnupg\"" },
+                { "~/.config/systemd/user", "\"@/home/.config/systemd/user\" lies inside \"@/home/.config/systemd\"" },
+                { "~/.config/autostart", "\"@/home/.config/autostart\" is \"@/home/.config/autostart\"" },
+                { "~/.config/fish", "\"@/home/.config/fish\" is \"@/home/.config/fish\"" },
+                { "~/.bashrc", "\"@/home/.bashrc\" is \"@/home/.bashrc\"" },
+                { "~/.profile", "\"@/home/.profile\" is \"@/home/.profile\"" },
+                { "~/.bash_profile", "\"@/home/.bash_profile\" is \"@/home/.bash_profile\"" },
+                { "~/.zshrc", "\"@/home/.zshrc\" is \"@/home/.zshrc\"" },
+                { "~/.zprofile", "\"@/home/.zprofile\" is \"@/home/.zprofile\"" },
+                { "~/.local/share/systemd", "\"@/home/.local/share/systemd\" is \"@/home/.local/share/systemd\"" },
+                { "@/run/bus", "\"@/run/bus\" lies inside \"@/run\"" },
+        };
+
+        /* The workspace lies outside the home directory, so that "~" is judged by what it holds. */
+        mkdirs("proj");
+        mkdirs("home/.ssh/keys");
+        mkdirs("home/.gnupg");
+        mkdirs("home/.config/systemd/user");
+        mkdirs("home/.config/autostart");
+        mkdirs("home/.config/fish");
+        mkdirs("home/.local/share/systemd");
+        mkdirs("run/bus");
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *hostp = NULL, *vol = NULL, *text = NULL, *forced = NULL, *ftext = NULL, *want = NULL;
+                const char *h = cases[i].host;
+
+                if (h[0] == '@')
+                        cr_assert(asprintf(&hostp, "%s%s", top, h + 1) > 0);
+                else
+                        hostp = strdup(h);
+                cr_assert(asprintf(&vol, "{\"host\": \"%s\", \"container\": \"/v\"}", hostp) > 0);
+                cr_assert(asprintf(&forced, "{\"host\": \"%s\", \"container\": \"/v\", \"force\": true}", hostp) > 0);
+                text = profile_with_volumes(vol);
+                ftext = profile_with_volumes(forced);
+                cr_assert(asprintf(&want, "%%: profiles.dev.volumes[0].host: %s, which holds credentials or starts programs on the host; "
+                                   "add \"force\": true to this volume to mount it anyway", cases[i].want) > 0);
+                if (strstr(h, "rc") || strstr(h, "profile")) {
+                        _cleanup_free_ char *f = NULL;
+                        cr_assert(asprintf(&f, "%s/home/%s", top, h + 2) > 0);
+                        close(open(f, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+                }
+                refused_exactly(text, "proj", -EPERM, want);
+                accepted(ftext, "proj");
+        }
+
+        /* Containing one: "~/.local" holds ~/.local/share/systemd (the data root is elsewhere here). */
+        {
+                _cleanup_free_ char *text = NULL, *data = sub("data");
+                mkdirs("data");
+                chmod(data, 0700);
+                cr_assert(asprintf(&text, "{\"data_root\": \"%s\", \"profiles\": {\"dev\": {\"image\": \"builtin:default\", "
+                                   "\"volumes\": [{\"host\": \"~/.local\", \"container\": \"/v\"}]}}, \"default_profile\": \"dev\"}", data) > 0);
+                refused_exactly(text, "proj", -EPERM,
+                                "%: profiles.dev.volumes[0].host: \"@/home/.local\" contains \"@/home/.local/share/systemd\", which holds "
+                                "credentials or starts programs on the host; add \"force\": true to this volume to mount it anyway");
+        }
+}
+
+Test(domain, symlinked_sources_refused_naming_the_resolved_path, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *real = sub("home/real"), *link = sub("home/link"), *t1 = NULL, *t2 = NULL, *t3 = NULL,
+                            *wsreal = sub("projects/p"), *wslink = sub("wslink"), *err = NULL, *want = NULL,
+                            *datareal = sub("data"), *datalink = sub("datalink");
+        _cleanup_config_ Config *c = NULL;
+        Domain *d = NULL;
+
+        mkdirs("proj");
+        mkdirs("home/real/sub");
+        mkdirs("projects/p");
+        mkdirs("data");
+        chmod(datareal, 0700);
+        cr_assert_eq(symlink(real, link), 0);
+        cr_assert_eq(symlink(sub("projects"), wslink), 0);
+        cr_assert_eq(symlink(datareal, datalink), 0);
+
+        t1 = profile_with_volumes("{\"host\": \"~/link\", \"container\": \"/v\"}");
+        refused_exactly(t1, "proj", -ELOOP,
+                        "%: profiles.dev.volumes[0].host: \"@/home/link\" is a symbolic link (\"@/home/link\"); "
+                        "name its resolved path \"@/home/real\" instead");
+        t2 = profile_with_volumes("{\"host\": \"~/link/sub\", \"container\": \"/v\"}");
+        refused_exactly(t2, "proj", -ELOOP,
+                        "%: profiles.dev.volumes[0].host: \"@/home/link/sub\" goes through a symbolic link (\"@/home/link\"); "
+                        "name its resolved path \"@/home/real/sub\" instead");
+        cr_assert(asprintf(&t3, "{\"data_root\": \"%s/lazaret\"}", datalink) > 0);
+        refused_exactly(t3, "proj", -ELOOP,
+                        "%: data_root: \"@/datalink/lazaret\" goes through a symbolic link (\"@/datalink\") that does not resolve; "
+                        "name the real path instead");
+        mkdirs("data/lazaret");
+        refused_exactly(t3, "proj", -ELOOP,
+                        "%: data_root: \"@/datalink/lazaret\" goes through a symbolic link (\"@/datalink\"); "
+                        "name its resolved path \"@/data/lazaret\" instead");
+
+        /* The workspace: named through a link, refused at once. */
+        c = load(NULL);
+        cr_assert(asprintf(&want, "workspace \"%s/p\" goes through a symbolic link; name its resolved path \"%s\" instead",
+                           wslink, wsreal) > 0);
+        {
+                _cleanup_free_ char *ws = NULL;
+                cr_assert(asprintf(&ws, "%s/p", wslink) > 0);
+                cr_assert_eq(domain_new(c, env_now(), NULL, ws, &d, &err), -ELOOP);
+                cr_assert_str_eq(err, want);
+                cr_assert_null(d);
+        }
+
+        /* A dangling volume source and a missing one. */
+        free(t1);
+        t1 = profile_with_volumes("{\"host\": \"~/missing\", \"container\": \"/v\"}");
+        refused_exactly(t1, "proj", -ENOENT, "%: profiles.dev.volumes[0].host: \"@/home/missing\" does not exist");
+}
+
+Test(domain, sources_under_directories_others_can_change, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *open_dir = sub("open"), *sticky = sub("sticky"), *t1 = NULL, *t2 = NULL, *shared = sub("shared");
+
+        mkdirs("open/proj");
+        mkdirs("sticky/proj");
+        mkdirs("proj");
+        mkdirs("shared/v");
+        cr_assert_eq(chmod(open_dir, 0777), 0);
+        cr_assert_eq(chmod(sticky, 01777), 0);
+
+        /* Hole 4: the workspace under a 0777 directory. */
+        refused_exactly(NULL, "open/proj", -EPERM,
+                        "workspace \"@/open/proj\": \"@/open\" is writable by group or others (mode 0777), who could swap what is mounted; "
+                        "every directory from / down to a mount source, and the source itself, must belong to root or to you and be "
+                        "writable by nobody else (a sticky directory such as /tmp excepted)");
+        /* A sticky directory whose entry is ours is fine (like /tmp)... */
+        accepted(NULL, "sticky/proj");
+        /* ...but not as a source itself: others could plant files in it. */
+        cr_assert(asprintf(&t1, "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"%s\", \"container\": \"/v\"}]}}, \"default_profile\": \"dev\"}", sticky) > 0);
+        refused_exactly(t1, "proj", -EPERM,
+                        "%: profiles.dev.volumes[0].host: \"@/sticky\" is writable by group or others (mode 1777), who could swap what is mounted; "
+                        "every directory from / down to a mount source, and the source itself, must belong to root or to you and be "
+                        "writable by nobody else (a sticky directory such as /tmp excepted)");
+        /* Group-writable is refused too. */
+        cr_assert_eq(chmod(open_dir, 0775), 0);
+        refused_exactly("{}", "open/proj", -EPERM,
+                        "workspace \"@/open/proj\": \"@/open\" is writable by group or others (mode 0775), who could swap what is mounted; "
+                        "every directory from / down to a mount source, and the source itself, must belong to root or to you and be "
+                        "writable by nobody else (a sticky directory such as /tmp excepted)");
+        cr_assert_eq(chmod(open_dir, 0755), 0);
+        accepted("{}", "open/proj");
+
+        /* A volume source owned by another user (needs root to arrange). */
+        if (getuid() == 0) {
+                cr_assert_eq(chown(shared, 65534, 65534), 0);
+                cr_assert(asprintf(&t2, "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"%s/v\", \"container\": \"/v\"}]}}, \"default_profile\": \"dev\"}", shared) > 0);
+                refused_exactly(t2, "proj", -EPERM,
+                                "%: profiles.dev.volumes[0].host: \"@/shared\" is owned by UID 65534, who could swap what is mounted; "
+                                "every directory from / down to a mount source, and the source itself, must belong to root or to you and be "
+                                "writable by nobody else (a sticky directory such as /tmp excepted)");
+        } else
+                cr_log_warn("not root: the foreign-owner case is not exercised");
+}
+
+/* An ACL granting write to a named user (system.posix_acl_access, written directly: no setfacl here). */
+Test(domain, acl_granting_write_refused, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *dir = sub("acl");
+        /* version 2; user::rwx, user:65534:rwx, group::r-x, mask::rwx, other::r-x */
+        const uint8_t acl[] = {
+                2, 0, 0, 0,
+                0x01, 0, 7, 0, 0xff, 0xff, 0xff, 0xff,
+                0x02, 0, 7, 0, 0xfe, 0xff, 0, 0,
+                0x04, 0, 5, 0, 0xff, 0xff, 0xff, 0xff,
+                0x10, 0, 7, 0, 0xff, 0xff, 0xff, 0xff,
+                0x20, 0, 5, 0, 0xff, 0xff, 0xff, 0xff,
+        };
+
+        mkdirs("acl/proj");
+        if (setxattr(dir, "system.posix_acl_access", acl, sizeof(acl), 0) < 0) {
+                cr_log_warn("cannot set an ACL on %s (%m): not exercised", dir);
+                return;
+        }
+        refused_exactly(NULL, "acl/proj", -EPERM,
+                        "workspace \"@/acl/proj\": \"@/acl\" has an ACL that lets ID 65534 write it; "
+                        "every directory from / down to a mount source, and the source itself, must belong to root or to you and be "
+                        "writable by nobody else (a sticky directory such as /tmp excepted)");
 }

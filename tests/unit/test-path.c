@@ -121,3 +121,76 @@ Test(path, host_context_is_a_snapshot) {
         host_context_done(&copy);
         cr_assert_null(copy.home);
 }
+
+Test(path, absolute_lexical) {
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+
+        cr_assert_eq(path_absolute_lexical("../x/./y", "/home/u/src", &a), 0);
+        cr_assert_str_eq(a, "/home/u/x/y");
+        cr_assert_eq(path_absolute_lexical("/a/b/../../..", "/ignored", &b), 0);
+        cr_assert_str_eq(b, "/");
+        cr_assert_eq(path_absolute_lexical(".", "/w", &c), 0);
+        cr_assert_str_eq(c, "/w");
+        cr_assert_eq(path_absolute_lexical("rel", NULL, &d), -EINVAL);
+        cr_assert_eq(path_absolute_lexical("", "/w", &d), -EINVAL);
+}
+
+/* path_walk(): never follows, says where it stopped and why. */
+Test(path, walk) {
+        char tmpl[] = "/tmp/lazaret-test-walk-XXXXXX";
+        _cleanup_free_ char *top = NULL, *real = NULL, *link = NULL, *deep = NULL, *via = NULL, *open_dir = NULL,
+                            *under_open = NULL, *made = NULL, *cmd = NULL;
+        _cleanup_(path_walk_result_done) PathWalkResult w = {};
+        int fd = -EBADF;
+        struct stat st;
+
+        cr_assert_not_null(mkdtemp(tmpl));
+        top = realpath(tmpl, NULL);
+        cr_assert(asprintf(&real, "%s/real", top) > 0 && asprintf(&link, "%s/link", top) > 0 &&
+                  asprintf(&deep, "%s/real/d", top) > 0 && asprintf(&via, "%s/link/d", top) > 0 &&
+                  asprintf(&open_dir, "%s/open", top) > 0 && asprintf(&under_open, "%s/open/x", top) > 0 &&
+                  asprintf(&made, "%s/real/new/er", top) > 0);
+        cr_assert_eq(mkdir(real, 0755), 0);
+        cr_assert_eq(mkdir(deep, 0755), 0);
+        cr_assert_eq(symlink(real, link), 0);
+        cr_assert_eq(mkdir(open_dir, 0777), 0);
+        cr_assert_eq(chmod(open_dir, 0777), 0);
+        cr_assert_eq(mkdir(under_open, 0700), 0);
+
+        cr_assert_eq(path_walk(deep, PATH_WALK_TRUSTED, &fd, &w), 0);
+        cr_assert_eq(fstat(fd, &st), 0);
+        cr_assert(S_ISDIR(st.st_mode));
+        close(fd);
+
+        cr_assert_eq(path_walk(via, 0, NULL, &w), -ELOOP);
+        cr_assert_eq(w.failure, PATH_WALK_SYMLINK);
+        cr_assert_str_eq(w.at, link);
+        cr_assert_eq(path_walk(link, 0, NULL, &w), -ELOOP);
+        cr_assert_str_eq(w.at, link);
+
+        /* Not judged without PATH_WALK_TRUSTED; refused with it. */
+        cr_assert_eq(path_walk(under_open, 0, NULL, &w), 0);
+        cr_assert_eq(path_walk(under_open, PATH_WALK_TRUSTED, NULL, &w), -EPERM);
+        cr_assert_eq(w.failure, PATH_WALK_WRITABLE);
+        cr_assert_str_eq(w.at, open_dir);
+        cr_assert_eq(w.mode, 0777);
+        /* /tmp is sticky: fine above, not as the path itself. */
+        cr_assert_eq(path_walk("/tmp", PATH_WALK_TRUSTED, NULL, &w), -EPERM);
+        cr_assert_str_eq(w.at, "/tmp");
+
+        cr_assert_eq(path_walk(made, PATH_WALK_TRUSTED, NULL, &w), -ENOENT);
+        cr_assert_eq(w.failure, PATH_WALK_MISSING);
+        cr_assert_eq(path_walk(made, PATH_WALK_TRUSTED | PATH_WALK_MKDIR, NULL, &w), 0);
+        cr_assert_eq(stat(made, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0700);
+        /* Never creates through a link. */
+        {
+                _cleanup_free_ char *bad = NULL, *target = NULL;
+                cr_assert(asprintf(&bad, "%s/link/viaitself", top) > 0 && asprintf(&target, "%s/real/viaitself", top) > 0);
+                cr_assert_eq(path_walk(bad, PATH_WALK_MKDIR, NULL, &w), -ELOOP);
+                cr_assert_neq(stat(target, &st), 0);
+        }
+
+        cr_assert(asprintf(&cmd, "rm -rf '%s'", top) > 0);
+        cr_assert_eq(system(cmd), 0);
+}
