@@ -11,8 +11,16 @@
 
 const Cidr cidr_reserved_topology = { IP4(10, 137, 54, 0), 23 };
 
-const Cidr cidr_default_deny[3] = {
+/*
+ * RFC 1918 as the source documents say, plus two departures (spec section
+ * 4.5): 100.64.0.0/10 (RFC 6598 shared address space: carrier-grade NAT and
+ * some clouds' internal services) and 169.254.0.0/16 (link-local, where cloud
+ * metadata endpoints such as 169.254.169.254 answer with instance credentials).
+ */
+const Cidr cidr_default_deny[CIDR_N_DEFAULT_DENY] = {
         { IP4(10, 0, 0, 0), 8 },
+        { IP4(100, 64, 0, 0), 10 },
+        { IP4(169, 254, 0, 0), 16 },
         { IP4(172, 16, 0, 0), 12 },
         { IP4(192, 168, 0, 0), 16 },
 };

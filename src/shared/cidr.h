@@ -30,5 +30,10 @@ bool cidr_contains(const Cidr *outer, const Cidr *inner);
 
 /* The fixed Lazaret network topology (slirp4netns network plus canaries). */
 extern const Cidr cidr_reserved_topology;
-/* The RFC 1918 ranges that are denied unless a more specific allow exists. */
-extern const Cidr cidr_default_deny[3];
+/*
+ * The ranges denied unless a more specific allow exists: RFC 1918, shared
+ * address space (100.64.0.0/10) and link-local (169.254.0.0/16), in address
+ * order. Allowing exactly one of them is refused.
+ */
+#define CIDR_N_DEFAULT_DENY 5
+extern const Cidr cidr_default_deny[CIDR_N_DEFAULT_DENY];

@@ -1023,7 +1023,7 @@ static int check_conflicts(Parser *p, const CidrList *allow, const char *allow_p
                         for (size_t j = 0; j < ELEMENTSOF(cidr_default_deny); j++)
                                 if (cidr_equal(&allow->items[i], &cidr_default_deny[j]))
                                         return perr(p, ip, -EEXIST,
-                                                    "\"%s\" is exactly a default-denied private range; allow more specific prefixes inside it instead",
+                                                    "\"%s\" is exactly a default-denied range; allow more specific prefixes inside it instead",
                                                     cidr_to_string(&allow->items[i], b));
                 if (deny)
                         for (size_t j = 0; j < deny->n; j++)
