@@ -93,7 +93,8 @@ static void telling_line(const char *path, const char *needle, char *buf, size_t
  * to a log file in the bundle; the last line of the log, or of stderr for
  * errors before the log is open, is reported on failure.
  */
-static int runsc(const char *verb, char *const *args, bool wait_for_it, pid_t *ret_pid, char *err, size_t errlen) {
+static int runsc(const char *verb, char *const *args, bool wait_for_it, int out_fd, pid_t *ret_pid, char *err,
+                 size_t errlen) {
         char logarg[4096], logpath[4000], errpath[4000], overlay[4200], directfs[32];
         _cleanup_close_ int errfd = -EBADF;
         SpawnOptions o = SPAWN_OPTIONS_INIT;
@@ -129,6 +130,7 @@ static int runsc(const char *verb, char *const *args, bool wait_for_it, pid_t *r
         /* A file, not a pipe: the sandbox keeps what runsc hands it. */
         errfd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
         o.argv = argv;
+        o.stdio[1] = out_fd;
         o.stdio[2] = errfd;
         o.die_with_parent = true;
         r = spawn(&o, &pid, NULL);
@@ -333,6 +335,7 @@ static int parse_argv(int argc, char *argv[]) {
 int main(int argc, char *argv[]) {
         char err[2048];
         pid_t waiter = 0;
+        int wait_pipe[2] = { -EBADF, -EBADF };
         int r, status, pidfd;
 
         if (parse_argv(argc, argv) < 0) {
@@ -356,19 +359,26 @@ int main(int argc, char *argv[]) {
         }
         setup_files_limit();
         r = runsc("create", (char *[]) { (char *) "--bundle", (char *) arg_bundle, (char *) arg_container, NULL },
-                  true, NULL, err, sizeof(err));
+                  true, -EBADF, NULL, err, sizeof(err));
         if (r != 0) {
                 explain_runsc_failure("create", err);
                 return 1;
         }
         if (check_control_socket() < 0)
                 return 1;
-        r = runsc("start", (char *[]) { (char *) arg_container, NULL }, true, NULL, err, sizeof(err));
+        r = runsc("start", (char *[]) { (char *) arg_container, NULL }, true, -EBADF, NULL, err, sizeof(err));
         if (r != 0) {
                 explain_runsc_failure("start", err);
                 return 1;
         }
-        r = runsc("wait", (char *[]) { (char *) arg_container, NULL }, false, &waiter, err, sizeof(err));
+        /* runsc wait prints the container's exit status as JSON; without
+         * it, runsc wait failed: the sandbox's kernel went away. */
+        if (pipe2(wait_pipe, O_CLOEXEC) < 0) {
+                report_failed("cannot create a pipe: %s", strerror(errno));
+                return 1;
+        }
+        r = runsc("wait", (char *[]) { (char *) arg_container, NULL }, false, wait_pipe[1], &waiter, err, sizeof(err));
+        wait_pipe[1] = safe_close(wait_pipe[1]);
         if (r < 0) {
                 report_failed("runsc wait: %s", strerror(-r));
                 return 1;
@@ -410,9 +420,23 @@ int main(int argc, char *argv[]) {
                         return 1;
                 }
                 if (p[1].revents) {
-                        if (waitpid(waiter, &status, 0) == waiter)
-                                send_msg(&(SupervisorMsg) { .type = SUPERVISOR_EXITED,
-                                                            .status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status) });
+                        char out[512];
+                        size_t n = 0;
+                        ssize_t k;
+                        const char *e;
+                        int code;
+
+                        /* The writer has exited: read() ends at EOF. */
+                        while (n < sizeof(out) - 1 && (k = read(wait_pipe[0], out + n, sizeof(out) - 1 - n)) > 0)
+                                n += (size_t) k;
+                        out[n] = 0;
+                        (void) waitpid(waiter, &status, 0);
+                        e = strstr(out, "\"exitStatus\":");
+                        /* Already as a shell reports it: the code, or 128+N. */
+                        if (e && sscanf(e + strlen("\"exitStatus\":"), "%d", &code) == 1 && code >= 0 && code <= 255)
+                                send_msg(&(SupervisorMsg) { .type = SUPERVISOR_EXITED, .status = code });
+                        else
+                                report_failed("the sandbox's kernel (runsc-sandbox) stopped unexpectedly");
                         return 0;
                 }
                 if (p[0].revents) {
