@@ -11,9 +11,11 @@
 #   file the host made (busybox: fails with "Operation not permitted"; GNU);
 #   tar x of an archive the host made holding set-ID entries (busybox tar,
 #   GNU tar xp); install -m 4755 and install -m 2755 -d (GNU).
-# Afterwards `find -perm /6000` over the workspace and the volume finds only
-# what the host itself made, plus the one case the kernel makes: a directory
-# created inside a set-group-ID directory of the host inherits S_ISGID.
+# Both with directfs (the gVisor kernel writes host files) and without it
+# (the gofer does). Afterwards `find -perm /6000` over the workspace and the
+# volume finds only what the host itself made, plus the one case the kernel
+# makes: a directory created inside a set-group-ID directory of the host
+# inherits S_ISGID.
 # Ordinary modes (0755, 0600, 1777, cp -p of a 0750 file) still work inside
 # and are seen on the host, and set-ID bits on the sandbox's own files (its
 # root overlay, /tmp), which are not host files, still work.
@@ -35,8 +37,11 @@ VOL=$HOME/lt-setid-vol
 chmod -R u+rwX "$VOL" 2>/dev/null || true
 rm -rf "$VOL"
 mkdir -p "$VOL"
-printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s",
-  "volumes": [ { "host": "%s", "container": "/vol", "mode": "rw" } ] } } }\n' "$IMG" "$VOL" >"$LT_CONFIG"
+write_config() {
+        printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s", "directfs": %s,
+  "volumes": [ { "host": "%s", "container": "/vol", "mode": "rw" } ] } } }\n' "$IMG" "$1" "$VOL" >"$LT_CONFIG"
+}
+write_config true
 
 # What the host itself makes: a set-user-ID program, a set-group-ID
 # directory (group-shared directories are a normal host setup) and an
@@ -58,10 +63,12 @@ chmod 2755 "$stage/t/sgid" "$stage/t/sgiddir"
 chmod 6755 "$stage/t/sgiddir/both"
 tar -C "$stage" --numeric-owner --owner=0 --group=0 -cf "$LT_WS/evil.tar" t
 rm -rf "$stage"
-tar -tvf "$LT_WS/evil.tar" | grep -q '^-rwsr-xr-x' || lt_fail "the archive holds no set-user-ID entry"
+listing=$(tar -tvf "$LT_WS/evil.tar")
+grep -q '^-rwsr-xr-x' <<<"$listing" || lt_fail "the archive holds no set-user-ID entry: $listing"
 cp "$LT_WS/evil.tar" "$VOL/evil.tar"
 cp -p "$LT_WS/hostsuid" "$VOL/hostsuid"
 
+# A session that stays: every launch of one phase runs in the same sandbox.
 (cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 600) >/dev/null 2>&1 &
 keeper=$!
 on_exit() {
@@ -181,3 +188,28 @@ lt_assert_eq "chmod g+s in the sandbox's /tmp" 2755 \
 no_setid_under "set-ID files of the sandbox's own root" "${XDG_DATA_HOME:-$HOME/.local/share}/lazaret"
 out=$(inside 'echo still; id -u') || lt_fail "the session no longer works"
 lt_assert_eq "the Domain still serves sessions" "still 0" "$(tr '\n' ' ' <<<"$out" | sed 's/ $//')"
+
+# --- the same without directfs: the gofer writes the files ------------------
+kill "$keeper" 2>/dev/null || true
+wait "$keeper" 2>/dev/null || true
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+lt_wait_inactive
+write_config false
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 600) >/dev/null 2>&1 &
+keeper=$!
+for d in /workspace /vol; do
+        inside "cd $d && mkdir nd && echo x >nd/f && chmod 0644 nd/f" || lt_fail "directfs=false: cannot create files in $d"
+        must_refuse "directfs=false: chmod u+s in $d" "$d/nd/f" "chmod u+s $d/nd/f"
+        must_refuse "directfs=false: chmod 2755 on a directory in $d" "$d/nd" "chmod 2755 $d/nd"
+        if out=$(inside "cd $d && cp -p hostsuid nd/copy" 2>&1); then
+                lt_fail "directfs=false: cp -p of a set-user-ID file succeeded in $d"
+        fi
+        grep -q "Operation not permitted" <<<"$out" || lt_fail "directfs=false: cp -p in $d failed, but not with EPERM: $out"
+        inside "cd $d/nd && /usr/bin/tar -xpf ../evil.tar" >/dev/null 2>&1 || true
+        [[ -f ${d/#\/workspace/$LT_WS}/nd/t/suid || $d == /vol ]] || lt_fail "directfs=false: GNU tar extracted nothing"
+done
+[[ -f $VOL/nd/t/suid ]] || lt_fail "directfs=false: GNU tar extracted nothing into /vol"
+found=$(cd "$LT_WS" && find . -path ./hostsgid -prune -o -perm /6000 -print)
+lt_assert_eq "directfs=false: set-ID files in the workspace" "./hostsuid" "$found"
+found=$(cd "$VOL" && find . -perm /6000 -print)
+lt_assert_eq "directfs=false: set-ID files in the volume" "./hostsuid" "$found"
