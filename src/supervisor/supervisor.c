@@ -5,8 +5,9 @@
  * Started by the coordinator as root of a caller-configured user namespace
  * (0 -> the user, 1..65536 -> subordinate IDs), inside the Domain's sandbox
  * scope. In slirp4netns' order it
- *   1. acquires its resources: its own mount namespace, the runsc container
- *      (runsc create, runsc start) and an attached `runsc wait`;
+ *   1. acquires its resources: its own mount namespace, the set-ID filter
+ *      (inherited by runsc and the sandbox), the runsc container (runsc
+ *      create, runsc start) and an attached `runsc wait`;
  *   2. enters its own sandbox: all capabilities dropped (bounding set too),
  *      NO_NEW_PRIVS;
  *   3. loads a libseccomp allowlist;
@@ -40,6 +41,7 @@
 
 #include "cleanup.h"
 #include "macro.h"
+#include "setid-filter.h"
 #include "spawn-util.h"
 #include "supervisor-proto.h"
 
@@ -358,6 +360,13 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         setup_files_limit();
+        /* SR-2: before runsc, so that runsc, its gofer and the gVisor kernel
+         * are all bound by it (filters are inherited and survive exec). */
+        r = setid_filter_load();
+        if (r < 0) {
+                report_failed("cannot load the set-ID seccomp filter: %s", strerror(-r));
+                return 1;
+        }
         r = runsc("create", (char *[]) { (char *) "--bundle", (char *) arg_bundle, (char *) arg_container, NULL },
                   true, -EBADF, NULL, err, sizeof(err));
         if (r != 0) {

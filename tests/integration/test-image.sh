@@ -173,6 +173,17 @@ for want in "directory" "git version" "debian 12" "shell /bin/bash"; do
         [[ $out == *"$want"* ]] || lt_fail "session with the default image: expected '$want' in: $out"
 done
 lt_log "ok: a session in the default image: $(tr '\n' ' ' <<<"$out")"
+# A package install with set-user-ID programs (mount's /usr/bin/mount) works:
+# the set-ID filter (C18) binds host files only, and the image's root is the
+# sandbox's own overlay. Nothing set-ID lands in the workspace it came from.
+debs=("$REPO"/mount_*.deb)
+[[ -f ${debs[0]} ]] || lt_fail "no mount package in $REPO"
+cp "${debs[0]}" "$ws/mount.deb"
+out=$(cd "$ws" && lazaretctl --config "$conf" launch -- /bin/bash -c \
+        'dpkg -i /workspace/mount.deb >/dev/null && stat -c %a /usr/bin/mount' 2>&1) ||
+        lt_fail "dpkg -i of a package with a set-user-ID program failed in the default image: $out"
+lt_assert_eq "mode of /usr/bin/mount after dpkg -i inside" 4755 "$(tail -n 1 <<<"$out")"
+lt_assert_eq "set-ID files in the workspace after dpkg -i" "" "$(find "$ws" -perm /6000)"
 out=$(cd "$ws" && lazaretctl --config "$conf" launch 2>&1 </dev/null) || lt_fail "the default command of the default image failed: $out"
 domain=$(lazaretctl --config "$conf" --workspace "$ws" domain-id)
 for _ in $(seq 1 100); do

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The set-ID filter: a seccomp filter, allow by default, that refuses with
+ * EPERM every host call that would give a file the set-user-ID or
+ * set-group-ID bit (the chmod family, and the mode of calls that create
+ * files). Loaded before runsc starts, it binds runsc, its gofer and the
+ * gVisor kernel, so nothing the sandbox writes on the host carries them.
+ */
+int setid_filter_load(void);
