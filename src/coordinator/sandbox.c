@@ -471,10 +471,14 @@ static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, v
         case SUPERVISOR_FAILED:
                 sandbox_fail(sb, msg->reason);
                 return;
-        case SUPERVISOR_EXITED:
+        case SUPERVISOR_EXITED: {
+                char why[96];
+
                 log_error("The sandbox's init exited with status %d", msg->status);
-                sandbox_ended(sb, "the sandbox's init exited");
+                snprintf(why, sizeof(why), "the sandbox stopped: its init exited with status %d", msg->status);
+                sandbox_ended(sb, why);
                 return;
+        }
         }
 }
 

@@ -23,6 +23,8 @@
 
 /* A closed session whose command does not go is ended this much later. */
 #define SESSION_KILL_USEC (5ULL * 1000 * 1000)
+/* How long an abnormal end waits for news of the sandbox. */
+#define SESSION_SETTLE_USEC (300ULL * 1000)
 
 /* --------------------------------------------------------------- relay */
 
@@ -269,6 +271,7 @@ Session *session_free(Session *s) {
         /* The pidfd source owns the runsc exec client: unref kills it. */
         sd_event_source_disable_unref(s->child_source);
         sd_event_source_disable_unref(s->kill_timer);
+        sd_event_source_disable_unref(s->settle_timer);
         terminal_release(s);
         safe_close(s->pty_master);
         for (int i = 0; i < 3; i++)
@@ -302,6 +305,17 @@ static void maybe_finish(Session *s) {
         s->cb.ended(s, s->exit_status, s->reason, s->userdata);
 }
 
+static int on_settled(sd_event_source *src, uint64_t usec, void *userdata) {
+        Session *s = userdata;
+
+        s->settle_timer = sd_event_source_disable_unref(s->settle_timer);
+        s->exited = true;
+        pty_final_read(s);
+        relay_update(s);
+        maybe_finish(s);
+        return 0;
+}
+
 static int on_child(sd_event_source *src, const siginfo_t *si, void *userdata) {
         Session *s = userdata;
 
@@ -309,11 +323,14 @@ static int on_child(sd_event_source *src, const siginfo_t *si, void *userdata) {
         s->child_source = sd_event_source_disable_unref(s->child_source);
         s->kill_timer = sd_event_source_disable_unref(s->kill_timer);
         s->exit_status = spawn_status_from_siginfo(si->si_code, si->si_status);
-        s->exited = true;
-        pty_final_read(s);
-        relay_update(s);
-        maybe_finish(s);
-        return 0;
+        /* runsc exec ends with 128 or more when the sandbox under it died:
+         * give the supervisor's report a moment to arrive, so that the
+         * session ends with the Domain's reason rather than runsc's words. */
+        if (s->exit_status >= 128 && !s->closing &&
+            sd_event_add_time_relative(s->event, &s->settle_timer, CLOCK_MONOTONIC, SESSION_SETTLE_USEC, 0,
+                                       on_settled, s) >= 0)
+                return 0;
+        return on_settled(NULL, 0, s);
 }
 
 static int on_kill_timer(sd_event_source *src, uint64_t usec, void *userdata) {

@@ -92,6 +92,7 @@ struct Session {
         int exit_status;
         char *reason;
         sd_event_source *kill_timer;
+        sd_event_source *settle_timer;
 };
 
 typedef struct SessionParams {
