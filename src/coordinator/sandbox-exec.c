@@ -189,6 +189,10 @@ static int read_inner_pid(SandboxExec *x) {
         return pid;
 }
 
+bool sandbox_exec_started(SandboxExec *x) {
+        return read_inner_pid(x) > 0;
+}
+
 int sandbox_exec_signal(SandboxExec *x, int sig) {
         char spid[16], ssig[16];
         int inner = read_inner_pid(x);

@@ -27,5 +27,8 @@ int sandbox_exec(const SandboxRuntime *rt, const SandboxExecParams *p, SandboxEx
 SandboxExec *sandbox_exec_free(SandboxExec *x);
 DEFINE_TRIVIAL_CLEANUP_FUNC(SandboxExec *, sandbox_exec_free);
 
+/* Whether the command's process ever started inside (runsc wrote its PID). */
+bool sandbox_exec_started(SandboxExec *x);
+
 /* `runsc kill --pid INNER`: to the command's process inside (not waited for). */
 int sandbox_exec_signal(SandboxExec *x, int sig);

@@ -309,6 +309,14 @@ static int on_settled(sd_event_source *src, uint64_t usec, void *userdata) {
         Session *s = userdata;
 
         s->settle_timer = sd_event_source_disable_unref(s->settle_timer);
+        /* runsc never started the command: say so as a shell would (127). */
+        if (s->exit_status >= 128 && !s->closing && s->exec && !sandbox_exec_started(s->exec)) {
+                free(s->reason);
+                if (asprintf(&s->reason, "%s could not be started in the sandbox (no such program, or not executable)",
+                             s->argv[0]) < 0)
+                        s->reason = NULL;
+                s->exit_status = 127;
+        }
         s->exited = true;
         pty_final_read(s);
         relay_update(s);

@@ -401,6 +401,8 @@ static int on_session_ended(sd_bus_message *m, void *userdata, sd_bus_error *ret
                 return 0;
         if (status < 0 && !isempty(reason))
                 fprintf(stderr, "Session failed: %s\n", reason);
+        else if (!isempty(reason))
+                fprintf(stderr, "%s\n", reason);
         c->exit_status = status < 0 ? 1 : status;
         c->ended = true;
         return sd_event_exit(c->event, 0);

@@ -30,11 +30,12 @@ set -e
 lt_assert_eq "exit status of a command killed by SIGTERM" 143 "$rc"
 
 set +e
-lt_launch -- /no/such/program >/dev/null 2>&1
+lt_launch -- /no/such/program >/dev/null 2>"$HOME/missing.err"
 rc=$?
 set -e
-[[ $rc -ne 0 ]] || lt_fail "a missing program must not exit 0"
-lt_log "ok: missing program exits $rc"
+lt_assert_eq "exit status of a missing program" 127 "$rc"
+grep -q "^/no/such/program could not be started in the sandbox" "$HOME/missing.err" ||
+        lt_fail "a missing program is not reported in one line: $(cat "$HOME/missing.err")"
 
 # Streams that cannot work are refused before anything starts, in one line.
 refused() {   # WHAT EXPECTED-TEXT COMMAND...
