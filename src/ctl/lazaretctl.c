@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <json-c/json.h>
 
@@ -51,6 +52,22 @@ static void print_json(json_object *o) {
 }
 
 /* Loads and validates the configuration, printing the message on failure. */
+/* A configuration others may read should not hold secrets: warn, once per run. */
+static void warn_readable_secrets(const Config *c) {
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ char *list = NULL;
+        struct stat st;
+
+        if (!c->path || stat(c->path, &st) < 0 || (st.st_mode & 0044) == 0)
+                return;
+        if (config_literal_secrets(c, &names) < 0 || !names)
+                return;
+        list = strv_join(names, ", ");
+        fprintf(stderr, "Warning: %s is readable by other users and holds literal values for %s; "
+                "take them from your environment with \"env:NAME\", or: chmod go-r %s\n",
+                c->path, strna(list), c->path);
+}
+
 static int load_config(Config **ret) {
         _cleanup_free_ char *error = NULL;
         int r;
@@ -58,6 +75,8 @@ static int load_config(Config **ret) {
         r = config_load(&arg_host, arg_config, ret, &error);
         if (r < 0)
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
+        else
+                warn_readable_secrets(*ret);
         return r;
 }
 

@@ -1484,3 +1484,38 @@ int config_load(const HostContext *hc, const char *explicit_path, Config **ret, 
 
         return config_parse(text, len, canon, &env, ret, ret_error);
 }
+
+static bool name_looks_secret(const char *name) {
+        static const char *const words[] = {
+                "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY", "API_KEY", "ACCESS_KEY",
+                "PRIVATE_KEY", "CREDENTIAL", "AUTH",
+        };
+        char up[256];
+        size_t i;
+
+        for (i = 0; name[i] && i < sizeof(up) - 1; i++)
+                up[i] = (char) (name[i] >= 'a' && name[i] <= 'z' ? name[i] - 'a' + 'A' : name[i]);
+        up[i] = 0;
+        for (size_t w = 0; w < ELEMENTSOF(words); w++)
+                if (strstr(up, words[w]))
+                        return true;
+        return false;
+}
+
+int config_literal_secrets(const Config *c, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+
+        for (size_t p = 0; p < c->n_profiles; p++)
+                for (size_t e = 0; e < c->profiles[p].n_env; e++) {
+                        const EnvEntry *x = &c->profiles[p].env[e];
+                        _cleanup_free_ char *s = NULL;
+
+                        if (x->from_host || isempty(x->value) || !name_looks_secret(x->name))
+                                continue;
+                        if (asprintf(&s, "%s.%s", c->profiles[p].name, x->name) < 0 || strv_push(&l, s) < 0)
+                                return -ENOMEM;
+                        TAKE_PTR(s);
+                }
+        *ret = TAKE_PTR(l);
+        return 0;
+}

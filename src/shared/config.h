@@ -151,6 +151,13 @@ bool env_name_is_valid(const char *name);
 /* The canonical encoding the fingerprint is computed over (for tests). */
 int config_canonical_json(const Config *c, char **ret);
 
+/*
+ * The names of profile environment entries given as literal values (not
+ * "env:VAR") whose names look like secrets (TOKEN, SECRET, PASSWORD, KEY,
+ * CREDENTIAL, ...), "PROFILE.NAME" each, sorted; an empty list as NULL.
+ */
+int config_literal_secrets(const Config *c, char ***ret);
+
 /* Hex of the fingerprint into buf (SHA256_HEX_LEN + 1 bytes). */
 const char *config_fingerprint_hex(const Config *c, char *buf);
 

@@ -75,3 +75,24 @@ char **strv_copy(char *const *l) {
         }
         return TAKE_PTR(c);
 }
+
+char *strv_join(char *const *l, const char *sep) {
+        size_t n = 1, k = strlen(sep);
+        char *r, *p;
+
+        for (char *const *s = l; s && *s; s++)
+                n += strlen(*s) + k;
+        r = malloc(n);
+        if (!r)
+                return NULL;
+        p = r;
+        for (char *const *s = l; s && *s; s++) {
+                if (s != l) {
+                        memcpy(p, sep, k);
+                        p += k;
+                }
+                p = stpcpy(p, *s);
+        }
+        *p = 0;
+        return r;
+}

@@ -12,5 +12,7 @@ bool strv_contains(const char *const *l, const char *s);
 int strv_push(char ***l, char *value);
 int strv_extend(char ***l, const char *value);
 char **strv_copy(char *const *l);
+/* The strings joined with sep between them; "" for an empty list. */
+char *strv_join(char *const *l, const char *sep);
 
 #define STRV_FOREACH(s, l) for (char **s = (l); s && *s; s++)

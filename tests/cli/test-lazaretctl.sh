@@ -188,6 +188,17 @@ chmod 0666 "$top/cases/1.json"
 out=$("$ctl" --config "$top/cases/1.json" config check 2>&1 >/dev/null)
 if [[ "$out" == *"writable by group or others"* ]]; then ok "a group-writable file is refused"; else bad "group-writable: '$out'"; fi
 
+# --- a configuration others can read, holding literal secrets: a warning ---
+mkdir -p "$top/secrets"
+printf '{ "profiles": { "dev": { "image": "builtin:default", "env": { "GH_TOKEN": "ghp_literal", "API_KEY": "env:API_KEY", "LANG": "C" } } } }\n' >"$top/secrets/c.json"
+chmod 0644 "$top/secrets/c.json"
+out=$(cd "$top/proj" && "$ctl" --config "$top/secrets/c.json" config check 2>&1 >/dev/null)
+want="Warning: $top/secrets/c.json is readable by other users and holds literal values for dev.GH_TOKEN; take them from your environment with \"env:NAME\", or: chmod go-r $top/secrets/c.json"
+if [ "$out" = "$want" ]; then ok "literal secret in a readable configuration: warned"; else bad "secret warning: '$out'"; fi
+chmod 0600 "$top/secrets/c.json"
+out=$(cd "$top/proj" && "$ctl" --config "$top/secrets/c.json" config check 2>&1 >/dev/null)
+if [ -z "$out" ]; then ok "no warning once the file is private"; else bad "warning for a private file: '$out'"; fi
+
 # --- usage ----------------------------------------------------------------
 "$ctl" frobnicate >/dev/null 2>&1; rc=$?
 if [ $rc -eq 2 ]; then ok "unknown verb exits 2"; else bad "unknown verb exit $rc"; fi
