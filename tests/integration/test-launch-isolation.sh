@@ -112,7 +112,13 @@ lt_assert_eq "supervisor CapBnd" 0000000000000000 "$(awk '/^CapBnd:/ { print $2 
 lt_assert_eq "supervisor NoNewPrivs" 1 "$(awk '/^NoNewPrivs:/ { print $2 }' <<<"$sstatus")"
 lt_assert_eq "supervisor Seccomp (2 = filter)" 2 "$(awk '/^Seccomp:/ { print $2 }' <<<"$sstatus")"
 
-# OR-1: a second coordinator for the running Domain refuses to start.
+# OR-1: a second coordinator for the running Domain refuses to start. (It
+# gets a valid launch request, which the answered launch removed, so that it
+# reaches the lock.)
+fp=$(lazaretctl config check --json --workspace "$LT_WS" | jq -r .fingerprint)
+jq -cn --arg c "$LT_CONFIG" --arg f "$fp" '{version: 1, config: $c, fingerprint: $f}' \
+        >"$XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN.launch"
+chmod 0600 "$XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN.launch"
 set +e
 out=$("$LT_PREFIX/libexec/lazaret-coordinator" "$LT_DOMAIN" 2>&1)
 rc=$?
