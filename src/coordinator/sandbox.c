@@ -328,13 +328,13 @@ static void on_recovered(BusJob *j, const char *result, const sd_bus_error *erro
         int r;
 
         sb->job = bus_job_free(sb->job);
-        if (streq(result, "error") || streq(result, "timeout")) {
-                log_error("Stopping %s: %s", sb->scope, error ? error->message : result);
+        /* Only a scope that is gone may be followed by a new generation. */
+        if (!streq(result, "done") && !streq(result, "no-such-unit")) {
+                log_error("Stopping the previous %s ended with \"%s\"%s%s", sb->scope, result,
+                          error ? ": " : "", error ? strempty(error->message) : "");
                 sandbox_fail(sb, "cannot stop the sandbox scope of a previous run (see the log)");
                 return;
         }
-        if (!streq(result, "done") && !streq(result, "no-such-unit"))
-                log_warning("Stopping the previous %s ended with \"%s\"", sb->scope, result);
         /* FR-7: whatever a killed predecessor left is removed before anything new starts. */
         r = rm_rf(sb->runtime_dir);
         if (r < 0 && r != -ENOENT) {
