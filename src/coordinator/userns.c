@@ -34,22 +34,6 @@ struct UsernsChild {
         bool gid_done;
 };
 
-static int child_hook(void *userdata) {
-        char c;
-
-        if (unshare(CLONE_NEWUSER) < 0)
-                return 1;
-        if (write(CHILD_SYNC_FD, "u", 1) != 1)
-                return 1;
-        if (read(CHILD_GO_FD, &c, 1) != 1 || c != 'g')
-                return 1;
-        (void) close(CHILD_SYNC_FD);
-        (void) close(CHILD_GO_FD);
-        if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
-                return 1;
-        return 0;
-}
-
 pid_t userns_child_pid(const UsernsChild *c) {
         return c->pid;
 }
@@ -189,7 +173,8 @@ int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidR
         o.pass_fds = pass;
         o.n_pass_fds = 3;
         o.die_with_parent = true;
-        o.child_hook = child_hook;
+        o.child_hook = userns_child_hook;
+        o.hook_userdata = &(UsernsHook) { .sync_fd = CHILD_SYNC_FD, .go_fd = CHILD_GO_FD };
         r = spawn(&o, &c->pid, &pidfd);
         if (r < 0)
                 return r;

@@ -44,23 +44,6 @@ static void forward_signal(int sig) {
                 (void) kill((pid_t) child_pid, sig);
 }
 
-/* In the child, after spawn() placed the fds: unshare, wait for the maps, become root. */
-static int child_hook(void *userdata) {
-        char c;
-
-        if (unshare(CLONE_NEWUSER) < 0)
-                return 1;
-        if (write(CHILD_SYNC_FD, "u", 1) != 1)
-                return 1;
-        if (read(CHILD_GO_FD, &c, 1) != 1 || c != 'g')
-                return 1;
-        (void) close(CHILD_SYNC_FD);
-        (void) close(CHILD_GO_FD);
-        if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
-                return 1;
-        return 0;
-}
-
 /* CMD as an absolute path: as given when it has a '/', else the first match on $PATH. */
 static int resolve_command(const char *cmd, char **ret) {
         const char *path;
@@ -208,7 +191,8 @@ int verb_unshare(int argc, char *argv[], const Config *config) {
         o.pass_fds = pass;
         o.n_pass_fds = 2;
         o.die_with_parent = true;
-        o.child_hook = child_hook;
+        o.child_hook = userns_child_hook;
+        o.hook_userdata = &(UsernsHook) { .sync_fd = CHILD_SYNC_FD, .go_fd = CHILD_GO_FD };
         /* spawn() wants argv[0] absolute: CMD keeps its own argv[0] through a copy. */
         {
                 _cleanup_free_ char **v = calloc(argc, sizeof(char *));

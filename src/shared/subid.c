@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <unistd.h>
+#include <grp.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -104,4 +107,21 @@ int subid_map_check_pid(pid_t pid, const char *file, uint32_t id, const SubidRan
         if (r < 0)
                 return r;
         return subid_map_check(buf, id, range);
+}
+
+int userns_child_hook(void *userdata) {
+        const UsernsHook *h = userdata;
+        char c;
+
+        if (unshare(CLONE_NEWUSER) < 0)
+                return 1;
+        if (write(h->sync_fd, "u", 1) != 1)
+                return 1;
+        if (read(h->go_fd, &c, 1) != 1 || c != 'g')
+                return 1;
+        (void) close(h->sync_fd);
+        (void) close(h->go_fd);
+        if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
+                return 1;
+        return 0;
 }
