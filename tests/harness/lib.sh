@@ -148,6 +148,22 @@ lt_domain_setup() {
 # lt_domain_cleanup [RC]: the EXIT trap; RC is the script's exit status (default
 # $?). A trap that runs other commands first must save $? and pass it, or a
 # failure would exit 0.
+# lt_use_git_image: after lt_domain_setup, builds (once per user) the busybox
+# test image plus the host's git at ~/lt-image-git, points LT_CONFIG's
+# profile "test" at it and exports LT_GIT_IMAGE. Needs git on the host.
+lt_use_git_image() {
+        local git
+        git=$(command -v git) || lt_skip "git is not installed on the host"
+        LT_GIT_IMAGE=$HOME/lt-image-git
+        (
+                flock 9
+                [[ -e $LT_GIT_IMAGE/index.json ]] ||
+                        LAZARET_TEST_IMAGE_PROGRAMS=$git "$LAZARET_SOURCE_ROOT/tests/harness/make-test-image" "$LT_GIT_IMAGE" >/dev/null
+        ) 9>"$HOME/lt-image-git.lock" || lt_fail "cannot build the test image with git"
+        printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s" } } }\n' "$LT_GIT_IMAGE" >"$LT_CONFIG"
+        export LT_GIT_IMAGE
+}
+
 lt_domain_cleanup() {
         local rc=${1:-$?}
         if ((rc != 0 && rc != 77)); then

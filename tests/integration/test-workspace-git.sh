@@ -15,17 +15,10 @@
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
-GIT=$(command -v git) || lt_skip "git is not installed on the host"
 lt_install
 lt_domain_setup
 
-GIT_IMAGE=$HOME/lt-image-git
-(
-        flock 9
-        [[ -e $GIT_IMAGE/index.json ]] ||
-                LAZARET_TEST_IMAGE_PROGRAMS=$GIT "$LAZARET_SOURCE_ROOT/tests/harness/make-test-image" "$GIT_IMAGE" >/dev/null
-) 9>"$HOME/lt-image-git.lock" || lt_fail "cannot build the test image with git"
-printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s" } } }\n' "$GIT_IMAGE" >"$LT_CONFIG"
+lt_use_git_image
 
 hgit() { git -C "$LT_WS" -c user.name=host -c user.email=host@example.invalid "$@"; }
 inside() { lt_launch -- /bin/env PATH=/usr/bin:/bin HOME=/root /bin/sh -c "$1" </dev/null; }
