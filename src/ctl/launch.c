@@ -649,14 +649,11 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
                 return r;
         }
 
-        r = start_socket_unit(c);
-        if (r < 0)
-                return r;
-
-        /* A Domain that is tearing down answers "stopping": the next
-         * connection waits in the socket's queue for the coordinator that
-         * starts after it. One that finished may have stopped the socket
-         * unit and removed the request: both are done again. Bounded. */
+        /* The socket unit usually listens already (it stays after a Domain
+         * stops): connect first, and start it only when the connection is
+         * refused. A Domain that is tearing down answers "stopping": the
+         * next connection waits in the socket's queue for the coordinator
+         * that starts after it. Bounded. */
         for (unsigned attempt = 0;; attempt++) {
                 bool running = false;
 

@@ -7,7 +7,7 @@
  * scope. In slirp4netns' order it
  *   1. acquires its resources: its own mount namespace, the set-ID filter
  *      (inherited by runsc and the sandbox), the runsc container (runsc
- *      create, runsc start) and an attached `runsc wait`;
+ *      run --detach) and an attached `runsc wait`;
  *   2. enters its own sandbox: all capabilities dropped (bounding set too),
  *      NO_NEW_PRIVS;
  *   3. loads a libseccomp allowlist;
@@ -367,19 +367,18 @@ int main(int argc, char *argv[]) {
                 report_failed("cannot load the set-ID seccomp filter: %s", strerror(-r));
                 return 1;
         }
-        r = runsc("create", (char *[]) { (char *) "--bundle", (char *) arg_bundle, (char *) arg_container, NULL },
+        /* One runsc process creates and starts the container (as `runsc
+         * create` + `runsc start` would, one Go start-up less); returning
+         * is the readiness point. */
+        r = runsc("run", (char *[]) { (char *) "--detach", (char *) "--bundle", (char *) arg_bundle,
+                                      (char *) arg_container, NULL },
                   true, -EBADF, NULL, err, sizeof(err));
         if (r != 0) {
-                explain_runsc_failure("create", err);
+                explain_runsc_failure("run", err);
                 return 1;
         }
         if (check_control_socket() < 0)
                 return 1;
-        r = runsc("start", (char *[]) { (char *) arg_container, NULL }, true, -EBADF, NULL, err, sizeof(err));
-        if (r != 0) {
-                explain_runsc_failure("start", err);
-                return 1;
-        }
         /* runsc wait prints the container's exit status as JSON; without
          * it, runsc wait failed: the sandbox's kernel went away. */
         if (pipe2(wait_pipe, O_CLOEXEC) < 0) {
