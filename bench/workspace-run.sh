@@ -29,6 +29,9 @@ if [[ -d $work/root ]]; then
 fi
 rm -rf "$ws" "$work"
 mkdir -p "$ws/.bench" "$work"
+# Lazaret launches only in a workspace that is a git repository (the Git
+# Sentry); the 20,000-file repository below is one of its own, nested.
+git -C "$ws" init -q
 cp "$here/workspace-load.sh" "$ws/.bench/load.sh"
 t_start=$SECONDS
 
