@@ -50,7 +50,7 @@ int bundle_write(const BundleParams *p, char **ret_error) {
         const Domain *d = p->domain;
         _cleanup_free_ char *json = NULL, *cfg = NULL, *init_src = NULL, *init_dst = NULL, *terminfo = NULL,
                             *error = NULL;
-        _cleanup_free_ char *gitconfig = NULL, *xdggit = NULL;
+        _cleanup_free_ char *gitconfig = NULL, *xdggit = NULL, *probe_src = NULL, *probe_dst = NULL, *resolv = NULL;
         _cleanup_(git_sentry_done) GitSentry git = {};
         _cleanup_free_ OciMount *mounts = NULL;
         ResolvedVolume *vols = NULL;
@@ -74,6 +74,18 @@ int bundle_write(const BundleParams *p, char **ret_error) {
         r = copy_file(getenv("LAZARET_INIT") ?: init_src, init_dst, 0755);
         if (r < 0)
                 return errorf(ret_error, r, "cannot install %s into the sandbox: %s", init_src, strerror(-r));
+        /* The network attestation's probe, and the resolver: the helper's DNS address. */
+        probe_dst = path_join(p->control_dir, "netprobe");
+        probe_src = path_join(LIBEXECDIR, "lazaret-netprobe");
+        resolv = path_join(p->control_dir, "resolv.conf");
+        if (!probe_dst || !probe_src || !resolv)
+                return -ENOMEM;
+        r = copy_file(getenv("LAZARET_NETPROBE") ?: probe_src, probe_dst, 0755);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot install %s into the sandbox: %s", probe_src, strerror(-r));
+        r = write_file(resolv, "# Written by Lazaret: the network helper's DNS forwarder.\nnameserver 10.137.54.3\n", 0644);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot write %s: %s", resolv, strerror(-r));
 
         /* SR-4: the Git Sentry's mounts follow the workspace bind. */
         gitconfig = d->home ? path_join(d->home, ".gitconfig") : NULL;
@@ -93,7 +105,7 @@ int bundle_write(const BundleParams *p, char **ret_error) {
         r = domain_resolve_mounts(d, true, &vols, &n_vols, &error);
         if (r < 0)
                 return errorf(ret_error, r, "%s", error ?: "cannot resolve volumes");
-        mounts = calloc(2 + git.n_mounts + n_vols, sizeof(OciMount));
+        mounts = calloc(3 + git.n_mounts + n_vols, sizeof(OciMount));
         if (!mounts) {
                 resolved_volumes_free(vols, n_vols);
                 return -ENOMEM;
@@ -104,6 +116,8 @@ int bundle_write(const BundleParams *p, char **ret_error) {
         mounts[n++] = (OciMount) { SANDBOX_CONTROL_MOUNT, "bind", p->control_dir, ro };
         for (size_t i = 0; i < n_vols; i++)
                 mounts[n++] = (OciMount) { vols[i].container, "bind", vols[i].host, vols[i].mode == VOLUME_RW ? rw : ro };
+        /* Last, so that it is on top of whatever a volume brings to /etc. */
+        mounts[n++] = (OciMount) { "/etc/resolv.conf", "bind", resolv, ro };
 
         /* Writable, but only through runsc's root overlay, whose upper layer
          * lives in a Domain-owned directory (--overlay2=root:dir=): the
@@ -117,6 +131,7 @@ int bundle_write(const BundleParams *p, char **ret_error) {
                 .cwd = "/",
                 .mounts = mounts,
                 .n_mounts = n,
+                .netns_path = p->netns_path,
                 .tmp_size = d->profile->limits.tmp_size,
                 .rlimits = { .nproc = d->profile->limits.processes, .as = d->profile->limits.address_space },
         };

@@ -15,6 +15,7 @@ typedef struct BundleParams {
         const char *bundle_dir;
         const char *control_dir;
         const char *rootfs;
+        const char *netns_path;         /* the enforcement namespace the supervisor binds there */
         char **env;
 } BundleParams;
 

@@ -134,6 +134,38 @@ static int property_get_sessions(sd_bus *bus, const char *path, const char *inte
         return sd_bus_message_close_container(reply);
 }
 
+/*
+ * The network readiness fingerprint of this generation (spec section 4.5):
+ * its parts, and "Fingerprint", the SHA-256 of them joined by newlines.
+ * Empty until the Domain is published.
+ */
+static int property_get_network(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const SandboxNetwork *n = sandbox_network(m->sandbox);
+        char helper[32], ns[32], fp[SHA256_HEX_LEN + 1];
+        _cleanup_free_ char *joined = NULL;
+        uint8_t digest[SHA256_DIGEST_LEN];
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "{ss}");
+        if (r < 0 || !n)
+                return r < 0 ? r : sd_bus_message_close_container(reply);
+        snprintf(helper, sizeof(helper), "slirp4netns:%d", n->helper_pid);
+        snprintf(ns, sizeof(ns), "net:[%llu]", n->netns);
+        if (asprintf(&joined, "%s\n%s\n%s\n%s\n%s\n%s", m->id, sandbox_id(m->sandbox), m->fingerprint, helper,
+                     n->policy_digest, ns) < 0)
+                return -ENOMEM;
+        sha256_buf(joined, strlen(joined), digest);
+        hexify(digest, sizeof(digest), fp);
+        r = sd_bus_message_append(reply, "{ss}{ss}{ss}{ss}{ss}{ss}{ss}", "DomainId", m->id, "Generation",
+                                  sandbox_id(m->sandbox), "ConfigurationFingerprint", m->fingerprint, "HelperId", helper,
+                                  "PolicyDigest", n->policy_digest, "Namespace", ns, "Fingerprint", fp);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
 /* The profile's limits by their configuration names; UINT64_MAX is "infinity". */
 static int property_get_limits(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -382,6 +414,7 @@ static const sd_bus_vtable domain_vtable[] = {
         SD_BUS_PROPERTY("ConfigurationFingerprint", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Sessions", "a(ssusbt)", property_get_sessions, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Limits", "a{st}", property_get_limits, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("NetworkReadiness", "a{ss}", property_get_network, 0, SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
         SD_BUS_METHOD_WITH_ARGS("OpenSession",
                                 SD_BUS_ARGS("as", argv, "as", environment, "b", terminal, "ah", fds,
                                             "q", rows, "q", cols, "s", fingerprint),

@@ -22,6 +22,7 @@
 #include "fs-util.h"
 #include "image.h"
 #include "log.h"
+#include "net-policy.h"
 #include "path-util.h"
 #include "sandbox.h"
 #include "strv.h"
@@ -63,6 +64,12 @@ struct Sandbox {
         char *control_dir;              /* mounted read-only at /run/lazaret */
         char *sessions_dir;             /* process specs of sessions */
         char *overlay_dir;              /* the root overlay's file store */
+        char *netns_path;               /* the enforcement namespace, bound by the supervisor */
+        char *policy_path;              /* the derived policy's canonical bytes */
+        char *slirp4netns;
+        char policy_digest[SHA256_HEX_LEN + 1];
+        bool network_attested;
+        SandboxNetwork network;
         PreparedImage image;
         SandboxRuntime runtime;
 
@@ -88,6 +95,10 @@ char **sandbox_default_command(const Sandbox *sb) {
         return sb && sb->image.cmd && sb->image.cmd[0] ? sb->image.cmd : NULL;
 }
 
+const SandboxNetwork *sandbox_network(const Sandbox *sb) {
+        return sb && sb->state == SANDBOX_RUNNING ? &sb->network : NULL;
+}
+
 const SandboxRuntime *sandbox_runtime(const Sandbox *sb) {
         return sb && sb->state == SANDBOX_RUNNING ? &sb->runtime : NULL;
 }
@@ -111,6 +122,9 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->control_dir);
         free(sb->sessions_dir);
         free(sb->overlay_dir);
+        free(sb->netns_path);
+        free(sb->policy_path);
+        free(sb->slirp4netns);
         free(sb);
         return NULL;
 }
@@ -149,8 +163,14 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret) {
         sb->control_dir = path_join(p->runtime_dir, "control");
         sb->sessions_dir = path_join(p->runtime_dir, "sessions");
         sb->overlay_dir = path_join(p->domain->domain_dir, "overlay");
-        if (!sb->runtime_dir || !sb->runsc_root || !sb->bundle || !sb->control_dir || !sb->sessions_dir || !sb->overlay_dir)
+        sb->netns_path = path_join(p->runtime_dir, "netns");
+        sb->policy_path = path_join(sb->bundle ?: "", "network-policy");
+        if (!sb->runtime_dir || !sb->runsc_root || !sb->bundle || !sb->control_dir || !sb->sessions_dir || !sb->overlay_dir ||
+            !sb->netns_path || !sb->policy_path)
                 return -ENOMEM;
+        sb->slirp4netns = find_program("slirp4netns");
+        if (!sb->slirp4netns)
+                return log_error_errno(-ENOENT, "slirp4netns is not installed; install the slirp4netns package");
         *ret = TAKE_PTR(sb);
         return 0;
 }
@@ -381,6 +401,31 @@ static int write_control_files(Sandbox *sb, char **ret_why) {
         return 0;
 }
 
+/* The generation's derived policy (spec section 4.5), for the supervisor to install. */
+static int write_policy(Sandbox *sb, char **ret_why) {
+        _cleanup_net_policy_ NetPolicy *policy = NULL;
+        _cleanup_free_ uint8_t *bytes = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        uint8_t digest[SHA256_DIGEST_LEN];
+        size_t len;
+        int r;
+
+        r = net_policy_derive_for_profile(sb->domain->config, sb->domain->profile, &policy);
+        if (r >= 0)
+                r = net_policy_encode(policy, &bytes, &len);
+        if (r < 0)
+                return errorf(ret_why, r, "cannot derive the network policy of profile %s: %s", sb->domain->profile->name,
+                              strerror(-r));
+        sha256_buf(bytes, len, digest);
+        hexify(digest, sizeof(digest), sb->policy_digest);
+        fd = open(sb->policy_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 || write_all(fd, bytes, len) < 0)
+                return errorf(ret_why, fd < 0 ? -errno : -EIO, "cannot write %s", sb->policy_path);
+        log_info("Network policy of profile %s: %zu routes, digest %s", sb->domain->profile->name, policy->n_routes,
+                 sb->policy_digest);
+        return 0;
+}
+
 static void step_bundle(Sandbox *sb) {
         _cleanup_free_ char *why = NULL;
         int r;
@@ -405,10 +450,13 @@ static void step_bundle(Sandbox *sb) {
                                  .bundle_dir = sb->bundle,
                                  .control_dir = sb->control_dir,
                                  .rootfs = sb->image.rootfs,
+                                 .netns_path = sb->netns_path,
                                  .env = sb->image.env,
                          }, &why);
         if (r >= 0)
                 r = write_control_files(sb, &why);
+        if (r >= 0)
+                r = write_policy(sb, &why);
         if (r < 0) {
                 sandbox_fail(sb, why ?: "cannot write the sandbox's bundle");
                 return;
@@ -449,9 +497,31 @@ static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, v
         Sandbox *sb = userdata;
 
         switch (msg->type) {
+        case SUPERVISOR_NETWORK:
+                if (sb->state != SANDBOX_STARTING || sb->network_attested) {
+                        sandbox_fail(sb, "the Runtime Supervisor reported its network out of order");
+                        return;
+                }
+                if (!streq(msg->digest, sb->policy_digest)) {
+                        log_error("Attested policy digest %s, derived %s", msg->digest, sb->policy_digest);
+                        sandbox_fail(sb, "the Runtime Supervisor attested a network policy other than the derived one");
+                        return;
+                }
+                sb->network_attested = true;
+                memcpy(sb->network.policy_digest, msg->digest, sizeof(sb->network.policy_digest));
+                sb->network.helper_pid = msg->helper_pid;
+                sb->network.netns = msg->netns;
+                log_info("Network attested from inside the sandbox: policy %s, slirp4netns pid %d, namespace %llu",
+                         msg->digest, msg->helper_pid, msg->netns);
+                return;
         case SUPERVISOR_READY:
                 if (sb->state != SANDBOX_STARTING) {
                         sandbox_fail(sb, "the Runtime Supervisor reported READY twice");
+                        return;
+                }
+                /* NetworkReadinessBoundToSandbox: no publication without the attestation. */
+                if (!sb->network_attested) {
+                        sandbox_fail(sb, "the Runtime Supervisor reported READY without a network attestation");
                         return;
                 }
                 sb->state = SANDBOX_RUNNING;
@@ -553,7 +623,7 @@ static void on_supervisor_exit(UsernsChild *c, int status, void *userdata) {
 
 static int supervisor_argv(Sandbox *sb, char ***ret) {
         _cleanup_strv_free_ char **argv = NULL;
-        const char *supervisor = getenv("LAZARET_SUPERVISOR");
+        const char *supervisor = getenv("LAZARET_SUPERVISOR"), *fault = getenv("LAZARET_TEST_NETWORK_FAULT");
         _cleanup_free_ char *def = path_join(LIBEXECDIR, "lazaret-supervisor"), *overlay = NULL;
 
         if (!def)
@@ -567,8 +637,18 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
             strv_extend(&argv, "--bundle") < 0 || strv_extend(&argv, sb->bundle) < 0 ||
             strv_extend(&argv, "--container") < 0 || strv_extend(&argv, sb->id) < 0 ||
             strv_extend(&argv, "--overlay") < 0 || strv_extend(&argv, overlay) < 0 ||
-            strv_extend(&argv, sb->domain->profile->directfs ? "--directfs=true" : "--directfs=false") < 0)
+            strv_extend(&argv, sb->domain->profile->directfs ? "--directfs=true" : "--directfs=false") < 0 ||
+            strv_extend(&argv, "--netns") < 0 || strv_extend(&argv, sb->netns_path) < 0 ||
+            strv_extend(&argv, "--slirp4netns") < 0 || strv_extend(&argv, sb->slirp4netns) < 0 ||
+            strv_extend(&argv, "--policy") < 0 || strv_extend(&argv, sb->policy_path) < 0 ||
+            strv_extend(&argv, "--policy-digest") < 0 || strv_extend(&argv, sb->policy_digest) < 0 ||
+            strv_extend(&argv, "--probe") < 0 || strv_extend(&argv, SANDBOX_CONTROL_MOUNT "/netprobe") < 0)
                 return -ENOMEM;
+        /* Test hook: a policy route gVisor does not import. It lives in the
+         * coordinator's environment (the user manager's), which nothing in
+         * the sandbox can reach, and it can only make the attestation fail. */
+        if (fault && (!streq(fault, "deny-on-lo") || strv_extend(&argv, "--test-fault=deny-on-lo") < 0))
+                return streq(fault, "deny-on-lo") ? -ENOMEM : -EINVAL;
         *ret = TAKE_PTR(argv);
         return 0;
 }
@@ -596,7 +676,8 @@ static void step_userns(Sandbox *sb) {
         }
         r = supervisor_argv(sb, &argv);
         if (r < 0) {
-                sandbox_fail(sb, "out of memory");
+                sandbox_fail(sb, r == -EINVAL ? "LAZARET_TEST_NETWORK_FAULT is set to something other than deny-on-lo"
+                                              : "out of memory");
                 return;
         }
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) < 0) {

@@ -5,6 +5,7 @@
 #include <systemd/sd-event.h>
 
 #include "domain.h"
+#include "hash.h"
 #include "cleanup.h"
 
 /*
@@ -54,6 +55,17 @@ typedef struct SandboxRuntime {
         const Limits *limits;           /* the profile's: every session's process gets its rlimits */
 } SandboxRuntime;
 
+/*
+ * The network readiness the supervisor attested for this generation (spec
+ * section 4.5), with what the coordinator derived: valid once the sandbox
+ * is ready, gone with it.
+ */
+typedef struct SandboxNetwork {
+        char policy_digest[SHA256_HEX_LEN + 1];
+        int helper_pid;                 /* slirp4netns, in the supervisor's PID namespace */
+        unsigned long long netns;       /* the enforcement namespace's inode */
+} SandboxNetwork;
+
 int sandbox_new(const SandboxParams *p, Sandbox **ret);
 Sandbox *sandbox_free(Sandbox *sb);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Sandbox *, sandbox_free);
@@ -68,3 +80,5 @@ const char *sandbox_id(const Sandbox *sb);
 char **sandbox_default_command(const Sandbox *sb);
 /* Valid while the sandbox runs. */
 const SandboxRuntime *sandbox_runtime(const Sandbox *sb);
+/* Valid while the sandbox runs. */
+const SandboxNetwork *sandbox_network(const Sandbox *sb);

@@ -52,12 +52,39 @@ static int domain_limits_json(sd_bus *bus, const char *bus_name, json_object **r
         return 0;
 }
 
+/* The network readiness fingerprint and its parts; {} before publication. */
+static int domain_network_json(sd_bus *bus, const char *bus_name, json_object **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_json_ json_object *o = json_object_new_object();
+        int r;
+
+        r = sd_bus_get_property(bus, bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "NetworkReadiness", NULL, &reply,
+                                "a{ss}");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "{ss}");
+        if (r < 0)
+                return r;
+        for (;;) {
+                const char *k, *v;
+
+                r = sd_bus_message_read(reply, "{ss}", &k, &v);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                json_object_object_add(o, k, json_object_new_string(v));
+        }
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
 static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object **ret) {
         static const char *const props[] = { "DomainId", "Profile", "Workspace", "State", "CoordinatorId",
                                              "SandboxId", "ConfigurationFingerprint", NULL };
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        json_object *sessions, *limits;
+        json_object *sessions, *limits, *network;
         int r;
 
         for (size_t i = 0; props[i]; i++) {
@@ -103,6 +130,10 @@ static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object
         if (r < 0)
                 return r;
         json_object_object_add(o, "Limits", limits);
+        r = domain_network_json(bus, bus_name, &network);
+        if (r < 0)
+                return r;
+        json_object_object_add(o, "NetworkReadiness", network);
         *ret = TAKE_PTR(o);
         return 0;
 }
@@ -113,7 +144,7 @@ static const char *jstr(json_object *o, const char *key) {
 }
 
 static void print_domain(json_object *o) {
-        json_object *sessions = NULL, *limits;
+        json_object *sessions = NULL, *limits, *network;
 
         printf("Domain %s\n", jstr(o, "DomainId"));
         printf("  %-16s%s\n", "Profile:", jstr(o, "Profile"));
@@ -139,6 +170,13 @@ static void print_domain(json_object *o) {
                         printf("%s%s=%s", i == 0 ? "" : i % 4 == 0 ? "\n                  " : " ", limit_names[i], b);
                 }
                 printf("\n");
+        }
+        if (json_object_object_get_ex(o, "NetworkReadiness", &network) && json_object_object_length(network) > 0) {
+                printf("  %-16s%s\n", "Network:", jstr(network, "Fingerprint"));
+                printf("    %-14s%s\n", "policy", jstr(network, "PolicyDigest"));
+                printf("    %-14s%s\n", "helper", jstr(network, "HelperId"));
+                printf("    %-14s%s\n", "namespace", jstr(network, "Namespace"));
+                printf("    %-14s%s\n", "generation", jstr(network, "Generation"));
         }
         json_object_object_get_ex(o, "Sessions", &sessions);
         printf("  %-16s%zu\n", "Sessions:", sessions ? json_object_array_length(sessions) : 0);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +24,35 @@ int parse_uint_strict(const char *s, int max, int *ret) {
         *ret = (int) v;
         return 0;
 }
+
+int parse_ull_strict(const char *s, unsigned long long *ret) {
+        unsigned long long v = 0;
+
+        if (!s || !*s)
+                return -EINVAL;
+        if (s[0] == '0' && s[1])
+                return -EINVAL;
+        for (const char *p = s; *p; p++) {
+                if (*p < '0' || *p > '9')
+                        return -EINVAL;
+                if (v > (~0ULL - (unsigned long long) (*p - '0')) / 10)
+                        return -ERANGE;
+                v = v * 10 + (unsigned long long) (*p - '0');
+        }
+        *ret = v;
+        return 0;
+}
+
+static bool digest_valid(const char *s) {
+        size_t n = 0;
+
+        for (; s[n]; n++)
+                if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+                        return false;
+        return n == SUPERVISOR_DIGEST_HEX_LEN;
+}
+
+#define PID_MAX_LIMIT 4194304
 
 static void sanitize_copy(char *dst, size_t dstsize, const char *src) {
         size_t i = 0;
@@ -48,6 +78,11 @@ int supervisor_msg_encode(const SupervisorMsg *msg, char buf[static SUPERVISOR_M
                 if (msg->status < 0 || msg->status > 255)
                         return -EINVAL;
                 n = snprintf(buf, SUPERVISOR_MSG_MAX, "EXITED %d", msg->status);
+                break;
+        case SUPERVISOR_NETWORK:
+                if (!digest_valid(msg->digest) || msg->helper_pid < 1 || msg->helper_pid > PID_MAX_LIMIT || msg->netns == 0)
+                        return -EINVAL;
+                n = snprintf(buf, SUPERVISOR_MSG_MAX, "NETWORK %s %d %llu", msg->digest, msg->helper_pid, msg->netns);
                 break;
         default:
                 return -EINVAL;
@@ -79,6 +114,21 @@ int supervisor_msg_decode(const char *buf, size_t n, SupervisorMsg *ret) {
                 m.type = SUPERVISOR_EXITED;
                 if (parse_uint_strict(arg, 255, &m.status) < 0)
                         return -EBADMSG;
+        } else if ((arg = startswith(s, "NETWORK "))) {
+                const char *sp1 = strchr(arg, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+                char pid[16];
+
+                if (!sp1 || !sp2 || (size_t) (sp1 - arg) != SUPERVISOR_DIGEST_HEX_LEN ||
+                    (size_t) (sp2 - sp1 - 1) >= sizeof(pid))
+                        return -EBADMSG;
+                memcpy(m.digest, arg, SUPERVISOR_DIGEST_HEX_LEN);
+                m.digest[SUPERVISOR_DIGEST_HEX_LEN] = 0;
+                memcpy(pid, sp1 + 1, (size_t) (sp2 - sp1 - 1));
+                pid[sp2 - sp1 - 1] = 0;
+                if (!digest_valid(m.digest) || parse_uint_strict(pid, PID_MAX_LIMIT, &m.helper_pid) < 0 ||
+                    m.helper_pid < 1 || parse_ull_strict(sp2 + 1, &m.netns) < 0 || m.netns == 0)
+                        return -EBADMSG;
+                m.type = SUPERVISOR_NETWORK;
         } else
                 return -EBADMSG;
         *ret = m;

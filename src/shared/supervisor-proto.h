@@ -10,6 +10,13 @@
  *   READY                 the container runs; the supervisor is confined
  *   FAILED <reason>       start-up failed; reason is one printable line
  *   EXITED <status>       the container's init ended (0..255; 128+N: signal N)
+ *   NETWORK <digest> <helper-pid> <netns>
+ *                         the network was attested from inside the sandbox
+ *                         (sent once, before READY): digest is the installed
+ *                         policy's SHA-256 (64 lowercase hex digits),
+ *                         helper-pid slirp4netns' PID in the supervisor's PID
+ *                         namespace (1..4194304), netns the enforcement
+ *                         namespace's inode number (decimal, non-zero)
  *
  * Nothing else is valid: unknown words, missing or extra arguments, bytes
  * outside printable ASCII, a status that is not a plain decimal number in
@@ -23,11 +30,17 @@ typedef enum SupervisorMsgType {
         SUPERVISOR_READY,
         SUPERVISOR_FAILED,
         SUPERVISOR_EXITED,
+        SUPERVISOR_NETWORK,
 } SupervisorMsgType;
+
+#define SUPERVISOR_DIGEST_HEX_LEN 64
 
 typedef struct SupervisorMsg {
         SupervisorMsgType type;
         int status;                             /* EXITED */
+        char digest[SUPERVISOR_DIGEST_HEX_LEN + 1]; /* NETWORK */
+        int helper_pid;                         /* NETWORK */
+        unsigned long long netns;               /* NETWORK */
         char reason[SUPERVISOR_REASON_MAX + 1]; /* FAILED */
 } SupervisorMsg;
 
@@ -40,6 +53,9 @@ int supervisor_msg_encode(const SupervisorMsg *msg, char buf[static SUPERVISOR_M
 
 /* Decodes one datagram of n bytes; -EBADMSG for anything not in the grammar. */
 int supervisor_msg_decode(const char *buf, size_t n, SupervisorMsg *ret);
+
+/* Parses a non-negative decimal unsigned long long the same way; -EINVAL/-ERANGE. */
+int parse_ull_strict(const char *s, unsigned long long *ret);
 
 /* Parses a non-negative decimal int with no sign, spaces or leading zeros; -EINVAL/-ERANGE. */
 int parse_uint_strict(const char *s, int max, int *ret);

@@ -206,6 +206,22 @@ int netlink_link_set_up(Netlink *nl, int ifindex) {
         return link_message(nl, RTM_NEWLINK, ifindex, IFF_UP, IFF_UP);
 }
 
+int netlink_link_set_mtu(Netlink *nl, int ifindex, uint32_t mtu) {
+        uint8_t buf[NL_REQUEST_SIZE];
+        struct nlmsghdr *nlh;
+        struct ifinfomsg *ifm;
+
+        if (ifindex <= 0)
+                return -ENODEV;
+        nlh = mnl_nlmsg_put_header(buf);
+        nlh->nlmsg_type = RTM_NEWLINK;
+        ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+        ifm->ifi_family = AF_UNSPEC;
+        ifm->ifi_index = ifindex;
+        mnl_attr_put_u32(nlh, IFLA_MTU, mtu);
+        return request(nl, nlh);
+}
+
 int netlink_address_add(Netlink *nl, int ifindex, const Cidr *address, bool no_prefix_route) {
         uint8_t buf[NL_REQUEST_SIZE];
         struct nlmsghdr *nlh;

@@ -32,6 +32,7 @@ int netlink_link_index(Netlink *nl, const char *name);
 int netlink_veth_create(Netlink *nl, const char *name, const char *peer, int peer_netns_fd);
 int netlink_link_delete(Netlink *nl, int ifindex);
 int netlink_link_set_up(Netlink *nl, int ifindex);
+int netlink_link_set_mtu(Netlink *nl, int ifindex, uint32_t mtu);
 
 /* Adds address/prefixlen to a link; with no_prefix_route the kernel adds no connected route. */
 int netlink_address_add(Netlink *nl, int ifindex, const Cidr *address, bool no_prefix_route);

@@ -5,9 +5,8 @@
  * Started by the coordinator as root of a caller-configured user namespace
  * (0 -> the user, 1..65536 -> subordinate IDs), inside the Domain's sandbox
  * scope. In slirp4netns' order it
- *   1. acquires its resources: its own mount namespace, the set-ID filter
- *      (inherited by runsc and the sandbox), the runsc container (runsc
- *      run --detach) and an attached `runsc wait`;
+ *   1. acquires its resources: its own mount namespace, the runsc container
+ *      (runsc create, runsc start) and an attached `runsc wait`;
  *   2. enters its own sandbox: all capabilities dropped (bounding set too),
  *      NO_NEW_PRIVS;
  *   3. loads a libseccomp allowlist;
@@ -43,10 +42,13 @@
 #include "macro.h"
 #include "setid-filter.h"
 #include "spawn-util.h"
+#include "supervisor-net.h"
 #include "supervisor-proto.h"
 
 static int arg_control_fd = -EBADF;
 static const char *arg_runsc, *arg_root, *arg_bundle, *arg_container, *arg_overlay;
+static const char *arg_netns, *arg_slirp, *arg_policy, *arg_policy_digest, *arg_probe;
+static bool arg_fault_deny_on_lo;
 static bool arg_directfs = true;
 static char dcache_arg[64];
 
@@ -117,7 +119,7 @@ static int runsc(const char *verb, char *const *args, bool wait_for_it, int out_
         argv[k++] = (char *) arg_root;
         argv[k++] = logarg;
         argv[k++] = (char *) "--platform=systrap";
-        argv[k++] = (char *) "--network=none";
+        argv[k++] = (char *) "--network=sandbox";
         argv[k++] = (char *) "--ignore-cgroups";
         argv[k++] = (char *) "--file-access-mounts=shared";
         argv[k++] = overlay;
@@ -292,6 +294,12 @@ static int parse_argv(int argc, char *argv[]) {
                 { "container",  required_argument, NULL, 'c' },
                 { "overlay",    required_argument, NULL, 'o' },
                 { "directfs",   required_argument, NULL, 'd' },
+                { "netns",      required_argument, NULL, 'n' },
+                { "slirp4netns", required_argument, NULL, 's' },
+                { "policy",     required_argument, NULL, 'p' },
+                { "policy-digest", required_argument, NULL, 'g' },
+                { "probe",      required_argument, NULL, 'P' },
+                { "test-fault", required_argument, NULL, 'F' },
                 {}
         };
         int c;
@@ -325,9 +333,33 @@ static int parse_argv(int argc, char *argv[]) {
                         else
                                 return -EINVAL;
                         break;
+                case 'n':
+                        arg_netns = optarg;
+                        break;
+                case 's':
+                        arg_slirp = optarg;
+                        break;
+                case 'p':
+                        arg_policy = optarg;
+                        break;
+                case 'g':
+                        arg_policy_digest = optarg;
+                        break;
+                case 'P':
+                        arg_probe = optarg;
+                        break;
+                case 'F':
+                        /* Only the coordinator's environment reaches this (see sandbox.c). */
+                        if (!streq(optarg, "deny-on-lo"))
+                                return -EINVAL;
+                        arg_fault_deny_on_lo = true;
+                        break;
                 default:
                         return -EINVAL;
                 }
+        if (!arg_netns || !arg_slirp || !arg_policy || !arg_policy_digest || !arg_probe || arg_netns[0] != '/' ||
+            arg_slirp[0] != '/' || arg_probe[0] != '/')
+                return -EINVAL;
         if (optind != argc || arg_control_fd < 3 || !arg_runsc || !arg_root || !arg_bundle || !arg_container ||
             !arg_overlay || arg_runsc[0] != '/' || !startswith(arg_overlay, "root:dir=/"))
                 return -EINVAL;
@@ -335,10 +367,12 @@ static int parse_argv(int argc, char *argv[]) {
 }
 
 int main(int argc, char *argv[]) {
-        char err[2048];
+        char err[2048], report_path[4096], *report = NULL;
+        SupNet net = SUPNET_INIT;
         pid_t waiter = 0;
         int wait_pipe[2] = { -EBADF, -EBADF };
         int r, status, pidfd;
+        size_t len = 0;
 
         if (parse_argv(argc, argv) < 0) {
                 fprintf(stderr, "lazaret-supervisor is started by lazaret-coordinator only.\n");
@@ -367,6 +401,21 @@ int main(int argc, char *argv[]) {
                 report_failed("cannot load the set-ID seccomp filter: %s", strerror(-r));
                 return 1;
         }
+
+        /* The network: namespace, helper, links, policy read back in Linux. */
+        r = supnet_prepare(&net, &(SupNetParams) {
+                                   .netns_path = arg_netns,
+                                   .slirp4netns = arg_slirp,
+                                   .policy_path = arg_policy,
+                                   .policy_digest = arg_policy_digest,
+                                   .generation = arg_container,
+                                   .fault_deny_on_lo = arg_fault_deny_on_lo,
+                           }, err, sizeof(err));
+        if (r < 0) {
+                report_failed("%s", err);
+                return 1;
+        }
+
         /* One runsc process creates and starts the container (as `runsc
          * create` + `runsc start` would, one Go start-up less); returning
          * is the readiness point. */
@@ -392,6 +441,41 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
 
+        /* The attestation, from inside gVisor's own network stack. */
+        snprintf(report_path, sizeof(report_path), "%s/netprobe.out", arg_bundle);
+        {
+                char port[16];
+                _cleanup_close_ int out = open(report_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+                snprintf(port, sizeof(port), "%d", net.port);
+                r = out < 0 ? -errno
+                            : runsc("exec", (char *[]) { (char *) arg_container, (char *) arg_probe, (char *) "10.137.55.2",
+                                                         (char *) "10.137.55.3", port, NULL },
+                                    true, out, NULL, err, sizeof(err));
+        }
+        if (r != 0) {
+                report_failed("network attestation failed: the probe could not run in the sandbox: %s", *err ? err : "runsc exec failed");
+                return 1;
+        }
+        {
+                _cleanup_fclose_ FILE *f = fopen(report_path, "re");
+                if (!f || getdelim(&report, &len, 0, f) < 0) {
+                        report_failed("network attestation failed: no report from the probe");
+                        return 1;
+                }
+        }
+        r = supnet_judge(&net, report, err, sizeof(err));
+        free(report);
+        if (r < 0) {
+                report_failed("%s", err);
+                return 1;
+        }
+        r = supnet_teardown_canary(&net, err, sizeof(err));
+        if (r < 0) {
+                report_failed("%s", err);
+                return 1;
+        }
+
         /* Watched through a pidfd: no polling with timeouts. */
         pidfd = (int) syscall(SYS_pidfd_open, waiter, 0);
         if (pidfd < 0) {
@@ -399,7 +483,10 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
 
-        /* 2. and 3. */
+        /* 2. and 3.: the namespaces' fds go, then every capability, network
+         * administration included, for good (SR-5). slirp4netns' pidfd and
+         * exit pipe stay: they are how its end is seen and caused. */
+        supnet_done(&net);
         r = drop_privileges();
         if (r < 0) {
                 report_failed("cannot drop privileges: %s", strerror(-r));
@@ -411,20 +498,35 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
 
-        /* 4. */
+        /* 4. The network first, then readiness. */
+        {
+                SupervisorMsg m = { .type = SUPERVISOR_NETWORK, .helper_pid = (int) net.slirp_pid, .netns = net.netns_ino };
+                memcpy(m.digest, net.digest_hex, sizeof(m.digest));
+                send_msg(&m);
+        }
         send_msg(&(SupervisorMsg) { .type = SUPERVISOR_READY });
 
         for (;;) {
-                struct pollfd p[2] = {
+                struct pollfd p[3] = {
                         { .fd = arg_control_fd, .events = POLLIN },
                         { .fd = pidfd, .events = POLLIN },
+                        { .fd = net.slirp_pidfd, .events = POLLIN },
                 };
                 char buf[64];
 
-                r = poll(p, 2, -1);
+                r = poll(p, 3, -1);
                 if (r < 0) {
                         if (errno == EINTR)
                                 continue;
+                        return 1;
+                }
+                if (p[2].revents) {
+                        siginfo_t si = {};
+                        (void) waitid(P_PIDFD, (id_t) net.slirp_pidfd, &si, WEXITED | WNOHANG);
+                        report_failed("the network helper slirp4netns (pid %d) %s %d: network readiness withdrawn; "
+                                      "the sandbox cannot get its network back and is stopped",
+                                      (int) net.slirp_pid, si.si_code == CLD_EXITED ? "exited with status" : "was killed by signal",
+                                      si.si_status);
                         return 1;
                 }
                 if (p[1].revents) {

@@ -88,3 +88,64 @@ Test(supervisor_proto, parse_uint_strict) {
         cr_assert_eq(parse_uint_strict("03", 10, &v), -EINVAL);
         cr_assert_eq(parse_uint_strict("3a", 10, &v), -EINVAL);
 }
+
+#define D64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+Test(supervisor_proto, network_round_trip) {
+        char buf[SUPERVISOR_MSG_MAX];
+        SupervisorMsg in = { .type = SUPERVISOR_NETWORK, .digest = D64, .helper_pid = 4194304, .netns = 4026532281ULL }, out;
+        int n;
+
+        n = supervisor_msg_encode(&in, buf);
+        cr_assert_gt(n, 0);
+        buf[n] = 0;
+        cr_assert_str_eq(buf, "NETWORK " D64 " 4194304 4026532281");
+        cr_assert_eq(supervisor_msg_decode(buf, (size_t) n, &out), 0);
+        cr_assert_eq(out.type, SUPERVISOR_NETWORK);
+        cr_assert_str_eq(out.digest, D64);
+        cr_assert_eq(out.helper_pid, 4194304);
+        cr_assert_eq(out.netns, 4026532281ULL);
+
+        cr_assert_eq(decode("NETWORK " D64 " 1 18446744073709551615", &out), 0);
+        cr_assert_eq(out.netns, 18446744073709551615ULL);
+
+        /* Nothing invalid is encoded. */
+        in.helper_pid = 0;
+        cr_assert_eq(supervisor_msg_encode(&in, buf), -EINVAL);
+        in.helper_pid = 7;
+        in.netns = 0;
+        cr_assert_eq(supervisor_msg_encode(&in, buf), -EINVAL);
+        in.netns = 9;
+        in.digest[3] = 'A';
+        cr_assert_eq(supervisor_msg_encode(&in, buf), -EINVAL);
+        in.digest[3] = 0;
+        cr_assert_eq(supervisor_msg_encode(&in, buf), -EINVAL);
+}
+
+Test(supervisor_proto, network_refuses_what_is_not_in_the_grammar) {
+        static const char *const bad[] = {
+                "NETWORK", "NETWORK ", "NETWORK " D64, "NETWORK " D64 " 1", "NETWORK " D64 " 1 ",
+                "NETWORK " D64 " 1 2 3", "NETWORK " D64 "  1 2", "NETWORK " D64 " 0 2", "NETWORK " D64 " 1 0",
+                "NETWORK " D64 " 01 2", "NETWORK " D64 " 1 02", "NETWORK " D64 " -1 2", "NETWORK " D64 " 1 -2",
+                "NETWORK " D64 " 4194305 2", "NETWORK " D64 " 1 18446744073709551616", "NETWORK " D64 " 1 0x2",
+                "NETWORK " D64 "0 1 2", "NETWORK 0123 1 2",
+                "NETWORK 0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef 1 2",
+                "NETWORK 0123456789abcdeg0123456789abcdef0123456789abcdef0123456789abcdef 1 2",
+                "network " D64 " 1 2",
+        };
+        SupervisorMsg m;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                cr_expect_eq(decode(bad[i], &m), -EBADMSG, "accepted \"%s\"", bad[i]);
+}
+
+Test(supervisor_proto, parse_ull_strict) {
+        unsigned long long v;
+
+        cr_assert_eq(parse_ull_strict("18446744073709551615", &v), 0);
+        cr_assert_eq(v, 18446744073709551615ULL);
+        cr_assert_eq(parse_ull_strict("18446744073709551616", &v), -ERANGE);
+        cr_assert_eq(parse_ull_strict("00", &v), -EINVAL);
+        cr_assert_eq(parse_ull_strict("", &v), -EINVAL);
+        cr_assert_eq(parse_ull_strict("1 ", &v), -EINVAL);
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * lazaret-netprobe ALLOWED DENIED PORT: the network attestation's probe,
+ * run by the Runtime Supervisor inside the sandbox (runsc exec) before the
+ * Domain is published. Static, product-owned, bind-mounted read-only from
+ * the control directory. It reports what the sandbox's own network stack
+ * (gVisor's netstack) does and holds, one fact per line on stdout, and
+ * judges nothing itself; the supervisor compares:
+ *
+ *   allowed <challenge>           the allowed canary answered this line
+ *   allowed-failed <error>        it did not
+ *   denied reached <challenge>    the denied canary answered (a hole)
+ *   denied unreachable <error>    it did not
+ *   route <iface> <dst> <gw> <flags> <mask> <metric>
+ *                                 one line of /proc/net/route (hex as there)
+ *   ipv6 <line>                   a line of /proc/net/if_inet6 or ipv6_route
+ *   end
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Connects and reads one line, within timeout_ms in all; 0 or -errno. */
+static int fetch_line(const char *addr, int port, int timeout_ms, char *buf, size_t size) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short) port) };
+        struct pollfd p;
+        size_t n = 0;
+        int fd, r, err = 0;
+        socklen_t len = sizeof(err);
+
+        if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
+                return -EINVAL;
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
+                r = -errno;
+                goto out;
+        }
+        p = (struct pollfd) { .fd = fd, .events = POLLOUT };
+        r = poll(&p, 1, timeout_ms);
+        if (r == 0) {
+                r = -ETIMEDOUT;
+                goto out;
+        }
+        if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != 0) {
+                r = err ? -err : -errno;
+                goto out;
+        }
+        while (n < size - 1) {
+                ssize_t k;
+
+                p = (struct pollfd) { .fd = fd, .events = POLLIN };
+                r = poll(&p, 1, timeout_ms);
+                if (r <= 0) {
+                        r = r == 0 ? -ETIMEDOUT : -errno;
+                        goto out;
+                }
+                k = read(fd, buf + n, size - 1 - n);
+                if (k < 0) {
+                        r = -errno;
+                        goto out;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+                if (memchr(buf, '\n', n))
+                        break;
+        }
+        buf[n] = 0;
+        buf[strcspn(buf, "\r\n")] = 0;
+        r = 0;
+out:
+        close(fd);
+        return r;
+}
+
+static void dump_lines(const char *path, const char *prefix, int skip) {
+        FILE *f = fopen(path, "re");
+        char line[512];
+
+        while (f && fgets(line, sizeof(line), f)) {
+                if (skip > 0) {
+                        skip--;
+                        continue;
+                }
+                line[strcspn(line, "\n")] = 0;
+                if (line[strspn(line, " \t")])
+                        printf("%s %s\n", prefix, line);
+        }
+        if (f)
+                fclose(f);
+}
+
+static void dump_routes(void) {
+        FILE *f = fopen("/proc/net/route", "re");
+        char line[512], iface[32], dst[16], gw[16], flags[16], mask[16];
+        int refcnt, use, metric;
+
+        if (!f) {
+                printf("route-error %s\n", strerror(errno));
+                return;
+        }
+        if (!fgets(line, sizeof(line), f)) {
+                fclose(f);
+                return;
+        }
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "%31s %15s %15s %15s %d %d %d %15s", iface, dst, gw, flags, &refcnt, &use, &metric, mask) == 8)
+                        printf("route %s %s %s %s %s %d\n", iface, dst, gw, flags, mask, metric);
+        fclose(f);
+}
+
+int main(int argc, char *argv[]) {
+        char buf[256];
+        int port, r;
+
+        if (argc != 4 || (port = atoi(argv[3])) <= 0 || port > 65535) {
+                fprintf(stderr, "usage: lazaret-netprobe ALLOWED DENIED PORT\n");
+                return 2;
+        }
+        r = fetch_line(argv[1], port, 5000, buf, sizeof(buf));
+        if (r == 0)
+                printf("allowed %s\n", buf);
+        else
+                printf("allowed-failed %s\n", strerror(-r));
+        r = fetch_line(argv[2], port, 2000, buf, sizeof(buf));
+        if (r == 0)
+                printf("denied reached %s\n", buf);
+        else
+                printf("denied unreachable %s\n", strerror(-r));
+        dump_routes();
+        dump_lines("/proc/net/if_inet6", "ipv6", 0);
+        dump_lines("/proc/net/ipv6_route", "ipv6", 0);
+        printf("end\n");
+        return fflush(stdout) == 0 ? 0 : 1;
+}

@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "macro.h"
+#include "netlink-routes.h"
+#include "spawn-util.h"
+#include "supervisor-net.h"
+
+#define CANARY_PEER "canary1"
+#define DENY_PEER "sink"
+#define SLIRP_MTU 65520u
+
+static int fail(char *err, size_t errlen, int r, const char *fmt, ...) _printf_(4, 5);
+static int fail(char *err, size_t errlen, int r, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+        return r < 0 ? r : -EIO;
+}
+
+static void ip_string(uint32_t h, char buf[static 16]) {
+        snprintf(buf, 16, "%u.%u.%u.%u", h >> 24, (h >> 16) & 255, (h >> 8) & 255, h & 255);
+}
+
+/*
+ * A new network namespace, as an fd, made by a short-lived child: nobody can
+ * enter the namespace we started in again (the user namespace owning it is
+ * not ours), so we never leave it that way. With disable_ipv6 the child turns
+ * IPv6 off in it before anything else exists there.
+ */
+static int new_netns(bool disable_ipv6, int *ret) {
+        int sync[2], fd = -1, r = 0;
+        char path[64], c = 0;
+        pid_t pid;
+
+        if (pipe2(sync, O_CLOEXEC) < 0)
+                return -errno;
+        pid = fork();
+        if (pid < 0) {
+                r = -errno;
+                close(sync[0]);
+                close(sync[1]);
+                return r;
+        }
+        if (pid == 0) {
+                close(sync[0]);
+                if (unshare(CLONE_NEWNET) < 0)
+                        _exit(1);
+                if (disable_ipv6 && netlink_disable_ipv6() < 0)
+                        _exit(2);
+                if (write(sync[1], "n", 1) != 1)
+                        _exit(3);
+                /* Held until the parent has its fd: it kills us then. */
+                for (;;)
+                        pause();
+        }
+        close(sync[1]);
+        if (read(sync[0], &c, 1) != 1 || c != 'n')
+                r = -EPERM;
+        close(sync[0]);
+        if (r >= 0) {
+                snprintf(path, sizeof(path), "/proc/%d/ns/net", (int) pid);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        r = -errno;
+        }
+        (void) kill(pid, SIGKILL);
+        (void) waitpid(pid, NULL, 0);
+        if (r < 0)
+                return r;
+        *ret = fd;
+        return 0;
+}
+
+static int read_file(const char *path, uint8_t **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t n = 0, size = 0;
+        ssize_t k;
+
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                if (n == size) {
+                        uint8_t *b;
+                        if (size >= 4u << 20)
+                                return -EFBIG;
+                        size = size ? size * 2 : 65536;
+                        b = realloc(buf, size);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                }
+                k = read(fd, buf + n, size - n);
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        *ret = TAKE_PTR(buf);
+        *ret_len = n;
+        return 0;
+}
+
+static int start_slirp(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
+        int ready[2] = { -1, -1 }, exitp[2] = { -1, -1 }, r;
+        char c = 0;
+        ssize_t k;
+        struct pollfd pf;
+
+        if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(exitp, O_CLOEXEC) < 0)
+                return fail(err, errlen, -errno, "cannot create pipes for slirp4netns: %s", strerror(errno));
+        char *argv[] = {
+                (char *) p->slirp4netns, (char *) "--mtu=65520", (char *) "--disable-host-loopback",
+                (char *) "--cidr", (char *) NET_SLIRP_CIDR, (char *) "--enable-sandbox", (char *) "--enable-seccomp",
+                (char *) "--ready-fd=3", (char *) "--exit-fd=4", (char *) "--netns-type=path",
+                (char *) p->netns_path, (char *) net_links[NET_LINK_TAP].name, NULL,
+        };
+        int pass[] = { ready[1], exitp[0] };
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+
+        o.argv = argv;
+        o.pass_fds = pass;
+        o.n_pass_fds = ELEMENTSOF(pass);
+        o.die_with_parent = true;
+        r = spawn(&o, &n->slirp_pid, &n->slirp_pidfd);
+        close(ready[1]);
+        close(exitp[0]);
+        n->slirp_exit_fd = exitp[1];
+        if (r < 0) {
+                close(ready[0]);
+                return fail(err, errlen, r, "cannot start %s: %s", p->slirp4netns, strerror(-r));
+        }
+        /* "1" on --ready-fd once tap0 exists; EOF if it died. */
+        pf = (struct pollfd) { .fd = ready[0], .events = POLLIN };
+        r = poll(&pf, 1, 10000);
+        k = r > 0 ? read(ready[0], &c, 1) : -1;
+        close(ready[0]);
+        if (k != 1 || c != '1')
+                return fail(err, errlen, -EIO, "the connectivity helper %s did not become ready%s", p->slirp4netns,
+                            r == 0 ? " within 10 s" : " (it exited; does /dev/net/tun exist and may this user open it?)");
+        return 0;
+}
+
+static void responder(int fd2, int fd3, const char *challenge) {
+        char line[96];
+        size_t len = (size_t) snprintf(line, sizeof(line), "%s\n", challenge);
+
+        for (;;) {
+                struct pollfd p[2] = { { .fd = fd2, .events = POLLIN }, { .fd = fd3, .events = POLLIN } };
+
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        _exit(1);
+                }
+                for (int i = 0; i < 2; i++)
+                        if (p[i].revents) {
+                                int c = accept4(p[i].fd, NULL, NULL, SOCK_CLOEXEC);
+                                if (c >= 0) {
+                                        (void) !write(c, line, len);
+                                        close(c);
+                                }
+                        }
+        }
+}
+
+static int listen_on(uint32_t addr, int port) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t) port), .sin_addr.s_addr = htonl(addr) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+        if (fd < 0)
+                return -errno;
+        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, 8) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/*
+ * The product-owned canary endpoints: a child in its own network namespace
+ * (the canary peer) configures its end of the veth, listens on both canaries
+ * and answers each connection with this generation's challenge.
+ */
+static int canary_child(int to_parent, int from_parent, const SupNet *n) {
+        _cleanup_netlink_ Netlink *nl = NULL;
+        int r, lo, idx, fd2, fd3;
+        char c;
+
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || unshare(CLONE_NEWNET) < 0 || netlink_disable_ipv6() < 0)
+                return 1;
+        if (write(to_parent, "n", 1) != 1 || read(from_parent, &c, 1) != 1 || c != 'l')
+                return 1;
+        r = netlink_open(&nl);
+        if (r >= 0)
+                r = lo = netlink_link_index(nl, "lo");
+        if (r >= 0)
+                r = netlink_link_set_up(nl, lo);
+        if (r >= 0)
+                r = idx = netlink_link_index(nl, CANARY_PEER);
+        if (r >= 0)
+                r = netlink_address_add(nl, idx, &(Cidr) { NET_CANARY_ALLOWED, 29 }, false);
+        if (r >= 0)
+                r = netlink_address_add(nl, idx, &(Cidr) { NET_CANARY_DENIED, 29 }, false);
+        if (r >= 0)
+                r = netlink_link_set_up(nl, idx);
+        if (r < 0)
+                return 1;
+        fd2 = listen_on(NET_CANARY_ALLOWED, n->port);
+        fd3 = listen_on(NET_CANARY_DENIED, n->port);
+        if (fd2 < 0 || fd3 < 0 || write(to_parent, "s", 1) != 1)
+                return 1;
+        close(to_parent);
+        close(from_parent);
+        responder(fd2, fd3, n->challenge);
+        return 0;
+}
+
+static int start_canary(SupNet *n, Netlink *nl, char *err, size_t errlen) {
+        int up[2], down[2], r, idx;
+        char path[64], c = 0;
+        pid_t pid;
+
+        if (pipe2(up, O_CLOEXEC) < 0 || pipe2(down, O_CLOEXEC) < 0)
+                return fail(err, errlen, -errno, "pipe: %s", strerror(errno));
+        pid = fork();
+        if (pid < 0)
+                return fail(err, errlen, -errno, "cannot start the canary responder: %s", strerror(errno));
+        if (pid == 0) {
+                close(up[0]);
+                close(down[1]);
+                _exit(canary_child(up[1], down[0], n));
+        }
+        n->responder_pid = pid;
+        close(up[1]);
+        close(down[0]);
+        r = read(up[0], &c, 1) == 1 && c == 'n' ? 0 : -EPERM;
+        if (r >= 0) {
+                snprintf(path, sizeof(path), "/proc/%d/ns/net", (int) pid);
+                n->canary_fd = open(path, O_RDONLY | O_CLOEXEC);
+                r = n->canary_fd < 0 ? -errno : 0;
+        }
+        if (r >= 0)
+                r = netlink_veth_create(nl, net_links[NET_LINK_CANARY].name, CANARY_PEER, n->canary_fd);
+        if (r >= 0)
+                r = write(down[1], "l", 1) == 1 ? 0 : -EPIPE;
+        if (r >= 0)
+                r = read(up[0], &c, 1) == 1 && c == 's' ? 0 : -EIO;
+        close(up[0]);
+        close(down[1]);
+        if (r < 0)
+                return fail(err, errlen, r, "cannot set up the canary namespace and its responder: %s", strerror(-r));
+        r = idx = netlink_link_index(nl, net_links[NET_LINK_CANARY].name);
+        if (r >= 0)
+                r = netlink_link_set_up(nl, idx);
+        if (r < 0)
+                return fail(err, errlen, r, "cannot bring up the canary link: %s", strerror(-r));
+        return 0;
+}
+
+/* Reads one line from addr:port from this namespace (the supervisor's own, Linux's view). */
+static int fetch(uint32_t addr, int port, char *buf, size_t size) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t) port), .sin_addr.s_addr = htonl(addr) };
+        struct timeval tv = { .tv_sec = 3 };
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ssize_t k;
+
+        if (fd < 0)
+                return -errno;
+        (void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        (void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        k = read(fd, buf, size - 1);
+        if (k < 0)
+                return -errno;
+        buf[k] = 0;
+        buf[strcspn(buf, "\n")] = 0;
+        return 0;
+}
+
+/* The denied canary is live (so "unreachable" later means the policy, not a dead endpoint). */
+static int check_denied_live(SupNet *n, Netlink *nl, const NetlinkLinks *links, char *err, size_t errlen) {
+        NetRoute probe = { { NET_CANARY_DENIED, 32 }, NET_ALLOW, NET_LINK_CANARY, 0, NET_ROUTE_TABLE, NET_ROUTE_PRIORITY };
+        char line[128];
+        int r, q;
+
+        r = netlink_route_add(nl, &probe, links);
+        if (r < 0)
+                return fail(err, errlen, r, "cannot route to the denied canary for its liveness check: %s", strerror(-r));
+        q = fetch(NET_CANARY_DENIED, n->port, line, sizeof(line));
+        r = netlink_route_delete(nl, &probe, links);
+        if (q < 0 || !streq(line, n->challenge))
+                return fail(err, errlen, q, "the denied canary 10.137.55.3 is not live before the policy (%s)",
+                            q < 0 ? strerror(-q) : "wrong answer");
+        if (r < 0)
+                return fail(err, errlen, r, "cannot remove the denied canary's liveness route: %s", strerror(-r));
+        return 0;
+}
+
+int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
+        _cleanup_free_ uint8_t *bytes = NULL;
+        _cleanup_netlink_ Netlink *nl = NULL;
+        _cleanup_free_ char *mismatch = NULL, *problem = NULL;
+        uint8_t digest[SHA256_DIGEST_LEN], rnd[16];
+        char rndhex[33];
+        NetlinkLinks links;
+        struct stat st;
+        size_t len = 0, failed = 0;
+        int r, fd, idx, lo;
+        unsigned short port;
+
+        /* The policy the coordinator derived, strictly decoded, its digest as announced. */
+        r = read_file(p->policy_path, &bytes, &len);
+        if (r < 0)
+                return fail(err, errlen, r, "cannot read the network policy %s: %s", p->policy_path, strerror(-r));
+        r = net_policy_decode(bytes, len, &n->policy);
+        if (r < 0)
+                return fail(err, errlen, r, "the network policy %s is not in canonical form", p->policy_path);
+        r = net_policy_digest(n->policy, digest);
+        if (r < 0)
+                return fail(err, errlen, r, "cannot digest the network policy");
+        hexify(digest, sizeof(digest), n->digest_hex);
+        if (!streq(n->digest_hex, p->policy_digest))
+                return fail(err, errlen, -EBADMSG, "the network policy's digest %s is not the announced %s",
+                            n->digest_hex, p->policy_digest);
+
+        if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd) || getrandom(&port, sizeof(port), 0) != sizeof(port))
+                return fail(err, errlen, -EIO, "getrandom failed");
+        hexify(rnd, sizeof(rnd), rndhex);
+        snprintf(n->challenge, sizeof(n->challenge), "%s:%s", p->generation, rndhex);
+        n->port = 20000 + port % 20000;
+
+        /* 1. The enforcement namespace, IPv6 off in it before anything else
+         * exists there; reachable by path in our mount namespace only. */
+        r = new_netns(true, &n->enforcement_fd);
+        if (r < 0)
+                return fail(err, errlen, r, "cannot create the enforcement network namespace: %s", strerror(-r));
+        fd = open(p->netns_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return fail(err, errlen, -errno, "cannot create %s: %s", p->netns_path, strerror(errno));
+        close(fd);
+        {
+                char src[64];
+                snprintf(src, sizeof(src), "/proc/self/fd/%d", n->enforcement_fd);
+                if (mount(src, p->netns_path, NULL, MS_BIND, NULL) < 0)
+                        return fail(err, errlen, -errno, "cannot bind the enforcement namespace to %s: %s", p->netns_path,
+                                    strerror(errno));
+        }
+        if (fstat(n->enforcement_fd, &st) < 0)
+                return fail(err, errlen, -errno, "fstat: %s", strerror(errno));
+        n->netns_ino = (unsigned long long) st.st_ino;
+
+        /* 2. The connectivity helper stays where we are, its tap inside. */
+        r = start_slirp(n, p, err, errlen);
+        if (r < 0)
+                return r;
+
+        /* 3. From here on the supervisor (and runsc) live in the enforcement namespace. */
+        if (setns(n->enforcement_fd, CLONE_NEWNET) < 0)
+                return fail(err, errlen, -errno, "cannot enter the enforcement namespace: %s", strerror(errno));
+        r = netlink_disable_ipv6();
+        if (r < 0)
+                return fail(err, errlen, r, "cannot disable IPv6 in the enforcement namespace: %s", strerror(-r));
+        /* This runsc takes a namespace with /proc/sys/net/core/rmem_default for
+         * the host's: hide it, in our mount namespace and for this network
+         * namespace only (/proc/sys/net shows the reader's namespace). */
+        if (access("/proc/sys/net/core/rmem_default", F_OK) >= 0 &&
+            mount("tmpfs", "/proc/sys/net/core", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") < 0)
+                return fail(err, errlen, -errno, "cannot hide /proc/sys/net/core from runsc: %s", strerror(errno));
+        r = netlink_open(&nl);
+        if (r >= 0)
+                r = lo = netlink_link_index(nl, "lo");
+        if (r >= 0)
+                r = netlink_link_set_up(nl, lo);
+        if (r < 0)
+                return fail(err, errlen, r, "cannot bring up lo in the enforcement namespace: %s", strerror(-r));
+
+        /* 4. The links: tap0, the dead end deny0/sink, the canaries. */
+        r = idx = netlink_link_index(nl, net_links[NET_LINK_TAP].name);
+        if (r >= 0)
+                r = netlink_link_set_mtu(nl, idx, SLIRP_MTU);
+        if (r >= 0)
+                r = netlink_address_add(nl, idx, &net_links[NET_LINK_TAP].address, true);
+        if (r >= 0)
+                r = netlink_link_set_up(nl, idx);
+        if (r < 0)
+                return fail(err, errlen, r, "cannot configure %s: %s", net_links[NET_LINK_TAP].name, strerror(-r));
+        r = netlink_veth_create(nl, net_links[NET_LINK_DENY].name, DENY_PEER, -1);
+        if (r >= 0)
+                r = idx = netlink_link_index(nl, net_links[NET_LINK_DENY].name);
+        if (r >= 0)
+                r = netlink_address_add(nl, idx, &net_links[NET_LINK_DENY].address, true);
+        if (r >= 0)
+                r = netlink_link_set_up(nl, idx);
+        if (r >= 0)
+                r = idx = netlink_link_index(nl, DENY_PEER);
+        if (r >= 0)
+                r = netlink_link_set_up(nl, idx);
+        if (r < 0)
+                return fail(err, errlen, r, "cannot configure the deny link: %s", strerror(-r));
+        r = start_canary(n, nl, err, errlen);
+        if (r < 0)
+                return r;
+        r = idx = netlink_link_index(nl, net_links[NET_LINK_CANARY].name);
+        if (r >= 0)
+                r = netlink_address_add(nl, idx, &net_links[NET_LINK_CANARY].address, true);
+        if (r < 0)
+                return fail(err, errlen, r, "cannot configure the canary link: %s", strerror(-r));
+
+        r = netlink_resolve_links(nl, &links);
+        if (r < 0)
+                return fail(err, errlen, r, "cannot resolve the policy links: %s", strerror(-r));
+        r = check_denied_live(n, nl, &links, err, errlen);
+        if (r < 0)
+                return r;
+
+        /* 5. The policy, installed and read back exactly. The test hook puts
+         * deny routes on lo, which Linux accepts and reads back as installed
+         * but this gVisor drops: only the probe from inside can tell. */
+        if (p->fault_deny_on_lo)
+                links.ifindex[NET_LINK_DENY] = lo;
+        r = netlink_policy_install(nl, n->policy, &links, &failed);
+        if (r < 0) {
+                char b[NET_ROUTE_STRING_MAX];
+                return fail(err, errlen, r, "cannot install the network policy route %s: %s",
+                            failed < n->policy->n_routes ? net_route_to_string(&n->policy->routes[failed], b) : "?",
+                            strerror(-r));
+        }
+        r = netlink_policy_verify(nl, n->policy, &links, &mismatch);
+        if (r < 0)
+                return fail(err, errlen, r, "cannot read the network policy back: %s", strerror(-r));
+        if (r == 0) {
+                if (mismatch)
+                        mismatch[strcspn(mismatch, "\n")] = 0;
+                return fail(err, errlen, -EBADMSG, "the installed network policy differs from the derived one: %s",
+                            strna(mismatch));
+        }
+        r = netlink_ipv6_absent(nl, &problem);
+        if (r <= 0)
+                return fail(err, errlen, r, "IPv6 is present in the enforcement namespace: %s", strna(problem));
+        return 0;
+}
+
+static bool parse_hex32(const char *s, uint32_t *ret) {
+        char *end;
+        unsigned long v;
+
+        if (strlen(s) != 8)
+                return false;
+        errno = 0;
+        v = strtoul(s, &end, 16);
+        if (errno || *end)
+                return false;
+        /* /proc/net/route prints network byte order as a native integer. */
+        *ret = ntohl((uint32_t) v);
+        return true;
+}
+
+/*
+ * The prefix length of a /proc/net/route mask. This gVisor prints the last
+ * byte of a mask like /29 with its bits reversed (1FFFFFFF for F8FFFFFF), so
+ * only the number of bits set is relied on.
+ */
+static int prefixlen_of(uint32_t mask) {
+        return __builtin_popcount(mask);
+}
+
+int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
+        _cleanup_free_ char *copy = strdup(report);
+        _cleanup_free_ bool *seen = NULL;
+        bool allowed = false, denied = false, end = false;
+        char *save = NULL, *line;
+        size_t n_routes = 0;
+
+        if (!copy)
+                return -ENOMEM;
+        seen = calloc(n->policy->n_routes ?: 1, sizeof(bool));
+        if (!seen)
+                return -ENOMEM;
+        for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                const char *v;
+
+                if ((v = startswith(line, "allowed "))) {
+                        if (!streq(v, n->challenge))
+                                return fail(err, errlen, -EBADMSG, "network attestation failed: the allowed canary "
+                                            "answered \"%.60s\", not this generation's challenge", v);
+                        allowed = true;
+                } else if ((v = startswith(line, "allowed-failed ")))
+                        return fail(err, errlen, -EHOSTUNREACH, "network attestation failed: the allowed canary 10.137.55.2 "
+                                    "is unreachable from inside the sandbox (%s)", v);
+                else if ((v = startswith(line, "denied reached ")))
+                        return fail(err, errlen, -EPERM, "network attestation failed: the denied canary 10.137.55.3 "
+                                    "answered from inside the sandbox");
+                else if (startswith(line, "denied unreachable "))
+                        denied = true;
+                else if ((v = startswith(line, "ipv6 ")))
+                        return fail(err, errlen, -EPERM, "network attestation failed: the sandbox has IPv6 (%.80s)", v);
+                else if ((v = startswith(line, "route-error ")))
+                        return fail(err, errlen, -EIO, "network attestation failed: the sandbox's route table is unreadable (%s)", v);
+                else if ((v = startswith(line, "route "))) {
+                        char iface[32], dst[16], gw[16], flags[16], mask[16];
+                        uint32_t d, g, m;
+                        int metric, plen;
+                        bool found = false;
+
+                        if (sscanf(v, "%31s %15s %15s %15s %15s %d", iface, dst, gw, flags, mask, &metric) != 6 ||
+                            !parse_hex32(dst, &d) || !parse_hex32(gw, &g) || !parse_hex32(mask, &m) ||
+                            (plen = prefixlen_of(m)) < 0)
+                                return fail(err, errlen, -EBADMSG, "network attestation failed: unreadable route \"%.80s\"", v);
+                        n_routes++;
+                        for (size_t i = 0; i < n->policy->n_routes; i++) {
+                                const NetRoute *pr = &n->policy->routes[i];
+                                if (pr->dst.addr == d && pr->dst.prefixlen == plen && pr->gateway == g &&
+                                    streq(net_links[pr->link].name, iface) && (uint32_t) metric == pr->priority && !seen[i]) {
+                                        seen[i] = found = true;
+                                        break;
+                                }
+                        }
+                        if (!found) {
+                                char a[16], b[16];
+                                ip_string(d, a);
+                                ip_string(g, b);
+                                return fail(err, errlen, -EBADMSG, "network attestation failed: gVisor holds a route the policy "
+                                            "does not: %s/%d via %s dev %s metric %d", a, plen, b, iface, metric);
+                        }
+                } else if (streq(line, "end"))
+                        end = true;
+        }
+        if (!end)
+                return fail(err, errlen, -EBADMSG, "network attestation failed: the probe did not finish its report");
+        for (size_t i = 0; i < n->policy->n_routes; i++)
+                if (!seen[i]) {
+                        char b[NET_ROUTE_STRING_MAX];
+                        size_t missing = n->policy->n_routes - n_routes;
+                        return fail(err, errlen, -EBADMSG, "network attestation failed: gVisor did not import %zu of the "
+                                    "policy's %zu routes (first: %s)", missing, n->policy->n_routes,
+                                    net_route_to_string(&n->policy->routes[i], b));
+                }
+        if (!allowed || !denied)
+                return fail(err, errlen, -EBADMSG, "network attestation failed: the probe did not report both canaries");
+        return 0;
+}
+
+int supnet_teardown_canary(SupNet *n, char *err, size_t errlen) {
+        _cleanup_netlink_ Netlink *nl = NULL;
+        int r, idx;
+
+        if (n->responder_pid > 0) {
+                (void) kill(n->responder_pid, SIGKILL);
+                (void) waitpid(n->responder_pid, NULL, 0);
+                n->responder_pid = 0;
+        }
+        /* Deleting one end of the veth deletes the peer's too; the canary
+         * namespace goes with its last reference. */
+        r = netlink_open(&nl);
+        if (r >= 0)
+                r = idx = netlink_link_index(nl, net_links[NET_LINK_CANARY].name);
+        if (r >= 0)
+                r = netlink_link_delete(nl, idx);
+        if (r >= 0)
+                r = netlink_link_index(nl, net_links[NET_LINK_CANARY].name) == -ENODEV ? 0 : -EEXIST;
+        if (r < 0)
+                return fail(err, errlen, r, "cannot remove the canary link: %s", strerror(-r));
+        if (n->canary_fd >= 0) {
+                close(n->canary_fd);
+                n->canary_fd = -1;
+        }
+        return 0;
+}
+
+void supnet_done(SupNet *n) {
+        if (n->responder_pid > 0) {
+                (void) kill(n->responder_pid, SIGKILL);
+                (void) waitpid(n->responder_pid, NULL, 0);
+        }
+        if (n->canary_fd >= 0)
+                close(n->canary_fd);
+        if (n->enforcement_fd >= 0)
+                close(n->enforcement_fd);
+        n->canary_fd = n->enforcement_fd = -1;
+        n->policy = net_policy_free(n->policy);
+}

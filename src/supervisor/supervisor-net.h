@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "hash.h"
+#include "net-policy.h"
+
+/*
+ * The Runtime Supervisor's network (spec section 4.5), in its start order:
+ *
+ *   supnet_prepare()   the enforcement namespace (bind-mounted at
+ *                      netns_path, the supervisor now lives in it), IPv6 off,
+ *                      slirp4netns started outside it, the canary peer
+ *                      namespace with its responder, deny0/sink, tap0, the
+ *                      policy installed and read back exactly, the denied
+ *                      canary seen live;
+ *   (runsc create/start with --network=sandbox; runsc exec of the probe)
+ *   supnet_judge()     the probe's report against the policy: the allowed
+ *                      canary answered with this generation's challenge,
+ *                      the denied one did not, gVisor's own route table is
+ *                      exactly the policy's, no IPv6;
+ *   supnet_teardown_canary()  the responder and the canary links removed.
+ *
+ * Every failure is one line in err (for FAILED).
+ */
+typedef struct SupNet {
+        int enforcement_fd;
+        int canary_fd;
+        pid_t slirp_pid;
+        int slirp_pidfd;
+        int slirp_exit_fd;              /* write end of --exit-fd: closing it ends slirp4netns */
+        pid_t responder_pid;
+        int port;
+        char challenge[80];
+        unsigned long long netns_ino;
+        NetPolicy *policy;
+        char digest_hex[SHA256_HEX_LEN + 1];
+} SupNet;
+
+#define SUPNET_INIT { .enforcement_fd = -1, .canary_fd = -1, .slirp_pidfd = -1, .slirp_exit_fd = -1 }
+
+typedef struct SupNetParams {
+        const char *netns_path;         /* an empty file to bind the namespace onto */
+        const char *slirp4netns;
+        const char *policy_path;        /* canonical bytes, written by the coordinator */
+        const char *policy_digest;      /* what the coordinator derived */
+        const char *generation;         /* the container ID: binds the challenge */
+        bool fault_deny_on_lo;          /* test hook: install deny routes on lo */
+} SupNetParams;
+
+int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen);
+int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen);
+int supnet_teardown_canary(SupNet *n, char *err, size_t errlen);
+void supnet_done(SupNet *n);

@@ -1,0 +1,136 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The attested network (issue 10, spec section 4.5), in a real sandbox under
+# the real user manager, inside the harness's network namespace (no way out):
+#   - the attestation passes on a correct policy; status and the
+#     NetworkReadiness property show the readiness fingerprint;
+#   - an allow inside 10/8 (10.23.0.5) reaches that test host through
+#     slirp4netns, while 10.99.0.5 stays unreachable; the public-range test
+#     host 198.51.100.7 is reachable by default;
+#   - /etc/resolv.conf inside names only 10.137.54.3, read-only; no IPv6;
+#   - a route or address change inside is refused;
+#   - slirp4netns killed mid-session fails the Domain and tells the session;
+#   - a deny route gVisor does not import (LAZARET_TEST_NETWORK_FAULT=deny-on-lo
+#     in the coordinator's environment) makes the Domain refuse to publish,
+#     with the reason on the client and in systemctl --user status.
+# Traffic goes only to the canaries and the harness's test hosts (prepare-machine).
+set -Eeuo pipefail
+. "$(dirname -- "$0")/../harness/lib.sh"
+
+lt_install
+lt_domain_setup
+command -v slirp4netns >/dev/null || lt_skip "slirp4netns is not installed"
+
+cat >"$LT_CONFIG" <<JSON
+{ "default_profile": "test",
+  "network": { "allow": ["10.23.0.5/32"] },
+  "profiles": { "test": { "image": "oci:$LT_IMAGE" } } }
+JSON
+LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id)
+
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 600) >"$HOME/net-keeper.out" 2>&1 &
+keeper=$!
+on_exit() {
+        local rc=$?
+        kill "$keeper" 2>/dev/null || true
+        systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT || true
+        set +e
+        (exit "$rc")
+        lt_domain_cleanup
+}
+trap on_exit EXIT
+for _ in $(seq 1 150); do
+        state=$(cd "$LT_WS" && lazaretctl status --json 2>/dev/null | jq -r .State) || true
+        [[ $state == running ]] && break
+        sleep 0.2
+done
+lt_assert_eq "Domain state" running "$state"
+
+# --- the readiness fingerprint ---------------------------------------------------
+json=$(cd "$LT_WS" && lazaretctl status --json)
+fp=$(jq -r .NetworkReadiness.Fingerprint <<<"$json")
+[[ $fp =~ ^[0-9a-f]{64}$ ]] || lt_fail "no network readiness fingerprint in status: $json"
+lt_assert_eq "readiness names the Domain" "$LT_DOMAIN" "$(jq -r .NetworkReadiness.DomainId <<<"$json")"
+lt_assert_eq "readiness names the generation" "$(jq -r .SandboxId <<<"$json")" "$(jq -r .NetworkReadiness.Generation <<<"$json")"
+lt_assert_eq "readiness names the configuration" "$(jq -r .ConfigurationFingerprint <<<"$json")" \
+        "$(jq -r .NetworkReadiness.ConfigurationFingerprint <<<"$json")"
+[[ $(jq -r .NetworkReadiness.PolicyDigest <<<"$json") =~ ^[0-9a-f]{64}$ ]] || lt_fail "no policy digest: $json"
+[[ $(jq -r .NetworkReadiness.HelperId <<<"$json") =~ ^slirp4netns:[0-9]+$ ]] || lt_fail "no helper ID: $json"
+[[ $(jq -r .NetworkReadiness.Namespace <<<"$json") =~ ^net:\[[0-9]+\]$ ]] || lt_fail "no namespace identity: $json"
+(cd "$LT_WS" && lazaretctl status) | grep -q "Network: *$fp" || lt_fail "lazaretctl status does not show the fingerprint"
+lt_log "ok: attested; fingerprint $fp"
+
+# --- egress through the policy ---------------------------------------------------
+# (busybox nc, not wget: this static wget crashes under gVisor)
+fetch() { lt_launch -- /bin/sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 $1 8080 | tail -n 1"; }
+lt_assert_eq "allowed 10.23.0.5" "test host 10.23.0.5" "$(fetch 10.23.0.5 2>&1)"
+lt_assert_eq "public 198.51.100.7" "test host 198.51.100.7" "$(fetch 198.51.100.7 2>&1)"
+set +e
+out=$(fetch 10.99.0.5 2>&1)
+rc=$?
+set -e
+[[ $out != *"test host"* ]] || lt_fail "denied 10.99.0.5 answered: $out"
+lt_log "ok: 10.23.0.5 and 198.51.100.7 reachable, 10.99.0.5 not ($out)"
+
+# --- DNS, IPv6 --------------------------------------------------------------------
+lt_assert_eq "resolv.conf nameservers" "nameserver 10.137.54.3" "$(lt_launch -- /bin/grep -v '^#' /etc/resolv.conf)"
+set +e
+out=$(lt_launch -- /bin/sh -c 'echo "nameserver 192.0.2.53" >/etc/resolv.conf' 2>&1)
+rc=$?
+set -e
+((rc != 0)) || lt_fail "/etc/resolv.conf was writable inside"
+lt_assert_eq "resolv.conf unchanged" "nameserver 10.137.54.3" "$(lt_launch -- /bin/grep -v '^#' /etc/resolv.conf)"
+lt_assert_eq "IPv6 addresses inside" "" "$(lt_launch -- /bin/cat /proc/net/if_inet6)"
+lt_assert_eq "IPv6 routes inside" "" "$(lt_launch -- /bin/cat /proc/net/ipv6_route)"
+lt_log "ok: resolver 10.137.54.3 read-only; no IPv6"
+
+# --- no network administration inside ----------------------------------------------
+set +e
+out=$(lt_launch -- /bin/ip route add 10.99.0.0/24 dev tap0 2>&1)
+rc=$?
+out2=$(lt_launch -- /bin/ip addr add 10.99.0.9/32 dev tap0 2>&1)
+rc2=$?
+set -e
+((rc != 0)) || lt_fail "a route was added inside: $out"
+((rc2 != 0)) || lt_fail "an address was added inside: $out2"
+lt_launch -- /bin/ip route | grep -q 10.99.0.0 && lt_fail "the route is there after all"
+lt_log "ok: route and address changes refused ($out / $out2)"
+
+# --- the helper dies: the Domain fails, the session is told -------------------------
+helper=$(jq -r .NetworkReadiness.HelperId <<<"$json")
+pid=$(pgrep -u "$(id -u)" -x slirp4netns | head -n 1)
+[[ -n $pid ]] || lt_fail "no slirp4netns process of this user"
+kill -KILL "$pid"
+for _ in $(seq 1 100); do kill -0 "$keeper" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$keeper" 2>/dev/null && lt_fail "the session survived the network helper's death"
+set +e
+wait "$keeper"
+set -e
+grep -q "slirp4netns" "$HOME/net-keeper.out" || lt_fail "the session was not told why: $(cat "$HOME/net-keeper.out")"
+lt_wait_inactive
+systemctl --user status "lazaret@$LT_DOMAIN.service" 2>&1 | grep -q "network readiness withdrawn" ||
+        grep -q "network readiness withdrawn" "$LT_LOGDIR/$LT_DOMAIN.log" || lt_fail "the failure does not name the helper"
+lt_log "ok: helper $helper killed: $(grep -m1 slirp4netns "$HOME/net-keeper.out")"
+
+# --- a deny route gVisor does not import: no publication -----------------------------
+systemctl --user set-environment LAZARET_TEST_NETWORK_FAULT=deny-on-lo
+set +e
+out=$(lt_launch -- /bin/echo published 2>&1)
+rc=$?
+set -e
+systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT
+((rc != 0)) || lt_fail "the Domain was published with a policy gVisor did not import: $out"
+# Known gap: today the Linux read-back already refuses this fault (deny0's
+# local route no longer matches), before gVisor's own table is compared.
+grep -Eq "network attestation failed: gVisor did not import|the installed network policy differs" <<<"$out" ||
+        lt_fail "unclear client diagnostic: $out"
+lt_wait_inactive
+# (The unit's log; systemctl --user status shows it where journald runs, not in this harness.)
+grep -Eq "failed: .*(network attestation failed|network policy differs)" "$LT_LOGDIR/$LT_DOMAIN.log" ||
+        lt_fail "the coordinator's log does not show the attestation failure"
+lt_log "ok: refused to publish: $(grep -m1 'attestation' <<<"$out")"
+
+# And a correct policy publishes again.
+lt_assert_eq "after the fault" ok "$(lt_launch -- /bin/echo ok)"
+lt_log "PASS"
