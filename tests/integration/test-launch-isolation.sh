@@ -69,8 +69,14 @@ check_host_processes() {
                 [[ -n $uid ]] || continue
                 [[ $uid -ne 0 ]] || lt_fail "process $pid of the sandbox scope runs as host root"
                 cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -d' ' -f1)
-                # The supervisor, runsc's own clients and the gofer are Lazaret's and runsc's side.
-                case $cmd in */lazaret-supervisor | */runsc | runsc-gofer) continue ;; esac
+                # The supervisor, runsc's own clients and the gofer are Lazaret's and runsc's side;
+                # slirp4netns too, in its own seccomp sandbox.
+                case $cmd in
+                */slirp4netns)
+                        [[ $(awk '/^Seccomp:/ { print $2 }' <<<"$st") == 2 ]] || lt_fail "slirp4netns runs without its seccomp filter"
+                        continue ;;
+                */lazaret-supervisor | */runsc | runsc-gofer) continue ;;
+                esac
                 capeff=$(awk '/^CapEff:/ { print $2 }' <<<"$st")
                 capbnd=$(awk '/^CapBnd:/ { print $2 }' <<<"$st")
                 [[ $(awk '/^NoNewPrivs:/ { print $2 }' <<<"$st") == 1 ]] || lt_fail "directfs=$mode: process $pid ($cmd) lacks NO_NEW_PRIVS"
