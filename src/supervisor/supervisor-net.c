@@ -322,6 +322,36 @@ static int check_denied_live(SupNet *n, Netlink *nl, const NetlinkLinks *links, 
         return 0;
 }
 
+/*
+ * The test hook (LAZARET_TEST_NETWORK_FAULT=deny-on-lo), run only after the
+ * correct policy was installed and read back: every route toward deny0 is
+ * deleted and added again, same destination and next hop, on lo. Linux then
+ * still holds a deny policy, but one that this gVisor drops at import (it
+ * ignores routes on lo), so only the in-gVisor comparison of supnet_judge()
+ * can refuse it. Canonical order puts the on-link next hop before the routes
+ * via it, as on install.
+ */
+static int fault_move_deny_to_lo(SupNet *n, Netlink *nl, const NetlinkLinks *links, int lo, char *err, size_t errlen) {
+        NetlinkLinks on_lo = *links;
+        char b[NET_ROUTE_STRING_MAX];
+        int r;
+
+        on_lo.ifindex[NET_LINK_DENY] = lo;
+        for (size_t i = 0; i < n->policy->n_routes; i++) {
+                const NetRoute *route = &n->policy->routes[i];
+
+                if (route->link != NET_LINK_DENY)
+                        continue;
+                r = netlink_route_delete(nl, route, links);
+                if (r >= 0)
+                        r = netlink_route_add(nl, route, &on_lo);
+                if (r < 0)
+                        return fail(err, errlen, r, "test fault deny-on-lo: cannot move %s to lo: %s",
+                                    net_route_to_string(route, b), strerror(-r));
+        }
+        return 0;
+}
+
 int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
         _cleanup_free_ uint8_t *bytes = NULL;
         _cleanup_netlink_ Netlink *nl = NULL;
@@ -439,11 +469,7 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
         if (r < 0)
                 return r;
 
-        /* 5. The policy, installed and read back exactly. The test hook puts
-         * deny routes on lo, which Linux accepts and reads back as installed
-         * but this gVisor drops: only the probe from inside can tell. */
-        if (p->fault_deny_on_lo)
-                links.ifindex[NET_LINK_DENY] = lo;
+        /* 5. The policy, installed and read back exactly. */
         r = netlink_policy_install(nl, n->policy, &links, &failed);
         if (r < 0) {
                 char b[NET_ROUTE_STRING_MAX];
@@ -463,6 +489,8 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
         r = netlink_ipv6_absent(nl, &problem);
         if (r <= 0)
                 return fail(err, errlen, r, "IPv6 is present in the enforcement namespace: %s", strna(problem));
+        if (p->fault_deny_on_lo)
+                return fault_move_deny_to_lo(n, nl, &links, lo, err, errlen);
         return 0;
 }
 
@@ -490,12 +518,19 @@ static int prefixlen_of(uint32_t mask) {
         return __builtin_popcount(mask);
 }
 
+/*
+ * Reads the whole report first, then names the most telling difference:
+ * gVisor's route table against the policy (the cause), then the canaries
+ * (the effect), so that a deny route gVisor dropped is named as such even
+ * when it also let the denied canary answer.
+ */
 int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
         _cleanup_free_ char *copy = strdup(report);
         _cleanup_free_ bool *seen = NULL;
-        bool allowed = false, denied = false, end = false;
-        char *save = NULL, *line;
-        size_t n_routes = 0;
+        bool allowed = false, denied = false, denied_reached = false, end = false;
+        const char *allowed_failed = NULL, *allowed_wrong = NULL;
+        char extra[128] = "", *save = NULL, *line;
+        size_t n_missing = 0, first_missing = SIZE_MAX;
 
         if (!copy)
                 return -ENOMEM;
@@ -506,16 +541,14 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                 const char *v;
 
                 if ((v = startswith(line, "allowed "))) {
-                        if (!streq(v, n->challenge))
-                                return fail(err, errlen, -EBADMSG, "network attestation failed: the allowed canary "
-                                            "answered \"%.60s\", not this generation's challenge", v);
-                        allowed = true;
+                        if (streq(v, n->challenge))
+                                allowed = true;
+                        else
+                                allowed_wrong = v;
                 } else if ((v = startswith(line, "allowed-failed ")))
-                        return fail(err, errlen, -EHOSTUNREACH, "network attestation failed: the allowed canary 10.137.55.2 "
-                                    "is unreachable from inside the sandbox (%s)", v);
-                else if ((v = startswith(line, "denied reached ")))
-                        return fail(err, errlen, -EPERM, "network attestation failed: the denied canary 10.137.55.3 "
-                                    "answered from inside the sandbox");
+                        allowed_failed = v;
+                else if (startswith(line, "denied reached "))
+                        denied_reached = true;
                 else if (startswith(line, "denied unreachable "))
                         denied = true;
                 else if ((v = startswith(line, "ipv6 ")))
@@ -532,7 +565,6 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                             !parse_hex32(dst, &d) || !parse_hex32(gw, &g) || !parse_hex32(mask, &m) ||
                             (plen = prefixlen_of(m)) < 0)
                                 return fail(err, errlen, -EBADMSG, "network attestation failed: unreadable route \"%.80s\"", v);
-                        n_routes++;
                         for (size_t i = 0; i < n->policy->n_routes; i++) {
                                 const NetRoute *pr = &n->policy->routes[i];
                                 if (pr->dst.addr == d && pr->dst.prefixlen == plen && pr->gateway == g &&
@@ -541,26 +573,52 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                                         break;
                                 }
                         }
-                        if (!found) {
+                        if (!found && !extra[0]) {
                                 char a[16], b[16];
                                 ip_string(d, a);
                                 ip_string(g, b);
-                                return fail(err, errlen, -EBADMSG, "network attestation failed: gVisor holds a route the policy "
-                                            "does not: %s/%d via %s dev %s metric %d", a, plen, b, iface, metric);
+                                snprintf(extra, sizeof(extra), "%s/%d via %s dev %.16s metric %d", a, plen, b, iface, metric);
                         }
                 } else if (streq(line, "end"))
                         end = true;
         }
         if (!end)
                 return fail(err, errlen, -EBADMSG, "network attestation failed: the probe did not finish its report");
+        if (extra[0])
+                return fail(err, errlen, -EBADMSG, "network attestation failed: gVisor holds a route the policy does not: %s%s",
+                            extra, denied_reached ? "; the denied canary 10.137.55.3 answered" : "");
         for (size_t i = 0; i < n->policy->n_routes; i++)
                 if (!seen[i]) {
-                        char b[NET_ROUTE_STRING_MAX];
-                        size_t missing = n->policy->n_routes - n_routes;
-                        return fail(err, errlen, -EBADMSG, "network attestation failed: gVisor did not import %zu of the "
-                                    "policy's %zu routes (first: %s)", missing, n->policy->n_routes,
-                                    net_route_to_string(&n->policy->routes[i], b));
+                        n_missing++;
+                        /* Name a route via a next hop (a real destination) rather than the next hop's own. */
+                        if (first_missing == SIZE_MAX ||
+                            (n->policy->routes[first_missing].gateway == 0 && n->policy->routes[i].gateway != 0))
+                                first_missing = i;
                 }
+        if (n_missing > 0) {
+                const NetRoute *pr = &n->policy->routes[first_missing];
+                char a[16], g[16] = "";
+
+                ip_string(pr->dst.addr, a);
+                if (pr->gateway != 0) {
+                        ip_string(pr->gateway, g);
+                        strcat(g, " ");
+                }
+                return fail(err, errlen, -EBADMSG, "network attestation failed: gVisor has no route for %s/%u (the policy %s "
+                            "it %s%sdev %s); %zu of the policy's %zu routes missing%s", a, (unsigned) pr->dst.prefixlen,
+                            pr->verdict == NET_DENY ? "denies" : "allows", pr->gateway ? "via " : "", g,
+                            net_links[pr->link].name, n_missing, n->policy->n_routes,
+                            denied_reached ? "; the denied canary 10.137.55.3 answered" : "");
+        }
+        if (denied_reached)
+                return fail(err, errlen, -EPERM, "network attestation failed: the denied canary 10.137.55.3 "
+                            "answered from inside the sandbox");
+        if (allowed_wrong)
+                return fail(err, errlen, -EBADMSG, "network attestation failed: the allowed canary "
+                            "answered \"%.60s\", not this generation's challenge", allowed_wrong);
+        if (allowed_failed)
+                return fail(err, errlen, -EHOSTUNREACH, "network attestation failed: the allowed canary 10.137.55.2 "
+                            "is unreachable from inside the sandbox (%s)", allowed_failed);
         if (!allowed || !denied)
                 return fail(err, errlen, -EBADMSG, "network attestation failed: the probe did not report both canaries");
         return 0;

@@ -48,7 +48,7 @@ typedef struct SupNetParams {
         const char *policy_path;        /* canonical bytes, written by the coordinator */
         const char *policy_digest;      /* what the coordinator derived */
         const char *generation;         /* the container ID: binds the challenge */
-        bool fault_deny_on_lo;          /* test hook: install deny routes on lo */
+        bool fault_deny_on_lo;          /* test hook: after the read-back, move deny routes to lo */
 } SupNetParams;
 
 int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen);

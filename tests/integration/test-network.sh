@@ -12,7 +12,8 @@
 #   - a route or address change inside is refused;
 #   - slirp4netns killed mid-session fails the Domain and tells the session;
 #   - a deny route gVisor does not import (LAZARET_TEST_NETWORK_FAULT=deny-on-lo
-#     in the coordinator's environment) makes the Domain refuse to publish,
+#     in the coordinator's environment: after Linux's read-back passed, the
+#     deny routes move to lo) makes the in-gVisor check refuse to publish,
 #     with the reason on the client and in systemctl --user status.
 # Traffic goes only to the canaries and the harness's test hosts (prepare-machine).
 set -Eeuo pipefail
@@ -34,6 +35,7 @@ keeper=$!
 on_exit() {
         local rc=$?
         kill "$keeper" 2>/dev/null || true
+        [[ -z ${watcher:-} ]] || kill "$watcher" 2>/dev/null || true
         systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT || true
         set +e
         (exit "$rc")
@@ -114,22 +116,57 @@ systemctl --user status "lazaret@$LT_DOMAIN.service" 2>&1 | grep -q "network rea
 lt_log "ok: helper $helper killed: $(grep -m1 slirp4netns "$HOME/net-keeper.out")"
 
 # --- a deny route gVisor does not import: no publication -----------------------------
+# The hook lets Linux install and read back the correct policy, then moves
+# every deny0 route to lo: Linux still denies, this gVisor drops routes on lo.
+# Only the comparison of gVisor's own route table can refuse that.
+# A watcher records, while the launch runs, whether the Domain object ever
+# appeared on the bus and what the unit showed (the Status: line lives only
+# while the unit is loaded).
+unit=lazaret@$LT_DOMAIN.service
+watch_dir=$HOME/net-fault-watch
+rm -rf "$watch_dir"
+mkdir -p "$watch_dir"
+(
+        while [[ ! -e $watch_dir/stop ]]; do
+                busctl --user --timeout=2 introspect "org.lazaret.Domain.d$LT_DOMAIN" /org/lazaret/Domain \
+                        org.lazaret.Domain1 >/dev/null 2>&1 && touch "$watch_dir/published"
+                st=$(systemctl --user status "$unit" 2>&1) || true
+                [[ $st == *"Status: \"failed:"* ]] && printf '%s\n' "$st" >"$watch_dir/status"
+                txt=$(systemctl --user show -p StatusText --value "$unit" 2>&1) || true
+                [[ $txt == failed:* ]] && printf '%s\n' "$txt" >"$watch_dir/statustext"
+                sleep 0.05
+        done
+) &
+watcher=$!
 systemctl --user set-environment LAZARET_TEST_NETWORK_FAULT=deny-on-lo
 set +e
 out=$(lt_launch -- /bin/echo published 2>&1)
 rc=$?
 set -e
 systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT
-((rc != 0)) || lt_fail "the Domain was published with a policy gVisor did not import: $out"
-# Known gap: today the Linux read-back already refuses this fault (deny0's
-# local route no longer matches), before gVisor's own table is compared.
-grep -Eq "network attestation failed: gVisor did not import|the installed network policy differs" <<<"$out" ||
-        lt_fail "unclear client diagnostic: $out"
 lt_wait_inactive
-# (The unit's log; systemctl --user status shows it where journald runs, not in this harness.)
-grep -Eq "failed: .*(network attestation failed|network policy differs)" "$LT_LOGDIR/$LT_DOMAIN.log" ||
-        lt_fail "the coordinator's log does not show the attestation failure"
-lt_log "ok: refused to publish: $(grep -m1 'attestation' <<<"$out")"
+sleep 0.3
+touch "$watch_dir/stop"
+wait "$watcher" || true
+((rc != 0)) || lt_fail "the Domain was published with a policy gVisor did not import: $out"
+[[ $out != *published* ]] || lt_fail "the command ran: $out"
+# The in-gVisor comparison, not Linux's read-back, refused: it names the route.
+want='network attestation failed: gVisor has no route for [0-9./]+ \(the policy denies it via 10\.137\.55\.10 dev deny0\)'
+grep -Eq "$want" <<<"$out" || lt_fail "the client was not told the in-gVisor check's reason: $out"
+grep -q "the installed network policy differs" <<<"$out" && lt_fail "Linux's read-back refused, not gVisor's: $out"
+[[ ! -e $watch_dir/published ]] || lt_fail "the Domain object appeared on the bus despite the failed attestation"
+state=$(cd "$LT_WS" && lazaretctl status --json 2>/dev/null | jq -r .State) || true
+[[ $state != running ]] || lt_fail "the Domain is running after the failed attestation"
+# systemctl --user: the coordinator's STATUS=failed: <reason>.
+if [[ -e $watch_dir/status ]]; then
+        grep -Eq "Status: \"failed: .*$want" "$watch_dir/status" ||
+                lt_fail "systemctl --user status shows another reason: $(cat "$watch_dir/status")"
+        lt_log "ok: systemctl --user status: $(grep -m1 'Status:' "$watch_dir/status")"
+else
+        lt_fail "systemctl --user status never showed the failure (StatusText: $(cat "$watch_dir/statustext" 2>/dev/null))"
+fi
+grep -Eq "$want" "$LT_LOGDIR/$LT_DOMAIN.log" || lt_fail "the coordinator's log does not show the attestation failure"
+lt_log "ok: refused to publish: $(grep -Eo "$want.*" <<<"$out" | head -n 1)"
 
 # And a correct policy publishes again.
 lt_assert_eq "after the fault" ok "$(lt_launch -- /bin/echo ok)"
