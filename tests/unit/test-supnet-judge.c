@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * supnet_judge(): the supervisor's verdict on the in-gVisor probe's report
+ * (lazaret-netprobe's lines) against the derived policy. The reports are
+ * built here from the policy itself, in /proc/net/route's encoding, and
+ * then spoiled one way at a time.
+ */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "net-policy.h"
+#include "supervisor-net.h"
+
+#define CHALLENGE "lz-0123456789abcdef:00112233445566778899aabbccddeeff"
+
+static SupNet net = SUPNET_INIT;
+static char err[512];
+
+static void setup(void) {
+        Cidr allow;
+
+        cr_assert_eq(cidr_parse("10.23.0.5/32", &allow), 0);
+        cr_assert_eq(net_policy_derive(&(CidrList) { .items = &allow, .n = 1 }, NULL, NULL, NULL, &net.policy, NULL), 0);
+        snprintf(net.challenge, sizeof(net.challenge), "%s", CHALLENGE);
+        err[0] = 0;
+}
+
+static void teardown(void) {
+        supnet_done(&net);
+}
+
+TestSuite(supnet_judge, .init = setup, .fini = teardown);
+
+/* One /proc/net/route line of the probe: hex of the network-order value, as Linux and gVisor print it. */
+static void append_route(FILE *f, const char *iface, uint32_t dst, int plen, uint32_t gw, int metric) {
+        uint32_t mask = plen == 0 ? 0 : ~0u << (32 - plen);
+
+        fprintf(f, "route %s %08X %08X %04X %08X %d\n", iface, htonl(dst), htonl(gw), gw ? 3 : 1, htonl(mask), metric);
+}
+
+typedef enum Spoil {
+        SPOIL_NONE,
+        SPOIL_DROP_DENY,        /* every route on deny0 missing (what gVisor does to routes on lo) */
+        SPOIL_EXTRA,            /* one route the policy lacks */
+        SPOIL_WRONG_GATEWAY,    /* the 10/8 deny toward the slirp gateway instead */
+        SPOIL_DENIED_REACHED,
+        SPOIL_NO_CHALLENGE,     /* the allowed canary answered something else */
+        SPOIL_ALLOWED_FAILED,
+        SPOIL_IPV6,
+        SPOIL_NO_END,
+} Spoil;
+
+static char *report(Spoil s) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+
+        cr_assert_not_null(f);
+        if (s == SPOIL_NO_CHALLENGE)
+                fprintf(f, "allowed lz-other:ffff\n");
+        else if (s == SPOIL_ALLOWED_FAILED)
+                fprintf(f, "allowed-failed Connection timed out\n");
+        else
+                fprintf(f, "allowed %s\n", CHALLENGE);
+        if (s == SPOIL_DENIED_REACHED || s == SPOIL_DROP_DENY)
+                fprintf(f, "denied reached %s\n", CHALLENGE);
+        else
+                fprintf(f, "denied unreachable Connection timed out\n");
+        for (size_t i = 0; i < net.policy->n_routes; i++) {
+                const NetRoute *r = &net.policy->routes[i];
+                uint32_t gw = r->gateway;
+
+                if (s == SPOIL_DROP_DENY && r->link == NET_LINK_DENY)
+                        continue;
+                if (s == SPOIL_WRONG_GATEWAY && r->dst.addr == NET_IP4(10, 0, 0, 0) && r->dst.prefixlen == 8) {
+                        append_route(f, "tap0", r->dst.addr, 8, NET_GATEWAY, 0);
+                        continue;
+                }
+                append_route(f, net_links[r->link].name, r->dst.addr, r->dst.prefixlen, gw, (int) r->priority);
+        }
+        if (s == SPOIL_EXTRA)
+                append_route(f, "tap0", NET_IP4(10, 99, 0, 0), 24, NET_GATEWAY, 0);
+        if (s == SPOIL_IPV6)
+                fprintf(f, "ipv6 00000000000000000000000000000001 01 80 10 80       lo\n");
+        if (s != SPOIL_NO_END)
+                fprintf(f, "end\n");
+        cr_assert_eq(fclose(f), 0);
+        return buf;
+}
+
+static int judge(Spoil s) {
+        _cleanup_free_ char *r = report(s);
+        return supnet_judge(&net, r, err, sizeof(err));
+}
+
+Test(supnet_judge, exact_policy_passes) {
+        cr_assert_eq(judge(SPOIL_NONE), 0, "%s", err);
+}
+
+Test(supnet_judge, missing_deny_routes_are_named_before_the_canary) {
+        cr_assert_lt(judge(SPOIL_DROP_DENY), 0);
+        cr_assert_not_null(strstr(err, "network attestation failed: gVisor has no route for "), "%s", err);
+        cr_assert_not_null(strstr(err, "(the policy denies it via 10.137.55.10 dev deny0)"), "%s", err);
+        cr_assert_not_null(strstr(err, "the denied canary 10.137.55.3 answered"), "%s", err);
+        cr_assert_null(strchr(err, '\n'), "%s", err);
+}
+
+Test(supnet_judge, extra_route) {
+        cr_assert_lt(judge(SPOIL_EXTRA), 0);
+        cr_assert_not_null(strstr(err, "gVisor holds a route the policy does not: 10.99.0.0/24 via 10.137.54.2 dev tap0"),
+                           "%s", err);
+}
+
+Test(supnet_judge, wrong_gateway) {
+        cr_assert_lt(judge(SPOIL_WRONG_GATEWAY), 0);
+        cr_assert_not_null(strstr(err, "gVisor holds a route the policy does not: 10.0.0.0/8 via 10.137.54.2 dev tap0"),
+                           "%s", err);
+}
+
+Test(supnet_judge, denied_canary_reached) {
+        cr_assert_eq(judge(SPOIL_DENIED_REACHED), -EPERM);
+        cr_assert_not_null(strstr(err, "the denied canary 10.137.55.3 answered from inside the sandbox"), "%s", err);
+}
+
+Test(supnet_judge, wrong_challenge) {
+        cr_assert_lt(judge(SPOIL_NO_CHALLENGE), 0);
+        cr_assert_not_null(strstr(err, "not this generation's challenge"), "%s", err);
+}
+
+Test(supnet_judge, allowed_canary_unreachable) {
+        cr_assert_eq(judge(SPOIL_ALLOWED_FAILED), -EHOSTUNREACH);
+        cr_assert_not_null(strstr(err, "10.137.55.2 is unreachable from inside the sandbox (Connection timed out)"), "%s", err);
+}
+
+Test(supnet_judge, ipv6_present) {
+        cr_assert_eq(judge(SPOIL_IPV6), -EPERM);
+        cr_assert_not_null(strstr(err, "the sandbox has IPv6"), "%s", err);
+}
+
+Test(supnet_judge, unfinished_report) {
+        cr_assert_lt(judge(SPOIL_NO_END), 0);
+        cr_assert_not_null(strstr(err, "the probe did not finish its report"), "%s", err);
+}
+
+Test(supnet_judge, no_challenge_line_at_all) {
+        _cleanup_free_ char *r = report(SPOIL_NONE);
+        char *nl = strchr(r, '\n');
+
+        /* Without the "allowed" line: no proof that the allowed canary answered. */
+        cr_assert_lt(supnet_judge(&net, nl + 1, err, sizeof(err)), 0);
+        cr_assert_not_null(strstr(err, "did not report both canaries"), "%s", err);
+}
+
+Test(supnet_judge, unreadable_route) {
+        cr_assert_lt(supnet_judge(&net, "allowed " CHALLENGE "\nroute tap0 zz\nend\n", err, sizeof(err)), 0);
+        cr_assert_not_null(strstr(err, "unreadable route"), "%s", err);
+}
