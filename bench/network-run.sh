@@ -31,9 +31,12 @@ rootfs=$data_root/images/prepared/${digest#sha256:}/rootfs
 runsc=$(command -v runsc)
 
 # The download, timed inside the sandbox (busybox ts gives microseconds;
-# busybox nc, not wget: this static wget crashes under gVisor). It prints
-# "bulk BYTES START END".
-download="t0=\$(echo | ts %.s); n=\$(printf 'GET /bulk.bin HTTP/1.0\\r\\n\\r\\n' | nc -w 5 $HOST 8080 | wc -c); t1=\$(echo | ts %.s); echo bulk \$n \$t0 \$t1"
+# busybox nc, not wget: this static wget crashes under gVisor) into
+# /dev/null: a pipe to wc inside gVisor halves the rate and would hide the
+# network path. A second, untimed download through wc checks that the path
+# delivers the whole file. It prints "bulk BYTES START END".
+get="printf 'GET /bulk.bin HTTP/1.0\\r\\n\\r\\n' | nc -w 5 $HOST 8080"
+download="t0=\$(echo | ts %.s); $get >/dev/null; t1=\$(echo | ts %.s); n=\$($get | wc -c); echo bulk \$n \$t0 \$t1"
 
 # Bare bundles: the same rootfs, the network namespace $work/netns by path
 # (bound there by each run, in its own mount namespace).
@@ -63,14 +66,15 @@ ulimit -n "$hard"
 RUNSC_FLAGS="--root $work/root --log=$work/runsc.log --platform=systrap --network=sandbox --ignore-cgroups --file-access-mounts=shared --overlay2=root:dir=$work/overlay --directfs=true $dcache"
 
 # One bare run: as root of a new user namespace with the same ID map as a
-# Domain's, in a private mount namespace: an empty tmpfs over
-# /proc/sys/net/core (this runsc's root-namespace check, see
-# shared/PLATFORM.md), a new network namespace bound at $work/netns, plain
-# slirp4netns on it (the topology Lazaret uses), then runsc run.
+# Domain's, in a private mount namespace: a new network namespace bound at
+# $work/netns, plain slirp4netns on it (the topology Lazaret uses; it stays
+# in the harness's namespace, where the test hosts are), then, entered into
+# that namespace as the supervisor is, an empty tmpfs over /proc/sys/net/core
+# (this runsc's root-namespace check; /proc/sys/net shows the reader's
+# namespace, see shared/PLATFORM.md) and runsc run.
 cat >"$work/bare-inner" <<EOS
 #!/bin/bash
 set -eu
-mount -t tmpfs -o size=4k,mode=0555 tmpfs /proc/sys/net/core
 unshare --net=$work/netns true
 fifo=$work/ready-\$\$
 rm -f "\$fifo"
@@ -88,7 +92,9 @@ if [[ \$ok != 1 ]]; then
 fi
 rm -f $work/runsc.log
 rc=0
-$runsc $RUNSC_FLAGS run --bundle "\$1" bare-net-\$\$ </dev/null || rc=\$?
+nsenter --net=$work/netns -- /bin/sh -c \
+        'mount -t tmpfs -o size=4k,mode=0555 tmpfs /proc/sys/net/core && exec "\$@"' sh \
+        $runsc $RUNSC_FLAGS run --bundle "\$1" bare-net-\$\$ </dev/null || rc=\$?
 kill \$helper
 wait \$helper 2>/dev/null || true
 exit \$rc
