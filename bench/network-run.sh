@@ -1,0 +1,165 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The body of bench/network, run as the unprivileged test user inside the
+# harness's network namespace (see bench/network). The only hosts besides
+# loopback are the harness's test hosts; 198.51.100.7 serves bulk.bin.
+# shellcheck source=../tests/harness/lib.sh
+. "$LAZARET_SOURCE_ROOT/tests/harness/lib.sh"
+
+COLD=${LAZARET_TEST_BENCH_COLD:-8}
+DOWNLOADS=${LAZARET_TEST_BENCH_DOWNLOADS:-5}
+HOST=198.51.100.7
+BULK_BYTES=$((64 << 20))
+command -v hyperfine >/dev/null || lt_fail "hyperfine is not installed (.ci/install-deps installs it)"
+slirp=$(command -v slirp4netns) || lt_fail "slirp4netns is not installed"
+
+lt_install
+lt_domain_setup bench-network
+work=$HOME/bench-network
+rm -rf "$work"
+mkdir -p "$work"
+
+# The prepared rootfs Lazaret itself uses: launch once so that it exists.
+lt_launch -- /bin/true
+lt_wait_inactive
+digest=$(jq -r '.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] == "latest") | .digest' \
+        "$LT_IMAGE/index.json")
+data_root=$(lazaretctl config check --json --workspace "$LT_WS" | jq -r .data_root)
+rootfs=$data_root/images/prepared/${digest#sha256:}/rootfs
+[[ -d $rootfs ]] || lt_fail "no prepared rootfs at $rootfs"
+runsc=$(command -v runsc)
+
+# The download, timed inside the sandbox (busybox ts gives microseconds;
+# busybox nc, not wget: this static wget crashes under gVisor) into
+# /dev/null: a pipe to wc inside gVisor halves the rate and would hide the
+# network path. A second, untimed download through wc checks that the path
+# delivers the whole file. It prints "bulk BYTES START END".
+get="printf 'GET /bulk.bin HTTP/1.0\\r\\n\\r\\n' | nc -w 5 $HOST 8080"
+download="t0=\$(echo | ts %.s); $get >/dev/null; t1=\$(echo | ts %.s); n=\$($get | wc -c); echo bulk \$n \$t0 \$t1"
+
+# Bare bundles: the same rootfs, the network namespace $work/netns by path
+# (bound there by each run, in its own mount namespace).
+: >"$work/netns"
+bare_bundle() {   # DIR ARGS-JSON
+        mkdir -p "$1"
+        jq -n --arg rootfs "$rootfs" --arg netns "$work/netns" --argjson args "$2" '{
+          ociVersion: "1.0.2",
+          process: { terminal: false, user: { uid: 0, gid: 0 }, args: $args, env: ["PATH=/bin"], cwd: "/",
+                     capabilities: { bounding: ["CAP_KILL"], effective: ["CAP_KILL"], permitted: ["CAP_KILL"] },
+                     noNewPrivileges: true },
+          root: { path: $rootfs, readonly: true }, hostname: "bare",
+          mounts: [ { destination: "/proc", type: "proc", source: "proc" },
+                    { destination: "/tmp", type: "tmpfs", source: "tmpfs" } ],
+          linux: { namespaces: [ { type: "pid" }, { type: "ipc" }, { type: "uts" }, { type: "mount" },
+                                 { type: "network", path: $netns } ] } }' >"$1/config.json"
+}
+bare_bundle "$work/true" '["/bin/true"]'
+bare_bundle "$work/bulk" "$(jq -n --arg s "$download" '["/bin/sh", "-c", $s]')"
+mkdir -p "$work/root" "$work/overlay"
+# The supervisor's flags (src/supervisor/supervisor.c runsc()), its dentry
+# cache and its log file too.
+hard=$(ulimit -Hn)
+dcache=
+[[ $hard != unlimited ]] && ((hard >= 3000)) && dcache=--dcache=$((hard / 3 < 100000 ? hard / 3 : 100000))
+ulimit -n "$hard"
+RUNSC_FLAGS="--root $work/root --log=$work/runsc.log --platform=systrap --network=sandbox --ignore-cgroups --file-access-mounts=shared --overlay2=root:dir=$work/overlay --directfs=true $dcache"
+
+# One bare run: as root of a new user namespace with the same ID map as a
+# Domain's, in a private mount namespace: a new network namespace bound at
+# $work/netns, plain slirp4netns on it (the topology Lazaret uses; it stays
+# in the harness's namespace, where the test hosts are), then, entered into
+# that namespace as the supervisor is, an empty tmpfs over /proc/sys/net/core
+# (this runsc's root-namespace check; /proc/sys/net shows the reader's
+# namespace, see shared/PLATFORM.md) and runsc run.
+cat >"$work/bare-inner" <<EOS
+#!/bin/bash
+set -eu
+unshare --net=$work/netns true
+fifo=$work/ready-\$\$
+rm -f "\$fifo"
+mkfifo "\$fifo"
+$slirp --configure --mtu=65520 --disable-host-loopback --cidr 10.137.54.0/24 --netns-type=path --ready-fd=3 \\
+        $work/netns tap0 3>"\$fifo" </dev/null >/dev/null 2>$work/slirp4netns.err &
+helper=\$!
+ok=
+read -r -n1 ok <"\$fifo" || true
+rm -f "\$fifo"
+if [[ \$ok != 1 ]]; then
+        echo "bare run: slirp4netns did not become ready: \$(cat $work/slirp4netns.err)" >&2
+        kill \$helper 2>/dev/null || true
+        exit 1
+fi
+rm -f $work/runsc.log
+rc=0
+nsenter --net=$work/netns -- /bin/sh -c \
+        'mount -t tmpfs -o size=4k,mode=0555 tmpfs /proc/sys/net/core && exec "\$@"' sh \
+        $runsc $RUNSC_FLAGS run --bundle "\$1" bare-net-\$\$ </dev/null || rc=\$?
+kill \$helper
+wait \$helper 2>/dev/null || true
+exit \$rc
+EOS
+cat >"$work/bare-run" <<EOS
+#!/bin/bash
+exec unshare --user --map-root-user --map-auto --mount -- bash $work/bare-inner "\${1:-$work/true}"
+EOS
+chmod +x "$work/bare-run" "$work/bare-inner"
+"$work/bare-run" >/dev/null || lt_fail "bare runsc run with slirp4netns does not work"
+
+# --- cold launch ----------------------------------------------------------------
+
+cd "$LT_WS" || lt_fail "no workspace $LT_WS"
+hyperfine --style basic --export-json "$work/cold.json" -N --warmup 1 --runs "$COLD" \
+        -n "bare runsc+slirp run" "$work/bare-run" >&2
+hyperfine --style basic --export-json "$work/cold-lz.json" -N --warmup 1 --runs "$COLD" \
+        --prepare "bash -c '. $LAZARET_SOURCE_ROOT/tests/harness/lib.sh; LT_DOMAIN=$LT_DOMAIN lt_wait_inactive'" \
+        -n "lazaret cold launch" "lazaretctl launch -- /bin/true" >&2
+
+# --- bulk download ----------------------------------------------------------------
+
+# A warm Domain: one session holds it up, so each download's launch is short.
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 3600) &
+holder=$!
+for _ in $(seq 1 100); do
+        [[ $(lazaretctl status --json | jq -r .State) == running ]] && break
+        sleep 0.1
+done
+
+# MiB/s from a "bulk BYTES START END" line; fails on a short download.
+rate() {   # WHO LINE
+        local tag n t0 t1
+        read -r tag n t0 t1 <<<"$2"
+        [[ $tag == bulk && $n =~ ^[0-9]+$ ]] || lt_fail "$1: the download printed '$2'"
+        ((n > BULK_BYTES)) || lt_fail "$1: got $n bytes from $HOST, want $BULK_BYTES and the headers"
+        awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f\n", n / (b - a) / 1048576 }'
+}
+median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+: >"$work/bulk-bare"
+: >"$work/bulk-lz"
+# Round 0 warms the host's page cache and both paths; it is not counted.
+for i in $(seq 0 "$DOWNLOADS"); do
+        b=$(rate "bare runsc+slirp" "$("$work/bare-run" "$work/bulk")")
+        l=$(rate "lazaret" "$(lazaretctl launch -- /bin/sh -c "$download")")
+        echo "# download $i: bare $b MiB/s, lazaret $l MiB/s" >&2
+        ((i == 0)) && continue
+        echo "$b" >>"$work/bulk-bare"
+        echo "$l" >>"$work/bulk-lz"
+done
+kill "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
+
+mean() { jq -r --arg n "$2" '.results[] | select(.command == $n) | .mean' "$1"; }
+sd() { jq -r --arg n "$2" '.results[] | select(.command == $n) | .stddev' "$1"; }
+br=$(mean "$work/cold.json" "bare runsc+slirp run")
+lc=$(mean "$work/cold-lz.json" "lazaret cold launch")
+bb=$(median "$work/bulk-bare")
+lb=$(median "$work/bulk-lz")
+
+echo
+echo "bench/network: $COLD cold runs and $DOWNLOADS downloads of 64 MiB, $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
+printf '  %-28s %8.1f ms  (± %.1f)\n' "bare runsc+slirp4netns run" "$(jq -n "$br*1000")" "$(jq -n "$(sd "$work/cold.json" "bare runsc+slirp run")*1000")"
+printf '  %-28s %8.1f ms  (± %.1f)\n' "lazaret cold launch" "$(jq -n "$lc*1000")" "$(jq -n "$(sd "$work/cold-lz.json" "lazaret cold launch")*1000")"
+printf '  %-28s %8.1f MiB/s  (median; %s)\n' "bare runsc+slirp4netns bulk" "$bb" "$(sort -n "$work/bulk-bare" | paste -sd' ')"
+printf '  %-28s %8.1f MiB/s  (median; %s)\n' "lazaret bulk" "$lb" "$(sort -n "$work/bulk-lz" | paste -sd' ')"
+printf '  cold ratio (lazaret cold / bare runsc+slirp4netns run):  %.2f  (goal <= 1.5)\n' "$(jq -n "$lc/$br")"
+printf '  bulk ratio (lazaret / bare runsc+slirp4netns download):  %.2f  (goal >= 0.9)\n' "$(jq -n "$lb/$bb")"
