@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <criterion/criterion.h>
+
+#include "trusted-scratch.h"
 #include <errno.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
@@ -362,10 +364,10 @@ static void runsc_refused(const char *value, const char *want) {
  * (meson passes it), never below the world-writable /tmp.
  */
 static char *trusted_scratch(void) {
-        const char *base = getenv("LAZARET_TEST_BUILDDIR");
+        const char *base = trusted_scratch_base();
         char *p;
 
-        cr_assert_not_null(base, "LAZARET_TEST_BUILDDIR is not set (run through meson test)");
+        cr_assert_not_null(base, "neither the build tree nor $HOME has only trusted parents");
         cr_assert(asprintf(&p, "%s/runsc-scratch-XXXXXX", base) > 0);
         cr_assert_not_null(mkdtemp(p));
         chmod(p, 0755);

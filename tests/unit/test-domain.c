@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <criterion/criterion.h>
+
+#include "trusted-scratch.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -379,14 +381,14 @@ Test(domain, judged_with_the_callers_inputs, .init = setup, .fini = teardown) {
  * parents are trusted, so that only the exposure check can refuse it.
  */
 Test(domain, exposure_runsc_in_workspace_or_volume) {
-        const char *base = getenv("LAZARET_TEST_BUILDDIR");
+        const char *base = trusted_scratch_base();
         _cleanup_free_ char *dir = NULL, *proj = NULL, *tools = NULL, *bin = NULL, *text = NULL, *err = NULL,
                             *want = NULL, *cmd = NULL, *home = NULL, *data = NULL;
         ConfigEnv cenv;
         HostContext hc = {};
         FILE *f;
 
-        cr_assert_not_null(base, "LAZARET_TEST_BUILDDIR is not set (run through meson test)");
+        cr_assert_not_null(base, "neither the build tree nor $HOME has only trusted parents");
         cr_assert(asprintf(&dir, "%s/runsc-domain-XXXXXX", base) > 0);
         cr_assert_not_null(mkdtemp(dir));
         chmod(dir, 0755);
