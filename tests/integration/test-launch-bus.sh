@@ -23,7 +23,10 @@ for _ in $(seq 1 100); do
         sleep 0.1
 done
 
-lt_busctl introspect "$name" "$path" "$iface" | grep -q '^\.OpenSession ' || lt_fail "OpenSession not in the introspection data"
+# Captured first: grep -q closing the pipe early would fail busctl, and
+# pipefail with it.
+introspection=$(lt_busctl introspect "$name" "$path" "$iface")
+grep -q '^\.OpenSession ' <<<"$introspection" || lt_fail "OpenSession not in the introspection data"
 lt_assert_eq "DomainId property" "\"$LT_DOMAIN\"" "$(lt_busctl get-property "$name" "$path" "$iface" DomainId | cut -d' ' -f2)"
 fp=$(lt_busctl --json=short get-property "$name" "$path" "$iface" ConfigurationFingerprint | jq -r .data)
 

@@ -83,7 +83,7 @@ $T send-keys -t t "cd '$LT_WS'; stty -g > '$HOME/stty.before'; lazaretctl launch
 # The client's connection activated the service, which waits at the gate.
 wait_state "$UNIT" 10 activating
 sleep 0.5
-screen | grep -q LAUNCH-EXIT && lt_fail "launch ended before the Domain was up: $(screen)"
+grep -q LAUNCH-EXIT <<<"$(screen)" && lt_fail "launch ended before the Domain was up: $(screen)"
 
 t0=$(ms)
 $T send-keys -t t C-c

@@ -40,7 +40,7 @@ wait_for '30 100'
 # (The quotes keep the typed command from matching what is waited for.)
 $T send-keys -t t "ls \${TERMINFO_DIRS%%:*}/x/ && echo TERMINFO-O''K" Enter
 wait_for 'TERMINFO-OK'
-screen | grep -q 'xterm-256color' || lt_fail "terminfo entry xterm-256color not visible inside"
+grep -q 'xterm-256color' <<<"$(screen)" || lt_fail "terminfo entry xterm-256color not visible inside"
 
 $T resize-window -t t -x 120 -y 40
 sleep 0.3

@@ -60,7 +60,7 @@ lt_assert_eq "readiness names the configuration" "$(jq -r .ConfigurationFingerpr
 [[ $(jq -r .NetworkReadiness.PolicyDigest <<<"$json") =~ ^[0-9a-f]{64}$ ]] || lt_fail "no policy digest: $json"
 [[ $(jq -r .NetworkReadiness.HelperId <<<"$json") =~ ^slirp4netns:[0-9]+$ ]] || lt_fail "no helper ID: $json"
 [[ $(jq -r .NetworkReadiness.Namespace <<<"$json") =~ ^net:\[[0-9]+\]$ ]] || lt_fail "no namespace identity: $json"
-(cd "$LT_WS" && lazaretctl status) | grep -q "Network: *$fp" || lt_fail "lazaretctl status does not show the fingerprint"
+grep -q "Network: *$fp" <<<"$(cd "$LT_WS" && lazaretctl status)" || lt_fail "lazaretctl status does not show the fingerprint"
 lt_log "ok: attested; fingerprint $fp"
 
 # --- egress through the policy ---------------------------------------------------
@@ -96,7 +96,7 @@ rc2=$?
 set -e
 ((rc != 0)) || lt_fail "a route was added inside: $out"
 ((rc2 != 0)) || lt_fail "an address was added inside: $out2"
-lt_launch -- /bin/ip route | grep -q 10.99.0.0 && lt_fail "the route is there after all"
+grep -q 10.99.0.0 <<<"$(lt_launch -- /bin/ip route)" && lt_fail "the route is there after all"
 lt_log "ok: route and address changes refused ($out / $out2)"
 
 # --- the helper dies: the Domain fails, the session is told -------------------------
@@ -111,7 +111,7 @@ wait "$keeper"
 set -e
 grep -q "slirp4netns" "$HOME/net-keeper.out" || lt_fail "the session was not told why: $(cat "$HOME/net-keeper.out")"
 lt_wait_inactive
-systemctl --user status "lazaret@$LT_DOMAIN.service" 2>&1 | grep -q "network readiness withdrawn" ||
+grep -q "network readiness withdrawn" <<<"$(systemctl --user status "lazaret@$LT_DOMAIN.service" 2>&1)" ||
         grep -q "network readiness withdrawn" "$LT_LOGDIR/$LT_DOMAIN.log" || lt_fail "the failure does not name the helper"
 lt_log "ok: helper $helper killed: $(grep -m1 slirp4netns "$HOME/net-keeper.out")"
 
