@@ -242,10 +242,13 @@ for ((i = 0; i < ${#lz_argv[@]}; i++)); do
         esac
 done
 [[ -r $lz_bundle/config.json ]] || lt_fail "cannot read the bundle of Lazaret's sandbox (${lz_bundle:-not found})"
-# A file-backed overlay gets a directory of its own.
+# A file-backed overlay gets a directory of its own; the network is left
+# out (Lazaret's enforcement namespace belongs to its sandbox, and these
+# workloads do not use the network).
 for i in "${!flags[@]}"; do
         case ${flags[i]} in
         --overlay2=*:dir=*) mkdir -p "$work/overlay" && flags[i]=${flags[i]%%:dir=*}:dir=$work/overlay ;;
+        --network=*) flags[i]=--network=none ;;
         esac
 done
 
@@ -255,6 +258,8 @@ mkdir -p "$work/bundle" "$work/root"
 jq --arg ws "$ws" '
         .process.args = ["/bin/sleep", "3600"] | .process.terminal = false |
         .mounts = [.mounts[] | select(.destination | startswith("/run/lazaret") | not)] |
+        .mounts = [.mounts[] | select(.destination != "/etc/resolv.conf")] |
+        .linux.namespaces = [.linux.namespaces[] | del(.path)] |
         .mounts = [.mounts[] | if .destination == "/workspace" then .source = $ws else . end]' \
         "$lz_bundle/config.json" >"$work/bundle/config.json" || lt_fail "cannot derive the bare runsc bundle"
 jq -e '.mounts[] | select(.destination == "/workspace" and .type == "bind")' "$work/bundle/config.json" >/dev/null ||
