@@ -210,19 +210,30 @@ static int target_domain_id(int argc, char *argv[], const Config *config, char r
         return 0;
 }
 
+/* The Domain a verb is about, its bus name, and a bus connection to ask it. */
+static int open_target(int argc, char *argv[], const Config *config, sd_bus **ret_bus,
+                       char ret_id[DOMAIN_ID_LEN + 1], char ret_name[BUS_NAME_MAX]) {
+        int r;
+
+        r = target_domain_id(argc, argv, config, ret_id);
+        if (r < 0)
+                return r;
+        r = ctl_bus_open(ret_bus);
+        if (r < 0)
+                return r;
+        domain_bus_name(ret_id, ret_name);
+        return 0;
+}
+
 int verb_status(int argc, char *argv[], const Config *config) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_json_ json_object *o = NULL;
         char name[BUS_NAME_MAX], id[DOMAIN_ID_LEN + 1];
         int r;
 
-        r = target_domain_id(argc, argv, config, id);
+        r = open_target(argc, argv, config, &bus, id, name);
         if (r < 0)
                 return r;
-        r = ctl_bus_open(&bus);
-        if (r < 0)
-                return r;
-        domain_bus_name(id, name);
         r = domain_properties_json(bus, name, &o);
         if (r < 0) {
                 if (arg_json) {
@@ -285,13 +296,9 @@ int verb_stop(int argc, char *argv[], const Config *config) {
         char name[BUS_NAME_MAX], id[DOMAIN_ID_LEN + 1];
         int r;
 
-        r = target_domain_id(argc, argv, config, id);
+        r = open_target(argc, argv, config, &bus, id, name);
         if (r < 0)
                 return r;
-        r = ctl_bus_open(&bus);
-        if (r < 0)
-                return r;
-        domain_bus_name(id, name);
         r = sd_bus_call_method(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Stop", &error, NULL, "");
         if (r < 0) {
                 if (sd_bus_error_has_names(&error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
