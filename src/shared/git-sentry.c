@@ -256,7 +256,8 @@ void git_config_paths_done(GitConfigPaths *p) {
 
 int git_path_in_workspace(const char *value, const char *base, const char *home, const char *workspace, char **ret_rel) {
         _cleanup_free_ char *full = NULL, *out = NULL;
-        size_t n = 0, wlen = strlen(workspace);
+        size_t wlen = strlen(workspace);
+        int r;
 
         if (isempty(value))
                 return -EINVAL;
@@ -272,40 +273,9 @@ int git_path_in_workspace(const char *value, const char *base, const char *home,
                 full = join3(base, "/", value);
         if (!full)
                 return -ENOMEM;
-        if (strlen(full) > LAZARET_PATH_MAX)
-                return -ENAMETOOLONG;
-
-        out = malloc(strlen(full) + 2);
-        if (!out)
-                return -ENOMEM;
-        for (const char *s = full; *s;) {
-                const char *e;
-
-                while (*s == '/')
-                        s++;
-                if (!*s)
-                        break;
-                e = strchrnul(s, '/');
-                if (e - s == 2 && s[0] == '.' && s[1] == '.') {
-                        out[n] = 0;
-                        /* Strictly below the workspace, the component we would
-                         * step out of is the sandbox's to replace. */
-                        if (n > wlen && path_is_at_or_below(out, workspace))
-                                return -ELOOP;
-                        while (n > 0 && out[n - 1] != '/')
-                                n--;
-                        if (n > 0)
-                                n--;
-                } else if (!(e - s == 1 && s[0] == '.')) {
-                        out[n++] = '/';
-                        memcpy(out + n, s, e - s);
-                        n += e - s;
-                }
-                s = e;
-        }
-        if (n == 0)
-                out[n++] = '/';
-        out[n] = 0;
+        r = path_simplify(full, workspace, &out);
+        if (r < 0)
+                return r;
 
         if (!path_is_at_or_below(out, workspace))
                 return 0;

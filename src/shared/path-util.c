@@ -30,17 +30,14 @@ bool path_has_dotdot(const char *p) {
         return false;
 }
 
-int path_normalize(const char *p, char **ret) {
+int path_simplify(const char *p, const char *guard, char **ret) {
         _cleanup_free_ char *out = NULL;
-        size_t n = 0;
+        size_t n = 0, glen = guard ? strlen(guard) : 0;
 
         if (!path_is_absolute(p))
                 return -EINVAL;
         if (strlen(p) > LAZARET_PATH_MAX)
                 return -ENAMETOOLONG;
-        if (path_has_dotdot(p))
-                return -EINVAL;
-
         out = malloc(strlen(p) + 2);
         if (!out)
                 return -ENOMEM;
@@ -53,7 +50,16 @@ int path_normalize(const char *p, char **ret) {
                 if (!*s)
                         break;
                 e = strchrnul(s, '/');
-                if (!(e - s == 1 && s[0] == '.')) {
+                if (e - s == 2 && s[0] == '.' && s[1] == '.') {
+                        out[n] = 0;
+                        if (guard && n > glen && path_is_at_or_below(out, guard))
+                                return -ELOOP;
+                        /* Up one: drop the last segment written ("/.." is "/"). */
+                        while (n > 0 && out[n - 1] != '/')
+                                n--;
+                        if (n > 0)
+                                n--;
+                } else if (!(e - s == 1 && s[0] == '.')) {
                         out[n++] = '/';
                         memcpy(out + n, s, e - s);
                         n += e - s;
@@ -63,9 +69,16 @@ int path_normalize(const char *p, char **ret) {
         if (n == 0)
                 out[n++] = '/';
         out[n] = 0;
-
         *ret = TAKE_PTR(out);
         return 0;
+}
+
+int path_normalize(const char *p, char **ret) {
+        if (!path_is_absolute(p))
+                return -EINVAL;
+        if (path_has_dotdot(p))
+                return -EINVAL;
+        return path_simplify(p, NULL, ret);
 }
 
 bool path_is_at_or_below(const char *path, const char *dir) {
@@ -137,8 +150,7 @@ int path_canonicalize(const char *p, char **ret) {
 }
 
 int path_absolute_lexical(const char *p, const char *cwd, char **ret) {
-        _cleanup_free_ char *joined = NULL, *out = NULL;
-        size_t n = 0;
+        _cleanup_free_ char *joined = NULL;
 
         if (!p || !*p)
                 return -EINVAL;
@@ -150,38 +162,7 @@ int path_absolute_lexical(const char *p, const char *cwd, char **ret) {
                         return -ENOMEM;
                 p = joined;
         }
-        if (strlen(p) > LAZARET_PATH_MAX)
-                return -ENAMETOOLONG;
-        out = malloc(strlen(p) + 2);
-        if (!out)
-                return -ENOMEM;
-
-        for (const char *s = p; *s;) {
-                const char *e;
-
-                while (*s == '/')
-                        s++;
-                if (!*s)
-                        break;
-                e = strchrnul(s, '/');
-                if (e - s == 2 && s[0] == '.' && s[1] == '.') {
-                        /* Up one: drop the last segment written ("/.." is "/"). */
-                        while (n > 0 && out[n - 1] != '/')
-                                n--;
-                        if (n > 0)
-                                n--;
-                } else if (!(e - s == 1 && s[0] == '.')) {
-                        out[n++] = '/';
-                        memcpy(out + n, s, e - s);
-                        n += e - s;
-                }
-                s = e;
-        }
-        if (n == 0)
-                out[n++] = '/';
-        out[n] = 0;
-        *ret = TAKE_PTR(out);
-        return 0;
+        return path_simplify(p, NULL, ret);
 }
 
 void path_walk_result_done(PathWalkResult *r) {

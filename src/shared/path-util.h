@@ -20,6 +20,14 @@ bool path_has_dotdot(const char *p);
 int path_normalize(const char *p, char **ret);
 
 /*
+ * Lexically simplifies an absolute path: "." dropped, ".." takes back the
+ * segment before it. With guard, a ".." that would step out of a component
+ * strictly below guard is -ELOOP (that component is guard's owner's to
+ * replace with a symlink). Never touches the file system.
+ */
+int path_simplify(const char *p, const char *guard, char **ret);
+
+/*
  * True when path equals dir or lies beneath it, comparing whole segments
  * ("/a/bc" is not beneath "/a/b"). Both must be normalised absolute paths.
  */
