@@ -181,7 +181,8 @@ int netlink_veth_create(Netlink *nl, const char *name, const char *peer, int pee
         return request(nl, nlh);
 }
 
-static int link_message(Netlink *nl, uint16_t type, int ifindex, unsigned flags, unsigned change) {
+/* RTM_NEWLINK/RTM_DELLINK for one link; mtu 0 leaves the MTU alone. */
+static int link_message(Netlink *nl, uint16_t type, int ifindex, unsigned flags, unsigned change, uint32_t mtu) {
         uint8_t buf[NL_REQUEST_SIZE];
         struct nlmsghdr *nlh;
         struct ifinfomsg *ifm;
@@ -195,31 +196,21 @@ static int link_message(Netlink *nl, uint16_t type, int ifindex, unsigned flags,
         ifm->ifi_index = ifindex;
         ifm->ifi_flags = flags;
         ifm->ifi_change = change;
+        if (mtu > 0)
+                mnl_attr_put_u32(nlh, IFLA_MTU, mtu);
         return request(nl, nlh);
 }
 
 int netlink_link_delete(Netlink *nl, int ifindex) {
-        return link_message(nl, RTM_DELLINK, ifindex, 0, 0);
+        return link_message(nl, RTM_DELLINK, ifindex, 0, 0, 0);
 }
 
 int netlink_link_set_up(Netlink *nl, int ifindex) {
-        return link_message(nl, RTM_NEWLINK, ifindex, IFF_UP, IFF_UP);
+        return link_message(nl, RTM_NEWLINK, ifindex, IFF_UP, IFF_UP, 0);
 }
 
 int netlink_link_set_mtu(Netlink *nl, int ifindex, uint32_t mtu) {
-        uint8_t buf[NL_REQUEST_SIZE];
-        struct nlmsghdr *nlh;
-        struct ifinfomsg *ifm;
-
-        if (ifindex <= 0)
-                return -ENODEV;
-        nlh = mnl_nlmsg_put_header(buf);
-        nlh->nlmsg_type = RTM_NEWLINK;
-        ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
-        ifm->ifi_family = AF_UNSPEC;
-        ifm->ifi_index = ifindex;
-        mnl_attr_put_u32(nlh, IFLA_MTU, mtu);
-        return request(nl, nlh);
+        return mtu > 0 ? link_message(nl, RTM_NEWLINK, ifindex, 0, 0, mtu) : -EINVAL;
 }
 
 int netlink_address_add(Netlink *nl, int ifindex, const Cidr *address, bool no_prefix_route) {
