@@ -4,6 +4,8 @@
 # The body of bench/launch, run as the unprivileged user (see bench/launch).
 # shellcheck source=../tests/harness/lib.sh
 . "$LAZARET_SOURCE_ROOT/tests/harness/lib.sh"
+# shellcheck source=lib.sh
+. "$LAZARET_SOURCE_ROOT/bench/lib.sh"
 
 COLD=${LAZARET_TEST_BENCH_COLD:-10}
 WARM=${LAZARET_TEST_BENCH_WARM:-30}
@@ -15,15 +17,10 @@ work=$HOME/bench-launch
 rm -rf "$work"
 mkdir -p "$work"
 
-# The prepared rootfs Lazaret itself uses: launch once so that it exists.
-lt_launch -- /bin/true
-lt_wait_inactive
-digest=$(jq -r '.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] == "latest") | .digest' \
-        "$LT_IMAGE/index.json")
-data_root=$(lazaretctl config check --json --workspace "$LT_WS" | jq -r .data_root)
-rootfs=$data_root/images/prepared/${digest#sha256:}/rootfs
-[[ -d $rootfs ]] || lt_fail "no prepared rootfs at $rootfs"
-runsc=$(command -v runsc)
+# The prepared rootfs Lazaret itself uses.
+bench_prepared_rootfs
+rootfs=$BENCH_ROOTFS
+runsc=$BENCH_RUNSC
 
 # Bare bundles: the same rootfs, the same runsc flags as the supervisor.
 bare_bundle() {   # DIR ARGS-JSON
@@ -42,11 +39,8 @@ bare_bundle "$work/true" '["/bin/true"]'
 bare_bundle "$work/sleep" '["/bin/sleep", "3600"]'
 mkdir -p "$work/root" "$work/overlay"
 # The supervisor's flags (src/supervisor/supervisor.c), its dentry cache too.
-hard=$(ulimit -Hn)
-dcache=
-[[ $hard != unlimited ]] && ((hard >= 3000)) && dcache=--dcache=$((hard / 3 < 100000 ? hard / 3 : 100000))
-ulimit -n "$hard"
-RUNSC_FLAGS="--root $work/root --platform=systrap --network=none --ignore-cgroups --file-access-mounts=shared --overlay2=root:dir=$work/overlay --directfs=true $dcache"
+bench_runsc_flags "$work/root" "$work/overlay" none
+RUNSC_FLAGS=$BENCH_RUNSC_FLAGS
 in_userns() { unshare --user --map-root-user --map-auto --mount -- "$@"; }
 
 cat >"$work/bare-run" <<EOS

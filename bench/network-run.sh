@@ -6,6 +6,8 @@
 # loopback are the harness's test hosts; 198.51.100.7 serves bulk.bin.
 # shellcheck source=../tests/harness/lib.sh
 . "$LAZARET_SOURCE_ROOT/tests/harness/lib.sh"
+# shellcheck source=lib.sh
+. "$LAZARET_SOURCE_ROOT/bench/lib.sh"
 
 COLD=${LAZARET_TEST_BENCH_COLD:-8}
 DOWNLOADS=${LAZARET_TEST_BENCH_DOWNLOADS:-5}
@@ -20,15 +22,10 @@ work=$HOME/bench-network
 rm -rf "$work"
 mkdir -p "$work"
 
-# The prepared rootfs Lazaret itself uses: launch once so that it exists.
-lt_launch -- /bin/true
-lt_wait_inactive
-digest=$(jq -r '.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] == "latest") | .digest' \
-        "$LT_IMAGE/index.json")
-data_root=$(lazaretctl config check --json --workspace "$LT_WS" | jq -r .data_root)
-rootfs=$data_root/images/prepared/${digest#sha256:}/rootfs
-[[ -d $rootfs ]] || lt_fail "no prepared rootfs at $rootfs"
-runsc=$(command -v runsc)
+# The prepared rootfs Lazaret itself uses.
+bench_prepared_rootfs
+rootfs=$BENCH_ROOTFS
+runsc=$BENCH_RUNSC
 
 # The download, timed inside the sandbox (busybox ts gives microseconds;
 # busybox nc, not wget: this static wget crashes under gVisor) into
@@ -59,11 +56,8 @@ bare_bundle "$work/bulk" "$(jq -n --arg s "$download" '["/bin/sh", "-c", $s]')"
 mkdir -p "$work/root" "$work/overlay"
 # The supervisor's flags (src/supervisor/supervisor.c runsc()), its dentry
 # cache and its log file too.
-hard=$(ulimit -Hn)
-dcache=
-[[ $hard != unlimited ]] && ((hard >= 3000)) && dcache=--dcache=$((hard / 3 < 100000 ? hard / 3 : 100000))
-ulimit -n "$hard"
-RUNSC_FLAGS="--root $work/root --log=$work/runsc.log --platform=systrap --network=sandbox --ignore-cgroups --file-access-mounts=shared --overlay2=root:dir=$work/overlay --directfs=true $dcache"
+bench_runsc_flags "$work/root" "$work/overlay" sandbox --log=$work/runsc.log
+RUNSC_FLAGS=$BENCH_RUNSC_FLAGS
 
 # One bare run: as root of a new user namespace with the same ID map as a
 # Domain's, in a private mount namespace: a new network namespace bound at
