@@ -166,12 +166,31 @@ lt_use_git_image() {
 
 lt_domain_cleanup() {
         local rc=${1:-$?}
+        # A keeper session (lt_keeper_start), and a test's own clean-up.
+        [[ -z ${LT_KEEPER:-} ]] || kill "$LT_KEEPER" 2>/dev/null || true
+        if declare -F lt_cleanup_hook >/dev/null; then lt_cleanup_hook || true; fi
         if ((rc != 0 && rc != 77)); then
                 echo "--- coordinator log of Domain $LT_DOMAIN (last 40 lines) ---" >&2
                 tail -n 40 "$LT_LOGDIR/$LT_DOMAIN.log" >&2 2>/dev/null || true
         fi
         lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
         exit "$rc"
+}
+
+# lt_keeper_start [OUTPUT]: a session that stays for the rest of the test
+# (/bin/sleep 600, its output to OUTPUT or /dev/null), so that every launch
+# after it shares one sandbox. Sets LT_KEEPER (its client's PID, killed by
+# the EXIT trap) and waits, bounded, until the Domain is running.
+lt_keeper_start() {
+        local state=
+        (cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 600) >"${1:-/dev/null}" 2>&1 &
+        LT_KEEPER=$!
+        for _ in $(seq 1 150); do
+                state=$(cd "$LT_WS" && lazaretctl status --json 2>/dev/null | jq -r .State) || true
+                [[ $state == running ]] && break
+                sleep 0.2
+        done
+        lt_assert_eq "Domain state with the keeper session" running "$state"
 }
 
 # lt_launch ARGS...: lazaretctl launch in the test workspace. In the

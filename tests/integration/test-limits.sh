@@ -46,22 +46,8 @@ JSON
 LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id)
 
 # A session that stays for the whole test: every launch below shares its sandbox.
-(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 600) >/dev/null 2>&1 &
-keeper=$!
-on_exit() {
-        local rc=$?
-        kill "$keeper" 2>/dev/null || true
-        set +e
-        (exit "$rc")
-        lt_domain_cleanup
-}
-trap on_exit EXIT
-for _ in $(seq 1 150); do
-        state=$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)
-        [[ $state == running ]] && break
-        sleep 0.2
-done
-lt_assert_eq "Domain state" running "$state"
+lt_keeper_start
+keeper=$LT_KEEPER
 alive() {
         kill -0 "$keeper" 2>/dev/null || lt_fail "$1: the keeper session ended"
         lt_assert_eq "$1: a new session works" alive "$(lt_launch -- /bin/echo alive)"

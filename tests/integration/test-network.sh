@@ -30,24 +30,12 @@ cat >"$LT_CONFIG" <<JSON
 JSON
 LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id)
 
-(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 600) >"$HOME/net-keeper.out" 2>&1 &
-keeper=$!
-on_exit() {
-        local rc=$?
-        kill "$keeper" 2>/dev/null || true
+lt_cleanup_hook() {
         [[ -z ${watcher:-} ]] || kill "$watcher" 2>/dev/null || true
         systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT || true
-        set +e
-        (exit "$rc")
-        lt_domain_cleanup
 }
-trap on_exit EXIT
-for _ in $(seq 1 150); do
-        state=$(cd "$LT_WS" && lazaretctl status --json 2>/dev/null | jq -r .State) || true
-        [[ $state == running ]] && break
-        sleep 0.2
-done
-lt_assert_eq "Domain state" running "$state"
+lt_keeper_start "$HOME/net-keeper.out"
+keeper=$LT_KEEPER
 
 # --- the readiness fingerprint ---------------------------------------------------
 json=$(cd "$LT_WS" && lazaretctl status --json)

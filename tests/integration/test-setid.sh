@@ -69,16 +69,8 @@ cp "$LT_WS/evil.tar" "$VOL/evil.tar"
 cp -p "$LT_WS/hostsuid" "$VOL/hostsuid"
 
 # A session that stays: every launch of one phase runs in the same sandbox.
-(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 600) >/dev/null 2>&1 &
-keeper=$!
-on_exit() {
-        local rc=$?
-        kill "$keeper" 2>/dev/null || true
-        set +e
-        (exit "$rc")
-        lt_domain_cleanup
-}
-trap on_exit EXIT
+lt_keeper_start
+keeper=$LT_KEEPER
 
 inside() { lt_launch -- /bin/sh -c "$1"; }
 # Runs CMD (which tries to set a set-ID bit on FILE, a path below /workspace
@@ -195,8 +187,8 @@ wait "$keeper" 2>/dev/null || true
 lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
 lt_wait_inactive
 write_config false
-(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 600) >/dev/null 2>&1 &
-keeper=$!
+lt_keeper_start
+keeper=$LT_KEEPER
 for d in /workspace /vol; do
         inside "cd $d && mkdir nd && echo x >nd/f && chmod 0644 nd/f" || lt_fail "directfs=false: cannot create files in $d"
         must_refuse "directfs=false: chmod u+s in $d" "$d/nd/f" "chmod u+s $d/nd/f"
