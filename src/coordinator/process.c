@@ -72,6 +72,22 @@ static int on_process_exit(sd_event_source *s, const siginfo_t *si, void *userda
         return 0;
 }
 
+int event_add_owned_child(sd_event *e, sd_event_source **ret, pid_t pid, int pidfd,
+                          sd_event_child_handler_t handler, void *userdata) {
+        _cleanup_close_ int fd = pidfd;
+        int r;
+
+        r = sd_event_add_child_pidfd(e, ret, fd, WEXITED, handler, userdata);
+        if (r < 0) {
+                (void) kill(pid, SIGKILL);
+                return r;
+        }
+        (void) sd_event_source_set_child_pidfd_own(*ret, true);
+        (void) sd_event_source_set_child_process_own(*ret, true);
+        TAKE_FD(fd);
+        return 0;
+}
+
 static int start(sd_event *e, char *const *argv, int stderr_fd, sd_event_source **ret_child,
                  sd_event_child_handler_t handler, void *userdata) {
         SpawnOptions o = SPAWN_OPTIONS_INIT;
@@ -85,15 +101,9 @@ static int start(sd_event *e, char *const *argv, int stderr_fd, sd_event_source 
         r = spawn(&o, &pid, &pidfd);
         if (r < 0)
                 return r;
-        r = sd_event_add_child_pidfd(e, ret_child, pidfd, WEXITED, handler, userdata);
-        if (r < 0) {
-                (void) kill(pid, SIGKILL);
+        r = event_add_owned_child(e, ret_child, pid, TAKE_FD(pidfd), handler, userdata);
+        if (r < 0)
                 return r;
-        }
-        /* The source owns the pidfd and the process: freed early, it kills it. */
-        (void) sd_event_source_set_child_pidfd_own(*ret_child, true);
-        (void) sd_event_source_set_child_process_own(*ret_child, true);
-        TAKE_FD(pidfd);
         return 0;
 }
 

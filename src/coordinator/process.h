@@ -22,5 +22,13 @@ int process_run(sd_event *e, char *const *argv, ProcessDone done, void *userdata
 Process *process_free(Process *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Process *, process_free);
 
+/*
+ * Watches a started child through its pidfd (taken, also on failure). The
+ * source owns the pidfd and the process: freed before the child exited, it
+ * kills it. On failure the child is killed.
+ */
+int event_add_owned_child(sd_event *e, sd_event_source **ret, pid_t pid, int pidfd,
+                          sd_event_child_handler_t handler, void *userdata);
+
 /* Runs argv and forgets it: nobody waits for its result (the loop reaps it). */
 int process_run_detached(sd_event *e, char *const *argv);

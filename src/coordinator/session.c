@@ -16,6 +16,7 @@
 #include "bus-names.h"
 #include "cleanup.h"
 #include "log.h"
+#include "process.h"
 #include "session.h"
 #include "spawn-util.h"
 #include "strv.h"
@@ -551,14 +552,9 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
                 return sd_bus_error_set_errnof(error, -r, "Cannot start the session's command: %m");
         slave = safe_close(slave);
 
-        r = sd_event_add_child_pidfd(s->event, &s->child_source, pidfd, WEXITED, on_child, s);
-        if (r < 0) {
-                (void) kill(s->pid, SIGKILL);
+        r = event_add_owned_child(s->event, &s->child_source, s->pid, TAKE_FD(pidfd), on_child, s);
+        if (r < 0)
                 return r;
-        }
-        (void) sd_event_source_set_child_pidfd_own(s->child_source, true);
-        (void) sd_event_source_set_child_process_own(s->child_source, true);
-        TAKE_FD(pidfd);
 
         if (p->terminal) {
                 r = sd_event_add_io(s->event, &s->tty_source, s->client_tty, EPOLLIN, on_tty, s);

@@ -178,14 +178,9 @@ int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidR
         r = spawn(&o, &c->pid, &pidfd);
         if (r < 0)
                 return r;
-        r = sd_event_add_child_pidfd(e, &c->child_source, pidfd, WEXITED, on_child_exit, c);
-        if (r < 0) {
-                (void) kill(c->pid, SIGKILL);
+        r = event_add_owned_child(e, &c->child_source, c->pid, TAKE_FD(pidfd), on_child_exit, c);
+        if (r < 0)
                 return r;
-        }
-        (void) sd_event_source_set_child_pidfd_own(c->child_source, true);
-        (void) sd_event_source_set_child_process_own(c->child_source, true);
-        TAKE_FD(pidfd);
         r = sd_event_add_io(e, &c->sync_source, c->sync_fd, EPOLLIN, on_sync, c);
         if (r < 0)
                 return r;

@@ -204,6 +204,20 @@ bool env_name_is_valid(const char *name) {
         return true;
 }
 
+/* An absolute path without ".." segments, normalised, or an error naming it. */
+static int parse_absolute_path(Parser *p, const char *in, const char *path, char **ret) {
+        int r;
+
+        if (!path_is_absolute(in))
+                return perr(p, path, -EINVAL, "\"%s\" is not an absolute path", in);
+        if (path_has_dotdot(in))
+                return perr(p, path, -EINVAL, "\"%s\" contains a \"..\" segment", in);
+        r = path_normalize(in, ret);
+        if (r < 0)
+                return perr(p, path, r, "\"%s\" is not a valid path", in);
+        return 0;
+}
+
 /*
  * Sandbox paths: absolute, no "..", not the root, and not a path Lazaret owns
  * (the workspace tree, its control directory, the kernel file systems).
@@ -213,13 +227,9 @@ static int check_sandbox_path(Parser *p, const char *in, const char *path, char 
         _cleanup_free_ char *norm = NULL;
         int r;
 
-        if (!path_is_absolute(in))
-                return perr(p, path, -EINVAL, "\"%s\" is not an absolute path", in);
-        if (path_has_dotdot(in))
-                return perr(p, path, -EINVAL, "\"%s\" contains a \"..\" segment", in);
-        r = path_normalize(in, &norm);
+        r = parse_absolute_path(p, in, path, &norm);
         if (r < 0)
-                return perr(p, path, r, "\"%s\" is not a valid path", in);
+                return r;
         if (streq(norm, "/"))
                 return perr(p, path, -EINVAL, "the sandbox root \"/\" cannot be used here");
         for (size_t i = 0; reserved[i]; i++)
@@ -824,13 +834,9 @@ static int check_runsc(Parser *p, const char *in, const char *path, char **ret) 
         struct stat st;
         int r;
 
-        if (!path_is_absolute(in))
-                return perr(p, path, -EINVAL, "\"%s\" is not an absolute path", in);
-        if (path_has_dotdot(in))
-                return perr(p, path, -EINVAL, "\"%s\" contains a \"..\" segment", in);
-        r = path_normalize(in, &norm);
+        r = parse_absolute_path(p, in, path, &norm);
         if (r < 0)
-                return perr(p, path, r, "\"%s\" is not a valid path", in);
+                return r;
         prefix = calloc(strlen(norm) + 1, 1);
         if (!prefix)
                 return OOM(p);
