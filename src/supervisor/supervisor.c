@@ -39,6 +39,7 @@
 #include <seccomp.h>
 
 #include "cleanup.h"
+#include "fs-util.h"
 #include "macro.h"
 #include "setid-filter.h"
 #include "spawn-util.h"
@@ -457,12 +458,10 @@ int main(int argc, char *argv[]) {
                 report_failed("network attestation failed: the probe could not run in the sandbox: %s", *err ? err : "runsc exec failed");
                 return 1;
         }
-        {
-                _cleanup_fclose_ FILE *f = fopen(report_path, "re");
-                if (!f || getdelim(&report, &len, 0, f) < 0) {
-                        report_failed("network attestation failed: no report from the probe");
-                        return 1;
-                }
+        /* Bounded: a route table of a few dozen lines fits many times over. */
+        if (read_full_file(report_path, 64 * 1024, &report, &len) < 0) {
+                report_failed("network attestation failed: no report from the probe, or one over 64 KiB");
+                return 1;
         }
         r = supnet_judge(&net, report, err, sizeof(err));
         free(report);
