@@ -86,7 +86,7 @@ static void waiter_unlink(Manager *m, Waiter *w) {
 /*
  * A client waiting for the Domain hung up before it was answered (a killed
  * or cancelled `lazaretctl launch`). When none is left and the Domain is
- * still starting with no session ever opened, nobody will use it: stop.
+ * still starting (so no session was ever opened), nobody will use it: stop.
  */
 static int on_waiter_hangup(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Waiter *w = userdata;
@@ -94,7 +94,7 @@ static int on_waiter_hangup(sd_event_source *s, int fd, uint32_t revents, void *
 
         waiter_unlink(m, w);
         waiter_free(w);
-        if (!m->waiters && m->state == DOMAIN_STARTING && m->sessions_opened == 0) {
+        if (!m->waiters && m->state == DOMAIN_STARTING) {
                 log_info("Every client that asked for Domain %s has gone; stopping", m->id);
                 manager_stop(m, NULL);
         }
@@ -648,7 +648,6 @@ int manager_open_session(Manager *m, const SessionParams *p, Session **ret, sd_b
                 m->sessions->prev = s;
         m->sessions = s;
         m->n_sessions++;
-        m->sessions_opened++;
         m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
         manager_update_status(m);
         manager_emit_sessions_changed(m);

@@ -77,13 +77,11 @@ struct Manager {
         char *failure;          /* why the Domain failed, for clients */
         int exit_code;
         sd_event_source *teardown;      /* defer: runs the teardown from the loop */
-        bool sandbox_stopping;
 
         Sandbox *sandbox;
 
         Session *sessions;
         unsigned n_sessions;
-        unsigned sessions_opened;
         sd_event_source *idle_timer;
 };
 

@@ -56,6 +56,7 @@ struct Sandbox {
 
         char id[DOMAIN_ID_LEN + 24];    /* runsc container ID: lz-ID-RANDOM */
         char scope[UNIT_NAME_MAX];
+        char *scope_path;               /* its object path on the user manager */
         char service[UNIT_NAME_MAX];
         char *runsc;
         char *runtime_dir;
@@ -80,7 +81,6 @@ struct Sandbox {
         UsernsChild *child;
         SupervisorLink *link;
         BusJob *job;
-        bool killed;                    /* the stop job was helped with SIGKILL */
         sd_event_source *kill_timer;
         sd_bus_slot *scope_match;       /* PropertiesChanged of the scope unit */
         sd_bus_slot *result_query;      /* Get Result, after the sandbox ended by itself */
@@ -116,6 +116,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->pending_why);
         prepared_image_done(&sb->image);
         free(sb->runsc);
+        free(sb->scope_path);
         free(sb->runtime_dir);
         free(sb->runsc_root);
         free(sb->bundle);
@@ -149,6 +150,9 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret) {
         /* A fresh container ID per generation: stale runsc state never collides. */
         snprintf(sb->id, sizeof(sb->id), "lz-%s-%.16s", p->domain->id, SD_ID128_TO_STRING(rnd));
         domain_scope_name(p->domain->id, sb->scope);
+        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", sb->scope, &sb->scope_path);
+        if (r < 0)
+                return r;
         domain_unit_name(p->domain->id, "service", sb->service);
 
         if (p->domain->config->runsc)
@@ -290,13 +294,7 @@ static int on_scope_properties(sd_bus_message *m, void *userdata, sd_bus_error *
 }
 
 static int watch_scope(Sandbox *sb) {
-        _cleanup_free_ char *path = NULL;
-        int r;
-
-        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", sb->scope, &path);
-        if (r < 0)
-                return r;
-        return sd_bus_match_signal_async(sb->bus, &sb->scope_match, "org.freedesktop.systemd1", path,
+        return sd_bus_match_signal_async(sb->bus, &sb->scope_match, "org.freedesktop.systemd1", sb->scope_path,
                                          "org.freedesktop.DBus.Properties", "PropertiesChanged",
                                          on_scope_properties, NULL, sb);
 }
@@ -319,16 +317,14 @@ static int on_result_reply(sd_bus_message *reply, void *userdata, sd_bus_error *
  * the kernel killed in it for its memory limit, so that the reason says so.
  */
 static void sandbox_ended(Sandbox *sb, const char *why) {
-        _cleanup_free_ char *path = NULL;
-        int r;
+        int r = 0;
 
         if (sb->failed || sb->state >= SANDBOX_STOPPING || sb->result_query)
                 return;
-        r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", sb->scope, &path);
-        if (r >= 0 && !(sb->pending_why = strdup(why)))
+        if (!(sb->pending_why = strdup(why)))
                 r = -ENOMEM;
         if (r >= 0)
-                r = sd_bus_call_method_async(sb->bus, &sb->result_query, "org.freedesktop.systemd1", path,
+                r = sd_bus_call_method_async(sb->bus, &sb->result_query, "org.freedesktop.systemd1", sb->scope_path,
                                              "org.freedesktop.DBus.Properties", "Get", on_result_reply, sb, "ss",
                                              "org.freedesktop.systemd1.Scope", "Result");
         if (r < 0) {
