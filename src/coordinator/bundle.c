@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include "bundle.h"
 #include "cleanup.h"
 #include "git-sentry.h"
+#include "net-policy.h"
 #include "oci-spec.h"
 #include "path-util.h"
 #include "util.h"
@@ -50,7 +52,8 @@ int bundle_write(const BundleParams *p, char **ret_error) {
         const Domain *d = p->domain;
         _cleanup_free_ char *json = NULL, *cfg = NULL, *init_src = NULL, *init_dst = NULL, *terminfo = NULL,
                             *error = NULL;
-        _cleanup_free_ char *gitconfig = NULL, *xdggit = NULL, *probe_src = NULL, *probe_dst = NULL, *resolv = NULL;
+        _cleanup_free_ char *gitconfig = NULL, *xdggit = NULL, *resolv = NULL;
+        char port[16];
         _cleanup_(git_sentry_done) GitSentry git = {};
         _cleanup_free_ OciMount *mounts = NULL;
         ResolvedVolume *vols = NULL;
@@ -74,15 +77,10 @@ int bundle_write(const BundleParams *p, char **ret_error) {
         r = copy_file(getenv("LAZARET_INIT") ?: init_src, init_dst, 0755);
         if (r < 0)
                 return errorf(ret_error, r, "cannot install %s into the sandbox: %s", init_src, strerror(-r));
-        /* The network attestation's probe, and the resolver: the helper's DNS address. */
-        probe_dst = path_join(p->control_dir, "netprobe");
-        probe_src = path_join(LIBEXECDIR, "lazaret-netprobe");
+        /* The resolver: the helper's DNS address. */
         resolv = path_join(p->control_dir, "resolv.conf");
-        if (!probe_dst || !probe_src || !resolv)
+        if (!resolv)
                 return -ENOMEM;
-        r = copy_file(getenv("LAZARET_NETPROBE") ?: probe_src, probe_dst, 0755);
-        if (r < 0)
-                return errorf(ret_error, r, "cannot install %s into the sandbox: %s", probe_src, strerror(-r));
         r = write_file(resolv, "# Written by Lazaret: the network helper's DNS forwarder.\nnameserver 10.137.54.3\n", 0644);
         if (r < 0)
                 return errorf(ret_error, r, "cannot write %s: %s", resolv, strerror(-r));
@@ -119,6 +117,8 @@ int bundle_write(const BundleParams *p, char **ret_error) {
         /* Last, so that it is on top of whatever a volume brings to /etc. */
         mounts[n++] = (OciMount) { "/etc/resolv.conf", "bind", resolv, ro };
 
+        snprintf(port, sizeof(port), "%u", p->canary_port);
+
         /* Writable, but only through runsc's root overlay, whose upper layer
          * lives in a Domain-owned directory (--overlay2=root:dir=): the
          * prepared lower on the host is never written. */
@@ -126,7 +126,9 @@ int bundle_write(const BundleParams *p, char **ret_error) {
                 .rootfs = p->rootfs,
                 .rootfs_readonly = false,
                 .hostname = d->profile->name,
-                .args = (char *[]) { (char *) SANDBOX_CONTROL_MOUNT "/init", NULL },
+                /* The init's first act is the network attestation's probe. */
+                .args = (char *[]) { (char *) SANDBOX_CONTROL_MOUNT "/init", (char *) "--attest",
+                                     (char *) NET_CANARY_ALLOWED_STR, (char *) NET_CANARY_DENIED_STR, port, NULL },
                 .env = p->env,
                 .cwd = "/",
                 .mounts = mounts,

@@ -17,6 +17,7 @@ typedef struct BundleParams {
         const char *rootfs;
         const char *netns_path;         /* the enforcement namespace the supervisor binds there */
         char **env;
+        unsigned canary_port;           /* where the init's attestation probe finds the canaries */
 } BundleParams;
 
 int bundle_write(const BundleParams *p, char **ret_error);

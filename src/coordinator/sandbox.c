@@ -69,6 +69,7 @@ struct Sandbox {
         char *policy_path;              /* the derived policy's canonical bytes */
         char *slirp4netns;
         char policy_digest[SHA256_HEX_LEN + 1];
+        unsigned canary_port;           /* the attestation canaries' port, random per generation */
         bool network_attested;
         SandboxNetwork network;
         PreparedImage image;
@@ -149,6 +150,7 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret) {
                 return r;
         /* A fresh container ID per generation: stale runsc state never collides. */
         snprintf(sb->id, sizeof(sb->id), "lz-%s-%.16s", p->domain->id, SD_ID128_TO_STRING(rnd));
+        sb->canary_port = 20000 + (unsigned) (rnd.qwords[1] % 20000);
         domain_scope_name(p->domain->id, sb->scope);
         r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", sb->scope, &sb->scope_path);
         if (r < 0)
@@ -448,6 +450,7 @@ static void step_bundle(Sandbox *sb) {
                                  .rootfs = sb->image.rootfs,
                                  .netns_path = sb->netns_path,
                                  .env = sb->image.env,
+                                 .canary_port = sb->canary_port,
                          }, &why);
         if (r >= 0)
                 r = write_control_files(sb, &why);
@@ -621,11 +624,13 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
         _cleanup_strv_free_ char **argv = NULL;
         const char *supervisor = getenv("LAZARET_SUPERVISOR"), *fault = getenv("LAZARET_TEST_NETWORK_FAULT");
         _cleanup_free_ char *def = path_join(LIBEXECDIR, "lazaret-supervisor"), *overlay = NULL;
+        char port[32];
 
         if (!def)
                 return -ENOMEM;
         if (asprintf(&overlay, "root:dir=%s", sb->overlay_dir) < 0)
                 return -ENOMEM;
+        snprintf(port, sizeof(port), "--canary-port=%u", sb->canary_port);
         if (strv_extend(&argv, supervisor ?: def) < 0 ||
             strv_extend(&argv, "--control-fd=3") < 0 ||
             strv_extend(&argv, "--runsc") < 0 || strv_extend(&argv, sb->runsc) < 0 ||
@@ -638,7 +643,7 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
             strv_extend(&argv, "--slirp4netns") < 0 || strv_extend(&argv, sb->slirp4netns) < 0 ||
             strv_extend(&argv, "--policy") < 0 || strv_extend(&argv, sb->policy_path) < 0 ||
             strv_extend(&argv, "--policy-digest") < 0 || strv_extend(&argv, sb->policy_digest) < 0 ||
-            strv_extend(&argv, "--probe") < 0 || strv_extend(&argv, SANDBOX_CONTROL_MOUNT "/netprobe") < 0)
+            strv_extend(&argv, port) < 0)
                 return -ENOMEM;
         /* Test hook: a policy route gVisor does not import. It lives in the
          * coordinator's environment (the user manager's), which nothing in

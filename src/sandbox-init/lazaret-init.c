@@ -4,13 +4,46 @@
  * it with `runsc exec`; their orphans are re-parented here and reaped, so no
  * zombie outlives its session. It exits on SIGTERM, SIGINT or SIGHUP, which
  * stops the container. Statically linked: it must not depend on the image.
+ *
+ * With --attest ALLOWED DENIED PORT (the coordinator always passes it) its
+ * first act is the network attestation's probe: the report goes to its
+ * standard output, a pipe the Runtime Supervisor reads, and then standard
+ * input, output and error are pointed at /dev/null, so that the sandbox
+ * holds no end of the supervisor's pipe afterwards. Running the probe here
+ * rather than through `runsc exec` spares a whole runsc start on every
+ * cold start, and the probe runs while runsc run is still returning.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-int main(void) {
+#include "netprobe.h"
+
+static int attest(char *argv[]) {
+        char *end;
+        long port;
+        int fd, r;
+
+        errno = 0;
+        port = strtol(argv[2], &end, 10);
+        if (errno || *end || port < 1 || port > 65535)
+                return -EINVAL;
+        r = netprobe_report(stdout, argv[0], argv[1], (int) port);
+        fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        for (int i = 0; i < 3; i++)
+                if (dup2(fd, i) < 0)
+                        r = -errno;
+        close(fd);
+        return r;
+}
+
+int main(int argc, char *argv[]) {
         sigset_t set;
         int sig;
 
@@ -19,6 +52,13 @@ int main(void) {
 
         sigfillset(&set);
         sigprocmask(SIG_BLOCK, &set, NULL);
+
+        /* A probe that cannot report is seen by the supervisor, which then
+         * never publishes this sandbox: nothing more to do about it here. */
+        if (argc == 5 && strcmp(argv[1], "--attest") == 0)
+                (void) attest(argv + 2);
+        else if (argc != 1)
+                return 2;
 
         for (;;) {
                 if (sigwait(&set, &sig) != 0)

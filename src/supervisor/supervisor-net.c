@@ -362,7 +362,6 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
         struct stat st;
         size_t len = 0, failed = 0;
         int r, fd, idx, lo;
-        unsigned short port;
 
         /* The policy the coordinator derived, strictly decoded, its digest as announced. */
         r = read_file(p->policy_path, &bytes, &len);
@@ -379,11 +378,11 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
                 return fail(err, errlen, -EBADMSG, "the network policy's digest %s is not the announced %s",
                             n->digest_hex, p->policy_digest);
 
-        if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd) || getrandom(&port, sizeof(port), 0) != sizeof(port))
+        if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
                 return fail(err, errlen, -EIO, "getrandom failed");
         hexify(rnd, sizeof(rnd), rndhex);
         snprintf(n->challenge, sizeof(n->challenge), "%s:%s", p->generation, rndhex);
-        n->port = 20000 + port % 20000;
+        n->port = p->canary_port;
 
         /* 1. The enforcement namespace, IPv6 off in it before anything else
          * exists there; reachable by path in our mount namespace only. */

@@ -17,7 +17,7 @@
  *                      namespace with its responder, deny0/sink, tap0, the
  *                      policy installed and read back exactly, the denied
  *                      canary seen live;
- *   (runsc create/start with --network=sandbox; runsc exec of the probe)
+ *   (runsc run with --network=sandbox; the init's probe reports on a pipe)
  *   supnet_judge()     the probe's report against the policy: the allowed
  *                      canary answered with this generation's challenge,
  *                      the denied one did not, gVisor's own route table is
@@ -48,6 +48,7 @@ typedef struct SupNetParams {
         const char *policy_path;        /* canonical bytes, written by the coordinator */
         const char *policy_digest;      /* what the coordinator derived */
         const char *generation;         /* the container ID: binds the challenge */
+        int canary_port;                /* the canaries listen there; the sandbox's init probes it */
         bool fault_deny_on_lo;          /* test hook: after the read-back, move deny routes to lo */
 } SupNetParams;
 

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/capability.h>
@@ -48,7 +49,8 @@
 
 static int arg_control_fd = -EBADF;
 static const char *arg_runsc, *arg_root, *arg_bundle, *arg_container, *arg_overlay;
-static const char *arg_netns, *arg_slirp, *arg_policy, *arg_policy_digest, *arg_probe;
+static const char *arg_netns, *arg_slirp, *arg_policy, *arg_policy_digest;
+static int arg_canary_port;
 static bool arg_fault_deny_on_lo;
 static bool arg_directfs = true;
 static char dcache_arg[64];
@@ -92,9 +94,10 @@ static void telling_line(const char *path, const char *needle, char *buf, size_t
 }
 
 /*
- * Runs runsc with the common flags. Its stdin and stdout are /dev/null and
- * its stderr a file: runsc hands them to the sandbox, whose processes would
- * keep a pipe open for their whole life, and chowns them. Its messages go
+ * Runs runsc with the common flags. Its stdin is /dev/null, its stdout
+ * out_fd (or /dev/null) and its stderr a file: runsc hands them to the
+ * sandbox's first process, and chowns them. Only the init's stdout is a
+ * pipe, which it lets go of after its report (lazaret-init.c). Its messages go
  * to a log file in the bundle; the last line of the log, or of stderr for
  * errors before the log is open, is reported on failure.
  */
@@ -299,7 +302,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "slirp4netns", required_argument, NULL, 's' },
                 { "policy",     required_argument, NULL, 'p' },
                 { "policy-digest", required_argument, NULL, 'g' },
-                { "probe",      required_argument, NULL, 'P' },
+                { "canary-port", required_argument, NULL, 'P' },
                 { "test-fault", required_argument, NULL, 'F' },
                 {}
         };
@@ -347,7 +350,8 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_policy_digest = optarg;
                         break;
                 case 'P':
-                        arg_probe = optarg;
+                        if (parse_uint_strict(optarg, 65535, &arg_canary_port) < 0 || arg_canary_port < 1024)
+                                return -EINVAL;
                         break;
                 case 'F':
                         /* Only the coordinator's environment reaches this (see sandbox.c). */
@@ -358,8 +362,8 @@ static int parse_argv(int argc, char *argv[]) {
                 default:
                         return -EINVAL;
                 }
-        if (!arg_netns || !arg_slirp || !arg_policy || !arg_policy_digest || !arg_probe || arg_netns[0] != '/' ||
-            arg_slirp[0] != '/' || arg_probe[0] != '/')
+        if (!arg_netns || !arg_slirp || !arg_policy || !arg_policy_digest || arg_canary_port == 0 || arg_netns[0] != '/' ||
+            arg_slirp[0] != '/')
                 return -EINVAL;
         if (optind != argc || arg_control_fd < 3 || !arg_runsc || !arg_root || !arg_bundle || !arg_container ||
             !arg_overlay || arg_runsc[0] != '/' || !startswith(arg_overlay, "root:dir=/"))
@@ -367,13 +371,58 @@ static int parse_argv(int argc, char *argv[]) {
         return 0;
 }
 
+/*
+ * The init's report: complete once a line "end" arrived, within 10 s, at
+ * most 64 KiB (a route table of a few dozen lines fits many times over).
+ * Not to EOF: whether and when the sandbox lets go of its end of the pipe
+ * is gVisor's business.
+ */
+static int read_report(int fd, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0, size = 64 * 1024;
+        struct timespec start, now;
+
+        buf = malloc(size + 1);
+        if (!buf)
+                return -ENOMEM;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        for (;;) {
+                long left;
+                ssize_t k;
+                int r;
+
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                left = 10000 - ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
+                if (left <= 0)
+                        return -ETIMEDOUT;
+                r = poll(&(struct pollfd) { .fd = fd, .events = POLLIN }, 1, (int) left);
+                if (r < 0 && errno != EINTR)
+                        return -errno;
+                if (r <= 0)
+                        continue;
+                if (n == size)
+                        return -EFBIG;
+                k = read(fd, buf + n, size - n);
+                if (k < 0 && errno != EINTR)
+                        return -errno;
+                if (k == 0)
+                        return -EPIPE;
+                if (k > 0)
+                        n += (size_t) k;
+                buf[n] = 0;
+                if ((n == 4 && memcmp(buf, "end\n", 4) == 0) || (n > 4 && strcmp(buf + n - 5, "\nend\n") == 0)) {
+                        *ret = TAKE_PTR(buf);
+                        return 0;
+                }
+        }
+}
+
 int main(int argc, char *argv[]) {
-        char err[2048], report_path[4096], *report = NULL;
+        char err[2048], *report = NULL;
         SupNet net = SUPNET_INIT;
         pid_t waiter = 0;
-        int wait_pipe[2] = { -EBADF, -EBADF };
+        int wait_pipe[2] = { -EBADF, -EBADF }, probe_pipe[2] = { -EBADF, -EBADF };
         int r, status, pidfd;
-        size_t len = 0;
 
         if (parse_argv(argc, argv) < 0) {
                 fprintf(stderr, "lazaret-supervisor is started by lazaret-coordinator only.\n");
@@ -410,6 +459,7 @@ int main(int argc, char *argv[]) {
                                    .policy_path = arg_policy,
                                    .policy_digest = arg_policy_digest,
                                    .generation = arg_container,
+                                   .canary_port = arg_canary_port,
                                    .fault_deny_on_lo = arg_fault_deny_on_lo,
                            }, err, sizeof(err));
         if (r < 0) {
@@ -419,10 +469,16 @@ int main(int argc, char *argv[]) {
 
         /* One runsc process creates and starts the container (as `runsc
          * create` + `runsc start` would, one Go start-up less); returning
-         * is the readiness point. */
+         * is the readiness point. The container's init probes the network
+         * as its first act and reports on its standard output: this pipe. */
+        if (pipe2(probe_pipe, O_CLOEXEC) < 0) {
+                report_failed("cannot create a pipe: %s", strerror(errno));
+                return 1;
+        }
         r = runsc("run", (char *[]) { (char *) "--detach", (char *) "--bundle", (char *) arg_bundle,
                                       (char *) arg_container, NULL },
-                  true, -EBADF, NULL, err, sizeof(err));
+                  true, probe_pipe[1], NULL, err, sizeof(err));
+        probe_pipe[1] = safe_close(probe_pipe[1]);
         if (r != 0) {
                 explain_runsc_failure("run", err);
                 return 1;
@@ -443,24 +499,12 @@ int main(int argc, char *argv[]) {
         }
 
         /* The attestation, from inside gVisor's own network stack. */
-        snprintf(report_path, sizeof(report_path), "%s/netprobe.out", arg_bundle);
-        {
-                char port[16];
-                _cleanup_close_ int out = open(report_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-
-                snprintf(port, sizeof(port), "%d", net.port);
-                r = out < 0 ? -errno
-                            : runsc("exec", (char *[]) { (char *) arg_container, (char *) arg_probe, (char *) "10.137.55.2",
-                                                         (char *) "10.137.55.3", port, NULL },
-                                    true, out, NULL, err, sizeof(err));
-        }
-        if (r != 0) {
-                report_failed("network attestation failed: the probe could not run in the sandbox: %s", *err ? err : "runsc exec failed");
-                return 1;
-        }
-        /* Bounded: a route table of a few dozen lines fits many times over. */
-        if (read_full_file(report_path, 64 * 1024, &report, &len) < 0) {
-                report_failed("network attestation failed: no report from the probe, or one over 64 KiB");
+        r = read_report(probe_pipe[0], &report);
+        probe_pipe[0] = safe_close(probe_pipe[0]);
+        if (r < 0) {
+                report_failed("network attestation failed: %s", r == -ETIMEDOUT ? "the sandbox's probe did not report within 10 s"
+                              : r == -EFBIG ? "the sandbox's probe reported more than 64 KiB"
+                              : "the sandbox's probe stopped before the end of its report");
                 return 1;
         }
         r = supnet_judge(&net, report, err, sizeof(err));

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * supnet_judge(): the supervisor's verdict on the in-gVisor probe's report
- * (lazaret-netprobe's lines) against the derived policy. The reports are
+ * (the lines of lazaret-init's probe) against the derived policy. The reports are
  * built here from the policy itself, in /proc/net/route's encoding, and
  * then spoiled one way at a time.
  */

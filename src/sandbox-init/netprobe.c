@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * lazaret-netprobe ALLOWED DENIED PORT: the network attestation's probe,
- * run by the Runtime Supervisor inside the sandbox (runsc exec) before the
- * Domain is published. Static, product-owned, bind-mounted read-only from
- * the control directory. It reports what the sandbox's own network stack
- * (gVisor's netstack) does and holds, one fact per line on stdout, and
- * judges nothing itself; the supervisor compares:
+ * The network attestation's probe, run by lazaret-init as the sandbox's
+ * first act when the supervisor asks for it (spec section 4.5). It reports
+ * what the sandbox's own network stack (gVisor's netstack) does and holds,
+ * one fact per line, and judges nothing itself; the supervisor compares:
  *
  *   allowed <challenge>           the allowed canary answered this line
  *   allowed-failed <error>        it did not
@@ -27,6 +25,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "netprobe.h"
 
 /* Connects and reads one line, within timeout_ms in all; 0 or -errno. */
 static int fetch_line(const char *addr, int port, int timeout_ms, char *buf, size_t size) {
@@ -83,7 +83,7 @@ out:
         return r;
 }
 
-static void dump_lines(const char *path, const char *prefix, int skip) {
+static void dump_lines(FILE *out, const char *path, const char *prefix, int skip) {
         FILE *f = fopen(path, "re");
         char line[512];
 
@@ -94,19 +94,19 @@ static void dump_lines(const char *path, const char *prefix, int skip) {
                 }
                 line[strcspn(line, "\n")] = 0;
                 if (line[strspn(line, " \t")])
-                        printf("%s %s\n", prefix, line);
+                        fprintf(out, "%s %s\n", prefix, line);
         }
         if (f)
                 fclose(f);
 }
 
-static void dump_routes(void) {
+static void dump_routes(FILE *out) {
         FILE *f = fopen("/proc/net/route", "re");
         char line[512], iface[32], dst[16], gw[16], flags[16], mask[16];
         int refcnt, use, metric;
 
         if (!f) {
-                printf("route-error %s\n", strerror(errno));
+                fprintf(out, "route-error %s\n", strerror(errno));
                 return;
         }
         if (!fgets(line, sizeof(line), f)) {
@@ -115,7 +115,7 @@ static void dump_routes(void) {
         }
         while (fgets(line, sizeof(line), f))
                 if (sscanf(line, "%31s %15s %15s %15s %d %d %d %15s", iface, dst, gw, flags, &refcnt, &use, &metric, mask) == 8)
-                        printf("route %s %s %s %s %s %d\n", iface, dst, gw, flags, mask, metric);
+                        fprintf(out, "route %s %s %s %s %s %d\n", iface, dst, gw, flags, mask, metric);
         fclose(f);
 }
 
@@ -126,21 +126,17 @@ static long now_ms(void) {
         return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-int main(int argc, char *argv[]) {
+int netprobe_report(FILE *out, const char *allowed, const char *denied, int port) {
         char buf[256];
-        int port, r, denied_ms;
+        int r, denied_ms;
         long t0;
 
-        if (argc != 4 || (port = atoi(argv[3])) <= 0 || port > 65535) {
-                fprintf(stderr, "usage: lazaret-netprobe ALLOWED DENIED PORT\n");
-                return 2;
-        }
         t0 = now_ms();
-        r = fetch_line(argv[1], port, 5000, buf, sizeof(buf));
+        r = fetch_line(allowed, port, 5000, buf, sizeof(buf));
         if (r == 0)
-                printf("allowed %s\n", buf);
+                fprintf(out, "allowed %s\n", buf);
         else
-                printf("allowed-failed %s\n", strerror(-r));
+                fprintf(out, "allowed-failed %s\n", strerror(-r));
         /* Both canaries sit behind the same kind of link in the same
          * namespace: a reachable denied canary would answer about as fast
          * as the allowed one did. Twenty times that (at least 20 ms, at
@@ -151,14 +147,14 @@ int main(int argc, char *argv[]) {
                 denied_ms = 20;
         if (denied_ms > 2000)
                 denied_ms = 2000;
-        r = fetch_line(argv[2], port, denied_ms, buf, sizeof(buf));
+        r = fetch_line(denied, port, denied_ms, buf, sizeof(buf));
         if (r == 0)
-                printf("denied reached %s\n", buf);
+                fprintf(out, "denied reached %s\n", buf);
         else
-                printf("denied unreachable %s\n", strerror(-r));
-        dump_routes();
-        dump_lines("/proc/net/if_inet6", "ipv6", 0);
-        dump_lines("/proc/net/ipv6_route", "ipv6", 0);
-        printf("end\n");
-        return fflush(stdout) == 0 ? 0 : 1;
+                fprintf(out, "denied unreachable %s\n", strerror(-r));
+        dump_routes(out);
+        dump_lines(out, "/proc/net/if_inet6", "ipv6", 0);
+        dump_lines(out, "/proc/net/ipv6_route", "ipv6", 0);
+        fprintf(out, "end\n");
+        return fflush(out) == 0 ? 0 : -EIO;
 }
