@@ -51,7 +51,7 @@ lt_assert_eq "links seen by the test" "lo lzhosts " "$links"
 links=$(systemd-run --user --pipe --wait --quiet ip -o link | awk -F': ' '{ print $2 }' | sed 's/@.*//' | sort | tr '\n' ' ')
 lt_assert_eq "links seen by a service of the user manager" "lo lzhosts " "$links"
 routes=$(ip -4 route show table all | grep -v -e '^local ' -e '^broadcast ' | awk '{ print $1 }' | sort | tr '\n' ' ')
-lt_assert_eq "IPv4 routes of the harness namespace" "10.23.0.5 10.99.0.5 198.51.100.7 " "$routes"
+lt_assert_eq "IPv4 routes of the harness namespace" "10.23.0.5 10.99.0.5 198.51.100.53 198.51.100.7 " "$routes"
 [[ -z $(ip -6 route show table main 2>/dev/null | grep -v -e '^fe80::' -e '^::1' -e '^ff00::' ) ]] ||
         lt_fail "the harness namespace has IPv6 routes beyond link-local: $(ip -6 route show)"
 
