@@ -5,8 +5,9 @@
 # as an unprivileged user with no capabilities and no sudo, with subordinate
 # IDs (runsc needs a full user-namespace map), with /dev/net/tun and /dev/fuse
 # usable, and (in the prepared machine's mode) with the test and every
-# service of its user manager seeing only lo, so that no test can send a
-# packet off the machine. In desktop mode the network part does not apply:
+# service of its user manager seeing only lo (and the harness's test hosts),
+# with the harness's DNS test host as its resolver, so that no test can send
+# a packet off the machine. In desktop mode the network part does not apply:
 # the other checks run, then the test reports itself skipped.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
@@ -51,7 +52,12 @@ lt_assert_eq "links seen by the test" "lo lzhosts " "$links"
 links=$(systemd-run --user --pipe --wait --quiet ip -o link | awk -F': ' '{ print $2 }' | sed 's/@.*//' | sort | tr '\n' ' ')
 lt_assert_eq "links seen by a service of the user manager" "lo lzhosts " "$links"
 routes=$(ip -4 route show table all | grep -v -e '^local ' -e '^broadcast ' | awk '{ print $1 }' | sort | tr '\n' ' ')
-lt_assert_eq "IPv4 routes of the harness namespace" "10.23.0.5 10.99.0.5 198.51.100.7 " "$routes"
+lt_assert_eq "IPv4 routes of the harness namespace" "10.23.0.5 10.99.0.5 198.51.100.53 198.51.100.7 " "$routes"
+# slirp4netns forwards DNS to the nameserver of its /etc/resolv.conf, which
+# it sees through the user manager: the harness's DNS test host, never the
+# machine's resolver (prepare-machine binds it in the manager's mount namespace).
+lt_assert_eq "resolver seen by a service of the user manager" "nameserver 198.51.100.53" \
+        "$(systemd-run --user --pipe --wait --quiet grep '^nameserver' /etc/resolv.conf)"
 [[ -z $(ip -6 route show table main 2>/dev/null | grep -v -e '^fe80::' -e '^::1' -e '^ff00::' ) ]] ||
         lt_fail "the harness namespace has IPv6 routes beyond link-local: $(ip -6 route show)"
 
