@@ -117,8 +117,29 @@ lt_install() {
 #   LT_DOMAIN     the Domain ID of (test, LT_WS)
 # and registers an EXIT trap that prints the coordinator log on failure and
 # stops the Domain.
+# lt_require_isolated_network: every launch starts slirp4netns, which must
+# run with the whole stack inside the harness's network namespace, where the
+# only other hosts are the harness's test hosts. As root (the prepared
+# machine) a service of the user manager must see the test's own network
+# namespace, and that namespace no default route: otherwise the test fails
+# rather than send a packet off the machine. In a desktop session there is
+# no such namespace: the test is skipped.
+lt_require_isolated_network() {
+        local ours theirs
+        if [[ ${LAZARET_TEST_INSTALL:-home} == runtime ]]; then
+                lt_skip "this test launches sandboxes, whose slirp4netns must run inside the harness's network namespace; run the tests as root on a machine without a desktop session"
+        fi
+        ours=$(readlink /proc/self/ns/net)
+        theirs=$(systemd-run --user --pipe --wait --quiet readlink /proc/self/ns/net) ||
+                lt_fail "cannot ask the user manager which network namespace its services get"
+        [[ $ours == "$theirs" ]] ||
+                lt_fail "the user manager's services are in network namespace $theirs, not the harness's $ours: slirp4netns would reach real networks"
+        [[ -z $(ip -4 route show default) ]] || lt_fail "the harness's network namespace has a default route: $(ip -4 route show default)"
+}
+
 lt_domain_setup() {
         local name=${1:-$(basename -- "$0" .sh)}
+        lt_require_isolated_network
         LT_IMAGE=$HOME/lt-image
         LT_LOGDIR=$HOME/lt-logs
         LT_WS=$HOME/lt-ws/$name

@@ -17,6 +17,7 @@ REPO=${LAZARET_TEST_DEBIAN_REPO:-/var/cache/lazaret-test/debian-repo}
 command -v umoci >/dev/null || lt_fail "umoci is not installed (.ci/install-deps)"
 
 lt_install
+lt_require_isolated_network
 
 top=$(mktemp -d "${TMPDIR:-/tmp}/lazaret-test-image.XXXXXX")
 cleanup() {
