@@ -51,6 +51,23 @@ lt_assert_eq "readiness names the configuration" "$(jq -r .ConfigurationFingerpr
 grep -q "Network: *$fp" <<<"$(cd "$LT_WS" && lazaretctl status)" || lt_fail "lazaretctl status does not show the fingerprint"
 lt_log "ok: attested; fingerprint $fp"
 
+# --- the canaries are gone after publication ----------------------------------------
+# The supervisor lives in the enforcement namespace, inside a user namespace
+# we own: we may look there. Before publication it reaped the responder and
+# deleted canary0 (with its peer); the links left are exactly the helper's
+# tap, the deny link and its sink. (Only deleting the link is prompt: a
+# canary namespace merely let go of lingered for seconds under load, so the
+# supervisor pays the ~15 ms of the deletion; spec section 4.5.)
+sup=$(pgrep -u "$(id -u)" -f "lazaret-supervisor .*--container $(jq -r .SandboxId <<<"$json")") ||
+        lt_fail "no supervisor process for $(jq -r .SandboxId <<<"$json")"
+port=$(tr '\0' '\n' </proc/"$sup"/cmdline | sed -n 's/^--canary-port=//p')
+[[ $port =~ ^[0-9]+$ ]] || lt_fail "no --canary-port in the supervisor's arguments"
+links=$(nsenter -t "$sup" -U -n --preserve-credentials ip -o link | awk -F': ' '{ print $2 }' | sed 's/@.*//' | sort | tr '\n' ' ')
+lt_assert_eq "links of the enforcement namespace after publication" "deny0 lo sink tap0 " "$links"
+out=$(lt_launch -- /bin/sh -c "nc -w 2 10.137.55.2 $port; nc -w 2 10.137.55.3 $port" 2>&1) || true
+[[ $out != *"$(jq -r .SandboxId <<<"$json")"* ]] || lt_fail "a canary still answers its challenge after publication: $out"
+lt_log "ok: canaries torn down (links: $links; inside: ${out:-no answer})"
+
 # --- egress through the policy ---------------------------------------------------
 # (busybox nc, not wget: this static wget crashes under gVisor)
 fetch() { lt_launch -- /bin/sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 $1 8080 | tail -n 1"; }
