@@ -73,7 +73,8 @@ hyperfine --style basic --export-json "$work/warm.json" -N --warmup 3 --runs "$W
 
 kill "$holder" 2>/dev/null || true
 wait "$holder" 2>/dev/null || true
-kill "$bare" 2>/dev/null || true
+# The container by name: killing the wrapper would leave runsc running.
+"$runsc" --root "$work/root" kill bare-sleep KILL 2>/dev/null || true
 wait "$bare" 2>/dev/null || true
 lt_wait_inactive
 
