@@ -14,6 +14,10 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <linux/if_packet.h>
+#include <net/if_arp.h>
+#include <net/ethernet.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -352,6 +356,27 @@ static int fault_move_deny_to_lo(SupNet *n, Netlink *nl, const NetlinkLinks *lin
         return 0;
 }
 
+/*
+ * The witness of the deny path: a packet socket on sink, deny0's peer, for
+ * ARP frames. gVisor sends frames for a denied destination to deny0's next
+ * hop 10.137.55.10, which no one owns: the first thing it puts on deny0 for
+ * one is an ARP request for that address, which arrives here. No one ever
+ * answers it, so denied connections still fail as "no route to host".
+ */
+static int open_witness(SupNet *n, Netlink *nl, char *err, size_t errlen) {
+        struct sockaddr_ll sa = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ARP) };
+        int idx;
+
+        idx = netlink_link_index(nl, DENY_PEER);
+        if (idx < 0)
+                return fail(err, errlen, idx, "cannot find the deny link's sink: %s", strerror(-idx));
+        sa.sll_ifindex = idx;
+        n->witness_fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ARP));
+        if (n->witness_fd < 0 || bind(n->witness_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return fail(err, errlen, -errno, "cannot watch the deny link's sink: %s", strerror(errno));
+        return 0;
+}
+
 int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
         _cleanup_free_ uint8_t *bytes = NULL;
         _cleanup_netlink_ Netlink *nl = NULL;
@@ -488,9 +513,55 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
         r = netlink_ipv6_absent(nl, &problem);
         if (r <= 0)
                 return fail(err, errlen, r, "IPv6 is present in the enforcement namespace: %s", strna(problem));
+        /* Last: nothing of the set-up above is seen by the witness. */
+        r = open_witness(n, nl, err, errlen);
+        if (r < 0)
+                return r;
         if (p->fault_deny_on_lo)
                 return fault_move_deny_to_lo(n, nl, &links, lo, err, errlen);
         return 0;
+}
+
+int supnet_witness_denied(SupNet *n, int timeout_ms, char *err, size_t errlen) {
+        struct timespec start, now;
+
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        for (;;) {
+                /* ARP for IPv4 over Ethernet: header, then sender MAC and
+                 * IP, target MAC and IP (RFC 826); SOCK_DGRAM strips the
+                 * Ethernet header. */
+                uint8_t frame[64];
+                struct arphdr ah;
+                uint32_t target;
+                long left;
+                ssize_t k;
+                int r;
+
+                k = recv(n->witness_fd, frame, sizeof(frame), 0);
+                if (k >= (ssize_t) (sizeof(ah) + 20)) {
+                        memcpy(&ah, frame, sizeof(ah));
+                        memcpy(&target, frame + sizeof(ah) + 16, 4);
+                        if (ntohs(ah.ar_op) == ARPOP_REQUEST && ntohs(ah.ar_pro) == ETH_P_IP && ah.ar_hln == 6 &&
+                            ah.ar_pln == 4 && ntohl(target) == NET_DENY_NEXTHOP)
+                                return 0;
+                        continue;
+                }
+                if (k >= 0)
+                        continue;
+                if (errno == EINTR)
+                        continue;
+                if (errno != EAGAIN)
+                        return fail(err, errlen, -errno, "cannot read the deny link's witness: %s", strerror(errno));
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                left = timeout_ms - ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
+                if (left <= 0)
+                        return fail(err, errlen, -EHOSTUNREACH, "network attestation failed: the probe's connection to the "
+                                    "denied canary 10.137.55.3 never reached the deny link (gVisor asked for no next hop "
+                                    "on deny0 within %d ms)", timeout_ms);
+                r = poll(&(struct pollfd) { .fd = n->witness_fd, .events = POLLIN }, 1, (int) left);
+                if (r < 0 && errno != EINTR)
+                        return fail(err, errlen, -errno, "cannot wait for the deny link's witness: %s", strerror(errno));
+        }
 }
 
 static bool parse_hex32(const char *s, uint32_t *ret) {
@@ -548,7 +619,8 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                         allowed_failed = v;
                 else if (startswith(line, "denied reached "))
                         denied_reached = true;
-                else if (startswith(line, "denied unreachable "))
+                else if (streq(line, "denied pending") || startswith(line, "denied unreachable "))
+                        /* Not answered: the witness decides whether it went to the sink. */
                         denied = true;
                 else if ((v = startswith(line, "ipv6 ")))
                         return fail(err, errlen, -EPERM, "network attestation failed: the sandbox has IPv6 (%.80s)", v);
@@ -657,8 +729,10 @@ void supnet_done(SupNet *n) {
         }
         if (n->canary_fd >= 0)
                 close(n->canary_fd);
+        if (n->witness_fd >= 0)
+                close(n->witness_fd);
         if (n->enforcement_fd >= 0)
                 close(n->enforcement_fd);
-        n->canary_fd = n->enforcement_fd = -1;
+        n->canary_fd = n->witness_fd = n->enforcement_fd = -1;
         n->policy = net_policy_free(n->policy);
 }

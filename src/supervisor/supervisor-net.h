@@ -22,6 +22,9 @@
  *                      canary answered with this generation's challenge,
  *                      the denied one did not, gVisor's own route table is
  *                      exactly the policy's, no IPv6;
+ *   supnet_witness_denied()  the probe's packets for the denied canary
+ *                      arrived at the deny link's sink: gVisor asked there
+ *                      for the dead-end next hop (positive proof, no wait);
  *   supnet_teardown_canary()  the responder and the canary links removed.
  *
  * Every failure is one line in err (for FAILED).
@@ -29,6 +32,7 @@
 typedef struct SupNet {
         int enforcement_fd;
         int canary_fd;
+        int witness_fd;                 /* ARP frames arriving on sink, the deny link's far end */
         pid_t slirp_pid;
         int slirp_pidfd;
         int slirp_exit_fd;              /* write end of --exit-fd: closing it ends slirp4netns */
@@ -40,7 +44,7 @@ typedef struct SupNet {
         char digest_hex[SHA256_HEX_LEN + 1];
 } SupNet;
 
-#define SUPNET_INIT { .enforcement_fd = -1, .canary_fd = -1, .slirp_pidfd = -1, .slirp_exit_fd = -1 }
+#define SUPNET_INIT { .enforcement_fd = -1, .canary_fd = -1, .witness_fd = -1, .slirp_pidfd = -1, .slirp_exit_fd = -1 }
 
 typedef struct SupNetParams {
         const char *netns_path;         /* an empty file to bind the namespace onto */
@@ -54,5 +58,6 @@ typedef struct SupNetParams {
 
 int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen);
 int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen);
+int supnet_witness_denied(SupNet *n, int timeout_ms, char *err, size_t errlen);
 int supnet_teardown_canary(SupNet *n, char *err, size_t errlen);
 void supnet_done(SupNet *n);

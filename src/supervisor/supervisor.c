@@ -509,6 +509,8 @@ int main(int argc, char *argv[]) {
         }
         r = supnet_judge(&net, report, err, sizeof(err));
         free(report);
+        if (r >= 0)
+                r = supnet_witness_denied(&net, 1000, err, sizeof(err));
         if (r < 0) {
                 report_failed("%s", err);
                 return 1;
