@@ -371,7 +371,10 @@ static int open_witness(SupNet *n, Netlink *nl, char *err, size_t errlen) {
         if (idx < 0)
                 return fail(err, errlen, idx, "cannot find the deny link's sink: %s", strerror(-idx));
         sa.sll_ifindex = idx;
-        n->witness_fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ARP));
+        /* Protocol 0 here and ARP in bind(): a socket that listened from
+         * its creation would be unhooked again in bind(), which waits for
+         * an RCU grace period (so does close(): see supnet_close_witness()). */
+        n->witness_fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (n->witness_fd < 0 || bind(n->witness_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
                 return fail(err, errlen, -errno, "cannot watch the deny link's sink: %s", strerror(errno));
         return 0;
@@ -722,6 +725,12 @@ int supnet_teardown_canary(SupNet *n, char *err, size_t errlen) {
         return 0;
 }
 
+void supnet_close_witness(SupNet *n) {
+        if (n->witness_fd >= 0)
+                close(n->witness_fd);
+        n->witness_fd = -1;
+}
+
 void supnet_done(SupNet *n) {
         if (n->responder_pid > 0) {
                 (void) kill(n->responder_pid, SIGKILL);
@@ -729,10 +738,8 @@ void supnet_done(SupNet *n) {
         }
         if (n->canary_fd >= 0)
                 close(n->canary_fd);
-        if (n->witness_fd >= 0)
-                close(n->witness_fd);
         if (n->enforcement_fd >= 0)
                 close(n->enforcement_fd);
-        n->canary_fd = n->witness_fd = n->enforcement_fd = -1;
+        n->canary_fd = n->enforcement_fd = -1;
         n->policy = net_policy_free(n->policy);
 }

@@ -60,4 +60,8 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen);
 int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen);
 int supnet_witness_denied(SupNet *n, int timeout_ms, char *err, size_t errlen);
 int supnet_teardown_canary(SupNet *n, char *err, size_t errlen);
+/* The namespaces' fds and the canary's remains; the witness stays open. */
 void supnet_done(SupNet *n);
+/* Closing a packet socket waits for an RCU grace period (about 10 ms
+ * here): the supervisor does it after READY. */
+void supnet_close_witness(SupNet *n);

@@ -550,6 +550,7 @@ int main(int argc, char *argv[]) {
                 send_msg(&m);
         }
         send_msg(&(SupervisorMsg) { .type = SUPERVISOR_READY });
+        supnet_close_witness(&net);
 
         for (;;) {
                 struct pollfd p[3] = {
