@@ -128,7 +128,7 @@ int bundle_write(const BundleParams *p, char **ret_error) {
                 .hostname = d->profile->name,
                 /* The init's first act is the network attestation's probe. */
                 .args = (char *[]) { (char *) SANDBOX_CONTROL_MOUNT "/init", (char *) "--attest",
-                                     (char *) NET_CANARY_ALLOWED_STR, (char *) NET_CANARY_DENIED_STR, port, NULL },
+                                     (char *) NET_CANARY_ALLOWED_STR, (char *) p->probe_denied, port, NULL },
                 .env = p->env,
                 .cwd = "/",
                 .mounts = mounts,

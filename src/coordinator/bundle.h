@@ -18,6 +18,7 @@ typedef struct BundleParams {
         const char *netns_path;         /* the enforcement namespace the supervisor binds there */
         char **env;
         unsigned canary_port;           /* where the init's attestation probe finds the canaries */
+        const char *probe_denied;       /* the denied canary's address (a test hook may change it) */
 } BundleParams;
 
 int bundle_write(const BundleParams *p, char **ret_error);

@@ -424,11 +424,46 @@ static int write_policy(Sandbox *sb, char **ret_why) {
         return 0;
 }
 
+/*
+ * Test hooks for the network attestation, from LAZARET_TEST_NETWORK_FAULT in
+ * the coordinator's environment (the user manager's), which nothing in the
+ * sandbox can reach. Each can only make the attestation fail:
+ *   deny-on-lo        the supervisor moves the deny routes to lo after
+ *                     Linux's read-back (gVisor does not import them);
+ *   denied-elsewhere  the probe's "denied" connection goes to the helper's
+ *                     gateway instead of the denied canary, so it never
+ *                     reaches the deny link (the witness must refuse).
+ */
+typedef enum NetworkFault {
+        NETWORK_FAULT_NONE,
+        NETWORK_FAULT_DENY_ON_LO,
+        NETWORK_FAULT_DENIED_ELSEWHERE,
+} NetworkFault;
+
+static int network_fault(void) {
+        const char *f = getenv("LAZARET_TEST_NETWORK_FAULT");
+
+        if (!f)
+                return NETWORK_FAULT_NONE;
+        if (streq(f, "deny-on-lo"))
+                return NETWORK_FAULT_DENY_ON_LO;
+        if (streq(f, "denied-elsewhere"))
+                return NETWORK_FAULT_DENIED_ELSEWHERE;
+        return -EINVAL;
+}
+
+#define NETWORK_FAULT_INVALID "LAZARET_TEST_NETWORK_FAULT is set to something other than deny-on-lo or denied-elsewhere"
+
 static void step_bundle(Sandbox *sb) {
         _cleanup_free_ char *why = NULL;
-        int r;
+        int r, fault;
 
         sb->state = SANDBOX_MAPPING;
+        fault = network_fault();
+        if (fault < 0) {
+                sandbox_fail(sb, NETWORK_FAULT_INVALID);
+                return;
+        }
         r = mkdir_mode(sb->runtime_dir, 0700);
         if (r >= 0)
                 r = mkdir_mode(sb->runsc_root, 0700);
@@ -451,6 +486,7 @@ static void step_bundle(Sandbox *sb) {
                                  .netns_path = sb->netns_path,
                                  .env = sb->image.env,
                                  .canary_port = sb->canary_port,
+                                 .probe_denied = fault == NETWORK_FAULT_DENIED_ELSEWHERE ? NET_GATEWAY_STR : NET_CANARY_DENIED_STR,
                          }, &why);
         if (r >= 0)
                 r = write_control_files(sb, &why);
@@ -622,7 +658,8 @@ static void on_supervisor_exit(UsernsChild *c, int status, void *userdata) {
 
 static int supervisor_argv(Sandbox *sb, char ***ret) {
         _cleanup_strv_free_ char **argv = NULL;
-        const char *supervisor = getenv("LAZARET_SUPERVISOR"), *fault = getenv("LAZARET_TEST_NETWORK_FAULT");
+        const char *supervisor = getenv("LAZARET_SUPERVISOR");
+        int fault = network_fault();
         _cleanup_free_ char *def = path_join(LIBEXECDIR, "lazaret-supervisor"), *overlay = NULL;
         char port[32];
 
@@ -645,11 +682,10 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
             strv_extend(&argv, "--policy-digest") < 0 || strv_extend(&argv, sb->policy_digest) < 0 ||
             strv_extend(&argv, port) < 0)
                 return -ENOMEM;
-        /* Test hook: a policy route gVisor does not import. It lives in the
-         * coordinator's environment (the user manager's), which nothing in
-         * the sandbox can reach, and it can only make the attestation fail. */
-        if (fault && (!streq(fault, "deny-on-lo") || strv_extend(&argv, "--test-fault=deny-on-lo") < 0))
-                return streq(fault, "deny-on-lo") ? -ENOMEM : -EINVAL;
+        if (fault < 0)
+                return fault;
+        if (fault == NETWORK_FAULT_DENY_ON_LO && strv_extend(&argv, "--test-fault=deny-on-lo") < 0)
+                return -ENOMEM;
         *ret = TAKE_PTR(argv);
         return 0;
 }
@@ -677,8 +713,7 @@ static void step_userns(Sandbox *sb) {
         }
         r = supervisor_argv(sb, &argv);
         if (r < 0) {
-                sandbox_fail(sb, r == -EINVAL ? "LAZARET_TEST_NETWORK_FAULT is set to something other than deny-on-lo"
-                                              : "out of memory");
+                sandbox_fail(sb, r == -EINVAL ? NETWORK_FAULT_INVALID : "out of memory");
                 return;
         }
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) < 0) {

@@ -14,7 +14,9 @@
 #   - a deny route gVisor does not import (LAZARET_TEST_NETWORK_FAULT=deny-on-lo
 #     in the coordinator's environment: after Linux's read-back passed, the
 #     deny routes move to lo) makes the in-gVisor check refuse to publish,
-#     with the reason on the client and in systemctl --user status.
+#     with the reason on the client and in systemctl --user status;
+#   - a probe whose denied connection goes elsewhere is refused by the deny
+#     path's witness (LAZARET_TEST_NETWORK_FAULT=denied-elsewhere).
 # Traffic goes only to the canaries and the harness's test hosts (prepare-machine).
 set -Eeuo pipefail
 . "$(dirname -- "$0")/../harness/lib.sh"
@@ -171,6 +173,23 @@ else
         lt_fail "systemctl --user status never showed the failure (StatusText: $(cat "$watch_dir/statustext" 2>/dev/null))"
 fi
 grep -Eq "$want" "$LT_LOGDIR/$LT_DOMAIN.log" || lt_fail "the coordinator's log does not show the attestation failure"
+lt_log "ok: refused to publish: $(grep -Eo "$want.*" <<<"$out" | head -n 1)"
+
+# The deny path's witness: with the route table intact, the probe's
+# "denied" connection sent to the helper's gateway instead never reaches the
+# deny link, and the supervisor refuses for that reason alone.
+systemctl --user set-environment LAZARET_TEST_NETWORK_FAULT=denied-elsewhere
+set +e
+out=$(lt_launch -- /bin/echo published 2>&1)
+rc=$?
+set -e
+systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT
+lt_wait_inactive
+((rc != 0)) || lt_fail "the Domain was published though the denied probe never reached the deny link: $out"
+[[ $out != *published* ]] || lt_fail "the command ran: $out"
+want='network attestation failed: the probe.s connection to the denied canary 10\.137\.55\.3 never reached the deny link'
+grep -Eq "$want" <<<"$out" || lt_fail "the client was not told the witness's reason: $out"
+grep -Eq "$want" "$LT_LOGDIR/$LT_DOMAIN.log" || lt_fail "the coordinator's log does not show the witness's refusal"
 lt_log "ok: refused to publish: $(grep -Eo "$want.*" <<<"$out" | head -n 1)"
 
 # And a correct policy publishes again.
