@@ -9,8 +9,8 @@
 # shellcheck source=lib.sh
 . "$LAZARET_SOURCE_ROOT/bench/lib.sh"
 
-COLD=${LAZARET_TEST_BENCH_COLD:-8}
-DOWNLOADS=${LAZARET_TEST_BENCH_DOWNLOADS:-5}
+COLD=${LAZARET_TEST_BENCH_COLD:-10}
+DOWNLOADS=${LAZARET_TEST_BENCH_DOWNLOADS:-7}
 HOST=198.51.100.7
 BULK_BYTES=$((64 << 20))
 command -v hyperfine >/dev/null || lt_fail "hyperfine is not installed (.ci/install-deps installs it)"
