@@ -597,21 +597,47 @@ static int prefixlen_of(uint32_t mask) {
  * (the effect), so that a deny route gVisor dropped is named as such even
  * when it also let the denied canary answer.
  */
+/* At most 60 bytes of a line, anything but printable ASCII as '?'. */
+static const char *excerpt(const char *line, char buf[static 64]) {
+        size_t i;
+
+        for (i = 0; i < 60 && line[i]; i++)
+                buf[i] = line[i] >= 0x20 && line[i] < 0x7f ? line[i] : '?';
+        buf[i] = 0;
+        return buf;
+}
+
 int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
         _cleanup_free_ char *copy = strdup(report);
         _cleanup_free_ bool *seen = NULL;
         bool allowed = false, denied = false, denied_reached = false, end = false;
         const char *allowed_failed = NULL, *allowed_wrong = NULL;
-        char extra[128] = "", *save = NULL, *line;
+        char extra[128] = "", *line, *next, ex[64];
         size_t n_missing = 0, first_missing = SIZE_MAX;
+        unsigned n_allowed = 0, n_denied = 0;
 
         if (!copy)
                 return -ENOMEM;
         seen = calloc(n->policy->n_routes ?: 1, sizeof(bool));
         if (!seen)
                 return -ENOMEM;
-        for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        /* Strict: every line one the probe prints, each canary reported
+         * once, nothing after "end" (which ends with its newline). */
+        for (line = copy; *line; line = next) {
                 const char *v;
+
+                next = strchr(line, '\n');
+                if (!next)
+                        return fail(err, errlen, -EBADMSG, "network attestation failed: the probe's report ends in an "
+                                    "unfinished line \"%s\"", excerpt(line, ex));
+                *next++ = 0;
+                if (end)
+                        return fail(err, errlen, -EBADMSG, "network attestation failed: the probe's report goes on after "
+                                    "its end: \"%s\"", excerpt(line, ex));
+                if ((startswith(line, "allowed ") || startswith(line, "allowed-failed ")) && ++n_allowed > 1)
+                        return fail(err, errlen, -EBADMSG, "network attestation failed: the probe reported the allowed canary twice");
+                if (startswith(line, "denied ") && ++n_denied > 1)
+                        return fail(err, errlen, -EBADMSG, "network attestation failed: the probe reported the denied canary twice");
 
                 if ((v = startswith(line, "allowed "))) {
                         if (streq(v, n->challenge))
@@ -620,25 +646,29 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                                 allowed_wrong = v;
                 } else if ((v = startswith(line, "allowed-failed ")))
                         allowed_failed = v;
-                else if (startswith(line, "denied reached "))
+                else if (startswith(line, "denied reached"))
                         denied_reached = true;
                 else if (streq(line, "denied pending") || startswith(line, "denied unreachable "))
                         /* Not answered: the witness decides whether it went to the sink. */
                         denied = true;
                 else if ((v = startswith(line, "ipv6 ")))
-                        return fail(err, errlen, -EPERM, "network attestation failed: the sandbox has IPv6 (%.80s)", v);
+                        return fail(err, errlen, -EPERM, "network attestation failed: the sandbox has IPv6 (%s)", excerpt(v, ex));
                 else if ((v = startswith(line, "route-error ")))
-                        return fail(err, errlen, -EIO, "network attestation failed: the sandbox's route table is unreadable (%s)", v);
+                        return fail(err, errlen, -EIO, "network attestation failed: the sandbox's route table is unreadable (%s)",
+                                    excerpt(v, ex));
                 else if ((v = startswith(line, "route "))) {
                         char iface[32], dst[16], gw[16], flags[16], mask[16];
                         uint32_t d, g, m;
                         int metric, plen;
                         bool found = false;
 
-                        if (sscanf(v, "%31s %15s %15s %15s %15s %d", iface, dst, gw, flags, mask, &metric) != 6 ||
-                            !parse_hex32(dst, &d) || !parse_hex32(gw, &g) || !parse_hex32(mask, &m) ||
-                            (plen = prefixlen_of(m)) < 0)
-                                return fail(err, errlen, -EBADMSG, "network attestation failed: unreadable route \"%.80s\"", v);
+                        int used = -1;
+
+                        if (sscanf(v, "%31s %15s %15s %15s %15s %d%n", iface, dst, gw, flags, mask, &metric, &used) != 6 ||
+                            used < 0 || v[used] != 0 || !parse_hex32(dst, &d) || !parse_hex32(gw, &g) ||
+                            !parse_hex32(mask, &m) || (plen = prefixlen_of(m)) < 0)
+                                return fail(err, errlen, -EBADMSG, "network attestation failed: unreadable route \"%s\"",
+                                            excerpt(v, ex));
                         for (size_t i = 0; i < n->policy->n_routes; i++) {
                                 const NetRoute *pr = &n->policy->routes[i];
                                 if (pr->dst.addr == d && pr->dst.prefixlen == plen && pr->gateway == g &&
@@ -655,6 +685,9 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                         }
                 } else if (streq(line, "end"))
                         end = true;
+                else
+                        return fail(err, errlen, -EBADMSG, "network attestation failed: the probe's report has an "
+                                    "unknown line \"%s\"", excerpt(line, ex));
         }
         if (!end)
                 return fail(err, errlen, -EBADMSG, "network attestation failed: the probe did not finish its report");
@@ -689,10 +722,10 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                             "answered from inside the sandbox");
         if (allowed_wrong)
                 return fail(err, errlen, -EBADMSG, "network attestation failed: the allowed canary "
-                            "answered \"%.60s\", not this generation's challenge", allowed_wrong);
+                            "answered \"%s\", not this generation's challenge", excerpt(allowed_wrong, ex));
         if (allowed_failed)
                 return fail(err, errlen, -EHOSTUNREACH, "network attestation failed: the allowed canary 10.137.55.2 "
-                            "is unreachable from inside the sandbox (%s)", allowed_failed);
+                            "is unreachable from inside the sandbox (%s)", excerpt(allowed_failed, ex));
         if (!allowed || !denied)
                 return fail(err, errlen, -EBADMSG, "network attestation failed: the probe did not report both canaries");
         return 0;

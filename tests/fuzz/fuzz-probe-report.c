@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Fuzz target: the supervisor's reading of the network probe's report,
+ * the one text that comes out of a fresh sandbox before it is published
+ * (supnet_judge(), src/supervisor/supervisor-net.c), against the default
+ * derived policy and a fixed challenge.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "fuzz.h"
+#include "net-policy.h"
+#include "supervisor-net.h"
+
+/* The challenge the seed corpus's accepted reports carry. */
+#define FUZZ_CHALLENGE "lz-fuzz:00"
+
+bool fuzz_accepted = false;
+
+static bool has_line(const char *text, const char *line) {
+        size_t n = strlen(line);
+
+        for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+                if (strncmp(p, line, n) == 0 && (p[n] == '\n' || p[n] == 0))
+                        return true;
+        return false;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        static NetPolicy *policy;
+        _cleanup_free_ char *text = NULL;
+        SupNet net = SUPNET_INIT;
+        char err[512] = "";
+        int r;
+
+        if (!policy && net_policy_derive(NULL, NULL, NULL, NULL, &policy, NULL) < 0)
+                abort();
+        /* As the supervisor has it: read up to a NUL-terminated buffer. */
+        text = strndup((const char *) data, size);
+        if (!text)
+                return 0;
+        net.policy = policy;
+        snprintf(net.challenge, sizeof(net.challenge), "%s", FUZZ_CHALLENGE);
+        r = supnet_judge(&net, text, err, sizeof(err));
+        if (r >= 0) {
+                fuzz_accepted = true;
+                /* Accepted means: the challenge came back, the report ended,
+                 * no hole, no IPv6. */
+                if (!has_line(text, "allowed " FUZZ_CHALLENGE) || !has_line(text, "end") ||
+                    strstr(text, "\ndenied reached") || strncmp(text, "denied reached", 14) == 0 || strstr(text, "\nipv6 "))
+                        abort();
+        } else if (!err[0])
+                abort();        /* every refusal names its reason */
+        return 0;
+}
