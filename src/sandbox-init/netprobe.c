@@ -29,13 +29,10 @@
 
 #include "netprobe.h"
 
-/* Connects and reads one line, within timeout_ms in all; 0 or -errno. */
-static int fetch_line(const char *addr, int port, int timeout_ms, char *buf, size_t size) {
+/* Starts a connection to addr:port without waiting for it; the fd or -errno. */
+static int start_connect(const char *addr, int port) {
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short) port) };
-        struct pollfd p;
-        size_t n = 0;
-        int fd, r, err = 0;
-        socklen_t len = sizeof(err);
+        int fd;
 
         if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
                 return -EINVAL;
@@ -43,9 +40,23 @@ static int fetch_line(const char *addr, int port, int timeout_ms, char *buf, siz
         if (fd < 0)
                 return -errno;
         if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
-                r = -errno;
-                goto out;
+                int r = -errno;
+                close(fd);
+                return r;
         }
+        return fd;
+}
+
+/* Connects and reads one line, waiting at most timeout_ms each time; 0 or -errno. */
+static int fetch_line(const char *addr, int port, int timeout_ms, char *buf, size_t size) {
+        struct pollfd p;
+        size_t n = 0;
+        int fd, r, err = 0;
+        socklen_t len = sizeof(err);
+
+        fd = start_connect(addr, port);
+        if (fd < 0)
+                return fd;
         p = (struct pollfd) { .fd = fd, .events = POLLOUT };
         r = poll(&p, 1, timeout_ms);
         if (r == 0) {
@@ -84,15 +95,11 @@ out:
         return r;
 }
 
-static void dump_lines(FILE *out, const char *path, const char *prefix, int skip) {
+static void dump_lines(FILE *out, const char *path, const char *prefix) {
         FILE *f = fopen(path, "re");
         char line[512];
 
         while (f && fgets(line, sizeof(line), f)) {
-                if (skip > 0) {
-                        skip--;
-                        continue;
-                }
                 line[strcspn(line, "\n")] = 0;
                 if (line[strspn(line, " \t")])
                         fprintf(out, "%s %s\n", prefix, line);
@@ -120,24 +127,6 @@ static void dump_routes(FILE *out) {
         fclose(f);
 }
 
-/* Starts a connection to addr:port without waiting for it; the fd or -errno. */
-static int start_connect(const char *addr, int port) {
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short) port) };
-        int fd;
-
-        if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
-                return -EINVAL;
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
-        return fd;
-}
-
 int netprobe_report(FILE *out, const char *allowed, const char *denied, int port) {
         struct pollfd p;
         char buf[256];
@@ -156,8 +145,8 @@ int netprobe_report(FILE *out, const char *allowed, const char *denied, int port
         else
                 fprintf(out, "allowed-failed %s\n", strerror(-r));
         dump_routes(out);
-        dump_lines(out, "/proc/net/if_inet6", "ipv6", 0);
-        dump_lines(out, "/proc/net/ipv6_route", "ipv6", 0);
+        dump_lines(out, "/proc/net/if_inet6", "ipv6");
+        dump_lines(out, "/proc/net/ipv6_route", "ipv6");
         if (fd < 0)
                 fprintf(out, "denied unreachable %s\n", strerror(-fd));
         else {

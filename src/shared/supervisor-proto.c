@@ -7,24 +7,6 @@
 #include "macro.h"
 #include "supervisor-proto.h"
 
-int parse_uint_strict(const char *s, int max, int *ret) {
-        long v = 0;
-
-        if (!s || !*s)
-                return -EINVAL;
-        if (s[0] == '0' && s[1])
-                return -EINVAL;
-        for (const char *p = s; *p; p++) {
-                if (*p < '0' || *p > '9')
-                        return -EINVAL;
-                v = v * 10 + (*p - '0');
-                if (v > max)
-                        return -ERANGE;
-        }
-        *ret = (int) v;
-        return 0;
-}
-
 int parse_ull_strict(const char *s, unsigned long long *ret) {
         unsigned long long v = 0;
 
@@ -40,6 +22,19 @@ int parse_ull_strict(const char *s, unsigned long long *ret) {
                 v = v * 10 + (unsigned long long) (*p - '0');
         }
         *ret = v;
+        return 0;
+}
+
+int parse_uint_strict(const char *s, int max, int *ret) {
+        unsigned long long v;
+        int r;
+
+        r = parse_ull_strict(s, &v);
+        if (r < 0)
+                return r;
+        if (v > (unsigned long long) max)
+                return -ERANGE;
+        *ret = (int) v;
         return 0;
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -32,4 +33,11 @@ int write_all(int fd, const void *buf, size_t n) {
                 n -= (size_t) k;
         }
         return 0;
+}
+
+uint64_t now_msec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
 }

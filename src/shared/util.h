@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "macro.h"
 
@@ -14,3 +15,6 @@ int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
 
 /* Writes all n bytes, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t n);
+
+/* CLOCK_MONOTONIC in milliseconds, for deadlines of poll() loops. */
+uint64_t now_msec(void);

@@ -14,7 +14,6 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <linux/if_packet.h>
 #include <net/if_arp.h>
 #include <net/ethernet.h>
@@ -27,6 +26,7 @@
 #include "netlink-routes.h"
 #include "spawn-util.h"
 #include "supervisor-net.h"
+#include "util.h"
 
 #define CANARY_PEER "canary1"
 #define DENY_PEER "sink"
@@ -526,9 +526,8 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
 }
 
 int supnet_witness_denied(SupNet *n, int timeout_ms, char *err, size_t errlen) {
-        struct timespec start, now;
+        uint64_t deadline = now_msec() + (uint64_t) timeout_ms;
 
-        clock_gettime(CLOCK_MONOTONIC, &start);
         for (;;) {
                 /* ARP for IPv4 over Ethernet: header, then sender MAC and
                  * IP, target MAC and IP (RFC 826); SOCK_DGRAM strips the
@@ -536,7 +535,7 @@ int supnet_witness_denied(SupNet *n, int timeout_ms, char *err, size_t errlen) {
                 uint8_t frame[64];
                 struct arphdr ah;
                 uint32_t target;
-                long left;
+                uint64_t now;
                 ssize_t k;
                 int r;
 
@@ -555,13 +554,12 @@ int supnet_witness_denied(SupNet *n, int timeout_ms, char *err, size_t errlen) {
                         continue;
                 if (errno != EAGAIN)
                         return fail(err, errlen, -errno, "cannot read the deny link's witness: %s", strerror(errno));
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                left = timeout_ms - ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
-                if (left <= 0)
+                now = now_msec();
+                if (now >= deadline)
                         return fail(err, errlen, -EHOSTUNREACH, "network attestation failed: the probe's connection to the "
                                     "denied canary 10.137.55.3 never reached the deny link (gVisor asked for no next hop "
                                     "on deny0 within %d ms)", timeout_ms);
-                r = poll(&(struct pollfd) { .fd = n->witness_fd, .events = POLLIN }, 1, (int) left);
+                r = poll(&(struct pollfd) { .fd = n->witness_fd, .events = POLLIN }, 1, (int) (deadline - now));
                 if (r < 0 && errno != EINTR)
                         return fail(err, errlen, -errno, "cannot wait for the deny link's witness: %s", strerror(errno));
         }

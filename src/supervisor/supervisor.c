@@ -33,7 +33,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <linux/capability.h>
@@ -46,6 +45,7 @@
 #include "spawn-util.h"
 #include "supervisor-net.h"
 #include "supervisor-proto.h"
+#include "util.h"
 
 static int arg_control_fd = -EBADF;
 static const char *arg_runsc, *arg_root, *arg_bundle, *arg_container, *arg_overlay;
@@ -380,22 +380,19 @@ static int parse_argv(int argc, char *argv[]) {
 static int read_report(int fd, char **ret) {
         _cleanup_free_ char *buf = NULL;
         size_t n = 0, size = 64 * 1024;
-        struct timespec start, now;
+        uint64_t deadline = now_msec() + 10000;
 
         buf = malloc(size + 1);
         if (!buf)
                 return -ENOMEM;
-        clock_gettime(CLOCK_MONOTONIC, &start);
         for (;;) {
-                long left;
+                uint64_t now = now_msec();
                 ssize_t k;
                 int r;
 
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                left = 10000 - ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
-                if (left <= 0)
+                if (now >= deadline)
                         return -ETIMEDOUT;
-                r = poll(&(struct pollfd) { .fd = fd, .events = POLLIN }, 1, (int) left);
+                r = poll(&(struct pollfd) { .fd = fd, .events = POLLIN }, 1, (int) (deadline - now));
                 if (r < 0 && errno != EINTR)
                         return -errno;
                 if (r <= 0)
