@@ -19,24 +19,11 @@ mkdir -p "$work"
 
 # The prepared rootfs Lazaret itself uses.
 bench_prepared_rootfs
-rootfs=$BENCH_ROOTFS
 runsc=$BENCH_RUNSC
 
 # Bare bundles: the same rootfs, the same runsc flags as the supervisor.
-bare_bundle() {   # DIR ARGS-JSON
-        mkdir -p "$1"
-        jq -n --arg rootfs "$rootfs" --argjson args "$2" '{
-          ociVersion: "1.0.2",
-          process: { terminal: false, user: { uid: 0, gid: 0 }, args: $args, env: ["PATH=/bin"], cwd: "/",
-                     capabilities: { bounding: ["CAP_KILL"], effective: ["CAP_KILL"], permitted: ["CAP_KILL"] },
-                     noNewPrivileges: true },
-          root: { path: $rootfs, readonly: true }, hostname: "bare",
-          mounts: [ { destination: "/proc", type: "proc", source: "proc" },
-                    { destination: "/tmp", type: "tmpfs", source: "tmpfs" } ],
-          linux: { namespaces: [ { type: "pid" }, { type: "ipc" }, { type: "uts" }, { type: "mount" } ] } }' >"$1/config.json"
-}
-bare_bundle "$work/true" '["/bin/true"]'
-bare_bundle "$work/sleep" '["/bin/sleep", "3600"]'
+bench_bare_bundle "$work/true" '["/bin/true"]'
+bench_bare_bundle "$work/sleep" '["/bin/sleep", "3600"]'
 mkdir -p "$work/root" "$work/overlay"
 # The supervisor's flags (src/supervisor/supervisor.c), its dentry cache too.
 bench_runsc_flags "$work/root" "$work/overlay" none

@@ -11,6 +11,11 @@
 #                           flags (src/supervisor/supervisor.c runsc()),
 #                           dentry cache included, and raises the soft
 #                           open-files limit to the hard one as it does
+#   bench_bare_bundle DIR ARGS-JSON [NETNS]
+#                           writes DIR/config.json: BENCH_ROOTFS read-only,
+#                           the command ARGS-JSON, private PID, IPC, UTS and
+#                           mount namespaces, and the network namespace at
+#                           the path NETNS if given (else runsc's own)
 
 bench_prepared_rootfs() {
         local digest data_root
@@ -31,4 +36,18 @@ bench_runsc_flags() {
         [[ $hard != unlimited ]] && ((hard >= 3000)) && dcache=--dcache=$((hard / 3 < 100000 ? hard / 3 : 100000))
         ulimit -n "$hard"
         BENCH_RUNSC_FLAGS="--root $root $* --platform=systrap --network=$network --ignore-cgroups --file-access-mounts=shared --overlay2=root:dir=$overlay --directfs=true $dcache"
+}
+
+bench_bare_bundle() {
+        mkdir -p "$1"
+        jq -n --arg rootfs "$BENCH_ROOTFS" --argjson args "$2" --arg netns "${3:-}" '{
+          ociVersion: "1.0.2",
+          process: { terminal: false, user: { uid: 0, gid: 0 }, args: $args, env: ["PATH=/bin"], cwd: "/",
+                     capabilities: { bounding: ["CAP_KILL"], effective: ["CAP_KILL"], permitted: ["CAP_KILL"] },
+                     noNewPrivileges: true },
+          root: { path: $rootfs, readonly: true }, hostname: "bare",
+          mounts: [ { destination: "/proc", type: "proc", source: "proc" },
+                    { destination: "/tmp", type: "tmpfs", source: "tmpfs" } ],
+          linux: { namespaces: ([ { type: "pid" }, { type: "ipc" }, { type: "uts" }, { type: "mount" } ]
+                                + (if $netns == "" then [] else [ { type: "network", path: $netns } ] end)) } }' >"$1/config.json"
 }

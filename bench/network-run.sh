@@ -24,7 +24,6 @@ mkdir -p "$work"
 
 # The prepared rootfs Lazaret itself uses.
 bench_prepared_rootfs
-rootfs=$BENCH_ROOTFS
 runsc=$BENCH_RUNSC
 
 # The download, timed inside the sandbox (busybox ts gives microseconds;
@@ -38,21 +37,8 @@ download="t0=\$(echo | ts %.s); $get >/dev/null; t1=\$(echo | ts %.s); n=\$($get
 # Bare bundles: the same rootfs, the network namespace $work/netns by path
 # (bound there by each run, in its own mount namespace).
 : >"$work/netns"
-bare_bundle() {   # DIR ARGS-JSON
-        mkdir -p "$1"
-        jq -n --arg rootfs "$rootfs" --arg netns "$work/netns" --argjson args "$2" '{
-          ociVersion: "1.0.2",
-          process: { terminal: false, user: { uid: 0, gid: 0 }, args: $args, env: ["PATH=/bin"], cwd: "/",
-                     capabilities: { bounding: ["CAP_KILL"], effective: ["CAP_KILL"], permitted: ["CAP_KILL"] },
-                     noNewPrivileges: true },
-          root: { path: $rootfs, readonly: true }, hostname: "bare",
-          mounts: [ { destination: "/proc", type: "proc", source: "proc" },
-                    { destination: "/tmp", type: "tmpfs", source: "tmpfs" } ],
-          linux: { namespaces: [ { type: "pid" }, { type: "ipc" }, { type: "uts" }, { type: "mount" },
-                                 { type: "network", path: $netns } ] } }' >"$1/config.json"
-}
-bare_bundle "$work/true" '["/bin/true"]'
-bare_bundle "$work/bulk" "$(jq -n --arg s "$download" '["/bin/sh", "-c", $s]')"
+bench_bare_bundle "$work/true" '["/bin/true"]' "$work/netns"
+bench_bare_bundle "$work/bulk" "$(jq -n --arg s "$download" '["/bin/sh", "-c", $s]')" "$work/netns"
 mkdir -p "$work/root" "$work/overlay"
 # The supervisor's flags (src/supervisor/supervisor.c runsc()), its dentry
 # cache and its log file too.
