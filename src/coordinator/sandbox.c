@@ -464,6 +464,9 @@ static void step_bundle(Sandbox *sb) {
                 sandbox_fail(sb, NETWORK_FAULT_INVALID);
                 return;
         }
+        if (fault != NETWORK_FAULT_NONE)
+                log_warning("Test fault %s in effect: the network attestation must fail",
+                            fault == NETWORK_FAULT_DENY_ON_LO ? "deny-on-lo" : "denied-elsewhere");
         r = mkdir_mode(sb->runtime_dir, 0700);
         if (r >= 0)
                 r = mkdir_mode(sb->runsc_root, 0700);
