@@ -54,10 +54,12 @@ int main(int argc, char *argv[]) {
         sigprocmask(SIG_BLOCK, &set, NULL);
 
         /* A probe that cannot report is seen by the supervisor, which then
-         * never publishes this sandbox: nothing more to do about it here. */
-        if (argc == 5 && strcmp(argv[1], "--attest") == 0)
-                (void) attest(argv + 2);
-        else if (argc != 1)
+         * never publishes this sandbox: nothing more to do about it here.
+         * Bad arguments end the container at once (status 2). */
+        if (argc == 5 && strcmp(argv[1], "--attest") == 0) {
+                if (attest(argv + 2) == -EINVAL)
+                        return 2;
+        } else if (argc != 1)
                 return 2;
 
         for (;;) {

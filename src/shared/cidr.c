@@ -77,9 +77,15 @@ int cidr_parse(const char *s, Cidr *ret) {
         return 0;
 }
 
+const char *ipv4_to_string(uint32_t addr, char buf[static IPV4_STRING_MAX]) {
+        snprintf(buf, IPV4_STRING_MAX, "%u.%u.%u.%u", addr >> 24, (addr >> 16) & 255, (addr >> 8) & 255, addr & 255);
+        return buf;
+}
+
 const char *cidr_to_string(const Cidr *c, char *buf) {
-        snprintf(buf, CIDR_STRING_MAX, "%u.%u.%u.%u/%u",
-                 c->addr >> 24, (c->addr >> 16) & 255, (c->addr >> 8) & 255, c->addr & 255, c->prefixlen);
+        char a[IPV4_STRING_MAX];
+
+        snprintf(buf, CIDR_STRING_MAX, "%s/%u", ipv4_to_string(c->addr, a), c->prefixlen);
         return buf;
 }
 

@@ -22,6 +22,10 @@ int cidr_parse(const char *s, Cidr *ret);
 #define CIDR_STRING_MAX 24
 const char *cidr_to_string(const Cidr *c, char *buf);
 
+/* "a.b.c.d" of an address in host byte order into buf. */
+#define IPV4_STRING_MAX 16
+const char *ipv4_to_string(uint32_t addr, char buf[static IPV4_STRING_MAX]);
+
 bool cidr_equal(const Cidr *a, const Cidr *b);
 /* True when the two prefixes share at least one address. */
 bool cidr_overlaps(const Cidr *a, const Cidr *b);

@@ -38,17 +38,13 @@ const char *net_verdict_to_string(NetVerdict v) {
         return v == NET_DENY ? "deny" : "allow";
 }
 
-static void ip_to_string(uint32_t h, char buf[static 16]) {
-        snprintf(buf, 16, "%u.%u.%u.%u", h >> 24, (h >> 16) & 255, (h >> 8) & 255, h & 255);
-}
-
 const char *net_route_to_string(const NetRoute *r, char *buf) {
         char d[CIDR_STRING_MAX], g[16];
         const char *dev = r->link < _NET_LINK_MAX ? net_links[r->link].name : "?";
 
         cidr_to_string(&r->dst, d);
         if (r->gateway != 0) {
-                ip_to_string(r->gateway, g);
+                ipv4_to_string(r->gateway, g);
                 snprintf(buf, NET_ROUTE_STRING_MAX, "%s via %s dev %s table %u metric %u", d, g, dev, r->table, r->priority);
         } else
                 snprintf(buf, NET_ROUTE_STRING_MAX, "%s dev %s table %u metric %u", d, dev, r->table, r->priority);

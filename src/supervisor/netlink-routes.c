@@ -139,7 +139,7 @@ static int dump(Netlink *nl, uint16_t type, uint8_t family, size_t hdrlen, dump_
         }
 }
 
-int netlink_link_index(Netlink *nl, const char *name) {
+int netlink_link_index(const char *name) {
         unsigned idx;
 
         if (strlen(name) >= IFNAMSIZ)
@@ -268,7 +268,7 @@ int netlink_resolve_links(Netlink *nl, NetlinkLinks *ret) {
         NetlinkLinks l;
 
         for (size_t i = 0; i < _NET_LINK_MAX; i++) {
-                int r = netlink_link_index(nl, net_links[i].name);
+                int r = netlink_link_index(net_links[i].name);
                 if (r < 0)
                         return r;
                 l.ifindex[i] = r;
@@ -416,19 +416,15 @@ int netlink_routes_dump(Netlink *nl, NetlinkRoute **ret, size_t *ret_n) {
         return 0;
 }
 
-static void ip_str(uint32_t h, char buf[static 16]) {
-        snprintf(buf, 16, "%u.%u.%u.%u", h >> 24, (h >> 16) & 255, (h >> 8) & 255, h & 255);
-}
-
 static void describe_kernel_route(FILE *f, const NetlinkRoute *r) {
         char d[16], g[16], dev[IF_NAMESIZE] = "?";
 
-        ip_str(r->dst, d);
+        ipv4_to_string(r->dst, d);
         if (r->oif > 0 && !if_indextoname((unsigned) r->oif, dev))
                 snprintf(dev, sizeof(dev), "#%d", r->oif);
         fprintf(f, "%s/%u", d, r->prefixlen);
         if (r->gateway) {
-                ip_str(r->gateway, g);
+                ipv4_to_string(r->gateway, g);
                 fprintf(f, " via %s", g);
         }
         fprintf(f, " dev %s table %u metric %u type %u scope %u%s%s", r->oif > 0 ? dev : "(none)", r->table,
@@ -481,7 +477,7 @@ int netlink_policy_verify(Netlink *nl, const NetPolicy *p, const NetlinkLinks *l
         r = netlink_routes_dump(nl, &kr, &n_kr);
         if (r < 0)
                 return r;
-        lo = netlink_link_index(nl, "lo");
+        lo = netlink_link_index("lo");
         if (lo < 0)
                 lo = 0;
 

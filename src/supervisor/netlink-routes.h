@@ -23,7 +23,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Netlink *, netlink_close);
 #define _cleanup_netlink_ _cleanup_(netlink_closep)
 
 /* ifindex of a link of the current namespace, by name; -ENODEV when absent. */
-int netlink_link_index(Netlink *nl, const char *name);
+int netlink_link_index(const char *name);
 
 /*
  * Creates a veth pair: name here, peer in the network namespace peer_netns_fd

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fs-util.h"
 #include "macro.h"
 #include "netlink-routes.h"
 #include "spawn-util.h"
@@ -40,10 +41,6 @@ static int fail(char *err, size_t errlen, int r, const char *fmt, ...) {
         (void) vsnprintf(err, errlen, fmt, ap);
         va_end(ap);
         return r < 0 ? r : -EIO;
-}
-
-static void ip_string(uint32_t h, char buf[static 16]) {
-        snprintf(buf, 16, "%u.%u.%u.%u", h >> 24, (h >> 16) & 255, (h >> 8) & 255, h & 255);
 }
 
 /*
@@ -93,37 +90,6 @@ static int new_netns(bool disable_ipv6, int *ret) {
         if (r < 0)
                 return r;
         *ret = fd;
-        return 0;
-}
-
-static int read_file(const char *path, uint8_t **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        _cleanup_free_ uint8_t *buf = NULL;
-        size_t n = 0, size = 0;
-        ssize_t k;
-
-        if (fd < 0)
-                return -errno;
-        for (;;) {
-                if (n == size) {
-                        uint8_t *b;
-                        if (size >= 4u << 20)
-                                return -EFBIG;
-                        size = size ? size * 2 : 65536;
-                        b = realloc(buf, size);
-                        if (!b)
-                                return -ENOMEM;
-                        buf = b;
-                }
-                k = read(fd, buf + n, size - n);
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_len = n;
         return 0;
 }
 
@@ -221,11 +187,11 @@ static int canary_child(int to_parent, int from_parent, const SupNet *n) {
                 return 1;
         r = netlink_open(&nl);
         if (r >= 0)
-                r = lo = netlink_link_index(nl, "lo");
+                r = lo = netlink_link_index("lo");
         if (r >= 0)
                 r = netlink_link_set_up(nl, lo);
         if (r >= 0)
-                r = idx = netlink_link_index(nl, CANARY_PEER);
+                r = idx = netlink_link_index(CANARY_PEER);
         if (r >= 0)
                 r = netlink_address_add(nl, idx, &(Cidr) { NET_CANARY_ALLOWED, 29 }, false);
         if (r >= 0)
@@ -278,7 +244,7 @@ static int start_canary(SupNet *n, Netlink *nl, char *err, size_t errlen) {
         close(down[1]);
         if (r < 0)
                 return fail(err, errlen, r, "cannot set up the canary namespace and its responder: %s", strerror(-r));
-        r = idx = netlink_link_index(nl, net_links[NET_LINK_CANARY].name);
+        r = idx = netlink_link_index(net_links[NET_LINK_CANARY].name);
         if (r >= 0)
                 r = netlink_link_set_up(nl, idx);
         if (r < 0)
@@ -319,7 +285,7 @@ static int check_denied_live(SupNet *n, Netlink *nl, const NetlinkLinks *links, 
         q = fetch(NET_CANARY_DENIED, n->port, line, sizeof(line));
         r = netlink_route_delete(nl, &probe, links);
         if (q < 0 || !streq(line, n->challenge))
-                return fail(err, errlen, q, "the denied canary 10.137.55.3 is not live before the policy (%s)",
+                return fail(err, errlen, q, "the denied canary " NET_CANARY_DENIED_STR " is not live before the policy (%s)",
                             q < 0 ? strerror(-q) : "wrong answer");
         if (r < 0)
                 return fail(err, errlen, r, "cannot remove the denied canary's liveness route: %s", strerror(-r));
@@ -363,11 +329,11 @@ static int fault_move_deny_to_lo(SupNet *n, Netlink *nl, const NetlinkLinks *lin
  * one is an ARP request for that address, which arrives here. No one ever
  * answers it, so denied connections still fail as "no route to host".
  */
-static int open_witness(SupNet *n, Netlink *nl, char *err, size_t errlen) {
+static int open_witness(SupNet *n, char *err, size_t errlen) {
         struct sockaddr_ll sa = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ARP) };
         int idx;
 
-        idx = netlink_link_index(nl, DENY_PEER);
+        idx = netlink_link_index(DENY_PEER);
         if (idx < 0)
                 return fail(err, errlen, idx, "cannot find the deny link's sink: %s", strerror(-idx));
         sa.sll_ifindex = idx;
@@ -381,7 +347,7 @@ static int open_witness(SupNet *n, Netlink *nl, char *err, size_t errlen) {
 }
 
 int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
-        _cleanup_free_ uint8_t *bytes = NULL;
+        _cleanup_free_ char *bytes = NULL;
         _cleanup_netlink_ Netlink *nl = NULL;
         _cleanup_free_ char *mismatch = NULL, *problem = NULL;
         uint8_t digest[SHA256_DIGEST_LEN], rnd[16];
@@ -392,10 +358,13 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
         int r, fd, idx, lo;
 
         /* The policy the coordinator derived, strictly decoded, its digest as announced. */
-        r = read_file(p->policy_path, &bytes, &len);
+        fd = open(p->policy_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        r = fd < 0 ? -errno : read_full_fd(fd, 4u << 20, &bytes, &len);
+        if (fd >= 0)
+                close(fd);
         if (r < 0)
                 return fail(err, errlen, r, "cannot read the network policy %s: %s", p->policy_path, strerror(-r));
-        r = net_policy_decode(bytes, len, &n->policy);
+        r = net_policy_decode((const uint8_t *) bytes, len, &n->policy);
         if (r < 0)
                 return fail(err, errlen, r, "the network policy %s is not in canonical form", p->policy_path);
         r = net_policy_digest(n->policy, digest);
@@ -440,9 +409,8 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
         /* 3. From here on the supervisor (and runsc) live in the enforcement namespace. */
         if (setns(n->enforcement_fd, CLONE_NEWNET) < 0)
                 return fail(err, errlen, -errno, "cannot enter the enforcement namespace: %s", strerror(errno));
-        r = netlink_disable_ipv6();
-        if (r < 0)
-                return fail(err, errlen, r, "cannot disable IPv6 in the enforcement namespace: %s", strerror(-r));
+        /* IPv6 is off here since new_netns(): tap0 came up with the default
+         * off; netlink_ipv6_absent() below checks that it stayed so. */
         /* This runsc takes a namespace with /proc/sys/net/core/rmem_default for
          * the host's: hide it, in our mount namespace and for this network
          * namespace only (/proc/sys/net shows the reader's namespace). */
@@ -451,14 +419,14 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
                 return fail(err, errlen, -errno, "cannot hide /proc/sys/net/core from runsc: %s", strerror(errno));
         r = netlink_open(&nl);
         if (r >= 0)
-                r = lo = netlink_link_index(nl, "lo");
+                r = lo = netlink_link_index("lo");
         if (r >= 0)
                 r = netlink_link_set_up(nl, lo);
         if (r < 0)
                 return fail(err, errlen, r, "cannot bring up lo in the enforcement namespace: %s", strerror(-r));
 
         /* 4. The links: tap0, the dead end deny0/sink, the canaries. */
-        r = idx = netlink_link_index(nl, net_links[NET_LINK_TAP].name);
+        r = idx = netlink_link_index(net_links[NET_LINK_TAP].name);
         if (r >= 0)
                 r = netlink_link_set_mtu(nl, idx, SLIRP_MTU);
         if (r >= 0)
@@ -469,13 +437,13 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
                 return fail(err, errlen, r, "cannot configure %s: %s", net_links[NET_LINK_TAP].name, strerror(-r));
         r = netlink_veth_create(nl, net_links[NET_LINK_DENY].name, DENY_PEER, -1);
         if (r >= 0)
-                r = idx = netlink_link_index(nl, net_links[NET_LINK_DENY].name);
+                r = idx = netlink_link_index(net_links[NET_LINK_DENY].name);
         if (r >= 0)
                 r = netlink_address_add(nl, idx, &net_links[NET_LINK_DENY].address, true);
         if (r >= 0)
                 r = netlink_link_set_up(nl, idx);
         if (r >= 0)
-                r = idx = netlink_link_index(nl, DENY_PEER);
+                r = idx = netlink_link_index(DENY_PEER);
         if (r >= 0)
                 r = netlink_link_set_up(nl, idx);
         if (r < 0)
@@ -483,7 +451,7 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
         r = start_canary(n, nl, err, errlen);
         if (r < 0)
                 return r;
-        r = idx = netlink_link_index(nl, net_links[NET_LINK_CANARY].name);
+        r = idx = netlink_link_index(net_links[NET_LINK_CANARY].name);
         if (r >= 0)
                 r = netlink_address_add(nl, idx, &net_links[NET_LINK_CANARY].address, true);
         if (r < 0)
@@ -517,7 +485,7 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
         if (r <= 0)
                 return fail(err, errlen, r, "IPv6 is present in the enforcement namespace: %s", strna(problem));
         /* Last: nothing of the set-up above is seen by the witness. */
-        r = open_witness(n, nl, err, errlen);
+        r = open_witness(n, err, errlen);
         if (r < 0)
                 return r;
         if (p->fault_deny_on_lo)
@@ -557,7 +525,7 @@ int supnet_witness_denied(SupNet *n, int timeout_ms, char *err, size_t errlen) {
                 now = now_msec();
                 if (now >= deadline)
                         return fail(err, errlen, -EHOSTUNREACH, "network attestation failed: the probe's connection to the "
-                                    "denied canary 10.137.55.3 never reached the deny link (gVisor asked for no next hop "
+                                    "denied canary " NET_CANARY_DENIED_STR " never reached the deny link (gVisor asked for no next hop "
                                     "on deny0 within %d ms)", timeout_ms);
                 r = poll(&(struct pollfd) { .fd = n->witness_fd, .events = POLLIN }, 1, (int) (deadline - now));
                 if (r < 0 && errno != EINTR)
@@ -664,9 +632,10 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
 
                         if (sscanf(v, "%31s %15s %15s %15s %15s %d%n", iface, dst, gw, flags, mask, &metric, &used) != 6 ||
                             used < 0 || v[used] != 0 || !parse_hex32(dst, &d) || !parse_hex32(gw, &g) ||
-                            !parse_hex32(mask, &m) || (plen = prefixlen_of(m)) < 0)
+                            !parse_hex32(mask, &m))
                                 return fail(err, errlen, -EBADMSG, "network attestation failed: unreadable route \"%s\"",
                                             excerpt(v, ex));
+                        plen = prefixlen_of(m);
                         for (size_t i = 0; i < n->policy->n_routes; i++) {
                                 const NetRoute *pr = &n->policy->routes[i];
                                 if (pr->dst.addr == d && pr->dst.prefixlen == plen && pr->gateway == g &&
@@ -677,8 +646,8 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                         }
                         if (!found && !extra[0]) {
                                 char a[16], b[16];
-                                ip_string(d, a);
-                                ip_string(g, b);
+                                ipv4_to_string(d, a);
+                                ipv4_to_string(g, b);
                                 snprintf(extra, sizeof(extra), "%s/%d via %s dev %.16s metric %d", a, plen, b, iface, metric);
                         }
                 } else if (streq(line, "end"))
@@ -691,7 +660,7 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                 return fail(err, errlen, -EBADMSG, "network attestation failed: the probe did not finish its report");
         if (extra[0])
                 return fail(err, errlen, -EBADMSG, "network attestation failed: gVisor holds a route the policy does not: %s%s",
-                            extra, denied_reached ? "; the denied canary 10.137.55.3 answered" : "");
+                            extra, denied_reached ? "; the denied canary " NET_CANARY_DENIED_STR " answered" : "");
         for (size_t i = 0; i < n->policy->n_routes; i++)
                 if (!seen[i]) {
                         n_missing++;
@@ -704,25 +673,25 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                 const NetRoute *pr = &n->policy->routes[first_missing];
                 char a[16], g[16] = "";
 
-                ip_string(pr->dst.addr, a);
+                ipv4_to_string(pr->dst.addr, a);
                 if (pr->gateway != 0) {
-                        ip_string(pr->gateway, g);
+                        ipv4_to_string(pr->gateway, g);
                         strcat(g, " ");
                 }
                 return fail(err, errlen, -EBADMSG, "network attestation failed: gVisor has no route for %s/%u (the policy %s "
                             "it %s%sdev %s); %zu of the policy's %zu routes missing%s", a, (unsigned) pr->dst.prefixlen,
                             pr->verdict == NET_DENY ? "denies" : "allows", pr->gateway ? "via " : "", g,
                             net_links[pr->link].name, n_missing, n->policy->n_routes,
-                            denied_reached ? "; the denied canary 10.137.55.3 answered" : "");
+                            denied_reached ? "; the denied canary " NET_CANARY_DENIED_STR " answered" : "");
         }
         if (denied_reached)
-                return fail(err, errlen, -EPERM, "network attestation failed: the denied canary 10.137.55.3 "
+                return fail(err, errlen, -EPERM, "network attestation failed: the denied canary " NET_CANARY_DENIED_STR " "
                             "answered from inside the sandbox");
         if (allowed_wrong)
                 return fail(err, errlen, -EBADMSG, "network attestation failed: the allowed canary "
                             "answered \"%s\", not this generation's challenge", excerpt(allowed_wrong, ex));
         if (allowed_failed)
-                return fail(err, errlen, -EHOSTUNREACH, "network attestation failed: the allowed canary 10.137.55.2 "
+                return fail(err, errlen, -EHOSTUNREACH, "network attestation failed: the allowed canary " NET_CANARY_ALLOWED_STR " "
                             "is unreachable from inside the sandbox (%s)", excerpt(allowed_failed, ex));
         if (!allowed || !denied)
                 return fail(err, errlen, -EBADMSG, "network attestation failed: the probe did not report both canaries");
@@ -742,11 +711,11 @@ int supnet_teardown_canary(SupNet *n, char *err, size_t errlen) {
          * namespace goes with its last reference. */
         r = netlink_open(&nl);
         if (r >= 0)
-                r = idx = netlink_link_index(nl, net_links[NET_LINK_CANARY].name);
+                r = idx = netlink_link_index(net_links[NET_LINK_CANARY].name);
         if (r >= 0)
                 r = netlink_link_delete(nl, idx);
         if (r >= 0)
-                r = netlink_link_index(nl, net_links[NET_LINK_CANARY].name) == -ENODEV ? 0 : -EEXIST;
+                r = netlink_link_index(net_links[NET_LINK_CANARY].name) == -ENODEV ? 0 : -EEXIST;
         if (r < 0)
                 return fail(err, errlen, r, "cannot remove the canary link: %s", strerror(-r));
         if (n->canary_fd >= 0) {

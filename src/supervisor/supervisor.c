@@ -5,15 +5,21 @@
  * Started by the coordinator as root of a caller-configured user namespace
  * (0 -> the user, 1..65536 -> subordinate IDs), inside the Domain's sandbox
  * scope. In slirp4netns' order it
- *   1. acquires its resources: its own mount namespace, the runsc container
- *      (runsc create, runsc start) and an attached `runsc wait`;
+ *   1. acquires its resources: its own mount namespace, the set-ID seccomp
+ *      filter (inherited by runsc and gVisor), the network (enforcement
+ *      namespace, slirp4netns, links, the derived policy read back, the
+ *      canaries and the deny link's witness: supervisor-net.c), the runsc
+ *      container (`runsc run --detach`) and an attached `runsc wait`; then
+ *      judges the network probe the container's init reported and removes
+ *      the canaries;
  *   2. enters its own sandbox: all capabilities dropped (bounding set too),
  *      NO_NEW_PRIVS;
  *   3. loads a libseccomp allowlist;
- *   4. reports READY on its control socket.
- * It then only waits: for the container to end (reported as EXITED) or for
- * the coordinator to close the control socket (then it exits; the
- * coordinator stops the scope, which ends runsc and the sandbox).
+ *   4. reports NETWORK, then READY, on its control socket.
+ * It then only waits: for the container to end (reported as EXITED), for
+ * slirp4netns to end (FAILED: network readiness withdrawn) or for the
+ * coordinator to close the control socket (then it exits; the coordinator
+ * stops the scope, which ends runsc and the sandbox).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -99,10 +105,11 @@ static void telling_line(const char *path, const char *needle, char *buf, size_t
  * sandbox's first process, and chowns them. Only the init's stdout is a
  * pipe, which it lets go of after its report (lazaret-init.c). Its messages go
  * to a log file in the bundle; the last line of the log, or of stderr for
- * errors before the log is open, is reported on failure.
+ * errors before the log is open, is reported on failure. With wait_for_it
+ * false it returns at once with the child's pid and pidfd.
  */
-static int runsc(const char *verb, char *const *args, bool wait_for_it, int out_fd, pid_t *ret_pid, char *err,
-                 size_t errlen) {
+static int runsc(const char *verb, char *const *args, bool wait_for_it, int out_fd, pid_t *ret_pid, int *ret_pidfd,
+                 char *err, size_t errlen) {
         char logarg[4096], logpath[4000], errpath[4000], overlay[4200], directfs[32];
         _cleanup_close_ int errfd = -EBADF;
         SpawnOptions o = SPAWN_OPTIONS_INIT;
@@ -141,7 +148,7 @@ static int runsc(const char *verb, char *const *args, bool wait_for_it, int out_
         o.stdio[1] = out_fd;
         o.stdio[2] = errfd;
         o.die_with_parent = true;
-        r = spawn(&o, &pid, NULL);
+        r = spawn(&o, &pid, wait_for_it ? NULL : ret_pidfd);
         if (r < 0)
                 return r;
         if (!wait_for_it) {
@@ -407,7 +414,9 @@ static int read_report(int fd, char **ret) {
                 if (k > 0)
                         n += (size_t) k;
                 buf[n] = 0;
-                if ((n == 4 && memcmp(buf, "end\n", 4) == 0) || (n > 4 && strcmp(buf + n - 5, "\nend\n") == 0)) {
+                /* Up to the first line "end", with whatever came after it
+                 * in the same read: supnet_judge() refuses that. */
+                if ((n >= 4 && memcmp(buf, "end\n", 4) == 0) || memmem(buf, n, "\nend\n", 5)) {
                         *ret = TAKE_PTR(buf);
                         return 0;
                 }
@@ -474,7 +483,7 @@ int main(int argc, char *argv[]) {
         }
         r = runsc("run", (char *[]) { (char *) "--detach", (char *) "--bundle", (char *) arg_bundle,
                                       (char *) arg_container, NULL },
-                  true, probe_pipe[1], NULL, err, sizeof(err));
+                  true, probe_pipe[1], NULL, NULL, err, sizeof(err));
         probe_pipe[1] = safe_close(probe_pipe[1]);
         if (r != 0) {
                 explain_runsc_failure("run", err);
@@ -488,7 +497,8 @@ int main(int argc, char *argv[]) {
                 report_failed("cannot create a pipe: %s", strerror(errno));
                 return 1;
         }
-        r = runsc("wait", (char *[]) { (char *) arg_container, NULL }, false, wait_pipe[1], &waiter, err, sizeof(err));
+        r = runsc("wait", (char *[]) { (char *) arg_container, NULL }, false, wait_pipe[1], &waiter, &pidfd, err,
+                  sizeof(err));
         wait_pipe[1] = safe_close(wait_pipe[1]);
         if (r < 0) {
                 report_failed("runsc wait: %s", strerror(-r));
@@ -515,13 +525,6 @@ int main(int argc, char *argv[]) {
         r = supnet_teardown_canary(&net, err, sizeof(err));
         if (r < 0) {
                 report_failed("%s", err);
-                return 1;
-        }
-
-        /* Watched through a pidfd: no polling with timeouts. */
-        pidfd = (int) syscall(SYS_pidfd_open, waiter, 0);
-        if (pidfd < 0) {
-                report_failed("pidfd_open: %s", strerror(errno));
                 return 1;
         }
 

@@ -88,15 +88,15 @@ static void make_links(Netlink *nl, NetlinkLinks *ret) {
                 [NET_LINK_DENY] = "sink",
                 [NET_LINK_CANARY] = "canaryp",
         };
-        int lo = netlink_link_index(nl, "lo");
+        int lo = netlink_link_index("lo");
 
         CHECK((lo) > (0));
         CHECK((netlink_disable_ipv6()) == (0));
         CHECK((netlink_link_set_up(nl, lo)) == (0));
         for (size_t i = 0; i < _NET_LINK_MAX; i++) {
                 CHECK((netlink_veth_create(nl, net_links[i].name, peers[i], -1)) == (0), "veth %s", net_links[i].name);
-                CHECK((netlink_link_set_up(nl, netlink_link_index(nl, net_links[i].name))) == (0));
-                CHECK((netlink_link_set_up(nl, netlink_link_index(nl, peers[i]))) == (0));
+                CHECK((netlink_link_set_up(nl, netlink_link_index(net_links[i].name))) == (0));
+                CHECK((netlink_link_set_up(nl, netlink_link_index(peers[i]))) == (0));
         }
         CHECK((netlink_veth_create(nl, "tap0", "other", -1)) == (-EEXIST));
         CHECK((netlink_resolve_links(nl, ret)) == (0));
@@ -242,7 +242,7 @@ static void detects_an_address_with_its_kernel_routes(void) {
 
         setup_installed(&nl, &links, &p);
         /* an address with a prefix route brings a connected route and a local route that the policy lacks */
-        CHECK((netlink_address_add(nl, netlink_link_index(nl, "sink"), &a, false)) == (0));
+        CHECK((netlink_address_add(nl, netlink_link_index("sink"), &a, false)) == (0));
         expect_mismatch(nl, p, &links, (const char *const[]) {
                 "unexpected route 192.0.2.0/24 dev sink table 254 metric 0",
                 "unexpected route 192.0.2.1/32 dev sink table 255",
@@ -257,7 +257,7 @@ static void sees_ipv6_until_disabled(void) {
         CHECK((netlink_open(&nl)) == (0));
         if (access("/proc/sys/net/ipv6", F_OK) < 0)
                 _exit(77);
-        CHECK((netlink_link_set_up(nl, netlink_link_index(nl, "lo"))) == (0));
+        CHECK((netlink_link_set_up(nl, netlink_link_index("lo"))) == (0));
         CHECK((netlink_ipv6_absent(nl, &problem)) == (0), "::1 on lo went unnoticed");
         CHECK((strstr(problem, "IPv6 address")) != NULL, "%s", problem);
         CHECK((netlink_disable_ipv6()) == (0));
