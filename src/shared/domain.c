@@ -501,41 +501,10 @@ int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, ch
         return 0;
 }
 
-/* What path_walk() found, as one line for the user: "LABEL: what is wrong". */
-static int walk_error(const char *label, const char *path, const PathWalkResult *w, int r, char **ret_error) {
-        static const char rule[] =
-                "every directory from / down to a mount source, and the source itself, must belong to root or to you and be writable by nobody else (a sticky directory such as /tmp excepted)";
-
-        switch (w->failure) {
-        case PATH_WALK_SYMLINK: {
-                _cleanup_free_ char *real = realpath(path, NULL);
-                const char *how = streq(w->at, path) ? "is a symbolic link" : "goes through a symbolic link";
-
-                if (real)
-                        return errorf(ret_error, r, "%s: \"%s\" %s (\"%s\"); name its resolved path \"%s\" instead",
-                                      label, path, how, w->at, real);
-                return errorf(ret_error, r, "%s: \"%s\" %s (\"%s\") that does not resolve; name the real path instead",
-                              label, path, how, w->at);
-        }
-        case PATH_WALK_MISSING:
-                return errorf(ret_error, r, "%s: \"%s\" does not exist", label, streq(w->at, path) ? path : w->at);
-        case PATH_WALK_NOT_DIRECTORY:
-                return errorf(ret_error, r, "%s: \"%s\" is not a directory", label, w->at);
-        case PATH_WALK_FOREIGN_OWNER:
-                return errorf(ret_error, r, "%s: \"%s\" is owned by UID %u, who could swap what is mounted; %s",
-                              label, w->at, w->uid, rule);
-        case PATH_WALK_ACL:
-                if (w->acl_id == (unsigned) -1)
-                        return errorf(ret_error, r, "%s: \"%s\" has an ACL that lets its group or others write it; %s",
-                                      label, w->at, rule);
-                return errorf(ret_error, r, "%s: \"%s\" has an ACL that lets ID %u write it; %s", label, w->at, w->acl_id, rule);
-        case PATH_WALK_WRITABLE:
-                return errorf(ret_error, r, "%s: \"%s\" is writable by group or others (mode %04o), who could swap what is mounted; %s",
-                              label, w->at, w->mode, rule);
-        default:
-                return errorf(ret_error, r, "%s: \"%s\": %s", label, w->at ?: path, strerror(-r));
-        }
-}
+/* What path_walk() requires of a mount source, for its messages. */
+static const char source_rule[] =
+        "every directory from / down to a mount source, and the source itself, must belong to root or to you and be "
+        "writable by nobody else (a sticky directory such as /tmp excepted)";
 
 /* One mount source, opened component by component (see path_walk()). */
 static int check_source(const char *label, const char *path, PathWalkFlags flags, bool missing_ok, char **ret_error) {
@@ -548,7 +517,7 @@ static int check_source(const char *label, const char *path, PathWalkFlags flags
         if (r == -ENOENT && w.failure == PATH_WALK_MISSING && missing_ok)
                 return 0;
         if (r < 0)
-                return walk_error(label, path, &w, r, ret_error);
+                return path_walk_error(label, path, &w, r, "what is mounted", source_rule, ret_error);
         return 0;
 }
 
@@ -672,7 +641,7 @@ static int open_storage_root(const char *root, int *ret_fd, char **ret_error) {
         if (r < 0) {
                 if (asprintf(&label, "data root %s", root) < 0)
                         return -ENOMEM;
-                return walk_error(label, root, &w, r, ret_error);
+                return path_walk_error(label, root, &w, r, "what is mounted", source_rule, ret_error);
         }
         r = check_private_dir(fd, root, ret_error);
         if (r < 0)
