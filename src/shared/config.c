@@ -1454,10 +1454,19 @@ int config_load(const HostContext *hc, const char *explicit_path, Config **ret, 
         return config_parse(text, len, canon, &env, ret, ret_error);
 }
 
+static int strcmp_ptr(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/*
+ * A name that looks like it holds a secret: one of the words below anywhere
+ * in it, or KEY/KEYS as a whole word ('_'-separated) or at its end (API_KEY,
+ * SSH_KEYS, GPG_KEY_ID, apiKey); not KEYBOARD or XKB_KEYMAP, which would
+ * warn for nothing. Case-insensitive.
+ */
 static bool name_looks_secret(const char *name) {
         static const char *const words[] = {
-                "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY", "API_KEY", "ACCESS_KEY",
-                "PRIVATE_KEY", "CREDENTIAL", "AUTH",
+                "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "AUTH",
         };
         char up[256];
         size_t i;
@@ -1468,6 +1477,13 @@ static bool name_looks_secret(const char *name) {
         for (size_t w = 0; w < ELEMENTSOF(words); w++)
                 if (strstr(up, words[w]))
                         return true;
+        for (const char *k = strstr(up, "KEY"); k; k = strstr(k + 1, "KEY")) {
+                const char *e = k + 3 + (k[3] == 'S');
+                bool starts = k == up || k[-1] == '_';
+
+                if (*e == 0 || (starts && *e == '_'))
+                        return true;
+        }
         return false;
 }
 
@@ -1485,6 +1501,8 @@ int config_literal_secrets(const Config *c, char ***ret) {
                                 return -ENOMEM;
                         TAKE_PTR(s);
                 }
+        if (l)
+                qsort(l, strv_length(l), sizeof(char *), strcmp_ptr);
         *ret = TAKE_PTR(l);
         return 0;
 }

@@ -14,6 +14,8 @@
 
 #include "cleanup.h"
 #include "config.h"
+#include "macro.h"
+#include "strv.h"
 
 #define FILE_NAME "/etc/lazaret-test/config.json"
 
@@ -294,6 +296,26 @@ Test(config, empty_file_equals_builtin) {
         _cleanup_config_ Config *a = parse_ok(NULL);
         _cleanup_config_ Config *b = parse_ok("{}");
         cr_assert_eq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0);
+}
+
+/* Which literal env values lazaretctl warns about (lazaret.conf(5), env). */
+Test(config, literal_secret_names) {
+        _cleanup_config_ Config *c = parse_ok(
+                "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {"
+                "\"API_KEY\": \"v\", \"apiKey\": \"v\", \"SSH_KEYS\": \"v\", \"KEY\": \"v\", \"GPG_KEY_ID\": \"v\", "
+                "\"STRIPE_KEY\": \"v\", \"gh_token\": \"v\", \"DB_PASSWD\": \"v\", \"X_AUTH\": \"v\", "
+                "\"KEYBOARD\": \"v\", \"XKB_KEYMAP\": \"v\", \"KEYSTONE_URL\": \"v\", \"LANG\": \"C\", "
+                "\"FROM_HOST_KEY\": \"env:HOME\", \"EMPTY_KEY\": \"\"}}}}");
+        _cleanup_strv_free_ char **names = NULL;
+        const char *const want[] = {
+                "dev.API_KEY", "dev.DB_PASSWD", "dev.GPG_KEY_ID", "dev.KEY", "dev.SSH_KEYS", "dev.STRIPE_KEY",
+                "dev.X_AUTH", "dev.apiKey", "dev.gh_token",
+        };
+
+        cr_assert_eq(config_literal_secrets(c, &names), 0);
+        cr_assert_eq(strv_length(names), ELEMENTSOF(want), "%zu names", strv_length(names));
+        for (size_t i = 0; i < ELEMENTSOF(want); i++)
+                cr_assert_str_eq(names[i], want[i]);
 }
 
 Test(config, canonical_encoding_is_sorted_and_complete) {
