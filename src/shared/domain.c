@@ -398,8 +398,13 @@ static int sensitive_add(char ***list, const char *base, const char *rel) {
         return 0;
 }
 
-/* The locations a volume may not be, lie in or contain unless "force": true. */
-int domain_sensitive_paths(const Domain *d, char ***ret) {
+/*
+ * The locations a volume may not be, lie in or contain unless "force": true:
+ * ~/.ssh, ~/.gnupg, systemd and autostart directories, shell start-up files,
+ * $XDG_RUNTIME_DIR and the bus socket (from the HostContext), as written and
+ * as resolved today. *ret may be NULL (nothing known to protect).
+ */
+static int sensitive_paths(const Domain *d, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         _cleanup_free_ char *bus = NULL;
         int r = 0;
@@ -424,14 +429,8 @@ int domain_sensitive_paths(const Domain *d, char ***ret) {
         return 0;
 }
 
-static int check_sensitive(const Domain *d, const char *what, const char *m, char **ret_error) {
-        _cleanup_strv_free_ char **l = NULL;
-        int r;
-
-        r = domain_sensitive_paths(d, &l);
-        if (r < 0)
-                return r;
-        STRV_FOREACH(s, l) {
+static int check_sensitive(const Domain *d, char **sensitive, const char *what, const char *m, char **ret_error) {
+        STRV_FOREACH(s, sensitive) {
                 const char *how;
 
                 if (streq(m, *s))
@@ -453,6 +452,8 @@ static int check_sensitive(const Domain *d, const char *what, const char *m, cha
 int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, char **ret_error) {
         _cleanup_free_ char *def = NULL, *def_canon = NULL, *xdg_default = NULL, *xdg_canon = NULL,
                             *runtime = NULL, *runtime_canon = NULL;
+        _cleanup_strv_free_ char **sensitive = NULL;
+        bool have_sensitive = false;
         char *protected[4] = {};
         size_t np = 0;
         int r;
@@ -493,7 +494,13 @@ int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, ch
                 if (r < 0)
                         return r;
                 if (!v[i].force) {
-                        r = check_sensitive(d, what, v[i].host, ret_error);
+                        if (!have_sensitive) {  /* built once, and only when a volume needs it */
+                                r = sensitive_paths(d, &sensitive);
+                                if (r < 0)
+                                        return r;
+                                have_sensitive = true;
+                        }
+                        r = check_sensitive(d, sensitive, what, v[i].host, ret_error);
                         if (r < 0)
                                 return r;
                 }
