@@ -164,13 +164,12 @@ int domain_new(const Config *c, const HostContext *hc, const char *profile, cons
         r = host_context_copy(hc, &d->host);
         if (r < 0)
                 return r;
-        d->home = d->host.home;
 
         if (streq(d->workspace, "/"))
                 return errorf(ret_error, -EPERM, "the file system root cannot be a workspace");
         {
                 _cleanup_free_ char *home_canon = NULL;
-                if (path_canonicalize(d->home, &home_canon) >= 0 && path_is_at_or_below(home_canon, d->workspace))
+                if (path_canonicalize(d->host.home, &home_canon) >= 0 && path_is_at_or_below(home_canon, d->workspace))
                         return errorf(ret_error, -EPERM,
                                       "workspace \"%s\" contains your home directory; choose a project directory",
                                       d->workspace);
@@ -197,7 +196,7 @@ int domain_new(const Config *c, const HostContext *hc, const char *profile, cons
 
 static void token_context(const Domain *d, TokenContext *tc) {
         *tc = (TokenContext) {
-                .home = d->home,
+                .home = d->host.home,
                 .profile_name = d->profile->name,
                 .profile_dir = d->profile_dir,
                 .domain_hash = d->id,

@@ -45,7 +45,6 @@ typedef struct Domain {
         char *workspace;        /* canonical */
         char id[DOMAIN_ID_LEN + 1];
         HostContext host;       /* a copy of what the caller collected */
-        const char *home;       /* host.home */
         char *profile_dir;
         char *domain_dir;
 } Domain;
