@@ -1362,7 +1362,7 @@ int config_default_path(const HostContext *hc, char **ret) {
         return 0;
 }
 
-static int read_config_file(const char *path, char **ret, size_t *ret_len, char **ret_error) {
+static int read_config_file(const char *path, char **ret, size_t *ret_len, mode_t *ret_mode, char **ret_error) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         struct stat st;
@@ -1389,6 +1389,7 @@ static int read_config_file(const char *path, char **ret, size_t *ret_len, char 
                 return r;
         *ret = TAKE_PTR(buf);
         *ret_len = n;
+        *ret_mode = st.st_mode & 07777;
         return 0;
 }
 
@@ -1416,7 +1417,9 @@ int config_load(const HostContext *hc, const char *explicit_path, Config **ret, 
         _cleanup_free_ char *path = NULL, *text = NULL, *canon = NULL;
         bool must_exist;
         size_t len = 0;
+        mode_t mode = 0;
         ConfigEnv env;
+        Config *c = NULL;
         int r;
 
         *ret_error = NULL;
@@ -1437,7 +1440,7 @@ int config_load(const HostContext *hc, const char *explicit_path, Config **ret, 
                 must_exist = r > 0;
         }
 
-        r = read_config_file(path, &text, &len, ret_error);
+        r = read_config_file(path, &text, &len, &mode, ret_error);
         if (r == -ENOENT && !must_exist)
                 return config_parse(NULL, 0, NULL, &env, ret, ret_error);
         if (r < 0) {
@@ -1451,7 +1454,12 @@ int config_load(const HostContext *hc, const char *explicit_path, Config **ret, 
         if (!canon)
                 return -errno;
 
-        return config_parse(text, len, canon, &env, ret, ret_error);
+        r = config_parse(text, len, canon, &env, &c, ret_error);
+        if (r < 0)
+                return r;
+        c->mode = mode;         /* as opened: not looked up again by path */
+        *ret = c;
+        return 0;
 }
 
 static int strcmp_ptr(const void *a, const void *b) {

@@ -94,6 +94,7 @@ typedef struct AutoApproveRule {
 
 typedef struct Config {
         char *path;             /* NULL for the built-in configuration */
+        unsigned mode;          /* the file's mode (07777) from the fstat() of the opened file; 0 without one */
         char *data_root;        /* expanded and canonicalised */
         char *default_profile;
         char *runsc;            /* runtime.runsc: absolute, canonical; NULL when not configured */
