@@ -86,13 +86,13 @@ int bundle_write(const BundleParams *p, char **ret_error) {
                 return errorf(ret_error, r, "cannot write %s: %s", resolv, strerror(-r));
 
         /* SR-4: the Git Sentry's mounts follow the workspace bind. */
-        gitconfig = d->home ? path_join(d->home, ".gitconfig") : NULL;
+        gitconfig = d->host.home ? path_join(d->host.home, ".gitconfig") : NULL;
         xdggit = d->host.xdg_config_home ? path_join(d->host.xdg_config_home, "git/config") : NULL;
         r = git_sentry_prepare(&(GitSentryParams) {
                                        .workspace = d->workspace,
                                        .sandbox_workspace = SANDBOX_WORKSPACE,
                                        .domain_dir = d->domain_dir,
-                                       .home = d->home,
+                                       .home = d->host.home,
                                        .global_configs = (const char *[]) { "/etc/gitconfig", gitconfig ?: "/etc/gitconfig",
                                                                             xdggit ?: "/etc/gitconfig", NULL },
                                }, &git, ret_error);

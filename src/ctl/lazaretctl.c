@@ -56,9 +56,8 @@ static void print_json(json_object *o) {
 static void warn_readable_secrets(const Config *c) {
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_free_ char *list = NULL;
-        struct stat st;
 
-        if (!c->path || stat(c->path, &st) < 0 || (st.st_mode & 0044) == 0)
+        if (!c->path || (c->mode & 0044) == 0)
                 return;
         if (config_literal_secrets(c, &names) < 0 || !names)
                 return;

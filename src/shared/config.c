@@ -822,14 +822,18 @@ static int network_key(Parser *p, size_t which, json_object *v, const char *path
 
 /*
  * The runsc binary Lazaret runs on the user's behalf: an absolute path
- * without symbolic links, to a regular executable file; it and every
- * directory above it owned by root or by the caller and writable by neither
- * group nor others, so nobody else can swap it. Walked with O_PATH fds, one
- * component at a time. (Where it lies relative to the workspace and volumes is
- * checked with the Domain, in domain_check_exposure().)
+ * without symbolic links, to a regular executable file, that nobody but
+ * root and the caller can swap: path_walk(PATH_WALK_TRUSTED) judges every
+ * component by fd (owner, mode, POSIX ACL; sticky directories above it
+ * allowed). (Where it lies relative to the workspace and volumes is checked
+ * with the Domain, in domain_check_exposure().)
  */
 static int check_runsc(Parser *p, const char *in, const char *path, char **ret) {
-        _cleanup_free_ char *norm = NULL, *prefix = NULL;
+        static const char rule[] =
+                "runsc and every directory above it must belong to root or to you and be writable by nobody else "
+                "(a sticky directory such as /tmp excepted)";
+        _cleanup_(path_walk_result_done) PathWalkResult w = {};
+        _cleanup_free_ char *norm = NULL;
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
         int r;
@@ -837,63 +841,22 @@ static int check_runsc(Parser *p, const char *in, const char *path, char **ret) 
         r = parse_absolute_path(p, in, path, &norm);
         if (r < 0)
                 return r;
-        prefix = calloc(strlen(norm) + 1, 1);
-        if (!prefix)
+        r = path_walk(norm, PATH_WALK_TRUSTED, &fd, &w);
+        if (r == -ENOMEM)
                 return OOM(p);
+        if (r < 0) {
+                _cleanup_free_ char *msg = NULL;
 
-        fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return perr(p, path, -errno, "cannot open \"/\": %s", strerror(errno));
-        strcpy(prefix, "/");
-
-        for (const char *s = norm;;) {
-                const char *shown = prefix;
-
-                if (fstat(fd, &st) < 0)
-                        return perr(p, path, -errno, "\"%s\": %s", shown, strerror(errno));
-                if (S_ISLNK(st.st_mode)) {
-                        _cleanup_free_ char *real = realpath(norm, NULL);
-                        return perr(p, path, -ELOOP, "\"%s\" is a symbolic link; name the binary by its resolved path%s%s%s",
-                                    shown, real ? " \"" : "", strempty(real), real ? "\"" : "");
-                }
-                if (st.st_uid != 0 && st.st_uid != getuid())
-                        return perr(p, path, -EPERM,
-                                    "\"%s\" is owned by UID %u; runsc and every directory above it must be owned by root or by you",
-                                    shown, (unsigned) st.st_uid);
-                if (st.st_mode & (S_IWGRP | S_IWOTH))
-                        return perr(p, path, -EPERM,
-                                    "\"%s\" is writable by group or others (mode %04o); runsc and every directory above it must not be",
-                                    shown, (unsigned) (st.st_mode & 07777));
-
-                while (*s == '/')
-                        s++;
-                if (!*s)
-                        break;
-                if (!S_ISDIR(st.st_mode))
-                        return perr(p, path, -ENOTDIR, "\"%s\" is not a directory", shown);
-
-                const char *e = strchrnul(s, '/');
-                _cleanup_free_ char *name = strndup(s, e - s);
-                if (!name)
+                path_walk_error(NULL, norm, &w, r, "the binary", rule, &msg);
+                if (!msg)
                         return OOM(p);
-                if (!streq(prefix, "/"))
-                        strcat(prefix, "/");
-                strcat(prefix, name);
-
-                int nfd = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-                if (nfd < 0) {
-                        if (errno == ENOENT)
-                                return perr(p, path, -ENOENT, "\"%s\" does not exist", norm);
-                        return perr(p, path, -errno, "\"%s\": %s", prefix, strerror(errno));
-                }
-                close(fd);
-                fd = nfd;
-                s = e;
+                return perr(p, path, r, "%s", msg);
         }
-
+        if (fstat(fd, &st) < 0)
+                return perr(p, path, -errno, "\"%s\": %s", norm, strerror(errno));
         if (!S_ISREG(st.st_mode))
                 return perr(p, path, -EINVAL, "\"%s\" is not a regular file", norm);
-        if (!(st.st_mode & 0111) || access(norm, X_OK) < 0)
+        if (!(st.st_mode & 0111) || faccessat(fd, "", X_OK, AT_EMPTY_PATH) < 0)
                 return perr(p, path, -EACCES, "\"%s\" is not executable", norm);
         *ret = TAKE_PTR(norm);
         return 0;
@@ -1399,7 +1362,7 @@ int config_default_path(const HostContext *hc, char **ret) {
         return 0;
 }
 
-static int read_config_file(const char *path, char **ret, size_t *ret_len, char **ret_error) {
+static int read_config_file(const char *path, char **ret, size_t *ret_len, mode_t *ret_mode, char **ret_error) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         struct stat st;
@@ -1426,6 +1389,7 @@ static int read_config_file(const char *path, char **ret, size_t *ret_len, char 
                 return r;
         *ret = TAKE_PTR(buf);
         *ret_len = n;
+        *ret_mode = st.st_mode & 07777;
         return 0;
 }
 
@@ -1453,7 +1417,9 @@ int config_load(const HostContext *hc, const char *explicit_path, Config **ret, 
         _cleanup_free_ char *path = NULL, *text = NULL, *canon = NULL;
         bool must_exist;
         size_t len = 0;
+        mode_t mode = 0;
         ConfigEnv env;
+        Config *c = NULL;
         int r;
 
         *ret_error = NULL;
@@ -1474,7 +1440,7 @@ int config_load(const HostContext *hc, const char *explicit_path, Config **ret, 
                 must_exist = r > 0;
         }
 
-        r = read_config_file(path, &text, &len, ret_error);
+        r = read_config_file(path, &text, &len, &mode, ret_error);
         if (r == -ENOENT && !must_exist)
                 return config_parse(NULL, 0, NULL, &env, ret, ret_error);
         if (r < 0) {
@@ -1488,13 +1454,27 @@ int config_load(const HostContext *hc, const char *explicit_path, Config **ret, 
         if (!canon)
                 return -errno;
 
-        return config_parse(text, len, canon, &env, ret, ret_error);
+        r = config_parse(text, len, canon, &env, &c, ret_error);
+        if (r < 0)
+                return r;
+        c->mode = mode;         /* as opened: not looked up again by path */
+        *ret = c;
+        return 0;
 }
 
+static int strcmp_ptr(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/*
+ * A name that looks like it holds a secret: one of the words below anywhere
+ * in it, or KEY/KEYS as a whole word ('_'-separated) or at its end (API_KEY,
+ * SSH_KEYS, GPG_KEY_ID, apiKey); not KEYBOARD or XKB_KEYMAP, which would
+ * warn for nothing. Case-insensitive.
+ */
 static bool name_looks_secret(const char *name) {
         static const char *const words[] = {
-                "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY", "API_KEY", "ACCESS_KEY",
-                "PRIVATE_KEY", "CREDENTIAL", "AUTH",
+                "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "AUTH",
         };
         char up[256];
         size_t i;
@@ -1505,6 +1485,13 @@ static bool name_looks_secret(const char *name) {
         for (size_t w = 0; w < ELEMENTSOF(words); w++)
                 if (strstr(up, words[w]))
                         return true;
+        for (const char *k = strstr(up, "KEY"); k; k = strstr(k + 1, "KEY")) {
+                const char *e = k + 3 + (k[3] == 'S');
+                bool starts = k == up || k[-1] == '_';
+
+                if (*e == 0 || (starts && *e == '_'))
+                        return true;
+        }
         return false;
 }
 
@@ -1522,6 +1509,8 @@ int config_literal_secrets(const Config *c, char ***ret) {
                                 return -ENOMEM;
                         TAKE_PTR(s);
                 }
+        if (l)
+                qsort(l, strv_length(l), sizeof(char *), strcmp_ptr);
         *ret = TAKE_PTR(l);
         return 0;
 }

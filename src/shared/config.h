@@ -94,6 +94,7 @@ typedef struct AutoApproveRule {
 
 typedef struct Config {
         char *path;             /* NULL for the built-in configuration */
+        unsigned mode;          /* the file's mode (07777) from the fstat() of the opened file; 0 without one */
         char *data_root;        /* expanded and canonicalised */
         char *default_profile;
         char *runsc;            /* runtime.runsc: absolute, canonical; NULL when not configured */
@@ -153,8 +154,10 @@ int config_canonical_json(const Config *c, char **ret);
 
 /*
  * The names of profile environment entries given as literal values (not
- * "env:VAR") whose names look like secrets (TOKEN, SECRET, PASSWORD, KEY,
- * CREDENTIAL, ...), "PROFILE.NAME" each, sorted; an empty list as NULL.
+ * "env:VAR") whose names look like secrets (containing TOKEN, SECRET,
+ * PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL or AUTH, or with KEY or KEYS as a
+ * '_'-separated word or at the end; case-insensitive), "PROFILE.NAME" each,
+ * sorted; an empty list as NULL.
  */
 int config_literal_secrets(const Config *c, char ***ret);
 

@@ -164,13 +164,12 @@ int domain_new(const Config *c, const HostContext *hc, const char *profile, cons
         r = host_context_copy(hc, &d->host);
         if (r < 0)
                 return r;
-        d->home = d->host.home;
 
         if (streq(d->workspace, "/"))
                 return errorf(ret_error, -EPERM, "the file system root cannot be a workspace");
         {
                 _cleanup_free_ char *home_canon = NULL;
-                if (path_canonicalize(d->home, &home_canon) >= 0 && path_is_at_or_below(home_canon, d->workspace))
+                if (path_canonicalize(d->host.home, &home_canon) >= 0 && path_is_at_or_below(home_canon, d->workspace))
                         return errorf(ret_error, -EPERM,
                                       "workspace \"%s\" contains your home directory; choose a project directory",
                                       d->workspace);
@@ -197,7 +196,7 @@ int domain_new(const Config *c, const HostContext *hc, const char *profile, cons
 
 static void token_context(const Domain *d, TokenContext *tc) {
         *tc = (TokenContext) {
-                .home = d->home,
+                .home = d->host.home,
                 .profile_name = d->profile->name,
                 .profile_dir = d->profile_dir,
                 .domain_hash = d->id,
@@ -398,8 +397,13 @@ static int sensitive_add(char ***list, const char *base, const char *rel) {
         return 0;
 }
 
-/* The locations a volume may not be, lie in or contain unless "force": true. */
-int domain_sensitive_paths(const Domain *d, char ***ret) {
+/*
+ * The locations a volume may not be, lie in or contain unless "force": true:
+ * ~/.ssh, ~/.gnupg, systemd and autostart directories, shell start-up files,
+ * $XDG_RUNTIME_DIR and the bus socket (from the HostContext), as written and
+ * as resolved today. *ret may be NULL (nothing known to protect).
+ */
+static int sensitive_paths(const Domain *d, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         _cleanup_free_ char *bus = NULL;
         int r = 0;
@@ -424,14 +428,8 @@ int domain_sensitive_paths(const Domain *d, char ***ret) {
         return 0;
 }
 
-static int check_sensitive(const Domain *d, const char *what, const char *m, char **ret_error) {
-        _cleanup_strv_free_ char **l = NULL;
-        int r;
-
-        r = domain_sensitive_paths(d, &l);
-        if (r < 0)
-                return r;
-        STRV_FOREACH(s, l) {
+static int check_sensitive(const Domain *d, char **sensitive, const char *what, const char *m, char **ret_error) {
+        STRV_FOREACH(s, sensitive) {
                 const char *how;
 
                 if (streq(m, *s))
@@ -453,6 +451,8 @@ static int check_sensitive(const Domain *d, const char *what, const char *m, cha
 int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, char **ret_error) {
         _cleanup_free_ char *def = NULL, *def_canon = NULL, *xdg_default = NULL, *xdg_canon = NULL,
                             *runtime = NULL, *runtime_canon = NULL;
+        _cleanup_strv_free_ char **sensitive = NULL;
+        bool have_sensitive = false;
         char *protected[4] = {};
         size_t np = 0;
         int r;
@@ -493,7 +493,13 @@ int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, ch
                 if (r < 0)
                         return r;
                 if (!v[i].force) {
-                        r = check_sensitive(d, what, v[i].host, ret_error);
+                        if (!have_sensitive) {  /* built once, and only when a volume needs it */
+                                r = sensitive_paths(d, &sensitive);
+                                if (r < 0)
+                                        return r;
+                                have_sensitive = true;
+                        }
+                        r = check_sensitive(d, sensitive, what, v[i].host, ret_error);
                         if (r < 0)
                                 return r;
                 }
@@ -501,41 +507,10 @@ int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, ch
         return 0;
 }
 
-/* What path_walk() found, as one line for the user: "LABEL: what is wrong". */
-static int walk_error(const char *label, const char *path, const PathWalkResult *w, int r, char **ret_error) {
-        static const char rule[] =
-                "every directory from / down to a mount source, and the source itself, must belong to root or to you and be writable by nobody else (a sticky directory such as /tmp excepted)";
-
-        switch (w->failure) {
-        case PATH_WALK_SYMLINK: {
-                _cleanup_free_ char *real = realpath(path, NULL);
-                const char *how = streq(w->at, path) ? "is a symbolic link" : "goes through a symbolic link";
-
-                if (real)
-                        return errorf(ret_error, r, "%s: \"%s\" %s (\"%s\"); name its resolved path \"%s\" instead",
-                                      label, path, how, w->at, real);
-                return errorf(ret_error, r, "%s: \"%s\" %s (\"%s\") that does not resolve; name the real path instead",
-                              label, path, how, w->at);
-        }
-        case PATH_WALK_MISSING:
-                return errorf(ret_error, r, "%s: \"%s\" does not exist", label, streq(w->at, path) ? path : w->at);
-        case PATH_WALK_NOT_DIRECTORY:
-                return errorf(ret_error, r, "%s: \"%s\" is not a directory", label, w->at);
-        case PATH_WALK_FOREIGN_OWNER:
-                return errorf(ret_error, r, "%s: \"%s\" is owned by UID %u, who could swap what is mounted; %s",
-                              label, w->at, w->uid, rule);
-        case PATH_WALK_ACL:
-                if (w->acl_id == (unsigned) -1)
-                        return errorf(ret_error, r, "%s: \"%s\" has an ACL that lets its group or others write it; %s",
-                                      label, w->at, rule);
-                return errorf(ret_error, r, "%s: \"%s\" has an ACL that lets ID %u write it; %s", label, w->at, w->acl_id, rule);
-        case PATH_WALK_WRITABLE:
-                return errorf(ret_error, r, "%s: \"%s\" is writable by group or others (mode %04o), who could swap what is mounted; %s",
-                              label, w->at, w->mode, rule);
-        default:
-                return errorf(ret_error, r, "%s: \"%s\": %s", label, w->at ?: path, strerror(-r));
-        }
-}
+/* What path_walk() requires of a mount source, for its messages. */
+static const char source_rule[] =
+        "every directory from / down to a mount source, and the source itself, must belong to root or to you and be "
+        "writable by nobody else (a sticky directory such as /tmp excepted)";
 
 /* One mount source, opened component by component (see path_walk()). */
 static int check_source(const char *label, const char *path, PathWalkFlags flags, bool missing_ok, char **ret_error) {
@@ -548,7 +523,7 @@ static int check_source(const char *label, const char *path, PathWalkFlags flags
         if (r == -ENOENT && w.failure == PATH_WALK_MISSING && missing_ok)
                 return 0;
         if (r < 0)
-                return walk_error(label, path, &w, r, ret_error);
+                return path_walk_error(label, path, &w, r, "what is mounted", source_rule, ret_error);
         return 0;
 }
 
@@ -672,7 +647,7 @@ static int open_storage_root(const char *root, int *ret_fd, char **ret_error) {
         if (r < 0) {
                 if (asprintf(&label, "data root %s", root) < 0)
                         return -ENOMEM;
-                return walk_error(label, root, &w, r, ret_error);
+                return path_walk_error(label, root, &w, r, "what is mounted", source_rule, ret_error);
         }
         r = check_private_dir(fd, root, ret_error);
         if (r < 0)

@@ -45,7 +45,6 @@ typedef struct Domain {
         char *workspace;        /* canonical */
         char id[DOMAIN_ID_LEN + 1];
         HostContext host;       /* a copy of what the caller collected */
-        const char *home;       /* host.home */
         char *profile_dir;
         char *domain_dir;
 } Domain;
@@ -84,18 +83,13 @@ int domain_resolve_image(const Domain *d, char **ret_dir, char **ret_tag, char *
  * outside this Domain's own directories, and the runtime directory. Also
  * refuses a configured runsc binary inside the workspace or any volume, a
  * volume inside or around the workspace or another volume, and (unless the
- * volume says "force": true) one at, in or around domain_sensitive_paths().
+ * volume says "force": true) one at, in or around a location that holds
+ * credentials or starts programs on the host: ~/.ssh, ~/.gnupg, systemd and
+ * autostart directories, shell start-up files, $XDG_RUNTIME_DIR and the bus
+ * socket (from the HostContext).
  * Compares paths as strings; domain_check_sources() proves they are real.
  */
 int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, char **ret_error);
-
-/*
- * The locations a volume may not be, lie inside or contain unless it says
- * "force": true: ~/.ssh, ~/.gnupg, systemd and autostart directories, shell
- * start-up files, $XDG_RUNTIME_DIR and the bus socket (from the HostContext).
- * *ret may be NULL (nothing known to protect).
- */
-int domain_sensitive_paths(const Domain *d, char ***ret);
 
 /*
  * Holes 3 and 4: opens the workspace, the data root and every volume source

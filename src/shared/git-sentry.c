@@ -254,8 +254,9 @@ void git_config_paths_done(GitConfigPaths *p) {
 
 /* ------------------------------------------------------------ paths */
 
-int git_path_in_workspace(const char *value, const char *base, const char *home, const char *workspace, char **ret_rel) {
-        _cleanup_free_ char *full = NULL, *out = NULL;
+int git_path_in_workspace(const char *value, const char *base, const char *home, const char *workspace,
+                          char **ret_abs, char **ret_rel) {
+        _cleanup_free_ char *full = NULL, *out = NULL, *rel = NULL;
         size_t wlen = strlen(workspace);
         int r;
 
@@ -277,46 +278,101 @@ int git_path_in_workspace(const char *value, const char *base, const char *home,
         if (r < 0)
                 return r;
 
-        if (!path_is_at_or_below(out, workspace))
-                return 0;
-        if (ret_rel) {
-                char *rel = strdup(out[wlen] == '/' ? out + wlen + 1 : out + wlen);
+        r = path_is_at_or_below(out, workspace);
+        if (r && ret_rel) {
+                rel = strdup(out[wlen] == '/' ? out + wlen + 1 : out + wlen);
                 if (!rel)
                         return -ENOMEM;
-                *ret_rel = rel;
         }
-        return 1;
+        if (ret_abs)
+                *ret_abs = TAKE_PTR(out);
+        if (ret_rel && r)
+                *ret_rel = TAKE_PTR(rel);
+        return r;
 }
+
+#define GIT_SYMLINKS_MAX 40
 
 /*
  * A path lexically outside the workspace may still lead into it through a
- * host symlink: the canonical form of its longest existing prefix decides.
+ * host symlink, even a dangling one (the sandbox can create its target).
+ * abs (absolute, simplified) is resolved one component at a time, following
+ * the host's symlinks, until it ends, a component is missing, or it reaches
+ * the workspace: from there on (the sandbox's tree) the rest is judged
+ * lexically as git_path_in_workspace() does, and symlinks there are left to
+ * the open that refuses them. Same results as git_path_in_workspace().
  */
-static int canonical_in_workspace(const char *lexical, const char *workspace, char **ret_rel) {
-        _cleanup_free_ char *prefix = strdup(lexical), *rest = NULL, *canon = NULL, *full = NULL;
+static int canonical_in_workspace(const char *abs, const char *workspace, char **ret_rel) {
+        _cleanup_free_ char *resolved = strdup("/"), *todo = strdup(abs);
+        unsigned links = 0;
 
-        if (!prefix)
+        if (!resolved || !todo)
                 return -ENOMEM;
-        for (;;) {
-                canon = realpath(prefix, NULL);
-                if (canon)
+        for (const char *s = todo;;) {
+                _cleanup_free_ char *name = NULL, *next = NULL, *target = NULL;
+                const char *e;
+                struct stat st;
+
+                while (*s == '/')
+                        s++;
+                if (!*s)
                         break;
-                if (errno != ENOENT && errno != ENOTDIR)
-                        return 0;       /* unreadable on the host: not the sandbox's either */
-                char *slash = strrchr(prefix, '/');
-                if (!slash || slash == prefix)
-                        return 0;
-                char *r2 = rest ? join3(slash + 1, "/", rest) : strdup(slash + 1);
-                if (!r2)
+                e = strchrnul(s, '/');
+                name = strndup(s, e - s);
+                if (!name)
                         return -ENOMEM;
-                free(rest);
-                rest = r2;
-                *slash = 0;
+                s = e;
+                if (streq(name, "."))
+                        continue;
+                if (streq(name, "..")) {        /* resolved has no symlinks: going up is lexical */
+                        char *slash = strrchr(resolved, '/');
+                        if (slash == resolved)
+                                slash++;
+                        *slash = 0;
+                        continue;
+                }
+                next = path_join(resolved, name);
+                if (!next)
+                        return -ENOMEM;
+                bool lexical = path_is_at_or_below(resolved, workspace);
+                if (!lexical && lstat(next, &st) < 0) {
+                        if (errno != ENOENT && errno != ENOTDIR)
+                                return 0;       /* unreadable on the host: not the sandbox's either */
+                        lexical = true;         /* missing: nothing more to resolve */
+                }
+                if (lexical) {
+                        _cleanup_free_ char *full = join3(next, "/", s);
+                        if (!full)
+                                return -ENOMEM;
+                        return git_path_in_workspace(full, "/", NULL, workspace, NULL, ret_rel);
+                }
+                if (!S_ISLNK(st.st_mode)) {
+                        free(resolved);
+                        resolved = TAKE_PTR(next);
+                        continue;
+                }
+                if (++links > GIT_SYMLINKS_MAX)
+                        return -EINVAL;         /* the host cannot resolve it either; refuse, to be safe */
+                target = calloc(LAZARET_PATH_MAX + 1, 1);
+                if (!target)
+                        return -ENOMEM;
+                ssize_t k = readlink(next, target, LAZARET_PATH_MAX + 1);
+                if (k < 0)
+                        return -errno;
+                if (k == 0 || k > LAZARET_PATH_MAX)
+                        return -EINVAL;
+                if (target[0] == '/')
+                        strcpy(resolved, "/");
+                _cleanup_free_ char *rest = join3(target, "/", s);
+                if (!rest)
+                        return -ENOMEM;
+                if (strlen(rest) > (size_t) LAZARET_PATH_MAX * GIT_SYMLINKS_MAX)
+                        return -ENAMETOOLONG;
+                free(todo);
+                todo = TAKE_PTR(rest);
+                s = todo;
         }
-        full = rest ? join3(canon, "/", rest) : TAKE_PTR(canon);
-        if (!full)
-                return -ENOMEM;
-        return git_path_in_workspace(full, "/", NULL, workspace, ret_rel);
+        return git_path_in_workspace(resolved, "/", NULL, workspace, NULL, ret_rel);
 }
 
 /* ------------------------------------------------------------ the mounts */
@@ -554,12 +610,10 @@ int git_sentry_prepare(const GitSentryParams *p, GitSentry *ret, char **ret_erro
         }
         /* An included file inside the workspace would be a writable config. */
         STRV_FOREACH(inc, paths.include_paths) {
-                _cleanup_free_ char *lex = NULL;
-                r = git_path_in_workspace(*inc, gitdir, p->home, p->workspace, &lex);
-                if (r == 0) {
-                        _cleanup_free_ char *abs = (*inc)[0] == '~' ? join3(strempty(p->home), "", *inc + 1) : strdup(*inc);
-                        r = abs ? canonical_in_workspace(abs, p->workspace, NULL) : -ENOMEM;
-                }
+                _cleanup_free_ char *abs = NULL;
+                r = git_path_in_workspace(*inc, gitdir, p->home, p->workspace, &abs, NULL);
+                if (r == 0)
+                        r = canonical_in_workspace(abs, p->workspace, NULL);
                 if (r != 0) {
                         r = errorf(ret_error, -EPERM, "%s/.git/config includes '%s', which the sandbox could write; "
                                    "the Git Sentry does not support that", p->workspace, *inc);
@@ -631,25 +685,20 @@ int git_sentry_prepare(const GitSentryParams *p, GitSentry *ret, char **ret_erro
 
         /* Every core.hooksPath that lands inside the workspace. */
         STRV_FOREACH(h, hooks) {
-                _cleanup_free_ char *rel = NULL;
+                _cleanup_free_ char *abs = NULL, *rel = NULL;
 
-                r = git_path_in_workspace(*h, p->workspace, p->home, p->workspace, &rel);
+                /* Relative to the worktree's top, where git runs hooks. */
+                r = git_path_in_workspace(*h, p->workspace, p->home, p->workspace, &abs, &rel);
+                if (r == 0)     /* outside lexically; a host symlink may still lead in */
+                        r = canonical_in_workspace(abs, p->workspace, &rel);
                 if (r == -ELOOP)
                         return errorf(ret_error, -EPERM, "core.hooksPath %s steps out of a workspace directory "
                                       "with '..'; the sandbox could redirect it", *h);
-                if (r == -EINVAL)
-                        return errorf(ret_error, -EPERM, "core.hooksPath %s cannot be interpreted safely", *h);
-                if (r == 0) {
-                        _cleanup_free_ char *abs = NULL;
-                        if ((*h)[0] == '/')
-                                abs = strdup(*h);
-                        else if ((*h)[0] == '~' && p->home)
-                                abs = join3(p->home, "", *h + 1);
-                        if (abs)
-                                r = canonical_in_workspace(abs, p->workspace, &rel);
-                }
-                if (r < 0)
+                if (r == -ENOMEM)
                         return r;
+                if (r < 0)
+                        return errorf(ret_error, -EPERM, "core.hooksPath %s cannot be interpreted safely (%s)", *h,
+                                      strerror(-r));
                 if (r > 0) {
                         r = strv_push(&rels, TAKE_PTR(rel));
                         if (r < 0)

@@ -25,7 +25,10 @@
  * submodule: not supported yet) or a symlink, a .git/config or .git/hooks
  * that is not a plain file or directory, an include of a file inside the
  * workspace in .git/config, a core.hooksPath inside the workspace that goes
- * through a symlink or ".." there or names the workspace itself.
+ * through a symlink or ".." there or names the workspace itself. "Inside"
+ * is judged after the host's own symlinks outside the workspace (dangling
+ * ones too: the sandbox can create their targets); a relative
+ * core.hooksPath is taken from the worktree's top, as git does.
  *
  * Nothing is executed: git is never run against the untrusted repository
  * configuration; it is read by a small strict parser. Paths inside the
@@ -70,9 +73,12 @@ void git_config_paths_done(GitConfigPaths *p);
 /*
  * Where a git path value (absolute, "~/..." or relative to base) lies
  * relative to the workspace, lexically: 1 and *ret_rel set (relative to the
- * workspace; "" for the workspace itself) when inside, 0 when outside.
+ * workspace; "" for the workspace itself) when inside, 0 when outside. On
+ * both, *ret_abs (if not NULL) is the simplified absolute path, which is what
+ * a check for host symlinks leading back into the workspace must look at.
  * -ELOOP when a ".." follows a component inside the workspace (the sandbox
  * could make that component a symlink), -EINVAL for a "~user" path or one
  * that is empty.
  */
-int git_path_in_workspace(const char *value, const char *base, const char *home, const char *workspace, char **ret_rel);
+int git_path_in_workspace(const char *value, const char *base, const char *home, const char *workspace,
+                          char **ret_abs, char **ret_rel);

@@ -13,6 +13,7 @@
 #include "cleanup.h"
 #include "macro.h"
 #include "path-util.h"
+#include "util.h"
 
 bool path_is_absolute(const char *p) {
         return p && p[0] == '/';
@@ -351,4 +352,40 @@ int path_walk(const char *path, PathWalkFlags flags, int *ret_fd, PathWalkResult
         if (ret_fd)
                 *ret_fd = TAKE_FD(fd);
         return 0;
+}
+
+int path_walk_error(const char *label, const char *path, const PathWalkResult *w, int r, const char *what,
+                    const char *rule, char **ret_error) {
+        const char *l = strempty(label), *sep = label ? ": " : "", *at = w->at ?: path;
+
+        switch (w->failure) {
+        case PATH_WALK_SYMLINK: {
+                _cleanup_free_ char *real = realpath(path, NULL);
+                const char *how = streq(at, path) ? "is a symbolic link" : "goes through a symbolic link";
+
+                if (real)
+                        return errorf(ret_error, r, "%s%s\"%s\" %s (\"%s\"); name its resolved path \"%s\" instead",
+                                      l, sep, path, how, at, real);
+                return errorf(ret_error, r, "%s%s\"%s\" %s (\"%s\") that does not resolve; name the real path instead",
+                              l, sep, path, how, at);
+        }
+        case PATH_WALK_MISSING:
+                return errorf(ret_error, r, "%s%s\"%s\" does not exist", l, sep, at);
+        case PATH_WALK_NOT_DIRECTORY:
+                return errorf(ret_error, r, "%s%s\"%s\" is not a directory", l, sep, at);
+        case PATH_WALK_FOREIGN_OWNER:
+                return errorf(ret_error, r, "%s%s\"%s\" is owned by UID %u, who could swap %s; %s", l, sep, at, w->uid,
+                              what, rule);
+        case PATH_WALK_ACL:
+                if (w->acl_id == (unsigned) -1)
+                        return errorf(ret_error, r, "%s%s\"%s\" has an ACL that lets its group or others write it; %s",
+                                      l, sep, at, rule);
+                return errorf(ret_error, r, "%s%s\"%s\" has an ACL that lets ID %u write it; %s", l, sep, at,
+                              w->acl_id, rule);
+        case PATH_WALK_WRITABLE:
+                return errorf(ret_error, r, "%s%s\"%s\" is writable by group or others (mode %04o), who could swap %s; %s",
+                              l, sep, at, w->mode, what, rule);
+        default:
+                return errorf(ret_error, r, "%s%s\"%s\": %s", l, sep, at, strerror(-r));
+        }
 }

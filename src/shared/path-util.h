@@ -95,3 +95,13 @@ typedef struct PathWalkResult {
 
 int path_walk(const char *path, PathWalkFlags flags, int *ret_fd, PathWalkResult *ret_why);
 void path_walk_result_done(PathWalkResult *r);
+
+/*
+ * What path_walk() found for path, as one line for the user in *ret_error
+ * (see errorf()): "LABEL: what is wrong" (just the latter when label is
+ * NULL), naming the component that failed. An ownership or permission
+ * failure says "who could swap WHAT; RULE", rule being what the caller
+ * requires. Returns r.
+ */
+int path_walk_error(const char *label, const char *path, const PathWalkResult *w, int r, const char *what,
+                    const char *rule, char **ret_error);

@@ -104,7 +104,7 @@ check_bad 'line 1: invalid JSON' '{"profiles": {,}}'
 # json-c cuts keys at NUL: "dev\u0000b" would silently replace profile "dev".
 check_bad 'line 1: profiles["dev\x00a"]: key contains a NUL character (\u0000)' '{"profiles":{"dev\u0000a":{"image":"builtin:default"},"dev\u0000b":{"image":"oci:/evil"}}}'
 check_bad 'runtime.runsc: "runsc" is not an absolute path' '{"runtime": {"runsc": "runsc"}}'
-check_bad 'runtime.runsc: "/tmp" is writable by group or others (mode 1777)' '{"runtime": {"runsc": "/tmp/runsc"}}'
+check_bad 'runtime.runsc: "/tmp" is writable by group or others (mode 1777)' '{"runtime": {"runsc": "/tmp"}}'
 # The configuration may not be visible to the sandbox (SR-2): a file inside
 # the workspace, or a volume that contains it, is refused.
 mkdir -p "$top/proj/.lazaret"

@@ -11,7 +11,9 @@
 #     nothing (while a commit inside runs it, inside);
 #   - mv .git .g; cp -a .g .git: the rename fails (.git is pinned);
 #   - a core.hooksPath inside the workspace (husky's .husky/_): the same for
-#     it, and its parent cannot be renamed away either.
+#     it, and its parent cannot be renamed away either; the same for a
+#     relative one that leaves the workspace and leads back in through a
+#     host symlink (../link, link -> workspace/evil).
 # A commit inside works and lands in the host's repository; the host's edits
 # of .git/config are seen inside at once; workspaces without a .git
 # directory, or with a .git file, are refused with a clear message.
@@ -51,8 +53,11 @@ config_before=$(sha256sum <"$LT_WS/.git/config")
 keeper=$!
 on_exit() {
         local rc=$?
-        kill "$keeper" "${keeper2:-}" 2>/dev/null || true
+        kill "$keeper" "${keeper2:-}" "${keeper4:-}" 2>/dev/null || true
         set +e
+        # The extra Domains too: a sandbox left running would be reused, with
+        # its old mounts, by the next run.
+        [[ -z ${keeper4:-} ]] || lazaretctl --workspace "$WS4" stop >/dev/null 2>&1
         (exit "$rc")    # lt_domain_cleanup reads the status from $?
         lt_domain_cleanup
 }
@@ -137,6 +142,31 @@ left=$(cd "$WS2" && ls -d pwned-* 2>/dev/null) || true
 lt_log "ok: host git commit with core.hooksPath ran nothing planted by the sandbox"
 kill "$keeper2" 2>/dev/null || true
 lazaretctl --workspace "$WS2" stop >/dev/null 2>&1 || true
+
+# A relative core.hooksPath that leaves the workspace lexically but leads
+# back in through the host's own (dangling) symlink: ../link -> ws/evil.
+WS4=$HOME/lt-ws/git-sentry-rel
+link4=$HOME/lt-ws/git-sentry-rel-link
+lazaretctl --workspace "$WS4" stop >/dev/null 2>&1 || true   # a sandbox left by an aborted run
+rm -rf "$WS4" "$link4"
+mkdir -p "$WS4"
+git -C "$WS4" init -q
+ln -s git-sentry-rel/evil "$link4"
+git -C "$WS4" config core.hooksPath ../git-sentry-rel-link
+inside4() { (cd "$WS4" && exec lazaretctl launch -- /bin/env PATH=/usr/bin:/bin HOME=/root /bin/sh -c "$1"); }
+(cd "$WS4" && exec lazaretctl launch -- /bin/sleep 600) >/dev/null 2>&1 &
+keeper4=$!
+inside4 'mkdir -p evil && printf "#!/bin/sh\necho planted >> pwned-rel-ran\n" > evil/pre-commit && chmod 755 evil/pre-commit' ||
+        lt_fail "writing the relative core.hooksPath directory inside failed: $(inside4 true 2>&1)"
+[[ ! -e $WS4/evil/pre-commit ]] || lt_fail "a hook written inside reached the host's ../link -> evil core.hooksPath"
+echo five >"$WS4/e.txt"
+git -C "$WS4" add e.txt
+git -C "$WS4" -c user.name=host -c user.email=host@example.invalid commit -q -m "host 1"
+[[ ! -e $WS4/pwned-rel-ran ]] || lt_fail "host git commit with core.hooksPath ../link: code from the sandbox ran on the host"
+lt_log "ok: a relative core.hooksPath through a host symlink into the workspace is masked"
+kill "$keeper4" 2>/dev/null || true
+lazaretctl --workspace "$WS4" stop >/dev/null 2>&1 || true
+rm -f "$link4"
 
 # A core.hooksPath that goes through a symlink in the workspace is refused.
 WS3=$HOME/lt-ws/git-sentry-symlink

@@ -4,14 +4,18 @@
 #include "trusted-scratch.h"
 #include <errno.h>
 #include <criterion/parameterized.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "config.h"
+#include "macro.h"
+#include "strv.h"
 
 #define FILE_NAME "/etc/lazaret-test/config.json"
 
@@ -294,6 +298,26 @@ Test(config, empty_file_equals_builtin) {
         cr_assert_eq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0);
 }
 
+/* Which literal env values lazaretctl warns about (lazaret.conf(5), env). */
+Test(config, literal_secret_names) {
+        _cleanup_config_ Config *c = parse_ok(
+                "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {"
+                "\"API_KEY\": \"v\", \"apiKey\": \"v\", \"SSH_KEYS\": \"v\", \"KEY\": \"v\", \"GPG_KEY_ID\": \"v\", "
+                "\"STRIPE_KEY\": \"v\", \"gh_token\": \"v\", \"DB_PASSWD\": \"v\", \"X_AUTH\": \"v\", "
+                "\"KEYBOARD\": \"v\", \"XKB_KEYMAP\": \"v\", \"KEYSTONE_URL\": \"v\", \"LANG\": \"C\", "
+                "\"FROM_HOST_KEY\": \"env:HOME\", \"EMPTY_KEY\": \"\"}}}}");
+        _cleanup_strv_free_ char **names = NULL;
+        const char *const want[] = {
+                "dev.API_KEY", "dev.DB_PASSWD", "dev.GPG_KEY_ID", "dev.KEY", "dev.SSH_KEYS", "dev.STRIPE_KEY",
+                "dev.X_AUTH", "dev.apiKey", "dev.gh_token",
+        };
+
+        cr_assert_eq(config_literal_secrets(c, &names), 0);
+        cr_assert_eq(strv_length(names), ELEMENTSOF(want), "%zu names", strv_length(names));
+        for (size_t i = 0; i < ELEMENTSOF(want); i++)
+                cr_assert_str_eq(names[i], want[i]);
+}
+
 Test(config, canonical_encoding_is_sorted_and_complete) {
         _cleanup_config_ Config *c = parse_ok("{\"profiles\": {\"zz\": {\"image\": \"builtin:default\"}}}");
         _cleanup_free_ char *j = NULL;
@@ -382,22 +406,26 @@ static void write_exec(const char *path, mode_t mode) {
         cr_assert_eq(chmod(path, mode), 0);
 }
 
+#define RUNSC_RULE                                                                                          \
+        "runsc and every directory above it must belong to root or to you and be writable by nobody else " \
+        "(a sticky directory such as /tmp excepted)"
+
 Test(config, runtime_runsc_bad_inputs) {
         _cleanup_free_ char *dir = trusted_scratch(), *gw = NULL, *bin = NULL, *msg = NULL, *plain = NULL,
                             *link = NULL, *cmd = NULL, *real_true = realpath("/bin/true", NULL);
 
         runsc_refused("runsc", "\"runsc\" is not an absolute path");
-        runsc_refused("/nonexistent-lazaret-unit/runsc", "\"/nonexistent-lazaret-unit/runsc\" does not exist");
+        runsc_refused("/nonexistent-lazaret-unit/runsc", "\"/nonexistent-lazaret-unit\" does not exist");
         runsc_refused("/usr/bin", "\"/usr/bin\" is not a regular file");
         runsc_refused("/usr/../usr/bin/true", "\"/usr/../usr/bin/true\" contains a \"..\" segment");
-        runsc_refused("/tmp", "\"/tmp\" is writable by group or others (mode 1777); runsc and every directory above it must not be");
+        runsc_refused("/tmp", "\"/tmp\" is writable by group or others (mode 1777), who could swap the binary; " RUNSC_RULE);
 
         /* A group-writable parent. */
         cr_assert(asprintf(&gw, "%s/gw", dir) > 0 && asprintf(&bin, "%s/gw/runsc", dir) > 0);
         cr_assert_eq(mkdir(gw, 0755), 0);
         write_exec(bin, 0755);
         cr_assert_eq(chmod(gw, 0775), 0);
-        cr_assert(asprintf(&msg, "\"%s\" is writable by group or others (mode 0775); runsc and every directory above it must not be", gw) > 0);
+        cr_assert(asprintf(&msg, "\"%s\" is writable by group or others (mode 0775), who could swap the binary; " RUNSC_RULE, gw) > 0);
         runsc_refused(bin, msg);
 
         /* The same binary once the directory is fixed: accepted, and fingerprinted. */
@@ -416,7 +444,7 @@ Test(config, runtime_runsc_bad_inputs) {
         /* The binary itself writable by others; not executable; a symlink. */
         cr_assert_eq(chmod(bin, 0757), 0);
         free(msg);
-        cr_assert(asprintf(&msg, "\"%s\" is writable by group or others (mode 0757); runsc and every directory above it must not be", bin) > 0);
+        cr_assert(asprintf(&msg, "\"%s\" is writable by group or others (mode 0757), who could swap the binary; " RUNSC_RULE, bin) > 0);
         runsc_refused(bin, msg);
         cr_assert(asprintf(&plain, "%s/plain", dir) > 0);
         write_exec(plain, 0644);
@@ -427,9 +455,57 @@ Test(config, runtime_runsc_bad_inputs) {
         cr_assert(asprintf(&link, "%s/link", dir) > 0);
         cr_assert_eq(symlink(real_true, link), 0);
         free(msg);
-        cr_assert(asprintf(&msg, "\"%s\" is a symbolic link; name the binary by its resolved path \"%s\"", link, real_true) > 0);
+        cr_assert(asprintf(&msg, "\"%s\" is a symbolic link (\"%s\"); name its resolved path \"%s\" instead", link, link, real_true) > 0);
         runsc_refused(link, msg);
 
+        cr_assert(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
+        cr_assert_eq(system(cmd), 0);
+}
+
+/* An ACL granting write to a named user (system.posix_acl_access, written directly: no setfacl here). */
+Test(config, runtime_runsc_acl_refused) {
+        _cleanup_free_ char *dir = trusted_scratch(), *sub = NULL, *bin = NULL, *msg = NULL, *cmd = NULL;
+        /* version 2; user::rwx, user:65534:rwx, group::r-x, mask::rwx, other::r-x */
+        const uint8_t acl[] = {
+                2, 0, 0, 0,
+                0x01, 0, 7, 0, 0xff, 0xff, 0xff, 0xff,
+                0x02, 0, 7, 0, 0xfe, 0xff, 0, 0,
+                0x04, 0, 5, 0, 0xff, 0xff, 0xff, 0xff,
+                0x10, 0, 7, 0, 0xff, 0xff, 0xff, 0xff,
+                0x20, 0, 5, 0, 0xff, 0xff, 0xff, 0xff,
+        };
+
+        cr_assert(asprintf(&sub, "%s/acl", dir) > 0 && asprintf(&bin, "%s/acl/runsc", dir) > 0);
+        cr_assert_eq(mkdir(sub, 0755), 0);
+        write_exec(bin, 0755);
+        if (setxattr(sub, "system.posix_acl_access", acl, sizeof(acl), 0) < 0)
+                cr_log_warn("cannot set an ACL on %s (%m): not exercised", sub);
+        else {
+                cr_assert(asprintf(&msg, "\"%s\" has an ACL that lets ID 65534 write it; " RUNSC_RULE, sub) > 0);
+                runsc_refused(bin, msg);
+        }
+        cr_assert(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
+        cr_assert_eq(system(cmd), 0);
+}
+
+/* A sticky directory above the binary is a passage (only owners rename there); the binary's own one is not. */
+Test(config, runtime_runsc_below_sticky) {
+        _cleanup_free_ char *dir = trusted_scratch(), *sticky = NULL, *bin = NULL, *text = NULL, *cmd = NULL;
+
+        cr_assert(asprintf(&sticky, "%s/sticky", dir) > 0 && asprintf(&bin, "%s/sticky/runsc", dir) > 0);
+        cr_assert_eq(mkdir(sticky, 0755), 0);
+        cr_assert_eq(chmod(sticky, 01777), 0);
+        write_exec(bin, 0755);
+        cr_assert(asprintf(&text, "{\"runtime\": {\"runsc\": \"%s\"}}", bin) > 0);
+        {
+                _cleanup_config_ Config *c = parse_ok(text);
+                cr_assert_str_eq(c->runsc, bin);
+        }
+        cr_assert_eq(chmod(sticky, 01775), 0);  /* still sticky: group write is the same passage */
+        {
+                _cleanup_config_ Config *c = parse_ok(text);
+                cr_assert_str_eq(c->runsc, bin);
+        }
         cr_assert(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
         cr_assert_eq(system(cmd), 0);
 }

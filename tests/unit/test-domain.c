@@ -319,6 +319,21 @@ Test(domain, runtime_dir, .init = setup, .fini = teardown) {
         cr_assert_not_null(strstr(err, "XDG_RUNTIME_DIR is not set"));
 }
 
+/* The mode lazaretctl's secret warning reads is the one of the file config_load() opened. */
+Test(domain, config_mode_kept, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *path = sub("home/.config/lazaret/config.json");
+        _cleanup_config_ Config *a = load("{}"), *b = NULL, *builtin = NULL;
+
+        cr_assert_eq(a->mode, 0600);
+        cr_assert_eq(chmod(path, 0644), 0);
+        b = load(NULL);
+        cr_assert_eq(b->mode, 0644);
+        cr_assert_eq(unlink(path), 0);
+        builtin = load(NULL);
+        cr_assert_null(builtin->path);
+        cr_assert_eq(builtin->mode, 0);
+}
+
 Test(domain, config_file_permissions, .init = setup, .fini = teardown) {
         _cleanup_free_ char *path = sub("home/.config/lazaret/config.json"), *err = NULL;
         Config *c = NULL;

@@ -86,7 +86,7 @@ Test(git_config, malformed) {
 /* ------------------------------------------------------------ paths */
 
 static int in_ws(const char *v, char **rel) {
-        return git_path_in_workspace(v, "/w/ws", "/h", "/w/ws", rel);
+        return git_path_in_workspace(v, "/w/ws", "/h", "/w/ws", NULL, rel);
 }
 
 Test(git_path, inside_and_outside) {
@@ -107,7 +107,21 @@ Test(git_path, inside_and_outside) {
         cr_assert_eq(in_ws("/w/wsx", NULL), 0);
         cr_assert_eq(in_ws("../other", NULL), 0);
         cr_assert_eq(in_ws("~/hooks", NULL), 0);
-        cr_assert_eq(git_path_in_workspace("~/ws/h", "/", "/w", "/w/ws", NULL), 1);
+        cr_assert_eq(git_path_in_workspace("~/ws/h", "/", "/w", "/w/ws", NULL, NULL), 1);
+}
+
+Test(git_path, absolute_form) {
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *rel = NULL;
+
+        /* Outside: the simplified absolute path, for the host symlink check. */
+        cr_assert_eq(git_path_in_workspace("../link/./x", "/w/ws", "/h", "/w/ws", &a, &rel), 0);
+        cr_assert_str_eq(a, "/w/link/x");
+        cr_assert_null(rel);
+        cr_assert_eq(git_path_in_workspace("~//hooks", "/w/ws", "/h", "/w/ws", &b, NULL), 0);
+        cr_assert_str_eq(b, "/h/hooks");
+        cr_assert_eq(git_path_in_workspace("x/y", "/w/ws", "/h", "/w/ws", &c, &rel), 1);
+        cr_assert_str_eq(c, "/w/ws/x/y");
+        cr_assert_str_eq(rel, "x/y");
 }
 
 Test(git_path, refused) {
@@ -115,7 +129,7 @@ Test(git_path, refused) {
         cr_assert_eq(in_ws("a/../b", NULL), -ELOOP);
         cr_assert_eq(in_ws("~other/x", NULL), -EINVAL);
         cr_assert_eq(in_ws("", NULL), -EINVAL);
-        cr_assert_eq(git_path_in_workspace("~/x", "/", NULL, "/w/ws", NULL), -EINVAL);
+        cr_assert_eq(git_path_in_workspace("~/x", "/", NULL, "/w/ws", NULL, NULL), -EINVAL);
 }
 
 /* ------------------------------------------------------------ the mounts */
@@ -350,4 +364,54 @@ Test(git_sentry, hooks_path_through_host_symlink, .init = setup, .fini = teardow
         write_config(cfg);
         cr_assert_eq(prepare(&s, &error, NULL), 0, "%s", error ? error : "");
         cr_assert_not_null(find(&s, "/workspace/hk", NULL));
+}
+
+Test(git_sentry, relative_hooks_path_through_host_symlink, .init = setup, .fini = teardown) {
+        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_free_ char *error = NULL, *evil = sub("ws/evil");
+        struct stat st;
+
+        /* "../link" is outside the workspace lexically (relative to the
+         * worktree's top, as git reads it), but the host's own symlink
+         * leads back in: the sandbox could plant hooks in ws/evil. */
+        sh("ln -s ws/evil '%s/link'", top);
+        write_config("[core]\nhooksPath = ../link\n");
+        cr_assert_eq(prepare(&s, &error, NULL), 0, "%s", error ? error : "");
+        const OciMount *m = find(&s, "/workspace/evil", NULL);
+        cr_assert_not_null(m, "no mask for a relative core.hooksPath that a host symlink leads into the workspace");
+        cr_assert(strstr(m->source, "/domain/git-sentry/hooks-path-"), "%s", m->source);
+        cr_assert_eq(stat(evil, &st), 0);       /* created so that it can be masked */
+        git_sentry_done(&s);
+
+        /* The same through a symlinked directory further down, and in a global configuration. */
+        _cleanup_free_ char *global = sub("home/.gitconfig");
+        FILE *f = fopen(global, "we");
+        cr_assert_not_null(f);
+        fputs("[core]\n\thooksPath = ../dirlink/hk\n", f);
+        fclose(f);
+        sh("ln -s ws/sub '%s/dirlink' && mkdir '%s/ws/sub'", top, top);
+        write_config("[core]\n\tbare = false\n");
+        free(error);
+        error = NULL;
+        cr_assert_eq(prepare(&s, &error, (const char *const[]) { global, NULL }), 0, "%s", error ? error : "");
+        cr_assert_not_null(find(&s, "/workspace/sub/hk", NULL));
+        cr_assert_not_null(find(&s, "/workspace/sub", NULL));     /* its parent pinned */
+}
+
+Test(git_sentry, host_symlink_into_a_sandbox_symlink, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *cfg = NULL;
+
+        /* A host symlink into the workspace, then a symlink the sandbox made
+         * there (pointing out, for now): judged by the workspace's rule. */
+        sh("mkdir '%1$s/out' && ln -s ../out '%1$s/ws/a' && ln -s ws/a/hooks '%1$s/link'", top);
+        write_config("[core]\nhooksPath = ../link\n");
+        refused("symlink");
+        /* And one that steps back out with '..' from inside the workspace. */
+        sh("rm '%1$s/link' && ln -s ws/b/../../out '%1$s/link'", top);
+        refused("'..'");
+        /* A dangling host symlink to an include in the workspace: the sandbox could create it. */
+        sh("rm '%1$s/link' && ln -s ws/new.cfg '%1$s/link'", top);
+        cr_assert(asprintf(&cfg, "[include]\n\tpath = %s/link\n", top) > 0);
+        write_config(cfg);
+        refused("includes");
 }
