@@ -269,8 +269,8 @@ static void terminal_release(Session *s) {
 Session *session_free(Session *s) {
         if (!s)
                 return NULL;
-        /* The pidfd source owns the runsc exec client: unref kills it. */
-        sd_event_source_disable_unref(s->child_source);
+        /* A runsc exec client still running is killed, and reaped by the loop later. */
+        event_child_release(s->child_source);
         sd_event_source_disable_unref(s->kill_timer);
         sd_event_source_disable_unref(s->settle_timer);
         terminal_release(s);
@@ -552,7 +552,7 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
                 return sd_bus_error_set_errnof(error, -r, "Cannot start the session's command: %m");
         slave = safe_close(slave);
 
-        r = event_add_owned_child(s->event, &s->child_source, s->pid, TAKE_FD(pidfd), on_child, s);
+        r = event_watch_child(s->event, &s->child_source, s->pid, TAKE_FD(pidfd), on_child, s);
         if (r < 0)
                 return r;
 

@@ -43,7 +43,7 @@ UsernsChild *userns_child_free(UsernsChild *c) {
                 return NULL;
         process_free(c->mapper);
         sd_event_source_disable_unref(c->sync_source);
-        sd_event_source_disable_unref(c->child_source);   /* owns the process: kills it */
+        event_child_release(c->child_source);
         safe_close(c->sync_fd);
         safe_close(c->go_fd);
         free(c);
@@ -178,7 +178,7 @@ int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidR
         r = spawn(&o, &c->pid, &pidfd);
         if (r < 0)
                 return r;
-        r = event_add_owned_child(e, &c->child_source, c->pid, TAKE_FD(pidfd), on_child_exit, c);
+        r = event_watch_child(e, &c->child_source, c->pid, TAKE_FD(pidfd), on_child_exit, c);
         if (r < 0)
                 return r;
         r = sd_event_add_io(e, &c->sync_source, c->sync_fd, EPOLLIN, on_sync, c);
