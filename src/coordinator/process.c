@@ -157,11 +157,17 @@ int process_run(sd_event *e, char *const *argv, ProcessDone done, void *userdata
         p->pipe = -EBADF;
         p->done = done;
         p->userdata = userdata;
-        if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0) {
+        if (pipe2(fds, O_CLOEXEC) < 0) {
                 r = -errno;
                 goto fail;
         }
         p->pipe = fds[0];
+        /* Our end only: the program's stderr stays blocking. */
+        if (fcntl(p->pipe, F_SETFL, O_NONBLOCK) < 0) {
+                r = -errno;
+                safe_close(fds[1]);
+                goto fail;
+        }
         r = start(e, argv, fds[1], &p->child, on_process_exit, p);
         safe_close(fds[1]);
         if (r < 0)

@@ -154,7 +154,8 @@ int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidR
         c->gids = *gids;
         c->sync_fd = c->go_fd = -EBADF;
 
-        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+        /* Our ends never wait (one byte into an empty pipe); the child's ends block. */
+        if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
         c->sync_fd = p[0];
         sync_w = p[1];
@@ -162,9 +163,8 @@ int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidR
                 return -errno;
         go_r = p[0];
         c->go_fd = p[1];
-        /* The child's read end blocks; ours never waits: one byte into an empty pipe. */
-        (void) fcntl(c->go_fd, F_SETFL, O_NONBLOCK);
-        (void) fcntl(go_r, F_SETFL, 0);
+        if (fcntl(c->sync_fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(c->go_fd, F_SETFL, O_NONBLOCK) < 0)
+                return -errno;
 
         pass[0] = keep_fd;              /* fd 3 */
         pass[1] = sync_w;               /* fd 4 = CHILD_SYNC_FD */
