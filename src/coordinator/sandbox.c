@@ -35,6 +35,7 @@
 /* After this long a stop job is helped along with SIGKILL. */
 #define SCOPE_STOP_KILL_USEC (10ULL * 1000 * 1000)
 
+/* In the order a start goes through them: comparisons rely on it. */
 typedef enum SandboxState {
         SANDBOX_NEW,
         SANDBOX_RECOVERING,
@@ -77,7 +78,6 @@ struct Sandbox {
 
         SandboxState state;
         bool failed;                    /* failed() was reported */
-        bool scope_may_exist;
         ImagePrep *image_prep;
         UsernsChild *child;
         SupervisorLink *link;
@@ -624,7 +624,6 @@ static void on_mapped(UsernsChild *c, void *userdata) {
         int r;
 
         sb->state = SANDBOX_SCOPING;
-        sb->scope_may_exist = true;
         if (asprintf(&desc, "Lazaret sandbox of Domain %s", sb->domain->id) < 0) {
                 sandbox_fail(sb, "out of memory");
                 return;
@@ -779,12 +778,15 @@ static int on_kill_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 int sandbox_stop(Sandbox *sb) {
+        bool scope_may_exist;
         int r;
 
         if (sb->state == SANDBOX_STOPPING)
                 return 1;
         if (sb->state == SANDBOX_STOPPED)
                 return 0;
+        /* A predecessor's scope while recovering; ours once it was asked for. */
+        scope_may_exist = sb->state == SANDBOX_RECOVERING || sb->state >= SANDBOX_SCOPING;
         sb->state = SANDBOX_STOPPING;
 
         /* Whatever is under way ends here: an unpack is killed (its staging
@@ -797,7 +799,7 @@ int sandbox_stop(Sandbox *sb) {
         sb->result_query = sd_bus_slot_unref(sb->result_query);
         free(TAKE_PTR(sb->pending_why));
 
-        if (!sb->scope_may_exist) {
+        if (!scope_may_exist) {
                 sb->child = userns_child_free(sb->child);
                 finish_stop(sb);
                 return 0;
