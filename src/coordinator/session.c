@@ -210,10 +210,10 @@ static int on_pump(sd_event_source *src, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
-/* Sets up fd i; *ret_child is the fd the command gets (owned by the caller). */
+/* Sets up fd i; *ret_child is the fd the command gets (owned by the caller), set only on success. */
 static int stdio_prepare(Session *s, int i, int client_fd, int *ret_child) {
         FilePump *p = &s->pumps[i];
-        _cleanup_close_ int fd = -EBADF;
+        _cleanup_close_ int fd = -EBADF, child = -EBADF;
         struct stat st;
         int pipefd[2], r;
 
@@ -233,7 +233,7 @@ static int stdio_prepare(Session *s, int i, int client_fd, int *ret_child) {
         p->file = TAKE_FD(fd);
         p->pipe = p->to_file ? pipefd[0] : pipefd[1];
         (void) fcntl(p->pipe, F_SETFL, O_NONBLOCK);
-        *ret_child = p->to_file ? pipefd[1] : pipefd[0];   /* the command's end */
+        child = p->to_file ? pipefd[1] : pipefd[0];   /* the command's end */
         if (!p->to_file) {
                 p->buf = calloc(1, sizeof(Buffer));
                 if (!p->buf)
@@ -242,6 +242,7 @@ static int stdio_prepare(Session *s, int i, int client_fd, int *ret_child) {
         r = sd_event_add_io(s->event, &p->source, p->pipe, p->to_file ? EPOLLIN : EPOLLOUT, on_pump, p);
         if (r < 0)
                 return r;
+        *ret_child = TAKE_FD(child);
         return 0;
 }
 
