@@ -487,7 +487,7 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
         int r;
 
         if (!p->runtime)
-                return sd_bus_error_set(error, SD_BUS_ERROR_FAILED, "The sandbox is not running");
+                return sd_bus_error_set(error, LAZARET_ERROR_NOT_READY, "The sandbox is not running");
         s = calloc(1, sizeof(Session));
         if (!s)
                 return -ENOMEM;
@@ -550,7 +550,7 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
                 for (int i = 0; i < 3; i++)
                         safe_close(stdio[i]);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, -r, "Cannot start the session's command: %m");
+                return sd_bus_error_setf(error, LAZARET_ERROR_SPAWN, "Cannot start the session's command: %s", strerror(-r));
         slave = safe_close(slave);
 
         r = event_watch_child(s->event, &s->child_source, s->pid, TAKE_FD(pidfd), on_child, s);
