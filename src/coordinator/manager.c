@@ -20,6 +20,7 @@
 #include "manager.h"
 #include "path-util.h"
 #include "strv.h"
+#include "subid.h"
 
 /* A published Domain nobody uses is torn down after this long. */
 #define IDLE_TIMEOUT_USEC (30ULL * 1000 * 1000)
@@ -178,6 +179,7 @@ Manager *manager_free(Manager *m) {
         sd_event_unref(m->event);
         domain_free(m->domain);
         config_free(m->config);
+        free(m->user_name);
         free(m->runtime_root);
         free(m->runtime_dir);
         free(m->failure);
@@ -300,6 +302,11 @@ static int load_domain(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "%s", error ?: "Domain validation failed");
 
+        /* Once, before the loop runs: the passwd database may be slow to ask. */
+        r = subid_user_name(getuid(), &m->user_name);
+        if (r < 0 && r != -ESRCH)
+                return log_error_errno(r, "Cannot look up the name of UID %u", (unsigned) getuid());
+
         m->runtime_root = TAKE_PTR(runtime_root);
         m->runtime_dir = path_join(m->runtime_root, m->id);
         if (!m->runtime_dir)
@@ -344,6 +351,7 @@ static void name_owned(Manager *m) {
                                 .bus = m->bus,
                                 .domain = m->domain,
                                 .runtime_dir = m->runtime_dir,
+                                .user_name = m->user_name,
                                 .cb = { .ready = sandbox_ready, .failed = sandbox_failed, .stopped = sandbox_stopped },
                                 .userdata = m,
                         }, &m->sandbox);

@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +68,7 @@ struct Sandbox {
         char *netns_path;               /* the enforcement namespace, bound by the supervisor */
         char *policy_path;              /* the derived policy's canonical bytes */
         char *slirp4netns;
+        char *user_name;
         char policy_digest[SHA256_HEX_LEN + 1];
         unsigned canary_port;           /* the attestation canaries' port, random per generation */
         bool network_attested;
@@ -127,6 +127,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->netns_path);
         free(sb->policy_path);
         free(sb->slirp4netns);
+        free(sb->user_name);
         free(sb);
         return NULL;
 }
@@ -163,6 +164,8 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret) {
                 sb->runsc = find_program("runsc");
         if (!sb->runsc)
                 return log_error_errno(-ENOENT, "runsc (gVisor) is not installed; install the runsc package");
+        if (p->user_name && !(sb->user_name = strdup(p->user_name)))
+                return -ENOMEM;
         sb->runtime_dir = strdup(p->runtime_dir);
         sb->runsc_root = path_join(p->runtime_dir, "runsc");
         sb->bundle = path_join(p->runtime_dir, "bundle");
@@ -693,23 +696,14 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
 }
 
 static void step_userns(Sandbox *sb) {
-        _cleanup_free_ char *user = NULL;
+        _cleanup_free_ char *why = NULL;
         _cleanup_strv_free_ char **argv = NULL;
         _cleanup_close_ int ours = -EBADF, theirs = -EBADF;
         SubidRange uids, gids;
-        struct passwd *pw;
         int control[2], r;
 
-        pw = getpwuid(getuid());
-        user = pw ? strdup(pw->pw_name) : NULL;
-        r = subid_pick_file("/etc/subuid", user, getuid(), &uids);
-        if (r >= 0)
-                r = subid_pick_file("/etc/subgid", user, getgid(), &gids);
+        r = subid_pick_for_user(sb->user_name, getuid(), getgid(), &uids, &gids, &why);
         if (r < 0) {
-                _cleanup_free_ char *why = NULL;
-                (void) !asprintf(&why, "no range of %u subordinate IDs for %s in /etc/subuid and /etc/subgid "
-                                 "(add one with: sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s)",
-                                 SUBID_COUNT, strna(user), strna(user));
                 sandbox_fail(sb, why ?: "no subordinate IDs");
                 return;
         }

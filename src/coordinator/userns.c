@@ -14,6 +14,7 @@
 #include "log.h"
 #include "process.h"
 #include "spawn-util.h"
+#include "strv.h"
 #include "userns.h"
 
 /* Where the child finds its end of the synchronisation pipes. */
@@ -92,19 +93,16 @@ static void on_mapper_done(Process *p, int status, const char *output, void *use
         c->cb.mapped(c, c->userdata);
 }
 
-/* newuidmap/newgidmap PID 0 ID 1 1 START 65536 */
 static int run_mapper(UsernsChild *c, const char *tool, uint32_t id, const SubidRange *range) {
-        _cleanup_free_ char *prog = find_program(tool);
-        char spid[16], sid[16], sstart[16], scount[16];
+        _cleanup_strv_free_ char **argv = NULL;
+        int r;
 
-        if (!prog)
-                return log_error_errno(-ENOENT, "%s is not installed; install the uidmap package", tool);
-        snprintf(spid, sizeof(spid), "%d", (int) c->pid);
-        snprintf(sid, sizeof(sid), "%u", id);
-        snprintf(sstart, sizeof(sstart), "%u", range->start);
-        snprintf(scount, sizeof(scount), "%u", SUBID_COUNT);
-        return process_run(c->event, (char *[]) { prog, spid, (char *) "0", sid, (char *) "1", (char *) "1", sstart, scount, NULL },
-                           on_mapper_done, c, &c->mapper);
+        r = subid_mapper_argv(tool, c->pid, id, range, &argv);
+        if (r == -ENOENT)
+                return log_error_errno(r, "%s is not installed; install the uidmap package", tool);
+        if (r < 0)
+                return r;
+        return process_run(c->event, argv, on_mapper_done, c, &c->mapper);
 }
 
 static int on_sync(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
