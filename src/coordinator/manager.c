@@ -337,6 +337,7 @@ static void sandbox_stopped(Sandbox *sb, void *userdata);
 
 /* The bus name is ours: the Domain can start (OR-1). */
 static void name_owned(Manager *m) {
+        _cleanup_free_ char *why = NULL;
         int r;
 
         if (m->state != DOMAIN_STARTING || m->sandbox)
@@ -354,12 +355,13 @@ static void name_owned(Manager *m) {
                                 .user_name = m->user_name,
                                 .cb = { .ready = sandbox_ready, .failed = sandbox_failed, .stopped = sandbox_stopped },
                                 .userdata = m,
-                        }, &m->sandbox);
+                        }, &m->sandbox, &why);
         if (r >= 0)
                 r = sandbox_start(m->sandbox);
         if (r < 0) {
-                log_error_errno(r, "Cannot start the sandbox");
-                manager_stop(m, "the coordinator could not start the sandbox (see its log)");
+                if (!why)
+                        log_error_errno(r, "Cannot start the sandbox");
+                manager_stop(m, why ?: "the coordinator could not start the sandbox (see its log)");
         }
 }
 

@@ -132,7 +132,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         return NULL;
 }
 
-int sandbox_new(const SandboxParams *p, Sandbox **ret) {
+int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
         _cleanup_(sandbox_freep) Sandbox *sb = NULL;
         sd_id128_t rnd;
         int r;
@@ -158,12 +158,15 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret) {
                 return r;
         domain_unit_name(p->domain->id, "service", sb->service);
 
-        if (p->domain->config->runsc)
+        if (p->domain->config->runsc) {
                 sb->runsc = strdup(p->domain->config->runsc);
-        else
+                if (!sb->runsc)
+                        return -ENOMEM;
+        } else {
                 sb->runsc = find_program("runsc");
-        if (!sb->runsc)
-                return log_error_errno(-ENOENT, "runsc (gVisor) is not installed; install the runsc package");
+                if (!sb->runsc)
+                        return errorf(ret_why, -ENOENT, "runsc (gVisor) is not installed; install the runsc package");
+        }
         if (p->user_name && !(sb->user_name = strdup(p->user_name)))
                 return -ENOMEM;
         sb->runtime_dir = strdup(p->runtime_dir);
@@ -179,7 +182,7 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret) {
                 return -ENOMEM;
         sb->slirp4netns = find_program("slirp4netns");
         if (!sb->slirp4netns)
-                return log_error_errno(-ENOENT, "slirp4netns is not installed; install the slirp4netns package");
+                return errorf(ret_why, -ENOENT, "slirp4netns is not installed; install the slirp4netns package");
         *ret = TAKE_PTR(sb);
         return 0;
 }
