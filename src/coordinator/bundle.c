@@ -81,7 +81,7 @@ int bundle_write(const BundleParams *p, char **ret_error) {
         resolv = path_join(p->control_dir, "resolv.conf");
         if (!resolv)
                 return -ENOMEM;
-        r = write_file(resolv, "# Written by Lazaret: the network helper's DNS forwarder.\nnameserver 10.137.54.3\n", 0644);
+        r = write_file(resolv, "# Written by Lazaret: the network helper's DNS forwarder.\nnameserver " NET_DNS_STR "\n", 0644);
         if (r < 0)
                 return errorf(ret_error, r, "cannot write %s: %s", resolv, strerror(-r));
 
