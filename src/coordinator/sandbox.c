@@ -47,6 +47,22 @@ typedef enum SandboxState {
         SANDBOX_STOPPED,
 } SandboxState;
 
+/*
+ * Test hooks for the network attestation, from LAZARET_TEST_NETWORK_FAULT in
+ * the coordinator's environment (the user manager's), which nothing in the
+ * sandbox can reach. Each can only make the attestation fail:
+ *   deny-on-lo        the supervisor moves the deny routes to lo after
+ *                     Linux's read-back (gVisor does not import them);
+ *   denied-elsewhere  the probe's "denied" connection goes to the helper's
+ *                     gateway instead of the denied canary, so it never
+ *                     reaches the deny link (the witness must refuse).
+ */
+typedef enum NetworkFault {
+        NETWORK_FAULT_NONE,
+        NETWORK_FAULT_DENY_ON_LO,
+        NETWORK_FAULT_DENIED_ELSEWHERE,
+} NetworkFault;
+
 struct Sandbox {
         sd_event *event;
         sd_bus *bus;
@@ -72,6 +88,7 @@ struct Sandbox {
         char policy_digest[SHA256_HEX_LEN + 1];
         unsigned canary_port;           /* the attestation canaries' port, random per generation */
         bool network_attested;
+        NetworkFault network_fault;     /* read once, in step_bundle() */
         SandboxNetwork network;
         PreparedImage image;
         SandboxRuntime runtime;
@@ -430,22 +447,6 @@ static int write_policy(Sandbox *sb, char **ret_why) {
         return 0;
 }
 
-/*
- * Test hooks for the network attestation, from LAZARET_TEST_NETWORK_FAULT in
- * the coordinator's environment (the user manager's), which nothing in the
- * sandbox can reach. Each can only make the attestation fail:
- *   deny-on-lo        the supervisor moves the deny routes to lo after
- *                     Linux's read-back (gVisor does not import them);
- *   denied-elsewhere  the probe's "denied" connection goes to the helper's
- *                     gateway instead of the denied canary, so it never
- *                     reaches the deny link (the witness must refuse).
- */
-typedef enum NetworkFault {
-        NETWORK_FAULT_NONE,
-        NETWORK_FAULT_DENY_ON_LO,
-        NETWORK_FAULT_DENIED_ELSEWHERE,
-} NetworkFault;
-
 static int network_fault(void) {
         const char *f = getenv("LAZARET_TEST_NETWORK_FAULT");
 
@@ -470,6 +471,7 @@ static void step_bundle(Sandbox *sb) {
                 sandbox_fail(sb, NETWORK_FAULT_INVALID);
                 return;
         }
+        sb->network_fault = fault;
         if (fault != NETWORK_FAULT_NONE)
                 log_warning("Test fault %s in effect: the network attestation must fail",
                             fault == NETWORK_FAULT_DENY_ON_LO ? "deny-on-lo" : "denied-elsewhere");
@@ -667,7 +669,6 @@ static void on_supervisor_exit(UsernsChild *c, int status, void *userdata) {
 static int supervisor_argv(Sandbox *sb, char ***ret) {
         _cleanup_strv_free_ char **argv = NULL;
         const char *supervisor = getenv("LAZARET_SUPERVISOR");
-        int fault = network_fault();
         _cleanup_free_ char *def = path_join(LIBEXECDIR, "lazaret-supervisor"), *overlay = NULL;
         char port[32];
 
@@ -690,9 +691,7 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
             strv_extend(&argv, "--policy-digest") < 0 || strv_extend(&argv, sb->policy_digest) < 0 ||
             strv_extend(&argv, port) < 0)
                 return -ENOMEM;
-        if (fault < 0)
-                return fault;
-        if (fault == NETWORK_FAULT_DENY_ON_LO && strv_extend(&argv, "--test-fault=deny-on-lo") < 0)
+        if (sb->network_fault == NETWORK_FAULT_DENY_ON_LO && strv_extend(&argv, "--test-fault=deny-on-lo") < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(argv);
         return 0;
@@ -712,7 +711,7 @@ static void step_userns(Sandbox *sb) {
         }
         r = supervisor_argv(sb, &argv);
         if (r < 0) {
-                sandbox_fail(sb, r == -EINVAL ? NETWORK_FAULT_INVALID : "out of memory");
+                sandbox_fail(sb, "out of memory");
                 return;
         }
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) < 0) {
