@@ -152,14 +152,23 @@ static void waiters_answer(Manager *m) {
         }
 }
 
+/* Unlinks s from the Domain's sessions and frees it. */
+static void manager_remove_session(Manager *m, Session *s) {
+        if (s->prev)
+                s->prev->next = s->next;
+        else
+                m->sessions = s->next;
+        if (s->next)
+                s->next->prev = s->prev;
+        m->n_sessions--;
+        session_free(s);
+}
+
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        while (m->sessions) {
-                Session *x = m->sessions;
-                m->sessions = x->next;
-                session_free(x);
-        }
+        while (m->sessions)
+                manager_remove_session(m, m->sessions);
         sandbox_free(m->sandbox);
         while (m->waiters) {
                 Waiter *w = m->waiters;
@@ -496,8 +505,8 @@ static void sandbox_ready(Sandbox *sb, void *userdata) {
         }
         m->state = DOMAIN_RUNNING;
         manager_emit_state_changed(m);
-        (void) sd_notifyf(false, "READY=1\nSTATUS=running: profile %s, workspace %s, 0 sessions",
-                          m->domain->profile->name, m->domain->workspace);
+        (void) sd_notify(false, "READY=1");
+        manager_update_status(m);
         log_info("Domain %s published", m->id);
         waiters_answer(m);
         arm_idle_timer(m);
@@ -534,11 +543,7 @@ static int on_teardown(sd_event_source *s, void *userdata) {
 
                 memcpy(id, x->id, sizeof(id));
                 session_abandon(x);
-                m->sessions = x->next;
-                if (m->sessions)
-                        m->sessions->prev = NULL;
-                m->n_sessions--;
-                session_free(x);
+                manager_remove_session(m, x);
                 log_session(LOG_INFO, id, "Session ended by the Domain's teardown: %s", reason);
                 manager_emit_session_ended(m, id, -1, reason);
         }
@@ -605,14 +610,7 @@ static void session_ended(Session *s, int exit_status, const char *reason, void 
         char id[SESSION_ID_LEN + 1];
 
         memcpy(id, s->id, sizeof(id));
-        if (s->prev)
-                s->prev->next = s->next;
-        else
-                m->sessions = s->next;
-        if (s->next)
-                s->next->prev = s->prev;
-        m->n_sessions--;
-        session_free(s);
+        manager_remove_session(m, s);
 
         manager_emit_session_ended(m, id, exit_status, why);
         manager_update_status(m);
