@@ -3,7 +3,6 @@
  * The sandbox's start, supervision and stop; see sandbox.h for the steps.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -425,7 +424,6 @@ static int write_control_files(Sandbox *sb, char **ret_why) {
 static int write_policy(Sandbox *sb, char **ret_why) {
         _cleanup_net_policy_ NetPolicy *policy = NULL;
         _cleanup_free_ uint8_t *bytes = NULL;
-        _cleanup_close_ int fd = -EBADF;
         uint8_t digest[SHA256_DIGEST_LEN];
         size_t len;
         int r;
@@ -438,9 +436,9 @@ static int write_policy(Sandbox *sb, char **ret_why) {
                               strerror(-r));
         sha256_buf(bytes, len, digest);
         hexify(digest, sizeof(digest), sb->policy_digest);
-        fd = open(sb->policy_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 || write_all(fd, bytes, len) < 0)
-                return errorf(ret_why, fd < 0 ? -errno : -EIO, "cannot write %s", sb->policy_path);
+        r = write_file_bytes(sb->policy_path, bytes, len, 0600);
+        if (r < 0)
+                return errorf(ret_why, r, "cannot write %s: %s", sb->policy_path, strerror(-r));
         log_info("Network policy of profile %s: %zu routes, digest %s", sb->domain->profile->name, policy->n_routes,
                  sb->policy_digest);
         return 0;
