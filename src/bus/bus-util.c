@@ -8,7 +8,7 @@ int bus_append_unit_replace(sd_bus_message *m, void *userdata) {
         return sd_bus_message_append(m, "ss", (const char *) userdata, "replace");
 }
 
-const sd_bus_error_map lazaret_bus_errors[] = {
+static const sd_bus_error_map lazaret_bus_errors[] = {
         SD_BUS_ERROR_MAP(LAZARET_ERROR_INVALID_ARGS, EINVAL),
         SD_BUS_ERROR_MAP(LAZARET_ERROR_NOT_READY, EAGAIN),
         SD_BUS_ERROR_MAP(LAZARET_ERROR_STOPPING, ESHUTDOWN),

@@ -14,10 +14,8 @@ typedef int (*BusAppend)(sd_bus_message *m, void *userdata);
 int bus_append_unit_replace(sd_bus_message *m, void *userdata);
 
 /*
- * The org.lazaret.Domain1 error names and the errno each stands for, so
- * that sd_bus_error_set*() returns a meaningful negative errno for them and
- * clients can map replies back. Registered once per process by
- * bus_register_error_map().
+ * Registers the org.lazaret.Domain1 error names with the errno each stands
+ * for, so that sd_bus_error_set*() returns a meaningful negative errno for
+ * them and clients can map replies back. Once per process.
  */
-extern const sd_bus_error_map lazaret_bus_errors[];
 int bus_register_error_map(void);

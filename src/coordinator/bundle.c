@@ -1,52 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "bundle.h"
 #include "cleanup.h"
+#include "fs-util.h"
 #include "git-sentry.h"
 #include "net-policy.h"
 #include "oci-spec.h"
 #include "path-util.h"
 #include "util.h"
-
-int mkdir_mode(const char *path, mode_t mode) {
-        if (mkdir(path, mode) < 0 && errno != EEXIST)
-                return -errno;
-        /* The umask does not decide who may read it. */
-        return chmod(path, mode) < 0 ? -errno : 0;
-}
-
-int write_file(const char *path, const char *content, mode_t mode) {
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-
-        if (fd < 0)
-                return -errno;
-        return write_all(fd, content, strlen(content));
-}
-
-int copy_file(const char *from, const char *to, mode_t mode) {
-        _cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC), out = -EBADF;
-        char buf[65536];
-        ssize_t k;
-
-        if (in < 0)
-                return -errno;
-        out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-        if (out < 0)
-                return -errno;
-        if (fchmod(out, mode) < 0)
-                return -errno;
-        while ((k = read(in, buf, sizeof(buf))) > 0)
-                if (write_all(out, buf, (size_t) k) < 0)
-                        return -EIO;
-        return k < 0 ? -errno : 0;
-}
 
 int bundle_write(const BundleParams *p, char **ret_error) {
         const Domain *d = p->domain;
@@ -81,7 +46,7 @@ int bundle_write(const BundleParams *p, char **ret_error) {
         resolv = path_join(p->control_dir, "resolv.conf");
         if (!resolv)
                 return -ENOMEM;
-        r = write_file(resolv, "# Written by Lazaret: the network helper's DNS forwarder.\nnameserver 10.137.54.3\n", 0644);
+        r = write_file(resolv, "# Written by Lazaret: the network helper's DNS forwarder.\nnameserver " NET_DNS_STR "\n", 0644);
         if (r < 0)
                 return errorf(ret_error, r, "cannot write %s: %s", resolv, strerror(-r));
 

@@ -22,10 +22,3 @@ typedef struct BundleParams {
 } BundleParams;
 
 int bundle_write(const BundleParams *p, char **ret_error);
-
-/* Creates path with mode, tolerating an existing directory; sets the mode either way. */
-int mkdir_mode(const char *path, mode_t mode);
-/* Writes content to a new or truncated file (never through a symlink). */
-int write_file(const char *path, const char *content, mode_t mode);
-/* Copies a file (never writing through a symlink). */
-int copy_file(const char *from, const char *to, mode_t mode);

@@ -57,10 +57,6 @@ ImagePrep *image_prep_free(ImagePrep *ip) {
         return NULL;
 }
 
-static int mkdir_private(const char *path) {
-        return mkdir(path, 0700) < 0 && errno != EEXIST ? -errno : 0;
-}
-
 /*
  * Every unpack holds a lock on <staging>.lock while it runs. A staging
  * directory whose lock nobody holds was left by a coordinator that died
@@ -143,7 +139,7 @@ static void on_unpacked(Process *p, int status, const char *output, void *userda
 
 int image_prepare(sd_event *e, const Domain *d, ImagePrepDone done, void *userdata, ImagePrep **ret_prep,
                   PreparedImage *ret_image, char **ret_why) {
-        _cleanup_free_ char *dir = NULL, *tag = NULL, *index = NULL, *buf = NULL, *digest = NULL, *images = NULL,
+        _cleanup_free_ char *dir = NULL, *tag = NULL, *index = NULL, *buf = NULL, *digest = NULL,
                             *prepared = NULL, *final = NULL, *why = NULL, *umoci = NULL;
         _cleanup_(image_prep_freep) ImagePrep *ip = NULL;
         sd_id128_t rnd;
@@ -165,12 +161,10 @@ int image_prepare(sd_event *e, const Domain *d, ImagePrepDone done, void *userda
         if (r < 0)
                 return errorf(ret_why, r, "%s: %s", index, why);
 
-        images = path_join(d->config->data_root, STORAGE_IMAGES_DIR);
         prepared = path_join(d->config->data_root, STORAGE_PREPARED_DIR);
-        if (!images || !prepared)
+        if (!prepared)
                 return -ENOMEM;
-        (void) mkdir_private(images);
-        r = mkdir_private(prepared);
+        r = mkdir_parents(prepared, 0700);
         if (r < 0)
                 return errorf(ret_why, r, "cannot create %s: %s", prepared, strerror(-r));
         final = path_join(prepared, digest);

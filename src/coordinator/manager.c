@@ -20,6 +20,7 @@
 #include "manager.h"
 #include "path-util.h"
 #include "strv.h"
+#include "subid.h"
 
 /* A published Domain nobody uses is torn down after this long. */
 #define IDLE_TIMEOUT_USEC (30ULL * 1000 * 1000)
@@ -151,14 +152,23 @@ static void waiters_answer(Manager *m) {
         }
 }
 
+/* Unlinks s from the Domain's sessions and frees it. */
+static void manager_remove_session(Manager *m, Session *s) {
+        if (s->prev)
+                s->prev->next = s->next;
+        else
+                m->sessions = s->next;
+        if (s->next)
+                s->next->prev = s->prev;
+        m->n_sessions--;
+        session_free(s);
+}
+
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        while (m->sessions) {
-                Session *x = m->sessions;
-                m->sessions = x->next;
-                session_free(x);
-        }
+        while (m->sessions)
+                manager_remove_session(m, m->sessions);
         sandbox_free(m->sandbox);
         while (m->waiters) {
                 Waiter *w = m->waiters;
@@ -178,6 +188,7 @@ Manager *manager_free(Manager *m) {
         sd_event_unref(m->event);
         domain_free(m->domain);
         config_free(m->config);
+        free(m->user_name);
         free(m->runtime_root);
         free(m->runtime_dir);
         free(m->failure);
@@ -300,6 +311,11 @@ static int load_domain(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "%s", error ?: "Domain validation failed");
 
+        /* Once, before the loop runs: the passwd database may be slow to ask. */
+        r = subid_user_name(getuid(), &m->user_name);
+        if (r < 0 && r != -ESRCH)
+                return log_error_errno(r, "Cannot look up the name of UID %u", (unsigned) getuid());
+
         m->runtime_root = TAKE_PTR(runtime_root);
         m->runtime_dir = path_join(m->runtime_root, m->id);
         if (!m->runtime_dir)
@@ -330,6 +346,7 @@ static void sandbox_stopped(Sandbox *sb, void *userdata);
 
 /* The bus name is ours: the Domain can start (OR-1). */
 static void name_owned(Manager *m) {
+        _cleanup_free_ char *why = NULL;
         int r;
 
         if (m->state != DOMAIN_STARTING || m->sandbox)
@@ -344,14 +361,16 @@ static void name_owned(Manager *m) {
                                 .bus = m->bus,
                                 .domain = m->domain,
                                 .runtime_dir = m->runtime_dir,
+                                .user_name = m->user_name,
                                 .cb = { .ready = sandbox_ready, .failed = sandbox_failed, .stopped = sandbox_stopped },
                                 .userdata = m,
-                        }, &m->sandbox);
+                        }, &m->sandbox, &why);
         if (r >= 0)
                 r = sandbox_start(m->sandbox);
         if (r < 0) {
-                log_error_errno(r, "Cannot start the sandbox");
-                manager_stop(m, "the coordinator could not start the sandbox (see its log)");
+                if (!why)
+                        log_error_errno(r, "Cannot start the sandbox");
+                manager_stop(m, why ?: "the coordinator could not start the sandbox (see its log)");
         }
 }
 
@@ -486,8 +505,8 @@ static void sandbox_ready(Sandbox *sb, void *userdata) {
         }
         m->state = DOMAIN_RUNNING;
         manager_emit_state_changed(m);
-        (void) sd_notifyf(false, "READY=1\nSTATUS=running: profile %s, workspace %s, 0 sessions",
-                          m->domain->profile->name, m->domain->workspace);
+        (void) sd_notify(false, "READY=1");
+        manager_update_status(m);
         log_info("Domain %s published", m->id);
         waiters_answer(m);
         arm_idle_timer(m);
@@ -524,11 +543,7 @@ static int on_teardown(sd_event_source *s, void *userdata) {
 
                 memcpy(id, x->id, sizeof(id));
                 session_abandon(x);
-                m->sessions = x->next;
-                if (m->sessions)
-                        m->sessions->prev = NULL;
-                m->n_sessions--;
-                session_free(x);
+                manager_remove_session(m, x);
                 log_session(LOG_INFO, id, "Session ended by the Domain's teardown: %s", reason);
                 manager_emit_session_ended(m, id, -1, reason);
         }
@@ -595,14 +610,7 @@ static void session_ended(Session *s, int exit_status, const char *reason, void 
         char id[SESSION_ID_LEN + 1];
 
         memcpy(id, s->id, sizeof(id));
-        if (s->prev)
-                s->prev->next = s->next;
-        else
-                m->sessions = s->next;
-        if (s->next)
-                s->next->prev = s->prev;
-        m->n_sessions--;
-        session_free(s);
+        manager_remove_session(m, s);
 
         manager_emit_session_ended(m, id, exit_status, why);
         manager_update_status(m);

@@ -65,6 +65,7 @@ struct Manager {
         Config *config;
         Domain *domain;
 
+        char *user_name;        /* ours, for the subordinate ID files; NULL if the passwd database has none */
         char *runtime_root;     /* $XDG_RUNTIME_DIR/lazaret */
         char *runtime_dir;      /* $XDG_RUNTIME_DIR/lazaret/ID: runsc state, specs */
         int lock_fd;

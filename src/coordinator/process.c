@@ -23,8 +23,7 @@ struct Process {
 Process *process_free(Process *p) {
         if (!p)
                 return NULL;
-        /* The pidfd source owns the process: unref kills it (pidfd_own, process_own). */
-        sd_event_source_disable_unref(p->child);
+        event_child_release(p->child);
         sd_event_source_disable_unref(p->pipe_source);
         safe_close(p->pipe);
         free(p);
@@ -72,8 +71,31 @@ static int on_process_exit(sd_event_source *s, const siginfo_t *si, void *userda
         return 0;
 }
 
-int event_add_owned_child(sd_event *e, sd_event_source **ret, pid_t pid, int pidfd,
-                          sd_event_child_handler_t handler, void *userdata) {
+/* Reaps a released child. */
+static int on_detached_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        sd_event_source_disable_unref(s);
+        return 0;
+}
+
+/* Watches pidfd (taken, also on failure) until its child exited, from a source the loop owns. */
+static int watch_detached(sd_event *e, int pidfd) {
+        _cleanup_close_ int fd = pidfd;
+        sd_event_source *s = NULL;
+        int r;
+
+        r = sd_event_add_child_pidfd(e, &s, fd, WEXITED, on_detached_exit, NULL);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_child_pidfd_own(s, true);
+        TAKE_FD(fd);
+        /* The loop holds the reference now; on_detached_exit() drops it. */
+        r = sd_event_source_set_floating(s, true);
+        sd_event_source_unref(s);
+        return r;
+}
+
+int event_watch_child(sd_event *e, sd_event_source **ret, pid_t pid, int pidfd,
+                      sd_event_child_handler_t handler, void *userdata) {
         _cleanup_close_ int fd = pidfd;
         int r;
 
@@ -82,10 +104,31 @@ int event_add_owned_child(sd_event *e, sd_event_source **ret, pid_t pid, int pid
                 (void) kill(pid, SIGKILL);
                 return r;
         }
+        /* The pidfd, not the process: an owned process would be reaped by a
+         * blocking waitid() when the source goes (event_child_release()). */
         (void) sd_event_source_set_child_pidfd_own(*ret, true);
-        (void) sd_event_source_set_child_process_own(*ret, true);
         TAKE_FD(fd);
         return 0;
+}
+
+sd_event_source *event_child_release(sd_event_source *s) {
+        sd_event *e;
+        int pidfd;
+
+        if (!s)
+                return NULL;
+        e = sd_event_source_get_event(s);
+        pidfd = sd_event_source_get_child_pidfd(s);
+        /* pidfd_send_signal(): never another process, even if this one was reaped already. */
+        (void) sd_event_source_send_child_signal(s, SIGKILL, NULL, 0);
+        if (pidfd < 0 || sd_event_source_set_child_pidfd_own(s, false) < 0) {
+                sd_event_source_disable_unref(s);
+                return NULL;
+        }
+        /* One source per child: this one goes before its successor comes. */
+        sd_event_source_disable_unref(s);
+        (void) watch_detached(e, pidfd);
+        return NULL;
 }
 
 static int start(sd_event *e, char *const *argv, int stderr_fd, sd_event_source **ret_child,
@@ -101,10 +144,7 @@ static int start(sd_event *e, char *const *argv, int stderr_fd, sd_event_source 
         r = spawn(&o, &pid, &pidfd);
         if (r < 0)
                 return r;
-        r = event_add_owned_child(e, ret_child, pid, TAKE_FD(pidfd), handler, userdata);
-        if (r < 0)
-                return r;
-        return 0;
+        return event_watch_child(e, ret_child, pid, TAKE_FD(pidfd), handler, userdata);
 }
 
 int process_run(sd_event *e, char *const *argv, ProcessDone done, void *userdata, Process **ret) {
@@ -117,11 +157,17 @@ int process_run(sd_event *e, char *const *argv, ProcessDone done, void *userdata
         p->pipe = -EBADF;
         p->done = done;
         p->userdata = userdata;
-        if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0) {
+        if (pipe2(fds, O_CLOEXEC) < 0) {
                 r = -errno;
                 goto fail;
         }
         p->pipe = fds[0];
+        /* Our end only: the program's stderr stays blocking. */
+        if (fcntl(p->pipe, F_SETFL, O_NONBLOCK) < 0) {
+                r = -errno;
+                safe_close(fds[1]);
+                goto fail;
+        }
         r = start(e, argv, fds[1], &p->child, on_process_exit, p);
         safe_close(fds[1]);
         if (r < 0)
@@ -136,19 +182,19 @@ fail:
         return r;
 }
 
-static int on_detached_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
-        sd_event_source_disable_unref(s);
-        return 0;
-}
-
 int process_run_detached(sd_event *e, char *const *argv) {
-        sd_event_source *s = NULL;
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        _cleanup_close_ int pidfd = -EBADF;
+        pid_t pid;
         int r;
 
-        r = start(e, argv, -EBADF, &s, on_detached_exit, NULL);
+        o.argv = argv;
+        o.die_with_parent = true;
+        r = spawn(&o, &pid, &pidfd);
         if (r < 0)
                 return r;
-        /* The reference belongs to on_detached_exit(), which drops it. */
-        (void) sd_event_source_set_child_process_own(s, false);
-        return 0;
+        r = watch_detached(e, TAKE_FD(pidfd));
+        if (r < 0)
+                (void) kill(pid, SIGKILL);
+        return r;
 }

@@ -23,12 +23,18 @@ Process *process_free(Process *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Process *, process_free);
 
 /*
- * Watches a started child through its pidfd (taken, also on failure). The
- * source owns the pidfd and the process: freed before the child exited, it
- * kills it. On failure the child is killed.
+ * Watches a started child through its pidfd (taken, also on failure; on
+ * failure the child is killed). The source owns the pidfd, not the
+ * process: let go of it with event_child_release(), not by unref.
  */
-int event_add_owned_child(sd_event *e, sd_event_source **ret, pid_t pid, int pidfd,
-                          sd_event_child_handler_t handler, void *userdata);
+int event_watch_child(sd_event *e, sd_event_source **ret, pid_t pid, int pidfd,
+                      sd_event_child_handler_t handler, void *userdata);
+/*
+ * Frees a source of event_watch_child() without waiting: a child that still
+ * runs gets SIGKILL through its pidfd, and the loop reaps it later.
+ * Returns NULL.
+ */
+sd_event_source *event_child_release(sd_event_source *s);
 
 /* Runs argv and forgets it: nobody waits for its result (the loop reaps it). */
 int process_run_detached(sd_event *e, char *const *argv);

@@ -10,7 +10,6 @@
 #include "cleanup.h"
 #include "fs-util.h"
 #include "oci-spec.h"
-#include "path-util.h"
 #include "process.h"
 #include "sandbox-exec.h"
 #include "spawn-util.h"

@@ -3,14 +3,11 @@
  * The sandbox's start, supervision and stop; see sandbox.h for the steps.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <systemd/sd-id128.h>
@@ -35,6 +32,7 @@
 /* After this long a stop job is helped along with SIGKILL. */
 #define SCOPE_STOP_KILL_USEC (10ULL * 1000 * 1000)
 
+/* In the order a start goes through them: comparisons rely on it. */
 typedef enum SandboxState {
         SANDBOX_NEW,
         SANDBOX_RECOVERING,
@@ -46,6 +44,22 @@ typedef enum SandboxState {
         SANDBOX_STOPPING,
         SANDBOX_STOPPED,
 } SandboxState;
+
+/*
+ * Test hooks for the network attestation, from LAZARET_TEST_NETWORK_FAULT in
+ * the coordinator's environment (the user manager's), which nothing in the
+ * sandbox can reach. Each can only make the attestation fail:
+ *   deny-on-lo        the supervisor moves the deny routes to lo after
+ *                     Linux's read-back (gVisor does not import them);
+ *   denied-elsewhere  the probe's "denied" connection goes to the helper's
+ *                     gateway instead of the denied canary, so it never
+ *                     reaches the deny link (the witness must refuse).
+ */
+typedef enum NetworkFault {
+        NETWORK_FAULT_NONE,
+        NETWORK_FAULT_DENY_ON_LO,
+        NETWORK_FAULT_DENIED_ELSEWHERE,
+} NetworkFault;
 
 struct Sandbox {
         sd_event *event;
@@ -68,16 +82,17 @@ struct Sandbox {
         char *netns_path;               /* the enforcement namespace, bound by the supervisor */
         char *policy_path;              /* the derived policy's canonical bytes */
         char *slirp4netns;
+        char *user_name;
         char policy_digest[SHA256_HEX_LEN + 1];
         unsigned canary_port;           /* the attestation canaries' port, random per generation */
         bool network_attested;
+        NetworkFault network_fault;     /* read once, in step_bundle() */
         SandboxNetwork network;
         PreparedImage image;
         SandboxRuntime runtime;
 
         SandboxState state;
         bool failed;                    /* failed() was reported */
-        bool scope_may_exist;
         ImagePrep *image_prep;
         UsernsChild *child;
         SupervisorLink *link;
@@ -127,11 +142,12 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->netns_path);
         free(sb->policy_path);
         free(sb->slirp4netns);
+        free(sb->user_name);
         free(sb);
         return NULL;
 }
 
-int sandbox_new(const SandboxParams *p, Sandbox **ret) {
+int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
         _cleanup_(sandbox_freep) Sandbox *sb = NULL;
         sd_id128_t rnd;
         int r;
@@ -157,12 +173,17 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret) {
                 return r;
         domain_unit_name(p->domain->id, "service", sb->service);
 
-        if (p->domain->config->runsc)
+        if (p->domain->config->runsc) {
                 sb->runsc = strdup(p->domain->config->runsc);
-        else
+                if (!sb->runsc)
+                        return -ENOMEM;
+        } else {
                 sb->runsc = find_program("runsc");
-        if (!sb->runsc)
-                return log_error_errno(-ENOENT, "runsc (gVisor) is not installed; install the runsc package");
+                if (!sb->runsc)
+                        return errorf(ret_why, -ENOENT, "runsc (gVisor) is not installed; install the runsc package");
+        }
+        if (p->user_name && !(sb->user_name = strdup(p->user_name)))
+                return -ENOMEM;
         sb->runtime_dir = strdup(p->runtime_dir);
         sb->runsc_root = path_join(p->runtime_dir, "runsc");
         sb->bundle = path_join(p->runtime_dir, "bundle");
@@ -176,7 +197,7 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret) {
                 return -ENOMEM;
         sb->slirp4netns = find_program("slirp4netns");
         if (!sb->slirp4netns)
-                return log_error_errno(-ENOENT, "slirp4netns is not installed; install the slirp4netns package");
+                return errorf(ret_why, -ENOENT, "slirp4netns is not installed; install the slirp4netns package");
         *ret = TAKE_PTR(sb);
         return 0;
 }
@@ -403,7 +424,6 @@ static int write_control_files(Sandbox *sb, char **ret_why) {
 static int write_policy(Sandbox *sb, char **ret_why) {
         _cleanup_net_policy_ NetPolicy *policy = NULL;
         _cleanup_free_ uint8_t *bytes = NULL;
-        _cleanup_close_ int fd = -EBADF;
         uint8_t digest[SHA256_DIGEST_LEN];
         size_t len;
         int r;
@@ -416,29 +436,13 @@ static int write_policy(Sandbox *sb, char **ret_why) {
                               strerror(-r));
         sha256_buf(bytes, len, digest);
         hexify(digest, sizeof(digest), sb->policy_digest);
-        fd = open(sb->policy_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 || write_all(fd, bytes, len) < 0)
-                return errorf(ret_why, fd < 0 ? -errno : -EIO, "cannot write %s", sb->policy_path);
+        r = write_file_bytes(sb->policy_path, bytes, len, 0600);
+        if (r < 0)
+                return errorf(ret_why, r, "cannot write %s: %s", sb->policy_path, strerror(-r));
         log_info("Network policy of profile %s: %zu routes, digest %s", sb->domain->profile->name, policy->n_routes,
                  sb->policy_digest);
         return 0;
 }
-
-/*
- * Test hooks for the network attestation, from LAZARET_TEST_NETWORK_FAULT in
- * the coordinator's environment (the user manager's), which nothing in the
- * sandbox can reach. Each can only make the attestation fail:
- *   deny-on-lo        the supervisor moves the deny routes to lo after
- *                     Linux's read-back (gVisor does not import them);
- *   denied-elsewhere  the probe's "denied" connection goes to the helper's
- *                     gateway instead of the denied canary, so it never
- *                     reaches the deny link (the witness must refuse).
- */
-typedef enum NetworkFault {
-        NETWORK_FAULT_NONE,
-        NETWORK_FAULT_DENY_ON_LO,
-        NETWORK_FAULT_DENIED_ELSEWHERE,
-} NetworkFault;
 
 static int network_fault(void) {
         const char *f = getenv("LAZARET_TEST_NETWORK_FAULT");
@@ -464,6 +468,7 @@ static void step_bundle(Sandbox *sb) {
                 sandbox_fail(sb, NETWORK_FAULT_INVALID);
                 return;
         }
+        sb->network_fault = fault;
         if (fault != NETWORK_FAULT_NONE)
                 log_warning("Test fault %s in effect: the network attestation must fail",
                             fault == NETWORK_FAULT_DENY_ON_LO ? "deny-on-lo" : "denied-elsewhere");
@@ -624,7 +629,6 @@ static void on_mapped(UsernsChild *c, void *userdata) {
         int r;
 
         sb->state = SANDBOX_SCOPING;
-        sb->scope_may_exist = true;
         if (asprintf(&desc, "Lazaret sandbox of Domain %s", sb->domain->id) < 0) {
                 sandbox_fail(sb, "out of memory");
                 return;
@@ -662,7 +666,6 @@ static void on_supervisor_exit(UsernsChild *c, int status, void *userdata) {
 static int supervisor_argv(Sandbox *sb, char ***ret) {
         _cleanup_strv_free_ char **argv = NULL;
         const char *supervisor = getenv("LAZARET_SUPERVISOR");
-        int fault = network_fault();
         _cleanup_free_ char *def = path_join(LIBEXECDIR, "lazaret-supervisor"), *overlay = NULL;
         char port[32];
 
@@ -685,38 +688,27 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
             strv_extend(&argv, "--policy-digest") < 0 || strv_extend(&argv, sb->policy_digest) < 0 ||
             strv_extend(&argv, port) < 0)
                 return -ENOMEM;
-        if (fault < 0)
-                return fault;
-        if (fault == NETWORK_FAULT_DENY_ON_LO && strv_extend(&argv, "--test-fault=deny-on-lo") < 0)
+        if (sb->network_fault == NETWORK_FAULT_DENY_ON_LO && strv_extend(&argv, "--test-fault=deny-on-lo") < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(argv);
         return 0;
 }
 
 static void step_userns(Sandbox *sb) {
-        _cleanup_free_ char *user = NULL;
+        _cleanup_free_ char *why = NULL;
         _cleanup_strv_free_ char **argv = NULL;
         _cleanup_close_ int ours = -EBADF, theirs = -EBADF;
         SubidRange uids, gids;
-        struct passwd *pw;
         int control[2], r;
 
-        pw = getpwuid(getuid());
-        user = pw ? strdup(pw->pw_name) : NULL;
-        r = subid_pick_file("/etc/subuid", user, getuid(), &uids);
-        if (r >= 0)
-                r = subid_pick_file("/etc/subgid", user, getgid(), &gids);
+        r = subid_pick_for_user(sb->user_name, getuid(), getgid(), &uids, &gids, &why);
         if (r < 0) {
-                _cleanup_free_ char *why = NULL;
-                (void) !asprintf(&why, "no range of %u subordinate IDs for %s in /etc/subuid and /etc/subgid "
-                                 "(add one with: sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s)",
-                                 SUBID_COUNT, strna(user), strna(user));
                 sandbox_fail(sb, why ?: "no subordinate IDs");
                 return;
         }
         r = supervisor_argv(sb, &argv);
         if (r < 0) {
-                sandbox_fail(sb, r == -EINVAL ? NETWORK_FAULT_INVALID : "out of memory");
+                sandbox_fail(sb, "out of memory");
                 return;
         }
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) < 0) {
@@ -779,12 +771,15 @@ static int on_kill_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 int sandbox_stop(Sandbox *sb) {
+        bool scope_may_exist;
         int r;
 
         if (sb->state == SANDBOX_STOPPING)
                 return 1;
         if (sb->state == SANDBOX_STOPPED)
                 return 0;
+        /* A predecessor's scope while recovering; ours once it was asked for. */
+        scope_may_exist = sb->state == SANDBOX_RECOVERING || sb->state >= SANDBOX_SCOPING;
         sb->state = SANDBOX_STOPPING;
 
         /* Whatever is under way ends here: an unpack is killed (its staging
@@ -797,7 +792,7 @@ int sandbox_stop(Sandbox *sb) {
         sb->result_query = sd_bus_slot_unref(sb->result_query);
         free(TAKE_PTR(sb->pending_why));
 
-        if (!sb->scope_may_exist) {
+        if (!scope_may_exist) {
                 sb->child = userns_child_free(sb->child);
                 finish_stop(sb);
                 return 0;

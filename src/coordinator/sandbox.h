@@ -38,6 +38,7 @@ typedef struct SandboxParams {
         sd_bus *bus;
         const Domain *domain;           /* borrowed; outlives the sandbox */
         const char *runtime_dir;        /* $XDG_RUNTIME_DIR/lazaret/ID */
+        const char *user_name;          /* ours (NULL: unknown), for /etc/subuid and /etc/subgid */
         SandboxCallbacks cb;
         void *userdata;
 } SandboxParams;
@@ -66,7 +67,8 @@ typedef struct SandboxNetwork {
         unsigned long long netns;       /* the enforcement namespace's inode */
 } SandboxNetwork;
 
-int sandbox_new(const SandboxParams *p, Sandbox **ret);
+/* On failure, *ret_why (optional) may say why, for clients (e.g. runsc is not installed). */
+int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why);
 Sandbox *sandbox_free(Sandbox *sb);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Sandbox *, sandbox_free);
 

@@ -210,10 +210,10 @@ static int on_pump(sd_event_source *src, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
-/* Sets up fd i; *ret_child is the fd the command gets (owned by the caller). */
+/* Sets up fd i; *ret_child is the fd the command gets (owned by the caller), set only on success. */
 static int stdio_prepare(Session *s, int i, int client_fd, int *ret_child) {
         FilePump *p = &s->pumps[i];
-        _cleanup_close_ int fd = -EBADF;
+        _cleanup_close_ int fd = -EBADF, child = -EBADF;
         struct stat st;
         int pipefd[2], r;
 
@@ -233,7 +233,7 @@ static int stdio_prepare(Session *s, int i, int client_fd, int *ret_child) {
         p->file = TAKE_FD(fd);
         p->pipe = p->to_file ? pipefd[0] : pipefd[1];
         (void) fcntl(p->pipe, F_SETFL, O_NONBLOCK);
-        *ret_child = p->to_file ? pipefd[1] : pipefd[0];   /* the command's end */
+        child = p->to_file ? pipefd[1] : pipefd[0];   /* the command's end */
         if (!p->to_file) {
                 p->buf = calloc(1, sizeof(Buffer));
                 if (!p->buf)
@@ -242,6 +242,7 @@ static int stdio_prepare(Session *s, int i, int client_fd, int *ret_child) {
         r = sd_event_add_io(s->event, &p->source, p->pipe, p->to_file ? EPOLLIN : EPOLLOUT, on_pump, p);
         if (r < 0)
                 return r;
+        *ret_child = TAKE_FD(child);
         return 0;
 }
 
@@ -269,8 +270,8 @@ static void terminal_release(Session *s) {
 Session *session_free(Session *s) {
         if (!s)
                 return NULL;
-        /* The pidfd source owns the runsc exec client: unref kills it. */
-        sd_event_source_disable_unref(s->child_source);
+        /* A runsc exec client still running is killed, and reaped by the loop later. */
+        event_child_release(s->child_source);
         sd_event_source_disable_unref(s->kill_timer);
         sd_event_source_disable_unref(s->settle_timer);
         terminal_release(s);
@@ -486,7 +487,7 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
         int r;
 
         if (!p->runtime)
-                return sd_bus_error_set(error, SD_BUS_ERROR_FAILED, "The sandbox is not running");
+                return sd_bus_error_set(error, LAZARET_ERROR_NOT_READY, "The sandbox is not running");
         s = calloc(1, sizeof(Session));
         if (!s)
                 return -ENOMEM;
@@ -549,10 +550,10 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
                 for (int i = 0; i < 3; i++)
                         safe_close(stdio[i]);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, -r, "Cannot start the session's command: %m");
+                return sd_bus_error_setf(error, LAZARET_ERROR_SPAWN, "Cannot start the session's command: %s", strerror(-r));
         slave = safe_close(slave);
 
-        r = event_add_owned_child(s->event, &s->child_source, s->pid, TAKE_FD(pidfd), on_child, s);
+        r = event_watch_child(s->event, &s->child_source, s->pid, TAKE_FD(pidfd), on_child, s);
         if (r < 0)
                 return r;
 

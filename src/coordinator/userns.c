@@ -1,10 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +10,7 @@
 #include "log.h"
 #include "process.h"
 #include "spawn-util.h"
+#include "strv.h"
 #include "userns.h"
 
 /* Where the child finds its end of the synchronisation pipes. */
@@ -43,7 +40,7 @@ UsernsChild *userns_child_free(UsernsChild *c) {
                 return NULL;
         process_free(c->mapper);
         sd_event_source_disable_unref(c->sync_source);
-        sd_event_source_disable_unref(c->child_source);   /* owns the process: kills it */
+        event_child_release(c->child_source);
         safe_close(c->sync_fd);
         safe_close(c->go_fd);
         free(c);
@@ -92,19 +89,16 @@ static void on_mapper_done(Process *p, int status, const char *output, void *use
         c->cb.mapped(c, c->userdata);
 }
 
-/* newuidmap/newgidmap PID 0 ID 1 1 START 65536 */
 static int run_mapper(UsernsChild *c, const char *tool, uint32_t id, const SubidRange *range) {
-        _cleanup_free_ char *prog = find_program(tool);
-        char spid[16], sid[16], sstart[16], scount[16];
+        _cleanup_strv_free_ char **argv = NULL;
+        int r;
 
-        if (!prog)
-                return log_error_errno(-ENOENT, "%s is not installed; install the uidmap package", tool);
-        snprintf(spid, sizeof(spid), "%d", (int) c->pid);
-        snprintf(sid, sizeof(sid), "%u", id);
-        snprintf(sstart, sizeof(sstart), "%u", range->start);
-        snprintf(scount, sizeof(scount), "%u", SUBID_COUNT);
-        return process_run(c->event, (char *[]) { prog, spid, (char *) "0", sid, (char *) "1", (char *) "1", sstart, scount, NULL },
-                           on_mapper_done, c, &c->mapper);
+        r = subid_mapper_argv(tool, c->pid, id, range, &argv);
+        if (r == -ENOENT)
+                return log_error_errno(r, "%s is not installed; install the uidmap package", tool);
+        if (r < 0)
+                return r;
+        return process_run(c->event, argv, on_mapper_done, c, &c->mapper);
 }
 
 static int on_sync(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -154,7 +148,8 @@ int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidR
         c->gids = *gids;
         c->sync_fd = c->go_fd = -EBADF;
 
-        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+        /* Our ends never wait (one byte into an empty pipe); the child's ends block. */
+        if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
         c->sync_fd = p[0];
         sync_w = p[1];
@@ -162,9 +157,8 @@ int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidR
                 return -errno;
         go_r = p[0];
         c->go_fd = p[1];
-        /* The child's read end blocks; ours never waits: one byte into an empty pipe. */
-        (void) fcntl(c->go_fd, F_SETFL, O_NONBLOCK);
-        (void) fcntl(go_r, F_SETFL, 0);
+        if (fcntl(c->sync_fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(c->go_fd, F_SETFL, O_NONBLOCK) < 0)
+                return -errno;
 
         pass[0] = keep_fd;              /* fd 3 */
         pass[1] = sync_w;               /* fd 4 = CHILD_SYNC_FD */
@@ -178,7 +172,7 @@ int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidR
         r = spawn(&o, &c->pid, &pidfd);
         if (r < 0)
                 return r;
-        r = event_add_owned_child(e, &c->child_source, c->pid, TAKE_FD(pidfd), on_child_exit, c);
+        r = event_watch_child(e, &c->child_source, c->pid, TAKE_FD(pidfd), on_child_exit, c);
         if (r < 0)
                 return r;
         r = sd_event_add_io(e, &c->sync_source, c->sync_fd, EPOLLIN, on_sync, c);

@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -268,25 +267,21 @@ static int check_tools(void) {
 }
 
 static int check_subids(void) {
-        struct passwd *pw = getpwuid(getuid());
-        const char *user = pw ? pw->pw_name : NULL;
-        SubidRange range;
-        bool u, g;
+        _cleanup_free_ char *user = NULL, *why = NULL;
+        SubidRange uids, gids;
+        int r;
 
-        if (!user) {
+        r = subid_user_name(getuid(), &user);
+        if (r < 0) {
                 fprintf(stderr, "Cannot find the name of UID %u; mmdebstrap's unshare mode needs it to find "
                         "your subordinate IDs.\n", (unsigned) getuid());
-                return -ESRCH;
+                return r;
         }
-        u = subid_pick_file("/etc/subuid", user, getuid(), &range) >= 0;
-        g = subid_pick_file("/etc/subgid", user, getgid(), &range) >= 0;
-        if (!u || !g) {
-                fprintf(stderr, "No range of %u subordinate %s IDs for user \"%s\" in %s. Building the image as an ordinary "
-                        "user needs them (mmdebstrap --mode=unshare maps the image's system users to them).\n"
-                        "Fix, as root, with a range no other user has, e.g.:\n"
-                        "    usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s\n",
-                        SUBID_COUNT, !u ? "user" : "group", user, !u ? "/etc/subuid" : "/etc/subgid", user);
-                return -ENOENT;
+        r = subid_pick_for_user(user, getuid(), getgid(), &uids, &gids, &why);
+        if (r < 0) {
+                fprintf(stderr, "Building the image as an ordinary user needs subordinate IDs (mmdebstrap --mode=unshare "
+                        "maps the image's system users to them): %s\n", why ?: strerror(-r));
+                return r;
         }
         return 0;
 }

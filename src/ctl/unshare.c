@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +29,7 @@
 #include "macro.h"
 #include "path-util.h"
 #include "spawn-util.h"
+#include "strv.h"
 #include "subid.h"
 #include "unshare.h"
 
@@ -92,26 +92,24 @@ static int resolve_command(const char *cmd, char **ret) {
 
 /* newuidmap/newgidmap PID 0 ID 1 1 START 65536, waited for. Its messages go to our stderr. */
 static int run_mapper(const char *tool, pid_t pid, uint32_t id, const SubidRange *range) {
-        _cleanup_free_ char *prog = find_program(tool);
-        char spid[16], sid[16], sstart[16], scount[16];
+        _cleanup_strv_free_ char **argv = NULL;
         SpawnOptions o = SPAWN_OPTIONS_INIT;
         siginfo_t si = {};
         pid_t mapper;
         int r;
 
-        if (!prog) {
+        r = subid_mapper_argv(tool, pid, id, range, &argv);
+        if (r == -ENOENT) {
                 fprintf(stderr, "lazaretctl unshare: %s is not installed; install the uidmap package.\n", tool);
-                return -ENOENT;
+                return r;
         }
-        snprintf(spid, sizeof(spid), "%d", (int) pid);
-        snprintf(sid, sizeof(sid), "%u", id);
-        snprintf(sstart, sizeof(sstart), "%u", range->start);
-        snprintf(scount, sizeof(scount), "%u", SUBID_COUNT);
-        o.argv = (char *[]) { prog, spid, (char *) "0", sid, (char *) "1", (char *) "1", sstart, scount, NULL };
+        if (r < 0)
+                return r;
+        o.argv = argv;
         o.stdio[2] = STDERR_FILENO;
         r = spawn(&o, &mapper, NULL);
         if (r < 0) {
-                fprintf(stderr, "lazaretctl unshare: cannot start %s: %s\n", prog, strerror(-r));
+                fprintf(stderr, "lazaretctl unshare: cannot start %s: %s\n", argv[0], strerror(-r));
                 return r;
         }
         while (waitid(P_PID, mapper, &si, WEXITED) < 0)
@@ -133,11 +131,10 @@ static int stdio_fd(int n) {
 
 int verb_unshare(int argc, char *argv[], const Config *config) {
         _cleanup_close_ int sync_r = -EBADF, sync_w = -EBADF, go_r = -EBADF, go_w = -EBADF;
-        _cleanup_free_ char *prog = NULL, *user = NULL;
+        _cleanup_free_ char *prog = NULL, *user = NULL, *why = NULL;
         SpawnOptions o = SPAWN_OPTIONS_INIT;
         struct sigaction sa = { .sa_handler = forward_signal }, ign = { .sa_handler = SIG_IGN };
         SubidRange uids, gids;
-        struct passwd *pw;
         siginfo_t si = {};
         pid_t pid;
         char c;
@@ -152,19 +149,12 @@ int verb_unshare(int argc, char *argv[], const Config *config) {
                 return 127;
         }
 
-        pw = getpwuid(getuid());
-        if (pw) {
-                user = strdup(pw->pw_name);
-                if (!user)
-                        return -ENOMEM;
-        }
-        r = subid_pick_file("/etc/subuid", user, getuid(), &uids);
-        if (r >= 0)
-                r = subid_pick_file("/etc/subgid", user, getgid(), &gids);
+        r = subid_user_name(getuid(), &user);
+        if (r < 0 && r != -ESRCH)
+                return r;
+        r = subid_pick_for_user(user, getuid(), getgid(), &uids, &gids, &why);
         if (r < 0) {
-                fprintf(stderr, "lazaretctl unshare: no range of %u subordinate IDs for %s in /etc/subuid and /etc/subgid "
-                        "(add one with: sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s)\n",
-                        SUBID_COUNT, strna(user), strna(user));
+                fprintf(stderr, "lazaretctl unshare: %s\n", why ?: strerror(-r));
                 return r;
         }
 

@@ -11,6 +11,7 @@
 #include "fs-util.h"
 #include "macro.h"
 #include "path-util.h"
+#include "util.h"
 
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
@@ -123,6 +124,43 @@ int mkdir_parents(const char *path, mode_t mode) {
                 if (!c)
                         return 0;
         }
+}
+
+int mkdir_mode(const char *path, mode_t mode) {
+        if (mkdir(path, mode) < 0 && errno != EEXIST)
+                return -errno;
+        /* The umask does not decide who may read it. */
+        return chmod(path, mode) < 0 ? -errno : 0;
+}
+
+int write_file_bytes(const char *path, const void *data, size_t len, mode_t mode) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+
+        if (fd < 0)
+                return -errno;
+        return write_all(fd, data, len);
+}
+
+int write_file(const char *path, const char *content, mode_t mode) {
+        return write_file_bytes(path, content, strlen(content), mode);
+}
+
+int copy_file(const char *from, const char *to, mode_t mode) {
+        _cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC), out = -EBADF;
+        char buf[65536];
+        ssize_t k;
+
+        if (in < 0)
+                return -errno;
+        out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (out < 0)
+                return -errno;
+        if (fchmod(out, mode) < 0)
+                return -errno;
+        while ((k = read(in, buf, sizeof(buf))) > 0)
+                if (write_all(out, buf, (size_t) k) < 0)
+                        return -EIO;
+        return k < 0 ? -errno : 0;
 }
 
 char *find_program(const char *name) {

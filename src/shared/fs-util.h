@@ -19,6 +19,17 @@ int rm_rf(const char *path);
 /* mkdir -p: missing components are created with mode. */
 int mkdir_parents(const char *path, mode_t mode);
 
+/* mkdir: creates path with mode, tolerating an existing directory; sets the mode either way (not the umask). */
+int mkdir_mode(const char *path, mode_t mode);
+
+/* Writes to a new or truncated file, never through a symlink; mode as open(2) gets it. */
+int write_file_bytes(const char *path, const void *data, size_t len, mode_t mode);
+/* write_file_bytes() of a string. */
+int write_file(const char *path, const char *content, mode_t mode);
+
+/* Copies a file (never writing through a symlink); the copy gets exactly mode. */
+int copy_file(const char *from, const char *to, mode_t mode);
+
 /*
  * An executable in the fixed system search path (the one systemd uses for
  * ExecStart=, not $PATH: the coordinator's environment is not the user's).

@@ -51,6 +51,7 @@ extern const NetLinkSpec net_links[_NET_LINK_MAX];
 #define NET_CANARY_ALLOWED_STR  "10.137.55.2"
 #define NET_CANARY_DENIED_STR   "10.137.55.3"
 #define NET_GATEWAY_STR         "10.137.54.2"
+#define NET_DNS_STR             "10.137.54.3"
 /* deny0 is 10.137.55.9/30; 10.137.55.10 is the deny next hop, which no one owns. */
 #define NET_DENY_ADDRESS        NET_IP4(10, 137, 55, 9)
 #define NET_DENY_NEXTHOP        NET_IP4(10, 137, 55, 10)

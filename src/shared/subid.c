@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <sched.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,9 @@
 #include "cleanup.h"
 #include "fs-util.h"
 #include "macro.h"
+#include "strv.h"
 #include "subid.h"
+#include "util.h"
 
 static int parse_u32(const char *s, size_t n, uint32_t *ret) {
         uint64_t v = 0;
@@ -63,14 +66,81 @@ int subid_pick(const char *text, const char *user, uint32_t id, SubidRange *ret)
         return 0;
 }
 
-int subid_pick_file(const char *path, const char *user, uint32_t id, SubidRange *ret) {
-        _cleanup_free_ char *buf = NULL;
+int subid_user_name(uid_t uid, char **ret) {
+        struct passwd pw, *result = NULL;
+        char buf[4096];
+        char *name;
         int r;
 
-        r = read_full_file(path, 1024 * 1024, &buf, NULL);
-        if (r < 0)
-                return r;
-        return subid_pick(buf, user, id, ret);
+        r = getpwuid_r(uid, &pw, buf, sizeof(buf), &result);
+        if (r != 0)
+                return -r;
+        if (!result)
+                return -ESRCH;
+        name = strdup(result->pw_name);
+        if (!name)
+                return -ENOMEM;
+        *ret = name;
+        return 0;
+}
+
+int subid_pick_ranges(const char *uid_path, const char *gid_path, const char *user, uid_t uid, gid_t gid,
+                      SubidRange *ret_uids, SubidRange *ret_gids, char **ret_why) {
+        _cleanup_free_ char *uid_text = NULL, *gid_text = NULL;
+        SubidRange uids, gids;
+        char who[16];
+        int r;
+
+        r = read_full_file(uid_path, 1024 * 1024, &uid_text, NULL);
+        if (r < 0 && r != -ENOENT)
+                return errorf(ret_why, r, "cannot read %s: %s", uid_path, strerror(-r));
+        if (r >= 0) {
+                r = read_full_file(gid_path, 1024 * 1024, &gid_text, NULL);
+                if (r < 0 && r != -ENOENT)
+                        return errorf(ret_why, r, "cannot read %s: %s", gid_path, strerror(-r));
+        }
+        if (r >= 0)
+                r = subid_pick(uid_text, user, (uint32_t) uid, &uids);
+        if (r >= 0)
+                r = subid_pick(gid_text, user, (uint32_t) gid, &gids);
+        if (r < 0) {
+                snprintf(who, sizeof(who), "%u", (unsigned) uid);
+                return errorf(ret_why, r,
+                              "no range of %u subordinate IDs for %s in %s and %s "
+                              "(add one with: sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s)",
+                              SUBID_COUNT, user ?: who, uid_path, gid_path, user ?: who);
+        }
+        *ret_uids = uids;
+        *ret_gids = gids;
+        return 0;
+}
+
+int subid_pick_for_user(const char *user, uid_t uid, gid_t gid, SubidRange *ret_uids, SubidRange *ret_gids,
+                        char **ret_why) {
+        return subid_pick_ranges(SUBID_UID_FILE, SUBID_GID_FILE, user, uid, gid, ret_uids, ret_gids, ret_why);
+}
+
+int subid_mapper_argv(const char *tool, pid_t pid, uint32_t id, const SubidRange *range, char ***ret) {
+        _cleanup_strv_free_ char **argv = NULL;
+        char *prog = find_program(tool);
+        char spid[16], sid[16], sstart[16], scount[16];
+
+        if (!prog)
+                return -ENOENT;
+        if (strv_push(&argv, prog) < 0) {
+                free(prog);
+                return -ENOMEM;
+        }
+        snprintf(spid, sizeof(spid), "%d", (int) pid);
+        snprintf(sid, sizeof(sid), "%" PRIu32, id);
+        snprintf(sstart, sizeof(sstart), "%" PRIu32, range->start);
+        snprintf(scount, sizeof(scount), "%u", SUBID_COUNT);
+        if (strv_extend(&argv, spid) < 0 || strv_extend(&argv, "0") < 0 || strv_extend(&argv, sid) < 0 ||
+            strv_extend(&argv, "1") < 0 || strv_extend(&argv, "1") < 0 || strv_extend(&argv, sstart) < 0 ||
+            strv_extend(&argv, scount) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(argv);
+        return 0;
 }
 
 int subid_map_check(const char *text, uint32_t id, const SubidRange *range) {

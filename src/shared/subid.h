@@ -20,8 +20,35 @@ typedef struct SubidRange {
  */
 int subid_pick(const char *text, const char *user, uint32_t id, SubidRange *ret);
 
-/* Reads the file and picks; for the calling user. */
-int subid_pick_file(const char *path, const char *user, uint32_t id, SubidRange *ret);
+#define SUBID_UID_FILE "/etc/subuid"
+#define SUBID_GID_FILE "/etc/subgid"
+
+/*
+ * The user's name from the passwd database, for subid_pick_ranges(): shadow
+ * utils look ranges up by name. -ESRCH when UID has none.
+ */
+int subid_user_name(uid_t uid, char **ret);
+
+/*
+ * The ranges a user's namespace maps to: subid_pick() on the text of
+ * uid_path for uid and of gid_path for gid, user naming both (NULL: only the
+ * numeric IDs match); a missing file has no range. On failure, *ret_why
+ * (optional, set on failure only) says what is missing and how to add it.
+ */
+int subid_pick_ranges(const char *uid_path, const char *gid_path, const char *user, uid_t uid, gid_t gid,
+                      SubidRange *ret_uids, SubidRange *ret_gids, char **ret_why);
+
+/* subid_pick_ranges() on SUBID_UID_FILE and SUBID_GID_FILE. */
+int subid_pick_for_user(const char *user, uid_t uid, gid_t gid, SubidRange *ret_uids, SubidRange *ret_gids,
+                        char **ret_why);
+
+/*
+ * The argv of TOOL (newuidmap or newgidmap, found with find_program()) that
+ * writes our mapping into the user namespace of pid:
+ *     TOOL PID 0 ID 1 1 START SUBID_COUNT
+ * -ENOENT when TOOL is not installed.
+ */
+int subid_mapper_argv(const char *tool, pid_t pid, uint32_t id, const SubidRange *range, char ***ret);
 
 /*
  * SR-12: checks the text of /proc/PID/uid_map or gid_map, as the kernel
