@@ -12,6 +12,7 @@
 #   lt_unit_path UNIT       D-Bus object path of UNIT (LoadUnit)
 #   lt_unit_prop UNIT PROP  a property of org.freedesktop.systemd1.Unit
 #   lt_busctl ARGS...       busctl --user with a timeout
+#   lt_unit_pids UNIT       the PIDs in UNIT's control group
 #
 # After lt_install: LT_PREFIX, LT_BINDIR, LT_UNITDIR, LT_BUILDDIR are set and
 # LT_BINDIR leads PATH.
@@ -52,6 +53,24 @@ lt_unit_prop() {
         path=$(lt_unit_path "$1") || return 1
         lt_busctl --json=short get-property org.freedesktop.systemd1 "$path" \
                 org.freedesktop.systemd1.Unit "$2" | jq -r '.data'
+}
+
+# lt_unit_pids UNIT: the PIDs in UNIT's control group and the groups below
+# it, one per line, on a cgroup v2, hybrid (v2 at /sys/fs/cgroup/unified) or
+# v1 (name=systemd) layout. Fails when the unit has no control group or
+# none of the layouts has it. Assign its output (pids=$(lt_unit_pids U)):
+# in a for list a failure would go unnoticed.
+lt_unit_pids() {
+        local cg dir
+        cg=$(systemctl --user show -P ControlGroup "$1") || lt_fail "cannot read the ControlGroup of $1"
+        [[ -n $cg ]] || lt_fail "$1 has no control group (is it active?)"
+        for dir in /sys/fs/cgroup/unified /sys/fs/cgroup /sys/fs/cgroup/systemd; do
+                if [[ -e $dir$cg/cgroup.procs ]]; then
+                        find "$dir$cg" -name cgroup.procs -exec cat {} + | sort -un
+                        return 0
+                fi
+        done
+        lt_fail "$1: no cgroup.procs for $cg under /sys/fs/cgroup"
 }
 
 lt_install() {
