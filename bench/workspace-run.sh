@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# The body of bench/workspace, run as the unprivileged user (see
-# bench/workspace). LAZARET_TEST_BENCH_DIR is the directory to benchmark in
-# (bench/workspace makes a journaled ext4 for it when run as root) and
-# LAZARET_TEST_BENCH_FS says what it is.
+# The body of bench/workspace, run as the unprivileged test user inside the
+# harness's network namespace (see bench/workspace). LAZARET_TEST_BENCH_DIR
+# is the directory to benchmark in (bench/workspace makes a journaled ext4
+# or a tmpfs for it) and LAZARET_TEST_BENCH_FS says what it is.
 # shellcheck source=../tests/harness/lib.sh
 . "$LAZARET_SOURCE_ROOT/tests/harness/lib.sh"
 
@@ -19,6 +19,8 @@ for tool in git make gcc jq umoci dpkg-query; do
 done
 
 lt_install
+# Its launches start slirp4netns: only inside the harness's network namespace.
+lt_require_isolated_network
 mkdir -p "$BENCH"
 ws=$BENCH/ws
 work=$HOME/bench-workspace-work

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * lazaretctl status/list/stop: the verbs about running Domains. Each reads
- * the Domain's properties from its coordinator on the user bus, or calls its
- * Stop method; nothing is started.
+ * the Domain's properties from its coordinator on the user bus (one GetAll
+ * call per Domain), or calls its Stop method; nothing is started. Only a
+ * coordinator that is not on the bus means "not running", and one without
+ * the Domain object "unpublished" (starting or stopping); any other error
+ * is reported.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,86 +24,47 @@
 #include "macro.h"
 #include "strv.h"
 
-static int get_string_property(sd_bus *bus, const char *name, const char *prop, char **ret) {
-        return sd_bus_get_property_string(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, prop, NULL, ret);
-}
-
-/* Limits as an object: numbers, and "infinity" for UINT64_MAX. */
-static int domain_limits_json(sd_bus *bus, const char *bus_name, json_object **ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+/* A dictionary property, a{st} or a{ss}, as an object; LIMIT_INFINITY becomes "infinity". */
+static int dict_json(sd_bus_message *m, char value_type, json_object **ret) {
+        const char entry[] = { 's', value_type, 0 };
         _cleanup_json_ json_object *o = json_object_new_object();
         int r;
 
-        r = sd_bus_get_property(bus, bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Limits", NULL, &reply, "a{st}");
+        r = sd_bus_message_enter_container(m, 'a', value_type == 't' ? "{st}" : "{ss}");
         if (r < 0)
                 return r;
-        r = sd_bus_message_enter_container(reply, 'a', "{st}");
-        if (r < 0)
-                return r;
-        for (;;) {
-                const char *name;
-                uint64_t v;
+        while ((r = sd_bus_message_enter_container(m, 'e', entry)) > 0) {
+                const char *k, *s;
+                uint64_t t;
 
-                r = sd_bus_message_read(reply, "{st}", &name, &v);
+                r = sd_bus_message_read_basic(m, 's', &k);
+                if (r >= 0)
+                        r = sd_bus_message_read_basic(m, value_type, value_type == 't' ? (void *) &t : (void *) &s);
                 if (r < 0)
                         return r;
-                if (r == 0)
-                        break;
-                json_object_object_add(o, name, v == LIMIT_INFINITY ? json_object_new_string("infinity") : json_object_new_uint64(v));
+                if (value_type == 's')
+                        json_object_object_add(o, k, json_object_new_string(s));
+                else
+                        json_object_object_add(o, k, t == LIMIT_INFINITY ? json_object_new_string("infinity")
+                                                                          : json_object_new_uint64(t));
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
         }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(o);
         return 0;
 }
 
-/* The network readiness fingerprint and its parts; {} before publication. */
-static int domain_network_json(sd_bus *bus, const char *bus_name, json_object **ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_json_ json_object *o = json_object_new_object();
+static int sessions_json(sd_bus_message *m, json_object **ret) {
+        _cleanup_json_ json_object *sessions = json_object_new_array();
         int r;
 
-        r = sd_bus_get_property(bus, bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "NetworkReadiness", NULL, &reply,
-                                "a{ss}");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_enter_container(reply, 'a', "{ss}");
-        if (r < 0)
-                return r;
-        for (;;) {
-                const char *k, *v;
-
-                r = sd_bus_message_read(reply, "{ss}", &k, &v);
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        break;
-                json_object_object_add(o, k, json_object_new_string(v));
-        }
-        *ret = TAKE_PTR(o);
-        return 0;
-}
-
-static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object **ret) {
-        static const char *const props[] = { "DomainId", "Profile", "Workspace", "State", "CoordinatorId",
-                                             "SandboxId", "ConfigurationFingerprint", NULL };
-        _cleanup_json_ json_object *o = json_object_new_object();
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        json_object *sessions, *limits, *network;
-        int r;
-
-        for (size_t i = 0; props[i]; i++) {
-                _cleanup_free_ char *v = NULL;
-                r = get_string_property(bus, bus_name, props[i], &v);
-                if (r < 0)
-                        return r;
-                json_object_object_add(o, props[i], json_object_new_string(v));
-        }
-
-        r = sd_bus_get_property(bus, bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Sessions", NULL, &reply, "a(ssusbt)");
-        if (r < 0)
-                return r;
-        sessions = json_object_new_array();
-        json_object_object_add(o, "Sessions", sessions);
-        r = sd_bus_message_enter_container(reply, 'a', "(ssusbt)");
+        r = sd_bus_message_enter_container(m, 'a', "(ssusbt)");
         if (r < 0)
                 return r;
         for (;;) {
@@ -110,7 +74,7 @@ static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object
                 uint64_t started;
                 json_object *s;
 
-                r = sd_bus_message_read(reply, "(ssusbt)", &sid, &owner, &pid, &cmd, &term, &started);
+                r = sd_bus_message_read(m, "(ssusbt)", &sid, &owner, &pid, &cmd, &term, &started);
                 if (r < 0)
                         return r;
                 if (r == 0)
@@ -124,18 +88,120 @@ static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object
                 json_object_object_add(s, "started_usec", json_object_new_uint64(started));
                 json_object_array_add(sessions, s);
         }
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(sessions);
+        return 0;
+}
 
-        reply = sd_bus_message_unref(reply);
-        r = domain_limits_json(bus, bus_name, &limits);
+/* The properties a Domain's coordinator must report, and their types. */
+static const struct {
+        const char *name;
+        const char *signature;
+} domain_properties[] = {
+        { "DomainId",                 "s"        },
+        { "Profile",                  "s"        },
+        { "Workspace",                "s"        },
+        { "State",                    "s"        },
+        { "CoordinatorId",            "s"        },
+        { "SandboxId",                "s"        },
+        { "ConfigurationFingerprint", "s"        },
+        { "Sessions",                 "a(ssusbt)" },
+        { "Limits",                   "a{st}"    },
+        { "NetworkReadiness",         "a{ss}"    },
+};
+
+/*
+ * Reads every property of the Domain with one GetAll call. Bus errors are
+ * returned in *error; a reply without one of domain_properties[], or with
+ * one of another type, is an InconsistentMessage error. Unknown properties
+ * are skipped.
+ */
+static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object **ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_json_ json_object *o = json_object_new_object();
+        int r;
+
+        r = sd_bus_call_method(bus, bus_name, LAZARET_BUS_PATH, "org.freedesktop.DBus.Properties", "GetAll", error,
+                               &reply, "s", LAZARET_BUS_INTERFACE);
         if (r < 0)
                 return r;
-        json_object_object_add(o, "Limits", limits);
-        r = domain_network_json(bus, bus_name, &network);
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
         if (r < 0)
-                return r;
-        json_object_object_add(o, "NetworkReadiness", network);
+                goto bad;
+        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                const char *name, *contents;
+                json_object *v = NULL;
+                size_t i;
+
+                r = sd_bus_message_read_basic(reply, 's', &name);
+                if (r < 0)
+                        goto bad;
+                r = sd_bus_message_peek_type(reply, NULL, &contents);
+                if (r < 0)
+                        goto bad;
+                for (i = 0; i < ELEMENTSOF(domain_properties); i++)
+                        if (streq(name, domain_properties[i].name))
+                                break;
+                if (i == ELEMENTSOF(domain_properties)) {
+                        r = sd_bus_message_skip(reply, "v");
+                        if (r < 0)
+                                goto bad;
+                        r = sd_bus_message_exit_container(reply);
+                        if (r < 0)
+                                goto bad;
+                        continue;
+                }
+                if (!streq(contents, domain_properties[i].signature))
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INCONSISTENT_MESSAGE,
+                                                 "property %s has type %s, expected %s", name, contents,
+                                                 domain_properties[i].signature);
+                r = sd_bus_message_enter_container(reply, 'v', contents);
+                if (r < 0)
+                        goto bad;
+                if (streq(contents, "s")) {
+                        const char *s;
+                        r = sd_bus_message_read_basic(reply, 's', &s);
+                        if (r >= 0)
+                                v = json_object_new_string(s);
+                } else if (streq(contents, "a(ssusbt)"))
+                        r = sessions_json(reply, &v);
+                else
+                        r = dict_json(reply, contents[3], &v);
+                if (r < 0)
+                        goto bad;
+                json_object_object_add(o, name, v);
+                r = sd_bus_message_exit_container(reply);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        goto bad;
+        }
+        if (r < 0)
+                goto bad;
+
+        for (size_t i = 0; i < ELEMENTSOF(domain_properties); i++)
+                if (!json_object_object_get_ex(o, domain_properties[i].name, NULL))
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INCONSISTENT_MESSAGE,
+                                                 "the reply lacks the property %s (a coordinator of another Lazaret version?)",
+                                                 domain_properties[i].name);
         *ret = TAKE_PTR(o);
         return 0;
+
+bad:
+        return sd_bus_error_setf(error, SD_BUS_ERROR_INCONSISTENT_MESSAGE, "malformed reply: %s", strerror(-r));
+}
+
+/* The Domain's coordinator is not on the bus: the Domain is not running. */
+static bool error_is_not_running(const sd_bus_error *error) {
+        return sd_bus_error_has_names(error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER);
+}
+
+/* A coordinator holds the Domain's name but exports no Domain object: it
+ * has not published the Domain yet (starting) or has withdrawn it (stopping). */
+static bool error_is_unpublished(const sd_bus_error *error) {
+        return sd_bus_error_has_name(error, SD_BUS_ERROR_UNKNOWN_OBJECT);
 }
 
 static const char *jstr(json_object *o, const char *key) {
@@ -226,6 +292,7 @@ static int open_target(int argc, char *argv[], const Config *config, sd_bus **re
 }
 
 int verb_status(int argc, char *argv[], const Config *config) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_json_ json_object *o = NULL;
         char name[BUS_NAME_MAX], id[DOMAIN_ID_LEN + 1];
@@ -234,16 +301,24 @@ int verb_status(int argc, char *argv[], const Config *config) {
         r = open_target(argc, argv, config, &bus, id, name);
         if (r < 0)
                 return r;
-        r = domain_properties_json(bus, name, &o);
-        if (r < 0) {
+        r = domain_properties_json(bus, name, &o, &error);
+        if (r < 0 && (error_is_not_running(&error) || error_is_unpublished(&error))) {
+                bool unpublished = error_is_unpublished(&error);
+
                 if (arg_json) {
                         _cleanup_json_ json_object *n = json_object_new_object();
                         json_object_object_add(n, "DomainId", json_object_new_string(id));
-                        json_object_object_add(n, "State", json_object_new_string("inactive"));
+                        json_object_object_add(n, "State", json_object_new_string(unpublished ? "unpublished" : "inactive"));
                         puts(json_object_to_json_string_ext(n, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-                } else
+                } else if (unpublished)
+                        printf("Domain %s is not published: its coordinator is starting or stopping it.\n", id);
+                else
                         printf("Domain %s is not running.\n", id);
                 return 0;
+        }
+        if (r < 0) {
+                fprintf(stderr, "Cannot read the status of Domain %s: %s\n", id, error.message ?: strerror(-r));
+                return r;
         }
         if (arg_json)
                 puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -257,7 +332,7 @@ int verb_list(int argc, char *argv[], const Config *config) {
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_json_ json_object *arr = json_object_new_array();
         size_t n = 0;
-        int r;
+        int r, ret = 0;
 
         r = ctl_bus_open(&bus);
         if (r < 0)
@@ -270,11 +345,22 @@ int verb_list(int argc, char *argv[], const Config *config) {
         if (!arg_json)
                 printf("%-14s %-10s %-9s %-16s %s\n", "DOMAIN", "STATE", "SESSIONS", "PROFILE", "WORKSPACE");
         STRV_FOREACH(name, names) {
+                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
                 json_object *o = NULL, *sessions = NULL;
-                if (!domain_id_from_bus_name(*name))
+                const char *id = domain_id_from_bus_name(*name);
+
+                if (!id)
                         continue;
-                if (domain_properties_json(bus, *name, &o) < 0)
+                r = domain_properties_json(bus, *name, &o, &error);
+                /* Gone since the names were listed, or not published (yet):
+                 * not running. */
+                if (r < 0 && (error_is_not_running(&error) || error_is_unpublished(&error)))
                         continue;
+                if (r < 0) {
+                        fprintf(stderr, "Cannot read the status of Domain %s: %s\n", id, error.message ?: strerror(-r));
+                        ret = r;
+                        continue;
+                }
                 json_object_array_add(arr, o);
                 n++;
                 if (!arg_json) {
@@ -287,7 +373,7 @@ int verb_list(int argc, char *argv[], const Config *config) {
                 puts(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
         else
                 printf("\n%zu Domain%s running.\n", n, n == 1 ? "" : "s");
-        return 0;
+        return ret;
 }
 
 int verb_stop(int argc, char *argv[], const Config *config) {

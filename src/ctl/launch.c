@@ -28,7 +28,9 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "bus-job.h"
 #include "bus-names.h"
+#include "bus-util.h"
 #include "cleanup.h"
 #include "config.h"
 #include "ctl.h"
@@ -61,12 +63,6 @@ typedef struct Client {
         int cancelled;          /* the signal that cancelled the launch, or 0 */
         bool terminal;
 
-        /* starting the socket unit */
-        bool job_done;
-        char *job;              /* our start job's object path */
-        char *job_result;       /* "done", "failed", ... */
-        sd_bus_error job_error;
-
         /* the activation answer */
         bool answer_done;
         char answer[STATUS_LINE_MAX];
@@ -87,9 +83,6 @@ typedef struct Client {
 } Client;
 
 static void client_done(Client *c) {
-        free(c->job);
-        free(c->job_result);
-        sd_bus_error_free(&c->job_error);
         sd_bus_error_free(&c->open_error);
         free(c->session_id);
         free(c->coordinator);
@@ -166,91 +159,74 @@ static int client_wait(Client *c, const bool *done, uint64_t timeout_usec, bool 
 
 /* ------------------------------------------------------ the socket unit */
 
-static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
-        Client *c = userdata;
-        const char *path, *unit, *result;
-        uint32_t id;
+/* One start job of the socket unit, as bus_job_start() reports it. */
+typedef struct SocketJob {
+        bool done;
+        char *result;           /* "done", "failed", "timeout", "no-such-unit", "error", ... */
+        sd_bus_error error;
+} SocketJob;
 
-        if (sd_bus_message_read(m, "uoss", &id, &path, &unit, &result) < 0)
-                return 0;
-        if (c->job && !c->job_done && streq(path, c->job)) {
-                c->job_result = strdup(result);
-                c->job_done = true;
-        }
-        return 0;
+static void socket_job_done(SocketJob *j) {
+        free(j->result);
+        sd_bus_error_free(&j->error);
 }
 
-static int on_start_unit_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
-        Client *c = userdata;
-        const char *job;
-        int r;
+static void on_socket_job_done(BusJob *job, const char *result, const sd_bus_error *error, void *userdata) {
+        SocketJob *j = userdata;
 
-        if (sd_bus_message_is_method_error(m, NULL)) {
-                (void) sd_bus_error_copy(&c->job_error, sd_bus_message_get_error(m));
-                c->job_done = true;
-                return 0;
-        }
-        r = sd_bus_message_read(m, "o", &job);
-        if (r >= 0) {
-                c->job = strdup(job);
-                r = c->job ? 0 : -ENOMEM;
-        }
-        if (r < 0) {
-                (void) sd_bus_error_set_errno(&c->job_error, r);
-                c->job_done = true;
-        }
-        return 0;
+        j->result = strdup(result);
+        if (error)
+                (void) sd_bus_error_copy(&j->error, error);
+        j->done = true;
 }
 
 /*
  * Starts lazaret@ID.socket and waits for its job: then the socket listens.
- * The job is started on our own connection and its JobRemoved signal
- * awaited in the event loop, so that a signal can cancel the wait.
+ * Each call follows a job of its own (bus_job_start(): JobRemoved matched
+ * before the call, bounded by a timer) in our event loop, so that a signal
+ * can cancel the wait.
  */
 static int start_socket_unit(Client *c) {
-        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *match = NULL, *call = NULL;
+        _cleanup_(socket_job_done) SocketJob j = { .error = SD_BUS_ERROR_NULL };
+        _cleanup_(bus_job_freep) BusJob *job = NULL;
         char unit[UNIT_NAME_MAX];
         int r;
 
         domain_unit_name(c->id, "socket", unit);
 
-        /* Subscribed before the call: the job cannot end unseen. */
-        r = sd_bus_match_signal(c->bus, &match, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, c);
-        if (r >= 0)
-                r = sd_bus_call_method_async(c->bus, &call, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                             "org.freedesktop.systemd1.Manager", "StartUnit", on_start_unit_reply, c,
-                                             "ss", unit, "replace");
+        r = bus_job_start(c->bus, "StartUnit", bus_append_unit_replace, unit, SOCKET_START_TIMEOUT_USEC,
+                          on_socket_job_done, &j, &job);
         if (r < 0) {
                 fprintf(stderr, "Cannot start %s: %s\n", unit, strerror(-r));
                 return r;
         }
 
-        r = client_wait(c, &c->job_done, SOCKET_START_TIMEOUT_USEC, false);
+        r = client_wait(c, &j.done, UINT64_MAX, false);
         if (r == -ECANCELED)
                 return r;
-        if (r == -ETIMEDOUT) {
-                fprintf(stderr, "Starting %s did not finish within %llu s; see: systemctl --user status %s\n", unit,
-                        SOCKET_START_TIMEOUT_USEC / 1000000ULL, unit);
-                return r;
-        }
         if (r < 0) {
                 fprintf(stderr, "Cannot start %s: %s\n", unit, strerror(-r));
                 return r;
         }
-        if (sd_bus_error_has_names(&c->job_error, "org.freedesktop.systemd1.NoSuchUnit",
-                                   "org.freedesktop.systemd1.LoadFailed")) {
+        if (!j.result)
+                return -ENOMEM;
+        if (streq(j.result, "timeout")) {
+                fprintf(stderr, "Starting %s did not finish within %llu s; see: systemctl --user status %s\n", unit,
+                        SOCKET_START_TIMEOUT_USEC / 1000000ULL, unit);
+                return -ETIMEDOUT;
+        }
+        if (streq(j.result, "no-such-unit")) {
                 fprintf(stderr, "%s is not known to the user manager. Are the Lazaret user units installed? "
                         "Then try: systemctl --user daemon-reload\n", unit);
                 return -ENOENT;
         }
-        if (sd_bus_error_is_set(&c->job_error)) {
-                fprintf(stderr, "Cannot start %s: %s\n", unit, c->job_error.message ?: c->job_error.name);
-                return -sd_bus_error_get_errno(&c->job_error) ?: -EIO;
+        if (streq(j.result, "error")) {
+                fprintf(stderr, "Cannot start %s: %s\n", unit, j.error.message ?: strna(j.error.name));
+                return -sd_bus_error_get_errno(&j.error) ?: -EIO;
         }
-        if (!streq_ptr(c->job_result, "done")) {
+        if (!streq(j.result, "done")) {
                 fprintf(stderr, "Starting %s ended with \"%s\"; see: systemctl --user status %s\n", unit,
-                        strna(c->job_result), unit);
+                        j.result, unit);
                 return -EIO;
         }
         return 0;
@@ -707,7 +683,6 @@ int verb_launch(int argc, char *argv[], const Config *config) {
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         _cleanup_(client_done) Client c = {
                 .exit_status = 1,
-                .job_error = SD_BUS_ERROR_NULL,
                 .open_error = SD_BUS_ERROR_NULL,
         };
         sigset_t mask;

@@ -31,10 +31,13 @@ const char *arg_profile = NULL;
 const char *arg_workspace = NULL;
 bool arg_json = false;
 HostContext arg_host = {};
+/* The first of --source/--force given, if any: options of "image" only. */
+static const char *arg_image_option = NULL;
 
 typedef enum VerbFlags {
         VERB_CONFIG = 1 << 0,           /* needs the validated configuration */
         VERB_COMMAND = 1 << 1,          /* arguments after the verb's options are a command line */
+        VERB_IMAGE_OPTIONS = 1 << 2,    /* takes --source and --force */
 } VerbFlags;
 
 typedef struct Verb {
@@ -319,15 +322,15 @@ static int verb_help(int argc, char *argv[], const Config *c) {
 }
 
 static const Verb verbs[] = {
-        { "help",      1, 1,        0,                           verb_help,      "help                        Show this help" },
-        { "launch",    1, UINT_MAX, VERB_CONFIG | VERB_COMMAND,  verb_launch,    "launch [--] [CMD [ARG...]]  Run a command or a shell in the Domain's sandbox" },
-        { "status",    1, 2,        VERB_CONFIG,                 verb_status,    "status [DOMAIN-ID]          Show the state of a Domain" },
-        { "list",      1, 1,        0,                           verb_list,      "list                        List running Domains" },
-        { "stop",      1, 2,        VERB_CONFIG,                 verb_stop,      "stop [DOMAIN-ID]            Stop a Domain: end its sessions, tear it down" },
-        { "image",     2, 5,        VERB_CONFIG,                 verb_image,     "image build-default         Build the built-in default image from Debian packages" },
-        { "domain-id", 1, 1,        VERB_CONFIG,                 verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },
-        { "config",    2, 2,        VERB_CONFIG,                 verb_config,    "config check                Validate the configuration and show resolved profiles" },
-        { "unshare",   2, UINT_MAX, VERB_COMMAND,                verb_unshare,   "unshare [--] CMD [ARG...]   Run a host command in a user namespace mapped like the sandbox's" },
+        { "help",      1, 1,        0,                                 verb_help,      "help                        Show this help" },
+        { "launch",    1, UINT_MAX, VERB_CONFIG | VERB_COMMAND,        verb_launch,    "launch [--] [CMD [ARG...]]  Run a command or a shell in the Domain's sandbox" },
+        { "status",    1, 2,        VERB_CONFIG,                       verb_status,    "status [DOMAIN-ID]          Show the state of a Domain" },
+        { "list",      1, 1,        0,                                 verb_list,      "list                        List running Domains" },
+        { "stop",      1, 2,        VERB_CONFIG,                       verb_stop,      "stop [DOMAIN-ID]            Stop a Domain: end its sessions, tear it down" },
+        { "image",     2, 2,        VERB_CONFIG | VERB_IMAGE_OPTIONS,  verb_image,     "image build-default         Build the built-in default image from Debian packages" },
+        { "domain-id", 1, 1,        VERB_CONFIG,                       verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },
+        { "config",    2, 2,        VERB_CONFIG,                       verb_config,    "config check                Validate the configuration and show resolved profiles" },
+        { "unshare",   2, UINT_MAX, VERB_COMMAND,                      verb_unshare,   "unshare [--] CMD [ARG...]   Run a host command in a user namespace mapped like the sandbox's" },
 };
 
 static int help(void) {
@@ -414,9 +417,11 @@ static int parse_options(int argc, char *argv[]) {
                                 return -EINVAL;
                         }
                         image_set_source(optarg);
+                        arg_image_option = arg_image_option ?: "--source";
                         break;
                 case ARG_FORCE:
                         image_set_force(true);
+                        arg_image_option = arg_image_option ?: "--force";
                         break;
                 case '?':
                         return -EINVAL;
@@ -498,6 +503,12 @@ int main(int argc, char *argv[]) {
         if (r <= 0)
                 return r < 0 ? 2 : 0;
         (void) bus_register_error_map();
+
+        if (arg_image_option && !(verb->flags & VERB_IMAGE_OPTIONS)) {
+                fprintf(stderr, "%s is an option of \"image build-default\" only, not of \"%s\".\n",
+                        arg_image_option, verb->name);
+                return 2;
+        }
 
         n = (unsigned) strv_length(args);
         if (n < verb->min_args && (verb->flags & VERB_COMMAND)) {

@@ -12,6 +12,7 @@
 #   lt_unit_path UNIT       D-Bus object path of UNIT (LoadUnit)
 #   lt_unit_prop UNIT PROP  a property of org.freedesktop.systemd1.Unit
 #   lt_busctl ARGS...       busctl --user with a timeout
+#   lt_unit_pids UNIT       the PIDs in UNIT's control group
 #
 # After lt_install: LT_PREFIX, LT_BINDIR, LT_UNITDIR, LT_BUILDDIR are set and
 # LT_BINDIR leads PATH.
@@ -52,6 +53,24 @@ lt_unit_prop() {
         path=$(lt_unit_path "$1") || return 1
         lt_busctl --json=short get-property org.freedesktop.systemd1 "$path" \
                 org.freedesktop.systemd1.Unit "$2" | jq -r '.data'
+}
+
+# lt_unit_pids UNIT: the PIDs in UNIT's control group and the groups below
+# it, one per line, on a cgroup v2, hybrid (v2 at /sys/fs/cgroup/unified) or
+# v1 (name=systemd) layout. Fails when the unit has no control group or
+# none of the layouts has it. Assign its output (pids=$(lt_unit_pids U)):
+# in a for list a failure would go unnoticed.
+lt_unit_pids() {
+        local cg dir
+        cg=$(systemctl --user show -P ControlGroup "$1") || lt_fail "cannot read the ControlGroup of $1"
+        [[ -n $cg ]] || lt_fail "$1 has no control group (is it active?)"
+        for dir in /sys/fs/cgroup/unified /sys/fs/cgroup /sys/fs/cgroup/systemd; do
+                if [[ -e $dir$cg/cgroup.procs ]]; then
+                        find "$dir$cg" -name cgroup.procs -exec cat {} + | sort -un
+                        return 0
+                fi
+        done
+        lt_fail "$1: no cgroup.procs for $cg under /sys/fs/cgroup"
 }
 
 lt_install() {
@@ -121,11 +140,11 @@ lt_install() {
 # run with the whole stack inside the harness's network namespace, where the
 # only other hosts are the harness's test hosts. As root (the prepared
 # machine) a service of the user manager must see the test's own network
-# namespace, and that namespace no default route: otherwise the test fails
+# namespace, and that namespace no default route (IPv4 or IPv6): otherwise the test fails
 # rather than send a packet off the machine. In a desktop session there is
 # no such namespace: the test is skipped.
 lt_require_isolated_network() {
-        local ours theirs
+        local ours theirs route
         if [[ ${LAZARET_TEST_INSTALL:-home} == runtime ]]; then
                 lt_skip "this test launches sandboxes, whose slirp4netns must run inside the harness's network namespace; run the tests as root on a machine without a desktop session"
         fi
@@ -134,7 +153,13 @@ lt_require_isolated_network() {
                 lt_fail "cannot ask the user manager which network namespace its services get"
         [[ $ours == "$theirs" ]] ||
                 lt_fail "the user manager's services are in network namespace $theirs, not the harness's $ours: slirp4netns would reach real networks"
-        [[ -z $(ip -4 route show default) ]] || lt_fail "the harness's network namespace has a default route: $(ip -4 route show default)"
+        route=$(ip -4 route show default) || lt_fail "cannot read the IPv4 routes of the harness's network namespace"
+        [[ -z $route ]] || lt_fail "the harness's network namespace has a default route: $route"
+        # Without IPv6 in the kernel (no /proc/net/if_inet6) there is no IPv6 route to refuse.
+        if [[ -e /proc/net/if_inet6 ]]; then
+                route=$(ip -6 route show default) || lt_fail "cannot read the IPv6 routes of the harness's network namespace"
+                [[ -z $route ]] || lt_fail "the harness's network namespace has an IPv6 default route: $route"
+        fi
 }
 
 lt_domain_setup() {
@@ -166,9 +191,6 @@ lt_domain_setup() {
         trap lt_domain_cleanup EXIT
 }
 
-# lt_domain_cleanup [RC]: the EXIT trap; RC is the script's exit status (default
-# $?). A trap that runs other commands first must save $? and pass it, or a
-# failure would exit 0.
 # lt_use_git_image: after lt_domain_setup, builds (once per user) the busybox
 # test image plus the host's git at ~/lt-image-git, points LT_CONFIG's
 # profile "test" at it and exports LT_GIT_IMAGE. Needs git on the host.
@@ -185,6 +207,9 @@ lt_use_git_image() {
         export LT_GIT_IMAGE
 }
 
+# lt_domain_cleanup [RC]: the EXIT trap; RC is the script's exit status (default
+# $?). A trap that runs other commands first must save $? and pass it, or a
+# failure would exit 0.
 lt_domain_cleanup() {
         local rc=${1:-$?}
         # A keeper session (lt_keeper_start), and a test's own clean-up.

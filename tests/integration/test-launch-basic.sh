@@ -114,6 +114,86 @@ lt_assert_eq "status --json sessions" 1 "$(jq '.Sessions | length' <<<"$json")"
 fp=$(lazaretctl config check --json --workspace "$LT_WS" | jq -r .fingerprint)
 lt_assert_eq "status --json ConfigurationFingerprint" "$fp" "$(jq -r .ConfigurationFingerprint <<<"$json")"
 lt_assert_eq "list --json has the Domain" "$LT_DOMAIN" "$(lazaretctl list --json | jq -r --arg d "$LT_DOMAIN" '.[] | select(.DomainId == $d) | .DomainId')"
+
+# status and list read each Domain with one GetAll call. Only a Domain name
+# without an owner means "not running"; a name whose owner exports no Domain
+# object is "unpublished" (a coordinator starting or stopping); any other
+# failure is reported with the error and a non-zero exit. Two fake owners of
+# Domain names, built here: 0123456789ab exports nothing, ba9876543210 an
+# org.lazaret.Domain1 object with only DomainId (a coordinator of another
+# version).
+fake=$HOME/lt-fake-domain
+cat >"$fake.c" <<'EOF'
+#include <stdio.h>
+#include <systemd/sd-bus.h>
+static int get_id(sd_bus *b, const char *p, const char *i, const char *n, sd_bus_message *m, void *u, sd_bus_error *e) {
+        return sd_bus_message_append(m, "s", (const char *) u);
+}
+static const sd_bus_vtable vt[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("DomainId", "s", get_id, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_VTABLE_END
+};
+int main(int argc, char *argv[]) {
+        char name[64];
+        sd_bus *bus;
+        int r;
+        if (argc != 3 || sd_bus_open_user(&bus) < 0)
+                return 2;
+        if (argv[2][0] == 'o' && sd_bus_add_object_vtable(bus, NULL, "/org/lazaret/Domain", "org.lazaret.Domain1", vt, argv[1]) < 0)
+                return 1;
+        snprintf(name, sizeof(name), "org.lazaret.Domain.d%s", argv[1]);
+        if (sd_bus_request_name(bus, name, 0) < 0)
+                return 1;
+        printf("ready\n");
+        fflush(stdout);
+        for (;;) {
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return 1;
+                if (r == 0 && sd_bus_wait(bus, UINT64_MAX) < 0)
+                        return 1;
+        }
+}
+EOF
+# shellcheck disable=SC2046
+cc -o "$fake" "$fake.c" $(pkg-config --cflags --libs libsystemd) || lt_fail "cannot build the fake Domain owner"
+# (Their output goes to files, and the EXIT trap kills them, so that a
+# failure here does not leave them holding the test's output open.)
+lt_cleanup_hook() { kill "${fake_bare:-}" "${fake_object:-}" 2>/dev/null || true; }
+"$fake" 0123456789ab bare >"$fake.bare" 2>&1 &
+fake_bare=$!
+"$fake" ba9876543210 object >"$fake.object" 2>&1 &
+fake_object=$!
+for _ in $(seq 1 100); do
+        [[ $(cat "$fake.bare" "$fake.object") == $'ready\nready' ]] && break
+        sleep 0.1
+done
+[[ $(cat "$fake.bare" "$fake.object") == $'ready\nready' ]] || lt_fail "the fake Domain owners did not start"
+lt_assert_eq "status --json of a name without the Domain object" unpublished \
+        "$(lazaretctl status --json 0123456789ab | jq -r .State)"
+set +e
+out=$(lazaretctl status ba9876543210 2>&1)
+rc=$?
+set -e
+lt_assert_eq "exit status of status for a Domain that answers without its properties" 1 "$rc"
+[[ $out == *"Cannot read the status of Domain ba9876543210: "*"lacks the property Profile"* ]] ||
+        lt_fail "status of a Domain that answers without its properties: $out"
+lt_log "ok: status reports: $out"
+set +e
+out=$(lazaretctl list --json 2>"$HOME/list.err")
+rc=$?
+set -e
+lt_assert_eq "exit status of list with a Domain that answers without its properties" 1 "$rc"
+grep -q "Cannot read the status of Domain ba9876543210: " "$HOME/list.err" ||
+        lt_fail "list does not report the bad Domain: $(cat "$HOME/list.err")"
+lt_assert_eq "list --json with a bad Domain: the good one, and only it" "$LT_DOMAIN" "$(jq -r '.[].DomainId' <<<"$out")"
+kill "$fake_bare" "$fake_object"
+wait "$fake_bare" "$fake_object" 2>/dev/null || true
+unset fake_bare fake_object
+lt_assert_eq "status --json of a Domain name without an owner" inactive \
+        "$(lazaretctl status --json ba9876543210 | jq -r .State)"
+lazaretctl list >/dev/null || lt_fail "list failed after the fake owners left"
 (cd "$LT_WS" && lazaretctl stop) >/dev/null || lt_fail "lazaretctl stop failed"
 set +e
 wait "$bg"

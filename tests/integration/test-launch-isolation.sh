@@ -60,8 +60,7 @@ check_host_processes() {
                 [[ $(cd "$LT_WS" && lazaretctl status --json 2>/dev/null | jq -r .State) == running ]] && break
                 sleep 0.1
         done
-        cg=$(systemctl --user show -P ControlGroup "$scope")
-        pids=$(cat "/sys/fs/cgroup/unified$cg/cgroup.procs" 2>/dev/null || cat "/sys/fs/cgroup$cg/cgroup.procs")
+        pids=$(lt_unit_pids "$scope")
         [[ -n $pids ]] || lt_fail "no processes in $scope"
         for pid in $pids; do
                 st=$(cat "/proc/$pid/status" 2>/dev/null) || continue

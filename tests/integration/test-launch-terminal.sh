@@ -18,7 +18,9 @@ cleanup_tmux() { $T kill-server 2>/dev/null || true; }
 trap 'rc=$?; cleanup_tmux; lt_domain_cleanup "$rc"' EXIT
 
 screen() { $T capture-pane -t t -p; }
-# wait_for TEXT: bounded wait until the pane shows TEXT.
+# wait_for TEXT: bounded wait until the pane shows TEXT. The pane also shows
+# what was typed: a marker in a typed command is split with quotes (IS-A-T''TY)
+# so that only the command's output matches.
 wait_for() {
         for _ in $(seq 1 100); do
                 screen | grep -qF -- "$1" && return 0
@@ -31,13 +33,12 @@ wait_for() {
 $T new-session -d -s t -x 100 -y 30 "cd '$LT_WS' && TERM=xterm-256color lazaretctl launch; echo LAUNCH-EXIT=\$?; sleep 60"
 wait_for ':/workspace#'
 
-$T send-keys -t t '[ -t 0 ] && [ -t 1 ] && echo IS-A-TTY; echo TERM=$TERM; stty size' Enter
+$T send-keys -t t "[ -t 0 ] && [ -t 1 ] && echo IS-A-T''TY; echo TERM=\$TERM; stty size" Enter
 wait_for 'IS-A-TTY'
 wait_for 'TERM=xterm-256color'
 wait_for '30 100'
 
 # The host's terminfo entry is there even though the busybox image has none.
-# (The quotes keep the typed command from matching what is waited for.)
 $T send-keys -t t "ls \${TERMINFO_DIRS%%:*}/x/ && echo TERMINFO-O''K" Enter
 wait_for 'TERMINFO-OK'
 grep -q 'xterm-256color' <<<"$(screen)" || lt_fail "terminfo entry xterm-256color not visible inside"
@@ -62,7 +63,7 @@ $T send-keys -t t 'sleep 100' Enter
 sleep 0.5
 $T send-keys -t t C-z
 wait_for 'Stopped'
-$T send-keys -t t 'kill -9 %1; echo JOB-KILLED' Enter
+$T send-keys -t t "kill -9 %1 && echo JOB-KI''LLED" Enter
 wait_for 'JOB-KILLED'
 
 # The shell may learn of the killed job only when asked to exit; it then
@@ -80,7 +81,7 @@ $T send-keys -t t "cd '$LT_WS'; stty -g > '$HOME/stty.before'; lazaretctl launch
 wait_for ':/workspace#'
 pkill -KILL -f '^lazaretctl launch$' || lt_fail "no lazaretctl launch process to kill"
 sleep 0.5
-$T send-keys -t t "stty -g > '$HOME/stty.after'; echo RESTORED" Enter
+$T send-keys -t t "stty -g > '$HOME/stty.after' && echo RESTO''RED" Enter
 wait_for 'RESTORED'
 lt_assert_eq "terminal modes after SIGKILL of the client" "$(cat "$HOME/stty.before")" "$(cat "$HOME/stty.after")"
 lt_wait_inactive

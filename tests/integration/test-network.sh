@@ -75,12 +75,17 @@ lt_log "ok: canaries torn down (links: $links; inside: ${out:-no answer})"
 fetch() { lt_launch -- /bin/sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 $1 8080 | tail -n 1"; }
 lt_assert_eq "allowed 10.23.0.5" "test host 10.23.0.5" "$(fetch 10.23.0.5 2>&1)"
 lt_assert_eq "public 198.51.100.7" "test host 198.51.100.7" "$(fetch 198.51.100.7 2>&1)"
+# Denied: the sandbox runs (the marker after nc is printed) and nc fails;
+# a launch that failed for another reason does not count.
 set +e
-out=$(fetch 10.99.0.5 2>&1)
+out=$(lt_launch -- /bin/sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 10.99.0.5 8080; echo NC-EXIT=\$?" 2>&1)
 rc=$?
 set -e
+((rc == 0)) || lt_fail "the launch for the denied fetch failed (exit $rc): $out"
+[[ $out =~ NC-EXIT=([0-9]+) ]] || lt_fail "the sandbox did not run the denied fetch: $out"
+((BASH_REMATCH[1] != 0)) || lt_fail "nc connected to denied 10.99.0.5: $out"
 [[ $out != *"test host"* ]] || lt_fail "denied 10.99.0.5 answered: $out"
-lt_log "ok: 10.23.0.5 and 198.51.100.7 reachable, 10.99.0.5 not ($out)"
+lt_log "ok: 10.23.0.5 and 198.51.100.7 reachable, 10.99.0.5 not ($(tr '\n' ' ' <<<"$out"))"
 
 # --- DNS, IPv6 --------------------------------------------------------------------
 lt_assert_eq "resolv.conf nameservers" "nameserver 10.137.54.3" "$(lt_launch -- /bin/grep -v '^#' /etc/resolv.conf)"
@@ -101,9 +106,15 @@ rc=$?
 out2=$(lt_launch -- /bin/ip addr add 10.99.0.9/32 dev tap0 2>&1)
 rc2=$?
 set -e
+# Refused for want of permission, not for any other error.
+refused='(Permission denied|Operation not permitted)'
 ((rc != 0)) || lt_fail "a route was added inside: $out"
+grep -Eq "$refused" <<<"$out" || lt_fail "the route change failed, but not as refused: $out"
 ((rc2 != 0)) || lt_fail "an address was added inside: $out2"
-grep -q 10.99.0.0 <<<"$(lt_launch -- /bin/ip route)" && lt_fail "the route is there after all"
+grep -Eq "$refused" <<<"$out2" || lt_fail "the address change failed, but not as refused: $out2"
+routes=$(lt_launch -- /bin/ip route) || lt_fail "ip route failed inside: $routes"
+grep -q 'dev tap0' <<<"$routes" || lt_fail "control: ip route inside does not list tap0's routes: $routes"
+grep -q 10.99.0.0 <<<"$routes" && lt_fail "the route is there after all: $routes"
 lt_log "ok: route and address changes refused ($out / $out2)"
 
 # --- the helper dies: the Domain fails, the session is told -------------------------

@@ -142,8 +142,7 @@ lt_log "ok: the peer's runsc kill fails ($rc)"
 #    UID the peer holds, e.g. nobody/65534 or a subordinate range shared
 #    with the peer.
 scope=lazaret-$LT_DOMAIN-sandbox.scope
-cg=$(systemctl --user show -P ControlGroup "$scope")
-pids=$(cat "/sys/fs/cgroup/unified$cg/cgroup.procs" 2>/dev/null || cat "/sys/fs/cgroup$cg/cgroup.procs")
+pids=$(lt_unit_pids "$scope")
 [[ -n $pids ]] || lt_fail "no processes in $scope"
 checked=0 owned=0
 for pid in $pids; do

@@ -16,16 +16,16 @@ scope=lazaret-$LT_DOMAIN-sandbox.scope
 unit=lazaret@$LT_DOMAIN.service
 
 kill_part() {   # PROCESS-NAME EXPECTED-REASON
-        local name=$1 reason=$2 bg rc pid cg out
+        local name=$1 reason=$2 bg rc pid pids out
         (cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 60 </dev/null >"$HOME/death.out" 2>"$HOME/death.err") &
         bg=$!
         for _ in $(seq 1 100); do
                 [[ $(cd "$LT_WS" && lazaretctl status --json 2>/dev/null | jq '.Sessions | length') == 1 ]] && break
                 sleep 0.1
         done
-        cg=$(systemctl --user show -P ControlGroup "$scope")
+        pids=$(lt_unit_pids "$scope")
         pid=
-        for p in $(cat "/sys/fs/cgroup/unified$cg/cgroup.procs" 2>/dev/null || cat "/sys/fs/cgroup/systemd$cg/cgroup.procs"); do
+        for p in $pids; do
                 [[ $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) == "$name "* ]] && pid=$p
         done
         [[ -n $pid ]] || lt_fail "no $name process in $scope"
