@@ -253,10 +253,20 @@ static int start_canary(SupNet *n, Netlink *nl, char *err, size_t errlen) {
 }
 
 /* Reads one line from addr:port from this namespace (the supervisor's own, Linux's view). */
+/*
+ * Reads the line addr:port answers, from this namespace (the supervisor's
+ * own, Linux's view), to the responder's end of the connection; then
+ * resets it. Nothing of this connection may travel later: once the
+ * temporary route is gone, a late FIN or ACK to the denied canary would be
+ * routed by the policy into deny0 and look like gVisor's packets to the
+ * deny link's witness.
+ */
 static int fetch(uint32_t addr, int port, char *buf, size_t size) {
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t) port), .sin_addr.s_addr = htonl(addr) };
         struct timeval tv = { .tv_sec = 3 };
+        struct linger abortive = { .l_onoff = 1, .l_linger = 0 };
         _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        size_t n = 0;
         ssize_t k;
 
         if (fd < 0)
@@ -265,11 +275,19 @@ static int fetch(uint32_t addr, int port, char *buf, size_t size) {
         (void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
                 return -errno;
-        k = read(fd, buf, size - 1);
+        /* The responder writes its line and closes: read to its FIN. */
+        while ((k = read(fd, buf + n, size - 1 - n)) > 0 && n + (size_t) k < size - 1)
+                n += (size_t) k;
         if (k < 0)
                 return -errno;
-        buf[k] = 0;
+        if (k > 0)
+                return -EMSGSIZE;
+        buf[n] = 0;
         buf[strcspn(buf, "\n")] = 0;
+        /* An RST now, sent by close() while the route is still there, and
+         * no FIN of ours waiting for an ACK afterwards. */
+        if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &abortive, sizeof(abortive)) < 0)
+                return -errno;
         return 0;
 }
 
