@@ -53,14 +53,8 @@ peer_connect() { as_peer "$tools/unix-connect" "$1" || true; }
 listening_abstract() { awk '$4 == "00010000" && $8 ~ /^@/ { print $8 }' | sort -u; }
 before=$(as_peer cat /proc/net/unix | listening_abstract)
 
-(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 120 </dev/null >/dev/null 2>&1) &
-bg=$!
-for _ in $(seq 1 150); do
-        state=$(cd "$LT_WS" && lazaretctl status --json 2>/dev/null | jq -r .State) || true
-        [[ $state == running ]] && break
-        sleep 0.1
-done
-lt_assert_eq "Domain state with a session" running "$state"
+lt_keeper_start
+bg=$LT_KEEPER
 
 root=$XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN/runsc
 ctl_sock=$(find "$root" -maxdepth 1 -type s -name "*lz-$LT_DOMAIN-*" | head -n1)
