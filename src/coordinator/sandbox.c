@@ -77,6 +77,7 @@ struct Sandbox {
         char *runsc_root;               /* runsc state (its control sockets too) */
         char *bundle;
         char *control_dir;              /* mounted read-only at /run/lazaret */
+        char *mount_plan;               /* JSON (mount-plan.h), from the bundle */
         char *sessions_dir;             /* process specs of sessions */
         char *overlay_dir;              /* the root overlay's file store */
         char *netns_path;               /* the enforcement namespace, bound by the supervisor */
@@ -115,6 +116,10 @@ const SandboxNetwork *sandbox_network(const Sandbox *sb) {
         return sb && sb->state == SANDBOX_RUNNING ? &sb->network : NULL;
 }
 
+const char *sandbox_mount_plan(const Sandbox *sb) {
+        return sb && sb->state == SANDBOX_RUNNING ? sb->mount_plan : NULL;
+}
+
 const SandboxRuntime *sandbox_runtime(const Sandbox *sb) {
         return sb && sb->state == SANDBOX_RUNNING ? &sb->runtime : NULL;
 }
@@ -137,6 +142,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->runsc_root);
         free(sb->bundle);
         free(sb->control_dir);
+        free(sb->mount_plan);
         free(sb->sessions_dir);
         free(sb->overlay_dir);
         free(sb->netns_path);
@@ -486,6 +492,7 @@ static void step_bundle(Sandbox *sb) {
                 sandbox_fail(sb, "cannot create the sandbox's runtime directories (see the log)");
                 return;
         }
+        sb->mount_plan = mfree(sb->mount_plan);
         r = bundle_write(&(BundleParams) {
                                  .domain = sb->domain,
                                  .bundle_dir = sb->bundle,
@@ -495,7 +502,7 @@ static void step_bundle(Sandbox *sb) {
                                  .env = sb->image.env,
                                  .canary_port = sb->canary_port,
                                  .probe_denied = fault == NETWORK_FAULT_DENIED_ELSEWHERE ? NET_GATEWAY_STR : NET_CANARY_DENIED_STR,
-                         }, &why);
+                         }, &sb->mount_plan, &why);
         if (r >= 0)
                 r = write_control_files(sb, &why);
         if (r >= 0)

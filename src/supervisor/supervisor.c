@@ -49,6 +49,7 @@
 #include "macro.h"
 #include "setid-filter.h"
 #include "spawn-util.h"
+#include "supervisor-mounts.h"
 #include "supervisor-net.h"
 #include "supervisor-proto.h"
 #include "util.h"
@@ -447,6 +448,12 @@ int main(int argc, char *argv[]) {
         /* 1. Resources. */
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
                 report_failed("cannot set up a private mount namespace: %s", strerror(errno));
+                return 1;
+        }
+        /* Every mount source, staged from what was checked (spec C19). */
+        r = supmounts_stage(arg_bundle, err, sizeof(err));
+        if (r < 0) {
+                report_failed("%s", err);
                 return 1;
         }
         setup_files_limit();
