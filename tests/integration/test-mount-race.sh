@@ -87,3 +87,18 @@ for i in $(seq 1 "$attempts"); do
         lazaretctl --workspace "$INNER" stop >/dev/null 2>&1 || true
 done
 lt_log "ok: $attempts cold starts during the swap: $seen_inner saw the inner repository, $refused refused, none saw the other"
+
+# --- a mount that would hide another is refused at launch, by name ---------------
+kill "$SWAPPER" 2>/dev/null || true
+wait "$SWAPPER" 2>/dev/null || true
+SWAPPER=
+lt_cleanup_hook
+mkdir -p "$HOME/lt-vol-run"
+cp "$LT_CONFIG" "$HOME/lt-config.saved"
+jq -c --arg h "$HOME/lt-vol-run" '.profiles.test.volumes = [{ "host": $h, "container": "/run" }]' \
+        "$HOME/lt-config.saved" >"$LT_CONFIG"
+out=$(lazaretctl --workspace "$INNER" launch -- /bin/true 2>&1 </dev/null) && lt_fail "a volume at /run, over /run/lazaret, was mounted: $out"
+grep -q "mount plan: volume at /run would hide the control mount at /run/lazaret below it" <<<"$out" ||
+        lt_fail "the refusal does not say which mounts collide: $out"
+cp "$HOME/lt-config.saved" "$LT_CONFIG"
+lt_log "ok: a volume at /run is refused: it would hide /run/lazaret"
