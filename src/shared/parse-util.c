@@ -126,3 +126,19 @@ int parse_uint32(const char *s, uint32_t min, uint32_t max, uint32_t *ret) {
 int parse_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
         return parse_unsigned(s, 0, min, max, ret);
 }
+
+int split_fields(char *line, const char *sep, char **fields, size_t max) {
+        size_t n = 0;
+
+        for (char *p = line + strspn(line, sep); *p; p += strspn(p, sep)) {
+                size_t l = strcspn(p, sep);
+
+                if (n == max)
+                        return -E2BIG;
+                fields[n++] = p;
+                p += l;
+                if (*p)
+                        *p++ = 0;
+        }
+        return (int) n;
+}

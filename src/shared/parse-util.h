@@ -33,3 +33,10 @@ int parse_signed(const char *s, ParseFlags flags, int64_t min, int64_t max, int6
 int parse_int(const char *s, int min, int max, int *ret);
 int parse_uint32(const char *s, uint32_t min, uint32_t max, uint32_t *ret);
 int parse_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
+
+/*
+ * Splits line in place at runs of the bytes in sep (leading and trailing
+ * ones ignored) into fields[0..max). Returns the number of fields, or
+ * -E2BIG when there are more than max: for the columns of /proc files.
+ */
+int split_fields(char *line, const char *sep, char **fields, size_t max);

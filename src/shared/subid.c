@@ -13,22 +13,19 @@
 #include "cleanup.h"
 #include "fs-util.h"
 #include "macro.h"
+#include "parse-util.h"
 #include "strv.h"
 #include "subid.h"
 #include "util.h"
 
+/* A column of /etc/subuid: decimal, leading zeros tolerated (shadow's own reader takes them). */
 static int parse_u32(const char *s, size_t n, uint32_t *ret) {
-        uint64_t v = 0;
+        uint64_t v;
+        int r;
 
-        if (n == 0 || n > 10)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -EINVAL;
-                v = v * 10 + (uint64_t) (s[i] - '0');
-        }
-        if (v > UINT32_MAX)
-                return -ERANGE;
+        r = parse_unsigned_n(s, n, PARSE_LEADING_ZEROS, 0, UINT32_MAX, &v);
+        if (r < 0)
+                return r;
         *ret = (uint32_t) v;
         return 0;
 }
@@ -149,13 +146,17 @@ int subid_map_check(const char *text, uint32_t id, const SubidRange *range) {
 
         for (const char *line = text; line && *line;) {
                 const char *eol = strchrnul(line, '\n');
-                unsigned long a, b, n;
-                char extra;
                 _cleanup_free_ char *l = strndup(line, eol - line);
+                uint64_t a, b, n;
+                char *f[3];
 
                 if (!l)
                         return -ENOMEM;
-                if (sscanf(l, "%lu %lu %lu %c", &a, &b, &n, &extra) != 3)
+                /* The kernel pads each column to ten characters with spaces. */
+                if (split_fields(l, " ", f, 3) != 3 ||
+                    parse_unsigned(f[0], 0, 0, UINT32_MAX, &a) < 0 ||
+                    parse_unsigned(f[1], 0, 0, UINT32_MAX, &b) < 0 ||
+                    parse_unsigned(f[2], 0, 0, UINT32_MAX, &n) < 0)
                         return -EPERM;
                 lines++;
                 if (a == 0 && b == id && n == 1)

@@ -47,6 +47,7 @@
 #include "cleanup.h"
 #include "fs-util.h"
 #include "macro.h"
+#include "parse-util.h"
 #include "setid-filter.h"
 #include "spawn-util.h"
 #include "supervisor-net.h"
@@ -318,7 +319,7 @@ static int parse_argv(int argc, char *argv[]) {
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
                 switch (c) {
                 case 'f':
-                        if (parse_uint_strict(optarg, 1024, &arg_control_fd) < 0)
+                        if (parse_int(optarg, 0, 1024, &arg_control_fd) < 0)
                                 return -EINVAL;
                         break;
                 case 'r':
@@ -357,7 +358,7 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_policy_digest = optarg;
                         break;
                 case 'P':
-                        if (parse_uint_strict(optarg, 65535, &arg_canary_port) < 0 || arg_canary_port < 1024)
+                        if (parse_int(optarg, 1024, 65535, &arg_canary_port) < 0)
                                 return -EINVAL;
                         break;
                 case 'F':

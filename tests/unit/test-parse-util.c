@@ -151,3 +151,15 @@ Test(parse_util, typed) {
         cr_assert_eq(parse_uint64("1", 2, 3, &y), -ERANGE);
         cr_assert_eq(y, 7);
 }
+
+Test(parse_util, split_fields) {
+        char line[] = "  Iface\tDest  0100007F \t", two[] = "a b c", empty[] = " \t ";
+        char *f[3];
+
+        cr_assert_eq(split_fields(line, " \t", f, 3), 3);
+        cr_assert_str_eq(f[0], "Iface");
+        cr_assert_str_eq(f[1], "Dest");
+        cr_assert_str_eq(f[2], "0100007F");
+        cr_assert_eq(split_fields(two, " ", f, 2), -E2BIG);
+        cr_assert_eq(split_fields(empty, " \t", f, 3), 0);
+}
