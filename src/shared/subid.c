@@ -182,17 +182,21 @@ int subid_map_check_pid(pid_t pid, const char *file, uint32_t id, const SubidRan
 
 int userns_child_hook(void *userdata) {
         const UsernsHook *h = userdata;
+        ssize_t k;
         char c;
 
         if (unshare(CLONE_NEWUSER) < 0)
-                return 1;
+                return -errno;
         if (write(h->sync_fd, "u", 1) != 1)
-                return 1;
-        if (read(h->go_fd, &c, 1) != 1 || c != 'g')
-                return 1;
+                return -EPIPE;
+        k = read(h->go_fd, &c, 1);
+        if (k < 0)
+                return -errno;
+        if (k != 1 || c != 'g')
+                return -ECANCELED;      /* the parent gave up on us */
         (void) close(h->sync_fd);
         (void) close(h->go_fd);
         if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
-                return 1;
+                return -errno;
         return 0;
 }
