@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +60,32 @@ int strv_extend(char ***l, const char *value) {
         if (r < 0)
                 return r;
         TAKE_PTR(v);
+        return 0;
+}
+
+int strv_extendf(char ***l, const char *fmt, ...) {
+        _cleanup_free_ char *v = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&v, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        r = strv_push(l, v);
+        if (r < 0)
+                return r;
+        TAKE_PTR(v);
+        return 0;
+}
+
+int strv_extend_strv(char ***l, char *const *other) {
+        for (char *const *s = other; s && *s; s++) {
+                int r = strv_extend(l, *s);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
