@@ -179,19 +179,31 @@ int copy_file(const char *from, const char *to, mode_t mode) {
                 return -errno;
         if (fchmod(out, mode) < 0)
                 return -errno;
-        while ((k = read(in, buf, sizeof(buf))) > 0)
-                if (write_all(out, buf, (size_t) k) < 0)
-                        return -EIO;
-        return k < 0 ? -errno : 0;
+        for (;;) {
+                int r;
+
+                k = read(in, buf, sizeof(buf));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? -errno : 0;
+                r = write_all(out, buf, (size_t) k);
+                if (r < 0)
+                        return r;       /* -ENOSPC, -EDQUOT, ...: not a bare -EIO */
+        }
 }
 
-char *find_program(const char *name) {
+int find_program(const char *name, char **ret) {
         static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", NULL };
 
         for (size_t i = 0; dirs[i]; i++) {
                 _cleanup_free_ char *p = path_join(dirs[i], name);
-                if (p && access(p, X_OK) == 0)
-                        return TAKE_PTR(p);
+                if (!p)
+                        return -ENOMEM;
+                if (access(p, X_OK) == 0) {
+                        *ret = TAKE_PTR(p);
+                        return 0;
+                }
         }
-        return NULL;
+        return -ENOENT;
 }

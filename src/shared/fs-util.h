@@ -45,5 +45,6 @@ int copy_file(const char *from, const char *to, mode_t mode);
 /*
  * An executable in the fixed system search path (the one systemd uses for
  * ExecStart=, not $PATH: the coordinator's environment is not the user's).
+ * -ENOENT when there is none, -ENOMEM: a NULL would not say which.
  */
-char *find_program(const char *name);
+int find_program(const char *name, char **ret);

@@ -119,11 +119,12 @@ int subid_pick_for_user(const char *user, uid_t uid, gid_t gid, SubidRange *ret_
 
 int subid_mapper_argv(const char *tool, pid_t pid, uint32_t id, const SubidRange *range, char ***ret) {
         _cleanup_strv_free_ char **argv = NULL;
-        char *prog = find_program(tool);
-        char spid[16], sid[16], sstart[16], scount[16];
+        char *prog = NULL, spid[16], sid[16], sstart[16], scount[16];
+        int r;
 
-        if (!prog)
-                return -ENOENT;
+        r = find_program(tool, &prog);
+        if (r < 0)
+                return r;
         if (strv_push(&argv, prog) < 0) {
                 free(prog);
                 return -ENOMEM;

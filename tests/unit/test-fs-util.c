@@ -121,3 +121,14 @@ Test(fs_util, mkdir_mode_sets_the_mode_by_fd) {
         umask(old);
         cr_assert_eq(rm_rf(base), 0);
 }
+
+Test(fs_util, find_program_says_why) {
+        _cleanup_free_ char *p = NULL;
+        char *untouched = (char *) "x";
+
+        cr_assert_eq(find_program("sh", &p), 0);
+        cr_assert_eq(p[0], '/');
+        cr_assert_eq(access(p, X_OK), 0);
+        cr_assert_eq(find_program("lazaret-no-such-program", &untouched), -ENOENT);
+        cr_assert_str_eq(untouched, "x");
+}
