@@ -50,21 +50,25 @@ int strv_push(char ***l, char *value) {
         return 0;
 }
 
+/* strv_push() that frees value when it cannot take it. */
+static int strv_consume(char ***l, char *value) {
+        int r = strv_push(l, value);
+
+        if (r < 0)
+                free(value);
+        return r;
+}
+
 int strv_extend(char ***l, const char *value) {
-        _cleanup_free_ char *v = strdup(value);
-        int r;
+        char *v = strdup(value);
 
         if (!v)
                 return -ENOMEM;
-        r = strv_push(l, v);
-        if (r < 0)
-                return r;
-        TAKE_PTR(v);
-        return 0;
+        return strv_consume(l, v);
 }
 
 int strv_extendf(char ***l, const char *fmt, ...) {
-        _cleanup_free_ char *v = NULL;
+        char *v;
         va_list ap;
         int r;
 
@@ -73,11 +77,7 @@ int strv_extendf(char ***l, const char *fmt, ...) {
         va_end(ap);
         if (r < 0)
                 return -ENOMEM;
-        r = strv_push(l, v);
-        if (r < 0)
-                return r;
-        TAKE_PTR(v);
-        return 0;
+        return strv_consume(l, v);
 }
 
 int strv_extend_strv(char ***l, char *const *other) {
