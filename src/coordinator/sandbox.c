@@ -184,9 +184,11 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
                 if (!sb->runsc)
                         return -ENOMEM;
         } else {
-                sb->runsc = find_program("runsc");
-                if (!sb->runsc)
-                        return errorf(ret_why, -ENOENT, "runsc (gVisor) is not installed; install the runsc package");
+                r = find_program("runsc", &sb->runsc);
+                if (r == -ENOENT)
+                        return errorf(ret_why, r, "runsc (gVisor) is not installed; install the runsc package");
+                if (r < 0)
+                        return r;
         }
         if (p->user_name && !(sb->user_name = strdup(p->user_name)))
                 return -ENOMEM;
@@ -201,9 +203,11 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
         if (!sb->runtime_dir || !sb->runsc_root || !sb->bundle || !sb->control_dir || !sb->sessions_dir || !sb->overlay_dir ||
             !sb->netns_path || !sb->policy_path)
                 return -ENOMEM;
-        sb->slirp4netns = find_program("slirp4netns");
-        if (!sb->slirp4netns)
-                return errorf(ret_why, -ENOENT, "slirp4netns is not installed; install the slirp4netns package");
+        r = find_program("slirp4netns", &sb->slirp4netns);
+        if (r == -ENOENT)
+                return errorf(ret_why, r, "slirp4netns is not installed; install the slirp4netns package");
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(sb);
         return 0;
 }
