@@ -27,6 +27,7 @@ static int on_term(sd_event_source *s, const struct signalfd_siginfo *si, void *
 
 int main(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_free_ char *why = NULL;
         sigset_t mask;
         int r;
 
@@ -54,9 +55,9 @@ int main(int argc, char *argv[]) {
         (void) sd_event_add_signal(m->event, NULL, SIGTERM, on_term, m);
         (void) sd_event_add_signal(m->event, NULL, SIGINT, on_term, m);
 
-        r = manager_startup(m);
+        r = manager_startup(m, &why);
         if (r < 0)
-                manager_stop(m, "the coordinator could not start the Domain (see its log)");
+                manager_stop(m, why ?: "the coordinator could not start the Domain (see its log)");
 
         r = sd_event_loop(m->event);
         if (r < 0) {

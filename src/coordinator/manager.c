@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "path-util.h"
 #include "strv.h"
 #include "subid.h"
+#include "util.h"
 
 /* A published Domain nobody uses is torn down after this long. */
 #define IDLE_TIMEOUT_USEC (30ULL * 1000 * 1000)
@@ -255,7 +257,25 @@ static int setup_listen_socket(Manager *m) {
 
 /* ------------------------------------------------------------- startup */
 
-static int load_domain(Manager *m) {
+/*
+ * A start-up failure: logged with its errno, and the same line kept for the
+ * clients waiting on the activation socket, so that they read what failed
+ * rather than "see its log".
+ */
+static int startup_fail(char **ret_why, int r, const char *fmt, ...) _printf_(3, 4);
+static int startup_fail(char **ret_why, int r, const char *fmt, ...) {
+        _cleanup_free_ char *line = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&line, fmt, ap) < 0)
+                line = NULL;
+        va_end(ap);
+        (void) log_error_errno(r, "%s", line ?: "Cannot start the Domain");
+        return errorf(ret_why, r, "%s", line ?: "the coordinator could not start the Domain");
+}
+
+static int load_domain(Manager *m, char **ret_why) {
         _cleanup_(host_context_done) HostContext host = {};
         _cleanup_free_ char *error = NULL, *runtime_root = NULL;
         LaunchRequest req = {};
@@ -266,14 +286,14 @@ static int load_domain(Manager *m) {
         /* The user manager's environment, read once; nothing below reads it again. */
         r = host_context_from_environment(&host);
         if (r < 0)
-                return log_error_errno(r, "Cannot collect the environment");
+                return startup_fail(ret_why, r, "Cannot collect the environment");
         r = runtime_dir_prepare(&host, &runtime_root, &error);
         if (r < 0)
-                return log_error_errno(r, "%s", error ?: "Cannot prepare the runtime directory");
+                return startup_fail(ret_why, r, "%s", error ?: "Cannot prepare the runtime directory");
 
         r = launch_request_read(runtime_root, m->id, &req, &error);
         if (r < 0)
-                return log_error_errno(r, "%s", error ?: "Cannot read the launch request");
+                return startup_fail(ret_why, r, "%s", error ?: "Cannot read the launch request");
 
         /* The very file the client validated, and nothing else. */
         if (req.config_path)
@@ -282,12 +302,12 @@ static int load_domain(Manager *m) {
                 r = config_load_builtin(&host, &m->config, &error);
         if (r < 0) {
                 launch_request_done(&req);
-                return log_error_errno(r, "%s", error ?: "Cannot load the configuration");
+                return startup_fail(ret_why, r, "%s", error ?: "Cannot load the configuration");
         }
         config_fingerprint_hex(m->config, fp);
         if (!streq(fp, req.fingerprint)) {
                 launch_request_done(&req);
-                return log_error_errno(-ESTALE,
+                return startup_fail(ret_why, -ESTALE,
                                        "The configuration %s changed between lazaretctl's check and the coordinator's start (fingerprint %s, expected %s)",
                                        m->config->path ?: "(built-in)", fp, req.fingerprint);
         }
@@ -296,25 +316,25 @@ static int load_domain(Manager *m) {
 
         r = domain_record_load(m->config->data_root, m->id, &rec, &error);
         if (r < 0)
-                return log_error_errno(r, "%s", error ?: "Cannot load the Domain record");
+                return startup_fail(ret_why, r, "%s", error ?: "Cannot load the Domain record");
 
         /* Recompute the identity from the record: the instance name must match (SR-11). */
         r = domain_new(m->config, &host, rec.profile, rec.workspace, &m->domain, &error);
         domain_record_done(&rec);
         if (r < 0)
-                return log_error_errno(r, "%s", error ?: "Invalid Domain");
+                return startup_fail(ret_why, r, "%s", error ?: "Invalid Domain");
         if (!streq(m->domain->id, m->id))
-                return log_error_errno(-EBADMSG, "Domain record for %s resolves to Domain %s", m->id, m->domain->id);
+                return startup_fail(ret_why, -EBADMSG, "Domain record for %s resolves to Domain %s", m->id, m->domain->id);
         r = domain_validate(m->domain, &error);
         if (r >= 0)
                 r = domain_storage_prepare(m->domain, &error);
         if (r < 0)
-                return log_error_errno(r, "%s", error ?: "Domain validation failed");
+                return startup_fail(ret_why, r, "%s", error ?: "Domain validation failed");
 
         /* Once, before the loop runs: the passwd database may be slow to ask. */
         r = subid_user_name(getuid(), &m->user_name);
         if (r < 0 && r != -ESRCH)
-                return log_error_errno(r, "Cannot look up the name of UID %u", (unsigned) getuid());
+                return startup_fail(ret_why, r, "Cannot look up the name of UID %u", (unsigned) getuid());
 
         m->runtime_root = TAKE_PTR(runtime_root);
         m->runtime_dir = path_join(m->runtime_root, m->id);
@@ -324,18 +344,18 @@ static int load_domain(Manager *m) {
 }
 
 /* OR-1: the Domain lock, held for the coordinator's whole life. */
-static int take_lock(Manager *m) {
+static int take_lock(Manager *m, char **ret_why) {
         _cleanup_free_ char *path = path_join(m->domain->domain_dir, "coordinator.lock");
 
         if (!path)
                 return -ENOMEM;
         m->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
         if (m->lock_fd < 0)
-                return log_error_errno(-errno, "Cannot open %s", path);
+                return startup_fail(ret_why, -errno, "Cannot open %s", path);
         if (flock(m->lock_fd, LOCK_EX | LOCK_NB) < 0) {
                 if (errno == EWOULDBLOCK)
-                        return log_error_errno(-EBUSY, "Another coordinator holds %s; refusing to run a second one", path);
-                return log_error_errno(-errno, "Cannot lock %s", path);
+                        return startup_fail(ret_why, -EBUSY, "Another coordinator holds %s; refusing to run a second one", path);
+                return startup_fail(ret_why, -errno, "Cannot lock %s", path);
         }
         return 0;
 }
@@ -455,7 +475,7 @@ static int connect_bus(Manager *m) {
         return 0;
 }
 
-int manager_startup(Manager *m) {
+int manager_startup(Manager *m, char **ret_why) {
         int r;
 
         log_set_domain(m->id);
@@ -464,11 +484,11 @@ int manager_startup(Manager *m) {
         r = setup_listen_socket(m);
         if (r < 0)
                 return r;
-        r = load_domain(m);
+        r = load_domain(m, ret_why);
         if (r < 0)
                 return r;
         manager_update_status(m);
-        r = take_lock(m);
+        r = take_lock(m, ret_why);
         if (r < 0)
                 return r;
         return connect_bus(m);

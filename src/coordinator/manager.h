@@ -91,7 +91,8 @@ Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
 /* Validates the Domain, takes the lock, begins acquiring the bus name. < 0: nothing began. */
-int manager_startup(Manager *m);
+/* On failure *ret_why (optional) is the line to tell waiting clients. */
+int manager_startup(Manager *m, char **ret_why);
 
 /* Records the decision to stop (failure NULL: orderly) and schedules the teardown. Idempotent. */
 void manager_stop(Manager *m, const char *failure);

@@ -91,4 +91,18 @@ rm -rf "$prepared/.staging-busy" "$prepared/.staging-busy.lock"
 lt_log "ok: a dead unpack's staging directory is removed, a live one's kept"
 lt_wait_inactive
 
-echo "PASS: recovery after coordinator SIGKILL; a killed client ends only its session; stale unpacks removed"
+# A coordinator that cannot start tells the client why, not "see its log":
+# here the Domain lock is held (as by a coordinator that is still running).
+lock=$data_root/domains/$LT_DOMAIN/coordinator.lock
+exec {lockfd}>"$lock"
+flock -n "$lockfd" || lt_fail "cannot take the Domain lock $lock for the test"
+out=$(lt_launch -- /bin/true 2>&1 </dev/null {lockfd}>&-) && lt_fail "a launch succeeded while another process held the Domain lock"
+exec {lockfd}>&-
+grep -q "Another coordinator holds $lock; refusing to run a second one" <<<"$out" ||
+        lt_fail "the client was not told why the coordinator could not start: $out"
+lt_log "ok: a coordinator that cannot start says why to the client"
+lt_wait_inactive
+out=$(lt_launch -- /bin/echo ok 2>&1 </dev/null) || true
+lt_assert_eq "a launch once the lock is free" ok "$out"
+
+echo "PASS: recovery after coordinator SIGKILL; a killed client ends only its session; stale unpacks removed; start-up failures named"
