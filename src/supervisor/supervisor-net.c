@@ -26,7 +26,6 @@
 #include "helper.h"
 #include "macro.h"
 #include "netlink-routes.h"
-#include "spawn-util.h"
 #include "supervisor-net.h"
 #include "util.h"
 
@@ -108,13 +107,13 @@ static int start_slirp(SupNet *n, const SupNetParams *p, Helpers *helpers, char 
                 (char *) p->netns_path, (char *) net_links[NET_LINK_TAP].name, NULL,
         };
         _cleanup_close_ int exit_r = -EBADF;
-        int exitp[2], r;
+        int exitp[2];
 
         if (pipe2(exitp, O_CLOEXEC) < 0)
                 return fail(err, errlen, -errno, "cannot create the exit pipe for slirp4netns: %s", strerror(errno));
         exit_r = exitp[0];
         n->slirp_exit_fd = exitp[1];
-        r = helper_start(helpers, &(HelperSpec) {
+        return helper_start(helpers, &(HelperSpec) {
                                  .name = "slirp4netns",
                                  .role = "the network helper",
                                  .death_means = "network readiness withdrawn; the sandbox cannot get its network back "
@@ -125,7 +124,6 @@ static int start_slirp(SupNet *n, const SupNetParams *p, Helpers *helpers, char 
                                  .n_pass_fds = 1,
                                  .ready_timeout_ms = 10000,
                          }, &n->slirp_pid, err, errlen);
-        return r;
 }
 
 static void responder(int fd2, int fd3, const char *challenge) {
