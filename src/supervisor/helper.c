@@ -136,7 +136,8 @@ int helper_start(Helpers *hs, const HelperSpec *spec, pid_t *ret_pid, char *err,
                 return -EINVAL;
         }
         if (hs->n >= HELPERS_MAX) {
-                snprintf(err, errlen, "cannot start %s %s: already %d helpers run", spec->role, spec->name, HELPERS_MAX);
+                snprintf(err, errlen, "cannot start %s %s: the supervisor already runs %d helpers", spec->role,
+                         spec->name, HELPERS_MAX);
                 return -ENOSPC;
         }
         if (pipe2(p, O_CLOEXEC) < 0) {
