@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,23 +9,36 @@
 #include "cleanup.h"
 #include "fs-util.h"
 #include "git-sentry.h"
+#include "mount-plan.h"
 #include "net-policy.h"
 #include "oci-spec.h"
 #include "path-util.h"
+#include "strv.h"
 #include "util.h"
 
-int bundle_write(const BundleParams *p, char **ret_error) {
+/* One of Lazaret's own files or directories, just written: opened without following anything. */
+static int add_own(MountPlan *plan, MountPart part, const char *dest, const char *source, bool read_only,
+                   unsigned nests_in, char **ret_error) {
+        _cleanup_close_ int fd = open(source, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+        if (fd < 0)
+                return errorf(ret_error, -errno, "cannot open %s: %m", source);
+        return mount_plan_add_bind_fd(plan, part, dest, source, fd, read_only, nests_in, ret_error);
+}
+
+int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         const Domain *d = p->domain;
         _cleanup_free_ char *json = NULL, *cfg = NULL, *init_src = NULL, *init_dst = NULL, *terminfo = NULL,
                             *error = NULL;
-        _cleanup_free_ char *gitconfig = NULL, *xdggit = NULL, *resolv = NULL;
+        _cleanup_free_ char *gitconfig = NULL, *xdggit = NULL, *resolv = NULL, *stage = NULL, *staged_root = NULL,
+                            *plan_json = NULL, *plan_path = NULL;
+        _cleanup_(mount_plan_done) MountPlan plan = {};
+        _cleanup_strv_free_ char **mount_strings = NULL;
+        _cleanup_close_ int rootfd = -EBADF, wfd = -EBADF;
         char port[16];
-        _cleanup_(git_sentry_done) GitSentry git = {};
         _cleanup_free_ OciMount *mounts = NULL;
         ResolvedVolume *vols = NULL;
         size_t n_vols = 0, n = 0;
-        static const char *const rw[] = { "rbind", "rw", NULL };
-        static const char *const ro[] = { "rbind", "ro", NULL };
         int r;
 
         /* The control directory is read inside by the sandbox's processes. */
@@ -50,37 +64,76 @@ int bundle_write(const BundleParams *p, char **ret_error) {
         if (r < 0)
                 return errorf(ret_error, r, "cannot write %s: %s", resolv, strerror(-r));
 
-        /* SR-4: the Git Sentry's mounts follow the workspace bind. */
-        gitconfig = d->host.home ? path_join(d->host.home, ".gitconfig") : NULL;
-        xdggit = d->host.xdg_config_home ? path_join(d->host.xdg_config_home, "git/config") : NULL;
-        r = git_sentry_prepare(&(GitSentryParams) {
-                                       .workspace = d->workspace,
-                                       .sandbox_workspace = SANDBOX_WORKSPACE,
-                                       .domain_dir = d->domain_dir,
-                                       .home = d->host.home,
-                                       .global_configs = (const char *[]) { "/etc/gitconfig", gitconfig ?: "/etc/gitconfig",
-                                                                            xdggit ?: "/etc/gitconfig", NULL },
-                               }, &git, ret_error);
+        /* The mount plan, in mount order: each part adds what it checked, by fd. */
+        r = mount_plan_init(&plan);
+        if (r < 0)
+                return r;
+        rootfd = open(p->rootfs, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (rootfd < 0)
+                return errorf(ret_error, -errno, "cannot open the image's root file system %s: %m", p->rootfs);
+        r = mount_plan_add_bind_fd(&plan, MOUNT_PART_ROOT, "/", p->rootfs, rootfd, false, 0, ret_error);
         if (r < 0)
                 return r;
 
         /* Holes 3/4: judged again, by fd, right before runsc is told the paths (spec §6). */
-        r = domain_resolve_mounts(d, true, &vols, &n_vols, &error);
+        r = domain_resolve_mounts(d, true, &vols, &n_vols, &wfd, &error);
         if (r < 0)
                 return errorf(ret_error, r, "%s", error ?: "cannot resolve volumes");
-        mounts = calloc(3 + git.n_mounts + n_vols, sizeof(OciMount));
-        if (!mounts) {
-                resolved_volumes_free(vols, n_vols);
-                return -ENOMEM;
+        r = mount_plan_add_bind_fd(&plan, MOUNT_PART_WORKSPACE, SANDBOX_WORKSPACE, d->workspace, wfd, false, 0, ret_error);
+        if (r < 0)
+                goto finish;
+
+        /* SR-4: the Git Sentry's mounts follow the workspace bind. */
+        gitconfig = d->host.home ? path_join(d->host.home, ".gitconfig") : NULL;
+        xdggit = d->host.xdg_config_home ? path_join(d->host.xdg_config_home, "git/config") : NULL;
+        r = git_sentry_plan(&(GitSentryParams) {
+                                    .workspace = d->workspace,
+                                    .workspace_fd = wfd,
+                                    .sandbox_workspace = SANDBOX_WORKSPACE,
+                                    .domain_dir = d->domain_dir,
+                                    .home = d->host.home,
+                                    .global_configs = (const char *[]) { "/etc/gitconfig", gitconfig ?: "/etc/gitconfig",
+                                                                         xdggit ?: "/etc/gitconfig", NULL },
+                            }, &plan, ret_error);
+        if (r < 0)
+                goto finish;
+
+        r = add_own(&plan, MOUNT_PART_CONTROL, SANDBOX_CONTROL_MOUNT, p->control_dir, true, 0, ret_error);
+        if (r < 0)
+                goto finish;
+        for (size_t i = 0; i < n_vols; i++) {
+                r = mount_plan_add_bind_fd(&plan, MOUNT_PART_VOLUME, vols[i].container, vols[i].host, vols[i].fd,
+                                           vols[i].mode != VOLUME_RW, MOUNT_PART_BIT(MOUNT_PART_TMP), ret_error);
+                if (r < 0)
+                        goto finish;
         }
-        mounts[n++] = (OciMount) { SANDBOX_WORKSPACE, "bind", d->workspace, rw };
-        for (size_t i = 0; i < git.n_mounts; i++)
-                mounts[n++] = git.mounts[i];
-        mounts[n++] = (OciMount) { SANDBOX_CONTROL_MOUNT, "bind", p->control_dir, ro };
-        for (size_t i = 0; i < n_vols; i++)
-                mounts[n++] = (OciMount) { vols[i].container, "bind", vols[i].host, vols[i].mode == VOLUME_RW ? rw : ro };
         /* Last, so that it is on top of whatever a volume brings to /etc. */
-        mounts[n++] = (OciMount) { "/etc/resolv.conf", "bind", resolv, ro };
+        r = add_own(&plan, MOUNT_PART_RESOLVER, "/etc/resolv.conf", resolv, true, MOUNT_PART_BIT(MOUNT_PART_VOLUME),
+                    ret_error);
+        if (r < 0)
+                goto finish;
+
+        /* runsc sees only what the supervisor staged (spec C19). */
+        stage = path_join(p->bundle_dir, BUNDLE_STAGE_DIR);
+        if (!stage) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        r = mkdir_mode(stage, 0700);
+        if (r < 0) {
+                r = errorf(ret_error, r, "cannot create %s: %s", stage, strerror(-r));
+                goto finish;
+        }
+        r = mount_plan_oci_mounts(&plan, stage, &mounts, &n, &mount_strings);
+        if (r >= 0)
+                r = mount_plan_to_string(&plan, &plan_json);
+        if (r < 0)
+                goto finish;
+        staged_root = mount_plan_staged_path(stage, (size_t) (mount_plan_find(&plan, "/") - plan.entries));
+        if (!staged_root) {
+                r = -ENOMEM;
+                goto finish;
+        }
 
         snprintf(port, sizeof(port), "%u", p->canary_port);
 
@@ -88,7 +141,7 @@ int bundle_write(const BundleParams *p, char **ret_error) {
          * lives in a Domain-owned directory (--overlay2=root:dir=): the
          * prepared lower on the host is never written. */
         OciContainer c = {
-                .rootfs = p->rootfs,
+                .rootfs = staged_root,
                 .rootfs_readonly = false,
                 .hostname = d->profile->name,
                 /* The init's first act is the network attestation's probe. */
@@ -103,14 +156,30 @@ int bundle_write(const BundleParams *p, char **ret_error) {
                 .rlimits = { .nproc = d->profile->limits.processes, .as = d->profile->limits.address_space },
         };
         r = oci_container_json(&c, &json);
-        resolved_volumes_free(vols, n_vols);
-        if (r < 0)
-                return errorf(ret_error, r, "cannot build the OCI specification: %s", strerror(-r));
+        if (r < 0) {
+                r = errorf(ret_error, r, "cannot build the OCI specification: %s", strerror(-r));
+                goto finish;
+        }
+        plan_path = path_join(p->bundle_dir, BUNDLE_PLAN_FILE);
         cfg = path_join(p->bundle_dir, "config.json");
-        if (!cfg)
-                return -ENOMEM;
+        if (!cfg || !plan_path) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        r = write_file(plan_path, plan_json, 0600);
+        if (r < 0) {
+                r = errorf(ret_error, r, "cannot write %s: %s", plan_path, strerror(-r));
+                goto finish;
+        }
         r = write_file(cfg, json, 0600);
-        if (r < 0)
-                return errorf(ret_error, r, "cannot write %s: %s", cfg, strerror(-r));
-        return 0;
+        if (r < 0) {
+                r = errorf(ret_error, r, "cannot write %s: %s", cfg, strerror(-r));
+                goto finish;
+        }
+        if (ret_plan)
+                *ret_plan = TAKE_PTR(plan_json);
+        r = 0;
+finish:
+        resolved_volumes_free(vols, n_vols);
+        return r;
 }

@@ -5,10 +5,17 @@
 
 #define SANDBOX_CONTROL_MOUNT "/run/lazaret"
 
+/* In the bundle: the mount plan the supervisor stages from, and where it stages. */
+#define BUNDLE_PLAN_FILE "mounts.json"
+#define BUNDLE_STAGE_DIR "stage"
+
 /*
- * The runsc bundle of one generation: config.json in bundle_dir, and the
+ * The runsc bundle of one generation: config.json in bundle_dir, the mount
+ * plan (mounts.json, see mount-plan.h) and the empty staging directory the
+ * supervisor mounts it on (config.json names only staged sources), and the
  * control directory (mounted read-only at /run/lazaret: the container's
- * init, terminfo entries) that it refers to. Plain file work, no children.
+ * init, terminfo entries). Plain file work, no children. *ret_plan (when
+ * not NULL) is the plan as JSON, for lazaretctl status.
  */
 typedef struct BundleParams {
         const Domain *domain;
@@ -21,4 +28,4 @@ typedef struct BundleParams {
         const char *probe_denied;       /* the denied canary's address (a test hook may change it) */
 } BundleParams;
 
-int bundle_write(const BundleParams *p, char **ret_error);
+int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error);

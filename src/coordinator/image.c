@@ -176,9 +176,11 @@ int image_prepare(sd_event *e, const Domain *d, ImagePrepDone done, void *userda
                 return r < 0 ? r : 1;
         }
 
-        umoci = find_program("umoci");
-        if (!umoci)
-                return errorf(ret_why, -ENOENT, "umoci is not installed; install the umoci package");
+        r = find_program("umoci", &umoci);
+        if (r == -ENOENT)
+                return errorf(ret_why, r, "umoci is not installed; install the umoci package");
+        if (r < 0)
+                return r;
         ip = calloc(1, sizeof(ImagePrep));
         if (!ip)
                 return -ENOMEM;

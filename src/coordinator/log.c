@@ -11,6 +11,7 @@
 
 #include "cleanup.h"
 #include "log.h"
+#include "parse-util.h"
 
 static char domain_id[16] = "";
 static int use_journal = -1;
@@ -22,11 +23,13 @@ void log_set_domain(const char *id) {
 /* The journal when stderr is connected to it (JOURNAL_STREAM matches). */
 static bool journal_wanted(void) {
         if (use_journal < 0) {
-                const char *e = getenv("JOURNAL_STREAM");
-                unsigned long dev, ino;
+                const char *e = getenv("JOURNAL_STREAM"), *colon = e ? strchr(e, ':') : NULL;
+                uint64_t dev, ino;
                 struct stat st;
 
-                use_journal = e && sscanf(e, "%lu:%lu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) >= 0 &&
+                /* "DEVICE:INODE", both decimal (systemd.exec(5)). */
+                use_journal = colon && parse_unsigned_n(e, (size_t) (colon - e), 0, 0, UINT64_MAX, &dev) >= 0 &&
+                              parse_uint64(colon + 1, 0, UINT64_MAX, &ino) >= 0 && fstat(STDERR_FILENO, &st) >= 0 &&
                               st.st_dev == dev && st.st_ino == ino;
         }
         return use_journal;

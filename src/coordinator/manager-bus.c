@@ -114,6 +114,8 @@ static int property_get_string(sd_bus *bus, const char *path, const char *interf
                 v = sandbox_id(m->sandbox);
         else if (streq(property, "ConfigurationFingerprint"))
                 v = m->fingerprint;
+        else if (streq(property, "MountPlan"))
+                v = sandbox_mount_plan(m->sandbox) ?: "";
         return sd_bus_message_append(reply, "s", v);
 }
 
@@ -415,6 +417,7 @@ static const sd_bus_vtable domain_vtable[] = {
         SD_BUS_PROPERTY("Sessions", "a(ssusbt)", property_get_sessions, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Limits", "a{st}", property_get_limits, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("NetworkReadiness", "a{ss}", property_get_network, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("MountPlan", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_METHOD_WITH_ARGS("OpenSession",
                                 SD_BUS_ARGS("as", argv, "as", environment, "b", terminal, "ah", fds,
                                             "q", rows, "q", cols, "s", fingerprint),

@@ -10,11 +10,11 @@
 #include "cleanup.h"
 #include "fs-util.h"
 #include "oci-spec.h"
+#include "parse-util.h"
 #include "process.h"
 #include "sandbox-exec.h"
 #include "spawn-util.h"
 #include "strv.h"
-#include "supervisor-proto.h"
 #include "util.h"
 
 struct SandboxExec {
@@ -183,7 +183,7 @@ static int read_inner_pid(SandboxExec *x) {
                 return -ESRCH;
         while (n > 0 && buf[n - 1] == '\n')
                 buf[--n] = 0;
-        if (parse_uint_strict(buf, INT32_MAX, &pid) < 0 || pid <= 0)
+        if (parse_int(buf, 1, INT32_MAX, &pid) < 0)
                 return -ESRCH;
         return pid;
 }

@@ -77,6 +77,7 @@ struct Sandbox {
         char *runsc_root;               /* runsc state (its control sockets too) */
         char *bundle;
         char *control_dir;              /* mounted read-only at /run/lazaret */
+        char *mount_plan;               /* JSON (mount-plan.h), from the bundle */
         char *sessions_dir;             /* process specs of sessions */
         char *overlay_dir;              /* the root overlay's file store */
         char *netns_path;               /* the enforcement namespace, bound by the supervisor */
@@ -115,6 +116,10 @@ const SandboxNetwork *sandbox_network(const Sandbox *sb) {
         return sb && sb->state == SANDBOX_RUNNING ? &sb->network : NULL;
 }
 
+const char *sandbox_mount_plan(const Sandbox *sb) {
+        return sb && sb->state == SANDBOX_RUNNING ? sb->mount_plan : NULL;
+}
+
 const SandboxRuntime *sandbox_runtime(const Sandbox *sb) {
         return sb && sb->state == SANDBOX_RUNNING ? &sb->runtime : NULL;
 }
@@ -137,6 +142,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->runsc_root);
         free(sb->bundle);
         free(sb->control_dir);
+        free(sb->mount_plan);
         free(sb->sessions_dir);
         free(sb->overlay_dir);
         free(sb->netns_path);
@@ -178,9 +184,11 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
                 if (!sb->runsc)
                         return -ENOMEM;
         } else {
-                sb->runsc = find_program("runsc");
-                if (!sb->runsc)
-                        return errorf(ret_why, -ENOENT, "runsc (gVisor) is not installed; install the runsc package");
+                r = find_program("runsc", &sb->runsc);
+                if (r == -ENOENT)
+                        return errorf(ret_why, r, "runsc (gVisor) is not installed; install the runsc package");
+                if (r < 0)
+                        return r;
         }
         if (p->user_name && !(sb->user_name = strdup(p->user_name)))
                 return -ENOMEM;
@@ -195,9 +203,11 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
         if (!sb->runtime_dir || !sb->runsc_root || !sb->bundle || !sb->control_dir || !sb->sessions_dir || !sb->overlay_dir ||
             !sb->netns_path || !sb->policy_path)
                 return -ENOMEM;
-        sb->slirp4netns = find_program("slirp4netns");
-        if (!sb->slirp4netns)
-                return errorf(ret_why, -ENOENT, "slirp4netns is not installed; install the slirp4netns package");
+        r = find_program("slirp4netns", &sb->slirp4netns);
+        if (r == -ENOENT)
+                return errorf(ret_why, r, "slirp4netns is not installed; install the slirp4netns package");
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(sb);
         return 0;
 }
@@ -486,6 +496,7 @@ static void step_bundle(Sandbox *sb) {
                 sandbox_fail(sb, "cannot create the sandbox's runtime directories (see the log)");
                 return;
         }
+        sb->mount_plan = mfree(sb->mount_plan);
         r = bundle_write(&(BundleParams) {
                                  .domain = sb->domain,
                                  .bundle_dir = sb->bundle,
@@ -495,7 +506,7 @@ static void step_bundle(Sandbox *sb) {
                                  .env = sb->image.env,
                                  .canary_port = sb->canary_port,
                                  .probe_denied = fault == NETWORK_FAULT_DENIED_ELSEWHERE ? NET_GATEWAY_STR : NET_CANARY_DENIED_STR,
-                         }, &why);
+                         }, &sb->mount_plan, &why);
         if (r >= 0)
                 r = write_control_files(sb, &why);
         if (r >= 0)

@@ -26,6 +26,7 @@ struct UsernsChild {
         int sync_fd;            /* the child writes 'u' once it has unshared */
         sd_event_source *sync_source;
         int go_fd;              /* we write 'g' to let it exec */
+        int error_fd;           /* its setup errno, should it fail before exec */
         Process *mapper;
         SubidRange uids, gids;
         bool gid_done;
@@ -43,6 +44,7 @@ UsernsChild *userns_child_free(UsernsChild *c) {
         event_child_release(c->child_source);
         safe_close(c->sync_fd);
         safe_close(c->go_fd);
+        safe_close(c->error_fd);
         free(c);
         return NULL;
 }
@@ -124,9 +126,15 @@ static int on_sync(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 
 static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
         UsernsChild *c = userdata;
+        int r;
 
         c->pid = 0;
         c->child_source = sd_event_source_disable_unref(c->child_source);
+        /* It has ended: its error pipe holds an errno or nothing, at once. */
+        r = spawn_read_error(c->error_fd);
+        c->error_fd = safe_close(c->error_fd);
+        if (r < 0)
+                log_error_errno(r, "The child in the sandbox's user namespace could not start");
         c->cb.exited(c, spawn_status_from_siginfo(si->si_code, si->si_status), c->userdata);
         return 0;
 }
@@ -146,7 +154,7 @@ int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidR
         c->userdata = userdata;
         c->uids = *uids;
         c->gids = *gids;
-        c->sync_fd = c->go_fd = -EBADF;
+        c->sync_fd = c->go_fd = c->error_fd = -EBADF;
 
         /* Our ends never wait (one byte into an empty pipe); the child's ends block. */
         if (pipe2(p, O_CLOEXEC) < 0)
@@ -169,7 +177,8 @@ int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidR
         o.die_with_parent = true;
         o.child_hook = userns_child_hook;
         o.hook_userdata = &(UsernsHook) { .sync_fd = CHILD_SYNC_FD, .go_fd = CHILD_GO_FD };
-        r = spawn(&o, &c->pid, &pidfd);
+        /* Not spawn(): the hook waits for userns_child_go(). */
+        r = spawn_async(&o, &c->pid, &pidfd, &c->error_fd);
         if (r < 0)
                 return r;
         r = event_watch_child(e, &c->child_source, c->pid, TAKE_FD(pidfd), on_child_exit, c);

@@ -21,6 +21,7 @@
 #include "ctl.h"
 #include "domain.h"
 #include "domains.h"
+#include "json-util.h"
 #include "macro.h"
 #include "strv.h"
 
@@ -110,7 +111,18 @@ static const struct {
         { "Sessions",                 "a(ssusbt)" },
         { "Limits",                   "a{st}"    },
         { "NetworkReadiness",         "a{ss}"    },
+        { "MountPlan",                "s"        },
 };
+
+/* The mount plan is JSON text on the bus: shown as JSON, or null before the sandbox runs. */
+static int plan_json(const char *s, json_object **ret) {
+        _cleanup_free_ char *why = NULL;
+
+        *ret = NULL;
+        if (isempty(s))
+                return 0;
+        return json_parse_strict(s, strlen(s), ret, &why) < 0 ? -EBADMSG : 0;
+}
 
 /*
  * Reads every property of the Domain with one GetAll call. Bus errors are
@@ -160,7 +172,12 @@ static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object
                 r = sd_bus_message_enter_container(reply, 'v', contents);
                 if (r < 0)
                         goto bad;
-                if (streq(contents, "s")) {
+                if (streq(name, "MountPlan")) {
+                        const char *s;
+                        r = sd_bus_message_read_basic(reply, 's', &s);
+                        if (r >= 0)
+                                r = plan_json(s, &v);
+                } else if (streq(contents, "s")) {
                         const char *s;
                         r = sd_bus_message_read_basic(reply, 's', &s);
                         if (r >= 0)
@@ -210,7 +227,7 @@ static const char *jstr(json_object *o, const char *key) {
 }
 
 static void print_domain(json_object *o) {
-        json_object *sessions = NULL, *limits, *network;
+        json_object *sessions = NULL, *limits, *network, *plan, *entries;
 
         printf("Domain %s\n", jstr(o, "DomainId"));
         printf("  %-16s%s\n", "Profile:", jstr(o, "Profile"));
@@ -243,6 +260,18 @@ static void print_domain(json_object *o) {
                 printf("    %-14s%s\n", "helper", jstr(network, "HelperId"));
                 printf("    %-14s%s\n", "namespace", jstr(network, "Namespace"));
                 printf("    %-14s%s\n", "generation", jstr(network, "Generation"));
+        }
+        if (json_object_object_get_ex(o, "MountPlan", &plan) && json_object_object_get_ex(plan, "entries", &entries)) {
+                printf("  %-16s\n", "Mounts:");
+                for (size_t i = 0; i < json_object_array_length(entries); i++) {
+                        json_object *e = json_object_array_get_idx(entries, i);
+                        json_object *ro = json_object_object_get(e, "read_only");
+
+                        if (streq(jstr(e, "kind"), "sandbox"))
+                                continue;       /* /proc, /dev, /sys, /tmp: gVisor's own */
+                        printf("    %-24s %s %-10s %s\n", jstr(e, "destination"), json_object_get_boolean(ro) ? "ro" : "rw",
+                               jstr(e, "part"), jstr(e, "source"));
+                }
         }
         json_object_object_get_ex(o, "Sessions", &sessions);
         printf("  %-16s%zu\n", "Sessions:", sessions ? json_object_array_length(sessions) : 0);

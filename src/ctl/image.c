@@ -140,9 +140,9 @@ static int run(char *const *argv, const char *cwd, char *const *env_set) {
         pid_t pid;
         int r, status;
 
-        program = find_program(argv[0]);
-        if (!program)
-                return -ENOENT;
+        r = find_program(argv[0], &program);
+        if (r < 0)
+                return r;
         env = env_with(env_set);
         args = strv_copy(argv);
         if (!env || !args)
@@ -255,8 +255,11 @@ static int check_tools(void) {
         int r = 0;
 
         for (size_t i = 0; i < ELEMENTSOF(required_tools); i++) {
-                _cleanup_free_ char *p = find_program(required_tools[i].binary);
-                if (!p) {
+                _cleanup_free_ char *p = NULL;
+                int k = find_program(required_tools[i].binary, &p);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0) {
                         fprintf(stderr, "%s is not installed (it %s); install the Debian package \"%s\": "
                                 "sudo apt install %s\n", required_tools[i].binary, required_tools[i].why,
                                 required_tools[i].package, required_tools[i].package);

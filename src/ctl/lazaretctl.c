@@ -152,7 +152,7 @@ static int check_profile(const Config *c, const Profile *p, json_object *jprofil
         r = make_domain(c, p->name, &d);
         if (r < 0)
                 return r;
-        r = domain_resolve_mounts(d, false, &v, &n, &error);
+        r = domain_resolve_mounts(d, false, &v, &n, NULL, &error);
         if (r >= 0)
                 r = domain_resolve_image(d, &img_dir, &tag, &error);
         if (r < 0) {

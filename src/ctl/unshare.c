@@ -130,7 +130,7 @@ static int stdio_fd(int n) {
 }
 
 int verb_unshare(int argc, char *argv[], const Config *config) {
-        _cleanup_close_ int sync_r = -EBADF, sync_w = -EBADF, go_r = -EBADF, go_w = -EBADF;
+        _cleanup_close_ int sync_r = -EBADF, sync_w = -EBADF, go_r = -EBADF, go_w = -EBADF, err_fd = -EBADF;
         _cleanup_free_ char *prog = NULL, *user = NULL, *why = NULL;
         SpawnOptions o = SPAWN_OPTIONS_INIT;
         struct sigaction sa = { .sa_handler = forward_signal }, ign = { .sa_handler = SIG_IGN };
@@ -192,7 +192,8 @@ int verb_unshare(int argc, char *argv[], const Config *config) {
                 for (int i = 2; i < argc; i++)
                         v[i - 1] = argv[i];
                 o.argv = v;
-                r = spawn(&o, &pid, NULL);
+                /* Not spawn(): the hook waits for the maps we write. */
+                r = spawn_async(&o, &pid, NULL, &err_fd);
         }
         if (r < 0) {
                 fprintf(stderr, "lazaretctl unshare: cannot start %s: %s\n", prog, strerror(-r));
@@ -227,6 +228,11 @@ int verb_unshare(int argc, char *argv[], const Config *config) {
                 goto kill_child;
         }
         go_w = safe_close(go_w);
+        /* Until CMD's exec: the child says why it could not get there
+         * (and exits 126 or 127, which we return as a shell would). */
+        r = spawn_read_error(err_fd);
+        if (r < 0)
+                fprintf(stderr, "lazaretctl unshare: cannot start %s: %s\n", prog, strerror(-r));
 
         while (waitid(P_PID, pid, &si, WEXITED) < 0)
                 if (errno != EINTR)

@@ -22,17 +22,14 @@
 #include <unistd.h>
 
 #include "netprobe.h"
+#include "parse-util.h"
 
 static int attest(char *argv[]) {
-        char *end;
-        long port;
-        int fd, r;
+        int port, fd, r;
 
-        errno = 0;
-        port = strtol(argv[2], &end, 10);
-        if (errno || *end || port < 1 || port > 65535)
+        if (parse_int(argv[2], 1, 65535, &port) < 0)
                 return -EINVAL;
-        r = netprobe_report(stdout, argv[0], argv[1], (int) port);
+        r = netprobe_report(stdout, argv[0], argv[1], port);
         fd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (fd < 0)
                 return -errno;

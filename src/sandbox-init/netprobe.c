@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -27,7 +28,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "macro.h"
 #include "netprobe.h"
+#include "parse-util.h"
 
 /* Starts a connection to addr:port without waiting for it; the fd or -errno. */
 static int start_connect(const char *addr, int port) {
@@ -108,22 +111,62 @@ static void dump_lines(FILE *out, const char *path, const char *prefix) {
                 fclose(f);
 }
 
+/* One line of /proc/net/route, whose eleven columns Linux and gVisor both print. */
+typedef struct RouteLine {
+        const char *iface;
+        uint64_t dst, gw, flags, mask, metric;
+} RouteLine;
+
+static int hex_field(const char *s, size_t digits, uint64_t *ret) {
+        if (strlen(s) != digits)
+                return -EINVAL;
+        return parse_unsigned(s, PARSE_HEX | PARSE_LEADING_ZEROS, 0, UINT32_MAX, ret);
+}
+
+static int parse_route_line(char *line, RouteLine *ret) {
+        char *f[11];
+        uint64_t ignored;
+
+        /* Iface Destination Gateway Flags RefCnt Use Metric Mask MTU Window IRTT */
+        if (split_fields(line, " \t\n", f, ELEMENTSOF(f)) != (int) ELEMENTSOF(f) || strlen(f[0]) >= 16)
+                return -EINVAL;
+        for (size_t i = 4; i < ELEMENTSOF(f); i++)
+                if (i != 7 && parse_unsigned(f[i], 0, 0, UINT32_MAX, i == 6 ? &ret->metric : &ignored) < 0)
+                        return -EINVAL;
+        if (hex_field(f[1], 8, &ret->dst) < 0 || hex_field(f[2], 8, &ret->gw) < 0 ||
+            hex_field(f[3], 4, &ret->flags) < 0 || hex_field(f[7], 8, &ret->mask) < 0)
+                return -EINVAL;
+        ret->iface = f[0];
+        return 0;
+}
+
+void netprobe_dump_routes(FILE *in, FILE *out) {
+        char line[512];
+
+        if (!fgets(line, sizeof(line), in) || !startswith(line, "Iface")) {
+                fprintf(out, "route-error no header in /proc/net/route\n");
+                return;
+        }
+        while (fgets(line, sizeof(line), in)) {
+                RouteLine r;
+
+                if (!strchr(line, '\n') || parse_route_line(line, &r) < 0) {
+                        fprintf(out, "route-error unreadable line in /proc/net/route\n");
+                        return;
+                }
+                fprintf(out, "route %s %08" PRIX64 " %08" PRIX64 " %04" PRIX64 " %08" PRIX64 " %" PRIu64 "\n",
+                        r.iface, r.dst, r.gw, r.flags, r.mask, r.metric);
+        }
+}
+
 static void dump_routes(FILE *out) {
         FILE *f = fopen("/proc/net/route", "re");
-        char line[512], iface[32], dst[16], gw[16], flags[16], mask[16];
-        int refcnt, use, metric;
 
         if (!f) {
                 fprintf(out, "route-error %s\n", strerror(errno));
                 return;
         }
-        if (!fgets(line, sizeof(line), f)) {
-                fclose(f);
-                return;
-        }
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "%31s %15s %15s %15s %d %d %d %15s", iface, dst, gw, flags, &refcnt, &use, &metric, mask) == 8)
-                        fprintf(out, "route %s %s %s %s %s %d\n", iface, dst, gw, flags, mask, metric);
+        netprobe_dump_routes(f, out);
         fclose(f);
 }
 

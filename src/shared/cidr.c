@@ -6,6 +6,7 @@
 
 #include "cidr.h"
 #include "macro.h"
+#include "parse-util.h"
 
 #define IP4(a, b, c, d) (((uint32_t) (a) << 24) | ((uint32_t) (b) << 16) | ((uint32_t) (c) << 8) | (uint32_t) (d))
 
@@ -32,7 +33,7 @@ static uint32_t mask_of(uint8_t prefixlen) {
 int cidr_parse(const char *s, Cidr *ret) {
         char addr[INET6_ADDRSTRLEN + 1];
         const char *slash;
-        unsigned plen = 32;
+        uint32_t plen = 32;
         struct in_addr a;
         size_t l;
 
@@ -53,21 +54,9 @@ int cidr_parse(const char *s, Cidr *ret) {
         if (inet_pton(AF_INET, addr, &a) != 1)
                 return -EINVAL;
 
-        if (slash) {
-                const char *p = slash + 1;
-                /* One or two decimal digits, no sign, no leading zero. */
-                if (!(p[0] >= '0' && p[0] <= '9'))
-                        return -EINVAL;
-                if (p[1] && !(p[1] >= '0' && p[1] <= '9'))
-                        return -EINVAL;
-                if (p[1] && (p[2] || p[0] == '0'))
-                        return -EINVAL;
-                plen = (unsigned) (p[0] - '0');
-                if (p[1])
-                        plen = plen * 10 + (unsigned) (p[1] - '0');
-                if (plen > 32)
-                        return -EINVAL;
-        }
+        /* Decimal, no sign, no leading zero; any refusal is -EINVAL. */
+        if (slash && parse_uint32(slash + 1, 0, 32, &plen) < 0)
+                return -EINVAL;
 
         uint32_t h = ntohl(a.s_addr);
         if (h & ~mask_of(plen))

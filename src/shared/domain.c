@@ -236,6 +236,7 @@ void resolved_volumes_free(ResolvedVolume *v, size_t n) {
         for (size_t i = 0; v && i < n; i++) {
                 free(v[i].host);
                 free(v[i].container);
+                safe_close(v[i].fd);
         }
         free(v);
 }
@@ -249,6 +250,8 @@ int domain_resolve_volumes(const Domain *d, ResolvedVolume **ret, size_t *ret_n,
         v = calloc(p->n_volumes ?: 1, sizeof(ResolvedVolume));
         if (!v)
                 return -ENOMEM;
+        for (size_t i = 0; i < p->n_volumes; i++)
+                v[i].fd = -EBADF;
         for (size_t i = 0; i < p->n_volumes; i++) {
                 _cleanup_free_ char *kp = NULL;
 
@@ -513,11 +516,12 @@ static const char source_rule[] =
         "writable by nobody else (a sticky directory such as /tmp excepted)";
 
 /* One mount source, opened component by component (see path_walk()). */
-static int check_source(const char *label, const char *path, PathWalkFlags flags, bool missing_ok, char **ret_error) {
+static int check_source(const char *label, const char *path, PathWalkFlags flags, bool missing_ok, int *ret_fd,
+                        char **ret_error) {
         _cleanup_(path_walk_result_done) PathWalkResult w = {};
         int r;
 
-        r = path_walk(path, flags | PATH_WALK_TRUSTED, NULL, &w);
+        r = path_walk(path, flags | PATH_WALK_TRUSTED, ret_fd, &w);
         if (r == -ENOMEM)
                 return r;
         if (r == -ENOENT && w.failure == PATH_WALK_MISSING && missing_ok)
@@ -527,14 +531,16 @@ static int check_source(const char *label, const char *path, PathWalkFlags flags
         return 0;
 }
 
-int domain_check_sources(const Domain *d, const ResolvedVolume *v, size_t n, bool create, char **ret_error) {
+int domain_check_sources(const Domain *d, ResolvedVolume *v, size_t n, bool create, int *ret_workspace_fd,
+                         char **ret_error) {
         _cleanup_free_ char *label = NULL;
+        _cleanup_close_ int wfd = -EBADF;
         int r;
 
         *ret_error = NULL;
         if (asprintf(&label, "workspace \"%s\"", d->workspace) < 0)
                 return -ENOMEM;
-        r = check_source(label, d->workspace, 0, false, ret_error);
+        r = check_source(label, d->workspace, 0, false, &wfd, ret_error);
         if (r < 0)
                 return r;
 
@@ -542,7 +548,7 @@ int domain_check_sources(const Domain *d, const ResolvedVolume *v, size_t n, boo
         free(label);
         if (asprintf(&label, "%s: data_root", cfg_name(d)) < 0)
                 return -ENOMEM;
-        r = check_source(label, d->config->data_root, 0, true, ret_error);
+        r = check_source(label, d->config->data_root, 0, true, NULL, ret_error);
         if (r < 0)
                 return r;
 
@@ -553,14 +559,19 @@ int domain_check_sources(const Domain *d, const ResolvedVolume *v, size_t n, boo
                 free(label);
                 if (asprintf(&label, "%s: profiles.%s.volumes[%zu].host", cfg_name(d), d->profile->name, i) < 0)
                         return -ENOMEM;
-                r = check_source(label, v[i].host, own && create ? PATH_WALK_MKDIR : 0, own && !create, ret_error);
+                v[i].fd = safe_close(v[i].fd);
+                r = check_source(label, v[i].host, own && create ? PATH_WALK_MKDIR : 0, own && !create, &v[i].fd,
+                                 ret_error);
                 if (r < 0)
                         return r;
         }
+        if (ret_workspace_fd)
+                *ret_workspace_fd = TAKE_FD(wfd);
         return 0;
 }
 
-int domain_resolve_mounts(const Domain *d, bool create, ResolvedVolume **ret, size_t *ret_n, char **ret_error) {
+int domain_resolve_mounts(const Domain *d, bool create, ResolvedVolume **ret, size_t *ret_n, int *ret_workspace_fd,
+                          char **ret_error) {
         ResolvedVolume *v = NULL;
         size_t n = 0;
         int r;
@@ -571,7 +582,7 @@ int domain_resolve_mounts(const Domain *d, bool create, ResolvedVolume **ret, si
                 return r;
         r = domain_check_exposure(d, v, n, ret_error);
         if (r >= 0)
-                r = domain_check_sources(d, v, n, create, ret_error);
+                r = domain_check_sources(d, v, n, create, ret_workspace_fd, ret_error);
         if (r < 0) {
                 resolved_volumes_free(v, n);
                 return r;
@@ -588,7 +599,7 @@ int domain_validate(const Domain *d, char **ret_error) {
         int r;
 
         *ret_error = NULL;
-        r = domain_resolve_mounts(d, false, &v, &n, ret_error);
+        r = domain_resolve_mounts(d, false, &v, &n, NULL, ret_error);
         if (r < 0)
                 return r;
         resolved_volumes_free(v, n);

@@ -66,6 +66,7 @@ typedef struct ResolvedVolume {
         char *container;
         VolumeMode mode;
         bool force;
+        int fd;                 /* O_PATH, from domain_check_sources()'s walk; -EBADF before it or when missing */
 } ResolvedVolume;
 
 void resolved_volumes_free(ResolvedVolume *v, size_t n);
@@ -100,11 +101,16 @@ int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, ch
  * sticky directory above the source. A missing data root is fine (it is
  * created 0700). With create, missing volume sources inside {profile_dir} or
  * {domain_dir} are created 0700 on the way; without, they are fine.
+ * The walk's O_PATH fds are what is mounted (the mount plan records their
+ * identity): each volume's in v[i].fd, the workspace's in
+ * *ret_workspace_fd (when not NULL).
  */
-int domain_check_sources(const Domain *d, const ResolvedVolume *v, size_t n, bool create, char **ret_error);
+int domain_check_sources(const Domain *d, ResolvedVolume *v, size_t n, bool create, int *ret_workspace_fd,
+                         char **ret_error);
 
 /* domain_resolve_volumes(), domain_check_exposure() and domain_check_sources(). */
-int domain_resolve_mounts(const Domain *d, bool create, ResolvedVolume **ret, size_t *ret_n, char **ret_error);
+int domain_resolve_mounts(const Domain *d, bool create, ResolvedVolume **ret, size_t *ret_n, int *ret_workspace_fd,
+                          char **ret_error);
 
 /* Everything above in order: the check every Domain passes before it starts. */
 int domain_validate(const Domain *d, char **ret_error);

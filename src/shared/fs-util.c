@@ -65,15 +65,24 @@ int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
         return read_full_fd(fd, max, ret, ret_len);
 }
 
-static int rm_rf_at(int parent, const char *name) {
+/* The first error wins; the walk goes on, removing what it can. */
+static void keep_first(int *first, int r) {
+        if (r < 0 && *first == 0)
+                *first = r;
+}
+
+static int rm_rf_at(int parent, const char *name, unsigned depth) {
         _cleanup_close_ int fd = -EBADF;
         struct dirent *de;
+        int r = 0;
         DIR *d;
 
         if (unlinkat(parent, name, 0) >= 0 || errno == ENOENT)
                 return 0;
         if (errno != EISDIR && errno != EPERM)
                 return -errno;
+        if (depth >= RM_RF_MAX_DEPTH)
+                return -ELOOP;
         fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
@@ -81,13 +90,20 @@ static int rm_rf_at(int parent, const char *name) {
         if (!d)
                 return -errno;
         fd = -EBADF;  /* owned by d now */
-        while ((de = readdir(d)))
+        for (;;) {
+                errno = 0;
+                de = readdir(d);
+                if (!de) {
+                        keep_first(&r, -errno);
+                        break;
+                }
                 if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-                        (void) rm_rf_at(dirfd(d), de->d_name);
+                        keep_first(&r, rm_rf_at(dirfd(d), de->d_name, depth + 1));
+        }
         closedir(d);
         if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
+                keep_first(&r, -errno);
+        return r;
 }
 
 int rm_rf(const char *path) {
@@ -104,7 +120,7 @@ int rm_rf(const char *path) {
         fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
-        return rm_rf_at(fd, slash + 1);
+        return rm_rf_at(fd, slash + 1, 0);
 }
 
 int mkdir_parents(const char *path, mode_t mode) {
@@ -127,10 +143,16 @@ int mkdir_parents(const char *path, mode_t mode) {
 }
 
 int mkdir_mode(const char *path, mode_t mode) {
+        _cleanup_close_ int fd = -EBADF;
+
         if (mkdir(path, mode) < 0 && errno != EEXIST)
                 return -errno;
-        /* The umask does not decide who may read it. */
-        return chmod(path, mode) < 0 ? -errno : 0;
+        /* The directory itself, never what a symlink in its place points
+         * to; and the umask does not decide who may read it. */
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return fchmod(fd, mode) < 0 ? -errno : 0;
 }
 
 int write_file_bytes(const char *path, const void *data, size_t len, mode_t mode) {
@@ -157,19 +179,31 @@ int copy_file(const char *from, const char *to, mode_t mode) {
                 return -errno;
         if (fchmod(out, mode) < 0)
                 return -errno;
-        while ((k = read(in, buf, sizeof(buf))) > 0)
-                if (write_all(out, buf, (size_t) k) < 0)
-                        return -EIO;
-        return k < 0 ? -errno : 0;
+        for (;;) {
+                int r;
+
+                k = read(in, buf, sizeof(buf));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? -errno : 0;
+                r = write_all(out, buf, (size_t) k);
+                if (r < 0)
+                        return r;       /* -ENOSPC, -EDQUOT, ...: not a bare -EIO */
+        }
 }
 
-char *find_program(const char *name) {
+int find_program(const char *name, char **ret) {
         static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", NULL };
 
         for (size_t i = 0; dirs[i]; i++) {
                 _cleanup_free_ char *p = path_join(dirs[i], name);
-                if (p && access(p, X_OK) == 0)
-                        return TAKE_PTR(p);
+                if (!p)
+                        return -ENOMEM;
+                if (access(p, X_OK) == 0) {
+                        *ret = TAKE_PTR(p);
+                        return 0;
+                }
         }
-        return NULL;
+        return -ENOENT;
 }

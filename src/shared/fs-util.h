@@ -13,13 +13,25 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);
 /* open(path, O_RDONLY|O_CLOEXEC|O_NOCTTY) and read_full_fd(). */
 int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
 
-/* Removes a tree below its parent directory, never following a symlink. */
+/*
+ * Removes a tree below its parent directory, never following a symlink.
+ * It removes all it can: on an error it goes on with the rest of the tree
+ * and returns the first error met (0 when the tree is gone, or never
+ * existed). A directory nested deeper than RM_RF_MAX_DEPTH below path is
+ * left in place, as -ELOOP: the walk holds one fd per level, and trees
+ * that untrusted code writes can be nested arbitrarily deep.
+ */
+#define RM_RF_MAX_DEPTH 256U
 int rm_rf(const char *path);
 
 /* mkdir -p: missing components are created with mode. */
 int mkdir_parents(const char *path, mode_t mode);
 
-/* mkdir: creates path with mode, tolerating an existing directory; sets the mode either way (not the umask). */
+/*
+ * mkdir: creates path with mode, tolerating an existing directory; sets the
+ * mode either way (not the umask), through an fd of the directory itself:
+ * a symlink or a file at path is -ENOTDIR, and nothing is changed.
+ */
 int mkdir_mode(const char *path, mode_t mode);
 
 /* Writes to a new or truncated file, never through a symlink; mode as open(2) gets it. */
@@ -33,5 +45,6 @@ int copy_file(const char *from, const char *to, mode_t mode);
 /*
  * An executable in the fixed system search path (the one systemd uses for
  * ExecStart=, not $PATH: the coordinator's environment is not the user's).
+ * -ENOENT when there is none, -ENOMEM: a NULL would not say which.
  */
-char *find_program(const char *name);
+int find_program(const char *name, char **ret);

@@ -25,11 +25,6 @@ static char *join3(const char *a, const char *b, const char *c) {
         return asprintf(&p, "%s%s%s", a, b, c) < 0 ? NULL : p;
 }
 
-static void *mfree(void *p) {
-        free(p);
-        return NULL;
-}
-
 /* ------------------------------------------------------------ the parser */
 
 typedef struct Cursor {
@@ -377,9 +372,6 @@ static int canonical_in_workspace(const char *abs, const char *workspace, char *
 
 /* ------------------------------------------------------------ the mounts */
 
-static const char *const mount_rw[] = { "rbind", "rw", NULL };
-static const char *const mount_ro[] = { "rbind", "ro", NULL };
-
 static int open_beneath(int dirfd, const char *path, int flags, mode_t mode) {
         struct open_how how = {
                 .flags = flags | O_CLOEXEC | O_NOFOLLOW,
@@ -390,31 +382,17 @@ static int open_beneath(int dirfd, const char *path, int flags, mode_t mode) {
         return fd < 0 ? -errno : (int) fd;
 }
 
-static int add_mount(GitSentry *s, const char *dest, const char *type, const char *source,
-                     const char *const *options) {
-        _cleanup_free_ char *d = strdup(dest), *src = strdup(source);
-        OciMount *m;
-        int r;
+/* Every mount of the Git Sentry lies in the workspace, some in its own earlier ones. */
+#define SENTRY_NESTS_IN (MOUNT_PART_BIT(MOUNT_PART_WORKSPACE) | MOUNT_PART_BIT(MOUNT_PART_GIT_SENTRY))
 
-        if (!d || !src)
-                return -ENOMEM;
-        m = reallocarray(s->mounts, s->n_mounts + 1, sizeof(OciMount));
-        if (!m)
-                return -ENOMEM;
-        s->mounts = m;
-        r = strv_push(&s->strings, d);
-        if (r < 0)
-                return r;
-        const char *dd = TAKE_PTR(d);
-        r = strv_push(&s->strings, src);
-        if (r < 0)
-                return r;
-        s->mounts[s->n_mounts++] = (OciMount) { dd, type, TAKE_PTR(src), options };
-        return 0;
+static int add_mount(MountPlan *plan, const char *dest, const char *source, int fd, bool read_only,
+                     char **ret_error) {
+        return mount_plan_add_bind_fd(plan, MOUNT_PART_GIT_SENTRY, dest, source, fd, read_only, SENTRY_NESTS_IN,
+                                      ret_error);
 }
 
 /* <domain_dir>/git-sentry/NAME, a private directory (no symlink followed). */
-static int mask_dir(const char *domain_dir, const char *name, char **ret, char **ret_error) {
+static int mask_dir(const char *domain_dir, const char *name, char **ret, int *ret_fd, char **ret_error) {
         _cleanup_close_ int dfd = -EBADF, sfd = -EBADF, fd = -EBADF;
         struct stat st;
 
@@ -437,6 +415,7 @@ static int mask_dir(const char *domain_dir, const char *name, char **ret, char *
         if (asprintf(&p, "%s/%s/%s", domain_dir, GIT_SENTRY_DIR, name) < 0)
                 return -ENOMEM;
         *ret = p;
+        *ret_fd = TAKE_FD(fd);
         return 0;
 }
 
@@ -491,7 +470,7 @@ static int cmp_len(const void *a, const void *b) {
  * each is masked. Pins come first, shortest first, so that no later bind
  * covers a mask; a path inside another masked one needs nothing.
  */
-static int protect_hooks_paths(GitSentry *s, const GitSentryParams *p, int wfd, char **rels, char **ret_error) {
+static int protect_hooks_paths(MountPlan *plan, const GitSentryParams *p, int wfd, char **rels, char **ret_error) {
         _cleanup_strv_free_ char **masks = NULL, **pins = NULL;
         int r;
 
@@ -527,14 +506,19 @@ static int protect_hooks_paths(GitSentry *s, const GitSentryParams *p, int wfd, 
                 qsort(pins, strv_length(pins), sizeof(char *), cmp_len);
         STRV_FOREACH(a, pins) {
                 _cleanup_free_ char *host = join3(p->workspace, "/", *a), *dest = join3(p->sandbox_workspace, "/", *a);
+                _cleanup_close_ int fd = -EBADF;
                 if (!host || !dest)
                         return -ENOMEM;
-                r = add_mount(s, dest, "bind", host, mount_rw);
+                fd = open_beneath(wfd, *a, O_PATH | O_DIRECTORY, 0);
+                if (fd < 0)
+                        return errorf(ret_error, -EPERM, "%s is no longer a directory (%s)", host, strerror(-fd));
+                r = add_mount(plan, dest, host, fd, false, ret_error);
                 if (r < 0)
                         return r;
         }
         STRV_FOREACH(m, masks) {
                 _cleanup_free_ char *mask = NULL, *dest = join3(p->sandbox_workspace, "/", *m);
+                _cleanup_close_ int mfd = -EBADF;
                 uint8_t digest[SHA256_DIGEST_LEN];
                 char hex[SHA256_HEX_LEN + 1], name[32];
 
@@ -543,10 +527,10 @@ static int protect_hooks_paths(GitSentry *s, const GitSentryParams *p, int wfd, 
                 sha256_buf(*m, strlen(*m), digest);
                 hexify(digest, 6, hex);
                 snprintf(name, sizeof(name), "hooks-path-%.12s", hex);
-                r = mask_dir(p->domain_dir, name, &mask, ret_error);
+                r = mask_dir(p->domain_dir, name, &mask, &mfd, ret_error);
                 if (r < 0)
                         return r;
-                r = add_mount(s, dest, "bind", mask, mount_rw);
+                r = add_mount(plan, dest, mask, mfd, false, ret_error);
                 if (r < 0)
                         return r;
         }
@@ -563,16 +547,16 @@ static int read_config_at(int dirfd, const char *name, char **ret) {
         return read_full_fd(fd, GIT_CONFIG_MAX, ret, NULL);
 }
 
-int git_sentry_prepare(const GitSentryParams *p, GitSentry *ret, char **ret_error) {
-        _cleanup_(git_sentry_done) GitSentry s = {};
-        _cleanup_close_ int wfd = -EBADF, gfd = -EBADF, cfd = -EBADF, hfd = -EBADF;
+static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error) {
+        _cleanup_close_ int wfd = -EBADF, gfd = -EBADF, cfd = -EBADF, hfd = -EBADF, mfd = -EBADF;
         _cleanup_free_ char *text = NULL, *gitdir = NULL, *host = NULL, *dest = NULL, *mask = NULL;
         _cleanup_strv_free_ char **hooks = NULL, **rels = NULL;
         GitConfigPaths paths = {};
         struct stat st;
         int r;
 
-        wfd = open(p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        /* The workspace as its check opened it, never by its path again. */
+        wfd = openat(p->workspace_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (wfd < 0)
                 return errorf(ret_error, -errno, "cannot open the workspace %s: %m", p->workspace);
         if (fstatat(wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -650,7 +634,7 @@ int git_sentry_prepare(const GitSentryParams *p, GitSentry *ret, char **ret_erro
         dest = join3(p->sandbox_workspace, "/.git", "");
         if (!host || !dest)
                 return -ENOMEM;
-        r = add_mount(&s, dest, "bind", host, mount_rw);
+        r = add_mount(plan, dest, host, gfd, false, ret_error);
         if (r < 0)
                 return r;
         free(host);
@@ -659,7 +643,7 @@ int git_sentry_prepare(const GitSentryParams *p, GitSentry *ret, char **ret_erro
         dest = join3(p->sandbox_workspace, "/.git/config", "");
         if (!host || !dest)
                 return -ENOMEM;
-        r = add_mount(&s, dest, "bind", host, mount_ro);
+        r = add_mount(plan, dest, host, cfd, true, ret_error);
         if (r < 0)
                 return r;
 
@@ -672,14 +656,14 @@ int git_sentry_prepare(const GitSentryParams *p, GitSentry *ret, char **ret_erro
         if (hfd < 0)
                 return errorf(ret_error, -EPERM, "%s/.git/hooks is not a directory (%s)", p->workspace,
                               strerror(-hfd));
-        r = mask_dir(p->domain_dir, "hooks", &mask, ret_error);
+        r = mask_dir(p->domain_dir, "hooks", &mask, &mfd, ret_error);
         if (r < 0)
                 return r;
         free(dest);
         dest = join3(p->sandbox_workspace, "/.git/hooks", "");
         if (!dest)
                 return -ENOMEM;
-        r = add_mount(&s, dest, "bind", mask, mount_rw);
+        r = add_mount(plan, dest, mask, mfd, false, ret_error);
         if (r < 0)
                 return r;
 
@@ -705,17 +689,16 @@ int git_sentry_prepare(const GitSentryParams *p, GitSentry *ret, char **ret_erro
                                 return r;
                 }
         }
-        r = protect_hooks_paths(&s, p, wfd, rels, ret_error);
+        return protect_hooks_paths(plan, p, wfd, rels, ret_error);
+}
+
+int git_sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error) {
+        size_t n = plan->n_entries;
+        int r;
+
+        r = sentry_plan(p, plan, ret_error);
         if (r < 0)
-                return r;
-
-        *ret = s;
-        s = (GitSentry) {};
-        return 0;
+                mount_plan_truncate(plan, n);
+        return r;
 }
 
-void git_sentry_done(GitSentry *s) {
-        s->mounts = mfree(s->mounts);
-        s->n_mounts = 0;
-        s->strings = strv_free(s->strings);
-}

@@ -3,12 +3,13 @@
 
 #include <stddef.h>
 
-#include "oci-spec.h"
+#include "mount-plan.h"
 
 /*
  * The Git Sentry (SR-4): the mounts that keep the sandbox from planting code
- * that git on the host would run. Given after the read-write workspace bind,
- * in this order:
+ * that git on the host would run. Added to the mount plan (part
+ * MOUNT_PART_GIT_SENTRY, nesting in the workspace and in its own earlier
+ * mounts) after the read-write workspace bind, in this order:
  *
  *   /workspace/.git          rw bind of the host's .git   (a mount point: it
  *                            cannot be renamed away and replaced by a copy)
@@ -32,7 +33,9 @@
  *
  * Nothing is executed: git is never run against the untrusted repository
  * configuration; it is read by a small strict parser. Paths inside the
- * workspace are opened by fd with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS.
+ * workspace are opened by fd with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+ * below the workspace fd that the workspace's own check opened; each mount
+ * source's identity in the plan is that of the fd that was judged.
  * Missing .git/hooks and missing core.hooksPath directories inside the
  * workspace are created (empty, 0755) so that they can be masked.
  */
@@ -40,22 +43,17 @@
 #define GIT_SENTRY_DIR "git-sentry"
 #define GIT_CONFIG_MAX (1024 * 1024)
 
-typedef struct GitSentry {
-        OciMount *mounts;
-        size_t n_mounts;
-        char **strings;         /* owns what mounts point to */
-} GitSentry;
-
 typedef struct GitSentryParams {
         const char *workspace;          /* canonical host path */
+        int workspace_fd;               /* the workspace, as its check opened it (O_PATH will do) */
         const char *sandbox_workspace;  /* where it is mounted inside, e.g. "/workspace" */
         const char *domain_dir;         /* host; the masks' storage goes below it */
         const char *home;               /* for "~/" in paths; may be NULL */
         const char *const *global_configs; /* trusted git config files; missing ones are skipped */
 } GitSentryParams;
 
-int git_sentry_prepare(const GitSentryParams *p, GitSentry *ret, char **ret_error);
-void git_sentry_done(GitSentry *s);
+/* Adds the mounts to plan; on failure plan is as it was. */
+int git_sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error);
 
 /*
  * A strict reader of git's configuration syntax. Collects the values of

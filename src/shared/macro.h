@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define _pure_ __attribute__((__pure__))
@@ -17,6 +18,15 @@ static inline bool streq_ptr(const char *a, const char *b) {
 }
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
+
+/* A switch over an enum that covers every value: reaching the default is a bug. */
+#define assert_not_reached() abort()
+
+/* free(), for p = mfree(p). */
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
 
 static inline const char *strempty(const char *s) {
         return s ?: "";

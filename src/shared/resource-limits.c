@@ -5,6 +5,7 @@
 
 #include "resource-limits.h"
 #include "macro.h"
+#include "parse-util.h"
 
 const char *const limit_names[] = {
         "memory_max", "memory_high", "tasks_max", "cpu_weight", "tmp_size", "processes", "address_space", NULL
@@ -45,8 +46,9 @@ void limits_default(Limits *ret) {
 
 int limit_parse_size(const char *s, uint64_t *ret) {
         static const char suffixes[] = "KMGT";
-        uint64_t v = 0, mult = 1;
-        const char *p = s;
+        uint64_t v, mult = 1;
+        size_t n;
+        int r;
 
         if (!s || !*s)
                 return -EINVAL;
@@ -54,19 +56,17 @@ int limit_parse_size(const char *s, uint64_t *ret) {
                 *ret = LIMIT_INFINITY;
                 return 0;
         }
-        if (*p < '0' || *p > '9')
-                return -EINVAL;
-        for (; *p >= '0' && *p <= '9'; p++) {
-                if (v > (INT64_MAX - (uint64_t) (*p - '0')) / 10)
-                        return -ERANGE;
-                v = v * 10 + (uint64_t) (*p - '0');
-        }
-        if (*p) {
-                const char *x = strchr(suffixes, *p);
-                if (!x || p[1])
+        n = strlen(s);
+        if (s[n - 1] < '0' || s[n - 1] > '9') {
+                const char *x = strchr(suffixes, s[n - 1]);
+                if (!x)
                         return -EINVAL;
                 mult = 1ULL << (10 * (x - suffixes + 1));
+                n--;
         }
+        r = parse_unsigned_n(s, n, PARSE_LEADING_ZEROS, 0, INT64_MAX, &v);
+        if (r < 0)
+                return r;
         if (v > INT64_MAX / mult)
                 return -ERANGE;
         *ret = v * mult;

@@ -22,11 +22,19 @@ static const char *const sd_daemon_vars[] = {
         "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_PID", "WATCHDOG_USEC",
 };
 
-static __attribute__((__noreturn__)) void child(const SpawnOptions *o, pid_t parent) {
+/* Tells the parent why over the CLOEXEC pipe (spawn_read_error()), then ends. */
+static __attribute__((__noreturn__)) void child_fail(int errfd, int error, int status) {
+        int e = error > 0 ? error : EIO;
+
+        (void) !write(errfd, &e, sizeof(e));
+        _exit(status);
+}
+
+static __attribute__((__noreturn__)) void child(const SpawnOptions *o, pid_t parent, int errfd) {
         int high[3 + 64];
         size_t n = 3 + o->n_pass_fds;
         sigset_t none;
-        int null;
+        int null, r;
 
         sigemptyset(&none);
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
@@ -38,41 +46,47 @@ static __attribute__((__noreturn__)) void child(const SpawnOptions *o, pid_t par
 
         if (o->die_with_parent) {
                 if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-                        _exit(126);
+                        child_fail(errfd, errno, 126);
                 /* The parent may have died before the line above. */
                 if (getppid() != parent)
-                        _exit(126);
+                        child_fail(errfd, ESRCH, 126);
         }
         if (o->new_session && setsid() < 0)
-                _exit(126);
+                child_fail(errfd, errno, 126);
 
-        /* Move every fd we keep out of the way first, then into place: a
-         * source may sit where another one's target is. */
+        /* The error pipe goes above the fds we keep and stays CLOEXEC. Move
+         * every fd we keep out of the way first, then into place: a source
+         * may sit where another one's target is. */
+        r = fcntl(errfd, F_DUPFD_CLOEXEC, SPAWN_HIGH_FD + 3 + 64);
+        if (r < 0)
+                child_fail(errfd, errno, 126);
+        errfd = r;
         null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null < 0)
-                _exit(126);
+                child_fail(errfd, errno, 126);
         for (size_t i = 0; i < n; i++) {
                 int src = i < 3 ? (o->stdio[i] >= 0 ? o->stdio[i] : null) : o->pass_fds[i - 3];
                 high[i] = fcntl(src, F_DUPFD_CLOEXEC, SPAWN_HIGH_FD);
                 if (high[i] < 0)
-                        _exit(126);
+                        child_fail(errfd, errno, 126);
         }
         for (size_t i = 0; i < n; i++)
                 if (dup2(high[i], (int) i) < 0)     /* dup2() clears O_CLOEXEC on the target */
-                        _exit(126);
-        if (close_range((unsigned) n, ~0U, 0) < 0)
-                _exit(126);
+                        child_fail(errfd, errno, 126);
+        if (close_range((unsigned) n, (unsigned) errfd - 1, 0) < 0 ||
+            close_range((unsigned) errfd + 1, ~0U, 0) < 0)
+                child_fail(errfd, errno, 126);
 
         if (o->controlling_tty && ioctl(0, TIOCSCTTY, 0) < 0)
-                _exit(126);
+                child_fail(errfd, errno, 126);
         if (o->cwd && chdir(o->cwd) < 0)
-                _exit(126);
-        if (o->child_hook && o->child_hook(o->hook_userdata) != 0)
-                _exit(126);
+                child_fail(errfd, errno, 126);
+        if (o->child_hook && (r = o->child_hook(o->hook_userdata)) != 0)
+                child_fail(errfd, r < 0 ? -r : EIO, 126);
         if (o->envp) {
                 /* An explicit environment gets the same filtering. */
                 if (clearenv() != 0)
-                        _exit(126);
+                        child_fail(errfd, ENOMEM, 126);
                 for (char *const *e = o->envp; *e; e++) {
                         bool drop = false;
                         for (size_t i = 0; i < ELEMENTSOF(sd_daemon_vars); i++) {
@@ -81,26 +95,48 @@ static __attribute__((__noreturn__)) void child(const SpawnOptions *o, pid_t par
                                         drop = true;
                         }
                         if (!drop && putenv(*e) < 0)
-                                _exit(126);
+                                child_fail(errfd, errno, 126);
                 }
         }
         execv(o->argv[0], o->argv);
-        _exit(127);
+        child_fail(errfd, errno, 127);
 }
 
-int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
+int spawn_read_error(int fd) {
+        int e;
+        ssize_t k;
+
+        do
+                k = read(fd, &e, sizeof(e));
+        while (k < 0 && errno == EINTR);
+        if (k < 0)
+                return -errno;          /* -EAGAIN: still setting up */
+        if (k == 0)
+                return 0;               /* closed by a successful exec */
+        if (k != sizeof(e) || e <= 0)
+                return -EIO;
+        return -e;
+}
+
+int spawn_async(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd, int *ret_error_fd) {
+        _cleanup_close_ int err_r = -EBADF, err_w = -EBADF;
         pid_t parent = getpid(), pid;
-        int pidfd = -EBADF;
+        int pidfd = -EBADF, p[2];
 
         if (!o->argv || !o->argv[0] || o->argv[0][0] != '/' || o->n_pass_fds > 64)
                 return -EINVAL;
         if (o->controlling_tty && !o->new_session)
                 return -EINVAL;
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        err_r = p[0];
+        err_w = p[1];
         pid = fork();
         if (pid < 0)
                 return -errno;
         if (pid == 0)
-                child(o, parent);
+                child(o, parent, err_w);
+        err_w = safe_close(err_w);
         if (ret_pidfd) {
                 /* Not reaped yet (nobody waits for it before we return), so
                  * the PID cannot have been reused. */
@@ -113,6 +149,34 @@ int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
                 }
                 *ret_pidfd = pidfd;
         }
+        if (ret_pid)
+                *ret_pid = pid;
+        if (ret_error_fd)
+                *ret_error_fd = TAKE_FD(err_r);
+        return 0;
+}
+
+int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
+        _cleanup_close_ int err_fd = -EBADF, pidfd = -EBADF;
+        pid_t pid;
+        int r;
+
+        r = spawn_async(o, &pid, ret_pidfd ? &pidfd : NULL, &err_fd);
+        if (r < 0)
+                return r;
+        /* Blocks only until the child's exec (or its failure before it). */
+        r = spawn_read_error(err_fd);
+        if (r < 0) {
+                /* It has written its errno and is ending: reap it, so that
+                 * no caller has to. Nothing else waits for it yet. */
+                if (r == -EIO)
+                        (void) kill(pid, SIGKILL);
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                return r;
+        }
+        if (ret_pidfd)
+                *ret_pidfd = TAKE_FD(pidfd);
         if (ret_pid)
                 *ret_pid = pid;
         return 0;

@@ -16,9 +16,12 @@
  *   - optionally its own environment and working directory;
  *   - optionally its own session, a controlling terminal (stdin), and
  *     SIGKILL when its parent dies;
- *   - optionally a hook that runs last before exec; a hook returning
- *     non-zero ends the child with status 126.
- * A child that cannot set itself up exits 126, one whose exec fails 127.
+ *   - optionally a hook that runs last before exec; it returns 0 or a
+ *     negative errno, which fails the child as below.
+ * A child that cannot set itself up, or whose exec fails, tells its parent
+ * why: it writes its errno to a pipe that is O_CLOEXEC (so a successful
+ * exec closes it with nothing written), then exits 126 (setup) or 127
+ * (exec), as bubblewrap and systemd report a child's setup failure.
  */
 typedef struct SpawnOptions {
         char *const *argv;      /* argv[0]: absolute path */
@@ -36,8 +39,29 @@ typedef struct SpawnOptions {
 
 #define SPAWN_OPTIONS_INIT { .stdio = { -EBADF, -EBADF, -EBADF } }
 
-/* Starts the program; *ret_pidfd (optional) is a pidfd for it (O_CLOEXEC). */
+/*
+ * Starts the program and waits until it has exec'd: the child's setup
+ * errno is returned (-ENOENT for a missing program, -EACCES, ...), the
+ * child already reaped. *ret_pidfd (optional) is a pidfd for it (O_CLOEXEC).
+ * Not for a child_hook that waits for its parent (userns_child_hook()):
+ * that one needs spawn_async().
+ */
 int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd);
+
+/*
+ * Starts the program and returns at once. *ret_error_fd (optional,
+ * O_CLOEXEC) is the read end of the child's error pipe, for
+ * spawn_read_error() once the caller has done its part of the hook's
+ * handshake, or once the child has ended.
+ */
+int spawn_async(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd, int *ret_error_fd);
+
+/*
+ * Reads a child's error pipe: 0 when its exec succeeded (nothing written,
+ * closed), its setup errno negated when it failed, -EAGAIN on a
+ * non-blocking fd while it is still setting up, -EIO for anything else.
+ */
+int spawn_read_error(int fd);
 
 /* Exit status as a shell reports it: the code, or 128+N for signal N. */
 int spawn_status_from_siginfo(int code, int status);

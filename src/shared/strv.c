@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,16 +50,42 @@ int strv_push(char ***l, char *value) {
         return 0;
 }
 
+/* strv_push() that frees value when it cannot take it. */
+static int strv_consume(char ***l, char *value) {
+        int r = strv_push(l, value);
+
+        if (r < 0)
+                free(value);
+        return r;
+}
+
 int strv_extend(char ***l, const char *value) {
-        _cleanup_free_ char *v = strdup(value);
-        int r;
+        char *v = strdup(value);
 
         if (!v)
                 return -ENOMEM;
-        r = strv_push(l, v);
+        return strv_consume(l, v);
+}
+
+int strv_extendf(char ***l, const char *fmt, ...) {
+        char *v;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&v, fmt, ap);
+        va_end(ap);
         if (r < 0)
-                return r;
-        TAKE_PTR(v);
+                return -ENOMEM;
+        return strv_consume(l, v);
+}
+
+int strv_extend_strv(char ***l, char *const *other) {
+        for (char *const *s = other; s && *s; s++) {
+                int r = strv_extend(l, *s);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 

@@ -13,22 +13,19 @@
 #include "cleanup.h"
 #include "fs-util.h"
 #include "macro.h"
+#include "parse-util.h"
 #include "strv.h"
 #include "subid.h"
 #include "util.h"
 
+/* A column of /etc/subuid: decimal, leading zeros tolerated (shadow's own reader takes them). */
 static int parse_u32(const char *s, size_t n, uint32_t *ret) {
-        uint64_t v = 0;
+        uint64_t v;
+        int r;
 
-        if (n == 0 || n > 10)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -EINVAL;
-                v = v * 10 + (uint64_t) (s[i] - '0');
-        }
-        if (v > UINT32_MAX)
-                return -ERANGE;
+        r = parse_unsigned_n(s, n, PARSE_LEADING_ZEROS, 0, UINT32_MAX, &v);
+        if (r < 0)
+                return r;
         *ret = (uint32_t) v;
         return 0;
 }
@@ -122,11 +119,12 @@ int subid_pick_for_user(const char *user, uid_t uid, gid_t gid, SubidRange *ret_
 
 int subid_mapper_argv(const char *tool, pid_t pid, uint32_t id, const SubidRange *range, char ***ret) {
         _cleanup_strv_free_ char **argv = NULL;
-        char *prog = find_program(tool);
-        char spid[16], sid[16], sstart[16], scount[16];
+        char *prog = NULL, spid[16], sid[16], sstart[16], scount[16];
+        int r;
 
-        if (!prog)
-                return -ENOENT;
+        r = find_program(tool, &prog);
+        if (r < 0)
+                return r;
         if (strv_push(&argv, prog) < 0) {
                 free(prog);
                 return -ENOMEM;
@@ -149,13 +147,17 @@ int subid_map_check(const char *text, uint32_t id, const SubidRange *range) {
 
         for (const char *line = text; line && *line;) {
                 const char *eol = strchrnul(line, '\n');
-                unsigned long a, b, n;
-                char extra;
                 _cleanup_free_ char *l = strndup(line, eol - line);
+                uint64_t a, b, n;
+                char *f[3];
 
                 if (!l)
                         return -ENOMEM;
-                if (sscanf(l, "%lu %lu %lu %c", &a, &b, &n, &extra) != 3)
+                /* The kernel pads each column to ten characters with spaces. */
+                if (split_fields(l, " ", f, 3) != 3 ||
+                    parse_unsigned(f[0], 0, 0, UINT32_MAX, &a) < 0 ||
+                    parse_unsigned(f[1], 0, 0, UINT32_MAX, &b) < 0 ||
+                    parse_unsigned(f[2], 0, 0, UINT32_MAX, &n) < 0)
                         return -EPERM;
                 lines++;
                 if (a == 0 && b == id && n == 1)
@@ -181,17 +183,21 @@ int subid_map_check_pid(pid_t pid, const char *file, uint32_t id, const SubidRan
 
 int userns_child_hook(void *userdata) {
         const UsernsHook *h = userdata;
+        ssize_t k;
         char c;
 
         if (unshare(CLONE_NEWUSER) < 0)
-                return 1;
+                return -errno;
         if (write(h->sync_fd, "u", 1) != 1)
-                return 1;
-        if (read(h->go_fd, &c, 1) != 1 || c != 'g')
-                return 1;
+                return -EPIPE;
+        k = read(h->go_fd, &c, 1);
+        if (k < 0)
+                return -errno;
+        if (k != 1 || c != 'g')
+                return -ECANCELED;      /* the parent gave up on us */
         (void) close(h->sync_fd);
         (void) close(h->go_fd);
         if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
-                return 1;
+                return -errno;
         return 0;
 }

@@ -61,10 +61,11 @@ int subid_map_check(const char *text, uint32_t id, const SubidRange *range);
 int subid_map_check_pid(pid_t pid, const char *file, uint32_t id, const SubidRange *range);
 
 /*
- * A spawn() child hook for a process in a caller-configured user namespace:
- * it unshares CLONE_NEWUSER, writes 'u' to sync_fd, waits for 'g' on go_fd
+ * A child hook for a process in a caller-configured user namespace: it
+ * unshares CLONE_NEWUSER, writes 'u' to sync_fd, waits for 'g' on go_fd
  * (the parent writes the maps in between), closes both, and becomes root of
- * the namespace with no supplementary groups. userdata: a UsernsHook.
+ * the namespace with no supplementary groups. userdata: a UsernsHook. It
+ * waits for the parent, so its child is started with spawn_async().
  */
 typedef struct UsernsHook {
         int sync_fd;

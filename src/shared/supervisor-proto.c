@@ -5,38 +5,8 @@
 #include <string.h>
 
 #include "macro.h"
+#include "parse-util.h"
 #include "supervisor-proto.h"
-
-int parse_ull_strict(const char *s, unsigned long long *ret) {
-        unsigned long long v = 0;
-
-        if (!s || !*s)
-                return -EINVAL;
-        if (s[0] == '0' && s[1])
-                return -EINVAL;
-        for (const char *p = s; *p; p++) {
-                if (*p < '0' || *p > '9')
-                        return -EINVAL;
-                if (v > (~0ULL - (unsigned long long) (*p - '0')) / 10)
-                        return -ERANGE;
-                v = v * 10 + (unsigned long long) (*p - '0');
-        }
-        *ret = v;
-        return 0;
-}
-
-int parse_uint_strict(const char *s, int max, int *ret) {
-        unsigned long long v;
-        int r;
-
-        r = parse_ull_strict(s, &v);
-        if (r < 0)
-                return r;
-        if (v > (unsigned long long) max)
-                return -ERANGE;
-        *ret = (int) v;
-        return 0;
-}
 
 static bool digest_valid(const char *s) {
         size_t n = 0;
@@ -89,6 +59,7 @@ int supervisor_msg_decode(const char *buf, size_t n, SupervisorMsg *ret) {
         char s[SUPERVISOR_MSG_MAX + 1];
         const char *arg;
         SupervisorMsg m = {};
+        uint64_t netns;
 
         if (n == 0 || n > SUPERVISOR_MSG_MAX)
                 return -EBADMSG;
@@ -107,22 +78,22 @@ int supervisor_msg_decode(const char *buf, size_t n, SupervisorMsg *ret) {
                 memcpy(m.reason, arg, strlen(arg) + 1);
         } else if ((arg = startswith(s, "EXITED "))) {
                 m.type = SUPERVISOR_EXITED;
-                if (parse_uint_strict(arg, 255, &m.status) < 0)
+                if (parse_int(arg, 0, 255, &m.status) < 0)
                         return -EBADMSG;
         } else if ((arg = startswith(s, "NETWORK "))) {
                 const char *sp1 = strchr(arg, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-                char pid[16];
+                uint64_t pid;
 
-                if (!sp1 || !sp2 || (size_t) (sp1 - arg) != SUPERVISOR_DIGEST_HEX_LEN ||
-                    (size_t) (sp2 - sp1 - 1) >= sizeof(pid))
+                if (!sp1 || !sp2 || (size_t) (sp1 - arg) != SUPERVISOR_DIGEST_HEX_LEN)
                         return -EBADMSG;
                 memcpy(m.digest, arg, SUPERVISOR_DIGEST_HEX_LEN);
                 m.digest[SUPERVISOR_DIGEST_HEX_LEN] = 0;
-                memcpy(pid, sp1 + 1, (size_t) (sp2 - sp1 - 1));
-                pid[sp2 - sp1 - 1] = 0;
-                if (!digest_valid(m.digest) || parse_uint_strict(pid, PID_MAX_LIMIT, &m.helper_pid) < 0 ||
-                    m.helper_pid < 1 || parse_ull_strict(sp2 + 1, &m.netns) < 0 || m.netns == 0)
+                if (!digest_valid(m.digest) ||
+                    parse_unsigned_n(sp1 + 1, (size_t) (sp2 - sp1 - 1), 0, 1, PID_MAX_LIMIT, &pid) < 0 ||
+                    parse_uint64(sp2 + 1, 1, UINT64_MAX, &netns) < 0)
                         return -EBADMSG;
+                m.helper_pid = (int) pid;
+                m.netns = netns;
                 m.type = SUPERVISOR_NETWORK;
         } else
                 return -EBADMSG;

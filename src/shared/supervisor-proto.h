@@ -54,8 +54,3 @@ int supervisor_msg_encode(const SupervisorMsg *msg, char buf[static SUPERVISOR_M
 /* Decodes one datagram of n bytes; -EBADMSG for anything not in the grammar. */
 int supervisor_msg_decode(const char *buf, size_t n, SupervisorMsg *ret);
 
-/* Parses a non-negative decimal unsigned long long the same way; -EINVAL/-ERANGE. */
-int parse_ull_strict(const char *s, unsigned long long *ret);
-
-/* Parses a non-negative decimal int with no sign, spaces or leading zeros; -EINVAL/-ERANGE. */
-int parse_uint_strict(const char *s, int max, int *ret);

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <inttypes.h>
+#include <net/if.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -26,6 +28,7 @@
 #include "helper.h"
 #include "macro.h"
 #include "netlink-routes.h"
+#include "parse-util.h"
 #include "supervisor-net.h"
 #include "util.h"
 
@@ -544,19 +547,19 @@ int supnet_witness_denied(SupNet *n, int timeout_ms, char *err, size_t errlen) {
         }
 }
 
-static bool parse_hex32(const char *s, uint32_t *ret) {
-        char *end;
-        unsigned long v;
+/* A /proc/net/route address: eight hex digits. */
+static int parse_hex32(const char *s, uint32_t *ret) {
+        uint64_t v;
+        int r;
 
         if (strlen(s) != 8)
-                return false;
-        errno = 0;
-        v = strtoul(s, &end, 16);
-        if (errno || *end)
-                return false;
+                return -EINVAL;
+        r = parse_unsigned(s, PARSE_HEX | PARSE_LEADING_ZEROS, 0, UINT32_MAX, &v);
+        if (r < 0)
+                return r;
         /* /proc/net/route prints network byte order as a native integer. */
         *ret = ntohl((uint32_t) v);
-        return true;
+        return 0;
 }
 
 /*
@@ -574,6 +577,14 @@ static int prefixlen_of(uint32_t mask) {
  * (the effect), so that a deny route gVisor dropped is named as such even
  * when it also let the denied canary answer.
  */
+static size_t count_char(const char *s, char c) {
+        size_t n = 0;
+
+        for (; *s; s++)
+                n += *s == c;
+        return n;
+}
+
 /* At most 60 bytes of a line, anything but printable ASCII as '?'. */
 static const char *excerpt(const char *line, char buf[static 64]) {
         size_t i;
@@ -634,23 +645,28 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                         return fail(err, errlen, -EIO, "network attestation failed: the sandbox's route table is unreadable (%s)",
                                     excerpt(v, ex));
                 else if ((v = startswith(line, "route "))) {
-                        char iface[32], dst[16], gw[16], flags[16], mask[16];
+                        /* The probe's own line: iface dst gw flags mask metric. */
+                        char *f[6];
+                        const char *iface;
                         uint32_t d, g, m;
-                        int metric, plen;
+                        uint64_t flags, metric;
+                        int plen;
                         bool found = false;
 
-                        int used = -1;
-
-                        if (sscanf(v, "%31s %15s %15s %15s %15s %d%n", iface, dst, gw, flags, mask, &metric, &used) != 6 ||
-                            used < 0 || v[used] != 0 || !parse_hex32(dst, &d) || !parse_hex32(gw, &g) ||
-                            !parse_hex32(mask, &m))
-                                return fail(err, errlen, -EBADMSG, "network attestation failed: unreadable route \"%s\"",
-                                            excerpt(v, ex));
+                        /* Single spaces: six fields and five spaces leave no room for another. */
+                        (void) excerpt(v, ex);
+                        if (count_char(v, ' ') != ELEMENTSOF(f) - 1 ||
+                            split_fields((char *) v, " ", f, ELEMENTSOF(f)) != (int) ELEMENTSOF(f) ||
+                            strlen(f[0]) >= IFNAMSIZ || parse_hex32(f[1], &d) < 0 || parse_hex32(f[2], &g) < 0 ||
+                            strlen(f[3]) != 4 || parse_unsigned(f[3], PARSE_HEX | PARSE_LEADING_ZEROS, 0, UINT16_MAX, &flags) < 0 ||
+                            parse_hex32(f[4], &m) < 0 || parse_unsigned(f[5], 0, 0, UINT32_MAX, &metric) < 0)
+                                return fail(err, errlen, -EBADMSG, "network attestation failed: unreadable route \"%s\"", ex);
+                        iface = f[0];
                         plen = prefixlen_of(m);
                         for (size_t i = 0; i < n->policy->n_routes; i++) {
                                 const NetRoute *pr = &n->policy->routes[i];
                                 if (pr->dst.addr == d && pr->dst.prefixlen == plen && pr->gateway == g &&
-                                    streq(net_links[pr->link].name, iface) && (uint32_t) metric == pr->priority && !seen[i]) {
+                                    streq(net_links[pr->link].name, iface) && metric == pr->priority && !seen[i]) {
                                         seen[i] = found = true;
                                         break;
                                 }
@@ -659,7 +675,7 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                                 char a[16], b[16];
                                 ipv4_to_string(d, a);
                                 ipv4_to_string(g, b);
-                                snprintf(extra, sizeof(extra), "%s/%d via %s dev %.16s metric %d", a, plen, b, iface, metric);
+                                snprintf(extra, sizeof(extra), "%s/%d via %s dev %.16s metric %" PRIu64, a, plen, b, iface, metric);
                         }
                 } else if (streq(line, "end"))
                         end = true;

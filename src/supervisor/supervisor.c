@@ -50,8 +50,11 @@
 #include "fs-util.h"
 #include "helper.h"
 #include "macro.h"
+#include "parse-util.h"
 #include "setid-filter.h"
 #include "spawn-util.h"
+#include "supervisor-mounts.h"
+#include "strv.h"
 #include "supervisor-net.h"
 #include "supervisor-proto.h"
 #include "util.h"
@@ -113,37 +116,31 @@ static void telling_line(const char *path, const char *needle, char *buf, size_t
  */
 static int runsc(const char *verb, char *const *args, bool wait_for_it, int out_fd, pid_t *ret_pid, int *ret_pidfd,
                  char *err, size_t errlen) {
-        char logarg[4096], logpath[4000], errpath[4000], overlay[4200], directfs[32];
+        _cleanup_free_ char *logpath = NULL, *errpath = NULL;
+        _cleanup_strv_free_ char **argv = NULL;
         _cleanup_close_ int errfd = -EBADF;
         SpawnOptions o = SPAWN_OPTIONS_INIT;
-        char *argv[32];
-        size_t k = 0;
         int status, r;
         pid_t pid;
 
-        snprintf(logpath, sizeof(logpath), "%s/runsc-%s.log", arg_bundle, verb);
-        snprintf(errpath, sizeof(errpath), "%s/runsc-%s.stderr", arg_bundle, verb);
-        snprintf(logarg, sizeof(logarg), "--log=%s", logpath);
-        snprintf(overlay, sizeof(overlay), "--overlay2=%s", arg_overlay);
-        snprintf(directfs, sizeof(directfs), "--directfs=%s", arg_directfs ? "true" : "false");
+        /* Grown as needed and checked at each step: no argument is dropped
+         * or cut short, whatever the lengths of the paths. */
+        if (asprintf(&logpath, "%s/runsc-%s.log", arg_bundle, verb) < 0 ||
+            asprintf(&errpath, "%s/runsc-%s.stderr", arg_bundle, verb) < 0)
+                return -ENOMEM;
         (void) unlink(logpath);
 
-        argv[k++] = (char *) arg_runsc;
-        argv[k++] = (char *) "--root";
-        argv[k++] = (char *) arg_root;
-        argv[k++] = logarg;
-        argv[k++] = (char *) "--platform=systrap";
-        argv[k++] = (char *) "--network=sandbox";
-        argv[k++] = (char *) "--ignore-cgroups";
-        argv[k++] = (char *) "--file-access-mounts=shared";
-        argv[k++] = overlay;
-        argv[k++] = directfs;
-        if (dcache_arg[0])
-                argv[k++] = dcache_arg;
-        argv[k++] = (char *) verb;
-        for (; *args && k < ELEMENTSOF(argv) - 1; args++)
-                argv[k++] = *args;
-        argv[k] = NULL;
+        if (strv_extend_strv(&argv, (char *[]) { (char *) arg_runsc, (char *) "--root", (char *) arg_root, NULL }) < 0 ||
+            strv_extendf(&argv, "--log=%s", logpath) < 0 ||
+            strv_extend_strv(&argv, (char *[]) { (char *) "--platform=systrap", (char *) "--network=sandbox",
+                                                 (char *) "--ignore-cgroups", (char *) "--file-access-mounts=shared",
+                                                 NULL }) < 0 ||
+            strv_extendf(&argv, "--overlay2=%s", arg_overlay) < 0 ||
+            strv_extendf(&argv, "--directfs=%s", arg_directfs ? "true" : "false") < 0 ||
+            (dcache_arg[0] && strv_extend(&argv, dcache_arg) < 0) ||
+            strv_extend(&argv, verb) < 0 ||
+            strv_extend_strv(&argv, args) < 0)
+                return -ENOMEM;
 
         /* A file, not a pipe: the sandbox keeps what runsc hands it. */
         errfd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -322,7 +319,7 @@ static int parse_argv(int argc, char *argv[]) {
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
                 switch (c) {
                 case 'f':
-                        if (parse_uint_strict(optarg, 1024, &arg_control_fd) < 0)
+                        if (parse_int(optarg, 0, 1024, &arg_control_fd) < 0)
                                 return -EINVAL;
                         break;
                 case 'r':
@@ -361,7 +358,7 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_policy_digest = optarg;
                         break;
                 case 'P':
-                        if (parse_uint_strict(optarg, 65535, &arg_canary_port) < 0 || arg_canary_port < 1024)
+                        if (parse_int(optarg, 1024, 65535, &arg_canary_port) < 0)
                                 return -EINVAL;
                         break;
                 case 'F':
@@ -452,6 +449,12 @@ int main(int argc, char *argv[]) {
         /* 1. Resources. */
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
                 report_failed("cannot set up a private mount namespace: %s", strerror(errno));
+                return 1;
+        }
+        /* Every mount source, staged from what was checked (spec C19). */
+        r = supmounts_stage(arg_bundle, err, sizeof(err));
+        if (r < 0) {
+                report_failed("%s", err);
                 return 1;
         }
         setup_files_limit();

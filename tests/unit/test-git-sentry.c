@@ -172,8 +172,36 @@ static void teardown(void) {
         free(home);
 }
 
-static int prepare(GitSentry *s, char **error, const char *const *globals) {
-        return git_sentry_prepare(&(GitSentryParams) { ws, "/workspace", dom, home, globals }, s, error);
+/* What the Git Sentry added to a plan that holds the base mounts and the workspace. */
+typedef struct Sentry {
+        MountPlan plan;
+        size_t n_mounts;
+        const MountEntry *mounts;
+} Sentry;
+
+static void sentry_done(Sentry *s) {
+        mount_plan_done(&s->plan);
+        s->n_mounts = 0;
+        s->mounts = NULL;
+}
+
+static int prepare(Sentry *s, char **error, const char *const *globals) {
+        _cleanup_close_ int wfd = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        size_t first;
+        int r;
+
+        cr_assert(wfd >= 0);
+        cr_assert_eq(mount_plan_init(&s->plan), 0);
+        cr_assert_eq(mount_plan_add_bind_fd(&s->plan, MOUNT_PART_WORKSPACE, "/workspace", ws, wfd, false, 0, NULL), 0);
+        first = s->plan.n_entries;
+        r = git_sentry_plan(&(GitSentryParams) { .workspace = ws, .workspace_fd = wfd, .sandbox_workspace = "/workspace",
+                                                 .domain_dir = dom, .home = home, .global_configs = globals },
+                            &s->plan, error);
+        if (r < 0)
+                cr_assert_eq(s->plan.n_entries, first, "a failed Git Sentry left mounts in the plan");
+        s->n_mounts = s->plan.n_entries - first;
+        s->mounts = s->plan.entries + first;
+        return r;
 }
 
 static void write_config(const char *text) {
@@ -184,7 +212,7 @@ static void write_config(const char *text) {
         fclose(f);
 }
 
-static const OciMount *find(const GitSentry *s, const char *dest, size_t *ret_index) {
+static const MountEntry *find(const Sentry *s, const char *dest, size_t *ret_index) {
         for (size_t i = 0; i < s->n_mounts; i++)
                 if (strcmp(s->mounts[i].destination, dest) == 0) {
                         if (ret_index)
@@ -194,15 +222,20 @@ static const OciMount *find(const GitSentry *s, const char *dest, size_t *ret_in
         return NULL;
 }
 
-static bool has_option(const OciMount *m, const char *o) {
-        for (const char *const *x = m->options; x && *x; x++)
-                if (strcmp(*x, o) == 0)
-                        return true;
-        return false;
+/* The identity the plan recorded is that of what the Sentry judged. */
+static void assert_identity(const MountEntry *m) {
+        struct stat st;
+
+        cr_assert_eq(m->kind, MOUNT_BIND);
+        cr_assert_eq(m->part, MOUNT_PART_GIT_SENTRY);
+        cr_assert_eq(lstat(m->source, &st), 0, "%s", m->source);
+        cr_assert_eq(m->id.dev, (uint64_t) st.st_dev, "%s", m->source);
+        cr_assert_eq(m->id.ino, (uint64_t) st.st_ino, "%s", m->source);
+        cr_assert_eq(m->id.directory, !!S_ISDIR(st.st_mode), "%s", m->source);
 }
 
 static void refused(const char *want) {
-        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_(sentry_done) Sentry s = {};
         _cleanup_free_ char *error = NULL;
         cr_assert_eq(prepare(&s, &error, NULL), -EPERM);
         cr_assert_not_null(error);
@@ -211,31 +244,34 @@ static void refused(const char *want) {
 }
 
 Test(git_sentry, basic_layout, .init = setup, .fini = teardown) {
-        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_(sentry_done) Sentry s = {};
         _cleanup_free_ char *error = NULL, *git = sub("ws/.git"), *cfg = sub("ws/.git/config"),
                                   *mask = sub("domain/git-sentry/hooks");
-        const OciMount *m;
+        const MountEntry *m;
         struct stat st;
 
         cr_assert_eq(prepare(&s, &error, NULL), 0, "%s", error ? error : "");
         cr_assert_eq(s.n_mounts, 3);
         cr_assert_str_eq(s.mounts[0].destination, "/workspace/.git");
         cr_assert_str_eq(s.mounts[0].source, git);
-        cr_assert(has_option(&s.mounts[0], "rw"));
+        cr_assert(!s.mounts[0].read_only);
+        assert_identity(&s.mounts[0]);
         cr_assert_str_eq(s.mounts[1].destination, "/workspace/.git/config");
         cr_assert_str_eq(s.mounts[1].source, cfg);
-        cr_assert(has_option(&s.mounts[1], "ro"));
+        cr_assert(s.mounts[1].read_only);
+        assert_identity(&s.mounts[1]);
         m = &s.mounts[2];
         cr_assert_str_eq(m->destination, "/workspace/.git/hooks");
         cr_assert_str_eq(m->source, mask);
-        cr_assert(has_option(m, "rw"));
+        cr_assert(!m->read_only);
+        assert_identity(m);
         cr_assert_eq(stat(mask, &st), 0);
         cr_assert(S_ISDIR(st.st_mode));
         cr_assert_eq(st.st_mode & 07777, 0700);
 }
 
 Test(git_sentry, missing_hooks_created, .init = setup, .fini = teardown) {
-        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_(sentry_done) Sentry s = {};
         _cleanup_free_ char *error = NULL, *hooks = sub("ws/.git/hooks");
         struct stat st;
 
@@ -262,7 +298,7 @@ Test(git_sentry, refusals, .init = setup, .fini = teardown) {
 }
 
 Test(git_sentry, bad_config_refused, .init = setup, .fini = teardown) {
-        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_(sentry_done) Sentry s = {};
         _cleanup_free_ char *error = NULL;
 
         write_config("[core\n");
@@ -281,14 +317,14 @@ Test(git_sentry, includes, .init = setup, .fini = teardown) {
         write_config(cfg);
         refused("includes");
 
-        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_(sentry_done) Sentry s = {};
         _cleanup_free_ char *error = NULL;
         write_config("[include]\n\tpath = /etc/lazaret-unit-no-such.cfg\n[include]\npath = ~/.gitconfig-extra\n");
         cr_assert_eq(prepare(&s, &error, NULL), 0, "%s", error ? error : "");
 }
 
 Test(git_sentry, hooks_path_masked_and_pinned, .init = setup, .fini = teardown) {
-        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_(sentry_done) Sentry s = {};
         _cleanup_free_ char *error = NULL, *husky = sub("ws/.husky"), *created = sub("ws/.husky/_");
         size_t pin, mask, hooks;
         struct stat st;
@@ -300,10 +336,10 @@ Test(git_sentry, hooks_path_masked_and_pinned, .init = setup, .fini = teardown) 
         cr_assert_eq(stat(created, &st), 0);
         cr_assert_eq(s.n_mounts, 5);
         cr_assert_not_null(find(&s, "/workspace/.git/hooks", &hooks));
-        const OciMount *p = find(&s, "/workspace/.husky", &pin);
+        const MountEntry *p = find(&s, "/workspace/.husky", &pin);
         cr_assert_not_null(p);
         cr_assert_str_eq(p->source, husky);     /* pinned: a self-bind */
-        const OciMount *m = find(&s, "/workspace/.husky/_", &mask);
+        const MountEntry *m = find(&s, "/workspace/.husky/_", &mask);
         cr_assert_not_null(m);
         cr_assert(strstr(m->source, "/domain/git-sentry/hooks-path-"), "%s", m->source);
         cr_assert_lt(pin, mask);
@@ -311,7 +347,7 @@ Test(git_sentry, hooks_path_masked_and_pinned, .init = setup, .fini = teardown) 
 }
 
 Test(git_sentry, hooks_path_variants, .init = setup, .fini = teardown) {
-        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_(sentry_done) Sentry s = {};
         _cleanup_free_ char *error = NULL, *cfg = NULL, *global = sub("home/.gitconfig");
         FILE *f;
 
@@ -355,7 +391,7 @@ Test(git_sentry, hooks_path_refused, .init = setup, .fini = teardown) {
 }
 
 Test(git_sentry, hooks_path_through_host_symlink, .init = setup, .fini = teardown) {
-        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_(sentry_done) Sentry s = {};
         _cleanup_free_ char *error = NULL, *cfg = NULL;
 
         /* Outside the workspace lexically, inside after the host's own symlink. */
@@ -367,7 +403,7 @@ Test(git_sentry, hooks_path_through_host_symlink, .init = setup, .fini = teardow
 }
 
 Test(git_sentry, relative_hooks_path_through_host_symlink, .init = setup, .fini = teardown) {
-        _cleanup_(git_sentry_done) GitSentry s = {};
+        _cleanup_(sentry_done) Sentry s = {};
         _cleanup_free_ char *error = NULL, *evil = sub("ws/evil");
         struct stat st;
 
@@ -377,11 +413,11 @@ Test(git_sentry, relative_hooks_path_through_host_symlink, .init = setup, .fini 
         sh("ln -s ws/evil '%s/link'", top);
         write_config("[core]\nhooksPath = ../link\n");
         cr_assert_eq(prepare(&s, &error, NULL), 0, "%s", error ? error : "");
-        const OciMount *m = find(&s, "/workspace/evil", NULL);
+        const MountEntry *m = find(&s, "/workspace/evil", NULL);
         cr_assert_not_null(m, "no mask for a relative core.hooksPath that a host symlink leads into the workspace");
         cr_assert(strstr(m->source, "/domain/git-sentry/hooks-path-"), "%s", m->source);
         cr_assert_eq(stat(evil, &st), 0);       /* created so that it can be masked */
-        git_sentry_done(&s);
+        sentry_done(&s);
 
         /* The same through a symlinked directory further down, and in a global configuration. */
         _cleanup_free_ char *global = sub("home/.gitconfig");

@@ -102,3 +102,64 @@ Test(spawn, refusals_and_status) {
         cr_assert_eq(spawn_status_from_siginfo(CLD_EXITED, 3), 3);
         cr_assert_eq(spawn_status_from_siginfo(CLD_KILLED, 9), 137);
 }
+
+/* A hook that fails as a child may: with an errno. */
+static int failing_hook(void *userdata) {
+        return -*(int *) userdata;
+}
+
+Test(spawn, setup_errors_reach_the_caller) {
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        int e = EXDEV, pidfd = 1234, fd, before;
+        pid_t pid = 1234;
+
+        /* The lowest free fd before and after: nothing leaks. */
+        before = fcntl(0, F_DUPFD_CLOEXEC, 0);
+        cr_assert_geq(before, 0);
+        close(before);
+
+        o.argv = (char *[]) { (char *) "/nonexistent/program", NULL };
+        cr_assert_eq(spawn(&o, &pid, &pidfd), -ENOENT);
+        cr_assert_eq(pid, 1234, "*ret_pid written on failure");
+        cr_assert_eq(pidfd, 1234, "*ret_pidfd written on failure");
+        /* Reaped already: no child of ours is left. */
+        cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
+        cr_assert_eq(errno, ECHILD);
+
+        o.argv = (char *[]) { (char *) "/proc/self/status", NULL };    /* not executable */
+        cr_assert_eq(spawn(&o, NULL, NULL), -EACCES);
+
+        o.argv = (char *[]) { (char *) "/bin/true", NULL };
+        o.cwd = "/nonexistent";
+        cr_assert_eq(spawn(&o, NULL, NULL), -ENOENT);
+        o.cwd = NULL;
+        o.child_hook = failing_hook;
+        o.hook_userdata = &e;
+        cr_assert_eq(spawn(&o, NULL, NULL), -EXDEV);
+
+        fd = fcntl(0, F_DUPFD_CLOEXEC, 0);
+        cr_assert_eq(fd, before, "an fd leaked");
+        close(fd);
+}
+
+Test(spawn, async_error_fd) {
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        int status, fd = -EBADF;
+        pid_t pid;
+
+        o.argv = (char *[]) { (char *) "/nonexistent/program", NULL };
+        cr_assert_eq(spawn_async(&o, &pid, NULL, &fd), 0);
+        cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert_eq(WEXITSTATUS(status), 127);
+        cr_assert_eq(spawn_read_error(fd), -ENOENT);
+        close(fd);
+
+        /* A successful exec closes the pipe with nothing in it. */
+        o.argv = (char *[]) { (char *) "/bin/true", NULL };
+        cr_assert_eq(spawn_async(&o, &pid, NULL, &fd), 0);
+        cr_assert_eq(spawn_read_error(fd), 0);
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert_eq(WEXITSTATUS(status), 0);
+        close(fd);
+}

@@ -30,6 +30,9 @@ Test(subid, picks_lowest_sufficient_range_by_name_or_id) {
         cr_assert_eq(subid_pick("alice:1:99999999999\n", "alice", 1, &r), -ENOENT);
         cr_assert_eq(subid_pick("", "alice", 1, &r), -ENOENT);
         cr_assert_eq(subid_pick("alice:100000:65536", "alice", 1, &r), 0);   /* no final newline */
+        cr_assert_eq(subid_pick("alice:+100000:65536\nalice: 100000:65536\nalice:100000:-65536\n", "alice", 1, &r), -ENOENT);
+        cr_assert_eq(subid_pick("alice:0100000:065536\n", "alice", 1, &r), 0);     /* shadow reads these too */
+        cr_assert_eq(r.start, 100000);
 }
 
 Test(subid, map_check_wants_exactly_the_two_lines) {
@@ -43,6 +46,9 @@ Test(subid, map_check_wants_exactly_the_two_lines) {
         cr_assert_eq(subid_map_check("0 1002 1\n1 231072 65536\n", 1001, &r), -EPERM);          /* other user */
         cr_assert_eq(subid_map_check("0 1001 1\n1 231072 65536\n65537 0 1\n", 1001, &r), -EPERM); /* extra line */
         cr_assert_eq(subid_map_check("0 1001 1 x\n1 231072 65536\n", 1001, &r), -EPERM);        /* junk */
+        cr_assert_eq(subid_map_check("+0 1001 1\n1 231072 65536\n", 1001, &r), -EPERM);        /* a sign */
+        cr_assert_eq(subid_map_check("0 1001 1\n1 231072 4295032832\n", 1001, &r), -EPERM);   /* 65536 + 2^32 */
+        cr_assert_eq(subid_map_check("0 1001 1\n1\t231072 65536\n", 1001, &r), -EPERM);      /* not the kernel's spaces */
         cr_assert_eq(subid_map_check("", 1001, &r), -EPERM);
 }
 

@@ -74,21 +74,6 @@ Test(supervisor_proto, refuses_what_is_not_in_the_grammar) {
         }
 }
 
-Test(supervisor_proto, parse_uint_strict) {
-        int v;
-
-        cr_assert_eq(parse_uint_strict("0", 10, &v), 0);
-        cr_assert_eq(v, 0);
-        cr_assert_eq(parse_uint_strict("3", 10, &v), 0);
-        cr_assert_eq(v, 3);
-        cr_assert_eq(parse_uint_strict("11", 10, &v), -ERANGE);
-        cr_assert_eq(parse_uint_strict("", 10, &v), -EINVAL);
-        cr_assert_eq(parse_uint_strict("+3", 10, &v), -EINVAL);
-        cr_assert_eq(parse_uint_strict(" 3", 10, &v), -EINVAL);
-        cr_assert_eq(parse_uint_strict("03", 10, &v), -EINVAL);
-        cr_assert_eq(parse_uint_strict("3a", 10, &v), -EINVAL);
-}
-
 #define D64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 Test(supervisor_proto, network_round_trip) {
@@ -137,15 +122,4 @@ Test(supervisor_proto, network_refuses_what_is_not_in_the_grammar) {
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 cr_expect_eq(decode(bad[i], &m), -EBADMSG, "accepted \"%s\"", bad[i]);
-}
-
-Test(supervisor_proto, parse_ull_strict) {
-        unsigned long long v;
-
-        cr_assert_eq(parse_ull_strict("18446744073709551615", &v), 0);
-        cr_assert_eq(v, 18446744073709551615ULL);
-        cr_assert_eq(parse_ull_strict("18446744073709551616", &v), -ERANGE);
-        cr_assert_eq(parse_ull_strict("00", &v), -EINVAL);
-        cr_assert_eq(parse_ull_strict("", &v), -EINVAL);
-        cr_assert_eq(parse_ull_strict("1 ", &v), -EINVAL);
 }

@@ -167,3 +167,44 @@ Test(supnet_judge, unreadable_route) {
         cr_assert_lt(supnet_judge(&net, "allowed " CHALLENGE "\nroute tap0 zz\nend\n", err, sizeof(err)), 0);
         cr_assert_not_null(strstr(err, "unreadable route"), "%s", err);
 }
+
+/* The exact report with its first route line replaced by line. */
+static int judge_with_first_route(const char *line) {
+        _cleanup_free_ char *r = report(SPOIL_NONE), *out = NULL;
+        char *start = strstr(r, "\nroute "), *end;
+
+        cr_assert_not_null(start);
+        start++;
+        end = strchr(start, '\n');
+        cr_assert_not_null(end);
+        cr_assert_gt(asprintf(&out, "%.*s%s%s", (int) (start - r), r, line, end), 0);
+        return supnet_judge(&net, out, err, sizeof(err));
+}
+
+#define EXPECT_UNREADABLE(fmt, ...) do {                                                       \
+                char l_[256];                                                                   \
+                snprintf(l_, sizeof(l_), fmt, __VA_ARGS__);                                     \
+                cr_expect_eq(judge_with_first_route(l_), -EBADMSG, "accepted \"%s\"", l_);      \
+                cr_expect_not_null(strstr(err, "unreadable route"), "\"%s\": %s", l_, err);     \
+        } while (0)
+
+Test(supnet_judge, route_lines_are_read_strictly) {
+        _cleanup_free_ char *r = report(SPOIL_NONE);
+        char first[128], *start = strstr(r, "\nroute ") + 1;
+        char i[32], d[16], g[16], f[16], m[16], x[16];
+
+        snprintf(first, sizeof(first), "%.*s", (int) strcspn(start, "\n"), start);
+        cr_assert_eq(sscanf(first, "route %31s %15s %15s %15s %15s %15s", i, d, g, f, m, x), 6);
+        cr_assert_eq(judge_with_first_route(first), 0, "%s", err);
+
+        EXPECT_UNREADABLE("route %s %s %s %s %s %s ", i, d, g, f, m, x);          /* trailing space */
+        EXPECT_UNREADABLE("route %s  %s %s %s %s %s", i, d, g, f, m, x);          /* two spaces */
+        EXPECT_UNREADABLE("route %s\t%s %s %s %s %s", i, d, g, f, m, x);          /* a tab */
+        EXPECT_UNREADABLE("route %s %s %s %s %s +%s", i, d, g, f, m, x);          /* a sign */
+        EXPECT_UNREADABLE("route %s %s %s %s %s 0%s", i, d, g, f, m, x);          /* a leading zero */
+        EXPECT_UNREADABLE("route %s 0x%s %s %s %s %s", i, d, g, f, m, x);         /* a prefix */
+        EXPECT_UNREADABLE("route %s %s %s %s %s 4294967296", i, d, g, f, m);      /* beyond 32 bits */
+        EXPECT_UNREADABLE("route %s %s %s 0%s %s %s", i, d, g, f, m, x);          /* flags of five digits */
+        EXPECT_UNREADABLE("route %s %s %s %s %s %s 0", i, d, g, f, m, x);         /* a seventh field */
+        EXPECT_UNREADABLE("route %s %s %s %s %s", i, d, g, f, m);                 /* a field short */
+}

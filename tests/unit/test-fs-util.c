@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fs-util.h"
+#include "path-util.h"
+
+static char *tmpdir(void) {
+        char *d = strdup("/tmp/lazaret-test-fs-XXXXXX");
+
+        cr_assert_not_null(d);
+        cr_assert_not_null(mkdtemp(d));
+        return d;
+}
+
+/* Makes levels nested directories "d" below dir; returns an fd of the deepest. */
+static void nest(int dir, unsigned levels) {
+        int fd = dup(dir);
+
+        cr_assert_geq(fd, 0);
+        for (unsigned i = 0; i < levels; i++) {
+                int next;
+
+                cr_assert_eq(mkdirat(fd, "d", 0700), 0);
+                next = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                cr_assert_geq(next, 0);
+                close(fd);
+                fd = next;
+        }
+        cr_assert_eq(close(fd), 0);
+}
+
+Test(fs_util, rm_rf_removes_trees_and_symlinks_not_their_targets) {
+        _cleanup_free_ char *base = tmpdir(), *tree = path_join(base, "tree"), *keep = path_join(base, "keep");
+        _cleanup_free_ char *link = path_join(tree, "link"), *kept_file = path_join(keep, "file");
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        cr_assert_eq(mkdir(tree, 0700), 0);
+        cr_assert_eq(mkdir(keep, 0700), 0);
+        cr_assert_eq(write_file(kept_file, "x", 0600), 0);
+        cr_assert_eq(symlink(keep, link), 0);
+        fd = open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        nest(fd, 20);
+        cr_assert_eq(rm_rf(tree), 0);
+        cr_assert_eq(lstat(tree, &st), -1);
+        cr_assert_eq(stat(kept_file, &st), 0);
+        cr_assert_eq(rm_rf(tree), 0);           /* gone already */
+        cr_assert_eq(rm_rf(keep), 0);
+        cr_assert_eq(rmdir(base), 0);
+}
+
+Test(fs_util, rm_rf_is_bounded_and_reports_what_it_left) {
+        _cleanup_free_ char *base = tmpdir(), *tree = path_join(base, "tree"), *deep = path_join(tree, "deep");
+        _cleanup_free_ char *shallow = path_join(tree, "shallow"), *z = path_join(tree, "z");
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        cr_assert_eq(mkdir(tree, 0700), 0);
+        cr_assert_eq(mkdir(deep, 0700), 0);
+        cr_assert_eq(mkdir(shallow, 0700), 0);
+        cr_assert_eq(write_file(z, "z", 0600), 0);
+        fd = open(deep, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        nest(fd, RM_RF_MAX_DEPTH);              /* one level more than it descends */
+        fd = safe_close(fd);
+        fd = open(shallow, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        nest(fd, 3);
+
+        cr_assert_eq(rm_rf(tree), -ELOOP);
+        /* It kept going: everything but the over-deep branch is gone. */
+        cr_assert_eq(lstat(shallow, &st), -1);
+        cr_assert_eq(lstat(z, &st), -1);
+        cr_assert_eq(lstat(deep, &st), 0);
+
+        /* What it left can be removed from further down. */
+        {
+                _cleanup_free_ char *p = strdup(deep);
+                for (unsigned i = 0; i < RM_RF_MAX_DEPTH / 2; i++) {
+                        char *q = path_join(p, "d");
+                        free(p);
+                        p = q;
+                }
+                cr_assert_eq(rm_rf(p), 0);
+        }
+        cr_assert_eq(rm_rf(tree), 0);
+        cr_assert_eq(rmdir(base), 0);
+}
+
+Test(fs_util, mkdir_mode_sets_the_mode_by_fd) {
+        _cleanup_free_ char *base = tmpdir(), *dir = path_join(base, "dir"), *target = path_join(base, "target");
+        _cleanup_free_ char *link = path_join(base, "link"), *file = path_join(base, "file");
+        mode_t old = umask(0077);
+        struct stat st;
+
+        cr_assert_eq(mkdir_mode(dir, 0755), 0);
+        cr_assert_eq(stat(dir, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0755, "umask applied: %o", st.st_mode & 07777);
+        cr_assert_eq(chmod(dir, 0700), 0);
+        cr_assert_eq(mkdir_mode(dir, 0750), 0);
+        cr_assert_eq(stat(dir, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0750);
+
+        /* A symlink in its place: refused, and its target keeps its mode. */
+        cr_assert_eq(mkdir(target, 0700), 0);
+        cr_assert_eq(symlink(target, link), 0);
+        cr_assert_eq(mkdir_mode(link, 0777), -ENOTDIR);
+        cr_assert_eq(stat(target, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0700);
+
+        cr_assert_eq(write_file(file, "", 0600), 0);
+        cr_assert_eq(mkdir_mode(file, 0777), -ENOTDIR);
+        cr_assert_eq(stat(file, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0600);
+
+        umask(old);
+        cr_assert_eq(rm_rf(base), 0);
+}
+
+Test(fs_util, find_program_says_why) {
+        _cleanup_free_ char *p = NULL;
+        char *untouched = (char *) "x";
+
+        cr_assert_eq(find_program("sh", &p), 0);
+        cr_assert_eq(p[0], '/');
+        cr_assert_eq(access(p, X_OK), 0);
+        cr_assert_eq(find_program("lazaret-no-such-program", &untouched), -ENOENT);
+        cr_assert_str_eq(untouched, "x");
+}

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The supervisor's staging of the mount plan, for real: each test body
+ * runs in a child forked from Criterion's (multithreaded) test process, which
+ * enters a user and mount namespace of its own as the supervisor does and
+ * stages a plan written to a scratch bundle. The child checks with CHECK()
+ * and reports by its exit status: 0 passed, 77 no namespaces here.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
+
+#include "cleanup.h"
+#include "fs-util.h"
+#include "mount-plan.h"
+#include "path-util.h"
+#include "supervisor-mounts.h"
+
+#define CHECK(cond, ...)                                                                        \
+        do {                                                                                    \
+                if (!(cond)) {                                                                  \
+                        fprintf(stderr, "%s:%d: check failed: %s:", __FILE__, __LINE__, #cond); \
+                        fprintf(stderr, " " __VA_ARGS__);                                       \
+                        fputc('\n', stderr);                                                    \
+                        _exit(1);                                                               \
+                }                                                                               \
+        } while (0)
+
+#define CHECK_EQ(a, b, ...) CHECK((a) == (b), "" __VA_ARGS__)
+#define CHECK_STR(a, b, ...) CHECK(strcmp((a), (b)) == 0, "" __VA_ARGS__)
+
+static char *top, *bundle;
+
+static void sh(const char *fmt, ...) {
+        _cleanup_free_ char *cmd = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        CHECK(vasprintf(&cmd, fmt, ap) > 0);
+        va_end(ap);
+        CHECK(system(cmd) == 0, "%s", cmd);
+}
+
+static char *sub(const char *rel) {
+        return path_join(top, rel);
+}
+
+static void write_map(const char *file, const char *text) {
+        _cleanup_close_ int fd = open(file, O_WRONLY | O_CLOEXEC);
+        CHECK(fd >= 0, "%s: %m", file);
+        CHECK(write(fd, text, strlen(text)) == (ssize_t) strlen(text), "%s: %m", file);
+}
+
+/* Root of a user namespace mapped to ourselves, in a private mount namespace. */
+static void enter_namespaces(void) {
+        char map[64];
+        uid_t uid = getuid();
+        gid_t gid = getgid();
+
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+                CHECK(errno == EPERM || errno == ENOSPC || errno == EUSERS || errno == ENOSYS, "unshare: %m");
+                fprintf(stderr, "cannot create a user and mount namespace here: %m\n");
+                _exit(77);
+        }
+        write_map("/proc/self/setgroups", "deny");
+        snprintf(map, sizeof(map), "0 %u 1", (unsigned) uid);
+        write_map("/proc/self/uid_map", map);
+        snprintf(map, sizeof(map), "0 %u 1", (unsigned) gid);
+        write_map("/proc/self/gid_map", map);
+        CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "%m");
+}
+
+/* Runs body in a forked child, in namespaces of its own. */
+static void run_isolated(void (*body)(void)) {
+        int status;
+        pid_t pid;
+
+        fflush(NULL);
+        pid = fork();
+        cr_assert_geq(pid, 0, "fork: %m");
+        if (pid == 0) {
+                enter_namespaces();
+                body();
+                fflush(NULL);
+                _exit(0);
+        }
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+                cr_skip_test("no user and mount namespace on this machine");
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the test failed in its namespaces (status 0x%x); see its stderr",
+                  status);
+}
+
+static void setup(void) {
+        char tmpl[] = "/tmp/lazaret-unit-supmounts-XXXXXX";
+
+        cr_assert_not_null(mkdtemp(tmpl));
+        top = realpath(tmpl, NULL);
+        bundle = sub("bundle");
+        sh("mkdir -p '%1$s/bundle/stage' '%1$s/ws/sub' '%1$s/other' && echo ws > '%1$s/ws/marker' && "
+           "echo other > '%1$s/other/marker' && echo cfg > '%1$s/file'", top);
+}
+
+static void teardown(void) {
+        /* The namespaces go with this process; the files stay ours. */
+        sh("rm -rf '%s'", top);
+        free(bundle);
+        free(top);
+}
+
+static void add_bind(MountPlan *p, MountPart part, const char *dest, const char *rel, bool ro, unsigned nests_in) {
+        _cleanup_free_ char *path = sub(rel), *error = NULL;
+        _cleanup_close_ int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+        CHECK(fd >= 0, "%s: %m", path);
+        CHECK_EQ(mount_plan_add_bind_fd(p, part, dest, path, fd, ro, nests_in, &error), 0, "%s", error ?: "");
+}
+
+static void write_plan(const MountPlan *p) {
+        _cleanup_free_ char *s = NULL, *path = path_join(bundle, "mounts.json");
+
+        CHECK_EQ(mount_plan_to_string(p, &s), 0);
+        CHECK_EQ(write_file(path, s, 0600), 0);
+}
+
+static int stage(char *err, size_t errlen) {
+        err[0] = 0;
+        return supmounts_stage(bundle, err, errlen);
+}
+
+static char *staged(size_t i) {
+        _cleanup_free_ char *s = path_join(bundle, "stage");
+        return mount_plan_staged_path(s, i);
+}
+
+static void stages_what_was_checked_body(void) {
+        _cleanup_(mount_plan_done) MountPlan p = {};
+        _cleanup_free_ char *ws = staged(4), *file = staged(5), *marker = NULL, *text = NULL, *tmp = staged(6),
+                            *inside = NULL;
+        MountEntry t = { .part = MOUNT_PART_STATE_ANCHOR, .kind = MOUNT_SUPERVISOR, .destination = (char *) "/var/tmp",
+                         .source = (char *) "lazaret-test", .fstype = (char *) "tmpfs", .data = (char *) "size=1m" };
+        struct stat a, b;
+        struct statfs sf;
+        char err[512];
+
+        CHECK_EQ(mount_plan_init(&p), 0);
+        add_bind(&p, MOUNT_PART_WORKSPACE, "/workspace", "ws", false, 0);
+        add_bind(&p, MOUNT_PART_VOLUME, "/etc/x", "file", true, 0);
+        CHECK_EQ(mount_plan_add(&p, &t, NULL), 0);
+        write_plan(&p);
+        CHECK_EQ(stage(err, sizeof(err)), 0, "%s", err);
+
+        marker = path_join(ws, "marker");
+        CHECK_EQ(read_full_file(marker, 100, &text, NULL), 0);
+        CHECK_STR(text, "ws\n");
+        CHECK_EQ(stat(ws, &a), 0);
+        CHECK_EQ(a.st_ino, p.entries[4].id.ino);
+        /* Read-write where the plan says so, read-only where it says that. */
+        inside = path_join(ws, "written");
+        CHECK_EQ(write_file(inside, "x", 0644), 0);
+        CHECK_EQ(open(file, O_WRONLY | O_CLOEXEC), -1);
+        CHECK_EQ(errno, EROFS);
+        CHECK_EQ(stat(file, &b), 0);
+        CHECK_EQ(b.st_ino, p.entries[5].id.ino);
+        /* The supervisor's own file system. */
+        CHECK_EQ(statfs(tmp, &sf), 0);
+        CHECK_EQ(sf.f_type, TMPFS_MAGIC);
+        /* Nothing more can be staged once runsc may look. */
+        _cleanup_free_ char *extra = staged(99);
+        CHECK_EQ(mkdir(extra, 0700), -1);
+        CHECK_EQ(errno, EROFS);
+}
+
+Test(supmounts, stages_what_was_checked, .init = setup, .fini = teardown) {
+        run_isolated(stages_what_was_checked_body);
+}
+
+static void refused(const char *want) {
+        char err[512];
+
+        CHECK_EQ(stage(err, sizeof(err)), -EPERM, "%s", err);
+        CHECK(strstr(err, want), "message '%s' lacks '%s'", err, want);
+}
+
+static void swapped_directory_refused_body(void) {
+        _cleanup_(mount_plan_done) MountPlan p = {};
+
+        CHECK_EQ(mount_plan_init(&p), 0);
+        add_bind(&p, MOUNT_PART_WORKSPACE, "/workspace", "ws", false, 0);
+        write_plan(&p);
+        /* After the check, another directory takes the workspace's place. */
+        sh("mv '%1$s/ws' '%1$s/ws.real' && mv '%1$s/other' '%1$s/ws'", top);
+        refused("changed after it was checked: it is no longer the directory that was judged");
+}
+
+Test(supmounts, swapped_directory_refused, .init = setup, .fini = teardown) {
+        run_isolated(swapped_directory_refused_body);
+}
+
+static void symlink_refused_body(void) {
+        _cleanup_(mount_plan_done) MountPlan p = {};
+
+        CHECK_EQ(mount_plan_init(&p), 0);
+        add_bind(&p, MOUNT_PART_WORKSPACE, "/workspace", "ws/sub", false, 0);
+        write_plan(&p);
+        /* A parent swapped for a symlink to a directory with the same layout. */
+        sh("mkdir '%1$s/other/sub' && mv '%1$s/ws' '%1$s/ws.real' && ln -s other '%1$s/ws'", top);
+        refused("is now a symbolic link");
+}
+
+Test(supmounts, symlink_refused, .init = setup, .fini = teardown) {
+        run_isolated(symlink_refused_body);
+}
+
+static void file_swapped_refused_body(void) {
+        _cleanup_(mount_plan_done) MountPlan p = {};
+
+        CHECK_EQ(mount_plan_init(&p), 0);
+        add_bind(&p, MOUNT_PART_VOLUME, "/etc/x", "file", true, 0);
+        write_plan(&p);
+        sh("echo new > '%1$s/file.new' && mv '%1$s/file.new' '%1$s/file'", top);
+        refused("it is no longer the file that was judged");
+}
+
+Test(supmounts, file_swapped_refused, .init = setup, .fini = teardown) {
+        run_isolated(file_swapped_refused_body);
+}
+
+static void other_file_systems_refused_body(void) {
+        _cleanup_(mount_plan_done) MountPlan p = {};
+        MountEntry o = { .part = MOUNT_PART_STATE_ANCHOR, .kind = MOUNT_SUPERVISOR, .destination = (char *) "/usr",
+                         .source = (char *) "overlay", .fstype = (char *) "overlay", .data = (char *) "lowerdir=/" };
+        char err[512];
+
+        CHECK_EQ(mount_plan_init(&p), 0);
+        CHECK_EQ(mount_plan_add(&p, &o, NULL), 0);
+        write_plan(&p);
+        CHECK_EQ(stage(err, sizeof(err)), -EOPNOTSUPP, "%s", err);
+        CHECK(strstr(err, "overlay file system at /usr; it makes only tmpfs"), "%s", err);
+}
+
+Test(supmounts, other_file_systems_refused, .init = setup, .fini = teardown) {
+        run_isolated(other_file_systems_refused_body);
+}
+
+static void bad_plan_refused_body(void) {
+        _cleanup_free_ char *path = path_join(bundle, "mounts.json");
+        char err[512];
+
+        CHECK_EQ(stage(err, sizeof(err)), -ENOENT, "%s", err);
+        CHECK(strstr(err, "cannot read the mount plan"), "%s", err);
+        CHECK_EQ(write_file(path, "{\"entries\": 1}", 0600), 0);
+        CHECK_EQ(stage(err, sizeof(err)), -EBADMSG, "%s", err);
+        CHECK(strstr(err, "\"entries\" is missing or not an array"), "%s", err);
+}
+
+Test(supmounts, bad_plan_refused, .init = setup, .fini = teardown) {
+        run_isolated(bad_plan_refused_body);
+}
