@@ -25,10 +25,10 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "helper.h"
 #include "macro.h"
 #include "netlink-routes.h"
 #include "parse-util.h"
-#include "spawn-util.h"
 #include "supervisor-net.h"
 #include "util.h"
 
@@ -96,44 +96,37 @@ static int new_netns(bool disable_ipv6, int *ret) {
         return 0;
 }
 
-static int start_slirp(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
-        int ready[2] = { -1, -1 }, exitp[2] = { -1, -1 }, r;
-        char c = 0;
-        ssize_t k;
-        struct pollfd pf;
-
-        if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(exitp, O_CLOEXEC) < 0)
-                return fail(err, errlen, -errno, "cannot create pipes for slirp4netns: %s", strerror(errno));
+/*
+ * slirp4netns, a supervised helper: readiness on --ready-fd (it writes "1"
+ * once tap0 exists), and --exit-fd, whose write end the supervisor keeps
+ * until it exits: closing it ends slirp4netns.
+ */
+static int start_slirp(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err, size_t errlen) {
+        _Static_assert(HELPER_READY_FD == 3 && HELPER_FIRST_PASS_FD == 4, "slirp4netns' fd arguments");
         char *argv[] = {
                 (char *) p->slirp4netns, (char *) "--mtu=65520", (char *) "--disable-host-loopback",
                 (char *) "--cidr", (char *) NET_SLIRP_CIDR, (char *) "--enable-sandbox", (char *) "--enable-seccomp",
                 (char *) "--ready-fd=3", (char *) "--exit-fd=4", (char *) "--netns-type=path",
                 (char *) p->netns_path, (char *) net_links[NET_LINK_TAP].name, NULL,
         };
-        int pass[] = { ready[1], exitp[0] };
-        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        _cleanup_close_ int exit_r = -EBADF;
+        int exitp[2];
 
-        o.argv = argv;
-        o.pass_fds = pass;
-        o.n_pass_fds = ELEMENTSOF(pass);
-        o.die_with_parent = true;
-        r = spawn(&o, &n->slirp_pid, &n->slirp_pidfd);
-        close(ready[1]);
-        close(exitp[0]);
+        if (pipe2(exitp, O_CLOEXEC) < 0)
+                return fail(err, errlen, -errno, "cannot create the exit pipe for slirp4netns: %s", strerror(errno));
+        exit_r = exitp[0];
         n->slirp_exit_fd = exitp[1];
-        if (r < 0) {
-                close(ready[0]);
-                return fail(err, errlen, r, "cannot start %s: %s", p->slirp4netns, strerror(-r));
-        }
-        /* "1" on --ready-fd once tap0 exists; EOF if it died. */
-        pf = (struct pollfd) { .fd = ready[0], .events = POLLIN };
-        r = poll(&pf, 1, 10000);
-        k = r > 0 ? read(ready[0], &c, 1) : -1;
-        close(ready[0]);
-        if (k != 1 || c != '1')
-                return fail(err, errlen, -EIO, "the connectivity helper %s did not become ready%s", p->slirp4netns,
-                            r == 0 ? " within 10 s" : " (it exited; does /dev/net/tun exist and may this user open it?)");
-        return 0;
+        return helper_start(helpers, &(HelperSpec) {
+                                 .name = "slirp4netns",
+                                 .role = "the network helper",
+                                 .death_means = "network readiness withdrawn; the sandbox cannot get its network back "
+                                                "and is stopped",
+                                 .not_ready_hint = "does /dev/net/tun exist and may this user open it?",
+                                 .argv = argv,
+                                 .pass_fds = &exit_r,
+                                 .n_pass_fds = 1,
+                                 .ready_timeout_ms = 10000,
+                         }, &n->slirp_pid, err, errlen);
 }
 
 static void responder(int fd2, int fd3, const char *challenge) {
@@ -367,7 +360,7 @@ static int open_witness(SupNet *n, char *err, size_t errlen) {
         return 0;
 }
 
-int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
+int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err, size_t errlen) {
         _cleanup_free_ char *bytes = NULL;
         _cleanup_netlink_ Netlink *nl = NULL;
         _cleanup_free_ char *mismatch = NULL, *problem = NULL;
@@ -423,7 +416,7 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen) {
         n->netns_ino = (unsigned long long) st.st_ino;
 
         /* 2. The connectivity helper stays where we are, its tap inside. */
-        r = start_slirp(n, p, err, errlen);
+        r = start_slirp(n, p, helpers, err, errlen);
         if (r < 0)
                 return r;
 

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "hash.h"
+#include "helper.h"
 #include "net-policy.h"
 
 /*
@@ -13,7 +14,8 @@
  *
  *   supnet_prepare()   the enforcement namespace (bind-mounted at
  *                      netns_path, the supervisor now lives in it), IPv6 off,
- *                      slirp4netns started outside it, the canary peer
+ *                      slirp4netns started outside it as a supervised
+ *                      helper (helper.h) of the set it is given, the canary peer
  *                      namespace with its responder, deny0/sink, tap0, the
  *                      policy installed and read back exactly, the denied
  *                      canary seen live;
@@ -33,8 +35,7 @@ typedef struct SupNet {
         int enforcement_fd;
         int canary_fd;
         int witness_fd;                 /* ARP frames arriving on sink, the deny link's far end */
-        pid_t slirp_pid;
-        int slirp_pidfd;
+        pid_t slirp_pid;                /* its pidfd is in the supervisor's Helpers */
         int slirp_exit_fd;              /* write end of --exit-fd: closing it ends slirp4netns */
         pid_t responder_pid;
         int port;
@@ -44,7 +45,7 @@ typedef struct SupNet {
         char digest_hex[SHA256_HEX_LEN + 1];
 } SupNet;
 
-#define SUPNET_INIT { .enforcement_fd = -1, .canary_fd = -1, .witness_fd = -1, .slirp_pidfd = -1, .slirp_exit_fd = -1 }
+#define SUPNET_INIT { .enforcement_fd = -1, .canary_fd = -1, .witness_fd = -1, .slirp_exit_fd = -1 }
 
 typedef struct SupNetParams {
         const char *netns_path;         /* an empty file to bind the namespace onto */
@@ -56,7 +57,7 @@ typedef struct SupNetParams {
         bool fault_deny_on_lo;          /* test hook: after the read-back, move deny routes to lo */
 } SupNetParams;
 
-int supnet_prepare(SupNet *n, const SupNetParams *p, char *err, size_t errlen);
+int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err, size_t errlen);
 int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen);
 int supnet_witness_denied(SupNet *n, int timeout_ms, char *err, size_t errlen);
 int supnet_teardown_canary(SupNet *n, char *err, size_t errlen);

@@ -17,9 +17,11 @@
  *   3. loads a libseccomp allowlist;
  *   4. reports NETWORK, then READY, on its control socket.
  * It then only waits: for the container to end (reported as EXITED), for
- * slirp4netns to end (FAILED: network readiness withdrawn) or for the
- * coordinator to close the control socket (then it exits; the coordinator
- * stops the scope, which ends runsc and the sandbox).
+ * any supervised helper to end (FAILED, one line naming it; for
+ * slirp4netns: network readiness withdrawn) or for the coordinator to close
+ * the control socket (then it exits; the coordinator stops the scope, which
+ * ends runsc and the sandbox). Whenever it exits, it kills and reaps the
+ * helpers still running (helper.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -46,6 +48,7 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "helper.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "setid-filter.h"
@@ -266,13 +269,14 @@ static int drop_privileges(void) {
         return 0;
 }
 
-/* Step 3: what waiting, reporting and exiting need, and nothing else. */
+/* Step 3: what waiting, reporting and exiting need, and nothing else
+ * (exiting kills and reaps the helpers: pidfd_send_signal, waitid). */
 #define SUPERVISOR_SYSCALLS(X) \
         X(read) X(write) X(close) X(poll) X(ppoll) X(recvfrom) X(sendto) X(recvmsg) X(sendmsg) \
         X(wait4) X(waitid) X(rt_sigaction) X(rt_sigprocmask) X(rt_sigreturn) X(restart_syscall) \
         X(kill) X(exit) X(exit_group) X(brk) X(mmap) X(munmap) X(mremap) X(madvise) X(futex) \
         X(clock_gettime) X(clock_nanosleep) X(nanosleep) X(getpid) X(getppid) X(fstat) X(newfstatat) \
-        X(lseek) X(fcntl) X(getrandom)
+        X(lseek) X(fcntl) X(getrandom) X(pidfd_send_signal)
 
 static int load_seccomp(void) {
         scmp_filter_ctx ctx;
@@ -422,6 +426,7 @@ static int read_report(int fd, char **ret) {
 
 int main(int argc, char *argv[]) {
         char err[2048], *report = NULL;
+        _cleanup_(helpers_kill) Helpers helpers = HELPERS_INIT;
         SupNet net = SUPNET_INIT;
         pid_t waiter = 0;
         int wait_pipe[2] = { -EBADF, -EBADF }, probe_pipe[2] = { -EBADF, -EBADF };
@@ -470,7 +475,7 @@ int main(int argc, char *argv[]) {
                                    .generation = arg_container,
                                    .canary_port = arg_canary_port,
                                    .fault_deny_on_lo = arg_fault_deny_on_lo,
-                           }, err, sizeof(err));
+                           }, &helpers, err, sizeof(err));
         if (r < 0) {
                 report_failed("%s", err);
                 return 1;
@@ -532,8 +537,9 @@ int main(int argc, char *argv[]) {
         }
 
         /* 2. and 3.: the namespaces' fds go, then every capability, network
-         * administration included, for good (SR-5). slirp4netns' pidfd and
-         * exit pipe stay: they are how its end is seen and caused. */
+         * administration included, for good (SR-5). The helpers' pidfds and
+         * slirp4netns' exit pipe stay: they are how their ends are seen and
+         * caused. */
         supnet_done(&net);
         r = drop_privileges();
         if (r < 0) {
@@ -556,28 +562,27 @@ int main(int argc, char *argv[]) {
         supnet_close_witness(&net);
 
         for (;;) {
-                struct pollfd p[3] = {
+                struct pollfd p[2 + HELPERS_MAX] = {
                         { .fd = arg_control_fd, .events = POLLIN },
                         { .fd = pidfd, .events = POLLIN },
-                        { .fd = net.slirp_pidfd, .events = POLLIN },
                 };
+                nfds_t n_fds = 2 + helpers_pollfds(&helpers, p + 2, HELPERS_MAX);
                 char buf[64];
 
-                r = poll(p, 3, -1);
+                r = poll(p, n_fds, -1);
                 if (r < 0) {
                         if (errno == EINTR)
                                 continue;
                         return 1;
                 }
-                if (p[2].revents) {
-                        siginfo_t si = {};
-                        (void) waitid(P_PIDFD, (id_t) net.slirp_pidfd, &si, WEXITED | WNOHANG);
-                        report_failed("the network helper slirp4netns (pid %d) %s %d: network readiness withdrawn; "
-                                      "the sandbox cannot get its network back and is stopped",
-                                      (int) net.slirp_pid, si.si_code == CLD_EXITED ? "exited with status" : "was killed by signal",
-                                      si.si_status);
+                /* A helper's end fails the Domain, whatever else happened. */
+                r = helpers_reap_dead(&helpers, err, sizeof(err));
+                if (r < 0)
+                        report_failed("cannot watch the supervised helpers: %s", strna(strerrorname_np(-r)));
+                else if (r > 0)
+                        report_failed("%s", err);
+                if (r != 0)
                         return 1;
-                }
                 if (p[1].revents) {
                         char out[512];
                         size_t n = 0;

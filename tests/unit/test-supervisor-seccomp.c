@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The supervisor's own seccomp allowlist (load_seccomp(), the table in
+ * supervisor.c, read from that file itself) covers what its wait loop does
+ * with the supervised helpers: watch their pidfds, reap one that died, say
+ * so on the control socket, and kill and reap the rest on the way out.
+ * A child process does it all under the filter; SIGSYS would fail it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+/* The supervisor's file, its main() renamed: load_seccomp(),
+ * report_failed() and arg_control_fd are what is under test. */
+int supervisor_main(int argc, char *argv[]);
+#define main supervisor_main
+#include "supervisor.c"
+#undef main
+
+enum {
+        STEP_OK,
+        STEP_START = 10,
+        STEP_SECCOMP,
+        STEP_POLL,
+        STEP_REAP,
+};
+
+static int loop_under_filter(int control_fd) {
+        _cleanup_(helpers_kill) Helpers hs = HELPERS_INIT;
+        char err_line[1024];
+        int trigger[2], r;
+
+        if (pipe2(trigger, O_CLOEXEC) < 0)
+                return STEP_START;
+        r = helper_start(&hs, &(HelperSpec) { .name = "stays", .role = "the test helper", .death_means = "x",
+                                              .argv = (char *[]) { (char *) "/bin/sh", (char *) "-c",
+                                                                   (char *) "printf 1 >&3; exec sleep 30", NULL },
+                                              .ready_timeout_ms = 5000 },
+                         NULL, err_line, sizeof(err_line));
+        if (r >= 0)
+                r = helper_start(&hs, &(HelperSpec) { .name = "dies", .role = "the test helper",
+                                                      .death_means = "the Domain fails",
+                                                      .argv = (char *[]) { (char *) "/bin/sh", (char *) "-c",
+                                                                           (char *) "printf 1 >&3; read x <&4; exit 7",
+                                                                           NULL },
+                                                      .pass_fds = &trigger[0], .n_pass_fds = 1,
+                                                      .ready_timeout_ms = 5000 },
+                                 NULL, err_line, sizeof(err_line));
+        close(trigger[0]);
+        if (r < 0)
+                return STEP_START;
+
+        arg_control_fd = control_fd;
+        if (load_seccomp() < 0)
+                return STEP_SECCOMP;
+
+        /* From here on only what the supervisor's loop does. */
+        close(trigger[1]);
+        for (;;) {
+                struct pollfd p[HELPERS_MAX];
+                nfds_t n = helpers_pollfds(&hs, p, HELPERS_MAX);
+
+                if (poll(p, n, 5000) <= 0)
+                        return STEP_POLL;
+                r = helpers_reap_dead(&hs, err_line, sizeof(err_line));
+                if (r < 0)
+                        return STEP_REAP;
+                if (r > 0)
+                        break;
+        }
+        report_failed("%s", err_line);
+        return STEP_OK;         /* and helpers_kill() on the way out */
+}
+
+Test(supervisor_seccomp, the_wait_loop_and_the_helpers_kill_pass_the_filter) {
+        char buf[SUPERVISOR_MSG_MAX];
+        SupervisorMsg m;
+        int sv[2], status;
+        ssize_t k;
+        pid_t pid;
+
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0)
+                _exit(loop_under_filter(sv[1]));
+        close(sv[1]);
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(!WIFSIGNALED(status), "the child was killed by signal %d (SIGSYS: a call missing from the allowlist)",
+                  WTERMSIG(status));
+        cr_assert_eq(WEXITSTATUS(status), STEP_OK);
+
+        k = recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT);
+        cr_assert_gt(k, 0);
+        cr_assert_eq(supervisor_msg_decode(buf, (size_t) k, &m), 0);
+        cr_assert_eq(m.type, SUPERVISOR_FAILED);
+        cr_assert(strstr(m.reason, "the test helper dies (pid ") && strstr(m.reason, ") exited with status 7: the Domain fails"),
+                  "%s", m.reason);
+        close(sv[0]);
+}
