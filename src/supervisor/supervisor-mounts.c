@@ -14,20 +14,12 @@
 #include "mount-plan.h"
 #include "path-util.h"
 #include "supervisor-mounts.h"
+#include "util.h"
 
 /* Must match bundle.h. */
 #define PLAN_FILE "mounts.json"
 #define STAGE_DIR "stage"
 
-static int fail(char *err, size_t errlen, int r, const char *fmt, ...) _printf_(4, 5);
-static int fail(char *err, size_t errlen, int r, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        (void) vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-        return r;
-}
 
 static const char *what(const MountEntry *e) {
         switch (e->part) {
@@ -51,30 +43,30 @@ static int stage_bind(const MountEntry *e, int stagefd, const char *name, char *
         /* Opened again here: a fd from the coordinator's mount namespace cannot be bound in ours. */
         r = path_walk(e->source, 0, &fd, &w);
         if (r == -ELOOP)
-                return fail(err, errlen, -EPERM, "%s %s changed after it was checked: %s is now a symbolic link; "
+                return errorbuf(err, errlen, -EPERM, "%s %s changed after it was checked: %s is now a symbolic link; "
                             "refusing to start", what(e), e->source, w.at ?: e->source);
         if (r < 0)
-                return fail(err, errlen, r, "%s %s changed after it was checked: %s: %s; refusing to start", what(e),
+                return errorbuf(err, errlen, r, "%s %s changed after it was checked: %s: %s; refusing to start", what(e),
                             e->source, w.at ?: e->source, strerror(-r));
         if (fstat(fd, &st) < 0)
-                return fail(err, errlen, -errno, "cannot inspect %s: %m", e->source);
+                return errorbuf(err, errlen, -errno, "cannot inspect %s: %m", e->source);
         if ((uint64_t) st.st_dev != e->id.dev || (uint64_t) st.st_ino != e->id.ino ||
             !!S_ISDIR(st.st_mode) != e->id.directory || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)))
-                return fail(err, errlen, -EPERM, "%s %s changed after it was checked: it is no longer the %s that was "
+                return errorbuf(err, errlen, -EPERM, "%s %s changed after it was checked: it is no longer the %s that was "
                             "judged; refusing to start", what(e), e->source, e->id.directory ? "directory" : "file");
 
         if (e->id.directory ? mkdirat(stagefd, name, 0700) < 0
                             : mknodat(stagefd, name, S_IFREG | 0600, 0) < 0)
-                return fail(err, errlen, -errno, "cannot create the staging point for %s: %m", e->source);
+                return errorbuf(err, errlen, -errno, "cannot create the staging point for %s: %m", e->source);
         tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
         if (tree < 0)
-                return fail(err, errlen, -errno, "cannot take a copy of the mount of %s: %m", e->source);
+                return errorbuf(err, errlen, -errno, "cannot take a copy of the mount of %s: %m", e->source);
         if (e->read_only &&
             mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE,
                           &(struct mount_attr) { .attr_set = MOUNT_ATTR_RDONLY }, sizeof(struct mount_attr)) < 0)
-                return fail(err, errlen, -errno, "cannot make the staged copy of %s read-only: %m", e->source);
+                return errorbuf(err, errlen, -errno, "cannot make the staged copy of %s read-only: %m", e->source);
         if (move_mount(tree, "", stagefd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-                return fail(err, errlen, -errno, "cannot stage %s: %m", e->source);
+                return errorbuf(err, errlen, -errno, "cannot stage %s: %m", e->source);
         return 0;
 }
 
@@ -86,12 +78,12 @@ static int stage_filesystem(const MountEntry *e, const char *stage, const char *
         if (!target)
                 return -ENOMEM;
         if (!streq(e->fstype, "tmpfs"))
-                return fail(err, errlen, -EOPNOTSUPP, "the mount plan asks the supervisor for a %s file system at %s; "
+                return errorbuf(err, errlen, -EOPNOTSUPP, "the mount plan asks the supervisor for a %s file system at %s; "
                             "it makes only tmpfs", e->fstype, e->destination);
         if (mkdirat(stagefd, name, 0700) < 0)
-                return fail(err, errlen, -errno, "cannot create the staging point for %s: %m", e->destination);
+                return errorbuf(err, errlen, -errno, "cannot create the staging point for %s: %m", e->destination);
         if (mount(e->source, target, e->fstype, flags, e->data) < 0)
-                return fail(err, errlen, -errno, "cannot mount a %s for %s: %m", e->fstype, e->destination);
+                return errorbuf(err, errlen, -errno, "cannot mount a %s for %s: %m", e->fstype, e->destination);
         return 0;
 }
 
@@ -107,17 +99,17 @@ int supmounts_stage(const char *bundle, char *err, size_t errlen) {
                 return -ENOMEM;
         r = read_full_file(path, MOUNT_PLAN_DOC_MAX, &text, &len);
         if (r < 0)
-                return fail(err, errlen, r, "cannot read the mount plan %s: %s", path, strerror(-r));
+                return errorbuf(err, errlen, r, "cannot read the mount plan %s: %s", path, strerror(-r));
         r = mount_plan_from_json(text, len, &plan, &why);
         if (r < 0)
-                return fail(err, errlen, r, "%s: %s", path, why ?: strerror(-r));
+                return errorbuf(err, errlen, r, "%s: %s", path, why ?: strerror(-r));
 
         /* Only we (root of this user namespace) can enter it, and only in this mount namespace. */
         if (mount("lazaret-stage", stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,size=1m") < 0)
-                return fail(err, errlen, -errno, "cannot mount the staging directory %s: %m", stage);
+                return errorbuf(err, errlen, -errno, "cannot mount the staging directory %s: %m", stage);
         stagefd = open(stage, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (stagefd < 0)
-                return fail(err, errlen, -errno, "cannot open the staging directory %s: %m", stage);
+                return errorbuf(err, errlen, -errno, "cannot open the staging directory %s: %m", stage);
 
         for (size_t i = 0; i < plan.n_entries; i++) {
                 const MountEntry *e = &plan.entries[i];
@@ -142,6 +134,6 @@ int supmounts_stage(const char *bundle, char *err, size_t errlen) {
         }
         /* Nothing more is staged: the staging directory itself becomes read-only. */
         if (mount(NULL, stage, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-                return fail(err, errlen, -errno, "cannot make the staging directory %s read-only: %m", stage);
+                return errorbuf(err, errlen, -errno, "cannot make the staging directory %s read-only: %m", stage);
         return 0;
 }
