@@ -88,7 +88,7 @@ typedef struct Profile {
 
 typedef struct AutoApproveRule {
         char **argv;
-        char *program;          /* argv[0] with symlinks resolved, NULL when it does not exist; fingerprinted */
+        char *program;          /* argv[0] with symlinks resolved (config_resolve()), NULL when it does not exist; fingerprinted */
         bool trailing_args;
 } AutoApproveRule;
 
@@ -97,7 +97,7 @@ typedef struct Config {
         unsigned mode;          /* the file's mode (07777) from the fstat() of the opened file; 0 without one */
         char *data_root;        /* expanded and canonicalised */
         char *default_profile;
-        char *runsc;            /* runtime.runsc: absolute, canonical; NULL when not configured */
+        char *runsc;            /* runtime.runsc: absolute, normalised; canonical once resolved; NULL when not configured */
         CidrList allow;
         CidrList deny;
         bool escalation_enabled;
@@ -106,6 +106,7 @@ typedef struct Config {
         size_t n_auto_approve;
         Profile *profiles;      /* sorted by name */
         size_t n_profiles;
+        bool resolved;          /* config_resolve() ran: program, runsc judged, fingerprint set */
         uint8_t fingerprint[SHA256_DIGEST_LEN];
 } Config;
 
@@ -119,15 +120,28 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
 #define _cleanup_config_ _cleanup_(config_freep)
 
 /*
- * Parses and validates a configuration document. filename is used only in
- * messages ("FILE: KEY.PATH: what is wrong"); NULL text means "no file": the
- * built-in configuration. On error *ret_error holds the message.
+ * Parses and validates a configuration document, without asking the file
+ * system anything. filename is used only in messages ("FILE: KEY.PATH: what
+ * is wrong") and as Config.path; NULL text means "no file": the built-in
+ * configuration. On error *ret_error holds the message. The result is not
+ * yet resolved: config_resolve() completes it.
  */
 int config_parse(const char *text, size_t len, const char *filename, const ConfigEnv *env,
                  Config **ret, char **ret_error);
 
 /*
- * Picks the file to read, in order: explicit (from --config), $LAZARET_CONFIG,
+ * The second step, the only one that looks at files: judges runtime.runsc
+ * (path_walk(), PATH_WALK_TRUSTED: owner, mode and ACL of every component, a
+ * regular executable file), resolves each auto-approve program (refusing one
+ * whose resolved name runs arbitrary commands), and takes the fingerprint
+ * over the canonical encoding, those answers included. Messages have
+ * config_parse()'s shape. On error the Config is unchanged but for programs
+ * already resolved; it is not marked resolved.
+ */
+int config_resolve(Config *c, char **ret_error);
+
+/*
+ * Reads, parses and resolves the configuration. Picks the file to read, in order: explicit (from --config), $LAZARET_CONFIG,
  * $XDG_CONFIG_HOME/lazaret/config.json (both as collected in hc). A missing file is an error only when
  * it was named explicitly; otherwise the built-in configuration is used. The
  * file must be a regular file owned by the caller (or root) and not writable by
@@ -135,7 +149,7 @@ int config_parse(const char *text, size_t len, const char *filename, const Confi
  */
 int config_load(const HostContext *hc, const char *explicit_path, Config **ret, char **ret_error);
 
-/* The built-in configuration, with the caller's home and XDG directories. */
+/* The built-in configuration, with the caller's home and XDG directories, parsed and resolved. */
 int config_load_builtin(const HostContext *hc, Config **ret, char **ret_error);
 
 /*
@@ -149,7 +163,10 @@ const Profile *config_find_profile(const Config *c, const char *name);
 bool profile_name_is_valid(const char *name);
 bool env_name_is_valid(const char *name);
 
-/* The canonical encoding the fingerprint is computed over (for tests). */
+/*
+ * The canonical encoding the fingerprint is computed over (lazaret.conf(5),
+ * FINGERPRINT), written by config-encode.c in a fixed key order.
+ */
 int config_canonical_json(const Config *c, char **ret);
 
 /*

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Fuzz target: the configuration parser, from raw bytes to a validated Config
- * and its canonical encoding. The same entry point serves libFuzzer
+ * and its canonical encoding, then the resolution step. The same entry point serves libFuzzer
  * (-Dfuzz=true with CC=clang) and the corpus replay that every build runs.
  */
 #include <stddef.h>
@@ -30,11 +30,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         text[size] = 0;
 
         if (config_parse(text, size, "fuzz.json", &env, &c, &err) >= 0) {
-                fuzz_accepted = true;
                 /* Success must come with a complete, encodable configuration. */
-                if (!c || err || !config_find_profile(c, c->default_profile))
+                if (!c || err || c->resolved || !config_find_profile(c, c->default_profile))
                         abort();
                 if (config_canonical_json(c, &canon) < 0 || !canon)
+                        abort();
+                /* Then the file-system step, as config_load() takes it: accepted only if both pass. */
+                if (config_resolve(c, &err) >= 0) {
+                        if (err || !c->resolved)
+                                abort();
+                        fuzz_accepted = true;
+                } else if (!err || c->resolved)
+                        /* A refusal must explain itself. */
                         abort();
                 config_free(c);
         } else if (c || !err)
