@@ -122,6 +122,11 @@ int domain_new(const Config *c, const HostContext *hc, const char *profile, cons
         *ret_error = NULL;
         profile = profile ?: c->default_profile;
 
+        /* An unresolved configuration has a runsc nobody judged and no fingerprint: refuse to build on it. */
+        if (!c->resolved)
+                return errorf(ret_error, -ESTALE, "%s: the configuration was parsed but not resolved (config_resolve())",
+                              c->path ?: "the built-in configuration");
+
         if (!profile_name_is_valid(profile))
                 return errorf(ret_error, -EINVAL,
                               "\"%s\" is not a valid profile name (2 to 32 characters of a-z, 0-9, '_' and '-')", profile);
@@ -478,7 +483,7 @@ int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, ch
         r = check_one_mount(d, "workspace", d->workspace, true, protected, runtime_canon, ret_error);
         if (r < 0)
                 return r;
-        /* The runsc binary is canonical (config_parse refuses symlinks): compare it as it is. */
+        /* The runsc binary is canonical (config_resolve() refuses symlinks): compare it as it is. */
         if (d->config->runsc && path_is_at_or_below(d->config->runsc, d->workspace))
                 return errorf(ret_error, -EPERM, "%s: runtime.runsc: \"%s\" lies inside the workspace \"%s\", which the sandbox can write",
                               cfg_name(d), d->config->runsc, d->workspace);

@@ -54,7 +54,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Domain *, domain_free);
 #define _cleanup_domain_ _cleanup_(domain_freep)
 
 /*
- * Binds a profile of c to a workspace. workspace NULL means the default
+ * Binds a profile of c, which must be resolved (config_resolve(); -ESTALE
+ * otherwise), to a workspace. workspace NULL means the default
  * (workspace_discover() of hc->cwd). Keeps a copy of hc: the exposure checks
  * judge with the same inputs. Creates nothing.
  */

@@ -433,6 +433,7 @@ Test(domain, exposure_runsc_in_workspace_or_volume) {
                 cr_assert(asprintf(&text, "{\"runtime\": {\"runsc\": \"%s\"}, \"profiles\": {\"dev\": {\"image\": \"builtin:default\", "
                                    "\"volumes\": [{\"host\": \"%s\", \"container\": \"/tools\"}]}}, \"default_profile\": \"dev\"}", bin, tools) > 0);
                 cr_assert_eq(config_parse(text, strlen(text), "/cfg.json", &cenv, &c, &err), 0, "%s", err ?: "");
+                cr_assert_eq(config_resolve(c, &err), 0, "%s", err ?: "");
                 cr_assert_eq(domain_new(c, &hc, NULL, NULL, &d, &err), 0, "%s", err ?: "");
                 cr_assert_eq(domain_validate(d, &err), -EPERM);
                 cr_assert(asprintf(&want, "/cfg.json: runtime.runsc: \"%s\" lies inside profiles.dev.volumes[0].host \"%s\", which is mounted into the sandbox",
@@ -451,6 +452,7 @@ Test(domain, exposure_runsc_in_workspace_or_volume) {
                 /* tools/runsc is inside the workspace "dir/tools"... */
                 cr_assert(asprintf(&text, "{\"runtime\": {\"runsc\": \"%s\"}}", bin) > 0);
                 cr_assert_eq(config_parse(text, strlen(text), "/cfg.json", &cenv, &c, &err), 0, "%s", err ?: "");
+                cr_assert_eq(config_resolve(c, &err), 0, "%s", err ?: "");
                 cr_assert_eq(domain_new(c, &hc, NULL, tools, &d, &err), 0, "%s", err ?: "");
                 cr_assert_eq(domain_validate(d, &err), -EPERM);
                 cr_assert(asprintf(&want, "/cfg.json: runtime.runsc: \"%s\" lies inside the workspace \"%s\", which the sandbox can write",
@@ -721,4 +723,17 @@ Test(domain, acl_granting_write_refused, .init = setup, .fini = teardown) {
                         "workspace \"@/acl/proj\": \"@/acl\" has an ACL that lets ID 65534 write it; "
                         "every directory from / down to a mount source, and the source itself, must belong to root or to you and be "
                         "writable by nobody else (a sticky directory such as /tmp excepted)");
+}
+
+/* A Domain is built only on a resolved configuration: runsc judged, fingerprint taken. */
+Test(domain, unresolved_config_refused) {
+        static const ConfigEnv cenv = { .home = "/home/u", .xdg_data_home = "/home/u/.local/share" };
+        _cleanup_config_ Config *c = NULL;
+        _cleanup_domain_ Domain *d = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        cr_assert_eq(config_parse("{}", 2, "/cfg.json", &cenv, &c, &err), 0, "%s", err ?: "");
+        cr_assert_eq(domain_new(c, env_now(), NULL, "/", &d, &err), -ESTALE);
+        cr_assert_null(d);
+        cr_assert_str_eq(err, "/cfg.json: the configuration was parsed but not resolved (config_resolve())");
 }
