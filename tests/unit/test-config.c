@@ -339,6 +339,82 @@ Test(config, canonical_encoding_is_sorted_and_complete) {
         cr_assert_eq(strlen(config_fingerprint_hex(c, hex)), SHA256_HEX_LEN);
 }
 
+/*
+ * The canonical encoder (config-encode.c) emits fixed bytes. These were
+ * written by the json-c serialiser it replaced, so a configuration keeps its
+ * fingerprint across that change: every escape json-c used (quote,
+ * backslash, \b \f \n \r \t, \u00xx for other control characters, the slash
+ * and DEL and UTF-8 as they are), every default, sorted env and profiles,
+ * unresolvable programs as null.
+ */
+static const char known_config[] =
+        "{\n"
+        "  \"data_root\": \"~/lz\",\n"
+        "  \"default_profile\": \"dev\",\n"
+        "  \"network\": { \"allow\": [\"10.20.0.0/16\", \"8.8.8.8/32\"], \"deny\": [\"203.0.113.0/24\"] },\n"
+        "  \"escalation\": { \"enabled\": false, \"timeout_s\": 60,\n"
+        "    \"auto_approve\": [ {\"argv\": [\"/nonexistent-lazaret-unit/make\", \"test\"]},\n"
+        "                      {\"argv\": [\"/nonexistent-lazaret-unit/cargo\", \"build\"], \"trailing_args\": true} ] "
+        "},\n"
+        "  \"profiles\": {\n"
+        "    \"dev\": { \"image\": \"oci:{profile_dir}/image:v2\", \"command\": [\"/bin/bash\", \"-l\", \"q\\\"b\\\\s/t"
+        "\\tn\\nr\\rb\\bf\\fc\\u0001\\u001fd\\u007f\\u00e9\\u20ac\\ud83d\\ude00\"],\n"
+        "      \"persistent_dirs\": [\"/usr\", \"/home/agent/\"], \"allow_egress\": [\"192.168.7.0/24\"],\n"
+        "      \"deny_egress\": [\"198.51.100.0/24\"], \"env\": {\"ZED\": \"z\", \"EDITOR\": \"vi\", \"TOKEN\": \"env:G"
+        "H_TOKEN\", \"EMPTY\": \"\"},\n"
+        "      \"volumes\": [ {\"host\": \"~/.cache/pip\", \"container\": \"/root/.cache/pip\", \"mode\": \"rw\"},\n"
+        "                   {\"host\": \"{domain_dir}/extra\", \"container\": \"/extra\", \"force\": true} ],\n"
+        "      \"isolate_ignored\": false, \"directfs\": false,\n"
+        "      \"limits\": {\"memory_max\": \"infinity\", \"memory_high\": \"12G\", \"tasks_max\": \"infinity\", \"proc"
+        "esses\": \"infinity\", \"cpu_weight\": 7, \"tmp_size\": \"3M\", \"address_space\": 68719476736} },\n"
+        "    \"ci_runner\": { \"image\": \"builtin:default\" }\n"
+        "  }\n"
+        "}\n";
+
+static const char known_canonical[] =
+        "{\"data_root\":\"/home/u/lz\",\"default_profile\":\"dev\",\"escalation\":{\"auto_approve\":[{\"argv\":[\"/none"
+        "xistent-lazaret-unit/make\",\"test\"],\"program\":null,\"trailing_args\":false},{\"argv\":[\"/nonexistent-laza"
+        "ret-unit/cargo\",\"build\"],\"program\":null,\"trailing_args\":true}],\"enabled\":false,\"timeout_s\":60},\"fo"
+        "rmat\":\"lazaret-config/1\",\"network\":{\"allow\":[\"10.20.0.0/16\",\"8.8.8.8/32\"],\"deny\":[\"203.0.113.0/2"
+        "4\"]},\"profiles\":{\"ci_runner\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":true,\""
+        "env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":17179869184,\"cp"
+        "u_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"processes\":1024,\"tasks_max\":4096,\"tm"
+        "p_size\":1073741824},\"persistent_dirs\":[],\"volumes\":[]},\"default\":{\"allow_egress\":[],\"command\":null,"
+        "\"deny_egress\":[],\"directfs\":true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limit"
+        "s\":{\"address_space\":17179869184,\"cpu_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"p"
+        "rocesses\":1024,\"tasks_max\":4096,\"tmp_size\":1073741824},\"persistent_dirs\":[\"/usr\",\"/etc\",\"/var\",\""
+        "/opt\",\"/root\"],\"volumes\":[]},\"dev\":{\"allow_egress\":[\"192.168.7.0/24\"],\"command\":[\"/bin/bash\",\""
+        "-l\",\"q\\\"b\\\\s/t\\tn\\nr\\rb\\bf\\fc\\u0001\\u001fd\177\303\251\342\202\254\360\237\230\200\"],\"deny_egre"
+        "ss\":[\"198.51.100.0/24\"],\"directfs\":false,\"env\":{\"EDITOR\":\"vi\",\"EMPTY\":\"\",\"TOKEN\":\"env:GH_TOK"
+        "EN\",\"ZED\":\"z\"},\"image\":\"oci:{profile_dir}/image:v2\",\"isolate_ignored\":false,\"limits\":{\"address_s"
+        "pace\":68719476736,\"cpu_weight\":7,\"memory_high\":12884901888,\"memory_max\":\"infinity\",\"processes\":\"in"
+        "finity\",\"tasks_max\":\"infinity\",\"tmp_size\":3145728},\"persistent_dirs\":[\"/usr\",\"/home/agent\"],\"vol"
+        "umes\":[{\"container\":\"/root/.cache/pip\",\"force\":false,\"host\":\"~/.cache/pip\",\"mode\":\"rw\"},{\"cont"
+        "ainer\":\"/extra\",\"force\":true,\"host\":\"{domain_dir}/extra\",\"mode\":\"ro\"}]}},\"runtime\":{\"runsc\":n"
+        "ull}}";
+
+static const char builtin_canonical[] =
+        "{\"data_root\":\"/nonexistent-lazaret-unit/share/lazaret\",\"default_profile\":\"default\",\"escalation\":{\"a"
+        "uto_approve\":[],\"enabled\":true,\"timeout_s\":300},\"format\":\"lazaret-config/1\",\"network\":{\"allow\":[]"
+        ",\"deny\":[]},\"profiles\":{\"default\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":"
+        "true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":171798691"
+        "84,\"cpu_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"processes\":1024,\"tasks_max\":40"
+        "96,\"tmp_size\":1073741824},\"persistent_dirs\":[\"/usr\",\"/etc\",\"/var\",\"/opt\",\"/root\"],\"volumes\":[]"
+        "}},\"runtime\":{\"runsc\":null}}";
+
+Test(config, canonical_encoding_fixed_bytes) {
+        _cleanup_config_ Config *c = parse_ok(known_config), *d = parse_ok(NULL);
+        _cleanup_free_ char *j = NULL, *k = NULL;
+        char hex[SHA256_HEX_LEN + 1];
+
+        cr_assert_eq(config_canonical_json(c, &j), 0);
+        cr_assert_str_eq(j, known_canonical);
+        cr_assert_str_eq(config_fingerprint_hex(c, hex), "fc78dc8ff6cebe49d6724891f62768caabad955dad109e887ffabc3335ee1a1c");
+        cr_assert_eq(config_canonical_json(d, &k), 0);
+        cr_assert_str_eq(k, builtin_canonical);
+        cr_assert_str_eq(config_fingerprint_hex(d, hex), "e51e282be0acf735d50f8fe36c44b370ffe6601900368c31bebfbba3e9bd4298");
+}
+
 Test(config, profile_can_replace_builtin_default) {
         _cleanup_config_ Config *c = parse_ok("{\"profiles\": {\"default\": {\"image\": \"oci:/x\"}}}");
         const Profile *p = config_find_profile(c, "default");
