@@ -14,8 +14,10 @@
 /*
  * The host configuration (lazaret.conf(5)): one JSON document, trusted, read
  * only by host-side Lazaret processes. config_parse() validates everything it
- * can without knowing the Domain; domain_validate() (domain.h) expands the
- * Domain-dependent tokens and checks what would be exposed to the sandbox.
+ * can without knowing the Domain or asking the file system; config_resolve()
+ * then judges the files it names and takes the fingerprint (config_load()
+ * does both); domain_validate() (domain.h) expands the Domain-dependent
+ * tokens and checks what would be exposed to the sandbox.
  */
 
 #define PROFILE_NAME_MIN 2

@@ -602,6 +602,16 @@ Test(config, runtime_runsc_below_sticky) {
         cr_assert_eq(system(cmd), 0);
 }
 
+/* The file system is asked only once the document is valid: its own mistakes come first. */
+Test(config, document_errors_before_file_checks) {
+        static const char text[] = "{\"runtime\": {\"runsc\": \"/tmp\"}, \"profiles\": {\"Dev\": {\"image\": \"builtin:default\"}}}";
+        _cleanup_free_ char *err = NULL;
+        _cleanup_config_ Config *c = NULL;
+
+        cr_assert_lt(config_parse(text, strlen(text), FILE_NAME, &env, &c, &err), 0);
+        cr_assert_str_eq(err, FILE_NAME ": profiles.Dev: invalid profile name; names are 2 to 32 characters of a-z, 0-9, '_' and '-'");
+}
+
 Test(config, runtime_section_shape) {
         _cleanup_config_ Config *c = parse_ok("{\"runtime\": {}}");
         cr_assert_null(c->runsc);
