@@ -613,9 +613,10 @@ Test(config, document_errors_before_file_checks) {
 }
 
 Test(config, runtime_section_shape) {
-        _cleanup_config_ Config *c = parse_ok("{\"runtime\": {}}");
+        _cleanup_config_ Config *c = parse_ok("{\"runtime\": {}}"), *d = NULL;
         cr_assert_null(c->runsc);
-        parse_ok("{\"runtime\": {\"runsc\": \"/usr/bin/true\"}}");
+        d = parse_ok("{\"runtime\": {\"runsc\": \"/usr/bin/true\"}}");
+        cr_assert_str_eq(d->runsc, "/usr/bin/true");
 }
 
 Test(config, directfs_per_profile_default_true) {
