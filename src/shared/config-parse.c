@@ -346,15 +346,22 @@ static int parse_host_template(ConfigParser *p, json_object *v, const char *path
 
 static const TokenFlags tokens_all = TOKEN_ALL, tokens_tilde = TOKEN_TILDE;
 
-/* char **: a sandbox path (check_sandbox_path()). */
-static int parse_sandbox_path(ConfigParser *p, json_object *v, const char *path, void *field, const void *data) {
+/* A check of a string that writes what it makes of it (a normalised path, say) to *ret. */
+typedef int (*StringCheck)(ConfigParser *p, const char *in, const char *path, char **ret);
+
+static int parse_checked_string(ConfigParser *p, json_object *v, const char *path, char **ret, StringCheck check) {
         _cleanup_free_ char *s = NULL;
         int r;
 
         r = config_get_string(p, v, path, false, &s);
         if (r < 0)
                 return r;
-        return check_sandbox_path(p, s, path, field);
+        return check(p, s, path, ret);
+}
+
+/* char **: a sandbox path (check_sandbox_path()). */
+static int parse_sandbox_path(ConfigParser *p, json_object *v, const char *path, void *field, const void *data) {
+        return parse_checked_string(p, v, path, field, check_sandbox_path);
 }
 
 /* ------------------------------------------------------------------ CIDRs */
@@ -779,13 +786,7 @@ static int parse_profile_name(ConfigParser *p, json_object *v, const char *path,
 
 /* char **: runtime.runsc as a path; config_resolve() judges the file it names. */
 static int parse_runsc(ConfigParser *p, json_object *v, const char *path, void *field, const void *data) {
-        _cleanup_free_ char *s = NULL;
-        int r;
-
-        r = config_get_string(p, v, path, false, &s);
-        if (r < 0)
-                return r;
-        return config_absolute_path(p, s, path, field);
+        return parse_checked_string(p, v, path, field, config_absolute_path);
 }
 
 static const ConfigKey network_keys[] = {

@@ -9,6 +9,7 @@
  * an API of the library: callers use config.h.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
