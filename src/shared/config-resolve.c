@@ -62,6 +62,7 @@ int config_resolve(Config *c, char **ret_error) {
         int r;
 
         *ret_error = NULL;
+        c->resolved = false;
 
         /* runsc stays the path as written (absolute, normalised): the walk refuses a link on the way. */
         if (c->runsc) {

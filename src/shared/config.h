@@ -137,8 +137,8 @@ int config_parse(const char *text, size_t len, const char *filename, const Confi
  * regular executable file), resolves each auto-approve program (refusing one
  * whose resolved name runs arbitrary commands), and takes the fingerprint
  * over the canonical encoding, those answers included. Messages have
- * config_parse()'s shape. On error the Config is unchanged but for programs
- * already resolved; it is not marked resolved.
+ * config_parse()'s shape. On error the Config is not marked resolved (and
+ * programs resolved before the failure stay filled in).
  */
 int config_resolve(Config *c, char **ret_error);
 
