@@ -375,6 +375,22 @@ static int check_nesting(const Domain *d, const ResolvedVolume *v, size_t i, cha
         return 0;
 }
 
+/*
+ * The host's kernel file systems are never a volume, "force" or not: /proc
+ * would show every host process's command line and environment, /sys and
+ * /dev the machine's devices.
+ */
+static int check_kernel_fs(const Domain *d, const char *what, const char *m, char **ret_error) {
+        static const char *const kernel[] = { "/proc", "/sys", "/dev", NULL };
+
+        for (size_t i = 0; kernel[i]; i++)
+                if (path_is_at_or_below(m, kernel[i]))
+                        return errorf(ret_error, -EPERM,
+                                      "%s: %s: \"%s\" lies in %s, a kernel file system of the host; it cannot be mounted into a sandbox",
+                                      cfg_name(d), what, m, kernel[i]);
+        return 0;
+}
+
 /* Below the home directory: what holds credentials or starts programs on the host. */
 static const char *const sensitive_in_home[] = {
         ".ssh", ".gnupg",
@@ -492,6 +508,9 @@ int domain_check_exposure(const Domain *d, const ResolvedVolume *v, size_t n, ch
                 if (asprintf(&what, "profiles.%s.volumes[%zu].host", d->profile->name, i) < 0)
                         return -ENOMEM;
                 r = check_one_mount(d, what, v[i].host, false, protected, runtime_canon, ret_error);
+                if (r < 0)
+                        return r;
+                r = check_kernel_fs(d, what, v[i].host, ret_error);
                 if (r < 0)
                         return r;
                 if (d->config->runsc && path_is_at_or_below(d->config->runsc, v[i].host))

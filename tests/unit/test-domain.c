@@ -542,6 +542,25 @@ Test(domain, volume_nesting_refused, .init = setup, .fini = teardown) {
         accepted(t6, "home/src/proj");
 }
 
+Test(domain, kernel_file_systems_never_volumes, .init = setup, .fini = teardown) {
+        static const char *const hosts[] = { "/proc", "/proc/1", "/sys/fs/cgroup", "/dev", "/dev/shm" };
+
+        mkdirs("proj");
+        for (size_t i = 0; i < ELEMENTSOF(hosts); i++) {
+                _cleanup_free_ char *vol = NULL, *forced = NULL, *text = NULL, *ftext = NULL, *want = NULL;
+                const char *top_dir = hosts[i][1] == 'p' ? "/proc" : hosts[i][1] == 's' ? "/sys" : "/dev";
+
+                cr_assert(asprintf(&vol, "{\"host\": \"%s\", \"container\": \"/v\"}", hosts[i]) > 0);
+                cr_assert(asprintf(&forced, "{\"host\": \"%s\", \"container\": \"/v\", \"force\": true}", hosts[i]) > 0);
+                text = profile_with_volumes(vol);
+                ftext = profile_with_volumes(forced);
+                cr_assert(asprintf(&want, "%%: profiles.dev.volumes[0].host: \"%s\" lies in %s, a kernel file system of the "
+                                   "host; it cannot be mounted into a sandbox", hosts[i], top_dir) > 0);
+                refused_exactly(text, "proj", -EPERM, want);
+                refused_exactly(ftext, "proj", -EPERM, want);
+        }
+}
+
 Test(domain, credential_and_autostart_sources_need_force, .init = setup, .fini = teardown) {
         static const struct {
                 const char *host, *want;
