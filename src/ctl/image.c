@@ -277,7 +277,7 @@ static int check_subids(void) {
                         "your subordinate IDs.\n", (unsigned) getuid());
                 return r;
         }
-        r = subid_pick_for_user(user, getuid(), getgid(), &uids, &gids, &why);
+        r = subid_pick_for_user(user, getuid(), &uids, &gids, &why);
         if (r < 0) {
                 fprintf(stderr, "Building the image as an ordinary user needs subordinate IDs (mmdebstrap --mode=unshare "
                         "maps the image's system users to them): %s\n", why ?: strerror(-r));
