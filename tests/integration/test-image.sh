@@ -44,7 +44,7 @@ Dir::Etc::sourcelist "$top/apt/sources.list";
 Dir::Etc::sourceparts "$top/apt/sources.list.d";
 Acquire::http::Proxy "http://proxy.invalid:3142/";
 EOF
-printf 'deb http://mirror.invalid/debian %s %s-updates main\n' "$suite" "$suite" >"$top/apt/sources.list"
+printf 'deb http://mirror.invalid/debian %s main\n' "$suite" "$suite-updates" >"$top/apt/sources.list"
 printf 'Types: deb\nURIs: http://security.mirror.invalid/debian-security\nSuites: %s-security\nComponents: main\n' \
         "$suite" >"$top/apt/sources.list.d/debian.sources"
 export APT_CONFIG=$top/apt/apt.conf
