@@ -572,12 +572,8 @@ static int build_rootfs(Build *b) {
         for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
                 if (strv_extend(&argv, fixed[i]) < 0)
                         return -ENOMEM;
-        /* merged /usr the way debootstrap does it, without the usrmerge package */
-        if (access(MMDEBSTRAP_HOOKS "/maybe-merged-usr", F_OK) == 0 &&
-            strv_extend(&argv, "--hook-dir=" MMDEBSTRAP_HOOKS "/maybe-merged-usr") < 0)
-                return -ENOMEM;
-
-        /* Hooks are constants; the texts they write come in the environment. */
+        /* Hooks are constants; the texts they write come in the environment.
+         * The proxy comes first: later setup hooks (maybe-merged-usr) run apt. */
         if (!isempty(b->proxy)) {
                 if (asprintf(&proxy, "LAZARET_IMAGE_APT_PROXY=%s", b->proxy) < 0)
                         return -ENOMEM;
@@ -587,6 +583,11 @@ static int build_rootfs(Build *b) {
                     strv_extend(&env, proxy) < 0)
                         return -ENOMEM;
         }
+        /* merged /usr the way debootstrap does it, without the usrmerge package */
+        if (access(MMDEBSTRAP_HOOKS "/maybe-merged-usr", F_OK) == 0 &&
+            strv_extend(&argv, "--hook-dir=" MMDEBSTRAP_HOOKS "/maybe-merged-usr") < 0)
+                return -ENOMEM;
+
         if (b->mirror.uri) {
                 r = apt_mirror_sources_list(&b->mirror, b->suite, &sources);
                 if (r < 0)
