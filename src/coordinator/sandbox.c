@@ -712,7 +712,7 @@ static void step_userns(Sandbox *sb) {
         SubidRange uids, gids;
         int control[2], r;
 
-        r = subid_pick_for_user(sb->user_name, getuid(), getgid(), &uids, &gids, &why);
+        r = subid_pick_for_user(sb->user_name, getuid(), &uids, &gids, &why);
         if (r < 0) {
                 sandbox_fail(sb, why ?: "no subordinate IDs");
                 return;

@@ -38,7 +38,7 @@ typedef struct SandboxParams {
         sd_bus *bus;
         const Domain *domain;           /* borrowed; outlives the sandbox */
         const char *runtime_dir;        /* $XDG_RUNTIME_DIR/lazaret/ID */
-        const char *user_name;          /* ours (NULL: unknown), for /etc/subuid and /etc/subgid */
+        const char *user_name;          /* ours (NULL: unknown), for the subordinate ID lookup */
         SandboxCallbacks cb;
         void *userdata;
 } SandboxParams;

@@ -6,7 +6,9 @@
  *
  *   1. mmdebstrap --mode=unshare --variant=minbase writes a root file system
  *      tarball into a private staging directory next to the final image
- *      (<data_root>/images/.default.build-XXXXXX). Its chroot stays in
+ *      (<data_root>/images/.default.build-XXXXXX), from the Debian mirror and
+ *      through the proxy of the host's apt configuration (apt-mirror.h) or
+ *      from --source. Its chroot stays in
  *      $TMPDIR or /tmp, mmdebstrap's default: inside its user namespace even
  *      "root" is a subordinate ID, which cannot enter the private data root;
  *      mmdebstrap removes the chroot itself, on errors and signals too;
@@ -32,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apt-mirror.h"
 #include "cleanup.h"
 #include "fs-util.h"
 #include "subid.h"
@@ -53,6 +56,9 @@
  * contents mmdebstrap removes from the chroot, so no trace of the mount
  * point is left in the image. */
 #define SOURCE_LINK_TEMPLATE "/tmp/lazaret-source.XXXXXX"
+/* The host's apt proxy settings, for mmdebstrap's apt only: a setup hook
+ * writes them, a customize hook removes them before the image is packed. */
+#define PROXY_CONF "/etc/apt/apt.conf.d/99lazaret-build-proxy"
 
 extern char **environ;
 
@@ -280,7 +286,7 @@ static int check_subids(void) {
                         "your subordinate IDs.\n", (unsigned) getuid());
                 return r;
         }
-        r = subid_pick_for_user(user, getuid(), getgid(), &uids, &gids, &why);
+        r = subid_pick_for_user(user, getuid(), &uids, &gids, &why);
         if (r < 0) {
                 fprintf(stderr, "Building the image as an ordinary user needs subordinate IDs (mmdebstrap --mode=unshare "
                         "maps the image's system users to them): %s\n", why ?: strerror(-r));
@@ -391,6 +397,8 @@ typedef struct Build {
         char *suite;
         char *source_dir;       /* --source DIR, canonical */
         const char *source_url; /* --source URL */
+        AptMirror mirror;       /* the host's, unless --source URL */
+        char *proxy;            /* the host's apt proxy settings, "" for none */
         char *source_link;      /* SOURCE_LINK_TEMPLATE dir with "repo" -> source_dir */
         char *images;           /* <data_root>/images */
         char *final;            /* <images>/default */
@@ -413,6 +421,8 @@ static void build_done(Build *b) {
         safe_close(b->lock_fd);
         safe_close(b->images_fd);
         free(b->suite);
+        apt_mirror_done(&b->mirror);
+        free(b->proxy);
         free(b->source_dir);
         free(b->source_link);
         free(b->images);
@@ -543,7 +553,7 @@ static int make_source_link(Build *b) {
 
 static int build_rootfs(Build *b) {
         _cleanup_strv_free_ char **argv = NULL, **env = NULL;
-        _cleanup_free_ char *mirror = NULL, *apt_sources = NULL;
+        _cleanup_free_ char *mirror = NULL, *apt_sources = NULL, *sources = NULL, *proxy = NULL;
         static const char *const fixed[] = {
                 "mmdebstrap",
                 "--mode=unshare",
@@ -565,33 +575,39 @@ static int build_rootfs(Build *b) {
         for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
                 if (strv_extend(&argv, fixed[i]) < 0)
                         return -ENOMEM;
+        /* Hooks are constants; the texts they write come in the environment.
+         * The proxy comes first: later setup hooks (maybe-merged-usr) run apt. */
+        if (!isempty(b->proxy)) {
+                if (asprintf(&proxy, "LAZARET_IMAGE_APT_PROXY=%s", b->proxy) < 0)
+                        return -ENOMEM;
+                if (strv_extend(&argv, "--setup-hook=printf '%s' \"$LAZARET_IMAGE_APT_PROXY\" "
+                                       ">\"$1" PROXY_CONF "\"") < 0 ||
+                    strv_extend(&argv, "--customize-hook=rm -f \"$1" PROXY_CONF "\"") < 0 ||
+                    strv_extend(&env, proxy) < 0)
+                        return -ENOMEM;
+        }
         /* merged /usr the way debootstrap does it, without the usrmerge package */
         if (access(MMDEBSTRAP_HOOKS "/maybe-merged-usr", F_OK) == 0 &&
             strv_extend(&argv, "--hook-dir=" MMDEBSTRAP_HOOKS "/maybe-merged-usr") < 0)
                 return -ENOMEM;
 
+        if (b->mirror.uri) {
+                r = apt_mirror_sources_list(&b->mirror, b->suite, &sources);
+                if (r < 0)
+                        return r;
+        }
         if (b->source_dir) {
                 r = make_source_link(b);
                 if (r < 0)
                         return r;
                 if (asprintf(&mirror, "deb [trusted=yes] file:%s/repo ./", b->source_link) < 0)
                         return -ENOMEM;
-                /* The image should point at Debian, not at a path only this
-                 * machine has. The hook is a constant; the text comes in the
-                 * environment. */
-                if (streq(b->suite, "sid"))
-                        r = asprintf(&apt_sources, "LAZARET_IMAGE_APT_SOURCES="
-                                     "deb http://deb.debian.org/debian sid main");
-                else
-                        r = asprintf(&apt_sources, "LAZARET_IMAGE_APT_SOURCES="
-                                     "deb http://deb.debian.org/debian %1$s main\n"
-                                     "deb http://deb.debian.org/debian %1$s-updates main\n"
-                                     "deb http://security.debian.org/debian-security %1$s-security main",
-                                     b->suite);
-                if (r < 0)
+                /* The image should point at the host's Debian mirror, not
+                 * at a path only this machine has. */
+                if (asprintf(&apt_sources, "LAZARET_IMAGE_APT_SOURCES=%s", sources) < 0)
                         return -ENOMEM;
                 if (strv_extend(&argv, "--hook-dir=" MMDEBSTRAP_HOOKS "/file-mirror-automount") < 0 ||
-                    strv_extend(&argv, "--customize-hook=printf '%s\\n' \"$LAZARET_IMAGE_APT_SOURCES\" "
+                    strv_extend(&argv, "--customize-hook=printf '%s' \"$LAZARET_IMAGE_APT_SOURCES\" "
                                        ">\"$1/etc/apt/sources.list\"") < 0 ||
                     strv_extend(&env, apt_sources) < 0)
                         return -ENOMEM;
@@ -602,9 +618,19 @@ static int build_rootfs(Build *b) {
         if (strv_extend(&argv, b->source_dir ? "" : b->suite) < 0 ||
             strv_extend(&argv, "rootfs.tar") < 0)
                 return -ENOMEM;
-        if (b->source_dir || b->source_url)
+        if (b->source_dir || b->source_url) {
                 if (strv_extend(&argv, b->source_dir ? mirror : b->source_url) < 0)
                         return -ENOMEM;
+        } else {
+                /* The host's mirror: one "deb" line per suite. */
+                for (char *line = sources, *eol; line && *line; line = eol) {
+                        eol = strchrnul(line, '\n');
+                        if (*eol)
+                                *eol++ = 0;
+                        if (strv_extend(&argv, line) < 0)
+                                return -ENOMEM;
+                }
+        }
 
         return run_step("building the root file system", argv, b->staging, env);
 }
@@ -700,7 +726,38 @@ static const char *source_description(const Build *b) {
                 return b->source_dir;
         if (b->source_url)
                 return b->source_url;
-        return "deb.debian.org";
+        return b->mirror.uri;
+}
+
+/*
+ * The host's Debian mirror (unless --source URL names one: a local
+ * repository still needs it, for the image's apt sources) and apt proxy.
+ */
+static int find_mirror(Build *b) {
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if (!b->source_url) {
+                r = apt_host_mirror(b->suite, &b->mirror, &why);
+                if (r == -ENOENT) {
+                        fprintf(stderr, "Building the default image needs a Debian mirror: %s. Add one to apt's sources (e.g. "
+                                "/etc/apt/sources.list.d/debian.sources with Types: deb, URIs: <your mirror>, "
+                                "Suites: %s %s-updates, Components: main) or name one with --source URL.\n",
+                                why ?: strerror(-r), b->suite, b->suite);
+                        return r;
+                }
+                if (r < 0) {
+                        fprintf(stderr, "Cannot find the Debian mirror in apt's configuration: %s.\n",
+                                why ?: strerror(-r));
+                        return r;
+                }
+        }
+        r = apt_host_proxy(&b->proxy, &why);
+        if (r < 0) {
+                fprintf(stderr, "Cannot read apt's proxy settings: %s.\n", why ?: strerror(-r));
+                return r;
+        }
+        return 0;
 }
 
 static int build_default(const Config *config, const char *source, bool force) {
@@ -727,9 +784,6 @@ static int build_default(const Config *config, const char *source, bool force) {
         free(b.final);
         b.final = NULL;
 
-        r = check_tools();
-        if (r < 0)
-                return r;
         if (source && (startswith(source, "http://") || startswith(source, "https://"))) {
                 if (source[strcspn(source, " \t\n\"'[]")]) {
                         fprintf(stderr, "--source %s: not a valid mirror URL.\n", source);
@@ -741,10 +795,16 @@ static int build_default(const Config *config, const char *source, bool force) {
                 if (r < 0)
                         return r;
         }
-        r = check_subids();
+        r = host_suite(&b.suite);
         if (r < 0)
                 return r;
-        r = host_suite(&b.suite);
+        r = find_mirror(&b);
+        if (r < 0)
+                return r;
+        r = check_tools();
+        if (r < 0)
+                return r;
+        r = check_subids();
         if (r < 0)
                 return r;
 
@@ -764,9 +824,10 @@ static int build_default(const Config *config, const char *source, bool force) {
         }
 
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        fprintf(stderr, "Building the default image (%s) at %s from Debian %s packages (%s), "
+        fprintf(stderr, "Building the default image (%s) at %s from Debian %s packages (%s%s), "
                 "without root and without a container registry.\n",
-                BUILTIN_IMAGE, b.final, b.suite, source_description(&b));
+                BUILTIN_IMAGE, b.final, b.suite, source_description(&b),
+                isempty(b.proxy) ? "" : ", through apt's proxy");
 
         interrupted = 0;
         signals_catch(saved);

@@ -16,7 +16,10 @@
  * writes a root file system tarball, umoci turns it into a one-layer image.
  * SOURCE is a local flat repository directory (.deb files and a Packages
  * index, for offline use) or the http(s) URL of a Debian mirror; without it
- * mmdebstrap uses deb.debian.org for the host's release.
+ * the packages come from the Debian mirror of the host's apt sources (its
+ * release, -updates and -security suites), which a local repository's
+ * image also lists as its apt sources. apt's proxy settings apply to the
+ * build either way.
  */
 
 /*

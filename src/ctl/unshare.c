@@ -152,7 +152,7 @@ int verb_unshare(int argc, char *argv[], const Config *config) {
         r = subid_user_name(getuid(), &user);
         if (r < 0 && r != -ESRCH)
                 return r;
-        r = subid_pick_for_user(user, getuid(), getgid(), &uids, &gids, &why);
+        r = subid_pick_for_user(user, getuid(), &uids, &gids, &why);
         if (r < 0) {
                 fprintf(stderr, "lazaretctl unshare: %s\n", why ?: strerror(-r));
                 return r;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
+#include <ctype.h>
 #include <errno.h>
-#include <unistd.h>
 #include <grp.h>
 #include <sched.h>
 #include <inttypes.h>
@@ -9,58 +10,90 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <shadow/subid.h>
 
 #include "cleanup.h"
 #include "fs-util.h"
 #include "macro.h"
-#include "parse-util.h"
 #include "strv.h"
+#include "parse-util.h"
 #include "subid.h"
 #include "util.h"
 
-/* A column of /etc/subuid: decimal, leading zeros tolerated (shadow's own reader takes them). */
-static int parse_u32(const char *s, size_t n, uint32_t *ret) {
-        uint64_t v;
-        int r;
-
-        r = parse_unsigned_n(s, n, PARSE_LEADING_ZEROS, 0, UINT32_MAX, &v);
-        if (r < 0)
-                return r;
-        *ret = (uint32_t) v;
-        return 0;
-}
-
-int subid_pick(const char *text, const char *user, uint32_t id, SubidRange *ret) {
-        char idstr[16];
+int subid_pick(const SubidSpan *spans, size_t n_spans, SubidRange *ret) {
         bool found = false;
         SubidRange best = {};
 
-        snprintf(idstr, sizeof(idstr), "%" PRIu32, id);
+        for (size_t i = 0; i < n_spans; i++) {
+                const SubidSpan *s = &spans[i];
 
-        for (const char *line = text; line && *line;) {
-                const char *eol = strchrnul(line, '\n');
-                const char *c1 = memchr(line, ':', eol - line);
-                const char *c2 = c1 ? memchr(c1 + 1, ':', eol - c1 - 1) : NULL;
-                SubidRange r;
-
-                if (c1 && c2) {
-                        size_t nl = c1 - line;
-                        bool ours = (user && strlen(user) == nl && strncmp(line, user, nl) == 0) ||
-                                    (strlen(idstr) == nl && strncmp(line, idstr, nl) == 0);
-                        if (ours && parse_u32(c1 + 1, c2 - c1 - 1, &r.start) >= 0 &&
-                            parse_u32(c2 + 1, eol - c2 - 1, &r.count) >= 0 &&
-                            r.count >= SUBID_COUNT && (uint64_t) r.start + SUBID_COUNT - 1 <= UINT32_MAX &&
-                            (!found || r.start < best.start)) {
-                                best = r;
-                                found = true;
-                        }
-                }
-                line = *eol ? eol + 1 : eol;
+                if (s->count < SUBID_COUNT || s->start > UINT32_MAX - (SUBID_COUNT - 1))
+                        continue;
+                if (found && s->start >= best.start)
+                        continue;
+                best = (SubidRange) {
+                        .start = (uint32_t) s->start,
+                        .count = s->count > UINT32_MAX ? UINT32_MAX : (uint32_t) s->count,
+                };
+                found = true;
         }
         if (!found)
                 return -ENOENT;
         *ret = best;
         return 0;
+}
+
+int subid_nss_source(const char *text, char **ret) {
+        for (const char *line = text; line && *line;) {
+                const char *eol = strchrnul(line, '\n'), *p, *end;
+
+                if (eol - line >= 6 && strncasecmp(line, "subid:", 6) == 0) {
+                        p = line + 6;
+                        while (p < eol && isspace((unsigned char) *p))
+                                p++;
+                        if (p < eol) {
+                                char *name;
+
+                                for (end = p; end < eol && !isspace((unsigned char) *end); end++)
+                                        ;
+                                if ((size_t) (end - p) == strlen("files") && strncmp(p, "files", 5) == 0) {
+                                        *ret = NULL;
+                                        return 0;
+                                }
+                                name = strndup(p, end - p);
+                                if (!name)
+                                        return -ENOMEM;
+                                *ret = name;
+                                return 0;
+                        }
+                }
+                line = *eol ? eol + 1 : eol;
+        }
+        *ret = NULL;
+        return 0;
+}
+
+int subid_missing_message(const char *who, const char *nss_source, bool uids, bool gids, char **ret) {
+        _cleanup_free_ char *where = NULL, *fix = NULL;
+        int r;
+
+        assert(uids || gids);
+
+        if (asprintf(&fix, "sudo usermod%s%s %s", uids ? " --add-subuids 100000-165535" : "",
+                     gids ? " --add-subgids 100000-165535" : "", who) < 0)
+                return -ENOMEM;
+        if (nss_source)
+                r = asprintf(ret, "no range of %u subordinate IDs for %s from the subid source \"%s\" of %s "
+                             "(have one assigned there, or make that line \"subid: files\" and add one with: %s)",
+                             SUBID_COUNT, who, nss_source, SUBID_NSSWITCH_FILE, fix);
+        else
+                r = asprintf(ret, "no range of %u subordinate IDs for %s in %s (add one with: %s)", SUBID_COUNT,
+                             who, uids && gids ? SUBID_UID_FILE " and " SUBID_GID_FILE : uids ? SUBID_UID_FILE : SUBID_GID_FILE,
+                             fix);
+        return r < 0 ? -ENOMEM : 0;
 }
 
 int subid_user_name(uid_t uid, char **ret) {
@@ -81,40 +114,93 @@ int subid_user_name(uid_t uid, char **ret) {
         return 0;
 }
 
-int subid_pick_ranges(const char *uid_path, const char *gid_path, const char *user, uid_t uid, gid_t gid,
-                      SubidRange *ret_uids, SubidRange *ret_gids, char **ret_why) {
-        _cleanup_free_ char *uid_text = NULL, *gid_text = NULL;
+/* libsubid reports to a FILE; nothing of it reaches our stderr, and the FILE
+ * is not inherited by our children. */
+static void subid_library_init(void) {
+        static bool done = false;
+        FILE *devnull;
+
+        if (done)
+                return;
+        done = true;
+        devnull = fopen("/dev/null", "we");
+        if (devnull)
+                (void) subid_init("lazaret", devnull);
+}
+
+/*
+ * libsubid's ranges of owner. The files source reports a missing file as
+ * an error with errno ENOENT: that is no range. An nss source's failure
+ * carries no errno of its own: -EIO.
+ */
+static int subid_list(const char *owner, bool gids, const char *nss_source, SubidSpan **ret, size_t *ret_n) {
+        _cleanup_free_ struct subid_range *ranges = NULL;
+        _cleanup_free_ SubidSpan *spans = NULL;
+        int n;
+
+        subid_library_init();
+        errno = 0;
+        n = gids ? subid_get_gid_ranges(owner, &ranges) : subid_get_uid_ranges(owner, &ranges);
+        if (n < 0) {
+                if (nss_source || errno <= 0)
+                        return -EIO;
+                if (errno != ENOENT)
+                        return -errno;
+                n = 0;
+        }
+        if (n > 0) {
+                spans = calloc((size_t) n, sizeof(SubidSpan));
+                if (!spans)
+                        return -ENOMEM;
+                for (int i = 0; i < n; i++)
+                        spans[i] = (SubidSpan) { .start = ranges[i].start, .count = ranges[i].count };
+        }
+        *ret = TAKE_PTR(spans);
+        *ret_n = (size_t) n;
+        return 0;
+}
+
+int subid_pick_for_user(const char *user, uid_t uid, SubidRange *ret_uids, SubidRange *ret_gids, char **ret_why) {
+        _cleanup_free_ char *nsswitch = NULL, *nss_source = NULL, *msg = NULL;
+        _cleanup_free_ SubidSpan *uid_spans = NULL, *gid_spans = NULL;
+        size_t n_uid = 0, n_gid = 0;
         SubidRange uids, gids;
-        char who[16];
+        bool no_uids, no_gids;
+        char owner[16];
         int r;
 
-        r = read_full_file(uid_path, 1024 * 1024, &uid_text, NULL);
-        if (r < 0 && r != -ENOENT)
-                return errorf(ret_why, r, "cannot read %s: %s", uid_path, strerror(-r));
-        if (r >= 0) {
-                r = read_full_file(gid_path, 1024 * 1024, &gid_text, NULL);
-                if (r < 0 && r != -ENOENT)
-                        return errorf(ret_why, r, "cannot read %s: %s", gid_path, strerror(-r));
+        snprintf(owner, sizeof(owner), "%u", (unsigned) uid);
+        if (!user)
+                user = owner;
+
+        r = read_full_file(SUBID_NSSWITCH_FILE, 1024 * 1024, &nsswitch, NULL);
+        if (r >= 0)
+                r = subid_nss_source(nsswitch, &nss_source);
+        if (r == -ENOMEM)
+                return r;
+
+        for (int gid = 0; gid < 2; gid++) {
+                r = subid_list(user, gid, nss_source, gid ? &gid_spans : &uid_spans, gid ? &n_gid : &n_uid);
+                if (r < 0 && nss_source)
+                        return errorf(ret_why, r, "cannot look up the subordinate %s of %s through the subid "
+                                      "source \"%s\" of %s (libsubid_%s.so)", gid ? "GIDs" : "UIDs", user,
+                                      nss_source, SUBID_NSSWITCH_FILE, nss_source);
+                if (r < 0)
+                        return errorf(ret_why, r, "cannot read %s: %s", gid ? SUBID_GID_FILE : SUBID_UID_FILE,
+                                      strerror(-r));
         }
-        if (r >= 0)
-                r = subid_pick(uid_text, user, (uint32_t) uid, &uids);
-        if (r >= 0)
-                r = subid_pick(gid_text, user, (uint32_t) gid, &gids);
-        if (r < 0) {
-                snprintf(who, sizeof(who), "%u", (unsigned) uid);
-                return errorf(ret_why, r,
-                              "no range of %u subordinate IDs for %s in %s and %s "
-                              "(add one with: sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s)",
-                              SUBID_COUNT, user ?: who, uid_path, gid_path, user ?: who);
+
+        no_uids = subid_pick(uid_spans, n_uid, &uids) < 0;
+        no_gids = subid_pick(gid_spans, n_gid, &gids) < 0;
+        if (no_uids || no_gids) {
+                r = subid_missing_message(user, nss_source, no_uids, no_gids, &msg);
+                if (r < 0)
+                        return r;
+                return errorf(ret_why, -ENOENT, "%s", msg);
         }
         *ret_uids = uids;
         *ret_gids = gids;
         return 0;
-}
-
-int subid_pick_for_user(const char *user, uid_t uid, gid_t gid, SubidRange *ret_uids, SubidRange *ret_gids,
-                        char **ret_why) {
-        return subid_pick_ranges(SUBID_UID_FILE, SUBID_GID_FILE, user, uid, gid, ret_uids, ret_gids, ret_why);
 }
 
 int subid_mapper_argv(const char *tool, pid_t pid, uint32_t id, const SubidRange *range, char ***ret) {
@@ -183,21 +269,17 @@ int subid_map_check_pid(pid_t pid, const char *file, uint32_t id, const SubidRan
 
 int userns_child_hook(void *userdata) {
         const UsernsHook *h = userdata;
-        ssize_t k;
         char c;
 
         if (unshare(CLONE_NEWUSER) < 0)
-                return -errno;
+                return 1;
         if (write(h->sync_fd, "u", 1) != 1)
-                return -EPIPE;
-        k = read(h->go_fd, &c, 1);
-        if (k < 0)
-                return -errno;
-        if (k != 1 || c != 'g')
-                return -ECANCELED;      /* the parent gave up on us */
+                return 1;
+        if (read(h->go_fd, &c, 1) != 1 || c != 'g')
+                return 1;
         (void) close(h->sync_fd);
         (void) close(h->go_fd);
         if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
-                return -errno;
+                return 1;
         return 0;
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -12,35 +14,56 @@ typedef struct SubidRange {
         uint32_t count;
 } SubidRange;
 
+/* One range as a subid source lists it (libsubid's unsigned longs). */
+typedef struct SubidSpan {
+        uint64_t start;
+        uint64_t count;
+} SubidSpan;
+
 /*
- * Picks, from the text of /etc/subuid or /etc/subgid, the lowest-starting
- * range of at least SUBID_COUNT IDs that belongs to the user, named either by
- * user name or by numeric ID (as shadow-utils accepts). Malformed lines are
- * skipped. -ENOENT when there is none.
+ * Picks, from the ranges a subid source lists for a user, the
+ * lowest-starting one of at least SUBID_COUNT IDs whose first SUBID_COUNT
+ * IDs fit in 32 bits. -ENOENT when there is none.
  */
-int subid_pick(const char *text, const char *user, uint32_t id, SubidRange *ret);
+int subid_pick(const SubidSpan *spans, size_t n_spans, SubidRange *ret);
 
 #define SUBID_UID_FILE "/etc/subuid"
 #define SUBID_GID_FILE "/etc/subgid"
+#define SUBID_NSSWITCH_FILE "/etc/nsswitch.conf"
 
 /*
- * The user's name from the passwd database, for subid_pick_ranges(): shadow
- * utils look ranges up by name. -ESRCH when UID has none.
+ * The subid source that nsswitch.conf text names, read as libsubid reads
+ * it: the first entry of the first "subid:" line. *ret is NULL when that is
+ * "files" or there is no such line (libsubid then reads SUBID_UID_FILE and
+ * SUBID_GID_FILE), else the module name ("sss" for libsubid_sss.so). Only
+ * for messages: the lookup itself is libsubid's.
+ */
+int subid_nss_source(const char *nsswitch_text, char **ret);
+
+/*
+ * The one line that says a user has no range (uids, gids: which one is
+ * missing), where it was looked for (nss_source as subid_nss_source()
+ * returns it) and how to add one (usermod --add-subuids/--add-subgids).
+ */
+int subid_missing_message(const char *who, const char *nss_source, bool uids, bool gids, char **ret);
+
+/*
+ * The user's name from the passwd database, for subid_pick_for_user():
+ * subordinate IDs are looked up by name. -ESRCH when UID has none.
  */
 int subid_user_name(uid_t uid, char **ret);
 
 /*
- * The ranges a user's namespace maps to: subid_pick() on the text of
- * uid_path for uid and of gid_path for gid, user naming both (NULL: only the
- * numeric IDs match); a missing file has no range. On failure, *ret_why
- * (optional, set on failure only) says what is missing and how to add it.
+ * The ranges a user's namespace maps to: subid_pick() on what libsubid
+ * lists for the user (subid_get_uid_ranges(), subid_get_gid_ranges()), so
+ * that an nsswitch "subid:" source such as SSSD is asked as newuidmap asks
+ * it. user NULL: the numeric UID is the owner (shadow's files accept it).
+ * On failure, *ret_why (optional, set on failure only) is one line that
+ * says what is missing, where it was looked for and how to add it.
+ * -ENOENT: no sufficient range. libsubid keeps global state: call from one
+ * thread.
  */
-int subid_pick_ranges(const char *uid_path, const char *gid_path, const char *user, uid_t uid, gid_t gid,
-                      SubidRange *ret_uids, SubidRange *ret_gids, char **ret_why);
-
-/* subid_pick_ranges() on SUBID_UID_FILE and SUBID_GID_FILE. */
-int subid_pick_for_user(const char *user, uid_t uid, gid_t gid, SubidRange *ret_uids, SubidRange *ret_gids,
-                        char **ret_why);
+int subid_pick_for_user(const char *user, uid_t uid, SubidRange *ret_uids, SubidRange *ret_gids, char **ret_why);
 
 /*
  * The argv of TOOL (newuidmap or newgidmap, found with find_program()) that

@@ -225,6 +225,30 @@ if [ $rc -eq 2 ] && case $out in "Wrong number of arguments for \"image\"; usage
 else
         bad "image with an extra argument: rc=$rc: $out"
 fi
+# image build-default takes the Debian mirror from apt's own configuration
+# (APT_CONFIG: a fake one here); with none configured it says what to
+# configure, in one line, before it looks for tools or creates anything.
+mkdir -p "$top/apt/conf.d" "$top/apt/sources.list.d"
+cat >"$top/apt/apt.conf" <<EOF
+Dir::Etc::main "$top/apt/none.conf";
+Dir::Etc::parts "$top/apt/conf.d";
+Dir::Etc::sourcelist "$top/apt/sources.list";
+Dir::Etc::sourceparts "$top/apt/sources.list.d";
+EOF
+printf 'deb http://apt.invalid/debian some-other-suite main\n' >"$top/apt/sources.list"
+before=$(snapshot)
+out=$(APT_CONFIG=$top/apt/apt.conf "$ctl" image build-default 2>&1); rc=$?
+case $out in
+"Building the default image needs a Debian mirror: apt's sources list no Debian mirror for "*"Add one to apt's sources (e.g. /etc/apt/sources.list.d/debian.sources with Types: deb, URIs: <your mirror>, Suites: "*", Components: main) or name one with --source URL.")
+        if [ $rc -eq 1 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ]; then ok "image build-default without a mirror in apt's sources: one line"; else bad "image build-default without a mirror: rc=$rc: $out"; fi ;;
+*)      bad "image build-default without a mirror: rc=$rc: $out" ;;
+esac
+if [ "$(snapshot)" = "$before" ]; then ok "image build-default without a mirror creates nothing"; else bad "image build-default without a mirror created files"; fi
+printf 'deb http://apt.invalid/debian bookworm\n' >"$top/apt/sources.list"   # no component: apt refuses it
+out=$(APT_CONFIG=$top/apt/apt.conf "$ctl" image build-default 2>&1); rc=$?
+want="Cannot find the Debian mirror in apt's configuration: apt-get indextargets failed (exit status 100); run it to see what apt finds wrong in its sources."
+if [ $rc -eq 1 ] && [ "$out" = "$want" ]; then ok "image build-default with broken apt sources: apt's failure named"; else bad "image build-default with broken apt sources: rc=$rc: $out"; fi
+
 if "$ctl" --help | grep -q "domain-id" && "$ctl" --version | grep -q "^lazaretctl "; then ok "--help and --version"; else bad "--help/--version"; fi
 
 echo "$pass passed, $fail failed"

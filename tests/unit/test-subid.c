@@ -1,38 +1,77 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "macro.h"
 #include "strv.h"
 #include "subid.h"
 
-Test(subid, picks_lowest_sufficient_range_by_name_or_id) {
-        SubidRange r;
-        const char *text =
-                "other:100000:65536\n"
-                "alice:300000:65536\n"
-                "alice:200000:1000\n"          /* too small */
-                "1001:231072:65536\n"          /* by numeric ID: lowest */
-                "alice:x:65536\n"              /* malformed */
-                "alice:250000\n";              /* malformed */
+Test(subid, picks_lowest_sufficient_range) {
+        SubidRange r = {};
+        const SubidSpan spans[] = {
+                { 300000, 65536 },
+                { 200000, 1000 },                       /* too small */
+                { 231072, 65536 },                      /* the lowest sufficient one */
+                { 4294967295ULL, 65536 },               /* does not fit in 32 bits */
+                { 1ULL << 40, 1ULL << 20 },
+        };
 
-        cr_assert_eq(subid_pick(text, "alice", 1001, &r), 0);
+        cr_assert_eq(subid_pick(spans, ELEMENTSOF(spans), &r), 0);
         cr_assert_eq(r.start, 231072);
         cr_assert_eq(r.count, 65536);
-        cr_assert_eq(subid_pick(text, "alice", 2000, &r), 0);
+        cr_assert_eq(subid_pick(spans, 2, &r), 0);
         cr_assert_eq(r.start, 300000);
-        cr_assert_eq(subid_pick(text, "bob", 2000, &r), -ENOENT);
-        cr_assert_eq(subid_pick("alice:4294967295:65536\n", "alice", 1, &r), -ENOENT);
-        cr_assert_eq(subid_pick("alice:1:99999999999\n", "alice", 1, &r), -ENOENT);
-        cr_assert_eq(subid_pick("", "alice", 1, &r), -ENOENT);
-        cr_assert_eq(subid_pick("alice:100000:65536", "alice", 1, &r), 0);   /* no final newline */
-        cr_assert_eq(subid_pick("alice:+100000:65536\nalice: 100000:65536\nalice:100000:-65536\n", "alice", 1, &r), -ENOENT);
-        cr_assert_eq(subid_pick("alice:0100000:065536\n", "alice", 1, &r), 0);     /* shadow reads these too */
-        cr_assert_eq(r.start, 100000);
+        cr_assert_eq(subid_pick(spans + 3, 2, &r), -ENOENT);
+        cr_assert_eq(r.start, 300000, "a failure must not write the range");
+        cr_assert_eq(subid_pick(NULL, 0, &r), -ENOENT);
+        /* The last start whose SUBID_COUNT IDs still fit. */
+        cr_assert_eq(subid_pick(&(SubidSpan) { 4294967296ULL - 65536, 65536 }, 1, &r), 0);
+        cr_assert_eq(r.start, 4294901760U);
+        cr_assert_eq(subid_pick(&(SubidSpan) { 4294967296ULL - 65535, 65536 }, 1, &r), -ENOENT);
+        cr_assert_eq(subid_pick(&(SubidSpan) { 100000, 1ULL << 33 }, 1, &r), 0);
+        cr_assert_eq(r.count, UINT32_MAX);
+}
+
+Test(subid, nss_source_as_libsubid_reads_it) {
+        char *s = (char *) "unset";
+
+        cr_assert_eq(subid_nss_source(NULL, &s), 0);
+        cr_assert_null(s);
+        cr_assert_eq(subid_nss_source("passwd: files systemd\ngroup: files\n", &s), 0);
+        cr_assert_null(s);
+        cr_assert_eq(subid_nss_source("passwd: files\nsubid:\tfiles sss\n", &s), 0);
+        cr_assert_null(s);
+        cr_assert_eq(subid_nss_source("#subid: ldap\nSUBID:   \nsubid: sss files\nsubid: ldap\n", &s), 0);
+        cr_assert_str_eq(s, "sss");
+        free(s);
+        cr_assert_eq(subid_nss_source("subid:sss", &s), 0);
+        cr_assert_str_eq(s, "sss");
+        free(s);
+}
+
+Test(subid, missing_message_names_source_and_fix) {
+        _cleanup_free_ char *both = NULL, *gids = NULL, *nss = NULL;
+
+        cr_assert_eq(subid_missing_message("alice", NULL, true, true, &both), 0);
+        cr_assert_str_eq(both, "no range of 65536 subordinate IDs for alice in /etc/subuid and /etc/subgid (add one "
+                         "with: sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 alice)");
+        cr_assert_eq(subid_missing_message("alice", NULL, false, true, &gids), 0);
+        cr_assert_str_eq(gids, "no range of 65536 subordinate IDs for alice in /etc/subgid (add one with: "
+                         "sudo usermod --add-subgids 100000-165535 alice)");
+        cr_assert_eq(subid_missing_message("1001", "sss", true, false, &nss), 0);
+        cr_assert_str_eq(nss, "no range of 65536 subordinate IDs for 1001 from the subid source \"sss\" of "
+                         "/etc/nsswitch.conf (have one assigned there, or make that line \"subid: files\" and "
+                         "add one with: sudo usermod --add-subuids 100000-165535 1001)");
 }
 
 Test(subid, map_check_wants_exactly_the_two_lines) {
@@ -52,6 +91,23 @@ Test(subid, map_check_wants_exactly_the_two_lines) {
         cr_assert_eq(subid_map_check("", 1001, &r), -EPERM);
 }
 
+/*
+ * libsubid itself, against an /etc of our own: each test body runs in a
+ * child forked from the (multithreaded) Criterion process, in a private user
+ * and mount namespace where a scratch directory is bind-mounted over /etc.
+ * It checks with CHECK() and reports by its exit status: 0 passed, 77 no
+ * namespaces here, anything else failed (the reason is on stderr).
+ */
+#define CHECK(cond, ...)                                                                   \
+        do {                                                                               \
+                if (!(cond)) {                                                             \
+                        fprintf(stderr, "%s:%d: check failed: %s:", __FILE__, __LINE__, #cond); \
+                        fprintf(stderr, " " __VA_ARGS__);                                  \
+                        fputc('\n', stderr);                                               \
+                        _exit(1);                                                          \
+                }                                                                          \
+        } while (0)
+
 static char scratch[] = "/tmp/test-subid.XXXXXX";
 
 static void scratch_setup(void) {
@@ -62,66 +118,170 @@ static void scratch_teardown(void) {
         (void) rm_rf(scratch);
 }
 
-/* A file in the scratch directory, with text (NULL: not created). */
-static char *scratch_file(const char *name, const char *text) {
-        char *path = NULL;
-        FILE *f;
+/* scratch/etc/NAME with text; NULL: not created. */
+static void etc_file(const char *name, const char *text) {
+        _cleanup_free_ char *path = NULL;
 
-        cr_assert_geq(asprintf(&path, "%s/%s", scratch, name), 0);
-        if (text) {
-                f = fopen(path, "we");
-                cr_assert_not_null(f);
-                cr_assert_geq(fputs(text, f), 0);
-                cr_assert_eq(fclose(f), 0);
-        }
-        return path;
+        cr_assert_geq(asprintf(&path, "%s/etc/%s", scratch, name), 0);
+        if (text)
+                cr_assert_eq(write_file(path, text, 0644), 0, "%s", path);
 }
 
-Test(subid, pick_ranges_reads_both_files, .init = scratch_setup, .fini = scratch_teardown) {
-        _cleanup_free_ char *u = scratch_file("subuid", "alice:300000:65536\n1001:231072:65536\n");
-        _cleanup_free_ char *g = scratch_file("subgid", "alice:400000:65536\n");
+static void map_self(const char *file, unsigned id) {
+        char map[64];
+
+        snprintf(map, sizeof(map), "0 %u 1", id);
+        CHECK(write_file(file, map, 0) == 0, "%s", file);
+}
+
+/* An /etc with our passwd and group, the given nsswitch.conf, subuid and subgid. */
+static void prepare_etc(const char *nsswitch, const char *subuid, const char *subgid) {
+        _cleanup_free_ char *etc = NULL, *passwd = NULL, *group = NULL;
+
+        cr_assert_geq(asprintf(&etc, "%s/etc", scratch), 0);
+        cr_assert_eq(mkdir(etc, 0755), 0);
+        cr_assert_geq(asprintf(&passwd, "%s/passwd", etc), 0);
+        cr_assert_geq(asprintf(&group, "%s/group", etc), 0);
+        cr_assert_eq(copy_file("/etc/passwd", passwd, 0644), 0);
+        cr_assert_eq(copy_file("/etc/group", group, 0644), 0);
+        etc_file("nsswitch.conf", nsswitch);
+        etc_file("subuid", subuid);
+        etc_file("subgid", subgid);
+}
+
+static void run_with_etc(void (*body)(void)) {
+        _cleanup_free_ char *etc = NULL;
+        uid_t uid = getuid();
+        gid_t gid = getgid();
+        int status;
+        pid_t pid;
+
+        cr_assert_geq(asprintf(&etc, "%s/etc", scratch), 0);
+        fflush(NULL);
+        pid = fork();
+        cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+        if (pid == 0) {
+                if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+                        CHECK(errno == EPERM || errno == ENOSPC || errno == EUSERS || errno == ENOSYS,
+                              "unshare: %s", strerror(errno));
+                        fprintf(stderr, "cannot create a user and mount namespace here: %s\n", strerror(errno));
+                        _exit(77);
+                }
+                CHECK(write_file("/proc/self/setgroups", "deny", 0) == 0);
+                map_self("/proc/self/uid_map", uid);
+                map_self("/proc/self/gid_map", gid);
+                CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "%s", strerror(errno));
+                CHECK(mount(etc, "/etc", NULL, MS_BIND, NULL) == 0, "%s", strerror(errno));
+                body();
+                fflush(NULL);
+                _exit(0);
+        }
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+                cr_skip_test("no user and mount namespace on this machine");
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "the test failed in its namespace (status 0x%x); see its stderr", status);
+}
+
+#define NSSWITCH_FILES "passwd: files\ngroup: files\n"
+
+static void files_by_name_and_id(void) {
         _cleanup_free_ char *why = NULL;
         SubidRange uids = {}, gids = {};
 
-        cr_assert_eq(subid_pick_ranges(u, g, "alice", 1001, 1002, &uids, &gids, &why), 0);
-        cr_assert_eq(uids.start, 231072);       /* by number, the lower one */
-        cr_assert_eq(gids.start, 400000);       /* by name */
-        cr_assert_null(why);
+        /* root is UID and GID 0: its ranges are listed by name and by number. */
+        CHECK(subid_pick_for_user("root", 0, &uids, &gids, &why) == 0, "%s", why);
+        CHECK(uids.start == 231072, "%u", uids.start);       /* by number, the lower one */
+        CHECK(uids.count == 70000, "%u", uids.count);
+        CHECK(gids.start == 400000, "%u", gids.start);       /* by name */
+        CHECK(!why);
 
-        /* Without a name only the numeric IDs match: none in the group file. */
-        cr_assert_eq(subid_pick_ranges(u, g, NULL, 1001, 1002, &uids, &gids, &why), -ENOENT);
-        cr_assert_not_null(why);
-        cr_assert(strstr(why, "no range of 65536 subordinate IDs for 1001 in "), "%s", why);
+        /* Without a name the numeric UID is the owner: no GID range of "0". */
+        CHECK(subid_pick_for_user(NULL, 0, &uids, &gids, &why) == -ENOENT);
+        CHECK(why && streq(why, "no range of 65536 subordinate IDs for 0 in /etc/subgid (add one with: "
+                           "sudo usermod --add-subgids 100000-165535 0)"), "%s", why);
+        CHECK(uids.start == 231072, "a failure must not write the ranges");
         free(TAKE_PTR(why));
-        cr_assert_eq(uids.start, 231072, "a failure must not write the ranges");
-        cr_assert_eq(gids.start, 400000);
+
+        CHECK(subid_pick_for_user("lazaret-test-nobody", 4242, &uids, &gids, &why) == -ENOENT);
+        CHECK(why && streq(why, "no range of 65536 subordinate IDs for lazaret-test-nobody in /etc/subuid and "
+                           "/etc/subgid (add one with: sudo usermod --add-subuids 100000-165535 --add-subgids "
+                           "100000-165535 lazaret-test-nobody)"), "%s", why);
 }
 
-Test(subid, pick_ranges_names_what_is_missing, .init = scratch_setup, .fini = scratch_teardown) {
-        _cleanup_free_ char *u = scratch_file("subuid", "alice:300000:65536\n");
-        _cleanup_free_ char *g = scratch_file("subgid", "bob:400000:65536\n");
-        _cleanup_free_ char *none = scratch_file("missing", NULL);
-        _cleanup_free_ char *why = NULL, *want = NULL;
+Test(subid, libsubid_files, .init = scratch_setup, .fini = scratch_teardown) {
+        prepare_etc(NSSWITCH_FILES "subid: files\n",
+                    "root:300000:65536\n"
+                    "root:200000:1000\n"                /* too small */
+                    "0:231072:70000\n"                  /* by numeric ID: lowest */
+                    "root:x:65536\n"                    /* malformed */
+                    "other:100000:65536\n",
+                    "root:400000:65536\n");
+        run_with_etc(files_by_name_and_id);
+}
+
+static void files_missing(void) {
+        _cleanup_free_ char *why = NULL;
         SubidRange uids, gids;
 
-        cr_assert_eq(subid_pick_ranges(u, g, "alice", 1001, 1001, &uids, &gids, &why), -ENOENT);
-        cr_assert_geq(asprintf(&want, "no range of 65536 subordinate IDs for alice in %s and %s (add one with: "
-                               "sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 alice)", u, g), 0);
-        cr_assert_str_eq(why, want);
+        CHECK(subid_pick_for_user("root", 0, &uids, &gids, &why) == -ENOENT);
+        CHECK(why && strstr(why, "for root in /etc/subuid (add one with: sudo usermod --add-subuids 100000-165535 root)"),
+              "%s", why);
         free(TAKE_PTR(why));
-
-        /* A missing file is a missing range. */
-        cr_assert_eq(subid_pick_ranges(none, g, "bob", 1001, 1001, &uids, &gids, &why), -ENOENT);
-        cr_assert(strstr(why, "no range of 65536 subordinate IDs for bob"), "%s", why);
-        free(TAKE_PTR(why));
-
-        /* One that cannot be read is named as such. */
-        cr_assert_lt(subid_pick_ranges(u, scratch, "alice", 1001, 1001, &uids, &gids, &why), 0);
-        cr_assert(strstr(why, "cannot read ") && strstr(why, scratch), "%s", why);
-        free(TAKE_PTR(why));
-
         /* ret_why is optional. */
-        cr_assert_eq(subid_pick_ranges(u, g, "alice", 1001, 1001, &uids, &gids, NULL), -ENOENT);
+        CHECK(subid_pick_for_user("root", 0, &uids, &gids, NULL) == -ENOENT);
+}
+
+/* No nsswitch.conf, no /etc/subuid: libsubid reads files, and a missing file has no range. */
+Test(subid, libsubid_missing_file, .init = scratch_setup, .fini = scratch_teardown) {
+        prepare_etc(NULL, NULL, "root:400000:65536\n");
+        run_with_etc(files_missing);
+}
+
+static void files_unreadable(void) {
+        _cleanup_free_ char *why = NULL;
+        SubidRange uids, gids;
+
+        CHECK(subid_pick_for_user("root", 0, &uids, &gids, &why) < 0);
+        CHECK(why && strstr(why, "cannot read /etc/subgid: "), "%s", why);
+}
+
+/* One that cannot be read (a directory) is named as such. */
+Test(subid, libsubid_unreadable_file, .init = scratch_setup, .fini = scratch_teardown) {
+        _cleanup_free_ char *dir = NULL;
+
+        prepare_etc(NSSWITCH_FILES, "root:300000:65536\n", NULL);
+        cr_assert_geq(asprintf(&dir, "%s/etc/subgid", scratch), 0);
+        cr_assert_eq(mkdir(dir, 0755), 0);
+        run_with_etc(files_unreadable);
+}
+
+/*
+ * An nsswitch source, as SSSD or FreeIPA would be: libsubid_lazarettest.so
+ * (subid-nss-test.c, found through LD_LIBRARY_PATH) answers for alice and
+ * fails for "broken"; /etc/subuid, which it replaces, would answer otherwise.
+ */
+static void nss_source(void) {
+        _cleanup_free_ char *why = NULL;
+        SubidRange uids = {}, gids = {};
+
+        CHECK(subid_pick_for_user("alice", 1001, &uids, &gids, &why) == 0, "%s", why);
+        CHECK(uids.start == 300000, "%u", uids.start);
+        CHECK(gids.start == 400000, "%u", gids.start);
+
+        CHECK(subid_pick_for_user("root", 0, &uids, &gids, &why) == -ENOENT);
+        CHECK(why && strstr(why, "for root from the subid source \"lazarettest\" of /etc/nsswitch.conf"), "%s", why);
+        free(TAKE_PTR(why));
+
+        CHECK(subid_pick_for_user("broken", 1002, &uids, &gids, &why) == -EIO);
+        CHECK(why && streq(why, "cannot look up the subordinate UIDs of broken through the subid source "
+                           "\"lazarettest\" of /etc/nsswitch.conf (libsubid_lazarettest.so)"), "%s", why);
+}
+
+Test(subid, libsubid_nss_source, .init = scratch_setup, .fini = scratch_teardown) {
+        prepare_etc(NSSWITCH_FILES "subid: lazarettest\n", "root:300000:65536\nalice:100000:65536\n",
+                    "root:400000:65536\nalice:100000:65536\n");
+        run_with_etc(nss_source);
 }
 
 Test(subid, user_name_of_uid) {
