@@ -7,6 +7,7 @@
 
 #include "cleanup.h"
 #include "json-util.h"
+#include "runsc-output.h"
 
 #define SHOWN(len) ((int) ((len) > 200 ? 200 : (len)))
 
@@ -264,4 +265,42 @@ Test(json, keypaths) {
         cr_assert_str_eq(e, "p[\"q\\\"\\x0a\"]");
         cr_assert_str_eq(f, "[\"caf\xc3\xa9\\xff\"]");
         cr_assert_str_eq(g, "[0]");
+}
+
+/* What the supervisor reads from `runsc wait`, through the same reader. */
+Test(json, runsc_wait_status) {
+        static const struct {
+                const char *text;
+                int r, status;
+                const char *error;
+        } cases[] = {
+                { "{\"id\":\"lazaret-0123456789ab-1\",\"exitStatus\":0}\n", 0, 0, NULL },
+                { "{\"id\":\"x\",\"exitStatus\":137}", 0, 137, NULL },
+                { "{\"exitStatus\":255}", 0, 255, NULL },
+                { "", -EINVAL, 0, "runsc wait: line 1, column 1: document is empty or incomplete" },
+                { "{\"id\":\"x\",\"exitStatus\":1", -EINVAL, 0, "runsc wait: line 1, column 25: document is empty or incomplete" },
+                { "{\"exitStatus\":256}", -ERANGE, 0, "runsc wait: exit status 256 is not one a process can have" },
+                { "{\"exitStatus\":-1}", -ERANGE, 0, "runsc wait: exit status -1 is not one a process can have" },
+                { "{\"exitStatus\":\"0\"}", -EBADMSG, 0, "runsc wait: no integer \"exitStatus\" in its answer" },
+                { "{\"exitStatus\":1.0}", -EBADMSG, 0, "runsc wait: no integer \"exitStatus\" in its answer" },
+                { "{\"id\":\"\\\"exitStatus\\\":0\"}", -EBADMSG, 0, "runsc wait: no integer \"exitStatus\" in its answer" },
+                { "[{\"exitStatus\":0}]", -EBADMSG, 0, "runsc wait: no integer \"exitStatus\" in its answer" },
+                { "{\"exitStatus\":0,\"exitStatus\":1}", -EEXIST, 0, "runsc wait: line 1, column 17: exitStatus: duplicate key" },
+                { "{\"exitStatus\":0} {\"exitStatus\":1}", -EINVAL, 0,
+                  "runsc wait: line 1, column 18: unexpected text after the top-level value" },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                _cleanup_free_ char *err = NULL;
+                int status = -1;
+                int r = runsc_wait_status(cases[i].text, strlen(cases[i].text), &status, &err);
+                cr_assert_eq(r, cases[i].r, "%s: %d (%s)", cases[i].text, r, err ?: "");
+                if (r >= 0) {
+                        cr_assert_eq(status, cases[i].status, "%s", cases[i].text);
+                        cr_assert_null(err);
+                } else {
+                        cr_assert_eq(status, -1);
+                        cr_assert_str_eq(err, cases[i].error, "%s", cases[i].text);
+                }
+        }
 }
