@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "json-util.h"
 #include "launch-request.h"
+#include "mount-plan.h"
 #include "oci-spec.h"
 #include "resource-limits.h"
 
@@ -218,4 +219,30 @@ Test(json_alloc, launch_request_fails_closed) {
                                   "{\"version\":1,\"config\":null,\"fingerprint\":"
                                   "\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}"), 3);
         cr_assert_eq(rmdir(dir), 0, "a temporary file was left behind");
+}
+
+static int build_mount_plan(const void *input, char **ret) {
+        return mount_plan_to_string(input, ret);
+}
+
+/* The plan the coordinator hands the supervisor: a lost "read_only" would make a mount writable. */
+Test(json_alloc, mount_plan_fails_closed) {
+        _cleanup_(mount_plan_done) MountPlan p = {};
+        _cleanup_free_ char *expected = NULL, *error = NULL;
+        const MountEntry entries[] = {
+                { .part = MOUNT_PART_ROOT, .kind = MOUNT_BIND, .destination = (char *) "/", .source = (char *) "/img/rootfs",
+                  .id = { .dev = 1, .ino = 2, .directory = true } },
+                { .part = MOUNT_PART_WORKSPACE, .kind = MOUNT_BIND, .destination = (char *) "/workspace",
+                  .source = (char *) "/home/u/p", .id = { .dev = 1, .ino = 3, .directory = true } },
+                { .part = MOUNT_PART_CONTROL, .kind = MOUNT_BIND, .destination = (char *) "/run/lazaret",
+                  .source = (char *) "/run/user/1/lazaret/x/control", .read_only = true,
+                  .id = { .dev = 4, .ino = 5, .directory = true } },
+        };
+
+        cr_assert_eq(mount_plan_init(&p), 0);
+        for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
+                cr_assert_eq(mount_plan_add(&p, &entries[i], &error), 0, "%s", error ?: "");
+        cr_assert_eq(mount_plan_to_string(&p, &expected), 0);
+        cr_assert_not_null(strstr(expected, "\"read_only\":true"));
+        cr_assert_gt(each_failure(build_mount_plan, &p, expected), 7 * 5);
 }
