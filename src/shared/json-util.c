@@ -55,7 +55,7 @@ static void buf_truncate(Buf *b, size_t n) {
                 b->p[n] = 0;
 }
 
-/* ---- key paths ---- */
+/* ---- UTF-8 ---- */
 
 /* The length of the valid UTF-8 sequence at p (no overlong forms, surrogates or values past U+10FFFF), or 0. */
 static size_t utf8_sequence(const unsigned char *p, size_t n) {
@@ -93,6 +93,7 @@ static size_t utf8_sequence(const unsigned char *p, size_t n) {
         return k;
 }
 
+/* ---- key paths ---- */
 
 static bool is_plain_key(const char *k, size_t n) {
         if (n == 0)
