@@ -720,6 +720,9 @@ static int record_write(int domfd, const Domain *d, char **ret_error) {
         int r;
 
         r = record_json(d, &s);
+        if (r == -EILSEQ)
+                return errorf(ret_error, r, "%s: cannot build the Domain record: the workspace path is not valid UTF-8",
+                              d->domain_dir);
         if (r < 0)
                 return errorf(ret_error, r, "%s: cannot build the Domain record: %s", d->domain_dir, strerror(-r));
         if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))

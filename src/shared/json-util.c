@@ -93,6 +93,18 @@ static size_t utf8_sequence(const unsigned char *p, size_t n) {
         return k;
 }
 
+static bool utf8_is_valid(const char *s) {
+        size_t n = strlen(s);
+
+        for (size_t i = 0; i < n;) {
+                size_t k = utf8_sequence((const unsigned char *) s + i, n - i);
+                if (k == 0)
+                        return false;
+                i += k;
+        }
+        return true;
+}
+
 /* ---- key paths ---- */
 
 static bool is_plain_key(const char *k, size_t n) {
@@ -725,6 +737,8 @@ int json_add_null(json_object *o, const char *key) {
 }
 
 int json_add_string(json_object *o, const char *key, const char *s) {
+        if (!utf8_is_valid(s))
+                return -EILSEQ;
         return json_add(o, key, json_object_new_string(s));
 }
 
@@ -749,6 +763,8 @@ int json_append(json_object *a, json_object *value) {
 }
 
 int json_append_string(json_object *a, const char *s) {
+        if (!utf8_is_valid(s))
+                return -EILSEQ;
         return json_append(a, json_object_new_string(s));
 }
 

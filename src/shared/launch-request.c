@@ -64,6 +64,8 @@ int launch_request_write(const char *runtime_dir, const char *id, const LaunchRe
                 r = json_add_string(o, "fingerprint", req->fingerprint);
         if (r >= 0)
                 r = json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
+        if (r == -EILSEQ)
+                return errorf(ret_error, r, "cannot build the launch request: the configuration path is not valid UTF-8");
         if (r < 0)
                 return errorf(ret_error, r, "cannot build the launch request: %s", strerror(-r));
 

@@ -304,3 +304,21 @@ Test(json, runsc_wait_status) {
                 }
         }
 }
+
+/* What the reader would refuse to read back is not written either. */
+Test(json, builders_refuse_invalid_utf8) {
+        _cleanup_json_ json_object *o = json_object_new_object(), *a = json_object_new_array(), *l = NULL;
+        static const char *const strv[] = { "ok", "caf\xe9", NULL };
+
+        cr_assert_eq(json_add_string(o, "w", "/home/u/caf\xe9"), -EILSEQ);
+        cr_assert_eq(json_add_string(o, "w", "/home/u/\xed\xa0\x80"), -EILSEQ);
+        cr_assert_eq(json_append_string(a, "\xc3"), -EILSEQ);
+        cr_assert_eq(json_new_strv(strv, &l), -EILSEQ);
+        cr_assert_null(l);
+        cr_assert_eq(json_object_object_length(o), 0);
+        cr_assert_eq(json_object_array_length(a), 0);
+        cr_assert_eq(json_add_string(o, "w", "/home/u/caf\xc3\xa9"), 0);
+        cr_assert_eq(json_append_string(a, "\xf0\x9f\x98\x80"), 0);
+        cr_assert_eq(json_add_null(o, "n"), 0);
+        cr_assert_str_eq(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), "{\"w\":\"\\/home\\/u\\/caf\xc3\xa9\",\"n\":null}");
+}
