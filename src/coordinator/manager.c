@@ -16,6 +16,7 @@
 
 #include "cleanup.h"
 #include "hash.h"
+#include "json-util.h"
 #include "launch-request.h"
 #include "log.h"
 #include "manager.h"
@@ -120,9 +121,35 @@ static void waiter_add(Manager *m, int fd) {
         m->waiters = w;
 }
 
-static void waiters_answer(Manager *m) {
+/* The one JSON line each launching client reads: checked whole, or not built. */
+static int answer_line(Manager *m, char **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_free_ char *s = NULL;
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        r = json_add_string(o, "state", domain_state_to_string(m->state));
+        if (r >= 0)
+                r = json_add_string(o, "domain_id", m->id);
+        if (r >= 0)
+                r = json_add_string(o, "bus_name", m->bus_name);
+        if (r >= 0)
+                r = json_add_string(o, "coordinator_id", m->coordinator_id);
+        if (r >= 0 && m->failure)
+                r = json_add_string(o, "error", m->failure);
+        if (r >= 0)
+                r = json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
+        if (r < 0)
+                return r;
+        if (asprintf(ret, "%s\n", s) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static void waiters_answer(Manager *m) {
         _cleanup_free_ char *line = NULL;
+        int r;
 
         /* A failed coordinator answers the connections it has not accepted
          * yet too: left queued, they would activate it again and again. A
@@ -136,14 +163,11 @@ static void waiters_answer(Manager *m) {
                         waiter_add(m, cfd);
                 }
 
-        json_object_object_add(o, "state", json_object_new_string(domain_state_to_string(m->state)));
-        json_object_object_add(o, "domain_id", json_object_new_string(m->id));
-        json_object_object_add(o, "bus_name", json_object_new_string(m->bus_name));
-        json_object_object_add(o, "coordinator_id", json_object_new_string(m->coordinator_id));
-        if (m->failure)
-                json_object_object_add(o, "error", json_object_new_string(m->failure));
-        if (asprintf(&line, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
+        r = answer_line(m, &line);
+        if (r < 0) {
+                log_error("Cannot build the answer to launching clients: %s", strerror(-r));
                 return;
+        }
 
         while (m->waiters) {
                 Waiter *w = m->waiters;

@@ -25,3 +25,8 @@ extern HostContext arg_host;
 
 /* Connects to the user bus; prints why on failure. Close with sd_bus_flush_close_unrefp. */
 int ctl_bus_open(sd_bus **ret);
+
+/* Prints --json output; when it cannot be built, prints why and returns -ENOMEM (so does ctl_json_failed()). */
+struct json_object;
+int ctl_print_json(struct json_object *o);
+int ctl_json_failed(int r);

@@ -31,6 +31,8 @@ static int dict_json(sd_bus_message *m, char value_type, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
         int r;
 
+        if (!o)
+                return -ENOMEM;
         r = sd_bus_message_enter_container(m, 'a', value_type == 't' ? "{st}" : "{ss}");
         if (r < 0)
                 return r;
@@ -44,10 +46,11 @@ static int dict_json(sd_bus_message *m, char value_type, json_object **ret) {
                 if (r < 0)
                         return r;
                 if (value_type == 's')
-                        json_object_object_add(o, k, json_object_new_string(s));
+                        r = json_add_string(o, k, s);
                 else
-                        json_object_object_add(o, k, t == LIMIT_INFINITY ? json_object_new_string("infinity")
-                                                                          : json_object_new_uint64(t));
+                        r = t == LIMIT_INFINITY ? json_add_string(o, k, "infinity") : json_add_uint64(o, k, t);
+                if (r < 0)
+                        return r;
                 r = sd_bus_message_exit_container(m);
                 if (r < 0)
                         return r;
@@ -65,6 +68,8 @@ static int sessions_json(sd_bus_message *m, json_object **ret) {
         _cleanup_json_ json_object *sessions = json_object_new_array();
         int r;
 
+        if (!sessions)
+                return -ENOMEM;
         r = sd_bus_message_enter_container(m, 'a', "(ssusbt)");
         if (r < 0)
                 return r;
@@ -73,7 +78,7 @@ static int sessions_json(sd_bus_message *m, json_object **ret) {
                 uint32_t pid;
                 int term;
                 uint64_t started;
-                json_object *s;
+                _cleanup_json_ json_object *s = NULL;
 
                 r = sd_bus_message_read(m, "(ssusbt)", &sid, &owner, &pid, &cmd, &term, &started);
                 if (r < 0)
@@ -81,13 +86,21 @@ static int sessions_json(sd_bus_message *m, json_object **ret) {
                 if (r == 0)
                         break;
                 s = json_object_new_object();
-                json_object_object_add(s, "id", json_object_new_string(sid));
-                json_object_object_add(s, "owner", json_object_new_string(owner));
-                json_object_object_add(s, "pid", json_object_new_int64(pid));
-                json_object_object_add(s, "command", json_object_new_string(cmd));
-                json_object_object_add(s, "terminal", json_object_new_boolean(term));
-                json_object_object_add(s, "started_usec", json_object_new_uint64(started));
-                json_object_array_add(sessions, s);
+                r = json_add_string(s, "id", sid);
+                if (r >= 0)
+                        r = json_add_string(s, "owner", owner);
+                if (r >= 0)
+                        r = json_add_int64(s, "pid", pid);
+                if (r >= 0)
+                        r = json_add_string(s, "command", cmd);
+                if (r >= 0)
+                        r = json_add_bool(s, "terminal", term);
+                if (r >= 0)
+                        r = json_add_uint64(s, "started_usec", started);
+                if (r >= 0)
+                        r = json_append(sessions, TAKE_PTR(s));
+                if (r < 0)
+                        return r;
         }
         r = sd_bus_message_exit_container(m);
         if (r < 0)
@@ -135,6 +148,8 @@ static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object
         _cleanup_json_ json_object *o = json_object_new_object();
         int r;
 
+        if (!o)
+                return sd_bus_error_set_errno(error, -ENOMEM);
         r = sd_bus_call_method(bus, bus_name, LAZARET_BUS_PATH, "org.freedesktop.DBus.Properties", "GetAll", error,
                                &reply, "s", LAZARET_BUS_INTERFACE);
         if (r < 0)
@@ -186,9 +201,13 @@ static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object
                         r = sessions_json(reply, &v);
                 else
                         r = dict_json(reply, contents[3], &v);
+                if (r >= 0)
+                        /* A NULL v is the allocation that failed: never a property left out or null. */
+                        r = json_add(o, name, v);
+                if (r == -ENOMEM)
+                        return sd_bus_error_set_errno(error, r);
                 if (r < 0)
                         goto bad;
-                json_object_object_add(o, name, v);
                 r = sd_bus_message_exit_container(reply);
                 if (r >= 0)
                         r = sd_bus_message_exit_container(reply);
@@ -336,9 +355,10 @@ int verb_status(int argc, char *argv[], const Config *config) {
 
                 if (arg_json) {
                         _cleanup_json_ json_object *n = json_object_new_object();
-                        json_object_object_add(n, "DomainId", json_object_new_string(id));
-                        json_object_object_add(n, "State", json_object_new_string(unpublished ? "unpublished" : "inactive"));
-                        puts(json_object_to_json_string_ext(n, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+                        r = json_add_string(n, "DomainId", id);
+                        if (r >= 0)
+                                r = json_add_string(n, "State", unpublished ? "unpublished" : "inactive");
+                        return r < 0 ? ctl_json_failed(r) : ctl_print_json(n);
                 } else if (unpublished)
                         printf("Domain %s is not published: its coordinator is starting or stopping it.\n", id);
                 else
@@ -350,9 +370,8 @@ int verb_status(int argc, char *argv[], const Config *config) {
                 return r;
         }
         if (arg_json)
-                puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-        else
-                print_domain(o);
+                return ctl_print_json(o);
+        print_domain(o);
         return 0;
 }
 
@@ -363,6 +382,8 @@ int verb_list(int argc, char *argv[], const Config *config) {
         size_t n = 0;
         int r, ret = 0;
 
+        if (!arr)
+                return ctl_json_failed(-ENOMEM);
         r = ctl_bus_open(&bus);
         if (r < 0)
                 return r;
@@ -390,7 +411,10 @@ int verb_list(int argc, char *argv[], const Config *config) {
                         ret = r;
                         continue;
                 }
-                json_object_array_add(arr, o);
+                /* o stays valid: arr owns it now. */
+                r = json_append(arr, o);
+                if (r < 0)
+                        return ctl_json_failed(r);
                 n++;
                 if (!arg_json) {
                         json_object_object_get_ex(o, "Sessions", &sessions);
@@ -398,9 +422,11 @@ int verb_list(int argc, char *argv[], const Config *config) {
                                sessions ? json_object_array_length(sessions) : 0, jstr(o, "Profile"), jstr(o, "Workspace"));
                 }
         }
-        if (arg_json)
-                puts(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-        else
+        if (arg_json) {
+                r = ctl_print_json(arr);
+                if (r < 0)
+                        return r;
+        } else
                 printf("\n%zu Domain%s running.\n", n, n == 1 ? "" : "s");
         return ret;
 }

@@ -21,6 +21,7 @@
 #include "domain.h"
 #include "domains.h"
 #include "image.h"
+#include "json-util.h"
 #include "launch.h"
 #include "macro.h"
 #include "strv.h"
@@ -50,8 +51,20 @@ typedef struct Verb {
 
 static int help(void);
 
-static void print_json(json_object *o) {
-        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+int ctl_json_failed(int r) {
+        fprintf(stderr, "Cannot build the JSON output: %s\n", strerror(-r));
+        return r;
+}
+
+int ctl_print_json(json_object *o) {
+        _cleanup_free_ char *s = NULL;
+        int r;
+
+        r = json_to_string(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
+        if (r < 0)
+                return ctl_json_failed(r);
+        puts(s);
+        return 0;
 }
 
 /* Loads and validates the configuration, printing the message on failure. */
@@ -104,10 +117,12 @@ static int verb_domain_id(int argc, char *argv[], const Config *c) {
 
         if (arg_json) {
                 _cleanup_json_ json_object *o = json_object_new_object();
-                json_object_object_add(o, "domain_id", json_object_new_string(d->id));
-                json_object_object_add(o, "profile", json_object_new_string(d->profile->name));
-                json_object_object_add(o, "workspace", json_object_new_string(d->workspace));
-                print_json(o);
+                r = json_add_string(o, "domain_id", d->id);
+                if (r >= 0)
+                        r = json_add_string(o, "profile", d->profile->name);
+                if (r >= 0)
+                        r = json_add_string(o, "workspace", d->workspace);
+                return r < 0 ? ctl_json_failed(r) : ctl_print_json(o);
         } else
                 puts(d->id);
         return 0;
@@ -115,19 +130,87 @@ static int verb_domain_id(int argc, char *argv[], const Config *c) {
 
 /* --------------------------------------------------------- config check */
 
-static json_object *json_strv(char **l) {
-        json_object *a = json_object_new_array();
-        STRV_FOREACH(s, l)
-                json_object_array_add(a, json_object_new_string(*s));
-        return a;
+/* Adds an array of the strings of l (NULL: an empty one). */
+static int add_strv(json_object *o, const char *key, char **l) {
+        json_object *a = NULL;
+        int r;
+
+        r = json_new_strv((const char *const *) l, &a);
+        return r < 0 ? r : json_add(o, key, a);
 }
 
-static json_object *json_cidrs(const CidrList *l) {
-        json_object *a = json_object_new_array();
+static int add_cidrs(json_object *o, const char *key, const CidrList *l) {
+        _cleanup_json_ json_object *a = json_object_new_array();
         char b[CIDR_STRING_MAX];
-        for (size_t i = 0; i < l->n; i++)
-                json_object_array_add(a, json_object_new_string(cidr_to_string(&l->items[i], b)));
-        return a;
+        int r;
+
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < l->n; i++) {
+                r = json_append_string(a, cidr_to_string(&l->items[i], b));
+                if (r < 0)
+                        return r;
+        }
+        return json_add(o, key, TAKE_PTR(a));
+}
+
+static int profile_json(const Profile *p, const Domain *d, const char *img_dir, const char *tag,
+                        const ResolvedVolume *v, size_t n, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object(), *env = json_object_new_object(),
+                                   *vols = json_object_new_array();
+        int r;
+
+        if (!o || !env || !vols)
+                return -ENOMEM;
+        r = json_add_string(o, "name", p->name);
+        if (r >= 0)
+                r = json_add_bool(o, "builtin", p->builtin);
+        if (r >= 0)
+                r = json_add_string(o, "domain_id", d->id);
+        if (r >= 0)
+                r = json_add_string(o, "image", p->image_raw);
+        if (r >= 0)
+                r = json_add_string(o, "image_layout", img_dir);
+        if (r >= 0)
+                r = json_add_string(o, "image_tag", tag);
+        if (r >= 0)
+                r = p->command ? add_strv(o, "command", p->command) : json_add_null(o, "command");
+        if (r >= 0)
+                r = add_strv(o, "persistent_dirs", p->persistent_dirs);
+        if (r >= 0)
+                r = json_add_bool(o, "isolate_ignored", p->isolate_ignored);
+        if (r >= 0)
+                r = add_cidrs(o, "allow_egress", &p->allow_egress);
+        if (r >= 0)
+                r = add_cidrs(o, "deny_egress", &p->deny_egress);
+        for (size_t i = 0; r >= 0 && i < p->n_env; i++) {
+                _cleanup_json_ json_object *e = json_object_new_object();
+                r = json_add_string(e, p->env[i].from_host ? "from_host" : "value", p->env[i].value);
+                if (r >= 0)
+                        r = json_add(env, p->env[i].name, TAKE_PTR(e));
+        }
+        if (r >= 0)
+                r = json_add(o, "env", TAKE_PTR(env));
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                _cleanup_json_ json_object *jv = json_object_new_object();
+                r = json_add_string(jv, "host", p->volumes[i].host);
+                if (r >= 0)
+                        r = json_add_string(jv, "host_resolved", v[i].host);
+                if (r >= 0)
+                        r = json_add_string(jv, "container", v[i].container);
+                if (r >= 0)
+                        r = json_add_string(jv, "mode", volume_mode_to_string(v[i].mode));
+                if (r >= 0)
+                        r = json_add_bool(jv, "force", v[i].force);
+                if (r >= 0)
+                        r = json_append(vols, TAKE_PTR(jv));
+        }
+        if (r >= 0)
+                r = json_add(o, "volumes", TAKE_PTR(vols));
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(o);
+        return 0;
 }
 
 static void print_cidrs(int width, const char *label, const CidrList *l) {
@@ -162,36 +245,14 @@ static int check_profile(const Config *c, const Profile *p, json_object *jprofil
         }
 
         if (arg_json) {
-                json_object *o = json_object_new_object(), *env = json_object_new_object(), *vols = json_object_new_array();
-                json_object_object_add(o, "name", json_object_new_string(p->name));
-                json_object_object_add(o, "builtin", json_object_new_boolean(p->builtin));
-                json_object_object_add(o, "domain_id", json_object_new_string(d->id));
-                json_object_object_add(o, "image", json_object_new_string(p->image_raw));
-                json_object_object_add(o, "image_layout", json_object_new_string(img_dir));
-                json_object_object_add(o, "image_tag", json_object_new_string(tag));
-                json_object_object_add(o, "command", p->command ? json_strv(p->command) : NULL);
-                json_object_object_add(o, "persistent_dirs", json_strv(p->persistent_dirs));
-                json_object_object_add(o, "isolate_ignored", json_object_new_boolean(p->isolate_ignored));
-                json_object_object_add(o, "allow_egress", json_cidrs(&p->allow_egress));
-                json_object_object_add(o, "deny_egress", json_cidrs(&p->deny_egress));
-                for (size_t i = 0; i < p->n_env; i++) {
-                        json_object *e = json_object_new_object();
-                        json_object_object_add(e, p->env[i].from_host ? "from_host" : "value",
-                                               json_object_new_string(p->env[i].value));
-                        json_object_object_add(env, p->env[i].name, e);
+                json_object *o = NULL;
+                r = profile_json(p, d, img_dir, tag, v, n, &o);
+                if (r >= 0)
+                        r = json_append(jprofiles, o);
+                if (r < 0) {
+                        resolved_volumes_free(v, n);
+                        return ctl_json_failed(r);
                 }
-                json_object_object_add(o, "env", env);
-                for (size_t i = 0; i < n; i++) {
-                        json_object *jv = json_object_new_object();
-                        json_object_object_add(jv, "host", json_object_new_string(p->volumes[i].host));
-                        json_object_object_add(jv, "host_resolved", json_object_new_string(v[i].host));
-                        json_object_object_add(jv, "container", json_object_new_string(v[i].container));
-                        json_object_object_add(jv, "mode", json_object_new_string(volume_mode_to_string(v[i].mode)));
-                        json_object_object_add(jv, "force", json_object_new_boolean(v[i].force));
-                        json_object_array_add(vols, jv);
-                }
-                json_object_object_add(o, "volumes", vols);
-                json_object_array_add(jprofiles, o);
         } else {
                 printf("\nProfile %s%s%s\n", p->name, p->builtin ? " (built-in)" : "",
                        streq(p->name, c->default_profile) ? " [default]" : "");
@@ -226,6 +287,59 @@ static int check_profile(const Config *c, const Profile *p, json_object *jprofil
         return 0;
 }
 
+/* The top of config check's --json output; *ret_profiles is the array of root the profiles go to. */
+static int config_json(const Config *c, const char *fp, const char *ws, json_object **ret, json_object **ret_profiles) {
+        _cleanup_json_ json_object *root = json_object_new_object(), *net = json_object_new_object(),
+                                   *esc = json_object_new_object(), *rules = json_object_new_array(),
+                                   *profiles = json_object_new_array();
+        json_object *p;
+        int r;
+
+        if (!root || !net || !esc || !rules || !profiles)
+                return -ENOMEM;
+        r = c->path ? json_add_string(root, "config", c->path) : json_add_null(root, "config");
+        if (r >= 0)
+                r = json_add_bool(root, "builtin", !c->path);
+        if (r >= 0)
+                r = json_add_string(root, "fingerprint", fp);
+        if (r >= 0)
+                r = json_add_string(root, "data_root", c->data_root);
+        if (r >= 0)
+                r = json_add_string(root, "default_profile", c->default_profile);
+        if (r >= 0)
+                r = json_add_string(root, "workspace", ws);
+        if (r >= 0)
+                r = add_cidrs(net, "allow", &c->allow);
+        if (r >= 0)
+                r = add_cidrs(net, "deny", &c->deny);
+        if (r >= 0)
+                r = json_add(root, "network", TAKE_PTR(net));
+        if (r >= 0)
+                r = json_add_bool(esc, "enabled", c->escalation_enabled);
+        if (r >= 0)
+                r = json_add_int64(esc, "timeout_s", c->escalation_timeout_s);
+        for (size_t i = 0; r >= 0 && i < c->n_auto_approve; i++) {
+                _cleanup_json_ json_object *o = json_object_new_object();
+                r = add_strv(o, "argv", c->auto_approve[i].argv);
+                if (r >= 0)
+                        r = json_add_bool(o, "trailing_args", c->auto_approve[i].trailing_args);
+                if (r >= 0)
+                        r = json_append(rules, TAKE_PTR(o));
+        }
+        if (r >= 0)
+                r = json_add(esc, "auto_approve", TAKE_PTR(rules));
+        if (r >= 0)
+                r = json_add(root, "escalation", TAKE_PTR(esc));
+        p = profiles;
+        if (r >= 0)
+                r = json_add(root, "profiles", TAKE_PTR(profiles));
+        if (r < 0)
+                return r;
+        *ret_profiles = p;
+        *ret = TAKE_PTR(root);
+        return 0;
+}
+
 static int verb_config(int argc, char *argv[], const Config *c) {
         _cleanup_free_ char *defpath = NULL, *ws = NULL, *error = NULL;
         _cleanup_json_ json_object *root = NULL;
@@ -257,29 +371,9 @@ static int verb_config(int argc, char *argv[], const Config *c) {
         config_fingerprint_hex(c, fp);
 
         if (arg_json) {
-                json_object *net = json_object_new_object(), *esc = json_object_new_object(), *rules = json_object_new_array();
-                root = json_object_new_object();
-                json_object_object_add(root, "config", c->path ? json_object_new_string(c->path) : NULL);
-                json_object_object_add(root, "builtin", json_object_new_boolean(!c->path));
-                json_object_object_add(root, "fingerprint", json_object_new_string(fp));
-                json_object_object_add(root, "data_root", json_object_new_string(c->data_root));
-                json_object_object_add(root, "default_profile", json_object_new_string(c->default_profile));
-                json_object_object_add(root, "workspace", json_object_new_string(ws));
-                json_object_object_add(net, "allow", json_cidrs(&c->allow));
-                json_object_object_add(net, "deny", json_cidrs(&c->deny));
-                json_object_object_add(root, "network", net);
-                json_object_object_add(esc, "enabled", json_object_new_boolean(c->escalation_enabled));
-                json_object_object_add(esc, "timeout_s", json_object_new_int64(c->escalation_timeout_s));
-                for (size_t i = 0; i < c->n_auto_approve; i++) {
-                        json_object *o = json_object_new_object();
-                        json_object_object_add(o, "argv", json_strv(c->auto_approve[i].argv));
-                        json_object_object_add(o, "trailing_args", json_object_new_boolean(c->auto_approve[i].trailing_args));
-                        json_object_array_add(rules, o);
-                }
-                json_object_object_add(esc, "auto_approve", rules);
-                json_object_object_add(root, "escalation", esc);
-                profiles = json_object_new_array();
-                json_object_object_add(root, "profiles", profiles);
+                r = config_json(c, fp, ws, &root, &profiles);
+                if (r < 0)
+                        return ctl_json_failed(r);
         } else {
                 if (c->path)
                         printf("%-20s%s\n", "Configuration:", c->path);
@@ -313,7 +407,7 @@ static int verb_config(int argc, char *argv[], const Config *c) {
         }
 
         if (arg_json && ret >= 0)
-                print_json(root);
+                return ctl_print_json(root);
         return ret;
 }
 

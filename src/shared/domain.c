@@ -691,33 +691,44 @@ static int open_storage_root(const char *root, int *ret_fd, char **ret_error) {
         return 0;
 }
 
-static json_object *record_json(const Domain *d) {
-        json_object *o = json_object_new_object();
-        if (!o)
-                return NULL;
-        json_object_object_add(o, "version", json_object_new_int(1));
-        json_object_object_add(o, "domain_id", json_object_new_string(d->id));
-        json_object_object_add(o, "profile", json_object_new_string(d->profile->name));
-        json_object_object_add(o, "workspace", json_object_new_string(d->workspace));
-        return o;
-}
-
-
-static int record_write(int domfd, const Domain *d, char **ret_error) {
-        _cleanup_json_ json_object *o = record_json(d);
-        _cleanup_close_ int fd = -EBADF;
-        char tmp[64];
-        uint64_t rnd;
-        const char *s;
+static int record_json(const Domain *d, char **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
         int r;
 
         if (!o)
                 return -ENOMEM;
+        r = json_add_int64(o, "version", 1);
+        if (r < 0)
+                return r;
+        r = json_add_string(o, "domain_id", d->id);
+        if (r < 0)
+                return r;
+        r = json_add_string(o, "profile", d->profile->name);
+        if (r < 0)
+                return r;
+        r = json_add_string(o, "workspace", d->workspace);
+        if (r < 0)
+                return r;
+        return json_to_string(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE, ret);
+}
+
+static int record_write(int domfd, const Domain *d, char **ret_error) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *s = NULL;
+        char tmp[64];
+        uint64_t rnd;
+        int r;
+
+        r = record_json(d, &s);
+        if (r == -EILSEQ)
+                return errorf(ret_error, r, "%s: cannot build the Domain record: the workspace path is not valid UTF-8",
+                              d->domain_dir);
+        if (r < 0)
+                return errorf(ret_error, r, "%s: cannot build the Domain record: %s", d->domain_dir, strerror(-r));
         if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
                 return errorf(ret_error, -EIO, "getrandom failed");
         snprintf(tmp, sizeof(tmp), ".%s.%016llx", DOMAIN_RECORD_NAME, (unsigned long long) rnd);
 
-        s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
         fd = openat(domfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return errorf(ret_error, -errno, "%s: cannot create %s: %m", d->domain_dir, tmp);

@@ -1,27 +1,34 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <json-c/json.h>
 
-/* Hard limits on a configuration document; exceeding one is an error. */
+/* Hard limits on a document; exceeding one is an error. */
 #define JSON_DOC_MAX_BYTES (1024 * 1024)
 #define JSON_MAX_DEPTH 32
 
 /*
- * Parses a JSON document in json-c's relaxed dialect (comments, trailing
- * commas) and then insists on what json-c lets pass: a single value with
- * nothing but whitespace and comments after it, no duplicate object keys
- * (compared by their full decoded bytes), no escaped NUL (\u0000) and no
- * unpaired surrogate escape in any key or string (json-c would cut or merge
- * those, so two distinct keys could become one), and at most JSON_MAX_DEPTH
- * levels of nesting.
+ * Reads a JSON document (RFC 8259) with the two relaxations lazaret.conf(5)
+ * documents, comments (// and slash-star) and trailing commas, in one pass of
+ * our own recursive-descent reader that builds the json-c tree as it goes
+ * (json-c's tokener is not used). Refused: anything but exactly one value
+ * (trailing text, an empty document, a bare null), a key given twice in one
+ * object (compared by its full decoded bytes), an escaped NUL (\u0000) or an
+ * unpaired UTF-16 surrogate escape in any key or string, invalid UTF-8, raw
+ * control characters or NUL bytes, single quotes, NaN and other words json-c
+ * would take, integers outside int64/uint64, more than JSON_MAX_DEPTH nested
+ * objects and arrays, and documents over JSON_DOC_MAX_BYTES.
  *
- * On failure returns a negative errno and a message in *ret_error that names
- * the line and, for duplicates, the key path (for example
- * "line 7: profiles.dev.image: duplicate key", or
- * "line 1: profiles[\"dev\x00a\"]: key contains a NUL character (\u0000)").
+ * On failure returns a negative errno (-ENOMEM without a message) and, in
+ * *ret_error, a message that names the line and column (from 1; columns count
+ * characters) and the key path where there is one, for example
+ * "line 7, column 3: profiles.dev.image: duplicate key", or
+ * "line 1, column 18: profiles[\"dev\x00a\"]: key contains a NUL character (\u0000)".
+ * *ret is written only on success.
  */
 int json_parse_strict(const char *text, size_t len, json_object **ret, char **ret_error);
 
@@ -32,3 +39,26 @@ int json_parse_strict(const char *text, size_t len, json_object **ret, char **re
  */
 char *keypath_key(const char *parent, const char *key, size_t keylen);
 char *keypath_index(const char *parent, size_t index);
+
+/*
+ * Builders that fail closed. json-c stores a NULL value as null and reports a
+ * failed insertion only in a return value, so a document built with unchecked
+ * calls can silently lose a field when an allocation fails. Each helper here
+ * takes ownership of the value it is given, also when it fails, and treats a
+ * NULL value as the allocation failure that produced it: it returns -ENOMEM
+ * and the caller returns that instead of a document. An intended null is
+ * written with json_add_null(). A string that is not valid UTF-8, which
+ * json_parse_strict() would refuse to read back, is not written: -EILSEQ.
+ */
+int json_add(json_object *o, const char *key, json_object *value);
+int json_add_null(json_object *o, const char *key);
+int json_add_string(json_object *o, const char *key, const char *s);
+int json_add_bool(json_object *o, const char *key, bool b);
+int json_add_int64(json_object *o, const char *key, int64_t v);
+int json_add_uint64(json_object *o, const char *key, uint64_t v);
+int json_append(json_object *a, json_object *value);
+int json_append_string(json_object *a, const char *s);
+/* A new array of the strings in NULL-terminated l (which may be NULL: an empty array). */
+int json_new_strv(const char *const *l, json_object **ret);
+/* The text of o, serialised with JSON_C_TO_STRING_* flags, as a string the caller frees. */
+int json_to_string(json_object *o, int flags, char **ret);

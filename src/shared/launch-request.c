@@ -41,15 +41,14 @@ static bool is_hex64(const char *s) {
 int launch_request_write(const char *runtime_dir, const char *id, const LaunchRequest *req, ino_t *ret_ino,
                          char **ret_error) {
         _cleanup_json_ json_object *o = json_object_new_object();
-        _cleanup_free_ char *tmp = NULL, *final = NULL;
+        _cleanup_free_ char *tmp = NULL, *final = NULL, *s = NULL;
         _cleanup_close_ int dirfd = -EBADF, fd = -EBADF;
         uint64_t rnd;
-        const char *s;
         int r;
 
         *ret_error = NULL;
         if (!o)
-                return -ENOMEM;
+                return errorf(ret_error, -ENOMEM, "cannot build the launch request: %s", strerror(ENOMEM));
         if (!domain_id_is_valid(id) || !is_hex64(req->fingerprint))
                 return errorf(ret_error, -EINVAL, "invalid launch request");
         if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
@@ -58,10 +57,17 @@ int launch_request_write(const char *runtime_dir, const char *id, const LaunchRe
             asprintf(&final, "%s%s", id, LAUNCH_REQUEST_SUFFIX) < 0)
                 return -ENOMEM;
 
-        json_object_object_add(o, "version", json_object_new_int(1));
-        json_object_object_add(o, "config", req->config_path ? json_object_new_string(req->config_path) : NULL);
-        json_object_object_add(o, "fingerprint", json_object_new_string(req->fingerprint));
-        s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        r = json_add_int64(o, "version", 1);
+        if (r >= 0)
+                r = req->config_path ? json_add_string(o, "config", req->config_path) : json_add_null(o, "config");
+        if (r >= 0)
+                r = json_add_string(o, "fingerprint", req->fingerprint);
+        if (r >= 0)
+                r = json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
+        if (r == -EILSEQ)
+                return errorf(ret_error, r, "cannot build the launch request: the configuration path is not valid UTF-8");
+        if (r < 0)
+                return errorf(ret_error, r, "cannot build the launch request: %s", strerror(-r));
 
         /* Like the Domain record: written whole, synced, then renamed into place. */
         dirfd = open(runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

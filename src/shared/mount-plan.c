@@ -284,19 +284,9 @@ int mount_plan_oci_mounts(const MountPlan *p, const char *stage_dir, OciMount **
 
 /* ---------------------------------------------------------------- JSON */
 
-/* json-c stores NULL as null: every value is checked before it is added. */
-static int add_value(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
+/* Built with json-util's checked adds; a NULL string leaves its key out. */
 static int add_string(json_object *o, const char *key, const char *s) {
-        return s ? add_value(o, key, json_object_new_string(s)) : 0;
+        return s ? json_add_string(o, key, s) : 0;
 }
 
 static int entry_to_json(const MountEntry *e, json_object **ret) {
@@ -307,11 +297,9 @@ static int entry_to_json(const MountEntry *e, json_object **ret) {
                 return -ENOMEM;
         for (size_t i = 0; i < _MOUNT_PART_MAX; i++)
                 if (e->nests_in & MOUNT_PART_BIT(i)) {
-                        json_object *s = json_object_new_string(part_names[i]);
-                        if (!s || json_object_array_add(nests, s) < 0) {
-                                json_object_put(s);
-                                return -ENOMEM;
-                        }
+                        r = json_append_string(nests, part_names[i]);
+                        if (r < 0)
+                                return r;
                 }
         r = add_string(o, "part", part_names[e->part]);
         if (r >= 0)
@@ -325,16 +313,16 @@ static int entry_to_json(const MountEntry *e, json_object **ret) {
         if (r >= 0)
                 r = add_string(o, "data", e->data);
         if (r >= 0)
-                r = add_value(o, "read_only", json_object_new_boolean(e->read_only));
+                r = json_add_bool(o, "read_only", e->read_only);
         if (r >= 0 && e->kind == MOUNT_BIND) {
                 r = add_string(o, "type", e->id.directory ? "directory" : "file");
                 if (r >= 0)
-                        r = add_value(o, "dev", json_object_new_uint64(e->id.dev));
+                        r = json_add_uint64(o, "dev", e->id.dev);
                 if (r >= 0)
-                        r = add_value(o, "ino", json_object_new_uint64(e->id.ino));
+                        r = json_add_uint64(o, "ino", e->id.ino);
         }
         if (r >= 0)
-                r = add_value(o, "nests_in", TAKE_PTR(nests));
+                r = json_add(o, "nests_in", TAKE_PTR(nests));
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
@@ -353,12 +341,11 @@ int mount_plan_to_json(const MountPlan *p, json_object **ret) {
                 r = entry_to_json(&p->entries[i], &e);
                 if (r < 0)
                         return r;
-                if (json_object_array_add(a, e) < 0) {
-                        json_object_put(e);
-                        return -ENOMEM;
-                }
+                r = json_append(a, e);
+                if (r < 0)
+                        return r;
         }
-        r = add_value(o, "entries", TAKE_PTR(a));
+        r = json_add(o, "entries", TAKE_PTR(a));
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
@@ -367,17 +354,12 @@ int mount_plan_to_json(const MountPlan *p, json_object **ret) {
 
 int mount_plan_to_string(const MountPlan *p, char **ret) {
         _cleanup_json_ json_object *o = NULL;
-        const char *s;
         int r;
 
         r = mount_plan_to_json(p, &o);
         if (r < 0)
                 return r;
-        s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (!s)
-                return -ENOMEM;
-        *ret = strdup(s);
-        return *ret ? 0 : -ENOMEM;
+        return json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, ret);
 }
 
 static int get_string(json_object *o, const char *key, bool required, const char *where, const char **ret,

@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 
 #include "cleanup.h"
+#include "json-util.h"
 #include "macro.h"
 #include "oci-spec.h"
 #include "path-util.h"
@@ -23,108 +24,299 @@ const char *const oci_capabilities[] = {
         NULL
 };
 
-static json_object *strv_json(const char *const *l) {
-        json_object *a = json_object_new_array();
-        for (; l && *l; l++)
-                json_object_array_add(a, json_object_new_string(*l));
-        return a;
-}
-
-static json_object *capabilities_json(void) {
-        json_object *o = json_object_new_object();
+/*
+ * Every builder below returns -ENOMEM rather than a document with a member
+ * missing: json-c would write a NULL value as null, and a failed insertion
+ * leaves the member out (json-util.h).
+ */
+static int capabilities_json(json_object **ret) {
         static const char *const sets[] = { "bounding", "effective", "permitted", NULL };
+        _cleanup_json_ json_object *o = json_object_new_object();
+        int r;
 
-        for (size_t i = 0; sets[i]; i++)
-                json_object_object_add(o, sets[i], strv_json(oci_capabilities));
+        if (!o)
+                return -ENOMEM;
+        for (size_t i = 0; sets[i]; i++) {
+                json_object *l = NULL;
+                r = json_new_strv(oci_capabilities, &l);
+                if (r < 0)
+                        return r;
+                r = json_add(o, sets[i], l);
+                if (r < 0)
+                        return r;
+        }
         /* inheritable and ambient stay empty: exec'd programs get nothing extra. */
-        json_object_object_add(o, "inheritable", json_object_new_array());
-        json_object_object_add(o, "ambient", json_object_new_array());
-        return o;
+        r = json_add(o, "inheritable", json_object_new_array());
+        if (r < 0)
+                return r;
+        r = json_add(o, "ambient", json_object_new_array());
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(o);
+        return 0;
 }
 
 static bool strv_has_entries(char **l) {
         return l && l[0];
 }
 
-static void rlimit_add(json_object *a, const char *type, uint64_t v) {
-        json_object *l;
+static int rlimit_add(json_object *a, const char *type, uint64_t v) {
+        _cleanup_json_ json_object *l = NULL;
+        int r;
 
         if (v == 0 || v == LIMIT_INFINITY)
-                return;
+                return 0;
         l = json_object_new_object();
-        json_object_object_add(l, "type", json_object_new_string(type));
-        json_object_object_add(l, "hard", json_object_new_uint64(v));
-        json_object_object_add(l, "soft", json_object_new_uint64(v));
-        json_object_array_add(a, l);
+        if (!l)
+                return -ENOMEM;
+        r = json_add_string(l, "type", type);
+        if (r < 0)
+                return r;
+        r = json_add_uint64(l, "hard", v);
+        if (r < 0)
+                return r;
+        r = json_add_uint64(l, "soft", v);
+        if (r < 0)
+                return r;
+        return json_append(a, TAKE_PTR(l));
 }
 
-static json_object *rlimits_json(const OciRlimits *rl) {
-        json_object *a = json_object_new_array();
-        rlimit_add(a, "RLIMIT_NPROC", rl->nproc);
-        rlimit_add(a, "RLIMIT_AS", rl->as);
-        return a;
+static int rlimits_json(const OciRlimits *rl, json_object **ret) {
+        _cleanup_json_ json_object *a = json_object_new_array();
+        int r;
+
+        if (!a)
+                return -ENOMEM;
+        r = rlimit_add(a, "RLIMIT_NPROC", rl->nproc);
+        if (r < 0)
+                return r;
+        r = rlimit_add(a, "RLIMIT_AS", rl->as);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(a);
+        return 0;
 }
 
-static json_object *process_json(char **args, char **env, const char *cwd, bool terminal, uint16_t rows, uint16_t cols,
-                                 const OciRlimits *rl) {
-        json_object *p = json_object_new_object(), *user = json_object_new_object();
+static int user_json(json_object **ret) {
+        _cleanup_json_ json_object *u = json_object_new_object();
+        int r;
 
-        json_object_object_add(p, "terminal", json_object_new_boolean(terminal));
+        if (!u)
+                return -ENOMEM;
+        r = json_add_int64(u, "uid", 0);
+        if (r < 0)
+                return r;
+        r = json_add_int64(u, "gid", 0);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(u);
+        return 0;
+}
+
+static int process_json(char **args, char **env, const char *cwd, bool terminal, uint16_t rows, uint16_t cols,
+                        const OciRlimits *rl, json_object **ret) {
+        _cleanup_json_ json_object *p = json_object_new_object();
+        json_object *v = NULL;
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        r = json_add_bool(p, "terminal", terminal);
+        if (r < 0)
+                return r;
         if (terminal && rows > 0 && cols > 0) {
-                json_object *size = json_object_new_object();
-                json_object_object_add(size, "height", json_object_new_int(rows));
-                json_object_object_add(size, "width", json_object_new_int(cols));
-                json_object_object_add(p, "consoleSize", size);
+                _cleanup_json_ json_object *size = json_object_new_object();
+                if (!size)
+                        return -ENOMEM;
+                r = json_add_int64(size, "height", rows);
+                if (r < 0)
+                        return r;
+                r = json_add_int64(size, "width", cols);
+                if (r < 0)
+                        return r;
+                r = json_add(p, "consoleSize", TAKE_PTR(size));
+                if (r < 0)
+                        return r;
         }
-        json_object_object_add(user, "uid", json_object_new_int(0));
-        json_object_object_add(user, "gid", json_object_new_int(0));
-        json_object_object_add(p, "user", user);
-        json_object_object_add(p, "args", strv_json((const char *const *) args));
-        json_object_object_add(p, "env", strv_json((const char *const *) env));
-        json_object_object_add(p, "cwd", json_object_new_string(cwd ?: "/"));
-        json_object_object_add(p, "capabilities", capabilities_json());
-        json_object_object_add(p, "rlimits", rlimits_json(rl));
-        json_object_object_add(p, "noNewPrivileges", json_object_new_boolean(true));
-        return p;
+        r = user_json(&v);
+        if (r < 0)
+                return r;
+        r = json_add(p, "user", v);
+        if (r < 0)
+                return r;
+        r = json_new_strv((const char *const *) args, &v);
+        if (r < 0)
+                return r;
+        r = json_add(p, "args", v);
+        if (r < 0)
+                return r;
+        r = json_new_strv((const char *const *) env, &v);
+        if (r < 0)
+                return r;
+        r = json_add(p, "env", v);
+        if (r < 0)
+                return r;
+        r = json_add_string(p, "cwd", cwd ?: "/");
+        if (r < 0)
+                return r;
+        r = capabilities_json(&v);
+        if (r < 0)
+                return r;
+        r = json_add(p, "capabilities", v);
+        if (r < 0)
+                return r;
+        r = rlimits_json(rl, &v);
+        if (r < 0)
+                return r;
+        r = json_add(p, "rlimits", v);
+        if (r < 0)
+                return r;
+        r = json_add_bool(p, "noNewPrivileges", true);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
 }
 
-static json_object *mount_json(const char *dest, const char *type, const char *source, const char *const *options) {
-        json_object *m = json_object_new_object();
-        json_object_object_add(m, "destination", json_object_new_string(dest));
-        json_object_object_add(m, "type", json_object_new_string(type));
-        json_object_object_add(m, "source", json_object_new_string(source));
-        if (options)
-                json_object_object_add(m, "options", strv_json(options));
-        return m;
+static int mount_add(json_object *mounts, const char *dest, const char *type, const char *source, const char *const *options) {
+        _cleanup_json_ json_object *m = json_object_new_object();
+        int r;
+
+        if (!m)
+                return -ENOMEM;
+        r = json_add_string(m, "destination", dest);
+        if (r < 0)
+                return r;
+        r = json_add_string(m, "type", type);
+        if (r < 0)
+                return r;
+        r = json_add_string(m, "source", source);
+        if (r < 0)
+                return r;
+        if (options) {
+                json_object *l = NULL;
+                r = json_new_strv(options, &l);
+                if (r < 0)
+                        return r;
+                r = json_add(m, "options", l);
+                if (r < 0)
+                        return r;
+        }
+        return json_append(mounts, TAKE_PTR(m));
 }
 
-static char *to_string(json_object *o) {
-        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-        return s ? strdup(s) : NULL;
+static int namespace_add(json_object *ns, const char *type, const char *path) {
+        _cleanup_json_ json_object *n = json_object_new_object();
+        int r;
+
+        if (!n)
+                return -ENOMEM;
+        r = json_add_string(n, "type", type);
+        if (r < 0)
+                return r;
+        if (path) {
+                r = json_add_string(n, "path", path);
+                if (r < 0)
+                        return r;
+        }
+        return json_append(ns, TAKE_PTR(n));
+}
+
+static int to_string(json_object *o, char **ret) {
+        return json_to_string(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE, ret);
 }
 
 int oci_process_json(const OciProcess *p, char **ret) {
         _cleanup_json_ json_object *o = NULL;
-        char *s;
+        int r;
 
         if (!strv_has_entries(p->args) || (p->cwd && !path_is_absolute(p->cwd)))
                 return -EINVAL;
-        o = process_json(p->args, p->env, p->cwd, p->terminal, p->rows, p->cols, &p->rlimits);
-        s = to_string(o);
-        if (!s)
+        r = process_json(p->args, p->env, p->cwd, p->terminal, p->rows, p->cols, &p->rlimits, &o);
+        if (r < 0)
+                return r;
+        return to_string(o, ret);
+}
+
+static int root_json(const OciContainer *c, json_object **ret) {
+        _cleanup_json_ json_object *root = json_object_new_object();
+        int r;
+
+        if (!root)
                 return -ENOMEM;
-        *ret = s;
+        r = json_add_string(root, "path", c->rootfs);
+        if (r < 0)
+                return r;
+        r = json_add_bool(root, "readonly", c->rootfs_readonly);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(root);
+        return 0;
+}
+
+static int mounts_json(const OciContainer *c, json_object **ret) {
+        static const char *const dev_opts[] = { "nosuid", "strictatime", "mode=755", "size=65536k", NULL };
+        static const char *const sys_opts[] = { "nosuid", "noexec", "nodev", "ro", NULL };
+        const char *tmp_opts[] = { "nosuid", "nodev", "mode=1777", NULL, NULL };
+        _cleanup_json_ json_object *mounts = json_object_new_array();
+        char tmp_size[40];
+        int r;
+
+        if (!mounts)
+                return -ENOMEM;
+        r = mount_add(mounts, "/proc", "proc", "proc", NULL);
+        if (r < 0)
+                return r;
+        r = mount_add(mounts, "/dev", "tmpfs", "tmpfs", dev_opts);
+        if (r < 0)
+                return r;
+        r = mount_add(mounts, "/sys", "sysfs", "sysfs", sys_opts);
+        if (r < 0)
+                return r;
+        /* gVisor's tmpfs refuses writes past size= with ENOSPC. */
+        if (c->tmp_size > 0 && c->tmp_size != LIMIT_INFINITY) {
+                snprintf(tmp_size, sizeof(tmp_size), "size=%llu", (unsigned long long) c->tmp_size);
+                tmp_opts[3] = tmp_size;
+        }
+        r = mount_add(mounts, "/tmp", "tmpfs", "tmpfs", tmp_opts);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < c->n_mounts; i++) {
+                r = mount_add(mounts, c->mounts[i].destination, c->mounts[i].type, c->mounts[i].source,
+                              c->mounts[i].options);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(mounts);
+        return 0;
+}
+
+static int linux_json(const OciContainer *c, json_object **ret) {
+        static const char *const types[] = { "pid", "ipc", "uts", "mount", NULL };
+        _cleanup_json_ json_object *linux_ = json_object_new_object(), *ns = json_object_new_array();
+        int r;
+
+        if (!linux_ || !ns)
+                return -ENOMEM;
+        for (size_t i = 0; types[i]; i++) {
+                r = namespace_add(ns, types[i], NULL);
+                if (r < 0)
+                        return r;
+        }
+        r = namespace_add(ns, "network", c->netns_path);
+        if (r < 0)
+                return r;
+        r = json_add(linux_, "namespaces", TAKE_PTR(ns));
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(linux_);
         return 0;
 }
 
 int oci_container_json(const OciContainer *c, char **ret) {
-        static const char *const dev_opts[] = { "nosuid", "strictatime", "mode=755", "size=65536k", NULL };
-        static const char *const sys_opts[] = { "nosuid", "noexec", "nodev", "ro", NULL };
-        const char *tmp_opts[] = { "nosuid", "nodev", "mode=1777", NULL, NULL };
-        char tmp_size[40];
-        _cleanup_json_ json_object *o = json_object_new_object();
-        json_object *root, *mounts, *linux_, *ns;
-        char *s;
+        _cleanup_json_ json_object *o = NULL;
+        json_object *v = NULL;
+        int r;
 
         if (!path_is_absolute(c->rootfs) || !strv_has_entries(c->args))
                 return -EINVAL;
@@ -136,51 +328,38 @@ int oci_container_json(const OciContainer *c, char **ret) {
                     (streq(c->mounts[i].type, "bind") && !path_is_absolute(c->mounts[i].source)))
                         return -EINVAL;
 
-        json_object_object_add(o, "ociVersion", json_object_new_string("1.0.2"));
-        json_object_object_add(o, "process", process_json(c->args, c->env, c->cwd, false, 0, 0, &c->rlimits));
-
-        root = json_object_new_object();
-        json_object_object_add(root, "path", json_object_new_string(c->rootfs));
-        json_object_object_add(root, "readonly", json_object_new_boolean(c->rootfs_readonly));
-        json_object_object_add(o, "root", root);
-        json_object_object_add(o, "hostname", json_object_new_string(c->hostname ?: "lazaret"));
-
-        mounts = json_object_new_array();
-        json_object_array_add(mounts, mount_json("/proc", "proc", "proc", NULL));
-        json_object_array_add(mounts, mount_json("/dev", "tmpfs", "tmpfs", dev_opts));
-        json_object_array_add(mounts, mount_json("/sys", "sysfs", "sysfs", sys_opts));
-        /* gVisor's tmpfs refuses writes past size= with ENOSPC. */
-        if (c->tmp_size > 0 && c->tmp_size != LIMIT_INFINITY) {
-                snprintf(tmp_size, sizeof(tmp_size), "size=%llu", (unsigned long long) c->tmp_size);
-                tmp_opts[3] = tmp_size;
-        }
-        json_object_array_add(mounts, mount_json("/tmp", "tmpfs", "tmpfs", tmp_opts));
-        for (size_t i = 0; i < c->n_mounts; i++)
-                json_object_array_add(mounts, mount_json(c->mounts[i].destination, c->mounts[i].type,
-                                                         c->mounts[i].source, c->mounts[i].options));
-        json_object_object_add(o, "mounts", mounts);
-
-        linux_ = json_object_new_object();
-        ns = json_object_new_array();
-        static const char *const types[] = { "pid", "ipc", "uts", "mount", NULL };
-        for (size_t i = 0; types[i]; i++) {
-                json_object *n = json_object_new_object();
-                json_object_object_add(n, "type", json_object_new_string(types[i]));
-                json_object_array_add(ns, n);
-        }
-        {
-                json_object *n = json_object_new_object();
-                json_object_object_add(n, "type", json_object_new_string("network"));
-                if (c->netns_path)
-                        json_object_object_add(n, "path", json_object_new_string(c->netns_path));
-                json_object_array_add(ns, n);
-        }
-        json_object_object_add(linux_, "namespaces", ns);
-        json_object_object_add(o, "linux", linux_);
-
-        s = to_string(o);
-        if (!s)
+        o = json_object_new_object();
+        if (!o)
                 return -ENOMEM;
-        *ret = s;
-        return 0;
+        r = json_add_string(o, "ociVersion", "1.0.2");
+        if (r < 0)
+                return r;
+        r = process_json(c->args, c->env, c->cwd, false, 0, 0, &c->rlimits, &v);
+        if (r < 0)
+                return r;
+        r = json_add(o, "process", v);
+        if (r < 0)
+                return r;
+        r = root_json(c, &v);
+        if (r < 0)
+                return r;
+        r = json_add(o, "root", v);
+        if (r < 0)
+                return r;
+        r = json_add_string(o, "hostname", c->hostname ?: "lazaret");
+        if (r < 0)
+                return r;
+        r = mounts_json(c, &v);
+        if (r < 0)
+                return r;
+        r = json_add(o, "mounts", v);
+        if (r < 0)
+                return r;
+        r = linux_json(c, &v);
+        if (r < 0)
+                return r;
+        r = json_add(o, "linux", v);
+        if (r < 0)
+                return r;
+        return to_string(o, ret);
 }

@@ -51,6 +51,7 @@
 #include "helper.h"
 #include "macro.h"
 #include "parse-util.h"
+#include "runsc-output.h"
 #include "setid-filter.h"
 #include "spawn-util.h"
 #include "supervisor-mounts.h"
@@ -584,10 +585,10 @@ int main(int argc, char *argv[]) {
                 if (r != 0)
                         return 1;
                 if (p[1].revents) {
+                        _cleanup_free_ char *why = NULL;
                         char out[512];
                         size_t n = 0;
                         ssize_t k;
-                        const char *e;
                         int code;
 
                         /* The writer has exited: read() ends at EOF. */
@@ -595,9 +596,8 @@ int main(int argc, char *argv[]) {
                                 n += (size_t) k;
                         out[n] = 0;
                         (void) waitpid(waiter, &status, 0);
-                        e = strstr(out, "\"exitStatus\":");
                         /* Already as a shell reports it: the code, or 128+N. */
-                        if (e && sscanf(e + strlen("\"exitStatus\":"), "%d", &code) == 1 && code >= 0 && code <= 255)
+                        if (runsc_wait_status(out, n, &code, &why) >= 0)
                                 send_msg(&(SupervisorMsg) { .type = SUPERVISOR_EXITED, .status = code });
                         else
                                 report_failed("the sandbox's kernel (runsc-sandbox) stopped unexpectedly");

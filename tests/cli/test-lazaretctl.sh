@@ -90,7 +90,7 @@ check_bad() {   # check_bad NEEDLE JSON
 }
 check_bad 'profiles.dev.imgae: unknown key' '{"profiles": {"dev": {"image": "builtin:default", "imgae": "x"}}}'
 check_bad 'escalation.timeout_s: expected an integer' '{"escalation": {"timeout_s": "10"}}'
-check_bad 'line 3: profiles.dev: duplicate key' '{"profiles": {
+check_bad 'line 3, column 3: profiles.dev: duplicate key' '{"profiles": {
   "dev": {"image": "builtin:default"},
   "dev": {"image": "builtin:default"}}}'
 check_bad 'network.deny[1]: "10.1.2.3/8" has host bits set' '{"network": {"deny": ["10.0.0.0/8", "10.1.2.3/8"]}}'
@@ -100,9 +100,9 @@ check_bad 'profiles.dev.volumes[0].host: "~/a/../b" contains a ".." segment' '{"
 check_bad 'profiles["Dev!"]: invalid profile name' '{"profiles": {"Dev!": {"image": "builtin:default"}}}'
 check_bad 'escalation.auto_approve[0].argv[0]: "/usr/bin/git" can run arbitrary commands' '{"escalation": {"auto_approve": [{"argv": ["/usr/bin/git", "status"]}]}}'
 check_bad 'data_root: token "{domain_dir}" is not allowed here' '{"data_root": "{domain_dir}/x"}'
-check_bad 'line 1: invalid JSON' '{"profiles": {,}}'
+check_bad 'line 1, column 15: profiles: invalid JSON' '{"profiles": {,}}'
 # json-c cuts keys at NUL: "dev\u0000b" would silently replace profile "dev".
-check_bad 'line 1: profiles["dev\x00a"]: key contains a NUL character (\u0000)' '{"profiles":{"dev\u0000a":{"image":"builtin:default"},"dev\u0000b":{"image":"oci:/evil"}}}'
+check_bad 'line 1, column 18: profiles["dev\x00a"]: key contains a NUL character (\u0000)' '{"profiles":{"dev\u0000a":{"image":"builtin:default"},"dev\u0000b":{"image":"oci:/evil"}}}'
 check_bad 'runtime.runsc: "runsc" is not an absolute path' '{"runtime": {"runsc": "runsc"}}'
 check_bad 'runtime.runsc: "/tmp" is writable by group or others (mode 1777)' '{"runtime": {"runsc": "/tmp"}}'
 # The configuration may not be visible to the sandbox (SR-2): a file inside

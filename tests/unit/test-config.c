@@ -68,13 +68,13 @@ static const BadCase bad_cases[] = {
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"isolate_ignored\": 0}}}", "profiles.dev.isolate_ignored: expected true or false" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": []}}}", "profiles.dev.env: expected an object" },
         /* duplicate keys */
-        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\"},\n \"dev\": {\"image\": \"builtin:default\"}}}", "line 2: profiles.dev: duplicate key" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\"},\n \"dev\": {\"image\": \"builtin:default\"}}}", "line 2, column 2: profiles.dev: duplicate key" },
         { "{\"data_root\": \"/a\", \"data_root\": \"/b\"}", "data_root: duplicate key" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {\"A\": \"1\", \"A\": \"2\"}}}}", "profiles.dev.env.A: duplicate key" },
         /* NUL in keys: json-c cuts keys at NUL, so these would alias "dev" and "data_root" */
         { "{\"profiles\": {\"dev\\u0000a\": {\"image\": \"builtin:default\"},\n \"dev\\u0000b\": {\"image\": \"oci:/evil\"}}}",
-          FILE_NAME ": line 1: profiles[\"dev\\x00a\"]: key contains a NUL character (\\u0000)" },
-        { "{\"data_root\": \"/a\", \"data_root\\u0000x\": \"/b\"}", FILE_NAME ": line 1: [\"data_root\\x00x\"]: key contains a NUL character (\\u0000)" },
+          FILE_NAME ": line 1, column 19: profiles[\"dev\\x00a\"]: key contains a NUL character (\\u0000)" },
+        { "{\"data_root\": \"/a\", \"data_root\\u0000x\": \"/b\"}", FILE_NAME ": line 1, column 31: [\"data_root\\x00x\"]: key contains a NUL character (\\u0000)" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"env\": {\"A\\u0000\": \"1\"}}}}", "profiles.dev.env[\"A\\x00\"]: key contains a NUL character" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"command\": [\"/bin/true\\u0000x\"]}}}", "profiles.dev.command[0]: string contains a NUL character (\\u0000)" },
         { "{\"profiles\": {\"\\ud800x\": {\"image\": \"builtin:default\"}, \"\\udc00x\": {\"image\": \"builtin:default\"}}}", "key contains an unpaired UTF-16 surrogate escape" },
@@ -176,7 +176,7 @@ static const BadCase bad_cases[] = {
         { "{\"runtime\": \"/usr/bin/runsc\"}", "runtime: expected an object, got a string" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"directfs\": \"yes\"}}}", "profiles.dev.directfs: expected true or false, got a string" },
         /* syntax */
-        { "{\"a\": 1,,}", "line 1: invalid JSON" },
+        { "{\"a\": 1,,}", "line 1, column 9: invalid JSON" },
         { "{\"profiles\": {}} trailing", "unexpected text after the top-level value" },
         { "", "document is empty or incomplete" },
 };

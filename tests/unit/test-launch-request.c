@@ -66,6 +66,6 @@ Test(launch_request, nul_key_alias_named) {
         _cleanup_free_ char *err = NULL;
         LaunchRequest r = {};
         cr_assert_eq(launch_request_parse(t, strlen(t), "t", &r, &err), -EBADMSG);
-        cr_assert_str_eq(err, "t: line 1: [\"config\\x00x\"]: key contains a NUL character (\\u0000)");
+        cr_assert_str_eq(err, "t: line 1, column 35: [\"config\\x00x\"]: key contains a NUL character (\\u0000)");
         cr_assert_null(r.config_path);
 }
