@@ -14,6 +14,7 @@
 #include "oci-spec.h"
 #include "path-util.h"
 #include "strv.h"
+#include "test-hooks.h"
 #include "util.h"
 
 /* One of Lazaret's own files or directories, just written: opened without following anything. */
@@ -53,7 +54,7 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         r = mkdir_mode(terminfo, 0755);
         if (r < 0)
                 return errorf(ret_error, r, "cannot create %s: %s", terminfo, strerror(-r));
-        r = copy_file(getenv("LAZARET_INIT") ?: init_src, init_dst, 0755);
+        r = copy_file(TEST_HOOK_PATH("LAZARET_INIT", init_src), init_dst, 0755);
         if (r < 0)
                 return errorf(ret_error, r, "cannot install %s into the sandbox: %s", init_src, strerror(-r));
         /* The resolver: the helper's DNS address. */

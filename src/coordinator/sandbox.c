@@ -25,6 +25,7 @@
 #include "strv.h"
 #include "subid.h"
 #include "supervisor-link.h"
+#include "test-hooks.h"
 #include "userns.h"
 #include "util.h"
 
@@ -45,10 +46,12 @@ typedef enum SandboxState {
         SANDBOX_STOPPED,
 } SandboxState;
 
+#if ENABLE_TEST_HOOKS
 /*
- * Test hooks for the network attestation, from LAZARET_TEST_NETWORK_FAULT in
- * the coordinator's environment (the user manager's), which nothing in the
- * sandbox can reach. Each can only make the attestation fail:
+ * Test hooks for the network attestation, in test builds only (test-hooks.h):
+ * LAZARET_TEST_NETWORK_FAULT in the coordinator's environment (the user
+ * manager's), which nothing in the sandbox can reach. Each can only make the
+ * attestation fail:
  *   deny-on-lo        the supervisor moves the deny routes to lo after
  *                     Linux's read-back (gVisor does not import them);
  *   denied-elsewhere  the probe's "denied" connection goes to the helper's
@@ -60,6 +63,7 @@ typedef enum NetworkFault {
         NETWORK_FAULT_DENY_ON_LO,
         NETWORK_FAULT_DENIED_ELSEWHERE,
 } NetworkFault;
+#endif
 
 struct Sandbox {
         sd_event *event;
@@ -87,7 +91,9 @@ struct Sandbox {
         char policy_digest[SHA256_HEX_LEN + 1];
         unsigned canary_port;           /* the attestation canaries' port, random per generation */
         bool network_attested;
+#if ENABLE_TEST_HOOKS
         NetworkFault network_fault;     /* read once, in step_bundle() */
+#endif
         SandboxNetwork network;
         PreparedImage image;
         SandboxRuntime runtime;
@@ -454,6 +460,7 @@ static int write_policy(Sandbox *sb, char **ret_why) {
         return 0;
 }
 
+#if ENABLE_TEST_HOOKS
 static int network_fault(void) {
         const char *f = getenv("LAZARET_TEST_NETWORK_FAULT");
 
@@ -467,13 +474,16 @@ static int network_fault(void) {
 }
 
 #define NETWORK_FAULT_INVALID "LAZARET_TEST_NETWORK_FAULT is set to something other than deny-on-lo or denied-elsewhere"
+#endif
 
 static void step_bundle(Sandbox *sb) {
         _cleanup_free_ char *why = NULL;
-        int r, fault;
+        const char *probe_denied = NET_CANARY_DENIED_STR;
+        int r;
 
         sb->state = SANDBOX_MAPPING;
-        fault = network_fault();
+#if ENABLE_TEST_HOOKS
+        int fault = network_fault();
         if (fault < 0) {
                 sandbox_fail(sb, NETWORK_FAULT_INVALID);
                 return;
@@ -482,6 +492,9 @@ static void step_bundle(Sandbox *sb) {
         if (fault != NETWORK_FAULT_NONE)
                 log_warning("Test fault %s in effect: the network attestation must fail",
                             fault == NETWORK_FAULT_DENY_ON_LO ? "deny-on-lo" : "denied-elsewhere");
+        if (fault == NETWORK_FAULT_DENIED_ELSEWHERE)
+                probe_denied = NET_GATEWAY_STR;
+#endif
         r = mkdir_mode(sb->runtime_dir, 0700);
         if (r >= 0)
                 r = mkdir_mode(sb->runsc_root, 0700);
@@ -505,7 +518,7 @@ static void step_bundle(Sandbox *sb) {
                                  .netns_path = sb->netns_path,
                                  .env = sb->image.env,
                                  .canary_port = sb->canary_port,
-                                 .probe_denied = fault == NETWORK_FAULT_DENIED_ELSEWHERE ? NET_GATEWAY_STR : NET_CANARY_DENIED_STR,
+                                 .probe_denied = probe_denied,
                          }, &sb->mount_plan, &why);
         if (r >= 0)
                 r = write_control_files(sb, &why);
@@ -676,7 +689,6 @@ static void on_supervisor_exit(UsernsChild *c, int status, void *userdata) {
 
 static int supervisor_argv(Sandbox *sb, char ***ret) {
         _cleanup_strv_free_ char **argv = NULL;
-        const char *supervisor = getenv("LAZARET_SUPERVISOR");
         _cleanup_free_ char *def = path_join(LIBEXECDIR, "lazaret-supervisor"), *overlay = NULL;
         char port[32];
 
@@ -685,7 +697,7 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
         if (asprintf(&overlay, "root:dir=%s", sb->overlay_dir) < 0)
                 return -ENOMEM;
         snprintf(port, sizeof(port), "--canary-port=%u", sb->canary_port);
-        if (strv_extend(&argv, supervisor ?: def) < 0 ||
+        if (strv_extend(&argv, TEST_HOOK_PATH("LAZARET_SUPERVISOR", def)) < 0 ||
             strv_extend(&argv, "--control-fd=3") < 0 ||
             strv_extend(&argv, "--runsc") < 0 || strv_extend(&argv, sb->runsc) < 0 ||
             strv_extend(&argv, "--root") < 0 || strv_extend(&argv, sb->runsc_root) < 0 ||
@@ -699,8 +711,10 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
             strv_extend(&argv, "--policy-digest") < 0 || strv_extend(&argv, sb->policy_digest) < 0 ||
             strv_extend(&argv, port) < 0)
                 return -ENOMEM;
+#if ENABLE_TEST_HOOKS
         if (sb->network_fault == NETWORK_FAULT_DENY_ON_LO && strv_extend(&argv, "--test-fault=deny-on-lo") < 0)
                 return -ENOMEM;
+#endif
         *ret = TAKE_PTR(argv);
         return 0;
 }

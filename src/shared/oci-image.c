@@ -17,10 +17,14 @@ int oci_index_digest(const char *index_json, size_t n, const char *tag, char **r
         _cleanup_json_ json_object *o = NULL;
         _cleanup_free_ char *why = NULL;
         json_object *manifests;
+        const char *found = NULL;
 
         if (json_parse_strict(index_json, n, &o, &why) < 0 || !json_object_object_get_ex(o, "manifests", &manifests) ||
             !json_object_is_type(manifests, json_type_array))
                 return errorf(ret_error, -EBADMSG, "not an OCI image index (%s)", why ?: "no \"manifests\" array");
+        /* Every entry is looked at: a tag given twice is refused, not read
+         * as its first entry, since umoci (which unpacks the image) and we
+         * must not pick different manifests. */
         for (size_t i = 0; i < json_object_array_length(manifests); i++) {
                 json_object *e = json_object_array_get_idx(manifests, i), *ann, *name, *digest;
                 const char *d;
@@ -30,15 +34,19 @@ int oci_index_digest(const char *index_json, size_t n, const char *tag, char **r
                     !json_object_is_type(name, json_type_string) ||
                     !streq(json_object_get_string(name), tag))
                         continue;
+                if (found)
+                        return errorf(ret_error, -EBADMSG, "more than one manifest is tagged \"%s\"", tag);
                 if (!json_object_object_get_ex(e, "digest", &digest) || !json_object_is_type(digest, json_type_string))
                         return errorf(ret_error, -EBADMSG, "the manifest tagged \"%s\" has no digest", tag);
                 d = startswith(json_object_get_string(digest), "sha256:");
                 if (!d || strlen(d) != 64 || strspn(d, "0123456789abcdef") != 64)
                         return errorf(ret_error, -EBADMSG, "the manifest tagged \"%s\" has no sha256 digest", tag);
-                *ret_digest = strdup(d);
-                return *ret_digest ? 0 : -ENOMEM;
+                found = d;
         }
-        return errorf(ret_error, -ENOENT, "no image tagged \"%s\"", tag);
+        if (!found)
+                return errorf(ret_error, -ENOENT, "no image tagged \"%s\"", tag);
+        *ret_digest = strdup(found);
+        return *ret_digest ? 0 : -ENOMEM;
 }
 
 static int string_array(json_object *a, bool env, char ***ret) {
@@ -73,7 +81,12 @@ int oci_bundle_process(const char *config_json, size_t n, char ***ret_env, char 
 
         if (json_parse_strict(config_json, n, &o, &why) < 0)
                 return errorf(ret_error, -EBADMSG, "not a JSON document (%s)", strna(why));
+        if (!json_object_is_type(o, json_type_object))
+                return errorf(ret_error, -EBADMSG, "not a JSON object");
         if (json_object_object_get_ex(o, "process", &process)) {
+                /* json-c finds no key in a non-object: say so, not "no env". */
+                if (!json_object_is_type(process, json_type_object))
+                        return errorf(ret_error, -EBADMSG, "process is not an object");
                 if (json_object_object_get_ex(process, "env", &a)) {
                         r = string_array(a, true, &env);
                         if (r < 0)

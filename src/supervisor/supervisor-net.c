@@ -297,14 +297,15 @@ static int check_denied_live(SupNet *n, Netlink *nl, const NetlinkLinks *links, 
         return 0;
 }
 
+#if ENABLE_TEST_HOOKS
 /*
- * The test hook (LAZARET_TEST_NETWORK_FAULT=deny-on-lo), run only after the
- * correct policy was installed and read back: every route toward deny0 is
- * deleted and added again, same destination and next hop, on lo. Linux then
- * still holds a deny policy, but one that this gVisor drops at import (it
- * ignores routes on lo), so only the in-gVisor comparison of supnet_judge()
- * can refuse it. Canonical order puts the on-link next hop before the routes
- * via it, as on install.
+ * The test hook (LAZARET_TEST_NETWORK_FAULT=deny-on-lo, test builds only),
+ * run only after the correct policy was installed and read back: every route
+ * toward deny0 is deleted and added again, same destination and next hop, on
+ * lo. Linux then still holds a deny policy, but one that this gVisor drops at
+ * import (it ignores routes on lo), so only the in-gVisor comparison of
+ * supnet_judge() can refuse it. Canonical order puts the on-link next hop
+ * before the routes via it, as on install.
  */
 static int fault_move_deny_to_lo(SupNet *n, Netlink *nl, const NetlinkLinks *links, int lo, char *err, size_t errlen) {
         NetlinkLinks on_lo = *links;
@@ -326,6 +327,7 @@ static int fault_move_deny_to_lo(SupNet *n, Netlink *nl, const NetlinkLinks *lin
         }
         return 0;
 }
+#endif
 
 /*
  * The witness of the deny path: a packet socket on sink, deny0's peer, for
@@ -493,8 +495,10 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err
         r = open_witness(n, err, errlen);
         if (r < 0)
                 return r;
+#if ENABLE_TEST_HOOKS
         if (p->fault_deny_on_lo)
                 return fault_move_deny_to_lo(n, nl, &links, lo, err, errlen);
+#endif
         return 0;
 }
 

@@ -54,7 +54,9 @@ typedef struct SupNetParams {
         const char *policy_digest;      /* what the coordinator derived */
         const char *generation;         /* the container ID: binds the challenge */
         int canary_port;                /* the canaries listen there; the sandbox's init probes it */
+#if ENABLE_TEST_HOOKS
         bool fault_deny_on_lo;          /* test hook: after the read-back, move deny routes to lo */
+#endif
 } SupNetParams;
 
 int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err, size_t errlen);

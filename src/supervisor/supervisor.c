@@ -64,7 +64,9 @@ static int arg_control_fd = -EBADF;
 static const char *arg_runsc, *arg_root, *arg_bundle, *arg_container, *arg_overlay;
 static const char *arg_netns, *arg_slirp, *arg_policy, *arg_policy_digest;
 static int arg_canary_port;
+#if ENABLE_TEST_HOOKS
 static bool arg_fault_deny_on_lo;
+#endif
 static bool arg_directfs = true;
 static char dcache_arg[64];
 
@@ -312,7 +314,9 @@ static int parse_argv(int argc, char *argv[]) {
                 { "policy",     required_argument, NULL, 'p' },
                 { "policy-digest", required_argument, NULL, 'g' },
                 { "canary-port", required_argument, NULL, 'P' },
+#if ENABLE_TEST_HOOKS
                 { "test-fault", required_argument, NULL, 'F' },
+#endif
                 {}
         };
         int c;
@@ -362,12 +366,14 @@ static int parse_argv(int argc, char *argv[]) {
                         if (parse_int(optarg, 1024, 65535, &arg_canary_port) < 0)
                                 return -EINVAL;
                         break;
+#if ENABLE_TEST_HOOKS
                 case 'F':
                         /* Only the coordinator's environment reaches this (see sandbox.c). */
                         if (!streq(optarg, "deny-on-lo"))
                                 return -EINVAL;
                         arg_fault_deny_on_lo = true;
                         break;
+#endif
                 default:
                         return -EINVAL;
                 }
@@ -475,7 +481,9 @@ int main(int argc, char *argv[]) {
                                    .policy_digest = arg_policy_digest,
                                    .generation = arg_container,
                                    .canary_port = arg_canary_port,
+#if ENABLE_TEST_HOOKS
                                    .fault_deny_on_lo = arg_fault_deny_on_lo,
+#endif
                            }, &helpers, err, sizeof(err));
         if (r < 0) {
                 report_failed("%s", err);

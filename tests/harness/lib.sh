@@ -5,7 +5,10 @@
 # run-as-test-user as an unprivileged user under a systemd user manager.
 # Source it first:  . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 #
-#   lt_install              install Lazaret as a user would (once per tree)
+#   lt_install [--test-hooks]
+#                           install Lazaret as a user would (once per tree);
+#                           --test-hooks: a build with -Dtest_hooks=true, for
+#                           the tests that set LAZARET_TEST_NETWORK_FAULT &c.
 #   lt_fail MSG             print MSG and exit 1
 #   lt_skip MSG             print MSG and exit 77 (meson: SKIP)
 #   lt_assert_eq WHAT EXPECTED ACTUAL
@@ -73,13 +76,22 @@ lt_unit_pids() {
         lt_fail "$1: no cgroup.procs for $cg under /sys/fs/cgroup"
 }
 
-lt_install() {
-        local mode=${LAZARET_TEST_INSTALL:-home} opts hash
+# Without --test-hooks the installation is the README's: the test
+# substitutions are not compiled in. Each flavour has its own build directory,
+# so that switching between them (tests run one at a time) reinstalls but does
+# not rebuild; $base.installed names the tree and flavour in place.
+lt_install() {   # [--test-hooks]
+        local mode=${LAZARET_TEST_INSTALL:-home} opts base flavour=product hash
         : "${LAZARET_SOURCE_ROOT:?run through tests/harness/run-as-test-user}"
+        case ${1:-} in
+        "") ;;
+        --test-hooks) flavour=test-hooks ;;
+        *) lt_fail "lt_install: unknown argument '$1'" ;;
+        esac
         case $mode in
         home)
                 LT_PREFIX=$HOME/.local
-                LT_BUILDDIR=$HOME/lazaret-build
+                base=$HOME/lazaret-build
                 # No -Duserunitdir: a user's ~/.local install must find the
                 # unit dir by itself ($XDG_DATA_HOME/systemd/user).
                 LT_UNITDIR=$LT_PREFIX/share/systemd/user
@@ -88,25 +100,32 @@ lt_install() {
         runtime)
                 : "${XDG_RUNTIME_DIR:?}"
                 LT_PREFIX=$XDG_RUNTIME_DIR/lazaret-test/prefix
-                LT_BUILDDIR=$XDG_RUNTIME_DIR/lazaret-test/build
+                base=$XDG_RUNTIME_DIR/lazaret-test/build
                 LT_UNITDIR=$XDG_RUNTIME_DIR/systemd/user
                 opts=(-Duserunitdir="$LT_UNITDIR" -Dtests=disabled)
                 ;;
         *) lt_fail "LAZARET_TEST_INSTALL must be home or runtime, not '$mode'" ;;
         esac
+        if [[ $flavour == test-hooks ]]; then
+                LT_BUILDDIR=$base-test-hooks
+                opts+=(-Dtest_hooks=true)
+        else
+                LT_BUILDDIR=$base
+                opts+=(-Dtest_hooks=false)
+        fi
         LT_BINDIR=$LT_PREFIX/bin
         export LT_PREFIX LT_BUILDDIR LT_UNITDIR LT_BINDIR
         export PATH=$LT_BINDIR:$PATH
 
-        mkdir -p "$(dirname -- "$LT_BUILDDIR")"
+        mkdir -p "$(dirname -- "$base")"
         hash=$(lt_tree_hash "$LAZARET_SOURCE_ROOT")
         (
                 flock 9
-                if [[ $(cat "$LT_BUILDDIR.stamp" 2>/dev/null) == "$hash" && -x $LT_BINDIR/lazaretctl ]]; then
+                if [[ $(cat "$base.installed" 2>/dev/null) == "$hash $flavour" && -x $LT_BINDIR/lazaretctl ]]; then
                         exit 0
                 fi
-                lt_log "installing Lazaret from $LAZARET_SOURCE_ROOT into $LT_PREFIX"
-                rm -f "$LT_BUILDDIR.stamp"
+                lt_log "installing Lazaret ($flavour build) from $LAZARET_SOURCE_ROOT into $LT_PREFIX"
+                rm -f "$base.installed"
                 if [[ -e $LT_BUILDDIR/meson-private/coredata.dat ]]; then
                         meson setup --reconfigure "$LT_BUILDDIR" "$LAZARET_SOURCE_ROOT" \
                                 --prefix="$LT_PREFIX" "${opts[@]}" >"$LT_BUILDDIR.log" 2>&1 ||
@@ -120,8 +139,8 @@ lt_install() {
                 meson install -C "$LT_BUILDDIR" --quiet >>"$LT_BUILDDIR.log" 2>&1 ||
                         { cat "$LT_BUILDDIR.log" >&2; exit 1; }
                 systemctl --user daemon-reload
-                echo "$hash" >"$LT_BUILDDIR.stamp"
-        ) 9>"$LT_BUILDDIR.lock" || lt_fail "installing Lazaret failed (log: $LT_BUILDDIR.log)"
+                echo "$hash $flavour" >"$base.installed"
+        ) 9>"$base.lock" || lt_fail "installing Lazaret failed (log: $LT_BUILDDIR.log)"
 }
 
 # --- Domains for launch tests -----------------------------------------------

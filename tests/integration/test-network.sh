@@ -21,7 +21,7 @@
 set -Eeuo pipefail
 . "$(dirname -- "$0")/../harness/lib.sh"
 
-lt_install
+lt_install --test-hooks
 lt_domain_setup
 command -v slirp4netns >/dev/null || lt_skip "slirp4netns is not installed"
 
