@@ -19,15 +19,6 @@ int errorf(char **ret_error, int r, const char *fmt, ...) {
         return r;
 }
 
-int errorbuf(char *err, size_t errlen, int r, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        (void) vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-        return r < 0 ? r : -EIO;
-}
-
 int write_all(int fd, const void *buf, size_t n) {
         const char *p = buf;
 

@@ -13,13 +13,6 @@
  */
 int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
 
-/*
- * errorf() for a caller's fixed buffer (the supervisor reports one line of
- * at most errlen bytes): formats into err and returns r, or -EIO when r is
- * not negative.
- */
-int errorbuf(char *err, size_t errlen, int r, const char *fmt, ...) _printf_(4, 5);
-
 /* Writes all n bytes, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t n);
 

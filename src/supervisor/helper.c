@@ -119,7 +119,7 @@ static int wait_end(Helper *h, uint64_t deadline, siginfo_t *si) {
         }
 }
 
-int helper_start(Helpers *hs, const HelperSpec *spec, pid_t *ret_pid, char *err, size_t errlen) {
+int helper_start(Helpers *hs, const HelperSpec *spec, pid_t *ret_pid, char **ret_error) {
         _cleanup_close_ int ready_r = -EBADF, ready_w = -EBADF;
         int pass[1 + HELPER_PASS_FDS_MAX], p[2];
         SpawnOptions o = SPAWN_OPTIONS_INIT;
@@ -132,17 +132,17 @@ int helper_start(Helpers *hs, const HelperSpec *spec, pid_t *ret_pid, char *err,
         if (!spec->name || !spec->role || !spec->death_means || !spec->argv || !spec->argv[0] ||
             spec->n_pass_fds > HELPER_PASS_FDS_MAX || (spec->n_pass_fds > 0 && !spec->pass_fds) ||
             spec->ready_timeout_ms == 0 || spec->ready_timeout_ms > HELPER_READY_TIMEOUT_MAX_MS) {
-                snprintf(err, errlen, "cannot start helper %s: invalid helper specification", strna(spec->name));
+                (void) errorf(ret_error, 0, "cannot start helper %s: invalid helper specification", strna(spec->name));
                 return -EINVAL;
         }
         if (hs->n >= HELPERS_MAX) {
-                snprintf(err, errlen, "cannot start %s %s: the supervisor already runs %d helpers", spec->role,
+                (void) errorf(ret_error, 0, "cannot start %s %s: the supervisor already runs %d helpers", spec->role,
                          spec->name, HELPERS_MAX);
                 return -ENOSPC;
         }
         if (pipe2(p, O_CLOEXEC) < 0) {
                 r = -errno;
-                snprintf(err, errlen, "cannot create a readiness pipe for %s: %s", spec->name, strerror(-r));
+                (void) errorf(ret_error, 0, "cannot create a readiness pipe for %s: %s", spec->name, strerror(-r));
                 return r;
         }
         ready_r = p[0];
@@ -159,7 +159,7 @@ int helper_start(Helpers *hs, const HelperSpec *spec, pid_t *ret_pid, char *err,
         /* Ours closed: EOF then means every copy the helper had is gone. */
         ready_w = safe_close(ready_w);
         if (r < 0) {
-                snprintf(err, errlen, "cannot start %s %s: %s", spec->role, spec->name, strerror(-r));
+                (void) errorf(ret_error, 0, "cannot start %s %s: %s", spec->role, spec->name, strerror(-r));
                 return r;
         }
 
@@ -171,15 +171,15 @@ int helper_start(Helpers *hs, const HelperSpec *spec, pid_t *ret_pid, char *err,
                         h.pidfd = safe_close(h.pidfd);
                 } else
                         snprintf(how, sizeof(how), "closed its readiness fd");
-                snprintf(err, errlen, "%s %s (pid %d) %s before it was ready%s%s%s", spec->role, spec->name, (int) h.pid,
+                (void) errorf(ret_error, 0, "%s %s (pid %d) %s before it was ready%s%s%s", spec->role, spec->name, (int) h.pid,
                          how, spec->not_ready_hint ? " (" : "", strempty(spec->not_ready_hint),
                          spec->not_ready_hint ? ")" : "");
         } else if (r == -ETIMEDOUT) {
                 format_timeout(spec->ready_timeout_ms, limit, sizeof(limit));
-                snprintf(err, errlen, "%s %s (pid %d) did not become ready within %s", spec->role, spec->name,
+                (void) errorf(ret_error, 0, "%s %s (pid %d) did not become ready within %s", spec->role, spec->name,
                          (int) h.pid, limit);
         } else if (r < 0)
-                snprintf(err, errlen, "cannot wait for %s %s (pid %d) to become ready: %s", spec->role, spec->name,
+                (void) errorf(ret_error, 0, "cannot wait for %s %s (pid %d) to become ready: %s", spec->role, spec->name,
                          (int) h.pid, strerror(-r));
         if (r < 0) {
                 kill_and_reap(&h);
@@ -203,7 +203,7 @@ size_t helpers_pollfds(const Helpers *hs, struct pollfd *p, size_t n) {
         return i;
 }
 
-int helpers_reap_dead(Helpers *hs, char *line, size_t linelen) {
+int helpers_reap_dead(Helpers *hs, char **ret_line) {
         for (size_t i = 0; i < hs->n; i++) {
                 Helper *h = &hs->helper[i];
                 char how[96];
@@ -216,7 +216,7 @@ int helpers_reap_dead(Helpers *hs, char *line, size_t linelen) {
                 if (r == 0)
                         continue;
                 describe_end(&si, how, sizeof(how));
-                snprintf(line, linelen, "%s %s (pid %d) %s: %s", h->role, h->name, (int) h->pid, how, h->death_means);
+                (void) errorf(ret_line, 1, "%s %s (pid %d) %s: %s", h->role, h->name, (int) h->pid, how, h->death_means);
                 safe_close(h->pidfd);
                 memmove(h, h + 1, (hs->n - i - 1) * sizeof(*h));
                 hs->n--;

@@ -63,15 +63,15 @@ typedef struct Helpers {
 
 #define HELPERS_INIT {}
 
-/* 0 once the helper is ready (*ret_pid, optional, its PID); < 0 with one line in err. */
-int helper_start(Helpers *hs, const HelperSpec *spec, pid_t *ret_pid, char *err, size_t errlen);
+/* 0 once the helper is ready (*ret_pid, optional, its PID); < 0 with one line in *ret_error. */
+int helper_start(Helpers *hs, const HelperSpec *spec, pid_t *ret_pid, char **ret_error);
 
 /* One POLLIN entry per helper's pidfd in p (room for n); returns how many. */
 size_t helpers_pollfds(const Helpers *hs, struct pollfd *p, size_t n);
 
-/* 1 if a helper has ended: reaped, dropped from the set, its death in line;
+/* 1 if a helper has ended: reaped, dropped from the set, its death in *ret_line;
  * 0 if every helper runs; < 0 if one could not be asked. Never blocks. */
-int helpers_reap_dead(Helpers *hs, char *line, size_t linelen);
+int helpers_reap_dead(Helpers *hs, char **ret_line);
 
 /* Kills and reaps every helper in the set; the set is empty afterwards. */
 void helpers_kill(Helpers *hs);

@@ -21,4 +21,4 @@
  * Nobody outside this mount namespace sees the staged mounts; runsc, its
  * child, is given only their paths. Every failure is one line in err.
  */
-int supmounts_stage(const char *bundle, char *err, size_t errlen);
+int supmounts_stage(const char *bundle, char **ret_error);

@@ -92,7 +92,7 @@ static int new_netns(bool disable_ipv6, int *ret) {
  * once tap0 exists), and --exit-fd, whose write end the supervisor keeps
  * until it exits: closing it ends slirp4netns.
  */
-static int start_slirp(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err, size_t errlen) {
+static int start_slirp(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error) {
         _Static_assert(HELPER_READY_FD == 3 && HELPER_FIRST_PASS_FD == 4, "slirp4netns' fd arguments");
         char *argv[] = {
                 (char *) p->slirp4netns, (char *) "--mtu=65520", (char *) "--disable-host-loopback",
@@ -104,7 +104,7 @@ static int start_slirp(SupNet *n, const SupNetParams *p, Helpers *helpers, char 
         int exitp[2];
 
         if (pipe2(exitp, O_CLOEXEC) < 0)
-                return errorbuf(err, errlen, -errno, "cannot create the exit pipe for slirp4netns: %s", strerror(errno));
+                return errorf(ret_error, -errno, "cannot create the exit pipe for slirp4netns: %s", strerror(errno));
         exit_r = exitp[0];
         n->slirp_exit_fd = exitp[1];
         return helper_start(helpers, &(HelperSpec) {
@@ -117,7 +117,7 @@ static int start_slirp(SupNet *n, const SupNetParams *p, Helpers *helpers, char 
                                  .pass_fds = &exit_r,
                                  .n_pass_fds = 1,
                                  .ready_timeout_ms = 10000,
-                         }, &n->slirp_pid, err, errlen);
+                         }, &n->slirp_pid, ret_error);
 }
 
 static void responder(int fd2, int fd3, const char *challenge) {
@@ -197,16 +197,16 @@ static int canary_child(int to_parent, int from_parent, const SupNet *n) {
         return 0;
 }
 
-static int start_canary(SupNet *n, Netlink *nl, char *err, size_t errlen) {
+static int start_canary(SupNet *n, Netlink *nl, char **ret_error) {
         int up[2], down[2], r, idx;
         char path[64], c = 0;
         pid_t pid;
 
         if (pipe2(up, O_CLOEXEC) < 0 || pipe2(down, O_CLOEXEC) < 0)
-                return errorbuf(err, errlen, -errno, "pipe: %s", strerror(errno));
+                return errorf(ret_error, -errno, "pipe: %s", strerror(errno));
         pid = fork();
         if (pid < 0)
-                return errorbuf(err, errlen, -errno, "cannot start the canary responder: %s", strerror(errno));
+                return errorf(ret_error, -errno, "cannot start the canary responder: %s", strerror(errno));
         if (pid == 0) {
                 close(up[0]);
                 close(down[1]);
@@ -230,12 +230,12 @@ static int start_canary(SupNet *n, Netlink *nl, char *err, size_t errlen) {
         close(up[0]);
         close(down[1]);
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot set up the canary namespace and its responder: %s", strerror(-r));
+                return errorf(ret_error, r, "cannot set up the canary namespace and its responder: %s", strerror(-r));
         r = idx = netlink_link_index(net_links[NET_LINK_CANARY].name);
         if (r >= 0)
                 r = netlink_link_set_up(nl, idx);
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot bring up the canary link: %s", strerror(-r));
+                return errorf(ret_error, r, "cannot bring up the canary link: %s", strerror(-r));
         return 0;
 }
 
@@ -279,21 +279,21 @@ static int fetch(uint32_t addr, int port, char *buf, size_t size) {
 }
 
 /* The denied canary is live (so "unreachable" later means the policy, not a dead endpoint). */
-static int check_denied_live(SupNet *n, Netlink *nl, const NetlinkLinks *links, char *err, size_t errlen) {
+static int check_denied_live(SupNet *n, Netlink *nl, const NetlinkLinks *links, char **ret_error) {
         NetRoute probe = { { NET_CANARY_DENIED, 32 }, NET_ALLOW, NET_LINK_CANARY, 0, NET_ROUTE_TABLE, NET_ROUTE_PRIORITY };
         char line[128];
         int r, q;
 
         r = netlink_route_add(nl, &probe, links);
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot route to the denied canary for its liveness check: %s", strerror(-r));
+                return errorf(ret_error, r, "cannot route to the denied canary for its liveness check: %s", strerror(-r));
         q = fetch(NET_CANARY_DENIED, n->port, line, sizeof(line));
         r = netlink_route_delete(nl, &probe, links);
         if (q < 0 || !streq(line, n->challenge))
-                return errorbuf(err, errlen, q, "the denied canary " NET_CANARY_DENIED_STR " is not live before the policy (%s)",
+                return errorf(ret_error, q, "the denied canary " NET_CANARY_DENIED_STR " is not live before the policy (%s)",
                             q < 0 ? strerror(-q) : "wrong answer");
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot remove the denied canary's liveness route: %s", strerror(-r));
+                return errorf(ret_error, r, "cannot remove the denied canary's liveness route: %s", strerror(-r));
         return 0;
 }
 
@@ -307,7 +307,7 @@ static int check_denied_live(SupNet *n, Netlink *nl, const NetlinkLinks *links, 
  * supnet_judge() can refuse it. Canonical order puts the on-link next hop
  * before the routes via it, as on install.
  */
-static int fault_move_deny_to_lo(SupNet *n, Netlink *nl, const NetlinkLinks *links, int lo, char *err, size_t errlen) {
+static int fault_move_deny_to_lo(SupNet *n, Netlink *nl, const NetlinkLinks *links, int lo, char **ret_error) {
         NetlinkLinks on_lo = *links;
         char b[NET_ROUTE_STRING_MAX];
         int r;
@@ -322,7 +322,7 @@ static int fault_move_deny_to_lo(SupNet *n, Netlink *nl, const NetlinkLinks *lin
                 if (r >= 0)
                         r = netlink_route_add(nl, route, &on_lo);
                 if (r < 0)
-                        return errorbuf(err, errlen, r, "test fault deny-on-lo: cannot move %s to lo: %s",
+                        return errorf(ret_error, r, "test fault deny-on-lo: cannot move %s to lo: %s",
                                     net_route_to_string(route, b), strerror(-r));
         }
         return 0;
@@ -336,24 +336,24 @@ static int fault_move_deny_to_lo(SupNet *n, Netlink *nl, const NetlinkLinks *lin
  * one is an ARP request for that address, which arrives here. No one ever
  * answers it, so denied connections still fail as "no route to host".
  */
-static int open_witness(SupNet *n, char *err, size_t errlen) {
+static int open_witness(SupNet *n, char **ret_error) {
         struct sockaddr_ll sa = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ARP) };
         int idx;
 
         idx = netlink_link_index(DENY_PEER);
         if (idx < 0)
-                return errorbuf(err, errlen, idx, "cannot find the deny link's sink: %s", strerror(-idx));
+                return errorf(ret_error, idx, "cannot find the deny link's sink: %s", strerror(-idx));
         sa.sll_ifindex = idx;
         /* Protocol 0 here and ARP in bind(): a socket that listened from
          * its creation would be unhooked again in bind(), which waits for
          * an RCU grace period (so does close(): see supnet_close_witness()). */
         n->witness_fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (n->witness_fd < 0 || bind(n->witness_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return errorbuf(err, errlen, -errno, "cannot watch the deny link's sink: %s", strerror(errno));
+                return errorf(ret_error, -errno, "cannot watch the deny link's sink: %s", strerror(errno));
         return 0;
 }
 
-int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err, size_t errlen) {
+int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error) {
         _cleanup_free_ char *bytes = NULL;
         _cleanup_netlink_ Netlink *nl = NULL;
         _cleanup_free_ char *mismatch = NULL, *problem = NULL;
@@ -370,20 +370,20 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err
         if (fd >= 0)
                 close(fd);
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot read the network policy %s: %s", p->policy_path, strerror(-r));
+                return errorf(ret_error, r, "cannot read the network policy %s: %s", p->policy_path, strerror(-r));
         r = net_policy_decode((const uint8_t *) bytes, len, &n->policy);
         if (r < 0)
-                return errorbuf(err, errlen, r, "the network policy %s is not in canonical form", p->policy_path);
+                return errorf(ret_error, r, "the network policy %s is not in canonical form", p->policy_path);
         r = net_policy_digest(n->policy, digest);
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot digest the network policy");
+                return errorf(ret_error, r, "cannot digest the network policy");
         hexify(digest, sizeof(digest), n->digest_hex);
         if (!streq(n->digest_hex, p->policy_digest))
-                return errorbuf(err, errlen, -EBADMSG, "the network policy's digest %s is not the announced %s",
+                return errorf(ret_error, -EBADMSG, "the network policy's digest %s is not the announced %s",
                             n->digest_hex, p->policy_digest);
 
         if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-                return errorbuf(err, errlen, -EIO, "getrandom failed");
+                return errorf(ret_error, -EIO, "getrandom failed");
         hexify(rnd, sizeof(rnd), rndhex);
         snprintf(n->challenge, sizeof(n->challenge), "%s:%s", p->generation, rndhex);
         n->port = p->canary_port;
@@ -392,30 +392,30 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err
          * exists there; reachable by path in our mount namespace only. */
         r = new_netns(true, &n->enforcement_fd);
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot create the enforcement network namespace: %s", strerror(-r));
+                return errorf(ret_error, r, "cannot create the enforcement network namespace: %s", strerror(-r));
         fd = open(p->netns_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
-                return errorbuf(err, errlen, -errno, "cannot create %s: %s", p->netns_path, strerror(errno));
+                return errorf(ret_error, -errno, "cannot create %s: %s", p->netns_path, strerror(errno));
         close(fd);
         {
                 char src[64];
                 snprintf(src, sizeof(src), "/proc/self/fd/%d", n->enforcement_fd);
                 if (mount(src, p->netns_path, NULL, MS_BIND, NULL) < 0)
-                        return errorbuf(err, errlen, -errno, "cannot bind the enforcement namespace to %s: %s", p->netns_path,
+                        return errorf(ret_error, -errno, "cannot bind the enforcement namespace to %s: %s", p->netns_path,
                                     strerror(errno));
         }
         if (fstat(n->enforcement_fd, &st) < 0)
-                return errorbuf(err, errlen, -errno, "fstat: %s", strerror(errno));
+                return errorf(ret_error, -errno, "fstat: %s", strerror(errno));
         n->netns_ino = (unsigned long long) st.st_ino;
 
         /* 2. The connectivity helper stays where we are, its tap inside. */
-        r = start_slirp(n, p, helpers, err, errlen);
+        r = start_slirp(n, p, helpers, ret_error);
         if (r < 0)
                 return r;
 
         /* 3. From here on the supervisor (and runsc) live in the enforcement namespace. */
         if (setns(n->enforcement_fd, CLONE_NEWNET) < 0)
-                return errorbuf(err, errlen, -errno, "cannot enter the enforcement namespace: %s", strerror(errno));
+                return errorf(ret_error, -errno, "cannot enter the enforcement namespace: %s", strerror(errno));
         /* IPv6 is off here since new_netns(): tap0 came up with the default
          * off; netlink_ipv6_absent() below checks that it stayed so. */
         /* This runsc takes a namespace with /proc/sys/net/core/rmem_default for
@@ -423,14 +423,14 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err
          * namespace only (/proc/sys/net shows the reader's namespace). */
         if (access("/proc/sys/net/core/rmem_default", F_OK) >= 0 &&
             mount("tmpfs", "/proc/sys/net/core", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") < 0)
-                return errorbuf(err, errlen, -errno, "cannot hide /proc/sys/net/core from runsc: %s", strerror(errno));
+                return errorf(ret_error, -errno, "cannot hide /proc/sys/net/core from runsc: %s", strerror(errno));
         r = netlink_open(&nl);
         if (r >= 0)
                 r = lo = netlink_link_index("lo");
         if (r >= 0)
                 r = netlink_link_set_up(nl, lo);
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot bring up lo in the enforcement namespace: %s", strerror(-r));
+                return errorf(ret_error, r, "cannot bring up lo in the enforcement namespace: %s", strerror(-r));
 
         /* 4. The links: tap0, the dead end deny0/sink, the canaries. */
         r = idx = netlink_link_index(net_links[NET_LINK_TAP].name);
@@ -441,7 +441,7 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err
         if (r >= 0)
                 r = netlink_link_set_up(nl, idx);
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot configure %s: %s", net_links[NET_LINK_TAP].name, strerror(-r));
+                return errorf(ret_error, r, "cannot configure %s: %s", net_links[NET_LINK_TAP].name, strerror(-r));
         r = netlink_veth_create(nl, net_links[NET_LINK_DENY].name, DENY_PEER, -1);
         if (r >= 0)
                 r = idx = netlink_link_index(net_links[NET_LINK_DENY].name);
@@ -454,20 +454,20 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err
         if (r >= 0)
                 r = netlink_link_set_up(nl, idx);
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot configure the deny link: %s", strerror(-r));
-        r = start_canary(n, nl, err, errlen);
+                return errorf(ret_error, r, "cannot configure the deny link: %s", strerror(-r));
+        r = start_canary(n, nl, ret_error);
         if (r < 0)
                 return r;
         r = idx = netlink_link_index(net_links[NET_LINK_CANARY].name);
         if (r >= 0)
                 r = netlink_address_add(nl, idx, &net_links[NET_LINK_CANARY].address, true);
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot configure the canary link: %s", strerror(-r));
+                return errorf(ret_error, r, "cannot configure the canary link: %s", strerror(-r));
 
         r = netlink_resolve_links(nl, &links);
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot resolve the policy links: %s", strerror(-r));
-        r = check_denied_live(n, nl, &links, err, errlen);
+                return errorf(ret_error, r, "cannot resolve the policy links: %s", strerror(-r));
+        r = check_denied_live(n, nl, &links, ret_error);
         if (r < 0)
                 return r;
 
@@ -475,34 +475,34 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err
         r = netlink_policy_install(nl, n->policy, &links, &failed);
         if (r < 0) {
                 char b[NET_ROUTE_STRING_MAX];
-                return errorbuf(err, errlen, r, "cannot install the network policy route %s: %s",
+                return errorf(ret_error, r, "cannot install the network policy route %s: %s",
                             failed < n->policy->n_routes ? net_route_to_string(&n->policy->routes[failed], b) : "?",
                             strerror(-r));
         }
         r = netlink_policy_verify(nl, n->policy, &links, &mismatch);
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot read the network policy back: %s", strerror(-r));
+                return errorf(ret_error, r, "cannot read the network policy back: %s", strerror(-r));
         if (r == 0) {
                 if (mismatch)
                         mismatch[strcspn(mismatch, "\n")] = 0;
-                return errorbuf(err, errlen, -EBADMSG, "the installed network policy differs from the derived one: %s",
+                return errorf(ret_error, -EBADMSG, "the installed network policy differs from the derived one: %s",
                             strna(mismatch));
         }
         r = netlink_ipv6_absent(nl, &problem);
         if (r <= 0)
-                return errorbuf(err, errlen, r, "IPv6 is present in the enforcement namespace: %s", strna(problem));
+                return errorf(ret_error, r, "IPv6 is present in the enforcement namespace: %s", strna(problem));
         /* Last: nothing of the set-up above is seen by the witness. */
-        r = open_witness(n, err, errlen);
+        r = open_witness(n, ret_error);
         if (r < 0)
                 return r;
 #if ENABLE_TEST_HOOKS
         if (p->fault_deny_on_lo)
-                return fault_move_deny_to_lo(n, nl, &links, lo, err, errlen);
+                return fault_move_deny_to_lo(n, nl, &links, lo, ret_error);
 #endif
         return 0;
 }
 
-int supnet_witness_denied(SupNet *n, int timeout_ms, char *err, size_t errlen) {
+int supnet_witness_denied(SupNet *n, int timeout_ms, char **ret_error) {
         uint64_t deadline = now_msec() + (uint64_t) timeout_ms;
 
         for (;;) {
@@ -530,15 +530,15 @@ int supnet_witness_denied(SupNet *n, int timeout_ms, char *err, size_t errlen) {
                 if (errno == EINTR)
                         continue;
                 if (errno != EAGAIN)
-                        return errorbuf(err, errlen, -errno, "cannot read the deny link's witness: %s", strerror(errno));
+                        return errorf(ret_error, -errno, "cannot read the deny link's witness: %s", strerror(errno));
                 now = now_msec();
                 if (now >= deadline)
-                        return errorbuf(err, errlen, -EHOSTUNREACH, "network attestation failed: the probe's connection to the "
+                        return errorf(ret_error, -EHOSTUNREACH, "network attestation failed: the probe's connection to the "
                                     "denied canary " NET_CANARY_DENIED_STR " never reached the deny link (gVisor asked for no next hop "
                                     "on deny0 within %d ms)", timeout_ms);
                 r = poll(&(struct pollfd) { .fd = n->witness_fd, .events = POLLIN }, 1, (int) (deadline - now));
                 if (r < 0 && errno != EINTR)
-                        return errorbuf(err, errlen, -errno, "cannot wait for the deny link's witness: %s", strerror(errno));
+                        return errorf(ret_error, -errno, "cannot wait for the deny link's witness: %s", strerror(errno));
         }
 }
 
@@ -590,7 +590,7 @@ static const char *excerpt(const char *line, char buf[static 64]) {
         return buf;
 }
 
-int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
+int supnet_judge(SupNet *n, const char *report, char **ret_error) {
         _cleanup_free_ char *copy = strdup(report);
         _cleanup_free_ bool *seen = NULL;
         bool allowed = false, denied = false, denied_reached = false, end = false;
@@ -611,16 +611,16 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
 
                 next = strchr(line, '\n');
                 if (!next)
-                        return errorbuf(err, errlen, -EBADMSG, "network attestation failed: the probe's report ends in an "
+                        return errorf(ret_error, -EBADMSG, "network attestation failed: the probe's report ends in an "
                                     "unfinished line \"%s\"", excerpt(line, ex));
                 *next++ = 0;
                 if (end)
-                        return errorbuf(err, errlen, -EBADMSG, "network attestation failed: the probe's report goes on after "
+                        return errorf(ret_error, -EBADMSG, "network attestation failed: the probe's report goes on after "
                                     "its end: \"%s\"", excerpt(line, ex));
                 if ((startswith(line, "allowed ") || startswith(line, "allowed-failed ")) && ++n_allowed > 1)
-                        return errorbuf(err, errlen, -EBADMSG, "network attestation failed: the probe reported the allowed canary twice");
+                        return errorf(ret_error, -EBADMSG, "network attestation failed: the probe reported the allowed canary twice");
                 if (startswith(line, "denied ") && ++n_denied > 1)
-                        return errorbuf(err, errlen, -EBADMSG, "network attestation failed: the probe reported the denied canary twice");
+                        return errorf(ret_error, -EBADMSG, "network attestation failed: the probe reported the denied canary twice");
 
                 if ((v = startswith(line, "allowed "))) {
                         if (streq(v, n->challenge))
@@ -635,9 +635,9 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                         /* Not answered: the witness decides whether it went to the sink. */
                         denied = true;
                 else if ((v = startswith(line, "ipv6 ")))
-                        return errorbuf(err, errlen, -EPERM, "network attestation failed: the sandbox has IPv6 (%s)", excerpt(v, ex));
+                        return errorf(ret_error, -EPERM, "network attestation failed: the sandbox has IPv6 (%s)", excerpt(v, ex));
                 else if ((v = startswith(line, "route-error ")))
-                        return errorbuf(err, errlen, -EIO, "network attestation failed: the sandbox's route table is unreadable (%s)",
+                        return errorf(ret_error, -EIO, "network attestation failed: the sandbox's route table is unreadable (%s)",
                                     excerpt(v, ex));
                 else if ((v = startswith(line, "route "))) {
                         /* The probe's own line: iface dst gw flags mask metric. */
@@ -655,7 +655,7 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                             strlen(f[0]) >= IFNAMSIZ || parse_hex32(f[1], &d) < 0 || parse_hex32(f[2], &g) < 0 ||
                             strlen(f[3]) != 4 || parse_unsigned(f[3], PARSE_HEX | PARSE_LEADING_ZEROS, 0, UINT16_MAX, &flags) < 0 ||
                             parse_hex32(f[4], &m) < 0 || parse_unsigned(f[5], 0, 0, UINT32_MAX, &metric) < 0)
-                                return errorbuf(err, errlen, -EBADMSG, "network attestation failed: unreadable route \"%s\"", ex);
+                                return errorf(ret_error, -EBADMSG, "network attestation failed: unreadable route \"%s\"", ex);
                         iface = f[0];
                         plen = prefixlen_of(m);
                         for (size_t i = 0; i < n->policy->n_routes; i++) {
@@ -675,13 +675,13 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                 } else if (streq(line, "end"))
                         end = true;
                 else
-                        return errorbuf(err, errlen, -EBADMSG, "network attestation failed: the probe's report has an "
+                        return errorf(ret_error, -EBADMSG, "network attestation failed: the probe's report has an "
                                     "unknown line \"%s\"", excerpt(line, ex));
         }
         if (!end)
-                return errorbuf(err, errlen, -EBADMSG, "network attestation failed: the probe did not finish its report");
+                return errorf(ret_error, -EBADMSG, "network attestation failed: the probe did not finish its report");
         if (extra[0])
-                return errorbuf(err, errlen, -EBADMSG, "network attestation failed: gVisor holds a route the policy does not: %s%s",
+                return errorf(ret_error, -EBADMSG, "network attestation failed: gVisor holds a route the policy does not: %s%s",
                             extra, denied_reached ? "; the denied canary " NET_CANARY_DENIED_STR " answered" : "");
         for (size_t i = 0; i < n->policy->n_routes; i++)
                 if (!seen[i]) {
@@ -700,27 +700,27 @@ int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen) {
                         ipv4_to_string(pr->gateway, g);
                         strcat(g, " ");
                 }
-                return errorbuf(err, errlen, -EBADMSG, "network attestation failed: gVisor has no route for %s/%u (the policy %s "
+                return errorf(ret_error, -EBADMSG, "network attestation failed: gVisor has no route for %s/%u (the policy %s "
                             "it %s%sdev %s); %zu of the policy's %zu routes missing%s", a, (unsigned) pr->dst.prefixlen,
                             pr->verdict == NET_DENY ? "denies" : "allows", pr->gateway ? "via " : "", g,
                             net_links[pr->link].name, n_missing, n->policy->n_routes,
                             denied_reached ? "; the denied canary " NET_CANARY_DENIED_STR " answered" : "");
         }
         if (denied_reached)
-                return errorbuf(err, errlen, -EPERM, "network attestation failed: the denied canary " NET_CANARY_DENIED_STR " "
+                return errorf(ret_error, -EPERM, "network attestation failed: the denied canary " NET_CANARY_DENIED_STR " "
                             "answered from inside the sandbox");
         if (allowed_wrong)
-                return errorbuf(err, errlen, -EBADMSG, "network attestation failed: the allowed canary "
+                return errorf(ret_error, -EBADMSG, "network attestation failed: the allowed canary "
                             "answered \"%s\", not this generation's challenge", excerpt(allowed_wrong, ex));
         if (allowed_failed)
-                return errorbuf(err, errlen, -EHOSTUNREACH, "network attestation failed: the allowed canary " NET_CANARY_ALLOWED_STR " "
+                return errorf(ret_error, -EHOSTUNREACH, "network attestation failed: the allowed canary " NET_CANARY_ALLOWED_STR " "
                             "is unreachable from inside the sandbox (%s)", excerpt(allowed_failed, ex));
         if (!allowed || !denied)
-                return errorbuf(err, errlen, -EBADMSG, "network attestation failed: the probe did not report both canaries");
+                return errorf(ret_error, -EBADMSG, "network attestation failed: the probe did not report both canaries");
         return 0;
 }
 
-int supnet_teardown_canary(SupNet *n, char *err, size_t errlen) {
+int supnet_teardown_canary(SupNet *n, char **ret_error) {
         _cleanup_netlink_ Netlink *nl = NULL;
         int r, idx;
 
@@ -739,7 +739,7 @@ int supnet_teardown_canary(SupNet *n, char *err, size_t errlen) {
         if (r >= 0)
                 r = netlink_link_index(net_links[NET_LINK_CANARY].name) == -ENODEV ? 0 : -EEXIST;
         if (r < 0)
-                return errorbuf(err, errlen, r, "cannot remove the canary link: %s", strerror(-r));
+                return errorf(ret_error, r, "cannot remove the canary link: %s", strerror(-r));
         if (n->canary_fd >= 0) {
                 close(n->canary_fd);
                 n->canary_fd = -1;

@@ -59,10 +59,10 @@ typedef struct SupNetParams {
 #endif
 } SupNetParams;
 
-int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char *err, size_t errlen);
-int supnet_judge(SupNet *n, const char *report, char *err, size_t errlen);
-int supnet_witness_denied(SupNet *n, int timeout_ms, char *err, size_t errlen);
-int supnet_teardown_canary(SupNet *n, char *err, size_t errlen);
+int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error);
+int supnet_judge(SupNet *n, const char *report, char **ret_error);
+int supnet_witness_denied(SupNet *n, int timeout_ms, char **ret_error);
+int supnet_teardown_canary(SupNet *n, char **ret_error);
 /* The namespaces' fds and the canary's remains; the witness stays open. */
 void supnet_done(SupNet *n);
 /* Closing a packet socket waits for an RCU grace period (about 10 ms

@@ -432,6 +432,7 @@ static int read_report(int fd, char **ret) {
 }
 
 int main(int argc, char *argv[]) {
+        _cleanup_free_ char *why = NULL;
         char err[2048], *report = NULL;
         _cleanup_(helpers_kill) Helpers helpers = HELPERS_INIT;
         SupNet net = SUPNET_INIT;
@@ -459,9 +460,9 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         /* Every mount source, staged from what was checked (spec C19). */
-        r = supmounts_stage(arg_bundle, err, sizeof(err));
+        r = supmounts_stage(arg_bundle, &why);
         if (r < 0) {
-                report_failed("%s", err);
+                report_failed("%s", strna(why));
                 return 1;
         }
         setup_files_limit();
@@ -484,9 +485,9 @@ int main(int argc, char *argv[]) {
 #if ENABLE_TEST_HOOKS
                                    .fault_deny_on_lo = arg_fault_deny_on_lo,
 #endif
-                           }, &helpers, err, sizeof(err));
+                           }, &helpers, &why);
         if (r < 0) {
-                report_failed("%s", err);
+                report_failed("%s", strna(why));
                 return 1;
         }
 
@@ -531,17 +532,17 @@ int main(int argc, char *argv[]) {
                               : "the sandbox's probe stopped before the end of its report");
                 return 1;
         }
-        r = supnet_judge(&net, report, err, sizeof(err));
+        r = supnet_judge(&net, report, &why);
         free(report);
         if (r >= 0)
-                r = supnet_witness_denied(&net, 1000, err, sizeof(err));
+                r = supnet_witness_denied(&net, 1000, &why);
         if (r < 0) {
-                report_failed("%s", err);
+                report_failed("%s", strna(why));
                 return 1;
         }
-        r = supnet_teardown_canary(&net, err, sizeof(err));
+        r = supnet_teardown_canary(&net, &why);
         if (r < 0) {
-                report_failed("%s", err);
+                report_failed("%s", strna(why));
                 return 1;
         }
 
@@ -585,15 +586,15 @@ int main(int argc, char *argv[]) {
                         return 1;
                 }
                 /* A helper's end fails the Domain, whatever else happened. */
-                r = helpers_reap_dead(&helpers, err, sizeof(err));
+                r = helpers_reap_dead(&helpers, &why);
                 if (r < 0)
                         report_failed("cannot watch the supervised helpers: %s", strna(strerrorname_np(-r)));
                 else if (r > 0)
-                        report_failed("%s", err);
+                        report_failed("%s", strna(why));
                 if (r != 0)
                         return 1;
                 if (p[1].revents) {
-                        _cleanup_free_ char *why = NULL;
+                        _cleanup_free_ char *unread = NULL;
                         char out[512];
                         size_t n = 0;
                         ssize_t k;
@@ -605,7 +606,7 @@ int main(int argc, char *argv[]) {
                         out[n] = 0;
                         (void) waitpid(waiter, &status, 0);
                         /* Already as a shell reports it: the code, or 128+N. */
-                        if (runsc_wait_status(out, n, &code, &why) >= 0)
+                        if (runsc_wait_status(out, n, &code, &unread) >= 0)
                                 send_msg(&(SupervisorMsg) { .type = SUPERVISOR_EXITED, .status = code });
                         else
                                 report_failed("the sandbox's kernel (runsc-sandbox) stopped unexpectedly");

@@ -14,6 +14,7 @@
 #include "fuzz.h"
 #include "net-policy.h"
 #include "supervisor-net.h"
+#include "../unit/line-buffer.h"
 
 /* The challenge the seed corpus's accepted reports carry. */
 #define FUZZ_CHALLENGE "lz-fuzz:00"
@@ -44,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         net.policy = policy;
         snprintf(net.challenge, sizeof(net.challenge), "%s", FUZZ_CHALLENGE);
-        r = supnet_judge(&net, text, err, sizeof(err));
+        r = WITH_LINE(err, supnet_judge(&net, text, &line_));
         if (r >= 0) {
                 fuzz_accepted = true;
                 /* Accepted means: the challenge came back, the report ended,

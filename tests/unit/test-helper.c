@@ -18,6 +18,7 @@
 #include "cleanup.h"
 #include "helper.h"
 #include "util.h"
+#include "line-buffer.h"
 
 static char err[1024];
 
@@ -27,7 +28,7 @@ static int start_sh(Helpers *hs, const char *name, const char *script, unsigned 
         char *argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) script, NULL };
 
         err[0] = 0;
-        return helper_start(hs, &(HelperSpec) {
+        return WITH_LINE(err, helper_start(hs, &(HelperSpec) {
                                     .name = name,
                                     .role = "the test helper",
                                     .death_means = "the Domain fails",
@@ -36,7 +37,7 @@ static int start_sh(Helpers *hs, const char *name, const char *script, unsigned 
                                     .pass_fds = pass_fds,
                                     .n_pass_fds = n_pass_fds,
                                     .ready_timeout_ms = timeout_ms,
-                            }, ret_pid, err, sizeof(err));
+                            }, ret_pid, &line_));
 }
 
 /* The PID is gone: reaped (not our child any more) and not signallable. */
@@ -68,7 +69,7 @@ Test(helper, ready_helper_runs_until_killed) {
         cr_assert(fcntl(hs.helper[0].pidfd, F_GETFD) & FD_CLOEXEC);
         cr_assert_eq(kill(pid, 0), 0);
         /* Alive: nothing to report, and asking does not block. */
-        cr_assert_eq(helpers_reap_dead(&hs, line, sizeof(line)), 0);
+        cr_assert_eq(WITH_LINE(line, helpers_reap_dead(&hs, &line_)), 0);
         cr_assert_eq(hs.n, 1);
         helpers_kill(&hs);
         cr_assert_eq(hs.n, 0);
@@ -136,9 +137,9 @@ Test(helper, exec_failure_is_the_errno) {
         char *argv[] = { (char *) "/nonexistent/helper", NULL };
         int r;
 
-        r = helper_start(&hs, &(HelperSpec) { .name = "missing", .role = "the test helper", .death_means = "x",
+        r = WITH_LINE(err, helper_start(&hs, &(HelperSpec) { .name = "missing", .role = "the test helper", .death_means = "x",
                                               .argv = argv, .ready_timeout_ms = 5000 },
-                         NULL, err, sizeof(err));
+                         NULL, &line_));
         cr_assert_eq(r, -ENOENT, "%d %s", r, err);
         cr_assert_str_eq(err, "cannot start the test helper missing: No such file or directory");
         cr_assert_eq(hs.n, 0);
@@ -202,12 +203,12 @@ Test(helper, death_after_ready_is_one_line) {
         /* The byte, then the exit at once: readiness counts. */
         cr_assert_eq(start_sh(&hs, "sh-late", "printf 1 >&3; exit 5", 5000, NULL, 0, &pid), 0, "%s", err);
         wait_for_a_death(&hs);
-        cr_assert_eq(helpers_reap_dead(&hs, line, sizeof(line)), 1);
+        cr_assert_eq(WITH_LINE(line, helpers_reap_dead(&hs, &line_)), 1);
         snprintf(want, sizeof(want), "the test helper sh-late (pid %d) exited with status 5: the Domain fails", (int) pid);
         cr_assert_str_eq(line, want);
         cr_assert_eq(hs.n, 0);
         assert_reaped(pid);
-        cr_assert_eq(helpers_reap_dead(&hs, line, sizeof(line)), 0);
+        cr_assert_eq(WITH_LINE(line, helpers_reap_dead(&hs, &line_)), 0);
 }
 
 /*
@@ -223,7 +224,7 @@ Test(helper, a_byte_before_the_end_counts_even_when_both_are_seen) {
                               5000, NULL, 0, NULL),
                      0, "%s", err);
         wait_for_a_death(&hs);
-        cr_assert_eq(helpers_reap_dead(&hs, line, sizeof(line)), 1);
+        cr_assert_eq(WITH_LINE(line, helpers_reap_dead(&hs, &line_)), 1);
         cr_assert(strstr(line, ") exited with status 6: the Domain fails"), "%s", line);
 }
 
@@ -237,14 +238,14 @@ Test(helper, the_dead_one_of_several_is_named) {
         cr_assert_eq(start_sh(&hs, "three", "printf 1 >&3; exec sleep 30", 5000, NULL, 0, &c), 0, "%s", err);
         cr_assert_eq(kill(b, SIGKILL), 0);
         wait_for_a_death(&hs);
-        cr_assert_eq(helpers_reap_dead(&hs, line, sizeof(line)), 1);
+        cr_assert_eq(WITH_LINE(line, helpers_reap_dead(&hs, &line_)), 1);
         snprintf(want, sizeof(want), "the test helper two (pid %d) was killed by signal 9 (SIGKILL): the Domain fails",
                  (int) b);
         cr_assert_str_eq(line, want);
         cr_assert_eq(hs.n, 2);
         cr_assert_eq(hs.helper[0].pid, a);
         cr_assert_eq(hs.helper[1].pid, c);
-        cr_assert_eq(helpers_reap_dead(&hs, line, sizeof(line)), 0);
+        cr_assert_eq(WITH_LINE(line, helpers_reap_dead(&hs, &line_)), 0);
         helpers_kill(&hs);
         assert_reaped(a);
         assert_reaped(c);

@@ -21,6 +21,7 @@
 int supervisor_main(int argc, char *argv[]);
 #define main supervisor_main
 #include "supervisor.c"
+#include "line-buffer.h"
 #undef main
 
 enum {
@@ -39,20 +40,20 @@ static int loop_under_filter(int control_fd) {
 
         if (pipe2(trigger, O_CLOEXEC) < 0)
                 return STEP_START;
-        r = helper_start(&hs, &(HelperSpec) { .name = "stays", .role = "the test helper", .death_means = "x",
+        r = WITH_LINE(err_line, helper_start(&hs, &(HelperSpec) { .name = "stays", .role = "the test helper", .death_means = "x",
                                               .argv = (char *[]) { (char *) "/bin/sh", (char *) "-c",
                                                                    (char *) "printf 1 >&3; exec sleep 30", NULL },
                                               .ready_timeout_ms = 5000 },
-                         NULL, err_line, sizeof(err_line));
+                         NULL, &line_));
         if (r >= 0)
-                r = helper_start(&hs, &(HelperSpec) { .name = "dies", .role = "the test helper",
+                r = WITH_LINE(err_line, helper_start(&hs, &(HelperSpec) { .name = "dies", .role = "the test helper",
                                                       .death_means = "the Domain fails",
                                                       .argv = (char *[]) { (char *) "/bin/sh", (char *) "-c",
                                                                            (char *) "printf 1 >&3; read x <&4; exit 7",
                                                                            NULL },
                                                       .pass_fds = &trigger[0], .n_pass_fds = 1,
                                                       .ready_timeout_ms = 5000 },
-                                 NULL, err_line, sizeof(err_line));
+                                 NULL, &line_));
         close(trigger[0]);
         if (r < 0)
                 return STEP_START;
@@ -69,7 +70,7 @@ static int loop_under_filter(int control_fd) {
 
                 if (poll(p, n, 5000) <= 0)
                         return STEP_POLL;
-                r = helpers_reap_dead(&hs, err_line, sizeof(err_line));
+                r = WITH_LINE(err_line, helpers_reap_dead(&hs, &line_));
                 if (r < 0)
                         return STEP_REAP;
                 if (r > 0)

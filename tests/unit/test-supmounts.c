@@ -136,8 +136,11 @@ static void write_plan(const MountPlan *p) {
 }
 
 static int stage(char *err, size_t errlen) {
-        err[0] = 0;
-        return supmounts_stage(bundle, err, errlen);
+        _cleanup_free_ char *why = NULL;
+        int r = supmounts_stage(bundle, &why);
+
+        snprintf(err, errlen, "%s", why ?: "");
+        return r;
 }
 
 static char *staged(size_t i) {

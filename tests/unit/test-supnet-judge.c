@@ -15,6 +15,7 @@
 #include "cleanup.h"
 #include "net-policy.h"
 #include "supervisor-net.h"
+#include "line-buffer.h"
 
 #define CHALLENGE "lz-0123456789abcdef:00112233445566778899aabbccddeeff"
 
@@ -97,7 +98,7 @@ static char *report(Spoil s) {
 
 static int judge(Spoil s) {
         _cleanup_free_ char *r = report(s);
-        return supnet_judge(&net, r, err, sizeof(err));
+        return WITH_LINE(err, supnet_judge(&net, r, &line_));
 }
 
 Test(supnet_judge, exact_policy_passes) {
@@ -159,12 +160,12 @@ Test(supnet_judge, no_challenge_line_at_all) {
         char *nl = strchr(r, '\n');
 
         /* Without the "allowed" line: no proof that the allowed canary answered. */
-        cr_assert_lt(supnet_judge(&net, nl + 1, err, sizeof(err)), 0);
+        cr_assert_lt(WITH_LINE(err, supnet_judge(&net, nl + 1, &line_)), 0);
         cr_assert_not_null(strstr(err, "did not report both canaries"), "%s", err);
 }
 
 Test(supnet_judge, unreadable_route) {
-        cr_assert_lt(supnet_judge(&net, "allowed " CHALLENGE "\nroute tap0 zz\nend\n", err, sizeof(err)), 0);
+        cr_assert_lt(WITH_LINE(err, supnet_judge(&net, "allowed " CHALLENGE "\nroute tap0 zz\nend\n", &line_)), 0);
         cr_assert_not_null(strstr(err, "unreadable route"), "%s", err);
 }
 
@@ -178,7 +179,7 @@ static int judge_with_first_route(const char *line) {
         end = strchr(start, '\n');
         cr_assert_not_null(end);
         cr_assert_gt(asprintf(&out, "%.*s%s%s", (int) (start - r), r, line, end), 0);
-        return supnet_judge(&net, out, err, sizeof(err));
+        return WITH_LINE(err, supnet_judge(&net, out, &line_));
 }
 
 #define EXPECT_UNREADABLE(fmt, ...) do {                                                       \
