@@ -429,7 +429,6 @@ static int sensitive_add(char ***list, const char *base, const char *rel) {
  */
 static int sensitive_paths(const Domain *d, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
-        _cleanup_free_ char *bus = NULL;
         int r = 0;
 
         for (size_t i = 0; r >= 0 && sensitive_in_home[i]; i++)

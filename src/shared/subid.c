@@ -77,7 +77,7 @@ int subid_nss_source(const char *text, char **ret) {
 }
 
 int subid_missing_message(const char *who, const char *nss_source, bool uids, bool gids, char **ret) {
-        _cleanup_free_ char *where = NULL, *fix = NULL;
+        _cleanup_free_ char *fix = NULL;
         int r;
 
         assert(uids || gids);
