@@ -89,10 +89,17 @@ done
 lt_log "ok: $attempts cold starts during the swap: $seen_inner saw the inner repository, $refused refused, none saw the other"
 
 # --- a mount that would hide another is refused at launch, by name ---------------
+# The swap loop ends with the outer Domain (its client's end alone closes the
+# session asynchronously), then the inner repository is put back.
 kill "$SWAPPER" 2>/dev/null || true
 wait "$SWAPPER" 2>/dev/null || true
 SWAPPER=
+kill "$LT_KEEPER" 2>/dev/null || true
+LT_KEEPER=
+lazaretctl --workspace "$OUTER" stop >/dev/null 2>&1 || true
+lt_wait_inactive
 lt_cleanup_hook
+[[ -d $INNER && ! -L $INNER && -e $INNER/marker-inner ]] || lt_fail "the inner repository was not put back after the swap loop"
 mkdir -p "$HOME/lt-vol-run"
 cp "$LT_CONFIG" "$HOME/lt-config.saved"
 jq -c --arg h "$HOME/lt-vol-run" '.profiles.test.volumes = [{ "host": $h, "container": "/run" }]' \
