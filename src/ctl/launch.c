@@ -35,12 +35,14 @@
 #include "config.h"
 #include "ctl.h"
 #include "domain.h"
+#include "git-sentry.h"
 #include "json-util.h"
 #include "launch-request.h"
 #include "launch.h"
 #include "macro.h"
 #include "path-util.h"
 #include "strv.h"
+#include "util.h"
 
 #define SOCKET_START_TIMEOUT_USEC (30ULL * 1000 * 1000)
 #define ACTIVATION_TIMEOUT_SEC 300
@@ -99,6 +101,15 @@ static const char *signal_name(int sig) {
         }
 }
 
+/* Refused before anything is created or started: the coordinator's Git Sentry would refuse it. */
+static int check_git(const Domain *d, char **ret_error) {
+        _cleanup_close_ int fd = open(d->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+        if (fd < 0)
+                return errorf(ret_error, -errno, "cannot open the workspace %s: %m", d->workspace);
+        return git_sentry_check_workspace(fd, d->workspace, ret_error);
+}
+
 /* Validates everything launch would validate; prints the reason on failure. */
 static int prepare_domain(const Config *c, Domain **ret_domain, char **ret_runtime) {
         _cleanup_domain_ Domain *d = NULL;
@@ -108,6 +119,8 @@ static int prepare_domain(const Config *c, Domain **ret_domain, char **ret_runti
         r = domain_new(c, &arg_host, arg_profile, arg_workspace, &d, &error);
         if (r >= 0)
                 r = domain_validate(d, &error);
+        if (r >= 0)
+                r = check_git(d, &error);
         if (r >= 0)
                 r = domain_storage_prepare(d, &error);
         if (r >= 0)

@@ -547,6 +547,23 @@ static int read_config_at(int dirfd, const char *name, char **ret) {
         return read_full_fd(fd, GIT_CONFIG_MAX, ret, NULL);
 }
 
+int git_sentry_check_workspace(int workspace_fd, const char *workspace, char **ret_error) {
+        struct stat st;
+
+        if (fstatat(workspace_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno == ENOENT)
+                        return errorf(ret_error, -EPERM, "the workspace %s is not a git repository; "
+                                      "run 'git init' there on the host first", workspace);
+                return errorf(ret_error, -errno, "cannot inspect %s/.git: %m", workspace);
+        }
+        if (S_ISREG(st.st_mode))
+                return errorf(ret_error, -EPERM, "%s/.git is a file (a linked worktree or a submodule); "
+                              "such workspaces are not supported yet", workspace);
+        if (!S_ISDIR(st.st_mode))
+                return errorf(ret_error, -EPERM, "%s/.git is not a directory", workspace);
+        return 0;
+}
+
 static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error) {
         _cleanup_close_ int wfd = -EBADF, gfd = -EBADF, cfd = -EBADF, hfd = -EBADF, mfd = -EBADF;
         _cleanup_free_ char *text = NULL, *gitdir = NULL, *host = NULL, *dest = NULL, *mask = NULL;
@@ -559,17 +576,9 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         wfd = openat(p->workspace_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (wfd < 0)
                 return errorf(ret_error, -errno, "cannot open the workspace %s: %m", p->workspace);
-        if (fstatat(wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                if (errno == ENOENT)
-                        return errorf(ret_error, -EPERM, "the workspace %s is not a git repository; "
-                                      "run 'git init' there on the host first", p->workspace);
-                return errorf(ret_error, -errno, "cannot inspect %s/.git: %m", p->workspace);
-        }
-        if (S_ISREG(st.st_mode))
-                return errorf(ret_error, -EPERM, "%s/.git is a file (a linked worktree or a submodule); "
-                              "such workspaces are not supported yet", p->workspace);
-        if (!S_ISDIR(st.st_mode))
-                return errorf(ret_error, -EPERM, "%s/.git is not a directory", p->workspace);
+        r = git_sentry_check_workspace(wfd, p->workspace, ret_error);
+        if (r < 0)
+                return r;
         gfd = open_beneath(wfd, ".git", O_RDONLY | O_DIRECTORY, 0);
         if (gfd < 0)
                 return errorf(ret_error, gfd, "cannot open %s/.git: %s", p->workspace, strerror(-gfd));

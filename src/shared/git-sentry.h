@@ -52,6 +52,13 @@ typedef struct GitSentryParams {
         const char *const *global_configs; /* trusted git config files; missing ones are skipped */
 } GitSentryParams;
 
+/*
+ * The first refusals above, alone: a workspace (as an fd) without a .git
+ * directory. lazaretctl asks before it creates or starts anything; the
+ * coordinator's git_sentry_plan() asks again.
+ */
+int git_sentry_check_workspace(int workspace_fd, const char *workspace, char **ret_error);
+
 /* Adds the mounts to plan; on failure plan is as it was. */
 int git_sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error);
 

@@ -182,15 +182,30 @@ lt_log "ok: core.hooksPath through a symlink refused: $out"
 # --- workspaces the Git Sentry cannot protect are refused -------------------
 plain=$HOME/lt-ws/git-sentry-plain
 rm -rf "$plain" && mkdir -p "$plain"
+plain_id=$(cd "$plain" && lazaretctl domain-id)
+plain_root=$(lazaretctl config check --json --workspace "$plain" | jq -r .data_root)/domains/$plain_id
+rm -rf "$plain_root"    # left by an earlier run
+systemctl --user reset-failed "lazaret@$plain_id.service" 2>/dev/null || true
+started_before=$(systemctl --user show -p ExecMainStartTimestampMonotonic --value "lazaret@$plain_id.service")
 out=$(cd "$plain" && lazaretctl launch -- /bin/true 2>&1) && lt_fail "a workspace without .git was accepted"
 [[ $out == *"git init"* ]] || lt_fail "workspace without .git: the message does not say what to do: $out"
 [[ ! -e $plain/.git ]] || lt_fail "the refused launch created $plain/.git"
-lt_log "ok: no .git refused: $out"
+# Refused by lazaretctl itself: no Domain Root, no unit started (issue 18 item 5).
+[[ ! -e $plain_root ]] || lt_fail "the refused launch created the Domain Root $plain_root"
+plain_state=$(systemctl --user show -p ActiveState --value "lazaret@$plain_id.service")
+[[ $plain_state == inactive ]] || lt_fail "the refused launch left lazaret@$plain_id.service $plain_state"
+[[ $(systemctl --user show -p ExecMainStartTimestampMonotonic --value "lazaret@$plain_id.service") == "$started_before" ]] ||
+        lt_fail "the refused launch started lazaret@$plain_id.service"
+lt_log "ok: no .git refused by lazaretctl, nothing created or started: $out"
 wt=$HOME/lt-ws/git-sentry-worktree
 rm -rf "$wt"
 hgit worktree add -q "$wt"
+wt_id=$(cd "$wt" && lazaretctl domain-id)
+started_before=$(systemctl --user show -p ExecMainStartTimestampMonotonic --value "lazaret@$wt_id.service")
 out=$(cd "$wt" && lazaretctl launch -- /bin/true 2>&1) && lt_fail "a workspace with a .git file was accepted"
 [[ $out == *"not supported"* ]] || lt_fail "workspace with a .git file: unclear message: $out"
+[[ $(systemctl --user show -p ExecMainStartTimestampMonotonic --value "lazaret@$wt_id.service") == "$started_before" ]] ||
+        lt_fail "the refused launch in a worktree started lazaret@$wt_id.service"
 lt_log "ok: .git file refused: $out"
 hgit worktree remove --force "$wt"
 
