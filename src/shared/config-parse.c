@@ -280,9 +280,25 @@ bool env_name_is_valid(const char *name) {
         return true;
 }
 
+/*
+ * No path Lazaret reads may hold a control character: it would let a path
+ * forge a second line in any message or listing that shows it. The path is
+ * not repeated in the message, for the same reason.
+ */
+static int refuse_control(ConfigParser *p, const char *in, const char *path) {
+        for (const unsigned char *c = (const unsigned char *) in; *c; c++)
+                if (*c < 0x20 || *c == 0x7f)
+                        return config_error(p, path, -EINVAL, "contains a control character (0x%02x at byte %zu); a path may not",
+                                            *c, (size_t) (c - (const unsigned char *) in));
+        return 0;
+}
+
 int config_absolute_path(ConfigParser *p, const char *in, const char *path, char **ret) {
         int r;
 
+        r = refuse_control(p, in, path);
+        if (r < 0)
+                return r;
         if (!path_is_absolute(in))
                 return config_error(p, path, -EINVAL, "\"%s\" is not an absolute path", in);
         if (path_has_dotdot(in))
@@ -319,6 +335,9 @@ static int check_host_template(ConfigParser *p, const char *in, const char *path
         _cleanup_free_ char *why = NULL;
         int r;
 
+        r = refuse_control(p, in, path);
+        if (r < 0)
+                return r;
         r = tokens_expand(in, flags, NULL, NULL, &why);
         if (r < 0)
                 return config_error(p, path, r, "%s", why ?: "invalid token");

@@ -175,6 +175,11 @@ static const BadCase bad_cases[] = {
         { "{\"runtime\": {\"platform\": \"kvm\"}}", "runtime.platform: unknown key (known keys here: runsc)" },
         { "{\"runtime\": \"/usr/bin/runsc\"}", "runtime: expected an object, got a string" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"directfs\": \"yes\"}}}", "profiles.dev.directfs: expected true or false, got a string" },
+        /* control characters in paths (issue 18 item 5): a path cannot forge a line */
+        { "{\"data_root\": \"/x\\ny\"}", "data_root: contains a control character (0x0a at byte 2); a path may not" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"oci:/img\\u001b[31m\"}}}", "profiles.dev.image: contains a control character (0x1b at byte 4)" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"/a\\tb\", \"container\": \"/b\"}]}}}", "profiles.dev.volumes[0].host: contains a control character (0x09 at byte 2)" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"/a\", \"container\": \"/b\\u007f\"}]}}}", "profiles.dev.volumes[0].container: contains a control character (0x7f at byte 2)" },
         /* syntax */
         { "{\"a\": 1,,}", "line 1, column 9: invalid JSON" },
         { "{\"profiles\": {}} trailing", "unexpected text after the top-level value" },
