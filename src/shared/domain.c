@@ -554,6 +554,21 @@ static int check_source(const char *label, const char *path, PathWalkFlags flags
         return 0;
 }
 
+/* The workspace: as any source, but what the sandbox may have changed names its repair. */
+static int check_workspace(const char *label, const char *path, int *ret_fd, char **ret_error) {
+        _cleanup_(path_walk_result_done) PathWalkResult w = {};
+        int r;
+
+        r = path_walk(path, PATH_WALK_TRUSTED, ret_fd, &w);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 && w.at && path_is_at_or_below(w.at, path))
+                return path_repair_error(label, path, &w, r, "its .git, and so what host git runs", ret_error);
+        if (r < 0)
+                return path_walk_error(label, path, &w, r, "what is mounted", source_rule, ret_error);
+        return 0;
+}
+
 int domain_check_sources(const Domain *d, ResolvedVolume *v, size_t n, bool create, int *ret_workspace_fd,
                          char **ret_error) {
         _cleanup_free_ char *label = NULL;
@@ -563,7 +578,7 @@ int domain_check_sources(const Domain *d, ResolvedVolume *v, size_t n, bool crea
         *ret_error = NULL;
         if (asprintf(&label, "workspace \"%s\"", d->workspace) < 0)
                 return -ENOMEM;
-        r = check_source(label, d->workspace, 0, false, &wfd, ret_error);
+        r = check_workspace(label, d->workspace, &wfd, ret_error);
         if (r < 0)
                 return r;
 

@@ -564,6 +564,32 @@ int git_sentry_check_workspace(int workspace_fd, const char *workspace, char **r
         return 0;
 }
 
+/*
+ * .git, its config and its hooks must be the developer's and writable by
+ * nobody else: another local user could otherwise change what host git
+ * runs. A sandbox of an older Lazaret could leave either (issue 15, attack
+ * 4); the line names the repair.
+ */
+static int judge_git_path(const char *workspace, const char *rel, const struct stat *st, char **ret_error) {
+        _cleanup_free_ char *path = NULL;
+        PathWalkResult w = {
+                .uid = (unsigned) st->st_uid,
+                .mode = (unsigned) (st->st_mode & 07777),
+        };
+
+        if (st->st_uid != 0 && st->st_uid != getuid())
+                w.failure = PATH_WALK_FOREIGN_OWNER;
+        else if (st->st_mode & (S_IWGRP | S_IWOTH))
+                w.failure = PATH_WALK_WRITABLE;
+        else
+                return 0;
+        path = join3(workspace, "/", rel);
+        if (!path)
+                return -ENOMEM;
+        w.at = path;
+        return path_repair_error(NULL, path, &w, -EPERM, "what host git runs", ret_error);
+}
+
 static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error) {
         _cleanup_close_ int wfd = -EBADF, gfd = -EBADF, cfd = -EBADF, hfd = -EBADF, mfd = -EBADF;
         _cleanup_free_ char *text = NULL, *gitdir = NULL, *host = NULL, *dest = NULL, *mask = NULL;
@@ -582,10 +608,18 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         gfd = open_beneath(wfd, ".git", O_RDONLY | O_DIRECTORY, 0);
         if (gfd < 0)
                 return errorf(ret_error, gfd, "cannot open %s/.git: %s", p->workspace, strerror(-gfd));
+        if (fstat(gfd, &st) < 0)
+                return errorf(ret_error, -errno, "cannot inspect %s/.git: %m", p->workspace);
+        r = judge_git_path(p->workspace, ".git", &st, ret_error);
+        if (r < 0)
+                return r;
 
         cfd = open_beneath(gfd, "config", O_RDONLY | O_NOCTTY, 0);
         if (cfd < 0 || fstat(cfd, &st) < 0 || !S_ISREG(st.st_mode))
                 return errorf(ret_error, -EPERM, "%s/.git/config is missing or not a regular file", p->workspace);
+        r = judge_git_path(p->workspace, ".git/config", &st, ret_error);
+        if (r < 0)
+                return r;
         r = read_full_fd(cfd, GIT_CONFIG_MAX, &text, NULL);
         if (r < 0)
                 return errorf(ret_error, r, "cannot read %s/.git/config: %s", p->workspace, strerror(-r));
@@ -665,6 +699,11 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         if (hfd < 0)
                 return errorf(ret_error, -EPERM, "%s/.git/hooks is not a directory (%s)", p->workspace,
                               strerror(-hfd));
+        if (fstat(hfd, &st) < 0)
+                return errorf(ret_error, -errno, "cannot inspect %s/.git/hooks: %m", p->workspace);
+        r = judge_git_path(p->workspace, ".git/hooks", &st, ret_error);
+        if (r < 0)
+                return r;
         r = mask_dir(p->domain_dir, "hooks", &mask, &mfd, ret_error);
         if (r < 0)
                 return r;

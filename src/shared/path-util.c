@@ -389,3 +389,24 @@ int path_walk_error(const char *label, const char *path, const PathWalkResult *w
                 return errorf(ret_error, r, "%s%s\"%s\": %s", l, sep, at, strerror(-r));
         }
 }
+
+int path_repair_error(const char *label, const char *path, const PathWalkResult *w, int r, const char *what,
+                      char **ret_error) {
+        const char *l = strempty(label), *sep = label ? ": " : "", *at = w->at ?: path;
+
+        switch (w->failure) {
+        case PATH_WALK_FOREIGN_OWNER:
+                return errorf(ret_error, r,
+                              "%s%s\"%s\" is owned by UID %u, not by you (a sandbox of an older Lazaret chowned it, if "
+                              "that is one of your subordinate IDs); give it back with "
+                              "'lazaretctl unshare -- chown -R 0:0 %s'", l, sep, at, w->uid, at);
+        case PATH_WALK_WRITABLE:
+                return errorf(ret_error, r,
+                              "%s%s\"%s\" is writable by group or others (mode %04o), who could change %s (a sandbox "
+                              "of an older Lazaret may have changed it); repair with 'chmod go-w %s'",
+                              l, sep, at, w->mode, what, at);
+        default:
+                return path_walk_error(label, path, w, r, what,
+                                       "the workspace must belong to you and be writable by nobody else", ret_error);
+        }
+}

@@ -105,3 +105,15 @@ void path_walk_result_done(PathWalkResult *r);
  */
 int path_walk_error(const char *label, const char *path, const PathWalkResult *w, int r, const char *what,
                     const char *rule, char **ret_error);
+
+/*
+ * As path_walk_error(), for a path that the sandbox can write (the
+ * workspace and what lies below it), where a foreign owner or write for
+ * group or others is what a sandbox of an older Lazaret could leave (issue
+ * 15): the line names that cause and the repair, `lazaretctl unshare --
+ * chown -R 0:0 AT` (the owner is then one of the caller's subordinate IDs)
+ * or `chmod go-w AT`. what names what the change exposes. Other failures
+ * read as path_walk_error()'s. Returns r.
+ */
+int path_repair_error(const char *label, const char *path, const PathWalkResult *w, int r, const char *what,
+                      char **ret_error);

@@ -4,7 +4,18 @@
  * bit kept on a workspace or volume file would let any local user run a
  * program as the developer. This filter refuses those bits where the host
  * would keep them; mode bits it does not keep are left alone (see
- * spec/lazaret.md, C18).
+ * spec/lazaret.md, C18, C22).
+ *
+ * Issue 15, attack 4: a workspace file or directory made writable by group
+ * or others lets another local user replace .git/config, and a file chowned
+ * to a subordinate ID is lost to the developer. So the filter also refuses
+ * a chmod that adds group or other write, pins the host umask at 022 (the
+ * mode of what runsc creates on the host never has those bits), and turns
+ * every chown that would give a file another owner than root of the
+ * namespace (the developer) into a call that succeeds and does nothing.
+ * Success, not EPERM: `tar x` and `cp -a` as root fail on a chown error
+ * that reaches them, and gVisor 0.0~20240729 hiding it (it does, as for
+ * chmod) is not something to depend on (spec C24).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,11 +40,17 @@ static void seccomp_releasep(scmp_filter_ctx *ctx) {
                 seccomp_release(*ctx);
 }
 
-/* One rule per bit: a masked comparison tests (arg & mask) == value. */
-static int refuse_mode_bits(scmp_filter_ctx ctx, int nr, unsigned mode_arg) {
-        static const mode_t bits[] = { S_ISUID, S_ISGID };
+/* The host umask that runsc keeps: what it creates never lets others write. */
+#define HOST_UMASK (S_IWGRP | S_IWOTH)
 
-        for (size_t i = 0; i < ELEMENTSOF(bits); i++) {
+/* The bits a chmod may not add: the set-ID bits, and write for group and others. */
+static const mode_t chmod_bits[] = { S_ISUID, S_ISGID, S_IWGRP, S_IWOTH };
+/* The bits a call that creates a file may not ask for (the umask takes the rest). */
+static const mode_t create_bits[] = { S_ISUID, S_ISGID };
+
+/* One rule per bit: a masked comparison tests (arg & mask) == value. */
+static int refuse_bits(scmp_filter_ctx ctx, int nr, unsigned mode_arg, const mode_t *bits, size_t n_bits) {
+        for (size_t i = 0; i < n_bits; i++) {
                 int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
                                          SCMP_CMP(mode_arg, SCMP_CMP_MASKED_EQ, bits[i], bits[i]));
                 if (r < 0)
@@ -55,6 +72,32 @@ static int refuse_create_mode_bits(scmp_filter_ctx ctx, int nr, unsigned flags_a
                         if (r < 0)
                                 return r;
                 }
+        return 0;
+}
+
+static int refuse_mode_bits(scmp_filter_ctx ctx, int nr, unsigned mode_arg) {
+        return refuse_bits(ctx, nr, mode_arg, create_bits, ELEMENTSOF(create_bits));
+}
+
+static int refuse_chmod_bits(scmp_filter_ctx ctx, int nr, unsigned mode_arg) {
+        return refuse_bits(ctx, nr, mode_arg, chmod_bits, ELEMENTSOF(chmod_bits));
+}
+
+/*
+ * A chown whose owner or group is not 0 (the developer, as root of the
+ * namespace) returns 0 and changes nothing. The whole register is compared:
+ * the kernel reads only its low 32 bits, and whenever those are not 0 the
+ * register is not 0 either (Go passes -1 sign-extended). -1 ("unchanged")
+ * is not 0 either: chown(-1, G) and chown(U, -1) are dropped too, which loses
+ * nothing, since a host file the sandbox can chown is the developer's
+ * already and the group it could give is the developer's own.
+ */
+static int ignore_foreign_chown(scmp_filter_ctx ctx, int nr, unsigned uid_arg) {
+        for (unsigned a = uid_arg; a <= uid_arg + 1; a++) {
+                int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), nr, 1, SCMP_CMP(a, SCMP_CMP_NE, 0));
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
@@ -92,20 +135,42 @@ int setid_filter_load(void) {
          * the common case (no rule) to a few comparisons. */
         (void) seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 
-        /* Changing the mode of an existing file or directory. */
-        r = refuse_mode_bits(ctx, SCMP_SYS(chmod), 1);
+        /* Changing the mode of an existing file or directory. gVisor
+         * 0.0~20240729 drops this EPERM (the chmod returns 0 inside). */
+        r = refuse_chmod_bits(ctx, SCMP_SYS(chmod), 1);
         if (r < 0)
                 return r;
-        r = refuse_mode_bits(ctx, SCMP_SYS(fchmod), 1);
+        r = refuse_chmod_bits(ctx, SCMP_SYS(fchmod), 1);
         if (r < 0)
                 return r;
-        r = refuse_mode_bits(ctx, SCMP_SYS(fchmodat), 2);
+        r = refuse_chmod_bits(ctx, SCMP_SYS(fchmodat), 2);
         if (r < 0)
                 return r;
         nr = fchmodat2_nr();
         if (nr < 0)
                 return nr;
-        r = refuse_mode_bits(ctx, nr, 2);
+        r = refuse_chmod_bits(ctx, nr, 2);
+        if (r < 0)
+                return r;
+
+        /* Changing the owner: succeeds, does nothing (see above). */
+        r = ignore_foreign_chown(ctx, SCMP_SYS(chown), 1);
+        if (r < 0)
+                return r;
+        r = ignore_foreign_chown(ctx, SCMP_SYS(lchown), 1);
+        if (r < 0)
+                return r;
+        r = ignore_foreign_chown(ctx, SCMP_SYS(fchown), 1);
+        if (r < 0)
+                return r;
+        r = ignore_foreign_chown(ctx, SCMP_SYS(fchownat), 2);
+        if (r < 0)
+                return r;
+
+        /* The umask stays HOST_UMASK: runsc sets 0 for itself, and gVisor
+         * creates host files with the mode the sandbox asked for, which the
+         * host kernel then masks. umask(2) cannot fail; it returns 0 here. */
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(umask), 0);
         if (r < 0)
                 return r;
 
@@ -151,5 +216,7 @@ int setid_filter_load(void) {
         if (r < 0)
                 return r;
 
+        /* Before the load: from then on umask(2) does nothing. */
+        (void) umask(HOST_UMASK);
         return seccomp_load(ctx);
 }

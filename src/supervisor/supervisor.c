@@ -111,7 +111,8 @@ static void telling_line(const char *path, const char *needle, char *buf, size_t
 /*
  * Runs runsc with the common flags. Its stdin is /dev/null, its stdout
  * out_fd (or /dev/null) and its stderr a file: runsc hands them to the
- * sandbox's first process, and chowns them. Only the init's stdout is a
+ * sandbox's first process, and chowns them (to an ID other than 0 that
+ * chown does nothing: the set-ID filter, spec C24). Only the init's stdout is a
  * pipe, which it lets go of after its report (lazaret-init.c). Its messages go
  * to a log file in the bundle; the last line of the log, or of stderr for
  * errors before the log is open, is reported on failure. With wait_for_it

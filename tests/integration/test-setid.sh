@@ -16,8 +16,8 @@
 # volume finds only what the host itself made, plus the one case the kernel
 # makes: a directory created inside a set-group-ID directory of the host
 # inherits S_ISGID.
-# Ordinary modes (0755, 0600, 1777, cp -p of a 0750 file) still work inside
-# and are seen on the host, and set-ID bits on the sandbox's own files (its
+# Ordinary modes (0755, 0600, 1755, cp -p of a 0750 file) still work inside
+# and are seen on the host (write for group or others: test-modes.sh), and set-ID bits on the sandbox's own files (its
 # root overlay, /tmp), which are not host files, still work.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
@@ -165,11 +165,11 @@ no_setid_under "the Domain's own storage" "${XDG_DATA_HOME:-$HOME/.local/share}/
 
 # --- no false positives -----------------------------------------------------
 
-inside 'cd /workspace && echo z >f2 && chmod 0755 f && chmod 0600 f2 && chmod 1777 dir && chmod a-x,u+x f && cp -p plain plain-copy' ||
+inside 'cd /workspace && echo z >f2 && chmod 0755 f && chmod 0600 f2 && chmod 1755 dir && chmod a-x,u+x f && cp -p plain plain-copy' ||
         lt_fail "ordinary chmod or cp -p fails inside"
 lt_assert_eq "chmod 0755 then a-x,u+x seen on the host" 744 "$(stat -c %a "$LT_WS/f")"
 lt_assert_eq "chmod 0600 seen on the host" 600 "$(stat -c %a "$LT_WS/f2")"
-lt_assert_eq "chmod 1777 on a directory seen on the host" 1777 "$(stat -c %a "$LT_WS/dir")"
+lt_assert_eq "chmod 1755 on a directory seen on the host" 1755 "$(stat -c %a "$LT_WS/dir")"
 lt_assert_eq "cp -p of a 0750 file" 750 "$(stat -c %a "$LT_WS/plain-copy")"
 lt_assert_eq "install -m 0755" 755 "$(inside 'cd /workspace && /usr/bin/install -m 0755 f inst-plain && stat -c %a inst-plain')"
 # The sandbox's own files are no host files: set-ID works there as usual.

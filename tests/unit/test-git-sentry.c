@@ -297,6 +297,34 @@ Test(git_sentry, refusals, .init = setup, .fini = teardown) {
         refused("hooks is not a directory");
 }
 
+/* Modes and owners an older Lazaret's sandbox could leave: the line names the repair. */
+Test(git_sentry, modes_and_owners_refused, .init = setup, .fini = teardown) {
+        sh("chmod 0777 '%s/ws/.git'", top);
+        refused("/ws/.git\" is writable by group or others (mode 0777)");
+        refused("repair with 'chmod go-w ");
+        sh("chmod 0755 '%1$s/ws/.git' && chmod 0666 '%1$s/ws/.git/config'", top);
+        refused("/ws/.git/config\" is writable by group or others (mode 0666)");
+        sh("chmod 0664 '%s/ws/.git/config'", top);
+        refused("/ws/.git/config\" is writable by group or others (mode 0664)");
+        sh("chmod 0644 '%1$s/ws/.git/config' && chmod 0757 '%1$s/ws/.git/hooks'", top);
+        refused("/ws/.git/hooks\" is writable by group or others (mode 0757)");
+        sh("chmod 0755 '%s/ws/.git/hooks'", top);
+        /* A foreign owner needs root to make; a subordinate ID is what the sandbox left. */
+        if (geteuid() == 0) {
+                sh("chown 100999 '%s/ws/.git/config'", top);
+                refused("/ws/.git/config\" is owned by UID 100999, not by you");
+                refused("'lazaretctl unshare -- chown -R 0:0 ");
+                sh("chown 0 '%1$s/ws/.git/config' && chown -h 100999 '%1$s/ws/.git'", top);
+                refused("/ws/.git\" is owned by UID 100999");
+                sh("chown 0 '%s/ws/.git'", top);
+        }
+        {
+                _cleanup_(sentry_done) Sentry s = {};
+                _cleanup_free_ char *error = NULL;
+                cr_assert_eq(prepare(&s, &error, NULL), 0, "%s", error ? error : "");
+        }
+}
+
 Test(git_sentry, bad_config_refused, .init = setup, .fini = teardown) {
         _cleanup_(sentry_done) Sentry s = {};
         _cleanup_free_ char *error = NULL;

@@ -7,6 +7,7 @@
 
 #include "cleanup.h"
 #include "host-context.h"
+#include "macro.h"
 #include "path-util.h"
 
 static void check_norm(const char *in, const char *want) {
@@ -193,4 +194,28 @@ Test(path, walk) {
 
         cr_assert(asprintf(&cmd, "rm -rf '%s'", top) > 0);
         cr_assert_eq(system(cmd), 0);
+}
+
+/* What a sandbox of an older Lazaret left: the line names the repair (issue 15). */
+Test(path, repair_error) {
+        _cleanup_free_ char *e = NULL;
+        PathWalkResult w = { .failure = PATH_WALK_FOREIGN_OWNER, .at = (char *) "/ws/.git", .uid = 100999 };
+
+        cr_assert_eq(path_repair_error("workspace \"/ws\"", "/ws", &w, -EPERM, "what git runs", &e), -EPERM);
+        cr_assert_str_eq(e, "workspace \"/ws\": \"/ws/.git\" is owned by UID 100999, not by you (a sandbox of an older "
+                            "Lazaret chowned it, if that is one of your subordinate IDs); give it back with "
+                            "'lazaretctl unshare -- chown -R 0:0 /ws/.git'");
+        e = mfree(e);
+
+        w = (PathWalkResult) { .failure = PATH_WALK_WRITABLE, .at = (char *) "/ws/.git/config", .mode = 0666 };
+        cr_assert_eq(path_repair_error(NULL, "/ws/.git/config", &w, -EPERM, "what git runs", &e), -EPERM);
+        cr_assert_str_eq(e, "\"/ws/.git/config\" is writable by group or others (mode 0666), who could change what git "
+                            "runs (a sandbox of an older Lazaret may have changed it); repair with "
+                            "'chmod go-w /ws/.git/config'");
+        e = mfree(e);
+
+        /* Anything else reads as path_walk_error()'s. */
+        w = (PathWalkResult) { .failure = PATH_WALK_MISSING, .at = (char *) "/ws" };
+        cr_assert_eq(path_repair_error(NULL, "/ws", &w, -ENOENT, "what git runs", &e), -ENOENT);
+        cr_assert_str_eq(e, "\"/ws\" does not exist");
 }

@@ -5,6 +5,8 @@
  * S_ISGID fails with EPERM and changes nothing; ordinary modes still work.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,8 @@ static void setup(void) {
         cr_assert_geq(dfd, 0);
         /* Any user may load a filter once NO_NEW_PRIVS is set. */
         cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+        /* The filter sets the umask it keeps, whatever the caller had. */
+        umask(0);
         cr_assert_eq(setid_filter_load(), 0);
 }
 
@@ -86,12 +90,23 @@ Test(setid_filter, chmod_family) {
         cr_assert(errno == EPERM, "fchmodat2: %s", strerror(errno));
         cr_assert_eq(mode_of("f"), 0644);
 
+        /* Write for group or others (issue 15, attack 4). */
+        assert_eperm(chmod(path, 0777));
+        assert_eperm(chmod(path, 0646));
+        assert_eperm(fchmod(fd, 0664));
+        assert_eperm(fchmodat(dfd, "f", 0666, 0));
+        assert_eperm(fchmodat(dfd, "f", 01777, 0));
+        errno = 0;
+        cr_assert_eq(syscall(452, dfd, "f", 0602, 0), -1);
+        cr_assert(errno == EPERM, "fchmodat2: %s", strerror(errno));
+        cr_assert_eq(mode_of("f"), 0644);
+
         /* No false positives: the sticky bit and plain modes pass. */
         cr_assert_eq(chmod(path, 0755), 0);
         cr_assert_eq(mode_of("f"), 0755);
         cr_assert_eq(fchmod(fd, 0600), 0);
-        cr_assert_eq(fchmodat(dfd, "f", 01777, 0), 0);
-        cr_assert_eq(mode_of("f"), 01777);
+        cr_assert_eq(fchmodat(dfd, "f", 01755, 0), 0);
+        cr_assert_eq(mode_of("f"), 01755);
         cr_assert_eq(syscall(452, dfd, "f", 0640, 0), 0);
         cr_assert_eq(mode_of("f"), 0640);
         close(fd);
@@ -129,6 +144,74 @@ Test(setid_filter, creation) {
          * set-group-ID parent) and Linux does not keep it. */
         cr_assert_eq(mkdirat(dfd, "g", 02755), 0);
         cr_assert_eq(mode_of("g") & 06000, 0);
+}
+
+/* After the filter, the umask is 022 and stays so (umask(2) returns 0). */
+Test(setid_filter, umask_pinned) {
+        FILE *f;
+        char line[128];
+        bool seen = false;
+        int fd;
+
+        cr_assert_eq(umask(0), 0);
+        cr_assert_eq(umask(0077), 0);
+        f = fopen("/proc/self/status", "re");
+        cr_assert_not_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "Umask:", 6) == 0) {
+                        cr_assert_str_eq(line, "Umask:\t0022\n");
+                        seen = true;
+                }
+        fclose(f);
+        cr_assert(seen, "no Umask line in /proc/self/status");
+
+        /* Creation with group and other write: the host kernel masks them. */
+        fd = openat(dfd, "open", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        cr_assert_geq(fd, 0);
+        close(fd);
+        cr_assert_eq(mode_of("open"), 0644);
+        cr_assert_eq(mkdirat(dfd, "opendir", 0777), 0);
+        cr_assert_eq(mode_of("opendir"), 0755);
+        cr_assert_eq(mknodat(dfd, "fifo", S_IFIFO | 0666, 0), 0);
+        cr_assert_eq(mode_of("fifo"), 0644);
+}
+
+/* Owner and group, as one number to compare. */
+static uint64_t owner_of(const char *name) {
+        struct stat st;
+
+        cr_assert_eq(fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW), 0, "%s: %s", name, strerror(errno));
+        return (uint64_t) st.st_uid << 32 | st.st_gid;
+}
+
+/* A chown to another owner or group than 0 returns 0 and does nothing. */
+Test(setid_filter, chown_ignored) {
+        char path[256];
+        uint64_t before;
+        int fd;
+
+        make_file("f", 0644);
+        before = owner_of("f");
+        snprintf(path, sizeof(path), "%s/f", dir);
+        fd = openat(dfd, "f", O_RDONLY | O_CLOEXEC);
+        cr_assert_geq(fd, 0);
+
+        cr_assert_eq(syscall(SYS_chown, path, 1234, 1234), 0);
+        cr_assert_eq(syscall(SYS_lchown, path, 1234, -1), 0);
+        cr_assert_eq(fchown(fd, -1, 1234), 0);
+        cr_assert_eq(fchownat(dfd, "f", 1234, 0, 0), 0);
+        cr_assert_eq(fchownat(dfd, "f", 0, 1234, AT_SYMLINK_NOFOLLOW), 0);
+        /* Go passes -1 sign-extended to 64 bits; a low half that is not 0 is never hidden. */
+        cr_assert_eq(syscall(SYS_fchownat, dfd, "f", 0xffffffff00000005UL, 0UL, 0), 0);
+        cr_assert_eq(owner_of("f"), before);
+        close(fd);
+
+        /* Even where nothing exists: the call never reaches the kernel. */
+        cr_assert_eq(fchownat(dfd, "missing", 1234, 1234, 0), 0);
+        /* chown to 0:0 (the developer, in the sandbox's namespace) is passed on. */
+        errno = 0;
+        cr_assert_eq(fchownat(dfd, "missing", 0, 0, 0), -1);
+        cr_assert_eq(errno, ENOENT, "fchownat 0:0: %s", strerror(errno));
 }
 
 Test(setid_filter, unseen_modes) {
