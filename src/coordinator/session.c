@@ -353,7 +353,7 @@ static void on_killer_done(Process *p, int status, const char *output, void *use
                 free(s->reason);
                 s->reason = reason;
         }
-        log_session(status == 0 ? LOG_INFO : LOG_WARNING, s->id, "%s", strempty(s->reason));
+        /* maybe_finish() logs the end with this reason. */
         (void) on_settled(NULL, 0, s);
 }
 
