@@ -2,6 +2,7 @@
 /* Ending a session inside the sandbox (lazaret-init --kill-session). */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ Test(session_kill, refuses_what_is_not_a_stat_line) {
                 "",
                 "42 sh S 1 42 42 0",            /* no parentheses */
                 "42 (sh)S 1 42 42 0",
+                "42 (sh) SS1 42 42 0",          /* a state of two letters */
                 "42 (sh) S 1 42",               /* no session field */
                 "42 (sh) S 1 42 -42 0",         /* a sign */
                 "42 (sh) S 1 42 4x2 0",
@@ -60,6 +62,10 @@ static void fake_proc(pid_t pid, const char *comm, char state, pid_t sid) {
         cr_assert_not_null(f);
         fprintf(f, "%d (%s) %c 1 %d %d 0 -1 0\n", (int) pid, comm, state, (int) pid, (int) sid);
         cr_assert_eq(fclose(f), 0);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        return remove(path);
 }
 
 static pid_t child(void) {
@@ -99,4 +105,5 @@ Test(session_kill, kills_the_session_and_nothing_else) {
         cr_assert(killed(other));
         cr_assert_eq(session_kill(dir, 999), 0);
         cr_assert_eq(session_kill("/nonexistent-proc", 4242), -ENOENT);
+        cr_assert_eq(nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
 }
