@@ -204,3 +204,18 @@ int sandbox_exec_signal(SandboxExec *x, int sig) {
                                                               (char *) "kill", (char *) "--pid", spid,
                                                               (char *) x->rt->container, ssig, NULL });
 }
+
+int sandbox_exec_kill_session(SandboxExec *x, ProcessDone done, void *userdata, Process **ret) {
+        char sid[16];
+        char *const argv[] = { (char *) x->rt->runsc, (char *) "--root", (char *) x->rt->root, (char *) "exec",
+                         (char *) x->rt->container, (char *) SANDBOX_CONTROL_MOUNT "/init", (char *) "--kill-session",
+                         sid, NULL };
+        int inner = read_inner_pid(x);
+
+        if (inner < 0)
+                return inner;
+        snprintf(sid, sizeof(sid), "%d", inner);
+        if (!done)
+                return process_run_detached(x->rt->event, argv);
+        return process_run(x->rt->event, argv, done, userdata, ret);
+}

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "cleanup.h"
+#include "process.h"
 #include "sandbox.h"
 
 /*
@@ -32,3 +33,12 @@ bool sandbox_exec_started(SandboxExec *x);
 
 /* `runsc kill --pid INNER`: to the command's process inside (not waited for). */
 int sandbox_exec_signal(SandboxExec *x, int sig);
+
+/*
+ * `runsc exec CONTAINER /run/lazaret/init --kill-session INNER`: SIGKILL to
+ * every process of the command's session inside (gVisor makes each exec'd
+ * process the leader of its own session), its background children
+ * included. With done, the helper is watched (process_run()); without, it
+ * is not waited for. -ESRCH when the command never started inside.
+ */
+int sandbox_exec_kill_session(SandboxExec *x, ProcessDone done, void *userdata, Process **ret);

@@ -274,6 +274,7 @@ Session *session_free(Session *s) {
         event_child_release(s->child_source);
         sd_event_source_disable_unref(s->kill_timer);
         sd_event_source_disable_unref(s->settle_timer);
+        process_free(s->killer);
         terminal_release(s);
         safe_close(s->pty_master);
         for (int i = 0; i < 3; i++)
@@ -326,13 +327,71 @@ static int on_settled(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
+static void on_killer_done(Process *p, int status, const char *output, void *userdata);
+
+static int on_killer_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
+        Session *s = userdata;
+
+        s->kill_timer = sd_event_source_disable_unref(s->kill_timer);
+        s->killer = process_free(s->killer);
+        on_killer_done(NULL, -ETIMEDOUT, NULL, s);
+        return 0;
+}
+
+/* The session's processes inside were killed (or could not be): the session ends. */
+static void on_killer_done(Process *p, int status, const char *output, void *userdata) {
+        Session *s = userdata;
+        const char *what = status == 0 ? "its processes in the sandbox were killed"
+                         : status == -ETIMEDOUT ? "its processes in the sandbox may still run (killing them did not finish in time)"
+                         : "its processes in the sandbox may still run (killing them failed)";
+        char *reason = NULL;
+
+        if (p)
+                s->killer = process_free(s->killer);
+        s->kill_timer = sd_event_source_disable_unref(s->kill_timer);
+        if (asprintf(&reason, "%s; %s.", strempty(s->reason), what) >= 0) {
+                free(s->reason);
+                s->reason = reason;
+        }
+        /* maybe_finish() logs the end with this reason. */
+        (void) on_settled(NULL, 0, s);
+}
+
+/*
+ * runsc exec itself was killed on the host (not the command: then runsc
+ * exec exits with 128+N): the command and what it started run on inside,
+ * where nobody could reach them any more. They are killed before the
+ * session ends, within the time a close gets.
+ */
+static void end_inside(Session *s, pid_t pid, int sig) {
+        int r;
+
+        free(s->reason);
+        if (asprintf(&s->reason, "The session's runsc exec (pid %d on the host) was killed by signal %d (SIG%s)",
+                     (int) pid, sig, strna(sigabbrev_np(sig))) < 0)
+                s->reason = NULL;
+        r = sandbox_exec_kill_session(s->exec, on_killer_done, s, &s->killer);
+        if (r >= 0)
+                r = sd_event_add_time_relative(s->event, &s->kill_timer, CLOCK_MONOTONIC, SESSION_KILL_USEC, 0,
+                                               on_killer_timeout, s);
+        if (r < 0) {
+                s->killer = process_free(s->killer);
+                on_killer_done(NULL, r, NULL, s);
+        }
+}
+
 static int on_child(sd_event_source *src, const siginfo_t *si, void *userdata) {
         Session *s = userdata;
+        pid_t pid = s->pid;
 
         s->pid = 0;
         s->child_source = sd_event_source_disable_unref(s->child_source);
         s->kill_timer = sd_event_source_disable_unref(s->kill_timer);
         s->exit_status = spawn_status_from_siginfo(si->si_code, si->si_status);
+        if (!s->closing && (si->si_code == CLD_KILLED || si->si_code == CLD_DUMPED) && sandbox_exec_started(s->exec)) {
+                end_inside(s, pid, si->si_status);
+                return 0;
+        }
         /* runsc exec ends with 128 or more when the sandbox under it died:
          * give the supervisor's report a moment to arrive, so that the
          * session ends with the Domain's reason rather than runsc's words. */
@@ -354,17 +413,19 @@ static int on_kill_timer(sd_event_source *src, uint64_t usec, void *userdata) {
 }
 
 void session_close(Session *s, const char *why) {
-        if (s->closing || s->exited)
+        /* The killer runs: the session is ending already. */
+        if (s->closing || s->exited || s->killer)
                 return;
         s->closing = true;
         if (!s->reason)
                 s->reason = strdup(why);
         log_session(LOG_INFO, s->id, "Closing session: %s", why);
-        /* The command's process inside goes first; the runsc exec client
-         * then exits and on_child() ends the session. */
+        /* The command's processes inside go first (its whole session, so
+         * that no background child of it stays); the runsc exec client then
+         * exits and on_child() ends the session. */
         if (s->terminal && s->child_source)
                 (void) sd_event_source_send_child_signal(s->child_source, SIGHUP, NULL, 0);
-        if (sandbox_exec_signal(s->exec, SIGKILL) < 0 && s->child_source)
+        if (sandbox_exec_kill_session(s->exec, NULL, NULL, NULL) < 0 && s->child_source)
                 (void) sd_event_source_send_child_signal(s->child_source, SIGKILL, NULL, 0);
         (void) sd_event_add_time_relative(s->event, &s->kill_timer, CLOCK_MONOTONIC, SESSION_KILL_USEC, 0,
                                           on_kill_timer, s);

@@ -93,6 +93,7 @@ struct Session {
         char *reason;
         sd_event_source *kill_timer;
         sd_event_source *settle_timer;
+        Process *killer;        /* lazaret-init --kill-session, after runsc exec was killed */
 };
 
 typedef struct SessionParams {

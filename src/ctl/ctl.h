@@ -23,8 +23,26 @@ extern HostContext arg_host;
  * launch.h, domains.h and image.h declare them.
  */
 
-/* Connects to the user bus; prints why on failure. Close with sd_bus_flush_close_unrefp. */
+/*
+ * How long lazaretctl waits for any answer of a coordinator (a bus call's
+ * reply, the activation socket's answer while the coordinator is on the bus
+ * but does not answer a ping): past it, the coordinator is not responding.
+ * A session, once open, is not bounded.
+ */
+#define CTL_REPLY_TIMEOUT_USEC (15ULL * 1000 * 1000)
+/* The exit status after "the coordinator of Domain X is not responding" (as timeout(1)'s). */
+#define CTL_EXIT_NOT_RESPONDING 124
+
+/*
+ * Connects to the user bus, with CTL_REPLY_TIMEOUT_USEC as the default
+ * bound of every method call; prints why on failure. Close with
+ * sd_bus_flush_close_unrefp.
+ */
 int ctl_bus_open(sd_bus **ret);
+/* Whether error is a call to name that timed out while name still has an owner. */
+bool ctl_bus_not_responding(sd_bus *bus, const char *name, const sd_bus_error *error);
+/* Prints that the coordinator of the Domain is not responding and what to do; returns CTL_EXIT_NOT_RESPONDING. */
+int ctl_not_responding(const char *domain_id);
 
 /* Prints --json output; when it cannot be built, prints why and returns -ENOMEM (so does ctl_json_failed()). */
 struct json_object;

@@ -4,8 +4,10 @@
  * the Domain's properties from its coordinator on the user bus (one GetAll
  * call per Domain), or calls its Stop method; nothing is started. Only a
  * coordinator that is not on the bus means "not running", and one without
- * the Domain object "unpublished" (starting or stopping); any other error
- * is reported.
+ * the Domain object "unpublished" (starting or stopping); one that owns the
+ * name but does not answer within CTL_REPLY_TIMEOUT_USEC is "not
+ * responding" (exit status CTL_EXIT_NOT_RESPONDING); any other error is
+ * reported.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -365,6 +367,8 @@ int verb_status(int argc, char *argv[], const Config *config) {
                         printf("Domain %s is not running.\n", id);
                 return 0;
         }
+        if (r < 0 && ctl_bus_not_responding(bus, name, &error))
+                return ctl_not_responding(id);
         if (r < 0) {
                 fprintf(stderr, "Cannot read the status of Domain %s: %s\n", id, error.message ?: strerror(-r));
                 return r;
@@ -406,9 +410,13 @@ int verb_list(int argc, char *argv[], const Config *config) {
                  * not running. */
                 if (r < 0 && (error_is_not_running(&error) || error_is_unpublished(&error)))
                         continue;
+                if (r < 0 && ctl_bus_not_responding(bus, *name, &error)) {
+                        ret = ctl_not_responding(id);
+                        continue;
+                }
                 if (r < 0) {
                         fprintf(stderr, "Cannot read the status of Domain %s: %s\n", id, error.message ?: strerror(-r));
-                        ret = r;
+                        ret = ret ?: r;
                         continue;
                 }
                 /* o stays valid: arr owns it now. */
@@ -446,6 +454,8 @@ int verb_stop(int argc, char *argv[], const Config *config) {
                         printf("Domain %s is not running.\n", id);
                         return 0;
                 }
+                if (ctl_bus_not_responding(bus, name, &error))
+                        return ctl_not_responding(id);
                 fprintf(stderr, "Cannot stop Domain %s: %s\n", id, error.message ?: strerror(-r));
                 return r;
         }

@@ -9,7 +9,11 @@
  * Every wait runs in one sd-event loop that also watches the signals: while
  * the Domain is starting (socket unit start job, the activation answer, the
  * OpenSession call), SIGINT, SIGTERM, SIGHUP or SIGQUIT cancel the launch at
- * once; once a session is open they go to the session (or end it).
+ * once; once a session is open they go to the session (or end it). Every
+ * wait for the coordinator is bounded: its bus calls by the connection's
+ * CTL_REPLY_TIMEOUT_USEC, the activation answer by pings while it comes. The
+ * open session is not: its command may rightly run and stay silent for
+ * days, and a coordinator that dies is noticed by its bus name.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,6 +54,10 @@
  * for the reply, to close the session it may have opened. */
 #define CANCEL_CLOSE_TIMEOUT_USEC (5ULL * 1000 * 1000)
 #define STATUS_LINE_MAX 4096
+/* While the activation answer is awaited, the coordinator on the bus is
+ * pinged this often; a ping unanswered within CTL_REPLY_TIMEOUT_USEC means
+ * it is not responding. */
+#define PING_INTERVAL_USEC (3ULL * 1000 * 1000)
 
 typedef enum LaunchPhase {
         PHASE_STARTING,         /* no session yet: a signal cancels the launch */
@@ -64,6 +72,10 @@ typedef struct Client {
         LaunchPhase phase;
         int cancelled;          /* the signal that cancelled the launch, or 0 */
         bool terminal;
+
+        /* the coordinator did not answer within CTL_REPLY_TIMEOUT_USEC: every wait ends */
+        bool not_responding;
+        sd_bus_slot *ping;      /* a Ping in flight */
 
         /* the activation answer */
         bool answer_done;
@@ -85,6 +97,7 @@ typedef struct Client {
 } Client;
 
 static void client_done(Client *c) {
+        sd_bus_slot_unref(c->ping);
         sd_bus_error_free(&c->open_error);
         free(c->session_id);
         free(c->coordinator);
@@ -142,9 +155,10 @@ static int on_wait_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 /*
- * Runs the event loop until *done, a cancelling signal (-ECANCELED) or the
- * timeout (-ETIMEDOUT; UINT64_MAX: none). With ignore_cancel, a cancelled
- * launch still waits for *done.
+ * Runs the event loop until *done, a cancelling signal (-ECANCELED), the
+ * timeout (-ETIMEDOUT; UINT64_MAX: none) or a coordinator found not
+ * responding (-EHOSTDOWN). With ignore_cancel, a cancelled launch still
+ * waits for *done.
  */
 static int client_wait(Client *c, const bool *done, uint64_t timeout_usec, bool ignore_cancel) {
         _cleanup_(sd_event_source_unrefp) sd_event_source *timer = NULL;
@@ -162,6 +176,8 @@ static int client_wait(Client *c, const bool *done, uint64_t timeout_usec, bool 
                         return -ECANCELED;
                 if (*done)
                         return 0;
+                if (c->not_responding)
+                        return -EHOSTDOWN;
                 if (timed_out)
                         return -ETIMEDOUT;
                 r = sd_event_run(c->event, UINT64_MAX);
@@ -264,6 +280,37 @@ static int on_answer_readable(sd_event_source *s, int fd, uint32_t revents, void
         return 0;
 }
 
+/* ------------------------------------------------ is anybody there? */
+
+static int on_ping_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Client *c = userdata;
+
+        c->ping = sd_bus_slot_unref(c->ping);
+        /* No owner (yet) is fine: a coordinator that is starting takes the
+         * name early, one that has not yet cannot be asked. */
+        if (sd_bus_message_is_method_error(m, NULL) &&
+            ctl_bus_not_responding(c->bus, c->bus_name, sd_bus_message_get_error(m)))
+                c->not_responding = true;
+        return 0;
+}
+
+/* Pings the Domain's coordinator unless a ping is in flight; then again in PING_INTERVAL_USEC. */
+static int on_ping_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Client *c = userdata;
+        int r;
+
+        if (!c->ping) {
+                r = sd_bus_call_method_async(c->bus, &c->ping, c->bus_name, "/", "org.freedesktop.DBus.Peer", "Ping",
+                                             on_ping_reply, c, "");
+                if (r < 0)
+                        return r;
+        }
+        r = sd_event_source_set_time_relative(s, PING_INTERVAL_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return r;
+}
+
 /*
  * Connects to the activation socket and reads the coordinator's answer: one
  * JSON line, sent once the Domain is published (or has failed). Returns 0
@@ -271,7 +318,7 @@ static int on_answer_readable(sd_event_source *s, int fd, uint32_t revents, void
  * another negative errno after printing why.
  */
 static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
-        _cleanup_(sd_event_source_unrefp) sd_event_source *source = NULL;
+        _cleanup_(sd_event_source_unrefp) sd_event_source *source = NULL, *pinger = NULL;
         _cleanup_free_ char *path = NULL, *why = NULL;
         _cleanup_close_ int fd = -EBADF;
         _cleanup_json_ json_object *o = NULL;
@@ -289,7 +336,9 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
         }
         strcpy(sa.sun_path, path);
 
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        /* Non-blocking from the start: a full backlog (nobody accepts)
+         * must not block connect() either. */
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
         if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
@@ -298,23 +347,36 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                  * finished: activate again. */
                 if (r == -ENOENT || r == -ECONNREFUSED)
                         return -ENOTCONN;
+                if (r == -EAGAIN) {
+                        fprintf(stderr, "The activation socket %s accepts no more connections.\n", path);
+                        (void) ctl_not_responding(id);
+                        return -EHOSTDOWN;
+                }
                 fprintf(stderr, "Cannot connect to %s: %s\n", path, strerror(-r));
                 return r;
         }
-        if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
-                return -errno;
 
         c->answer_done = false;
         c->answer_len = 0;
         r = sd_event_add_io(c->event, &source, fd, EPOLLIN, on_answer_readable, c);
         if (r < 0)
                 return r;
+        /* A coordinator that runs answers a ping even while it starts the
+         * Domain; one that does not is stuck, and its answer would never come. */
+        r = sd_event_add_time_relative(c->event, &pinger, CLOCK_MONOTONIC, 0, 0, on_ping_timer, c);
+        if (r < 0)
+                return r;
         /* Cancelled: closing our connection is all that is left to do. The
          * coordinator it activated publishes the Domain and, when no
          * session comes, stops after its idle timeout. */
         r = client_wait(c, &c->answer_done, ACTIVATION_TIMEOUT_SEC * 1000000ULL, false);
+        c->ping = sd_bus_slot_unref(c->ping);
         if (r == -ECANCELED)
                 return r;
+        if (r == -EHOSTDOWN) {
+                (void) ctl_not_responding(id);
+                return r;
+        }
         if (r == -ETIMEDOUT) {
                 fprintf(stderr, "Domain %s did not become ready within %d s; see: journalctl --user -u lazaret@%s.service\n",
                         id, ACTIVATION_TIMEOUT_SEC, id);
@@ -450,9 +512,10 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
                                                 "SignalSession", NULL, NULL, "ss", c->session_id, "interrupt");
                 return 0;
         }
-        /* Anything else ends our session. */
-        (void) sd_bus_call_method(c->bus, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
-                                  "CloseSession", NULL, NULL, "s", c->session_id);
+        /* Anything else ends our session: the call is sent (flushed at
+         * exit), not waited for, so that a stuck coordinator cannot hold us. */
+        (void) sd_bus_call_method_async(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
+                                        "CloseSession", NULL, NULL, "s", c->session_id);
         c->exit_status = 128 + (int) si->ssi_signo;
         c->ended = true;
         return sd_event_exit(c->event, 0);
@@ -565,8 +628,8 @@ static int open_session(Client *c, const Domain *d, const char *fingerprint, cha
         r = client_wait(c, &c->open_done, UINT64_MAX, false);
         if (r == -ECANCELED) {
                 if (client_wait(c, &c->open_done, CANCEL_CLOSE_TIMEOUT_USEC, true) >= 0 && c->session_id)
-                        (void) sd_bus_call_method(c->bus, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
-                                                  "CloseSession", NULL, NULL, "s", c->session_id);
+                        (void) sd_bus_call_method_async(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
+                                                        "CloseSession", NULL, NULL, "s", c->session_id);
                 return -ECANCELED;
         }
         if (r < 0) {
@@ -574,6 +637,11 @@ static int open_session(Client *c, const Domain *d, const char *fingerprint, cha
                 return r;
         }
         if (sd_bus_error_is_set(&c->open_error)) {
+                /* The call is bounded by the connection's CTL_REPLY_TIMEOUT_USEC. */
+                if (ctl_bus_not_responding(c->bus, c->bus_name, &c->open_error)) {
+                        (void) ctl_not_responding(c->id);
+                        return -EHOSTDOWN;
+                }
                 if (sd_bus_error_has_names(&c->open_error, LAZARET_ERROR_STOPPING, SD_BUS_ERROR_SERVICE_UNKNOWN,
                                            SD_BUS_ERROR_NAME_HAS_NO_OWNER, SD_BUS_ERROR_UNKNOWN_OBJECT))
                         return -EAGAIN;
@@ -664,7 +732,7 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
                  * request at its start, and no later one needs ours (after
                  * "stopping" the next one does). Removed unless another
                  * launch has written one since. */
-                if ((r >= 0 && running) || (r < 0 && r != -ENOTCONN && r != -ECANCELED && r != -ETIMEDOUT))
+                if ((r >= 0 && running) || (r < 0 && r != -ENOTCONN && r != -ECANCELED && r != -ETIMEDOUT && r != -EHOSTDOWN))
                         (void) launch_request_remove(runtime, d->id, c->request_ino);
                 if (r < 0)
                         return r;
@@ -731,5 +799,7 @@ int verb_launch(int argc, char *argv[], const Config *config) {
         restore_terminal();
         if (r == -ECANCELED)
                 return 128 + c.cancelled;
+        if (r == -EHOSTDOWN)
+                return CTL_EXIT_NOT_RESPONDING;
         return r;
 }

@@ -12,6 +12,11 @@
  * holds no end of the supervisor's pipe afterwards. Running the probe here
  * rather than through `runsc exec` spares a whole runsc start on every
  * cold start, and the probe runs while runsc run is still returning.
+ *
+ * Not as PID 1 but through `runsc exec`, --kill-session SID ends a Client
+ * Session inside: SIGKILL to every process of session SID (the session
+ * command's inner PID), for a session whose `runsc exec` died on the host
+ * or that is being closed. Exit status 0 when none is left, 1 otherwise.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +28,7 @@
 
 #include "netprobe.h"
 #include "parse-util.h"
+#include "session-kill.h"
 
 static int attest(char *argv[]) {
         int port, fd, r;
@@ -44,6 +50,14 @@ int main(int argc, char *argv[]) {
         sigset_t set;
         int sig;
 
+        if (argc == 3 && strcmp(argv[1], "--kill-session") == 0) {
+                int sid;
+
+                /* Session 1 is init's own. */
+                if (parse_int(argv[2], 2, INT32_MAX, &sid) < 0)
+                        return 2;
+                return session_kill("/proc", sid) < 0;
+        }
         if (getpid() != 1)
                 return 1;
 
