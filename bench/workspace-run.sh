@@ -257,7 +257,14 @@ done
 # --- bare runsc: the same rootfs, spec and flags, the workspace a plain bind --
 
 mkdir -p "$work/bundle" "$work/root"
-jq --arg ws "$ws" '
+# Lazaret's config.json names staged sources, which exist only in its
+# supervisor's mount namespace (spec C19): the bare sandbox gets the host
+# sources they were staged from, read from the mount plan beside it.
+[[ -r $lz_bundle/mounts.json ]] || lt_fail "cannot read the mount plan of Lazaret's sandbox"
+jq --arg ws "$ws" --arg stage "$lz_bundle/stage/" --slurpfile plan "$lz_bundle/mounts.json" '
+        def host: if startswith($stage) then $plan[0].entries[(ltrimstr($stage) | tonumber)].source else . end;
+        .root.path |= host |
+        .mounts = [.mounts[] | if .type == "bind" then .source |= host else . end] |
         .process.args = ["/bin/sleep", "3600"] | .process.terminal = false |
         .mounts = [.mounts[] | select(.destination | startswith("/run/lazaret") | not)] |
         .mounts = [.mounts[] | select(.destination != "/etc/resolv.conf")] |
