@@ -840,7 +840,36 @@ static int profile_compare(const void *a, const void *b) {
  * them off. A broader deny is fine; the fixed routes are more specific.
  */
 static int check_topology(ConfigParser *p, const CidrList *l, const char *path, bool allow) {
+        /*
+         * Ranges no egress can ever reach through the network helper: an
+         * allow that lies wholly inside one can only be a mistake (an allow
+         * that merely covers one, such as 0.0.0.0/0, is fine). The helper
+         * runs with the host's loopback disabled.
+         */
+        static const struct {
+                const char *cidr, *what;
+        } unreachable[] = {
+                { "0.0.0.0/8",   "\"this network\" (0.0.0.0/8)" },
+                { "127.0.0.0/8", "loopback, which the sandbox's network never reaches on the host" },
+                { "224.0.0.0/4", "multicast, which the network helper does not carry" },
+                { "240.0.0.0/4", "reserved (240.0.0.0/4 and the broadcast address)" },
+        };
         char b[CIDR_STRING_MAX], t[CIDR_STRING_MAX];
+
+        for (size_t i = 0; allow && i < l->n; i++)
+                for (size_t k = 0; k < ELEMENTSOF(unreachable); k++) {
+                        Cidr u;
+
+                        if (cidr_parse(unreachable[k].cidr, &u) < 0)
+                                assert_not_reached();
+                        if (cidr_contains(&u, &l->items[i])) {
+                                _cleanup_free_ char *ip = keypath_index(path, i);
+                                if (!ip)
+                                        return config_oom(p);
+                                return config_error(p, ip, -EINVAL, "\"%s\" lies in %s; no egress can reach it",
+                                                    cidr_to_string(&l->items[i], b), unreachable[k].what);
+                        }
+                }
 
         for (size_t i = 0; i < l->n; i++) {
                 _cleanup_free_ char *ip = keypath_index(path, i);

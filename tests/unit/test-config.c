@@ -175,6 +175,11 @@ static const BadCase bad_cases[] = {
         { "{\"runtime\": {\"platform\": \"kvm\"}}", "runtime.platform: unknown key (known keys here: runsc)" },
         { "{\"runtime\": \"/usr/bin/runsc\"}", "runtime: expected an object, got a string" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"directfs\": \"yes\"}}}", "profiles.dev.directfs: expected true or false, got a string" },
+        /* egress allows that can never be reached (issue 18 item 5) */
+        { "{\"network\": {\"allow\": [\"127.0.0.1/32\"]}}", "network.allow[0]: \"127.0.0.1/32\" lies in loopback, which the sandbox's network never reaches on the host; no egress can reach it" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"allow_egress\": [\"10.0.0.0/8\", \"239.1.2.0/24\"]}}}", "profiles.dev.allow_egress[1]: \"239.1.2.0/24\" lies in multicast" },
+        { "{\"network\": {\"allow\": [\"0.0.0.0/8\"]}}", "network.allow[0]: \"0.0.0.0/8\" lies in \"this network\"" },
+        { "{\"network\": {\"allow\": [\"255.255.255.255/32\"]}}", "lies in reserved (240.0.0.0/4 and the broadcast address)" },
         /* control characters in paths (issue 18 item 5): a path cannot forge a line */
         { "{\"data_root\": \"/x\\ny\"}", "data_root: contains a control character (0x0a at byte 2); a path may not" },
         { "{\"profiles\": {\"dev\": {\"image\": \"oci:/img\\u001b[31m\"}}}", "profiles.dev.image: contains a control character (0x1b at byte 4)" },
