@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-journal.h>
@@ -15,6 +17,9 @@
 
 static char domain_id[16] = "";
 static int use_journal = -1;
+static int log_fd = -EBADF;
+static char *log_path;
+static off_t log_size;
 
 void log_set_domain(const char *id) {
         snprintf(domain_id, sizeof(domain_id), "%s", id);
@@ -35,9 +40,71 @@ static bool journal_wanted(void) {
         return use_journal;
 }
 
+int log_open_file(const char *path) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        char *p;
+
+        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+                return -EPERM;
+        p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        free(log_path);
+        log_path = p;
+        safe_close(log_fd);
+        log_fd = TAKE_FD(fd);
+        log_size = st.st_size;
+        return 0;
+}
+
+/*
+ * One line in the Domain's log file: the time, the priority and the message
+ * with every control byte shown as \xNN (a path from the workspace cannot
+ * forge a line). Past LOG_FILE_MAX the file becomes PATH.1 and a new one is
+ * begun: at most twice that is kept.
+ */
+static void log_file_write(int priority, const char *session_id, const char *msg) {
+        _cleanup_free_ char *line = NULL;
+        char stamp[32];
+        struct tm tm;
+        time_t now = time(NULL);
+        size_t n = 0, size;
+
+        if (log_fd < 0)
+                return;
+        if (!localtime_r(&now, &tm) || strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+                stamp[0] = 0;
+        size = strlen(stamp) + strlen(msg) * 4 + (session_id ? strlen(session_id) : 0) + 64;
+        line = malloc(size);
+        if (!line)
+                return;
+        n = (size_t) snprintf(line, size, "%s <%i> %s%s%s", stamp, priority, session_id ? "session " : "",
+                              session_id ?: "", session_id ? ": " : "");
+        for (const unsigned char *c = (const unsigned char *) msg; *c && n + 5 < size; c++)
+                if (*c < 0x20 || *c == 0x7f)
+                        n += (size_t) snprintf(line + n, size - n, "\\x%02x", *c);
+                else
+                        line[n++] = (char) *c;
+        line[n++] = '\n';
+        if (write(log_fd, line, n) == (ssize_t) n)
+                log_size += (off_t) n;
+        if (log_size > LOG_FILE_MAX && log_path) {
+                _cleanup_free_ char *old = NULL;
+                if (asprintf(&old, "%s.1", log_path) >= 0 && rename(log_path, old) >= 0)
+                        (void) log_open_file(log_path);
+        }
+}
+
 static void log_write(int priority, const char *session_id, const char *msg) {
         if (priority > LOG_INFO && !getenv("LAZARET_DEBUG"))
                 return;
+        log_file_write(priority, session_id, msg);
         if (journal_wanted() &&
             sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", priority, "DOMAIN_ID=%s", domain_id,
                             session_id ? "SESSION_ID=%s" : NULL, session_id, NULL) >= 0)

@@ -10,6 +10,14 @@
  * for session events, SESSION_ID=; stderr when the journal is not there.
  */
 void log_set_domain(const char *domain_id);
+
+/*
+ * Also append every line to a file (the Domain's log in its runtime
+ * directory, which `lazaretctl log` shows where there is no journal):
+ * created 0600, never through a symlink; rotated once past LOG_FILE_MAX.
+ */
+#define LOG_FILE_MAX (256 * 1024)
+int log_open_file(const char *path);
 void log_session(int priority, const char *session_id, const char *fmt, ...) _printf_(3, 4);
 int log_errno_session(int priority, int error, const char *session_id, const char *fmt, ...) _printf_(4, 5);
 

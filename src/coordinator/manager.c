@@ -314,6 +314,14 @@ static int load_domain(Manager *m, char **ret_why) {
         r = runtime_dir_prepare(&host, &runtime_root, &error);
         if (r < 0)
                 return startup_fail(ret_why, r, "%s", error ?: "Cannot prepare the runtime directory");
+        {
+                _cleanup_free_ char *logp = NULL;
+                if (asprintf(&logp, "%s/%s.log", runtime_root, m->id) < 0)
+                        return -ENOMEM;
+                r = log_open_file(logp);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot open the Domain's log file %s; logging to standard error only", logp);
+        }
 
         r = launch_request_read(runtime_root, m->id, &req, &error);
         if (r < 0)

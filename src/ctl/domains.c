@@ -10,6 +10,7 @@
  * reported.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "ctl.h"
 #include "domain.h"
 #include "domains.h"
+#include "fs-util.h"
 #include "json-util.h"
 #include "macro.h"
 #include "strv.h"
@@ -463,5 +465,72 @@ int verb_stop(int argc, char *argv[], const Config *config) {
                 printf("{\"DomainId\":\"%s\",\"stopped\":true}\n", id);
         else
                 printf("Domain %s is stopping.\n", id);
+        return 0;
+}
+
+/* How much of a Domain's log `lazaretctl log` shows. */
+#define LOG_SHOW_LINES 50
+#define LOG_READ_MAX (1024 * 1024)
+
+/* The file's text, or NULL when it does not exist. */
+static int read_log(const char *path, char **ret) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+
+        *ret = NULL;
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return read_full_fd(fd, LOG_READ_MAX, ret, NULL);
+}
+
+/*
+ * The last lines the Domain's coordinator logged, from the file it keeps in
+ * the runtime directory (and the one it rotated away), with or without a
+ * journal and whether or not the Domain runs.
+ */
+int verb_log(int argc, char *argv[], const Config *config) {
+        _cleanup_free_ char *root = NULL, *path = NULL, *old = NULL, *a = NULL, *b = NULL, *all = NULL;
+        char id[DOMAIN_ID_LEN + 1];
+        const char *start;
+        size_t lines = 0;
+        int r;
+
+        r = target_domain_id(argc, argv, config, id);
+        if (r < 0)
+                return r;
+        r = runtime_dir_path(&arg_host, &root);
+        if (r < 0) {
+                fprintf(stderr, "Cannot find the runtime directory ($XDG_RUNTIME_DIR is not set or not absolute).\n");
+                return r;
+        }
+        if (asprintf(&path, "%s/%s.log", root, id) < 0 || asprintf(&old, "%s.1", path) < 0)
+                return -ENOMEM;
+        r = read_log(old, &a);
+        if (r >= 0)
+                r = read_log(path, &b);
+        if (r < 0) {
+                fprintf(stderr, "Cannot read the log of Domain %s (%s): %s\n", id, path, strerror(-r));
+                return r;
+        }
+        if (!a && !b) {
+                fprintf(stderr, "No log for Domain %s: it has not started since this user's runtime directory was made (%s).\n",
+                        id, path);
+                return -ENOENT;
+        }
+        if (asprintf(&all, "%s%s", strempty(a), strempty(b)) < 0)
+                return -ENOMEM;
+        /* From the end back to the start of the last LOG_SHOW_LINES lines. */
+        start = all + strlen(all);
+        if (start > all && start[-1] == '\n')
+                start--;
+        while (start > all && lines < LOG_SHOW_LINES) {
+                start--;
+                if (*start == '\n' && ++lines == LOG_SHOW_LINES) {
+                        start++;
+                        break;
+                }
+        }
+        fputs(start, stdout);
+        if (*start && all[strlen(all) - 1] != '\n')
+                fputc('\n', stdout);
         return 0;
 }

@@ -11,3 +11,4 @@
 int verb_status(int argc, char *argv[], const Config *config);
 int verb_list(int argc, char *argv[], const Config *config);
 int verb_stop(int argc, char *argv[], const Config *config);
+int verb_log(int argc, char *argv[], const Config *config);

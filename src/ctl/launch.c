@@ -378,7 +378,7 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                 return r;
         }
         if (r == -ETIMEDOUT) {
-                fprintf(stderr, "Domain %s did not become ready within %d s; see: journalctl --user -u lazaret@%s.service\n",
+                fprintf(stderr, "Domain %s did not become ready within %d s; see: lazaretctl log %s\n",
                         id, ACTIVATION_TIMEOUT_SEC, id);
                 return r;
         }
@@ -392,7 +392,7 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                 return -ENOTCONN;
         nl = memchr(c->answer, '\n', c->answer_len);
         if (!nl) {
-                fprintf(stderr, "Domain %s stopped before it was ready; see: journalctl --user -u lazaret@%s.service\n", id, id);
+                fprintf(stderr, "Domain %s stopped before it was ready; see: lazaretctl log %s\n", id, id);
                 return -ECONNRESET;
         }
         *nl = 0;
@@ -414,7 +414,7 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                 fprintf(stderr, "Domain %s failed to start: %s\n", id, json_object_get_string(err));
         else
                 fprintf(stderr, "Domain %s failed to start.\n", id);
-        fprintf(stderr, "Details: journalctl --user -u lazaret@%s.service\n", id);
+        fprintf(stderr, "Details: lazaretctl log %s\n", id);
         return -EIO;
 }
 
@@ -724,7 +724,7 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
                         continue;
                 }
                 if (r == -ENOTCONN) {
-                        fprintf(stderr, "Domain %s closed every connection without answering; see: journalctl --user -u lazaret@%s.service\n",
+                        fprintf(stderr, "Domain %s closed every connection without answering; see: lazaretctl log %s\n",
                                 d->id, d->id);
                         return -ECONNRESET;
                 }

@@ -249,6 +249,23 @@ out=$(APT_CONFIG=$top/apt/apt.conf "$ctl" image build-default 2>&1); rc=$?
 want="Cannot find the Debian mirror in apt's configuration: apt-get indextargets failed (exit status 100); run it to see what apt finds wrong in its sources."
 if [ $rc -eq 1 ] && [ "$out" = "$want" ]; then ok "image build-default with broken apt sources: apt's failure named"; else bad "image build-default with broken apt sources: rc=$rc: $out"; fi
 
+# lazaretctl log: the coordinator's file in the runtime directory (and its
+# rotated predecessor), last 50 lines, with or without a journal.
+logid=0123456789ab
+out=$("$ctl" log "$logid" 2>&1); rc=$?
+case $out in
+"No log for Domain $logid: "*) if [ $rc -eq 1 ]; then ok "log of a Domain that never ran: named, exit 1"; else bad "log without a file: rc=$rc"; fi ;;
+*) bad "log without a file: rc=$rc: $out" ;;
+esac
+mkdir -p "$top/run/lazaret"
+seq 1 30 | sed 's/^/old /' >"$top/run/lazaret/$logid.log.1"
+seq 1 40 | sed 's/^/new /' >"$top/run/lazaret/$logid.log"
+out=$("$ctl" log "$logid" 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 50 ] && [ "$(printf '%s\n' "$out" | head -n 1)" = "old 21" ] &&
+   [ "$(printf '%s\n' "$out" | tail -n 1)" = "new 40" ]; then ok "log shows the last 50 lines across the rotated file"
+else bad "log: rc=$rc: $(printf '%s\n' "$out" | head -n 2)"; fi
+rm -f "$top/run/lazaret/$logid.log" "$top/run/lazaret/$logid.log.1"
+
 if "$ctl" --help | grep -q "domain-id" && "$ctl" --version | grep -q "^lazaretctl "; then ok "--help and --version"; else bad "--help/--version"; fi
 
 echo "$pass passed, $fail failed"

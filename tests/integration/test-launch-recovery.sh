@@ -100,7 +100,11 @@ out=$(lt_launch -- /bin/true 2>&1 </dev/null {lockfd}>&-) && lt_fail "a launch s
 exec {lockfd}>&-
 grep -q "Another coordinator holds $lock; refusing to run a second one" <<<"$out" ||
         lt_fail "the client was not told why the coordinator could not start: $out"
-lt_log "ok: a coordinator that cannot start says why to the client"
+grep -q "Details: lazaretctl log $LT_DOMAIN" <<<"$out" || lt_fail "the client was not pointed at lazaretctl log: $out"
+log=$(lazaretctl log "$LT_DOMAIN") || lt_fail "lazaretctl log failed"
+grep -q "Another coordinator holds $lock; refusing to run a second one" <<<"$log" ||
+        lt_fail "lazaretctl log does not show the coordinator's failure: $(tail -n 3 <<<"$log")"
+lt_log "ok: a coordinator that cannot start says why to the client, and lazaretctl log shows it"
 lt_wait_inactive
 out=$(lt_launch -- /bin/echo ok 2>&1 </dev/null) || true
 lt_assert_eq "a launch once the lock is free" ok "$out"
