@@ -116,6 +116,8 @@ static int property_get_string(sd_bus *bus, const char *path, const char *interf
                 v = m->fingerprint;
         else if (streq(property, "MountPlan"))
                 v = sandbox_mount_plan(m->sandbox) ?: "";
+        else if (streq(property, "UnenforcedLimits"))
+                v = sandbox_unenforced_limits(m->sandbox) ?: "";
         return sd_bus_message_append(reply, "s", v);
 }
 
@@ -418,6 +420,7 @@ static const sd_bus_vtable domain_vtable[] = {
         SD_BUS_PROPERTY("Limits", "a{st}", property_get_limits, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("NetworkReadiness", "a{ss}", property_get_network, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("MountPlan", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("UnenforcedLimits", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_METHOD_WITH_ARGS("OpenSession",
                                 SD_BUS_ARGS("as", argv, "as", environment, "b", terminal, "ah", fds,
                                             "q", rows, "q", cols, "s", fingerprint),

@@ -138,6 +138,8 @@ static int answer_line(Manager *m, char **ret) {
                 r = json_add_string(o, "coordinator_id", m->coordinator_id);
         if (r >= 0 && m->failure)
                 r = json_add_string(o, "error", m->failure);
+        if (r >= 0 && m->answer_start && !isempty(sandbox_unenforced_limits(m->sandbox)))
+                r = json_add_string(o, "unenforced_limits", sandbox_unenforced_limits(m->sandbox));
         if (r >= 0)
                 r = json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
         if (r < 0)
@@ -560,7 +562,11 @@ static void sandbox_ready(Sandbox *sb, void *userdata) {
         (void) sd_notify(false, "READY=1");
         manager_update_status(m);
         log_info("Domain %s published", m->id);
+        /* The clients that waited for this start hear which limits are not
+         * enforced here; later ones (the Domain already runs) do not. */
+        m->answer_start = true;
         waiters_answer(m);
+        m->answer_start = false;
         arm_idle_timer(m);
 }
 

@@ -15,6 +15,7 @@
 #include "bundle.h"
 #include "bus-job.h"
 #include "bus-names.h"
+#include "cgroup-util.h"
 #include "cleanup.h"
 #include "fs-util.h"
 #include "image.h"
@@ -82,6 +83,7 @@ struct Sandbox {
         char *bundle;
         char *control_dir;              /* mounted read-only at /run/lazaret */
         char *mount_plan;               /* JSON (mount-plan.h), from the bundle */
+        unsigned limits_enforced;       /* LimitControl bits in force for the scope (cgroup-util.h) */
         char *sessions_dir;             /* process specs of sessions */
         char *overlay_dir;              /* the root overlay's file store */
         char *netns_path;               /* the enforcement namespace, bound by the supervisor */
@@ -120,6 +122,34 @@ char **sandbox_default_command(const Sandbox *sb) {
 
 const SandboxNetwork *sandbox_network(const Sandbox *sb) {
         return sb && sb->state == SANDBOX_RUNNING ? &sb->network : NULL;
+}
+
+const char *sandbox_unenforced_limits(const Sandbox *sb) {
+        return sb && sb->state == SANDBOX_RUNNING ? limit_control_unenforced_names(sb->limits_enforced) : NULL;
+}
+
+/*
+ * Which of the scope's limits the kernel enforces here, from the
+ * supervisor's cgroups (it runs in the scope); one warning line for what
+ * it does not, naming the limits and why.
+ */
+static void judge_limits(Sandbox *sb) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        const char *missing;
+        int r;
+
+        sb->limits_enforced = 0;
+        if (asprintf(&path, "/proc/%d/cgroup", (int) userns_child_pid(sb->child)) < 0)
+                return;
+        r = read_full_file(path, 64 * 1024, &text, NULL);
+        if (r >= 0)
+                r = cgroup_limits_enforced(text, "/sys/fs/cgroup", sb->scope, &sb->limits_enforced);
+        if (r < 0)
+                log_warning_errno(r, "Cannot tell which limits the kernel enforces for %s", sb->scope);
+        missing = limit_control_unenforced_names(sb->limits_enforced);
+        if (!isempty(missing))
+                log_warning("Not enforced on this machine (the user manager's cgroups lack the controller): %s; "
+                            "tmp_size, processes and address_space are, inside gVisor", missing);
 }
 
 const char *sandbox_mount_plan(const Sandbox *sb) {
@@ -591,6 +621,7 @@ static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, v
                         sandbox_fail(sb, "the Runtime Supervisor reported READY without a network attestation");
                         return;
                 }
+                judge_limits(sb);
                 sb->state = SANDBOX_RUNNING;
                 sb->runtime = (SandboxRuntime) {
                         .event = sb->event,

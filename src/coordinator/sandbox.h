@@ -84,5 +84,7 @@ char **sandbox_default_command(const Sandbox *sb);
 const SandboxRuntime *sandbox_runtime(const Sandbox *sb);
 /* Valid while the sandbox runs. */
 const SandboxNetwork *sandbox_network(const Sandbox *sb);
+/* The names of the profile's scope limits the kernel does not enforce here ("" for none); NULL unless it runs. */
+const char *sandbox_unenforced_limits(const Sandbox *sb);
 /* The mount plan the sandbox was started with, as JSON (mount-plan.h); NULL unless it runs. */
 const char *sandbox_mount_plan(const Sandbox *sb);

@@ -129,6 +129,7 @@ static const struct {
         { "Limits",                   "a{st}"    },
         { "NetworkReadiness",         "a{ss}"    },
         { "MountPlan",                "s"        },
+        { "UnenforcedLimits",         "s"        },
 };
 
 /* The mount plan is JSON text on the bus: shown as JSON, or null before the sandbox runs. */
@@ -276,6 +277,8 @@ static void print_domain(json_object *o) {
                         printf("%s%s=%s", i == 0 ? "" : i % 4 == 0 ? "\n                  " : " ", limit_names[i], b);
                 }
                 printf("\n");
+                if (!isempty(jstr(o, "UnenforcedLimits")))
+                        printf("  %-16snot enforced here (no cgroup controller): %s\n", "", jstr(o, "UnenforcedLimits"));
         }
         if (json_object_object_get_ex(o, "NetworkReadiness", &network) && json_object_object_length(network) > 0) {
                 printf("  %-16s%s\n", "Network:", jstr(network, "Fingerprint"));

@@ -46,7 +46,7 @@ JSON
 LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id)
 
 # A session that stays for the whole test: every launch below shares its sandbox.
-lt_keeper_start
+lt_keeper_start "$HOME/limits-keeper.out"
 keeper=$LT_KEEPER
 alive() {
         kill -0 "$keeper" 2>/dev/null || lt_fail "$1: the keeper session ended"
@@ -126,6 +126,32 @@ grep -q "memory_max=1G memory_high=768M tasks_max=1024 cpu_weight=42" <<<"$human
 grep -q "tmp_size=8M processes=64 address_space=256M" <<<"$human" || lt_fail "status does not show the limits: $human"
 prop=$(lt_busctl get-property "org.lazaret.Domain.d$LT_DOMAIN" /org/lazaret/Domain org.lazaret.Domain1 Limits)
 lt_assert_eq "Limits property" 'a{st} 7 "memory_max" 1073741824 "memory_high" 805306368 "tasks_max" 1024 "cpu_weight" 42 "tmp_size" 8388608 "processes" 64 "address_space" 268435456' "$prop"
+
+# --- which limits this machine enforces, judged against systemd's own accounting --
+# (issue 18 item 6). A controller the user manager lacks leaves MemoryCurrent
+# or TasksCurrent "[not set]".
+mem_now=$(systemctl --user show -p MemoryCurrent --value "$scope")
+tasks_now=$(systemctl --user show -p TasksCurrent --value "$scope")
+unenforced=$(jq -r .UnenforcedLimits <<<"$json")
+lt_log "MemoryCurrent=$mem_now TasksCurrent=$tasks_now; Lazaret says not enforced: '${unenforced}'"
+if [[ $mem_now == "[not set]" ]]; then
+        [[ " $unenforced " == *" memory_max memory_high "* ]] || lt_fail "memory limits are not enforced here, but status does not say so: '$unenforced'"
+else
+        [[ " $unenforced " != *" memory_max "* ]] || lt_fail "memory limits are enforced here, but status says not: '$unenforced'"
+fi
+if [[ $tasks_now == "[not set]" ]]; then
+        [[ " $unenforced " == *" tasks_max "* ]] || lt_fail "tasks_max is not enforced here, but status does not say so: '$unenforced'"
+else
+        [[ " $unenforced " != *" tasks_max "* ]] || lt_fail "tasks_max is enforced here, but status says not: '$unenforced'"
+fi
+if [[ -n $unenforced ]]; then
+        grep -qF "not enforced here (no cgroup controller): $unenforced" <<<"$human" || lt_fail "status does not show the unenforced limits: $human"
+        grep -qF "lazaretctl: not enforced on this machine (no cgroup controller for the user manager): $unenforced" "$HOME/limits-keeper.out" ||
+                lt_fail "the launch that started the Domain did not say which limits are not enforced: $(cat "$HOME/limits-keeper.out")"
+        out=$(lt_launch -- /bin/true 2>&1)
+        [[ $out != *"not enforced"* ]] || lt_fail "a launch into the running Domain repeated the warning: $out"
+fi
+lt_log "ok: unenforced limits ('$unenforced') agree with systemd's accounting; said once at the start and in status"
 
 alive "at the end"
 lt_assert_eq "Domain state at the end" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
