@@ -405,8 +405,10 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
         if (streq(json_object_get_string(state), "running")) {
                 json_object *unenforced;
 
-                /* Said once, when this launch started the Domain. */
-                if (json_object_object_get_ex(o, "unenforced_limits", &unenforced) &&
+                /* Said once, when this launch started the Domain, and only to a
+                 * person: on a terminal. A command's standard error stays its
+                 * own; status and the Domain's log say it to everyone. */
+                if (isatty(STDERR_FILENO) && json_object_object_get_ex(o, "unenforced_limits", &unenforced) &&
                     json_object_is_type(unenforced, json_type_string))
                         fprintf(stderr, "lazaretctl: not enforced on this machine (no cgroup controller for the user manager): %s\n",
                                 json_object_get_string(unenforced));
