@@ -10,6 +10,7 @@
  * reported.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "json-util.h"
 #include "macro.h"
 #include "strv.h"
+#include "util.h"
 
 /* A dictionary property, a{st} or a{ss}, as an object; LIMIT_INFINITY becomes "infinity". */
 static int dict_json(sd_bus_message *m, char value_type, json_object **ret) {
@@ -250,16 +252,41 @@ static const char *jstr(json_object *o, const char *key) {
         return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
 }
 
+/*
+ * One line of human output: whatever the values hold (a workspace path, a
+ * command, a mount source), a control byte in them is shown as \xNN and
+ * cannot begin a line of its own.
+ */
+static void out(const char *fmt, ...) _printf_(1, 2);
+static void out(const char *fmt, ...) {
+        _cleanup_free_ char *line = NULL, *esc = NULL;
+        va_list ap;
+        size_t n;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&line, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return;
+        n = strlen(line);
+        if (n > 0 && line[n - 1] == '\n')
+                line[--n] = 0;
+        esc = escape_control(line);
+        if (esc)
+                printf("%s\n", esc);
+}
+
 static void print_domain(json_object *o) {
         json_object *sessions = NULL, *limits, *network, *plan, *entries;
 
-        printf("Domain %s\n", jstr(o, "DomainId"));
-        printf("  %-16s%s\n", "Profile:", jstr(o, "Profile"));
-        printf("  %-16s%s\n", "Workspace:", jstr(o, "Workspace"));
-        printf("  %-16s%s\n", "State:", jstr(o, "State"));
-        printf("  %-16s%s\n", "Sandbox:", jstr(o, "SandboxId"));
-        printf("  %-16s%s\n", "Coordinator:", jstr(o, "CoordinatorId"));
-        printf("  %-16s%s\n", "Configuration:", jstr(o, "ConfigurationFingerprint"));
+        out("Domain %s\n", jstr(o, "DomainId"));
+        out("  %-16s%s\n", "Profile:", jstr(o, "Profile"));
+        out("  %-16s%s\n", "Workspace:", jstr(o, "Workspace"));
+        out("  %-16s%s\n", "State:", jstr(o, "State"));
+        out("  %-16s%s\n", "Sandbox:", jstr(o, "SandboxId"));
+        out("  %-16s%s\n", "Coordinator:", jstr(o, "CoordinatorId"));
+        out("  %-16s%s\n", "Configuration:", jstr(o, "ConfigurationFingerprint"));
         if (json_object_object_get_ex(o, "Limits", &limits)) {
                 printf("  %-16s", "Limits:");
                 for (size_t i = 0; limit_names[i]; i++) {
@@ -278,32 +305,32 @@ static void print_domain(json_object *o) {
                 }
                 printf("\n");
                 if (!isempty(jstr(o, "UnenforcedLimits")))
-                        printf("  %-16snot enforced here (no cgroup controller): %s\n", "", jstr(o, "UnenforcedLimits"));
+                        out("  %-16snot enforced here (no cgroup controller): %s\n", "", jstr(o, "UnenforcedLimits"));
         }
         if (json_object_object_get_ex(o, "NetworkReadiness", &network) && json_object_object_length(network) > 0) {
-                printf("  %-16s%s\n", "Network:", jstr(network, "Fingerprint"));
-                printf("    %-14s%s\n", "policy", jstr(network, "PolicyDigest"));
-                printf("    %-14s%s\n", "helper", jstr(network, "HelperId"));
-                printf("    %-14s%s\n", "namespace", jstr(network, "Namespace"));
-                printf("    %-14s%s\n", "generation", jstr(network, "Generation"));
+                out("  %-16s%s\n", "Network:", jstr(network, "Fingerprint"));
+                out("    %-14s%s\n", "policy", jstr(network, "PolicyDigest"));
+                out("    %-14s%s\n", "helper", jstr(network, "HelperId"));
+                out("    %-14s%s\n", "namespace", jstr(network, "Namespace"));
+                out("    %-14s%s\n", "generation", jstr(network, "Generation"));
         }
         if (json_object_object_get_ex(o, "MountPlan", &plan) && json_object_object_get_ex(plan, "entries", &entries)) {
-                printf("  %-16s\n", "Mounts:");
+                out("  %-16s\n", "Mounts:");
                 for (size_t i = 0; i < json_object_array_length(entries); i++) {
                         json_object *e = json_object_array_get_idx(entries, i);
                         json_object *ro = json_object_object_get(e, "read_only");
 
                         if (streq(jstr(e, "kind"), "sandbox"))
                                 continue;       /* /proc, /dev, /sys, /tmp: gVisor's own */
-                        printf("    %-24s %s %-10s %s\n", jstr(e, "destination"), json_object_get_boolean(ro) ? "ro" : "rw",
+                        out("    %-24s %s %-10s %s\n", jstr(e, "destination"), json_object_get_boolean(ro) ? "ro" : "rw",
                                jstr(e, "part"), jstr(e, "source"));
                 }
         }
         json_object_object_get_ex(o, "Sessions", &sessions);
-        printf("  %-16s%zu\n", "Sessions:", sessions ? json_object_array_length(sessions) : 0);
+        out("  %-16s%zu\n", "Sessions:", sessions ? json_object_array_length(sessions) : 0);
         for (size_t i = 0; sessions && i < json_object_array_length(sessions); i++) {
                 json_object *s = json_object_array_get_idx(sessions, i);
-                printf("    %s  pid %s  %s%s\n", jstr(s, "id"), jstr(s, "pid"), jstr(s, "command"),
+                out("    %s  pid %s  %s%s\n", jstr(s, "id"), jstr(s, "pid"), jstr(s, "command"),
                        json_object_get_boolean(json_object_object_get(s, "terminal")) ? "  (terminal)" : "");
         }
 }
@@ -431,7 +458,7 @@ int verb_list(int argc, char *argv[], const Config *config) {
                 n++;
                 if (!arg_json) {
                         json_object_object_get_ex(o, "Sessions", &sessions);
-                        printf("%-14s %-10s %-9zu %-16s %s\n", jstr(o, "DomainId"), jstr(o, "State"),
+                        out("%-14s %-10s %-9zu %-16s %s\n", jstr(o, "DomainId"), jstr(o, "State"),
                                sessions ? json_object_array_length(sessions) : 0, jstr(o, "Profile"), jstr(o, "Workspace"));
                 }
         }

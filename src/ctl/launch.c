@@ -139,7 +139,8 @@ static int prepare_domain(const Config *c, Domain **ret_domain, char **ret_runti
         if (r >= 0)
                 r = runtime_dir_prepare(&arg_host, &runtime, &error);
         if (r < 0) {
-                fprintf(stderr, "%s\n", error ?: strerror(-r));
+                _cleanup_free_ char *esc = error ? escape_control(error) : NULL;
+                fprintf(stderr, "%s\n", esc ?: strerror(-r));
                 return r;
         }
         *ret_domain = TAKE_PTR(d);
@@ -399,7 +400,8 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
 
         r = json_parse_strict(c->answer, strlen(c->answer), &o, &why);
         if (r < 0 || !json_object_object_get_ex(o, "state", &state) || !json_object_is_type(state, json_type_string)) {
-                fprintf(stderr, "Domain %s answered something unexpected: %s\n", id, why ?: c->answer);
+                _cleanup_free_ char *esc = escape_control(why ?: c->answer);
+                fprintf(stderr, "Domain %s answered something unexpected: %s\n", id, strna(esc));
                 return -EBADMSG;
         }
         if (streq(json_object_get_string(state), "running")) {
@@ -419,8 +421,12 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                 *ret_running = false;
                 return 0;
         }
-        if (json_object_object_get_ex(o, "error", &err) && json_object_is_type(err, json_type_string))
-                fprintf(stderr, "Domain %s failed to start: %s\n", id, json_object_get_string(err));
+        /* The reason may quote the workspace (a path, a repository's git
+         * configuration): shown escaped, it cannot forge a line. */
+        if (json_object_object_get_ex(o, "error", &err) && json_object_is_type(err, json_type_string)) {
+                _cleanup_free_ char *esc = escape_control(json_object_get_string(err));
+                fprintf(stderr, "Domain %s failed to start: %s\n", id, strna(esc));
+        }
         else
                 fprintf(stderr, "Domain %s failed to start.\n", id);
         fprintf(stderr, "Details: lazaretctl log %s\n", id);

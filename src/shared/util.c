@@ -3,6 +3,7 @@
 #include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -16,6 +17,24 @@ int errorf(char **ret_error, int r, const char *fmt, ...) {
         if (vasprintf(ret_error, fmt, ap) < 0)
                 *ret_error = NULL;
         va_end(ap);
+        return r;
+}
+
+char *escape_control(const char *s) {
+        size_t n = 0;
+        char *r, *o;
+
+        for (const unsigned char *c = (const unsigned char *) s; *c; c++)
+                n += *c < 0x20 || *c == 0x7f ? 4 : 1;
+        r = o = malloc(n + 1);
+        if (!r)
+                return NULL;
+        for (const unsigned char *c = (const unsigned char *) s; *c; c++)
+                if (*c < 0x20 || *c == 0x7f)
+                        o += sprintf(o, "\\x%02x", *c);
+                else
+                        *o++ = (char) *c;
+        *o = 0;
         return r;
 }
 

@@ -13,6 +13,13 @@
  */
 int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
 
+/*
+ * s with every control byte (below 0x20, and 0x7f) written as \xNN, so that
+ * text from elsewhere (a workspace path, a message a coordinator relays)
+ * cannot start a line of its own on a terminal. NULL on OOM.
+ */
+char *escape_control(const char *s);
+
 /* Writes all n bytes, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t n);
 

@@ -179,6 +179,19 @@ out=$(cd "$WS3" && lazaretctl launch -- /bin/true 2>&1) && lt_fail "a core.hooks
 [[ $out == *"symlink"* ]] || lt_fail "core.hooksPath through a symlink: unclear message: $out"
 lt_log "ok: core.hooksPath through a symlink refused: $out"
 
+# A refusal that quotes the repository's own configuration cannot forge a
+# line of the client's output (issue 18 item 4): a newline in the value is
+# shown as \x0a.
+WS5=$HOME/lt-ws/git-sentry-newline
+rm -rf "$WS5"
+mkdir -p "$WS5/a"
+git -C "$WS5" init -q
+printf '[core]\n\thooksPath = "a/../x\\nFAKE: injected line"\n' >>"$WS5/.git/config"
+out=$(cd "$WS5" && lazaretctl launch -- /bin/true 2>&1) && lt_fail "a core.hooksPath with '..' was accepted"
+grep -q '^FAKE' <<<"$out" && lt_fail "a value from the repository's configuration began a line of its own: $out"
+grep -qF 'a/../x\x0aFAKE: injected line' <<<"$out" || lt_fail "the refusal does not show the value escaped: $out"
+lt_log "ok: a newline in a refused value is shown escaped: $(head -n 1 <<<"$out")"
+
 # --- workspaces the Git Sentry cannot protect are refused -------------------
 plain=$HOME/lt-ws/git-sentry-plain
 rm -rf "$plain" && mkdir -p "$plain"
