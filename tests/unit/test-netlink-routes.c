@@ -4,11 +4,8 @@
  * own process (Criterion forks) inside a fresh user + network namespace, so
  * it changes nothing outside and no packet can leave. Nothing sends traffic.
  *
- * unshare(CLONE_NEWUSER) refuses a multithreaded caller, and Criterion's test
- * process has threads; so each test body runs in a child forked from it
- * (single-threaded), checks with CHECK() and reports by its exit status:
- * 0 passed, 77 no namespaces here, anything else failed (the reason is on
- * stderr).
+ * Each test body runs in a forked child (isolated.h), checks with CHECK()
+ * and reports by its exit status.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -21,64 +18,13 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "isolated.h"
 #include "net-policy.h"
 #include "netlink-routes.h"
 
-#define CHECK(cond, ...)                                                                   \
-        do {                                                                               \
-                if (!(cond)) {                                                             \
-                        fprintf(stderr, "%s:%d: check failed: %s:", __FILE__, __LINE__, #cond); \
-                        fprintf(stderr, " " __VA_ARGS__);                                  \
-                        fputc('\n', stderr);                                               \
-                        _exit(1);                                                          \
-                }                                                                          \
-        } while (0)
-
-static void write_file(const char *path, const char *text) {
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-        CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
-        CHECK(write(fd, text, strlen(text)) == (ssize_t) strlen(text), "write %s: %s", path, strerror(errno));
-}
-
-/* A private user + network namespace, or a skip when this machine cannot make one. */
-static void enter_private_netns(void) {
-        char map[64];
-        uid_t uid = getuid();
-        gid_t gid = getgid();
-
-        if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0) {
-                if (errno == EPERM || errno == ENOSPC || errno == EUSERS || errno == ENOSYS) {
-                        fprintf(stderr, "cannot create a user and network namespace here: %s\n", strerror(errno));
-                        _exit(77);
-                }
-                CHECK(false, "unshare: %s", strerror(errno));
-        }
-        /* Map namespace root to ourselves, so that the namespace's sysctl files are ours to write. */
-        write_file("/proc/self/setgroups", "deny");
-        snprintf(map, sizeof(map), "0 %u 1", (unsigned) uid);
-        write_file("/proc/self/uid_map", map);
-        snprintf(map, sizeof(map), "0 %u 1", (unsigned) gid);
-        write_file("/proc/self/gid_map", map);
-}
-
 /* Runs body in a forked child inside a fresh user + network namespace. */
 static void run_isolated(void (*body)(void)) {
-        int status;
-        pid_t pid;
-
-        fflush(NULL);
-        pid = fork();
-        cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
-        if (pid == 0) {
-                enter_private_netns();
-                body();
-                fflush(NULL);
-                _exit(0);
-        }
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
-                cr_skip_test("no user and network namespace on this machine");
-        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the test failed in its namespace (status 0x%x); see its stderr", status);
+        run_isolated_with(CLONE_NEWNET, NULL, body);
 }
 
 /* The enforcement namespace's links, with veth peers standing in for slirp4netns and the canary namespace. */

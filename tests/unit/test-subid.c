@@ -12,6 +12,7 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "isolated.h"
 #include "macro.h"
 #include "strv.h"
 #include "subid.h"
@@ -98,16 +99,6 @@ Test(subid, map_check_wants_exactly_the_two_lines) {
  * It checks with CHECK() and reports by its exit status: 0 passed, 77 no
  * namespaces here, anything else failed (the reason is on stderr).
  */
-#define CHECK(cond, ...)                                                                   \
-        do {                                                                               \
-                if (!(cond)) {                                                             \
-                        fprintf(stderr, "%s:%d: check failed: %s:", __FILE__, __LINE__, #cond); \
-                        fprintf(stderr, " " __VA_ARGS__);                                  \
-                        fputc('\n', stderr);                                               \
-                        _exit(1);                                                          \
-                }                                                                          \
-        } while (0)
-
 static char scratch[] = "/tmp/test-subid.XXXXXX";
 
 static void scratch_setup(void) {
@@ -127,13 +118,6 @@ static void etc_file(const char *name, const char *text) {
                 cr_assert_eq(write_file(path, text, 0644), 0, "%s", path);
 }
 
-static void map_self(const char *file, unsigned id) {
-        char map[64];
-
-        snprintf(map, sizeof(map), "0 %u 1", id);
-        CHECK(write_file(file, map, 0) == 0, "%s", file);
-}
-
 /* An /etc with our passwd and group, the given nsswitch.conf, subuid and subgid. */
 static void prepare_etc(const char *nsswitch, const char *subuid, const char *subgid) {
         _cleanup_free_ char *etc = NULL, *passwd = NULL, *group = NULL;
@@ -149,38 +133,16 @@ static void prepare_etc(const char *nsswitch, const char *subuid, const char *su
         etc_file("subgid", subgid);
 }
 
-static void run_with_etc(void (*body)(void)) {
+/* The scratch /etc over /etc, in the body's own mount namespace. */
+static void bind_etc(void) {
         _cleanup_free_ char *etc = NULL;
-        uid_t uid = getuid();
-        gid_t gid = getgid();
-        int status;
-        pid_t pid;
 
-        cr_assert_geq(asprintf(&etc, "%s/etc", scratch), 0);
-        fflush(NULL);
-        pid = fork();
-        cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
-        if (pid == 0) {
-                if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
-                        CHECK(errno == EPERM || errno == ENOSPC || errno == EUSERS || errno == ENOSYS,
-                              "unshare: %s", strerror(errno));
-                        fprintf(stderr, "cannot create a user and mount namespace here: %s\n", strerror(errno));
-                        _exit(77);
-                }
-                CHECK(write_file("/proc/self/setgroups", "deny", 0) == 0);
-                map_self("/proc/self/uid_map", uid);
-                map_self("/proc/self/gid_map", gid);
-                CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "%s", strerror(errno));
-                CHECK(mount(etc, "/etc", NULL, MS_BIND, NULL) == 0, "%s", strerror(errno));
-                body();
-                fflush(NULL);
-                _exit(0);
-        }
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
-                cr_skip_test("no user and mount namespace on this machine");
-        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "the test failed in its namespace (status 0x%x); see its stderr", status);
+        CHECK(asprintf(&etc, "%s/etc", scratch) >= 0);
+        CHECK(mount(etc, "/etc", NULL, MS_BIND, NULL) == 0, "%s", strerror(errno));
+}
+
+static void run_with_etc(void (*body)(void)) {
+        run_isolated_with(CLONE_NEWNS, bind_etc, body);
 }
 
 #define NSSWITCH_FILES "passwd: files\ngroup: files\n"

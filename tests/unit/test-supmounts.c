@@ -24,22 +24,10 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "isolated.h"
 #include "mount-plan.h"
 #include "path-util.h"
 #include "supervisor-mounts.h"
-
-#define CHECK(cond, ...)                                                                        \
-        do {                                                                                    \
-                if (!(cond)) {                                                                  \
-                        fprintf(stderr, "%s:%d: check failed: %s:", __FILE__, __LINE__, #cond); \
-                        fprintf(stderr, " " __VA_ARGS__);                                       \
-                        fputc('\n', stderr);                                                    \
-                        _exit(1);                                                               \
-                }                                                                               \
-        } while (0)
-
-#define CHECK_EQ(a, b, ...) CHECK((a) == (b), "" __VA_ARGS__)
-#define CHECK_STR(a, b, ...) CHECK(strcmp((a), (b)) == 0, "" __VA_ARGS__)
 
 static char *top, *bundle;
 
@@ -57,50 +45,9 @@ static char *sub(const char *rel) {
         return path_join(top, rel);
 }
 
-static void write_map(const char *file, const char *text) {
-        _cleanup_close_ int fd = open(file, O_WRONLY | O_CLOEXEC);
-        CHECK(fd >= 0, "%s: %m", file);
-        CHECK(write(fd, text, strlen(text)) == (ssize_t) strlen(text), "%s: %m", file);
-}
-
-/* Root of a user namespace mapped to ourselves, in a private mount namespace. */
-static void enter_namespaces(void) {
-        char map[64];
-        uid_t uid = getuid();
-        gid_t gid = getgid();
-
-        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
-                CHECK(errno == EPERM || errno == ENOSPC || errno == EUSERS || errno == ENOSYS, "unshare: %m");
-                fprintf(stderr, "cannot create a user and mount namespace here: %m\n");
-                _exit(77);
-        }
-        write_map("/proc/self/setgroups", "deny");
-        snprintf(map, sizeof(map), "0 %u 1", (unsigned) uid);
-        write_map("/proc/self/uid_map", map);
-        snprintf(map, sizeof(map), "0 %u 1", (unsigned) gid);
-        write_map("/proc/self/gid_map", map);
-        CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "%m");
-}
-
-/* Runs body in a forked child, in namespaces of its own. */
+/* Each body runs as root of a user namespace mapped to us, in a mount namespace of its own. */
 static void run_isolated(void (*body)(void)) {
-        int status;
-        pid_t pid;
-
-        fflush(NULL);
-        pid = fork();
-        cr_assert_geq(pid, 0, "fork: %m");
-        if (pid == 0) {
-                enter_namespaces();
-                body();
-                fflush(NULL);
-                _exit(0);
-        }
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
-                cr_skip_test("no user and mount namespace on this machine");
-        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the test failed in its namespaces (status 0x%x); see its stderr",
-                  status);
+        run_isolated_with(CLONE_NEWNS, NULL, body);
 }
 
 static void setup(void) {
