@@ -80,9 +80,9 @@ static int loop_under_filter(int control_fd) {
         return STEP_OK;         /* and helpers_kill() on the way out */
 }
 
-Test(supervisor_seccomp, the_wait_loop_and_the_helpers_kill_pass_the_filter) {
+/* body(control_fd) in a child; its one message on the control socket, after it exited with STEP_OK. */
+static void run_under_filter(int (*body)(int control_fd), SupervisorMsg *ret) {
         char buf[SUPERVISOR_MSG_MAX];
-        SupervisorMsg m;
         int sv[2], status;
         ssize_t k;
         pid_t pid;
@@ -91,20 +91,25 @@ Test(supervisor_seccomp, the_wait_loop_and_the_helpers_kill_pass_the_filter) {
         pid = fork();
         cr_assert_geq(pid, 0);
         if (pid == 0)
-                _exit(loop_under_filter(sv[1]));
+                _exit(body(sv[1]));
         close(sv[1]);
         cr_assert_eq(waitpid(pid, &status, 0), pid);
         cr_assert(!WIFSIGNALED(status), "the child was killed by signal %d (SIGSYS: a call missing from the allowlist)",
                   WTERMSIG(status));
         cr_assert_eq(WEXITSTATUS(status), STEP_OK);
-
         k = recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT);
         cr_assert_gt(k, 0);
-        cr_assert_eq(supervisor_msg_decode(buf, (size_t) k, &m), 0);
+        cr_assert_eq(supervisor_msg_decode(buf, (size_t) k, ret), 0);
+        close(sv[0]);
+}
+
+Test(supervisor_seccomp, the_wait_loop_and_the_helpers_kill_pass_the_filter) {
+        SupervisorMsg m;
+
+        run_under_filter(loop_under_filter, &m);
         cr_assert_eq(m.type, SUPERVISOR_FAILED);
         cr_assert(strstr(m.reason, "the test helper dies (pid ") && strstr(m.reason, ") exited with status 7: the Domain fails"),
                   "%s", m.reason);
-        close(sv[0]);
 }
 
 /* runsc wait's answer is read after the filter is loaded: the JSON reader allocates, and json-c seeds its hash. */
@@ -123,26 +128,9 @@ static int wait_answer_under_filter(int control_fd) {
 }
 
 Test(supervisor_seccomp, runsc_waits_answer_is_read_under_the_filter) {
-        char buf[SUPERVISOR_MSG_MAX];
         SupervisorMsg m;
-        int sv[2], status;
-        ssize_t k;
-        pid_t pid;
 
-        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-        pid = fork();
-        cr_assert_geq(pid, 0);
-        if (pid == 0)
-                _exit(wait_answer_under_filter(sv[1]));
-        close(sv[1]);
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        cr_assert(!WIFSIGNALED(status), "the child was killed by signal %d (SIGSYS: a call missing from the allowlist)",
-                  WTERMSIG(status));
-        cr_assert_eq(WEXITSTATUS(status), STEP_OK);
-        k = recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT);
-        cr_assert_gt(k, 0);
-        cr_assert_eq(supervisor_msg_decode(buf, (size_t) k, &m), 0);
+        run_under_filter(wait_answer_under_filter, &m);
         cr_assert_eq(m.type, SUPERVISOR_EXITED);
         cr_assert_eq(m.status, 137);
-        close(sv[0]);
 }
