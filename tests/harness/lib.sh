@@ -181,6 +181,18 @@ lt_require_isolated_network() {
         fi
 }
 
+# lt_build_image DIR [PROGRAMS]: builds (once per user, under a lock) the
+# busybox test image at DIR, plus the host programs PROGRAMS (absolute paths,
+# space-separated) if given.
+lt_build_image() {
+        local dir=$1 programs=${2:-}
+        (
+                flock 9
+                [[ -e $dir/index.json ]] ||
+                        LAZARET_TEST_IMAGE_PROGRAMS=$programs "$LAZARET_SOURCE_ROOT/tests/harness/make-test-image" "$dir" >/dev/null
+        ) 9>"$dir.lock" || lt_fail "cannot build the test image $dir${programs:+ with $programs}"
+}
+
 lt_domain_setup() {
         local name=${1:-$(basename -- "$0" .sh)}
         lt_require_isolated_network
@@ -188,10 +200,7 @@ lt_domain_setup() {
         LT_LOGDIR=$HOME/lt-logs
         LT_WS=$HOME/lt-ws/$name
         mkdir -p "$LT_LOGDIR" "$HOME/.config/lazaret" "$HOME/lt-ws"
-        (
-                flock 9
-                [[ -e $LT_IMAGE/index.json ]] || "$LAZARET_SOURCE_ROOT/tests/harness/make-test-image" "$LT_IMAGE" >/dev/null
-        ) 9>"$HOME/lt-image.lock" || lt_fail "cannot build the test image"
+        lt_build_image "$LT_IMAGE"
         rm -rf "$LT_WS"
         mkdir -p "$LT_WS"
         git -C "$LT_WS" init -q
@@ -217,11 +226,7 @@ lt_use_git_image() {
         local git
         git=$(command -v git) || lt_skip "git is not installed on the host"
         LT_GIT_IMAGE=$HOME/lt-image-git
-        (
-                flock 9
-                [[ -e $LT_GIT_IMAGE/index.json ]] ||
-                        LAZARET_TEST_IMAGE_PROGRAMS=$git "$LAZARET_SOURCE_ROOT/tests/harness/make-test-image" "$LT_GIT_IMAGE" >/dev/null
-        ) 9>"$HOME/lt-image-git.lock" || lt_fail "cannot build the test image with git"
+        lt_build_image "$LT_GIT_IMAGE" "$git"
         printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s" } } }\n' "$LT_GIT_IMAGE" >"$LT_CONFIG"
         export LT_GIT_IMAGE
 }

@@ -33,12 +33,7 @@ lt_domain_setup
 
 # GNU cp and tar next to busybox: they restore modes and owners their own way.
 IMG=$HOME/lt-image-setid
-(
-        flock 9
-        [[ -e $IMG/index.json ]] ||
-                LAZARET_TEST_IMAGE_PROGRAMS="/usr/bin/cp /usr/bin/tar /usr/bin/install" \
-                        "$LAZARET_SOURCE_ROOT/tests/harness/make-test-image" "$IMG" >/dev/null
-) 9>"$HOME/lt-image-setid.lock" || lt_fail "cannot build the test image with GNU cp and tar"
+lt_build_image "$IMG" "/usr/bin/cp /usr/bin/tar /usr/bin/install"
 VOL=$HOME/lt-modes-vol
 mkdir -p "$VOL"
 write_config() {

@@ -27,12 +27,7 @@ lt_domain_setup
 
 # GNU cp, tar and install next to busybox: they restore modes their own way.
 IMG=$HOME/lt-image-setid
-(
-        flock 9
-        [[ -e $IMG/index.json ]] ||
-                LAZARET_TEST_IMAGE_PROGRAMS="/usr/bin/cp /usr/bin/tar /usr/bin/install" \
-                        "$LAZARET_SOURCE_ROOT/tests/harness/make-test-image" "$IMG" >/dev/null
-) 9>"$HOME/lt-image-setid.lock" || lt_fail "cannot build the test image with GNU cp, tar and install"
+lt_build_image "$IMG" "/usr/bin/cp /usr/bin/tar /usr/bin/install"
 VOL=$HOME/lt-setid-vol
 chmod -R u+rwX "$VOL" 2>/dev/null || true
 rm -rf "$VOL"
