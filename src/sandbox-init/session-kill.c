@@ -30,12 +30,13 @@ static bool killed_before(const Killed *k, pid_t pid) {
 
 int proc_stat_session(const char *line, char *ret_state, pid_t *ret_session) {
         const char *p = strrchr(line, ')');
-        char field[16];
+        char field[16], state;
         int sid;
 
         /* ") S ppid pgrp session ..." */
         if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
                 return -EINVAL;
+        state = p[2];
         p += 4;
         for (int i = 0; i < 3; i++) {
                 size_t n = strcspn(p, " \n");
@@ -51,7 +52,7 @@ int proc_stat_session(const char *line, char *ret_state, pid_t *ret_session) {
                 }
                 p += n + (p[n] == ' ');
         }
-        *ret_state = strrchr(line, ')')[2];
+        *ret_state = state;
         *ret_session = sid;
         return 0;
 }
