@@ -115,7 +115,7 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                 goto finish;
 
         /* runsc sees only what the supervisor staged (spec C19). */
-        stage = path_join(p->bundle_dir, BUNDLE_STAGE_DIR);
+        stage = path_join(p->bundle_dir, MOUNT_PLAN_STAGE_DIR);
         if (!stage) {
                 r = -ENOMEM;
                 goto finish;
@@ -161,7 +161,7 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                 r = errorf(ret_error, r, "cannot build the OCI specification: %s", strerror(-r));
                 goto finish;
         }
-        plan_path = path_join(p->bundle_dir, BUNDLE_PLAN_FILE);
+        plan_path = path_join(p->bundle_dir, MOUNT_PLAN_FILE);
         cfg = path_join(p->bundle_dir, "config.json");
         if (!cfg || !plan_path) {
                 r = -ENOMEM;

@@ -5,10 +5,6 @@
 
 #define SANDBOX_CONTROL_MOUNT "/run/lazaret"
 
-/* In the bundle: the mount plan the supervisor stages from, and where it stages. */
-#define BUNDLE_PLAN_FILE "mounts.json"
-#define BUNDLE_STAGE_DIR "stage"
-
 /*
  * The runsc bundle of one generation: config.json in bundle_dir, the mount
  * plan (mounts.json, see mount-plan.h) and the empty staging directory the

@@ -92,6 +92,11 @@ typedef struct MountPlan {
 #define MOUNT_PLAN_MAX_ENTRIES 256
 #define MOUNT_PLAN_DOC_MAX (1024 * 1024)
 
+/* In the runsc bundle: the plan the coordinator writes and the supervisor
+ * stages from, and the directory it stages on. */
+#define MOUNT_PLAN_FILE "mounts.json"
+#define MOUNT_PLAN_STAGE_DIR "stage"
+
 /* Its staged path below the staging directory: "<stage>/<index>". */
 #define MOUNT_PLAN_STAGE_NAME_MAX 24
 

@@ -16,11 +16,6 @@
 #include "supervisor-mounts.h"
 #include "util.h"
 
-/* Must match bundle.h. */
-#define PLAN_FILE "mounts.json"
-#define STAGE_DIR "stage"
-
-
 static const char *what(const MountEntry *e) {
         switch (e->part) {
         case MOUNT_PART_ROOT:
@@ -89,7 +84,7 @@ static int stage_filesystem(const MountEntry *e, const char *stage, const char *
 
 int supmounts_stage(const char *bundle, char **ret_error) {
         _cleanup_(mount_plan_done) MountPlan plan = {};
-        _cleanup_free_ char *path = path_join(bundle, PLAN_FILE), *stage = path_join(bundle, STAGE_DIR), *text = NULL,
+        _cleanup_free_ char *path = path_join(bundle, MOUNT_PLAN_FILE), *stage = path_join(bundle, MOUNT_PLAN_STAGE_DIR), *text = NULL,
                             *why = NULL;
         _cleanup_close_ int stagefd = -EBADF;
         size_t len;
