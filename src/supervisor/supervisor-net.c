@@ -290,8 +290,9 @@ static int check_denied_live(SupNet *n, Netlink *nl, const NetlinkLinks *links, 
         q = fetch(NET_CANARY_DENIED, n->port, line, sizeof(line));
         r = netlink_route_delete(nl, &probe, links);
         if (q < 0 || !streq(line, n->challenge))
-                return errorf(ret_error, q, "the denied canary " NET_CANARY_DENIED_STR " is not live before the policy (%s)",
-                            q < 0 ? strerror(-q) : "wrong answer");
+                return errorf(ret_error, q < 0 ? q : -EIO,
+                              "the denied canary " NET_CANARY_DENIED_STR " is not live before the policy (%s)",
+                              q < 0 ? strerror(-q) : "wrong answer");
         if (r < 0)
                 return errorf(ret_error, r, "cannot remove the denied canary's liveness route: %s", strerror(-r));
         return 0;
@@ -489,8 +490,10 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
                             strna(mismatch));
         }
         r = netlink_ipv6_absent(nl, &problem);
-        if (r <= 0)
-                return errorf(ret_error, r, "IPv6 is present in the enforcement namespace: %s", strna(problem));
+        if (r < 0)
+                return errorf(ret_error, r, "cannot look for IPv6 in the enforcement namespace: %s", strerror(-r));
+        if (r == 0)
+                return errorf(ret_error, -EPERM, "IPv6 is present in the enforcement namespace: %s", strna(problem));
         /* Last: nothing of the set-up above is seen by the witness. */
         r = open_witness(n, ret_error);
         if (r < 0)
