@@ -61,6 +61,8 @@ static const BadCase bad_cases[] = {
         { "{\"escalation\": {\"timeout_s\": 1.5}}", "escalation.timeout_s: expected an integer number of seconds, got a number" },
         { "{\"escalation\": {\"timeout_s\": 0}}", "escalation.timeout_s: 0 is out of range" },
         { "{\"escalation\": {\"timeout_s\": 86401}}", "escalation.timeout_s: 86401 is out of range" },
+        /* Above INT64_MAX json-c would clamp: refused with the number as written. */
+        { "{\"escalation\": {\"timeout_s\": 9223372036854775808}}", "escalation.timeout_s: 9223372036854775808 is too large" },
         { "{\"profiles\": []}", "profiles: expected an object of profiles, got an array" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"command\": \"bash\"}}}", "profiles.dev.command: expected an array of strings, got a string" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"command\": []}}}", "profiles.dev.command: must not be an empty array" },
@@ -154,6 +156,8 @@ static const BadCase bad_cases[] = {
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"-1G\"}}}}", "profiles.dev.limits.memory_max: \"-1G\" is not a size" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"99999999999T\"}}}}", "profiles.dev.limits.memory_max: \"99999999999T\" is too large" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": -5}}}}", "profiles.dev.limits.memory_max: -5 is negative" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": 18446744073709551615}}}}", "profiles.dev.limits.memory_max: 18446744073709551615 is too large" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"tasks_max\": 9223372036854775808}}}}", "profiles.dev.limits.tasks_max: 9223372036854775808 is too large" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": 1.5}}}}", "profiles.dev.limits.memory_max: expected a size (such as \"512M\", \"8G\" or a number of bytes), got a number" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"100M\"}}}}", "profiles.dev.limits.memory_max: 100M is too small; the least is 256M" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"4G\", \"memory_high\": \"5G\"}}}}", "profiles.dev.limits: memory_high (5G) must not exceed memory_max (4G)" },
