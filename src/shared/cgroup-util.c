@@ -45,7 +45,8 @@ int cgroup_limits_enforced(const char *proc_cgroup, const char *cgroup_root, con
                 { LIMIT_CONTROL_TASKS,  "pids",   "pids.max",              "pids.max" },
                 { LIMIT_CONTROL_CPU,    "cpu",    "cpu.shares",            "cpu.weight" },
         };
-        _cleanup_free_ char *text = strdup(proc_cgroup), *v2_root = NULL;
+        _cleanup_free_ char *text = strdup(proc_cgroup);
+        const char *v2_root = NULL;
         unsigned enforced = 0;
         char *save = NULL;
 
@@ -53,9 +54,9 @@ int cgroup_limits_enforced(const char *proc_cgroup, const char *cgroup_root, con
                 return -ENOMEM;
         /* The cgroup2 hierarchy: at the root (unified), or at root/unified (hybrid). */
         if (exists(cgroup_root, "", "", "cgroup.controllers"))
-                v2_root = strdup("");
+                v2_root = "";
         else if (exists(cgroup_root, "/unified", "", "cgroup.controllers"))
-                v2_root = strdup("/unified");
+                v2_root = "/unified";
         for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
                 char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
                 const char *ctrls, *path;

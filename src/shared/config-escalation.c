@@ -100,7 +100,9 @@ static int parse_timeout(ConfigParser *p, json_object *v, const char *path, void
         r = config_expect_type(p, v, path, json_type_int, "an integer number of seconds");
         if (r < 0)
                 return r;
-        t = json_object_get_int64(v);
+        r = config_get_int64(p, v, path, &t);
+        if (r < 0)
+                return r;
         if (t < 1 || t > ESCALATION_TIMEOUT_MAX)
                 return config_error(p, path, -ERANGE, "%" PRIi64 " is out of range; use 1 to %d seconds", t, ESCALATION_TIMEOUT_MAX);
         *(unsigned *) field = (unsigned) t;

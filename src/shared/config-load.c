@@ -39,9 +39,36 @@ int config_default_path(const HostContext *hc, char **ret) {
         return 0;
 }
 
-static int read_config_file(const char *path, char **ret, size_t *ret_len, mode_t *ret_mode, char **ret_error) {
+/*
+ * The canonical path of the file fd has open, as the kernel names it: what
+ * was read, not what the path names by now (a directory above it may have
+ * been swapped for a symlink since).
+ */
+static int fd_canonical_path(int fd, char **ret) {
+        _cleanup_free_ char *p = NULL;
+        char proc[64];
+        ssize_t k;
+
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        p = malloc(LAZARET_PATH_MAX + 1);
+        if (!p)
+                return -ENOMEM;
+        k = readlink(proc, p, LAZARET_PATH_MAX + 1);
+        if (k < 0)
+                return -errno;
+        if (k > LAZARET_PATH_MAX)
+                return -ENAMETOOLONG;
+        p[k] = 0;
+        if (!path_is_absolute(p))       /* not a file of a mounted file system */
+                return -EINVAL;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+static int read_config_file(const char *path, char **ret, size_t *ret_len, mode_t *ret_mode, char **ret_canon,
+                            char **ret_error) {
         _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
+        _cleanup_free_ char *buf = NULL, *canon = NULL;
         struct stat st;
         size_t n = 0;
         int r;
@@ -64,9 +91,15 @@ static int read_config_file(const char *path, char **ret, size_t *ret_len, mode_
                 return errorf(ret_error, r, "%s: larger than %d bytes", path, JSON_DOC_MAX_BYTES);
         if (r < 0)
                 return r;
+        /* Messages and the exposure check use the canonical path of what was read. */
+        r = fd_canonical_path(fd, &canon);
+        if (r < 0)      /* never -ENOENT: the file is there, and is not to be taken for a missing one */
+                return errorf(ret_error, r == -ENOENT ? -EIO : r, "%s: cannot determine its canonical path: %s",
+                              path, strerror(-r));
         *ret = TAKE_PTR(buf);
         *ret_len = n;
         *ret_mode = st.st_mode & 07777;
+        *ret_canon = TAKE_PTR(canon);
         return 0;
 }
 
@@ -133,7 +166,7 @@ int config_load(const HostContext *hc, const char *explicit_path, Config **ret, 
                 must_exist = r > 0;
         }
 
-        r = read_config_file(path, &text, &len, &mode, ret_error);
+        r = read_config_file(path, &text, &len, &mode, &canon, ret_error);
         if (r == -ENOENT && !must_exist)
                 return parse_and_resolve(NULL, 0, NULL, &env, ret, ret_error);
         if (r < 0) {
@@ -141,11 +174,6 @@ int config_load(const HostContext *hc, const char *explicit_path, Config **ret, 
                         (void) !asprintf(ret_error, "%s: cannot read: %s", path, strerror(-r));
                 return r;
         }
-
-        /* Messages and the exposure check use the canonical path. */
-        canon = realpath(path, NULL);
-        if (!canon)
-                return -errno;
 
         r = parse_and_resolve(text, len, canon, &env, &c, ret_error);
         if (r < 0)

@@ -57,6 +57,15 @@ int config_expect_type(ConfigParser *p, json_object *v, const char *path, json_t
         return config_error(p, path, -EINVAL, "expected %s, got %s", what, config_json_type_label(v));
 }
 
+int config_get_int64(ConfigParser *p, json_object *v, const char *path, int64_t *ret) {
+        int64_t i = json_object_get_int64(v);
+
+        if (i == INT64_MAX && json_object_get_uint64(v) > INT64_MAX)
+                return config_error(p, path, -ERANGE, "%" PRIu64 " is too large", json_object_get_uint64(v));
+        *ret = i;
+        return 0;
+}
+
 /* ------------------------------------------------------------- dispatcher */
 
 static const ConfigKey *key_find(const ConfigKey *keys, const char *name) {
@@ -582,7 +591,11 @@ static int parse_size(ConfigParser *p, json_object *v, const char *path, void *f
         int r;
 
         if (json_object_get_type(v) == json_type_int) {
-                int64_t i = json_object_get_int64(v);
+                int64_t i;
+
+                r = config_get_int64(p, v, path, &i);
+                if (r < 0)
+                        return r;
                 if (i < 0)
                         return config_error(p, path, -ERANGE, "%" PRIi64 " is negative", i);
                 x = (uint64_t) i;
@@ -611,6 +624,7 @@ static int parse_size(ConfigParser *p, json_object *v, const char *path, void *f
 static int parse_count(ConfigParser *p, json_object *v, const char *path, void *field, const void *data) {
         const LimitSpec *spec = data;
         int64_t i;
+        int r;
 
         if (spec->allow_infinity && json_object_get_type(v) == json_type_string &&
             streq(json_object_get_string(v), "infinity")) {
@@ -620,7 +634,9 @@ static int parse_count(ConfigParser *p, json_object *v, const char *path, void *
         if (json_object_get_type(v) != json_type_int)
                 return config_error(p, path, -EINVAL, "expected an integer%s, got %s",
                                     spec->allow_infinity ? " or \"infinity\"" : "", config_json_type_label(v));
-        i = json_object_get_int64(v);
+        r = config_get_int64(p, v, path, &i);
+        if (r < 0)
+                return r;
         if (i < 0 || (uint64_t) i < spec->min || (uint64_t) i > spec->max) {
                 if (spec->max == INT64_MAX)
                         return config_error(p, path, -ERANGE, "%" PRIi64 " is out of range; the least is %" PRIu64, i, spec->min);

@@ -35,6 +35,11 @@ int config_error(ConfigParser *p, const char *path, int r, const char *fmt, ...)
 /* "a string", "an array", ...: the type of v as a message names it. */
 const char *config_json_type_label(json_object *v);
 int config_expect_type(ConfigParser *p, json_object *v, const char *path, json_type t, const char *what);
+/*
+ * The value of an integer v: json-c clamps one above INT64_MAX to INT64_MAX,
+ * so such a value is refused here ("... is too large"), never read clamped.
+ */
+int config_get_int64(ConfigParser *p, json_object *v, const char *path, int64_t *ret);
 
 /* ------------------------------------------------------------- key tables */
 

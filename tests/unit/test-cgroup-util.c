@@ -7,27 +7,30 @@
 
 #include "cgroup-util.h"
 #include "cleanup.h"
+#include "fs-util.h"
+#include "path-util.h"
 
 static char root[] = "/tmp/lazaret-unit-cgroup-XXXXXX";
-
-static void sh(const char *cmd) {
-        cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
 
 static void setup(void) {
         cr_assert_not_null(mkdtemp(root));
 }
 
 static void teardown(void) {
-        char cmd[128];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-        sh(cmd);
+        cr_assert_eq(rm_rf(root), 0);
 }
 
+/* An empty file at root/rel, with the directories above it. */
 static void mk(const char *rel) {
-        _cleanup_free_ char *cmd = NULL;
-        cr_assert(asprintf(&cmd, "mkdir -p \"$(dirname '%1$s/%2$s')\" && touch '%1$s/%2$s'", root, rel) > 0);
-        sh(cmd);
+        _cleanup_free_ char *p = path_join(root, rel);
+        char *slash;
+
+        cr_assert_not_null(p);
+        slash = strrchr(p, '/');
+        *slash = 0;
+        cr_assert_eq(mkdir_parents(p, 0755), 0, "%s", p);
+        *slash = '/';
+        cr_assert_eq(write_file(p, "", 0644), 0, "%s", p);
 }
 
 static unsigned judge(const char *text) {

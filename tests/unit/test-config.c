@@ -14,6 +14,7 @@
 
 #include "cleanup.h"
 #include "config.h"
+#include "fs-util.h"
 #include "macro.h"
 #include "strv.h"
 
@@ -61,6 +62,8 @@ static const BadCase bad_cases[] = {
         { "{\"escalation\": {\"timeout_s\": 1.5}}", "escalation.timeout_s: expected an integer number of seconds, got a number" },
         { "{\"escalation\": {\"timeout_s\": 0}}", "escalation.timeout_s: 0 is out of range" },
         { "{\"escalation\": {\"timeout_s\": 86401}}", "escalation.timeout_s: 86401 is out of range" },
+        /* Above INT64_MAX json-c would clamp: refused with the number as written. */
+        { "{\"escalation\": {\"timeout_s\": 9223372036854775808}}", "escalation.timeout_s: 9223372036854775808 is too large" },
         { "{\"profiles\": []}", "profiles: expected an object of profiles, got an array" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"command\": \"bash\"}}}", "profiles.dev.command: expected an array of strings, got a string" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"command\": []}}}", "profiles.dev.command: must not be an empty array" },
@@ -154,6 +157,8 @@ static const BadCase bad_cases[] = {
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"-1G\"}}}}", "profiles.dev.limits.memory_max: \"-1G\" is not a size" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"99999999999T\"}}}}", "profiles.dev.limits.memory_max: \"99999999999T\" is too large" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": -5}}}}", "profiles.dev.limits.memory_max: -5 is negative" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": 18446744073709551615}}}}", "profiles.dev.limits.memory_max: 18446744073709551615 is too large" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"tasks_max\": 9223372036854775808}}}}", "profiles.dev.limits.tasks_max: 9223372036854775808 is too large" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": 1.5}}}}", "profiles.dev.limits.memory_max: expected a size (such as \"512M\", \"8G\" or a number of bytes), got a number" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"100M\"}}}}", "profiles.dev.limits.memory_max: 100M is too small; the least is 256M" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"4G\", \"memory_high\": \"5G\"}}}}", "profiles.dev.limits: memory_high (5G) must not exceed memory_max (4G)" },
@@ -514,7 +519,7 @@ static void write_exec(const char *path, mode_t mode) {
 
 Test(config, runtime_runsc_bad_inputs) {
         _cleanup_free_ char *dir = trusted_scratch(), *gw = NULL, *bin = NULL, *msg = NULL, *plain = NULL,
-                            *link = NULL, *cmd = NULL, *real_true = realpath("/bin/true", NULL);
+                            *link = NULL, *real_true = realpath("/bin/true", NULL);
 
         runsc_refused("runsc", "\"runsc\" is not an absolute path");
         runsc_refused("/nonexistent-lazaret-unit/runsc", "\"/nonexistent-lazaret-unit\" does not exist");
@@ -560,13 +565,12 @@ Test(config, runtime_runsc_bad_inputs) {
         cr_assert(asprintf(&msg, "\"%s\" is a symbolic link (\"%s\"); name its resolved path \"%s\" instead", link, link, real_true) > 0);
         runsc_refused(link, msg);
 
-        cr_assert(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
-        cr_assert_eq(system(cmd), 0);
+        cr_assert_eq(rm_rf(dir), 0);
 }
 
 /* An ACL granting write to a named user (system.posix_acl_access, written directly: no setfacl here). */
 Test(config, runtime_runsc_acl_refused) {
-        _cleanup_free_ char *dir = trusted_scratch(), *sub = NULL, *bin = NULL, *msg = NULL, *cmd = NULL;
+        _cleanup_free_ char *dir = trusted_scratch(), *sub = NULL, *bin = NULL, *msg = NULL;
         /* version 2; user::rwx, user:65534:rwx, group::r-x, mask::rwx, other::r-x */
         const uint8_t acl[] = {
                 2, 0, 0, 0,
@@ -586,13 +590,12 @@ Test(config, runtime_runsc_acl_refused) {
                 cr_assert(asprintf(&msg, "\"%s\" has an ACL that lets ID 65534 write it; " RUNSC_RULE, sub) > 0);
                 runsc_refused(bin, msg);
         }
-        cr_assert(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
-        cr_assert_eq(system(cmd), 0);
+        cr_assert_eq(rm_rf(dir), 0);
 }
 
 /* A sticky directory above the binary is a passage (only owners rename there); the binary's own one is not. */
 Test(config, runtime_runsc_below_sticky) {
-        _cleanup_free_ char *dir = trusted_scratch(), *sticky = NULL, *bin = NULL, *text = NULL, *cmd = NULL;
+        _cleanup_free_ char *dir = trusted_scratch(), *sticky = NULL, *bin = NULL, *text = NULL;
 
         cr_assert(asprintf(&sticky, "%s/sticky", dir) > 0 && asprintf(&bin, "%s/sticky/runsc", dir) > 0);
         cr_assert_eq(mkdir(sticky, 0755), 0);
@@ -608,8 +611,7 @@ Test(config, runtime_runsc_below_sticky) {
                 _cleanup_config_ Config *c = parse_ok(text);
                 cr_assert_str_eq(c->runsc, bin);
         }
-        cr_assert(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
-        cr_assert_eq(system(cmd), 0);
+        cr_assert_eq(rm_rf(dir), 0);
 }
 
 /* The file system is asked only once the document is valid: its own mistakes come first. */

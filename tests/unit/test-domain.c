@@ -334,6 +334,21 @@ Test(domain, config_mode_kept, .init = setup, .fini = teardown) {
         cr_assert_eq(builtin->mode, 0);
 }
 
+/* The path a Config names is that of the file config_load() read, symlinks resolved. */
+Test(domain, config_path_canonical, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *link = sub("cfg-link"), *real = sub("home/.config/lazaret"), *via = NULL,
+                            *want = NULL;
+        _cleanup_config_ Config *a = load("{}"), *b = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        cr_assert_eq(symlink(real, link), 0);
+        via = path_join(link, "config.json");
+        want = path_join(real, "config.json");
+        cr_assert_eq(config_load(env_now(), via, &b, &err), 0, "%s", err ?: "");
+        cr_assert_str_eq(b->path, want);
+        cr_assert_str_eq(a->path, want);
+}
+
 Test(domain, config_file_permissions, .init = setup, .fini = teardown) {
         _cleanup_free_ char *path = sub("home/.config/lazaret/config.json"), *err = NULL;
         Config *c = NULL;
