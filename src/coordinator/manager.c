@@ -216,7 +216,6 @@ Manager *manager_free(Manager *m) {
         sd_event_unref(m->event);
         domain_free(m->domain);
         config_free(m->config);
-        free(m->user_name);
         free(m->runtime_root);
         free(m->runtime_dir);
         free(m->failure);
@@ -303,7 +302,7 @@ static int startup_fail(char **ret_why, int r, const char *fmt, ...) {
 
 static int load_domain(Manager *m, char **ret_why) {
         _cleanup_(host_context_done) HostContext host = {};
-        _cleanup_free_ char *error = NULL, *runtime_root = NULL;
+        _cleanup_free_ char *error = NULL, *runtime_root = NULL, *user_name = NULL, *why = NULL;
         LaunchRequest req = {};
         DomainRecord rec = {};
         char fp[SHA256_HEX_LEN + 1];
@@ -365,10 +364,16 @@ static int load_domain(Manager *m, char **ret_why) {
         if (r < 0)
                 return startup_fail(ret_why, r, "%s", error ?: "Domain validation failed");
 
-        /* Once, before the loop runs: the passwd database may be slow to ask. */
-        r = subid_user_name(getuid(), &m->user_name);
+        /*
+         * Once, before the loop runs: the passwd database and an nsswitch
+         * "subid:" source such as SSSD may be slow to ask.
+         */
+        r = subid_user_name(getuid(), &user_name);
         if (r < 0 && r != -ESRCH)
                 return startup_fail(ret_why, r, "Cannot look up the name of UID %u", (unsigned) getuid());
+        r = subid_pick_for_user(user_name, getuid(), &m->subuids, &m->subgids, &why);
+        if (r < 0)
+                return startup_fail(ret_why, r, "%s", why ?: "Cannot look up the subordinate IDs");
 
         m->runtime_root = TAKE_PTR(runtime_root);
         m->runtime_dir = path_join(m->runtime_root, m->id);
@@ -415,7 +420,8 @@ static void name_owned(Manager *m) {
                                 .bus = m->bus,
                                 .domain = m->domain,
                                 .runtime_dir = m->runtime_dir,
-                                .user_name = m->user_name,
+                                .subuids = m->subuids,
+                                .subgids = m->subgids,
                                 .cb = { .ready = sandbox_ready, .failed = sandbox_failed, .stopped = sandbox_stopped },
                                 .userdata = m,
                         }, &m->sandbox, &why);

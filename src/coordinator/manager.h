@@ -65,7 +65,7 @@ struct Manager {
         Config *config;
         Domain *domain;
 
-        char *user_name;        /* ours, for the subordinate ID files; NULL if the passwd database has none */
+        SubidRange subuids, subgids;    /* what the sandbox's user namespace maps to, looked up once */
         char *runtime_root;     /* $XDG_RUNTIME_DIR/lazaret */
         char *runtime_dir;      /* $XDG_RUNTIME_DIR/lazaret/ID: runsc state, specs */
         int lock_fd;
