@@ -121,8 +121,12 @@ static void waiter_add(Manager *m, int fd) {
         m->waiters = w;
 }
 
-/* The one JSON line each launching client reads: checked whole, or not built. */
-static int answer_line(Manager *m, char **ret) {
+/*
+ * The one JSON line each launching client reads: checked whole, or not
+ * built. started: the clients waited for this start, and hear which limits
+ * are not enforced here; later ones (the Domain already runs) do not.
+ */
+static int answer_line(Manager *m, bool started, char **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_free_ char *s = NULL;
         int r;
@@ -138,7 +142,7 @@ static int answer_line(Manager *m, char **ret) {
                 r = json_add_string(o, "coordinator_id", m->coordinator_id);
         if (r >= 0 && m->failure)
                 r = json_add_string(o, "error", m->failure);
-        if (r >= 0 && m->answer_start && !isempty(sandbox_unenforced_limits(m->sandbox)))
+        if (r >= 0 && started && !isempty(sandbox_unenforced_limits(m->sandbox)))
                 r = json_add_string(o, "unenforced_limits", sandbox_unenforced_limits(m->sandbox));
         if (r >= 0)
                 r = json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
@@ -149,7 +153,7 @@ static int answer_line(Manager *m, char **ret) {
         return 0;
 }
 
-static void waiters_answer(Manager *m) {
+static void waiters_answer(Manager *m, bool started) {
         _cleanup_free_ char *line = NULL;
         int r;
 
@@ -165,7 +169,7 @@ static void waiters_answer(Manager *m) {
                         waiter_add(m, cfd);
                 }
 
-        r = answer_line(m, &line);
+        r = answer_line(m, started, &line);
         if (r < 0) {
                 log_error("Cannot build the answer to launching clients: %s", strerror(-r));
                 return;
@@ -251,7 +255,7 @@ static int on_connection(sd_event_source *s, int fd, uint32_t revents, void *use
 
         waiter_add(m, TAKE_FD(cfd));
         if (m->state != DOMAIN_STARTING)
-                waiters_answer(m);
+                waiters_answer(m, /* started= */ false);
         return 0;
 }
 
@@ -568,11 +572,7 @@ static void sandbox_ready(Sandbox *sb, void *userdata) {
         (void) sd_notify(false, "READY=1");
         manager_update_status(m);
         log_info("Domain %s published", m->id);
-        /* The clients that waited for this start hear which limits are not
-         * enforced here; later ones (the Domain already runs) do not. */
-        m->answer_start = true;
-        waiters_answer(m);
-        m->answer_start = false;
+        waiters_answer(m, /* started= */ true);
         arm_idle_timer(m);
 }
 
@@ -581,7 +581,7 @@ static void sandbox_failed(Sandbox *sb, const char *why, void *userdata) {
 }
 
 static void finish(Manager *m) {
-        waiters_answer(m);
+        waiters_answer(m, /* started= */ false);
         (void) sd_event_exit(m->event, m->exit_code);
 }
 
@@ -620,7 +620,7 @@ static int on_teardown(sd_event_source *s, void *userdata) {
                 (void) sd_bus_release_name_async(m->bus, NULL, m->bus_name, NULL, NULL);
 
         /* Waiting clients are told; new ones wait for the next coordinator. */
-        waiters_answer(m);
+        waiters_answer(m, /* started= */ false);
         m->listen_source = sd_event_source_disable_unref(m->listen_source);
 
         if (!m->sandbox || sandbox_stop(m->sandbox) == 0)

@@ -73,7 +73,6 @@ struct Manager {
         int listen_fd;          /* from socket activation, or -EBADF */
         sd_event_source *listen_source;
         Waiter *waiters;
-        bool answer_start;              /* the answer goes to the clients that waited for this start */
 
         DomainState state;
         char *failure;          /* why the Domain failed, for clients */
