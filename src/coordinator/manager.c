@@ -140,8 +140,13 @@ static int answer_line(Manager *m, bool started, char **ret) {
                 r = json_add_string(o, "bus_name", m->bus_name);
         if (r >= 0)
                 r = json_add_string(o, "coordinator_id", m->coordinator_id);
-        if (r >= 0 && m->failure)
+        if (r >= 0 && m->failure) {
                 r = json_add_string(o, "error", m->failure);
+                /* Not UTF-8 (it may quote a repository's git configuration):
+                 * the clients still hear that it failed, the words are in the log. */
+                if (r == -EILSEQ)
+                        r = json_add_string(o, "error", "the reason is not valid UTF-8; see: lazaretctl log");
+        }
         if (r >= 0 && started && !isempty(sandbox_unenforced_limits(m->sandbox)))
                 r = json_add_string(o, "unenforced_limits", sandbox_unenforced_limits(m->sandbox));
         if (r >= 0)
