@@ -13,7 +13,7 @@ void log_set_domain(const char *domain_id);
 
 /*
  * Also append every line to a file (the Domain's log in its runtime
- * directory, which `lazaretctl log` shows where there is no journal):
+ * directory, which `lazaretctl log` shows, with or without a journal):
  * created 0600, never through a symlink; rotated once past LOG_FILE_MAX.
  */
 #define LOG_FILE_MAX (256 * 1024)

@@ -121,8 +121,12 @@ static void waiter_add(Manager *m, int fd) {
         m->waiters = w;
 }
 
-/* The one JSON line each launching client reads: checked whole, or not built. */
-static int answer_line(Manager *m, char **ret) {
+/*
+ * The one JSON line each launching client reads: checked whole, or not
+ * built. started: the clients waited for this start, and hear which limits
+ * are not enforced here; later ones (the Domain already runs) do not.
+ */
+static int answer_line(Manager *m, bool started, char **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_free_ char *s = NULL;
         int r;
@@ -136,9 +140,14 @@ static int answer_line(Manager *m, char **ret) {
                 r = json_add_string(o, "bus_name", m->bus_name);
         if (r >= 0)
                 r = json_add_string(o, "coordinator_id", m->coordinator_id);
-        if (r >= 0 && m->failure)
+        if (r >= 0 && m->failure) {
                 r = json_add_string(o, "error", m->failure);
-        if (r >= 0 && m->answer_start && !isempty(sandbox_unenforced_limits(m->sandbox)))
+                /* Not UTF-8 (it may quote a repository's git configuration):
+                 * the clients still hear that it failed, the words are in the log. */
+                if (r == -EILSEQ)
+                        r = json_add_string(o, "error", "the reason is not valid UTF-8; see: lazaretctl log");
+        }
+        if (r >= 0 && started && !isempty(sandbox_unenforced_limits(m->sandbox)))
                 r = json_add_string(o, "unenforced_limits", sandbox_unenforced_limits(m->sandbox));
         if (r >= 0)
                 r = json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
@@ -149,7 +158,7 @@ static int answer_line(Manager *m, char **ret) {
         return 0;
 }
 
-static void waiters_answer(Manager *m) {
+static void waiters_answer(Manager *m, bool started) {
         _cleanup_free_ char *line = NULL;
         int r;
 
@@ -165,7 +174,7 @@ static void waiters_answer(Manager *m) {
                         waiter_add(m, cfd);
                 }
 
-        r = answer_line(m, &line);
+        r = answer_line(m, started, &line);
         if (r < 0) {
                 log_error("Cannot build the answer to launching clients: %s", strerror(-r));
                 return;
@@ -216,7 +225,6 @@ Manager *manager_free(Manager *m) {
         sd_event_unref(m->event);
         domain_free(m->domain);
         config_free(m->config);
-        free(m->user_name);
         free(m->runtime_root);
         free(m->runtime_dir);
         free(m->failure);
@@ -252,7 +260,7 @@ static int on_connection(sd_event_source *s, int fd, uint32_t revents, void *use
 
         waiter_add(m, TAKE_FD(cfd));
         if (m->state != DOMAIN_STARTING)
-                waiters_answer(m);
+                waiters_answer(m, /* started= */ false);
         return 0;
 }
 
@@ -303,7 +311,7 @@ static int startup_fail(char **ret_why, int r, const char *fmt, ...) {
 
 static int load_domain(Manager *m, char **ret_why) {
         _cleanup_(host_context_done) HostContext host = {};
-        _cleanup_free_ char *error = NULL, *runtime_root = NULL;
+        _cleanup_free_ char *error = NULL, *runtime_root = NULL, *user_name = NULL, *why = NULL;
         LaunchRequest req = {};
         DomainRecord rec = {};
         char fp[SHA256_HEX_LEN + 1];
@@ -365,10 +373,16 @@ static int load_domain(Manager *m, char **ret_why) {
         if (r < 0)
                 return startup_fail(ret_why, r, "%s", error ?: "Domain validation failed");
 
-        /* Once, before the loop runs: the passwd database may be slow to ask. */
-        r = subid_user_name(getuid(), &m->user_name);
+        /*
+         * Once, before the loop runs: the passwd database and an nsswitch
+         * "subid:" source such as SSSD may be slow to ask.
+         */
+        r = subid_user_name(getuid(), &user_name);
         if (r < 0 && r != -ESRCH)
                 return startup_fail(ret_why, r, "Cannot look up the name of UID %u", (unsigned) getuid());
+        r = subid_pick_for_user(user_name, getuid(), &m->subuids, &m->subgids, &why);
+        if (r < 0)
+                return startup_fail(ret_why, r, "%s", why ?: "Cannot look up the subordinate IDs");
 
         m->runtime_root = TAKE_PTR(runtime_root);
         m->runtime_dir = path_join(m->runtime_root, m->id);
@@ -415,7 +429,8 @@ static void name_owned(Manager *m) {
                                 .bus = m->bus,
                                 .domain = m->domain,
                                 .runtime_dir = m->runtime_dir,
-                                .user_name = m->user_name,
+                                .subuids = m->subuids,
+                                .subgids = m->subgids,
                                 .cb = { .ready = sandbox_ready, .failed = sandbox_failed, .stopped = sandbox_stopped },
                                 .userdata = m,
                         }, &m->sandbox, &why);
@@ -562,11 +577,7 @@ static void sandbox_ready(Sandbox *sb, void *userdata) {
         (void) sd_notify(false, "READY=1");
         manager_update_status(m);
         log_info("Domain %s published", m->id);
-        /* The clients that waited for this start hear which limits are not
-         * enforced here; later ones (the Domain already runs) do not. */
-        m->answer_start = true;
-        waiters_answer(m);
-        m->answer_start = false;
+        waiters_answer(m, /* started= */ true);
         arm_idle_timer(m);
 }
 
@@ -575,7 +586,7 @@ static void sandbox_failed(Sandbox *sb, const char *why, void *userdata) {
 }
 
 static void finish(Manager *m) {
-        waiters_answer(m);
+        waiters_answer(m, /* started= */ false);
         (void) sd_event_exit(m->event, m->exit_code);
 }
 
@@ -614,7 +625,7 @@ static int on_teardown(sd_event_source *s, void *userdata) {
                 (void) sd_bus_release_name_async(m->bus, NULL, m->bus_name, NULL, NULL);
 
         /* Waiting clients are told; new ones wait for the next coordinator. */
-        waiters_answer(m);
+        waiters_answer(m, /* started= */ false);
         m->listen_source = sd_event_source_disable_unref(m->listen_source);
 
         if (!m->sandbox || sandbox_stop(m->sandbox) == 0)

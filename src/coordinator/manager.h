@@ -65,7 +65,7 @@ struct Manager {
         Config *config;
         Domain *domain;
 
-        char *user_name;        /* ours, for the subordinate ID files; NULL if the passwd database has none */
+        SubidRange subuids, subgids;    /* what the sandbox's user namespace maps to, looked up once */
         char *runtime_root;     /* $XDG_RUNTIME_DIR/lazaret */
         char *runtime_dir;      /* $XDG_RUNTIME_DIR/lazaret/ID: runsc state, specs */
         int lock_fd;
@@ -73,7 +73,6 @@ struct Manager {
         int listen_fd;          /* from socket activation, or -EBADF */
         sd_event_source *listen_source;
         Waiter *waiters;
-        bool answer_start;              /* the answer goes to the clients that waited for this start */
 
         DomainState state;
         char *failure;          /* why the Domain failed, for clients */

@@ -89,7 +89,7 @@ struct Sandbox {
         char *netns_path;               /* the enforcement namespace, bound by the supervisor */
         char *policy_path;              /* the derived policy's canonical bytes */
         char *slirp4netns;
-        char *user_name;
+        SubidRange subuids, subgids;
         char policy_digest[SHA256_HEX_LEN + 1];
         unsigned canary_port;           /* the attestation canaries' port, random per generation */
         bool network_attested;
@@ -184,7 +184,6 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->netns_path);
         free(sb->policy_path);
         free(sb->slirp4netns);
-        free(sb->user_name);
         free(sb);
         return NULL;
 }
@@ -226,8 +225,8 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
                 if (r < 0)
                         return r;
         }
-        if (p->user_name && !(sb->user_name = strdup(p->user_name)))
-                return -ENOMEM;
+        sb->subuids = p->subuids;
+        sb->subgids = p->subgids;
         sb->runtime_dir = strdup(p->runtime_dir);
         sb->runsc_root = path_join(p->runtime_dir, "runsc");
         sb->bundle = path_join(p->runtime_dir, "bundle");
@@ -751,17 +750,10 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
 }
 
 static void step_userns(Sandbox *sb) {
-        _cleanup_free_ char *why = NULL;
         _cleanup_strv_free_ char **argv = NULL;
         _cleanup_close_ int ours = -EBADF, theirs = -EBADF;
-        SubidRange uids, gids;
         int control[2], r;
 
-        r = subid_pick_for_user(sb->user_name, getuid(), &uids, &gids, &why);
-        if (r < 0) {
-                sandbox_fail(sb, why ?: "no subordinate IDs");
-                return;
-        }
         r = supervisor_argv(sb, &argv);
         if (r < 0) {
                 sandbox_fail(sb, "out of memory");
@@ -774,7 +766,7 @@ static void step_userns(Sandbox *sb) {
         }
         ours = control[0];
         theirs = control[1];
-        r = userns_child_start(sb->event, argv, theirs, &uids, &gids,
+        r = userns_child_start(sb->event, argv, theirs, &sb->subuids, &sb->subgids,
                                &(UsernsCallbacks) { .mapped = on_mapped, .failed = on_userns_failed,
                                                     .exited = on_supervisor_exit },
                                sb, &sb->child);

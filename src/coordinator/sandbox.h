@@ -7,6 +7,7 @@
 #include "domain.h"
 #include "hash.h"
 #include "cleanup.h"
+#include "subid.h"
 
 /*
  * The Domain's Agent Sandbox as the coordinator sees it. Starting runs, each
@@ -38,7 +39,7 @@ typedef struct SandboxParams {
         sd_bus *bus;
         const Domain *domain;           /* borrowed; outlives the sandbox */
         const char *runtime_dir;        /* $XDG_RUNTIME_DIR/lazaret/ID */
-        const char *user_name;          /* ours (NULL: unknown), for the subordinate ID lookup */
+        SubidRange subuids, subgids;    /* what the user namespace maps to (subid_pick_for_user()) */
         SandboxCallbacks cb;
         void *userdata;
 } SandboxParams;

@@ -332,13 +332,14 @@ static void on_killer_done(Process *p, int status, const char *output, void *use
 static int on_killer_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
         Session *s = userdata;
 
-        s->kill_timer = sd_event_source_disable_unref(s->kill_timer);
-        s->killer = process_free(s->killer);
         on_killer_done(NULL, -ETIMEDOUT, NULL, s);
         return 0;
 }
 
-/* The session's processes inside were killed (or could not be): the session ends. */
+/*
+ * The session's processes inside were killed (or could not be): the
+ * session ends. p is NULL when the killer did not finish or start.
+ */
 static void on_killer_done(Process *p, int status, const char *output, void *userdata) {
         Session *s = userdata;
         const char *what = status == 0 ? "its processes in the sandbox were killed"
@@ -346,8 +347,7 @@ static void on_killer_done(Process *p, int status, const char *output, void *use
                          : "its processes in the sandbox may still run (killing them failed)";
         char *reason = NULL;
 
-        if (p)
-                s->killer = process_free(s->killer);
+        s->killer = process_free(s->killer);
         s->kill_timer = sd_event_source_disable_unref(s->kill_timer);
         if (asprintf(&reason, "%s; %s.", strempty(s->reason), what) >= 0) {
                 free(s->reason);
@@ -374,10 +374,8 @@ static void end_inside(Session *s, pid_t pid, int sig) {
         if (r >= 0)
                 r = sd_event_add_time_relative(s->event, &s->kill_timer, CLOCK_MONOTONIC, SESSION_KILL_USEC, 0,
                                                on_killer_timeout, s);
-        if (r < 0) {
-                s->killer = process_free(s->killer);
+        if (r < 0)
                 on_killer_done(NULL, r, NULL, s);
-        }
 }
 
 static int on_child(sd_event_source *src, const siginfo_t *si, void *userdata) {
