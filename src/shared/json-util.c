@@ -540,6 +540,24 @@ static int read_literal(Reader *rd, json_object **ret) {
 
 static int read_value(Reader *rd, unsigned depth, json_object **ret);
 
+/* After a member of an object or array: ',' (0: another may follow) or the closing bracket (1). */
+static int after_member(Reader *rd, char close) {
+        int r;
+
+        r = skip_ws(rd);
+        if (r < 0)
+                return r;
+        if (peek(rd) == ',') {
+                rd->pos++;
+                return 0;
+        }
+        if (peek(rd) == close) {
+                rd->pos++;
+                return 1;
+        }
+        return unexpected(rd, close == '}' ? "',' or '}'" : "',' or ']'");
+}
+
 static int read_object(Reader *rd, unsigned depth, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
         size_t parent = rd->path.n;
@@ -596,18 +614,11 @@ static int read_object(Reader *rd, unsigned depth, json_object **ret) {
                 TAKE_PTR(v);
                 buf_truncate(&rd->path, parent);
 
-                r = skip_ws(rd);
+                r = after_member(rd, '}');
                 if (r < 0)
                         return r;
-                if (peek(rd) == ',') {
-                        rd->pos++;
-                        continue;
-                }
-                if (peek(rd) == '}') {
-                        rd->pos++;
+                if (r > 0)
                         break;
-                }
-                return unexpected(rd, "',' or '}'");
         }
         *ret = TAKE_PTR(o);
         return 0;
@@ -642,18 +653,11 @@ static int read_array(Reader *rd, unsigned depth, json_object **ret) {
                 TAKE_PTR(v);
                 buf_truncate(&rd->path, parent);
 
-                r = skip_ws(rd);
+                r = after_member(rd, ']');
                 if (r < 0)
                         return r;
-                if (peek(rd) == ',') {
-                        rd->pos++;
-                        continue;
-                }
-                if (peek(rd) == ']') {
-                        rd->pos++;
+                if (r > 0)
                         break;
-                }
-                return unexpected(rd, "',' or ']'");
         }
         *ret = TAKE_PTR(a);
         return 0;
