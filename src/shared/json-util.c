@@ -727,6 +727,10 @@ int json_parse_strict(const char *text, size_t len, json_object **ret, char **re
 /* ---- builders that fail closed ---- */
 
 int json_add(json_object *o, const char *key, json_object *value) {
+        if (!utf8_is_valid(key)) {
+                json_object_put(value);
+                return -EILSEQ;
+        }
         if (!o || !value || json_object_object_add(o, key, value) < 0) {
                 json_object_put(value);
                 return -ENOMEM;
@@ -735,6 +739,8 @@ int json_add(json_object *o, const char *key, json_object *value) {
 }
 
 int json_add_null(json_object *o, const char *key) {
+        if (!utf8_is_valid(key))
+                return -EILSEQ;
         if (!o || json_object_object_add(o, key, NULL) < 0)
                 return -ENOMEM;
         return 0;

@@ -47,8 +47,8 @@ char *keypath_index(const char *parent, size_t index);
  * takes ownership of the value it is given, also when it fails, and treats a
  * NULL value as the allocation failure that produced it: it returns -ENOMEM
  * and the caller returns that instead of a document. An intended null is
- * written with json_add_null(). A string that is not valid UTF-8, which
- * json_parse_strict() would refuse to read back, is not written: -EILSEQ.
+ * written with json_add_null(). A key or string that is not valid UTF-8,
+ * which json_parse_strict() would refuse to read back, is not written: -EILSEQ.
  */
 int json_add(json_object *o, const char *key, json_object *value);
 int json_add_null(json_object *o, const char *key);
