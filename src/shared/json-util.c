@@ -172,8 +172,7 @@ static int path_append_index(Buf *b, size_t index) {
 char *keypath_key(const char *parent, const char *key, size_t keylen) {
         Buf b = {};
 
-        if (buf_append(&b, "", 0) < 0 || buf_append(&b, strempty(parent), strlen(strempty(parent))) < 0 ||
-            path_append_key(&b, key, keylen) < 0) {
+        if (buf_append(&b, strempty(parent), strlen(strempty(parent))) < 0 || path_append_key(&b, key, keylen) < 0) {
                 free(b.p);
                 return NULL;
         }
