@@ -792,6 +792,16 @@ int json_new_strv(const char *const *l, json_object **ret) {
         return 0;
 }
 
+int json_add_strv(json_object *o, const char *key, const char *const *l) {
+        json_object *a = NULL;
+        int r;
+
+        r = json_new_strv(l, &a);
+        if (r < 0)
+                return r;
+        return json_add(o, key, a);
+}
+
 int json_to_string(json_object *o, int flags, char **ret) {
         const char *s;
         char *c;

@@ -60,5 +60,7 @@ int json_append(json_object *a, json_object *value);
 int json_append_string(json_object *a, const char *s);
 /* A new array of the strings in NULL-terminated l (which may be NULL: an empty array). */
 int json_new_strv(const char *const *l, json_object **ret);
+/* Adds such an array under key. */
+int json_add_strv(json_object *o, const char *key, const char *const *l);
 /* The text of o, serialised with JSON_C_TO_STRING_* flags, as a string the caller frees. */
 int json_to_string(json_object *o, int flags, char **ret);

@@ -37,11 +37,7 @@ static int capabilities_json(json_object **ret) {
         if (!o)
                 return -ENOMEM;
         for (size_t i = 0; sets[i]; i++) {
-                json_object *l = NULL;
-                r = json_new_strv(oci_capabilities, &l);
-                if (r < 0)
-                        return r;
-                r = json_add(o, sets[i], l);
+                r = json_add_strv(o, sets[i], oci_capabilities);
                 if (r < 0)
                         return r;
         }
@@ -144,16 +140,10 @@ static int process_json(char **args, char **env, const char *cwd, bool terminal,
         r = json_add(p, "user", v);
         if (r < 0)
                 return r;
-        r = json_new_strv((const char *const *) args, &v);
+        r = json_add_strv(p, "args", (const char *const *) args);
         if (r < 0)
                 return r;
-        r = json_add(p, "args", v);
-        if (r < 0)
-                return r;
-        r = json_new_strv((const char *const *) env, &v);
-        if (r < 0)
-                return r;
-        r = json_add(p, "env", v);
+        r = json_add_strv(p, "env", (const char *const *) env);
         if (r < 0)
                 return r;
         r = json_add_string(p, "cwd", cwd ?: "/");
@@ -194,11 +184,7 @@ static int mount_add(json_object *mounts, const char *dest, const char *type, co
         if (r < 0)
                 return r;
         if (options) {
-                json_object *l = NULL;
-                r = json_new_strv(options, &l);
-                if (r < 0)
-                        return r;
-                r = json_add(m, "options", l);
+                r = json_add_strv(m, "options", options);
                 if (r < 0)
                         return r;
         }
