@@ -513,6 +513,11 @@ static int read_number(Reader *rd, json_object **ret) {
         return 0;
 }
 
+/* What a bare word (true, or json-c's NaN) is made of: it is compared whole. */
+static bool is_word_char(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_';
+}
+
 static int read_literal(Reader *rd, json_object **ret) {
         static const struct {
                 const char *word;
@@ -520,9 +525,7 @@ static int read_literal(Reader *rd, json_object **ret) {
         } literals[] = { { "true", 1 }, { "false", 0 }, { "null", -1 } };
         size_t start = rd->pos, n = 0;
 
-        while (rd->pos + n < rd->len &&
-               ((rd->s[rd->pos + n] >= 'a' && rd->s[rd->pos + n] <= 'z') || (rd->s[rd->pos + n] >= 'A' && rd->s[rd->pos + n] <= 'Z') ||
-                is_digit(rd->s[rd->pos + n]) || rd->s[rd->pos + n] == '_'))
+        while (rd->pos + n < rd->len && is_word_char(rd->s[rd->pos + n]))
                 n++;
         for (size_t i = 0; i < ELEMENTSOF(literals); i++)
                 if (strlen(literals[i].word) == n && memcmp(rd->s + start, literals[i].word, n) == 0) {
