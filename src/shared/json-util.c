@@ -172,8 +172,7 @@ static int path_append_index(Buf *b, size_t index) {
 char *keypath_key(const char *parent, const char *key, size_t keylen) {
         Buf b = {};
 
-        if (buf_append(&b, "", 0) < 0 || buf_append(&b, strempty(parent), strlen(strempty(parent))) < 0 ||
-            path_append_key(&b, key, keylen) < 0) {
+        if (buf_append(&b, strempty(parent), strlen(strempty(parent))) < 0 || path_append_key(&b, key, keylen) < 0) {
                 free(b.p);
                 return NULL;
         }
@@ -514,6 +513,11 @@ static int read_number(Reader *rd, json_object **ret) {
         return 0;
 }
 
+/* What a bare word (true, or json-c's NaN) is made of: it is compared whole. */
+static bool is_word_char(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_';
+}
+
 static int read_literal(Reader *rd, json_object **ret) {
         static const struct {
                 const char *word;
@@ -521,9 +525,7 @@ static int read_literal(Reader *rd, json_object **ret) {
         } literals[] = { { "true", 1 }, { "false", 0 }, { "null", -1 } };
         size_t start = rd->pos, n = 0;
 
-        while (rd->pos + n < rd->len &&
-               ((rd->s[rd->pos + n] >= 'a' && rd->s[rd->pos + n] <= 'z') || (rd->s[rd->pos + n] >= 'A' && rd->s[rd->pos + n] <= 'Z') ||
-                is_digit(rd->s[rd->pos + n]) || rd->s[rd->pos + n] == '_'))
+        while (rd->pos + n < rd->len && is_word_char(rd->s[rd->pos + n]))
                 n++;
         for (size_t i = 0; i < ELEMENTSOF(literals); i++)
                 if (strlen(literals[i].word) == n && memcmp(rd->s + start, literals[i].word, n) == 0) {
@@ -539,6 +541,24 @@ static int read_literal(Reader *rd, json_object **ret) {
 }
 
 static int read_value(Reader *rd, unsigned depth, json_object **ret);
+
+/* After a member of an object or array: ',' (0: another may follow) or the closing bracket (1). */
+static int after_member(Reader *rd, char close) {
+        int r;
+
+        r = skip_ws(rd);
+        if (r < 0)
+                return r;
+        if (peek(rd) == ',') {
+                rd->pos++;
+                return 0;
+        }
+        if (peek(rd) == close) {
+                rd->pos++;
+                return 1;
+        }
+        return unexpected(rd, close == '}' ? "',' or '}'" : "',' or ']'");
+}
 
 static int read_object(Reader *rd, unsigned depth, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
@@ -596,18 +616,11 @@ static int read_object(Reader *rd, unsigned depth, json_object **ret) {
                 TAKE_PTR(v);
                 buf_truncate(&rd->path, parent);
 
-                r = skip_ws(rd);
+                r = after_member(rd, '}');
                 if (r < 0)
                         return r;
-                if (peek(rd) == ',') {
-                        rd->pos++;
-                        continue;
-                }
-                if (peek(rd) == '}') {
-                        rd->pos++;
+                if (r > 0)
                         break;
-                }
-                return unexpected(rd, "',' or '}'");
         }
         *ret = TAKE_PTR(o);
         return 0;
@@ -642,18 +655,11 @@ static int read_array(Reader *rd, unsigned depth, json_object **ret) {
                 TAKE_PTR(v);
                 buf_truncate(&rd->path, parent);
 
-                r = skip_ws(rd);
+                r = after_member(rd, ']');
                 if (r < 0)
                         return r;
-                if (peek(rd) == ',') {
-                        rd->pos++;
-                        continue;
-                }
-                if (peek(rd) == ']') {
-                        rd->pos++;
+                if (r > 0)
                         break;
-                }
-                return unexpected(rd, "',' or ']'");
         }
         *ret = TAKE_PTR(a);
         return 0;
@@ -723,6 +729,10 @@ int json_parse_strict(const char *text, size_t len, json_object **ret, char **re
 /* ---- builders that fail closed ---- */
 
 int json_add(json_object *o, const char *key, json_object *value) {
+        if (!utf8_is_valid(key)) {
+                json_object_put(value);
+                return -EILSEQ;
+        }
         if (!o || !value || json_object_object_add(o, key, value) < 0) {
                 json_object_put(value);
                 return -ENOMEM;
@@ -731,6 +741,8 @@ int json_add(json_object *o, const char *key, json_object *value) {
 }
 
 int json_add_null(json_object *o, const char *key) {
+        if (!utf8_is_valid(key))
+                return -EILSEQ;
         if (!o || json_object_object_add(o, key, NULL) < 0)
                 return -ENOMEM;
         return 0;
@@ -781,6 +793,16 @@ int json_new_strv(const char *const *l, json_object **ret) {
         }
         *ret = TAKE_PTR(a);
         return 0;
+}
+
+int json_add_strv(json_object *o, const char *key, const char *const *l) {
+        json_object *a = NULL;
+        int r;
+
+        r = json_new_strv(l, &a);
+        if (r < 0)
+                return r;
+        return json_add(o, key, a);
 }
 
 int json_to_string(json_object *o, int flags, char **ret) {

@@ -47,8 +47,8 @@ char *keypath_index(const char *parent, size_t index);
  * takes ownership of the value it is given, also when it fails, and treats a
  * NULL value as the allocation failure that produced it: it returns -ENOMEM
  * and the caller returns that instead of a document. An intended null is
- * written with json_add_null(). A string that is not valid UTF-8, which
- * json_parse_strict() would refuse to read back, is not written: -EILSEQ.
+ * written with json_add_null(). A key or string that is not valid UTF-8,
+ * which json_parse_strict() would refuse to read back, is not written: -EILSEQ.
  */
 int json_add(json_object *o, const char *key, json_object *value);
 int json_add_null(json_object *o, const char *key);
@@ -60,5 +60,7 @@ int json_append(json_object *a, json_object *value);
 int json_append_string(json_object *a, const char *s);
 /* A new array of the strings in NULL-terminated l (which may be NULL: an empty array). */
 int json_new_strv(const char *const *l, json_object **ret);
+/* Adds such an array under key. */
+int json_add_strv(json_object *o, const char *key, const char *const *l);
 /* The text of o, serialised with JSON_C_TO_STRING_* flags, as a string the caller frees. */
 int json_to_string(json_object *o, int flags, char **ret);

@@ -18,8 +18,12 @@ int oci_index_digest(const char *index_json, size_t n, const char *tag, char **r
         _cleanup_free_ char *why = NULL;
         json_object *manifests;
         const char *found = NULL;
+        int r;
 
-        if (json_parse_strict(index_json, n, &o, &why) < 0 || !json_object_object_get_ex(o, "manifests", &manifests) ||
+        r = json_parse_strict(index_json, n, &o, &why);
+        if (r == -ENOMEM)
+                return errorf(ret_error, r, "out of memory");
+        if (r < 0 || !json_object_object_get_ex(o, "manifests", &manifests) ||
             !json_object_is_type(manifests, json_type_array))
                 return errorf(ret_error, -EBADMSG, "not an OCI image index (%s)", why ?: "no \"manifests\" array");
         /* Every entry is looked at: a tag given twice is refused, not read
@@ -79,7 +83,10 @@ int oci_bundle_process(const char *config_json, size_t n, char ***ret_env, char 
         json_object *process, *a;
         int r;
 
-        if (json_parse_strict(config_json, n, &o, &why) < 0)
+        r = json_parse_strict(config_json, n, &o, &why);
+        if (r == -ENOMEM)
+                return errorf(ret_error, r, "out of memory");
+        if (r < 0)
                 return errorf(ret_error, -EBADMSG, "not a JSON document (%s)", strna(why));
         if (!json_object_is_type(o, json_type_object))
                 return errorf(ret_error, -EBADMSG, "not a JSON object");
@@ -89,11 +96,15 @@ int oci_bundle_process(const char *config_json, size_t n, char ***ret_env, char 
                         return errorf(ret_error, -EBADMSG, "process is not an object");
                 if (json_object_object_get_ex(process, "env", &a)) {
                         r = string_array(a, true, &env);
+                        if (r == -ENOMEM)
+                                return errorf(ret_error, r, "out of memory");
                         if (r < 0)
                                 return errorf(ret_error, r, "process.env is not an array of at most %d strings", OCI_MAX_ENTRIES);
                 }
                 if (json_object_object_get_ex(process, "args", &a)) {
                         r = string_array(a, false, &cmd);
+                        if (r == -ENOMEM)
+                                return errorf(ret_error, r, "out of memory");
                         if (r < 0)
                                 return errorf(ret_error, r, "process.args is not an array of at most %d strings", OCI_MAX_ENTRIES);
                 }

@@ -27,9 +27,10 @@ const char *const oci_capabilities[] = {
 /*
  * Every builder below returns -ENOMEM rather than a document with a member
  * missing: json-c would write a NULL value as null, and a failed insertion
- * leaves the member out (json-util.h).
+ * leaves the member out (json-util.h). Each *_add() builds one member and
+ * adds it to the object or array it is given.
  */
-static int capabilities_json(json_object **ret) {
+static int capabilities_add(json_object *p) {
         static const char *const sets[] = { "bounding", "effective", "permitted", NULL };
         _cleanup_json_ json_object *o = json_object_new_object();
         int r;
@@ -37,11 +38,7 @@ static int capabilities_json(json_object **ret) {
         if (!o)
                 return -ENOMEM;
         for (size_t i = 0; sets[i]; i++) {
-                json_object *l = NULL;
-                r = json_new_strv(oci_capabilities, &l);
-                if (r < 0)
-                        return r;
-                r = json_add(o, sets[i], l);
+                r = json_add_strv(o, sets[i], oci_capabilities);
                 if (r < 0)
                         return r;
         }
@@ -52,8 +49,7 @@ static int capabilities_json(json_object **ret) {
         r = json_add(o, "ambient", json_object_new_array());
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(o);
-        return 0;
+        return json_add(p, "capabilities", TAKE_PTR(o));
 }
 
 static bool strv_has_entries(char **l) {
@@ -81,7 +77,7 @@ static int rlimit_add(json_object *a, const char *type, uint64_t v) {
         return json_append(a, TAKE_PTR(l));
 }
 
-static int rlimits_json(const OciRlimits *rl, json_object **ret) {
+static int rlimits_add(json_object *p, const OciRlimits *rl) {
         _cleanup_json_ json_object *a = json_object_new_array();
         int r;
 
@@ -93,11 +89,10 @@ static int rlimits_json(const OciRlimits *rl, json_object **ret) {
         r = rlimit_add(a, "RLIMIT_AS", rl->as);
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(a);
-        return 0;
+        return json_add(p, "rlimits", TAKE_PTR(a));
 }
 
-static int user_json(json_object **ret) {
+static int user_add(json_object *p) {
         _cleanup_json_ json_object *u = json_object_new_object();
         int r;
 
@@ -109,14 +104,12 @@ static int user_json(json_object **ret) {
         r = json_add_int64(u, "gid", 0);
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(u);
-        return 0;
+        return json_add(p, "user", TAKE_PTR(u));
 }
 
 static int process_json(char **args, char **env, const char *cwd, bool terminal, uint16_t rows, uint16_t cols,
                         const OciRlimits *rl, json_object **ret) {
         _cleanup_json_ json_object *p = json_object_new_object();
-        json_object *v = NULL;
         int r;
 
         if (!p)
@@ -138,37 +131,22 @@ static int process_json(char **args, char **env, const char *cwd, bool terminal,
                 if (r < 0)
                         return r;
         }
-        r = user_json(&v);
+        r = user_add(p);
         if (r < 0)
                 return r;
-        r = json_add(p, "user", v);
+        r = json_add_strv(p, "args", (const char *const *) args);
         if (r < 0)
                 return r;
-        r = json_new_strv((const char *const *) args, &v);
-        if (r < 0)
-                return r;
-        r = json_add(p, "args", v);
-        if (r < 0)
-                return r;
-        r = json_new_strv((const char *const *) env, &v);
-        if (r < 0)
-                return r;
-        r = json_add(p, "env", v);
+        r = json_add_strv(p, "env", (const char *const *) env);
         if (r < 0)
                 return r;
         r = json_add_string(p, "cwd", cwd ?: "/");
         if (r < 0)
                 return r;
-        r = capabilities_json(&v);
+        r = capabilities_add(p);
         if (r < 0)
                 return r;
-        r = json_add(p, "capabilities", v);
-        if (r < 0)
-                return r;
-        r = rlimits_json(rl, &v);
-        if (r < 0)
-                return r;
-        r = json_add(p, "rlimits", v);
+        r = rlimits_add(p, rl);
         if (r < 0)
                 return r;
         r = json_add_bool(p, "noNewPrivileges", true);
@@ -194,11 +172,7 @@ static int mount_add(json_object *mounts, const char *dest, const char *type, co
         if (r < 0)
                 return r;
         if (options) {
-                json_object *l = NULL;
-                r = json_new_strv(options, &l);
-                if (r < 0)
-                        return r;
-                r = json_add(m, "options", l);
+                r = json_add_strv(m, "options", options);
                 if (r < 0)
                         return r;
         }
@@ -238,7 +212,7 @@ int oci_process_json(const OciProcess *p, char **ret) {
         return to_string(o, ret);
 }
 
-static int root_json(const OciContainer *c, json_object **ret) {
+static int root_add(json_object *o, const OciContainer *c) {
         _cleanup_json_ json_object *root = json_object_new_object();
         int r;
 
@@ -250,11 +224,10 @@ static int root_json(const OciContainer *c, json_object **ret) {
         r = json_add_bool(root, "readonly", c->rootfs_readonly);
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(root);
-        return 0;
+        return json_add(o, "root", TAKE_PTR(root));
 }
 
-static int mounts_json(const OciContainer *c, json_object **ret) {
+static int mounts_add(json_object *o, const OciContainer *c) {
         static const char *const dev_opts[] = { "nosuid", "strictatime", "mode=755", "size=65536k", NULL };
         static const char *const sys_opts[] = { "nosuid", "noexec", "nodev", "ro", NULL };
         const char *tmp_opts[] = { "nosuid", "nodev", "mode=1777", NULL, NULL };
@@ -287,11 +260,10 @@ static int mounts_json(const OciContainer *c, json_object **ret) {
                 if (r < 0)
                         return r;
         }
-        *ret = TAKE_PTR(mounts);
-        return 0;
+        return json_add(o, "mounts", TAKE_PTR(mounts));
 }
 
-static int linux_json(const OciContainer *c, json_object **ret) {
+static int linux_add(json_object *o, const OciContainer *c) {
         static const char *const types[] = { "pid", "ipc", "uts", "mount", NULL };
         _cleanup_json_ json_object *linux_ = json_object_new_object(), *ns = json_object_new_array();
         int r;
@@ -309,8 +281,7 @@ static int linux_json(const OciContainer *c, json_object **ret) {
         r = json_add(linux_, "namespaces", TAKE_PTR(ns));
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(linux_);
-        return 0;
+        return json_add(o, "linux", TAKE_PTR(linux_));
 }
 
 int oci_container_json(const OciContainer *c, char **ret) {
@@ -340,25 +311,16 @@ int oci_container_json(const OciContainer *c, char **ret) {
         r = json_add(o, "process", v);
         if (r < 0)
                 return r;
-        r = root_json(c, &v);
-        if (r < 0)
-                return r;
-        r = json_add(o, "root", v);
+        r = root_add(o, c);
         if (r < 0)
                 return r;
         r = json_add_string(o, "hostname", c->hostname ?: "lazaret");
         if (r < 0)
                 return r;
-        r = mounts_json(c, &v);
+        r = mounts_add(o, c);
         if (r < 0)
                 return r;
-        r = json_add(o, "mounts", v);
-        if (r < 0)
-                return r;
-        r = linux_json(c, &v);
-        if (r < 0)
-                return r;
-        r = json_add(o, "linux", v);
+        r = linux_add(o, c);
         if (r < 0)
                 return r;
         return to_string(o, ret);

@@ -315,6 +315,10 @@ Test(json, builders_refuse_invalid_utf8) {
         cr_assert_eq(json_append_string(a, "\xc3"), -EILSEQ);
         cr_assert_eq(json_new_strv(strv, &l), -EILSEQ);
         cr_assert_null(l);
+        cr_assert_eq(json_add_strv(o, "l", strv), -EILSEQ);
+        cr_assert_eq(json_add_string(o, "caf\xe9", "ok"), -EILSEQ);
+        cr_assert_eq(json_add_null(o, "\xc3"), -EILSEQ);
+        cr_assert_eq(json_add(o, "\xff", json_object_new_array()), -EILSEQ);
         cr_assert_eq(json_object_object_length(o), 0);
         cr_assert_eq(json_object_array_length(a), 0);
         cr_assert_eq(json_add_string(o, "w", "/home/u/caf\xc3\xa9"), 0);
