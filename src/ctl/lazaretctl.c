@@ -130,15 +130,6 @@ static int verb_domain_id(int argc, char *argv[], const Config *c) {
 
 /* --------------------------------------------------------- config check */
 
-/* Adds an array of the strings of l (NULL: an empty one). */
-static int add_strv(json_object *o, const char *key, char **l) {
-        json_object *a = NULL;
-        int r;
-
-        r = json_new_strv((const char *const *) l, &a);
-        return r < 0 ? r : json_add(o, key, a);
-}
-
 static int add_cidrs(json_object *o, const char *key, const CidrList *l) {
         _cleanup_json_ json_object *a = json_object_new_array();
         char b[CIDR_STRING_MAX];
@@ -174,9 +165,9 @@ static int profile_json(const Profile *p, const Domain *d, const char *img_dir, 
         if (r >= 0)
                 r = json_add_string(o, "image_tag", tag);
         if (r >= 0)
-                r = p->command ? add_strv(o, "command", p->command) : json_add_null(o, "command");
+                r = p->command ? json_add_strv(o, "command", (const char *const *) p->command) : json_add_null(o, "command");
         if (r >= 0)
-                r = add_strv(o, "persistent_dirs", p->persistent_dirs);
+                r = json_add_strv(o, "persistent_dirs", (const char *const *) p->persistent_dirs);
         if (r >= 0)
                 r = json_add_bool(o, "isolate_ignored", p->isolate_ignored);
         if (r >= 0)
@@ -320,7 +311,7 @@ static int config_json(const Config *c, const char *fp, const char *ws, json_obj
                 r = json_add_int64(esc, "timeout_s", c->escalation_timeout_s);
         for (size_t i = 0; r >= 0 && i < c->n_auto_approve; i++) {
                 _cleanup_json_ json_object *o = json_object_new_object();
-                r = add_strv(o, "argv", c->auto_approve[i].argv);
+                r = json_add_strv(o, "argv", (const char *const *) c->auto_approve[i].argv);
                 if (r >= 0)
                         r = json_add_bool(o, "trailing_args", c->auto_approve[i].trailing_args);
                 if (r >= 0)
