@@ -132,6 +132,7 @@ static const struct {
         { "NetworkReadiness",         "a{ss}"    },
         { "MountPlan",                "s"        },
         { "UnenforcedLimits",         "s"        },
+        { "RootUsage",                "t"        },
 };
 
 /* The mount plan is JSON text on the bus: shown as JSON, or null before the sandbox runs. */
@@ -199,6 +200,12 @@ static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object
                         r = sd_bus_message_read_basic(reply, 's', &s);
                         if (r >= 0)
                                 r = plan_json(s, &v);
+                } else if (streq(contents, "t")) {
+                        uint64_t t;
+                        r = sd_bus_message_read_basic(reply, 't', &t);
+                        /* UINT64_MAX: not known (the sandbox does not run). */
+                        if (r >= 0)
+                                v = t == UINT64_MAX ? json_object_new_string("unknown") : json_object_new_uint64(t);
                 } else if (streq(contents, "s")) {
                         const char *s;
                         r = sd_bus_message_read_basic(reply, 's', &s);
@@ -278,7 +285,7 @@ static void out(const char *fmt, ...) {
 }
 
 static void print_domain(json_object *o) {
-        json_object *sessions = NULL, *limits, *network, *plan, *entries;
+        json_object *sessions = NULL, *limits, *network, *plan, *entries, *root, *root_size;
 
         out("Domain %s\n", jstr(o, "DomainId"));
         out("  %-16s%s\n", "Profile:", jstr(o, "Profile"));
@@ -306,6 +313,16 @@ static void print_domain(json_object *o) {
                 printf("\n");
                 if (!isempty(jstr(o, "UnenforcedLimits")))
                         out("  %-16snot enforced here (no cgroup controller): %s\n", "", jstr(o, "UnenforcedLimits"));
+        }
+        if (json_object_object_get_ex(o, "RootUsage", &root) && json_object_is_type(root, json_type_int) &&
+            json_object_object_get_ex(o, "Limits", &limits) &&
+            json_object_object_get_ex(limits, "root_size", &root_size)) {
+                char b[LIMIT_STRING_MAX];
+                uint64_t used = json_object_get_uint64(root);
+
+                out("  %-16s%.1f MiB used of %s (root_size)\n", "Root overlay:", (double) used / (1024.0 * 1024.0),
+                    json_object_is_type(root_size, json_type_int) ? limit_format_size(json_object_get_uint64(root_size), b)
+                                                                   : json_object_get_string(root_size));
         }
         if (json_object_object_get_ex(o, "NetworkReadiness", &network) && json_object_object_length(network) > 0) {
                 out("  %-16s%s\n", "Network:", jstr(network, "Fingerprint"));

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -51,6 +52,7 @@
 #include "helper.h"
 #include "macro.h"
 #include "parse-util.h"
+#include "resource-limits.h"
 #include "runsc-output.h"
 #include "setid-filter.h"
 #include "spawn-util.h"
@@ -68,6 +70,7 @@ static int arg_canary_port;
 static bool arg_fault_deny_on_lo;
 #endif
 static bool arg_directfs = true;
+static uint64_t arg_overlay_size;
 static char dcache_arg[64];
 
 static void send_msg(const SupervisorMsg *msg) {
@@ -301,6 +304,30 @@ finish:
         return r;
 }
 
+/*
+ * The root overlay's upper layer lives in one file that runsc creates in
+ * the --overlay2 directory and unlinks at once: this runsc (20240729) has
+ * no size= for it, and the file grows with every write to the root file
+ * system. A tmpfs of the profile's root_size over that directory, in this
+ * private mount namespace, bounds it: past it the sandbox's writes fail
+ * with ENOSPC (gVisor turns the host's ENOSPC into the application's) and
+ * the sandbox goes on. The directory on the host stays empty.
+ */
+static int bound_overlay(char **ret_error) {
+        _cleanup_free_ char *data = NULL;
+        const char *dir = arg_overlay + strlen("root:dir=");
+        char size[LIMIT_STRING_MAX];
+
+        if (arg_overlay_size == 0)
+                return 0;
+        if (asprintf(&data, "mode=0700,size=%" PRIu64, arg_overlay_size) < 0)
+                return -ENOMEM;
+        if (mount("lazaret-root-overlay", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, data) < 0)
+                return errorf(ret_error, -errno, "cannot bound the root overlay at %s (tmpfs of %s): %s", dir,
+                              limit_format_size(arg_overlay_size, size), strerror(errno));
+        return 0;
+}
+
 static int parse_argv(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "control-fd", required_argument, NULL, 'f' },
@@ -309,6 +336,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "bundle",     required_argument, NULL, 'b' },
                 { "container",  required_argument, NULL, 'c' },
                 { "overlay",    required_argument, NULL, 'o' },
+                { "overlay-size", required_argument, NULL, 'O' },
                 { "directfs",   required_argument, NULL, 'd' },
                 { "netns",      required_argument, NULL, 'n' },
                 { "slirp4netns", required_argument, NULL, 's' },
@@ -342,6 +370,11 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case 'o':
                         arg_overlay = optarg;
+                        break;
+                case 'O':
+                        if (limit_parse_size(optarg, &arg_overlay_size) < 0 || arg_overlay_size == LIMIT_INFINITY ||
+                            arg_overlay_size == 0)
+                                return -EINVAL;
                         break;
                 case 'd':
                         if (streq(optarg, "true"))
@@ -462,6 +495,11 @@ int main(int argc, char *argv[]) {
         }
         /* Every mount source, staged from what was checked (spec C19). */
         r = supmounts_stage(arg_bundle, &why);
+        if (r < 0) {
+                report_failed("%s", strna(why));
+                return 1;
+        }
+        r = bound_overlay(&why);
         if (r < 0) {
                 report_failed("%s", strna(why));
                 return 1;
