@@ -17,15 +17,23 @@
  * Session inside: SIGKILL to every process of session SID (the session
  * command's inner PID), for a session whose `runsc exec` died on the host
  * or that is being closed. Exit status 0 when none is left, 1 otherwise.
+ *
+ * Through `runsc exec` too, --exec COMMAND [ARG...] starts every Client
+ * Session's command: it refuses FIFOs for the session's processes
+ * (fifo-filter.h) and executes COMMAND, looked up in PATH, in its place, so
+ * the session's inner PID is the command's. A command that cannot be
+ * executed is reported as a shell would, with status 127 (not found) or 126.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fifo-filter.h"
 #include "netprobe.h"
 #include "parse-util.h"
 #include "session-kill.h"
@@ -46,6 +54,22 @@ static int attest(char *argv[]) {
         return r;
 }
 
+static int exec_session(char *argv[]) {
+        int r;
+
+        /* Fail closed: no session runs without the filter. */
+        r = fifo_filter_install();
+        if (r < 0) {
+                fprintf(stderr, "%s could not be started in the sandbox (cannot install its seccomp filter: %s)\n", argv[0],
+                        strerror(-r));
+                return 126;
+        }
+        execvp(argv[0], argv);
+        r = errno;
+        fprintf(stderr, "%s could not be started in the sandbox (%s)\n", argv[0], strerror(r));
+        return r == ENOENT ? 127 : 126;
+}
+
 int main(int argc, char *argv[]) {
         sigset_t set;
         int sig;
@@ -58,6 +82,8 @@ int main(int argc, char *argv[]) {
                         return 2;
                 return session_kill("/proc", sid) < 0;
         }
+        if (argc >= 3 && strcmp(argv[1], "--exec") == 0)
+                return exec_session(argv + 2);
         if (getpid() != 1)
                 return 1;
 

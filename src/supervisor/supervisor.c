@@ -141,6 +141,9 @@ static int runsc(const char *verb, char *const *args, bool wait_for_it, int out_
             strv_extendf(&argv, "--log=%s", logpath) < 0 ||
             strv_extend_strv(&argv, (char *[]) { (char *) "--platform=systrap", (char *) "--network=sandbox",
                                                  (char *) "--ignore-cgroups", (char *) "--file-access-mounts=shared",
+                                                 /* A socket bound in /workspace or a volume exists on the
+                                                  * host too (without it gVisor keeps it in memory only). */
+                                                 (char *) "--host-uds=create",
                                                  NULL }) < 0 ||
             strv_extendf(&argv, "--overlay2=%s", arg_overlay) < 0 ||
             strv_extendf(&argv, "--directfs=%s", arg_directfs ? "true" : "false") < 0 ||
