@@ -73,5 +73,14 @@ size_t helpers_pollfds(const Helpers *hs, struct pollfd *p, size_t n);
  * 0 if every helper runs; < 0 if one could not be asked. Never blocks. */
 int helpers_reap_dead(Helpers *hs, char **ret_line);
 
+/*
+ * For a step of the start that failed: 1 if a helper has ended (waiting up
+ * to wait_ms for one to), reaped and dropped, with "NAME died while the
+ * Domain started: ROLE NAME (pid N) was killed by signal 9 (SIGKILL)" in
+ * *ret_line, so that the failure is reported as the death that caused it;
+ * 0 if every helper still runs; < 0 if one could not be asked.
+ */
+int helpers_died_in_start(Helpers *hs, unsigned wait_ms, char **ret_line);
+
 /* Kills and reaps every helper in the set; the set is empty afterwards. */
 void helpers_kill(Helpers *hs);

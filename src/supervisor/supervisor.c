@@ -92,6 +92,20 @@ static void report_failed(const char *fmt, ...) {
         send_msg(&msg);
 }
 
+/*
+ * A step of the start failed with WHY: when a supervised helper died in
+ * the meantime, its death is what failed (killing slirp4netns makes the
+ * next route or the attestation fail), and it is named first.
+ */
+static void report_start_failed(Helpers *hs, const char *why) {
+        _cleanup_free_ char *death = NULL;
+
+        if (helpers_died_in_start(hs, 200, &death) > 0)
+                report_failed("%s (then: %s)", death, why);
+        else
+                report_failed("%s", why);
+}
+
 /* The first line of a file holding needle, else its last non-empty line, if any. */
 static void telling_line(const char *path, const char *needle, char *buf, size_t size) {
         _cleanup_fclose_ FILE *f = fopen(path, "re");
@@ -529,7 +543,7 @@ int main(int argc, char *argv[]) {
 #endif
                            }, &helpers, &why);
         if (r < 0) {
-                report_failed("%s", strna(why));
+                report_start_failed(&helpers, strna(why));
                 return 1;
         }
 
@@ -569,9 +583,9 @@ int main(int argc, char *argv[]) {
         r = read_report(probe_pipe[0], &report);
         probe_pipe[0] = safe_close(probe_pipe[0]);
         if (r < 0) {
-                report_failed("network attestation failed: %s", r == -ETIMEDOUT ? "the sandbox's probe did not report within 10 s"
-                              : r == -EFBIG ? "the sandbox's probe reported more than 64 KiB"
-                              : "the sandbox's probe stopped before the end of its report");
+                report_start_failed(&helpers, r == -ETIMEDOUT ? "network attestation failed: the sandbox's probe did not report within 10 s"
+                                    : r == -EFBIG ? "network attestation failed: the sandbox's probe reported more than 64 KiB"
+                                    : "network attestation failed: the sandbox's probe stopped before the end of its report");
                 return 1;
         }
         r = supnet_judge(&net, report, &why);
@@ -579,12 +593,12 @@ int main(int argc, char *argv[]) {
         if (r >= 0)
                 r = supnet_witness_denied(&net, 1000, &why);
         if (r < 0) {
-                report_failed("%s", strna(why));
+                report_start_failed(&helpers, strna(why));
                 return 1;
         }
         r = supnet_teardown_canary(&net, &why);
         if (r < 0) {
-                report_failed("%s", strna(why));
+                report_start_failed(&helpers, strna(why));
                 return 1;
         }
 
