@@ -70,9 +70,11 @@ static void on_mapper_done(Process *p, int status, const char *output, void *use
         const char *tool = c->gid_done ? "newgidmap" : "newuidmap";
         int r;
 
+        /* output is the process's: logged before it is freed. */
+        if (status != 0)
+                log_error("%s failed (%d): %s", tool, status, isempty(output) ? "no message" : output);
         c->mapper = process_free(c->mapper);
         if (status != 0) {
-                log_error("%s failed (%d): %s", tool, status, isempty(output) ? "no message" : output);
                 fail(c, "cannot set up the sandbox's user namespace (newuidmap/newgidmap failed; see the log)");
                 return;
         }
