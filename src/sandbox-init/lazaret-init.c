@@ -17,18 +17,26 @@
  * Session inside: SIGKILL to every process of session SID (the session
  * command's inner PID), for a session whose `runsc exec` died on the host
  * or that is being closed. Exit status 0 when none is left, 1 otherwise.
+ *
+ * When its standard input is a pipe, that pipe is the host-edit relay's
+ * channel (spec section 4.6): init keeps it across the attestation's
+ * redirection and hands it to a child that runs the relay
+ * (watch-relay.h) for as long as the pipe stays open.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "netprobe.h"
 #include "parse-util.h"
 #include "session-kill.h"
+#include "config.h"
+#include "watch-relay.h"
 
 static int attest(char *argv[]) {
         int port, fd, r;
@@ -46,9 +54,34 @@ static int attest(char *argv[]) {
         return r;
 }
 
+/* The relay's channel, taken from standard input before it goes to /dev/null; -EBADF without one. */
+static int take_channel(void) {
+        struct stat st;
+
+        if (fstat(STDIN_FILENO, &st) < 0 || !S_ISFIFO(st.st_mode))
+                return -EBADF;
+        return fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+}
+
+/* The relay runs in a child of its own, with the signals init blocked back to normal. */
+static void start_relay(int channel) {
+        sigset_t none;
+        pid_t pid;
+
+        if (channel < 0)
+                return;
+        pid = fork();
+        if (pid == 0) {
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                _exit(watch_relay_run(SANDBOX_WORKSPACE, channel) < 0);
+        }
+        close(channel);
+}
+
 int main(int argc, char *argv[]) {
         sigset_t set;
-        int sig;
+        int sig, channel;
 
         if (argc == 3 && strcmp(argv[1], "--kill-session") == 0) {
                 int sid;
@@ -63,6 +96,7 @@ int main(int argc, char *argv[]) {
 
         sigfillset(&set);
         sigprocmask(SIG_BLOCK, &set, NULL);
+        channel = take_channel();
 
         /* A probe that cannot report is seen by the supervisor, which then
          * never publishes this sandbox: nothing more to do about it here.
@@ -72,6 +106,7 @@ int main(int argc, char *argv[]) {
                         return 2;
         } else if (argc != 1)
                 return 2;
+        start_relay(channel);
 
         for (;;) {
                 if (sigwait(&set, &sig) != 0)

@@ -82,6 +82,36 @@ static int stage_filesystem(const MountEntry *e, const char *stage, const char *
         return 0;
 }
 
+int supmounts_open_workspace(const char *bundle, int *ret_fd, char **ret_error) {
+        _cleanup_(mount_plan_done) MountPlan plan = {};
+        _cleanup_free_ char *path = path_join(bundle, MOUNT_PLAN_FILE), *stage = path_join(bundle, MOUNT_PLAN_STAGE_DIR),
+                            *text = NULL, *why = NULL, *staged = NULL;
+        size_t len;
+        int r, fd;
+
+        if (!path || !stage)
+                return -ENOMEM;
+        r = read_full_file(path, MOUNT_PLAN_DOC_MAX, &text, &len);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot read the mount plan %s: %s", path, strerror(-r));
+        r = mount_plan_from_json(text, len, &plan, &why);
+        if (r < 0)
+                return errorf(ret_error, r, "%s: %s", path, why ?: strerror(-r));
+        for (size_t i = 0; i < plan.n_entries; i++) {
+                if (plan.entries[i].part != MOUNT_PART_WORKSPACE || plan.entries[i].kind != MOUNT_BIND)
+                        continue;
+                staged = mount_plan_staged_path(stage, i);
+                if (!staged)
+                        return -ENOMEM;
+                fd = open(staged, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return errorf(ret_error, -errno, "cannot open the staged workspace %s: %m", staged);
+                *ret_fd = fd;
+                return 0;
+        }
+        return errorf(ret_error, -ENOENT, "the mount plan %s has no workspace", path);
+}
+
 int supmounts_stage(const char *bundle, char **ret_error) {
         _cleanup_(mount_plan_done) MountPlan plan = {};
         _cleanup_free_ char *path = path_join(bundle, MOUNT_PLAN_FILE), *stage = path_join(bundle, MOUNT_PLAN_STAGE_DIR), *text = NULL,
