@@ -10,7 +10,8 @@
 # measured latency is printed; the goal is 200 ms). Each host edit is
 # delivered once, not echoed back and forth, and a write made inside is
 # seen inside as gVisor reports it, without an extra event relayed back
-# from the host.
+# from the host. A workspace with more directories than may be watched
+# starts, with one line about it in the Domain's log.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -112,6 +113,23 @@ lt_log "ok: a write inside is seen once: $(tr '\n' ';' <<<"$inside")"
 
 # The content a watcher then reads is the host's.
 lt_assert_eq "host append read inside" "one two" "$(lt_launch -- /bin/cat /workspace/existing.txt | tr '\n' ' ' | sed 's/ $//')"
+
+# The watch bound: a workspace with more directories than lazaret-watch may
+# watch still starts, and the Domain's log says so in one line.
+kill "$watcher" 2>/dev/null || true
+kill "$LT_KEEPER" 2>/dev/null || true
+LT_KEEPER=
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+lt_wait_inactive
+mkdir -p "$LT_WS/many"
+(cd "$LT_WS/many" && seq -f 'd%g' 1 8200 | xargs mkdir)
+# The log is appended to across runs: only what this launch added counts.
+log_from=$(($(wc -l <"$LT_LOGDIR/$LT_DOMAIN.log" 2>/dev/null || echo 0) + 1))
+out=$(lt_launch -- /bin/true 2>&1) || lt_fail "a launch in a workspace of 8200 directories failed: $out"
+bound=$(tail -n +"$log_from" "$LT_LOGDIR/$LT_DOMAIN.log" | grep -o 'lazaret-watch: .*' || true)
+grep -q '^lazaret-watch: the workspace has more than 8192 directories: host edits in .* do not reach file watchers inside the sandbox' \
+        <<<"$bound" || lt_fail "the watch bound is not in the Domain's log: $(tail -n +"$log_from" "$LT_LOGDIR/$LT_DOMAIN.log" | tail -n 5)"
+lt_assert_eq "lines about the watch bound" 1 "$(wc -l <<<"$bound")"
 
 sort -n "$HOME/watch-latency.txt" | awk '{ a[NR] = $1 } END { printf "# host edit to event inside: median %d ms, max %d ms over %d edits\n", a[int((NR + 1) / 2)], a[NR], NR }' >&2
 lt_log "ok: host edits reach file watchers inside"
