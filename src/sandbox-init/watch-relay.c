@@ -15,8 +15,9 @@
 #include "watch-proto.h"
 #include "watch-relay.h"
 
-/* Directories watched inside for the sandbox's own changes. */
-#define RELAY_WATCHES_MAX 16384u
+/* Directories watched inside for the sandbox's own changes, as many as the host
+ * watcher may watch: each pins a gVisor dentry, which holds host fds. */
+#define RELAY_WATCHES_MAX 8192u
 #define RELAY_DEPTH_MAX 64
 #define RELAY_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB | \
                     IN_ONLYDIR | IN_DONT_FOLLOW)
