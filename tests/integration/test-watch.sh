@@ -30,6 +30,8 @@ printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s" }
 mkdir -p "$LT_WS/sub" "$LT_WS/.git/objects/ab"
 echo one >"$LT_WS/existing.txt"
 echo one >"$LT_WS/old-name.txt"
+echo one >"$LT_WS/shared.txt"
+chmod 0664 "$LT_WS/shared.txt"
 
 lt_keeper_start
 events=$HOME/watch-events.txt
@@ -77,6 +79,11 @@ host_edit "a file created" '^(ATTRIB|CREATE|MODIFY)[A-Z|]* /workspace/created\.t
         sh -c "echo new >'$LT_WS/created.txt'"
 host_edit "a file appended to" '^(ATTRIB|MODIFY)[A-Z|]* /workspace/existing\.txt$' \
         sh -c "echo two >>'$LT_WS/existing.txt'"
+# A mode the set-ID filter refuses to chmod to (group write, as under a
+# umask of 002): relayed all the same, and its mode left as it is.
+host_edit "a group-writable file appended to" '^(ATTRIB|MODIFY)[A-Z|]* /workspace/shared\.txt$' \
+        sh -c "echo two >>'$LT_WS/shared.txt'"
+lt_assert_eq "mode of the group-writable file after the relay" 664 "$(stat -c %a "$LT_WS/shared.txt")"
 host_edit "a file created in a subdirectory" '^(ATTRIB|CREATE|MODIFY)[A-Z|]* /workspace/sub/s\.txt$' \
         sh -c "echo s >'$LT_WS/sub/s.txt'"
 host_edit "a file renamed (new name)" '^(ATTRIB|CREATE|MOVED_TO)[A-Z|]* /workspace/new-name\.txt$' \
