@@ -21,13 +21,16 @@
  * When its standard input is a pipe, that pipe is the host-edit relay's
  * channel (spec section 4.6): init keeps it across the attestation's
  * redirection and hands it to a child that runs the relay
- * (watch-relay.h) for as long as the pipe stays open.
+ * (watch-relay.h) for as long as the pipe stays open. A relay that dies
+ * (a `kill -9 -1` inside ends it too) is started again, up to
+ * RELAY_RESTARTS_MAX times.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,25 +66,31 @@ static int take_channel(void) {
         return fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
 }
 
-/* The relay runs in a child of its own, with the signals init blocked back to normal. */
-static void start_relay(int channel) {
+#define RELAY_RESTARTS_MAX 64
+
+/* The relay runs in a child of its own, with the signals init blocked back
+ * to normal; its PID, or 0. Init keeps its copy of the channel for a restart. */
+static pid_t start_relay(int channel) {
         sigset_t none;
         pid_t pid;
 
         if (channel < 0)
-                return;
+                return 0;
         pid = fork();
         if (pid == 0) {
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
+                (void) prctl(PR_SET_NAME, "lazaret-relay");
                 _exit(watch_relay_run(SANDBOX_WORKSPACE, channel) < 0);
         }
-        close(channel);
+        return pid > 0 ? pid : 0;
 }
 
 int main(int argc, char *argv[]) {
         sigset_t set;
-        int sig, channel;
+        unsigned restarts = 0;
+        pid_t relay, pid;
+        int sig, channel, status;
 
         if (argc == 3 && strcmp(argv[1], "--kill-session") == 0) {
                 int sid;
@@ -106,14 +115,17 @@ int main(int argc, char *argv[]) {
                         return 2;
         } else if (argc != 1)
                 return 2;
-        start_relay(channel);
+        relay = start_relay(channel);
 
         for (;;) {
                 if (sigwait(&set, &sig) != 0)
                         continue;
                 if (sig == SIGCHLD) {
-                        while (waitpid(-1, NULL, WNOHANG) > 0)
-                                ;
+                        while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+                                /* Exit status 0: the channel reached EOF, the host watcher is gone. */
+                                if (pid == relay && !(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
+                                    restarts++ < RELAY_RESTARTS_MAX)
+                                        relay = start_relay(channel);
                         continue;
                 }
                 if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)

@@ -240,6 +240,8 @@ static void on_event(Watcher *w, const struct inotify_event *e) {
 /* The batch into the output buffer, as much of the buffer as the pipe takes now. */
 static void flush(Watcher *w) {
         if (w->batch_deadline != 0 && now_msec() >= w->batch_deadline) {
+                bool left_out = false;
+
                 for (size_t i = 0; i < w->n_pending; i++) {
                         const char *p = w->pending[i];
                         size_t k = strlen(p);
@@ -249,12 +251,16 @@ static void flush(Watcher *w) {
                                 w->out[w->n_out + k] = '\n';
                                 w->n_out += k + 1;
                                 watch_recent_note(&w->sent, p, now_msec());
-                        }
+                        } else
+                                left_out = true;
                         w->pending[i] = mfree(w->pending[i]);
                 }
                 w->n_pending = 0;
                 w->batch_deadline = 0;
                 w->generation++;
+                /* The sandbox reads slower than the host changes: the root stands for what did not fit. */
+                if (left_out && w->channel_fd >= 0)
+                        queue(w, ".");
         }
         while (w->channel_fd >= 0 && w->n_out > 0) {
                 ssize_t k = write(w->channel_fd, w->out, w->n_out);

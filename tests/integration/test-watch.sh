@@ -10,7 +10,8 @@
 # measured latency is printed; the goal is 200 ms). Each host edit is
 # delivered once, not echoed back and forth, and a write made inside is
 # seen inside as gVisor reports it, without an extra event relayed back
-# from the host. A workspace with more directories than may be watched
+# from the host. A relay killed inside is started again. A workspace with
+# more directories than may be watched
 # starts, with one line about it in the Domain's log.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
@@ -117,6 +118,14 @@ if grep -q '^ATTRIB' <<<"$inside"; then
         lt_fail "a write made inside came back from the host as a second event: $(tr '\n' ';' <<<"$inside")"
 fi
 lt_log "ok: a write inside is seen once: $(tr '\n' ';' <<<"$inside")"
+
+# A relay killed inside (as `kill -9 -1` would) is started again by init.
+killed=$(lt_launch -- /bin/sh -c 'for p in /proc/[0-9]*; do
+        if [ "$(cat "$p/comm" 2>/dev/null)" = lazaret-relay ]; then kill -9 "${p#/proc/}" && echo "${p#/proc/}"; fi
+done') || lt_fail "cannot kill the relay inside"
+[[ -n $killed ]] || lt_fail "no process named lazaret-relay inside"
+host_edit "a file created after the relay was killed" '^(ATTRIB|CREATE|MODIFY)[A-Z|]* /workspace/after-kill\.txt$' \
+        sh -c "echo x >'$LT_WS/after-kill.txt'"
 
 # The content a watcher then reads is the host's.
 lt_assert_eq "host append read inside" "one two" "$(lt_launch -- /bin/cat /workspace/existing.txt | tr '\n' ' ' | sed 's/ $//')"
