@@ -77,6 +77,7 @@ typedef struct Watcher {
         WatchRecent sent;               /* for the trigger's IN_ATTRIB echo */
         char *out;
         size_t n_out;
+        bool left_out;                  /* paths dropped for want of room in out */
 } Watcher;
 
 static char *join(const char *dir, const char *name) {
@@ -240,8 +241,6 @@ static void on_event(Watcher *w, const struct inotify_event *e) {
 /* The batch into the output buffer, as much of the buffer as the pipe takes now. */
 static void flush(Watcher *w) {
         if (w->batch_deadline != 0 && now_msec() >= w->batch_deadline) {
-                bool left_out = false;
-
                 for (size_t i = 0; i < w->n_pending; i++) {
                         const char *p = w->pending[i];
                         size_t k = strlen(p);
@@ -252,15 +251,20 @@ static void flush(Watcher *w) {
                                 w->n_out += k + 1;
                                 watch_recent_note(&w->sent, p, now_msec());
                         } else
-                                left_out = true;
+                                w->left_out = true;
                         w->pending[i] = mfree(w->pending[i]);
                 }
                 w->n_pending = 0;
                 w->batch_deadline = 0;
                 w->generation++;
-                /* The sandbox reads slower than the host changes: the root stands for what did not fit. */
-                if (left_out && w->channel_fd >= 0)
-                        queue(w, ".");
+        }
+        /* The sandbox read slower than the host changed: once there is room,
+         * the root stands for what did not fit. */
+        if (w->left_out && w->channel_fd >= 0 && w->n_out + 2 <= WATCH_OUT_MAX) {
+                memcpy(w->out + w->n_out, ".\n", 2);
+                w->n_out += 2;
+                w->left_out = false;
+                watch_recent_note(&w->sent, ".", now_msec());
         }
         while (w->channel_fd >= 0 && w->n_out > 0) {
                 ssize_t k = write(w->channel_fd, w->out, w->n_out);
