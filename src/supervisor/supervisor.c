@@ -48,6 +48,7 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "harden.h"
 #include "helper.h"
 #include "macro.h"
 #include "parse-util.h"
@@ -289,21 +290,6 @@ static void setup_files_limit(void) {
                          (unsigned long long) (rl.rlim_max / 3 < 100000 ? rl.rlim_max / 3 : 100000));
 }
 
-/* Step 2: nothing left to gain, in this namespace or through exec. */
-static int drop_privileges(void) {
-        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-        struct __user_cap_data_struct d[2] = {};
-
-        for (unsigned long cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-                        return -errno;
-        if (syscall(SYS_capset, &h, d) < 0)
-                return -errno;
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                return -errno;
-        return 0;
-}
-
 /* Step 3: what waiting, reporting and exiting need, and nothing else
  * (exiting kills and reaps the helpers: pidfd_send_signal, waitid). */
 #define SUPERVISOR_SYSCALLS(X) \
@@ -314,22 +300,11 @@ static int drop_privileges(void) {
         X(lseek) X(fcntl) X(getrandom) X(pidfd_send_signal)
 
 static int load_seccomp(void) {
-        scmp_filter_ctx ctx;
-        int r;
+#define NR(name) SCMP_SYS(name),
+        static const int allowed[] = { SUPERVISOR_SYSCALLS(NR) };
+#undef NR
 
-        ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
-        if (!ctx)
-                return -ENOMEM;
-#define ALLOW(name) \
-        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(name), 0); \
-        if (r < 0 && r != -EDOM && r != -EFAULT) \
-                goto finish;
-        SUPERVISOR_SYSCALLS(ALLOW)
-#undef ALLOW
-        r = seccomp_load(ctx);
-finish:
-        seccomp_release(ctx);
-        return r;
+        return harden_load_allowlist(allowed, ELEMENTSOF(allowed));
 }
 
 static int parse_argv(int argc, char *argv[]) {
@@ -598,7 +573,8 @@ int main(int argc, char *argv[]) {
          * slirp4netns' exit pipe stay: they are how their ends are seen and
          * caused. */
         supnet_done(&net);
-        r = drop_privileges();
+        /* Step 2: nothing left to gain, in this namespace or through exec. */
+        r = harden_drop_privileges();
         if (r < 0) {
                 report_failed("cannot drop privileges: %s", strerror(-r));
                 return 1;
