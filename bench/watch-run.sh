@@ -9,13 +9,7 @@ EDITS=${LAZARET_TEST_BENCH_EDITS:-50}
 
 lt_install
 lt_domain_setup bench-watch
-tools=$HOME/lt-tools
-mkdir -p "$tools"
-cc -O1 -static -o "$tools/inotify-watch" "$LAZARET_SOURCE_ROOT/tests/integration/inotify-watch.c" ||
-        lt_fail "cannot build tests/integration/inotify-watch.c (static)"
-image=$HOME/lt-image-watch-$(sha256sum <"$tools/inotify-watch" | cut -c1-12)
-lt_build_image "$image" "$tools/inotify-watch"
-printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s" } } }\n' "$image" >"$LT_CONFIG"
+lt_use_watch_image
 echo 0 >"$LT_WS/f.txt"
 lt_keeper_start
 
@@ -55,12 +49,12 @@ start_watcher() {
         lt_fail "the watcher did not start: $(cat "$events")"
 }
 
-start_watcher "$HOME/bench-host.txt" "$tools/inotify-watch" "$LT_WS"
+start_watcher "$HOME/bench-host.txt" "$LT_WATCH_TOOL" "$LT_WS"
 host_pid=$!
 host=$(measure host "$HOME/bench-host.txt" "$LT_WS/f.txt\$")
 kill "$host_pid"
 
-start_watcher "$HOME/bench-inside.txt" bash -c "cd '$LT_WS' && exec lazaretctl launch -- '$tools/inotify-watch' /workspace"
+start_watcher "$HOME/bench-inside.txt" bash -c "cd '$LT_WS' && exec lazaretctl launch -- '$LT_WATCH_TOOL' /workspace"
 inside_pid=$!
 inside=$(measure inside "$HOME/bench-inside.txt" ' /workspace/f\.txt$')
 kill "$inside_pid"

@@ -25,9 +25,7 @@
 typedef struct Relay {
         int inotify_fd;
         int root_fd;                    /* O_PATH of the workspace */
-        char **dirs;                    /* by watch descriptor: workspace-relative path */
-        size_t n_dirs;
-        size_t n_watches;
+        WatchDirs dirs;
         WatchRecent sandbox;            /* changes gVisor saw made inside */
         WatchRecent triggered;          /* our own triggers, whose IN_ATTRIB is no change */
         WatchLineReader reader;
@@ -38,16 +36,6 @@ static uint64_t now_ms(void) {
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
-static char *join(const char *dir, const char *name) {
-        char *s;
-
-        if (strcmp(dir, ".") == 0)
-                return strdup(name);
-        if (asprintf(&s, "%s/%s", dir, name) < 0)
-                return NULL;
-        return s;
 }
 
 /*
@@ -76,26 +64,12 @@ static void add_watch(Relay *r, int fd, const char *rel) {
         char proc[64];
         int wd;
 
-        if (r->n_watches >= RELAY_WATCHES_MAX)
+        if (r->dirs.n >= RELAY_WATCHES_MAX)
                 return;
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
         wd = inotify_add_watch(r->inotify_fd, proc, RELAY_MASK & ~IN_DONT_FOLLOW);
-        if (wd < 0)
-                return;
-        if ((size_t) wd >= r->n_dirs) {
-                size_t n = (size_t) wd * 2 + 16;
-                char **d = realloc(r->dirs, n * sizeof(char *));
-
-                if (!d)
-                        return;
-                memset(d + r->n_dirs, 0, (n - r->n_dirs) * sizeof(char *));
-                r->dirs = d;
-                r->n_dirs = n;
-        }
-        if (!r->dirs[wd])
-                r->n_watches++;
-        free(r->dirs[wd]);
-        r->dirs[wd] = strdup(rel);
+        if (wd >= 0)
+                (void) watch_dirs_set(&r->dirs, wd, rel);
 }
 
 /* Watches the directory fd (relative path rel) and every directory below it, never through a link. */
@@ -115,7 +89,7 @@ static void watch_tree(Relay *r, int fd, const char *rel, int depth) {
                 close(dfd);
                 return;
         }
-        while ((de = readdir(d)) && r->n_watches < RELAY_WATCHES_MAX) {
+        while ((de = readdir(d)) && r->dirs.n < RELAY_WATCHES_MAX) {
                 char *sub;
                 int cfd;
 
@@ -126,7 +100,7 @@ static void watch_tree(Relay *r, int fd, const char *rel, int depth) {
                 cfd = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (cfd < 0)
                         continue;
-                sub = join(rel, de->d_name);
+                sub = watch_path_join(rel, de->d_name);
                 if (sub && watch_path_valid(sub, strlen(sub)))
                         watch_tree(r, cfd, sub, depth + 1);
                 free(sub);
@@ -220,16 +194,14 @@ static void drain_inotify(Relay *r) {
                         char *rel;
 
                         p += sizeof(*e) + e->len;
-                        if (e->wd < 0 || (size_t) e->wd >= r->n_dirs || !r->dirs[e->wd])
+                        dir = watch_dirs_get(&r->dirs, e->wd);
+                        if (!dir)
                                 continue;
-                        dir = r->dirs[e->wd];
                         if (e->mask & IN_IGNORED) {
-                                free(r->dirs[e->wd]);
-                                r->dirs[e->wd] = NULL;
-                                r->n_watches--;
+                                watch_dirs_drop(&r->dirs, e->wd);
                                 continue;
                         }
-                        rel = e->len ? join(dir, e->name) : strdup(dir);
+                        rel = e->len ? watch_path_join(dir, e->name) : strdup(dir);
                         if (!rel)
                                 continue;
                         if (!(e->mask & ~(IN_ATTRIB | IN_ISDIR)) &&
@@ -299,9 +271,7 @@ int watch_relay_run(const char *workspace, int channel_fd) {
                 (void) watch_line_feed(&r->reader, buf, (size_t) n, on_host_path, r);
         }
 finish:
-        for (size_t i = 0; i < r->n_dirs; i++)
-                free(r->dirs[i]);
-        free(r->dirs);
+        watch_dirs_done(&r->dirs);
         if (r->inotify_fd >= 0)
                 close(r->inotify_fd);
         if (r->root_fd >= 0)

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "watch-proto.h"
@@ -28,6 +30,21 @@ bool watch_path_valid(const char *p, size_t len) {
         return true;
 }
 
+char *watch_path_join(const char *dir, const char *name) {
+        size_t a = strlen(dir), b = strlen(name);
+        char *s;
+
+        if (a == 1 && dir[0] == '.')
+                return strdup(name);
+        s = malloc(a + 1 + b + 1);
+        if (!s)
+                return NULL;
+        memcpy(s, dir, a);
+        s[a] = '/';
+        memcpy(s + a + 1, name, b + 1);
+        return s;
+}
+
 bool watch_path_skipped(const char *p) {
         static const char needle[] = ".git/objects";
         const size_t k = sizeof(needle) - 1;
@@ -36,6 +53,49 @@ bool watch_path_skipped(const char *p) {
                 if ((s == p || s[-1] == '/') && (s[k] == 0 || s[k] == '/'))
                         return true;
         return false;
+}
+
+int watch_dirs_set(WatchDirs *d, int wd, const char *rel) {
+        char *copy;
+
+        if (wd < 0)
+                return -EINVAL;
+        if ((size_t) wd >= d->size) {
+                size_t n = (size_t) wd * 2 + 16;
+                char **p = realloc(d->path, n * sizeof(char *));
+
+                if (!p)
+                        return -ENOMEM;
+                memset(p + d->size, 0, (n - d->size) * sizeof(char *));
+                d->path = p;
+                d->size = n;
+        }
+        copy = strdup(rel);
+        watch_dirs_drop(d, wd);
+        if (!copy)
+                return -ENOMEM;
+        d->path[wd] = copy;
+        d->n++;
+        return 0;
+}
+
+const char *watch_dirs_get(const WatchDirs *d, int wd) {
+        return wd >= 0 && (size_t) wd < d->size ? d->path[wd] : NULL;
+}
+
+void watch_dirs_drop(WatchDirs *d, int wd) {
+        if (wd < 0 || (size_t) wd >= d->size || !d->path[wd])
+                return;
+        free(d->path[wd]);
+        d->path[wd] = NULL;
+        d->n--;
+}
+
+void watch_dirs_done(WatchDirs *d) {
+        for (size_t i = 0; i < d->size; i++)
+                free(d->path[i]);
+        free(d->path);
+        *d = (WatchDirs) {};
 }
 
 size_t watch_line_feed(WatchLineReader *r, const char *data, size_t len,

@@ -28,9 +28,31 @@
 /* Whether p[0..len) is a valid workspace-relative path as above. */
 bool watch_path_valid(const char *p, size_t len);
 
+/* dir (a valid path, "." for the root) and one entry name: "name" or
+ * "dir/name", newly allocated; NULL when out of memory. */
+char *watch_path_join(const char *dir, const char *name);
+
 /* Whether the relative path p lies in a git object store (".git/objects" at
  * any depth): churn that no watcher inside needs, never relayed. */
 bool watch_path_skipped(const char *p);
+
+/*
+ * The workspace-relative path of each watched directory, by inotify watch
+ * descriptor (small integers that inotify hands out in order), and how many
+ * there are. set() copies rel, replacing what wd had (inotify gives the same
+ * wd for a directory watched again, after a rename say): 0, or -ENOMEM
+ * (wd left without a path), -EINVAL for a negative wd.
+ */
+typedef struct WatchDirs {
+        char **path;
+        size_t size;
+        size_t n;
+} WatchDirs;
+
+int watch_dirs_set(WatchDirs *d, int wd, const char *rel);
+const char *watch_dirs_get(const WatchDirs *d, int wd);
+void watch_dirs_drop(WatchDirs *d, int wd);
+void watch_dirs_done(WatchDirs *d);
 
 /*
  * Splits a stream into lines. Fed with whatever read() returned, it calls

@@ -35,15 +35,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include <linux/capability.h>
 #include <seccomp.h>
 
 #include "cleanup.h"
+#include "harden.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "util.h"
@@ -65,9 +63,7 @@ typedef struct Watcher {
         int inotify_fd;
         int root_fd;
         int channel_fd;                 /* -EBADF once its reader is gone */
-        char **dirs;                    /* by watch descriptor: workspace-relative path */
-        size_t n_dirs;
-        size_t n_watches;
+        WatchDirs dirs;
         bool told_full;
         char *pending[WATCH_PENDING_MAX];
         size_t n_pending;
@@ -79,16 +75,6 @@ typedef struct Watcher {
         size_t n_out;
         bool left_out;                  /* paths dropped for want of room in out */
 } Watcher;
-
-static char *join(const char *dir, const char *name) {
-        char *s;
-
-        if (streq(dir, "."))
-                return strdup(name);
-        if (asprintf(&s, "%s/%s", dir, name) < 0)
-                return NULL;
-        return s;
-}
 
 static void queue(Watcher *w, const char *rel) {
         if (watch_recent_seen(&w->queued, rel, w->generation, 0))
@@ -118,7 +104,7 @@ static void tell_full(Watcher *w, const char *rel, int r) {
         if (r == -ENOSPC)
                 fprintf(stderr, "lazaret-watch: the kernel's limit on inotify watches (fs.inotify.max_user_watches) is "
                         "reached at %zu directories: host edits in %s and in directories not watched yet do not reach "
-                        "file watchers inside the sandbox (README.md, \"Troubleshooting\")\n", w->n_watches, rel);
+                        "file watchers inside the sandbox (README.md, \"Troubleshooting\")\n", w->dirs.n, rel);
         else
                 fprintf(stderr, "lazaret-watch: the workspace has more than %u directories: host edits in %s and in "
                         "directories not watched yet do not reach file watchers inside the sandbox (README.md, "
@@ -129,7 +115,7 @@ static void add_watch(Watcher *w, int fd, const char *rel) {
         char proc[64];
         int wd;
 
-        if (w->n_watches >= arg_max_watches) {
+        if (w->dirs.n >= arg_max_watches) {
                 tell_full(w, rel, -EMFILE);
                 return;
         }
@@ -140,20 +126,7 @@ static void add_watch(Watcher *w, int fd, const char *rel) {
                         tell_full(w, rel, -ENOSPC);
                 return;
         }
-        if ((size_t) wd >= w->n_dirs) {
-                size_t n = (size_t) wd * 2 + 64;
-                char **d = realloc(w->dirs, n * sizeof(char *));
-
-                if (!d)
-                        return;
-                memset(d + w->n_dirs, 0, (n - w->n_dirs) * sizeof(char *));
-                w->dirs = d;
-                w->n_dirs = n;
-        }
-        if (!w->dirs[wd])
-                w->n_watches++;
-        free(w->dirs[wd]);
-        w->dirs[wd] = strdup(rel);
+        (void) watch_dirs_set(&w->dirs, wd, rel);
 }
 
 /* Watches directory fd (rel) and every directory below it, never through a link;
@@ -180,7 +153,7 @@ static void watch_tree(Watcher *w, int fd, const char *rel, bool announce, int d
 
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
-                sub = join(rel, de->d_name);
+                sub = watch_path_join(rel, de->d_name);
                 if (!sub || !watch_path_valid(sub, strlen(sub)))
                         continue;
                 if (announce && !watch_path_skipped(sub))
@@ -218,15 +191,14 @@ static void on_event(Watcher *w, const struct inotify_event *e) {
                 queue(w, ".");
                 return;
         }
-        if (e->wd < 0 || (size_t) e->wd >= w->n_dirs || !w->dirs[e->wd])
+        dir = watch_dirs_get(&w->dirs, e->wd);
+        if (!dir)
                 return;
-        dir = w->dirs[e->wd];
         if (e->mask & IN_IGNORED) {
-                w->dirs[e->wd] = mfree(w->dirs[e->wd]);
-                w->n_watches--;
+                watch_dirs_drop(&w->dirs, e->wd);
                 return;
         }
-        rel = e->len ? join(dir, e->name) : strdup(dir);
+        rel = e->len ? watch_path_join(dir, e->name) : strdup(dir);
         if (!rel || !watch_path_valid(rel, strlen(rel)) || watch_path_skipped(rel))
                 return;
         /* The relay's own trigger, or a directory's metadata: not relayed. */
@@ -284,21 +256,6 @@ static void flush(Watcher *w) {
         }
 }
 
-static int drop_privileges(void) {
-        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-        struct __user_cap_data_struct d[2] = {};
-
-        /* EPERM: no CAP_SETPCAP, so nothing to drop there (run by hand, as a plain user). */
-        for (unsigned long cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
-                        return -errno;
-        if (syscall(SYS_capset, &h, d) < 0)
-                return -errno;
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                return -errno;
-        return 0;
-}
-
 /* Watching, walking new directories, writing the channel, and nothing else. */
 #define WATCH_SYSCALLS(X) \
         X(read) X(write) X(close) X(poll) X(ppoll) X(openat) X(getdents64) X(fstat) X(newfstatat) X(fcntl) \
@@ -306,22 +263,11 @@ static int drop_privileges(void) {
         X(futex) X(rt_sigreturn) X(rt_sigprocmask) X(restart_syscall) X(exit) X(exit_group) X(lseek) X(getrandom)
 
 static int load_seccomp(void) {
-        scmp_filter_ctx ctx;
-        int r = 0;
+#define NR(name) SCMP_SYS(name),
+        static const int allowed[] = { WATCH_SYSCALLS(NR) };
+#undef NR
 
-        ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
-        if (!ctx)
-                return -ENOMEM;
-#define ALLOW(name) \
-        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(name), 0); \
-        if (r < 0 && r != -EDOM && r != -EFAULT) \
-                goto finish;
-        WATCH_SYSCALLS(ALLOW)
-#undef ALLOW
-        r = seccomp_load(ctx);
-finish:
-        seccomp_release(ctx);
-        return r;
+        return harden_load_allowlist(allowed, ELEMENTSOF(allowed));
 }
 
 static int parse_argv(int argc, char *argv[]) {
@@ -364,11 +310,11 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         watch_tree(&w, w.root_fd, ".", false, 0);
-        if (w.n_watches == 0) {
+        if (w.dirs.n == 0) {
                 fprintf(stderr, "lazaret-watch: cannot watch the workspace: %m\n");
                 return 1;
         }
-        r = drop_privileges();
+        r = harden_drop_privileges();
         if (r >= 0)
                 r = load_seccomp();
         if (r < 0) {

@@ -19,14 +19,7 @@
 lt_install
 lt_domain_setup
 
-tools=$HOME/lt-tools
-mkdir -p "$tools"
-cc -O1 -static -o "$tools/inotify-watch" "$LAZARET_SOURCE_ROOT/tests/integration/inotify-watch.c" ||
-        lt_fail "cannot build tests/integration/inotify-watch.c (static)"
-# The image gets it at the same path; rebuilt when the program changes.
-image=$HOME/lt-image-watch-$(sha256sum <"$tools/inotify-watch" | cut -c1-12)
-lt_build_image "$image" "$tools/inotify-watch"
-printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s" } } }\n' "$image" >"$LT_CONFIG"
+lt_use_watch_image
 
 mkdir -p "$LT_WS/sub" "$LT_WS/.git/objects/ab"
 echo one >"$LT_WS/existing.txt"
@@ -37,7 +30,7 @@ chmod 0664 "$LT_WS/shared.txt"
 lt_keeper_start
 events=$HOME/watch-events.txt
 : >"$events"
-(cd "$LT_WS" && exec lazaretctl launch -- "$tools/inotify-watch" /workspace /workspace/sub) >"$events" 2>&1 &
+(cd "$LT_WS" && exec lazaretctl launch -- "$LT_WATCH_TOOL" /workspace /workspace/sub) >"$events" 2>&1 &
 watcher=$!
 lt_cleanup_hook() { kill "$watcher" 2>/dev/null || true; }
 for _ in $(seq 1 100); do

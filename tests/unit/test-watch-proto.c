@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -46,6 +48,15 @@ Test(watch_proto, skipped) {
         cr_assert(!watch_path_skipped("x.git/objects"));
         cr_assert(!watch_path_skipped(".git/HEAD"));
         cr_assert(!watch_path_skipped("src/objects"));
+}
+
+Test(watch_proto, join) {
+        char *s = watch_path_join(".", "a");
+        cr_assert_str_eq(s, "a");
+        free(s);
+        s = watch_path_join("a/b", "c");
+        cr_assert_str_eq(s, "a/b/c");
+        free(s);
 }
 
 typedef struct Lines {
@@ -129,4 +140,30 @@ Test(watch_proto, line_of_exactly_the_bound) {
         line[WATCH_PATH_MAX + 1] = '\n';
         cr_assert_eq(watch_line_feed(&r, line, WATCH_PATH_MAX + 2, on_line, &l), 1);
         cr_assert_eq(l.n, 1);
+}
+
+Test(watch_proto, dirs_by_descriptor) {
+        WatchDirs d = {};
+
+        cr_assert_null(watch_dirs_get(&d, 1));
+        cr_assert_eq(watch_dirs_set(&d, -1, "x"), -EINVAL);
+        cr_assert_eq(watch_dirs_set(&d, 1, "."), 0);
+        cr_assert_eq(watch_dirs_set(&d, 300, "a/b"), 0);
+        cr_assert_eq(d.n, 2);
+        cr_assert_str_eq(watch_dirs_get(&d, 1), ".");
+        cr_assert_str_eq(watch_dirs_get(&d, 300), "a/b");
+        cr_assert_null(watch_dirs_get(&d, 2));
+        cr_assert_null(watch_dirs_get(&d, -1));
+        /* The same wd again (a directory renamed and watched again): replaced, not counted twice. */
+        cr_assert_eq(watch_dirs_set(&d, 300, "c/b"), 0);
+        cr_assert_eq(d.n, 2);
+        cr_assert_str_eq(watch_dirs_get(&d, 300), "c/b");
+        watch_dirs_drop(&d, 300);
+        watch_dirs_drop(&d, 300);
+        watch_dirs_drop(&d, 100000);
+        cr_assert_eq(d.n, 1);
+        cr_assert_null(watch_dirs_get(&d, 300));
+        watch_dirs_done(&d);
+        cr_assert_eq(d.n, 0);
+        cr_assert_null(watch_dirs_get(&d, 1));
 }
