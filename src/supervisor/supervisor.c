@@ -8,7 +8,8 @@
  *   1. acquires its resources: its own mount namespace, the set-ID seccomp
  *      filter (inherited by runsc and gVisor), the network (enforcement
  *      namespace, slirp4netns, links, the derived policy read back, the
- *      canaries and the deny link's witness: supervisor-net.c), the runsc
+ *      canaries and the deny link's witness: supervisor-net.c), the host-edit
+ *      watcher (lazaret-watch, whose pipe is the init's stdin), the runsc
  *      container (`runsc run --detach`) and an attached `runsc wait`; then
  *      judges the network probe the container's init reported and removes
  *      the canaries;
