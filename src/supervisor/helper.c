@@ -154,6 +154,8 @@ int helper_start(Helpers *hs, const HelperSpec *spec, pid_t *ret_pid, char **ret
         o.pass_fds = pass;
         o.n_pass_fds = 1 + spec->n_pass_fds;
         o.die_with_parent = true;
+        if (spec->keep_stderr)
+                o.stdio[2] = STDERR_FILENO;
         deadline = now_msec() + spec->ready_timeout_ms;
         r = spawn(&o, &h.pid, &h.pidfd);
         /* Ours closed: EOF then means every copy the helper had is gone. */

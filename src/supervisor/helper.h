@@ -2,6 +2,7 @@
 #pragma once
 
 #include <poll.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -46,6 +47,7 @@ typedef struct HelperSpec {
         const int *pass_fds;            /* fd HELPER_FIRST_PASS_FD + i in the helper; still the caller's */
         size_t n_pass_fds;
         unsigned ready_timeout_ms;      /* 1 to HELPER_READY_TIMEOUT_MAX_MS */
+        bool keep_stderr;               /* its stderr is the supervisor's (the Domain's log), not /dev/null */
 } HelperSpec;
 
 typedef struct Helper {

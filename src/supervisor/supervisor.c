@@ -8,7 +8,8 @@
  *   1. acquires its resources: its own mount namespace, the set-ID seccomp
  *      filter (inherited by runsc and gVisor), the network (enforcement
  *      namespace, slirp4netns, links, the derived policy read back, the
- *      canaries and the deny link's witness: supervisor-net.c), the runsc
+ *      canaries and the deny link's witness: supervisor-net.c), the host-edit
+ *      watcher (lazaret-watch, whose pipe is the init's stdin), the runsc
  *      container (`runsc run --detach`) and an attached `runsc wait`; then
  *      judges the network probe the container's init reported and removes
  *      the canaries;
@@ -49,10 +50,12 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "harden.h"
 #include "helper.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "resource-limits.h"
+#include "path-util.h"
 #include "runsc-output.h"
 #include "setid-filter.h"
 #include "spawn-util.h"
@@ -126,16 +129,17 @@ static void telling_line(const char *path, const char *needle, char *buf, size_t
 }
 
 /*
- * Runs runsc with the common flags. Its stdin is /dev/null, its stdout
+ * Runs runsc with the common flags. Its stdin is in_fd (or /dev/null), its stdout
  * out_fd (or /dev/null) and its stderr a file: runsc hands them to the
  * sandbox's first process, and chowns them (to an ID other than 0 that
  * chown does nothing: the set-ID filter, spec C24). Only the init's stdout is a
- * pipe, which it lets go of after its report (lazaret-init.c). Its messages go
+ * pipe, which it lets go of after its report (lazaret-init.c), and the
+ * init's stdin the host-edit relay's channel, which it keeps. Its messages go
  * to a log file in the bundle; the last line of the log, or of stderr for
  * errors before the log is open, is reported on failure. With wait_for_it
  * false it returns at once with the child's pid and pidfd.
  */
-static int runsc(const char *verb, char *const *args, bool wait_for_it, int out_fd, pid_t *ret_pid, int *ret_pidfd,
+static int runsc(const char *verb, char *const *args, bool wait_for_it, int in_fd, int out_fd, pid_t *ret_pid, int *ret_pidfd,
                  char *err, size_t errlen) {
         _cleanup_free_ char *logpath = NULL, *errpath = NULL;
         _cleanup_strv_free_ char **argv = NULL;
@@ -169,6 +173,7 @@ static int runsc(const char *verb, char *const *args, bool wait_for_it, int out_
         /* A file, not a pipe: the sandbox keeps what runsc hands it. */
         errfd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
         o.argv = argv;
+        o.stdio[0] = in_fd;
         o.stdio[1] = out_fd;
         o.stdio[2] = errfd;
         o.die_with_parent = true;
@@ -217,6 +222,34 @@ static void explain_runsc_failure(const char *verb, const char *err) {
                 return;
         }
         report_failed("runsc %s: %s", verb, *err ? err : "failed");
+}
+
+/*
+ * The host side of the host-edit relay (spec section 4.6): lazaret-watch,
+ * a supervised helper, watching the staged workspace and writing into
+ * channel_w. Its stderr is ours, for the one line it writes when the
+ * workspace has more directories than it may watch.
+ */
+static int start_watcher(Helpers *helpers, int channel_w, char **ret_error) {
+        _cleanup_free_ char *exe = path_join(LIBEXECDIR, "lazaret-watch");
+        _cleanup_close_ int ws = -EBADF;
+        int r;
+
+        if (!exe)
+                return -ENOMEM;
+        r = supmounts_open_workspace(arg_bundle, &ws, ret_error);
+        if (r < 0)
+                return r;
+        return helper_start(helpers, &(HelperSpec) {
+                                    .name = "lazaret-watch",
+                                    .role = "the host-edit watcher",
+                                    .death_means = "host edits no longer reach file watchers inside; the sandbox is stopped",
+                                    .argv = (char *[]) { exe, NULL },
+                                    .pass_fds = (int[]) { ws, channel_w },
+                                    .n_pass_fds = 2,
+                                    .ready_timeout_ms = 30000,
+                                    .keep_stderr = true,
+                            }, NULL, ret_error);
 }
 
 /*
@@ -278,21 +311,6 @@ static void setup_files_limit(void) {
                          (unsigned long long) (rl.rlim_max / 3 < 100000 ? rl.rlim_max / 3 : 100000));
 }
 
-/* Step 2: nothing left to gain, in this namespace or through exec. */
-static int drop_privileges(void) {
-        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-        struct __user_cap_data_struct d[2] = {};
-
-        for (unsigned long cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-                        return -errno;
-        if (syscall(SYS_capset, &h, d) < 0)
-                return -errno;
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                return -errno;
-        return 0;
-}
-
 /* Step 3: what waiting, reporting and exiting need, and nothing else
  * (exiting kills and reaps the helpers: pidfd_send_signal, waitid). */
 #define SUPERVISOR_SYSCALLS(X) \
@@ -303,22 +321,11 @@ static int drop_privileges(void) {
         X(lseek) X(fcntl) X(getrandom) X(pidfd_send_signal)
 
 static int load_seccomp(void) {
-        scmp_filter_ctx ctx;
-        int r;
+#define NR(name) SCMP_SYS(name),
+        static const int allowed[] = { SUPERVISOR_SYSCALLS(NR) };
+#undef NR
 
-        ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
-        if (!ctx)
-                return -ENOMEM;
-#define ALLOW(name) \
-        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(name), 0); \
-        if (r < 0 && r != -EDOM && r != -EFAULT) \
-                goto finish;
-        SUPERVISOR_SYSCALLS(ALLOW)
-#undef ALLOW
-        r = seccomp_load(ctx);
-finish:
-        seccomp_release(ctx);
-        return r;
+        return harden_load_allowlist(allowed, ELEMENTSOF(allowed));
 }
 
 /*
@@ -488,7 +495,7 @@ int main(int argc, char *argv[]) {
         _cleanup_(helpers_kill) Helpers helpers = HELPERS_INIT;
         SupNet net = SUPNET_INIT;
         pid_t waiter = 0;
-        int wait_pipe[2] = { -EBADF, -EBADF }, probe_pipe[2] = { -EBADF, -EBADF };
+        int wait_pipe[2] = { -EBADF, -EBADF }, probe_pipe[2] = { -EBADF, -EBADF }, relay_pipe[2] = { -EBADF, -EBADF };
         int r, status, pidfd;
 
         if (parse_argv(argc, argv) < 0) {
@@ -547,6 +554,20 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
 
+        /* Host edits for the file watchers inside (spec section 4.6): the
+         * watcher writes into this pipe, the container's init reads it as
+         * its standard input. */
+        if (pipe2(relay_pipe, O_CLOEXEC) < 0) {
+                report_failed("cannot create a pipe: %s", strerror(errno));
+                return 1;
+        }
+        r = start_watcher(&helpers, relay_pipe[1], &why);
+        relay_pipe[1] = safe_close(relay_pipe[1]);
+        if (r < 0) {
+                report_failed("%s", strna(why));
+                return 1;
+        }
+
         /* One runsc process creates and starts the container (as `runsc
          * create` + `runsc start` would, one Go start-up less); returning
          * is the readiness point. The container's init probes the network
@@ -557,8 +578,9 @@ int main(int argc, char *argv[]) {
         }
         r = runsc("run", (char *[]) { (char *) "--detach", (char *) "--bundle", (char *) arg_bundle,
                                       (char *) arg_container, NULL },
-                  true, probe_pipe[1], NULL, NULL, err, sizeof(err));
+                  true, relay_pipe[0], probe_pipe[1], NULL, NULL, err, sizeof(err));
         probe_pipe[1] = safe_close(probe_pipe[1]);
+        relay_pipe[0] = safe_close(relay_pipe[0]);
         if (r != 0) {
                 explain_runsc_failure("run", err);
                 return 1;
@@ -571,7 +593,7 @@ int main(int argc, char *argv[]) {
                 report_failed("cannot create a pipe: %s", strerror(errno));
                 return 1;
         }
-        r = runsc("wait", (char *[]) { (char *) arg_container, NULL }, false, wait_pipe[1], &waiter, &pidfd, err,
+        r = runsc("wait", (char *[]) { (char *) arg_container, NULL }, false, -EBADF, wait_pipe[1], &waiter, &pidfd, err,
                   sizeof(err));
         wait_pipe[1] = safe_close(wait_pipe[1]);
         if (r < 0) {
@@ -607,7 +629,8 @@ int main(int argc, char *argv[]) {
          * slirp4netns' exit pipe stay: they are how their ends are seen and
          * caused. */
         supnet_done(&net);
-        r = drop_privileges();
+        /* Step 2: nothing left to gain, in this namespace or through exec. */
+        r = harden_drop_privileges();
         if (r < 0) {
                 report_failed("cannot drop privileges: %s", strerror(-r));
                 return 1;
