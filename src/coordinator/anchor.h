@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "domain.h"
+#include "mount-plan.h"
+
+/*
+ * The State Anchor's part of the mount plan (SR-14, FR-4): for each of the
+ * profile's persistent_dirs, in order, one MOUNT_SUPERVISOR entry of type
+ * "overlay" at that path whose source is the prepared lower's directory
+ * (opened below rootfd without following anything; a missing one is an
+ * empty directory of the layer) and whose data is the layer directory
+ * <Domain Root>/state/<layer name>/ (created 0700 here), in which the
+ * supervisor keeps upper/ and work/ (state-anchor.h). A persistent path
+ * that is a symbolic link or not a directory in the image is refused by
+ * name. Plain file work in the Domain Root, no children.
+ */
+int anchor_plan(const Domain *d, int rootfd, const char *rootfs, MountPlan *plan, char **ret_error);

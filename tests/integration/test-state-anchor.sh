@@ -1,0 +1,161 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# test-state-anchor (issue 16): what is installed inside a persistent_dirs
+# path is there after the Domain stops and starts again, on the image's own
+# files, which stay unchanged on the host.
+#   1. A profile persisting /usr, /etc, /root, /opt, /var/lib over an image
+#      with dpkg: a .deb built here is installed with dpkg -i, a binary is
+#      copied into /usr/local/bin, a file is written in /root, an image file
+#      in /etc is deleted; writes to /etc/resolv.conf, /etc/hosts and
+#      /etc/hostname fail.
+#   2. After lazaretctl stop and a new launch: all of it is there (the
+#      package known to dpkg, its file, the deleted file still gone), owned
+#      by root inside and by the user in the upper layers on the host;
+#      /etc/resolv.conf, /etc/hosts, /etc/hostname are Lazaret's and are not
+#      in the upper layer; the prepared lower is unchanged.
+#   3. Another Domain (another workspace) does not see any of it.
+#   4. The same with fuse-overlayfs (forced by a test hook), for the machines
+#      whose kernel refuses overlayfs in a user namespace.
+# shellcheck source=../harness/lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
+
+lt_install --test-hooks
+lt_domain_setup
+lt_cleanup_hook() { systemctl --user unset-environment LAZARET_TEST_STATE_OVERLAY || true; }
+systemctl --user unset-environment LAZARET_TEST_STATE_OVERLAY
+
+command -v dpkg-deb >/dev/null || lt_skip "dpkg-deb is not installed on the host"
+img=$HOME/lt-image-dpkg
+# dpkg-deb runs tar (GNU tar: busybox lacks its options).
+lt_build_image "$img" "$(command -v dpkg) $(command -v dpkg-deb) $(command -v dpkg-split) $(command -v tar)"
+printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s",
+  "persistent_dirs": [ "/usr", "/etc", "/root", "/opt", "/var/lib" ] } } }\n' "$img" >"$LT_CONFIG"
+
+# A small package: one program and one data file.
+deb=$HOME/lt-deb
+rm -rf "$deb"
+mkdir -p "$deb/pkg/DEBIAN" "$deb/pkg/usr/bin" "$deb/pkg/usr/share/lt-hello"
+printf '#!/bin/sh\necho hello from the package\n' >"$deb/pkg/usr/bin/lt-hello"
+chmod 0755 "$deb/pkg/usr/bin/lt-hello"
+echo data >"$deb/pkg/usr/share/lt-hello/data"
+printf 'Package: lt-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: Lazaret tests <t@example.invalid>\nDescription: test package\n' \
+        >"$deb/pkg/DEBIAN/control"
+dpkg-deb --root-owner-group -b "$deb/pkg" "$LT_WS/lt-hello.deb" >/dev/null
+
+data_root=$HOME/.local/share/lazaret
+state=$data_root/domains/$LT_DOMAIN/state
+fresh_state() { [[ ! -e $state ]] || { chmod -R u+rwx "$state" && rm -rf "$state"; }; }
+fresh_state
+prepared_lower() {     # the prepared rootfs of the dpkg image (the only one with dpkg)
+        local r
+        for r in "$data_root"/images/prepared/*/rootfs; do
+                [[ -e $r/usr/bin/dpkg ]] && { echo "$r"; return; }
+        done
+}
+
+install_all() {
+        lt_launch -- /bin/sh -c '
+                set -e
+                mkdir -p /var/lib/dpkg/info /var/lib/dpkg/updates /var/lib/dpkg/triggers /usr/local/sbin /usr/local/bin
+                touch /var/lib/dpkg/status /var/lib/dpkg/available
+                # dpkg wants these on PATH; the busybox image has neither.
+                ln -sf /bin/true /usr/local/sbin/ldconfig
+                ln -sf /bin/true /usr/local/sbin/start-stop-daemon
+                PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /usr/bin/dpkg -i /workspace/lt-hello.deb >/dev/null
+                cp /bin/busybox /usr/local/bin/busybox-lt
+                echo kept > /root/note
+                mkdir -p /opt/tools && echo opt > /opt/tools/version
+                rm /etc/profile
+                for f in /etc/resolv.conf /etc/hosts /etc/hostname; do
+                        if echo evil > $f 2>/dev/null; then echo "$f is writable"; exit 1; fi
+                done
+                echo installed' || lt_fail "installing inside failed"
+}
+
+check_all() {   # check_all WHAT
+        local out
+        out=$(lt_launch -- /bin/sh -c '
+                /usr/bin/lt-hello
+                grep -A3 "^Package: lt-hello" /var/lib/dpkg/status | grep "^Status:"
+                /usr/local/bin/busybox-lt echo tool-runs
+                cat /root/note /opt/tools/version /usr/share/lt-hello/data
+                stat -c "%u:%g %n" /usr/local/bin/busybox-lt /root/note
+                test -e /etc/profile && echo "/etc/profile is back"
+                grep -c "^nameserver" /etc/resolv.conf
+                grep -c "Written by Lazaret" /etc/hosts
+                cat /etc/hostname') || lt_fail "$1: the checks inside failed: $out"
+        lt_assert_eq "$1: what the sandbox sees" "hello from the package
+Status: install ok installed
+tool-runs
+kept
+opt
+data
+0:0 /usr/local/bin/busybox-lt
+0:0 /root/note
+1
+1
+test" "$out"
+}
+
+# 1, 2: kernel overlayfs (what this machine's kernel allows).
+out=$(install_all)
+lt_assert_eq "installing" installed "$out"
+lazaretctl --workspace "$LT_WS" stop >/dev/null
+lt_wait_inactive
+check_all "after a restart"
+lt_wait_inactive
+
+for d in usr etc root opt var-lib; do
+        [[ -d $state/$d/upper ]] || lt_fail "no upper layer for $d in $state"
+done
+lt_assert_eq "format of the /usr layer" kernel-overlayfs-userxattr "$(cat "$state/usr/format")"
+lt_assert_eq "host owner of an upper file" "$(id -u)" "$(stat -c %u "$state/usr/upper/local/bin/busybox-lt")"
+# runsc makes an empty file where a bind's target is missing: in a persistent
+# /etc that is in the upper layer, always covered by Lazaret's read-only file.
+lower=$(prepared_lower)
+[[ -n $lower && -e $lower/etc/profile ]] || lt_fail "the prepared lower lost /etc/profile (or is missing: '$lower')"
+for f in resolv.conf hosts hostname; do
+        [[ ! -s $state/etc/upper/$f ]] || lt_fail "/etc/$f was persisted in $state/etc/upper: $(cat "$state/etc/upper/$f")"
+        [[ ! -e $lower/etc/$f ]] || lt_fail "/etc/$f was made in the prepared lower, not in the upper layer"
+done
+[[ ! -e $lower/usr/local/bin/busybox-lt && ! -e $lower/root/note ]] || lt_fail "a write inside reached the prepared lower"
+
+# 3. Another Domain has its own, empty, state.
+other=$HOME/lt-ws/test-state-anchor-other
+rm -rf "$other"
+mkdir -p "$other"
+git -C "$other" init -q
+out=$(cd "$other" && lazaretctl launch -- /bin/sh -c 'ls /usr/local/bin 2>&1; cat /root/note 2>&1; test -e /etc/profile && echo profile') ||
+        lt_fail "a launch in another workspace failed: $out"
+lt_assert_eq "another Domain's view" "ls: /usr/local/bin: No such file or directory
+cat: can't open '/root/note': No such file or directory
+profile" "$out"
+lazaretctl --workspace "$other" stop >/dev/null 2>&1 || true
+
+# 4. fuse-overlayfs, in a Domain of its own.
+command -v fuse-overlayfs >/dev/null || lt_skip "fuse-overlayfs is not installed (kernel overlayfs passed)"
+fuse_ws=$HOME/lt-ws/test-state-anchor-fuse
+rm -rf "$fuse_ws"
+mkdir -p "$fuse_ws"
+git -C "$fuse_ws" init -q
+cp "$LT_WS/lt-hello.deb" "$fuse_ws/"
+main_ws=$LT_WS main_domain=$LT_DOMAIN
+LT_WS=$fuse_ws
+LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id)
+state=$data_root/domains/$LT_DOMAIN/state
+fresh_state
+systemctl --user set-environment LAZARET_TEST_STATE_OVERLAY=fuse-overlayfs
+out=$(install_all)
+lt_assert_eq "installing (fuse-overlayfs)" installed "$out"
+lazaretctl --workspace "$LT_WS" stop >/dev/null
+lt_wait_inactive
+systemctl --user unset-environment LAZARET_TEST_STATE_OVERLAY
+# The layer remembers its format: fuse-overlayfs again without the hook.
+check_all "after a restart (fuse-overlayfs)"
+lt_assert_eq "format of the /usr layer" fuse-overlayfs "$(cat "$state/usr/format")"
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+lt_wait_inactive
+LT_WS=$main_ws LT_DOMAIN=$main_domain
+
+echo "PASS: persistent dirs survive a restart (kernel overlayfs and fuse-overlayfs), /etc/resolv.conf, hosts, hostname are Lazaret's"
