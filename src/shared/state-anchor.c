@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cleanup.h"
 #include "path-util.h"
@@ -92,4 +93,35 @@ int state_anchor_layer_path(const char *name, char **ret) {
 
 bool state_anchor_is_excluded(const char *path) {
         return path && strv_contains(state_anchor_excluded, path);
+}
+
+const char *state_change_to_string(StateChange c) {
+        switch (c) {
+        case STATE_CHANGE_WRITTEN:
+                return "written";
+        case STATE_CHANGE_DELETED:
+                return "deleted";
+        case STATE_CHANGE_REPLACED:
+                return "replaced";
+        default:
+                return NULL;
+        }
+}
+
+StateChange state_anchor_classify(const char *name, unsigned mode, unsigned long long rdev, bool opaque,
+                                  const char **ret_name) {
+        if (ret_name)
+                *ret_name = name;
+        if (streq(name, ".wh..wh..opq") || streq(name, ".wh..opq"))
+                return STATE_CHANGE_NONE;
+        if (S_ISCHR(mode) && rdev == 0)
+                return STATE_CHANGE_DELETED;
+        if (startswith(name, ".wh.") && name[4]) {
+                if (ret_name)
+                        *ret_name = name + 4;
+                return STATE_CHANGE_DELETED;
+        }
+        if (S_ISDIR(mode) && opaque)
+                return STATE_CHANGE_REPLACED;
+        return STATE_CHANGE_WRITTEN;
 }

@@ -36,3 +36,25 @@ int state_anchor_layer_path(const char *name, char **ret);
 
 /* Whether path is one of state_anchor_excluded[]. */
 bool state_anchor_is_excluded(const char *path);
+
+/* Where a reset moves layers before they are deleted: <Domain Root>/state-trash/<random>/. */
+#define STATE_ANCHOR_TRASH_DIR "state-trash"
+
+typedef enum StateChange {
+        STATE_CHANGE_NONE,              /* not a change of its own (an opaque marker, the layer's root) */
+        STATE_CHANGE_WRITTEN,           /* added, or changed against the lower */
+        STATE_CHANGE_DELETED,           /* a whiteout: the lower's entry is hidden */
+        STATE_CHANGE_REPLACED,          /* an opaque directory: the lower's contents are hidden */
+} StateChange;
+
+const char *state_change_to_string(StateChange c);
+
+/*
+ * What an entry of an upper layer means, from its name and lstat() (and,
+ * for a directory, whether it carries an opaque mark): kernel overlayfs
+ * whiteouts are 0/0 character devices, fuse-overlayfs' may also be
+ * ".wh.NAME" files (then *ret_name, if not NULL, is NAME, pointing into
+ * name) and ".wh..wh..opq" marks its directory opaque.
+ */
+StateChange state_anchor_classify(const char *name, unsigned mode, unsigned long long rdev, bool opaque,
+                                  const char **ret_name);

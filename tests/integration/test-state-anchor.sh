@@ -14,7 +14,13 @@
 #      by root inside and by the user in the upper layers on the host;
 #      /etc/resolv.conf, /etc/hosts, /etc/hostname are Lazaret's and are not
 #      in the upper layer; the prepared lower is unchanged.
-#   3. Another Domain (another workspace) does not see any of it.
+#   3. lazaretctl state: list --json and inspect --json name the layers and
+#      what changed (paths only); verify and reset are refused while the
+#      Domain runs (naming that it is active); without --yes and a terminal
+#      reset refuses; reset of /root empties only /root; a reset whose
+#      deletion was cut short leaves trash that verify reports and the next
+#      reset removes; reset of everything gives back the image's own files.
+#      Another Domain (another workspace) never sees any of it.
 #   4. The same with fuse-overlayfs (forced by a test hook), for the machines
 #      whose kernel refuses overlayfs in a user namespace.
 # shellcheck source=../harness/lib.sh
@@ -121,7 +127,63 @@ for f in resolv.conf hosts hostname; do
 done
 [[ ! -e $lower/usr/local/bin/busybox-lt && ! -e $lower/root/note ]] || lt_fail "a write inside reached the prepared lower"
 
-# 3. Another Domain has its own, empty, state.
+# 3. lazaretctl state.
+ctl() { (cd "$LT_WS" && lazaretctl "$@"); }
+out=$(ctl state list --json) || lt_fail "state list failed: $out"
+lt_assert_eq "state list: the layers of Domain $LT_DOMAIN" "/etc /opt /root /usr /var/lib" \
+        "$(jq -r --arg id "$LT_DOMAIN" '[.[] | select(.domain_id == $id) | .layers[].path] | join(" ")' <<<"$out")"
+out=$(ctl state inspect --json) || lt_fail "state inspect failed: $out"
+lt_assert_eq "state inspect: the Domain" "$LT_DOMAIN test $LT_WS" "$(jq -r '"\(.domain_id) \(.profile) \(.workspace)"' <<<"$out")"
+lt_assert_eq "state inspect: the copied binary" written \
+        "$(jq -r '.layers[] | select(.path == "/usr") | .changed[] | select(.path == "/usr/local/bin/busybox-lt") | .change' <<<"$out")"
+lt_assert_eq "state inspect: the deleted image file" deleted \
+        "$(jq -r '.layers[] | select(.path == "/etc") | .changed[] | select(.path == "/etc/profile") | .change' <<<"$out")"
+ctl state verify >/dev/null || lt_fail "state verify of a stopped Domain failed: $(ctl state verify 2>&1)"
+
+lt_keeper_start
+for verb in verify "reset --yes"; do
+        set +e
+        out=$(ctl state $verb 2>&1)
+        rc=$?
+        set -e
+        [[ $rc -ne 0 && $out == *"Domain $LT_DOMAIN is active"* ]] ||
+                lt_fail "state $verb while a session runs: exit $rc, '$out'"
+done
+lt_log "ok: verify and reset refused while a session runs"
+kill "$LT_KEEPER"
+wait "$LT_KEEPER" 2>/dev/null || true
+LT_KEEPER=
+lt_wait_inactive
+
+set +e
+out=$(ctl state reset /root 2>&1 </dev/null)
+rc=$?
+set -e
+[[ $rc -ne 0 && $out == *"add --yes"* ]] || lt_fail "state reset without --yes and without a terminal: exit $rc, '$out'"
+[[ -e $state/root/upper/note ]] || lt_fail "a refused reset removed /root/note"
+ctl state reset --yes /root >/dev/null || lt_fail "state reset /root failed"
+out=$(lt_launch -- /bin/sh -c 'cat /root/note 2>/dev/null || echo no-note; /usr/local/bin/busybox-lt echo tool-stays') ||
+        lt_fail "a launch after state reset /root failed: $out"
+lt_assert_eq "after state reset /root" "no-note
+tool-stays" "$out"
+lt_wait_inactive
+
+# A reset killed after its rename: what is left in the trash, verify names, the next reset removes.
+mkdir -p "$data_root/domains/$LT_DOMAIN/state-trash/left/upper/d"
+echo x >"$data_root/domains/$LT_DOMAIN/state-trash/left/upper/d/f"
+out=$(ctl state verify) || lt_fail "state verify with trash failed: $out"
+[[ $out == *"interrupted reset"* ]] || lt_fail "state verify does not report the trash: $out"
+ctl state reset --yes >/dev/null || lt_fail "state reset of everything failed"
+[[ ! -e $data_root/domains/$LT_DOMAIN/state-trash ]] || lt_fail "state reset left $data_root/domains/$LT_DOMAIN/state-trash"
+ctl state verify >/dev/null || lt_fail "state verify after a reset failed: $(ctl state verify 2>&1)"
+out=$(lt_launch -- /bin/sh -c 'ls /usr/local/bin 2>&1; test -e /etc/profile && echo profile; test -x /usr/bin/dpkg && echo dpkg') ||
+        lt_fail "a launch after state reset failed: $out"
+lt_assert_eq "after state reset: the image's own files only" "ls: /usr/local/bin: No such file or directory
+profile
+dpkg" "$out"
+lt_wait_inactive
+
+# Another Domain has its own, empty, state.
 other=$HOME/lt-ws/test-state-anchor-other
 rm -rf "$other"
 mkdir -p "$other"

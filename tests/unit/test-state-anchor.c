@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "cleanup.h"
 #include "state-anchor.h"
@@ -66,4 +67,21 @@ Test(state_anchor, excluded) {
         cr_assert(state_anchor_is_excluded("/etc/hostname"));
         cr_assert_not(state_anchor_is_excluded("/etc/passwd"));
         cr_assert_not(state_anchor_is_excluded(NULL));
+}
+
+Test(state_anchor, classify) {
+        const char *n;
+
+        cr_assert_eq(state_anchor_classify("tool", S_IFREG | 0755, 0, false, &n), STATE_CHANGE_WRITTEN);
+        cr_assert_str_eq(n, "tool");
+        cr_assert_eq(state_anchor_classify("profile", S_IFCHR, 0, false, &n), STATE_CHANGE_DELETED);
+        cr_assert_eq(state_anchor_classify("tty", S_IFCHR, 0x0501, false, &n), STATE_CHANGE_WRITTEN);
+        cr_assert_eq(state_anchor_classify(".wh.profile", S_IFREG, 0, false, &n), STATE_CHANGE_DELETED);
+        cr_assert_str_eq(n, "profile");
+        cr_assert_eq(state_anchor_classify(".wh..wh..opq", S_IFREG, 0, false, &n), STATE_CHANGE_NONE);
+        cr_assert_eq(state_anchor_classify(".wh..opq", S_IFCHR, 0, false, &n), STATE_CHANGE_NONE);
+        cr_assert_eq(state_anchor_classify("lib", S_IFDIR | 0755, 0, true, &n), STATE_CHANGE_REPLACED);
+        cr_assert_eq(state_anchor_classify("lib", S_IFDIR | 0755, 0, false, &n), STATE_CHANGE_WRITTEN);
+        cr_assert_str_eq(state_change_to_string(STATE_CHANGE_DELETED), "deleted");
+        cr_assert_null(state_change_to_string(STATE_CHANGE_NONE));
 }
