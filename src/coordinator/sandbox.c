@@ -579,7 +579,7 @@ static void step_image(Sandbox *sb) {
         int r;
 
         sb->state = SANDBOX_PREPARING;
-        r = image_prepare(sb->event, sb->domain, on_image, sb, &sb->image_prep, &sb->image, &why);
+        r = image_prepare(sb->event, sb->domain, &sb->subuids, &sb->subgids, on_image, sb, &sb->image_prep, &sb->image, &why);
         if (r < 0) {
                 sandbox_fail(sb, why ?: "cannot prepare the image");
                 return;
@@ -766,7 +766,7 @@ static void step_userns(Sandbox *sb) {
         }
         ours = control[0];
         theirs = control[1];
-        r = userns_child_start(sb->event, argv, theirs, &sb->subuids, &sb->subgids,
+        r = userns_child_start(sb->event, argv, theirs, -EBADF, &sb->subuids, &sb->subgids,
                                &(UsernsCallbacks) { .mapped = on_mapped, .failed = on_userns_failed,
                                                     .exited = on_supervisor_exit },
                                sb, &sb->child);

@@ -21,7 +21,12 @@
 #      deletion was cut short leaves trash that verify reports and the next
 #      reset removes; reset of everything gives back the image's own files.
 #      Another Domain (another workspace) never sees any of it.
-#   4. The same with fuse-overlayfs (forced by a test hook), for the machines
+#   4. An image whose layer gives a file to UID 42: the prepared lower
+#      (unpacked in the mapped user namespace) keeps that owner, inside and
+#      on the host (a subordinate ID). The image then changes: the installed
+#      tool and a file changed inside stay, an unchanged image file follows
+#      the new image.
+#   5. The same with fuse-overlayfs (forced by a test hook), for the machines
 #      whose kernel refuses overlayfs in a user namespace.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
@@ -196,7 +201,51 @@ cat: can't open '/root/note': No such file or directory
 profile" "$out"
 lazaretctl --workspace "$other" stop >/dev/null 2>&1 || true
 
-# 4. fuse-overlayfs, in a Domain of its own.
+# 4. Owners kept in the prepared lower; an image that changes.
+make_image() {  # make_image DIR VERSION
+        rm -rf "$1"
+        LAZARET_TEST_IMAGE_PROGRAMS="$(command -v dpkg)" \
+        LAZARET_TEST_IMAGE_FILES="/var/lib/lt-owned:42:43:hello /etc/lt-version:0:0:$2 /usr/share/lt-img/a:0:0:$2 /usr/share/lt-img/b:0:0:$2" \
+                "$LAZARET_SOURCE_ROOT/tests/harness/make-test-image" "$1" >/dev/null 2>&1 || lt_fail "cannot build the test image $1"
+}
+use_image() {
+        printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s",
+  "persistent_dirs": [ "/usr", "/etc", "/root", "/opt", "/var/lib" ] } } }\n' "$1" >"$LT_CONFIG"
+}
+make_image "$HOME/lt-image-v1" v1
+use_image "$HOME/lt-image-v1"
+out=$(lt_launch -- /bin/sh -c 'stat -c "%u:%g" /var/lib/lt-owned; cat /var/lib/lt-owned /etc/lt-version
+        mkdir -p /usr/local/bin && cp /bin/busybox /usr/local/bin/busybox-lt && echo mine > /usr/share/lt-img/a') ||
+        lt_fail "a launch of image v1 failed: $out"
+lt_assert_eq "image v1: owner and contents" "42:43
+hello
+v1" "$out"
+lt_wait_inactive
+subuid=$(awk -F: -v u="$(id -un)" '$1 == u { print $2; exit }' /etc/subuid)
+subgid=$(awk -F: -v u="$(id -un)" '$1 == u { print $2; exit }' /etc/subgid)
+rec=$(grep -l '"preparer"' "$data_root"/images/prepared/*/prepared.json | while read -r f; do
+        [[ -e $(dirname -- "$f")/rootfs/etc/lt-version && $(cat "$(dirname -- "$f")/rootfs/etc/lt-version") == v1 ]] && echo "$f"
+done | head -1)
+[[ -n $rec ]] || lt_fail "no prepared lower of image v1 with a prepared.json"
+lt_assert_eq "host owner of the lower's UID-42 file" "$((subuid + 41)):$((subgid + 42))" \
+        "$(stat -c %u:%g "$(dirname -- "$rec")/rootfs/var/lib/lt-owned")"
+lt_assert_eq "prepared.json: the preparer" umoci-unpack-userns-1 "$(jq -r .preparer "$rec")"
+[[ $(basename -- "$(dirname -- "$rec")") == "$(jq -r .artifact_id "$rec")" ]] || lt_fail "the lower is not named by its artifact ID: $rec"
+lt_assert_eq "the lower after writes inside" v1 "$(cat "$(dirname -- "$rec")/rootfs/usr/share/lt-img/a")"
+
+make_image "$HOME/lt-image-v2" v2
+use_image "$HOME/lt-image-v2"
+out=$(lt_launch -- /bin/sh -c '/usr/local/bin/busybox-lt echo tool-stays; cat /etc/lt-version /usr/share/lt-img/a /usr/share/lt-img/b') ||
+        lt_fail "a launch of image v2 failed: $out"
+lt_assert_eq "image v2 over the same state" "tool-stays
+v2
+mine
+v2" "$out"
+lt_wait_inactive
+printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s",
+  "persistent_dirs": [ "/usr", "/etc", "/root", "/opt", "/var/lib" ] } } }\n' "$img" >"$LT_CONFIG"
+
+# 5. fuse-overlayfs, in a Domain of its own.
 command -v fuse-overlayfs >/dev/null || lt_skip "fuse-overlayfs is not installed (kernel overlayfs passed)"
 fuse_ws=$HOME/lt-ws/test-state-anchor-fuse
 rm -rf "$fuse_ws"
