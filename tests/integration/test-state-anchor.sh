@@ -19,7 +19,11 @@
 #      Domain runs (naming that it is active); without --yes and a terminal
 #      reset refuses; reset of /root empties only /root; a reset whose
 #      deletion was cut short leaves trash that verify reports and the next
-#      reset removes; reset of everything gives back the image's own files.
+#      reset removes; reset of everything gives back the image's own files;
+#      a reset killed with SIGKILL at several points leaves a layer whole or
+#      empty, verify passes and the next launch works; after the coordinator
+#      is killed with SIGKILL while the Domain runs, the next launch has the
+#      state mounted again.
 #      Another Domain (another workspace) never sees any of it.
 #   4. An image whose layer gives a file to UID 42: the prepared lower
 #      (unpacked in the mapped user namespace) keeps that owner, inside and
@@ -189,6 +193,42 @@ profile
 dpkg" "$out"
 lt_wait_inactive
 
+# A reset killed with SIGKILL at several points: verify passes, a launch
+# works, and the layer is whole or empty, never partly there.
+for delay in 0 0.05 0.2 0.5; do
+        out=$(lt_launch -- /bin/sh -c 'mkdir -p /opt/many && cd /opt/many && for i in $(seq 1 2000); do echo $i > f$i; done; ls | wc -l') ||
+                lt_fail "filling /opt failed: $out"
+        lt_assert_eq "files in /opt/many before the killed reset" 2000 "$(echo $out)"
+        lt_wait_inactive
+        (cd "$LT_WS" && exec lazaretctl state reset --yes /opt) >/dev/null 2>&1 &
+        pid=$!
+        sleep "$delay"
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        ctl state verify >/dev/null || lt_fail "state verify after a reset killed at ${delay}s: $(ctl state verify 2>&1)"
+        n=$(lt_launch -- /bin/sh -c 'ls /opt/many 2>/dev/null | wc -l') || lt_fail "a launch after a reset killed at ${delay}s failed"
+        n=$(echo $n)
+        [[ $n == 2000 || $n == 0 ]] || lt_fail "after a reset killed at ${delay}s /opt/many holds $n of 2000 files"
+        lt_log "ok: reset killed at ${delay}s: /opt/many holds $n files"
+        lt_wait_inactive
+done
+
+# A coordinator killed with SIGKILL while the Domain runs: the next launch
+# mounts the state again (the overlays ended with the supervisor's namespace).
+ctl state reset --yes >/dev/null
+lt_launch -- /bin/sh -c 'mkdir -p /usr/local/bin && cp /bin/busybox /usr/local/bin/busybox-lt' || lt_fail "installing before the crash failed"
+lt_wait_inactive
+lt_keeper_start
+main=$(systemctl --user show -P MainPID "lazaret@$LT_DOMAIN.service")
+[[ $main -gt 0 ]] || lt_fail "no coordinator process to kill"
+kill -KILL "$main"
+wait "$LT_KEEPER" 2>/dev/null || true
+LT_KEEPER=
+lt_wait_inactive
+out=$(lt_launch -- /usr/local/bin/busybox-lt echo recovered) || lt_fail "the launch after a killed coordinator failed: $out"
+lt_assert_eq "after a killed coordinator" recovered "$out"
+lt_wait_inactive
+
 # Another Domain has its own, empty, state.
 other=$HOME/lt-ws/test-state-anchor-other
 rm -rf "$other"
@@ -223,9 +263,12 @@ v1" "$out"
 lt_wait_inactive
 subuid=$(awk -F: -v u="$(id -un)" '$1 == u { print $2; exit }' /etc/subuid)
 subgid=$(awk -F: -v u="$(id -un)" '$1 == u { print $2; exit }' /etc/subgid)
-rec=$(grep -l '"preparer"' "$data_root"/images/prepared/*/prepared.json | while read -r f; do
-        [[ -e $(dirname -- "$f")/rootfs/etc/lt-version && $(cat "$(dirname -- "$f")/rootfs/etc/lt-version") == v1 ]] && echo "$f"
-done | head -1)
+# The lower of this build of v1: the record naming its manifest.
+v1_digest=$(jq -r '.manifests[0].digest' "$HOME/lt-image-v1/index.json")
+rec=
+for f in "$data_root"/images/prepared/*/prepared.json; do
+        [[ $(jq -r .manifest_digest "$f") == "$v1_digest" ]] && rec=$f
+done
 [[ -n $rec ]] || lt_fail "no prepared lower of image v1 with a prepared.json"
 lt_assert_eq "host owner of the lower's UID-42 file" "$((subuid + 41)):$((subgid + 42))" \
         "$(stat -c %u:%g "$(dirname -- "$rec")/rootfs/var/lib/lt-owned")"
