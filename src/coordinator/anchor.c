@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <string.h>
@@ -10,8 +12,10 @@
 #include "anchor.h"
 #include "cleanup.h"
 #include "fs-util.h"
+#include "hash.h"
 #include "path-util.h"
 #include "state-anchor.h"
+#include "strv.h"
 #include "util.h"
 
 /* The image's directory at sandbox path dir: 0 with its path, 1 if the image has none, < 0 refused. */
@@ -77,7 +81,80 @@ static int add_layer(int rootfd, const char *rootfs, const char *state, const ch
                               }, ret_error);
 }
 
-int anchor_plan(const Domain *d, int rootfd, const char *rootfs, MountPlan *plan, char **ret_error) {
+#define DPKG_STATUS "/var/lib/dpkg/status"
+#define DPKG_STATUS_MAX (64 * 1024 * 1024)
+
+/* The hex SHA-256 of the image's dpkg status file, or "none". */
+static int lower_dpkg_hash(int rootfd, char ret[SHA256_DIGEST_LEN * 2 + 1]) {
+        struct open_how how = {
+                .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int fd = (int) syscall(SYS_openat2, rootfd, DPKG_STATUS + 1, &how, sizeof(how));
+        _cleanup_free_ char *text = NULL;
+        uint8_t h[SHA256_DIGEST_LEN];
+        size_t n;
+        int r;
+
+        if (fd < 0) {
+                strcpy(ret, "none");
+                return errno == ENOENT ? 0 : -errno;
+        }
+        r = read_full_fd(fd, DPKG_STATUS_MAX, &text, &n);
+        if (r < 0)
+                return r;
+        sha256_buf(text, n, h);
+        hexify(h, sizeof(h), ret);
+        return 0;
+}
+
+/*
+ * FR-22: a persisted package database over a changed image. When the
+ * upper layer that holds /var/lib/dpkg/status has its own copy, the hash
+ * of the image's copy it was made over (state/.dpkg-base) is compared with
+ * the current image's; otherwise the base follows the image. A mismatch
+ * is said in *ret_notice and recorded in state/.package-database-stale for
+ * `lazaretctl state inspect`. Best effort: nothing here fails a launch.
+ */
+static void check_package_database(const Domain *d, int rootfd, const char *state, char **ret_notice) {
+        _cleanup_free_ char *base_path = path_join(state, STATE_ANCHOR_DPKG_BASE),
+                            *stale_path = path_join(state, STATE_ANCHOR_DPKG_STALE),
+                            *name = NULL, *upper_file = NULL, *base = NULL;
+        char cur[SHA256_DIGEST_LEN * 2 + 1];
+        const char *dir = NULL, *rel;
+        struct stat st;
+        size_t n;
+        bool stale = false;
+
+        if (!base_path || !stale_path)
+                return;
+        STRV_FOREACH(p, d->profile->persistent_dirs)
+                if (path_is_at_or_below(DPKG_STATUS, *p))
+                        dir = *p;
+        if (!dir || lower_dpkg_hash(rootfd, cur) < 0 || state_anchor_layer_name(dir, &name) < 0)
+                return;
+        rel = DPKG_STATUS + strlen(dir);
+        if (asprintf(&upper_file, "%s/%s/%s%s", state, name, STATE_ANCHOR_UPPER, rel) < 0)
+                return;
+        if (lstat(upper_file, &st) >= 0 && S_ISREG(st.st_mode) &&
+            read_full_file(base_path, 256, &base, &n) >= 0 && n > 0) {
+                base[strcspn(base, "\n")] = 0;
+                stale = !streq(base, cur);
+        } else
+                (void) write_file(base_path, cur, 0600);
+        if (!stale) {
+                (void) unlink(stale_path);
+                return;
+        }
+        (void) write_file(stale_path, "The image's /var/lib/dpkg/status changed since packages were installed in the persistent "
+                          "layer; dpkg's database there no longer matches the image's files.\n", 0600);
+        if (ret_notice)
+                (void) !asprintf(ret_notice, "the image changed since packages were installed in the persistent %s: "
+                                 "dpkg's database there (" DPKG_STATUS ") no longer matches the image's files; "
+                                 "reinstall what you need, or start over with: lazaretctl state reset %s", dir, dir);
+}
+
+int anchor_plan(const Domain *d, int rootfd, const char *rootfs, MountPlan *plan, char **ret_notice, char **ret_error) {
         _cleanup_free_ char *state = NULL;
         size_t n0 = plan->n_entries;
         int r;
@@ -97,5 +174,6 @@ int anchor_plan(const Domain *d, int rootfd, const char *rootfs, MountPlan *plan
                         return r;
                 }
         }
+        check_package_database(d, rootfd, state, ret_notice);
         return 0;
 }

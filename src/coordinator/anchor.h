@@ -13,6 +13,8 @@
  * <Domain Root>/state/<layer name>/ (created 0700 here), in which the
  * supervisor keeps upper/ and work/ (state-anchor.h). A persistent path
  * that is a symbolic link or not a directory in the image is refused by
- * name. Plain file work in the Domain Root, no children.
+ * name. When the layer holding /var/lib/dpkg/status has its own copy and
+ * the image's copy changed since, *ret_notice (if not NULL) says so in one
+ * line (FR-22). Plain file work in the Domain Root, no children.
  */
-int anchor_plan(const Domain *d, int rootfd, const char *rootfs, MountPlan *plan, char **ret_error);
+int anchor_plan(const Domain *d, int rootfd, const char *rootfs, MountPlan *plan, char **ret_notice, char **ret_error);

@@ -107,7 +107,7 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         if (r < 0)
                 return r;
         /* SR-14: the persistent layers lie on the image's own directories, below everything else. */
-        r = anchor_plan(d, rootfd, p->rootfs, &plan, ret_error);
+        r = anchor_plan(d, rootfd, p->rootfs, &plan, p->ret_state_notice, ret_error);
         if (r < 0)
                 return r;
 

@@ -86,6 +86,7 @@ struct Sandbox {
         unsigned limits_enforced;       /* LimitControl bits in force for the scope (cgroup-util.h) */
         char *sessions_dir;             /* process specs of sessions */
         char *overlay_dir;              /* the root overlay's file store */
+        char *state_notice;             /* what the State Anchor had to say at this start, or NULL */
         char *netns_path;               /* the enforcement namespace, bound by the supervisor */
         char *policy_path;              /* the derived policy's canonical bytes */
         char *slirp4netns;
@@ -122,6 +123,10 @@ char **sandbox_default_command(const Sandbox *sb) {
 
 const SandboxNetwork *sandbox_network(const Sandbox *sb) {
         return sb && sb->state == SANDBOX_RUNNING ? &sb->network : NULL;
+}
+
+const char *sandbox_state_notice(const Sandbox *sb) {
+        return sb && sb->state == SANDBOX_RUNNING ? sb->state_notice : NULL;
 }
 
 const char *sandbox_unenforced_limits(const Sandbox *sb) {
@@ -181,6 +186,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->mount_plan);
         free(sb->sessions_dir);
         free(sb->overlay_dir);
+        free(sb->state_notice);
         free(sb->netns_path);
         free(sb->policy_path);
         free(sb->slirp4netns);
@@ -539,6 +545,7 @@ static void step_bundle(Sandbox *sb) {
                 return;
         }
         sb->mount_plan = mfree(sb->mount_plan);
+        sb->state_notice = mfree(sb->state_notice);
         r = bundle_write(&(BundleParams) {
                                  .domain = sb->domain,
                                  .bundle_dir = sb->bundle,
@@ -548,7 +555,10 @@ static void step_bundle(Sandbox *sb) {
                                  .env = sb->image.env,
                                  .canary_port = sb->canary_port,
                                  .probe_denied = probe_denied,
+                                 .ret_state_notice = &sb->state_notice,
                          }, &sb->mount_plan, &why);
+        if (r >= 0 && sb->state_notice)
+                log_warning("State Anchor: %s", sb->state_notice);
         if (r >= 0)
                 r = write_control_files(sb, &why);
         if (r >= 0)

@@ -87,5 +87,7 @@ const SandboxRuntime *sandbox_runtime(const Sandbox *sb);
 const SandboxNetwork *sandbox_network(const Sandbox *sb);
 /* The names of the profile's scope limits the kernel does not enforce here ("" for none); NULL unless it runs. */
 const char *sandbox_unenforced_limits(const Sandbox *sb);
+/* What the State Anchor had to say when this sandbox started (a persisted package database over a changed image), or NULL. */
+const char *sandbox_state_notice(const Sandbox *sb);
 /* The mount plan the sandbox was started with, as JSON (mount-plan.h); NULL unless it runs. */
 const char *sandbox_mount_plan(const Sandbox *sb);

@@ -205,7 +205,8 @@ static int list_layers(const char *state_dir, char ***ret, unsigned *ret_strays)
         while ((de = readdir(d))) {
                 _cleanup_free_ char *p = NULL;
 
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                /* Names with a leading dot are the Domain's own records (state-anchor.h), no layers. */
+                if (de->d_name[0] == '.')
                         continue;
                 r = state_anchor_layer_path(de->d_name, &p);
                 if (r == -ENOMEM)
@@ -340,6 +341,17 @@ static int domain_json(const Config *config, const char *id, const char *state_d
         }
         if (r >= 0)
                 r = json_add(o, "layers", TAKE_PTR(a));
+        if (r >= 0) {
+                /* The coordinator's verdict at the last launch (anchor.c). */
+                _cleanup_free_ char *stale = path_join(state_dir, STATE_ANCHOR_DPKG_STALE), *text = NULL;
+                size_t n;
+                if (!stale)
+                        return -ENOMEM;
+                if (read_full_file(stale, 4096, &text, &n) >= 0 && n > 0) {
+                        text[strcspn(text, "\n")] = 0;
+                        r = json_add_string(o, "package_database_stale", text);
+                }
+        }
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
@@ -354,6 +366,8 @@ static void print_domain(json_object *o, bool detailed) {
         if (get_str(o, "profile"))
                 printf(" (profile %s, workspace %s)", get_str(o, "profile"), get_str(o, "workspace"));
         printf("\n");
+        if (get_str(o, "package_database_stale"))
+                printf("  warning: %s\n", get_str(o, "package_database_stale"));
         if (!json_object_object_get_ex(o, "layers", &layers) || json_object_array_length(layers) == 0) {
                 printf("  no State Anchor layers\n");
                 return;

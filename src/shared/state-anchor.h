@@ -12,6 +12,10 @@
  *                                   work/      the overlay's work directory
  *                                   empty/     the lower, when the image has no such directory
  *
+ *   <Domain Root>/state/.dpkg-base             the image's dpkg status hash the persisted
+ *                                              package database was made over
+ *   <Domain Root>/state/.package-database-stale   present while it no longer matches
+ *
  * The layer name of a sandbox path is its systemd-style escape ("/usr" is
  * "usr", "/var/lib" is "var-lib", "/opt/my-tools" is "opt-my\x2dtools"):
  * one directory name per path, different paths never share one.
@@ -21,6 +25,9 @@
 #define STATE_ANCHOR_UPPER "upper"
 #define STATE_ANCHOR_WORK "work"
 #define STATE_ANCHOR_EMPTY_LOWER "empty"
+/* Records of the Domain's own: a leading dot, which no layer name has. */
+#define STATE_ANCHOR_DPKG_BASE ".dpkg-base"
+#define STATE_ANCHOR_DPKG_STALE ".package-database-stale"
 
 /* The overlay file system a supervisor mount entry of the State Anchor asks for. */
 #define STATE_ANCHOR_FSTYPE "overlay"

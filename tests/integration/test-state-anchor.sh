@@ -245,7 +245,7 @@ lazaretctl --workspace "$other" stop >/dev/null 2>&1 || true
 make_image() {  # make_image DIR VERSION
         rm -rf "$1"
         LAZARET_TEST_IMAGE_PROGRAMS="$(command -v dpkg)" \
-        LAZARET_TEST_IMAGE_FILES="/var/lib/lt-owned:42:43:hello /etc/lt-version:0:0:$2 /usr/share/lt-img/a:0:0:$2 /usr/share/lt-img/b:0:0:$2" \
+        LAZARET_TEST_IMAGE_FILES="/var/lib/lt-owned:42:43:hello /etc/lt-version:0:0:$2 /usr/share/lt-img/a:0:0:$2 /usr/share/lt-img/b:0:0:$2 /var/lib/dpkg/status:0:0:Package:base-$2" \
                 "$LAZARET_SOURCE_ROOT/tests/harness/make-test-image" "$1" >/dev/null 2>&1 || lt_fail "cannot build the test image $1"
 }
 use_image() {
@@ -255,7 +255,8 @@ use_image() {
 make_image "$HOME/lt-image-v1" v1
 use_image "$HOME/lt-image-v1"
 out=$(lt_launch -- /bin/sh -c 'stat -c "%u:%g" /var/lib/lt-owned; cat /var/lib/lt-owned /etc/lt-version
-        mkdir -p /usr/local/bin && cp /bin/busybox /usr/local/bin/busybox-lt && echo mine > /usr/share/lt-img/a') ||
+        mkdir -p /usr/local/bin && cp /bin/busybox /usr/local/bin/busybox-lt && echo mine > /usr/share/lt-img/a
+        echo "Package: installed-inside" >> /var/lib/dpkg/status') ||
         lt_fail "a launch of image v1 failed: $out"
 lt_assert_eq "image v1: owner and contents" "42:43
 hello
@@ -278,13 +279,25 @@ lt_assert_eq "the lower after writes inside" v1 "$(cat "$(dirname -- "$rec")/roo
 
 make_image "$HOME/lt-image-v2" v2
 use_image "$HOME/lt-image-v2"
-out=$(lt_launch -- /bin/sh -c '/usr/local/bin/busybox-lt echo tool-stays; cat /etc/lt-version /usr/share/lt-img/a /usr/share/lt-img/b') ||
-        lt_fail "a launch of image v2 failed: $out"
+out=$(lt_launch -- /bin/sh -c '/usr/local/bin/busybox-lt echo tool-stays; cat /etc/lt-version /usr/share/lt-img/a /usr/share/lt-img/b' \
+        2>"$HOME/v2.err") || lt_fail "a launch of image v2 failed: $out $(cat "$HOME/v2.err")"
 lt_assert_eq "image v2 over the same state" "tool-stays
 v2
 mine
 v2" "$out"
 lt_wait_inactive
+# The persisted package database no longer matches the image: said at launch and by inspect.
+grep -q "^lazaretctl: warning: the image changed since packages were installed in the persistent /var/lib: dpkg's database" \
+        "$HOME/v2.err" || lt_fail "no warning at launch about the stale package database: $(cat "$HOME/v2.err")"
+[[ $(ctl state inspect --json | jq -r .package_database_stale) == *"no longer matches"* ]] ||
+        lt_fail "state inspect does not say the package database is stale: $(ctl state inspect --json | jq -c .)"
+lt_log "ok: a persisted dpkg database over a changed image is said at launch and by inspect"
+ctl state reset --yes /var/lib >/dev/null
+lt_launch -- /bin/true 2>"$HOME/v2b.err" || lt_fail "a launch after resetting /var/lib failed"
+lt_wait_inactive
+! grep -q "warning" "$HOME/v2b.err" || lt_fail "a warning after resetting /var/lib: $(cat "$HOME/v2b.err")"
+[[ $(ctl state inspect --json | jq -r '.package_database_stale // "none"') == none ]] ||
+        lt_fail "state inspect still says the package database is stale after a reset"
 printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s",
   "persistent_dirs": [ "/usr", "/etc", "/root", "/opt", "/var/lib" ] } } }\n' "$img" >"$LT_CONFIG"
 
