@@ -7,6 +7,7 @@
 #include "domain.h"
 #include "hash.h"
 #include "cleanup.h"
+#include "domain-store.h"
 #include "subid.h"
 
 /*
@@ -40,6 +41,8 @@ typedef struct SandboxParams {
         const Domain *domain;           /* borrowed; outlives the sandbox */
         const char *runtime_dir;        /* $XDG_RUNTIME_DIR/lazaret/ID */
         SubidRange subuids, subgids;    /* what the user namespace maps to (subid_pick_for_user()) */
+        DomainStore *store;             /* borrowed: the Domain Store, where each generation is recorded */
+        const char *coordinator_id;     /* borrowed: who records it */
         SandboxCallbacks cb;
         void *userdata;
 } SandboxParams;

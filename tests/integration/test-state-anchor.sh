@@ -23,7 +23,9 @@
 #      a reset killed with SIGKILL at several points leaves a layer whole or
 #      empty, verify passes and the next launch works; after the coordinator
 #      is killed with SIGKILL while the Domain runs, the next launch has the
-#      state mounted again.
+#      state mounted again and the Domain Store says the killed generation
+#      was abandoned; a corrupt Domain Store fails the launch by name and is
+#      left unchanged.
 #      Another Domain (another workspace) never sees any of it.
 #   4. An image whose layer gives a file to UID 42: the prepared lower
 #      (unpacked in the mapped user namespace) keeps that owner, inside and
@@ -227,6 +229,30 @@ LT_KEEPER=
 lt_wait_inactive
 out=$(lt_launch -- /usr/local/bin/busybox-lt echo recovered) || lt_fail "the launch after a killed coordinator failed: $out"
 lt_assert_eq "after a killed coordinator" recovered "$out"
+lt_wait_inactive
+# The Domain Store: the killed owner's generation was closed as abandoned
+# by the next one, and a stopped Domain holds no lease.
+store=$data_root/domains/$LT_DOMAIN/store.sqlite
+if command -v sqlite3 >/dev/null; then
+        lt_assert_eq "the last two generations" "stopped abandoned" \
+                "$(sqlite3 -readonly "$store" 'SELECT state FROM generations ORDER BY id DESC LIMIT 2' | tr '\n' ' ' | sed 's/ $//')"
+        lt_assert_eq "open leases of a stopped Domain" 0 \
+                "$(sqlite3 -readonly "$store" 'SELECT count(*) FROM leases WHERE released_usec IS NULL')"
+fi
+# A corrupt store: the launch fails naming it, and the file stays as it was.
+cp "$store" "$store.good"
+printf 'SQLite format 3\0not a database at all' >"$store"
+sum=$(sha256sum <"$store")
+set +e
+out=$(lt_launch -- /bin/true 2>&1)
+rc=$?
+set -e
+[[ $rc -ne 0 && $out == *"the Domain Store $store is corrupt"* ]] || lt_fail "a launch over a corrupt store: exit $rc, '$out'"
+lt_assert_eq "the corrupt store after the refused launch" "$sum" "$(sha256sum <"$store")"
+lt_wait_inactive
+mv "$store.good" "$store"
+rm -f "$store-wal" "$store-shm"
+lt_launch -- /bin/true || lt_fail "a launch with the store back failed"
 lt_wait_inactive
 
 # Another Domain has its own, empty, state.
