@@ -420,8 +420,8 @@ static const Verb verbs[] = {
         { "domain-id", 1, 1,        VERB_CONFIG,                       verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },
         { "config",    2, 2,        VERB_CONFIG,                       verb_config,    "config check                Validate the configuration and show resolved profiles" },
         { "unshare",   2, UINT_MAX, VERB_COMMAND,                      verb_unshare,   "unshare [--] CMD [ARG...]   Run a host command in a user namespace mapped like the sandbox's" },
-        { "state",     2, 4,        VERB_CONFIG | VERB_YES,            verb_state,     "state list|inspect|verify|reset [DOMAIN-ID] [PATH]\n"
-          "                              List, inspect, verify or reset persistent sandbox state (--yes: do not ask)" },
+        { "state",     2, 4,        VERB_CONFIG | VERB_YES,            verb_state,     "state list|inspect|verify|reset|gc [DOMAIN-ID] [PATH]\n"
+          "                              List, inspect, verify, reset persistent state; gc unleased lowers (--yes: do not ask)" },
 };
 
 static int help(void) {
@@ -608,7 +608,7 @@ int main(int argc, char *argv[]) {
         }
 
         if (arg_yes_given && !(verb->flags & VERB_YES)) {
-                fprintf(stderr, "--yes is an option of \"state reset\" only, not of \"%s\".\n", verb->name);
+                fprintf(stderr, "--yes is an option of \"state reset\" and \"state gc\" only, not of \"%s\".\n", verb->name);
                 return 2;
         }
 

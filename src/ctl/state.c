@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-id128.h>
@@ -16,6 +17,7 @@
 #include "cleanup.h"
 #include "ctl.h"
 #include "domain.h"
+#include "domain-store.h"
 #include "fs-util.h"
 #include "json-util.h"
 #include "path-util.h"
@@ -727,11 +729,141 @@ clean_trash:
         return remove_mapped(trash, config) < 0 ? 1 : 0;
 }
 
+/* ------------------------------------------------------------------ gc */
+
+/* How old an unleased prepared lower must be before gc removes it: a coordinator
+ * that has just prepared (or found) one records its lease right after. */
+#define GC_MIN_AGE_SEC (10 * 60)
+
+static bool is_artifact_name(const char *s) {
+        size_t n = 0;
+
+        for (; s[n]; n++)
+                if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+                        return false;
+        return n == 64;
+}
+
+static int state_gc(int argc, char *argv[], const Config *config) {
+        _cleanup_free_ char *domains = path_join(config->data_root, "domains"),
+                            *prepared = path_join(config->data_root, STORAGE_PREPARED_DIR), *list = NULL,
+                            *question = NULL, *trash_name = NULL, *trash = NULL;
+        _cleanup_strv_free_ char **keep = NULL, **doomed = NULL, **running = NULL;
+        _cleanup_(closedirp) DIR *dd = NULL, *pd = NULL;
+        _cleanup_close_ int tfd = -EBADF;
+        int pfd = -EBADF;       /* pd's own */
+        int locks[1024], n_locks = 0, r = 0;
+        struct dirent *de;
+        sd_id128_t rnd;
+
+        if (argc > 1) {
+                fprintf(stderr, "\"state gc\" takes no arguments.\n");
+                return -EINVAL;
+        }
+        if (!domains || !prepared)
+                return -ENOMEM;
+        /* Every Domain's lock that is free is held until the end: none of them starts meanwhile.
+         * A running Domain's leases are read from its store, beside its owner. */
+        dd = opendir(domains);
+        while (dd && (de = readdir(dd))) {
+                _cleanup_free_ char *dir = NULL, *lock = NULL, *store = NULL, *why = NULL;
+                _cleanup_strv_free_ char **leased = NULL;
+                DomainStore *st = NULL;
+                int fd;
+
+                if (!domain_id_is_valid(de->d_name))
+                        continue;
+                dir = path_join(domains, de->d_name);
+                lock = dir ? path_join(dir, "coordinator.lock") : NULL;
+                store = dir ? path_join(dir, DOMAIN_STORE_FILE) : NULL;
+                if (!store) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+                if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) >= 0 && n_locks < (int) ELEMENTSOF(locks)) {
+                        locks[n_locks++] = fd;
+                        continue;       /* stopped: it holds no lease that counts */
+                }
+                safe_close(fd);
+                r = domain_store_open_readonly(store, &st, &why);
+                if (r == -ENOENT)
+                        r = 0;  /* a coordinator of a version without a store */
+                else if (r >= 0) {
+                        r = domain_store_leased_lowers(st, &leased, &why);
+                        domain_store_close(st);
+                }
+                if (r < 0) {
+                        fprintf(stderr, "Cannot read the leases of the running Domain %s: %s; nothing was removed.\n",
+                                de->d_name, why ?: strerror(-r));
+                        goto finish;
+                }
+                if (strv_extend_strv(&keep, leased) < 0 || strv_extend(&running, de->d_name) < 0) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+        }
+
+        pd = opendir(prepared);
+        pfd = pd ? dirfd(pd) : -EBADF;
+        while (pd && (de = readdir(pd))) {
+                struct stat st;
+
+                if (fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                if (startswith(de->d_name, ".quarantine-") ||
+                    (!strv_contains((const char *const *) keep, de->d_name) && de->d_name[0] != '.' &&
+                     (!is_artifact_name(de->d_name) || st.st_mtime + GC_MIN_AGE_SEC < time(NULL))))
+                        if (strv_extend(&doomed, de->d_name) < 0) {
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+        }
+        if (!doomed) {
+                printf("Nothing to remove: every prepared lower in %s is leased or new.\n", prepared);
+                goto finish;
+        }
+        strv_sort(doomed);
+        list = strv_join(doomed, "\n  ");
+        if (!list || asprintf(&question, "Remove these %zu unleased prepared lowers and failed preparations from %s?\n  %s",
+                              strv_length(doomed), prepared, list) < 0) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        r = confirm(question);
+        if (r < 0)
+                goto finish;
+        /* Each out of use by one rename, then deleted in the mapped namespace (their files are of subordinate IDs). */
+        r = sd_id128_randomize(&rnd);
+        if (r < 0 || asprintf(&trash_name, ".gc-" SD_ID128_FORMAT_STR, SD_ID128_FORMAT_VAL(rnd)) < 0 ||
+            !(trash = path_join(prepared, trash_name))) {
+                r = r < 0 ? r : -ENOMEM;
+                goto finish;
+        }
+        if (mkdirat(pfd, trash_name, 0700) < 0 ||
+            (tfd = openat(pfd, trash_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+                r = -errno;
+                fprintf(stderr, "Cannot create %s: %m\n", trash);
+                goto finish;
+        }
+        STRV_FOREACH(d, doomed)
+                if (renameat(pfd, *d, tfd, *d) < 0)
+                        fprintf(stderr, "Cannot move %s/%s out of use: %m\n", prepared, *d);
+        (void) fsync(pfd);
+        r = remove_mapped(trash, config) < 0 ? 1 : 0;
+        if (r == 0)
+                printf("Removed %zu entries from %s.\n", strv_length(doomed), prepared);
+finish:
+        for (int i = 0; i < n_locks; i++)
+                safe_close(locks[i]);
+        return r;
+}
+
 int verb_state(int argc, char *argv[], const Config *config) {
         const char *sub = argc > 1 ? argv[1] : NULL;
 
-        if (arg_yes && (!sub || !streq(sub, "reset"))) {
-                fprintf(stderr, "--yes is an option of \"state reset\" only.\n");
+        if (arg_yes && (!sub || (!streq(sub, "reset") && !streq(sub, "gc")))) {
+                fprintf(stderr, "--yes is an option of \"state reset\" and \"state gc\" only.\n");
                 return -EINVAL;
         }
         if (sub && streq(sub, "list")) {
@@ -747,7 +879,9 @@ int verb_state(int argc, char *argv[], const Config *config) {
                 return state_verify(argc - 1, argv + 1, config);
         if (sub && streq(sub, "reset"))
                 return state_reset(argc - 1, argv + 1, config);
-        fprintf(stderr, "Unknown \"state\" command%s%s; use list, inspect, verify or reset.\n", sub ? " " : "",
+        if (sub && streq(sub, "gc"))
+                return state_gc(argc - 1, argv + 1, config);
+        fprintf(stderr, "Unknown \"state\" command%s%s; use list, inspect, verify, reset or gc.\n", sub ? " " : "",
                 strempty(sub));
         return -EINVAL;
 }

@@ -15,6 +15,8 @@
  *   state verify [DOMAIN-ID]           the layers' structure; needs the Domain lock
  *   state reset [DOMAIN-ID] [PATH]     empties one persistent path, or all of them;
  *                                      needs the Domain lock; asks first (--yes)
+ *   state gc                           removes prepared lowers no running Domain leased
+ *                                      (its Domain Store, read-only) and failed preparations
  *
  * The Domain is the one given, or that of the profile and workspace. verify
  * and reset take the Domain lock (<Domain Root>/coordinator.lock) and refuse

@@ -170,6 +170,43 @@ int domain_store_open(const char *path, DomainStore **ret, char **ret_error) {
         return 0;
 }
 
+int domain_store_open_readonly(const char *path, DomainStore **ret, char **ret_error) {
+        _cleanup_free_ DomainStore *s = NULL;
+        struct stat st;
+        int64_t v = 0;
+        int rc, r;
+
+        if (lstat(path, &st) < 0)
+                return errorf(ret_error, -errno, "the Domain Store %s: %m", path);
+        if (!S_ISREG(st.st_mode))
+                return errorf(ret_error, -ELOOP, "the Domain Store %s is not a regular file; refusing to open it", path);
+        s = calloc(1, sizeof(DomainStore));
+        if (!s || !(s->path = strdup(path))) {
+                free(s ? s->path : NULL);
+                return -ENOMEM;
+        }
+        rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX, NULL);
+        if (rc != SQLITE_OK) {
+                r = errorf(ret_error, -EIO, "cannot open the Domain Store %s: %s", path,
+                           s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+                domain_store_close(TAKE_PTR(s));
+                return r;
+        }
+        (void) sqlite3_busy_timeout(s->db, DOMAIN_STORE_BUSY_MS);
+        r = check_health(s, ret_error);
+        if (r >= 0)
+                r = get_int(s, "PRAGMA user_version", &v, ret_error);
+        if (r >= 0 && v != DOMAIN_STORE_VERSION)
+                r = errorf(ret_error, -EPROTONOSUPPORT, "the Domain Store %s has schema version %lld, not %d", path,
+                           (long long) v, DOMAIN_STORE_VERSION);
+        if (r < 0) {
+                domain_store_close(TAKE_PTR(s));
+                return r;
+        }
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
 DomainStore *domain_store_close(DomainStore *s) {
         if (!s)
                 return NULL;

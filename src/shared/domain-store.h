@@ -29,6 +29,12 @@ typedef struct DomainStore DomainStore;
 
 /* -EBADMSG corrupt, -EPROTONOSUPPORT written by a newer Lazaret, -ELOOP a symlink. */
 int domain_store_open(const char *path, DomainStore **ret, char **ret_error);
+/*
+ * Read-only, for `lazaretctl state gc` reading a running Domain's leases
+ * beside its owner (WAL readers do not block the writer): nothing is
+ * created, migrated or written; -ENOENT if there is no store.
+ */
+int domain_store_open_readonly(const char *path, DomainStore **ret, char **ret_error);
 DomainStore *domain_store_close(DomainStore *s);
 
 /*

@@ -239,6 +239,24 @@ if command -v sqlite3 >/dev/null; then
         lt_assert_eq "open leases of a stopped Domain" 0 \
                 "$(sqlite3 -readonly "$store" 'SELECT count(*) FROM leases WHERE released_usec IS NULL')"
 fi
+# state gc: unleased old lowers and quarantined preparations go; the lower a
+# running Domain leased stays, however old, and the Domain keeps working.
+lt_keeper_start
+leased=$(sqlite3 -readonly "$store" 'SELECT lower_id FROM leases WHERE released_usec IS NULL' 2>/dev/null ||
+        basename -- "$(dirname -- "$(prepared_lower)")")
+fake=$data_root/images/prepared/$(printf 'f%.0s' $(seq 1 64))
+mkdir -p "$fake/rootfs/etc" "$data_root/images/prepared/.quarantine-lt"
+touch -d '2 hours ago' "$fake" "$data_root/images/prepared/$leased"
+out=$(ctl state gc --yes) || lt_fail "state gc failed: $out"
+[[ ! -e $fake && ! -e $data_root/images/prepared/.quarantine-lt ]] || lt_fail "state gc left an unleased lower: $out"
+[[ -d $data_root/images/prepared/$leased/rootfs ]] || lt_fail "state gc removed the lower a running Domain leased"
+out=$(lt_launch -- /bin/echo still-running) || lt_fail "a launch into the running Domain after gc failed"
+lt_assert_eq "the running Domain after gc" still-running "$out"
+kill "$LT_KEEPER"
+wait "$LT_KEEPER" 2>/dev/null || true
+LT_KEEPER=
+lt_wait_inactive
+
 # A corrupt store: the launch fails naming it, and the file stays as it was.
 cp "$store" "$store.good"
 printf 'SQLite format 3\0not a database at all' >"$store"

@@ -169,3 +169,24 @@ Test(store, reopen_keeps_rows, .init = setup, .fini = teardown) {
         cr_assert_str_eq(state, "starting");
         domain_store_close(s);
 }
+
+/* gc reads a running Domain's leases beside its owner, and writes nothing. */
+Test(store, readonly_reader, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **leased = NULL;
+        _cleanup_free_ char *error = NULL;
+        DomainStore *w = NULL, *r = NULL;
+        uint64_t g;
+
+        cr_assert_eq(domain_store_open_readonly(path, &r, &error), -ENOENT);
+        cr_assert_eq(access(path, F_OK), -1, "the read-only open created the store");
+        error = mfree(error);
+        cr_assert_eq(domain_store_open(path, &w, &error), 0);
+        cr_assert_eq(domain_store_begin_generation(w, "c", 1, "lowerA", NULL, &g, &error), 0);
+        cr_assert_eq(domain_store_open_readonly(path, &r, &error), 0, "%s", error ?: "");
+        cr_assert_eq(domain_store_leased_lowers(r, &leased, &error), 0);
+        cr_assert_eq(strv_length(leased), 1);
+        cr_assert_str_eq(leased[0], "lowerA");
+        cr_assert_lt(domain_store_end_generation(r, g, "stopped", 2, &error), 0, "a read-only store was written");
+        domain_store_close(r);
+        domain_store_close(w);
+}
