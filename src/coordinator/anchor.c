@@ -177,3 +177,20 @@ int anchor_plan(const Domain *d, int rootfd, const char *rootfs, MountPlan *plan
         check_package_database(d, rootfd, state, ret_notice);
         return 0;
 }
+
+void anchor_release(const Domain *d) {
+        _cleanup_free_ char *state = path_join(d->domain_dir, STATE_ANCHOR_DIR);
+
+        if (!state)
+                return;
+        STRV_FOREACH(dir, d->profile->persistent_dirs) {
+                _cleanup_free_ char *name = NULL, *work = NULL;
+
+                if (state_anchor_layer_name(*dir, &name) < 0 ||
+                    asprintf(&work, "%s/%s/%s/work", state, name, STATE_ANCHOR_WORK) < 0)
+                        continue;
+                /* overlayfs leaves work/work mode 0000 (ours, as root of the namespace): give it back, remove it. */
+                if (chmod(work, 0700) >= 0)
+                        (void) rm_rf(work);
+        }
+}

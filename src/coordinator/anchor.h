@@ -18,3 +18,10 @@
  * line (FR-22). Plain file work in the Domain Root, no children.
  */
 int anchor_plan(const Domain *d, int rootfd, const char *rootfs, MountPlan *plan, char **ret_notice, char **ret_error);
+
+/*
+ * After the overlays ended (the supervisor's mount namespace is gone): the
+ * work directories overlayfs left behind (work/work, mode 0000) are
+ * removed, so that nothing in the Domain Root is unreadable to the user.
+ */
+void anchor_release(const Domain *d);

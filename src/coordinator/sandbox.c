@@ -14,6 +14,7 @@
 
 #include <systemd/sd-id128.h>
 
+#include "anchor.h"
 #include "bundle.h"
 #include "bus-job.h"
 #include "bus-names.h"
@@ -441,6 +442,7 @@ static void on_recovered(BusJob *j, const char *result, const sd_bus_error *erro
                 return;
         }
         (void) rm_rf(sb->overlay_dir);
+        anchor_release(sb->domain);
         step_image(sb);
 }
 
@@ -864,6 +866,7 @@ static void step_userns(Sandbox *sb) {
 
 static void finish_stop(Sandbox *sb) {
         end_generation(sb);
+        anchor_release(sb->domain);
         sb->kill_timer = sd_event_source_disable_unref(sb->kill_timer);
         sb->scope_match = sd_bus_slot_unref(sb->scope_match);
         sb->state = SANDBOX_STOPPED;

@@ -127,6 +127,9 @@ lt_wait_inactive
 for d in usr etc root opt var-lib; do
         [[ -d $state/$d/upper ]] || lt_fail "no upper layer for $d in $state"
 done
+# No directory in the Domain Root is unreadable once the Domain stopped (overlayfs' work/work).
+out=$(find "$state" -maxdepth 3 -type d ! -readable 2>&1) || true
+lt_assert_eq "unreadable entries in the stopped Domain's state" "" "$out"
 lt_assert_eq "format of the /usr layer" kernel-overlayfs-userxattr "$(cat "$state/usr/format")"
 lt_assert_eq "host owner of an upper file" "$(id -u)" "$(stat -c %u "$state/usr/upper/local/bin/busybox-lt")"
 # runsc makes an empty file where a bind's target is missing: in a persistent

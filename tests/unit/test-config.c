@@ -397,8 +397,7 @@ static const char known_canonical[] =
         "p_size\":1073741824},\"persistent_dirs\":[],\"volumes\":[]},\"default\":{\"allow_egress\":[],\"command\":null,"
         "\"deny_egress\":[],\"directfs\":true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limit"
         "s\":{\"address_space\":17179869184,\"cpu_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"p"
-        "rocesses\":1024,\"tasks_max\":4096,\"tmp_size\":1073741824},\"persistent_dirs\":[\"/usr\",\"/etc\",\"/var\",\""
-        "/opt\",\"/root\"],\"volumes\":[]},\"dev\":{\"allow_egress\":[\"192.168.7.0/24\"],\"command\":[\"/bin/bash\",\""
+        "rocesses\":1024,\"tasks_max\":4096,\"tmp_size\":1073741824},\"persistent_dirs\":[],\"volumes\":[]},\"dev\":{\"allow_egress\":[\"192.168.7.0/24\"],\"command\":[\"/bin/bash\",\""
         "-l\",\"q\\\"b\\\\s/t\\tn\\nr\\rb\\bf\\fc\\u0001\\u001fd\177\303\251\342\202\254\360\237\230\200\"],\"deny_egre"
         "ss\":[\"198.51.100.0/24\"],\"directfs\":false,\"env\":{\"EDITOR\":\"vi\",\"EMPTY\":\"\",\"TOKEN\":\"env:GH_TOK"
         "EN\",\"ZED\":\"z\"},\"image\":\"oci:{profile_dir}/image:v2\",\"isolate_ignored\":false,\"limits\":{\"address_s"
@@ -414,7 +413,7 @@ static const char builtin_canonical[] =
         ",\"deny\":[]},\"profiles\":{\"default\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":"
         "true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":171798691"
         "84,\"cpu_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"processes\":1024,\"tasks_max\":40"
-        "96,\"tmp_size\":1073741824},\"persistent_dirs\":[\"/usr\",\"/etc\",\"/var\",\"/opt\",\"/root\"],\"volumes\":[]"
+        "96,\"tmp_size\":1073741824},\"persistent_dirs\":[],\"volumes\":[]"
         "}},\"runtime\":{\"runsc\":null}}";
 
 Test(config, canonical_encoding_fixed_bytes) {
@@ -424,10 +423,10 @@ Test(config, canonical_encoding_fixed_bytes) {
 
         cr_assert_eq(config_canonical_json(c, &j), 0);
         cr_assert_str_eq(j, known_canonical);
-        cr_assert_str_eq(config_fingerprint_hex(c, hex), "fc78dc8ff6cebe49d6724891f62768caabad955dad109e887ffabc3335ee1a1c");
+        cr_assert_str_eq(config_fingerprint_hex(c, hex), "f28d9da4eb19f2440a13d94b4e469feaae7de13aacca13cea4fffd993344c2aa");
         cr_assert_eq(config_canonical_json(d, &k), 0);
         cr_assert_str_eq(k, builtin_canonical);
-        cr_assert_str_eq(config_fingerprint_hex(d, hex), "e51e282be0acf735d50f8fe36c44b370ffe6601900368c31bebfbba3e9bd4298");
+        cr_assert_str_eq(config_fingerprint_hex(d, hex), "24663b9d583f78802d2ed71f3eedcb7c4301c890dfd309bc56c47bd7bf08c877");
 }
 
 Test(config, profile_can_replace_builtin_default) {
