@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,11 +52,19 @@ static int open_dir(const char *path, const char *what, int *ret, char **ret_err
 static int make_dir(int layerfd, const char *layer, const char *dir, mode_t mode, int *ret, char **ret_error) {
         int fd;
 
-        if (mkdirat(layerfd, dir, mode) < 0 && errno != EEXIST)
+        bool made = mkdirat(layerfd, dir, mode) >= 0;
+
+        if (!made && errno != EEXIST)
                 return errorf(ret_error, -errno, "cannot create %s/%s: %m", layer, dir);
         fd = openat(layerfd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return errorf(ret_error, -errno, "cannot open %s/%s: %m", layer, dir);
+        /* The mode exactly, whatever umask we inherited: the upper's root is what the sandbox sees at the path. */
+        if (made && fchmod(fd, mode) < 0) {
+                int r = -errno;
+                safe_close(fd);
+                return errorf(ret_error, r, "cannot set the mode of %s/%s: %s", layer, dir, strerror(-r));
+        }
         *ret = fd;
         return 0;
 }

@@ -101,7 +101,8 @@ check_all() {   # check_all WHAT
                 test -e /etc/profile && echo "/etc/profile is back"
                 grep -c "^nameserver" /etc/resolv.conf
                 grep -c "Written by Lazaret" /etc/hosts
-                cat /etc/hostname') || lt_fail "$1: the checks inside failed: $out"
+                cat /etc/hostname
+                stat -c %a /usr /etc /root') || lt_fail "$1: the checks inside failed: $out"
         lt_assert_eq "$1: what the sandbox sees" "hello from the package
 Status: install ok installed
 tool-runs
@@ -112,7 +113,10 @@ data
 0:0 /root/note
 1
 1
-test" "$out"
+test
+755
+755
+700" "$out"
 }
 
 # 1, 2: kernel overlayfs (what this machine's kernel allows).

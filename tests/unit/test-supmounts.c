@@ -215,8 +215,10 @@ static void overlay_staged_body(void) {
         struct stat st;
         char err[512];
 
-        sh("mkdir -p '%1$s/lower/bin' '%1$s/layer' && chmod 0751 '%1$s/lower' && echo image > '%1$s/lower/bin/tool' && "
+        sh("mkdir -p '%1$s/lower/bin' '%1$s/layer' && chmod 0755 '%1$s/lower' && echo image > '%1$s/lower/bin/tool' && "
            "echo gone > '%1$s/lower/bin/old'", top);
+        /* A strict umask, as a user service may have, must not narrow the upper's root. */
+        umask(0077);
         CHECK_EQ(mount_plan_init(&p), 0);
         CHECK_EQ(mount_plan_add(&p, &o, NULL), 0);
         write_plan(&p);
@@ -233,7 +235,7 @@ static void overlay_staged_body(void) {
            "test \"$(cat '%1$s/layer/upper/bin/tool')\" = changed && test -c '%1$s/layer/upper/bin/old'", top);
         /* The upper's root has the lower directory's mode; the layer says how it is written. */
         CHECK_EQ(stat(merged, &st), 0);
-        CHECK_EQ(st.st_mode & 07777, 0751u);
+        CHECK_EQ(st.st_mode & 07777, 0755u);
         free(path);
         path = path_join(layer, "format");
         CHECK_EQ(read_full_file(path, 100, &format, NULL), 0);
