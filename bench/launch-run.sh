@@ -13,6 +13,12 @@ command -v hyperfine >/dev/null || lt_fail "hyperfine is not installed (.ci/inst
 
 lt_install
 lt_domain_setup bench-launch
+# LAZARET_TEST_BENCH_PERSISTENT_DIRS='["/etc", "/root"]': the profile persists
+# those (State Anchor overlays), to measure what they add to a launch.
+if [[ -n ${LAZARET_TEST_BENCH_PERSISTENT_DIRS:-} ]]; then
+        printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s", "persistent_dirs": %s } } }\n' \
+                "$LT_IMAGE" "$LAZARET_TEST_BENCH_PERSISTENT_DIRS" >"$LT_CONFIG"
+fi
 work=$HOME/bench-launch
 rm -rf "$work"
 mkdir -p "$work"
@@ -79,7 +85,7 @@ be=$(mean "$work/warm.json" "bare runsc exec")
 lw=$(mean "$work/warm.json" "lazaret warm launch")
 
 echo
-echo "bench/launch: $COLD cold and $WARM warm runs, $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
+echo "bench/launch: $COLD cold and $WARM warm runs, $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)${LAZARET_TEST_BENCH_PERSISTENT_DIRS:+, persistent dirs $LAZARET_TEST_BENCH_PERSISTENT_DIRS}"
 printf '  %-22s %8.1f ms  (± %.1f)\n' "bare runsc run" "$(jq -n "$br*1000")" "$(jq -n "$(sd "$work/cold.json" "bare runsc run")*1000")"
 printf '  %-22s %8.1f ms  (± %.1f)\n' "lazaret cold launch" "$(jq -n "$lc*1000")" "$(jq -n "$(sd "$work/cold-lz.json" "lazaret cold launch")*1000")"
 printf '  %-22s %8.1f ms  (± %.1f)\n' "bare runsc exec" "$(jq -n "$be*1000")" "$(jq -n "$(sd "$work/warm.json" "bare runsc exec")*1000")"

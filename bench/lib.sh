@@ -24,8 +24,12 @@ bench_prepared_rootfs() {
         digest=$(jq -r '.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] == "latest") | .digest' \
                 "$LT_IMAGE/index.json")
         data_root=$(lazaretctl config check --json --workspace "$LT_WS" | jq -r .data_root)
-        BENCH_ROOTFS=$data_root/images/prepared/${digest#sha256:}/rootfs
-        [[ -d $BENCH_ROOTFS ]] || lt_fail "no prepared rootfs at $BENCH_ROOTFS"
+        # Named by its prepared-artifact ID; prepared.json says which manifest it holds.
+        BENCH_ROOTFS=
+        for rec in "$data_root"/images/prepared/*/prepared.json; do
+                [[ $(jq -r .manifest_digest "$rec" 2>/dev/null) == "$digest" ]] && BENCH_ROOTFS=$(dirname -- "$rec")/rootfs
+        done
+        [[ -d $BENCH_ROOTFS ]] || lt_fail "no prepared rootfs of manifest $digest in $data_root/images/prepared"
         BENCH_RUNSC=$(command -v runsc)
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "anchor.h"
 #include "bundle.h"
 #include "cleanup.h"
 #include "fs-util.h"
@@ -25,6 +26,36 @@ static int add_own(MountPlan *plan, MountPart part, const char *dest, const char
         if (fd < 0)
                 return errorf(ret_error, -errno, "cannot open %s: %m", source);
         return mount_plan_add_bind_fd(plan, part, dest, source, fd, read_only, nests_in, ret_error);
+}
+
+/*
+ * /etc/resolv.conf (the helper's DNS forwarder), /etc/hosts and /etc/hostname:
+ * Lazaret's own read-only files, mounted over whatever the image or a persistent
+ * /etc holds, so that none of them is ever persisted (seed 001, state-anchor.h).
+ */
+static int add_etc_files(MountPlan *plan, const char *control_dir, const char *resolv, const char *hostname,
+                         char **ret_error) {
+        _cleanup_free_ char *hosts = path_join(control_dir, "hosts"), *hostname_file = path_join(control_dir, "hostname"),
+                            *hosts_text = NULL, *hostname_text = NULL;
+        unsigned nests = MOUNT_PART_BIT(MOUNT_PART_VOLUME) | MOUNT_PART_BIT(MOUNT_PART_STATE_ANCHOR);
+        int r;
+
+        if (!hosts || !hostname_file ||
+            asprintf(&hosts_text, "# Written by Lazaret.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+                     "127.0.1.1\t%s\n", hostname) < 0 ||
+            asprintf(&hostname_text, "%s\n", hostname) < 0)
+                return -ENOMEM;
+        r = write_file(hosts, hosts_text, 0644);
+        if (r >= 0)
+                r = write_file(hostname_file, hostname_text, 0644);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot write the sandbox's /etc files in %s: %s", control_dir, strerror(-r));
+        r = add_own(plan, MOUNT_PART_RESOLVER, "/etc/resolv.conf", resolv, true, nests, ret_error);
+        if (r >= 0)
+                r = add_own(plan, MOUNT_PART_RESOLVER, "/etc/hosts", hosts, true, nests, ret_error);
+        if (r >= 0)
+                r = add_own(plan, MOUNT_PART_RESOLVER, "/etc/hostname", hostname_file, true, nests, ret_error);
+        return r;
 }
 
 int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
@@ -75,6 +106,10 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         r = mount_plan_add_bind_fd(&plan, MOUNT_PART_ROOT, "/", p->rootfs, rootfd, false, 0, ret_error);
         if (r < 0)
                 return r;
+        /* SR-14: the persistent layers lie on the image's own directories, below everything else. */
+        r = anchor_plan(d, rootfd, p->rootfs, &plan, p->ret_state_notice, ret_error);
+        if (r < 0)
+                return r;
 
         /* Holes 3/4: judged again, by fd, right before runsc is told the paths (spec §6). */
         r = domain_resolve_mounts(d, true, &vols, &n_vols, &wfd, &error);
@@ -104,13 +139,13 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                 goto finish;
         for (size_t i = 0; i < n_vols; i++) {
                 r = mount_plan_add_bind_fd(&plan, MOUNT_PART_VOLUME, vols[i].container, vols[i].host, vols[i].fd,
-                                           vols[i].mode != VOLUME_RW, MOUNT_PART_BIT(MOUNT_PART_TMP), ret_error);
+                                           vols[i].mode != VOLUME_RW,
+                                           MOUNT_PART_BIT(MOUNT_PART_TMP) | MOUNT_PART_BIT(MOUNT_PART_STATE_ANCHOR), ret_error);
                 if (r < 0)
                         goto finish;
         }
-        /* Last, so that it is on top of whatever a volume brings to /etc. */
-        r = add_own(&plan, MOUNT_PART_RESOLVER, "/etc/resolv.conf", resolv, true, MOUNT_PART_BIT(MOUNT_PART_VOLUME),
-                    ret_error);
+        /* Last, so that they are on top of whatever a volume or a persistent /etc brings: never persisted. */
+        r = add_etc_files(&plan, p->control_dir, resolv, d->profile->name, ret_error);
         if (r < 0)
                 goto finish;
 

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,15 +21,23 @@
 #include "path-util.h"
 #include "process.h"
 #include "strv.h"
+#include "userns.h"
 #include "util.h"
 
+/* Part of the prepared-artifact ID: how a lower is made. Change it when that changes. */
+#define PREPARER_VERSION "umoci-unpack-userns-1"
+#define PREPARED_RECORD "prepared.json"
+
 struct ImagePrep {
-        Process *unpack;
+        UsernsChild *unpack;
         int lock_fd;            /* flock of <staging>.lock, held while unpacking */
+        int log_fd;             /* umoci's standard error: <staging>.log */
         char *lock_path;
+        char *log_path;
         char *staging;
         char *final;
         char *image_arg;
+        char *record;           /* prepared.json, written into the tree before it is published */
         ImagePrepDone done;
         void *userdata;
 };
@@ -40,19 +49,46 @@ void prepared_image_done(PreparedImage *img) {
         *img = (PreparedImage) {};
 }
 
+/*
+ * A staging tree holds files of subordinate IDs (it was unpacked as root of
+ * the mapped namespace), which the user cannot always remove: it is moved
+ * aside into <prepared>/.quarantine-<name>, never published, for
+ * `lazaretctl unshare -- rm -rf` (or a later gc) to remove.
+ */
+static void quarantine(const char *staging) {
+        _cleanup_free_ char *dir = NULL, *q = NULL;
+        const char *base = strrchr(staging, '/');
+
+        if (!base)
+                return;
+        dir = strndup(staging, (size_t) (base - staging));
+        if (!dir || asprintf(&q, "%s/.quarantine-%s", dir, base + 1 + strlen(".staging-")) < 0)
+                return;
+        if (rename(staging, q) >= 0)
+                log_warning("A failed image preparation was moved to %s; remove it with: lazaretctl unshare -- rm -rf %s",
+                            q, q);
+        else if (errno != ENOENT)
+                (void) rm_rf(staging);
+}
+
 ImagePrep *image_prep_free(ImagePrep *ip) {
         if (!ip)
                 return NULL;
-        process_free(ip->unpack);
+        userns_child_free(ip->unpack);
         if (ip->staging)
-                (void) rm_rf(ip->staging);
+                quarantine(ip->staging);
         if (ip->lock_path)
                 (void) unlink(ip->lock_path);
+        if (ip->log_path)
+                (void) unlink(ip->log_path);
         safe_close(ip->lock_fd);
+        safe_close(ip->log_fd);
         free(ip->lock_path);
+        free(ip->log_path);
         free(ip->staging);
         free(ip->final);
         free(ip->image_arg);
+        free(ip->record);
         free(ip);
         return NULL;
 }
@@ -81,8 +117,8 @@ static void remove_stale_staging(const char *prepared) {
                 fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
                 if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
                         continue;       /* an unpack in progress */
-                log_info("Removing %s, left by an unpack that did not finish", dir);
-                (void) rm_rf(dir);
+                log_info("Setting aside %s, left by an unpack that did not finish", dir);
+                quarantine(dir);
                 (void) unlink(lock);
         }
 }
@@ -114,37 +150,59 @@ static int load_prepared(const char *final, PreparedImage *ret, char **ret_why) 
         return 0;
 }
 
-/* Why umoci failed: how it ended and what it said. */
-static int unpack_failure(const ImagePrep *ip, int status, const char *output, char **ret) {
-        char how[64];
+/* The last line umoci wrote to its standard error, if any. */
+static void unpack_message(ImagePrep *ip, char *buf, size_t size) {
+        _cleanup_fclose_ FILE *f = ip->log_path ? fopen(ip->log_path, "re") : NULL;
+        char line[512];
 
-        if (status > 128)
-                snprintf(how, sizeof(how), "killed by signal %d", status - 128);
-        else
-                snprintf(how, sizeof(how), "exit status %d", status);
-        if (asprintf(ret, "umoci unpack %s failed (%s): %s", ip->image_arg, how, isempty(output) ? "no message" : output) < 0)
-                return -ENOMEM;
-        return 0;
+        buf[0] = 0;
+        while (f && fgets(line, sizeof(line), f))
+                if (line[0] && line[0] != '\n')
+                        snprintf(buf, size, "%.*s", (int) strcspn(line, "\n"), line);
 }
 
-static void on_unpacked(Process *p, int status, const char *output, void *userdata) {
+static void on_unpack_mapped(UsernsChild *c, void *userdata) {
         ImagePrep *ip = userdata;
+        int r = userns_child_go(c);
+
+        if (r < 0) {
+                ip->unpack = userns_child_free(ip->unpack);
+                ip->done(ip, r, "cannot start the image unpack in the mapped user namespace", ip->userdata);
+        }
+}
+
+static void on_unpack_failed(UsernsChild *c, const char *why, void *userdata) {
+        ImagePrep *ip = userdata;
+
+        ip->unpack = userns_child_free(ip->unpack);
+        ip->done(ip, -EPERM, why, ip->userdata);
+}
+
+static void on_unpacked(UsernsChild *c, int status, void *userdata) {
+        ImagePrep *ip = userdata;
+        _cleanup_free_ char *record = NULL;
+        char msg[512];
         int r = 0;
         char *why = NULL;
 
-        /* output is the process's: read before it is freed. */
+        ip->unpack = userns_child_free(ip->unpack);
+        record = path_join(ip->staging, PREPARED_RECORD);
         if (status != 0) {
-                (void) unpack_failure(ip, status, output, &why);
-                r = strstr(strempty(why), "no space left on device") ? -ENOSPC : -EIO;
-        }
-        ip->unpack = process_free(ip->unpack);
-        if (r == 0 && rename(ip->staging, ip->final) < 0 && errno != EEXIST && errno != ENOTEMPTY) {
+                unpack_message(ip, msg, sizeof(msg));
+                (void) !asprintf(&why, "umoci unpack %s failed (status %d): %s", ip->image_arg, status,
+                                 msg[0] ? msg : "no message");
+                /* A full disk is said as such (umoci's own words). */
+                r = strstr(msg, "no space left on device") ? -ENOSPC : -EIO;
+        } else if (!record || (r = write_file(record, ip->record, 0644)) < 0) {
+                r = r < 0 ? r : -ENOMEM;
+                (void) !asprintf(&why, "cannot record %s: %s", PREPARED_RECORD, strerror(-r));
+        } else if (rename(ip->staging, ip->final) < 0 && errno != EEXIST && errno != ENOTEMPTY) {
                 /* EEXIST/ENOTEMPTY: another Domain published the same image first; use theirs. */
                 r = -errno;
                 (void) !asprintf(&why, "cannot publish %s: %s", ip->final, strerror(-r));
         }
         if (ip->staging)
-                (void) rm_rf(ip->staging);    /* gone after a rename; left after a failure */
+                quarantine(ip->staging);        /* gone after a rename; set aside after a failure */
         free(ip->staging);
         ip->staging = NULL;
         (void) unlink(ip->lock_path);
@@ -152,11 +210,13 @@ static void on_unpacked(Process *p, int status, const char *output, void *userda
         free(why);
 }
 
-int image_prepare(sd_event *e, const Domain *d, ImagePrepDone done, void *userdata, ImagePrep **ret_prep,
-                  PreparedImage *ret_image, char **ret_why) {
+int image_prepare(sd_event *e, const Domain *d, const SubidRange *uids, const SubidRange *gids, ImagePrepDone done,
+                  void *userdata, ImagePrep **ret_prep, PreparedImage *ret_image, char **ret_why) {
         _cleanup_free_ char *dir = NULL, *tag = NULL, *index = NULL, *buf = NULL, *digest = NULL,
                             *prepared = NULL, *final = NULL, *why = NULL, *umoci = NULL;
         _cleanup_(image_prep_freep) ImagePrep *ip = NULL;
+        _cleanup_close_ int devnull = -EBADF;
+        char id[PREPARED_ID_LEN + 1];
         sd_id128_t rnd;
         struct stat st;
         size_t n;
@@ -182,7 +242,11 @@ int image_prepare(sd_event *e, const Domain *d, ImagePrepDone done, void *userda
         r = mkdir_parents(prepared, 0700);
         if (r < 0)
                 return errorf(ret_why, r, "cannot create %s: %s", prepared, strerror(-r));
-        final = path_join(prepared, digest);
+        /* SR-15: the tree is named by what made it, not by the image alone. */
+        r = prepared_artifact_id(digest, PREPARER_VERSION, (uint32_t) getuid(), uids, (uint32_t) getgid(), gids, id);
+        if (r < 0)
+                return errorf(ret_why, r, "%s: cannot name the prepared lower of manifest %s", index, digest);
+        final = path_join(prepared, id);
         if (!final)
                 return -ENOMEM;
         remove_stale_staging(prepared);
@@ -199,7 +263,7 @@ int image_prepare(sd_event *e, const Domain *d, ImagePrepDone done, void *userda
         ip = calloc(1, sizeof(ImagePrep));
         if (!ip)
                 return -ENOMEM;
-        ip->lock_fd = -EBADF;
+        ip->lock_fd = ip->log_fd = -EBADF;
         ip->done = done;
         ip->userdata = userdata;
         r = sd_id128_randomize(&rnd);
@@ -207,18 +271,31 @@ int image_prepare(sd_event *e, const Domain *d, ImagePrepDone done, void *userda
                 return r;
         if (asprintf(&ip->staging, "%s/.staging-" SD_ID128_FORMAT_STR, prepared, SD_ID128_FORMAT_VAL(rnd)) < 0 ||
             asprintf(&ip->lock_path, "%s.lock", ip->staging) < 0 ||
+            asprintf(&ip->log_path, "%s.log", ip->staging) < 0 ||
+            asprintf(&ip->record, "{\"artifact_id\":\"%s\",\"manifest_digest\":\"sha256:%s\",\"preparer\":\"%s\","
+                     "\"uid_map\":[[0,%u,1],[1,%" PRIu32 ",%" PRIu32 "]],\"gid_map\":[[0,%u,1],[1,%" PRIu32 ",%" PRIu32 "]]}\n",
+                     id, digest, PREPARER_VERSION, (unsigned) getuid(), uids->start, uids->count, (unsigned) getgid(),
+                     gids->start, gids->count) < 0 ||
             asprintf(&ip->image_arg, "%s:%s", dir, tag) < 0)
                 return -ENOMEM;
         ip->lock_fd = open(ip->lock_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
         if (ip->lock_fd < 0 || flock(ip->lock_fd, LOCK_EX | LOCK_NB) < 0)
                 return errorf(ret_why, -errno, "cannot lock %s: %m", ip->lock_path);
+        ip->log_fd = open(ip->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+        devnull = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
+        if (ip->log_fd < 0 || devnull < 0)
+                return errorf(ret_why, -errno, "cannot open %s: %m", ip->log_path);
         ip->final = TAKE_PTR(final);
-        log_info("Preparing image %s (%.12s) in %s", ip->image_arg, digest, ip->final);
-        r = process_run(e, (char *[]) { umoci, (char *) "--log", (char *) "error", (char *) "unpack", (char *) "--rootless",
-                                        (char *) "--image", ip->image_arg, ip->staging, NULL },
-                        on_unpacked, ip, &ip->unpack);
+        log_info("Preparing image %s (manifest %.12s) as %.12s in %s", ip->image_arg, digest, id, ip->final);
+        /* As root of a namespace mapped like the sandbox's: the image's owners are kept (ns 42 stays 42 inside). */
+        r = userns_child_start(e, (char *[]) { umoci, (char *) "--log", (char *) "error", (char *) "unpack",
+                                               (char *) "--image", ip->image_arg, ip->staging, NULL },
+                               devnull, ip->log_fd, uids, gids,
+                               &(UsernsCallbacks) { .mapped = on_unpack_mapped, .failed = on_unpack_failed,
+                                                    .exited = on_unpacked },
+                               ip, &ip->unpack);
         if (r < 0)
-                return errorf(ret_why, r, "cannot run umoci: %s", strerror(-r));
+                return errorf(ret_why, r, "cannot run umoci in a mapped user namespace: %s", strerror(-r));
         *ret_prep = TAKE_PTR(ip);
         return 0;
 }

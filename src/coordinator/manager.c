@@ -149,6 +149,8 @@ static int answer_line(Manager *m, bool started, char **ret) {
         }
         if (r >= 0 && started && !isempty(sandbox_unenforced_limits(m->sandbox)))
                 r = json_add_string(o, "unenforced_limits", sandbox_unenforced_limits(m->sandbox));
+        if (r >= 0 && started && sandbox_state_notice(m->sandbox))
+                r = json_add_string(o, "state_notice", sandbox_state_notice(m->sandbox));
         if (r >= 0)
                 r = json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
         if (r < 0)
@@ -236,6 +238,7 @@ Manager *manager_free(Manager *m) {
         free(m->runtime_root);
         free(m->runtime_dir);
         free(m->failure);
+        domain_store_close(m->store);
         safe_close(m->lock_fd);
         free(m);
         return NULL;
@@ -416,6 +419,19 @@ static int take_lock(Manager *m, char **ret_why) {
         return 0;
 }
 
+/* FR-17: the Domain Store, only ever opened by the lock's holder; a few rows per call. */
+static int open_store(Manager *m, char **ret_why) {
+        _cleanup_free_ char *path = path_join(m->domain->domain_dir, DOMAIN_STORE_FILE), *why = NULL;
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        r = domain_store_open(path, &m->store, &why);
+        if (r < 0)
+                return startup_fail(ret_why, r, "%s", why ?: "Cannot open the Domain Store");
+        return 0;
+}
+
 static void sandbox_ready(Sandbox *sb, void *userdata);
 static void sandbox_failed(Sandbox *sb, const char *why, void *userdata);
 static void sandbox_stopped(Sandbox *sb, void *userdata);
@@ -439,6 +455,8 @@ static void name_owned(Manager *m) {
                                 .runtime_dir = m->runtime_dir,
                                 .subuids = m->subuids,
                                 .subgids = m->subgids,
+                                .store = m->store,
+                                .coordinator_id = m->coordinator_id,
                                 .cb = { .ready = sandbox_ready, .failed = sandbox_failed, .stopped = sandbox_stopped },
                                 .userdata = m,
                         }, &m->sandbox, &why);
@@ -546,6 +564,9 @@ int manager_startup(Manager *m, char **ret_why) {
                 return r;
         manager_update_status(m);
         r = take_lock(m, ret_why);
+        if (r < 0)
+                return r;
+        r = open_store(m, ret_why);
         if (r < 0)
                 return r;
         return connect_bus(m);

@@ -10,6 +10,7 @@
 #include "bus-names.h"
 #include "config.h"
 #include "domain.h"
+#include "domain-store.h"
 #include "sandbox.h"
 #include "session.h"
 
@@ -69,6 +70,7 @@ struct Manager {
         char *runtime_root;     /* $XDG_RUNTIME_DIR/lazaret */
         char *runtime_dir;      /* $XDG_RUNTIME_DIR/lazaret/ID: runsc state, specs */
         int lock_fd;
+        DomainStore *store;             /* opened once the lock is held (FR-17) */
 
         int listen_fd;          /* from socket activation, or -EBADF */
         sd_event_source *listen_source;

@@ -3,6 +3,7 @@
  * The sandbox's start, supervision and stop; see sandbox.h for the steps.
  */
 #include <errno.h>
+#include <time.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <linux/magic.h>
 #include <systemd/sd-id128.h>
 
+#include "anchor.h"
 #include "bundle.h"
 #include "bus-job.h"
 #include "bus-names.h"
@@ -89,6 +91,10 @@ struct Sandbox {
         unsigned limits_enforced;       /* LimitControl bits in force for the scope (cgroup-util.h) */
         char *sessions_dir;             /* process specs of sessions */
         char *overlay_dir;              /* the root overlay's file store */
+        char *state_notice;             /* what the State Anchor had to say at this start, or NULL */
+        DomainStore *store;             /* borrowed */
+        char *coordinator_id;
+        uint64_t generation;            /* in the Domain Store; 0 before it is recorded */
         char *netns_path;               /* the enforcement namespace, bound by the supervisor */
         char *policy_path;              /* the derived policy's canonical bytes */
         char *slirp4netns;
@@ -125,6 +131,10 @@ char **sandbox_default_command(const Sandbox *sb) {
 
 const SandboxNetwork *sandbox_network(const Sandbox *sb) {
         return sb && sb->state == SANDBOX_RUNNING ? &sb->network : NULL;
+}
+
+const char *sandbox_state_notice(const Sandbox *sb) {
+        return sb && sb->state == SANDBOX_RUNNING ? sb->state_notice : NULL;
 }
 
 const char *sandbox_unenforced_limits(const Sandbox *sb) {
@@ -206,6 +216,8 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->mount_plan);
         free(sb->sessions_dir);
         free(sb->overlay_dir);
+        free(sb->state_notice);
+        free(sb->coordinator_id);
         free(sb->netns_path);
         free(sb->policy_path);
         free(sb->slirp4netns);
@@ -250,6 +262,8 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
                 if (r < 0)
                         return r;
         }
+        sb->store = p->store;
+        sb->coordinator_id = p->coordinator_id ? strdup(p->coordinator_id) : NULL;
         sb->subuids = p->subuids;
         sb->subgids = p->subgids;
         sb->runtime_dir = strdup(p->runtime_dir);
@@ -452,6 +466,7 @@ static void on_recovered(BusJob *j, const char *result, const sd_bus_error *erro
                 return;
         }
         (void) rm_rf(sb->overlay_dir);
+        anchor_release(sb->domain);
         step_image(sb);
 }
 
@@ -530,6 +545,53 @@ static int network_fault(void) {
 #define NETWORK_FAULT_INVALID "LAZARET_TEST_NETWORK_FAULT is set to something other than deny-on-lo or denied-elsewhere"
 #endif
 
+static uint64_t realtime_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* The prepared lower's artifact ID: the name of the directory holding its rootfs. */
+static int lower_id(const Sandbox *sb, char **ret) {
+        const char *rootfs = sb->image.rootfs, *end, *start;
+
+        if (!rootfs || !(end = strrchr(rootfs, '/')) || end == rootfs)
+                return -EINVAL;
+        for (start = end; start > rootfs && start[-1] != '/'; start--)
+                ;
+        *ret = strndup(start, (size_t) (end - start));
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int record_generation(Sandbox *sb, char **ret_why) {
+        _cleanup_free_ char *lower = NULL, *why = NULL;
+        int r;
+
+        if (!sb->store)
+                return 0;
+        r = lower_id(sb, &lower);
+        if (r < 0)
+                return r;
+        r = domain_store_begin_generation(sb->store, strempty(sb->coordinator_id), realtime_usec(), lower,
+                                          sb->domain->profile->persistent_dirs, &sb->generation, &why);
+        if (r < 0)
+                return errorf(ret_why, r, "%s", why ?: "cannot record the generation in the Domain Store");
+        log_info("Generation %" PRIu64 " recorded in the Domain Store (lower %.12s leased)", sb->generation, lower);
+        return 0;
+}
+
+static void end_generation(Sandbox *sb) {
+        _cleanup_free_ char *why = NULL;
+
+        if (!sb->store || sb->generation == 0)
+                return;
+        if (domain_store_end_generation(sb->store, sb->generation, sb->failed ? "failed" : "stopped", realtime_usec(),
+                                        &why) < 0)
+                log_warning("Cannot record the end of generation %" PRIu64 ": %s", sb->generation, strna(why));
+        sb->generation = 0;
+}
+
 static void step_bundle(Sandbox *sb) {
         _cleanup_free_ char *why = NULL;
         const char *probe_denied = NET_CANARY_DENIED_STR;
@@ -563,7 +625,14 @@ static void step_bundle(Sandbox *sb) {
                 sandbox_fail(sb, "cannot create the sandbox's runtime directories (see the log)");
                 return;
         }
+        /* Lease before mount: the generation, its lower and its layers are on record before anything uses them. */
+        r = record_generation(sb, &why);
+        if (r < 0) {
+                sandbox_fail(sb, why ?: "cannot record the generation in the Domain Store");
+                return;
+        }
         sb->mount_plan = mfree(sb->mount_plan);
+        sb->state_notice = mfree(sb->state_notice);
         r = bundle_write(&(BundleParams) {
                                  .domain = sb->domain,
                                  .bundle_dir = sb->bundle,
@@ -573,7 +642,10 @@ static void step_bundle(Sandbox *sb) {
                                  .env = sb->image.env,
                                  .canary_port = sb->canary_port,
                                  .probe_denied = probe_denied,
+                                 .ret_state_notice = &sb->state_notice,
                          }, &sb->mount_plan, &why);
+        if (r >= 0 && sb->state_notice)
+                log_warning("State Anchor: %s", sb->state_notice);
         if (r >= 0)
                 r = write_control_files(sb, &why);
         if (r >= 0)
@@ -604,7 +676,7 @@ static void step_image(Sandbox *sb) {
         int r;
 
         sb->state = SANDBOX_PREPARING;
-        r = image_prepare(sb->event, sb->domain, on_image, sb, &sb->image_prep, &sb->image, &why);
+        r = image_prepare(sb->event, sb->domain, &sb->subuids, &sb->subgids, on_image, sb, &sb->image_prep, &sb->image, &why);
         if (r < 0) {
                 sandbox_fail(sb, why ?: "cannot prepare the image");
                 return;
@@ -647,6 +719,11 @@ static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, v
                 }
                 judge_limits(sb);
                 sb->state = SANDBOX_RUNNING;
+                if (sb->store && sb->generation > 0) {
+                        _cleanup_free_ char *why = NULL;
+                        if (domain_store_generation_running(sb->store, sb->generation, sb->network.policy_digest, &why) < 0)
+                                log_warning("Cannot record generation %" PRIu64 " as running: %s", sb->generation, strna(why));
+                }
                 sb->runtime = (SandboxRuntime) {
                         .event = sb->event,
                         .domain_id = sb->domain->id,
@@ -793,7 +870,7 @@ static void step_userns(Sandbox *sb) {
         }
         ours = control[0];
         theirs = control[1];
-        r = userns_child_start(sb->event, argv, theirs, &sb->subuids, &sb->subgids,
+        r = userns_child_start(sb->event, argv, theirs, -EBADF, &sb->subuids, &sb->subgids,
                                &(UsernsCallbacks) { .mapped = on_mapped, .failed = on_userns_failed,
                                                     .exited = on_supervisor_exit },
                                sb, &sb->child);
@@ -814,6 +891,8 @@ static void step_userns(Sandbox *sb) {
 /* ------------------------------------------------------------------ stop */
 
 static void finish_stop(Sandbox *sb) {
+        end_generation(sb);
+        anchor_release(sb->domain);
         sb->kill_timer = sd_event_source_disable_unref(sb->kill_timer);
         sb->scope_match = sd_bus_slot_unref(sb->scope_match);
         sb->state = SANDBOX_STOPPED;

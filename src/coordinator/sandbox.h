@@ -7,6 +7,7 @@
 #include "domain.h"
 #include "hash.h"
 #include "cleanup.h"
+#include "domain-store.h"
 #include "subid.h"
 
 /*
@@ -40,6 +41,8 @@ typedef struct SandboxParams {
         const Domain *domain;           /* borrowed; outlives the sandbox */
         const char *runtime_dir;        /* $XDG_RUNTIME_DIR/lazaret/ID */
         SubidRange subuids, subgids;    /* what the user namespace maps to (subid_pick_for_user()) */
+        DomainStore *store;             /* borrowed: the Domain Store, where each generation is recorded */
+        const char *coordinator_id;     /* borrowed: who records it */
         SandboxCallbacks cb;
         void *userdata;
 } SandboxParams;
@@ -89,5 +92,7 @@ const SandboxNetwork *sandbox_network(const Sandbox *sb);
 const char *sandbox_unenforced_limits(const Sandbox *sb);
 /* Bytes held by the root overlay's file store (at most the profile's root_size); -ESRCH unless it runs. */
 int sandbox_root_usage(const Sandbox *sb, uint64_t *ret_used);
+/* What the State Anchor had to say when this sandbox started (a persisted package database over a changed image), or NULL. */
+const char *sandbox_state_notice(const Sandbox *sb);
 /* The mount plan the sandbox was started with, as JSON (mount-plan.h); NULL unless it runs. */
 const char *sandbox_mount_plan(const Sandbox *sb);

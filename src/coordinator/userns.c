@@ -141,7 +141,8 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
         return 0;
 }
 
-int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidRange *uids, const SubidRange *gids,
+int userns_child_start(sd_event *e, char *const *argv, int keep_fd, int stderr_fd, const SubidRange *uids,
+                       const SubidRange *gids,
                        const UsernsCallbacks *cb, void *userdata, UsernsChild **ret) {
         _cleanup_(userns_child_freep) UsernsChild *c = NULL;
         _cleanup_close_ int sync_w = -EBADF, go_r = -EBADF, pidfd = -EBADF;
@@ -174,6 +175,7 @@ int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidR
         pass[1] = sync_w;               /* fd 4 = CHILD_SYNC_FD */
         pass[2] = go_r;                 /* fd 5 = CHILD_GO_FD */
         o.argv = argv;
+        o.stdio[2] = stderr_fd;
         o.pass_fds = pass;
         o.n_pass_fds = 3;
         o.die_with_parent = true;

@@ -16,8 +16,9 @@
  * range), reads them back, and reports mapped(). The child becomes root of
  * its namespace and execs argv only after userns_child_go().
  *
- * The child gets keep_fd as fd 3. It is watched through a pidfd from the
- * start: exited() is reported at any time, from the loop.
+ * The child gets keep_fd as fd 3 and stderr_fd (when >= 0, else /dev/null)
+ * as its standard error. It is watched through a pidfd from the start:
+ * exited() is reported at any time, from the loop.
  */
 typedef struct UsernsChild UsernsChild;
 typedef struct UsernsCallbacks {
@@ -26,7 +27,8 @@ typedef struct UsernsCallbacks {
         void (*exited)(UsernsChild *c, int status, void *userdata);
 } UsernsCallbacks;
 
-int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidRange *uids, const SubidRange *gids,
+int userns_child_start(sd_event *e, char *const *argv, int keep_fd, int stderr_fd, const SubidRange *uids,
+                       const SubidRange *gids,
                        const UsernsCallbacks *cb, void *userdata, UsernsChild **ret);
 pid_t userns_child_pid(const UsernsChild *c);
 /* Lets the mapped child exec. */

@@ -414,6 +414,12 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                     json_object_is_type(unenforced, json_type_string))
                         fprintf(stderr, "lazaretctl: not enforced on this machine (no cgroup controller for the user manager): %s\n",
                                 json_object_get_string(unenforced));
+                /* The State Anchor's warning is about what the command will find: always said. */
+                if (json_object_object_get_ex(o, "state_notice", &unenforced) &&
+                    json_object_is_type(unenforced, json_type_string)) {
+                        _cleanup_free_ char *n = escape_control(json_object_get_string(unenforced));
+                        fprintf(stderr, "lazaretctl: warning: %s\n", n ?: "(unprintable)");
+                }
                 *ret_running = true;
                 return 0;
         }

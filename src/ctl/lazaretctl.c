@@ -25,6 +25,7 @@
 #include "launch.h"
 #include "macro.h"
 #include "strv.h"
+#include "state.h"
 #include "unshare.h"
 
 const char *arg_config = NULL;
@@ -34,11 +35,13 @@ bool arg_json = false;
 HostContext arg_host = {};
 /* The first of --source/--force given, if any: options of "image" only. */
 static const char *arg_image_option = NULL;
+static bool arg_yes_given = false;
 
 typedef enum VerbFlags {
         VERB_CONFIG = 1 << 0,           /* needs the validated configuration */
         VERB_COMMAND = 1 << 1,          /* arguments after the verb's options are a command line */
         VERB_IMAGE_OPTIONS = 1 << 2,    /* takes --source and --force */
+        VERB_YES = 1 << 3,              /* takes --yes */
 } VerbFlags;
 
 typedef struct Verb {
@@ -417,6 +420,8 @@ static const Verb verbs[] = {
         { "domain-id", 1, 1,        VERB_CONFIG,                       verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },
         { "config",    2, 2,        VERB_CONFIG,                       verb_config,    "config check                Validate the configuration and show resolved profiles" },
         { "unshare",   2, UINT_MAX, VERB_COMMAND,                      verb_unshare,   "unshare [--] CMD [ARG...]   Run a host command in a user namespace mapped like the sandbox's" },
+        { "state",     2, 4,        VERB_CONFIG | VERB_YES,            verb_state,     "state list|inspect|verify|reset|gc [DOMAIN-ID] [PATH]\n"
+          "                              List, inspect, verify, reset persistent state; gc unleased lowers (--yes: do not ask)" },
 };
 
 static int help(void) {
@@ -446,6 +451,7 @@ enum {
         ARG_JSON,
         ARG_SOURCE,
         ARG_FORCE,
+        ARG_YES,
 };
 
 static const struct option options[] = {
@@ -457,6 +463,7 @@ static const struct option options[] = {
         { "json",      no_argument,       NULL, ARG_JSON    },
         { "source",    required_argument, NULL, ARG_SOURCE  },
         { "force",     no_argument,       NULL, ARG_FORCE   },
+        { "yes",       no_argument,       NULL, ARG_YES     },
         {}
 };
 
@@ -508,6 +515,10 @@ static int parse_options(int argc, char *argv[]) {
                 case ARG_FORCE:
                         image_set_force(true);
                         arg_image_option = arg_image_option ?: "--force";
+                        break;
+                case ARG_YES:
+                        state_set_yes(true);
+                        arg_yes_given = true;
                         break;
                 case '?':
                         return -EINVAL;
@@ -593,6 +604,11 @@ int main(int argc, char *argv[]) {
         if (arg_image_option && !(verb->flags & VERB_IMAGE_OPTIONS)) {
                 fprintf(stderr, "%s is an option of \"image build-default\" only, not of \"%s\".\n",
                         arg_image_option, verb->name);
+                return 2;
+        }
+
+        if (arg_yes_given && !(verb->flags & VERB_YES)) {
+                fprintf(stderr, "--yes is an option of \"state reset\" and \"state gc\" only, not of \"%s\".\n", verb->name);
                 return 2;
         }
 

@@ -48,7 +48,7 @@ typedef enum MountPart {
         MOUNT_PART_GIT_SENTRY,
         MOUNT_PART_CONTROL,             /* /run/lazaret */
         MOUNT_PART_VOLUME,
-        MOUNT_PART_RESOLVER,            /* /etc/resolv.conf */
+        MOUNT_PART_RESOLVER,            /* /etc/resolv.conf, /etc/hosts, /etc/hostname */
         MOUNT_PART_WORKSPACE_VIEW,
         MOUNT_PART_STATE_ANCHOR,
         MOUNT_PART_MAILBOX,

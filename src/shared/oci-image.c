@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <json-c/json.h>
 
 #include "cleanup.h"
+#include "hash.h"
 #include "json-util.h"
 #include "oci-image.h"
 #include "strv.h"
@@ -111,5 +115,33 @@ int oci_bundle_process(const char *config_json, size_t n, char ***ret_env, char 
         }
         *ret_env = TAKE_PTR(env);
         *ret_cmd = TAKE_PTR(cmd);
+        return 0;
+}
+
+static bool is_hex64(const char *s) {
+        size_t n = 0;
+
+        for (; s[n]; n++)
+                if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+                        return false;
+        return n == 64;
+}
+
+int prepared_artifact_id(const char *manifest_digest, const char *preparer, uint32_t uid, const SubidRange *uids,
+                         uint32_t gid, const SubidRange *gids, char ret[PREPARED_ID_LEN + 1]) {
+        _cleanup_free_ char *text = NULL;
+        uint8_t h[SHA256_DIGEST_LEN];
+        int n;
+
+        if (!manifest_digest || !is_hex64(manifest_digest) || isempty(preparer) || strchr(preparer, '\n'))
+                return -EINVAL;
+        n = asprintf(&text, "lazaret-prepared-artifact-1\nmanifest=sha256:%s\npreparer=%s\n"
+                     "uid_map=0 %" PRIu32 " 1,1 %" PRIu32 " %" PRIu32 "\ngid_map=0 %" PRIu32 " 1,1 %" PRIu32 " %" PRIu32 "\n",
+                     manifest_digest, preparer, uid, uids->start, uids->count, gid, gids->start, gids->count);
+        if (n < 0)
+                return -ENOMEM;
+        sha256_buf(text, (size_t) n, h);
+        hexify(h, sizeof(h), ret);
+        ret[PREPARED_ID_LEN] = 0;
         return 0;
 }

@@ -124,3 +124,12 @@ char *strv_join(char *const *l, const char *sep) {
         *p = 0;
         return r;
 }
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+void strv_sort(char **l) {
+        if (l)
+                qsort(l, strv_length(l), sizeof(char *), cmp_str);
+}

@@ -21,3 +21,6 @@ char **strv_copy(char *const *l);
 char *strv_join(char *const *l, const char *sep);
 
 #define STRV_FOREACH(s, l) for (char **s = (l); s && *s; s++)
+
+/* Sorts l in place by strcmp(); NULL is fine. */
+void strv_sort(char **l);

@@ -13,7 +13,9 @@
 #include "macro.h"
 #include "mount-plan.h"
 #include "path-util.h"
+#include "state-anchor.h"
 #include "supervisor-mounts.h"
+#include "supervisor-overlay.h"
 #include "util.h"
 
 static const char *what(const MountEntry *e) {
@@ -74,7 +76,7 @@ static int stage_filesystem(const MountEntry *e, const char *stage, const char *
                 return -ENOMEM;
         if (!streq(e->fstype, "tmpfs"))
                 return errorf(ret_error, -EOPNOTSUPP, "the mount plan asks the supervisor for a %s file system at %s; "
-                            "it makes only tmpfs", e->fstype, e->destination);
+                            "it makes only tmpfs and overlay", e->fstype, e->destination);
         if (mkdirat(stagefd, name, 0700) < 0)
                 return errorf(ret_error, -errno, "cannot create the staging point for %s: %m", e->destination);
         if (mount(e->source, target, e->fstype, flags, e->data) < 0)
@@ -151,7 +153,10 @@ int supmounts_stage(const char *bundle, char **ret_error) {
                         r = stage_bind(e, stagefd, name, ret_error);
                         break;
                 case MOUNT_SUPERVISOR:
-                        r = stage_filesystem(e, stage, name, stagefd, ret_error);
+                        if (streq(e->fstype, STATE_ANCHOR_FSTYPE))
+                                r = supoverlay_stage(e, stagefd, stage, name, ret_error);
+                        else
+                                r = stage_filesystem(e, stage, name, stagefd, ret_error);
                         break;
                 case MOUNT_SANDBOX:
                         r = 0;

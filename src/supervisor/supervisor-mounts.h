@@ -14,8 +14,9 @@
  *                      saw, and a detached recursive copy of what was opened
  *                      (open_tree() from that fd, read-only where the entry
  *                      is) moved onto <stage>/<i>;
- *   a supervisor mount: the file system mounted on <stage>/<i> (a tmpfs
- *                      only, for now; any other type is refused by name);
+ *   a supervisor mount: the file system mounted on <stage>/<i>: a tmpfs,
+ *                      or a State Anchor overlay (supervisor-overlay.h);
+ *                      any other type is refused by name;
  *   gVisor's own:      nothing.
  *
  * Nobody outside this mount namespace sees the staged mounts; runsc, its

@@ -6,6 +6,7 @@
 #include <json-c/json.h>
 
 #include "cleanup.h"
+#include "oci-image.h"
 #include "oci-spec.h"
 #include "resource-limits.h"
 
@@ -197,4 +198,28 @@ Test(oci, infinite_limits_are_left_out) {
         cr_assert(found);
         (void) rlimit_of(po, "RLIMIT_AS", &found);
         cr_assert_not(found);
+}
+
+/* The prepared-artifact ID: the same inputs give the same tree, any change another. */
+Test(oci, prepared_artifact_id) {
+        const char *d = "9c833258bdbcc076cda3a6ca518e42d60432b6517bf7add053cada1cd276b052";
+        SubidRange u = { 100000, 65536 }, g = { 100000, 65536 }, u2 = { 200000, 65536 };
+        char a[PREPARED_ID_LEN + 1], b[PREPARED_ID_LEN + 1];
+
+        cr_assert_eq(prepared_artifact_id(d, "umoci-unpack-userns-1", 1000, &u, 1000, &g, a), 0);
+        cr_assert_eq(strlen(a), PREPARED_ID_LEN);
+        cr_assert_eq(prepared_artifact_id(d, "umoci-unpack-userns-1", 1000, &u, 1000, &g, b), 0);
+        cr_assert_str_eq(a, b);
+        cr_assert_str_neq(a, d, "the ID is not the manifest digest itself");
+        cr_assert_eq(prepared_artifact_id(d, "umoci-unpack-userns-2", 1000, &u, 1000, &g, b), 0);
+        cr_assert_str_neq(a, b, "another preparer version");
+        cr_assert_eq(prepared_artifact_id(d, "umoci-unpack-userns-1", 1000, &u2, 1000, &g, b), 0);
+        cr_assert_str_neq(a, b, "another subordinate range");
+        cr_assert_eq(prepared_artifact_id(d, "umoci-unpack-userns-1", 1001, &u, 1000, &g, b), 0);
+        cr_assert_str_neq(a, b, "another user");
+        cr_assert_eq(prepared_artifact_id(d, "umoci-unpack-userns-1", 1000, &u, 1000, &u2, b), 0);
+        cr_assert_str_neq(a, b, "another group range");
+        cr_assert_eq(prepared_artifact_id("9C83", "p", 1000, &u, 1000, &g, b), -EINVAL);
+        cr_assert_eq(prepared_artifact_id(d, "", 1000, &u, 1000, &g, b), -EINVAL);
+        cr_assert_eq(prepared_artifact_id(d, "a\nb", 1000, &u, 1000, &g, b), -EINVAL);
 }

@@ -22,3 +22,16 @@ Test(strv, grows_without_losing_anything) {
         cr_assert_str_eq(l[101], "b");
         cr_assert_null(l[102]);
 }
+
+Test(strv, sort) {
+        _cleanup_strv_free_ char **l = NULL;
+
+        strv_sort(NULL);
+        cr_assert_eq(strv_extend_strv(&l, (char *[]) { (char *) "var-lib", (char *) "etc", (char *) "usr", (char *) "opt", NULL }), 0);
+        strv_sort(l);
+        cr_assert_str_eq(l[0], "etc");
+        cr_assert_str_eq(l[1], "opt");
+        cr_assert_str_eq(l[2], "usr");
+        cr_assert_str_eq(l[3], "var-lib");
+        cr_assert_null(l[4]);
+}

@@ -191,18 +191,79 @@ Test(supmounts, file_swapped_refused, .init = setup, .fini = teardown) {
 static void other_file_systems_refused_body(void) {
         _cleanup_(mount_plan_done) MountPlan p = {};
         MountEntry o = { .part = MOUNT_PART_STATE_ANCHOR, .kind = MOUNT_SUPERVISOR, .destination = (char *) "/usr",
-                         .source = (char *) "overlay", .fstype = (char *) "overlay", .data = (char *) "lowerdir=/" };
+                         .source = (char *) "/dev/sda1", .fstype = (char *) "ext4" };
         char err[512];
 
         CHECK_EQ(mount_plan_init(&p), 0);
         CHECK_EQ(mount_plan_add(&p, &o, NULL), 0);
         write_plan(&p);
         CHECK_EQ(stage(err, sizeof(err)), -EOPNOTSUPP, "%s", err);
-        CHECK(strstr(err, "overlay file system at /usr; it makes only tmpfs"), "%s", err);
+        CHECK(strstr(err, "ext4 file system at /usr; it makes only tmpfs and overlay"), "%s", err);
 }
 
 Test(supmounts, other_file_systems_refused, .init = setup, .fini = teardown) {
         run_isolated(other_file_systems_refused_body);
+}
+
+/* A State Anchor overlay: the lower shows through, writes land in the upper, the lower is untouched. */
+static void overlay_staged_body(void) {
+        _cleanup_(mount_plan_done) MountPlan p = {};
+        _cleanup_free_ char *lower = sub("lower"), *layer = sub("layer"), *merged = staged(4), *text = NULL,
+                            *path = NULL, *format = NULL;
+        MountEntry o = { .part = MOUNT_PART_STATE_ANCHOR, .kind = MOUNT_SUPERVISOR, .destination = (char *) "/usr",
+                         .source = lower, .fstype = (char *) "overlay", .data = layer };
+        struct stat st;
+        char err[512];
+
+        sh("mkdir -p '%1$s/lower/bin' '%1$s/layer' && chmod 0755 '%1$s/lower' && echo image > '%1$s/lower/bin/tool' && "
+           "echo gone > '%1$s/lower/bin/old'", top);
+        /* A strict umask, as a user service may have, must not narrow the upper's root. */
+        umask(0077);
+        CHECK_EQ(mount_plan_init(&p), 0);
+        CHECK_EQ(mount_plan_add(&p, &o, NULL), 0);
+        write_plan(&p);
+        CHECK_EQ(stage(err, sizeof(err)), 0, "%s", err);
+
+        path = path_join(merged, "bin/tool");
+        CHECK_EQ(read_full_file(path, 100, &text, NULL), 0);
+        CHECK_STR(text, "image\n");
+        CHECK_EQ(write_file(path, "changed\n", 0644), 0);
+        free(path);
+        path = path_join(merged, "bin/old");
+        CHECK_EQ(unlink(path), 0);
+        sh("test \"$(cat '%1$s/lower/bin/tool')\" = image && test -e '%1$s/lower/bin/old' && "
+           "test \"$(cat '%1$s/layer/upper/bin/tool')\" = changed && test -c '%1$s/layer/upper/bin/old'", top);
+        /* The upper's root has the lower directory's mode; the layer says how it is written. */
+        CHECK_EQ(stat(merged, &st), 0);
+        CHECK_EQ(st.st_mode & 07777, 0755u);
+        free(path);
+        path = path_join(layer, "format");
+        CHECK_EQ(read_full_file(path, 100, &format, NULL), 0);
+        CHECK_STR(format, "kernel-overlayfs-userxattr\n");
+}
+
+Test(supmounts, overlay_staged, .init = setup, .fini = teardown) {
+        run_isolated(overlay_staged_body);
+}
+
+/* A layer recorded in a format nobody knows is refused, not mounted. */
+static void overlay_unknown_format_body(void) {
+        _cleanup_(mount_plan_done) MountPlan p = {};
+        _cleanup_free_ char *lower = sub("lower"), *layer = sub("layer");
+        MountEntry o = { .part = MOUNT_PART_STATE_ANCHOR, .kind = MOUNT_SUPERVISOR, .destination = (char *) "/usr",
+                         .source = lower, .fstype = (char *) "overlay", .data = layer };
+        char err[512];
+
+        sh("mkdir -p '%1$s/lower' '%1$s/layer' && echo aufs > '%1$s/layer/format'", top);
+        CHECK_EQ(mount_plan_init(&p), 0);
+        CHECK_EQ(mount_plan_add(&p, &o, NULL), 0);
+        write_plan(&p);
+        CHECK_EQ(stage(err, sizeof(err)), -EBADMSG, "%s", err);
+        CHECK(strstr(err, "names no overlay format Lazaret knows"), "%s", err);
+}
+
+Test(supmounts, overlay_unknown_format, .init = setup, .fini = teardown) {
+        run_isolated(overlay_unknown_format_body);
 }
 
 static void bad_plan_refused_body(void) {

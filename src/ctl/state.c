@@ -1,0 +1,887 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-id128.h>
+
+#include "cleanup.h"
+#include "ctl.h"
+#include "domain.h"
+#include "domain-store.h"
+#include "fs-util.h"
+#include "json-util.h"
+#include "path-util.h"
+#include "state-anchor.h"
+#include "state.h"
+#include "strv.h"
+#include "unshare.h"
+#include "util.h"
+
+static bool arg_yes = false;
+
+void state_set_yes(bool yes) {
+        arg_yes = yes;
+}
+
+/* How many changed paths inspect lists per layer (the count is always whole). */
+#define STATE_CHANGES_MAX 1000
+/* How deep inspect descends into an upper layer. */
+#define STATE_WALK_DEPTH_MAX 64
+
+typedef struct LayerScan {
+        uint64_t bytes;
+        uint64_t entries;
+        uint64_t changes;
+        uint64_t unreadable;            /* directories we could not open (a subordinate ID's 0700) */
+        json_object *changed;           /* [{"path","change"}], up to STATE_CHANGES_MAX */
+} LayerScan;
+
+static bool dir_is_opaque(int dfd) {
+        char v[2] = {};
+
+        if (fgetxattr(dfd, "user.overlay.opaque", v, sizeof(v)) == 1 && v[0] == 'y')
+                return true;
+        return faccessat(dfd, ".wh..wh..opq", F_OK, AT_SYMLINK_NOFOLLOW) >= 0;
+}
+
+static int note_change(LayerScan *s, const char *path, StateChange c) {
+        _cleanup_json_ json_object *o = NULL;
+        int r;
+
+        s->changes++;
+        if (!s->changed || json_object_array_length(s->changed) >= STATE_CHANGES_MAX)
+                return 0;
+        o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        r = json_add_string(o, "path", path);
+        if (r >= 0)
+                r = json_add_string(o, "change", state_change_to_string(c));
+        if (r >= 0)
+                r = json_append(s->changed, TAKE_PTR(o));
+        return r;
+}
+
+/* Walks dfd (the upper layer's directory at sandbox path prefix) without following anything. */
+static int scan_dir(int dfd, const char *prefix, unsigned depth, LayerScan *s) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        int r;
+
+        d = fdopendir(dfd);
+        if (!d) {
+                safe_close(dfd);
+                return -errno;
+        }
+        while ((errno = 0, de = readdir(d))) {
+                _cleanup_free_ char *path = NULL;
+                const char *name;
+                struct stat st;
+                StateChange c;
+                int sub = -EBADF;
+                bool opaque = false;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                s->entries++;
+                s->bytes += (uint64_t) st.st_blocks * 512;
+                if (S_ISDIR(st.st_mode)) {
+                        sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub < 0)
+                                s->unreadable++;
+                        else
+                                opaque = dir_is_opaque(sub);
+                }
+                c = state_anchor_classify(de->d_name, st.st_mode, (unsigned long long) st.st_rdev, opaque, &name);
+                path = path_join(prefix, name);
+                if (!path) {
+                        safe_close(sub);
+                        return -ENOMEM;
+                }
+                if (c != STATE_CHANGE_NONE) {
+                        r = note_change(s, path, c);
+                        if (r < 0) {
+                                safe_close(sub);
+                                return r;
+                        }
+                }
+                if (sub >= 0) {
+                        if (depth >= STATE_WALK_DEPTH_MAX) {
+                                safe_close(sub);
+                                continue;
+                        }
+                        r = scan_dir(sub, path, depth + 1, s);
+                        if (r == -ENOMEM)
+                                return r;
+                }
+        }
+        return errno > 0 ? -errno : 0;
+}
+
+/* ------------------------------------------------------------- the Domain */
+
+typedef struct Target {
+        char id[DOMAIN_ID_LEN + 1];
+        char *domain_dir;
+        char *state_dir;
+        const char *path;               /* reset: the one persistent path, or NULL for all */
+} Target;
+
+static void target_done(Target *t) {
+        free(t->domain_dir);
+        free(t->state_dir);
+}
+
+/* argv[1..]: [DOMAIN-ID] [PATH] (PATH only where allow_path). */
+static int resolve_target(int argc, char *argv[], const Config *config, bool allow_path, Target *ret) {
+        _cleanup_domain_ Domain *d = NULL;
+        _cleanup_free_ char *error = NULL, *domains = NULL;
+        Target t = {};
+        int i = 1, r;
+
+        if (i < argc && argv[i][0] != '/') {
+                if (!domain_id_is_valid(argv[i])) {
+                        fprintf(stderr, "\"%s\" is not a Domain ID (12 lowercase hex digits).\n", argv[i]);
+                        return -EINVAL;
+                }
+                memcpy(t.id, argv[i], DOMAIN_ID_LEN + 1);
+                i++;
+        } else {
+                r = domain_new(config, &arg_host, arg_profile, arg_workspace, &d, &error);
+                if (r < 0) {
+                        fprintf(stderr, "%s\n", error ?: strerror(-r));
+                        return r;
+                }
+                memcpy(t.id, d->id, DOMAIN_ID_LEN + 1);
+        }
+        if (i < argc) {
+                if (!allow_path || argv[i][0] != '/') {
+                        fprintf(stderr, "Unexpected argument \"%s\"; see lazaretctl --help.\n", argv[i]);
+                        return -EINVAL;
+                }
+                t.path = argv[i++];
+        }
+        if (i < argc) {
+                fprintf(stderr, "Unexpected argument \"%s\"; see lazaretctl --help.\n", argv[i]);
+                return -EINVAL;
+        }
+        domains = path_join(config->data_root, "domains");
+        t.domain_dir = domains ? path_join(domains, t.id) : NULL;
+        t.state_dir = t.domain_dir ? path_join(t.domain_dir, STATE_ANCHOR_DIR) : NULL;
+        if (!t.state_dir) {
+                target_done(&t);
+                return -ENOMEM;
+        }
+        *ret = t;
+        return 0;
+}
+
+/* The names of the layers in state_dir (sorted), and the count of entries that are no layer. */
+static int list_layers(const char *state_dir, char ***ret, unsigned *ret_strays) {
+        _cleanup_(closedirp) DIR *d = opendir(state_dir);
+        _cleanup_strv_free_ char **l = NULL;
+        unsigned strays = 0;
+        struct dirent *de;
+        int r;
+
+        if (!d && errno == ENOENT) {
+                *ret = NULL;
+                if (ret_strays)
+                        *ret_strays = 0;
+                return 0;
+        }
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *p = NULL;
+
+                /* Names with a leading dot are the Domain's own records (state-anchor.h), no layers. */
+                if (de->d_name[0] == '.')
+                        continue;
+                r = state_anchor_layer_path(de->d_name, &p);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        strays++;
+                        continue;
+                }
+                r = strv_extend(&l, de->d_name);
+                if (r < 0)
+                        return r;
+        }
+        strv_sort(l);
+        *ret = TAKE_PTR(l);
+        if (ret_strays)
+                *ret_strays = strays;
+        return 0;
+}
+
+static int read_layer_format(int layerfd, char **ret) {
+        _cleanup_close_ int fd = openat(layerfd, "format", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        size_t n;
+        int r;
+
+        if (fd < 0)
+                return -errno;
+        r = read_full_fd(fd, 64, ret, &n);
+        if (r < 0)
+                return r;
+        while (n > 0 && (*ret)[n - 1] == '\n')
+                (*ret)[--n] = 0;
+        return 0;
+}
+
+/* One layer as JSON: path, name, format, bytes, entries, changes (and the changed paths when detailed). */
+static int layer_json(const char *state_dir, const char *name, bool detailed, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_free_ char *path = NULL, *layer = path_join(state_dir, name), *format = NULL;
+        _cleanup_close_ int lfd = -EBADF;
+        LayerScan s = {};
+        int ufd, r;
+
+        if (!o || !layer)
+                return -ENOMEM;
+        r = state_anchor_layer_path(name, &path);
+        if (r < 0)
+                return r;
+        lfd = open(layer, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (lfd >= 0)
+                (void) read_layer_format(lfd, &format);
+        if (detailed) {
+                s.changed = json_object_new_array();
+                if (!s.changed)
+                        return -ENOMEM;
+        }
+        ufd = lfd >= 0 ? openat(lfd, STATE_ANCHOR_UPPER, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -EBADF;
+        if (ufd >= 0) {
+                r = scan_dir(ufd, path, 0, &s);
+                if (r == -ENOMEM) {
+                        json_object_put(s.changed);
+                        return r;
+                }
+        }
+        r = json_add_string(o, "path", path);
+        if (r >= 0)
+                r = json_add_string(o, "layer", layer);
+        if (r >= 0 && format)
+                r = json_add_string(o, "format", format);
+        if (r >= 0)
+                r = json_add_uint64(o, "bytes", s.bytes);
+        if (r >= 0)
+                r = json_add_uint64(o, "entries", s.entries);
+        if (r >= 0)
+                r = json_add_uint64(o, "changes", s.changes);
+        if (r >= 0)
+                r = json_add_uint64(o, "unreadable_directories", s.unreadable);
+        if (r >= 0 && detailed)
+                r = json_add(o, "changed", TAKE_PTR(s.changed));
+        json_object_put(s.changed);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static const char *human_size(uint64_t b, char buf[static 32]) {
+        if (b >= 1024ull * 1024 * 1024)
+                snprintf(buf, 32, "%.1fG", (double) b / (1024.0 * 1024 * 1024));
+        else if (b >= 1024ull * 1024)
+                snprintf(buf, 32, "%.1fM", (double) b / (1024.0 * 1024));
+        else
+                snprintf(buf, 32, "%.1fK", (double) b / 1024.0);
+        return buf;
+}
+
+static uint64_t get_u64(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) ? (uint64_t) json_object_get_int64(v) : 0;
+}
+
+static const char *get_str(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : NULL;
+}
+
+/* {"domain_id","profile","workspace","layers":[...]} of one Domain. */
+static int domain_json(const Config *config, const char *id, const char *state_dir, bool detailed, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object(), *a = json_object_new_array();
+        _cleanup_(domain_record_done) DomainRecord rec = {};
+        _cleanup_strv_free_ char **layers = NULL;
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if (!o || !a)
+                return -ENOMEM;
+        r = list_layers(state_dir, &layers, NULL);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(l, layers) {
+                json_object *x = NULL;
+                r = layer_json(state_dir, *l, detailed, &x);
+                if (r == -ENOMEM)
+                        return r;
+                if (r >= 0 && (r = json_append(a, x)) < 0)
+                        return r;
+        }
+        r = json_add_string(o, "domain_id", id);
+        if (r >= 0 && domain_record_load(config->data_root, id, &rec, &why) >= 0) {
+                r = json_add_string(o, "profile", rec.profile);
+                if (r >= 0)
+                        r = json_add_string(o, "workspace", rec.workspace);
+        }
+        if (r >= 0)
+                r = json_add(o, "layers", TAKE_PTR(a));
+        if (r >= 0) {
+                /* The coordinator's verdict at the last launch (anchor.c). */
+                _cleanup_free_ char *stale = path_join(state_dir, STATE_ANCHOR_DPKG_STALE), *text = NULL;
+                size_t n;
+                if (!stale)
+                        return -ENOMEM;
+                if (read_full_file(stale, 4096, &text, &n) >= 0 && n > 0) {
+                        text[strcspn(text, "\n")] = 0;
+                        r = json_add_string(o, "package_database_stale", text);
+                }
+        }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static void print_domain(json_object *o, bool detailed) {
+        json_object *layers;
+        char b[32];
+
+        printf("Domain %s", get_str(o, "domain_id"));
+        if (get_str(o, "profile"))
+                printf(" (profile %s, workspace %s)", get_str(o, "profile"), get_str(o, "workspace"));
+        printf("\n");
+        if (get_str(o, "package_database_stale"))
+                printf("  warning: %s\n", get_str(o, "package_database_stale"));
+        if (!json_object_object_get_ex(o, "layers", &layers) || json_object_array_length(layers) == 0) {
+                printf("  no State Anchor layers\n");
+                return;
+        }
+        for (size_t i = 0; i < json_object_array_length(layers); i++) {
+                json_object *l = json_object_array_get_idx(layers, i), *changed;
+
+                printf("  %-24s %8s  %" PRIu64 " entries, %" PRIu64 " changes%s%s\n", get_str(l, "path"),
+                       human_size(get_u64(l, "bytes"), b), get_u64(l, "entries"), get_u64(l, "changes"),
+                       get_str(l, "format") ? ", " : "", strempty(get_str(l, "format")));
+                if (get_u64(l, "unreadable_directories"))
+                        printf("    %" PRIu64 " directories not readable by you (owned by a subordinate ID)\n",
+                               get_u64(l, "unreadable_directories"));
+                if (!detailed || !json_object_object_get_ex(l, "changed", &changed))
+                        continue;
+                for (size_t j = 0; j < json_object_array_length(changed); j++) {
+                        json_object *c = json_object_array_get_idx(changed, j);
+                        _cleanup_free_ char *p = escape_control(get_str(c, "path"));
+                        printf("    %-8s %s\n", get_str(c, "change"), p ?: "?");
+                }
+                if (get_u64(l, "changes") > json_object_array_length(changed))
+                        printf("    ... and %" PRIu64 " more\n", get_u64(l, "changes") - json_object_array_length(changed));
+        }
+}
+
+static int state_list(const Config *config) {
+        _cleanup_free_ char *domains = path_join(config->data_root, "domains");
+        _cleanup_json_ json_object *a = json_object_new_array();
+        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_strv_free_ char **ids = NULL;
+        struct dirent *de;
+        int r;
+
+        if (!domains || !a)
+                return -ENOMEM;
+        d = opendir(domains);
+        if (!d && errno != ENOENT) {
+                fprintf(stderr, "Cannot read %s: %m\n", domains);
+                return -errno;
+        }
+        while (d && (de = readdir(d)))
+                if (domain_id_is_valid(de->d_name) && strv_extend(&ids, de->d_name) < 0)
+                        return -ENOMEM;
+        strv_sort(ids);
+        STRV_FOREACH(id, ids) {
+                _cleanup_free_ char *dir = path_join(domains, *id), *state = dir ? path_join(dir, STATE_ANCHOR_DIR) : NULL;
+                json_object *o = NULL;
+                struct stat st;
+
+                if (!state)
+                        return -ENOMEM;
+                if (lstat(state, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                r = domain_json(config, *id, state, false, &o);
+                if (r < 0)
+                        return ctl_json_failed(r);
+                r = json_append(a, o);
+                if (r < 0)
+                        return ctl_json_failed(r);
+        }
+        if (arg_json)
+                return ctl_print_json(a);
+        if (json_object_array_length(a) == 0)
+                printf("No Domain has State Anchor layers.\n");
+        for (size_t i = 0; i < json_object_array_length(a); i++)
+                print_domain(json_object_array_get_idx(a, i), false);
+        return 0;
+}
+
+static int state_inspect(int argc, char *argv[], const Config *config) {
+        _cleanup_(target_done) Target t = {};
+        _cleanup_json_ json_object *o = NULL;
+        int r;
+
+        r = resolve_target(argc, argv, config, false, &t);
+        if (r < 0)
+                return r;
+        r = domain_json(config, t.id, t.state_dir, true, &o);
+        if (r < 0) {
+                fprintf(stderr, "Cannot read the State Anchor of Domain %s in %s: %s\n", t.id, t.state_dir, strerror(-r));
+                return r;
+        }
+        if (arg_json)
+                return ctl_print_json(o);
+        print_domain(o, true);
+        return 0;
+}
+
+/* ---------------------------------------------------- the exclusive verbs */
+
+/* The Domain lock, as the coordinator takes it (OR-1): held until the verb ends. */
+static int take_domain_lock(const Target *t, const char *verb, int *ret_fd) {
+        _cleanup_free_ char *path = path_join(t->domain_dir, "coordinator.lock");
+        _cleanup_close_ int fd = -EBADF;
+
+        if (!path)
+                return -ENOMEM;
+        fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+        if (fd < 0 && errno == ENOENT) {
+                fprintf(stderr, "Domain %s has no Domain Root (%s); nothing to %s.\n", t->id, t->domain_dir, verb);
+                return -ENOENT;
+        }
+        if (fd < 0) {
+                fprintf(stderr, "Cannot open %s: %m\n", path);
+                return -errno;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                if (errno == EWOULDBLOCK) {
+                        fprintf(stderr, "Domain %s is active: its coordinator holds the Domain lock, and its sessions, "
+                                "sandbox and overlay mounts may be using the state. Stop it first "
+                                "(lazaretctl stop %s), then %s again.\n", t->id, t->id, verb);
+                        return -EBUSY;
+                }
+                fprintf(stderr, "Cannot lock %s: %m\n", path);
+                return -errno;
+        }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static bool format_known(const char *f) {
+        return f && (streq(f, "kernel-overlayfs-userxattr") || streq(f, "fuse-overlayfs"));
+}
+
+static int verify_layer(const char *state_dir, const char *name, unsigned *problems) {
+        _cleanup_free_ char *layer = path_join(state_dir, name), *format = NULL, *path = NULL;
+        _cleanup_close_ int lfd = -EBADF;
+        struct stat st;
+        int r;
+
+        if (!layer)
+                return -ENOMEM;
+        r = state_anchor_layer_path(name, &path);
+        if (r < 0)
+                return r;
+        if (lstat(layer, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                printf("  %s: %s is not a directory\n", path, layer);
+                (*problems)++;
+                return 0;
+        }
+        lfd = open(layer, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (lfd < 0) {
+                printf("  %s: cannot open %s: %m\n", path, layer);
+                (*problems)++;
+                return 0;
+        }
+        for (const char *const *d = (const char *const[]) { STATE_ANCHOR_UPPER, STATE_ANCHOR_WORK, NULL }; *d; d++) {
+                if (fstatat(lfd, *d, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (errno == ENOENT)
+                                continue;       /* never mounted yet: made at the next launch */
+                        printf("  %s: cannot inspect %s/%s: %m\n", path, layer, *d);
+                        (*problems)++;
+                } else if (!S_ISDIR(st.st_mode)) {
+                        printf("  %s: %s/%s is not a directory\n", path, layer, *d);
+                        (*problems)++;
+                } else if (st.st_uid != getuid()) {
+                        printf("  %s: %s/%s is owned by UID %u, not by you\n", path, layer, *d, (unsigned) st.st_uid);
+                        (*problems)++;
+                }
+        }
+        r = read_layer_format(lfd, &format);
+        if (r < 0 && r != -ENOENT) {
+                printf("  %s: cannot read %s/format: %s\n", path, layer, strerror(-r));
+                (*problems)++;
+        } else if (r >= 0 && !format_known(format)) {
+                printf("  %s: %s/format names no overlay format Lazaret knows (\"%s\")\n", path, layer, format);
+                (*problems)++;
+        } else if (r == -ENOENT && fstatat(lfd, STATE_ANCHOR_UPPER, &st, AT_SYMLINK_NOFOLLOW) >= 0) {
+                printf("  %s: %s has an upper layer but no format record\n", path, layer);
+                (*problems)++;
+        }
+        return 0;
+}
+
+static int state_verify(int argc, char *argv[], const Config *config) {
+        _cleanup_(target_done) Target t = {};
+        _cleanup_strv_free_ char **layers = NULL;
+        _cleanup_free_ char *trash = NULL;
+        _cleanup_close_ int lock = -EBADF;
+        unsigned problems = 0, strays = 0;
+        struct stat st;
+        int r;
+
+        r = resolve_target(argc, argv, config, false, &t);
+        if (r < 0)
+                return r;
+        r = take_domain_lock(&t, "verify", &lock);
+        if (r < 0)
+                return r;
+        if (lstat(t.state_dir, &st) >= 0 && !S_ISDIR(st.st_mode)) {
+                printf("Domain %s: %s is not a directory.\n", t.id, t.state_dir);
+                return 1;
+        }
+        r = list_layers(t.state_dir, &layers, &strays);
+        if (r < 0) {
+                fprintf(stderr, "Cannot read %s: %s\n", t.state_dir, strerror(-r));
+                return r;
+        }
+        printf("Domain %s: %zu State Anchor layers in %s\n", t.id, strv_length(layers), t.state_dir);
+        STRV_FOREACH(l, layers) {
+                r = verify_layer(t.state_dir, *l, &problems);
+                if (r < 0)
+                        return r;
+        }
+        if (strays) {
+                printf("  %u entries in %s are no layer Lazaret makes\n", strays, t.state_dir);
+                problems++;
+        }
+        trash = path_join(t.domain_dir, STATE_ANCHOR_TRASH_DIR);
+        if (!trash)
+                return -ENOMEM;
+        if (lstat(trash, &st) >= 0)
+                printf("  %s holds what an interrupted reset left; the next reset removes it\n", trash);
+        if (problems) {
+                printf("%u problems found.\n", problems);
+                return 1;
+        }
+        printf("OK.\n");
+        return 0;
+}
+
+static int confirm(const char *question) {
+        char line[16];
+
+        if (arg_yes)
+                return 0;
+        if (!isatty(STDIN_FILENO)) {
+                fprintf(stderr, "%s\nRefusing to ask without a terminal; add --yes to go ahead.\n", question);
+                return -ECANCELED;
+        }
+        fprintf(stderr, "%s [y/N] ", question);
+        if (!fgets(line, sizeof(line), stdin) || (!streq(line, "y\n") && !streq(line, "yes\n"))) {
+                fprintf(stderr, "Nothing was changed.\n");
+                return -ECANCELED;
+        }
+        return 0;
+}
+
+/* Deletes DIR as root of a user namespace mapped like the sandbox's (files of subordinate IDs). */
+static int remove_mapped(const char *dir, const Config *config) {
+        char *argv[] = { (char *) "unshare", (char *) "rm", (char *) "-rf", (char *) "--one-file-system", (char *) "--",
+                         (char *) dir, NULL };
+        int r = verb_unshare((int) ELEMENTSOF(argv) - 1, argv, config);
+
+        if (r != 0) {
+                fprintf(stderr, "Could not remove all of %s (the layer is already out of use; the next reset "
+                        "tries again).\n", dir);
+                return r < 0 ? r : -EIO;
+        }
+        return 0;
+}
+
+static int state_reset(int argc, char *argv[], const Config *config) {
+        _cleanup_(target_done) Target t = {};
+        _cleanup_strv_free_ char **layers = NULL, **paths = NULL;
+        _cleanup_free_ char *name = NULL, *question = NULL, *scope = NULL, *trash = NULL, *dest = NULL;
+        _cleanup_close_ int lock = -EBADF, rootfd = -EBADF, trashfd = -EBADF;
+        _cleanup_(domain_record_done) DomainRecord rec = {};
+        _cleanup_free_ char *why = NULL;
+        sd_id128_t rnd;
+        struct stat st;
+        int r;
+
+        r = resolve_target(argc, argv, config, true, &t);
+        if (r < 0)
+                return r;
+        if (t.path) {
+                r = state_anchor_layer_name(t.path, &name);
+                if (r < 0) {
+                        fprintf(stderr, "\"%s\" is not a clean absolute path.\n", t.path);
+                        return r;
+                }
+        }
+        r = take_domain_lock(&t, "reset", &lock);
+        if (r < 0)
+                return r;
+        rootfd = open(t.domain_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (rootfd < 0) {
+                fprintf(stderr, "Cannot open the Domain Root %s: %m\n", t.domain_dir);
+                return -errno;
+        }
+        /* Never through a symbolic link: the state directory and the layer are opened below the Domain Root. */
+        if (fstatat(rootfd, STATE_ANCHOR_DIR, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
+                printf("Domain %s has no State Anchor layers; nothing to reset.\n", t.id);
+                goto clean_trash;
+        }
+        r = list_layers(t.state_dir, &layers, NULL);
+        if (r < 0) {
+                fprintf(stderr, "Cannot read %s: %s\n", t.state_dir, strerror(-r));
+                return r;
+        }
+        if (name && !strv_contains((const char *const *) layers, name)) {
+                printf("Domain %s has no State Anchor layer for %s; nothing to reset.\n", t.id, t.path);
+                goto clean_trash;
+        }
+        if (!name) {
+                STRV_FOREACH(l, layers) {
+                        _cleanup_free_ char *p = NULL;
+                        if (state_anchor_layer_path(*l, &p) < 0 || strv_extend(&paths, p) < 0)
+                                return -ENOMEM;
+                }
+                scope = strv_join(paths, ", ");
+                if (!scope)
+                        return -ENOMEM;
+        }
+        (void) domain_record_load(config->data_root, t.id, &rec, &why);
+        if (asprintf(&question, "Reset %s of Domain %s%s%s%s%s? Everything installed or changed there is lost.",
+                     t.path ? t.path : "every persistent path", t.id, rec.profile ? " (profile " : "",
+                     strempty(rec.profile), rec.profile ? ", workspace " : "", rec.profile ? strempty(rec.workspace) : "") < 0)
+                return -ENOMEM;
+        if (scope) {
+                _cleanup_free_ char *q = question;
+                question = NULL;
+                if (asprintf(&question, "%s\nLayers: %s (%s)", q, isempty(scope) ? "none" : scope, t.state_dir) < 0)
+                        return -ENOMEM;
+        }
+        r = confirm(question);
+        if (r < 0)
+                return r;
+
+        /* One rename takes the layer (or all of them) out of use: the old generation or a new empty one. */
+        if (mkdirat(rootfd, STATE_ANCHOR_TRASH_DIR, 0700) < 0 && errno != EEXIST) {
+                fprintf(stderr, "Cannot create %s/%s: %m\n", t.domain_dir, STATE_ANCHOR_TRASH_DIR);
+                return -errno;
+        }
+        trashfd = openat(rootfd, STATE_ANCHOR_TRASH_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (trashfd < 0) {
+                fprintf(stderr, "Cannot open %s/%s: %m\n", t.domain_dir, STATE_ANCHOR_TRASH_DIR);
+                return -errno;
+        }
+        r = sd_id128_randomize(&rnd);
+        if (r < 0)
+                return r;
+        if (asprintf(&dest, SD_ID128_FORMAT_STR, SD_ID128_FORMAT_VAL(rnd)) < 0)
+                return -ENOMEM;
+        if (name) {
+                _cleanup_close_ int sfd = openat(rootfd, STATE_ANCHOR_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sfd < 0 || renameat(sfd, name, trashfd, dest) < 0 || fsync(sfd) < 0) {
+                        fprintf(stderr, "Cannot move %s/%s out of use: %m\n", t.state_dir, name);
+                        return -errno;
+                }
+        } else if (renameat(rootfd, STATE_ANCHOR_DIR, trashfd, dest) < 0) {
+                fprintf(stderr, "Cannot move %s out of use: %m\n", t.state_dir);
+                return -errno;
+        }
+        (void) fsync(trashfd);
+        (void) fsync(rootfd);
+        printf("Reset %s of Domain %s; the next launch starts %s from the image.\n",
+               t.path ?: "every persistent path", t.id, t.path ? "it" : "them");
+
+clean_trash:
+        trash = path_join(t.domain_dir, STATE_ANCHOR_TRASH_DIR);
+        if (!trash)
+                return -ENOMEM;
+        if (lstat(trash, &st) < 0 || !S_ISDIR(st.st_mode))
+                return 0;
+        return remove_mapped(trash, config) < 0 ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------ gc */
+
+/* How old an unleased prepared lower must be before gc removes it: a coordinator
+ * that has just prepared (or found) one records its lease right after. */
+#define GC_MIN_AGE_SEC (10 * 60)
+
+static bool is_artifact_name(const char *s) {
+        size_t n = 0;
+
+        for (; s[n]; n++)
+                if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+                        return false;
+        return n == 64;
+}
+
+static int state_gc(int argc, char *argv[], const Config *config) {
+        _cleanup_free_ char *domains = path_join(config->data_root, "domains"),
+                            *prepared = path_join(config->data_root, STORAGE_PREPARED_DIR), *list = NULL,
+                            *question = NULL, *trash_name = NULL, *trash = NULL;
+        _cleanup_strv_free_ char **keep = NULL, **doomed = NULL, **running = NULL;
+        _cleanup_(closedirp) DIR *dd = NULL, *pd = NULL;
+        _cleanup_close_ int tfd = -EBADF;
+        int pfd = -EBADF;       /* pd's own */
+        int locks[1024], n_locks = 0, r = 0;
+        struct dirent *de;
+        sd_id128_t rnd;
+
+        if (argc > 1) {
+                fprintf(stderr, "\"state gc\" takes no arguments.\n");
+                return -EINVAL;
+        }
+        if (!domains || !prepared)
+                return -ENOMEM;
+        /* Every Domain's lock that is free is held until the end: none of them starts meanwhile.
+         * A running Domain's leases are read from its store, beside its owner. */
+        dd = opendir(domains);
+        while (dd && (de = readdir(dd))) {
+                _cleanup_free_ char *dir = NULL, *lock = NULL, *store = NULL, *why = NULL;
+                _cleanup_strv_free_ char **leased = NULL;
+                DomainStore *st = NULL;
+                int fd;
+
+                if (!domain_id_is_valid(de->d_name))
+                        continue;
+                dir = path_join(domains, de->d_name);
+                lock = dir ? path_join(dir, "coordinator.lock") : NULL;
+                store = dir ? path_join(dir, DOMAIN_STORE_FILE) : NULL;
+                if (!store) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+                if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) >= 0 && n_locks < (int) ELEMENTSOF(locks)) {
+                        locks[n_locks++] = fd;
+                        continue;       /* stopped: it holds no lease that counts */
+                }
+                safe_close(fd);
+                r = domain_store_open_readonly(store, &st, &why);
+                if (r == -ENOENT)
+                        r = 0;  /* a coordinator of a version without a store */
+                else if (r >= 0) {
+                        r = domain_store_leased_lowers(st, &leased, &why);
+                        domain_store_close(st);
+                }
+                if (r < 0) {
+                        fprintf(stderr, "Cannot read the leases of the running Domain %s: %s; nothing was removed.\n",
+                                de->d_name, why ?: strerror(-r));
+                        goto finish;
+                }
+                if (strv_extend_strv(&keep, leased) < 0 || strv_extend(&running, de->d_name) < 0) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+        }
+
+        pd = opendir(prepared);
+        pfd = pd ? dirfd(pd) : -EBADF;
+        while (pd && (de = readdir(pd))) {
+                struct stat st;
+
+                if (fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                if (startswith(de->d_name, ".quarantine-") ||
+                    (!strv_contains((const char *const *) keep, de->d_name) && de->d_name[0] != '.' &&
+                     (!is_artifact_name(de->d_name) || st.st_mtime + GC_MIN_AGE_SEC < time(NULL))))
+                        if (strv_extend(&doomed, de->d_name) < 0) {
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+        }
+        if (!doomed) {
+                printf("Nothing to remove: every prepared lower in %s is leased or new.\n", prepared);
+                goto finish;
+        }
+        strv_sort(doomed);
+        list = strv_join(doomed, "\n  ");
+        if (!list || asprintf(&question, "Remove these %zu unleased prepared lowers and failed preparations from %s?\n  %s",
+                              strv_length(doomed), prepared, list) < 0) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        r = confirm(question);
+        if (r < 0)
+                goto finish;
+        /* Each out of use by one rename, then deleted in the mapped namespace (their files are of subordinate IDs). */
+        r = sd_id128_randomize(&rnd);
+        if (r < 0 || asprintf(&trash_name, ".gc-" SD_ID128_FORMAT_STR, SD_ID128_FORMAT_VAL(rnd)) < 0 ||
+            !(trash = path_join(prepared, trash_name))) {
+                r = r < 0 ? r : -ENOMEM;
+                goto finish;
+        }
+        if (mkdirat(pfd, trash_name, 0700) < 0 ||
+            (tfd = openat(pfd, trash_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+                r = -errno;
+                fprintf(stderr, "Cannot create %s: %m\n", trash);
+                goto finish;
+        }
+        STRV_FOREACH(d, doomed)
+                if (renameat(pfd, *d, tfd, *d) < 0)
+                        fprintf(stderr, "Cannot move %s/%s out of use: %m\n", prepared, *d);
+        (void) fsync(pfd);
+        r = remove_mapped(trash, config) < 0 ? 1 : 0;
+        if (r == 0)
+                printf("Removed %zu entries from %s.\n", strv_length(doomed), prepared);
+finish:
+        for (int i = 0; i < n_locks; i++)
+                safe_close(locks[i]);
+        return r;
+}
+
+int verb_state(int argc, char *argv[], const Config *config) {
+        const char *sub = argc > 1 ? argv[1] : NULL;
+
+        if (arg_yes && (!sub || (!streq(sub, "reset") && !streq(sub, "gc")))) {
+                fprintf(stderr, "--yes is an option of \"state reset\" and \"state gc\" only.\n");
+                return -EINVAL;
+        }
+        if (sub && streq(sub, "list")) {
+                if (argc > 2) {
+                        fprintf(stderr, "\"state list\" takes no arguments.\n");
+                        return -EINVAL;
+                }
+                return state_list(config);
+        }
+        if (sub && streq(sub, "inspect"))
+                return state_inspect(argc - 1, argv + 1, config);
+        if (sub && streq(sub, "verify"))
+                return state_verify(argc - 1, argv + 1, config);
+        if (sub && streq(sub, "reset"))
+                return state_reset(argc - 1, argv + 1, config);
+        if (sub && streq(sub, "gc"))
+                return state_gc(argc - 1, argv + 1, config);
+        fprintf(stderr, "Unknown \"state\" command%s%s; use list, inspect, verify, reset or gc.\n", sub ? " " : "",
+                strempty(sub));
+        return -EINVAL;
+}

@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "cleanup.h"
+#include "domain-store.h"
+#include "strv.h"
+#include "util.h"
+
+struct DomainStore {
+        sqlite3 *db;
+        char *path;
+};
+
+static void sqlite3_closep(sqlite3 **db) {
+        if (*db)
+                (void) sqlite3_close_v2(*db);
+}
+
+static void sqlite3_finalizep(sqlite3_stmt **st) {
+        if (*st)
+                (void) sqlite3_finalize(*st);
+}
+
+/* The migrations, in order: entry i takes user_version i to i + 1. */
+static const char *const migrations[DOMAIN_STORE_VERSION] = {
+        "CREATE TABLE generations ("
+        "  id INTEGER PRIMARY KEY,"
+        "  coordinator_id TEXT NOT NULL,"
+        "  started_usec INTEGER NOT NULL,"
+        "  ended_usec INTEGER,"
+        "  state TEXT NOT NULL CHECK (state IN ('starting','running','stopped','failed','abandoned')),"
+        "  network_fingerprint TEXT);"
+        "CREATE TABLE leases ("
+        "  generation INTEGER NOT NULL REFERENCES generations(id),"
+        "  lower_id TEXT NOT NULL,"
+        "  released_usec INTEGER,"
+        "  PRIMARY KEY (generation, lower_id));"
+        "CREATE TABLE layers ("
+        "  generation INTEGER NOT NULL REFERENCES generations(id),"
+        "  path TEXT NOT NULL,"
+        "  PRIMARY KEY (generation, path));",
+};
+
+static int db_error(DomainStore *s, int rc, const char *what, char **ret_error) {
+        int r = rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? -EBUSY
+              : rc == SQLITE_NOMEM ? -ENOMEM
+              : rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB ? -EBADMSG
+              : rc == SQLITE_FULL ? -ENOSPC
+              : rc == SQLITE_READONLY || rc == SQLITE_PERM || rc == SQLITE_AUTH ? -EACCES
+              : -EIO;
+
+        return errorf(ret_error, r, "the Domain Store %s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+}
+
+static int exec(DomainStore *s, const char *sql, const char *what, char **ret_error) {
+        int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+        return rc == SQLITE_OK ? 0 : db_error(s, rc, what, ret_error);
+}
+
+static int get_int(DomainStore *s, const char *sql, int64_t *ret, char **ret_error) {
+        _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+                return db_error(s, rc, sql, ret_error);
+        *ret = sqlite3_column_int64(st, 0);
+        return 0;
+}
+
+/* Read-only: a damaged file is refused before anything could write to it. */
+static int check_health(DomainStore *s, char **ret_error) {
+        _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        const unsigned char *v;
+        int rc;
+
+        rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check", -1, &st, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)
+                return errorf(ret_error, -EBADMSG, "the Domain Store %s is corrupt (%s); nothing was changed. Move it "
+                              "aside to start the Domain's record afresh", s->path, sqlite3_errstr(rc));
+        if (rc != SQLITE_ROW)
+                return db_error(s, rc, "cannot check it", ret_error);
+        v = sqlite3_column_text(st, 0);
+        if (!v || strcmp((const char *) v, "ok") != 0)
+                return errorf(ret_error, -EBADMSG, "the Domain Store %s is corrupt (%s); nothing was changed. Move it "
+                              "aside to start the Domain's record afresh", s->path, v ? (const char *) v : "no answer");
+        return 0;
+}
+
+static int migrate(DomainStore *s, char **ret_error) {
+        int64_t v = 0;
+        int r;
+
+        r = get_int(s, "PRAGMA user_version", &v, ret_error);
+        if (r < 0)
+                return r;
+        if (v > DOMAIN_STORE_VERSION)
+                return errorf(ret_error, -EPROTONOSUPPORT, "the Domain Store %s has schema version %lld, newer than this "
+                              "Lazaret's %d; use the newer Lazaret, or move the file aside", s->path, (long long) v,
+                              DOMAIN_STORE_VERSION);
+        if (v == DOMAIN_STORE_VERSION)
+                return 0;
+        r = exec(s, "BEGIN IMMEDIATE", "cannot begin the migration", ret_error);
+        if (r < 0)
+                return r;
+        for (int64_t i = v; i < DOMAIN_STORE_VERSION; i++) {
+                char sql[64];
+
+                r = exec(s, migrations[i], "cannot migrate the schema", ret_error);
+                if (r < 0)
+                        goto rollback;
+                snprintf(sql, sizeof(sql), "PRAGMA user_version = %lld", (long long) (i + 1));
+                r = exec(s, sql, "cannot record the schema version", ret_error);
+                if (r < 0)
+                        goto rollback;
+        }
+        return exec(s, "COMMIT", "cannot commit the migration", ret_error);
+rollback:
+        (void) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        return r;
+}
+
+int domain_store_open(const char *path, DomainStore **ret, char **ret_error) {
+        _cleanup_free_ DomainStore *s = NULL;
+        _cleanup_(sqlite3_closep) sqlite3 *db = NULL;
+        _cleanup_free_ char *p = NULL;
+        struct stat st;
+        int rc, r;
+
+        if (lstat(path, &st) >= 0 && !S_ISREG(st.st_mode))
+                return errorf(ret_error, S_ISLNK(st.st_mode) ? -ELOOP : -EBADMSG,
+                              "the Domain Store %s is not a regular file; refusing to open it", path);
+        p = strdup(path);
+        s = calloc(1, sizeof(DomainStore));
+        if (!p || !s)
+                return -ENOMEM;
+        rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW |
+                             SQLITE_OPEN_FULLMUTEX, NULL);
+        if (rc != SQLITE_OK)
+                return errorf(ret_error, rc == SQLITE_NOMEM ? -ENOMEM : -EIO, "cannot open the Domain Store %s: %s", path,
+                              db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        s->db = TAKE_PTR(db);
+        s->path = TAKE_PTR(p);
+        (void) sqlite3_busy_timeout(s->db, DOMAIN_STORE_BUSY_MS);
+        (void) sqlite3_extended_result_codes(s->db, 0);
+
+        r = check_health(s, ret_error);
+        if (r >= 0)
+                r = exec(s, "PRAGMA journal_mode = WAL", "cannot use write-ahead logging", ret_error);
+        if (r >= 0)
+                r = exec(s, "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL", "cannot set its options", ret_error);
+        if (r >= 0)
+                r = migrate(s, ret_error);
+        if (r < 0) {
+                domain_store_close(TAKE_PTR(s));
+                return r;
+        }
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int domain_store_open_readonly(const char *path, DomainStore **ret, char **ret_error) {
+        _cleanup_free_ DomainStore *s = NULL;
+        struct stat st;
+        int64_t v = 0;
+        int rc, r;
+
+        if (lstat(path, &st) < 0)
+                return errorf(ret_error, -errno, "the Domain Store %s: %m", path);
+        if (!S_ISREG(st.st_mode))
+                return errorf(ret_error, -ELOOP, "the Domain Store %s is not a regular file; refusing to open it", path);
+        s = calloc(1, sizeof(DomainStore));
+        if (!s || !(s->path = strdup(path))) {
+                free(s ? s->path : NULL);
+                return -ENOMEM;
+        }
+        rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX, NULL);
+        if (rc != SQLITE_OK) {
+                r = errorf(ret_error, -EIO, "cannot open the Domain Store %s: %s", path,
+                           s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+                domain_store_close(TAKE_PTR(s));
+                return r;
+        }
+        (void) sqlite3_busy_timeout(s->db, DOMAIN_STORE_BUSY_MS);
+        r = check_health(s, ret_error);
+        if (r >= 0)
+                r = get_int(s, "PRAGMA user_version", &v, ret_error);
+        if (r >= 0 && v != DOMAIN_STORE_VERSION)
+                r = errorf(ret_error, -EPROTONOSUPPORT, "the Domain Store %s has schema version %lld, not %d", path,
+                           (long long) v, DOMAIN_STORE_VERSION);
+        if (r < 0) {
+                domain_store_close(TAKE_PTR(s));
+                return r;
+        }
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+DomainStore *domain_store_close(DomainStore *s) {
+        if (!s)
+                return NULL;
+        if (s->db)
+                (void) sqlite3_close_v2(s->db);
+        free(s->path);
+        free(s);
+        return NULL;
+}
+
+/* One statement with text (or NULL) and integer parameters: "t" binds the next string, "i" the next int64. */
+static int run(DomainStore *s, const char *sql, const char *types, const char *const *texts, const int64_t *ints,
+               char **ret_error) {
+        _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        size_t ti = 0, ii = 0;
+
+        for (int k = 0; rc == SQLITE_OK && types[k]; k++)
+                rc = types[k] == 't' ? sqlite3_bind_text(st, k + 1, texts[ti++], -1, SQLITE_TRANSIENT)
+                                     : sqlite3_bind_int64(st, k + 1, ints[ii++]);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        if (rc != SQLITE_DONE)
+                return db_error(s, rc, "cannot write", ret_error);
+        return 0;
+}
+
+static int transaction_end(DomainStore *s, int r, char **ret_error) {
+        if (r < 0) {
+                (void) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+                return r;
+        }
+        return exec(s, "COMMIT", "cannot commit", ret_error);
+}
+
+int domain_store_begin_generation(DomainStore *s, const char *coordinator_id, uint64_t now_usec, const char *lower_id,
+                                  char *const *layers, uint64_t *ret_generation, char **ret_error) {
+        int64_t now = (int64_t) now_usec;
+        int r;
+
+        r = exec(s, "BEGIN IMMEDIATE", "cannot begin a transaction", ret_error);
+        if (r < 0)
+                return r;
+        /* A crashed owner's generation: over before this one starts (ordered recovery). */
+        r = run(s, "UPDATE leases SET released_usec = ? WHERE released_usec IS NULL", "i", NULL, &now, ret_error);
+        if (r >= 0)
+                r = run(s, "UPDATE generations SET state = 'abandoned', ended_usec = ? WHERE ended_usec IS NULL", "i",
+                        NULL, &now, ret_error);
+        if (r >= 0)
+                r = run(s, "INSERT INTO generations (coordinator_id, started_usec, state) VALUES (?, ?, 'starting')", "ti",
+                        (const char *[]) { coordinator_id }, &now, ret_error);
+        if (r >= 0) {
+                int64_t gen = sqlite3_last_insert_rowid(s->db);
+
+                if (lower_id)
+                        r = run(s, "INSERT INTO leases (generation, lower_id) VALUES (?, ?)", "it",
+                                (const char *[]) { lower_id }, &gen, ret_error);
+                for (char *const *l = layers; r >= 0 && l && *l; l++)
+                        r = run(s, "INSERT INTO layers (generation, path) VALUES (?, ?)", "it", (const char *[]) { *l },
+                                &gen, ret_error);
+                if (r >= 0)
+                        *ret_generation = (uint64_t) gen;
+        }
+        return transaction_end(s, r, ret_error);
+}
+
+static int check_changed(DomainStore *s, uint64_t generation, char **ret_error) {
+        if (sqlite3_changes(s->db) == 1)
+                return 0;
+        return errorf(ret_error, -ENOENT, "the Domain Store %s has no open generation %llu", s->path,
+                      (unsigned long long) generation);
+}
+
+int domain_store_generation_running(DomainStore *s, uint64_t generation, const char *network_fingerprint,
+                                    char **ret_error) {
+        int64_t g = (int64_t) generation;
+        int r;
+
+        r = exec(s, "BEGIN IMMEDIATE", "cannot begin a transaction", ret_error);
+        if (r >= 0)
+                r = run(s, "UPDATE generations SET state = 'running', network_fingerprint = ? WHERE id = ? AND ended_usec IS NULL",
+                        "ti", (const char *[]) { network_fingerprint }, &g, ret_error);
+        if (r >= 0)
+                r = check_changed(s, generation, ret_error);
+        return transaction_end(s, r, ret_error);
+}
+
+int domain_store_end_generation(DomainStore *s, uint64_t generation, const char *state, uint64_t now_usec,
+                                char **ret_error) {
+        int64_t v[2] = { (int64_t) now_usec, (int64_t) generation };
+        int r;
+
+        if (!state || (strcmp(state, "stopped") != 0 && strcmp(state, "failed") != 0))
+                return errorf(ret_error, -EINVAL, "a generation ends as stopped or failed, not \"%s\"", strna(state));
+        r = exec(s, "BEGIN IMMEDIATE", "cannot begin a transaction", ret_error);
+        if (r >= 0)
+                r = run(s, "UPDATE generations SET state = ?, ended_usec = ? WHERE id = ? AND ended_usec IS NULL", "tii",
+                        (const char *[]) { state }, v, ret_error);
+        if (r >= 0)
+                r = check_changed(s, generation, ret_error);
+        if (r >= 0)
+                r = run(s, "UPDATE leases SET released_usec = ? WHERE generation = ? AND released_usec IS NULL", "ii",
+                        NULL, v, ret_error);
+        return transaction_end(s, r, ret_error);
+}
+
+int domain_store_leased_lowers(DomainStore *s, char ***ret, char **ret_error) {
+        _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        int rc;
+
+        rc = sqlite3_prepare_v2(s->db, "SELECT DISTINCT lower_id FROM leases WHERE released_usec IS NULL ORDER BY lower_id",
+                                -1, &st, NULL);
+        if (rc == SQLITE_OK)
+                while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+                        if (strv_extend(&l, (const char *) sqlite3_column_text(st, 0)) < 0)
+                                return -ENOMEM;
+        if (rc != SQLITE_DONE)
+                return db_error(s, rc, "cannot read the leases", ret_error);
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int domain_store_generation_state(DomainStore *s, uint64_t generation, char **ret, char **ret_error) {
+        _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        int rc;
+
+        rc = sqlite3_prepare_v2(s->db, "SELECT state FROM generations WHERE id = ?", -1, &st, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_bind_int64(st, 1, (int64_t) generation);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                return errorf(ret_error, -ENOENT, "the Domain Store %s has no generation %llu", s->path,
+                              (unsigned long long) generation);
+        if (rc != SQLITE_ROW)
+                return db_error(s, rc, "cannot read a generation", ret_error);
+        *ret = strdup((const char *) sqlite3_column_text(st, 0));
+        return *ret ? 0 : -ENOMEM;
+}

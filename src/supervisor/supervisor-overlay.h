@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "mount-plan.h"
+
+/*
+ * The State Anchor's overlays (a MOUNT_SUPERVISOR entry of type "overlay",
+ * see anchor.h and state-anchor.h), staged on <stage>/<name> by the
+ * supervisor in its own user and mount namespace, before runsc starts:
+ *
+ *   the lower (the entry's source) and the layer directory (its data) are
+ *   opened from "/" without following anything; upper/ (with the lower
+ *   directory's mode) and work/ are made in the layer when missing;
+ *   kernel overlayfs with "userxattr", its layers given as fds, is tried
+ *   first; where this kernel refuses it (no overlayfs in a user namespace),
+ *   fuse-overlayfs is run on the same fds instead. The first overlay
+ *   decides for every later one of the same supervisor (a check, not a
+ *   version number); a layer records the format it was first written in
+ *   (<layer>/format) and is never mounted with the other one.
+ *
+ * The sandbox reaches the merged tree as a bind of the staged path, like
+ * any other supervisor mount. Every failure is one line in *ret_error.
+ */
+int supoverlay_stage(const MountEntry *e, int stagefd, const char *stage, const char *name, char **ret_error);

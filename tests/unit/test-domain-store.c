@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "cleanup.h"
+#include "domain-store.h"
+#include "fs-util.h"
+#include "path-util.h"
+#include "strv.h"
+
+static char *dir, *path;
+
+static void setup(void) {
+        char tmpl[] = "/tmp/lazaret-unit-store-XXXXXX";
+
+        cr_assert_not_null(mkdtemp(tmpl));
+        dir = strdup(tmpl);
+        path = path_join(dir, DOMAIN_STORE_FILE);
+}
+
+static void teardown(void) {
+        (void) rm_rf(dir);
+        free(dir);
+        free(path);
+}
+
+static int64_t user_version(void) {
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        int64_t v = -1;
+
+        cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+        if (sqlite3_step(st) == SQLITE_ROW)
+                v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return v;
+}
+
+Test(store, generations_and_leases, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **leased = NULL;
+        _cleanup_free_ char *state = NULL, *error = NULL;
+        DomainStore *s = NULL;
+        uint64_t g1, g2;
+
+        cr_assert_eq(domain_store_open(path, &s, &error), 0, "%s", error ?: "");
+        cr_assert_eq(user_version(), DOMAIN_STORE_VERSION, "a new file is migrated from version 0");
+        cr_assert_eq(domain_store_begin_generation(s, "c1", 100, "lowerA", (char *[]) { (char *) "/usr", (char *) "/etc", NULL },
+                                                   &g1, &error), 0, "%s", error ?: "");
+        cr_assert_eq(domain_store_leased_lowers(s, &leased, &error), 0);
+        cr_assert_eq(strv_length(leased), 1);
+        cr_assert_str_eq(leased[0], "lowerA");
+        leased = strv_free(leased);
+        cr_assert_eq(domain_store_generation_running(s, g1, "fp1", &error), 0, "%s", error ?: "");
+        cr_assert_eq(domain_store_generation_state(s, g1, &state, &error), 0);
+        cr_assert_str_eq(state, "running");
+        state = mfree(state);
+
+        /* The owner crashed: the next generation closes it and releases its lease first. */
+        domain_store_close(s);
+        cr_assert_eq(domain_store_open(path, &s, &error), 0, "%s", error ?: "");
+        cr_assert_eq(domain_store_begin_generation(s, "c2", 200, "lowerB", NULL, &g2, &error), 0, "%s", error ?: "");
+        cr_assert_gt(g2, g1);
+        cr_assert_eq(domain_store_generation_state(s, g1, &state, &error), 0);
+        cr_assert_str_eq(state, "abandoned");
+        state = mfree(state);
+        cr_assert_eq(domain_store_leased_lowers(s, &leased, &error), 0);
+        cr_assert_eq(strv_length(leased), 1);
+        cr_assert_str_eq(leased[0], "lowerB");
+        leased = strv_free(leased);
+
+        cr_assert_eq(domain_store_end_generation(s, g2, "stopped", 300, &error), 0, "%s", error ?: "");
+        cr_assert_eq(domain_store_leased_lowers(s, &leased, &error), 0);
+        cr_assert_null(leased, "an ended generation holds no lease");
+        /* Ending it twice, or an unknown one, or as "running", is refused. */
+        cr_assert_eq(domain_store_end_generation(s, g2, "stopped", 400, &error), -ENOENT);
+        error = mfree(error);
+        cr_assert_eq(domain_store_generation_running(s, 999, "fp", &error), -ENOENT);
+        error = mfree(error);
+        cr_assert_eq(domain_store_end_generation(s, g2, "running", 400, &error), -EINVAL);
+        error = mfree(error);
+        cr_assert_eq(domain_store_generation_state(s, 999, &state, &error), -ENOENT);
+        domain_store_close(s);
+}
+
+/* A corrupt file: a named error, and not one byte of it changed. */
+Test(store, corrupt_file_refused_unchanged, .init = setup, .fini = teardown) {
+        static const char junk[] = "SQLite format 3\0 this is not really a database, but it starts like one";
+        _cleanup_free_ char *error = NULL, *before = NULL, *after = NULL, *wal = NULL;
+        DomainStore *s = NULL;
+        size_t n1, n2;
+
+        cr_assert_eq(write_file_bytes(path, junk, sizeof(junk), 0600), 0);
+        cr_assert_eq(read_full_file(path, 4096, &before, &n1), 0);
+        cr_assert_eq(domain_store_open(path, &s, &error), -EBADMSG);
+        cr_assert_null(s);
+        cr_assert(strstr(error, "is corrupt"), "%s", error);
+        cr_assert(strstr(error, "nothing was changed"), "%s", error);
+        cr_assert_eq(read_full_file(path, 4096, &after, &n2), 0);
+        cr_assert_eq(n1, n2);
+        cr_assert_eq(memcmp(before, after, n1), 0, "the corrupt store was written to");
+        wal = path_join(dir, DOMAIN_STORE_FILE "-wal");
+        cr_assert_eq(access(wal, F_OK), -1, "a WAL was made beside a corrupt store");
+}
+
+/* A database whose pages were damaged after it was written. */
+Test(store, damaged_database_refused, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *error = NULL;
+        DomainStore *s = NULL;
+        uint64_t g;
+        int fd;
+
+        cr_assert_eq(domain_store_open(path, &s, &error), 0);
+        for (int i = 0; i < 50; i++)
+                cr_assert_eq(domain_store_begin_generation(s, "c", (uint64_t) i, "lower", (char *[]) { (char *) "/usr", NULL },
+                                                           &g, &error), 0);
+        domain_store_close(s);
+        /* Checkpointed on close: damage the second page onwards. */
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(pwrite(fd, "garbage garbage garbage garbage garbage garbage garbage", 56, 4096 + 8), 56);
+        close(fd);
+        cr_assert_eq(domain_store_open(path, &s, &error), -EBADMSG, "%s", error ?: "opened");
+        cr_assert(strstr(error, "is corrupt"), "%s", error);
+}
+
+Test(store, newer_schema_refused, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *error = NULL;
+        DomainStore *s = NULL;
+        sqlite3 *db = NULL;
+
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        cr_assert_eq(domain_store_open(path, &s, &error), -EPROTONOSUPPORT);
+        cr_assert(strstr(error, "schema version 99, newer than this Lazaret's 1"), "%s", error);
+        cr_assert_eq(user_version(), 99, "the newer store was changed");
+}
+
+Test(store, symlink_refused, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *error = NULL, *target = path_join(dir, "elsewhere");
+        DomainStore *s = NULL;
+
+        cr_assert_eq(symlink(target, path), 0);
+        cr_assert_eq(domain_store_open(path, &s, &error), -ELOOP);
+        cr_assert_eq(access(target, F_OK), -1, "the symlink's target was created");
+}
+
+/* A store at version 1 opened again keeps its rows: migration runs once. */
+Test(store, reopen_keeps_rows, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *error = NULL, *state = NULL;
+        DomainStore *s = NULL;
+        uint64_t g;
+
+        cr_assert_eq(domain_store_open(path, &s, &error), 0);
+        cr_assert_eq(domain_store_begin_generation(s, "c", 1, "lower", NULL, &g, &error), 0);
+        domain_store_close(s);
+        cr_assert_eq(domain_store_open(path, &s, &error), 0);
+        cr_assert_eq(domain_store_generation_state(s, g, &state, &error), 0);
+        cr_assert_str_eq(state, "starting");
+        domain_store_close(s);
+}
+
+/* gc reads a running Domain's leases beside its owner, and writes nothing. */
+Test(store, readonly_reader, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **leased = NULL;
+        _cleanup_free_ char *error = NULL;
+        DomainStore *w = NULL, *r = NULL;
+        uint64_t g;
+
+        cr_assert_eq(domain_store_open_readonly(path, &r, &error), -ENOENT);
+        cr_assert_eq(access(path, F_OK), -1, "the read-only open created the store");
+        error = mfree(error);
+        cr_assert_eq(domain_store_open(path, &w, &error), 0);
+        cr_assert_eq(domain_store_begin_generation(w, "c", 1, "lowerA", NULL, &g, &error), 0);
+        cr_assert_eq(domain_store_open_readonly(path, &r, &error), 0, "%s", error ?: "");
+        cr_assert_eq(domain_store_leased_lowers(r, &leased, &error), 0);
+        cr_assert_eq(strv_length(leased), 1);
+        cr_assert_str_eq(leased[0], "lowerA");
+        cr_assert_lt(domain_store_end_generation(r, g, "stopped", 2, &error), 0, "a read-only store was written");
+        domain_store_close(r);
+        domain_store_close(w);
+}
