@@ -10,6 +10,7 @@
 #include "bus-names.h"
 #include "config.h"
 #include "domain.h"
+#include "escalation.h"
 #include "sandbox.h"
 #include "session.h"
 
@@ -80,6 +81,7 @@ struct Manager {
         sd_event_source *teardown;      /* defer: runs the teardown from the loop */
 
         Sandbox *sandbox;
+        Escalations *escalations;       /* NULL unless escalation is enabled and the sandbox runs */
 
         Session *sessions;
         unsigned n_sessions;
