@@ -134,11 +134,13 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         r = add_own(&plan, MOUNT_PART_CONTROL, SANDBOX_CONTROL_MOUNT, p->control_dir, true, 0, ret_error);
         if (r < 0)
                 goto finish;
-        /* SR-10: the mailbox, requests/ writable and results/ read-only, below /run/lazaret. */
+        /* SR-10: the mailbox, requests/ writable and results/ read-only, below /run/lazaret;
+         * the client also at /usr/local/bin, on every shell's PATH (a login shell resets PATH). */
         if (p->mailbox_dir) {
                 _cleanup_free_ char *req = path_join(p->mailbox_dir, ESC_REQUESTS_DIR),
-                                    *res = path_join(p->mailbox_dir, ESC_RESULTS_DIR);
-                if (!req || !res) {
+                                    *res = path_join(p->mailbox_dir, ESC_RESULTS_DIR),
+                                    *client = path_join(p->control_dir, "bin/lazaret-escalate");
+                if (!req || !res || !client) {
                         r = -ENOMEM;
                         goto finish;
                 }
@@ -147,6 +149,9 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                 if (r >= 0)
                         r = add_own(&plan, MOUNT_PART_MAILBOX, ESC_MAILBOX_SANDBOX "/" ESC_RESULTS_DIR, res, true,
                                     MOUNT_PART_BIT(MOUNT_PART_CONTROL), ret_error);
+                if (r >= 0)
+                        r = add_own(&plan, MOUNT_PART_MAILBOX, "/usr/local/bin/lazaret-escalate", client, true, 0,
+                                    ret_error);
                 if (r < 0)
                         goto finish;
         }

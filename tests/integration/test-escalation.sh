@@ -1,0 +1,175 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# test-escalation: host escalation through the real stack. lazaret-escalate
+# inside the sandbox asks; the coordinator verifies, decides and runs the
+# command on the host. An auto-approved command's output and status come
+# back; near misses (an extra argument, a relative path, a metacharacter)
+# go to a human (without a terminal: they time out); a request signed with
+# another key, a tampered and a replayed request are refused with nothing
+# run; on a tmux-driven terminal the prompt approves, denies and edits;
+# the audit trail records it all. The host command really runs on the
+# host: it creates files in $HOME, outside the workspace.
+# shellcheck source=../harness/lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
+
+lt_install
+lt_domain_setup
+command -v tmux >/dev/null || lt_fail "tmux is not installed (.ci/install-deps installs it)"
+
+H=$HOME/esc
+rm -rf "$H"
+find "$HOME/.local/share/lazaret" -name 'escalations.jsonl*' -delete 2>/dev/null || true
+mkdir -p "$H"
+printf '{ "default_profile": "test",
+  "escalation": { "timeout_s": 30, "auto_approve": [
+    { "argv": ["/usr/bin/touch", "%s/auto"] },
+    { "argv": ["/bin/echo", "hello"], "trailing_args": true },
+    { "argv": ["/usr/bin/false"] } ] },
+  "profiles": { "test": { "image": "oci:%s" } } }\n' "$H" "$LT_IMAGE" >"$LT_CONFIG"
+
+T="tmux -L lt-$$"
+cleanup_tmux() { $T kill-server 2>/dev/null || true; }
+trap 'rc=$?; cleanup_tmux; lt_domain_cleanup "$rc"' EXIT
+
+# mark / since_mark: the Domain's log lines written after the mark (the log is appended across runs).
+LOG=$LT_LOGDIR/$LT_DOMAIN.log
+mark() { MARK=$(wc -l <"$LOG" 2>/dev/null || echo 0); }
+since_mark() { tail -n +"$((MARK + 1))" "$LOG"; }
+mark
+
+# in_sandbox SCRIPT: runs a shell script in a session without a terminal.
+in_sandbox() { lt_launch -- /bin/sh -c "$1"; }
+
+# --- auto-approved: the file appears on the host, output and status come back
+out=$(in_sandbox "lazaret-escalate -- /usr/bin/touch $H/auto; echo rc=\$?") || lt_fail "launch failed"
+lt_assert_eq "auto-approved touch" "rc=0" "$out"
+[[ -e $H/auto ]] || lt_fail "the auto-approved command did not run on the host"
+out=$(in_sandbox "lazaret-escalate -- /bin/echo hello from the host; echo rc=\$?")
+lt_assert_eq "auto-approved output with trailing arguments" $'hello from the host\nrc=0' "$out"
+out=$(in_sandbox "lazaret-escalate -- /usr/bin/false; echo rc=\$?")
+lt_assert_eq "auto-approved exit status" "rc=1" "$out"
+
+# --- near misses go to a human; without a terminal they time out (124), nothing runs
+near_miss() {   # WHAT ARGV...
+        local what=$1 out
+        shift
+        out=$(in_sandbox "lazaret-escalate --timeout 2 -- $*; echo rc=\$?" 2>&1)
+        grep -q 'rc=124' <<<"$out" || lt_fail "$what was not held for a human: $out"
+        grep -q 'lazaret-escalate: timed out' <<<"$out" || lt_fail "$what: no timeout line: $out"
+        lt_log "ok: $what went to a human (timed out without a terminal)"
+}
+near_miss "an extra argument" /usr/bin/touch "$H/auto" "$H/extra"
+[[ ! -e $H/extra ]] || lt_fail "the near miss with an extra argument ran"
+near_miss "a relative program" touch "$H/relative"
+[[ ! -e $H/relative ]] || lt_fail "the near miss with a relative program ran"
+near_miss "a shell metacharacter" /bin/echo hello "'a;b'"
+near_miss "a backslash" /bin/echo hello "'a\\b'"
+
+# --- forged, tampered and replayed requests: refused, nothing runs
+mark
+out=$(in_sandbox "LAZARET_SESSION_KEY=$(printf '22%.0s' $(seq 32)) lazaret-escalate --timeout 2 -- /usr/bin/touch $H/auto; echo rc=\$?" 2>&1)
+grep -q 'rc=124' <<<"$out" || lt_fail "a request signed with another key was answered: $out"
+since_mark | grep -q "refused: its signature is not the session's" ||
+        lt_fail "the forged request was not logged as refused"
+
+# A request written into a mailbox of its own (a regular file as the
+# doorbell), then copied into the real one: once accepted, again refused
+# as a replay; with one byte changed, refused for its signature.
+rm -f "$H/auto"
+mark
+out=$(in_sandbox "
+set -e
+mkdir -p /tmp/mb/requests /tmp/mb/results
+: > /tmp/mb/results/\$LAZARET_SESSION_ID.bell
+LAZARET_MAILBOX=/tmp/mb timeout 1 lazaret-escalate --timeout 1 -- /usr/bin/touch $H/auto 2>/dev/null || true
+req=\$(ls /tmp/mb/requests | grep -v cancel | grep -v '^\\.')
+R=/run/lazaret/mailbox/requests
+cp /tmp/mb/requests/\$req \$R/.a && mv \$R/.a \$R/\$req
+sleep 1
+echo first
+cp /tmp/mb/requests/\$req \$R/.b && mv \$R/.b \$R/\$req
+sleep 1
+echo second
+") || lt_fail "the replay script failed: $out"
+[[ -e $H/auto ]] || lt_fail "the copied request was not accepted the first time"
+since_mark | grep -q 'refused: replayed' || lt_fail "the replayed request was not refused as a replay"
+rm -f "$H/auto"
+mark
+out=$(in_sandbox "
+set -e
+mkdir -p /tmp/mb/requests /tmp/mb/results
+: > /tmp/mb/results/\$LAZARET_SESSION_ID.bell
+LAZARET_MAILBOX=/tmp/mb timeout 1 lazaret-escalate --timeout 1 -- /usr/bin/touch $H/auto 2>/dev/null || true
+req=\$(ls /tmp/mb/requests | grep -v cancel | grep -v '^\\.')
+R=/run/lazaret/mailbox/requests
+sed 's/timeout 1:1/timeout 1:2/' /tmp/mb/requests/\$req > \$R/.a && mv \$R/.a \$R/\$req
+sleep 1
+") || lt_fail "the tamper script failed: $out"
+[[ ! -e $H/auto ]] || lt_fail "a tampered request ran"
+since_mark | grep -q "refused: its signature is not the session's" ||
+        lt_fail "the tampered request was not refused for its signature"
+
+# --- the prompt on the asking session's terminal
+screen() { $T capture-pane -t t -p; }
+wait_for() {
+        for _ in $(seq 1 100); do
+                screen | grep -qF -- "$1" && return 0
+                sleep 0.1
+        done
+        screen >&2
+        lt_fail "the screen never showed '$1'"
+}
+$T new-session -d -s t -x 160 -y 40 "cd '$LT_WS' && lazaretctl launch; echo LAUNCH-EXIT=\$?; sleep 60"
+wait_for ':/workspace#'
+# The test image's /etc/profile sets PATH=/bin; images with the usual PATH find it by name.
+$T send-keys -t t "/usr/local/bin/lazaret-escalate --why 'needs the host' -- /usr/bin/touch $H/approved; echo RC-\$?" Enter
+wait_for 'approve and run'
+wait_for "Why:       'needs the host'"
+wait_for "Command:   /usr/bin/touch $H/approved"
+[[ ! -e $H/approved ]] || lt_fail "the command ran before it was approved"
+$T send-keys -t t a
+wait_for 'RC-0'
+[[ -e $H/approved ]] || lt_fail "the approved command did not run on the host"
+
+$T send-keys -t t "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/denied; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/denied"
+$T send-keys -t t d
+wait_for 'RC-122'
+wait_for 'lazaret-escalate: denied'
+[[ ! -e $H/denied ]] || lt_fail "the denied command ran"
+
+# Edit: the developer's argv runs, shown again and confirmed first.
+$T send-keys -t t "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/asked; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/asked"
+$T send-keys -t t e
+wait_for 'New command'
+$T send-keys -t t -l "/usr/bin/touch '$H/edited'"
+$T send-keys -t t Enter
+wait_for '(as edited)'
+$T send-keys -t t a
+wait_for 'RC-0'
+[[ -e $H/edited && ! -e $H/asked ]] || lt_fail "the edited command did not replace the request"
+
+# Keys typed as escape sequences (a terminal's reply) never count: only the real 'd' decides.
+$T send-keys -t t "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/escseq; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/escseq"
+$T send-keys -t t -l $'\e[?1;2c\e]11;rgb:a/a/a\a'
+sleep 0.5
+[[ ! -e $H/escseq ]] || lt_fail "an escape sequence approved the request"
+$T send-keys -t t d
+wait_for 'RC-122'
+
+$T send-keys -t t 'exit 0' Enter
+wait_for 'LAUNCH-EXIT=0'
+
+# --- a timeout from the host's deadline, and the audit trail
+audit=$(find "$HOME/.local/share/lazaret" -name escalations.jsonl | head -n1)
+[[ -n $audit ]] || lt_fail "no audit trail"
+for ev in requested approved denied refused result; do
+        grep -q "\"event\":\"$ev\"" "$audit" || lt_fail "the audit trail has no '$ev' event"
+done
+grep -q '"by":"rule"' "$audit" || lt_fail "the audit trail does not say a rule approved"
+grep -q '"by":"terminal"' "$audit" || lt_fail "the audit trail does not say the terminal decided"
+grep -q '"outcome":"timeout"' "$audit" || lt_fail "the audit trail has no timeout"
+lt_log "audit trail: $(wc -l <"$audit") lines"
