@@ -754,7 +754,70 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
                 request_run(r, "rule");
                 return;
         }
+        if (e->cb.pending)
+                e->cb.pending(r->q.id, r->q.session, e->userdata);
         request_prompt(r);
+}
+
+int escalations_list(Escalations *e, EscalationVisit fn, void *userdata) {
+        static const char *const states[] = {
+                [REQUEST_WAITING] = "waiting",
+                [REQUEST_PROMPTING] = "prompting",
+                [REQUEST_RUNNING] = "running",
+        };
+
+        if (!e)
+                return 0;
+        for (Request *r = e->requests; r; r = r->next) {
+                int k = fn(r->q.id, r->q.session, states[r->state], r->q.why, r->argv, r->q.cwd, userdata);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+int escalations_decide(Escalations *e, const char *id, bool approve, char **argv, const char *by) {
+        Request *r = NULL;
+        Session *s;
+
+        for (Request *x = e ? e->requests : NULL; x; x = x->next)
+                if (streq(x->q.id, id))
+                        r = x;
+        if (!r)
+                return -ENOENT;
+        if (r->state == REQUEST_RUNNING)
+                return -EBUSY;
+        s = r->session;
+        if (argv) {
+                _cleanup_strv_free_ char **copy = strv_copy(argv);
+                _cleanup_free_ char *program = NULL;
+                if (!copy)
+                        return -ENOMEM;
+                (void) resolve_program(copy[0], &program);
+                strv_free(r->argv);
+                r->argv = TAKE_PTR(copy);
+                free(r->program);
+                r->program = TAKE_PTR(program);
+                r->edited = true;
+        }
+        if (!approve) {
+                r->decided_by = by;
+                audit(e, &r->q, r->argv, "denied", by, NULL, 0, NULL);
+                request_finish(r, ESC_DENIED, 0, "the developer denied the request");
+                return 0;
+        }
+        /* The first decision wins: the prompt for it goes. */
+        if (r->state == REQUEST_PROMPTING && s) {
+                _cleanup_free_ char *line = NULL;
+                if (asprintf(&line, "\r\n[lazaret] Request %.8s was approved from %s.\r\n", r->q.id, by) < 0)
+                        line = NULL;
+                session_prompt_end(s, line ?: "\r\n");
+        }
+        r->state = REQUEST_WAITING;
+        request_run(r, by);
+        if (s)
+                session_next_prompt(e, s);
+        return 0;
 }
 
 static void request_cancel(Escalations *e, const char *id) {

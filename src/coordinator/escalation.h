@@ -22,6 +22,8 @@ typedef struct EscalationsCallbacks {
         Session *(*find_session)(const char *id, void *userdata);
         /* The developer chose Abort on s's prompt: end that session. */
         void (*abort_session)(Session *s, void *userdata);
+        /* A verified request waits for a human (no rule approved it). */
+        void (*pending)(const char *request_id, const char *session_id, void *userdata);
 } EscalationsCallbacks;
 
 typedef struct EscalationsParams {
@@ -43,6 +45,19 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Escalations *, escalations_free);
 
 /* The generation's sandbox ID: requests naming another are refused. */
 void escalations_set_sandbox(Escalations *e, const char *sandbox_id);
+
+/* Each accepted request: state is "waiting", "prompting" or "running". Stops at fn's first error. */
+typedef int (*EscalationVisit)(const char *id, const char *session, const char *state, const char *why,
+                               char *const *argv, const char *cwd, void *userdata);
+int escalations_list(Escalations *e, EscalationVisit fn, void *userdata);
+
+/*
+ * A decision from elsewhere than the prompt (D-Bus, lazaretctl): approve
+ * (with argv, the developer's edit, when not NULL) or deny. The first
+ * decision wins: a prompt up for it is withdrawn. -ENOENT: no such pending
+ * request; -EBUSY: it is running already.
+ */
+int escalations_decide(Escalations *e, const char *id, bool approve, char **argv, const char *by);
 
 /* A session opened: its doorbell is created and held open. */
 int escalations_session_opened(Escalations *e, Session *s);

@@ -571,6 +571,10 @@ static void escalation_abort_session(Session *s, void *userdata) {
         session_close(s, "the developer aborted it at an escalation prompt");
 }
 
+static void escalation_pending(const char *request_id, const char *session_id, void *userdata) {
+        manager_emit_escalation_requested(userdata, request_id, session_id);
+}
+
 /* Host escalation (spec section 5.6), when the configuration enables it. */
 static int start_escalations(Manager *m) {
         _cleanup_free_ char *error = NULL, *audit = NULL;
@@ -590,7 +594,8 @@ static int start_escalations(Manager *m) {
                                     .workspace = m->domain->workspace,
                                     .config = m->config,
                                     .cb = { .find_session = escalation_find_session,
-                                            .abort_session = escalation_abort_session },
+                                            .abort_session = escalation_abort_session,
+                                            .pending = escalation_pending },
                                     .userdata = m,
                             }, &m->escalations, &error);
         if (r < 0)

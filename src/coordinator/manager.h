@@ -110,3 +110,4 @@ int manager_publish(Manager *m);
 void manager_emit_session_ended(Manager *m, const char *session_id, int exit_status, const char *reason);
 void manager_emit_sessions_changed(Manager *m);
 void manager_emit_state_changed(Manager *m);
+void manager_emit_escalation_requested(Manager *m, const char *request_id, const char *session_id);

@@ -412,6 +412,7 @@ static const Verb verbs[] = {
         { "status",    1, 2,        VERB_CONFIG,                       verb_status,    "status [DOMAIN-ID]          Show the state of a Domain" },
         { "list",      1, 1,        0,                                 verb_list,      "list                        List running Domains" },
         { "stop",      1, 2,        VERB_CONFIG,                       verb_stop,      "stop [DOMAIN-ID]            Stop a Domain: end its sessions, tear it down" },
+        { "escalations", 1, 3,      VERB_CONFIG,                       verb_escalations, "escalations [list|approve ID|deny ID] Host escalation requests waiting for a decision" },
         { "log",       1, 2,        VERB_CONFIG,                       verb_log,       "log [DOMAIN-ID]             Show the last lines the Domain's coordinator logged" },
         { "image",     2, 2,        VERB_CONFIG | VERB_IMAGE_OPTIONS,  verb_image,     "image build-default         Build the built-in default image from Debian packages" },
         { "domain-id", 1, 1,        VERB_CONFIG,                       verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },

@@ -25,7 +25,8 @@ printf '{ "default_profile": "test",
   "escalation": { "timeout_s": 30, "auto_approve": [
     { "argv": ["/usr/bin/touch", "%s/auto"] },
     { "argv": ["/bin/echo", "hello"], "trailing_args": true },
-    { "argv": ["/usr/bin/false"] } ] },
+    { "argv": ["/usr/bin/false"] },
+    { "argv": ["/usr/bin/sleep", "77"] } ] },
   "profiles": { "test": { "image": "oci:%s" } } }\n' "$H" "$LT_IMAGE" >"$LT_CONFIG"
 
 T="tmux -L lt-$$"
@@ -110,6 +111,61 @@ sleep 1
 since_mark | grep -q "refused: its signature is not the session's" ||
         lt_fail "the tampered request was not refused for its signature"
 
+# --- decided from the host: lazaretctl escalations (a session without a terminal)
+pending_id() {   # waits until one request is pending; prints its ID
+        local ids
+        for _ in $(seq 1 100); do
+                ids=$(cd "$LT_WS" && lazaretctl escalations --json 2>/dev/null | jq -r '.[].RequestId') || true
+                [[ -n $ids ]] && { echo "$ids"; return 0; }
+                sleep 0.1
+        done
+        lt_fail "no escalation request became pending"
+}
+in_sandbox "lazaret-escalate --why 'from ctl' -- /usr/bin/touch $H/ctl-approved; echo rc=\$?" >"$H/ctl.out" 2>&1 &
+bg=$!
+id=$(pending_id)
+(cd "$LT_WS" && lazaretctl escalations) | grep -q "touch $H/ctl-approved" || lt_fail "lazaretctl escalations does not show the command"
+[[ ! -e $H/ctl-approved ]] || lt_fail "the pending command ran before it was approved"
+(cd "$LT_WS" && lazaretctl escalations approve "$id") || lt_fail "lazaretctl escalations approve failed"
+wait "$bg" || true
+lt_assert_eq "approved with lazaretctl" "rc=0" "$(cat "$H/ctl.out")"
+[[ -e $H/ctl-approved ]] || lt_fail "the command approved with lazaretctl did not run"
+in_sandbox "lazaret-escalate -- /usr/bin/touch $H/ctl-denied; echo rc=\$?" >"$H/ctl.out" 2>&1 &
+bg=$!
+id=$(pending_id)
+(cd "$LT_WS" && lazaretctl escalations deny "$id") || lt_fail "lazaretctl escalations deny failed"
+wait "$bg" || true
+grep -q 'rc=122' "$H/ctl.out" || lt_fail "denied with lazaretctl: $(cat "$H/ctl.out")"
+[[ ! -e $H/ctl-denied ]] || lt_fail "the command denied with lazaretctl ran"
+if (cd "$LT_WS" && lazaretctl escalations approve "$id" 2>/dev/null); then
+        lt_fail "a decided request could be decided again"
+fi
+
+# --- a session that ends while its host command runs: the command is killed (OR-3),
+# while another session keeps the Domain (and its mailbox) alive
+lt_keeper_start
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sh -c "lazaret-escalate -- /usr/bin/sleep 77") >/dev/null 2>&1 &
+bg=$!
+for _ in $(seq 1 100); do
+        pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' >/dev/null && break
+        sleep 0.1
+done
+pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' >/dev/null || lt_fail "the auto-approved host command never started"
+kill -KILL "$bg"
+wait "$bg" 2>/dev/null || true
+for _ in $(seq 1 100); do
+        pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' >/dev/null || break
+        sleep 0.1
+done
+if pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' >/dev/null; then
+        lt_fail "the host command outlived its session"
+fi
+lt_log "ok: the host command was killed with its session"
+lt_assert_eq "Domain state after the session ended" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
+kill "$LT_KEEPER"
+wait "$LT_KEEPER" 2>/dev/null || true
+lt_wait_inactive
+
 # --- the prompt on the asking session's terminal
 screen() { $T capture-pane -t t -p; }
 wait_for() {
@@ -160,8 +216,31 @@ sleep 0.5
 $T send-keys -t t d
 wait_for 'RC-122'
 
-$T send-keys -t t 'exit 0' Enter
-wait_for 'LAUNCH-EXIT=0'
+# What the sandbox prints while the prompt is up is held, and shown after it.
+$T send-keys -t t "clear; (sleep 1; echo HELD-OUT''PUT) & /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/held; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/held"
+sleep 2
+if screen | grep -q 'HELD-OUTPUT'; then
+        lt_fail "the sandbox's output reached the terminal while the prompt was up"
+fi
+$T send-keys -t t d
+wait_for 'RC-122'
+wait_for 'HELD-OUTPUT'
+
+# A decision from lazaretctl withdraws the prompt: the first decision wins.
+$T send-keys -t t "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/ctl-prompted; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/ctl-prompted"
+(cd "$LT_WS" && lazaretctl escalations approve "$(pending_id)") || lt_fail "approving a prompted request failed"
+wait_for 'was approved from bus'
+wait_for 'RC-0'
+[[ -e $H/ctl-prompted ]] || lt_fail "the prompted request approved with lazaretctl did not run"
+
+# Abort: the request is denied and the session ends.
+$T send-keys -t t "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/aborted; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/aborted"
+$T send-keys -t t q
+wait_for 'LAUNCH-EXIT='
+[[ ! -e $H/aborted ]] || lt_fail "the aborted request ran"
 
 # --- a timeout from the host's deadline, and the audit trail
 audit=$(find "$HOME/.local/share/lazaret" -name escalations.jsonl | head -n1)
