@@ -114,14 +114,37 @@ static void prompt_read(Session *s) {
         }
 }
 
+/*
+ * The prompt's text goes through a buffer of its own, drained as the
+ * client's terminal takes it (C15: no write to a client's terminal
+ * blocks), and always before anything the sandbox printed.
+ */
 static void prompt_put(Session *s, const char *text) {
-        /* The prompt is small; a terminal that does not take it now is not waited for. */
-        (void) write_all(s->client_tty, text, strlen(text));
+        size_t n = strlen(text);
+
+        if (!s->prompt_out) {
+                s->prompt_out = calloc(1, sizeof(Buffer));
+                if (!s->prompt_out)
+                        return;
+        }
+        /* A terminal that took none of 64 KiB of prompt text is not waited for. */
+        while (n > 0 && s->prompt_out->len < SESSION_BUFFER_SIZE) {
+                size_t end = (s->prompt_out->start + s->prompt_out->len) % SESSION_BUFFER_SIZE;
+                size_t room = SESSION_BUFFER_SIZE - s->prompt_out->len, chunk;
+
+                chunk = SESSION_BUFFER_SIZE - end < room ? SESSION_BUFFER_SIZE - end : room;
+                if (chunk > n)
+                        chunk = n;
+                memcpy(s->prompt_out->data + end, text, chunk);
+                s->prompt_out->len += chunk;
+                text += chunk;
+                n -= chunk;
+        }
+        (void) buffer_drain(s->prompt_out, s->client_tty);
+        relay_update(s);
 }
 
 int session_prompt_begin(Session *s, const char *text, SessionPromptInput input, void *userdata) {
-        int fl;
-
         if (!s->terminal || s->client_tty < 0 || s->tty_eof)
                 return -ENOTTY;
         if (s->prompting)
@@ -139,31 +162,18 @@ int session_prompt_begin(Session *s, const char *text, SessionPromptInput input,
                 (void) sd_event_source_set_io_events(s->tty_source, EPOLLIN);
                 (void) sd_event_source_set_enabled(s->tty_source, SD_EVENT_ON);
         }
-        /* The prompt is written blocking, so that it arrives whole. */
-        fl = fcntl(s->client_tty, F_GETFL);
-        if (fl >= 0)
-                (void) fcntl(s->client_tty, F_SETFL, fl & ~O_NONBLOCK);
         /* CAN ends an escape sequence the sandbox left open, ST a string;
          * then plain attributes, the ASCII character set, a visible cursor,
          * replace mode and autowrap, on a fresh line. */
         prompt_put(s, "\x18\x1b\\\x1b[0m\x1b(B\x0f\x1b[?25h\x1b[4l\x1b[?7h\r\n");
         prompt_put(s, text);
-        if (fl >= 0)
-                (void) fcntl(s->client_tty, F_SETFL, fl);
         return 0;
 }
 
 void session_prompt_write(Session *s, const char *text) {
-        int fl;
-
-        if (!s->prompting || s->client_tty < 0)
+        if (!s->prompting || s->client_tty < 0 || s->tty_eof)
                 return;
-        fl = fcntl(s->client_tty, F_GETFL);
-        if (fl >= 0)
-                (void) fcntl(s->client_tty, F_SETFL, fl & ~O_NONBLOCK);
         prompt_put(s, text);
-        if (fl >= 0)
-                (void) fcntl(s->client_tty, F_SETFL, fl);
 }
 
 void session_prompt_end(Session *s, const char *text) {
@@ -187,7 +197,11 @@ static int on_tty(sd_event_source *src, int fd, uint32_t revents, void *userdata
         ssize_t k;
 
         if (revents & EPOLLOUT) {
-                k = buffer_drain(&s->to_tty, s->client_tty);
+                /* The prompt's text first; the sandbox's output only when no prompt is up. */
+                if (s->prompt_out && s->prompt_out->len > 0)
+                        k = buffer_drain(s->prompt_out, s->client_tty);
+                else
+                        k = s->prompting ? 0 : buffer_drain(&s->to_tty, s->client_tty);
                 if (k < 0 && k != -EAGAIN) {
                         /* The client's terminal is gone: nobody can use this session. */
                         s->tty_eof = true;
@@ -259,16 +273,19 @@ static void relay_update(Session *s) {
 
         if (s->client_tty < 0 || s->pty_master < 0)
                 return;
-        /* During a prompt only the human's keys move, to the prompt. */
+        /* During a prompt only the human's keys move, to the prompt, and the prompt's text. */
         if (s->prompting) {
                 if (s->pty_source)
                         (void) sd_event_source_set_enabled(s->pty_source, SD_EVENT_OFF);
                 if (s->tty_source) {
-                        (void) sd_event_source_set_io_events(s->tty_source, EPOLLIN);
+                        (void) sd_event_source_set_io_events(s->tty_source,
+                                                             EPOLLIN | (s->prompt_out && s->prompt_out->len ? EPOLLOUT : 0));
                         (void) sd_event_source_set_enabled(s->tty_source, s->tty_eof ? SD_EVENT_OFF : SD_EVENT_ON);
                 }
                 return;
         }
+        if (!s->tty_eof && s->prompt_out && s->prompt_out->len > 0)
+                tty_events |= EPOLLOUT;
         if (!s->tty_eof && !s->exited && s->to_pty.len < SESSION_BUFFER_SIZE)
                 tty_events |= EPOLLIN;
         if (!s->tty_eof && s->to_tty.len > 0)
@@ -408,6 +425,7 @@ Session *session_free(Session *s) {
         sd_event_source_disable_unref(s->settle_timer);
         process_free(s->killer);
         terminal_release(s);
+        free(s->prompt_out);
         safe_close(s->pty_master);
         for (int i = 0; i < 3; i++)
                 pump_close(&s->pumps[i]);
@@ -429,7 +447,8 @@ Session *session_free(Session *s) {
 static void maybe_finish(Session *s) {
         if (!s->exited)
                 return;
-        if (s->terminal && s->client_tty >= 0 && !s->tty_eof && (!s->pty_eof || s->to_tty.len > 0))
+        if (s->terminal && s->client_tty >= 0 && !s->tty_eof &&
+            (!s->pty_eof || s->to_tty.len > 0 || (s->prompt_out && s->prompt_out->len > 0)))
                 return;
         pumps_drain(s);
         terminal_release(s);

@@ -100,6 +100,7 @@ struct Session {
         SessionPromptInput prompt_input;
         void *prompt_userdata;
         unsigned prompt_esc;    /* state of the escape sequence being dropped */
+        Buffer *prompt_out;     /* the prompt's text on its way to the client's terminal */
 
         /* The runsc exec client that runs the command. */
         SandboxExec *exec;
