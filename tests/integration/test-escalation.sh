@@ -167,7 +167,7 @@ wait "$LT_KEEPER" 2>/dev/null || true
 lt_wait_inactive
 
 # --- the prompt on the asking session's terminal
-screen() { $T capture-pane -t t -p; }
+screen() { $T capture-pane -t t:0 -p; }
 wait_for() {
         for _ in $(seq 1 100); do
                 screen | grep -qF -- "$1" && return 0
@@ -179,66 +179,92 @@ wait_for() {
 $T new-session -d -s t -x 160 -y 40 "cd '$LT_WS' && lazaretctl launch; echo LAUNCH-EXIT=\$?; sleep 60"
 wait_for ':/workspace#'
 # The test image's /etc/profile sets PATH=/bin; images with the usual PATH find it by name.
-$T send-keys -t t "/usr/local/bin/lazaret-escalate --why 'needs the host' -- /usr/bin/touch $H/approved; echo RC-\$?" Enter
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate --why 'needs the host' -- /usr/bin/touch $H/approved; echo RC-\$?" Enter
 wait_for 'approve and run'
 wait_for "Why:       'needs the host'"
 wait_for "Command:   /usr/bin/touch $H/approved"
 [[ ! -e $H/approved ]] || lt_fail "the command ran before it was approved"
-$T send-keys -t t a
+$T send-keys -t t:0 a
 wait_for 'RC-0'
 [[ -e $H/approved ]] || lt_fail "the approved command did not run on the host"
 
-$T send-keys -t t "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/denied; echo RC-\$?" Enter
+$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/denied; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/denied"
-$T send-keys -t t d
+$T send-keys -t t:0 d
 wait_for 'RC-122'
 wait_for 'lazaret-escalate: denied'
 [[ ! -e $H/denied ]] || lt_fail "the denied command ran"
 
 # Edit: the developer's argv runs, shown again and confirmed first.
-$T send-keys -t t "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/asked; echo RC-\$?" Enter
+$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/asked; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/asked"
-$T send-keys -t t e
+$T send-keys -t t:0 e
 wait_for 'New command'
-$T send-keys -t t -l "/usr/bin/touch '$H/edited'"
-$T send-keys -t t Enter
+$T send-keys -t t:0 -l "/usr/bin/touch '$H/edited'"
+$T send-keys -t t:0 Enter
 wait_for '(as edited)'
-$T send-keys -t t a
+$T send-keys -t t:0 a
 wait_for 'RC-0'
 [[ -e $H/edited && ! -e $H/asked ]] || lt_fail "the edited command did not replace the request"
 
 # Keys typed as escape sequences (a terminal's reply) never count: only the real 'd' decides.
-$T send-keys -t t "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/escseq; echo RC-\$?" Enter
+$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/escseq; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/escseq"
-$T send-keys -t t -l $'\e[?1;2c\e]11;rgb:a/a/a\a'
+$T send-keys -t t:0 -l $'\e[?1;2c\e]11;rgb:a/a/a\a'
 sleep 0.5
 [[ ! -e $H/escseq ]] || lt_fail "an escape sequence approved the request"
-$T send-keys -t t d
+$T send-keys -t t:0 d
 wait_for 'RC-122'
 
 # What the sandbox prints while the prompt is up is held, and shown after it.
-$T send-keys -t t "clear; (sleep 1; echo HELD-OUT''PUT) & /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/held; echo RC-\$?" Enter
+$T send-keys -t t:0 "clear; (sleep 1; echo HELD-OUT''PUT) & /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/held; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/held"
 sleep 2
 if screen | grep -q 'HELD-OUTPUT'; then
         lt_fail "the sandbox's output reached the terminal while the prompt was up"
 fi
-$T send-keys -t t d
+$T send-keys -t t:0 d
 wait_for 'RC-122'
 wait_for 'HELD-OUTPUT'
 
 # A decision from lazaretctl withdraws the prompt: the first decision wins.
-$T send-keys -t t "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/ctl-prompted; echo RC-\$?" Enter
+$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/ctl-prompted; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/ctl-prompted"
 (cd "$LT_WS" && lazaretctl escalations approve "$(pending_id)") || lt_fail "approving a prompted request failed"
 wait_for 'was approved from bus'
 wait_for 'RC-0'
 [[ -e $H/ctl-prompted ]] || lt_fail "the prompted request approved with lazaretctl did not run"
 
+# The deadline withdraws the prompt: timed out (124), nothing runs.
+$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate --timeout 2 -- /usr/bin/touch $H/late; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/late"
+wait_for 'RC-124'
+wait_for 'no decision in time'
+[[ ! -e $H/late ]] || lt_fail "a request that timed out ran"
+
+# A second session's terminal is never touched while the first is prompted.
+$T new-window -t t -n two "cd '$LT_WS' && lazaretctl launch; sleep 60"
+for _ in $(seq 1 100); do
+        $T capture-pane -t t:two -p | grep -qF ':/workspace#' && break
+        sleep 0.1
+done
+$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/first; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/first"
+$T send-keys -t t:two "echo SECOND-AL''IVE" Enter
+sleep 1
+$T capture-pane -t t:two -p | grep -q 'SECOND-ALIVE' || lt_fail "the second session's terminal did not work while the first was prompted"
+if $T capture-pane -t t:two -p | grep -q 'approve and run'; then
+        lt_fail "the prompt appeared on the second session's terminal"
+fi
+$T send-keys -t t:0 d
+wait_for 'RC-122'
+$T send-keys -t t:two 'exit 0' Enter
+$T kill-window -t t:two
+
 # Abort: the request is denied and the session ends.
-$T send-keys -t t "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/aborted; echo RC-\$?" Enter
+$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/aborted; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/aborted"
-$T send-keys -t t q
+$T send-keys -t t:0 q
 wait_for 'LAUNCH-EXIT='
 [[ ! -e $H/aborted ]] || lt_fail "the aborted request ran"
 
