@@ -126,9 +126,15 @@ bg=$!
 id=$(pending_id)
 (cd "$LT_WS" && lazaretctl escalations) | grep -q "touch $H/ctl-approved" || lt_fail "lazaretctl escalations does not show the command"
 [[ ! -e $H/ctl-approved ]] || lt_fail "the pending command ran before it was approved"
+for _ in $(seq 1 50); do
+        grep -q "lazaretctl escalations approve|deny $id decides" "$H/ctl.out" && break
+        sleep 0.1
+done
+grep -q "lazaretctl escalations approve|deny $id decides" "$H/ctl.out" ||
+        lt_fail "the client of a session without a terminal did not say how to decide: $(cat "$H/ctl.out")"
 (cd "$LT_WS" && lazaretctl escalations approve "$id") || lt_fail "lazaretctl escalations approve failed"
 wait "$bg" || true
-lt_assert_eq "approved with lazaretctl" "rc=0" "$(cat "$H/ctl.out")"
+lt_assert_eq "approved with lazaretctl" "rc=0" "$(grep -v '^lazaret: ' "$H/ctl.out")"
 [[ -e $H/ctl-approved ]] || lt_fail "the command approved with lazaretctl did not run"
 in_sandbox "lazaret-escalate -- /usr/bin/touch $H/ctl-denied; echo rc=\$?" >"$H/ctl.out" 2>&1 &
 bg=$!
