@@ -360,6 +360,14 @@ static int verb_config(int argc, char *argv[], const Config *c) {
         }
         (void) config_default_path(&arg_host, &defpath);
         config_fingerprint_hex(c, fp);
+        {
+                _cleanup_strv_free_ char **risky = NULL;
+                r = config_escalation_risky_rules(c, &risky);
+                if (r < 0)
+                        return r;
+                STRV_FOREACH(w, risky)
+                        fprintf(stderr, "Warning: %s.\n", *w);
+        }
 
         if (arg_json) {
                 r = config_json(c, fp, ws, &root, &profiles);
