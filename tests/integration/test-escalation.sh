@@ -174,6 +174,17 @@ lt_wait_inactive
 
 # --- the prompt on the asking session's terminal
 screen() { $T capture-pane -t t:0 -p; }
+# fresh: clears the first terminal, and waits until it is clear, so that the
+# clear's output is not still on its way when the next request's prompt goes up
+# (it would be held and shown after the prompt, erasing it).
+fresh() {
+        $T send-keys -t t:0 clear Enter
+        for _ in $(seq 1 50); do
+                screen | grep -q 'RC-' || return 0
+                sleep 0.1
+        done
+        lt_fail "the terminal was not cleared"
+}
 wait_for() {
         for _ in $(seq 1 100); do
                 screen | grep -qF -- "$1" && return 0
@@ -194,7 +205,8 @@ $T send-keys -t t:0 a
 wait_for 'RC-0'
 [[ -e $H/approved ]] || lt_fail "the approved command did not run on the host"
 
-$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/denied; echo RC-\$?" Enter
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/denied; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/denied"
 $T send-keys -t t:0 d
 wait_for 'RC-122'
@@ -202,7 +214,8 @@ wait_for 'lazaret-escalate: denied'
 [[ ! -e $H/denied ]] || lt_fail "the denied command ran"
 
 # Edit: the developer's argv runs, shown again and confirmed first.
-$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/asked; echo RC-\$?" Enter
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/asked; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/asked"
 $T send-keys -t t:0 e
 wait_for 'New command'
@@ -214,7 +227,8 @@ wait_for 'RC-0'
 [[ -e $H/edited && ! -e $H/asked ]] || lt_fail "the edited command did not replace the request"
 
 # Keys typed as escape sequences (a terminal's reply) never count: only the real 'd' decides.
-$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/escseq; echo RC-\$?" Enter
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/escseq; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/escseq"
 $T send-keys -t t:0 -l $'\e[?1;2c\e]11;rgb:a/a/a\a'
 sleep 0.5
@@ -223,7 +237,8 @@ $T send-keys -t t:0 d
 wait_for 'RC-122'
 
 # What the sandbox prints while the prompt is up is held, and shown after it.
-$T send-keys -t t:0 "clear; (sleep 1; echo HELD-OUT''PUT) & /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/held; echo RC-\$?" Enter
+fresh
+$T send-keys -t t:0 "(sleep 1; echo HELD-OUT''PUT) & /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/held; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/held"
 sleep 2
 if screen | grep -q 'HELD-OUTPUT'; then
@@ -234,7 +249,8 @@ wait_for 'RC-122'
 wait_for 'HELD-OUTPUT'
 
 # A decision from lazaretctl withdraws the prompt: the first decision wins.
-$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/ctl-prompted; echo RC-\$?" Enter
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/ctl-prompted; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/ctl-prompted"
 (cd "$LT_WS" && lazaretctl escalations approve "$(pending_id)") || lt_fail "approving a prompted request failed"
 wait_for 'was approved from bus'
@@ -242,7 +258,8 @@ wait_for 'RC-0'
 [[ -e $H/ctl-prompted ]] || lt_fail "the prompted request approved with lazaretctl did not run"
 
 # The deadline withdraws the prompt: timed out (124), nothing runs.
-$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate --timeout 2 -- /usr/bin/touch $H/late; echo RC-\$?" Enter
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate --timeout 2 -- /usr/bin/touch $H/late; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/late"
 wait_for 'RC-124'
 wait_for 'no decision in time'
@@ -254,7 +271,8 @@ for _ in $(seq 1 100); do
         $T capture-pane -t t:two -p | grep -qF ':/workspace#' && break
         sleep 0.1
 done
-$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/first; echo RC-\$?" Enter
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/first; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/first"
 $T send-keys -t t:two "echo SECOND-AL''IVE" Enter
 sleep 1
@@ -268,7 +286,8 @@ $T send-keys -t t:two 'exit 0' Enter
 $T kill-window -t t:two
 
 # Abort: the request is denied and the session ends.
-$T send-keys -t t:0 "clear; /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/aborted; echo RC-\$?" Enter
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/aborted; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/aborted"
 $T send-keys -t t:0 q
 wait_for 'LAUNCH-EXIT='
