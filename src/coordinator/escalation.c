@@ -41,6 +41,7 @@
 #define AUDIT_MAX (1024 * 1024)         /* the audit file is rotated once past this */
 #define EDIT_MAX 4096
 #define REFUSALS_LOGGED_PER_SEC 10
+#define RESULTS_KEPT_PER_SESSION 16     /* result files (up to 512 KiB each) left in results/ */
 
 typedef enum RequestState {
         REQUEST_WAITING,                /* for a prompt (or, without a terminal, for its deadline) */
@@ -292,8 +293,15 @@ static void result_publish(Escalations *e, Request *r, const EscResult *res) {
                 (void) unlinkat(e->results_fd, tmp, 0);
                 return;
         }
-        if (b)
+        if (b) {
+                /* Bounded: the oldest results of a session go (their clients read them long ago). */
+                if (strv_length(b->results) >= RESULTS_KEPT_PER_SESSION) {
+                        (void) unlinkat(e->results_fd, b->results[0], 0);
+                        free(b->results[0]);
+                        memmove(b->results, b->results + 1, strv_length(b->results) * sizeof(char *));
+                }
                 (void) strv_extend(&b->results, r->q.id);
+        }
         bell_ring(e, r->q.session);
 }
 
