@@ -314,11 +314,15 @@ static void request_finish(Request *r, EscOutcome outcome, int status, const cha
         Escalations *e = r->e;
         Session *s = r->session;
         bool prompting = r->state == REQUEST_PROMPTING;
+        char text[ESC_MESSAGE_MAX + 1];
         EscResult res = {
                 .outcome = outcome,
                 .status = status,
-                .message = (char *) (message ?: ""),
+                .message = text,
         };
+
+        /* A message naming a long program path must not cost the result. */
+        snprintf(text, sizeof(text), "%s", strempty(message));
 
         memcpy(res.id, r->q.id, sizeof(res.id));
         if (outcome == ESC_COMPLETED) {
