@@ -90,7 +90,7 @@ static void prompt_read(Session *s) {
 
                 switch (s->prompt_esc) {
                 case ESC_START:
-                        s->prompt_esc = c == '[' ? ESC_CSI : strchr("]P_^X", c) ? ESC_STRING : ESC_NONE;
+                        s->prompt_esc = c == '[' ? ESC_CSI : c && strchr("]P_^X", c) ? ESC_STRING : ESC_NONE;
                         continue;
                 case ESC_CSI:
                         if (c >= 0x40 && c <= 0x7e)
