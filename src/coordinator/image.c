@@ -114,16 +114,31 @@ static int load_prepared(const char *final, PreparedImage *ret, char **ret_why) 
         return 0;
 }
 
+/* Why umoci failed: how it ended and what it said. */
+static int unpack_failure(const ImagePrep *ip, int status, const char *output, char **ret) {
+        char how[64];
+
+        if (status > 128)
+                snprintf(how, sizeof(how), "killed by signal %d", status - 128);
+        else
+                snprintf(how, sizeof(how), "exit status %d", status);
+        if (asprintf(ret, "umoci unpack %s failed (%s): %s", ip->image_arg, how, isempty(output) ? "no message" : output) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static void on_unpacked(Process *p, int status, const char *output, void *userdata) {
         ImagePrep *ip = userdata;
         int r = 0;
         char *why = NULL;
 
-        ip->unpack = process_free(ip->unpack);
+        /* output is the process's: read before it is freed. */
         if (status != 0) {
-                (void) !asprintf(&why, "umoci unpack %s failed: %s", ip->image_arg, isempty(output) ? "no message" : output);
-                r = -EIO;
-        } else if (rename(ip->staging, ip->final) < 0 && errno != EEXIST && errno != ENOTEMPTY) {
+                (void) unpack_failure(ip, status, output, &why);
+                r = strstr(strempty(why), "no space left on device") ? -ENOSPC : -EIO;
+        }
+        ip->unpack = process_free(ip->unpack);
+        if (r == 0 && rename(ip->staging, ip->final) < 0 && errno != EEXIST && errno != ENOTEMPTY) {
                 /* EEXIST/ENOTEMPTY: another Domain published the same image first; use theirs. */
                 r = -errno;
                 (void) !asprintf(&why, "cannot publish %s: %s", ip->final, strerror(-r));

@@ -171,6 +171,16 @@ static int property_get_network(sd_bus *bus, const char *path, const char *inter
         return sd_bus_message_close_container(reply);
 }
 
+/* Bytes in the root overlay's file store; UINT64_MAX while the sandbox does not run. */
+static int property_get_root_usage(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        uint64_t used = UINT64_MAX;
+
+        (void) sandbox_root_usage(m->sandbox, &used);
+        return sd_bus_message_append(reply, "t", used);
+}
+
 /* The profile's limits by their configuration names; UINT64_MAX is "infinity". */
 static int property_get_limits(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -490,6 +500,7 @@ static const sd_bus_vtable domain_vtable[] = {
         SD_BUS_PROPERTY("NetworkReadiness", "a{ss}", property_get_network, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("MountPlan", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("UnenforcedLimits", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("RootUsage", "t", property_get_root_usage, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("OpenSession",
                                 SD_BUS_ARGS("as", argv, "as", environment, "b", terminal, "ah", fds,
                                             "q", rows, "q", cols, "s", fingerprint),

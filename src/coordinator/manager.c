@@ -158,21 +158,29 @@ static int answer_line(Manager *m, bool started, char **ret) {
         return 0;
 }
 
+/*
+ * When a start fails: the connections queued until then (the loop was busy
+ * starting) waited for this start, and hear that it failed; left queued,
+ * they would activate a coordinator again and again. Connections that come
+ * later, while it is torn down, and those left by a stopping coordinator
+ * or by a published Domain that failed (its sandbox died) stay queued for
+ * the coordinator that the socket starts next: a launch right after a
+ * crash gets a new Domain, not the old one's failure.
+ */
+static void waiters_take_queued(Manager *m) {
+        if (m->listen_fd < 0)
+                return;
+        for (unsigned i = 0; i < 256; i++) {
+                int cfd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (cfd < 0)
+                        break;
+                waiter_add(m, cfd);
+        }
+}
+
 static void waiters_answer(Manager *m, bool started) {
         _cleanup_free_ char *line = NULL;
         int r;
-
-        /* A failed coordinator answers the connections it has not accepted
-         * yet too: left queued, they would activate it again and again. A
-         * stopping one leaves them queued for the coordinator that the
-         * socket starts after it. */
-        if (m->listen_fd >= 0 && m->state == DOMAIN_FAILED)
-                for (unsigned i = 0; i < 256; i++) {
-                        int cfd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-                        if (cfd < 0)
-                                break;
-                        waiter_add(m, cfd);
-                }
 
         r = answer_line(m, started, &line);
         if (r < 0) {
@@ -692,6 +700,8 @@ void manager_stop(Manager *m, const char *failure) {
                 return;
         if (failure) {
                 m->state = DOMAIN_FAILED;
+                if (was_starting)
+                        waiters_take_queued(m);
                 m->exit_code = 1;
                 free(m->failure);
                 m->failure = strdup(failure);

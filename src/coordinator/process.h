@@ -10,7 +10,8 @@
  * spawn() (stdin and stdout on /dev/null), watched through its pidfd, its
  * stderr collected (the first PROCESS_OUTPUT_MAX bytes, trailing blanks
  * trimmed) for messages. done() is called once, from the loop, with the
- * exit status (128+N for a signal), never from process_run() itself.
+ * exit status (128+N for a signal), never from process_run() itself;
+ * output is the Process's own memory, valid until it is freed.
  * Freeing a Process that still runs kills it.
  */
 #define PROCESS_OUTPUT_MAX 4096

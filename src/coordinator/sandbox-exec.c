@@ -138,7 +138,7 @@ static int session_env(const SandboxRuntime *rt, const SandboxExecParams *p, cha
 
 int sandbox_exec(const SandboxRuntime *rt, const SandboxExecParams *p, SandboxExec **ret, pid_t *ret_pid, int *ret_pidfd) {
         _cleanup_(sandbox_exec_freep) SandboxExec *x = NULL;
-        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_strv_free_ char **env = NULL, **args = NULL;
         _cleanup_free_ char *json = NULL;
         SpawnOptions o = SPAWN_OPTIONS_INIT;
         int r;
@@ -153,8 +153,12 @@ int sandbox_exec(const SandboxRuntime *rt, const SandboxExecParams *p, SandboxEx
         if (p->terminal)
                 install_terminfo(rt->control_dir, env_get(env, "TERM"));
 
+        /* The init starts the command under the sandbox's FIFO filter (lazaret-init.c). */
+        if (strv_extend(&args, SANDBOX_CONTROL_MOUNT "/init") < 0 || strv_extend(&args, "--exec") < 0 ||
+            strv_extend_strv(&args, p->argv) < 0)
+                return -ENOMEM;
         OciProcess proc = {
-                .args = p->argv,
+                .args = args,
                 .env = env,
                 .cwd = SANDBOX_WORKSPACE,
                 .terminal = p->terminal,

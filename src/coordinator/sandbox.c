@@ -3,13 +3,16 @@
  * The sandbox's start, supervision and stop; see sandbox.h for the steps.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
+#include <linux/magic.h>
 #include <systemd/sd-id128.h>
 
 #include "bundle.h"
@@ -155,11 +158,33 @@ static void judge_limits(Sandbox *sb) {
         missing = limit_control_unenforced_names(sb->limits_enforced);
         if (!isempty(missing))
                 log_warning("Not enforced on this machine (the user manager's cgroups lack the controller): %s; "
-                            "tmp_size, processes and address_space are, inside gVisor", missing);
+                            "tmp_size, processes, address_space and root_size are, inside the sandbox", missing);
 }
 
 const char *sandbox_mount_plan(const Sandbox *sb) {
         return sb && sb->state == SANDBOX_RUNNING ? sb->mount_plan : NULL;
+}
+
+/*
+ * What the root overlay's file store holds: the tmpfs the supervisor put
+ * over the overlay directory in its own mount namespace, reached through
+ * its /proc/PID/root (on the host the directory is empty, and runsc's file
+ * in it is unlinked).
+ */
+int sandbox_root_usage(const Sandbox *sb, uint64_t *ret_used) {
+        _cleanup_free_ char *path = NULL;
+        struct statfs st;
+
+        if (!sb || sb->state != SANDBOX_RUNNING || !sb->child)
+                return -ESRCH;
+        if (asprintf(&path, "/proc/%d/root%s", (int) userns_child_pid(sb->child), sb->overlay_dir) < 0)
+                return -ENOMEM;
+        if (statfs(path, &st) < 0)
+                return -errno;
+        if (st.f_type != TMPFS_MAGIC)
+                return -ENOMEDIUM;
+        *ret_used = (uint64_t) (st.f_blocks - st.f_bfree) * (uint64_t) st.f_bsize;
+        return 0;
 }
 
 const SandboxRuntime *sandbox_runtime(const Sandbox *sb) {
@@ -742,13 +767,14 @@ static void on_supervisor_exit(UsernsChild *c, int status, void *userdata) {
 static int supervisor_argv(Sandbox *sb, char ***ret) {
         _cleanup_strv_free_ char **argv = NULL;
         _cleanup_free_ char *def = path_join(LIBEXECDIR, "lazaret-supervisor"), *overlay = NULL;
-        char port[32];
+        char port[32], root_size[64];
 
         if (!def)
                 return -ENOMEM;
         if (asprintf(&overlay, "root:dir=%s", sb->overlay_dir) < 0)
                 return -ENOMEM;
         snprintf(port, sizeof(port), "--canary-port=%u", sb->canary_port);
+        snprintf(root_size, sizeof(root_size), "--overlay-size=%" PRIu64, sb->domain->profile->limits.root_size);
         if (strv_extend(&argv, TEST_HOOK_PATH("LAZARET_SUPERVISOR", def)) < 0 ||
             strv_extend(&argv, "--control-fd=3") < 0 ||
             strv_extend(&argv, "--runsc") < 0 || strv_extend(&argv, sb->runsc) < 0 ||
@@ -756,6 +782,7 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
             strv_extend(&argv, "--bundle") < 0 || strv_extend(&argv, sb->bundle) < 0 ||
             strv_extend(&argv, "--container") < 0 || strv_extend(&argv, sb->id) < 0 ||
             strv_extend(&argv, "--overlay") < 0 || strv_extend(&argv, overlay) < 0 ||
+            strv_extend(&argv, root_size) < 0 ||
             strv_extend(&argv, sb->domain->profile->directfs ? "--directfs=true" : "--directfs=false") < 0 ||
             (sb->mailbox_dir && strv_extend(&argv, "--host-fifo") < 0) ||
             strv_extend(&argv, "--netns") < 0 || strv_extend(&argv, sb->netns_path) < 0 ||

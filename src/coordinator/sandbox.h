@@ -89,5 +89,7 @@ const SandboxRuntime *sandbox_runtime(const Sandbox *sb);
 const SandboxNetwork *sandbox_network(const Sandbox *sb);
 /* The names of the profile's scope limits the kernel does not enforce here ("" for none); NULL unless it runs. */
 const char *sandbox_unenforced_limits(const Sandbox *sb);
+/* Bytes held by the root overlay's file store (at most the profile's root_size); -ESRCH unless it runs. */
+int sandbox_root_usage(const Sandbox *sb, uint64_t *ret_used);
 /* The mount plan the sandbox was started with, as JSON (mount-plan.h); NULL unless it runs. */
 const char *sandbox_mount_plan(const Sandbox *sb);

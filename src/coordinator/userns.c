@@ -70,9 +70,11 @@ static void on_mapper_done(Process *p, int status, const char *output, void *use
         const char *tool = c->gid_done ? "newgidmap" : "newuidmap";
         int r;
 
+        /* output is the process's: logged before it is freed. */
+        if (status != 0)
+                log_error("%s failed (%d): %s", tool, status, isempty(output) ? "no message" : output);
         c->mapper = process_free(c->mapper);
         if (status != 0) {
-                log_error("%s failed (%d): %s", tool, status, isempty(output) ? "no message" : output);
                 fail(c, "cannot set up the sandbox's user namespace (newuidmap/newgidmap failed; see the log)");
                 return;
         }
@@ -175,6 +177,9 @@ int userns_child_start(sd_event *e, char *const *argv, int keep_fd, const SubidR
         o.pass_fds = pass;
         o.n_pass_fds = 3;
         o.die_with_parent = true;
+        /* Ours (the Domain's log): for the supervised helpers' own lines, such as
+         * lazaret-watch's about its watch bound; runsc's stderr goes to a file. */
+        o.stdio[2] = STDERR_FILENO;
         o.child_hook = userns_child_hook;
         o.hook_userdata = &(UsernsHook) { .sync_fd = CHILD_SYNC_FD, .go_fd = CHILD_GO_FD };
         /* Not spawn(): the hook waits for userns_child_go(). */

@@ -133,6 +133,7 @@ static const struct {
         { "NetworkReadiness",         "a{ss}"    },
         { "MountPlan",                "s"        },
         { "UnenforcedLimits",         "s"        },
+        { "RootUsage",                "t"        },
 };
 
 /* The mount plan is JSON text on the bus: shown as JSON, or null before the sandbox runs. */
@@ -151,17 +152,12 @@ static int plan_json(const char *s, json_object **ret) {
  * one of another type, is an InconsistentMessage error. Unknown properties
  * are skipped.
  */
-static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object **ret, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+static int properties_reply_json(sd_bus_message *reply, json_object **ret, sd_bus_error *error) {
         _cleanup_json_ json_object *o = json_object_new_object();
         int r;
 
         if (!o)
                 return sd_bus_error_set_errno(error, -ENOMEM);
-        r = sd_bus_call_method(bus, bus_name, LAZARET_BUS_PATH, "org.freedesktop.DBus.Properties", "GetAll", error,
-                               &reply, "s", LAZARET_BUS_INTERFACE);
-        if (r < 0)
-                return r;
         r = sd_bus_message_enter_container(reply, 'a', "{sv}");
         if (r < 0)
                 goto bad;
@@ -200,6 +196,12 @@ static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object
                         r = sd_bus_message_read_basic(reply, 's', &s);
                         if (r >= 0)
                                 r = plan_json(s, &v);
+                } else if (streq(contents, "t")) {
+                        uint64_t t;
+                        r = sd_bus_message_read_basic(reply, 't', &t);
+                        /* UINT64_MAX: not known (the sandbox does not run). */
+                        if (r >= 0)
+                                v = t == UINT64_MAX ? json_object_new_string("unknown") : json_object_new_uint64(t);
                 } else if (streq(contents, "s")) {
                         const char *s;
                         r = sd_bus_message_read_basic(reply, 's', &s);
@@ -235,6 +237,17 @@ static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object
 
 bad:
         return sd_bus_error_setf(error, SD_BUS_ERROR_INCONSISTENT_MESSAGE, "malformed reply: %s", strerror(-r));
+}
+
+static int domain_properties_json(sd_bus *bus, const char *bus_name, json_object **ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_call_method(bus, bus_name, LAZARET_BUS_PATH, "org.freedesktop.DBus.Properties", "GetAll", error,
+                               &reply, "s", LAZARET_BUS_INTERFACE);
+        if (r < 0)
+                return r;
+        return properties_reply_json(reply, ret, error);
 }
 
 /* The Domain's coordinator is not on the bus: the Domain is not running. */
@@ -279,7 +292,7 @@ static void out(const char *fmt, ...) {
 }
 
 static void print_domain(json_object *o) {
-        json_object *sessions = NULL, *limits, *network, *plan, *entries;
+        json_object *sessions = NULL, *limits, *network, *plan, *entries, *root, *root_size;
 
         out("Domain %s\n", jstr(o, "DomainId"));
         out("  %-16s%s\n", "Profile:", jstr(o, "Profile"));
@@ -307,6 +320,16 @@ static void print_domain(json_object *o) {
                 printf("\n");
                 if (!isempty(jstr(o, "UnenforcedLimits")))
                         out("  %-16snot enforced here (no cgroup controller): %s\n", "", jstr(o, "UnenforcedLimits"));
+        }
+        if (json_object_object_get_ex(o, "RootUsage", &root) && json_object_is_type(root, json_type_int) &&
+            json_object_object_get_ex(o, "Limits", &limits) &&
+            json_object_object_get_ex(limits, "root_size", &root_size)) {
+                char b[LIMIT_STRING_MAX];
+                uint64_t used = json_object_get_uint64(root);
+
+                out("  %-16s%.1f MiB used of %s (root_size)\n", "Root overlay:", (double) used / (1024.0 * 1024.0),
+                    json_object_is_type(root_size, json_type_int) ? limit_format_size(json_object_get_uint64(root_size), b)
+                                                                   : json_object_get_string(root_size));
         }
         if (json_object_object_get_ex(o, "NetworkReadiness", &network) && json_object_object_length(network) > 0) {
                 out("  %-16s%s\n", "Network:", jstr(network, "Fingerprint"));
@@ -412,11 +435,126 @@ int verb_status(int argc, char *argv[], const Config *config) {
         return 0;
 }
 
+/* One Domain's GetAll, asked together with all the others by `list`. */
+typedef struct ListQuery {
+        const char *name;
+        bool done;
+        int r;
+        json_object *o;
+        sd_bus_error error;
+        sd_bus_slot *slot;
+} ListQuery;
+
+static int on_list_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        ListQuery *q = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        q->done = true;
+        if (e) {
+                q->r = -sd_bus_error_get_errno(e) ?: -EIO;
+                (void) sd_bus_error_copy(&q->error, e);
+        } else
+                q->r = properties_reply_json(reply, &q->o, &q->error);
+        return 0;
+}
+
+/* With its bound named: sd_bus_call_method_async() would wait for ever. */
+static int list_query_start(sd_bus *bus, ListQuery *q) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, q->name, LAZARET_BUS_PATH, "org.freedesktop.DBus.Properties", "GetAll");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", LAZARET_BUS_INTERFACE);
+        if (r >= 0)
+                r = sd_bus_call_async(bus, &q->slot, m, on_list_reply, q, CTL_REPLY_TIMEOUT_USEC);
+        return r;
+}
+
+/*
+ * The properties of every Domain on the bus, asked all at once: a
+ * coordinator that is stuck costs one CTL_REPLY_TIMEOUT_USEC for the whole
+ * list, not one each. *ret_queries holds one entry per Domain bus name, in
+ * the order of the bus's list.
+ */
+static int list_query_all(sd_bus *bus, char **names, ListQuery **ret_queries, size_t *ret_n) {
+        ListQuery *qs;
+        uint64_t deadline;
+        size_t n = 0;
+        int r = 0;
+
+        qs = calloc(strv_length(names) + 1, sizeof(ListQuery));
+        if (!qs)
+                return -ENOMEM;
+        STRV_FOREACH(name, names) {
+                ListQuery *q = &qs[n];
+
+                if (!domain_id_from_bus_name(*name))
+                        continue;
+                *q = (ListQuery) { .name = *name, .error = SD_BUS_ERROR_NULL };
+                n++;
+                r = list_query_start(bus, q);
+                if (r < 0) {
+                        q->done = true;
+                        q->r = r;
+                        (void) sd_bus_error_set_errno(&q->error, r);
+                }
+        }
+        /* Each call has its own timeout; the loop keeps a deadline of its own
+         * too, a little later, so that it ends whatever sd-bus does. */
+        deadline = now_msec() + CTL_REPLY_TIMEOUT_USEC / 1000 + 1000;
+        for (;;) {
+                bool all = true;
+                uint64_t now = now_msec();
+
+                for (size_t i = 0; i < n; i++)
+                        all = all && qs[i].done;
+                if (all)
+                        break;
+                if (now >= deadline) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        break;
+                if (r == 0)
+                        r = sd_bus_wait(bus, (deadline - now) * 1000);
+                if (r == -EINTR)
+                        r = 0;
+                if (r < 0)
+                        break;
+        }
+        for (size_t i = 0; r < 0 && i < n; i++)
+                if (!qs[i].done) {
+                        qs[i].done = true;
+                        qs[i].r = r;
+                        qs[i].slot = sd_bus_slot_unref(qs[i].slot);
+                        if (r == -ETIMEDOUT)
+                                (void) sd_bus_error_set_const(&qs[i].error, SD_BUS_ERROR_TIMEOUT, "Method call timed out");
+                        else
+                                (void) sd_bus_error_set_errno(&qs[i].error, r);
+                }
+        *ret_queries = qs;
+        *ret_n = n;
+        return 0;
+}
+
+static void list_queries_free(ListQuery *qs, size_t n) {
+        for (size_t i = 0; qs && i < n; i++) {
+                sd_bus_slot_unref(qs[i].slot);
+                sd_bus_error_free(&qs[i].error);
+                json_object_put(qs[i].o);
+        }
+        free(qs);
+}
+
 int verb_list(int argc, char *argv[], const Config *config) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_json_ json_object *arr = json_object_new_array();
-        size_t n = 0;
+        ListQuery *qs = NULL;
+        size_t n = 0, n_qs = 0;
         int r, ret = 0;
 
         if (!arr)
@@ -429,21 +567,22 @@ int verb_list(int argc, char *argv[], const Config *config) {
                 fprintf(stderr, "Cannot list bus names: %s\n", strerror(-r));
                 return r;
         }
+        r = list_query_all(bus, names, &qs, &n_qs);
+        if (r < 0)
+                return ctl_json_failed(r);
         if (!arg_json)
                 printf("%-14s %-10s %-9s %-16s %s\n", "DOMAIN", "STATE", "SESSIONS", "PROFILE", "WORKSPACE");
-        STRV_FOREACH(name, names) {
-                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-                json_object *o = NULL, *sessions = NULL;
-                const char *id = domain_id_from_bus_name(*name);
+        for (size_t i = 0; i < n_qs; i++) {
+                sd_bus_error error = qs[i].error;
+                json_object *o = TAKE_PTR(qs[i].o), *sessions = NULL;
+                const char *id = domain_id_from_bus_name(qs[i].name);
 
-                if (!id)
-                        continue;
-                r = domain_properties_json(bus, *name, &o, &error);
+                r = qs[i].r;
                 /* Gone since the names were listed, or not published (yet):
                  * not running. */
                 if (r < 0 && (error_is_not_running(&error) || error_is_unpublished(&error)))
                         continue;
-                if (r < 0 && ctl_bus_not_responding(bus, *name, &error)) {
+                if (r < 0 && ctl_bus_not_responding(bus, qs[i].name, &error)) {
                         ret = ctl_not_responding(id);
                         continue;
                 }
@@ -454,8 +593,10 @@ int verb_list(int argc, char *argv[], const Config *config) {
                 }
                 /* o stays valid: arr owns it now. */
                 r = json_append(arr, o);
-                if (r < 0)
+                if (r < 0) {
+                        list_queries_free(qs, n_qs);
                         return ctl_json_failed(r);
+                }
                 n++;
                 if (!arg_json) {
                         json_object_object_get_ex(o, "Sessions", &sessions);
@@ -463,6 +604,7 @@ int verb_list(int argc, char *argv[], const Config *config) {
                                sessions ? json_object_array_length(sessions) : 0, jstr(o, "Profile"), jstr(o, "Workspace"));
                 }
         }
+        list_queries_free(qs, n_qs);
         if (arg_json) {
                 r = ctl_print_json(arr);
                 if (r < 0)

@@ -17,18 +17,38 @@
  * Session inside: SIGKILL to every process of session SID (the session
  * command's inner PID), for a session whose `runsc exec` died on the host
  * or that is being closed. Exit status 0 when none is left, 1 otherwise.
+ *
+ *
+ * Through `runsc exec` too, --exec COMMAND [ARG...] starts every Client
+ * Session's command: it refuses FIFOs for the session's processes
+ * (fifo-filter.h) and executes COMMAND, looked up in PATH, in its place, so
+ * the session's inner PID is the command's. A command that cannot be
+ * executed is reported as a shell would, with status 127 (not found) or 126.
+ *
+ * When its standard input is a pipe, that pipe is the host-edit relay's
+ * channel (spec section 4.6): init keeps it across the attestation's
+ * redirection and hands it to a child that runs the relay
+ * (watch-relay.h) for as long as the pipe stays open. A relay that dies
+ * (a `kill -9 -1` inside ends it too) is started again, up to
+ * RELAY_RESTARTS_MAX times.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fifo-filter.h"
 #include "netprobe.h"
 #include "parse-util.h"
 #include "session-kill.h"
+#include "config.h"
+#include "watch-relay.h"
 
 static int attest(char *argv[]) {
         int port, fd, r;
@@ -46,9 +66,56 @@ static int attest(char *argv[]) {
         return r;
 }
 
+static int exec_session(char *argv[]) {
+        int r;
+
+        /* Fail closed: no session runs without the filter. */
+        r = fifo_filter_install();
+        if (r < 0) {
+                fprintf(stderr, "%s could not be started in the sandbox (cannot install its seccomp filter: %s)\n", argv[0],
+                        strerror(-r));
+                return 126;
+        }
+        execvp(argv[0], argv);
+        r = errno;
+        fprintf(stderr, "%s could not be started in the sandbox (%s)\n", argv[0], strerror(r));
+        return r == ENOENT ? 127 : 126;
+}
+
+/* The relay's channel, taken from standard input before it goes to /dev/null; -EBADF without one. */
+static int take_channel(void) {
+        struct stat st;
+
+        if (fstat(STDIN_FILENO, &st) < 0 || !S_ISFIFO(st.st_mode))
+                return -EBADF;
+        return fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+}
+
+#define RELAY_RESTARTS_MAX 64
+
+/* The relay runs in a child of its own, with the signals init blocked back
+ * to normal; its PID, or 0. Init keeps its copy of the channel for a restart. */
+static pid_t start_relay(int channel) {
+        sigset_t none;
+        pid_t pid;
+
+        if (channel < 0)
+                return 0;
+        pid = fork();
+        if (pid == 0) {
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                (void) prctl(PR_SET_NAME, "lazaret-relay");
+                _exit(watch_relay_run(SANDBOX_WORKSPACE, channel) < 0);
+        }
+        return pid > 0 ? pid : 0;
+}
+
 int main(int argc, char *argv[]) {
         sigset_t set;
-        int sig;
+        unsigned restarts = 0;
+        pid_t relay, pid;
+        int sig, channel, status;
 
         if (argc == 3 && strcmp(argv[1], "--kill-session") == 0) {
                 int sid;
@@ -58,11 +125,14 @@ int main(int argc, char *argv[]) {
                         return 2;
                 return session_kill("/proc", sid) < 0;
         }
+        if (argc >= 3 && strcmp(argv[1], "--exec") == 0)
+                return exec_session(argv + 2);
         if (getpid() != 1)
                 return 1;
 
         sigfillset(&set);
         sigprocmask(SIG_BLOCK, &set, NULL);
+        channel = take_channel();
 
         /* A probe that cannot report is seen by the supervisor, which then
          * never publishes this sandbox: nothing more to do about it here.
@@ -72,13 +142,17 @@ int main(int argc, char *argv[]) {
                         return 2;
         } else if (argc != 1)
                 return 2;
+        relay = start_relay(channel);
 
         for (;;) {
                 if (sigwait(&set, &sig) != 0)
                         continue;
                 if (sig == SIGCHLD) {
-                        while (waitpid(-1, NULL, WNOHANG) > 0)
-                                ;
+                        while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+                                /* Exit status 0: the channel reached EOF, the host watcher is gone. */
+                                if (pid == relay && !(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
+                                    restarts++ < RELAY_RESTARTS_MAX)
+                                        relay = start_relay(channel);
                         continue;
                 }
                 if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)

@@ -200,6 +200,7 @@ static void enc_limits(Encoder *e, const Limits *l) {
         enc_limit(e, "memory_high", l->memory_high);
         enc_limit(e, "memory_max", l->memory_max);
         enc_limit(e, "processes", l->processes);
+        enc_limit(e, "root_size", l->root_size);
         enc_limit(e, "tasks_max", l->tasks_max);
         enc_limit(e, "tmp_size", l->tmp_size);
         enc_object_end(e);

@@ -652,7 +652,8 @@ static const LimitSpec memory_spec = { .allow_infinity = true, .min = LIMIT_MIN_
                        cpu_weight_spec = { .min = LIMIT_CPU_WEIGHT_MIN, .max = LIMIT_CPU_WEIGHT_MAX },
                        tmp_size_spec = { .min = LIMIT_MIN_TMP_SIZE },
                        processes_spec = { .allow_infinity = true, .min = LIMIT_MIN_PROCESSES, .max = INT64_MAX },
-                       address_space_spec = { .allow_infinity = true, .min = LIMIT_MIN_ADDRESS_SPACE };
+                       address_space_spec = { .allow_infinity = true, .min = LIMIT_MIN_ADDRESS_SPACE },
+                       root_size_spec = { .min = LIMIT_MIN_ROOT_SIZE };
 
 /* In the order of limit_names[] (resource-limits.c), which "known keys here" shows. */
 static const ConfigKey limits_keys[] = {
@@ -663,6 +664,7 @@ static const ConfigKey limits_keys[] = {
         { "tmp_size",      parse_size,  offsetof(Limits, tmp_size),      &tmp_size_spec },
         { "processes",     parse_count, offsetof(Limits, processes),     &processes_spec },
         { "address_space", parse_size,  offsetof(Limits, address_space), &address_space_spec },
+        { "root_size",     parse_size,  offsetof(Limits, root_size),     &root_size_spec },
         {}
 };
 

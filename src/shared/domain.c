@@ -164,6 +164,13 @@ int domain_new(const Config *c, const HostContext *hc, const char *profile, cons
                         return errorf(ret_error, r, "workspace \"%s\": %s", hc->cwd, strerror(-r));
         }
 
+        /* The Domain record, the launch request and the mount plan are JSON, which holds UTF-8 only. */
+        if (!utf8_is_valid(d->workspace)) {
+                _cleanup_free_ char *shown = utf8_escape_invalid(d->workspace);
+                return errorf(ret_error, -EILSEQ,
+                              "workspace \"%s\": the path is not valid UTF-8, and Lazaret records and mounts UTF-8 paths only; "
+                              "rename the directory", strna(shown));
+        }
         if (!hc->home)
                 return errorf(ret_error, -ENXIO, "cannot determine the home directory: %s", strerror(ENXIO));
         r = host_context_copy(hc, &d->host);

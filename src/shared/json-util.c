@@ -93,7 +93,7 @@ static size_t utf8_sequence(const unsigned char *p, size_t n) {
         return k;
 }
 
-static bool utf8_is_valid(const char *s) {
+bool utf8_is_valid(const char *s) {
         size_t n = strlen(s);
 
         for (size_t i = 0; i < n;) {
@@ -103,6 +103,29 @@ static bool utf8_is_valid(const char *s) {
                 i += k;
         }
         return true;
+}
+
+char *utf8_escape_invalid(const char *s) {
+        size_t n = strlen(s), o = 0;
+        char *r = malloc(4 * n + 1);
+
+        if (!r)
+                return NULL;
+        for (size_t i = 0; i < n;) {
+                const unsigned char *c = (const unsigned char *) s + i;
+                size_t k = utf8_sequence(c, n - i);
+
+                if (k == 0 || *c < 0x20 || *c == 0x7f) {
+                        o += (size_t) sprintf(r + o, "\\x%02x", *c);
+                        i++;
+                        continue;
+                }
+                memcpy(r + o, c, k);
+                o += k;
+                i += k;
+        }
+        r[o] = 0;
+        return r;
 }
 
 /* ---- key paths ---- */

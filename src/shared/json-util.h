@@ -32,6 +32,11 @@
  */
 int json_parse_strict(const char *text, size_t len, json_object **ret, char **ret_error);
 
+/* Whether s is valid UTF-8 (no overlong forms, surrogates or values past U+10FFFF), as the builders require. */
+bool utf8_is_valid(const char *s);
+/* A copy of s with every byte outside a valid UTF-8 sequence, and every control byte, as \xNN; NULL without memory. */
+char *utf8_escape_invalid(const char *s);
+
 /*
  * Appends an object key or an array index to a key path, in the form a reader
  * would write it: "profiles.dev", "volumes[2]", or profiles["odd key"] when the

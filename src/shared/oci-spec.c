@@ -254,6 +254,11 @@ static int mounts_add(json_object *o, const OciContainer *c) {
         r = mount_add(mounts, "/tmp", "tmpfs", "tmpfs", tmp_opts);
         if (r < 0)
                 return r;
+        /* gVisor's /dev is its own tmpfs of half the host's memory: /dev/shm
+         * gets a tmpfs of its own, bounded like /tmp. */
+        r = mount_add(mounts, "/dev/shm", "tmpfs", "shm", tmp_opts);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < c->n_mounts; i++) {
                 r = mount_add(mounts, c->mounts[i].destination, c->mounts[i].type, c->mounts[i].source,
                               c->mounts[i].options);

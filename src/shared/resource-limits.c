@@ -8,7 +8,7 @@
 #include "parse-util.h"
 
 const char *const limit_names[] = {
-        "memory_max", "memory_high", "tasks_max", "cpu_weight", "tmp_size", "processes", "address_space", NULL
+        "memory_max", "memory_high", "tasks_max", "cpu_weight", "tmp_size", "processes", "address_space", "root_size", NULL
 };
 
 uint64_t limits_get(const Limits *l, size_t i) {
@@ -20,12 +20,13 @@ uint64_t limits_get(const Limits *l, size_t i) {
         case 4: return l->tmp_size;
         case 5: return l->processes;
         case 6: return l->address_space;
+        case 7: return l->root_size;
         }
         return LIMIT_INFINITY;
 }
 
 bool limit_is_size(size_t i) {
-        return i == 0 || i == 1 || i == 4 || i == 6;
+        return i == 0 || i == 1 || i == 4 || i == 6 || i == 7;
 }
 
 uint64_t limits_default_memory_high(uint64_t memory_max) {
@@ -41,6 +42,7 @@ void limits_default(Limits *ret) {
                 .tmp_size = LIMIT_DEFAULT_TMP_SIZE,
                 .processes = LIMIT_DEFAULT_PROCESSES,
                 .address_space = LIMIT_DEFAULT_ADDRESS_SPACE,
+                .root_size = LIMIT_DEFAULT_ROOT_SIZE,
         };
 }
 

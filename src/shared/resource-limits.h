@@ -6,9 +6,10 @@
 #include <stdint.h>
 
 /*
- * A Domain's resource limits (a profile's "limits", lazaret.conf(5)). Three
- * are enforced by gVisor inside the sandbox (tmp_size, processes,
- * address_space); the others are properties of the sandbox's transient
+ * A Domain's resource limits (a profile's "limits", lazaret.conf(5)). Four
+ * are enforced inside the sandbox (tmp_size, processes and address_space
+ * by gVisor, root_size by the tmpfs that holds the root overlay's file
+ * store, supervisor.c); the others are properties of the sandbox's transient
  * scope, enforced where the host delegates the controllers to the user
  * manager. LIMIT_INFINITY means "no limit".
  */
@@ -23,6 +24,7 @@ typedef struct Limits {
         uint64_t tmp_size;              /* bytes: size= of the /tmp tmpfs (never infinity) */
         uint64_t processes;             /* RLIMIT_NPROC inside */
         uint64_t address_space;         /* bytes: RLIMIT_AS inside */
+        uint64_t root_size;             /* bytes: the root overlay's file store (never infinity) */
 } Limits;
 
 /* The defaults (spec §6, C18). memory_high defaults to 3/4 of memory_max. */
@@ -32,6 +34,7 @@ typedef struct Limits {
 #define LIMIT_DEFAULT_TMP_SIZE (1ULL << 30)
 #define LIMIT_DEFAULT_PROCESSES 1024ULL
 #define LIMIT_DEFAULT_ADDRESS_SPACE (16ULL << 30)
+#define LIMIT_DEFAULT_ROOT_SIZE (4ULL << 30)
 
 /* Lower bounds: below these a sandbox cannot start or run a shell. */
 #define LIMIT_MIN_MEMORY (256ULL << 20)
@@ -39,6 +42,7 @@ typedef struct Limits {
 #define LIMIT_MIN_TMP_SIZE (1ULL << 20)
 #define LIMIT_MIN_PROCESSES 16ULL
 #define LIMIT_MIN_ADDRESS_SPACE (64ULL << 20)
+#define LIMIT_MIN_ROOT_SIZE (4ULL << 20)
 #define LIMIT_CPU_WEIGHT_MIN 1ULL
 #define LIMIT_CPU_WEIGHT_MAX 10000ULL
 

@@ -154,6 +154,8 @@ int helper_start(Helpers *hs, const HelperSpec *spec, pid_t *ret_pid, char **ret
         o.pass_fds = pass;
         o.n_pass_fds = 1 + spec->n_pass_fds;
         o.die_with_parent = true;
+        if (spec->keep_stderr)
+                o.stdio[2] = STDERR_FILENO;
         deadline = now_msec() + spec->ready_timeout_ms;
         r = spawn(&o, &h.pid, &h.pidfd);
         /* Ours closed: EOF then means every copy the helper had is gone. */
@@ -201,6 +203,38 @@ size_t helpers_pollfds(const Helpers *hs, struct pollfd *p, size_t n) {
         for (i = 0; i < hs->n && i < n; i++)
                 p[i] = (struct pollfd) { .fd = hs->helper[i].pidfd, .events = POLLIN };
         return i;
+}
+
+int helpers_died_in_start(Helpers *hs, unsigned wait_ms, char **ret_line) {
+        struct pollfd p[HELPERS_MAX];
+        size_t n = helpers_pollfds(hs, p, HELPERS_MAX);
+
+        if (n == 0)
+                return 0;
+        /* A helper's fds close (its tap device goes) just before it can be reaped. */
+        while (poll(p, n, (int) wait_ms) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        for (size_t i = 0; i < hs->n; i++) {
+                Helper *h = &hs->helper[i];
+                char how[96];
+                siginfo_t si;
+                int r;
+
+                r = try_reap(h, &si);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue;
+                describe_end(&si, how, sizeof(how));
+                (void) errorf(ret_line, 1, "%s died while the Domain started: %s %s (pid %d) %s", h->name, h->role, h->name,
+                              (int) h->pid, how);
+                safe_close(h->pidfd);
+                memmove(h, h + 1, (hs->n - i - 1) * sizeof(*h));
+                hs->n--;
+                return 1;
+        }
+        return 0;
 }
 
 int helpers_reap_dead(Helpers *hs, char **ret_line) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <poll.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -46,6 +47,7 @@ typedef struct HelperSpec {
         const int *pass_fds;            /* fd HELPER_FIRST_PASS_FD + i in the helper; still the caller's */
         size_t n_pass_fds;
         unsigned ready_timeout_ms;      /* 1 to HELPER_READY_TIMEOUT_MAX_MS */
+        bool keep_stderr;               /* its stderr is the supervisor's (the Domain's log), not /dev/null */
 } HelperSpec;
 
 typedef struct Helper {
@@ -72,6 +74,15 @@ size_t helpers_pollfds(const Helpers *hs, struct pollfd *p, size_t n);
 /* 1 if a helper has ended: reaped, dropped from the set, its death in *ret_line;
  * 0 if every helper runs; < 0 if one could not be asked. Never blocks. */
 int helpers_reap_dead(Helpers *hs, char **ret_line);
+
+/*
+ * For a step of the start that failed: 1 if a helper has ended (waiting up
+ * to wait_ms for one to), reaped and dropped, with "NAME died while the
+ * Domain started: ROLE NAME (pid N) was killed by signal 9 (SIGKILL)" in
+ * *ret_line, so that the failure is reported as the death that caused it;
+ * 0 if every helper still runs; < 0 if one could not be asked.
+ */
+int helpers_died_in_start(Helpers *hs, unsigned wait_ms, char **ret_line);
 
 /* Kills and reaps every helper in the set; the set is empty afterwards. */
 void helpers_kill(Helpers *hs);

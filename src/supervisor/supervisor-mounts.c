@@ -82,11 +82,10 @@ static int stage_filesystem(const MountEntry *e, const char *stage, const char *
         return 0;
 }
 
-int supmounts_stage(const char *bundle, char **ret_error) {
-        _cleanup_(mount_plan_done) MountPlan plan = {};
-        _cleanup_free_ char *path = path_join(bundle, MOUNT_PLAN_FILE), *stage = path_join(bundle, MOUNT_PLAN_STAGE_DIR), *text = NULL,
-                            *why = NULL;
-        _cleanup_close_ int stagefd = -EBADF;
+/* The bundle's mount plan, and the path of its staging directory. */
+static int read_plan(const char *bundle, MountPlan *plan, char **ret_stage, char **ret_error) {
+        _cleanup_free_ char *path = path_join(bundle, MOUNT_PLAN_FILE), *stage = path_join(bundle, MOUNT_PLAN_STAGE_DIR),
+                            *text = NULL, *why = NULL;
         size_t len;
         int r;
 
@@ -95,9 +94,45 @@ int supmounts_stage(const char *bundle, char **ret_error) {
         r = read_full_file(path, MOUNT_PLAN_DOC_MAX, &text, &len);
         if (r < 0)
                 return errorf(ret_error, r, "cannot read the mount plan %s: %s", path, strerror(-r));
-        r = mount_plan_from_json(text, len, &plan, &why);
+        r = mount_plan_from_json(text, len, plan, &why);
         if (r < 0)
                 return errorf(ret_error, r, "%s: %s", path, why ?: strerror(-r));
+        *ret_stage = TAKE_PTR(stage);
+        return 0;
+}
+
+int supmounts_open_workspace(const char *bundle, int *ret_fd, char **ret_error) {
+        _cleanup_(mount_plan_done) MountPlan plan = {};
+        _cleanup_free_ char *stage = NULL, *staged = NULL;
+        int r, fd;
+
+        r = read_plan(bundle, &plan, &stage, ret_error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < plan.n_entries; i++) {
+                if (plan.entries[i].part != MOUNT_PART_WORKSPACE || plan.entries[i].kind != MOUNT_BIND)
+                        continue;
+                staged = mount_plan_staged_path(stage, i);
+                if (!staged)
+                        return -ENOMEM;
+                fd = open(staged, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return errorf(ret_error, -errno, "cannot open the staged workspace %s: %m", staged);
+                *ret_fd = fd;
+                return 0;
+        }
+        return errorf(ret_error, -ENOENT, "the mount plan of %s has no workspace", bundle);
+}
+
+int supmounts_stage(const char *bundle, char **ret_error) {
+        _cleanup_(mount_plan_done) MountPlan plan = {};
+        _cleanup_free_ char *stage = NULL;
+        _cleanup_close_ int stagefd = -EBADF;
+        int r;
+
+        r = read_plan(bundle, &plan, &stage, ret_error);
+        if (r < 0)
+                return r;
 
         /* Only we (root of this user namespace) can enter it, and only in this mount namespace. */
         if (mount("lazaret-stage", stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,size=1m") < 0)

@@ -22,3 +22,7 @@
  * child, is given only their paths. Every failure is one line in err.
  */
 int supmounts_stage(const char *bundle, char **ret_error);
+
+/* After supmounts_stage(): the staged workspace bind, opened as a directory
+ * (O_RDONLY, close-on-exec), for the host-edit watcher (spec section 4.6). */
+int supmounts_open_workspace(const char *bundle, int *ret_fd, char **ret_error);

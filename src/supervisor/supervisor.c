@@ -8,7 +8,8 @@
  *   1. acquires its resources: its own mount namespace, the set-ID seccomp
  *      filter (inherited by runsc and gVisor), the network (enforcement
  *      namespace, slirp4netns, links, the derived policy read back, the
- *      canaries and the deny link's witness: supervisor-net.c), the runsc
+ *      canaries and the deny link's witness: supervisor-net.c), the host-edit
+ *      watcher (lazaret-watch, whose pipe is the init's stdin), the runsc
  *      container (`runsc run --detach`) and an attached `runsc wait`; then
  *      judges the network probe the container's init reported and removes
  *      the canaries;
@@ -27,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -48,9 +50,12 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "harden.h"
 #include "helper.h"
 #include "macro.h"
 #include "parse-util.h"
+#include "resource-limits.h"
+#include "path-util.h"
 #include "runsc-output.h"
 #include "setid-filter.h"
 #include "spawn-util.h"
@@ -70,6 +75,7 @@ static bool arg_fault_deny_on_lo;
 static bool arg_directfs = true;
 /* runsc --host-fifo=open: the Escalation Mailbox's doorbells are host FIFOs (spec section 5.6). */
 static bool arg_host_fifo;
+static uint64_t arg_overlay_size;
 static char dcache_arg[64];
 
 static void send_msg(const SupervisorMsg *msg) {
@@ -89,6 +95,20 @@ static void report_failed(const char *fmt, ...) {
         (void) vsnprintf(msg.reason, sizeof(msg.reason), fmt, ap);
         va_end(ap);
         send_msg(&msg);
+}
+
+/*
+ * A step of the start failed with WHY: when a supervised helper died in
+ * the meantime, its death is what failed (killing slirp4netns makes the
+ * next route or the attestation fail), and it is named first.
+ */
+static void report_start_failed(Helpers *hs, const char *why) {
+        _cleanup_free_ char *death = NULL;
+
+        if (helpers_died_in_start(hs, 200, &death) > 0)
+                report_failed("%s (then: %s)", death, why);
+        else
+                report_failed("%s", why);
 }
 
 /* The first line of a file holding needle, else its last non-empty line, if any. */
@@ -111,16 +131,17 @@ static void telling_line(const char *path, const char *needle, char *buf, size_t
 }
 
 /*
- * Runs runsc with the common flags. Its stdin is /dev/null, its stdout
+ * Runs runsc with the common flags. Its stdin is in_fd (or /dev/null), its stdout
  * out_fd (or /dev/null) and its stderr a file: runsc hands them to the
  * sandbox's first process, and chowns them (to an ID other than 0 that
  * chown does nothing: the set-ID filter, spec C24). Only the init's stdout is a
- * pipe, which it lets go of after its report (lazaret-init.c). Its messages go
+ * pipe, which it lets go of after its report (lazaret-init.c), and the
+ * init's stdin the host-edit relay's channel, which it keeps. Its messages go
  * to a log file in the bundle; the last line of the log, or of stderr for
  * errors before the log is open, is reported on failure. With wait_for_it
  * false it returns at once with the child's pid and pidfd.
  */
-static int runsc(const char *verb, char *const *args, bool wait_for_it, int out_fd, pid_t *ret_pid, int *ret_pidfd,
+static int runsc(const char *verb, char *const *args, bool wait_for_it, int in_fd, int out_fd, pid_t *ret_pid, int *ret_pidfd,
                  char *err, size_t errlen) {
         _cleanup_free_ char *logpath = NULL, *errpath = NULL;
         _cleanup_strv_free_ char **argv = NULL;
@@ -140,6 +161,9 @@ static int runsc(const char *verb, char *const *args, bool wait_for_it, int out_
             strv_extendf(&argv, "--log=%s", logpath) < 0 ||
             strv_extend_strv(&argv, (char *[]) { (char *) "--platform=systrap", (char *) "--network=sandbox",
                                                  (char *) "--ignore-cgroups", (char *) "--file-access-mounts=shared",
+                                                 /* A socket bound in /workspace or a volume exists on the
+                                                  * host too (without it gVisor keeps it in memory only). */
+                                                 (char *) "--host-uds=create",
                                                  NULL }) < 0 ||
             strv_extendf(&argv, "--overlay2=%s", arg_overlay) < 0 ||
             strv_extendf(&argv, "--directfs=%s", arg_directfs ? "true" : "false") < 0 ||
@@ -152,6 +176,7 @@ static int runsc(const char *verb, char *const *args, bool wait_for_it, int out_
         /* A file, not a pipe: the sandbox keeps what runsc hands it. */
         errfd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
         o.argv = argv;
+        o.stdio[0] = in_fd;
         o.stdio[1] = out_fd;
         o.stdio[2] = errfd;
         o.die_with_parent = true;
@@ -200,6 +225,34 @@ static void explain_runsc_failure(const char *verb, const char *err) {
                 return;
         }
         report_failed("runsc %s: %s", verb, *err ? err : "failed");
+}
+
+/*
+ * The host side of the host-edit relay (spec section 4.6): lazaret-watch,
+ * a supervised helper, watching the staged workspace and writing into
+ * channel_w. Its stderr is ours, for the one line it writes when the
+ * workspace has more directories than it may watch.
+ */
+static int start_watcher(Helpers *helpers, int channel_w, char **ret_error) {
+        _cleanup_free_ char *exe = path_join(LIBEXECDIR, "lazaret-watch");
+        _cleanup_close_ int ws = -EBADF;
+        int r;
+
+        if (!exe)
+                return -ENOMEM;
+        r = supmounts_open_workspace(arg_bundle, &ws, ret_error);
+        if (r < 0)
+                return r;
+        return helper_start(helpers, &(HelperSpec) {
+                                    .name = "lazaret-watch",
+                                    .role = "the host-edit watcher",
+                                    .death_means = "host edits no longer reach file watchers inside; the sandbox is stopped",
+                                    .argv = (char *[]) { exe, NULL },
+                                    .pass_fds = (int[]) { ws, channel_w },
+                                    .n_pass_fds = 2,
+                                    .ready_timeout_ms = 30000,
+                                    .keep_stderr = true,
+                            }, NULL, ret_error);
 }
 
 /*
@@ -261,21 +314,6 @@ static void setup_files_limit(void) {
                          (unsigned long long) (rl.rlim_max / 3 < 100000 ? rl.rlim_max / 3 : 100000));
 }
 
-/* Step 2: nothing left to gain, in this namespace or through exec. */
-static int drop_privileges(void) {
-        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-        struct __user_cap_data_struct d[2] = {};
-
-        for (unsigned long cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-                        return -errno;
-        if (syscall(SYS_capset, &h, d) < 0)
-                return -errno;
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                return -errno;
-        return 0;
-}
-
 /* Step 3: what waiting, reporting and exiting need, and nothing else
  * (exiting kills and reaps the helpers: pidfd_send_signal, waitid). */
 #define SUPERVISOR_SYSCALLS(X) \
@@ -286,22 +324,35 @@ static int drop_privileges(void) {
         X(lseek) X(fcntl) X(getrandom) X(pidfd_send_signal)
 
 static int load_seccomp(void) {
-        scmp_filter_ctx ctx;
-        int r;
+#define NR(name) SCMP_SYS(name),
+        static const int allowed[] = { SUPERVISOR_SYSCALLS(NR) };
+#undef NR
 
-        ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
-        if (!ctx)
+        return harden_load_allowlist(allowed, ELEMENTSOF(allowed));
+}
+
+/*
+ * The root overlay's upper layer lives in one file that runsc creates in
+ * the --overlay2 directory and unlinks at once: this runsc (20240729) has
+ * no size= for it, and the file grows with every write to the root file
+ * system. A tmpfs of the profile's root_size over that directory, in this
+ * private mount namespace, bounds it: past it the sandbox's writes fail
+ * with ENOSPC (gVisor turns the host's ENOSPC into the application's) and
+ * the sandbox goes on. The directory on the host stays empty.
+ */
+static int bound_overlay(char **ret_error) {
+        _cleanup_free_ char *data = NULL;
+        const char *dir = arg_overlay + strlen("root:dir=");
+        char size[LIMIT_STRING_MAX];
+
+        if (arg_overlay_size == 0)
+                return 0;
+        if (asprintf(&data, "mode=0700,size=%" PRIu64, arg_overlay_size) < 0)
                 return -ENOMEM;
-#define ALLOW(name) \
-        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(name), 0); \
-        if (r < 0 && r != -EDOM && r != -EFAULT) \
-                goto finish;
-        SUPERVISOR_SYSCALLS(ALLOW)
-#undef ALLOW
-        r = seccomp_load(ctx);
-finish:
-        seccomp_release(ctx);
-        return r;
+        if (mount("lazaret-root-overlay", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, data) < 0)
+                return errorf(ret_error, -errno, "cannot bound the root overlay at %s (tmpfs of %s): %s", dir,
+                              limit_format_size(arg_overlay_size, size), strerror(errno));
+        return 0;
 }
 
 static int parse_argv(int argc, char *argv[]) {
@@ -312,6 +363,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "bundle",     required_argument, NULL, 'b' },
                 { "container",  required_argument, NULL, 'c' },
                 { "overlay",    required_argument, NULL, 'o' },
+                { "overlay-size", required_argument, NULL, 'O' },
                 { "directfs",   required_argument, NULL, 'd' },
                 { "host-fifo",  no_argument,       NULL, 'H' },
                 { "netns",      required_argument, NULL, 'n' },
@@ -346,6 +398,11 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case 'o':
                         arg_overlay = optarg;
+                        break;
+                case 'O':
+                        if (limit_parse_size(optarg, &arg_overlay_size) < 0 || arg_overlay_size == LIMIT_INFINITY ||
+                            arg_overlay_size == 0)
+                                return -EINVAL;
                         break;
                 case 'd':
                         if (streq(optarg, "true"))
@@ -445,7 +502,7 @@ int main(int argc, char *argv[]) {
         _cleanup_(helpers_kill) Helpers helpers = HELPERS_INIT;
         SupNet net = SUPNET_INIT;
         pid_t waiter = 0;
-        int wait_pipe[2] = { -EBADF, -EBADF }, probe_pipe[2] = { -EBADF, -EBADF };
+        int wait_pipe[2] = { -EBADF, -EBADF }, probe_pipe[2] = { -EBADF, -EBADF }, relay_pipe[2] = { -EBADF, -EBADF };
         int r, status, pidfd;
 
         if (parse_argv(argc, argv) < 0) {
@@ -473,6 +530,11 @@ int main(int argc, char *argv[]) {
                 report_failed("%s", strna(why));
                 return 1;
         }
+        r = bound_overlay(&why);
+        if (r < 0) {
+                report_failed("%s", strna(why));
+                return 1;
+        }
         setup_files_limit();
         /* SR-2: before runsc, so that runsc, its gofer and the gVisor kernel
          * are all bound by it (filters are inherited and survive exec). */
@@ -495,6 +557,20 @@ int main(int argc, char *argv[]) {
 #endif
                            }, &helpers, &why);
         if (r < 0) {
+                report_start_failed(&helpers, strna(why));
+                return 1;
+        }
+
+        /* Host edits for the file watchers inside (spec section 4.6): the
+         * watcher writes into this pipe, the container's init reads it as
+         * its standard input. */
+        if (pipe2(relay_pipe, O_CLOEXEC) < 0) {
+                report_failed("cannot create a pipe: %s", strerror(errno));
+                return 1;
+        }
+        r = start_watcher(&helpers, relay_pipe[1], &why);
+        relay_pipe[1] = safe_close(relay_pipe[1]);
+        if (r < 0) {
                 report_failed("%s", strna(why));
                 return 1;
         }
@@ -509,8 +585,9 @@ int main(int argc, char *argv[]) {
         }
         r = runsc("run", (char *[]) { (char *) "--detach", (char *) "--bundle", (char *) arg_bundle,
                                       (char *) arg_container, NULL },
-                  true, probe_pipe[1], NULL, NULL, err, sizeof(err));
+                  true, relay_pipe[0], probe_pipe[1], NULL, NULL, err, sizeof(err));
         probe_pipe[1] = safe_close(probe_pipe[1]);
+        relay_pipe[0] = safe_close(relay_pipe[0]);
         if (r != 0) {
                 explain_runsc_failure("run", err);
                 return 1;
@@ -523,7 +600,7 @@ int main(int argc, char *argv[]) {
                 report_failed("cannot create a pipe: %s", strerror(errno));
                 return 1;
         }
-        r = runsc("wait", (char *[]) { (char *) arg_container, NULL }, false, wait_pipe[1], &waiter, &pidfd, err,
+        r = runsc("wait", (char *[]) { (char *) arg_container, NULL }, false, -EBADF, wait_pipe[1], &waiter, &pidfd, err,
                   sizeof(err));
         wait_pipe[1] = safe_close(wait_pipe[1]);
         if (r < 0) {
@@ -535,9 +612,9 @@ int main(int argc, char *argv[]) {
         r = read_report(probe_pipe[0], &report);
         probe_pipe[0] = safe_close(probe_pipe[0]);
         if (r < 0) {
-                report_failed("network attestation failed: %s", r == -ETIMEDOUT ? "the sandbox's probe did not report within 10 s"
-                              : r == -EFBIG ? "the sandbox's probe reported more than 64 KiB"
-                              : "the sandbox's probe stopped before the end of its report");
+                report_start_failed(&helpers, r == -ETIMEDOUT ? "network attestation failed: the sandbox's probe did not report within 10 s"
+                                    : r == -EFBIG ? "network attestation failed: the sandbox's probe reported more than 64 KiB"
+                                    : "network attestation failed: the sandbox's probe stopped before the end of its report");
                 return 1;
         }
         r = supnet_judge(&net, report, &why);
@@ -545,12 +622,12 @@ int main(int argc, char *argv[]) {
         if (r >= 0)
                 r = supnet_witness_denied(&net, 1000, &why);
         if (r < 0) {
-                report_failed("%s", strna(why));
+                report_start_failed(&helpers, strna(why));
                 return 1;
         }
         r = supnet_teardown_canary(&net, &why);
         if (r < 0) {
-                report_failed("%s", strna(why));
+                report_start_failed(&helpers, strna(why));
                 return 1;
         }
 
@@ -559,7 +636,8 @@ int main(int argc, char *argv[]) {
          * slirp4netns' exit pipe stay: they are how their ends are seen and
          * caused. */
         supnet_done(&net);
-        r = drop_privileges();
+        /* Step 2: nothing left to gain, in this namespace or through exec. */
+        r = harden_drop_privileges();
         if (r < 0) {
                 report_failed("cannot drop privileges: %s", strerror(-r));
                 return 1;

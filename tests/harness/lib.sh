@@ -231,6 +231,22 @@ lt_use_git_image() {
         export LT_GIT_IMAGE
 }
 
+# lt_use_watch_image: after lt_domain_setup, builds the real inotify watcher
+# tests/integration/inotify-watch.c (static) at $HOME/lt-tools, and (once
+# per build of it) the busybox test image plus it at the same path; points
+# LT_CONFIG's profile "test" at that image and exports LT_WATCH_TOOL.
+lt_use_watch_image() {
+        local image
+        LT_WATCH_TOOL=$HOME/lt-tools/inotify-watch
+        mkdir -p "$HOME/lt-tools"
+        cc -O1 -static -o "$LT_WATCH_TOOL" "$LAZARET_SOURCE_ROOT/tests/integration/inotify-watch.c" ||
+                lt_fail "cannot build tests/integration/inotify-watch.c (static)"
+        image=$HOME/lt-image-watch-$(sha256sum <"$LT_WATCH_TOOL" | cut -c1-12)
+        lt_build_image "$image" "$LT_WATCH_TOOL"
+        printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s" } } }\n' "$image" >"$LT_CONFIG"
+        export LT_WATCH_TOOL
+}
+
 # lt_domain_cleanup [RC]: the EXIT trap; RC is the script's exit status (default
 # $?). A trap that runs other commands first must save $? and pass it, or a
 # failure would exit 0.

@@ -52,7 +52,7 @@ lt_log "ok: no host path outside the workspace, secret not found"
 subid_start=$(awk -F: -v u="$(id -un)" '$1 == u { print $2; exit }' /etc/subuid)
 scope=lazaret-$LT_DOMAIN-sandbox.scope
 check_host_processes() {
-        local mode=$1 pid uid st capeff capbnd seen=0 cmd
+        local mode=$1 pid uid st capeff capbnd seen=0 watchers=0 cmd
         printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s", "directfs": %s } } }\n' \
                 "$LT_IMAGE" "$mode" >"$LT_CONFIG"
         (cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 20 </dev/null >/dev/null 2>&1) &
@@ -71,10 +71,19 @@ check_host_processes() {
                 [[ $uid -ne 0 ]] || lt_fail "process $pid of the sandbox scope runs as host root"
                 cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -d' ' -f1)
                 # The supervisor, runsc's own clients and the gofer are Lazaret's and runsc's side;
-                # slirp4netns too, in its own seccomp sandbox.
+                # slirp4netns too, in its own seccomp sandbox, and the host-edit watcher, with no
+                # capabilities, NO_NEW_PRIVS and its seccomp allowlist.
                 case $cmd in
                 */slirp4netns)
                         [[ $(awk '/^Seccomp:/ { print $2 }' <<<"$st") == 2 ]] || lt_fail "slirp4netns runs without its seccomp filter"
+                        continue ;;
+                */lazaret-watch)
+                        [[ $(awk '/^Seccomp:/ { print $2 }' <<<"$st") == 2 &&
+                           $(awk '/^NoNewPrivs:/ { print $2 }' <<<"$st") == 1 &&
+                           $(awk '/^CapEff:/ { print $2 }' <<<"$st") == 0000000000000000 &&
+                           $(awk '/^CapBnd:/ { print $2 }' <<<"$st") == 0000000000000000 ]] ||
+                                lt_fail "lazaret-watch (pid $pid) is not hardened: $(grep -E '^(Seccomp|NoNewPrivs|CapEff|CapBnd):' <<<"$st" | tr '\n' ' ')"
+                        watchers=$((watchers + 1))
                         continue ;;
                 */lazaret-supervisor | */runsc | runsc-gofer) continue ;;
                 esac
@@ -95,6 +104,7 @@ check_host_processes() {
                 seen=$((seen + 1))
         done
         ((seen >= 2)) || lt_fail "directfs=$mode: expected gVisor's kernel and its stubs in $scope, saw $seen"
+        lt_assert_eq "directfs=$mode: hardened host-edit watchers in $scope" 1 "$watchers"
         lt_log "ok: directfs=$mode: $seen sandbox processes as expected"
 }
 check_host_processes false

@@ -4,7 +4,9 @@
 # test-limits: issue 9 hole 5, every Domain has resource limits. With a
 # profile of small limits, in a real sandbox:
 #   - writing past /tmp's size fails with ENOSPC, while the Domain and a
-#     second session keep working;
+#     second session keep working; the same for /dev/shm (a tmpfs of its
+#     own, issue 18 item 1) and for the root file system past root_size,
+#     whose use status shows (human and --json) and deleting frees;
 #   - forking past the process limit fails with EAGAIN ("Resource temporarily
 #     unavailable"), the limit cannot be raised inside, and the Domain lives on;
 #   - an allocation past the address-space limit fails normally ("out of
@@ -14,7 +16,8 @@
 #     checked as set, not as enforced);
 #   - lazaretctl status (human and --json) and the Limits bus property show them;
 #   - a bad limit is refused with a message naming it.
-# Everything is bounded: /tmp is 8 MiB, 64 processes, 256 MiB per process.
+# Everything is bounded: /tmp is 8 MiB, the root overlay 8 MiB, 64 processes,
+# 256 MiB per process.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -41,7 +44,7 @@ cat >"$LT_CONFIG" <<JSON
 { "default_profile": "test",
   "profiles": { "test": { "image": "oci:$LT_IMAGE",
     "limits": { "memory_max": "1G", "memory_high": "768M", "tasks_max": 1024, "cpu_weight": 42,
-                "tmp_size": "8M", "processes": 64, "address_space": "256M" } } } }
+                "tmp_size": "8M", "processes": 64, "address_space": "256M", "root_size": "8M" } } } }
 JSON
 LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id)
 
@@ -65,6 +68,41 @@ lt_log "ok: /tmp full: $(grep -m1 'No space' <<<"$out")"
 alive "after /tmp filled up"
 lt_launch -- /bin/rm -f /tmp/big
 lt_assert_eq "/tmp usable again" ok "$(lt_launch -- /bin/sh -c 'dd if=/dev/zero of=/tmp/small bs=1M count=2 2>/dev/null && rm /tmp/small && echo ok')"
+
+# --- /dev/shm: a tmpfs of tmp_size, not gVisor's /dev -------------------------------
+lt_assert_eq "/dev/shm size inside (1K blocks)" 8192 "$(lt_launch -- /bin/sh -c "df -k /dev/shm | tail -n 1" | awk '{print $2}')"
+set +e
+out=$(lt_launch -- /bin/dd if=/dev/zero of=/dev/shm/big bs=1M count=32 2>&1)
+rc=$?
+set -e
+[[ $rc -ne 0 ]] && grep -q "No space left on device" <<<"$out" || lt_fail "writing 32 MiB into /dev/shm did not fail with ENOSPC: $out"
+lt_launch -- /bin/rm -f /dev/shm/big
+lt_log "ok: /dev/shm full at 8 MiB"
+
+# --- the root overlay: ENOSPC past root_size, its use in status ----------------------
+usage() { (cd "$LT_WS" && lazaretctl status --json) | jq -r .RootUsage; }
+before=$(usage)
+[[ $before =~ ^[0-9]+$ && $before -lt $((8 << 20)) ]] || lt_fail "RootUsage before writing is '$before'"
+set +e
+out=$(lt_launch -- /bin/dd if=/dev/zero of=/bigfile bs=1M count=32 2>&1)
+rc=$?
+set -e
+[[ $rc -ne 0 ]] || lt_fail "writing 32 MiB to / under root_size 8M succeeded: $out"
+grep -q "No space left on device" <<<"$out" || lt_fail "writing past root_size did not fail with ENOSPC: $out"
+lt_log "ok: root overlay full: $(grep -m1 'No space' <<<"$out")"
+full=$(usage)
+[[ $full =~ ^[0-9]+$ && $full -gt $((6 << 20)) && $full -le $((8 << 20)) ]] ||
+        lt_fail "RootUsage with / full is '$full' (expected 6 to 8 MiB)"
+human=$(cd "$LT_WS" && lazaretctl status)
+grep -qE "Root overlay: +[0-9.]+ MiB used of 8M \(root_size\)" <<<"$human" || lt_fail "status does not show the root overlay: $human"
+# Nothing of it is on the host's disk under the Domain directory.
+ddir=$(lazaretctl config check --json --workspace "$LT_WS" | jq -r .data_root)/domains/$LT_DOMAIN
+host_kib=$(du -sk "$ddir/overlay" | awk '{print $1}')
+[[ $host_kib -lt 1024 ]] || lt_fail "the overlay directory holds $host_kib KiB on the host"
+alive "after / filled up"
+lt_launch -- /bin/rm -f /bigfile
+lt_assert_eq "/ usable again" ok "$(lt_launch -- /bin/sh -c 'dd if=/dev/zero of=/small bs=1M count=4 2>/dev/null && rm /small && echo ok')"
+lt_log "ok: RootUsage $before, then $full at the limit; freed by rm"
 
 # --- processes: EAGAIN past RLIMIT_NPROC ---------------------------------------
 lt_assert_eq "RLIMIT_NPROC inside" "64 64" "$(lt_launch -- /bin/sh -c "grep 'Max processes' /proc/self/limits" | awk '{print $3, $4}')"
@@ -119,13 +157,13 @@ lt_assert_eq "scope CPUWeight" CPUWeight=42 "$(grep ^CPUWeight= <<<"$props")"
 # --- status and the bus property ---------------------------------------------------
 json=$(cd "$LT_WS" && lazaretctl status --json)
 lt_assert_eq "status --json Limits" \
-        '{"address_space":268435456,"cpu_weight":42,"memory_high":805306368,"memory_max":1073741824,"processes":64,"tasks_max":1024,"tmp_size":8388608}' \
+        '{"address_space":268435456,"cpu_weight":42,"memory_high":805306368,"memory_max":1073741824,"processes":64,"root_size":8388608,"tasks_max":1024,"tmp_size":8388608}' \
         "$(jq -cS .Limits <<<"$json")"
 human=$(cd "$LT_WS" && lazaretctl status)
 grep -q "memory_max=1G memory_high=768M tasks_max=1024 cpu_weight=42" <<<"$human" || lt_fail "status does not show the limits: $human"
 grep -q "tmp_size=8M processes=64 address_space=256M" <<<"$human" || lt_fail "status does not show the limits: $human"
 prop=$(lt_busctl get-property "org.lazaret.Domain.d$LT_DOMAIN" /org/lazaret/Domain org.lazaret.Domain1 Limits)
-lt_assert_eq "Limits property" 'a{st} 7 "memory_max" 1073741824 "memory_high" 805306368 "tasks_max" 1024 "cpu_weight" 42 "tmp_size" 8388608 "processes" 64 "address_space" 268435456' "$prop"
+lt_assert_eq "Limits property" 'a{st} 8 "memory_max" 1073741824 "memory_high" 805306368 "tasks_max" 1024 "cpu_weight" 42 "tmp_size" 8388608 "processes" 64 "address_space" 268435456 "root_size" 8388608' "$prop"
 
 # --- which limits this machine enforces, judged against systemd's own accounting --
 # (issue 18 item 6). A controller the user manager lacks leaves MemoryCurrent
@@ -188,4 +226,4 @@ if [[ -n $unenforced ]]; then
                 lt_fail "the launch on a terminal that started the Domain did not say which limits are not enforced: $(cat "$HOME/limits-tty.out")"
         lt_log "ok: a cold launch on a terminal names the unenforced limits"
 fi
-echo "PASS: /tmp ENOSPC, process limit EAGAIN, address-space limit, scope properties, status and bus property, failure reason, unenforced limits named"
+echo "PASS: /tmp, /dev/shm and root overlay ENOSPC, root usage in status, process limit EAGAIN, address-space limit, scope properties, status and bus property, failure reason, unenforced limits named"

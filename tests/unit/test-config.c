@@ -150,7 +150,7 @@ static const BadCase bad_cases[] = {
         { "{\"escalation\": {\"auto_approve\": [\"/usr/bin/make test\"]}}", "escalation.auto_approve[0]: expected an object, got a string" },
         /* limits */
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": []}}}", "profiles.dev.limits: expected an object, got an array" },
-        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory\": \"1G\"}}}}", "profiles.dev.limits.memory: unknown key (known keys here: memory_max, memory_high, tasks_max, cpu_weight, tmp_size, processes, address_space)" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory\": \"1G\"}}}}", "profiles.dev.limits.memory: unknown key (known keys here: memory_max, memory_high, tasks_max, cpu_weight, tmp_size, processes, address_space, root_size)" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"8GB\"}}}}", "profiles.dev.limits.memory_max: \"8GB\" is not a size; use bytes or a number with K, M, G or T (binary multiples), or \"infinity\"" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"1.5G\"}}}}", "profiles.dev.limits.memory_max: \"1.5G\" is not a size" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \" 1G\"}}}}", "profiles.dev.limits.memory_max: \" 1G\" is not a size" },
@@ -165,6 +165,8 @@ static const BadCase bad_cases[] = {
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"memory_high\": \"infinity\"}}}}", "profiles.dev.limits: memory_high (infinity) must not exceed memory_max (8G)" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"tmp_size\": \"infinity\"}}}}", "profiles.dev.limits.tmp_size: cannot be \"infinity\"" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"tmp_size\": 1000}}}}", "profiles.dev.limits.tmp_size: 1000 is too small; the least is 1M" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"root_size\": \"infinity\"}}}}", "profiles.dev.limits.root_size: cannot be \"infinity\"" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"root_size\": \"1M\"}}}}", "profiles.dev.limits.root_size: 1M is too small; the least is 4M" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"cpu_weight\": 0}}}}", "profiles.dev.limits.cpu_weight: 0 is out of range; use 1 to 10000" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"cpu_weight\": 10001}}}}", "profiles.dev.limits.cpu_weight: 10001 is out of range; use 1 to 10000" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"cpu_weight\": \"infinity\"}}}}", "profiles.dev.limits.cpu_weight: expected an integer, got a string" },
@@ -346,7 +348,7 @@ Test(config, canonical_encoding_is_sorted_and_complete) {
 
         cr_assert_eq(config_canonical_json(c, &j), 0);
         cr_assert_not_null(strstr(j, "{\"data_root\":\"/nonexistent-lazaret-unit/share/lazaret\",\"default_profile\":\"default\",\"escalation\":{\"auto_approve\":[],\"enabled\":true,\"timeout_s\":300},\"format\":\"lazaret-config/1\",\"network\":{\"allow\":[],\"deny\":[]},\"profiles\":{\"default\":{"), "%s", j);
-        cr_assert_not_null(strstr(j, "\"zz\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":17179869184,\"cpu_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"processes\":1024,\"tasks_max\":4096,\"tmp_size\":1073741824},\"persistent_dirs\":[],\"volumes\":[]}}"), "%s", j);
+        cr_assert_not_null(strstr(j, "\"zz\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":17179869184,\"cpu_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"processes\":1024,\"root_size\":4294967296,\"tasks_max\":4096,\"tmp_size\":1073741824},\"persistent_dirs\":[],\"volumes\":[]}}"), "%s", j);
         /* The runtime section is last, and absent means null. */
         cr_assert_not_null(strstr(j, "},\"runtime\":{\"runsc\":null}}"), "%s", j);
         sha256_buf(j, strlen(j), d);
@@ -387,35 +389,36 @@ static const char known_config[] =
         "}\n";
 
 static const char known_canonical[] =
-        "{\"data_root\":\"/home/u/lz\",\"default_profile\":\"dev\",\"escalation\":{\"auto_approve\":[{\"argv\":[\"/none"
-        "xistent-lazaret-unit/make\",\"test\"],\"program\":null,\"trailing_args\":false},{\"argv\":[\"/nonexistent-laza"
-        "ret-unit/cargo\",\"build\"],\"program\":null,\"trailing_args\":true}],\"enabled\":false,\"timeout_s\":60},\"fo"
-        "rmat\":\"lazaret-config/1\",\"network\":{\"allow\":[\"10.20.0.0/16\",\"8.8.8.8/32\"],\"deny\":[\"203.0.113.0/2"
-        "4\"]},\"profiles\":{\"ci_runner\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":true,\""
-        "env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":17179869184,\"cp"
-        "u_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"processes\":1024,\"tasks_max\":4096,\"tm"
-        "p_size\":1073741824},\"persistent_dirs\":[],\"volumes\":[]},\"default\":{\"allow_egress\":[],\"command\":null,"
-        "\"deny_egress\":[],\"directfs\":true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limit"
-        "s\":{\"address_space\":17179869184,\"cpu_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"p"
-        "rocesses\":1024,\"tasks_max\":4096,\"tmp_size\":1073741824},\"persistent_dirs\":[\"/usr\",\"/etc\",\"/var\",\""
-        "/opt\",\"/root\"],\"volumes\":[]},\"dev\":{\"allow_egress\":[\"192.168.7.0/24\"],\"command\":[\"/bin/bash\",\""
-        "-l\",\"q\\\"b\\\\s/t\\tn\\nr\\rb\\bf\\fc\\u0001\\u001fd\177\303\251\342\202\254\360\237\230\200\"],\"deny_egre"
-        "ss\":[\"198.51.100.0/24\"],\"directfs\":false,\"env\":{\"EDITOR\":\"vi\",\"EMPTY\":\"\",\"TOKEN\":\"env:GH_TOK"
-        "EN\",\"ZED\":\"z\"},\"image\":\"oci:{profile_dir}/image:v2\",\"isolate_ignored\":false,\"limits\":{\"address_s"
-        "pace\":68719476736,\"cpu_weight\":7,\"memory_high\":12884901888,\"memory_max\":\"infinity\",\"processes\":\"in"
-        "finity\",\"tasks_max\":\"infinity\",\"tmp_size\":3145728},\"persistent_dirs\":[\"/usr\",\"/home/agent\"],\"vol"
-        "umes\":[{\"container\":\"/root/.cache/pip\",\"force\":false,\"host\":\"~/.cache/pip\",\"mode\":\"rw\"},{\"cont"
-        "ainer\":\"/extra\",\"force\":true,\"host\":\"{domain_dir}/extra\",\"mode\":\"ro\"}]}},\"runtime\":{\"runsc\":n"
-        "ull}}";
+        "{\"data_root\":\"/home/u/lz\",\"default_profile\":\"dev\",\"escalation\":{\"auto_approve\":[{\"argv\":[\"/no"
+        "nexistent-lazaret-unit/make\",\"test\"],\"program\":null,\"trailing_args\":false},{\"argv\":[\"/nonexistent-"
+        "lazaret-unit/cargo\",\"build\"],\"program\":null,\"trailing_args\":true}],\"enabled\":false,\"timeout_s\":60"
+        "},\"format\":\"lazaret-config/1\",\"network\":{\"allow\":[\"10.20.0.0/16\",\"8.8.8.8/32\"],\"deny\":[\"203.0"
+        ".113.0/24\"]},\"profiles\":{\"ci_runner\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directf"
+        "s\":true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":171"
+        "79869184,\"cpu_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"processes\":1024,\"root_s"
+        "ize\":4294967296,\"tasks_max\":4096,\"tmp_size\":1073741824},\"persistent_dirs\":[],\"volumes\":[]},\"defaul"
+        "t\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":true,\"env\":{},\"image\":\"builti"
+        "n:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":17179869184,\"cpu_weight\":100,\"memory_h"
+        "igh\":6442450944,\"memory_max\":8589934592,\"processes\":1024,\"root_size\":4294967296,\"tasks_max\":4096,\""
+        "tmp_size\":1073741824},\"persistent_dirs\":[\"/usr\",\"/etc\",\"/var\",\"/opt\",\"/root\"],\"volumes\":[]},"
+        "\"dev\":{\"allow_egress\":[\"192.168.7.0/24\"],\"command\":[\"/bin/bash\",\"-l\",\"q\\\"b\\\\s/t\\tn\\nr\\rb"
+        "\\bf\\fc\\u0001\\u001fd\177\303\251\342\202\254\360\237\230\200\"],\"deny_egress\":[\"198.51.100.0/24\"],\"d"
+        "irectfs\":false,\"env\":{\"EDITOR\":\"vi\",\"EMPTY\":\"\",\"TOKEN\":\"env:GH_TOKEN\",\"ZED\":\"z\"},\"image"
+        "\":\"oci:{profile_dir}/image:v2\",\"isolate_ignored\":false,\"limits\":{\"address_space\":68719476736,\"cpu_"
+        "weight\":7,\"memory_high\":12884901888,\"memory_max\":\"infinity\",\"processes\":\"infinity\",\"root_size\":"
+        "4294967296,\"tasks_max\":\"infinity\",\"tmp_size\":3145728},\"persistent_dirs\":[\"/usr\",\"/home/agent\"],"
+        "\"volumes\":[{\"container\":\"/root/.cache/pip\",\"force\":false,\"host\":\"~/.cache/pip\",\"mode\":\"rw\"},"
+        "{\"container\":\"/extra\",\"force\":true,\"host\":\"{domain_dir}/extra\",\"mode\":\"ro\"}]}},\"runtime\":{\""
+        "runsc\":null}}";
 
 static const char builtin_canonical[] =
-        "{\"data_root\":\"/nonexistent-lazaret-unit/share/lazaret\",\"default_profile\":\"default\",\"escalation\":{\"a"
-        "uto_approve\":[],\"enabled\":true,\"timeout_s\":300},\"format\":\"lazaret-config/1\",\"network\":{\"allow\":[]"
-        ",\"deny\":[]},\"profiles\":{\"default\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":"
-        "true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":171798691"
-        "84,\"cpu_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"processes\":1024,\"tasks_max\":40"
-        "96,\"tmp_size\":1073741824},\"persistent_dirs\":[\"/usr\",\"/etc\",\"/var\",\"/opt\",\"/root\"],\"volumes\":[]"
-        "}},\"runtime\":{\"runsc\":null}}";
+        "{\"data_root\":\"/nonexistent-lazaret-unit/share/lazaret\",\"default_profile\":\"default\",\"escalation\":{"
+        "\"auto_approve\":[],\"enabled\":true,\"timeout_s\":300},\"format\":\"lazaret-config/1\",\"network\":{\"allow"
+        "\":[],\"deny\":[]},\"profiles\":{\"default\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"dire"
+        "ctfs\":true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":"
+        "17179869184,\"cpu_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"processes\":1024,\"roo"
+        "t_size\":4294967296,\"tasks_max\":4096,\"tmp_size\":1073741824},\"persistent_dirs\":[\"/usr\",\"/etc\",\"/va"
+        "r\",\"/opt\",\"/root\"],\"volumes\":[]}},\"runtime\":{\"runsc\":null}}";
 
 Test(config, canonical_encoding_fixed_bytes) {
         _cleanup_config_ Config *c = parse_ok(known_config), *d = parse_ok(NULL);
@@ -424,10 +427,10 @@ Test(config, canonical_encoding_fixed_bytes) {
 
         cr_assert_eq(config_canonical_json(c, &j), 0);
         cr_assert_str_eq(j, known_canonical);
-        cr_assert_str_eq(config_fingerprint_hex(c, hex), "fc78dc8ff6cebe49d6724891f62768caabad955dad109e887ffabc3335ee1a1c");
+        cr_assert_str_eq(config_fingerprint_hex(c, hex), "0e8062bcd8d437ce2f2bac435f5e4b4de59d2da7197dbb2f349e201be9025e43");
         cr_assert_eq(config_canonical_json(d, &k), 0);
         cr_assert_str_eq(k, builtin_canonical);
-        cr_assert_str_eq(config_fingerprint_hex(d, hex), "e51e282be0acf735d50f8fe36c44b370ffe6601900368c31bebfbba3e9bd4298");
+        cr_assert_str_eq(config_fingerprint_hex(d, hex), "b5c541f71ba40fe7b4e788691f3b6f8c4b4d5a477cc1f683b18cfa0830be0b89");
 }
 
 Test(config, profile_can_replace_builtin_default) {
@@ -650,7 +653,7 @@ Test(config, limits_defaults_and_settings) {
         _cleanup_config_ Config *a = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\"}, "
                                               "\"small\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"2G\", "
                                               "\"tasks_max\": 512, \"cpu_weight\": 50, \"tmp_size\": 8388608, \"processes\": 64, "
-                                              "\"address_space\": \"infinity\"}}, "
+                                              "\"address_space\": \"infinity\", \"root_size\": \"16M\"}}, "
                                               "\"big\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"infinity\", "
                                               "\"memory_high\": \"12G\", \"tasks_max\": \"infinity\", \"processes\": \"infinity\"}}}}");
         _cleanup_config_ Config *b = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {"
@@ -658,7 +661,7 @@ Test(config, limits_defaults_and_settings) {
                                               "\"tmp_size\": \"1024M\", \"processes\": 1024, \"address_space\": 17179869184}}, "
                                               "\"small\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"2048M\", "
                                               "\"memory_high\": \"1536M\", \"tasks_max\": 512, \"cpu_weight\": 50, \"tmp_size\": \"8M\", "
-                                              "\"processes\": 64, \"address_space\": \"infinity\"}}, "
+                                              "\"processes\": 64, \"address_space\": \"infinity\", \"root_size\": 16777216}}, "
                                               "\"big\": {\"image\": \"builtin:default\", \"limits\": {\"memory_max\": \"infinity\", "
                                               "\"memory_high\": \"12G\", \"tasks_max\": \"infinity\", \"processes\": \"infinity\"}}}}");
         _cleanup_config_ Config *d = parse_ok(NULL);
@@ -680,6 +683,7 @@ Test(config, limits_defaults_and_settings) {
         cr_assert_eq(p->limits.tmp_size, 8ULL << 20);
         cr_assert_eq(p->limits.processes, 64);
         cr_assert_eq(p->limits.address_space, LIMIT_INFINITY);
+        cr_assert_eq(p->limits.root_size, 16ULL << 20);
 
         p = config_find_profile(a, "big");
         cr_assert_eq(p->limits.memory_max, LIMIT_INFINITY);
@@ -692,7 +696,7 @@ Test(config, limits_defaults_and_settings) {
         cr_assert_not_null(strstr(j, "\"small\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":true,\"env\":{},"
                                      "\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":\"infinity\","
                                      "\"cpu_weight\":50,\"memory_high\":1610612736,\"memory_max\":2147483648,\"processes\":64,"
-                                     "\"tasks_max\":512,\"tmp_size\":8388608},"), "%s", j);
+                                     "\"root_size\":16777216,\"tasks_max\":512,\"tmp_size\":8388608},"), "%s", j);
 }
 
 Test(config, limits_change_the_fingerprint) {

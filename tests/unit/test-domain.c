@@ -148,6 +148,20 @@ Test(domain, new_refuses_root_and_home, .init = setup, .fini = teardown) {
         cr_assert_null(d);
 }
 
+/* Issue 18 item 4: the record, request and plan are JSON; refused first, in one line, escaped. */
+Test(domain, new_refuses_a_workspace_path_that_is_not_utf8, .init = setup, .fini = teardown) {
+        _cleanup_config_ Config *c = load(NULL);
+        _cleanup_free_ char *ws = sub("home/src/caf\xe9\nx"), *err = NULL, *want = NULL;
+        Domain *d = NULL;
+
+        mkdirs("home/src/caf\xe9\nx/.git");
+        cr_assert_eq(domain_new(c, env_now(), NULL, ws, &d, &err), -EILSEQ);
+        cr_assert_null(d);
+        cr_assert(asprintf(&want, "workspace \"%s/home/src/caf\\xe9\\x0ax\": the path is not valid UTF-8", top) > 0);
+        cr_assert_not_null(strstr(err, want), "%s", err);
+        cr_assert_null(strchr(err, '\n'), "%s", err);
+}
+
 Test(domain, storage_layout_and_record, .init = setup, .fini = teardown) {
         _cleanup_config_ Config *c = load(NULL);
         _cleanup_domain_ Domain *d = NULL;

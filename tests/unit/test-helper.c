@@ -281,3 +281,23 @@ Test(helper, cleanup_kills_on_scope_exit) {
         }
         assert_reaped(pid);
 }
+
+/* A failed step of the start is reported as the helper death that caused it (issue 18 item 4). */
+Test(helper, death_during_the_start_is_named) {
+        Helpers hs = HELPERS_INIT;
+        char line[512] = "";
+        pid_t pid = 0;
+
+        cr_assert_eq(start_sh(&hs, "sh-net", "printf 1 >&3; exec sleep 30", 5000, NULL, 0, &pid), 0, "%s", err);
+        /* Alive: 0 after the wait, and the helper stays. */
+        cr_assert_eq(WITH_LINE(line, helpers_died_in_start(&hs, 10, &line_)), 0);
+        cr_assert_eq(hs.n, 1);
+        cr_assert_eq(kill(pid, SIGKILL), 0);
+        cr_assert_eq(WITH_LINE(line, helpers_died_in_start(&hs, 5000, &line_)), 1);
+        char want[256];
+        snprintf(want, sizeof(want), "sh-net died while the Domain started: the test helper sh-net (pid %d) was killed by signal 9 (SIGKILL)",
+                 (int) pid);
+        cr_assert_str_eq(line, want);
+        cr_assert_eq(hs.n, 0);
+        assert_reaped(pid);
+}

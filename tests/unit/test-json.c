@@ -326,3 +326,14 @@ Test(json, builders_refuse_invalid_utf8) {
         cr_assert_eq(json_add_null(o, "n"), 0);
         cr_assert_str_eq(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), "{\"w\":\"\\/home\\/u\\/caf\xc3\xa9\",\"n\":null}");
 }
+
+Test(json, utf8_validity_and_escape) {
+        _cleanup_free_ char *a = utf8_escape_invalid("caf\xc3\xa9 ok"), *b = utf8_escape_invalid("x\xff\xc3(\x01\x7f\xe2\x82\xac");
+
+        cr_assert(utf8_is_valid("caf\xc3\xa9 \xe2\x82\xac"));
+        cr_assert_not(utf8_is_valid("caf\xe9"));
+        cr_assert_not(utf8_is_valid("\xc0\xaf"));             /* overlong */
+        cr_assert_not(utf8_is_valid("\xed\xa0\x80"));        /* surrogate */
+        cr_assert_str_eq(a, "caf\xc3\xa9 ok");
+        cr_assert_str_eq(b, "x\\xff\\xc3(\\x01\\x7f\xe2\x82\xac");
+}

@@ -70,7 +70,7 @@ Test(oci, container_has_private_namespaces_and_no_user_namespace) {
         cr_assert_eq(json_object_array_length(get(caps, "ambient")), 0);
         cr_assert(json_object_get_boolean(get(get(o, "root"), "readonly")));
         cr_assert_str_eq(json_object_get_string(get(get(o, "root"), "path")), "/data/rootfs");
-        cr_assert_eq(json_object_array_length(get(o, "mounts")), 6);
+        cr_assert_eq(json_object_array_length(get(o, "mounts")), 7);
 }
 
 Test(oci, network_namespace_path_when_given) {
@@ -163,6 +163,11 @@ Test(oci, limits_in_container_spec) {
                 if (strcmp(json_object_get_string(json_object_array_get_idx(opts, i)), "size=8388608") == 0)
                         has_size = true;
         cr_assert(has_size, "%s", s);
+        /* /dev/shm is a tmpfs of its own with the same bound, not gVisor's /dev. */
+        tmp = find_mount(o, "/dev/shm");
+        cr_assert_not_null(tmp, "%s", s);
+        cr_assert_str_eq(json_object_get_string(get(tmp, "type")), "tmpfs");
+        cr_assert_not_null(strstr(json_object_to_json_string(get(tmp, "options")), "\"size=8388608\""), "%s", s);
         cr_assert_eq(rlimit_of(get(o, "process"), "RLIMIT_NPROC", &found), 64);
         cr_assert(found);
         cr_assert_eq(rlimit_of(get(o, "process"), "RLIMIT_AS", &found), 1ULL << 30);

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "watch-proto.h"
+
+bool watch_path_valid(const char *p, size_t len) {
+        size_t start = 0;
+
+        if (len == 0 || len > WATCH_PATH_MAX)
+                return false;
+        if (len == 1 && p[0] == '.')
+                return true;
+        for (size_t i = 0; i <= len; i++) {
+                size_t n;
+
+                if (i < len && (unsigned char) p[i] < 0x20)
+                        return false;
+                if (i < len && p[i] == 0x7f)
+                        return false;
+                if (i < len && p[i] != '/')
+                        continue;
+                n = i - start;
+                /* Covers a leading '/', "//" and a trailing '/'. */
+                if (n == 0 || (n == 1 && p[start] == '.') || (n == 2 && p[start] == '.' && p[start + 1] == '.'))
+                        return false;
+                start = i + 1;
+        }
+        return true;
+}
+
+char *watch_path_join(const char *dir, const char *name) {
+        size_t a = strlen(dir), b = strlen(name);
+        char *s;
+
+        if (a == 1 && dir[0] == '.')
+                return strdup(name);
+        s = malloc(a + 1 + b + 1);
+        if (!s)
+                return NULL;
+        memcpy(s, dir, a);
+        s[a] = '/';
+        memcpy(s + a + 1, name, b + 1);
+        return s;
+}
+
+bool watch_path_skipped(const char *p) {
+        static const char needle[] = ".git/objects";
+        const size_t k = sizeof(needle) - 1;
+
+        for (const char *s = p; (s = strstr(s, needle)); s++)
+                if ((s == p || s[-1] == '/') && (s[k] == 0 || s[k] == '/'))
+                        return true;
+        return false;
+}
+
+int watch_dirs_set(WatchDirs *d, int wd, const char *rel) {
+        char *copy;
+
+        if (wd < 0)
+                return -EINVAL;
+        if ((size_t) wd >= d->size) {
+                size_t n = (size_t) wd * 2 + 16;
+                char **p = realloc(d->path, n * sizeof(char *));
+
+                if (!p)
+                        return -ENOMEM;
+                memset(p + d->size, 0, (n - d->size) * sizeof(char *));
+                d->path = p;
+                d->size = n;
+        }
+        copy = strdup(rel);
+        watch_dirs_drop(d, wd);
+        if (!copy)
+                return -ENOMEM;
+        d->path[wd] = copy;
+        d->n++;
+        return 0;
+}
+
+const char *watch_dirs_get(const WatchDirs *d, int wd) {
+        return wd >= 0 && (size_t) wd < d->size ? d->path[wd] : NULL;
+}
+
+void watch_dirs_drop(WatchDirs *d, int wd) {
+        if (wd < 0 || (size_t) wd >= d->size || !d->path[wd])
+                return;
+        free(d->path[wd]);
+        d->path[wd] = NULL;
+        d->n--;
+}
+
+void watch_dirs_done(WatchDirs *d) {
+        for (size_t i = 0; i < d->size; i++)
+                free(d->path[i]);
+        free(d->path);
+        *d = (WatchDirs) {};
+}
+
+size_t watch_line_feed(WatchLineReader *r, const char *data, size_t len,
+                       void (*line)(const char *path, void *userdata), void *userdata) {
+        size_t dropped = 0;
+
+        for (size_t i = 0; i < len; i++) {
+                char c = data[i];
+
+                if (c != '\n') {
+                        if (r->discarding)
+                                continue;
+                        if (r->n == WATCH_PATH_MAX) {
+                                r->discarding = true;
+                                r->n = 0;
+                                dropped++;
+                                continue;
+                        }
+                        r->buf[r->n++] = c;
+                        continue;
+                }
+                if (r->discarding) {
+                        r->discarding = false;
+                        continue;
+                }
+                /* A NUL inside a line is a control character: invalid. */
+                if (watch_path_valid(r->buf, r->n)) {
+                        r->buf[r->n] = 0;
+                        line(r->buf, userdata);
+                } else
+                        dropped++;
+                r->n = 0;
+        }
+        return dropped;
+}
+
+/* FNV-1a, 64 bits; 0 is kept for "empty". */
+static uint64_t path_hash(const char *path) {
+        uint64_t h = 0xcbf29ce484222325ULL;
+
+        for (const unsigned char *s = (const unsigned char *) path; *s; s++)
+                h = (h ^ *s) * 0x100000001b3ULL;
+        return h ?: 1;
+}
+
+void watch_recent_note(WatchRecent *t, const char *path, uint64_t now_ms) {
+        uint64_t h = path_hash(path);
+        size_t slot = (size_t) (h % WATCH_RECENT_SLOTS);
+
+        t->hash[slot] = h;
+        t->at_ms[slot] = now_ms;
+}
+
+bool watch_recent_seen(const WatchRecent *t, const char *path, uint64_t now_ms, uint64_t window_ms) {
+        uint64_t h = path_hash(path);
+        size_t slot = (size_t) (h % WATCH_RECENT_SLOTS);
+
+        return t->hash[slot] == h && t->at_ms[slot] <= now_ms && now_ms - t->at_ms[slot] <= window_ms;
+}

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "watch-proto.h"
+
+static bool valid(const char *s) {
+        return watch_path_valid(s, strlen(s));
+}
+
+Test(watch_proto, valid_paths) {
+        cr_assert(valid("."));
+        cr_assert(valid("a"));
+        cr_assert(valid("src/main.c"));
+        cr_assert(valid(".git/HEAD"));
+        cr_assert(valid("..a/b..")); /* names that merely start or end with dots */
+        cr_assert(valid("a/.b/c"));
+}
+
+Test(watch_proto, invalid_paths) {
+        static const char *const bad[] = {
+                "", "/", "/etc/passwd", "a/", "a//b", "..", "../x", "a/../b", "a/..", "./a", "a/./b", "a/.",
+                "a\nb", "a\tb", "a\x7f", "a\x01",
+        };
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                cr_assert(!valid(bad[i]), "\"%s\" accepted", bad[i]);
+        /* A NUL inside counts: the length is what was read. */
+        cr_assert(!watch_path_valid("a\0b", 3));
+}
+
+Test(watch_proto, length_bound) {
+        char buf[WATCH_PATH_MAX + 2];
+
+        memset(buf, 'x', sizeof(buf));
+        cr_assert(watch_path_valid(buf, WATCH_PATH_MAX));
+        cr_assert(!watch_path_valid(buf, WATCH_PATH_MAX + 1));
+}
+
+Test(watch_proto, skipped) {
+        cr_assert(watch_path_skipped(".git/objects"));
+        cr_assert(watch_path_skipped(".git/objects/ab/cdef"));
+        cr_assert(watch_path_skipped("sub/.git/objects/pack"));
+        cr_assert(!watch_path_skipped(".git/objectsX"));
+        cr_assert(!watch_path_skipped("x.git/objects"));
+        cr_assert(!watch_path_skipped(".git/HEAD"));
+        cr_assert(!watch_path_skipped("src/objects"));
+}
+
+Test(watch_proto, join) {
+        char *s = watch_path_join(".", "a");
+        cr_assert_str_eq(s, "a");
+        free(s);
+        s = watch_path_join("a/b", "c");
+        cr_assert_str_eq(s, "a/b/c");
+        free(s);
+}
+
+typedef struct Lines {
+        char got[8][WATCH_PATH_MAX + 1];
+        size_t n;
+} Lines;
+
+static void on_line(const char *path, void *userdata) {
+        Lines *l = userdata;
+
+        cr_assert_lt(l->n, 8);
+        strcpy(l->got[l->n++], path);
+}
+
+Test(watch_proto, lines_split_across_reads) {
+        WatchLineReader r = {};
+        Lines l = {};
+
+        cr_assert_eq(watch_line_feed(&r, "a/b\nc", 5, on_line, &l), 0);
+        cr_assert_eq(l.n, 1);
+        cr_assert_str_eq(l.got[0], "a/b");
+        cr_assert_eq(watch_line_feed(&r, "d\n.\n", 4, on_line, &l), 0);
+        cr_assert_eq(l.n, 3);
+        cr_assert_str_eq(l.got[1], "cd");
+        cr_assert_str_eq(l.got[2], ".");
+}
+
+Test(watch_proto, bad_lines_dropped) {
+        WatchLineReader r = {};
+        Lines l = {};
+        static const char in[] = "../etc/shadow\n/abs\n\nok\na\0b\nfine\n";
+
+        cr_assert_eq(watch_line_feed(&r, in, sizeof(in) - 1, on_line, &l), 4);
+        cr_assert_eq(l.n, 2);
+        cr_assert_str_eq(l.got[0], "ok");
+        cr_assert_str_eq(l.got[1], "fine");
+}
+
+Test(watch_proto, overlong_line_dropped_up_to_newline) {
+        WatchLineReader r = {};
+        Lines l = {};
+        char big[WATCH_PATH_MAX + 10];
+
+        memset(big, 'y', sizeof(big));
+        /* In two reads, so that the drop carries over. */
+        cr_assert_eq(watch_line_feed(&r, big, sizeof(big), on_line, &l), 1);
+        cr_assert_eq(watch_line_feed(&r, "yyy\nnext\n", 9, on_line, &l), 0);
+        cr_assert_eq(l.n, 1);
+        cr_assert_str_eq(l.got[0], "next");
+}
+
+Test(watch_proto, recent_window) {
+        static WatchRecent t;
+
+        cr_assert(!watch_recent_seen(&t, "a", 1000, 500));
+        watch_recent_note(&t, "a", 1000);
+        cr_assert(watch_recent_seen(&t, "a", 1000, 500));
+        cr_assert(watch_recent_seen(&t, "a", 1500, 500));
+        cr_assert(!watch_recent_seen(&t, "a", 1501, 500));
+        cr_assert(!watch_recent_seen(&t, "b", 1000, 500));
+        /* A clock that went back is not "recent". */
+        cr_assert(!watch_recent_seen(&t, "a", 999, 500));
+        /* Window 0: the same instant only (the batch generation's use). */
+        watch_recent_note(&t, "g", 7);
+        cr_assert(watch_recent_seen(&t, "g", 7, 0));
+        cr_assert(!watch_recent_seen(&t, "g", 8, 0));
+}
+
+Test(watch_proto, line_of_exactly_the_bound) {
+        WatchLineReader r = {};
+        Lines l = {};
+        char line[WATCH_PATH_MAX + 2];
+
+        memset(line, 'z', sizeof(line));
+        line[WATCH_PATH_MAX] = '\n';
+        cr_assert_eq(watch_line_feed(&r, line, WATCH_PATH_MAX + 1, on_line, &l), 0);
+        cr_assert_eq(l.n, 1);
+        cr_assert_eq(strlen(l.got[0]), WATCH_PATH_MAX);
+        /* One byte more is dropped. */
+        line[WATCH_PATH_MAX] = 'z';
+        line[WATCH_PATH_MAX + 1] = '\n';
+        cr_assert_eq(watch_line_feed(&r, line, WATCH_PATH_MAX + 2, on_line, &l), 1);
+        cr_assert_eq(l.n, 1);
+}
+
+Test(watch_proto, dirs_by_descriptor) {
+        WatchDirs d = {};
+
+        cr_assert_null(watch_dirs_get(&d, 1));
+        cr_assert_eq(watch_dirs_set(&d, -1, "x"), -EINVAL);
+        cr_assert_eq(watch_dirs_set(&d, 1, "."), 0);
+        cr_assert_eq(watch_dirs_set(&d, 300, "a/b"), 0);
+        cr_assert_eq(d.n, 2);
+        cr_assert_str_eq(watch_dirs_get(&d, 1), ".");
+        cr_assert_str_eq(watch_dirs_get(&d, 300), "a/b");
+        cr_assert_null(watch_dirs_get(&d, 2));
+        cr_assert_null(watch_dirs_get(&d, -1));
+        /* The same wd again (a directory renamed and watched again): replaced, not counted twice. */
+        cr_assert_eq(watch_dirs_set(&d, 300, "c/b"), 0);
+        cr_assert_eq(d.n, 2);
+        cr_assert_str_eq(watch_dirs_get(&d, 300), "c/b");
+        watch_dirs_drop(&d, 300);
+        watch_dirs_drop(&d, 300);
+        watch_dirs_drop(&d, 100000);
+        cr_assert_eq(d.n, 1);
+        cr_assert_null(watch_dirs_get(&d, 300));
+        watch_dirs_done(&d);
+        cr_assert_eq(d.n, 0);
+        cr_assert_null(watch_dirs_get(&d, 1));
+}
