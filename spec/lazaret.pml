@@ -138,6 +138,11 @@ byte rq_verdict[NREQ+1];       /* client's answer, not yet handled       */
 byte rq_results[NREQ+1];       /* result files delivered                 */
 bool rq_cancel[NREQ+1];        /* cancel file written, not yet handled   */
 bool host_cmd[NREQ+1];         /* approved host command is running       */
+byte rq_copy_of[NREQ+1];       /* a replay: the request whose bytes it copies (0: none) */
+bool rq_was_accepted[NREQ+1];  /* ever accepted (for ReplayRefused)      */
+bool id_seen[NREQ+1];          /* request IDs the coordinator accepted   */
+byte first_claim;              /* request 1 as written, for its replay   */
+byte first_key;
 
 byte faults;
 
@@ -194,6 +199,15 @@ byte faults;
 #define SIGNATURE_OK(r) (true)
 #else
 #define SIGNATURE_OK(r) (sess_key[rq_claim[r]] == rq_key[r])
+#endif
+
+/* §5.6 a request ID accepted once is refused ever after (replay).
+ * MUTANT accept_replay forgets the IDs it saw. */
+#define REQ_ID(r) (rq_copy_of[r] != 0 -> rq_copy_of[r] : r)
+#ifdef MUTANT_accept_replay
+#define FRESH_ID(r) (true)
+#else
+#define FRESH_ID(r) (!id_seen[REQ_ID(r)])
 #endif
 
 /* §5.6 cancel/deadline acts only on a request without a result. */
@@ -442,14 +456,18 @@ proctype Coordinator(byte me)
 	/* ---- §5.6 escalation: verify and route, decide, result -------- */
 	:: atomic { rq[1] == RQ_WRITTEN ->
 		if
-		:: phase == D_RUNNING && sess_client[rq_claim[1]] != 0 && SIGNATURE_OK(1) ->
+		:: phase == D_RUNNING && sess_client[rq_claim[1]] != 0 && SIGNATURE_OK(1) && FRESH_ID(1) ->
+			id_seen[REQ_ID(1)] = true;
+			rq_was_accepted[1] = true;
 			rq_route[1] = sess_client[rq_claim[1]];
 			rq[1] = RQ_ACCEPTED
 		:: else -> rq[1] = RQ_DISCARDED; retire(1)
 		fi }
 	:: atomic { rq[2] == RQ_WRITTEN ->
 		if
-		:: phase == D_RUNNING && sess_client[rq_claim[2]] != 0 && SIGNATURE_OK(2) ->
+		:: phase == D_RUNNING && sess_client[rq_claim[2]] != 0 && SIGNATURE_OK(2) && FRESH_ID(2) ->
+			id_seen[REQ_ID(2)] = true;
+			rq_was_accepted[2] = true;
 			rq_route[2] = sess_client[rq_claim[2]];
 			rq[2] = RQ_ACCEPTED
 		:: else -> rq[2] = RQ_DISCARDED; retire(2)
@@ -608,7 +626,15 @@ end_esc:
 		:: sess_key[2] != 0 -> rq_key[nreq] = sess_key[2]
 		:: rq_key[nreq] = BOGUS_KEY
 		fi;
+		if :: nreq == 1 -> first_claim = rq_claim[1]; first_key = rq_key[1] :: else fi;
 		rq[nreq] = RQ_WRITTEN }
+	/* a replay: request 1's bytes written again as request 2 */
+	:: atomic { nreq == 1 && runsc == P_ALIVE ->
+		nreq++;
+		rq_copy_of[2] = 1;
+		rq_claim[2] = first_claim;
+		rq_key[2] = first_key;
+		rq[2] = RQ_WRITTEN }
 	:: atomic { runsc == P_ALIVE && outstanding(1) && !rq_cancel[1] -> rq_cancel[1] = true }
 	:: atomic { runsc == P_ALIVE && outstanding(2) && !rq_cancel[2] -> rq_cancel[2] = true }
 	:: break                    /* the agent stops escalating */
@@ -748,6 +774,9 @@ init {
 
 #define EveryAcceptedRequestResolved (!outstanding(1) && !outstanding(2))
 
+/* A request's bytes are accepted at most once, however often they are written. */
+#define ReplayRefused (rq_copy_of[2] == 0 || !(rq_was_accepted[1] && rq_was_accepted[2]))
+
 #ifndef LIVENESS
 /* Checked in every reachable state between atomic steps. */
 active proctype Invariants()
@@ -761,6 +790,7 @@ end_inv:
 	:: atomic { !ResultDeliveryStateConsistent -> assert(ResultDeliveryStateConsistent) }   /* INV ResultDeliveryStateConsistent */
 	:: atomic { !OrderedFailureRecovery -> assert(OrderedFailureRecovery) }                 /* INV OrderedFailureRecovery */
 	:: atomic { !EscalationRoutedToSigner -> assert(EscalationRoutedToSigner) }             /* INV EscalationRoutedToSigner */
+	:: atomic { !ReplayRefused -> assert(ReplayRefused) }                                   /* INV ReplayRefused */
 	od
 }
 

@@ -8,6 +8,7 @@
 #include "anchor.h"
 #include "bundle.h"
 #include "cleanup.h"
+#include "escalation-proto.h"
 #include "fs-util.h"
 #include "git-sentry.h"
 #include "mount-plan.h"
@@ -58,6 +59,31 @@ static int add_etc_files(MountPlan *plan, const char *control_dir, const char *r
         return r;
 }
 
+/* control/bin/lazaret-escalate and the empty mount points control/mailbox/{requests,results}. */
+static int install_escalation(const char *control_dir, char **ret_error) {
+        _cleanup_free_ char *bin = path_join(control_dir, "bin"), *dst = path_join(control_dir, "bin/lazaret-escalate"),
+                            *src = path_join(LIBEXECDIR, "lazaret-escalate"), *mb = path_join(control_dir, "mailbox"),
+                            *req = path_join(control_dir, "mailbox/" ESC_REQUESTS_DIR),
+                            *res = path_join(control_dir, "mailbox/" ESC_RESULTS_DIR);
+        int r;
+
+        if (!bin || !dst || !src || !mb || !req || !res)
+                return -ENOMEM;
+        r = mkdir_mode(bin, 0755);
+        if (r >= 0)
+                r = copy_file(TEST_HOOK_PATH("LAZARET_ESCALATE", src), dst, 0755);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot install %s into the sandbox: %s", src, strerror(-r));
+        r = mkdir_mode(mb, 0755);
+        if (r >= 0)
+                r = mkdir_mode(req, 0755);
+        if (r >= 0)
+                r = mkdir_mode(res, 0755);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot create the mailbox's mount points in %s: %s", control_dir, strerror(-r));
+        return 0;
+}
+
 int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         const Domain *d = p->domain;
         _cleanup_free_ char *json = NULL, *cfg = NULL, *init_src = NULL, *init_dst = NULL, *terminfo = NULL,
@@ -88,6 +114,12 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         r = copy_file(TEST_HOOK_PATH("LAZARET_INIT", init_src), init_dst, 0755);
         if (r < 0)
                 return errorf(ret_error, r, "cannot install %s into the sandbox: %s", init_src, strerror(-r));
+        /* The Escalation Client, on the sessions' PATH (sandbox-exec.c), and the mailbox's mount points. */
+        if (p->mailbox_dir) {
+                r = install_escalation(p->control_dir, ret_error);
+                if (r < 0)
+                        return r;
+        }
         /* The resolver: the helper's DNS address. */
         resolv = path_join(p->control_dir, "resolv.conf");
         if (!resolv)
@@ -137,6 +169,27 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         r = add_own(&plan, MOUNT_PART_CONTROL, SANDBOX_CONTROL_MOUNT, p->control_dir, true, 0, ret_error);
         if (r < 0)
                 goto finish;
+        /* SR-10: the mailbox, requests/ writable and results/ read-only, below /run/lazaret;
+         * the client also at /usr/local/bin, on every shell's PATH (a login shell resets PATH). */
+        if (p->mailbox_dir) {
+                _cleanup_free_ char *req = path_join(p->mailbox_dir, ESC_REQUESTS_DIR),
+                                    *res = path_join(p->mailbox_dir, ESC_RESULTS_DIR),
+                                    *client = path_join(p->control_dir, "bin/lazaret-escalate");
+                if (!req || !res || !client) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                r = add_own(&plan, MOUNT_PART_MAILBOX, ESC_MAILBOX_SANDBOX "/" ESC_REQUESTS_DIR, req, false,
+                            MOUNT_PART_BIT(MOUNT_PART_CONTROL), ret_error);
+                if (r >= 0)
+                        r = add_own(&plan, MOUNT_PART_MAILBOX, ESC_MAILBOX_SANDBOX "/" ESC_RESULTS_DIR, res, true,
+                                    MOUNT_PART_BIT(MOUNT_PART_CONTROL), ret_error);
+                if (r >= 0)
+                        r = add_own(&plan, MOUNT_PART_MAILBOX, "/usr/local/bin/lazaret-escalate", client, true,
+                                    MOUNT_PART_BIT(MOUNT_PART_STATE_ANCHOR), ret_error);
+                if (r < 0)
+                        goto finish;
+        }
         for (size_t i = 0; i < n_vols; i++) {
                 r = mount_plan_add_bind_fd(&plan, MOUNT_PART_VOLUME, vols[i].container, vols[i].host, vols[i].fd,
                                            vols[i].mode != VOLUME_RW,

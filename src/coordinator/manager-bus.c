@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "escalation-proto.h"
 #include "log.h"
 #include "manager.h"
 #include "sandbox.h"
@@ -401,6 +402,74 @@ static int stop(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error)
         return r;
 }
 
+static int append_escalation(const char *id, const char *session, const char *state, const char *why,
+                             char *const *argv, const char *cwd, void *userdata) {
+        sd_bus_message *reply = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'r', "ssssass");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "ssss", id, session, state, why);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(reply, (char **) argv);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "s", cwd);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+static int list_escalations(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ssssass)");
+        if (r >= 0)
+                r = escalations_list(m->escalations, append_escalation, reply);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int decide_escalation(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+        _cleanup_strv_free_ char **argv = NULL;
+        const char *id;
+        int approve, r;
+
+        r = sd_bus_message_read(msg, "sb", &id, &approve);
+        if (r >= 0)
+                r = sd_bus_message_read_strv(msg, &argv);
+        if (r < 0)
+                return r;
+        if (strv_length(argv) > ESC_ARGC_MAX)
+                return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "More than %d arguments", ESC_ARGC_MAX);
+        STRV_FOREACH(a, argv)
+                if (strlen(*a) > ESC_ARG_MAX || (a == argv && (*a)[0] == 0))
+                        return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "An argument is empty or too long");
+        if (!m->escalations)
+                return sd_bus_error_set(error, LAZARET_ERROR_INVALID_ARGS, "Host escalation is disabled in this Domain");
+        r = escalations_decide(m->escalations, id, approve, strv_length(argv) > 0 ? argv : NULL, "bus");
+        if (r == -ENOENT)
+                return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "No escalation request %.32s is pending", id);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "Escalation request %.32s was decided already", id);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_list_escalations(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, list_escalations);
+}
+
+static int method_decide_escalation(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, decide_escalation);
+}
+
 static int method_resize_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         return verify_caller_then(msg, userdata, resize_session);
 }
@@ -450,6 +519,16 @@ static const sd_bus_vtable domain_vtable[] = {
                                 SD_BUS_NO_RESULT,
                                 method_close_session, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Stop", NULL, NULL, method_stop, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListEscalations",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a(ssssass)", requests),
+                                method_list_escalations, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("DecideEscalation",
+                                SD_BUS_ARGS("s", request_id, "b", approve, "as", argv),
+                                SD_BUS_NO_RESULT,
+                                method_decide_escalation, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("EscalationRequested",
+                                SD_BUS_ARGS("s", request_id, "s", session_id), 0),
         SD_BUS_SIGNAL_WITH_ARGS("SessionEnded",
                                 SD_BUS_ARGS("s", session_id, "i", exit_status, "s", reason), 0),
         SD_BUS_VTABLE_END
@@ -468,6 +547,12 @@ void manager_emit_session_ended(Manager *m, const char *session_id, int exit_sta
         if (m->bus)
                 (void) sd_bus_emit_signal(m->bus, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "SessionEnded", "sis",
                                           session_id, exit_status, strempty(reason));
+}
+
+void manager_emit_escalation_requested(Manager *m, const char *request_id, const char *session_id) {
+        if (m->bus && m->object_slot)
+                (void) sd_bus_emit_signal(m->bus, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "EscalationRequested", "ss",
+                                          request_id, session_id);
 }
 
 void manager_emit_state_changed(Manager *m) {

@@ -208,6 +208,7 @@ static void manager_remove_session(Manager *m, Session *s) {
         if (s->next)
                 s->next->prev = s->prev;
         m->n_sessions--;
+        escalations_session_closed(m->escalations, s);
         session_free(s);
 }
 
@@ -216,6 +217,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         while (m->sessions)
                 manager_remove_session(m, m->sessions);
+        escalations_free(m->escalations);
         sandbox_free(m->sandbox);
         while (m->waiters) {
                 Waiter *w = m->waiters;
@@ -590,12 +592,58 @@ static void arm_idle_timer(Manager *m) {
         (void) sd_event_add_time_relative(m->event, &m->idle_timer, CLOCK_MONOTONIC, IDLE_TIMEOUT_USEC, 0, on_idle, m);
 }
 
+static Session *escalation_find_session(const char *id, void *userdata) {
+        return manager_find_session(userdata, id);
+}
+
+static void escalation_abort_session(Session *s, void *userdata) {
+        session_close(s, "the developer aborted it at an escalation prompt");
+}
+
+static void escalation_pending(const char *request_id, const char *session_id, void *userdata) {
+        manager_emit_escalation_requested(userdata, request_id, session_id);
+}
+
+/* Host escalation (spec section 5.6), when the configuration enables it. */
+static int start_escalations(Manager *m) {
+        _cleanup_free_ char *error = NULL, *audit = NULL;
+        int r;
+
+        if (!sandbox_mailbox_dir(m->sandbox))
+                return 0;
+        audit = path_join(m->domain->domain_dir, "escalations.jsonl");
+        if (!audit)
+                return -ENOMEM;
+        r = escalations_new(&(EscalationsParams) {
+                                    .event = m->event,
+                                    .dir = sandbox_mailbox_dir(m->sandbox),
+                                    .audit_path = audit,
+                                    .domain_id = m->id,
+                                    .profile = m->domain->profile->name,
+                                    .workspace = m->domain->workspace,
+                                    .config = m->config,
+                                    .cb = { .find_session = escalation_find_session,
+                                            .abort_session = escalation_abort_session,
+                                            .pending = escalation_pending },
+                                    .userdata = m,
+                            }, &m->escalations, &error);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start host escalation: %s", error ?: "");
+        escalations_set_sandbox(m->escalations, sandbox_id(m->sandbox));
+        return 0;
+}
+
 static void sandbox_ready(Sandbox *sb, void *userdata) {
         Manager *m = userdata;
         int r;
 
         if (m->state != DOMAIN_STARTING)
                 return;
+        r = start_escalations(m);
+        if (r < 0) {
+                manager_stop(m, "cannot start host escalation (see the log)");
+                return;
+        }
         r = manager_publish(m);
         if (r < 0) {
                 manager_stop(m, "cannot publish the Domain on the bus");
@@ -645,6 +693,8 @@ static int on_teardown(sd_event_source *s, void *userdata) {
                 log_session(LOG_INFO, id, "Session ended by the Domain's teardown: %s", reason);
                 manager_emit_session_ended(m, id, -1, reason);
         }
+        /* Before the sandbox's runtime files go: the mailbox is among them. */
+        m->escalations = escalations_free(m->escalations);
         manager_emit_state_changed(m);
         m->object_slot = sd_bus_slot_unref(m->object_slot);
         m->name_slot = sd_bus_slot_unref(m->name_slot);
@@ -746,10 +796,17 @@ int manager_open_session(Manager *m, const SessionParams *p, Session **ret, sd_b
         q.runtime = sandbox_runtime(m->sandbox);
         q.cb = (SessionCallbacks) { .ended = session_ended };
         q.userdata = m;
+        q.escalation = m->escalations;
         r = session_new(&q, &s, error);
         if (r < 0 || sd_bus_error_is_set(error)) {
                 log_warning("Session could not start: %s", error->message ?: strerror(-r));
                 return r;
+        }
+        r = escalations_session_opened(m->escalations, s);
+        if (r < 0) {
+                session_abandon(s);
+                session_free(s);
+                return sd_bus_error_set_errnof(error, -r, "Cannot create the session's escalation doorbell: %m");
         }
         s->next = m->sessions;
         if (m->sessions)

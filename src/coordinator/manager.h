@@ -11,6 +11,7 @@
 #include "config.h"
 #include "domain.h"
 #include "domain-store.h"
+#include "escalation.h"
 #include "sandbox.h"
 #include "session.h"
 
@@ -82,6 +83,7 @@ struct Manager {
         sd_event_source *teardown;      /* defer: runs the teardown from the loop */
 
         Sandbox *sandbox;
+        Escalations *escalations;       /* NULL unless escalation is enabled and the sandbox runs */
 
         Session *sessions;
         unsigned n_sessions;
@@ -110,3 +112,4 @@ int manager_publish(Manager *m);
 void manager_emit_session_ended(Manager *m, const char *session_id, int exit_status, const char *reason);
 void manager_emit_sessions_changed(Manager *m);
 void manager_emit_state_changed(Manager *m);
+void manager_emit_escalation_requested(Manager *m, const char *request_id, const char *session_id);

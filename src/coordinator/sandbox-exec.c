@@ -8,6 +8,7 @@
 
 #include "bundle.h"
 #include "cleanup.h"
+#include "escalation-proto.h"
 #include "fs-util.h"
 #include "oci-spec.h"
 #include "parse-util.h"
@@ -115,6 +116,18 @@ static int session_env(const SandboxRuntime *rt, const SandboxExecParams *p, cha
                 r = env_set(&env, "LAZARET_DOMAIN_ID", rt->domain_id);
         if (r >= 0)
                 r = env_set(&env, "LAZARET_SESSION_ID", p->session_id);
+        /* The Escalation Client's identity (spec section 5.5). */
+        if (r >= 0 && p->session_key)
+                r = env_set(&env, ESC_ENV_SESSION_KEY, p->session_key);
+        if (r >= 0 && p->session_key)
+                r = env_set(&env, ESC_ENV_SANDBOX_ID, rt->container);
+        if (r >= 0 && p->session_key) {
+                _cleanup_free_ char *path = NULL;
+                const char *old = env_get(env, "PATH");
+                if (asprintf(&path, "%s%s" SANDBOX_CONTROL_MOUNT "/bin", strempty(old), old ? ":" : "") < 0)
+                        return -ENOMEM;
+                r = env_set(&env, "PATH", path);
+        }
         if (r >= 0 && p->terminal && !env_get(env, "TERM"))
                 r = env_set(&env, "TERM", "xterm");
         if (r < 0)

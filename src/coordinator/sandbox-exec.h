@@ -22,6 +22,7 @@ typedef struct SandboxExecParams {
         char **client_env;      /* validated NAME=VALUE entries from the client */
         bool terminal;          /* stdio[0] is the PTY slave: it becomes the controlling terminal */
         const int *stdio;       /* 3 fds */
+        const char *session_key;        /* the Session Anchor's private half (hex), or NULL */
 } SandboxExecParams;
 
 int sandbox_exec(const SandboxRuntime *rt, const SandboxExecParams *p, SandboxExec **ret, pid_t *ret_pid, int *ret_pidfd);

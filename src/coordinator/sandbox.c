@@ -22,6 +22,7 @@
 #include "bus-names.h"
 #include "cgroup-util.h"
 #include "cleanup.h"
+#include "escalation-proto.h"
 #include "fs-util.h"
 #include "image.h"
 #include "log.h"
@@ -90,6 +91,7 @@ struct Sandbox {
         char *mount_plan;               /* JSON (mount-plan.h), from the bundle */
         unsigned limits_enforced;       /* LimitControl bits in force for the scope (cgroup-util.h) */
         char *sessions_dir;             /* process specs of sessions */
+        char *mailbox_dir;              /* the Escalation Mailbox (escalation.c), NULL without escalation */
         char *overlay_dir;              /* the root overlay's file store */
         char *state_notice;             /* what the State Anchor had to say at this start, or NULL */
         DomainStore *store;             /* borrowed */
@@ -120,6 +122,10 @@ struct Sandbox {
         sd_bus_slot *result_query;      /* Get Result, after the sandbox ended by itself */
         char *pending_why;              /* the failure reported unless the scope's Result says OOM */
 };
+
+const char *sandbox_mailbox_dir(const Sandbox *sb) {
+        return sb ? sb->mailbox_dir : NULL;
+}
 
 const char *sandbox_id(const Sandbox *sb) {
         return sb ? sb->id : "";
@@ -215,6 +221,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->control_dir);
         free(sb->mount_plan);
         free(sb->sessions_dir);
+        free(sb->mailbox_dir);
         free(sb->overlay_dir);
         free(sb->state_notice);
         free(sb->coordinator_id);
@@ -273,6 +280,11 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
         sb->sessions_dir = path_join(p->runtime_dir, "sessions");
         sb->overlay_dir = path_join(p->domain->domain_dir, "overlay");
         sb->netns_path = path_join(p->runtime_dir, "netns");
+        if (p->domain->config->escalation_enabled) {
+                sb->mailbox_dir = path_join(p->runtime_dir, "mailbox");
+                if (!sb->mailbox_dir)
+                        return -ENOMEM;
+        }
         sb->policy_path = path_join(sb->bundle ?: "", "network-policy");
         if (!sb->runtime_dir || !sb->runsc_root || !sb->bundle || !sb->control_dir || !sb->sessions_dir || !sb->overlay_dir ||
             !sb->netns_path || !sb->policy_path)
@@ -620,6 +632,15 @@ static void step_bundle(Sandbox *sb) {
                 r = mkdir_mode(sb->sessions_dir, 0700);
         if (r >= 0)
                 r = mkdir_mode(sb->overlay_dir, 0700);
+        if (r >= 0 && sb->mailbox_dir)
+                r = mkdir_mode(sb->mailbox_dir, 0700);
+        if (r >= 0 && sb->mailbox_dir) {
+                _cleanup_free_ char *req = path_join(sb->mailbox_dir, ESC_REQUESTS_DIR),
+                                    *res = path_join(sb->mailbox_dir, ESC_RESULTS_DIR);
+                r = req && res ? mkdir_mode(req, 0700) : -ENOMEM;
+                if (r >= 0)
+                        r = mkdir_mode(res, 0700);
+        }
         if (r < 0) {
                 log_error_errno(r, "Cannot create the runtime directories in %s", sb->runtime_dir);
                 sandbox_fail(sb, "cannot create the sandbox's runtime directories (see the log)");
@@ -643,6 +664,7 @@ static void step_bundle(Sandbox *sb) {
                                  .canary_port = sb->canary_port,
                                  .probe_denied = probe_denied,
                                  .ret_state_notice = &sb->state_notice,
+                                 .mailbox_dir = sb->mailbox_dir,
                          }, &sb->mount_plan, &why);
         if (r >= 0 && sb->state_notice)
                 log_warning("State Anchor: %s", sb->state_notice);
@@ -839,6 +861,7 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
             strv_extend(&argv, "--overlay") < 0 || strv_extend(&argv, overlay) < 0 ||
             strv_extend(&argv, root_size) < 0 ||
             strv_extend(&argv, sb->domain->profile->directfs ? "--directfs=true" : "--directfs=false") < 0 ||
+            (sb->mailbox_dir && strv_extend(&argv, "--host-fifo") < 0) ||
             strv_extend(&argv, "--netns") < 0 || strv_extend(&argv, sb->netns_path) < 0 ||
             strv_extend(&argv, "--slirp4netns") < 0 || strv_extend(&argv, sb->slirp4netns) < 0 ||
             strv_extend(&argv, "--policy") < 0 || strv_extend(&argv, sb->policy_path) < 0 ||

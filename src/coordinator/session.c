@@ -15,6 +15,7 @@
 
 #include "bus-names.h"
 #include "cleanup.h"
+#include "hash.h"
 #include "log.h"
 #include "process.h"
 #include "session.h"
@@ -64,18 +65,153 @@ static ssize_t buffer_drain(Buffer *b, int fd) {
         return k;
 }
 
+/* --------------------------------------------------------------- prompt */
+
+/*
+ * Keys typed while a prompt is up. An escape sequence (the reply to a
+ * terminal query the sandbox sent, a function key) is dropped whole: ESC,
+ * then CSI "[" parameters up to a final byte, or OSC/DCS/APC/PM "]" "P" "_"
+ * "^" up to BEL or ESC "\", or one more byte.
+ */
+enum { ESC_NONE, ESC_START, ESC_CSI, ESC_STRING, ESC_STRING_ESC };
+
+static void prompt_read(Session *s) {
+        unsigned char b[256];
+        ssize_t k = read(s->client_tty, b, sizeof(b));
+
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
+                s->tty_eof = true;
+                s->to_tty.len = 0;
+                session_close(s, "the client's terminal closed");
+                return;
+        }
+        for (ssize_t i = 0; i < k && s->prompting; i++) {
+                unsigned char c = b[i];
+
+                switch (s->prompt_esc) {
+                case ESC_START:
+                        s->prompt_esc = c == '[' ? ESC_CSI : c && strchr("]P_^X", c) ? ESC_STRING : ESC_NONE;
+                        continue;
+                case ESC_CSI:
+                        if (c >= 0x40 && c <= 0x7e)
+                                s->prompt_esc = ESC_NONE;
+                        continue;
+                case ESC_STRING:
+                        if (c == 0x07)
+                                s->prompt_esc = ESC_NONE;
+                        else if (c == 0x1b)
+                                s->prompt_esc = ESC_STRING_ESC;
+                        continue;
+                case ESC_STRING_ESC:
+                        s->prompt_esc = c == '\\' ? ESC_NONE : ESC_STRING;
+                        continue;
+                }
+                if (c == 0x1b) {
+                        s->prompt_esc = ESC_START;
+                        continue;
+                }
+                s->prompt_input(s, c, s->prompt_userdata);
+        }
+}
+
+/*
+ * The prompt's text goes through a buffer of its own, drained as the
+ * client's terminal takes it (C15: no write to a client's terminal
+ * blocks), and always before anything the sandbox printed.
+ */
+static void prompt_put(Session *s, const char *text) {
+        size_t n = strlen(text);
+
+        if (!s->prompt_out) {
+                s->prompt_out = calloc(1, sizeof(Buffer));
+                if (!s->prompt_out)
+                        return;
+        }
+        /* A terminal that took none of 64 KiB of prompt text is not waited for. */
+        while (n > 0 && s->prompt_out->len < SESSION_BUFFER_SIZE) {
+                size_t end = (s->prompt_out->start + s->prompt_out->len) % SESSION_BUFFER_SIZE;
+                size_t room = SESSION_BUFFER_SIZE - s->prompt_out->len, chunk;
+
+                chunk = SESSION_BUFFER_SIZE - end < room ? SESSION_BUFFER_SIZE - end : room;
+                if (chunk > n)
+                        chunk = n;
+                memcpy(s->prompt_out->data + end, text, chunk);
+                s->prompt_out->len += chunk;
+                text += chunk;
+                n -= chunk;
+        }
+        (void) buffer_drain(s->prompt_out, s->client_tty);
+        relay_update(s);
+}
+
+int session_prompt_begin(Session *s, const char *text, SessionPromptInput input, void *userdata) {
+        if (!s->terminal || s->client_tty < 0 || s->tty_eof)
+                return -ENOTTY;
+        if (s->prompting)
+                return -EBUSY;
+        s->prompting = true;
+        s->prompt_input = input;
+        s->prompt_userdata = userdata;
+        s->prompt_esc = ESC_NONE;
+        /* Whatever the human typed before the prompt was meant for the sandbox. */
+        (void) tcflush(s->client_tty, TCIFLUSH);
+        /* What the sandbox printed and is still buffered is held, not shown. */
+        if (s->pty_source)
+                (void) sd_event_source_set_enabled(s->pty_source, SD_EVENT_OFF);
+        if (s->tty_source) {
+                (void) sd_event_source_set_io_events(s->tty_source, EPOLLIN);
+                (void) sd_event_source_set_enabled(s->tty_source, SD_EVENT_ON);
+        }
+        /* CAN ends an escape sequence the sandbox left open, ST a string;
+         * then plain attributes, the ASCII character set, a visible cursor,
+         * replace mode and autowrap, on a fresh line. */
+        prompt_put(s, "\x18\x1b\\\x1b[0m\x1b(B\x0f\x1b[?25h\x1b[4l\x1b[?7h\r\n");
+        prompt_put(s, text);
+        return 0;
+}
+
+void session_prompt_write(Session *s, const char *text) {
+        if (!s->prompting || s->client_tty < 0 || s->tty_eof)
+                return;
+        prompt_put(s, text);
+}
+
+void session_prompt_end(Session *s, const char *text) {
+        if (!s->prompting)
+                return;
+        if (text)
+                session_prompt_write(s, text);
+        s->prompting = false;
+        s->prompt_input = NULL;
+        s->prompt_userdata = NULL;
+        if (s->pty_source)
+                (void) sd_event_source_set_enabled(s->pty_source, SD_EVENT_ON);
+        relay_update(s);
+        /* The command redraws what the prompt covered. */
+        if (s->child_source)
+                (void) sd_event_source_send_child_signal(s->child_source, SIGWINCH, NULL, 0);
+}
+
 static int on_tty(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         Session *s = userdata;
         ssize_t k;
 
         if (revents & EPOLLOUT) {
-                k = buffer_drain(&s->to_tty, s->client_tty);
+                /* The prompt's text first; the sandbox's output only when no prompt is up. */
+                if (s->prompt_out && s->prompt_out->len > 0)
+                        k = buffer_drain(s->prompt_out, s->client_tty);
+                else
+                        k = s->prompting ? 0 : buffer_drain(&s->to_tty, s->client_tty);
                 if (k < 0 && k != -EAGAIN) {
                         /* The client's terminal is gone: nobody can use this session. */
                         s->tty_eof = true;
                         s->to_tty.len = 0;
                         session_close(s, "the client's terminal closed");
                 }
+        }
+        if (s->prompting && !s->tty_eof && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+                prompt_read(s);
+                return 0;
         }
         if (!s->tty_eof && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !s->exited) {
                 k = buffer_fill(&s->to_pty, s->client_tty);
@@ -137,6 +273,19 @@ static void relay_update(Session *s) {
 
         if (s->client_tty < 0 || s->pty_master < 0)
                 return;
+        /* During a prompt only the human's keys move, to the prompt, and the prompt's text. */
+        if (s->prompting) {
+                if (s->pty_source)
+                        (void) sd_event_source_set_enabled(s->pty_source, SD_EVENT_OFF);
+                if (s->tty_source) {
+                        (void) sd_event_source_set_io_events(s->tty_source,
+                                                             EPOLLIN | (s->prompt_out && s->prompt_out->len ? EPOLLOUT : 0));
+                        (void) sd_event_source_set_enabled(s->tty_source, s->tty_eof ? SD_EVENT_OFF : SD_EVENT_ON);
+                }
+                return;
+        }
+        if (!s->tty_eof && s->prompt_out && s->prompt_out->len > 0)
+                tty_events |= EPOLLOUT;
         if (!s->tty_eof && !s->exited && s->to_pty.len < SESSION_BUFFER_SIZE)
                 tty_events |= EPOLLIN;
         if (!s->tty_eof && s->to_tty.len > 0)
@@ -276,6 +425,7 @@ Session *session_free(Session *s) {
         sd_event_source_disable_unref(s->settle_timer);
         process_free(s->killer);
         terminal_release(s);
+        free(s->prompt_out);
         safe_close(s->pty_master);
         for (int i = 0; i < 3; i++)
                 pump_close(&s->pumps[i]);
@@ -297,7 +447,8 @@ Session *session_free(Session *s) {
 static void maybe_finish(Session *s) {
         if (!s->exited)
                 return;
-        if (s->terminal && s->client_tty >= 0 && !s->tty_eof && (!s->pty_eof || s->to_tty.len > 0))
+        if (s->terminal && s->client_tty >= 0 && !s->tty_eof &&
+            (!s->pty_eof || s->to_tty.len > 0 || (s->prompt_out && s->prompt_out->len > 0)))
                 return;
         pumps_drain(s);
         terminal_release(s);
@@ -543,6 +694,8 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
         int stdio[3] = { -EBADF, -EBADF, -EBADF };
         struct timespec ts;
         sd_id128_t rnd;
+        uint8_t anchor[ESC_KEY_LEN];
+        char anchor_hex[2 * ESC_KEY_LEN + 1];
         int r;
 
         if (!p->runtime)
@@ -564,6 +717,11 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
         if (r < 0)
                 return r;
         sd_id128_to_string(rnd, s->id);
+        r = esc_key_generate(anchor, s->anchor_pub);
+        if (r < 0)
+                return r;
+        hexify(anchor, sizeof(anchor), anchor_hex);
+        explicit_bzero(anchor, sizeof(anchor));
         s->owner = strdup(p->owner ?: "");
         s->argv = strv_copy(p->argv);
         if (!s->owner || !s->argv)
@@ -602,8 +760,11 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
 
         r = sandbox_exec(p->runtime,
                          &(SandboxExecParams) { .session_id = s->id, .argv = s->argv, .client_env = p->env,
-                                                .terminal = p->terminal, .stdio = stdio },
+                                                .terminal = p->terminal, .stdio = stdio,
+                                                .session_key = p->escalation ? anchor_hex : NULL },
                          &s->exec, &s->pid, &pidfd);
+        /* Only the session's process has the private half now (its process spec is removed with it). */
+        explicit_bzero(anchor_hex, sizeof(anchor_hex));
         /* The command has them now (or never will). */
         if (!p->terminal)
                 for (int i = 0; i < 3; i++)

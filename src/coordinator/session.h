@@ -9,6 +9,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "escalation-proto.h"
 #include "sandbox.h"
 #include "sandbox-exec.h"
 
@@ -21,6 +22,13 @@ typedef struct Buffer {
 } Buffer;
 
 typedef struct Session Session;
+
+/*
+ * While a prompt is up, each byte the human types reaches this instead of
+ * the sandbox (escalation.c). Replies to terminal queries (escape
+ * sequences) are dropped before it.
+ */
+typedef void (*SessionPromptInput)(Session *s, unsigned char key, void *userdata);
 
 /*
  * gVisor reads and writes a regular file passed as a standard stream at
@@ -83,6 +91,17 @@ struct Session {
         Buffer to_pty, to_tty;
         bool tty_eof, pty_eof;
 
+        /* The Session Anchor (spec section 5.5): the public half of the key
+         * whose private half only this session's process got. */
+        uint8_t anchor_pub[ESC_KEY_LEN];
+
+        /* An escalation prompt on the client's terminal. */
+        bool prompting;
+        SessionPromptInput prompt_input;
+        void *prompt_userdata;
+        unsigned prompt_esc;    /* state of the escape sequence being dropped */
+        Buffer *prompt_out;     /* the prompt's text on its way to the client's terminal */
+
         /* The runsc exec client that runs the command. */
         SandboxExec *exec;
         pid_t pid;
@@ -107,6 +126,7 @@ typedef struct SessionParams {
         uint16_t rows, cols;
         const char *owner;
         pid_t owner_pid;
+        bool escalation;        /* hand the session its Session Anchor key (escalation enabled) */
         SessionCallbacks cb;
         void *userdata;
 } SessionParams;
@@ -123,5 +143,18 @@ void session_close(Session *s, const char *why);
  * without waiting, and the terminal's modes are restored.
  */
 void session_abandon(Session *s);
+/*
+ * The escalation prompt (SR-7): stops relaying in both directions (what the
+ * sandbox writes is held in the PTY and its writers back-pressured; what
+ * the human types goes to input), cancels any escape sequence in progress,
+ * resets the terminal's attributes and writes text. -ENOTTY without a
+ * terminal, -EBUSY when a prompt is up already.
+ */
+int session_prompt_begin(Session *s, const char *text, SessionPromptInput input, void *userdata);
+/* More text while the prompt is up (echo of an edit, a new question). */
+void session_prompt_write(Session *s, const char *text);
+/* Ends it: text is written last, relaying resumes, the command gets SIGWINCH to redraw. */
+void session_prompt_end(Session *s, const char *text);
+
 Session *session_free(Session *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Session *, session_free);

@@ -25,6 +25,7 @@
 #include "ctl.h"
 #include "domain.h"
 #include "domains.h"
+#include "escalation-proto.h"
 #include "fs-util.h"
 #include "json-util.h"
 #include "macro.h"
@@ -704,5 +705,121 @@ int verb_log(int argc, char *argv[], const Config *config) {
         fputs(start, stdout);
         if (*start && all[strlen(all) - 1] != '\n')
                 fputc('\n', stdout);
+        return 0;
+}
+
+/* One pending request, as a human line or a JSON object. */
+static int escalation_show(sd_bus_message *reply, json_object *list) {
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_free_ char *shown = NULL, *why = NULL;
+        const char *id, *session, *state, *justification, *cwd;
+        int r;
+
+        r = sd_bus_message_enter_container(reply, 'r', "ssssass");
+        if (r <= 0)
+                return r;
+        r = sd_bus_message_read(reply, "ssss", &id, &session, &state, &justification);
+        if (r >= 0)
+                r = sd_bus_message_read_strv(reply, &argv);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "s", &cwd);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r < 0)
+                return r;
+        if (list) {
+                _cleanup_json_ json_object *o = json_object_new_object();
+                if (!o || json_add_string(o, "RequestId", id) < 0 || json_add_string(o, "SessionId", session) < 0 ||
+                    json_add_string(o, "State", state) < 0 || json_add_string(o, "Why", justification) < 0 ||
+                    json_add_strv(o, "Argv", (const char *const *) argv) < 0 || json_add_string(o, "Cwd", cwd) < 0 ||
+                    json_append(list, o) < 0)
+                        return -ENOMEM;
+                TAKE_PTR(o);
+                return 1;
+        }
+        /* What the sandbox wrote is escaped before it reaches the terminal. */
+        shown = esc_argv_to_display(argv);
+        why = esc_string_to_display(justification);
+        if (!shown || !why)
+                return -ENOMEM;
+        printf("%s  %-9s  session %.8s  %s\n", id, state, session, shown);
+        if (justification[0])
+                printf("%34s why: %s\n", "", why);
+        return 1;
+}
+
+/*
+ * lazaretctl escalations [list] | approve ID | deny ID: host escalation
+ * requests of the current Domain that wait for a decision, decided here
+ * instead of (or before) the session's terminal.
+ */
+int verb_escalations(int argc, char *argv[], const Config *config) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_json_ json_object *list = NULL;
+        const char *what = argc > 1 ? argv[1] : "list";
+        char name[BUS_NAME_MAX], id[DOMAIN_ID_LEN + 1];
+        unsigned n = 0;
+        int r;
+
+        if (!streq(what, "list") && !streq(what, "approve") && !streq(what, "deny")) {
+                fprintf(stderr, "Unknown escalations action \"%s\"; use list, approve ID or deny ID.\n", what);
+                return -EINVAL;
+        }
+        if ((streq(what, "list") && argc > 2) || (!streq(what, "list") && argc != 3)) {
+                fprintf(stderr, "Usage: lazaretctl escalations [list] | approve ID | deny ID\n");
+                return -EINVAL;
+        }
+        r = open_target(1, argv, config, &bus, id, name);
+        if (r < 0)
+                return r;
+        if (!streq(what, "list")) {
+                r = sd_bus_call_method(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "DecideEscalation", &error,
+                                       NULL, "sbas", argv[2], (int) streq(what, "approve"), 0);
+                if (r < 0) {
+                        if (error_is_not_running(&error)) {
+                                fprintf(stderr, "Domain %s is not running.\n", id);
+                                return -ESRCH;
+                        }
+                        if (ctl_bus_not_responding(bus, name, &error))
+                                return ctl_not_responding(id);
+                        fprintf(stderr, "Cannot %s request %s: %s\n", what, argv[2], error.message ?: strerror(-r));
+                        return r;
+                }
+                if (!arg_json)
+                        printf("Request %s %s.\n", argv[2], streq(what, "approve") ? "approved" : "denied");
+                return 0;
+        }
+        r = sd_bus_call_method(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "ListEscalations", &error, &reply, "");
+        if (r < 0) {
+                if (error_is_not_running(&error)) {
+                        if (arg_json)
+                                printf("[]\n");
+                        else
+                                printf("Domain %s is not running.\n", id);
+                        return 0;
+                }
+                if (ctl_bus_not_responding(bus, name, &error))
+                        return ctl_not_responding(id);
+                fprintf(stderr, "Cannot list the escalation requests of Domain %s: %s\n", id, error.message ?: strerror(-r));
+                return r;
+        }
+        if (arg_json) {
+                list = json_object_new_array();
+                if (!list)
+                        return ctl_json_failed(-ENOMEM);
+        }
+        r = sd_bus_message_enter_container(reply, 'a', "(ssssass)");
+        while (r >= 0 && (r = escalation_show(reply, list)) > 0)
+                n++;
+        if (r < 0) {
+                fprintf(stderr, "Cannot read the escalation requests: %s\n", strerror(-r));
+                return r;
+        }
+        if (list)
+                return ctl_print_json(list);
+        if (n == 0)
+                printf("No escalation request of Domain %s waits for a decision.\n", id);
         return 0;
 }

@@ -12,3 +12,5 @@ int verb_status(int argc, char *argv[], const Config *config);
 int verb_list(int argc, char *argv[], const Config *config);
 int verb_stop(int argc, char *argv[], const Config *config);
 int verb_log(int argc, char *argv[], const Config *config);
+/* escalations [list] | approve ID | deny ID: of the selected profile and workspace's Domain. */
+int verb_escalations(int argc, char *argv[], const Config *config);

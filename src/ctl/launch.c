@@ -480,6 +480,22 @@ static int on_session_ended(sd_bus_message *m, void *userdata, sd_bus_error *ret
         return sd_event_exit(c->event, 0);
 }
 
+/*
+ * A host escalation request of our session waits for a decision. With a
+ * terminal, the coordinator asks on it; without one it never writes into
+ * the session's streams, so we say, in one line, how to decide.
+ */
+static int on_escalation_requested(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Client *c = userdata;
+        const char *rid, *sid;
+
+        if (sd_bus_message_read(m, "ss", &rid, &sid) < 0 || c->terminal || !c->session_id || !streq(sid, c->session_id))
+                return 0;
+        fprintf(stderr, "lazaret: the sandbox asks to run a host command: lazaretctl escalations shows it; "
+                        "lazaretctl escalations approve|deny %.32s decides\n", rid);
+        return 0;
+}
+
 static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
         Client *c = userdata;
         const char *name, *old, *new;
@@ -719,6 +735,9 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
                 return r;
         r = sd_bus_match_signal(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "SessionEnded",
                                 on_session_ended, c);
+        if (r >= 0)
+                r = sd_bus_match_signal(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
+                                        "EscalationRequested", on_escalation_requested, c);
         if (r >= 0)
                 r = sd_bus_match_signal(c->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                         "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, c);

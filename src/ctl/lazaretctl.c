@@ -363,6 +363,14 @@ static int verb_config(int argc, char *argv[], const Config *c) {
         }
         (void) config_default_path(&arg_host, &defpath);
         config_fingerprint_hex(c, fp);
+        {
+                _cleanup_strv_free_ char **risky = NULL;
+                r = config_escalation_risky_rules(c, &risky);
+                if (r < 0)
+                        return r;
+                STRV_FOREACH(w, risky)
+                        fprintf(stderr, "Warning: %s.\n", *w);
+        }
 
         if (arg_json) {
                 r = config_json(c, fp, ws, &root, &profiles);
@@ -415,6 +423,7 @@ static const Verb verbs[] = {
         { "status",    1, 2,        VERB_CONFIG,                       verb_status,    "status [DOMAIN-ID]          Show the state of a Domain" },
         { "list",      1, 1,        0,                                 verb_list,      "list                        List running Domains" },
         { "stop",      1, 2,        VERB_CONFIG,                       verb_stop,      "stop [DOMAIN-ID]            Stop a Domain: end its sessions, tear it down" },
+        { "escalations", 1, 3,      VERB_CONFIG,                       verb_escalations, "escalations [list|approve ID|deny ID] Host escalation requests waiting for a decision" },
         { "log",       1, 2,        VERB_CONFIG,                       verb_log,       "log [DOMAIN-ID]             Show the last lines the Domain's coordinator logged" },
         { "image",     2, 2,        VERB_CONFIG | VERB_IMAGE_OPTIONS,  verb_image,     "image build-default         Build the built-in default image from Debian packages" },
         { "domain-id", 1, 1,        VERB_CONFIG,                       verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },

@@ -10,10 +10,12 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "config.h"
 #include "config-escalation.h"
 #include "json-util.h"
 #include "macro.h"
 #include "path-util.h"
+#include "strv.h"
 
 /*
  * Programs that run other programs or code of the caller's choosing. A rule
@@ -31,19 +33,60 @@ static const char *const banned_programs[] = {
         NULL
 };
 
-static const char *banned_match(const char *path) {
+/*
+ * Programs that run code from the files around them (build tools, test
+ * runners, package managers running scripts): allowed in a rule, since the
+ * argv alone does not say what they read, but `config check` warns, since
+ * a sandbox that writes the workspace chooses what they run on the host.
+ */
+static const char *const workspace_runners[] = {
+        "make", "gmake", "bmake", "cmake", "ninja", "meson", "scons", "bazel*", "buck*", "please",
+        "cargo", "go", "npm", "npx", "yarn", "pnpm", "pip*", "pipx", "poetry", "uv", "tox", "nox", "pytest*",
+        "mvn", "gradle*", "ant", "sbt", "lein", "mix", "rebar3", "dotnet", "composer", "bundle", "rake",
+        "jest", "vitest", "mocha", "tsc", "docker", "podman", "nix*", "just", "task",
+        NULL
+};
+
+static const char *name_match(const char *const *names, const char *path) {
         const char *base = strrchr(path, '/');
         base = base ? base + 1 : path;
 
-        for (size_t i = 0; banned_programs[i]; i++) {
-                size_t l = strlen(banned_programs[i]);
-                if (banned_programs[i][l - 1] == '*') {
-                        if (strncmp(base, banned_programs[i], l - 1) == 0)
-                                return banned_programs[i];
-                } else if (streq(base, banned_programs[i]))
-                        return banned_programs[i];
+        for (size_t i = 0; names[i]; i++) {
+                size_t l = strlen(names[i]);
+                if (names[i][l - 1] == '*') {
+                        if (strncmp(base, names[i], l - 1) == 0)
+                                return names[i];
+                } else if (streq(base, names[i]))
+                        return names[i];
         }
         return NULL;
+}
+
+int config_escalation_risky_rules(const Config *c, char ***ret) {
+        char **l = NULL;
+
+        for (size_t i = 0; i < c->n_auto_approve; i++) {
+                const AutoApproveRule *rule = &c->auto_approve[i];
+                const char *hit = name_match(workspace_runners, rule->argv[0]);
+                char *line;
+
+                if (!hit && rule->program)
+                        hit = name_match(workspace_runners, rule->program);
+                if (!hit)
+                        continue;
+                if (asprintf(&line, "escalation.auto_approve[%zu]: \"%s\" (matches \"%s\") runs code from files the "
+                                    "sandbox can write: such a rule lets the sandbox choose what runs on the host",
+                             i, rule->argv[0], hit) < 0 || strv_push(&l, line) < 0) {
+                        strv_free(l);
+                        return -ENOMEM;
+                }
+        }
+        *ret = l;
+        return 0;
+}
+
+static const char *banned_match(const char *path) {
+        return name_match(banned_programs, path);
 }
 
 static int refuse_banned(ConfigParser *p, const char *path, const char *program, const char *hit) {

@@ -118,6 +118,13 @@ typedef struct ConfigEnv {
 } ConfigEnv;
 
 Config *config_free(Config *c);
+
+/*
+ * Auto-approve rules whose program runs code from files around it (make,
+ * cargo, npm, pytest, ...; config-escalation.c): one warning line each in
+ * *ret, NULL when there are none. `lazaretctl config check` prints them.
+ */
+int config_escalation_risky_rules(const Config *c, char ***ret);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
 #define _cleanup_config_ _cleanup_(config_freep)
 

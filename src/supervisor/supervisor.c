@@ -73,6 +73,8 @@ static int arg_canary_port;
 static bool arg_fault_deny_on_lo;
 #endif
 static bool arg_directfs = true;
+/* runsc --host-fifo=open: the Escalation Mailbox's doorbells are host FIFOs (spec section 5.6). */
+static bool arg_host_fifo;
 static uint64_t arg_overlay_size;
 static char dcache_arg[64];
 
@@ -165,6 +167,7 @@ static int runsc(const char *verb, char *const *args, bool wait_for_it, int in_f
                                                  NULL }) < 0 ||
             strv_extendf(&argv, "--overlay2=%s", arg_overlay) < 0 ||
             strv_extendf(&argv, "--directfs=%s", arg_directfs ? "true" : "false") < 0 ||
+            (arg_host_fifo && strv_extend(&argv, "--host-fifo=open") < 0) ||
             (dcache_arg[0] && strv_extend(&argv, dcache_arg) < 0) ||
             strv_extend(&argv, verb) < 0 ||
             strv_extend_strv(&argv, args) < 0)
@@ -362,6 +365,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "overlay",    required_argument, NULL, 'o' },
                 { "overlay-size", required_argument, NULL, 'O' },
                 { "directfs",   required_argument, NULL, 'd' },
+                { "host-fifo",  no_argument,       NULL, 'H' },
                 { "netns",      required_argument, NULL, 'n' },
                 { "slirp4netns", required_argument, NULL, 's' },
                 { "policy",     required_argument, NULL, 'p' },
@@ -407,6 +411,9 @@ static int parse_argv(int argc, char *argv[]) {
                                 arg_directfs = false;
                         else
                                 return -EINVAL;
+                        break;
+                case 'H':
+                        arg_host_fifo = true;
                         break;
                 case 'n':
                         arg_netns = optarg;

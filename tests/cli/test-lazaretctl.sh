@@ -62,6 +62,17 @@ chmod 0600 "$top/empty.json"
 fp2=$(cd "$top/proj" && "$ctl" config check --json --config "$top/empty.json" | jq -r .fingerprint)
 if [ -n "$fp" ] && [ "$fp" = "$fp2" ]; then ok "an empty file has the built-in fingerprint"; else bad "fingerprints differ: $fp vs $fp2"; fi
 
+# A rule for a program that runs the sandbox's files (make) is warned about; a fixed one is not.
+printf '{ "escalation": { "auto_approve": [ { "argv": ["/usr/bin/make", "test"] }, { "argv": ["/usr/bin/touch", "/tmp/x"] } ] } }\n' >"$top/rules.json"
+chmod 0600 "$top/rules.json"
+out=$(cd "$top/proj" && "$ctl" config check --config "$top/rules.json" 2>&1 >/dev/null)
+if printf '%s' "$out" | grep -q 'escalation.auto_approve\[0\]: "/usr/bin/make" (matches "make") runs code from files the sandbox can write' &&
+   ! printf '%s' "$out" | grep -q 'auto_approve\[1\]'; then
+        ok "config check warns about a build-tool auto-approve rule"
+else
+        bad "config check and a build-tool rule: $out"
+fi
+
 # --- bad configurations: message names file and key; nothing is created ----
 snapshot() { (cd "$top" && find . -path ./cases -prune -o -print | sort); }
 mkdir -p "$top/cases"

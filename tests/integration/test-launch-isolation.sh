@@ -37,8 +37,10 @@ for p in "$HOME" "$HOME/.ssh" "$LT_CONFIG" /home /run/user "$XDG_RUNTIME_DIR"; d
         fi
 done
 # /bin is left out: the image's busybox applets are symlinks that busybox
-# grep follows, 400 reads of the same binary for nothing.
-found=$(lt_launch -- /bin/sh -c "for d in /*; do case \$d in /proc|/sys|/dev|/bin) ;; *) grep -rl '$secret' \$d 2>/dev/null;; esac; done; true")
+# grep follows, 400 reads of the same binary for nothing. The Escalation
+# Mailbox's results/ is left out too: it holds the session's doorbell FIFO,
+# on which busybox grep -r (unlike GNU grep) would block (spec section 5.6).
+found=$(lt_launch -- /bin/sh -c "for d in /* /run/* /run/lazaret/*; do case \$d in /proc|/sys|/dev|/bin|/run|/run/lazaret|/run/lazaret/mailbox) ;; *) grep -rl '$secret' \$d 2>/dev/null;; esac; done; grep -rl '$secret' /run/lazaret/mailbox/requests 2>/dev/null; ls /run/lazaret/mailbox/results | grep -v '[.]bell\$' | sed 's|^|/run/lazaret/mailbox/results/|' | xargs -r grep -l '$secret' 2>/dev/null; true")
 [[ -z $found ]] || lt_fail "the secret planted outside the workspace is readable inside: $found"
 lt_log "ok: no host path outside the workspace, secret not found"
 

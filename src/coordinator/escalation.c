@@ -1,0 +1,1090 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Host escalation (spec section 5.6): the mailbox, request verification and
+ * routing, the decision, the host command and the result.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "escalation.h"
+#include "escalation-proto.h"
+#include "fs-util.h"
+#include "json-util.h"
+#include "log.h"
+#include "path-util.h"
+#include "process.h"
+#include "spawn-util.h"
+#include "strv.h"
+#include "util.h"
+
+#define SANDBOX_WORKSPACE_DIR "/workspace"
+#define MAX_PENDING 32                  /* accepted, unresolved requests per Domain */
+#define MAX_PENDING_SESSION 8
+#define SEEN_MAX 4096                   /* request IDs remembered against replay */
+#define CLOCK_SKEW_USEC (10ULL * 60 * 1000000)  /* a request's time may differ from ours this much */
+#define AUDIT_MAX (1024 * 1024)         /* the audit file is rotated once past this */
+#define EDIT_MAX 4096
+#define REFUSALS_LOGGED_PER_SEC 10
+#define RESULTS_KEPT_PER_SESSION 16     /* result files (up to 512 KiB each) left in results/ */
+
+typedef enum RequestState {
+        REQUEST_WAITING,                /* for a prompt (or, without a terminal, for its deadline) */
+        REQUEST_PROMPTING,
+        REQUEST_RUNNING,
+} RequestState;
+
+typedef struct Request Request;
+
+typedef struct Capture {
+        Request *req;
+        int fd;
+        sd_event_source *source;
+        char *buf;
+        size_t len;
+        bool truncated;
+} Capture;
+
+struct Request {
+        Escalations *e;
+        Request *next, *prev;
+        EscRequest q;
+        Session *session;               /* borrowed; the request goes before the session does */
+        RequestState state;
+        char **argv;                    /* what runs: the request's, or the developer's edit */
+        char *program;                  /* argv[0] resolved; NULL when there is none */
+        int cwd_fd;                     /* the host directory it runs in */
+        char *host_cwd;
+        bool edited;
+        const char *decided_by;         /* "rule", "terminal" */
+        sd_event_source *deadline;
+
+        /* The prompt's edit line. */
+        bool editing;
+        char edit[EDIT_MAX + 1];
+        size_t edit_len;
+
+        /* The host command. */
+        pid_t pid;
+        sd_event_source *child;
+        Capture out, err;
+};
+
+typedef struct Bell {
+        struct Bell *next;
+        char session[ESC_ID_LEN + 1];
+        int fd;                         /* the FIFO, O_RDWR: rings are never lost, opening never blocks */
+        char **results;                 /* result files written for this session */
+} Bell;
+
+struct Escalations {
+        sd_event *event;
+        char *dir, *audit_path, *domain_id, *profile, *workspace;
+        const Config *config;
+        EscalationsCallbacks cb;
+        void *userdata;
+        char sandbox_id[ESC_SANDBOX_ID_MAX + 1];
+
+        int requests_fd, results_fd;
+        int inotify_fd;
+        sd_event_source *inotify_source;
+
+        Request *requests;
+        unsigned n_requests;
+        Bell *bells;
+
+        char (*seen)[ESC_ID_LEN + 1];
+        size_t n_seen, seen_next;
+
+        uint64_t refusal_sec;
+        unsigned refusals;
+};
+
+static void request_prompt(Request *r);
+static void session_next_prompt(Escalations *e, Session *s);
+
+/* ----------------------------------------------------------------- audit */
+
+static uint64_t now_realtime_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/*
+ * One JSON line per event of a request (SR-10): what was asked, what was
+ * decided, by whom, and how it ended. The file is the coordinator's alone
+ * (the Domain's runtime or state directory, never mounted into the
+ * sandbox), 0600, never through a symlink, rotated once past AUDIT_MAX.
+ */
+static void audit(Escalations *e, const EscRequest *q, char *const *argv, const char *event, const char *by,
+                  const char *outcome, int status, const char *detail) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+        _cleanup_free_ char *line = NULL, *old = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        if (!o || !e->audit_path)
+                return;
+        if (json_add_uint64(o, "time_usec", now_realtime_usec()) < 0 || json_add_string(o, "domain", e->domain_id) < 0 ||
+            json_add_string(o, "event", event) < 0)
+                return;
+        if (q) {
+                (void) json_add_string(o, "request", q->id);
+                (void) json_add_string(o, "session", q->session);
+                (void) json_add_string(o, "cwd", q->cwd);
+                (void) json_add_string(o, "why", q->why);
+                (void) json_add_strv(o, "argv", (const char *const *) (argv ?: q->argv));
+        }
+        if (by)
+                (void) json_add_string(o, "by", by);
+        if (outcome) {
+                (void) json_add_string(o, "outcome", outcome);
+                (void) json_add_int64(o, "status", status);
+        }
+        if (detail)
+                (void) json_add_string(o, "detail", detail);
+        if (json_to_string(o, JSON_C_TO_STRING_PLAIN, &line) < 0)
+                return;
+        fd = open(e->audit_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 && fstat(fd, &st) >= 0 && st.st_size > AUDIT_MAX && asprintf(&old, "%s.1", e->audit_path) >= 0) {
+                (void) rename(e->audit_path, old);
+                fd = safe_close(fd);
+                fd = open(e->audit_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        }
+        if (fd < 0)
+                return;
+        (void) write_all(fd, line, strlen(line));
+        (void) write_all(fd, "\n", 1);
+}
+
+/* A refused record: logged (rate-limited against a flood) and audited; nothing else happens. */
+_printf_(4, 5) static int refuse(Escalations *e, const char *name, const EscRequest *q, const char *fmt, ...) {
+        _cleanup_free_ char *why = NULL, *safe = NULL;
+        uint64_t sec = now_realtime_usec() / 1000000;
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&why, fmt, ap) < 0)
+                why = NULL;
+        va_end(ap);
+        safe = escape_control(why ?: "out of memory");
+        if (sec != e->refusal_sec) {
+                if (e->refusals > REFUSALS_LOGGED_PER_SEC)
+                        log_warning("%u more escalation requests were refused in that second", e->refusals - REFUSALS_LOGGED_PER_SEC);
+                e->refusal_sec = sec;
+                e->refusals = 0;
+        }
+        if (e->refusals++ < REFUSALS_LOGGED_PER_SEC)
+                log_session(LOG_WARNING, q && q->session[0] ? q->session : NULL, "Escalation request %s refused: %s", name,
+                            strna(safe));
+        audit(e, q && q->argv ? q : NULL, NULL, "refused", NULL, NULL, 0, safe);
+        return 0;
+}
+
+/* ----------------------------------------------------------------- bells */
+
+static Bell *bell_find(Escalations *e, const char *session) {
+        for (Bell *b = e->bells; b; b = b->next)
+                if (streq(b->session, session))
+                        return b;
+        return NULL;
+}
+
+static void bell_ring(Escalations *e, const char *session) {
+        Bell *b = bell_find(e, session);
+
+        /* A full FIFO already wakes its reader: EAGAIN loses nothing. */
+        if (b && write(b->fd, "!", 1) < 0 && errno != EAGAIN)
+                log_session(LOG_WARNING, session, "Cannot ring the session's escalation doorbell: %m");
+}
+
+int escalations_session_opened(Escalations *e, Session *s) {
+        _cleanup_free_ Bell *b = NULL;
+        char name[ESC_ID_LEN + sizeof(ESC_BELL_SUFFIX)];
+
+        if (!e)
+                return 0;
+        b = calloc(1, sizeof(Bell));
+        if (!b)
+                return -ENOMEM;
+        snprintf(b->session, sizeof(b->session), "%s", s->id);
+        snprintf(name, sizeof(name), "%s" ESC_BELL_SUFFIX, s->id);
+        (void) unlinkat(e->results_fd, name, 0);
+        if (mkfifoat(e->results_fd, name, 0600) < 0)
+                return -errno;
+        b->fd = openat(e->results_fd, name, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+        if (b->fd < 0)
+                return -errno;
+        b->next = e->bells;
+        e->bells = TAKE_PTR(b);
+        return 0;
+}
+
+/* ------------------------------------------------------------- requests */
+
+static void capture_done(Capture *c) {
+        c->source = sd_event_source_disable_unref(c->source);
+        c->fd = safe_close(c->fd);
+        c->buf = mfree(c->buf);
+}
+
+static Request *request_free(Request *r) {
+        Escalations *e;
+
+        if (!r)
+                return NULL;
+        e = r->e;
+        if (r->prev)
+                r->prev->next = r->next;
+        else if (e->requests == r)
+                e->requests = r->next;
+        if (r->next)
+                r->next->prev = r->prev;
+        e->n_requests--;
+        sd_event_source_disable_unref(r->deadline);
+        /* A command still running is killed, with its process group. */
+        if (r->pid > 0)
+                (void) kill(-r->pid, SIGKILL);
+        event_child_release(r->child);
+        capture_done(&r->out);
+        capture_done(&r->err);
+        safe_close(r->cwd_fd);
+        free(r->host_cwd);
+        free(r->program);
+        strv_free(r->argv);
+        esc_request_done(&r->q);
+        free(r);
+        return NULL;
+}
+
+static void result_publish(Escalations *e, Request *r, const EscResult *res) {
+        _cleanup_free_ char *buf = NULL, *tmp = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        Bell *b = bell_find(e, r->q.session);
+        size_t len;
+        int k;
+
+        k = esc_result_format(res, &buf, &len);
+        if (k < 0 || asprintf(&tmp, ".tmp-%s", r->q.id) < 0) {
+                log_session(LOG_ERR, r->q.session, "Cannot encode the result of escalation request %s", r->q.id);
+                return;
+        }
+        fd = openat(e->results_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 || write_all(fd, buf, len) < 0 || renameat(e->results_fd, tmp, e->results_fd, r->q.id) < 0) {
+                log_errno_session(LOG_ERR, -errno, r->q.session, "Cannot write the result of escalation request %s",
+                                  r->q.id);
+                (void) unlinkat(e->results_fd, tmp, 0);
+                return;
+        }
+        if (b) {
+                /* Bounded: the oldest results of a session go (their clients read them long ago). */
+                if (strv_length(b->results) >= RESULTS_KEPT_PER_SESSION) {
+                        (void) unlinkat(e->results_fd, b->results[0], 0);
+                        free(b->results[0]);
+                        memmove(b->results, b->results + 1, strv_length(b->results) * sizeof(char *));
+                }
+                (void) strv_extend(&b->results, r->q.id);
+        }
+        bell_ring(e, r->q.session);
+}
+
+/*
+ * The one result of an accepted request (spec 5.6 step 5): whichever of
+ * completion, denial, deadline and cancellation comes first ends the
+ * request here, and it is freed, so nothing later can answer it again.
+ */
+static void request_finish(Request *r, EscOutcome outcome, int status, const char *message) {
+        Escalations *e = r->e;
+        Session *s = r->session;
+        bool prompting = r->state == REQUEST_PROMPTING;
+        char text[ESC_MESSAGE_MAX + 1];
+        EscResult res = {
+                .outcome = outcome,
+                .status = status,
+                .message = text,
+        };
+
+        /* A message naming a long program path must not cost the result. */
+        snprintf(text, sizeof(text), "%s", strempty(message));
+
+        memcpy(res.id, r->q.id, sizeof(res.id));
+        if (outcome == ESC_COMPLETED) {
+                res.out = r->out.buf;
+                res.out_len = r->out.len;
+                res.err = r->err.buf;
+                res.err_len = r->err.len;
+        }
+        result_publish(e, r, &res);
+        log_session(LOG_INFO, r->q.session, "Escalation request %s: %s%s%s (status %d)", r->q.id,
+                    esc_outcome_to_string(outcome), message && *message ? ": " : "", strempty(message), status);
+        audit(e, &r->q, r->argv, "result", r->decided_by, esc_outcome_to_string(outcome), status, message);
+        if (prompting && s) {
+                _cleanup_free_ char *line = NULL;
+                if (asprintf(&line, "\r\n[lazaret] Request %.8s: %s%s%s\r\n", r->q.id, esc_outcome_to_string(outcome),
+                             message && *message ? ", " : "", strempty(message)) < 0)
+                        line = NULL;
+                session_prompt_end(s, line ?: "\r\n");
+        }
+        request_free(r);
+        if (prompting && s)
+                session_next_prompt(e, s);
+}
+
+static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {
+        Request *r = userdata;
+
+        request_finish(r, ESC_TIMEOUT, 0, r->state == REQUEST_RUNNING ? "the host command ran out of time and was killed"
+                                                                      : "no decision in time");
+        return 0;
+}
+
+/* ---------------------------------------------------------- the command */
+
+static int on_capture(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Capture *c = userdata;
+
+        for (;;) {
+                char b[16384];
+                ssize_t k = read(c->fd, b, sizeof(b));
+                size_t take;
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0 && errno == EAGAIN)
+                        return 0;
+                if (k <= 0) {
+                        c->source = sd_event_source_disable_unref(c->source);
+                        c->fd = safe_close(c->fd);
+                        return 0;
+                }
+                /* Bounded: what goes beyond the limit is read and dropped. */
+                take = c->len + (size_t) k > ESC_OUTPUT_MAX ? ESC_OUTPUT_MAX - c->len : (size_t) k;
+                if (take < (size_t) k)
+                        c->truncated = true;
+                memcpy(c->buf + c->len, b, take);
+                c->len += take;
+        }
+}
+
+static int on_command_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+        Request *r = userdata;
+        int status = spawn_status_from_siginfo(si->si_code, si->si_status);
+        const char *note = NULL;
+
+        r->pid = 0;
+        r->child = sd_event_source_disable_unref(r->child);
+        /* What it printed before it exited; a descendant that keeps the pipe open is not waited for. */
+        if (r->out.fd >= 0)
+                (void) on_capture(NULL, r->out.fd, EPOLLIN, &r->out);
+        if (r->err.fd >= 0)
+                (void) on_capture(NULL, r->err.fd, EPOLLIN, &r->err);
+        if (r->out.truncated || r->err.truncated)
+                note = "output beyond 256 KiB per stream was dropped";
+        request_finish(r, ESC_COMPLETED, status > 255 ? 255 : status, note);
+        return 0;
+}
+
+static int capture_start(Request *r, Capture *c, int *ret_write_end) {
+        int p[2];
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        c->req = r;
+        c->fd = p[0];
+        *ret_write_end = p[1];
+        (void) fcntl(c->fd, F_SETFL, O_NONBLOCK);
+        c->buf = malloc(ESC_OUTPUT_MAX);
+        if (!c->buf)
+                return -ENOMEM;
+        return sd_event_add_io(r->e->event, &c->source, c->fd, EPOLLIN, on_capture, c);
+}
+
+/* A sanitised environment: the host command does not get the coordinator's. */
+static char **command_env(void) {
+        static const char *const keep[] = { "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "XDG_RUNTIME_DIR", NULL };
+        char **env = NULL;
+
+        if (strv_extend(&env, "PATH=/usr/local/bin:/usr/bin:/bin") < 0)
+                return strv_free(env);
+        for (size_t i = 0; keep[i]; i++) {
+                const char *v = getenv(keep[i]);
+                if (v && strv_extendf(&env, "%s=%s", keep[i], v) < 0)
+                        return strv_free(env);
+        }
+        return env;
+}
+
+/* execve of the approved argv (spec 5.6 step 4): never a shell, never a PATH lookup the prompt did not show. */
+static void request_run(Request *r, const char *by) {
+        _cleanup_strv_free_ char **env = command_env(), **argv = strv_copy(r->argv);
+        _cleanup_close_ int out_w = -EBADF, err_w = -EBADF, pidfd = -EBADF;
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        int k;
+
+        r->decided_by = by;
+        audit(r->e, &r->q, r->argv, "approved", by, NULL, 0, r->edited ? "edited by the developer" : NULL);
+        if (!r->program) {
+                request_finish(r, ESC_FAILED, 0, "no such program on the host");
+                return;
+        }
+        if (!env || !argv) {
+                request_finish(r, ESC_FAILED, 0, "out of memory");
+                return;
+        }
+        free(argv[0]);
+        argv[0] = strdup(r->program);
+        if (!argv[0]) {
+                request_finish(r, ESC_FAILED, 0, "out of memory");
+                return;
+        }
+        k = capture_start(r, &r->out, &out_w);
+        if (k >= 0)
+                k = capture_start(r, &r->err, &err_w);
+        if (k < 0) {
+                request_finish(r, ESC_FAILED, 0, "cannot capture the command's output");
+                return;
+        }
+        o.argv = argv;
+        o.envp = env;
+        o.cwd = "/proc/self/fd/3";
+        o.pass_fds = &r->cwd_fd;
+        o.n_pass_fds = 1;
+        o.stdio[1] = out_w;
+        o.stdio[2] = err_w;
+        o.new_session = true;
+        o.die_with_parent = true;
+        k = spawn(&o, &r->pid, &pidfd);
+        if (k < 0) {
+                _cleanup_free_ char *msg = NULL;
+                r->pid = 0;
+                if (asprintf(&msg, "cannot run %s on the host: %s", r->program, strerror(-k)) < 0)
+                        msg = NULL;
+                request_finish(r, ESC_FAILED, 0, msg ?: "cannot run the command on the host");
+                return;
+        }
+        r->state = REQUEST_RUNNING;
+        log_session(LOG_INFO, r->q.session, "Escalation request %s approved (%s): running %s as pid %d", r->q.id, by,
+                    r->program, (int) r->pid);
+        k = event_watch_child(r->e->event, &r->child, r->pid, TAKE_FD(pidfd), on_command_exit, r);
+        if (k < 0)
+                request_finish(r, ESC_FAILED, 0, "cannot watch the host command");
+}
+
+/* ---------------------------------------------------------- the prompt */
+
+static char *prompt_text(Request *r) {
+        _cleanup_free_ char *argv = esc_argv_to_display(r->argv), *why = esc_string_to_display(r->q.why),
+                            *cwd = esc_string_to_display(r->q.cwd), *host = esc_string_to_display(r->host_cwd),
+                            *prog = r->program ? esc_string_to_display(r->program) : strdup("(not found on the host)"),
+                            *profile = esc_string_to_display(r->e->profile);
+        char *text;
+
+        if (!argv || !why || !cwd || !host || !prog || !profile)
+                return NULL;
+        if (asprintf(&text,
+                     "\x1b[1m[lazaret] The sandbox asks to run a command on the host%s\x1b[0m\r\n"
+                     "  Profile:   %s\r\n"
+                     "  Session:   %s\r\n"
+                     "  Request:   %s\r\n"
+                     "  Command:   %s\r\n"
+                     "  Program:   %s\r\n"
+                     "  Directory: %s (host: %s)\r\n"
+                     "  Why:       %s\r\n"
+                     "[a] approve and run  [d] deny  [e] edit  [q] abort the session: ",
+                     r->edited ? " (as edited)" : "", profile, r->q.session, r->q.id, argv, prog, cwd, host,
+                     r->q.why[0] ? why : "(none given)") < 0)
+                return NULL;
+        return text;
+}
+
+static int resolve_program(const char *argv0, char **ret) {
+        if (argv0[0] == '/') {
+                struct stat st;
+                /* Absolute: that file, as named (its symlinks are the host's own). */
+                if (stat(argv0, &st) < 0 || !S_ISREG(st.st_mode) || access(argv0, X_OK) < 0)
+                        return -ENOENT;
+                *ret = strdup(argv0);
+                return *ret ? 0 : -ENOMEM;
+        }
+        if (strchr(argv0, '/'))
+                return -ENOENT;         /* relative paths mean nothing on the host */
+        return find_program(argv0, ret);
+}
+
+static void prompt_redraw(Request *r) {
+        _cleanup_free_ char *text = prompt_text(r);
+
+        session_prompt_write(r->session, "\r\n");
+        session_prompt_write(r->session, text ?: "[lazaret] (out of memory) [a/d/e/q]: ");
+}
+
+static void on_edit_key(Request *r, unsigned char c) {
+        char echo[2] = { (char) c, 0 };
+        _cleanup_strv_free_ char **words = NULL;
+        _cleanup_free_ char *program = NULL;
+
+        if (c == 0x03 || c == 0x07) {   /* ^C, ^G: leave the edit */
+                r->editing = false;
+                prompt_redraw(r);
+                return;
+        }
+        if (c == 0x7f || c == 0x08) {
+                if (r->edit_len > 0) {
+                        r->edit[--r->edit_len] = 0;
+                        session_prompt_write(r->session, "\b \b");
+                }
+                return;
+        }
+        if (c != '\r' && c != '\n') {
+                /* Printable ASCII and UTF-8 bytes only; no control byte reaches the line. */
+                if ((c >= 0x20 && c != 0x7f) && r->edit_len < EDIT_MAX) {
+                        r->edit[r->edit_len++] = (char) c;
+                        r->edit[r->edit_len] = 0;
+                        session_prompt_write(r->session, echo);
+                }
+                return;
+        }
+        r->editing = false;
+        if (r->edit_len == 0) {
+                prompt_redraw(r);
+                return;
+        }
+        if (esc_words_parse(r->edit, &words) < 0) {
+                session_prompt_write(r->session, "\r\n[lazaret] Not a valid command (an unterminated quote?); unchanged.");
+                prompt_redraw(r);
+                return;
+        }
+        (void) resolve_program(words[0], &program);
+        strv_free(r->argv);
+        r->argv = TAKE_PTR(words);
+        free(r->program);
+        r->program = TAKE_PTR(program);
+        r->edited = true;
+        /* Shown again whole, and confirmed with another key. */
+        prompt_redraw(r);
+}
+
+static void on_prompt_key(Session *s, unsigned char c, void *userdata) {
+        Request *r = userdata;
+
+        if (r->editing) {
+                on_edit_key(r, c);
+                return;
+        }
+        switch (c) {
+        case 'a':
+        case 'A': {
+                Escalations *e = r->e;
+                session_prompt_end(s, "a\r\n");
+                r->state = REQUEST_WAITING;
+                request_run(r, "terminal");
+                /* The terminal is free again: the next request of this session may ask. */
+                session_next_prompt(e, s);
+                break;
+        }
+        case 'd':
+        case 'D':
+                r->decided_by = "terminal";
+                audit(r->e, &r->q, r->argv, "denied", "terminal", NULL, 0, NULL);
+                request_finish(r, ESC_DENIED, 0, "the developer denied the request");
+                break;
+        case 'e':
+        case 'E':
+                r->editing = true;
+                r->edit_len = 0;
+                r->edit[0] = 0;
+                session_prompt_write(s, "e\r\n[lazaret] New command (words; '...' and \"...\" quote, \\ escapes; Enter "
+                                        "ends, ^C leaves):\r\n> ");
+                break;
+        case 'q':
+        case 'Q': {
+                Escalations *e = r->e;
+                r->decided_by = "terminal";
+                audit(e, &r->q, r->argv, "aborted", "terminal", NULL, 0, "the developer ended the session");
+                request_finish(r, ESC_DENIED, 0, "the developer aborted the session");
+                e->cb.abort_session(s, e->userdata);
+                break;
+        }
+        default:
+                break;          /* every other key means nothing here */
+        }
+}
+
+static void request_prompt(Request *r) {
+        _cleanup_free_ char *text = prompt_text(r);
+        int k;
+
+        if (!text) {
+                request_finish(r, ESC_FAILED, 0, "out of memory");
+                return;
+        }
+        k = session_prompt_begin(r->session, text, on_prompt_key, r);
+        if (k == -EBUSY)
+                return;         /* another request of this session is on screen; this one follows */
+        if (k < 0) {
+                log_session(LOG_NOTICE, r->q.session,
+                            "Escalation request %s waits: its session has no terminal to ask on (it times out)", r->q.id);
+                return;
+        }
+        r->state = REQUEST_PROMPTING;
+}
+
+/* The oldest waiting request of s, if its terminal is free. */
+static void session_next_prompt(Escalations *e, Session *s) {
+        Request *oldest = NULL;
+
+        if (!e || !s || s->prompting)
+                return;
+        for (Request *r = e->requests; r; r = r->next)
+                if (r->session == s && r->state == REQUEST_WAITING)
+                        oldest = r;     /* the list is newest first */
+        if (oldest)
+                request_prompt(oldest);
+}
+
+/* ------------------------------------------------------------- decisions */
+
+/* SR-8: the exact argv (a prefix with trailing_args), the program by its absolute path and what it resolves to. */
+static const AutoApproveRule *rule_match(Escalations *e, Request *r) {
+        _cleanup_free_ char *real = NULL;
+
+        if (esc_argv_has_metachar(r->argv, NULL) || r->argv[0][0] != '/')
+                return NULL;
+        real = realpath(r->argv[0], NULL);
+        for (size_t i = 0; i < e->config->n_auto_approve; i++) {
+                const AutoApproveRule *rule = &e->config->auto_approve[i];
+                size_t n = strv_length(rule->argv), k;
+
+                if (r->q.argc < n || (r->q.argc > n && !rule->trailing_args))
+                        continue;
+                for (k = 0; k < n; k++)
+                        if (!streq(rule->argv[k], r->argv[k]))
+                                break;
+                if (k < n)
+                        continue;
+                /* The file it names now is the one the configuration judged. */
+                if (!rule->program || !real || !streq(rule->program, real))
+                        continue;
+                return rule;
+        }
+        return NULL;
+}
+
+/* The request's directory beneath the host workspace, without following a symlink; else the workspace itself. */
+static int map_cwd(Escalations *e, const char *cwd, int *ret_fd, char **ret_path) {
+        _cleanup_close_ int ws = open(e->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        const char *rest = streq(cwd, SANDBOX_WORKSPACE_DIR) ? "" : startswith(cwd, SANDBOX_WORKSPACE_DIR "/");
+        struct open_how how = {
+                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        long fd;
+
+        if (ws < 0)
+                return -errno;
+        if (!rest || !*rest || path_has_dotdot(rest)) {
+                *ret_path = strdup(e->workspace);
+                if (!*ret_path)
+                        return -ENOMEM;
+                *ret_fd = TAKE_FD(ws);
+                return 0;
+        }
+        fd = syscall(SYS_openat2, ws, rest, &how, sizeof(how));
+        if (fd < 0)
+                return -errno;
+        *ret_path = path_join(e->workspace, rest);
+        if (!*ret_path) {
+                close((int) fd);
+                return -ENOMEM;
+        }
+        *ret_fd = (int) fd;
+        return 0;
+}
+
+static void request_accept(Escalations *e, EscRequest *q, Session *s) {
+        Request *r = calloc(1, sizeof(Request));
+        unsigned timeout = e->config->escalation_timeout_s;
+        const AutoApproveRule *rule;
+        int k;
+
+        if (!r) {
+                esc_request_done(q);
+                return;
+        }
+        r->e = e;
+        r->q = *q;
+        *q = (EscRequest) {};
+        r->session = s;
+        r->cwd_fd = -EBADF;
+        r->out.fd = r->err.fd = -EBADF;
+        r->next = e->requests;
+        if (e->requests)
+                e->requests->prev = r;
+        e->requests = r;
+        e->n_requests++;
+
+        log_session(LOG_INFO, r->q.session, "Escalation request %s accepted: %s", r->q.id, r->q.argv[0]);
+        audit(e, &r->q, NULL, "requested", NULL, NULL, 0, NULL);
+        r->argv = strv_copy(r->q.argv);
+        if (!r->argv) {
+                request_finish(r, ESC_FAILED, 0, "out of memory");
+                return;
+        }
+        (void) resolve_program(r->argv[0], &r->program);
+        k = map_cwd(e, r->q.cwd, &r->cwd_fd, &r->host_cwd);
+        if (k < 0) {
+                request_finish(r, ESC_FAILED, 0, "the working directory does not exist on the host (or passes a symlink)");
+                return;
+        }
+        if (r->q.timeout_s > 0 && r->q.timeout_s < timeout)
+                timeout = r->q.timeout_s;
+        k = sd_event_add_time_relative(e->event, &r->deadline, CLOCK_MONOTONIC, (uint64_t) timeout * 1000000ULL, 0,
+                                       on_deadline, r);
+        if (k < 0) {
+                request_finish(r, ESC_FAILED, 0, "cannot set the request's deadline");
+                return;
+        }
+        rule = rule_match(e, r);
+        if (rule) {
+                request_run(r, "rule");
+                return;
+        }
+        if (e->cb.pending)
+                e->cb.pending(r->q.id, r->q.session, e->userdata);
+        request_prompt(r);
+}
+
+int escalations_list(Escalations *e, EscalationVisit fn, void *userdata) {
+        static const char *const states[] = {
+                [REQUEST_WAITING] = "waiting",
+                [REQUEST_PROMPTING] = "prompting",
+                [REQUEST_RUNNING] = "running",
+        };
+
+        if (!e)
+                return 0;
+        for (Request *r = e->requests; r; r = r->next) {
+                int k = fn(r->q.id, r->q.session, states[r->state], r->q.why, r->argv, r->q.cwd, userdata);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+int escalations_decide(Escalations *e, const char *id, bool approve, char **argv, const char *by) {
+        Request *r = NULL;
+        Session *s;
+
+        for (Request *x = e ? e->requests : NULL; x; x = x->next)
+                if (streq(x->q.id, id))
+                        r = x;
+        if (!r)
+                return -ENOENT;
+        if (r->state == REQUEST_RUNNING)
+                return -EBUSY;
+        s = r->session;
+        if (argv) {
+                _cleanup_strv_free_ char **copy = strv_copy(argv);
+                _cleanup_free_ char *program = NULL;
+                if (!copy)
+                        return -ENOMEM;
+                (void) resolve_program(copy[0], &program);
+                strv_free(r->argv);
+                r->argv = TAKE_PTR(copy);
+                free(r->program);
+                r->program = TAKE_PTR(program);
+                r->edited = true;
+        }
+        if (!approve) {
+                r->decided_by = by;
+                audit(e, &r->q, r->argv, "denied", by, NULL, 0, NULL);
+                request_finish(r, ESC_DENIED, 0, "the developer denied the request");
+                return 0;
+        }
+        /* The first decision wins: the prompt for it goes. */
+        if (r->state == REQUEST_PROMPTING && s) {
+                _cleanup_free_ char *line = NULL;
+                if (asprintf(&line, "\r\n[lazaret] Request %.8s was approved from %s.\r\n", r->q.id, by) < 0)
+                        line = NULL;
+                session_prompt_end(s, line ?: "\r\n");
+        }
+        r->state = REQUEST_WAITING;
+        request_run(r, by);
+        if (s)
+                session_next_prompt(e, s);
+        return 0;
+}
+
+static void request_cancel(Escalations *e, const char *id) {
+        for (Request *r = e->requests; r; r = r->next)
+                if (streq(r->q.id, id)) {
+                        request_finish(r, ESC_CANCELLED, 0, "the Escalation Client cancelled it");
+                        return;
+                }
+}
+
+static bool seen_check_add(Escalations *e, const char *id) {
+        for (size_t i = 0; i < e->n_seen; i++)
+                if (streq(e->seen[i], id))
+                        return true;
+        memcpy(e->seen[e->seen_next], id, ESC_ID_LEN + 1);
+        e->seen_next = (e->seen_next + 1) % SEEN_MAX;
+        if (e->n_seen < SEEN_MAX)
+                e->n_seen++;
+        return false;
+}
+
+static bool is_id_name(const char *name) {
+        if (strlen(name) != ESC_ID_LEN)
+                return false;
+        for (const char *p = name; *p; p++)
+                if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+                        return false;
+        return true;
+}
+
+/*
+ * A new name in requests/ (SR-10). Hostile input: opened without following
+ * a link, a regular file within the size limit, read once and removed,
+ * then verified and routed only by what the registry says.
+ */
+static int mailbox_handle(Escalations *e, const char *name) {
+        _cleanup_free_ char *buf = NULL, *error = NULL, *safe_name = escape_control(name);
+        _cleanup_close_ int fd = -EBADF;
+        EscRequest q = {};
+        const char *dot;
+        struct stat st;
+        Session *s;
+        unsigned per_session = 0;
+        uint64_t now;
+        size_t len;
+        int k;
+
+        if (name[0] == '.')
+                return 0;               /* the client's temporary and lock files */
+        dot = strchr(name, '.');
+        if (dot && streq(dot, ".cancel")) {
+                _cleanup_free_ char *id = strndup(name, (size_t) (dot - name));
+                (void) unlinkat(e->requests_fd, name, 0);
+                if (id && is_id_name(id))
+                        request_cancel(e, id);
+                return 0;
+        }
+        fd = openat(e->requests_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        k = fd < 0 ? -errno : 0;
+        (void) unlinkat(e->requests_fd, name, 0);
+        if (!is_id_name(name))
+                return refuse(e, strna(safe_name), NULL, "not a request name");
+        if (k < 0)
+                return refuse(e, name, NULL, "cannot be opened (a symlink?): %s", strerror(-k));
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return refuse(e, name, NULL, "not a regular file");
+        if (st.st_size > ESC_REQUEST_MAX)
+                return refuse(e, name, NULL, "larger than %d bytes", ESC_REQUEST_MAX);
+        k = read_full_fd(fd, ESC_REQUEST_MAX, &buf, &len);
+        if (k < 0)
+                return refuse(e, name, NULL, "cannot be read: %s", strerror(-k));
+        k = esc_request_parse(buf, len, &q, &error);
+        if (k < 0)
+                return refuse(e, name, NULL, "malformed: %s", strna(error));
+        if (!streq(q.id, name))
+                refuse(e, name, &q, "its ID is not its name");
+        else if (!streq(q.sandbox, e->sandbox_id))
+                refuse(e, name, &q, "it names another sandbox (another generation?)");
+        else if (!(s = e->cb.find_session(q.session, e->userdata)))
+                refuse(e, name, &q, "it names no session of this Domain");
+        else if (!esc_request_verify(buf, &q, s->anchor_pub))
+                refuse(e, name, &q, "its signature is not the session's");
+        else if ((now = now_realtime_usec(), q.time_usec + CLOCK_SKEW_USEC < now || q.time_usec > now + CLOCK_SKEW_USEC))
+                refuse(e, name, &q, "its time is too far from the host's");
+        else if (seen_check_add(e, q.id))
+                refuse(e, name, &q, "replayed (its ID was seen before)");
+        else {
+                for (Request *r = e->requests; r; r = r->next)
+                        if (r->session == s)
+                                per_session++;
+                if (e->n_requests >= MAX_PENDING || per_session >= MAX_PENDING_SESSION)
+                        refuse(e, name, &q, "too many requests are pending");
+                else {
+                        request_accept(e, &q, s);
+                        return 0;
+                }
+        }
+        esc_request_done(&q);
+        return 0;
+}
+
+static void mailbox_scan(Escalations *e) {
+        _cleanup_close_ int fd = openat(e->requests_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+        char **names = NULL;
+
+        if (!d)
+                return;
+        TAKE_FD(fd);
+        /* Names first: handling one removes it from the directory being read. */
+        while ((de = readdir(d)) && strv_length(names) < 4 * MAX_PENDING)
+                if (de->d_name[0] != '.')
+                        (void) strv_extend(&names, de->d_name);
+        closedir(d);
+        STRV_FOREACH(n, names)
+                mailbox_handle(e, *n);
+        strv_free(names);
+}
+
+static int on_inotify(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Escalations *e = userdata;
+        union {
+                struct inotify_event ev;
+                char raw[16 * (sizeof(struct inotify_event) + NAME_MAX + 1)];
+        } buf;
+        bool rescan = false;
+        ssize_t k = read(fd, &buf, sizeof(buf));
+
+        if (k <= 0)
+                return 0;
+        for (char *p = buf.raw; p < buf.raw + k;) {
+                struct inotify_event *ev = (struct inotify_event *) p;
+                if (ev->mask & IN_Q_OVERFLOW)
+                        rescan = true;
+                else if (ev->len > 0 && memchr(ev->name, 0, ev->len))
+                        (void) mailbox_handle(e, ev->name);
+                p += sizeof(struct inotify_event) + ev->len;
+        }
+        if (rescan)
+                mailbox_scan(e);
+        return 0;
+}
+
+/* -------------------------------------------------------------- lifetime */
+
+void escalations_set_sandbox(Escalations *e, const char *sandbox_id) {
+        if (e)
+                snprintf(e->sandbox_id, sizeof(e->sandbox_id), "%s", sandbox_id);
+}
+
+void escalations_session_closed(Escalations *e, Session *s) {
+        Bell **bp;
+
+        if (!e)
+                return;
+        for (Request *r = e->requests, *next; r; r = next) {
+                next = r->next;
+                if (r->session != s)
+                        continue;
+                /* OR-2: no result for a session that is gone; OR-3: its command stops. */
+                log_session(LOG_INFO, r->q.session, "Escalation request %s ends with its session", r->q.id);
+                audit(e, &r->q, r->argv, "session-ended", NULL, NULL, 0,
+                      r->state == REQUEST_RUNNING ? "the host command was killed" : NULL);
+                if (r->state == REQUEST_PROMPTING)
+                        session_prompt_end(s, "\r\n");
+                request_free(r);
+        }
+        for (bp = &e->bells; *bp; bp = &(*bp)->next)
+                if (streq((*bp)->session, s->id)) {
+                        Bell *b = *bp;
+                        char name[ESC_ID_LEN + sizeof(ESC_BELL_SUFFIX)];
+
+                        *bp = b->next;
+                        snprintf(name, sizeof(name), "%s" ESC_BELL_SUFFIX, b->session);
+                        (void) unlinkat(e->results_fd, name, 0);
+                        STRV_FOREACH(id, b->results)
+                                (void) unlinkat(e->results_fd, *id, 0);
+                        strv_free(b->results);
+                        safe_close(b->fd);
+                        free(b);
+                        break;
+                }
+}
+
+Escalations *escalations_free(Escalations *e) {
+        if (!e)
+                return NULL;
+        while (e->requests)
+                request_free(e->requests);
+        while (e->bells) {
+                Bell *b = e->bells;
+                e->bells = b->next;
+                strv_free(b->results);
+                safe_close(b->fd);
+                free(b);
+        }
+        sd_event_source_disable_unref(e->inotify_source);
+        safe_close(e->inotify_fd);
+        safe_close(e->requests_fd);
+        safe_close(e->results_fd);
+        free(e->seen);
+        free(e->dir);
+        free(e->audit_path);
+        free(e->domain_id);
+        free(e->profile);
+        free(e->workspace);
+        free(e);
+        return NULL;
+}
+
+int escalations_new(const EscalationsParams *p, Escalations **ret, char **ret_error) {
+        _cleanup_(escalations_freep) Escalations *e = calloc(1, sizeof(Escalations));
+        _cleanup_free_ char *req = NULL, *res = NULL;
+        int k;
+
+        if (!e)
+                return -ENOMEM;
+        e->requests_fd = e->results_fd = e->inotify_fd = -EBADF;
+        e->event = p->event;
+        e->config = p->config;
+        e->cb = p->cb;
+        e->userdata = p->userdata;
+        e->dir = strdup(p->dir);
+        e->audit_path = p->audit_path ? strdup(p->audit_path) : NULL;
+        e->domain_id = strdup(p->domain_id);
+        e->profile = strdup(p->profile);
+        e->workspace = strdup(p->workspace);
+        e->seen = calloc(SEEN_MAX, sizeof(*e->seen));
+        req = path_join(p->dir, ESC_REQUESTS_DIR);
+        res = path_join(p->dir, ESC_RESULTS_DIR);
+        if (!e->dir || !e->domain_id || !e->profile || !e->workspace || !e->seen || !req || !res ||
+            (p->audit_path && !e->audit_path))
+                return -ENOMEM;
+        k = mkdir_mode(p->dir, 0700);
+        if (k >= 0)
+                k = mkdir_mode(req, 0700);
+        if (k >= 0)
+                k = mkdir_mode(res, 0700);
+        if (k < 0)
+                return errorf(ret_error, k, "cannot create the Escalation Mailbox in %s: %s", p->dir, strerror(-k));
+        e->requests_fd = open(req, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        e->results_fd = open(res, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (e->requests_fd < 0 || e->results_fd < 0)
+                return errorf(ret_error, -errno, "cannot open the Escalation Mailbox in %s: %m", p->dir);
+        e->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (e->inotify_fd < 0)
+                return errorf(ret_error, -errno, "cannot watch the Escalation Mailbox: %m");
+        /* Records arrive by rename; a file still being written is never read. */
+        if (inotify_add_watch(e->inotify_fd, req, IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW) < 0)
+                return errorf(ret_error, -errno, "cannot watch %s: %m", req);
+        k = sd_event_add_io(e->event, &e->inotify_source, e->inotify_fd, EPOLLIN, on_inotify, e);
+        if (k < 0)
+                return errorf(ret_error, k, "cannot watch the Escalation Mailbox: %s", strerror(-k));
+        mailbox_scan(e);
+        *ret = TAKE_PTR(e);
+        return 0;
+}

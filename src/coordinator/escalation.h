@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-event.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "session.h"
+
+/*
+ * Host escalation of one Domain (spec section 5.6): the Escalation Mailbox
+ * (requests/ the sandbox writes, results/ it reads, one doorbell FIFO per
+ * session), the requests read from it, their decision (an auto-approve
+ * rule, or the prompt on the asking session's terminal), the host command
+ * (execve, bounded output), the result written back and the audit trail.
+ * Everything runs from the event loop; nothing waits.
+ */
+typedef struct Escalations Escalations;
+
+typedef struct EscalationsCallbacks {
+        /* The session a verified request names, or NULL. */
+        Session *(*find_session)(const char *id, void *userdata);
+        /* The developer chose Abort on s's prompt: end that session. */
+        void (*abort_session)(Session *s, void *userdata);
+        /* A verified request waits for a human (no rule approved it). */
+        void (*pending)(const char *request_id, const char *session_id, void *userdata);
+} EscalationsCallbacks;
+
+typedef struct EscalationsParams {
+        sd_event *event;
+        const char *dir;                /* the mailbox: <runtime dir>/mailbox */
+        const char *audit_path;         /* the audit trail (JSON lines) */
+        const char *domain_id;
+        const char *profile;
+        const char *workspace;          /* the host workspace, canonical */
+        const Config *config;           /* escalation.* and the rules; outlives this */
+        EscalationsCallbacks cb;
+        void *userdata;
+} EscalationsParams;
+
+/* Creates the mailbox directories and starts watching requests/. */
+int escalations_new(const EscalationsParams *p, Escalations **ret, char **ret_error);
+Escalations *escalations_free(Escalations *e);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Escalations *, escalations_free);
+
+/* The generation's sandbox ID: requests naming another are refused. */
+void escalations_set_sandbox(Escalations *e, const char *sandbox_id);
+
+/* Each accepted request: state is "waiting", "prompting" or "running". Stops at fn's first error. */
+typedef int (*EscalationVisit)(const char *id, const char *session, const char *state, const char *why,
+                               char *const *argv, const char *cwd, void *userdata);
+int escalations_list(Escalations *e, EscalationVisit fn, void *userdata);
+
+/*
+ * A decision from elsewhere than the prompt (D-Bus, lazaretctl): approve
+ * (with argv, the developer's edit, when not NULL) or deny. The first
+ * decision wins: a prompt up for it is withdrawn. -ENOENT: no such pending
+ * request; -EBUSY: it is running already.
+ */
+int escalations_decide(Escalations *e, const char *id, bool approve, char **argv, const char *by);
+
+/* A session opened: its doorbell is created and held open. */
+int escalations_session_opened(Escalations *e, Session *s);
+/*
+ * A session is ending (before it is freed): its pending requests end
+ * without a result, its running host commands are killed, its doorbell
+ * and results are removed (spec 5.6 step 6, OR-3).
+ */
+void escalations_session_closed(Escalations *e, Session *s);

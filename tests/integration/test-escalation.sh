@@ -1,0 +1,305 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# test-escalation: host escalation through the real stack. lazaret-escalate
+# inside the sandbox asks; the coordinator verifies, decides and runs the
+# command on the host. An auto-approved command's output and status come
+# back; near misses (an extra argument, a relative path, a metacharacter)
+# go to a human (without a terminal: they time out); a request signed with
+# another key, a tampered and a replayed request are refused with nothing
+# run; on a tmux-driven terminal the prompt approves, denies and edits;
+# the audit trail records it all. The host command really runs on the
+# host: it creates files in $HOME, outside the workspace.
+# shellcheck source=../harness/lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
+
+lt_install
+lt_domain_setup
+command -v tmux >/dev/null || lt_fail "tmux is not installed (.ci/install-deps installs it)"
+
+H=$HOME/esc
+rm -rf "$H"
+find "$HOME/.local/share/lazaret" -name 'escalations.jsonl*' -delete 2>/dev/null || true
+mkdir -p "$H"
+printf '{ "default_profile": "test",
+  "escalation": { "timeout_s": 30, "auto_approve": [
+    { "argv": ["/usr/bin/touch", "%s/auto"] },
+    { "argv": ["/bin/echo", "hello"], "trailing_args": true },
+    { "argv": ["/usr/bin/false"] },
+    { "argv": ["/usr/bin/sleep", "77"] } ] },
+  "profiles": { "test": { "image": "oci:%s" } } }\n' "$H" "$LT_IMAGE" >"$LT_CONFIG"
+
+T="tmux -L lt-$$"
+cleanup_tmux() { $T kill-server 2>/dev/null || true; }
+trap 'rc=$?; cleanup_tmux; lt_domain_cleanup "$rc"' EXIT
+
+# mark / since_mark: the Domain's log lines written after the mark (the log is appended across runs).
+LOG=$LT_LOGDIR/$LT_DOMAIN.log
+mark() { MARK=$(wc -l <"$LOG" 2>/dev/null || echo 0); }
+since_mark() { tail -n +"$((MARK + 1))" "$LOG"; }
+mark
+
+# in_sandbox SCRIPT: runs a shell script in a session without a terminal.
+in_sandbox() { lt_launch -- /bin/sh -c "$1"; }
+
+# --- auto-approved: the file appears on the host, output and status come back
+out=$(in_sandbox "lazaret-escalate -- /usr/bin/touch $H/auto; echo rc=\$?") || lt_fail "launch failed"
+lt_assert_eq "auto-approved touch" "rc=0" "$out"
+[[ -e $H/auto ]] || lt_fail "the auto-approved command did not run on the host"
+out=$(in_sandbox "lazaret-escalate -- /bin/echo hello from the host; echo rc=\$?")
+lt_assert_eq "auto-approved output with trailing arguments" $'hello from the host\nrc=0' "$out"
+out=$(in_sandbox "lazaret-escalate -- /usr/bin/false; echo rc=\$?")
+lt_assert_eq "auto-approved exit status" "rc=1" "$out"
+
+# --- near misses go to a human; without a terminal they time out (124), nothing runs
+near_miss() {   # WHAT ARGV...
+        local what=$1 out
+        shift
+        out=$(in_sandbox "lazaret-escalate --timeout 2 -- $*; echo rc=\$?" 2>&1)
+        grep -q 'rc=124' <<<"$out" || lt_fail "$what was not held for a human: $out"
+        grep -q 'lazaret-escalate: timed out' <<<"$out" || lt_fail "$what: no timeout line: $out"
+        lt_log "ok: $what went to a human (timed out without a terminal)"
+}
+near_miss "an extra argument" /usr/bin/touch "$H/auto" "$H/extra"
+[[ ! -e $H/extra ]] || lt_fail "the near miss with an extra argument ran"
+near_miss "a relative program" touch "$H/relative"
+[[ ! -e $H/relative ]] || lt_fail "the near miss with a relative program ran"
+near_miss "a shell metacharacter" /bin/echo hello "'a;b'"
+near_miss "a backslash" /bin/echo hello "'a\\b'"
+
+# --- forged, tampered and replayed requests: refused, nothing runs
+mark
+out=$(in_sandbox "LAZARET_SESSION_KEY=$(printf '22%.0s' $(seq 32)) lazaret-escalate --timeout 2 -- /usr/bin/touch $H/auto; echo rc=\$?" 2>&1)
+grep -q 'rc=124' <<<"$out" || lt_fail "a request signed with another key was answered: $out"
+since_mark | grep -q "refused: its signature is not the session's" ||
+        lt_fail "the forged request was not logged as refused"
+
+# A request written into a mailbox of its own (a regular file as the
+# doorbell), then copied into the real one: once accepted, again refused
+# as a replay; with one byte changed, refused for its signature.
+rm -f "$H/auto"
+mark
+out=$(in_sandbox "
+set -e
+mkdir -p /tmp/mb/requests /tmp/mb/results
+: > /tmp/mb/results/\$LAZARET_SESSION_ID.bell
+LAZARET_MAILBOX=/tmp/mb timeout 1 lazaret-escalate --timeout 1 -- /usr/bin/touch $H/auto 2>/dev/null || true
+req=\$(ls /tmp/mb/requests | grep -v cancel | grep -v '^\\.')
+R=/run/lazaret/mailbox/requests
+cp /tmp/mb/requests/\$req \$R/.a && mv \$R/.a \$R/\$req
+sleep 1
+echo first
+cp /tmp/mb/requests/\$req \$R/.b && mv \$R/.b \$R/\$req
+sleep 1
+echo second
+") || lt_fail "the replay script failed: $out"
+[[ -e $H/auto ]] || lt_fail "the copied request was not accepted the first time"
+since_mark | grep -q 'refused: replayed' || lt_fail "the replayed request was not refused as a replay"
+rm -f "$H/auto"
+mark
+out=$(in_sandbox "
+set -e
+mkdir -p /tmp/mb/requests /tmp/mb/results
+: > /tmp/mb/results/\$LAZARET_SESSION_ID.bell
+LAZARET_MAILBOX=/tmp/mb timeout 1 lazaret-escalate --timeout 1 -- /usr/bin/touch $H/auto 2>/dev/null || true
+req=\$(ls /tmp/mb/requests | grep -v cancel | grep -v '^\\.')
+R=/run/lazaret/mailbox/requests
+sed 's/timeout 1:1/timeout 1:2/' /tmp/mb/requests/\$req > \$R/.a && mv \$R/.a \$R/\$req
+sleep 1
+") || lt_fail "the tamper script failed: $out"
+[[ ! -e $H/auto ]] || lt_fail "a tampered request ran"
+since_mark | grep -q "refused: its signature is not the session's" ||
+        lt_fail "the tampered request was not refused for its signature"
+
+# --- decided from the host: lazaretctl escalations (a session without a terminal)
+pending_id() {   # waits until one request is pending; prints its ID
+        local ids
+        for _ in $(seq 1 100); do
+                ids=$(cd "$LT_WS" && lazaretctl escalations --json 2>/dev/null | jq -r '.[].RequestId') || true
+                [[ -n $ids ]] && { echo "$ids"; return 0; }
+                sleep 0.1
+        done
+        lt_fail "no escalation request became pending"
+}
+in_sandbox "lazaret-escalate --why 'from ctl' -- /usr/bin/touch $H/ctl-approved; echo rc=\$?" >"$H/ctl.out" 2>&1 &
+bg=$!
+id=$(pending_id)
+(cd "$LT_WS" && lazaretctl escalations) | grep -q "touch $H/ctl-approved" || lt_fail "lazaretctl escalations does not show the command"
+[[ ! -e $H/ctl-approved ]] || lt_fail "the pending command ran before it was approved"
+for _ in $(seq 1 50); do
+        grep -q "lazaretctl escalations approve|deny $id decides" "$H/ctl.out" && break
+        sleep 0.1
+done
+grep -q "lazaretctl escalations approve|deny $id decides" "$H/ctl.out" ||
+        lt_fail "the client of a session without a terminal did not say how to decide: $(cat "$H/ctl.out")"
+(cd "$LT_WS" && lazaretctl escalations approve "$id") || lt_fail "lazaretctl escalations approve failed"
+wait "$bg" || true
+lt_assert_eq "approved with lazaretctl" "rc=0" "$(grep -v '^lazaret: ' "$H/ctl.out")"
+[[ -e $H/ctl-approved ]] || lt_fail "the command approved with lazaretctl did not run"
+in_sandbox "lazaret-escalate -- /usr/bin/touch $H/ctl-denied; echo rc=\$?" >"$H/ctl.out" 2>&1 &
+bg=$!
+id=$(pending_id)
+(cd "$LT_WS" && lazaretctl escalations deny "$id") || lt_fail "lazaretctl escalations deny failed"
+wait "$bg" || true
+grep -q 'rc=122' "$H/ctl.out" || lt_fail "denied with lazaretctl: $(cat "$H/ctl.out")"
+[[ ! -e $H/ctl-denied ]] || lt_fail "the command denied with lazaretctl ran"
+if (cd "$LT_WS" && lazaretctl escalations approve "$id" 2>/dev/null); then
+        lt_fail "a decided request could be decided again"
+fi
+
+# --- a session that ends while its host command runs: the command is killed (OR-3),
+# while another session keeps the Domain (and its mailbox) alive
+lt_keeper_start
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sh -c "lazaret-escalate -- /usr/bin/sleep 77") >/dev/null 2>&1 &
+bg=$!
+for _ in $(seq 1 100); do
+        pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' >/dev/null && break
+        sleep 0.1
+done
+pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' >/dev/null || lt_fail "the auto-approved host command never started"
+kill -KILL "$bg"
+wait "$bg" 2>/dev/null || true
+for _ in $(seq 1 100); do
+        pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' >/dev/null || break
+        sleep 0.1
+done
+if pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' >/dev/null; then
+        lt_fail "the host command outlived its session"
+fi
+lt_log "ok: the host command was killed with its session"
+lt_assert_eq "Domain state after the session ended" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
+kill "$LT_KEEPER"
+wait "$LT_KEEPER" 2>/dev/null || true
+lt_wait_inactive
+
+# --- the prompt on the asking session's terminal
+screen() { $T capture-pane -t t:0 -p; }
+# fresh: clears the first terminal, and waits until it is clear, so that the
+# clear's output is not still on its way when the next request's prompt goes up
+# (it would be held and shown after the prompt, erasing it).
+fresh() {
+        $T send-keys -t t:0 clear Enter
+        for _ in $(seq 1 50); do
+                screen | grep -q 'RC-' || return 0
+                sleep 0.1
+        done
+        lt_fail "the terminal was not cleared"
+}
+wait_for() {
+        for _ in $(seq 1 100); do
+                screen | grep -qF -- "$1" && return 0
+                sleep 0.1
+        done
+        screen >&2
+        lt_fail "the screen never showed '$1'"
+}
+$T new-session -d -s t -x 160 -y 40 "cd '$LT_WS' && lazaretctl launch; echo LAUNCH-EXIT=\$?; sleep 60"
+wait_for ':/workspace#'
+# The test image's /etc/profile sets PATH=/bin; images with the usual PATH find it by name.
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate --why 'needs the host' -- /usr/bin/touch $H/approved; echo RC-\$?" Enter
+wait_for 'approve and run'
+wait_for "Why:       'needs the host'"
+wait_for "Command:   /usr/bin/touch $H/approved"
+[[ ! -e $H/approved ]] || lt_fail "the command ran before it was approved"
+$T send-keys -t t:0 a
+wait_for 'RC-0'
+[[ -e $H/approved ]] || lt_fail "the approved command did not run on the host"
+
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/denied; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/denied"
+$T send-keys -t t:0 d
+wait_for 'RC-122'
+wait_for 'lazaret-escalate: denied'
+[[ ! -e $H/denied ]] || lt_fail "the denied command ran"
+
+# Edit: the developer's argv runs, shown again and confirmed first.
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/asked; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/asked"
+$T send-keys -t t:0 e
+wait_for 'New command'
+$T send-keys -t t:0 -l "/usr/bin/touch '$H/edited'"
+$T send-keys -t t:0 Enter
+wait_for '(as edited)'
+$T send-keys -t t:0 a
+wait_for 'RC-0'
+[[ -e $H/edited && ! -e $H/asked ]] || lt_fail "the edited command did not replace the request"
+
+# Keys typed as escape sequences (a terminal's reply) never count: only the real 'd' decides.
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/escseq; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/escseq"
+$T send-keys -t t:0 -l $'\e[?1;2c\e]11;rgb:a/a/a\a'
+sleep 0.5
+[[ ! -e $H/escseq ]] || lt_fail "an escape sequence approved the request"
+$T send-keys -t t:0 d
+wait_for 'RC-122'
+
+# What the sandbox prints while the prompt is up is held, and shown after it.
+fresh
+$T send-keys -t t:0 "(sleep 1; echo HELD-OUT''PUT) & /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/held; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/held"
+sleep 2
+if screen | grep -q 'HELD-OUTPUT'; then
+        lt_fail "the sandbox's output reached the terminal while the prompt was up"
+fi
+$T send-keys -t t:0 d
+wait_for 'RC-122'
+wait_for 'HELD-OUTPUT'
+
+# A decision from lazaretctl withdraws the prompt: the first decision wins.
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/ctl-prompted; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/ctl-prompted"
+(cd "$LT_WS" && lazaretctl escalations approve "$(pending_id)") || lt_fail "approving a prompted request failed"
+wait_for 'was approved from bus'
+wait_for 'RC-0'
+[[ -e $H/ctl-prompted ]] || lt_fail "the prompted request approved with lazaretctl did not run"
+
+# The deadline withdraws the prompt: timed out (124), nothing runs.
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate --timeout 2 -- /usr/bin/touch $H/late; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/late"
+wait_for 'RC-124'
+wait_for 'no decision in time'
+[[ ! -e $H/late ]] || lt_fail "a request that timed out ran"
+
+# A second session's terminal is never touched while the first is prompted.
+$T new-window -t t -n two "cd '$LT_WS' && lazaretctl launch; sleep 60"
+for _ in $(seq 1 100); do
+        $T capture-pane -t t:two -p | grep -qF ':/workspace#' && break
+        sleep 0.1
+done
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/first; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/first"
+$T send-keys -t t:two "echo SECOND-AL''IVE" Enter
+sleep 1
+$T capture-pane -t t:two -p | grep -q 'SECOND-ALIVE' || lt_fail "the second session's terminal did not work while the first was prompted"
+if $T capture-pane -t t:two -p | grep -q 'approve and run'; then
+        lt_fail "the prompt appeared on the second session's terminal"
+fi
+$T send-keys -t t:0 d
+wait_for 'RC-122'
+$T send-keys -t t:two 'exit 0' Enter
+$T kill-window -t t:two
+
+# Abort: the request is denied and the session ends.
+fresh
+$T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/aborted; echo RC-\$?" Enter
+wait_for "Command:   /usr/bin/touch $H/aborted"
+$T send-keys -t t:0 q
+wait_for 'LAUNCH-EXIT='
+[[ ! -e $H/aborted ]] || lt_fail "the aborted request ran"
+
+# --- a timeout from the host's deadline, and the audit trail
+audit=$(find "$HOME/.local/share/lazaret" -name escalations.jsonl | head -n1)
+[[ -n $audit ]] || lt_fail "no audit trail"
+for ev in requested approved denied refused result; do
+        grep -q "\"event\":\"$ev\"" "$audit" || lt_fail "the audit trail has no '$ev' event"
+done
+grep -q '"by":"rule"' "$audit" || lt_fail "the audit trail does not say a rule approved"
+grep -q '"by":"terminal"' "$audit" || lt_fail "the audit trail does not say the terminal decided"
+grep -q '"outcome":"timeout"' "$audit" || lt_fail "the audit trail has no timeout"
+lt_log "audit trail: $(wc -l <"$audit") lines"
