@@ -672,6 +672,10 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
                 git_config_paths_done(&gp);
         }
 
+        if (p->view)
+                /* The workspace view keeps .git, its config and hooks itself (view-policy.h). */
+                goto hooks_paths;
+
         /* .git, pinned; its config read-only; its hooks masked. */
         host = join3(p->workspace, "/.git", "");
         dest = join3(p->sandbox_workspace, "/.git", "");
@@ -715,6 +719,7 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         if (r < 0)
                 return r;
 
+hooks_paths:
         /* Every core.hooksPath that lands inside the workspace. */
         STRV_FOREACH(h, hooks) {
                 _cleanup_free_ char *abs = NULL, *rel = NULL;
@@ -736,6 +741,15 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
                         if (r < 0)
                                 return r;
                 }
+        }
+        if (p->view) {
+                /* Protected by the view: writes land in Domain state. */
+                if (p->ret_protect) {
+                        r = strv_extend_strv(p->ret_protect, rels);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
         }
         return protect_hooks_paths(plan, p, wfd, rels, ret_error);
 }

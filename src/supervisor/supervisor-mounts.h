@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "helper.h"
+
 #include <stddef.h>
 
 /*
@@ -16,9 +18,12 @@
  *                      is) moved onto <stage>/<i>;
  *   a supervisor mount: the file system mounted on <stage>/<i> (a tmpfs
  *                      only, for now; any other type is refused by name);
+ *   the workspace view: its source opened and insisted on as a bind's, the
+ *                      FUSE connection mounted on <stage>/<i>, and view (the
+ *                      lazaret-view program) started in helpers to serve it;
  *   gVisor's own:      nothing.
  *
  * Nobody outside this mount namespace sees the staged mounts; runsc, its
  * child, is given only their paths. Every failure is one line in err.
  */
-int supmounts_stage(const char *bundle, char **ret_error);
+int supmounts_stage(const char *bundle, const char *view, Helpers *helpers, char **ret_error);

@@ -62,7 +62,7 @@
 
 static int arg_control_fd = -EBADF;
 static const char *arg_runsc, *arg_root, *arg_bundle, *arg_container, *arg_overlay;
-static const char *arg_netns, *arg_slirp, *arg_policy, *arg_policy_digest;
+static const char *arg_netns, *arg_slirp, *arg_policy, *arg_policy_digest, *arg_view;
 static int arg_canary_port;
 #if ENABLE_TEST_HOOKS
 static bool arg_fault_deny_on_lo;
@@ -315,6 +315,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "policy",     required_argument, NULL, 'p' },
                 { "policy-digest", required_argument, NULL, 'g' },
                 { "canary-port", required_argument, NULL, 'P' },
+                { "view",       required_argument, NULL, 'v' },
 #if ENABLE_TEST_HOOKS
                 { "test-fault", required_argument, NULL, 'F' },
 #endif
@@ -362,6 +363,11 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case 'g':
                         arg_policy_digest = optarg;
+                        break;
+                case 'v':
+                        if (optarg[0] != '/')
+                                return -EINVAL;
+                        arg_view = optarg;
                         break;
                 case 'P':
                         if (parse_int(optarg, 1024, 65535, &arg_canary_port) < 0)
@@ -461,7 +467,7 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         /* Every mount source, staged from what was checked (spec C19). */
-        r = supmounts_stage(arg_bundle, &why);
+        r = supmounts_stage(arg_bundle, arg_view, &helpers, &why);
         if (r < 0) {
                 report_failed("%s", strna(why));
                 return 1;
