@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <limits.h>
 #include <string.h>
 
 #include "macro.h"
@@ -6,8 +7,7 @@
 #include "view-policy.h"
 
 static const char *const control_names[] = {
-        "config", "config.lock", "config.worktree", "config.worktree.lock",
-        "commondir", "commondir.lock", "gitdir", "gitdir.lock", "hooks",
+        "config", "config.worktree", "commondir", "gitdir", "hooks",
 };
 
 /* Tools that run or trust these on the host by themselves: direnv, editors, agents, dev containers. */
@@ -30,14 +30,31 @@ bool view_is_integration_name(const char *name) {
 }
 
 bool view_name_needs_facts(const ViewDir *d, const char *name) {
+        size_t n = strlen(name);
+
         if (d->zone == VIEW_ZONE_PROTECTED || d->zone == VIEW_ZONE_GIT_TOP)
                 return false;
-        return streq(name, "HEAD") || view_is_control_name(name);
+        if (n > 5 && streq(name + n - 5, ".lock"))
+                n -= 5;
+        return (n == 4 && strncmp(name, "HEAD", 4) == 0) ||
+               (n == 6 && strncmp(name, "config", 6) == 0) || (n == 15 && strncmp(name, "config.worktree", 15) == 0) ||
+               (n == 9 && strncmp(name, "commondir", 9) == 0) || (n == 6 && strncmp(name, "gitdir", 6) == 0) ||
+               (n == 5 && strncmp(name, "hooks", 5) == 0);
 }
 
 ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name, bool is_dir, bool extra_protected) {
         static const ViewFacts none = {};
-        bool control = view_is_control_name(name);
+        char base[NAME_MAX + 1];
+        bool control;
+        size_t n = strlen(name);
+
+        /* A lock file is renamed onto the file it locks: it lives where that file does. */
+        if (n > 5 && n <= NAME_MAX && streq(name + n - 5, ".lock")) {
+                memcpy(base, name, n - 5);
+                base[n - 5] = 0;
+                name = base;
+        }
+        control = view_is_control_name(name);
 
         if (!f)
                 f = &none;

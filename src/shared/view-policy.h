@@ -69,7 +69,7 @@ typedef struct ViewFacts {
         bool host_control;              /* a control name exists there on the host */
 } ViewFacts;
 
-/* config, config.worktree, commondir, gitdir, hooks, and the .lock files of the first four. */
+/* config, config.worktree, commondir, gitdir, hooks (a NAME.lock is judged as NAME by view_name_class()). */
 bool view_is_control_name(const char *name);
 
 /* Whether view_name_class() needs the facts of the directory for this name. */

@@ -1191,14 +1191,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        pthread_mutex_lock(&v.lock);
-        r = list_dir(node_of(ino), h);
-        pthread_mutex_unlock(&v.lock);
-        if (r < 0) {
-                dir_handle_free(h);
-                fuse_reply_err(req, -r);
-                return;
-        }
+        /* Listed at the first READDIR at offset 0 (and again at each rewind). */
+        (void) r;
         fi->fh = (uint64_t) (uintptr_t) h;
         fi->cache_readdir = 0;
         if (fuse_reply_open(req, fi) == -ENOENT)
@@ -1214,6 +1208,26 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
         if (!buf) {
                 fuse_reply_err(req, ENOMEM);
                 return;
+        }
+        if (off == 0) {
+                /* From the start again (a rewind): the listing as it is now. */
+                DirHandle fresh = {};
+                int r;
+
+                pthread_mutex_lock(&v.lock);
+                r = list_dir(dir, &fresh);
+                pthread_mutex_unlock(&v.lock);
+                if (r < 0) {
+                        for (size_t i = 0; i < fresh.n; i++)
+                                free(fresh.entries[i]);
+                        free(fresh.entries);
+                        fuse_reply_err(req, -r);
+                        return;
+                }
+                for (size_t i = 0; i < h->n; i++)
+                        free(h->entries[i]);
+                free(h->entries);
+                *h = fresh;
         }
         for (size_t i = (size_t) off; i < h->n; i++) {
                 struct dirent64 *de = h->entries[i];
