@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -888,6 +889,10 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
                 r = tfd;
                 goto finish;
         }
+        if (n->cls == VIEW_PROTECTED && n->is_dir && !n->in_state) {
+                r = -EBUSY;
+                goto finish;
+        }
         if (n->cls != tc) {
                 /* Across the sides: mv copies; git never renames so. */
                 r = -EXDEV;
@@ -914,9 +919,11 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
                         goto finish;
                 }
         } else {
-                /* Both protected: in Domain state. A directory the host has stays. */
+                /* Both protected: in Domain state. A directory the host has stays
+                 * where it is: EBUSY, as for a mount point, so that mv does not
+                 * fall back to copying and deleting it. */
                 if (n->is_dir && !n->in_state) {
-                        r = -EXDEV;
+                        r = -EBUSY;
                         goto finish;
                 }
                 r = copy_up(n);
@@ -1429,6 +1436,14 @@ int main(int argc, char *argv[]) {
         v.protect = arg_protect;
         v.timeout = arg_timeout;
         umask(0);
+        {
+                /* One fd per node the kernel holds: as many as the hard limit allows. */
+                struct rlimit rl;
+                if (getrlimit(RLIMIT_NOFILE, &rl) >= 0) {
+                        rl.rlim_cur = rl.rlim_max;
+                        (void) setrlimit(RLIMIT_NOFILE, &rl);
+                }
+        }
 
         if (fuse_opt_add_arg(&args, "lazaret-view") < 0)
                 return 1;
