@@ -62,8 +62,12 @@ typedef struct Node Node;
 struct Node {
         uint64_t nlookup;               /* the kernel's references; the root keeps one more */
         uint64_t children;              /* nodes whose parent this is: it lives while they do */
-        int fd;                         /* O_PATH: the backing object, on the host or in Domain state */
-        int old_fd;                     /* the host's object before a copy-up: kept open, so a
+        int fd;                         /* directories: O_PATH of the backing directory, on the host
+                                         * or in Domain state; -1 for everything else, which is
+                                         * opened again from its parent by name for each request
+                                         * (pin()), so that the view holds one fd per directory,
+                                         * not per file the kernel remembers */
+        int old_fd;                     /* a directory's fd before a copy-up: kept open, so a
                                          * request that read fd just before never meets a reused number */
         bool in_state;                  /* fd is in Domain state */
         bool is_dir;
@@ -188,6 +192,59 @@ static int make_whiteout(int dirfd, const char *name) {
 
 /* ---- nodes ---------------------------------------------------------------- */
 
+/*
+ * An O_PATH fd of n for one request: a directory's own (borrowed: *ret_owned
+ * false), anything else opened again from its parent's directory on its
+ * side, by name, without following it, and insisted on: -ESTALE when the
+ * name now leads elsewhere. With v.lock held.
+ */
+static int state_dir(Node *dir, bool create);
+static int pin_locked(Node *n, int *ret_fd, bool *ret_owned) {
+        struct stat st;
+        int pfd, fd;
+
+        if (n->fd >= 0) {
+                *ret_fd = n->fd;
+                *ret_owned = false;
+                return 0;
+        }
+        if (!n->parent)
+                return -ESTALE;
+        pfd = n->in_state ? state_dir(n->parent, false) : n->parent->fd;
+        if (pfd < 0)
+                return -ESTALE;
+        fd = openat(pfd, n->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESTALE : -errno;
+        if (fstat(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino) {
+                safe_close(fd);
+                return -ESTALE;
+        }
+        *ret_fd = fd;
+        *ret_owned = true;
+        return 0;
+}
+
+typedef struct Pin {
+        int fd;
+        bool owned;
+} Pin;
+
+static void pin_done(Pin *p) {
+        if (p->owned)
+                safe_close(p->fd);
+}
+
+static int pin(Node *n, Pin *ret) {
+        int r;
+
+        pthread_mutex_lock(&v.lock);
+        r = pin_locked(n, &ret->fd, &ret->owned);
+        pthread_mutex_unlock(&v.lock);
+        return r;
+}
+
+static int state_dir(Node *dir, bool create);
 static void node_free(Node *n) {
         safe_close(n->fd);
         safe_close(n->old_fd);
@@ -306,6 +363,15 @@ static int find(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bo
                                 return -ENOENT;
                         fd = openat(sfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
                         if (fd >= 0) {
+                                struct stat sst, hst;
+
+                                /* A directory on both sides is the host's, merged with its
+                                 * Domain state directory (state_dir() finds that). */
+                                if (!dir->in_state && fstat(fd, &sst) >= 0 && S_ISDIR(sst.st_mode) &&
+                                    fstatat(dir->fd, name, &hst, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(hst.st_mode)) {
+                                        safe_close(fd);
+                                        goto host;
+                                }
                                 *ret_fd = fd;
                                 *ret_in_state = true;
                                 goto found;
@@ -316,6 +382,7 @@ static int find(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bo
                 if (dir->in_state)
                         return -ENOENT;
         }
+host:
         fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
@@ -358,16 +425,16 @@ static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_
                 safe_close(fd);
                 return NULL;
         }
-        n->fd = fd;
+        n->is_dir = S_ISDIR(st->st_mode);
+        n->fd = n->is_dir ? fd : safe_close(fd);
         n->old_fd = -1;
         n->in_state = in_state;
-        n->is_dir = S_ISDIR(st->st_mode);
         n->cls = c;
         n->dev = st->st_dev;
         n->ino = st->st_ino;
         n->parent = dir;
         dir->children++;
-        n->state_dirfd = in_state && n->is_dir ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+        n->state_dirfd = in_state && n->is_dir ? fcntl(n->fd, F_DUPFD_CLOEXEC, 3) : -1;
         if (n->is_dir)
                 n->dir = view_child_dir(&dir->dir, name, c);
         n->nlookup = 1;
@@ -438,10 +505,19 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         Node *n = node_of(ino);
         struct stat st;
+        Pin p = {};
+        int r;
 
-        (void) fi;
-        if (fstatat(n->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
-                fuse_reply_err(req, errno);
+        if (fi)
+                r = fstat((int) fi->fh, &st) < 0 ? -errno : 0;
+        else {
+                r = pin(n, &p);
+                if (r >= 0 && fstatat(p.fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                        r = -errno;
+                pin_done(&p);
+        }
+        if (r < 0) {
+                fuse_reply_err(req, -r);
                 return;
         }
         fill_stat(&st);
@@ -481,41 +557,42 @@ static int copy_data(int from, int to) {
  * place. The node keeps its identity for the kernel. With v.lock held.
  */
 static int copy_up(Node *n) {
+        _cleanup_(pin_done) Pin p = {};
         char tmp[64], pp[32];
-        struct stat st;
+        struct stat st, nst;
         int sfd, r;
 
         if (n->cls != VIEW_PROTECTED || n->in_state)
                 return 0;
         if (!n->parent)
                 return -EPERM;
+        if (n->is_dir) {
+                /* A directory of the host's stays merged: its Domain state directory is made. */
+                r = state_dir(n, true);
+                return r < 0 ? r : 0;
+        }
         sfd = state_dir(n->parent, true);
         if (sfd < 0)
                 return sfd;
-        if (fstatat(n->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+        r = pin_locked(n, &p.fd, &p.owned);
+        if (r < 0)
+                return r;
+        if (fstatat(p.fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                 return -errno;
         snprintf(tmp, sizeof(tmp), ".lazaret-copy-up.%d.%lu", getpid(), (unsigned long) pthread_self());
         (void) unlinkat(sfd, tmp, 0);
-        if (S_ISDIR(st.st_mode)) {
-                if (mkdirat(sfd, n->name, (st.st_mode & 0755) | 0700) < 0 && errno != EEXIST)
-                        return -errno;
-        } else if (S_ISLNK(st.st_mode)) {
+        if (S_ISLNK(st.st_mode)) {
                 char target[VIEW_PATH_MAX];
-                ssize_t k = readlinkat(n->fd, "", target, sizeof(target) - 1);
+                ssize_t k = readlinkat(p.fd, "", target, sizeof(target) - 1);
                 if (k < 0)
                         return -errno;
                 target[k] = 0;
                 if (symlinkat(target, sfd, tmp) < 0)
                         return -errno;
-                if (renameat(sfd, tmp, sfd, n->name) < 0) {
-                        r = -errno;
-                        (void) unlinkat(sfd, tmp, 0);
-                        return r;
-                }
         } else if (S_ISREG(st.st_mode)) {
                 _cleanup_close_ int from = -EBADF, to = -EBADF;
 
-                proc_path(n->fd, pp);
+                proc_path(p.fd, pp);
                 from = open(pp, O_RDONLY | O_CLOEXEC | O_NOCTTY);
                 if (from < 0)
                         return -errno;
@@ -525,46 +602,36 @@ static int copy_up(Node *n) {
                 r = copy_data(from, to);
                 if (r >= 0 && fsync(to) < 0)
                         r = -errno;
-                if (r >= 0 && renameat(sfd, tmp, sfd, n->name) < 0)
-                        r = -errno;
                 if (r < 0) {
                         (void) unlinkat(sfd, tmp, 0);
                         return r;
                 }
         } else
                 return -EPERM;
+        if (renameat(sfd, tmp, sfd, n->name) < 0 || fstatat(sfd, n->name, &nst, AT_SYMLINK_NOFOLLOW) < 0) {
+                r = -errno;
+                (void) unlinkat(sfd, tmp, 0);
+                return r;
+        }
 
-        /* The node now stands for the copy. */
+        /* The node now stands for the copy; it keeps its identity for the kernel. */
+        unhash(n);
+        n->in_state = true;
+        n->dev = nst.st_dev;
+        n->ino = nst.st_ino;
         {
-                int fd = openat(sfd, n->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-                struct stat nst;
-
-                if (fd < 0)
-                        return -errno;
-                if (fstat(fd, &nst) < 0) {
-                        safe_close(fd);
-                        return -errno;
-                }
-                unhash(n);
-                n->old_fd = n->fd;
-                n->fd = fd;
-                n->in_state = true;
-                n->dev = nst.st_dev;
-                n->ino = nst.st_ino;
-                if (n->is_dir) {
-                        safe_close(n->state_dirfd);
-                        n->state_dirfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-                }
-                {
-                        unsigned h = hash_of(n->dev, n->ino, n->in_state, n->cls);
-                        n->hnext = v.hash[h];
-                        v.hash[h] = n;
-                }
+                unsigned h = hash_of(n->dev, n->ino, n->in_state, n->cls);
+                n->hnext = v.hash[h];
+                v.hash[h] = n;
         }
         return 0;
 }
 
-/* The side a change to n goes to: -EROFS for a read-only node; a protected one is copied up. */
+/*
+ * The side a change to n goes to: -EROFS for a read-only node; a protected
+ * one is copied up. 1: a protected directory of the host's, whose own
+ * attributes stay the host's (the change is accepted and has no effect).
+ */
 static int prepare_change(Node *n) {
         int r;
 
@@ -573,6 +640,8 @@ static int prepare_change(Node *n) {
         pthread_mutex_lock(&v.lock);
         r = copy_up(n);
         pthread_mutex_unlock(&v.lock);
+        if (r >= 0 && n->cls == VIEW_PROTECTED && n->is_dir && !n->in_state)
+                return 1;
         return r;
 }
 
@@ -580,15 +649,22 @@ static int prepare_change(Node *n) {
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
         Node *n = node_of(ino);
+        _cleanup_(pin_done) Pin p = {};
         char pp[32];
         int r;
 
         r = prepare_change(n);
+        if (r == 0)
+                r = pin(n, &p);
         if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;
         }
-        proc_path(n->fd, pp);
+        if (r > 0) {
+                op_getattr(req, ino, fi);
+                return;
+        }
+        proc_path(p.fd, pp);
         if (to_set & FUSE_SET_ATTR_MODE) {
                 /* Nothing the sandbox does opens a host file to other users (spec C22). */
                 mode_t mode = attr->st_mode & 07777 & ~(mode_t) (S_ISUID | S_ISGID | S_IWGRP | S_IWOTH);
@@ -613,7 +689,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
                         ts[1] = attr->st_mtim;
                 if ((fi ? futimens((int) fi->fh, ts) : utimensat(AT_FDCWD, pp, ts, 0)) < 0) {
                         /* A symbolic link's own times. */
-                        if (errno != ELOOP || utimensat(n->fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                        if (errno != ELOOP || utimensat(p.fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                                 goto fail;
                 }
         }
@@ -624,9 +700,17 @@ fail:
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino) {
+        _cleanup_(pin_done) Pin p = {};
         char buf[VIEW_PATH_MAX];
-        ssize_t k = readlinkat(node_of(ino)->fd, "", buf, sizeof(buf) - 1);
+        ssize_t k;
+        int r;
 
+        r = pin(node_of(ino), &p);
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
+        k = readlinkat(p.fd, "", buf, sizeof(buf) - 1);
         if (k < 0) {
                 fuse_reply_err(req, errno);
                 return;
@@ -760,10 +844,19 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
                 fuse_reply_err(req, EXDEV);
                 return;
         }
-        proc_path(n->fd, pp);
-        if (linkat(AT_FDCWD, pp, fd, name, AT_SYMLINK_FOLLOW) < 0) {
-                fuse_reply_err(req, errno);
-                return;
+        {
+                _cleanup_(pin_done) Pin p = {};
+                int r = pin(n, &p);
+
+                if (r < 0) {
+                        fuse_reply_err(req, -r);
+                        return;
+                }
+                proc_path(p.fd, pp);
+                if (linkat(AT_FDCWD, pp, fd, name, AT_SYMLINK_FOLLOW) < 0) {
+                        fuse_reply_err(req, errno);
+                        return;
+                }
         }
         reply_new_entry(req, dir, name);
 }
@@ -979,11 +1072,20 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                         return;
                 }
         }
-        proc_path(n->fd, pp);
-        fd = open(pp, open_flags(fi->flags));
-        if (fd < 0) {
-                fuse_reply_err(req, errno);
-                return;
+        {
+                _cleanup_(pin_done) Pin p = {};
+
+                r = pin(n, &p);
+                if (r < 0) {
+                        fuse_reply_err(req, -r);
+                        return;
+                }
+                proc_path(p.fd, pp);
+                fd = open(pp, open_flags(fi->flags));
+                if (fd < 0) {
+                        fuse_reply_err(req, errno);
+                        return;
+                }
         }
         fi->fh = (uint64_t) fd;
         fi->keep_cache = 0;
