@@ -350,10 +350,18 @@ static int find(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bo
 
         if (strlen(name) > NAME_MAX || strchr(name, '/') || streq(name, ".") || streq(name, ".."))
                 return -EINVAL;
-        /* Whether it is a directory matters only for ".git"; ask the side it would be on. */
-        if (streq(name, ".git") && dir->dir.zone == VIEW_ZONE_WORK) {
+        /* Whether it is a directory matters only for ".git": a directory of that
+         * name is only ever the host's (a directory in Domain state at that name
+         * only carries protected entries further down); a file or symbolic link
+         * is protected. */
+        if (streq(name, ".git") && dir->dir.zone == VIEW_ZONE_WORK && !dir->in_state) {
                 struct stat st;
-                is_dir = !dir->in_state && fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
+                int sfd;
+
+                is_dir = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
+                if (!is_dir && (sfd = state_dir(dir, false)) >= 0 && fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 &&
+                    S_ISDIR(st.st_mode))
+                        return -ENOENT;
         }
         c = dir->in_state ? VIEW_PROTECTED : class_of(dir, name, is_dir);
         if (c == VIEW_PROTECTED) {
