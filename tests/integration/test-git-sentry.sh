@@ -131,17 +131,17 @@ lt_log "ok: a hook written inside is not in the host's core.hooksPath .husky/_"
 # Moving the hooks directory away, or replacing it, changes nothing on the
 # host: it is protected by the workspace view (the move fails, a
 # replacement lives in Domain state).
-husky_before=$(cd "$WS2/.husky" && find . | sort | sha256sum)
+lt_assert_eq ".husky's own files stay visible inside" keep "$(inside2 'cat .husky/README')"
+husky_before=$(cd "$WS2/.husky/_" && find . | sort | sha256sum)
 for attack in 'mv .husky/_ .husky/old' 'mv .husky .husky-old' 'rm -rf .husky/_ && mkdir .husky/_ && printf "#!/bin/sh
 echo planted >> pwned-husky-ran
 " > .husky/_/pre-commit && chmod 755 .husky/_/pre-commit'; do
         out=$(inside2 "$attack" 2>&1) || true
-        lt_assert_eq "the host's .husky after '$attack'" "$husky_before" "$(cd "$WS2/.husky" && find . | sort | sha256sum)"
+        lt_assert_eq "the host's .husky/_ after '$attack'" "$husky_before" "$(cd "$WS2/.husky/_" && find . | sort | sha256sum)"
         [[ ! -e $WS2/.husky/_/pre-commit ]] || lt_fail "'$attack' put a hook into the host's core.hooksPath"
         lt_log "ok: $attack inside leaves the host's core.hooksPath as it was ($(tail -n 1 <<<"$out"))"
 done
 rm -rf "$WS2/.husky-old"     # what mv copied; it is no hooks directory of the host's
-lt_assert_eq ".husky's own files stay visible inside" keep "$(inside2 'cat .husky/README')"
 echo four >"$WS2/d.txt"
 h2git add d.txt
 WHERE=host h2git commit -q -m "host 1"
