@@ -34,7 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -78,7 +80,9 @@ struct Node {
         Node *parent;                   /* directories: where they were last seen, for their path */
         char *name;
         int state_dirfd;                /* directories: the Domain state directory at the same path, or -1 */
+        int wd;                         /* host directories: the inotify watch, or -1 */
         Node *hnext;
+        Node *wnext;                    /* in the watch table */
 };
 
 static struct {
@@ -88,7 +92,20 @@ static struct {
         int state_fd;                   /* Domain state: the shadow tree's root */
         char **protect;                 /* workspace-relative paths protected by the host's configuration */
         double timeout;
-} v = { .lock = PTHREAD_MUTEX_INITIALIZER };
+        /* Host changes: an inotify watch on every host directory the kernel
+         * holds, and a pipe of invalidations the request handlers ask for
+         * (they may not ask the kernel themselves while it waits for them). */
+        struct fuse_session *se;
+        int ifd;
+        int inval_pipe[2];
+        Node *watches[4096];
+} v = { .lock = PTHREAD_MUTEX_INITIALIZER, .ifd = -1, .inval_pipe = { -1, -1 } };
+
+typedef struct Inval {
+        uint64_t node;                  /* fuse_ino_t */
+        uint16_t len;                   /* 0: the node itself */
+        char name[NAME_MAX + 1];
+} Inval;
 
 static unsigned hash_of(dev_t dev, ino_t ino, bool in_state, ViewClass c) {
         uint64_t h = (uint64_t) ino * 0x9E3779B97F4A7C15ull ^ (uint64_t) dev ^ ((uint64_t) in_state << 1) ^ (uint64_t) c;
@@ -244,8 +261,82 @@ static int pin(Node *n, Pin *ret) {
         return r;
 }
 
+static void watch_add(Node *n) {
+        char pp[32];
+
+        n->wd = -1;
+        if (v.ifd < 0 || !n->is_dir || n->in_state || n->fd < 0)
+                return;
+        proc_path(n->fd, pp);
+        n->wd = inotify_add_watch(v.ifd, pp, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY |
+                                  IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR |
+                                  IN_EXCL_UNLINK);
+        if (n->wd < 0)
+                return;         /* out of watches: its entries are not cached (timeout 0) */
+        for (Node *o = v.watches[(unsigned) n->wd % ELEMENTSOF(v.watches)]; o; o = o->wnext)
+                if (o->wd == n->wd) {
+                        /* The same directory as another node: that one keeps the watch. */
+                        n->wd = -1;
+                        return;
+                }
+        n->wnext = v.watches[(unsigned) n->wd % ELEMENTSOF(v.watches)];
+        v.watches[(unsigned) n->wd % ELEMENTSOF(v.watches)] = n;
+}
+
+static void watch_forget(Node *n, bool remove) {
+        if (n->wd < 0)
+                return;
+        for (Node **p = &v.watches[(unsigned) n->wd % ELEMENTSOF(v.watches)]; *p; p = &(*p)->wnext)
+                if (*p == n) {
+                        *p = n->wnext;
+                        break;
+                }
+        if (remove)
+                (void) inotify_rm_watch(v.ifd, n->wd);
+        n->wd = -1;
+}
+
+static Node *watch_find(int wd) {
+        for (Node *n = v.watches[(unsigned) wd % ELEMENTSOF(v.watches)]; n; n = n->wnext)
+                if (n->wd == wd)
+                        return n;
+        return NULL;
+}
+
+/* How long the kernel may keep an entry of dir: long while a watch tells us of host changes. */
+static double timeout_in(const Node *dir) {
+        return dir && dir->wd >= 0 ? v.timeout : 0;
+}
+
+/* Asks the watcher thread to drop the kernel's entry name in dir (or, name NULL, what it caches of dir). */
+static void inval_later(Node *dir, const char *name) {
+        Inval i = { .node = (uint64_t) (uintptr_t) dir };
+        size_t len = name ? strlen(name) : 0;
+
+        if (v.inval_pipe[1] < 0 || len > NAME_MAX)
+                return;
+        if (dir == &v.root)
+                i.node = FUSE_ROOT_ID;
+        i.len = (uint16_t) len;
+        memcpy(i.name, name ?: "", len);
+        /* One whole record per write, below PIPE_BUF: never interleaved. A full pipe loses
+         * the invalidation; the entry then lives until its timeout. */
+        (void) !write(v.inval_pipe[1], &i, sizeof(i));
+}
+
+/* After a change that moves names between the sides (a HEAD or a control name came or went). */
+static void inval_facts(Node *dir, const char *name) {
+        static const char *const names[] = { "HEAD", "config", "config.worktree", "commondir", "gitdir", "hooks" };
+
+        if (!view_name_needs_facts(&dir->dir, name))
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                inval_later(dir, names[i]);
+}
+
 static int state_dir(Node *dir, bool create);
 static void node_free(Node *n) {
+        watch_forget(n, true);
         safe_close(n->fd);
         safe_close(n->old_fd);
         safe_close(n->state_dirfd);
@@ -448,6 +539,7 @@ static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_
         n->nlookup = 1;
         n->hnext = v.hash[h];
         v.hash[h] = n;
+        watch_add(n);
         return n;
 }
 
@@ -471,7 +563,7 @@ static int lookup_locked(Node *dir, const char *name, struct fuse_entry_param *e
                 return -ENOMEM;
         fill_stat(&e->attr);
         e->ino = id_of(n);
-        e->attr_timeout = e->entry_timeout = dir->dir.zone == VIEW_ZONE_WORK && c == VIEW_SHARED ? v.timeout : 0;
+        e->attr_timeout = e->entry_timeout = timeout_in(dir);
         return 0;
 }
 
@@ -481,11 +573,13 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
 
         pthread_mutex_lock(&v.lock);
         r = lookup_locked(node_of(parent), name, &e);
-        pthread_mutex_unlock(&v.lock);
         if (r == -ENOENT) {
                 /* A negative entry, cached like a positive one. */
                 memset(&e, 0, sizeof(e));
-                e.entry_timeout = 0;
+                e.entry_timeout = timeout_in(node_of(parent));
+        }
+        pthread_mutex_unlock(&v.lock);
+        if (r == -ENOENT) {
                 fuse_reply_entry(req, &e);
                 return;
         }
@@ -529,7 +623,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
                 return;
         }
         fill_stat(&st);
-        fuse_reply_attr(req, &st, n->cls == VIEW_SHARED && n->parent && n->parent->dir.zone == VIEW_ZONE_WORK ? v.timeout : 0);
+        fuse_reply_attr(req, &st, n == &v.root ? timeout_in(n) : timeout_in(n->parent));
 }
 
 /* ---- copy-up ------------------------------------------------------------- */
@@ -623,6 +717,7 @@ static int copy_up(Node *n) {
         }
 
         /* The node now stands for the copy; it keeps its identity for the kernel. */
+        inval_later(n, NULL);
         unhash(n);
         n->in_state = true;
         n->dev = nst.st_dev;
@@ -767,6 +862,7 @@ static void reply_new_entry(fuse_req_t req, Node *dir, const char *name) {
         int r;
 
         pthread_mutex_lock(&v.lock);
+        inval_facts(dir, name);
         r = lookup_locked(dir, name, &e);
         pthread_mutex_unlock(&v.lock);
         if (r < 0)
@@ -951,6 +1047,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
 
         pthread_mutex_lock(&v.lock);
         r = remove_entry(node_of(parent), name, false);
+        inval_facts(node_of(parent), name);
         pthread_mutex_unlock(&v.lock);
         fuse_reply_err(req, -r);
 }
@@ -1054,6 +1151,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
                         set_parent(n, to);
                 }
         }
+        inval_facts(from, name);
+        inval_facts(to, newname);
         r = 0;
 finish:
         if (n)
@@ -1121,6 +1220,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
                 fuse_reply_err(req, -r);
                 return;
         }
+        inval_facts(dir, name);
         r = lookup_locked(dir, name, &e);
         pthread_mutex_unlock(&v.lock);
         if (r < 0) {
@@ -1475,10 +1575,84 @@ static const struct fuse_lowlevel_ops ops = {
         .statfs = op_statfs,
 };
 
+/* ---- host changes -------------------------------------------------------- */
+
+static void apply_inval(fuse_ino_t node, const char *name, size_t len) {
+        if (len > 0)
+                (void) fuse_lowlevel_notify_inval_entry(v.se, node, name, len);
+        else
+                (void) fuse_lowlevel_notify_inval_inode(v.se, node, 0, 0);
+}
+
+/*
+ * The watcher: what the host changes, the kernel forgets (its entry and,
+ * through the next lookup, its attributes), so long timeouts stay true.
+ * It also runs the invalidations the request handlers queued.
+ */
+static void *watcher(void *arg) {
+        char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        (void) arg;
+        for (;;) {
+                struct pollfd p[2] = { { .fd = v.ifd, .events = POLLIN }, { .fd = v.inval_pipe[0], .events = POLLIN } };
+                ssize_t k;
+
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return NULL;
+                }
+                if (p[1].revents & POLLIN) {
+                        Inval i;
+                        /* Records of one size, each written whole (below PIPE_BUF). */
+                        k = read(v.inval_pipe[0], &i, sizeof(i));
+                        if (k == (ssize_t) sizeof(i) && i.len <= NAME_MAX)
+                                apply_inval((fuse_ino_t) i.node, i.name, i.len);
+                }
+                if (!(p[0].revents & POLLIN))
+                        continue;
+                k = read(v.ifd, buf, sizeof(buf));
+                if (k <= 0)
+                        continue;
+                for (char *q = buf; q < buf + k;) {
+                        const struct inotify_event *ev = (const struct inotify_event *) q;
+                        fuse_ino_t node = 0;
+                        char name[NAME_MAX + 1] = "";
+                        size_t len = 0;
+                        Node *n;
+
+                        q += sizeof(*ev) + ev->len;
+                        pthread_mutex_lock(&v.lock);
+                        n = watch_find(ev->wd);
+                        if (n) {
+                                node = id_of(n);
+                                if (ev->mask & IN_IGNORED)
+                                        watch_forget(n, false);
+                        }
+                        pthread_mutex_unlock(&v.lock);
+                        if (ev->mask & IN_Q_OVERFLOW) {
+                                /* Events were lost: whatever the kernel holds may be stale. */
+                                fprintf(stderr, "lazaret-view: host change events were lost; "
+                                        "entries cached until their timeout may be stale\n");
+                                continue;
+                        }
+                        if (!node)
+                                continue;
+                        if (ev->len > 0) {
+                                len = strnlen(ev->name, ev->len);
+                                if (len > NAME_MAX)
+                                        continue;
+                                memcpy(name, ev->name, len);
+                        }
+                        apply_inval(node, name, len);
+                }
+        }
+}
+
 /* ---- main ------------------------------------------------------------------ */
 
 static int arg_workspace_fd = -1, arg_state_fd = -1, arg_fuse_fd = -1;
-static double arg_timeout;
+static double arg_timeout = 3600;
 static char **arg_protect;
 
 static int parse_argv(int argc, char *argv[]) {
@@ -1545,6 +1719,14 @@ int main(int argc, char *argv[]) {
         v.state_fd = arg_state_fd;
         v.protect = arg_protect;
         v.timeout = arg_timeout;
+        v.ifd = inotify_init1(IN_CLOEXEC);
+        if (v.ifd < 0 || pipe2(v.inval_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+                /* Without news of host changes nothing may be cached. */
+                fprintf(stderr, "lazaret-view: no inotify (%m): the kernel caches nothing of the workspace\n");
+                v.ifd = safe_close(v.ifd);
+                v.timeout = 0;
+        }
+        watch_add(&v.root);
         umask(0);
         {
                 /* One fd per node the kernel holds: as many as the hard limit allows. */
@@ -1567,6 +1749,16 @@ int main(int argc, char *argv[]) {
         if (fuse_session_mount(se, mountpoint) < 0) {
                 fprintf(stderr, "lazaret-view: cannot take over the FUSE connection\n");
                 return 1;
+        }
+        v.se = se;
+        if (v.ifd >= 0) {
+                pthread_t t;
+                /* The reader end blocks; the handlers' end never does. */
+                (void) fcntl(v.inval_pipe[0], F_SETFL, 0);
+                if (pthread_create(&t, NULL, watcher, NULL) != 0) {
+                        fprintf(stderr, "lazaret-view: cannot start the watcher thread\n");
+                        return 1;
+                }
         }
         /* Ready: the supervisor may let runsc bind the mount. */
         (void) !write(3, "1", 1);
