@@ -26,6 +26,7 @@ lt_domain_setup
 
 # An image with git: the busybox test image plus the host's git.
 lt_use_git_image
+lt_reset_view_state
 
 hgit() { git -C "$LT_WS" -c user.name=host -c user.email=host@example.invalid "$@"; }
 # Runs a shell command inside, in /workspace, with git on PATH.
@@ -118,6 +119,7 @@ WS2=$HOME/lt-ws/git-sentry-husky
 rm -rf "$WS2"
 mkdir -p "$WS2/.husky/_"
 git -C "$WS2" init -q
+lt_reset_view_state "$WS2"
 echo "keep" >"$WS2/.husky/README"
 git -C "$WS2" config core.hooksPath .husky/_
 h2git() { git -C "$WS2" -c user.name=host -c user.email=host@example.invalid "$@"; }
@@ -159,6 +161,7 @@ lazaretctl --workspace "$WS4" stop >/dev/null 2>&1 || true   # a sandbox left by
 rm -rf "$WS4" "$link4"
 mkdir -p "$WS4"
 git -C "$WS4" init -q
+lt_reset_view_state "$WS4"
 ln -s git-sentry-rel/evil "$link4"
 git -C "$WS4" config core.hooksPath ../git-sentry-rel-link
 inside4() { (cd "$WS4" && exec lazaretctl launch -- /bin/env PATH=/usr/bin:/bin HOME=/root /bin/sh -c "$1"); }

@@ -28,7 +28,7 @@ lt_use_git_image
 
 # The Domain's view state from an earlier run of this test would shadow
 # what the test writes anew.
-rm -rf "$(cd "$LT_WS" && lazaretctl config check --json | jq -r .data_root)/domains/$LT_DOMAIN/view"
+lt_reset_view_state
 
 # Markers on the host only: the sandbox has no such directory, so a command
 # that creates one ran on the host.
