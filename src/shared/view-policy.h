@@ -34,6 +34,10 @@
 
 /* Below the Domain directory: the view's Domain state (the shadow tree). */
 #define VIEW_STATE_DIR "view"
+/* On a copied-up file in it: the host file it was copied from ("SIZE MTIME-S MTIME-NS"). */
+#define VIEW_BASE_XATTR "user.lazaret.base"
+/* What a whiteout there (a symbolic link) points to. */
+#define VIEW_WHITEOUT_TARGET "\001lazaret-whiteout\001"
 
 typedef enum ViewZone {
         VIEW_ZONE_WORK,                 /* an ordinary directory of the workspace */

@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <linux/openat2.h>
@@ -56,7 +57,7 @@
 #include "view-policy.h"
 
 /* What a whiteout in Domain state points to: no name the sandbox can create (symlink() refuses it). */
-#define WHITEOUT_TARGET "\001lazaret-whiteout\001"
+#define WHITEOUT_TARGET VIEW_WHITEOUT_TARGET
 #define VIEW_PATH_MAX 4096
 #define HASH_SIZE 65536u
 
@@ -653,6 +654,19 @@ static int copy_data(int from, int to) {
 }
 
 /*
+ * What the host's file was when it was copied up, on the copy
+ * (VIEW_BASE_XATTR, "size mtime-seconds mtime-nanoseconds"): an apply of
+ * the sandbox's version refuses when the host's changed since.
+ */
+static void record_base(int fd, const struct stat *st) {
+        char buf[96];
+        int n = snprintf(buf, sizeof(buf), "%lld %lld %ld", (long long) st->st_size, (long long) st->st_mtim.tv_sec,
+                         (long) st->st_mtim.tv_nsec);
+
+        (void) fsetxattr(fd, VIEW_BASE_XATTR, buf, (size_t) n, 0);
+}
+
+/*
  * A protected node still backed by the host's object moves to Domain
  * state before its first change: a copy (a directory: an empty one, its
  * entries stay merged), made under a temporary name and renamed into
@@ -702,6 +716,8 @@ static int copy_up(Node *n) {
                 if (to < 0)
                         return -errno;
                 r = copy_data(from, to);
+                if (r >= 0)
+                        record_base(to, &st);
                 if (r >= 0 && fsync(to) < 0)
                         r = -errno;
                 if (r < 0) {
