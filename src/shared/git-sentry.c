@@ -502,6 +502,9 @@ static int protect_hooks_paths(MountPlan *plan, const GitSentryParams *p, int wf
                                 return r;
                 }
         }
+        if (p->view)
+                /* The view protects them by name; no mounts. */
+                return p->ret_protect ? strv_extend_strv(p->ret_protect, masks) : 0;
         if (pins)
                 qsort(pins, strv_length(pins), sizeof(char *), cmp_len);
         STRV_FOREACH(a, pins) {
@@ -741,15 +744,6 @@ hooks_paths:
                         if (r < 0)
                                 return r;
                 }
-        }
-        if (p->view) {
-                /* Protected by the view: writes land in Domain state. */
-                if (p->ret_protect) {
-                        r = strv_extend_strv(p->ret_protect, rels);
-                        if (r < 0)
-                                return r;
-                }
-                return 0;
         }
         return protect_hooks_paths(plan, p, wfd, rels, ret_error);
 }
