@@ -298,6 +298,8 @@ static int compile(Pattern *pat, const char *p, size_t len, bool in_path) {
                                         pat->segments[n_segments++] = (Segment) { SEGMENT_ONE_COMPONENT, 0, 0 };
                                 pat->segments[n_segments++] = (Segment) { SEGMENT_ANY_COMPONENTS, 0, 0 };
                                 i += run + (at_end ? 0 : slash ? 1 : 2);
+                                if (!at_end && i == len)
+                                        OPEN_SEGMENT(); /* "**" + "/" last: an empty component must follow */
                                 continue;
                         }
                         ADD_TOKEN(TOKEN_STAR, 0, 0);

@@ -41,7 +41,7 @@ static const char *const table[] = {
         "/", "//a", "a//b", "a\\/b", "a\\", "\\", "a/\\*", "\\*", "\\?", "\\[a]", "x.o", "*.log", "!*.log",
         "node_modules/", "/build", "build/", "*.py[cod]", "__pycache__/", ".hidden", ".*", "!.gitignore",
         "a.b.c", "*.b.*", "**/*.o", "a/**/", "\xef\xbb\xbf" "a", "**/ab", "ab/**", "a/b/**", "/a/**/c",
-        "[[:upper:]]*", "F*", "[[:punct:]]*", "[[:xdigit:]]", "!*/", "!**/b", "-", "*a*b*", "**\\/a", "a/**\\/b",
+        "[[:upper:]]*", "F*", "**\\//", "a/**//", "**//", "[[:punct:]]*", "[[:xdigit:]]", "!*/", "!**/b", "-", "*a*b*", "**\\/a", "a/**\\/b",
 };
 
 /* Names in the trees: escapes, wildcards and spaces in file names too. */

@@ -117,6 +117,8 @@ Test(git_ignore, double_star) {
         EXCLUDED("a/x**\n", "a/xb/c", false);
         NOMATCH("a/**\\/b\n", "a/b", false);
         EXCLUDED("a/**\\/b\n", "a/x/b", false);
+        NOMATCH("**\\//\n", "a/b", true);      /* found by fuzz-git-ignore */
+        NOMATCH("a/**//\n", "a/b", true);
 }
 
 static double seconds(void) {
