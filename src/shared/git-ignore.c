@@ -14,12 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "fs-util.h"
 #include "git-ignore.h"
+#include "macro.h"
+#include "path-util.h"
 #include "spawn-util.h"
 #include "util.h"
 
@@ -411,17 +412,7 @@ size_t ignore_list_size(const IgnoreList *l) {
 static bool relpath_valid(const char *p, size_t n, bool allow_empty) {
         if (n == 0)
                 return allow_empty;
-        if (p[0] == '/' || p[n - 1] == '/')
-                return false;
-        for (size_t i = 0; i < n;) {
-                size_t e = i;
-                while (e < n && p[e] != '/')
-                        e++;
-                if (e == i || (e - i == 1 && p[i] == '.') || (e - i == 2 && p[i] == '.' && p[i + 1] == '.'))
-                        return false;
-                i = e + 1;
-        }
-        return !memchr(p, 0, n);
+        return path_is_plain_relative(p, n) && !memchr(p, 0, n);
 }
 
 int ignore_list_parse(const char *text, size_t len, const char *base, const char *source, IgnoreList **ret,
@@ -891,13 +882,19 @@ int ignore_default_excludes_file(const char *xdg_config_home, const char *home, 
         return 0;
 }
 
-/* git's own environment variables that could point it at a repository or other config. */
+extern char **environ;
+
+/*
+ * git's variables go, but for the three that say which of the user's own
+ * files git reads: GIT_DIR, GIT_WORK_TREE, GIT_CONFIG_PARAMETERS and the
+ * rest could name a repository or values of someone else's choosing.
+ */
 static bool env_is_git(const char *e) {
-        return strncmp(e, "GIT_", 4) == 0 && strncmp(e, "GIT_CONFIG_NOSYSTEM=", 20) != 0;
+        return strncmp(e, "GIT_", 4) == 0 && strncmp(e, "GIT_CONFIG_NOSYSTEM=", 20) != 0 &&
+               strncmp(e, "GIT_CONFIG_GLOBAL=", 18) != 0 && strncmp(e, "GIT_CONFIG_SYSTEM=", 18) != 0;
 }
 
 int ignore_host_excludes_file(char **ret, char **ret_error) {
-        extern char **environ;
         char *argv[] = { NULL, (char *) "config", (char *) "--path", (char *) "--get", (char *) "core.excludesFile",
                          NULL };
         _cleanup_free_ char *program = NULL, *out = NULL;

@@ -38,6 +38,18 @@
  *     of the path itself, and the .gitignore files of an excluded directory
  *     are not read (git cannot re-include a file whose parent is excluded).
  * Tracking is the caller's: git ignores only untracked paths (git-index.h).
+ *
+ * A parsed IgnoreList never changes, so any number of threads may match
+ * against it; an IgnoreCache is not locked (one thread, or the caller's
+ * lock), and a list it replaces or forgets is freed at once.
+ *
+ * For a FUSE view: keep the verdict of each directory it has looked up;
+ * a directory's children are then decided by ignore_lists_match() against
+ * the chain [the directory's own list, its parent's, ..., the top-level
+ * list, info/exclude, excludesFile] (or excluded outright when the
+ * directory is), which is one step per lookup rather than a walk from the
+ * top. When a .gitignore changes, ignore_cache_put() the reparsed list (or
+ * ignore_cache_forget()) and drop the verdicts below that directory.
  */
 
 #include <stdbool.h>
@@ -170,7 +182,10 @@ int ignore_cache_load(void *userdata, const char *dir, const IgnoreList **ret, c
  * files, includes followed, are read; nothing from a workspace), and when
  * it is unset, git's default: $XDG_CONFIG_HOME/git/ignore, or
  * $HOME/.config/git/ignore. *ret = NULL when neither applies (no HOME).
- * -ENOENT when git is not installed.
+ * The value is git's, "~" expanded; a relative one (git would take it from
+ * the work tree's top) is returned as is. -ENOENT when git is not
+ * installed. The repository's own .git/config can set core.excludesFile
+ * too; that one is not read here (the caller has the Git Sentry's reader).
  */
 int ignore_host_excludes_file(char **ret, char **ret_error);
 /* The default alone, from the given environment values (NULL: unset). */

@@ -12,6 +12,7 @@
 #include "cleanup.h"
 #include "fs-util.h"
 #include "git-index.h"
+#include "path-util.h"
 #include "util.h"
 
 #define INDEX_HEADER_SIZE 12
@@ -39,24 +40,14 @@ static bool mode_known(uint32_t mode) {
                mode == MODE_SPARSE_DIR;
 }
 
-/* A path git could have written: no leading '/', no empty, "." or ".." component. */
+/* A path git could have written; a sparse directory entry ends in '/'. */
 static bool name_valid(const char *s, size_t n, bool dir) {
         if (dir) {
                 if (n < 2 || s[n - 1] != '/')
                         return false;
                 n--;
         }
-        if (n == 0 || s[0] == '/' || s[n - 1] == '/')
-                return false;
-        for (size_t i = 0; i < n;) {
-                size_t e = i;
-                while (e < n && s[e] != '/')
-                        e++;
-                if (e == i || (e - i == 1 && s[i] == '.') || (e - i == 2 && s[i] == '.' && s[i + 1] == '.'))
-                        return false;
-                i = e + 1;
-        }
-        return true;
+        return path_is_plain_relative(s, n);
 }
 
 /*
