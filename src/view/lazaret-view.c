@@ -483,11 +483,28 @@ static int find(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bo
                         return -ENOENT;
         }
 host:
-        fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
+        /* The common case, a file: one fstatat(). Only a directory is held open
+         * (and insisted on: the name may have been swapped in between). */
+        if (fstatat(dir->fd, name, ret_st, AT_SYMLINK_NOFOLLOW) < 0)
                 return -errno;
-        *ret_fd = fd;
         *ret_in_state = false;
+        *ret_cls = c;
+        if (!S_ISDIR(ret_st->st_mode)) {
+                *ret_fd = -EBADF;
+                return 0;
+        }
+        fd = openat(dir->fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOTDIR || errno == ENOENT ? -ESTALE : -errno;
+        {
+                struct stat st;
+                if (fstat(fd, &st) < 0 || st.st_dev != ret_st->st_dev || st.st_ino != ret_st->st_ino) {
+                        safe_close(fd);
+                        return -ESTALE;
+                }
+        }
+        *ret_fd = fd;
+        return 0;
 found:
         if (fstatat(*ret_fd, "", ret_st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
                 int r = -errno;
@@ -1427,7 +1444,11 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         /* Listed at the first READDIR at offset 0 (and again at each rewind). */
         (void) r;
         fi->fh = (uint64_t) (uintptr_t) h;
-        fi->cache_readdir = 0;
+        /* The kernel may keep the listing of a host directory whose changes the
+         * watch reports (apply_inval() drops it); not of anything else. */
+        pthread_mutex_lock(&v.lock);
+        fi->cache_readdir = fi->keep_cache = node_of(ino)->wd >= 0 && v.timeout > 0;
+        pthread_mutex_unlock(&v.lock);
         if (fuse_reply_open(req, fi) == -ENOENT)
                 dir_handle_free(h);
 }
@@ -1593,10 +1614,11 @@ static const struct fuse_lowlevel_ops ops = {
 
 /* ---- host changes -------------------------------------------------------- */
 
-static void apply_inval(fuse_ino_t node, const char *name, size_t len) {
+static void apply_inval(fuse_ino_t node, const char *name, size_t len, bool listing) {
         if (len > 0)
                 (void) fuse_lowlevel_notify_inval_entry(v.se, node, name, len);
-        else
+        /* The node's attributes and cached data: for a directory, its listing. */
+        if (len == 0 || listing)
                 (void) fuse_lowlevel_notify_inval_inode(v.se, node, 0, 0);
 }
 
@@ -1623,7 +1645,7 @@ static void *watcher(void *arg) {
                         /* Records of one size, each written whole (below PIPE_BUF). */
                         k = read(v.inval_pipe[0], &i, sizeof(i));
                         if (k == (ssize_t) sizeof(i) && i.len <= NAME_MAX)
-                                apply_inval((fuse_ino_t) i.node, i.name, i.len);
+                                apply_inval((fuse_ino_t) i.node, i.name, i.len, false);
                 }
                 if (!(p[0].revents & POLLIN))
                         continue;
@@ -1660,7 +1682,8 @@ static void *watcher(void *arg) {
                                         continue;
                                 memcpy(name, ev->name, len);
                         }
-                        apply_inval(node, name, len);
+                        apply_inval(node, name, len,
+                                    ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO));
                 }
         }
 }
