@@ -1808,6 +1808,8 @@ int main(int argc, char *argv[]) {
                 return 1;
         fuse_loop_cfg_set_clone_fd(cfg, 0);
         fuse_loop_cfg_set_max_threads(cfg, 8);
+        /* Workers stay: one thread (and splice pipe) made per request costs more than the request. */
+        fuse_loop_cfg_set_idle_threads(cfg, 8);
         r = fuse_session_loop_mt(se, cfg);
         fuse_loop_cfg_destroy(cfg);
         fuse_session_destroy(se);
