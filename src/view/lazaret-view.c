@@ -1212,20 +1212,28 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                         return;
                 }
         }
-        {
-                _cleanup_(pin_done) Pin p = {};
-
-                r = pin(n, &p);
-                if (r < 0) {
-                        fuse_reply_err(req, -r);
-                        return;
-                }
-                proc_path(p.fd, pp);
+        if (n->fd >= 0) {
+                proc_path(n->fd, pp);
                 fd = open(pp, open_flags(fi->flags));
-                if (fd < 0) {
-                        fuse_reply_err(req, errno);
-                        return;
+                r = fd < 0 ? -errno : 0;
+        } else {
+                /* Opened again by name from its parent, not following it, and insisted on. */
+                struct stat st;
+                int pfd;
+
+                pthread_mutex_lock(&v.lock);
+                pfd = !n->parent ? -ESTALE : n->in_state ? state_dir(n->parent, false) : n->parent->fd;
+                fd = pfd < 0 ? -ESTALE : openat(pfd, n->name, open_flags(fi->flags) | O_NOFOLLOW);
+                r = fd >= 0 ? 0 : pfd < 0 ? -ESTALE : errno == ENOENT || errno == ELOOP ? -ESTALE : -errno;
+                if (r >= 0 && (fstat(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino)) {
+                        fd = safe_close(fd);
+                        r = -ESTALE;
                 }
+                pthread_mutex_unlock(&v.lock);
+        }
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
         }
         fi->fh = (uint64_t) fd;
         fi->keep_cache = 0;
@@ -1293,11 +1301,9 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-        int fd = dup((int) fi->fh);
-
-        (void) ino;
-        /* As close(2) of the file itself would report. */
-        fuse_reply_err(req, fd < 0 ? errno : close(fd) < 0 ? errno : 0);
+        (void) ino, (void) fi;
+        /* The backing files are local: close(2) has nothing to report that write(2) did not. */
+        fuse_reply_err(req, 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -1690,6 +1696,30 @@ static void *watcher(void *arg) {
 
 /* ---- main ------------------------------------------------------------------ */
 
+#define VIEW_WORKERS 4
+
+static void *worker(void *arg) {
+        struct fuse_session *se = arg;
+        struct fuse_buf buf = {};
+        intptr_t r = 0;
+
+        while (!fuse_session_exited(se)) {
+                int k = fuse_session_receive_buf(se, &buf);
+
+                if (k == -EINTR || k == -EAGAIN)
+                        continue;
+                if (k <= 0) {
+                        /* Unmounted (-ENODEV, or 0): every worker ends. */
+                        r = k < 0 && k != -ENODEV ? 1 : 0;
+                        fuse_session_exit(se);
+                        break;
+                }
+                fuse_session_process_buf(se, &buf);
+        }
+        free(buf.mem);
+        return (void *) r;
+}
+
 static int arg_workspace_fd = -1, arg_state_fd = -1, arg_fuse_fd = -1;
 static double arg_timeout = 3600;
 static char **arg_protect;
@@ -1735,7 +1765,6 @@ static int parse_argv(int argc, char *argv[]) {
 int main(int argc, char *argv[]) {
         struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
         struct fuse_session *se;
-        struct fuse_loop_config *cfg;
         char mountpoint[32];
         struct stat st;
         int r;
@@ -1803,15 +1832,20 @@ int main(int argc, char *argv[]) {
         (void) !write(3, "1", 1);
         (void) close(3);
 
-        cfg = fuse_loop_cfg_create();
-        if (!cfg)
-                return 1;
-        fuse_loop_cfg_set_clone_fd(cfg, 0);
-        fuse_loop_cfg_set_max_threads(cfg, 8);
-        /* Workers stay: one thread (and splice pipe) made per request costs more than the request. */
-        fuse_loop_cfg_set_idle_threads(cfg, 8);
-        r = fuse_session_loop_mt(se, cfg);
-        fuse_loop_cfg_destroy(cfg);
+        /* A fixed set of workers reading the one connection: libfuse's own
+         * multi-threaded loop made and ended a thread (and its splice pipe)
+         * for nearly every request. */
+        {
+                pthread_t t[VIEW_WORKERS];
+                size_t n = 0;
+
+                for (; n < VIEW_WORKERS - 1; n++)
+                        if (pthread_create(&t[n], NULL, worker, se) != 0)
+                                break;
+                r = (int) (intptr_t) worker(se);
+                for (size_t i = 0; i < n; i++)
+                        pthread_join(t[i], NULL);
+        }
         fuse_session_destroy(se);
         return r == 0 ? 0 : 1;
 }
