@@ -93,6 +93,7 @@ static struct {
         int state_fd;                   /* Domain state: the shadow tree's root */
         char **protect;                 /* workspace-relative paths protected by the host's configuration */
         double timeout;
+        bool no_open;                   /* the kernel opens files without asking (FUSE_CAP_NO_OPEN_SUPPORT) */
         /* Host changes: an inotify watch on every host directory the kernel
          * holds, and a pipe of invalidations the request handlers ask for
          * (they may not ask the kernel themselves while it waits for them). */
@@ -628,7 +629,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         Pin p = {};
         int r;
 
-        if (fi)
+        if (fi && fi->fh)
                 r = fstat((int) fi->fh, &st) < 0 ? -errno : 0;
         else {
                 r = pin(n, &p);
@@ -792,6 +793,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
         r = prepare_change(n);
         if (r == 0)
                 r = pin(n, &p);
+        if (fi && !fi->fh)
+                fi = NULL;      /* opened by the kernel alone: by node */
         if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;
@@ -1200,11 +1203,61 @@ static int open_flags(int flags) {
         return (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC | O_NOCTTY;
 }
 
+/* A new fd of n opened with flags: by name from its parent, not following it, and insisted on. */
+static int node_open(Node *n, int flags) {
+        char pp[32];
+        struct stat st;
+        int pfd, fd, r;
+
+        if (n->fd >= 0) {
+                proc_path(n->fd, pp);
+                fd = open(pp, open_flags(flags));
+                return fd < 0 ? -errno : fd;
+        }
+        pthread_mutex_lock(&v.lock);
+        pfd = !n->parent ? -ESTALE : n->in_state ? state_dir(n->parent, false) : n->parent->fd;
+        fd = pfd < 0 ? -ESTALE : openat(pfd, n->name, open_flags(flags) | O_NOFOLLOW);
+        r = fd >= 0 ? 0 : pfd < 0 ? -ESTALE : errno == ENOENT || errno == ELOOP ? -ESTALE : -errno;
+        if (r >= 0 && (fstat(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino)) {
+                fd = safe_close(fd);
+                r = -ESTALE;
+        }
+        pthread_mutex_unlock(&v.lock);
+        return r < 0 ? r : fd;
+}
+
+/*
+ * The fd a request on an open file uses: the handle's, or, where the
+ * kernel opens files without asking (v.no_open), one opened for this
+ * request (*ret_owned), after the checks an open for writing makes.
+ */
+static int request_fd(Node *n, struct fuse_file_info *fi, int flags, bool *ret_owned) {
+        int r;
+
+        *ret_owned = false;
+        if (fi && fi->fh)
+                return (int) fi->fh;
+        if ((flags & O_ACCMODE) != O_RDONLY) {
+                r = prepare_change(n);
+                if (r < 0)
+                        return r;
+        }
+        r = node_open(n, flags);
+        if (r >= 0)
+                *ret_owned = true;
+        return r;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         Node *n = node_of(ino);
-        char pp[32];
         int fd, r;
 
+        if (v.no_open) {
+                /* The kernel opens files itself from now on: reads and writes come
+                 * without a handle (request_fd()). */
+                fuse_reply_err(req, ENOSYS);
+                return;
+        }
         if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
                 r = prepare_change(n);
                 if (r < 0) {
@@ -1212,27 +1265,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                         return;
                 }
         }
-        if (n->fd >= 0) {
-                proc_path(n->fd, pp);
-                fd = open(pp, open_flags(fi->flags));
-                r = fd < 0 ? -errno : 0;
-        } else {
-                /* Opened again by name from its parent, not following it, and insisted on. */
-                struct stat st;
-                int pfd;
-
-                pthread_mutex_lock(&v.lock);
-                pfd = !n->parent ? -ESTALE : n->in_state ? state_dir(n->parent, false) : n->parent->fd;
-                fd = pfd < 0 ? -ESTALE : openat(pfd, n->name, open_flags(fi->flags) | O_NOFOLLOW);
-                r = fd >= 0 ? 0 : pfd < 0 ? -ESTALE : errno == ENOENT || errno == ELOOP ? -ESTALE : -errno;
-                if (r >= 0 && (fstat(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino)) {
-                        fd = safe_close(fd);
-                        r = -ESTALE;
-                }
-                pthread_mutex_unlock(&v.lock);
-        }
-        if (r < 0) {
-                fuse_reply_err(req, -r);
+        fd = node_open(n, fi->flags);
+        if (fd < 0) {
+                fuse_reply_err(req, -fd);
                 return;
         }
         fi->fh = (uint64_t) fd;
@@ -1277,23 +1312,37 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
         struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+        bool owned;
+        int fd = request_fd(node_of(ino), fi, O_RDONLY, &owned);
 
-        (void) ino;
+        if (fd < 0) {
+                fuse_reply_err(req, -fd);
+                return;
+        }
         buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-        buf.buf[0].fd = (int) fi->fh;
+        buf.buf[0].fd = fd;
         buf.buf[0].pos = off;
         fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+        if (owned)
+                safe_close(fd);
 }
 
 static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off, struct fuse_file_info *fi) {
         struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
+        bool owned;
+        int fd = request_fd(node_of(ino), fi, O_WRONLY, &owned);
         ssize_t k;
 
-        (void) ino;
+        if (fd < 0) {
+                fuse_reply_err(req, -fd);
+                return;
+        }
         out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-        out.buf[0].fd = (int) fi->fh;
+        out.buf[0].fd = fd;
         out.buf[0].pos = off;
         k = fuse_buf_copy(&out, in, 0);
+        if (owned)
+                safe_close(fd);
         if (k < 0)
                 fuse_reply_err(req, (int) -k);
         else
@@ -1302,34 +1351,62 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         (void) ino, (void) fi;
-        /* The backing files are local: close(2) has nothing to report that write(2) did not. */
-        fuse_reply_err(req, 0);
+        /* The backing files are local: close(2) has nothing to report that write(2)
+         * did not. ENOSYS: the kernel stops sending FLUSH at all. */
+        fuse_reply_err(req, ENOSYS);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         (void) ino;
-        safe_close((int) fi->fh);
+        if (fi->fh)
+                safe_close((int) fi->fh);
         fuse_reply_err(req, 0);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
-        (void) ino;
-        fuse_reply_err(req, (datasync ? fdatasync((int) fi->fh) : fsync((int) fi->fh)) < 0 ? errno : 0);
+        bool owned;
+        int fd = request_fd(node_of(ino), fi, O_RDONLY, &owned), r;
+
+        if (fd < 0) {
+                fuse_reply_err(req, -fd);
+                return;
+        }
+        r = (datasync ? fdatasync(fd) : fsync(fd)) < 0 ? errno : 0;
+        if (owned)
+                safe_close(fd);
+        fuse_reply_err(req, r);
 }
 
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi) {
-        (void) ino;
-        fuse_reply_err(req, fallocate((int) fi->fh, mode, off, len) < 0 ? errno : 0);
+        bool owned;
+        int fd = request_fd(node_of(ino), fi, O_WRONLY, &owned), r;
+
+        if (fd < 0) {
+                fuse_reply_err(req, -fd);
+                return;
+        }
+        r = fallocate(fd, mode, off, len) < 0 ? errno : 0;
+        if (owned)
+                safe_close(fd);
+        fuse_reply_err(req, r);
 }
 
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi) {
-        off_t r = lseek((int) fi->fh, off, whence);
+        bool owned;
+        int fd = request_fd(node_of(ino), fi, O_RDONLY, &owned);
+        off_t r;
 
-        (void) ino;
+        if (fd < 0) {
+                fuse_reply_err(req, -fd);
+                return;
+        }
+        r = lseek(fd, off, whence);
         if (r < 0)
                 fuse_reply_err(req, errno);
         else
                 fuse_reply_lseek(req, r);
+        if (owned)
+                safe_close(fd);
 }
 
 /* ---- directories ---------------------------------------------------------- */
@@ -1578,6 +1655,16 @@ static void op_init(void *userdata, struct fuse_conn_info *conn) {
                 conn->want |= FUSE_CAP_PARALLEL_DIROPS;
         if (conn->capable & FUSE_CAP_READDIRPLUS)
                 conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+        /* gVisor opens every file it looks up (a readable fd where it can get one):
+         * with FUSE_CAP_NO_OPEN_SUPPORT those opens cost no request; reads and
+         * writes then open the backing file themselves. A host change reaches the
+         * page cache through the watch's invalidation and the changed mtime. */
+        if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
+                conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
+                v.no_open = true;
+        }
+        if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+                conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
         /* The host changes files behind the kernel's back: no write-back cache. */
         conn->want &= ~(unsigned) FUSE_CAP_WRITEBACK_CACHE;
         /* Modes are the view's (create_mode()), not the caller's umask. */
