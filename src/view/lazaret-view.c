@@ -790,6 +790,19 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
         char pp[32];
         int r;
 
+        if (to_set == FUSE_SET_ATTR_MODE) {
+                /* A chmod to the mode it has (the host-edit relay's trigger) changes
+                 * nothing: no copy-up, no host ctime. */
+                struct stat st;
+                r = pin(n, &p);
+                if (r >= 0 && fstatat(p.fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) >= 0 &&
+                    (st.st_mode & 07777) == (attr->st_mode & 07777)) {
+                        op_getattr(req, ino, fi);
+                        return;
+                }
+                pin_done(&p);
+                p = (Pin) {};
+        }
         r = prepare_change(n);
         if (r == 0)
                 r = pin(n, &p);
@@ -1304,7 +1317,13 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
                 fuse_reply_err(req, -r);
                 return;
         }
-        fi->fh = (uint64_t) fd;
+        if (v.no_open) {
+                /* The kernel sends no RELEASE where it opens files itself: the
+                 * handle would stay open for good. Requests open it again. */
+                fd = safe_close(fd);
+                fi->fh = 0;
+        } else
+                fi->fh = (uint64_t) fd;
         fi->keep_cache = 0;
         if (fuse_reply_create(req, &e, fi) == -ENOENT)
                 safe_close(fd);
@@ -1665,6 +1684,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn) {
         }
         if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
                 conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+        /* O_TRUNC comes as a SETATTR of the size (prepare_change() first): with
+         * atomic O_TRUNC it would ride on an OPEN, which no_open never sends. */
+        conn->want &= ~(unsigned) FUSE_CAP_ATOMIC_O_TRUNC;
         /* The host changes files behind the kernel's back: no write-back cache. */
         conn->want &= ~(unsigned) FUSE_CAP_WRITEBACK_CACHE;
         /* Modes are the view's (create_mode()), not the caller's umask. */
