@@ -7,8 +7,8 @@
  * written by the untrusted sandbox.  Up to NFAULT injected events kill a
  * coordinator, the Runtime Supervisor, the runsc client, slirp4netns, the
  * workspace view (lazaret-view) or a client, cut the coordinator off the
- * user bus, or (once) send Stop() or
- * SIGTERM to the owner of a running Domain.  run-model.sh checks
+ * user bus, or (once) send Stop() or SIGTERM to the owner of a running
+ * Domain.  run-model.sh checks
  * several bounded configurations of these constants (spec/README.md).
  *
  * Roles (spec/lazaret.md §4.1) and the processes that model them:
