@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * lazaretctl changes: the workspace view's pending protected changes
- * (spec §4.6.6). Listing reads the Domain's view state and the host's
+ * (spec §4.6). Listing reads the Domain's view state and the host's
  * workspace, both by fd; apply and discard also hold the Domain's
  * coordinator.lock, which a running coordinator holds for its whole life
  * (so they refuse while the Domain runs, and no coordinator starts while

@@ -408,7 +408,7 @@ int verb_status(int argc, char *argv[], const Config *config) {
                 fprintf(stderr, "Cannot read the status of Domain %s: %s\n", id, error.message ?: strerror(-r));
                 return r;
         }
-        /* The workspace view's protections and pending changes (§4.6.6). */
+        /* The workspace view's protections and pending changes (§4.6). */
         if (arg_json) {
                 r = changes_status(config, argc > 1 ? id : NULL, o);
                 return r < 0 ? ctl_json_failed(r) : ctl_print_json(o);

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 /*
- * The workspace view's pending protected changes (spec §4.6.6): what the
+ * The workspace view's pending protected changes (spec §4.6): what the
  * sandbox wrote to protected names, kept in the Domain's view state
  * (<domain_dir>/view, see view-policy.h) until the developer applies it to
  * the host or discards it. Used by `lazaretctl changes` while no
