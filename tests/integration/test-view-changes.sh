@@ -38,7 +38,7 @@ lt_keeper_start
 out=$(inside 'printf "export X=1\n" >.envrc && echo "{\"inside\": 1}" >.vscode/settings.json && rm .mcp.json &&
         git init -q sub && git -C sub config x.y 1 && echo done' 2>"$HOME/lt-view-changes.err") ||
         lt_fail "the writes inside failed: $out $(cat "$HOME/lt-view-changes.err")"
-lt_assert_eq "the writes inside" done "$out"
+lt_assert_eq "the writes inside" "done" "$out"
 [[ ! -e $LT_WS/.envrc ]] || lt_fail ".envrc reached the host"
 lt_assert_eq "the host's .vscode/settings.json while the change is pending" '{"host": 1}' \
         "$(cat "$LT_WS/.vscode/settings.json")"
