@@ -306,8 +306,11 @@ static int show_diff(const ViewContext *c, const ViewChanges *l, const char *pat
         pid_t pid;
         size_t n;
 
-        for (size_t i = 0; i < l->n; i++)
-                if (view_change_named(&l->changes[i], path) && strlen(l->changes[i].path) == strlen(path))
+        /* Exactly one change: the path as listed ("./" before it and "/" after it aside). */
+        while (startswith(path, "./"))
+                path += 2;
+        for (size_t i = 0, len = strlen(path); i < l->n; i++)
+                if (view_change_named(&l->changes[i], path) && strlen(l->changes[i].path) <= len)
                         ch = &l->changes[i];
         if (!ch) {
                 _cleanup_free_ char *e = escape_control(path);
