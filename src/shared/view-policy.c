@@ -12,7 +12,7 @@ static const char *const control_names[] = {
 
 /* Tools that run or trust these on the host by themselves: direnv, editors, agents, dev containers. */
 static const char *const integration_names[] = {
-        ".envrc", ".vscode", ".idea", ".mcp.json", ".claude", ".devcontainer",
+        ".envrc", ".vscode", ".idea", ".mcp.json", ".claude", ".devcontainer", NULL,
 };
 
 bool view_is_control_name(const char *name) {
@@ -23,10 +23,14 @@ bool view_is_control_name(const char *name) {
 }
 
 bool view_is_integration_name(const char *name) {
-        for (size_t i = 0; i < ELEMENTSOF(integration_names); i++)
+        for (size_t i = 0; integration_names[i]; i++)
                 if (streq(name, integration_names[i]))
                         return true;
         return false;
+}
+
+const char *const *view_integration_names(void) {
+        return integration_names;
 }
 
 bool view_name_needs_facts(const ViewDir *d, const char *name) {

@@ -94,6 +94,8 @@ bool view_dir_equal(const ViewDir *a, const ViewDir *b);
 
 /* Whether name is one of the built-in protected integration names. */
 bool view_is_integration_name(const char *name);
+/* Those names, NULL-terminated (for lazaretctl status). */
+const char *const *view_integration_names(void);
 
 const char *view_class_to_string(ViewClass c);
 const char *view_zone_to_string(ViewZone z);
