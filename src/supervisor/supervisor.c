@@ -506,6 +506,14 @@ int main(int argc, char *argv[]) {
                 report_failed("cannot create a pipe: %s", strerror(errno));
                 return 1;
         }
+        /* A helper that died since it was ready (the workspace view: runsc would
+         * bind a dead mount) fails the start here, not after READY (spec §7.1,
+         * SandboxOnlyBehindView). */
+        r = helpers_reap_dead(&helpers, &why);
+        if (r != 0) {
+                report_failed("%s", r > 0 ? strna(why) : "cannot watch the supervised helpers");
+                return 1;
+        }
         r = runsc("run", (char *[]) { (char *) "--detach", (char *) "--bundle", (char *) arg_bundle,
                                       (char *) arg_container, NULL },
                   true, probe_pipe[1], NULL, NULL, err, sizeof(err));

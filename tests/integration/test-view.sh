@@ -178,4 +178,19 @@ lt_assert_eq "the nested repository's config, after a restart" "touch $(mark nes
         "$(inside 'git -C sub config --get core.fsmonitor')"
 host_git_everywhere "after a restart"
 
+# The view's death fails the Domain with one line; the next launch works.
+lt_keeper_start
+view_pid=$(pgrep -u "$(id -u)" -f -- 'lazaret-view --workspace-fd' | head -n1) || true
+[[ -n $view_pid ]] || lt_fail "no lazaret-view process while the Domain runs"
+kill -9 "$view_pid"
+lt_wait_inactive
+wait "$LT_KEEPER" 2>/dev/null || true
+LT_KEEPER=
+log=$( (cd "$LT_WS" && lazaretctl log) 2>/dev/null || cat "$LT_LOGDIR/$LT_DOMAIN.log" 2>/dev/null || true)
+grep -q "the workspace view lazaret-view (pid $view_pid)" <<<"$log" ||
+        lt_fail "the view's death is not named in the Domain's log: $(tail -n 5 <<<"$log")"
+pgrep -u "$(id -u)" -f -- 'lazaret-view --workspace-fd' >/dev/null && lt_fail "a lazaret-view outlived its Domain"
+lt_assert_eq "a launch after the view's death" "echo envrc" "$(inside 'cat .envrc')"
+lt_log "ok: the view's death fails the Domain, names the view, and the next launch works"
+
 echo "PASS: the host's git ran nothing written inside; git work inside lands on the host; integration files stay inside"
