@@ -5,17 +5,19 @@
  * coordinator processes (so up to NCAND generations), NCLIENT lazaretctl
  * clients with one session each, and up to MAXREQ escalation requests
  * written by the untrusted sandbox.  Up to NFAULT injected events kill a
- * coordinator, the Runtime Supervisor, the runsc client, slirp4netns or a
- * client, cut the coordinator off the user bus, or (once) send Stop() or
- * SIGTERM to the owner of a running Domain.  run-model.sh checks
+ * coordinator, the Runtime Supervisor, the runsc client, slirp4netns, the
+ * workspace view (lazaret-view) or a client, cut the coordinator off the
+ * user bus, or (once) send Stop() or SIGTERM to the owner of a running
+ * Domain.  run-model.sh checks
  * several bounded configurations of these constants (spec/README.md).
  *
  * Roles (spec/lazaret.md §4.1) and the processes that model them:
  *   Coordinator   lazaret-coordinator, main process of lazaret@<id>.service
  *                 (the Manager: lock, bus name, sessions, children, mailbox)
  *   Supervisor    lazaret-supervisor, the coordinator's child
- *   runsc, slirp4netns   state variables owned by the Supervisor's steps;
- *                 they die only through Faults
+ *   runsc, slirp4netns, lazaret-view   state variables owned by the
+ *                 Supervisor's steps; they die only through Faults (the view
+ *                 also with the supervisor, PR_SET_PDEATHSIG)
  *   Client        lazaretctl launch
  *   Escalator     lazaret-escalate and the agent inside the sandbox
  *   UserManager   systemd --user (socket activation, the sandbox scope
@@ -60,7 +62,7 @@
 #define D_STOPPING 3     /* refcount reached zero: ordered teardown     */
 #define D_FAILED   4     /* Domain failure: ordered recovery pending    */
 
-/* Supervisor, runsc client and slirp4netns process state (§5.7). */
+/* Supervisor, runsc client, slirp4netns and view process state (§5.7). */
 #define P_NONE   0       /* no process (never started, or reaped)       */
 #define P_ALIVE  1
 #define P_EXITED 2       /* dead; the coordinator has not handled it    */
@@ -120,6 +122,9 @@ byte sandbox_gen;              /* runsc container + its scope exist      */
 byte sandbox_coord;            /* coordinator whose service the scope is
                                   bound to (BindsTo=, C6)                */
 byte helper;   byte helper_gen;/* slirp4netns process / its scope+netns  */
+byte view;     byte view_gen;  /* lazaret-view process / the generation
+                                  whose view was started and not yet
+                                  cleaned up (its FUSE mount, §4.6)      */
 byte anchor_gen;               /* State Anchor overlay is mounted        */
 
 /* Clients and the session registry (§5.4). Index = session ID. */
@@ -145,6 +150,9 @@ byte first_claim;              /* request 1 as written, for its replay   */
 byte first_key;
 
 byte faults;
+#if defined(LIVENESS) || defined(WITNESS)
+byte view_died_gen;            /* ghost: generation whose view was killed */
+#endif
 
 /* ------------------------------------------------------------------ */
 /* Derived predicates                                                  */
@@ -158,7 +166,7 @@ byte faults;
 	((cl[1] == CL_WAITING && cl_alive[1]) || (cl[2] == CL_WAITING && cl_alive[2]))
 #define cleaning       (phase == D_STOPPING || phase == D_FAILED)
 #define sandbox_gone   (sandbox_gen == 0 && runsc == P_NONE)
-#define sidecar_gone   (helper_gen == 0 && helper == P_NONE && sup == P_NONE)
+#define sidecar_gone   (helper_gen == 0 && helper == P_NONE && sup == P_NONE && VIEW_GONE)
 #define all_clean      (sandbox_gone && sidecar_gone && anchor_gen == 0)
 #define live_or_unreaped(p) (p == P_ALIVE || p == P_EXITED)
 
@@ -180,11 +188,22 @@ byte faults;
 #define NET_READY_GATE (attested == gen && sandbox_ready)
 #endif
 
-/* §5.2 runsc starts once the State Anchor and the helper are up. */
+/* §4.6 the workspace view is started (mounted, ready) before runsc, and
+ * runsc starts only while this generation's view is alive.  MUTANT
+ * view_after_sandbox starts runsc first and the view after it. */
+#ifdef MUTANT_view_after_sandbox
+#define VIEW_GATE      (true)
+#define START_VIEW     skip
+#else
+#define VIEW_GATE      (view == P_ALIVE && view_gen == g)
+#define START_VIEW     view = P_ALIVE; view_gen = g
+#endif
+
+/* §5.2 runsc starts once the State Anchor, the view and the helper are up. */
 #ifdef MUTANT_sandbox_waits_for_network
 #define SANDBOX_GATE   (net_ready)
 #else
-#define SANDBOX_GATE   (helper == P_ALIVE && anchor_gen == g)
+#define SANDBOX_GATE   (helper == P_ALIVE && anchor_gen == g && VIEW_GATE)
 #endif
 
 /* §5.4 OpenSession is served only by a published Domain. */
@@ -234,6 +253,32 @@ byte faults;
 #define UNMOUNT_GATE   (true)
 #else
 #define UNMOUNT_GATE   (sandbox_gone && sidecar_gone)
+#endif
+
+/* §5.3 stopping the sidecar (the supervisor) ends the view with it.
+ * MUTANT teardown_forgets_view leaves the view running and closes the
+ * generation without it. */
+#ifdef MUTANT_teardown_forgets_view
+#define VIEW_GONE      (true)
+#define STOP_VIEW      skip
+#else
+#define VIEW_GONE      (view_gen == 0 && view == P_NONE)
+#define STOP_VIEW      view = P_NONE; view_gen = 0
+#endif
+
+/* §5.7 the view's death fails the Domain (the supervisor reports FAILED
+ * naming it and exits).  MUTANT ignore_view_death: the supervisor's wait
+ * loop reaps a dead view of a running Domain and reports nothing, so the
+ * Domain goes on; MUTANT view_death_unseen watches no view at all. */
+#ifdef MUTANT_ignore_view_death
+#define DEATH_FAILS    (phase != D_RUNNING || sup == P_EXITED || runsc == P_EXITED || helper == P_EXITED)
+#else
+#define DEATH_FAILS    (true)
+#endif
+#ifdef MUTANT_view_death_unseen
+#define VIEW_DIED      (false)
+#else
+#define VIEW_DIED      (view == P_EXITED)
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -442,14 +487,15 @@ proctype Coordinator(byte me)
 		sup_stop = true }  /* waiting clients hear "stopping" and retry */
 
 	/* ---- §5.7 child deaths (pidfd / scope state) and bus loss ------ */
-	:: atomic { sup == P_EXITED || runsc == P_EXITED || helper == P_EXITED ->
+	:: atomic { sup == P_EXITED || runsc == P_EXITED || helper == P_EXITED || VIEW_DIED ->
+		if
+		:: (phase == D_STARTING || phase == D_RUNNING) && DEATH_FAILS -> fail_domain(me)
+		:: else
+		fi;
 		if :: sup == P_EXITED -> sup = P_NONE :: else fi;
 		if :: runsc == P_EXITED -> runsc = P_NONE :: else fi;
 		if :: helper == P_EXITED -> helper = P_NONE :: else fi;
-		if
-		:: phase == D_STARTING || phase == D_RUNNING -> fail_domain(me)
-		:: else
-		fi }
+		if :: VIEW_DIED -> view = P_NONE :: else fi }
 	:: atomic { !bus_conn[me] && (phase == D_STARTING || phase == D_RUNNING) ->
 		fail_domain(me) }
 
@@ -515,10 +561,12 @@ proctype Coordinator(byte me)
 		sandbox_ready = false }
 	:: atomic { cleaning && SIDECAR_GATE && !sidecar_gone ->
 		assert(sandbox_gone);   /* INV OrderedFailureRecovery */
-		/* StopUnit(helper scope); SIGKILL + reap the supervisor */
+		/* StopUnit(helper scope); SIGKILL + reap the supervisor and
+		 * with it every helper it supervises, the view included */
 		helper = P_NONE;
 		helper_gen = 0;
 		sup = P_NONE;
+		STOP_VIEW;
 		attested = 0 }
 	:: atomic { cleaning && UNMOUNT_GATE && anchor_gen != 0 ->
 		anchor_gen = 0 }        /* umount the State Anchor overlay */
@@ -557,12 +605,18 @@ end_sup:
 	:: atomic { sup == P_ALIVE && sup_gen != g -> g = sup_gen }
 		{
 		/* mount the State Anchor overlay over the prepared lower;
-		 * network namespace, deny routes on the deny0 veth, IPv6 off;
-		 * then slirp4netns (transient scope) with --ready-fd */
-		atomic { !sup_stop -> anchor_gen = g; helper = P_ALIVE; helper_gen = g };
+		 * stage the mount plan: mount /dev/fuse on the workspace's
+		 * staged path and start lazaret-view on it (supervised
+		 * helper, ready byte, PR_SET_PDEATHSIG); network namespace,
+		 * deny routes on the deny0 veth, IPv6 off; then slirp4netns
+		 * (transient scope) with --ready-fd */
+		atomic { !sup_stop -> anchor_gen = g; START_VIEW; helper = P_ALIVE; helper_gen = g };
 		/* non-detached `runsc run` in its own transient scope */
 		atomic { !sup_stop && SANDBOX_GATE ->
 			runsc = P_ALIVE; sandbox_gen = g; sandbox_ready = true };
+#ifdef MUTANT_view_after_sandbox
+		atomic { !sup_stop -> view = P_ALIVE; view_gen = g };   /* MUTANT */
+#endif
 		/* canary probe from inside the live sandbox through the live
 		 * helper; CAP_NET_ADMIN dropped; report "attested" */
 		atomic { !sup_stop && runsc == P_ALIVE && helper == P_ALIVE ->
@@ -703,6 +757,8 @@ inline coordinator_dies(i) {
 		sandbox_ready = false;
 		close_all_sessions(i);
 		if :: sup != P_NONE -> sup = P_NONE :: else fi;
+		/* the supervisor's PR_SET_PDEATHSIG takes the view with it */
+		if :: view != P_NONE -> view = P_NONE :: else fi;
 		/* waiting clients see their connection close unanswered */
 		if :: cl[1] == CL_WAITING -> cl[1] = CL_GONE :: else fi;
 		if :: cl[2] == CL_WAITING -> cl[2] = CL_GONE :: else fi
@@ -719,9 +775,16 @@ end_faults:
 		faults++; victim = flock_owner; coordinator_dies(victim); victim = 0 }
 	:: atomic { faults < NFAULT && flock_owner != 0 && bus_conn[flock_owner] ->
 		faults++; bus_conn[flock_owner] = false }   /* bus connection lost */
-	:: atomic { faults < NFAULT && sup == P_ALIVE -> faults++; sup = P_EXITED }
+	:: atomic { faults < NFAULT && sup == P_ALIVE -> faults++; sup = P_EXITED;
+		/* PR_SET_PDEATHSIG: the view dies with the supervisor */
+		if :: view == P_ALIVE -> view = P_EXITED :: else fi }
 	:: atomic { faults < NFAULT && runsc == P_ALIVE -> faults++; runsc = P_EXITED }
 	:: atomic { faults < NFAULT && helper == P_ALIVE -> faults++; helper = P_EXITED }
+	:: atomic { faults < NFAULT && view == P_ALIVE -> faults++; view = P_EXITED
+#if defined(LIVENESS) || defined(WITNESS)
+		; view_died_gen = view_gen
+#endif
+		}
 	:: atomic { faults < NFAULT && connected(1) && cl_alive[1] -> faults++; cl_alive[1] = false }
 	:: atomic { faults < NFAULT && connected(2) && cl_alive[2] -> faults++; cl_alive[2] = false }
 	/* not a fault, but drawn from the same budget: `lazaretctl stop`,
@@ -769,6 +832,12 @@ init {
 	 && (helper_gen == 0 || (anchor_gen == helper_gen && helper_gen == gen)) \
 	 && (anchor_gen == 0 || anchor_gen == gen))
 
+#define SandboxOnlyBehindView \
+	(sandbox_gen == 0 || (view_gen == sandbox_gen && (live_or_unreaped(view) || cleaning)))
+
+#define ViewNeverOutlivesGeneration \
+	((view == P_NONE && view_gen == 0) || (view_gen == gen && dirty))
+
 #define ROUTED_TO_SIGNER(r)      (!outstanding(r) || rq_route[r] == rq_key[r])
 #define EscalationRoutedToSigner (ROUTED_TO_SIGNER(1) && ROUTED_TO_SIGNER(2))
 
@@ -777,7 +846,7 @@ init {
 /* A request's bytes are accepted at most once, however often they are written. */
 #define ReplayRefused (rq_copy_of[2] == 0 || !(rq_was_accepted[1] && rq_was_accepted[2]))
 
-#ifndef LIVENESS
+#if !defined(LIVENESS) && !defined(WITNESS)
 /* Checked in every reachable state between atomic steps. */
 active proctype Invariants()
 {
@@ -791,6 +860,8 @@ end_inv:
 	:: atomic { !OrderedFailureRecovery -> assert(OrderedFailureRecovery) }                 /* INV OrderedFailureRecovery */
 	:: atomic { !EscalationRoutedToSigner -> assert(EscalationRoutedToSigner) }             /* INV EscalationRoutedToSigner */
 	:: atomic { !ReplayRefused -> assert(ReplayRefused) }                                   /* INV ReplayRefused */
+	:: atomic { !SandboxOnlyBehindView -> assert(SandboxOnlyBehindView) }                   /* INV SandboxOnlyBehindView */
+	:: atomic { !ViewNeverOutlivesGeneration -> assert(ViewNeverOutlivesGeneration) }       /* INV ViewNeverOutlivesGeneration */
 	od
 }
 
@@ -800,7 +871,7 @@ active proctype Quiescence()
 {
 	timeout -> assert(EveryAcceptedRequestResolved)                                           /* INV EveryAcceptedRequestResolved */
 }
-#else
+#elif defined(LIVENESS)
 /* §7 liveness, checked with weak fairness (pan -a -f). */
 ltl startup_progress {
 	[] ((phase == D_STARTING && (cl[1] == CL_WAITING || cl[2] == CL_WAITING))
@@ -810,5 +881,18 @@ ltl startup_progress {
  * code, and the safety run's Quiescence check covers both slots. */
 ltl escalation_resolves {
 	[] (outstanding(1) -> <> (rq[1] == RQ_DONE || rq[1] == RQ_DROPPED))
+}
+/* A dead view is handled: it is gone and the Domain is failed, being
+ * torn down, or closed (§5.7). */
+ltl view_death_fails_domain {
+	[] (view == P_EXITED -> <> (view == P_NONE && (cleaning || phase == D_ABSENT)))
+}
+#else
+/* Witnesses (-DWITNESS): states that must be reachable.  run-model.sh
+ * passes a witness check only if pan finds the state, i.e. reports the
+ * claim violated.  After the view of generation 1 was killed, a new
+ * launch starts generation 2 and publishes it. */
+ltl reach_running_after_view_death {
+	[] !(view_died_gen == 1 && gen == 2 && phase == D_RUNNING)
 }
 #endif

@@ -10,6 +10,9 @@
 #
 #   real model, safety    pass iff "errors: 0" and the search completed
 #   real model, liveness  the same, with pan -a -f -N <claim>
+#   real model, witness   pass iff pan finds the state the claim <claim>
+#                         says is never reached (built with -DWITNESS):
+#                         shows that the state is reachable
 #   mutant                pass iff pan reports an error, and it is the
 #                         violation the mutant list expects
 #
@@ -76,6 +79,8 @@ REAL_CHECKS=(
 	"liveness startup_progress     mixed"
 	"liveness escalation_resolves  mixed"
 	"liveness escalation_resolves  calm"
+	"liveness view_death_fails_domain lifecycle"
+	"witness  reach_running_after_view_death lifecycle"
 )
 
 # Run spin + cc + pan in directory $1.  Sets: pan_out (file), errors,
@@ -99,6 +104,9 @@ run_pan() {
 	if [ "$check" = safety ]; then
 		mode_cflags=(-DSAFETY)
 		panargs=(-m"$DEPTH" -n)
+	elif [ "$check" = witness ]; then
+		mode_cflags=(-DSAFETY)
+		panargs=(-N "$claim" -m"$DEPTH" -n)
 	else
 		mode_cflags=(-DNFAIR=3)
 		panargs=(-a -f -N "$claim" -m"$DEPTH" -n)
@@ -138,16 +146,33 @@ check_real() {
 	local check claim config
 	read -r check claim config <<< "$spec"
 	local id="model-$check-$config" label="model $check/$config"
-	if [ "$check" = liveness ]; then
+	if [ "$check" != safety ]; then
 		id="model-$check-$claim-$config"
-		label="model liveness $claim/$config"
+		label="model $check $claim/$config"
 	fi
 	local dir="$work/$id"
 	# shellcheck disable=SC2206
 	local defs=(${CONFIG[$config]})
 	[ "$check" = liveness ] && defs+=(-DLIVENESS)
+	[ "$check" = witness ] && defs+=(-DWITNESS)
 	if ! run_pan "$dir" "$check" "$claim" "${defs[@]}"; then
 		echo "FAIL $label: $reason" > "$result"
+		return
+	fi
+	if [ "$check" = witness ]; then
+		case "$errors:$reason" in
+		0:*) echo "FAIL $label: the state is unreachable ($stats)$([ "$truncated" = 1 ] && echo ', search not completed')" > "$result" ;;
+		*"assertion violated"*|*"claim violated"*)
+			# the never claim's own assertion, not one of the model's
+			local inv
+			inv=$(violated_invariant "$dir" "${defs[@]}")
+			if [ -z "$inv" ]; then
+				echo "PASS $label reached (at depth $(depth_of "$reason"))" > "$result"
+			else
+				echo "FAIL $label: $inv: $reason ($dir)" > "$result"
+			fi ;;
+		*) echo "FAIL $label: pan stopped for another reason: $reason ($dir)" > "$result" ;;
+		esac
 		return
 	fi
 	if [ -z "$errors" ]; then
@@ -237,7 +262,7 @@ check_coverage() {
 	missing=$(comm -23 <(echo "$in_model") <(echo "$in_list") | tr '\n' ' ')
 	extra=$(comm -13 <(echo "$in_model") <(echo "$in_list") | tr '\n' ' ')
 	invs=$( { grep -o 'INV [A-Za-z]*' "$model" | sed 's/^INV //'
-		  sed -n 's/^ltl \([a-z_]*\).*/\1/p' "$model"; } | sort -u)
+		  sed -n 's/^ltl \([a-z_]*\).*/\1/p' "$model" | grep -v '^reach_'; } | sort -u)
 	uncovered=
 	for inv in $invs; do
 		mutant_entries | awk -v i="$inv" '$4 == i { f = 1 } END { exit !f }' || uncovered="$uncovered$inv "
@@ -257,7 +282,7 @@ mutant_entries() {
 tasks=()
 if [ "$part" = all ] || [ "$part" = safety ]; then
 	for c in "${REAL_CHECKS[@]}"; do
-		case "$c" in safety*) tasks+=("real|$c") ;; esac
+		case "$c" in safety*|witness*) tasks+=("real|$c") ;; esac
 	done
 fi
 if [ "$part" = all ] || [ "$part" = liveness ]; then

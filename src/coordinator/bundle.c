@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "anchor.h"
 #include "bundle.h"
@@ -11,6 +12,7 @@
 #include "escalation-proto.h"
 #include "fs-util.h"
 #include "git-sentry.h"
+#include "json-util.h"
 #include "mount-plan.h"
 #include "net-policy.h"
 #include "oci-spec.h"
@@ -18,6 +20,7 @@
 #include "strv.h"
 #include "test-hooks.h"
 #include "util.h"
+#include "view-policy.h"
 
 /* One of Lazaret's own files or directories, just written: opened without following anything. */
 static int add_own(MountPlan *plan, MountPart part, const char *dest, const char *source, bool read_only,
@@ -84,6 +87,42 @@ static int install_escalation(const char *control_dir, char **ret_error) {
         return 0;
 }
 
+/*
+ * The workspace through the view (spec §4.6.2): one MOUNT_VIEW entry with
+ * the identity of the workspace fd that was checked, and the view's
+ * arguments: its Domain state directory and the protected paths that the
+ * host's git configuration names.
+ */
+static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *protect, char **ret_error) {
+        _cleanup_json_ json_object *args = json_object_new_object();
+        _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_STATE_DIR), *data = NULL;
+        struct stat st;
+        int r;
+
+        if (!args || !state)
+                return -ENOMEM;
+        r = mkdir_mode(state, 0700);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot create %s: %s", state, strerror(-r));
+        r = json_add_string(args, "state", state);
+        if (r >= 0)
+                r = json_add_strv(args, "protect", (const char *const *) protect);
+        if (r >= 0)
+                r = json_to_string(args, JSON_C_TO_STRING_PLAIN, &data);
+        if (r < 0)
+                return r;
+        if (fstat(wfd, &st) < 0)
+                return errorf(ret_error, -errno, "cannot inspect the workspace %s: %m", d->workspace);
+        return mount_plan_add(plan, &(MountEntry) {
+                                      .part = MOUNT_PART_WORKSPACE_VIEW,
+                                      .kind = MOUNT_VIEW,
+                                      .destination = (char *) SANDBOX_WORKSPACE,
+                                      .source = d->workspace,
+                                      .data = data,
+                                      .id = { .dev = (uint64_t) st.st_dev, .ino = (uint64_t) st.st_ino, .directory = true },
+                              }, ret_error);
+}
+
 int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         const Domain *d = p->domain;
         _cleanup_free_ char *json = NULL, *cfg = NULL, *init_src = NULL, *init_dst = NULL, *terminfo = NULL,
@@ -91,7 +130,8 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         _cleanup_free_ char *gitconfig = NULL, *xdggit = NULL, *resolv = NULL, *stage = NULL, *staged_root = NULL,
                             *plan_json = NULL, *plan_path = NULL;
         _cleanup_(mount_plan_done) MountPlan plan = {};
-        _cleanup_strv_free_ char **mount_strings = NULL;
+        _cleanup_strv_free_ char **mount_strings = NULL, **protect = NULL;
+        bool view = true;
         _cleanup_close_ int rootfd = -EBADF, wfd = -EBADF;
         char port[16];
         _cleanup_free_ OciMount *mounts = NULL;
@@ -147,11 +187,18 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         r = domain_resolve_mounts(d, true, &vols, &n_vols, &wfd, &error);
         if (r < 0)
                 return errorf(ret_error, r, "%s", error ?: "cannot resolve volumes");
-        r = mount_plan_add_bind_fd(&plan, MOUNT_PART_WORKSPACE, SANDBOX_WORKSPACE, d->workspace, wfd, false, 0, ret_error);
-        if (r < 0)
-                goto finish;
+#if ENABLE_TEST_HOOKS
+        /* bench/workspace compares the view with the plain bind it replaced. */
+        view = !getenv("LAZARET_TEST_PLAIN_WORKSPACE");
+#endif
+        if (!view) {
+                r = mount_plan_add_bind_fd(&plan, MOUNT_PART_WORKSPACE, SANDBOX_WORKSPACE, d->workspace, wfd, false, 0,
+                                           ret_error);
+                if (r < 0)
+                        goto finish;
+        }
 
-        /* SR-4: the Git Sentry's mounts follow the workspace bind. */
+        /* SR-4: the Git Sentry's checks (and, without the view, its mounts after the workspace bind). */
         gitconfig = d->host.home ? path_join(d->host.home, ".gitconfig") : NULL;
         xdggit = d->host.xdg_config_home ? path_join(d->host.xdg_config_home, "git/config") : NULL;
         r = git_sentry_plan(&(GitSentryParams) {
@@ -162,9 +209,16 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                                     .home = d->host.home,
                                     .global_configs = (const char *[]) { "/etc/gitconfig", gitconfig ?: "/etc/gitconfig",
                                                                          xdggit ?: "/etc/gitconfig", NULL },
+                                    .view = view,
+                                    .ret_protect = &protect,
                             }, &plan, ret_error);
         if (r < 0)
                 goto finish;
+        if (view) {
+                r = add_view(&plan, d, wfd, protect, ret_error);
+                if (r < 0)
+                        goto finish;
+        }
 
         r = add_own(&plan, MOUNT_PART_CONTROL, SANDBOX_CONTROL_MOUNT, p->control_dir, true, 0, ret_error);
         if (r < 0)

@@ -843,10 +843,11 @@ static void on_supervisor_exit(UsernsChild *c, int status, void *userdata) {
 
 static int supervisor_argv(Sandbox *sb, char ***ret) {
         _cleanup_strv_free_ char **argv = NULL;
-        _cleanup_free_ char *def = path_join(LIBEXECDIR, "lazaret-supervisor"), *overlay = NULL;
+        _cleanup_free_ char *def = path_join(LIBEXECDIR, "lazaret-supervisor"), *overlay = NULL,
+                            *view = path_join(LIBEXECDIR, "lazaret-view");
         char port[32], root_size[64];
 
-        if (!def)
+        if (!def || !view)
                 return -ENOMEM;
         if (asprintf(&overlay, "root:dir=%s", sb->overlay_dir) < 0)
                 return -ENOMEM;
@@ -866,7 +867,8 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
             strv_extend(&argv, "--slirp4netns") < 0 || strv_extend(&argv, sb->slirp4netns) < 0 ||
             strv_extend(&argv, "--policy") < 0 || strv_extend(&argv, sb->policy_path) < 0 ||
             strv_extend(&argv, "--policy-digest") < 0 || strv_extend(&argv, sb->policy_digest) < 0 ||
-            strv_extend(&argv, port) < 0)
+            strv_extend(&argv, port) < 0 ||
+            strv_extend(&argv, "--view") < 0 || strv_extend(&argv, TEST_HOOK_PATH("LAZARET_VIEW", view)) < 0)
                 return -ENOMEM;
 #if ENABLE_TEST_HOOKS
         if (sb->network_fault == NETWORK_FAULT_DENY_ON_LO && strv_extend(&argv, "--test-fault=deny-on-lo") < 0)

@@ -20,6 +20,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bus-names.h"
+#include "changes.h"
 #include "cleanup.h"
 #include "config.h"
 #include "ctl.h"
@@ -416,12 +417,14 @@ int verb_status(int argc, char *argv[], const Config *config) {
                         r = json_add_string(n, "DomainId", id);
                         if (r >= 0)
                                 r = json_add_string(n, "State", unpublished ? "unpublished" : "inactive");
+                        if (r >= 0)
+                                r = changes_status(config, argc > 1 ? id : NULL, n);
                         return r < 0 ? ctl_json_failed(r) : ctl_print_json(n);
                 } else if (unpublished)
                         printf("Domain %s is not published: its coordinator is starting or stopping it.\n", id);
                 else
                         printf("Domain %s is not running.\n", id);
-                return 0;
+                return changes_status(config, argc > 1 ? id : NULL, NULL);
         }
         if (r < 0 && ctl_bus_not_responding(bus, name, &error))
                 return ctl_not_responding(id);
@@ -429,10 +432,13 @@ int verb_status(int argc, char *argv[], const Config *config) {
                 fprintf(stderr, "Cannot read the status of Domain %s: %s\n", id, error.message ?: strerror(-r));
                 return r;
         }
-        if (arg_json)
-                return ctl_print_json(o);
+        /* The workspace view's protections and pending changes (§4.6). */
+        if (arg_json) {
+                r = changes_status(config, argc > 1 ? id : NULL, o);
+                return r < 0 ? ctl_json_failed(r) : ctl_print_json(o);
+        }
         print_domain(o);
-        return 0;
+        return changes_status(config, argc > 1 ? id : NULL, NULL);
 }
 
 /* One Domain's GetAll, asked together with all the others by `list`. */

@@ -15,6 +15,7 @@
 #include <json-c/json.h>
 
 #include "bus-util.h"
+#include "changes.h"
 #include "cleanup.h"
 #include "config.h"
 #include "ctl.h"
@@ -33,15 +34,19 @@ const char *arg_profile = NULL;
 const char *arg_workspace = NULL;
 bool arg_json = false;
 HostContext arg_host = {};
-/* The first of --source/--force given, if any: options of "image" only. */
+/* The first of --source/--force given, if any: options of "image" only (--force also of "changes"). */
 static const char *arg_image_option = NULL;
 static bool arg_yes_given = false;
+/* The first of --diff/--all/--git-control given, if any: options of "changes" only. */
+static const char *arg_changes_option = NULL;
+static bool arg_source_given = false;
 
 typedef enum VerbFlags {
         VERB_CONFIG = 1 << 0,           /* needs the validated configuration */
         VERB_COMMAND = 1 << 1,          /* arguments after the verb's options are a command line */
         VERB_IMAGE_OPTIONS = 1 << 2,    /* takes --source and --force */
         VERB_YES = 1 << 3,              /* takes --yes */
+        VERB_CHANGES_OPTIONS = 1 << 4,  /* takes --diff, --all, --force and --git-control */
 } VerbFlags;
 
 typedef struct Verb {
@@ -426,6 +431,7 @@ static const Verb verbs[] = {
         { "escalations", 1, 3,      VERB_CONFIG,                       verb_escalations, "escalations [list|approve ID|deny ID] Host escalation requests waiting for a decision" },
         { "log",       1, 2,        VERB_CONFIG,                       verb_log,       "log [DOMAIN-ID]             Show the last lines the Domain's coordinator logged" },
         { "image",     2, 2,        VERB_CONFIG | VERB_IMAGE_OPTIONS,  verb_image,     "image build-default         Build the built-in default image from Debian packages" },
+        { "changes",   1, UINT_MAX, VERB_CONFIG | VERB_CHANGES_OPTIONS, verb_changes,  "changes [apply|discard ...] List, apply or discard pending protected-file changes" },
         { "domain-id", 1, 1,        VERB_CONFIG,                       verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },
         { "config",    2, 2,        VERB_CONFIG,                       verb_config,    "config check                Validate the configuration and show resolved profiles" },
         { "unshare",   2, UINT_MAX, VERB_COMMAND,                      verb_unshare,   "unshare [--] CMD [ARG...]   Run a host command in a user namespace mapped like the sandbox's" },
@@ -450,7 +456,11 @@ static int help(void) {
                "                              of the current directory\n"
                "     --json                   Print data as JSON\n"
                "     --source=DIR|URL         image build-default: local Debian repository or mirror\n"
-               "     --force                  image build-default: rebuild an existing image\n"
+               "     --force                  image build-default: rebuild an existing image;\n"
+               "                              changes apply: even where the host's file changed\n"
+               "     --diff=PATH              changes: show one pending change as a unified diff\n"
+               "     --all                    changes apply|discard: every pending change\n"
+               "     --git-control            changes apply: also the git control files named\n"
                "\nSee the lazaretctl(1) man page for details.\n");
         return 0;
 }
@@ -461,6 +471,9 @@ enum {
         ARG_SOURCE,
         ARG_FORCE,
         ARG_YES,
+        ARG_DIFF,
+        ARG_ALL,
+        ARG_GIT_CONTROL,
 };
 
 static const struct option options[] = {
@@ -473,6 +486,9 @@ static const struct option options[] = {
         { "source",    required_argument, NULL, ARG_SOURCE  },
         { "force",     no_argument,       NULL, ARG_FORCE   },
         { "yes",       no_argument,       NULL, ARG_YES     },
+        { "diff",        required_argument, NULL, ARG_DIFF        },
+        { "all",         no_argument,       NULL, ARG_ALL         },
+        { "git-control", no_argument,       NULL, ARG_GIT_CONTROL },
         {}
 };
 
@@ -519,15 +535,32 @@ static int parse_options(int argc, char *argv[]) {
                                 return -EINVAL;
                         }
                         image_set_source(optarg);
+                        arg_source_given = true;
                         arg_image_option = arg_image_option ?: "--source";
                         break;
                 case ARG_FORCE:
                         image_set_force(true);
+                        changes_set_force(true);
                         arg_image_option = arg_image_option ?: "--force";
                         break;
                 case ARG_YES:
                         state_set_yes(true);
                         arg_yes_given = true;
+                case ARG_DIFF:
+                        if (isempty(optarg)) {
+                                fprintf(stderr, "--diff needs a path.\n");
+                                return -EINVAL;
+                        }
+                        changes_set_diff(optarg);
+                        arg_changes_option = arg_changes_option ?: "--diff";
+                        break;
+                case ARG_ALL:
+                        changes_set_all(true);
+                        arg_changes_option = arg_changes_option ?: "--all";
+                        break;
+                case ARG_GIT_CONTROL:
+                        changes_set_git_control(true);
+                        arg_changes_option = arg_changes_option ?: "--git-control";
                         break;
                 case '?':
                         return -EINVAL;
@@ -610,6 +643,13 @@ int main(int argc, char *argv[]) {
                 return r < 0 ? 2 : 0;
         (void) bus_register_error_map();
 
+        if (arg_changes_option && !(verb->flags & VERB_CHANGES_OPTIONS)) {
+                fprintf(stderr, "%s is an option of \"changes\" only, not of \"%s\".\n", arg_changes_option, verb->name);
+                return 2;
+        }
+        if (arg_image_option && (verb->flags & VERB_CHANGES_OPTIONS) && streq(arg_image_option, "--force") &&
+            !arg_source_given)
+                arg_image_option = NULL;
         if (arg_image_option && !(verb->flags & VERB_IMAGE_OPTIONS)) {
                 fprintf(stderr, "%s is an option of \"image build-default\" only, not of \"%s\".\n",
                         arg_image_option, verb->name);

@@ -179,13 +179,10 @@ int apt_proxy_config(const char *dump, char **ret) {
  * exit status is returned (>= 0), or < 0 when it could not run.
  */
 static int run_output(char *const *argv, char **ret) {
-        _cleanup_free_ char *program = NULL, *out = NULL;
-        _cleanup_close_ int rfd = -EBADF, wfd = -EBADF;
-        SpawnOptions o = SPAWN_OPTIONS_INIT;
-        char **args = NULL;
+        _cleanup_free_ char *program = NULL;
+        _cleanup_free_ char **args = NULL;
         size_t n = 0;
-        int p[2], status, r, rr;
-        pid_t pid;
+        int r;
 
         r = find_program(argv[0], &program);
         if (r < 0)
@@ -198,28 +195,7 @@ static int run_output(char *const *argv, char **ret) {
         args[0] = program;
         for (size_t i = 1; i < n; i++)
                 args[i] = argv[i];
-        if (pipe2(p, O_CLOEXEC) < 0) {
-                free(args);
-                return -errno;
-        }
-        rfd = p[0];
-        wfd = p[1];
-        o.argv = args;
-        o.stdio[1] = wfd;
-        r = spawn(&o, &pid, NULL);
-        free(args);
-        if (r < 0)
-                return r;
-        wfd = safe_close(wfd);
-        rr = read_full_fd(rfd, APT_OUTPUT_MAX, &out, NULL);
-        rfd = safe_close(rfd);
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        if (rr < 0)
-                return rr;
-        *ret = TAKE_PTR(out);
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return spawn_output(args, NULL, NULL, APT_OUTPUT_MAX, ret);
 }
 
 int apt_host_mirror(const char *suite, AptMirror *ret, char **ret_why) {

@@ -502,6 +502,9 @@ static int protect_hooks_paths(MountPlan *plan, const GitSentryParams *p, int wf
                                 return r;
                 }
         }
+        if (p->view)
+                /* The view protects them by name; no mounts. */
+                return p->ret_protect ? strv_extend_strv(p->ret_protect, masks) : 0;
         if (pins)
                 qsort(pins, strv_length(pins), sizeof(char *), cmp_len);
         STRV_FOREACH(a, pins) {
@@ -672,6 +675,10 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
                 git_config_paths_done(&gp);
         }
 
+        if (p->view)
+                /* The workspace view keeps .git, its config and hooks itself (view-policy.h). */
+                goto hooks_paths;
+
         /* .git, pinned; its config read-only; its hooks masked. */
         host = join3(p->workspace, "/.git", "");
         dest = join3(p->sandbox_workspace, "/.git", "");
@@ -715,6 +722,7 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         if (r < 0)
                 return r;
 
+hooks_paths:
         /* Every core.hooksPath that lands inside the workspace. */
         STRV_FOREACH(h, hooks) {
                 _cleanup_free_ char *abs = NULL, *rel = NULL;

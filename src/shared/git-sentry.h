@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "mount-plan.h"
@@ -50,6 +51,8 @@ typedef struct GitSentryParams {
         const char *domain_dir;         /* host; the masks' storage goes below it */
         const char *home;               /* for "~/" in paths; may be NULL */
         const char *const *global_configs; /* trusted git config files; missing ones are skipped */
+        bool view;                      /* the workspace view serves it: no mounts, only checks and ret_protect */
+        char ***ret_protect;            /* view: the workspace-relative core.hooksPath directories are appended */
 } GitSentryParams;
 
 /*

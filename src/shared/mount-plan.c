@@ -32,6 +32,7 @@ static const char *const kind_names[_MOUNT_KIND_MAX] = {
         [MOUNT_BIND] = "bind",
         [MOUNT_SUPERVISOR] = "supervisor",
         [MOUNT_SANDBOX] = "sandbox",
+        [MOUNT_VIEW] = "view",
 };
 
 const char *mount_part_to_string(MountPart p) {
@@ -119,11 +120,15 @@ static int check_entry(const MountPlan *p, const MountEntry *e, const char *dest
 
         switch (e->kind) {
         case MOUNT_BIND:
+        case MOUNT_VIEW:
                 if (isempty(e->source) || !path_is_absolute(e->source) || path_has_dotdot(e->source))
                         return errorf(ret_error, -EINVAL, "mount plan: %s at %s: the source must be an absolute host path without \"..\"",
                                       part, dest);
-                if (e->fstype || e->data)
+                if (e->fstype || (e->kind == MOUNT_BIND && e->data))
                         return errorf(ret_error, -EINVAL, "mount plan: %s at %s: a bind has no file system type or data", part, dest);
+                if (e->kind == MOUNT_VIEW && (isempty(e->data) || !e->id.directory || e->part != MOUNT_PART_WORKSPACE_VIEW))
+                        return errorf(ret_error, -EINVAL, "mount plan: %s at %s: the workspace view serves a directory and needs its "
+                                      "arguments", part, dest);
                 break;
         case MOUNT_SUPERVISOR:
         case MOUNT_SANDBOX:
@@ -314,7 +319,7 @@ static int entry_to_json(const MountEntry *e, json_object **ret) {
                 r = add_string(o, "data", e->data);
         if (r >= 0)
                 r = json_add_bool(o, "read_only", e->read_only);
-        if (r >= 0 && e->kind == MOUNT_BIND) {
+        if (r >= 0 && (e->kind == MOUNT_BIND || e->kind == MOUNT_VIEW)) {
                 r = add_string(o, "type", e->id.directory ? "directory" : "file");
                 if (r >= 0)
                         r = json_add_uint64(o, "dev", e->id.dev);
@@ -429,7 +434,7 @@ static int entry_from_json(MountPlan *p, json_object *o, size_t i, char **ret_er
         if (!json_object_object_get_ex(o, "read_only", &v) || !json_object_is_type(v, json_type_boolean))
                 return errorf(ret_error, -EBADMSG, "mount plan: %s: \"read_only\" is missing or not a boolean", where);
         e.read_only = json_object_get_boolean(v);
-        if (e.kind == MOUNT_BIND) {
+        if (e.kind == MOUNT_BIND || e.kind == MOUNT_VIEW) {
                 r = get_string(o, "type", true, where, &type, ret_error);
                 if (r < 0)
                         return r;
@@ -443,7 +448,7 @@ static int entry_from_json(MountPlan *p, json_object *o, size_t i, char **ret_er
                         return r;
         } else if (json_object_object_get_ex(o, "type", NULL) || json_object_object_get_ex(o, "dev", NULL) ||
                    json_object_object_get_ex(o, "ino", NULL))
-                return errorf(ret_error, -EBADMSG, "mount plan: %s: only a bind has a type, dev and ino", where);
+                return errorf(ret_error, -EBADMSG, "mount plan: %s: only a bind or the view has a type, dev and ino", where);
         if (!json_object_object_get_ex(o, "nests_in", &v) || !json_object_is_type(v, json_type_array))
                 return errorf(ret_error, -EBADMSG, "mount plan: %s: \"nests_in\" is missing or not an array", where);
         for (size_t k = 0; k < json_object_array_length(v); k++) {

@@ -33,6 +33,14 @@
  *                     path (a FUSE view, an overlay, a size-limited tmpfs):
  *                     fstype, source and data as for mount(2); runsc binds
  *                     the staged path like a MOUNT_BIND's.
+ *   MOUNT_VIEW        the workspace served through the workspace view
+ *                     (lazaret-view, a FUSE file system): the source is the
+ *                     host directory, checked and identified as a bind's;
+ *                     data holds the view's arguments (JSON: its Domain
+ *                     state directory, the protected paths). The supervisor
+ *                     opens the source as for a bind, mounts the FUSE
+ *                     connection at the staged path and hands both to the
+ *                     view, a supervised helper.
  *   MOUNT_SANDBOX     a file system gVisor makes inside (/proc, /dev, /sys,
  *                     /tmp): the OCI builder renders these itself, the plan
  *                     holds them so that nothing else lands on them unasked.
@@ -61,6 +69,7 @@ typedef enum MountKind {
         MOUNT_BIND,
         MOUNT_SUPERVISOR,
         MOUNT_SANDBOX,
+        MOUNT_VIEW,
         _MOUNT_KIND_MAX,
 } MountKind;
 

@@ -31,6 +31,20 @@ bool path_has_dotdot(const char *p) {
         return false;
 }
 
+bool path_is_plain_relative(const char *p, size_t n) {
+        if (n == 0 || p[0] == '/' || p[n - 1] == '/')
+                return false;
+        for (size_t i = 0; i < n;) {
+                size_t e = i;
+                while (e < n && p[e] != '/')
+                        e++;
+                if (e == i || (e - i == 1 && p[i] == '.') || (e - i == 2 && p[i] == '.' && p[i + 1] == '.'))
+                        return false;
+                i = e + 1;
+        }
+        return true;
+}
+
 int path_simplify(const char *p, const char *guard, char **ret) {
         _cleanup_free_ char *out = NULL;
         size_t n = 0, glen = guard ? strlen(guard) : 0;

@@ -12,6 +12,12 @@ bool path_is_absolute(const char *p);
 bool path_has_dotdot(const char *p);
 
 /*
+ * True when p[0..n) is a relative path in the form git writes: not empty,
+ * no leading or trailing '/', no empty, "." or ".." component.
+ */
+bool path_is_plain_relative(const char *p, size_t n);
+
+/*
  * Normalises an absolute path lexically: collapses repeated slashes, drops "."
  * segments and a trailing slash. Refuses (-EINVAL) relative paths and paths
  * with ".." segments, and (-ENAMETOOLONG) overlong ones. Never touches the

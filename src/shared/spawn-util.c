@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fs-util.h"
 #include "macro.h"
 #include "spawn-util.h"
 
@@ -184,4 +185,34 @@ int spawn(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd) {
 
 int spawn_status_from_siginfo(int code, int status) {
         return code == CLD_EXITED ? status : 128 + status;
+}
+
+int spawn_output(char *const *argv, char *const *envp, const char *cwd, size_t max, char **ret) {
+        _cleanup_close_ int rfd = -EBADF, wfd = -EBADF;
+        _cleanup_free_ char *out = NULL;
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        int p[2], status, r;
+        pid_t pid;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        rfd = p[0];
+        wfd = p[1];
+        o.argv = argv;
+        o.envp = envp;
+        o.cwd = cwd;
+        o.stdio[1] = wfd;
+        r = spawn(&o, &pid, NULL);
+        if (r < 0)
+                return r;
+        wfd = safe_close(wfd);
+        r = read_full_fd(rfd, max, &out, NULL);
+        rfd = safe_close(rfd);
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(out);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

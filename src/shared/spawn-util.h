@@ -63,5 +63,13 @@ int spawn_async(const SpawnOptions *o, pid_t *ret_pid, int *ret_pidfd, int *ret_
  */
 int spawn_read_error(int fd);
 
+/*
+ * Runs argv (argv[0] absolute) with envp (NULL: ours) in cwd (NULL: ours),
+ * stdin and stderr on /dev/null, and collects its stdout (at most max bytes,
+ * else -EFBIG) into *ret. Returns its exit status as
+ * spawn_status_from_siginfo() does, or a negative errno.
+ */
+int spawn_output(char *const *argv, char *const *envp, const char *cwd, size_t max, char **ret);
+
 /* Exit status as a shell reports it: the code, or 128+N for signal N. */
 int spawn_status_from_siginfo(int code, int status);

@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "helper.h"
+#include "json-util.h"
+#include "strv.h"
 #include "fs-util.h"
 #include "macro.h"
 #include "mount-plan.h"
@@ -31,9 +34,10 @@ static const char *what(const MountEntry *e) {
         }
 }
 
-static int stage_bind(const MountEntry *e, int stagefd, const char *name, char **ret_error) {
+/* The source opened again here from "/", without following anything, and insisted on as checked. */
+static int open_checked(const MountEntry *e, int *ret_fd, char **ret_error) {
         _cleanup_(path_walk_result_done) PathWalkResult w = {};
-        _cleanup_close_ int fd = -EBADF, tree = -EBADF;
+        _cleanup_close_ int fd = -EBADF;
         struct stat st;
         int r;
 
@@ -51,6 +55,17 @@ static int stage_bind(const MountEntry *e, int stagefd, const char *name, char *
             !!S_ISDIR(st.st_mode) != e->id.directory || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)))
                 return errorf(ret_error, -EPERM, "%s %s changed after it was checked: it is no longer the %s that was "
                             "judged; refusing to start", what(e), e->source, e->id.directory ? "directory" : "file");
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int stage_bind(const MountEntry *e, int stagefd, const char *name, char **ret_error) {
+        _cleanup_close_ int fd = -EBADF, tree = -EBADF;
+        int r;
+
+        r = open_checked(e, &fd, ret_error);
+        if (r < 0)
+                return r;
 
         if (e->id.directory ? mkdirat(stagefd, name, 0700) < 0
                             : mknodat(stagefd, name, S_IFREG | 0600, 0) < 0)
@@ -65,6 +80,85 @@ static int stage_bind(const MountEntry *e, int stagefd, const char *name, char *
         if (move_mount(tree, "", stagefd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 return errorf(ret_error, -errno, "cannot stage %s: %m", e->source);
         return 0;
+}
+
+/*
+ * The workspace view: the FUSE connection mounted on the staged path, and
+ * lazaret-view, a supervised helper, serving it from the checked
+ * workspace fd and its Domain state directory. It is ready once it holds
+ * the connection; requests that come earlier wait in the kernel.
+ */
+static int stage_view(const MountEntry *e, const char *stage, const char *name, int stagefd, const char *view,
+                      Helpers *helpers, char **ret_error) {
+        _cleanup_(path_walk_result_done) PathWalkResult w = {};
+        _cleanup_json_ json_object *args = NULL;
+        _cleanup_free_ char *target = path_join(stage, name), *why = NULL, *opts = NULL;
+        _cleanup_close_ int wfd = -EBADF, sfd = -EBADF, fuse = -EBADF;
+        _cleanup_strv_free_ char **argv = NULL;
+        json_object *o, *protect;
+        const char *state;
+        int r;
+
+        if (!target)
+                return -ENOMEM;
+        r = json_parse_strict(e->data, strlen(e->data), &args, &why);
+        if (r < 0 || !json_object_is_type(args, json_type_object) || !json_object_object_get_ex(args, "state", &o) ||
+            !json_object_is_type(o, json_type_string) || !json_object_object_get_ex(args, "protect", &protect) ||
+            !json_object_is_type(protect, json_type_array))
+                return errorf(ret_error, -EBADMSG, "the mount plan's workspace view arguments are malformed%s%s",
+                              why ? ": " : "", strempty(why));
+        state = json_object_get_string(o);
+
+        r = open_checked(e, &wfd, ret_error);
+        if (r < 0)
+                return r;
+        r = path_walk(state, 0, &sfd, &w);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot open the workspace view's state directory %s: %s", state, strerror(-r));
+        {
+                /* The view reads its directories, O_PATH is not enough for it. */
+                int d = openat(wfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (d < 0)
+                        return errorf(ret_error, -errno, "cannot open the workspace %s: %m", e->source);
+                safe_close(wfd);
+                wfd = d;
+                d = openat(sfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (d < 0)
+                        return errorf(ret_error, -errno, "cannot open %s: %m", state);
+                safe_close(sfd);
+                sfd = d;
+        }
+
+        fuse = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+        if (fuse < 0)
+                return errorf(ret_error, -errno, "cannot open /dev/fuse for the workspace view: %m; Lazaret never "
+                              "serves the workspace unprotected (is the fuse module loaded, may this user open /dev/fuse?)");
+        if (mkdirat(stagefd, name, 0700) < 0)
+                return errorf(ret_error, -errno, "cannot create the staging point for %s: %m", e->destination);
+        if (asprintf(&opts, "fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", fuse) < 0)
+                return -ENOMEM;
+        if (mount("lazaret-view", target, "fuse.lazaret-view", MS_NOSUID | MS_NODEV, opts) < 0)
+                return errorf(ret_error, -errno, "cannot mount the workspace view: %m");
+
+        if (strv_extend_strv(&argv, (char *[]) { (char *) view, (char *) "--workspace-fd=4", (char *) "--state-fd=5",
+                                                 (char *) "--fuse-fd=6", NULL }) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(protect); i++) {
+                json_object *p = json_object_array_get_idx(protect, i);
+                if (!json_object_is_type(p, json_type_string))
+                        return errorf(ret_error, -EBADMSG, "the mount plan's protected paths are malformed");
+                if (strv_extendf(&argv, "--protect=%s", json_object_get_string(p)) < 0)
+                        return -ENOMEM;
+        }
+        return helper_start(helpers, &(HelperSpec) {
+                                    .name = "lazaret-view",
+                                    .role = "the workspace view",
+                                    .death_means = "the sandbox lost its workspace and is stopped",
+                                    .argv = argv,
+                                    .pass_fds = (int[]) { wfd, sfd, fuse },
+                                    .n_pass_fds = 3,
+                                    .ready_timeout_ms = 10000,
+                            }, NULL, ret_error);
 }
 
 static int stage_filesystem(const MountEntry *e, const char *stage, const char *name, int stagefd,
@@ -112,6 +206,18 @@ int supmounts_open_workspace(const char *bundle, int *ret_fd, char **ret_error) 
         if (r < 0)
                 return r;
         for (size_t i = 0; i < plan.n_entries; i++) {
+                if (plan.entries[i].kind == MOUNT_VIEW) {
+                        /* The host's directory, not the view on it: host changes are what is watched. */
+                        _cleanup_close_ int o = -EBADF;
+                        r = open_checked(&plan.entries[i], &o, ret_error);
+                        if (r < 0)
+                                return r;
+                        fd = openat(o, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        if (fd < 0)
+                                return errorf(ret_error, -errno, "cannot open the workspace %s: %m", plan.entries[i].source);
+                        *ret_fd = fd;
+                        return 0;
+                }
                 if (plan.entries[i].part != MOUNT_PART_WORKSPACE || plan.entries[i].kind != MOUNT_BIND)
                         continue;
                 staged = mount_plan_staged_path(stage, i);
@@ -126,7 +232,7 @@ int supmounts_open_workspace(const char *bundle, int *ret_fd, char **ret_error) 
         return errorf(ret_error, -ENOENT, "the mount plan of %s has no workspace", bundle);
 }
 
-int supmounts_stage(const char *bundle, char **ret_error) {
+int supmounts_stage(const char *bundle, const char *view, Helpers *helpers, char **ret_error) {
         _cleanup_(mount_plan_done) MountPlan plan = {};
         _cleanup_free_ char *stage = NULL;
         _cleanup_close_ int stagefd = -EBADF;
@@ -157,6 +263,10 @@ int supmounts_stage(const char *bundle, char **ret_error) {
                                 r = supoverlay_stage(e, stagefd, stage, name, ret_error);
                         else
                                 r = stage_filesystem(e, stage, name, stagefd, ret_error);
+                        break;
+                case MOUNT_VIEW:
+                        r = view && helpers ? stage_view(e, stage, name, stagefd, view, helpers, ret_error)
+                                            : errorf(ret_error, -EOPNOTSUPP, "no workspace view to serve %s", e->destination);
                         break;
                 case MOUNT_SANDBOX:
                         r = 0;

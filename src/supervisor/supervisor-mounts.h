@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "helper.h"
+
 #include <stddef.h>
 
 /*
@@ -17,13 +19,17 @@
  *   a supervisor mount: the file system mounted on <stage>/<i>: a tmpfs,
  *                      or a State Anchor overlay (supervisor-overlay.h);
  *                      any other type is refused by name;
+ *   the workspace view: its source opened and insisted on as a bind's, the
+ *                      FUSE connection mounted on <stage>/<i>, and view (the
+ *                      lazaret-view program) started in helpers to serve it;
  *   gVisor's own:      nothing.
  *
  * Nobody outside this mount namespace sees the staged mounts; runsc, its
  * child, is given only their paths. Every failure is one line in err.
  */
-int supmounts_stage(const char *bundle, char **ret_error);
+int supmounts_stage(const char *bundle, const char *view, Helpers *helpers, char **ret_error);
 
-/* After supmounts_stage(): the staged workspace bind, opened as a directory
- * (O_RDONLY, close-on-exec), for the host-edit watcher (spec section 4.6). */
+/* After supmounts_stage(): the workspace opened as a directory (O_RDONLY,
+ * close-on-exec) for the host-edit watcher (spec section 4.6): the staged
+ * bind, or, with the workspace view, the host directory it serves. */
 int supmounts_open_workspace(const char *bundle, int *ret_fd, char **ret_error);

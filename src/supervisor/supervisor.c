@@ -67,7 +67,7 @@
 
 static int arg_control_fd = -EBADF;
 static const char *arg_runsc, *arg_root, *arg_bundle, *arg_container, *arg_overlay;
-static const char *arg_netns, *arg_slirp, *arg_policy, *arg_policy_digest;
+static const char *arg_netns, *arg_slirp, *arg_policy, *arg_policy_digest, *arg_view;
 static int arg_canary_port;
 #if ENABLE_TEST_HOOKS
 static bool arg_fault_deny_on_lo;
@@ -371,6 +371,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "policy",     required_argument, NULL, 'p' },
                 { "policy-digest", required_argument, NULL, 'g' },
                 { "canary-port", required_argument, NULL, 'P' },
+                { "view",       required_argument, NULL, 'v' },
 #if ENABLE_TEST_HOOKS
                 { "test-fault", required_argument, NULL, 'F' },
 #endif
@@ -426,6 +427,11 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case 'g':
                         arg_policy_digest = optarg;
+                        break;
+                case 'v':
+                        if (optarg[0] != '/')
+                                return -EINVAL;
+                        arg_view = optarg;
                         break;
                 case 'P':
                         if (parse_int(optarg, 1024, 65535, &arg_canary_port) < 0)
@@ -525,7 +531,7 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         /* Every mount source, staged from what was checked (spec C19). */
-        r = supmounts_stage(arg_bundle, &why);
+        r = supmounts_stage(arg_bundle, arg_view, &helpers, &why);
         if (r < 0) {
                 report_failed("%s", strna(why));
                 return 1;
@@ -581,6 +587,14 @@ int main(int argc, char *argv[]) {
          * as its first act and reports on its standard output: this pipe. */
         if (pipe2(probe_pipe, O_CLOEXEC) < 0) {
                 report_failed("cannot create a pipe: %s", strerror(errno));
+                return 1;
+        }
+        /* A helper that died since it was ready (the workspace view: runsc would
+         * bind a dead mount) fails the start here, not after READY (spec §7.1,
+         * SandboxOnlyBehindView). */
+        r = helpers_reap_dead(&helpers, &why);
+        if (r != 0) {
+                report_failed("%s", r > 0 ? strna(why) : "cannot watch the supervised helpers");
                 return 1;
         }
         r = runsc("run", (char *[]) { (char *) "--detach", (char *) "--bundle", (char *) arg_bundle,

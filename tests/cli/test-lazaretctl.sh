@@ -277,6 +277,42 @@ if [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 50 ] && [ "$(printf 
 else bad "log: rc=$rc: $(printf '%s\n' "$out" | head -n 2)"; fi
 rm -f "$top/run/lazaret/$logid.log" "$top/run/lazaret/$logid.log.1"
 
+# --- changes (the workspace view's pending protected changes) --------------
+cid=$(cd "$top/proj" && "$ctl" domain-id)
+out=$(cd "$top/proj" && "$ctl" changes 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ "$out" = "No pending protected changes in Domain $cid." ]; then ok "changes without view state"
+else bad "changes without view state: rc=$rc: $out"; fi
+vs=$XDG_DATA_HOME/lazaret/domains/$cid/view
+mkdir -p "$vs/.vscode" "$top/proj/.vscode"
+printf 'x\n' > "$vs/.vscode/$(printf 'a\033[31mb')"
+printf 'export A=1\n' > "$vs/.envrc"
+out=$(cd "$top/proj" && "$ctl" changes 2>&1); rc=$?
+if [ $rc -eq 0 ] && [[ $out == *'.vscode/a\x1b[31mb'* ]] && [[ $out != *$'\033'* ]] && [[ $out == *"new "*".envrc"* ]]; then
+        ok "changes lists names with control bytes escaped"
+else bad "changes listing: rc=$rc: $out"; fi
+if [ "$(cd "$top/proj" && "$ctl" changes --json | jq -r '[.changes[].kind] | join(",")')" = "new,new" ]; then ok "changes --json"
+else bad "changes --json: $(cd "$top/proj" && "$ctl" changes --json 2>&1)"; fi
+out=$(cd "$top/proj" && "$ctl" status --diff .envrc 2>&1); rc=$?
+if [ $rc -eq 2 ] && [[ $out == *'--diff is an option of "changes" only'* ]]; then ok "--diff is refused by other commands"
+else bad "status --diff: rc=$rc: $out"; fi
+out=$(cd "$top/proj" && "$ctl" changes apply 2>&1); rc=$?
+if [ $rc -eq 1 ] && [[ $out == *"Name the paths to apply, or --all."* ]]; then ok "changes apply needs paths"
+else bad "changes apply without paths: rc=$rc: $out"; fi
+out=$(cd "$top/proj" && "$ctl" changes apply nothing-here 2>&1); rc=$?
+if [ $rc -eq 1 ] && [[ $out == *"No pending change at nothing-here"* ]] && [ -e "$vs/.envrc" ]; then ok "changes apply of an unknown path changes nothing"
+else bad "changes apply of an unknown path: rc=$rc: $out"; fi
+out=$(cd "$top/proj" && "$ctl" changes --diff .envrc 2>&1); rc=$?
+if [ $rc -eq 0 ] && [[ $out == *"+export A=1"* ]]; then ok "changes --diff of a new file"
+else bad "changes --diff: rc=$rc: $out"; fi
+printf 'a\0b' > "$vs/.mcp.json"
+out=$(cd "$top/proj" && "$ctl" changes --diff .mcp.json 2>&1); rc=$?
+if [ $rc -eq 1 ] && [[ $out == *"is binary"* ]]; then ok "changes --diff refuses a binary file"
+else bad "changes --diff of a binary file: rc=$rc: $out"; fi
+out=$(cd "$top/proj" && "$ctl" changes discard --all 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ "$(cd "$top/proj" && "$ctl" changes --json | jq '.changes | length')" = 0 ]; then ok "changes discard --all"
+else bad "changes discard --all: rc=$rc: $out"; fi
+rm -rf "$XDG_DATA_HOME/lazaret/domains/$cid" "$top/proj/.vscode"
+
 if "$ctl" --help | grep -q "domain-id" && "$ctl" --version | grep -q "^lazaretctl "; then ok "--help and --version"; else bad "--help/--version"; fi
 
 echo "$pass passed, $fail failed"

@@ -7,11 +7,12 @@
 #   - git config core.fsmonitor CMD inside (and writing, removing or renaming
 #     .git/config directly): refused, and the host's git status runs nothing;
 #   - an executable .git/hooks/pre-commit written inside: kept in sandbox-local
-#     storage, never in the host's .git/hooks, and the host's git commit runs
+#     state (the workspace view), never in the host's .git/hooks, and the host's git commit runs
 #     nothing (while a commit inside runs it, inside);
-#   - mv .git .g; cp -a .g .git: the rename fails (.git is pinned);
+#   - mv .git .g; cp -a .g .git: the rename fails (EBUSY, the workspace
+#     view keeps the top .git in place);
 #   - a core.hooksPath inside the workspace (husky's .husky/_): the same for
-#     it, and its parent cannot be renamed away either; the same for a
+#     it; moving or replacing it inside leaves the host's as it was; the same for a
 #     relative one that leaves the workspace and leads back in through a
 #     host symlink (../link, link -> workspace/evil).
 # A commit inside works and lands in the host's repository; the host's edits
@@ -25,6 +26,7 @@ lt_domain_setup
 
 # An image with git: the busybox test image plus the host's git.
 lt_use_git_image
+lt_reset_view_state
 
 hgit() { git -C "$LT_WS" -c user.name=host -c user.email=host@example.invalid "$@"; }
 # Runs a shell command inside, in /workspace, with git on PATH.
@@ -117,6 +119,7 @@ WS2=$HOME/lt-ws/git-sentry-husky
 rm -rf "$WS2"
 mkdir -p "$WS2/.husky/_"
 git -C "$WS2" init -q
+lt_reset_view_state "$WS2"
 echo "keep" >"$WS2/.husky/README"
 git -C "$WS2" config core.hooksPath .husky/_
 h2git() { git -C "$WS2" -c user.name=host -c user.email=host@example.invalid "$@"; }
@@ -127,13 +130,20 @@ inside2 'printf "#!/bin/sh\necho \"\${WHERE:-unknown}\" >> pwned-husky-ran\n" > 
         lt_fail "writing the core.hooksPath directory inside failed (the mask must be writable): $(inside2 true 2>&1)"
 [[ ! -e $WS2/.husky/_/pre-commit ]] || lt_fail "a hook written inside appeared in the host's core.hooksPath"
 lt_log "ok: a hook written inside is not in the host's core.hooksPath .husky/_"
-for attack in 'mv .husky/_ .husky/old' 'mv .husky .husky-old' 'rm -rf .husky/_ && mkdir .husky/_'; do
-        if out=$(inside2 "$attack" 2>&1); then
-                lt_fail "$attack succeeded inside: $out"
-        fi
-        lt_log "ok: $attack fails inside: $(tail -n 1 <<<"$out")"
-done
+# Moving the hooks directory away, or replacing it, changes nothing on the
+# host: it is protected by the workspace view (the move fails, a
+# replacement lives in Domain state).
 lt_assert_eq ".husky's own files stay visible inside" keep "$(inside2 'cat .husky/README')"
+husky_before=$(cd "$WS2/.husky/_" && find . | sort | sha256sum)
+for attack in 'mv .husky/_ .husky/old' 'mv .husky .husky-old' 'rm -rf .husky/_ && mkdir .husky/_ && printf "#!/bin/sh
+echo planted >> pwned-husky-ran
+" > .husky/_/pre-commit && chmod 755 .husky/_/pre-commit'; do
+        out=$(inside2 "$attack" 2>&1) || true
+        lt_assert_eq "the host's .husky/_ after '$attack'" "$husky_before" "$(cd "$WS2/.husky/_" && find . | sort | sha256sum)"
+        [[ ! -e $WS2/.husky/_/pre-commit ]] || lt_fail "'$attack' put a hook into the host's core.hooksPath"
+        lt_log "ok: $attack inside leaves the host's core.hooksPath as it was ($(tail -n 1 <<<"$out"))"
+done
+rm -rf "$WS2/.husky-old"     # what mv copied; it is no hooks directory of the host's
 echo four >"$WS2/d.txt"
 h2git add d.txt
 WHERE=host h2git commit -q -m "host 1"
@@ -151,6 +161,7 @@ lazaretctl --workspace "$WS4" stop >/dev/null 2>&1 || true   # a sandbox left by
 rm -rf "$WS4" "$link4"
 mkdir -p "$WS4"
 git -C "$WS4" init -q
+lt_reset_view_state "$WS4"
 ln -s git-sentry-rel/evil "$link4"
 git -C "$WS4" config core.hooksPath ../git-sentry-rel-link
 inside4() { (cd "$WS4" && exec lazaretctl launch -- /bin/env PATH=/usr/bin:/bin HOME=/root /bin/sh -c "$1"); }

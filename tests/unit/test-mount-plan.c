@@ -261,7 +261,7 @@ Test(mount_plan, json_refusals) {
         from_json_bad(E("{\"part\":\"volume\",\"kind\":\"bind\",\"destination\":\"/d\",\"source\":\"/s\",\"read_only\":true,"
                         "\"nests_in\":[\"tmp\",\"tmp\"],\"type\":\"file\",\"dev\":1,\"ino\":2}"), "named once");
         from_json_bad(E("{\"part\":\"volume\",\"kind\":\"supervisor\",\"destination\":\"/d\",\"source\":\"tmpfs\","
-                        "\"fstype\":\"tmpfs\",\"read_only\":true,\"nests_in\":[],\"dev\":1}"), "only a bind has");
+                        "\"fstype\":\"tmpfs\",\"read_only\":true,\"nests_in\":[],\"dev\":1}"), "only a bind or the view has");
         /* The plan's own rules hold for what is read back. */
         from_json_bad(E(B(",\"type\":\"file\",\"dev\":1,\"ino\":2") "," B(",\"type\":\"file\",\"dev\":1,\"ino\":2")),
                       "would cover the volume mount at the same place");

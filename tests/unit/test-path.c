@@ -43,6 +43,16 @@ Test(path, dotdot) {
         cr_assert_not(path_has_dotdot("/a/.../b"));
 }
 
+Test(path, plain_relative) {
+        static const char *const good[] = { "a", "a/b", "..a/b.", ".../x", ".git/config", "a b/ c" };
+        static const char *const bad[] = { "", "/a", "a/", "a//b", ".", "..", "a/./b", "a/..", "./a" };
+        for (size_t i = 0; i < ELEMENTSOF(good); i++)
+                cr_assert(path_is_plain_relative(good[i], strlen(good[i])), "%s", good[i]);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                cr_assert_not(path_is_plain_relative(bad[i], strlen(bad[i])), "%s", bad[i]);
+        cr_assert(path_is_plain_relative("a/..", 1)); /* only the first n bytes */
+}
+
 Test(path, at_or_below) {
         cr_assert(path_is_at_or_below("/a/b", "/a/b"));
         cr_assert(path_is_at_or_below("/a/b/c", "/a/b"));

@@ -84,7 +84,7 @@ static void write_plan(const MountPlan *p) {
 
 static int stage(char *err, size_t errlen) {
         _cleanup_free_ char *why = NULL;
-        int r = supmounts_stage(bundle, &why);
+        int r = supmounts_stage(bundle, NULL, NULL, &why);
 
         snprintf(err, errlen, "%s", why ?: "");
         return r;

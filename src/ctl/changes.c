@@ -1,0 +1,573 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * lazaretctl changes: the workspace view's pending protected changes
+ * (spec §4.6). Listing reads the Domain's view state and the host's
+ * workspace, both by fd; apply and discard also hold the Domain's
+ * coordinator.lock, which a running coordinator holds for its whole life
+ * (so they refuse while the Domain runs, and no coordinator starts while
+ * they work). Nothing here talks to the bus.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "changes.h"
+#include "cleanup.h"
+#include "ctl.h"
+#include "domain.h"
+#include "fs-util.h"
+#include "git-sentry.h"
+#include "json-util.h"
+#include "macro.h"
+#include "mount-plan.h"
+#include "path-util.h"
+#include "spawn-util.h"
+#include "strv.h"
+#include "util.h"
+#include "view-changes.h"
+#include "view-policy.h"
+
+/* --diff shows text files up to this size; larger ones are refused. */
+#define DIFF_MAX (1024 * 1024)
+
+static const char *arg_diff = NULL;
+static bool arg_all = false;
+static bool arg_force = false;
+static bool arg_git_control = false;
+
+void changes_set_diff(const char *path) {
+        arg_diff = path;
+}
+void changes_set_all(bool b) {
+        arg_all = b;
+}
+void changes_set_force(bool b) {
+        arg_force = b;
+}
+void changes_set_git_control(bool b) {
+        arg_git_control = b;
+}
+
+/* What a verb needs of the Domain's view: its state, the workspace, the derived protected paths. */
+typedef struct ViewContext {
+        Domain *domain;
+        int workspace_fd;               /* O_PATH */
+        int state_fd;                   /* -ENOENT: the Domain has no view state (yet) */
+        int lock_fd;
+        char **protect;                 /* the core.hooksPath directories inside the workspace */
+} ViewContext;
+
+static void view_context_done(ViewContext *c) {
+        domain_free(c->domain);
+        safe_close(c->workspace_fd);
+        safe_close(c->state_fd);
+        safe_close(c->lock_fd);
+        strv_free(c->protect);
+        *c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+}
+
+/* The workspace-relative core.hooksPath directories, as the coordinator passes them to the view. */
+static int derive_protect(const Domain *d, int wfd, char ***ret, char **ret_error) {
+        _cleanup_free_ char *gitconfig = NULL, *xdggit = NULL;
+        _cleanup_(mount_plan_done) MountPlan plan = {};
+        _cleanup_strv_free_ char **protect = NULL;
+        int r;
+
+        r = mount_plan_init(&plan);
+        if (r < 0)
+                return r;
+        /* The same trusted configuration files as bundle_write()'s. */
+        gitconfig = d->host.home ? path_join(d->host.home, ".gitconfig") : NULL;
+        xdggit = d->host.xdg_config_home ? path_join(d->host.xdg_config_home, "git/config") : NULL;
+        r = git_sentry_plan(&(GitSentryParams) {
+                                    .workspace = d->workspace,
+                                    .workspace_fd = wfd,
+                                    .sandbox_workspace = "/workspace",
+                                    .domain_dir = d->domain_dir,
+                                    .home = d->host.home,
+                                    .global_configs = (const char *[]) { "/etc/gitconfig", gitconfig ?: "/etc/gitconfig",
+                                                                         xdggit ?: "/etc/gitconfig", NULL },
+                                    .view = true,
+                                    .ret_protect = &protect,
+                            }, &plan, ret_error);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(protect);
+        return 0;
+}
+
+/* Opens what the verbs need; with lock, takes coordinator.lock or refuses. Prints why on failure. */
+static int view_context_open(const Config *config, const char *profile, const char *workspace, bool lock,
+                             ViewContext *ret) {
+        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        _cleanup_free_ char *error = NULL, *state = NULL, *lock_path = NULL;
+        int r;
+
+        r = domain_new(config, &arg_host, profile, workspace, &c.domain, &error);
+        if (r < 0) {
+                fprintf(stderr, "%s\n", error ?: strerror(-r));
+                return r;
+        }
+        if (lock) {
+                lock_path = path_join(c.domain->domain_dir, "coordinator.lock");
+                if (!lock_path)
+                        return -ENOMEM;
+                c.lock_fd = open(lock_path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+                if (c.lock_fd < 0 && errno != ENOENT) {
+                        fprintf(stderr, "Cannot open %s: %m\n", lock_path);
+                        return -errno;
+                }
+                if (c.lock_fd >= 0 && flock(c.lock_fd, LOCK_EX | LOCK_NB) < 0) {
+                        if (errno == EWOULDBLOCK) {
+                                fprintf(stderr, "Domain %s is running: stop it first with \"lazaretctl stop\", "
+                                        "then apply or discard.\n", c.domain->id);
+                                return -EBUSY;
+                        }
+                        fprintf(stderr, "Cannot lock %s: %m\n", lock_path);
+                        return -errno;
+                }
+        }
+        c.workspace_fd = open(c.domain->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (c.workspace_fd < 0) {
+                fprintf(stderr, "Cannot open the workspace %s: %m\n", c.domain->workspace);
+                return -errno;
+        }
+        state = path_join(c.domain->domain_dir, VIEW_STATE_DIR);
+        if (!state)
+                return -ENOMEM;
+        c.state_fd = open(state, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (c.state_fd < 0 && errno != ENOENT) {
+                fprintf(stderr, "Cannot open the view's state %s: %m\n", state);
+                return -errno;
+        }
+        if (c.state_fd < 0)
+                c.state_fd = -ENOENT;
+        r = derive_protect(c.domain, c.workspace_fd, &c.protect, &error);
+        if (r < 0) {
+                fprintf(stderr, "%s\n", error ?: strerror(-r));
+                return r;
+        }
+        *ret = c;
+        c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        return 0;
+}
+
+static int scan(const ViewContext *c, ViewChanges *ret) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        if (c->state_fd < 0) {
+                *ret = (ViewChanges) {};
+                return 0;
+        }
+        r = view_changes_scan(c->state_fd, c->workspace_fd, c->protect, ret, &error);
+        if (r < 0)
+                fprintf(stderr, "%s\n", error ?: strerror(-r));
+        return r;
+}
+
+static void print_escaped(const char *prefix, const char *s, const char *suffix) {
+        _cleanup_free_ char *e = escape_control(s);
+        printf("%s%s%s", prefix, e ?: "?", suffix);
+}
+
+static bool strv_is_empty(char *const *l) {
+        return !l || !l[0];
+}
+
+/* ------------------------------------------------------------ listing */
+
+static int change_json(const ViewChange *ch, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        const char *type = ch->type == S_IFDIR ? "directory" : ch->type == S_IFLNK ? "symlink" : ch->type ? "file" : NULL;
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        r = json_add_string(o, "path", ch->path);
+        if (r >= 0)
+                r = json_add_string(o, "kind", view_change_label(ch));
+        if (r >= 0)
+                r = json_add_string(o, "change", view_change_kind_to_string(ch->kind));
+        if (r >= 0)
+                r = json_add_bool(o, "git_control", ch->git_control);
+        if (r >= 0)
+                r = type ? json_add_string(o, "type", type) : json_add_null(o, "type");
+        if (r >= 0)
+                r = json_add_uint64(o, "size", ch->size);
+        if (r >= 0)
+                r = json_add_string(o, "host", view_host_state_to_string(ch->host));
+        if (r >= 0)
+                r = json_add_bool(o, "host_changed", ch->host != VIEW_HOST_SAME);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static int list_changes(const ViewContext *c, const ViewChanges *l) {
+        if (arg_json) {
+                _cleanup_json_ json_object *o = json_object_new_object(), *a = json_object_new_array();
+                int r = o && a ? 0 : -ENOMEM;
+
+                if (r >= 0)
+                        r = json_add_string(o, "domain_id", c->domain->id);
+                if (r >= 0)
+                        r = json_add_string(o, "workspace", c->domain->workspace);
+                for (size_t i = 0; r >= 0 && i < l->n; i++) {
+                        json_object *e = NULL;
+                        r = change_json(&l->changes[i], &e);
+                        if (r >= 0)
+                                r = json_append(a, e);
+                }
+                if (r >= 0)
+                        r = json_add(o, "changes", TAKE_PTR(a));
+                return r < 0 ? ctl_json_failed(r) : ctl_print_json(o);
+        }
+
+        if (l->n == 0) {
+                printf("No pending protected changes in Domain %s.\n", c->domain->id);
+                return 0;
+        }
+        printf("%-12s %10s  %-10s %s\n", "KIND", "SIZE", "HOST", "PATH");
+        for (size_t i = 0; i < l->n; i++) {
+                const ViewChange *ch = &l->changes[i];
+                char size[32];
+
+                if (ch->kind == VIEW_CHANGE_DELETED)
+                        snprintf(size, sizeof(size), "-");
+                else
+                        snprintf(size, sizeof(size), "%llu", (unsigned long long) ch->size);
+                printf("%-12s %10s  %-10s ", view_change_label(ch), size,
+                       ch->host == VIEW_HOST_SAME ? "-" : view_host_state_to_string(ch->host));
+                print_escaped("", ch->path, ch->type == S_IFDIR ? "/\n" : "\n");
+        }
+        printf("\n%zu pending change%s in Domain %s, kept from the host. Review: lazaretctl changes --diff PATH; "
+               "then lazaretctl changes apply|discard PATH... (with the Domain stopped).\n",
+               l->n, l->n == 1 ? "" : "s", c->domain->id);
+        return 0;
+}
+
+/* ------------------------------------------------------------ --diff */
+
+/* A text file the diff may show: regular, at most DIFF_MAX bytes, no NUL byte. */
+static int judge_text(int fd, const char *side, const char *path) {
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t n;
+        int r;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode)) {
+                fprintf(stderr, "The %s entry of %s is not a regular file; --diff shows text files only.\n", side, path);
+                return -EINVAL;
+        }
+        if (st.st_size > DIFF_MAX) {
+                fprintf(stderr, "The %s file %s is larger than %d bytes; --diff shows small text files only.\n", side,
+                        path, DIFF_MAX);
+                return -EFBIG;
+        }
+        r = read_full_fd(fd, DIFF_MAX, &buf, &n);
+        if (r < 0)
+                return r;
+        if (memchr(buf, 0, n)) {
+                fprintf(stderr, "The %s file %s is binary; --diff shows text files only.\n", side, path);
+                return -EINVAL;
+        }
+        return lseek(fd, 0, SEEK_SET) < 0 ? -errno : 0;
+}
+
+/* One line of diff output for the terminal: control bytes but tab shown as \xNN. */
+static void put_diff_line(const char *s, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                unsigned char ch = (unsigned char) s[i];
+                if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+                        printf("\\x%02x", ch);
+                else
+                        putchar(ch);
+        }
+        putchar('\n');
+}
+
+static int show_diff(const ViewContext *c, const ViewChanges *l, const char *path) {
+        _cleanup_close_ int hfd = -EBADF, sfd = -EBADF, pipe_r = -EBADF, pipe_w = -EBADF;
+        _cleanup_free_ char *diff = NULL, *la = NULL, *lb = NULL, *out = NULL;
+        const ViewChange *ch = NULL;
+        int p[2], status, r;
+        pid_t pid;
+        size_t n;
+
+        /* Exactly one change: the path as listed ("./" before it and "/" after it aside). */
+        while (startswith(path, "./"))
+                path += 2;
+        for (size_t i = 0, len = strlen(path); i < l->n; i++)
+                if (view_change_named(&l->changes[i], path) && strlen(l->changes[i].path) <= len)
+                        ch = &l->changes[i];
+        if (!ch) {
+                _cleanup_free_ char *e = escape_control(path);
+                fprintf(stderr, "No pending change at %s; see lazaretctl changes.\n", strna(e));
+                return -ENOENT;
+        }
+        if (ch->type == S_IFDIR) {
+                fprintf(stderr, "%s is a directory; --diff shows one text file.\n", ch->path);
+                return -EISDIR;
+        }
+        /* Both sides by fd, never following a symbolic link; a missing side is empty. */
+        if (ch->kind != VIEW_CHANGE_DELETED) {
+                sfd = view_open_beneath(c->state_fd, ch->path, O_RDONLY | O_NOCTTY, 0);
+                if (sfd < 0)
+                        return sfd == -ELOOP ? (fprintf(stderr, "%s is a symbolic link; --diff shows text files only.\n",
+                                                        ch->path), -EINVAL) : sfd;
+                r = judge_text(sfd, "sandbox's", ch->path);
+                if (r < 0)
+                        return r;
+        }
+        hfd = view_open_beneath(c->workspace_fd, ch->path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+        if (hfd < 0 && hfd != -ENOENT) {
+                fprintf(stderr, "Cannot open the host's %s: %s\n", ch->path, strerror(-hfd));
+                return hfd;
+        }
+        if (hfd >= 0) {
+                r = judge_text(hfd, "host's", ch->path);
+                if (r < 0)
+                        return r;
+        }
+        if (hfd < 0)
+                hfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (sfd < 0)
+                sfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (hfd < 0 || sfd < 0)
+                return -errno;
+
+        r = find_program("diff", &diff);
+        if (r < 0) {
+                fprintf(stderr, "Cannot find diff in the system path: %s\n", strerror(-r));
+                return r;
+        }
+        if (asprintf(&la, "host/%s", ch->path) < 0 || asprintf(&lb, "sandbox/%s", ch->path) < 0)
+                return -ENOMEM;
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pipe_r = p[0];
+        pipe_w = p[1];
+        {
+                SpawnOptions o = SPAWN_OPTIONS_INIT;
+                const int fds[] = { hfd, sfd };
+                char *argv[] = { diff, (char *) "-u", (char *) "--label", la, (char *) "--label", lb,
+                                 (char *) "/dev/fd/3", (char *) "/dev/fd/4", NULL };
+
+                o.argv = argv;
+                o.stdio[1] = pipe_w;
+                o.stdio[2] = STDERR_FILENO;
+                o.pass_fds = fds;
+                o.n_pass_fds = ELEMENTSOF(fds);
+                o.die_with_parent = true;
+                r = spawn(&o, &pid, NULL);
+                if (r < 0) {
+                        fprintf(stderr, "Cannot run %s: %s\n", diff, strerror(-r));
+                        return r;
+                }
+        }
+        pipe_w = safe_close(pipe_w);
+        r = read_full_fd(pipe_r, 4 * DIFF_MAX, &out, &n);
+        pipe_r = safe_close(pipe_r);
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (r < 0) {
+                fprintf(stderr, "Cannot read the output of diff: %s\n", strerror(-r));
+                return r;
+        }
+        for (const char *s = out, *e; s < out + n; s = e + 1) {
+                e = memchr(s, '\n', (size_t) (out + n - s));
+                if (!e)
+                        e = out + n;
+                put_diff_line(s, (size_t) (e - s));
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
+                fprintf(stderr, "diff failed.\n");
+                return -EIO;
+        }
+        return 0;
+}
+
+/* ------------------------------------------------------------ apply, discard */
+
+static int apply_or_discard(const ViewContext *c, const ViewChanges *l, bool apply, char **paths) {
+        _cleanup_free_ bool *selected = NULL;
+        size_t n_selected = 0, n_refused = 0;
+
+        if (!arg_all && strv_is_empty(paths)) {
+                fprintf(stderr, "Name the paths to %s, or --all.\n", apply ? "apply" : "discard");
+                return -EINVAL;
+        }
+        if (arg_all && !strv_is_empty(paths)) {
+                fprintf(stderr, "Either --all or paths, not both.\n");
+                return -EINVAL;
+        }
+        selected = calloc(l->n ?: 1, sizeof(bool));
+        if (!selected)
+                return -ENOMEM;
+        STRV_FOREACH(p, paths) {
+                bool any = false;
+                for (size_t i = 0; i < l->n; i++)
+                        if (view_change_named(&l->changes[i], *p))
+                                selected[i] = any = true;
+                if (!any) {
+                        _cleanup_free_ char *e = escape_control(*p);
+                        fprintf(stderr, "No pending change at %s; see lazaretctl changes. Nothing was changed.\n",
+                                strna(e));
+                        return -ENOENT;
+                }
+        }
+        for (size_t i = 0; i < l->n; i++) {
+                if (arg_all) {
+                        /* A git-control entry is applied only when it is named. */
+                        selected[i] = !(apply && l->changes[i].git_control);
+                        if (!selected[i])
+                                print_escaped("Skipped git control ", l->changes[i].path,
+                                              " (name it, with --git-control, to apply it).\n");
+                }
+                n_selected += selected[i];
+        }
+
+        if (apply)
+                for (size_t i = 0; i < l->n; i++) {
+                        _cleanup_free_ char *error = NULL, *e = NULL;
+                        if (!selected[i] || view_change_check(&l->changes[i], arg_force, arg_git_control, &error) >= 0)
+                                continue;
+                        e = escape_control(error);
+                        fprintf(stderr, "Refused: %s.\n", strna(e));
+                        n_refused++;
+                }
+        if (n_refused > 0) {
+                fprintf(stderr, "Nothing was changed.\n");
+                return -EPERM;
+        }
+
+        for (size_t i = 0; i < l->n; i++) {
+                _cleanup_free_ char *error = NULL;
+                int r;
+
+                if (!selected[i])
+                        continue;
+                r = apply ? view_change_apply(c->state_fd, c->workspace_fd, &l->changes[i], arg_force, &error)
+                          : view_change_discard(c->state_fd, &l->changes[i], &error);
+                if (r < 0) {
+                        _cleanup_free_ char *e = escape_control(error ?: strerror(-r));
+                        fprintf(stderr, "%s: %s.\n", apply ? "Apply failed" : "Discard failed", strna(e));
+                        return r;
+                }
+                if (!arg_json)
+                        print_escaped(apply ? "Applied " : "Discarded ", l->changes[i].path, "\n");
+        }
+        if (arg_json)
+                printf("{\"domain_id\":\"%s\",\"%s\":%zu}\n", c->domain->id, apply ? "applied" : "discarded", n_selected);
+        return 0;
+}
+
+int verb_changes(int argc, char *argv[], const Config *config) {
+        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        _cleanup_(view_changes_done) ViewChanges l = {};
+        const char *sub = argc > 1 ? argv[1] : NULL;
+        bool apply = streq_ptr(sub, "apply"), discard = streq_ptr(sub, "discard");
+        int r;
+
+        if (sub && !apply && !discard) {
+                _cleanup_free_ char *e = escape_control(sub);
+                fprintf(stderr, "Unknown \"changes\" command \"%s\": apply, discard, or none to list.\n", strna(e));
+                return -EINVAL;
+        }
+        if (!sub && (arg_all || arg_force || arg_git_control)) {
+                fprintf(stderr, "--all, --force and --git-control go with \"changes apply\" or \"changes discard\".\n");
+                return -EINVAL;
+        }
+        if (sub && arg_diff) {
+                fprintf(stderr, "--diff goes with \"changes\" alone.\n");
+                return -EINVAL;
+        }
+        if (discard && (arg_force || arg_git_control)) {
+                fprintf(stderr, "--force and --git-control go with \"changes apply\".\n");
+                return -EINVAL;
+        }
+        r = view_context_open(config, arg_profile, arg_workspace, apply || discard, &c);
+        if (r < 0)
+                return r;
+        r = scan(&c, &l);
+        if (r < 0)
+                return r;
+        if (arg_diff)
+                return show_diff(&c, &l, arg_diff);
+        if (apply || discard)
+                return apply_or_discard(&c, &l, apply, argv + 2);
+        return list_changes(&c, &l);
+}
+
+/* ------------------------------------------------------------ status */
+
+static int status_json(const ViewContext *c, size_t n_pending, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        int r = o ? 0 : -ENOMEM;
+
+        if (r >= 0)
+                r = json_add_strv(o, "protected_names", view_integration_names());
+        if (r >= 0)
+                r = json_add_strv(o, "protected_hooks_paths", (const char *const *) c->protect);
+        if (r >= 0)
+                r = json_add_string(o, "git_dirs", "control files protected");
+        if (r >= 0)
+                r = json_add_string(o, "top_git_config", "read-only");
+        if (r >= 0)
+                r = json_add_uint64(o, "pending_changes", n_pending);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int changes_status(const Config *config, const char *id, json_object *o) {
+        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        _cleanup_(view_changes_done) ViewChanges l = {};
+        _cleanup_(domain_record_done) DomainRecord rec = {};
+        _cleanup_free_ char *error = NULL;
+        json_object *v = NULL;
+        int r;
+
+        if (id) {
+                r = domain_record_load(config->data_root, id, &rec, &error);
+                if (r < 0)
+                        return 0;       /* no record here: nothing to say about its view */
+        }
+        r = view_context_open(config, id ? rec.profile : arg_profile, id ? rec.workspace : arg_workspace, false, &c);
+        if (r >= 0)
+                r = scan(&c, &l);
+        if (r < 0)
+                return 0;               /* printed why */
+        if (o) {
+                r = status_json(&c, l.n, &v);
+                if (r >= 0)
+                        r = json_add(o, "View", v);
+                return r;
+        }
+        printf("  %-16s", "View:");
+        for (const char *const *p = view_integration_names(); *p; p++)
+                printf("%s%s", p == view_integration_names() ? "" : " ", *p);
+        printf(" (at any depth: writes kept in Domain state)\n");
+        printf("  %-16sgit dirs: control files protected (config, hooks, commondir, gitdir, HEAD outside git's "
+               "places); .git/config read-only\n", "");
+        if (strv_is_empty(c.protect))
+                printf("  %-16score.hooksPath: none inside the workspace\n", "");
+        STRV_FOREACH(p, c.protect)
+                print_escaped("                  core.hooksPath: ", *p, "/\n");
+        printf("  %-16s%zu%s\n", "Pending:", l.n, l.n > 0 ? " (lazaretctl changes)" : "");
+        return 0;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+
+#include "config.h"
+
+struct json_object;
+
+/*
+ * lazaretctl changes [--diff PATH]
+ * lazaretctl changes apply [--force] [--git-control] (--all | PATH...)
+ * lazaretctl changes discard (--all | PATH...)
+ *
+ * The workspace view's pending protected changes of the current Domain
+ * (view-changes.h): listed (names, kinds, sizes; contents only with
+ * --diff), applied to the host or discarded. Apply and discard run only
+ * while the Domain is stopped, holding its coordinator.lock.
+ */
+int verb_changes(int argc, char *argv[], const Config *config);
+
+/* Options of "changes" only (set by the option parser). */
+void changes_set_diff(const char *path);
+void changes_set_all(bool b);
+void changes_set_force(bool b);
+void changes_set_git_control(bool b);
+
+/*
+ * The view's protections in effect for the Domain id (NULL: that of the
+ * current profile and workspace) and the count of its pending changes:
+ * added to o as "View" (when o is not NULL), else printed as lines of
+ * `lazaretctl status`. Problems are reported in it, never fatal.
+ */
+int changes_status(const Config *config, const char *id, struct json_object *o);

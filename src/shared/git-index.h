@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * A reader of git's index file ($GIT_DIR/index, gitformat-index(5)),
+ * versions 2, 3 and 4, for one question: which paths are tracked. The
+ * sandbox writes the index, so the reader treats it as hostile: every
+ * length is checked before it is used, totals are bounded, the trailing
+ * checksum is verified (an all-zero one, which git writes with
+ * index.skipHash, is accepted and reported), entries must be in git's order,
+ * and anything it cannot read completely is refused with -EBADMSG (malformed,
+ * with a message), -EFBIG / -E2BIG (a bound below), or -EOPNOTSUPP (a split
+ * index, an unknown required extension: the tracked set would be incomplete).
+ * Optional extensions (TREE, REUC, UNTR, ...) are skipped.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cleanup.h"
+
+/* An index file larger than this is refused (-EFBIG). */
+#define GIT_INDEX_SIZE_MAX (128U * 1024U * 1024U)
+/* More entries than this are refused (-E2BIG). */
+#define GIT_INDEX_ENTRIES_MAX (2U * 1024U * 1024U)
+/* A path longer than this (bytes) is refused (-EBADMSG). */
+#define GIT_INDEX_PATH_MAX 4096U
+/* All paths together, after version 4 expands them, at most this many bytes (-E2BIG). */
+#define GIT_INDEX_NAMES_MAX (256U * 1024U * 1024U)
+
+typedef enum GitHashAlgo {
+        GIT_HASH_SHA1,          /* 20-byte object names, the default */
+        GIT_HASH_SHA256,        /* extensions.objectFormat = sha256 */
+} GitHashAlgo;
+
+typedef struct GitIndex {
+        unsigned version;
+        bool checksum_verified; /* false: the file's checksum is all zero (index.skipHash) */
+        /*
+         * Every tracked path once (whatever its stages), in git's order
+         * (strcmp). A sparse-index directory entry keeps its trailing '/'.
+         */
+        char **paths;
+        size_t n_paths;
+        /* The entries of mode 160000 (submodules, nested repositories), in order. */
+        char **gitlinks;
+        size_t n_gitlinks;
+        size_t n_sparse_dirs;
+        char *names;            /* the storage the pointers point into */
+} GitIndex;
+
+/* Parses size bytes at data. algo: the repository's object format. */
+int git_index_parse(const void *data, size_t size, GitHashAlgo algo, GitIndex **ret, char **ret_error);
+/* Reads name beneath dirfd (O_NOFOLLOW: a symlink is refused with -ELOOP) and parses it. */
+int git_index_load_at(int dirfd, const char *name, GitHashAlgo algo, GitIndex **ret, char **ret_error);
+
+GitIndex *git_index_free(GitIndex *i);
+static inline void git_index_freep(GitIndex **i) {
+        if (*i)
+                git_index_free(*i);
+}
+#define _cleanup_git_index_ _cleanup_(git_index_freep)
+
+/* Whether path (relative, no trailing '/') is tracked: an entry, or below a sparse directory entry. */
+bool git_index_is_tracked(const GitIndex *i, const char *path);
+/* Whether anything is tracked strictly below directory dir ("": the whole tree). */
+bool git_index_has_tracked_below(const GitIndex *i, const char *dir);
+/* Whether path is a gitlink entry. */
+bool git_index_is_gitlink(const GitIndex *i, const char *path);

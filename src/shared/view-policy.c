@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <limits.h>
+#include <string.h>
+
+#include "macro.h"
+#include "util.h"
+#include "view-policy.h"
+
+static const char *const control_names[] = {
+        "config", "config.worktree", "commondir", "gitdir", "hooks",
+};
+
+/* Tools that run or trust these on the host by themselves: direnv, editors, agents, dev containers. */
+static const char *const integration_names[] = {
+        ".envrc", ".vscode", ".idea", ".mcp.json", ".claude", ".devcontainer", NULL,
+};
+
+bool view_is_control_name(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(control_names); i++)
+                if (streq(name, control_names[i]))
+                        return true;
+        return false;
+}
+
+bool view_is_integration_name(const char *name) {
+        for (size_t i = 0; integration_names[i]; i++)
+                if (streq(name, integration_names[i]))
+                        return true;
+        return false;
+}
+
+const char *const *view_integration_names(void) {
+        return integration_names;
+}
+
+bool view_name_needs_facts(const ViewDir *d, const char *name) {
+        size_t n = strlen(name);
+
+        if (d->zone == VIEW_ZONE_PROTECTED || d->zone == VIEW_ZONE_GIT_TOP)
+                return false;
+        if (n > 5 && streq(name + n - 5, ".lock"))
+                n -= 5;
+        return (n == 4 && strncmp(name, "HEAD", 4) == 0) ||
+               (n == 6 && strncmp(name, "config", 6) == 0) || (n == 15 && strncmp(name, "config.worktree", 15) == 0) ||
+               (n == 9 && strncmp(name, "commondir", 9) == 0) || (n == 6 && strncmp(name, "gitdir", 6) == 0) ||
+               (n == 5 && strncmp(name, "hooks", 5) == 0);
+}
+
+ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name, bool is_dir, bool extra_protected) {
+        static const ViewFacts none = {};
+        char base[NAME_MAX + 1];
+        bool control;
+        size_t n = strlen(name);
+
+        /* A lock file is renamed onto the file it locks: it lives where that file does. */
+        if (n > 5 && n <= NAME_MAX && streq(name + n - 5, ".lock")) {
+                memcpy(base, name, n - 5);
+                base[n - 5] = 0;
+                name = base;
+        }
+        control = view_is_control_name(name);
+
+        if (!f)
+                f = &none;
+        switch (d->zone) {
+        case VIEW_ZONE_PROTECTED:
+                return VIEW_PROTECTED;
+
+        case VIEW_ZONE_GIT_TOP:
+                /* The host's own repository: its configuration is the host's. */
+                if (streq(name, "hooks"))
+                        return VIEW_PROTECTED;
+                if (control)
+                        return VIEW_READONLY;
+                return VIEW_SHARED;
+
+        case VIEW_ZONE_WORK:
+                if (extra_protected || view_is_integration_name(name))
+                        return VIEW_PROTECTED;
+                if (streq(name, ".git"))
+                        /* A directory is a repository's storage; a file or a
+                         * symbolic link redirects git's search. */
+                        return is_dir ? VIEW_SHARED : VIEW_PROTECTED;
+                if (streq(name, "HEAD"))
+                        /* Only a repository the host already had here keeps its HEAD shared. */
+                        return f->host_head ? VIEW_SHARED : VIEW_PROTECTED;
+                if (control && f->holds_head)
+                        return VIEW_PROTECTED;
+                return VIEW_SHARED;
+
+        case VIEW_ZONE_GIT:
+                if (streq(name, "HEAD")) {
+                        if (f->host_head)
+                                return VIEW_SHARED;
+                        /* A git dir whose control names the host already
+                         * holds would be one the sandbox prepared. */
+                        return d->head_allowed && !f->host_control ? VIEW_SHARED : VIEW_PROTECTED;
+                }
+                if (control && (d->gitpos || f->holds_head))
+                        return VIEW_PROTECTED;
+                return VIEW_SHARED;
+
+        default:
+                assert_not_reached();
+        }
+}
+
+ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c) {
+        if (c == VIEW_PROTECTED || d->zone == VIEW_ZONE_PROTECTED)
+                return (ViewDir) { .zone = VIEW_ZONE_PROTECTED };
+
+        switch (d->zone) {
+        case VIEW_ZONE_WORK:
+                if (streq(name, ".git"))
+                        return (ViewDir) { .zone = d->top ? VIEW_ZONE_GIT_TOP : VIEW_ZONE_GIT, .gitpos = true,
+                                           .head_allowed = true };
+                return (ViewDir) { .zone = VIEW_ZONE_WORK };
+
+        case VIEW_ZONE_GIT_TOP:
+        case VIEW_ZONE_GIT:
+                /* Where git itself makes git dirs. */
+                if (d->gitpos && streq(name, "modules"))
+                        return (ViewDir) { .zone = VIEW_ZONE_GIT, .gitpos = true, .head_allowed = true, .modules = true };
+                if (d->gitpos && streq(name, "worktrees"))
+                        return (ViewDir) { .zone = VIEW_ZONE_GIT, .worktrees = true };
+                if (d->gitpos && streq(name, "logs"))
+                        return (ViewDir) { .zone = VIEW_ZONE_GIT, .head_allowed = true };
+                if (d->gitpos && (streq(name, "objects") || streq(name, "refs") || streq(name, "info")))
+                        return (ViewDir) { .zone = VIEW_ZONE_GIT };
+                if (d->modules)
+                        /* A submodule's git dir, or one more component of a
+                         * submodule name with a slash in it. */
+                        return (ViewDir) { .zone = VIEW_ZONE_GIT, .gitpos = true, .head_allowed = true, .modules = true };
+                if (d->worktrees)
+                        /* A linked worktree's git dir. */
+                        return (ViewDir) { .zone = VIEW_ZONE_GIT, .gitpos = true, .head_allowed = true };
+                return (ViewDir) { .zone = VIEW_ZONE_GIT };
+
+        default:
+                break;
+        }
+        return (ViewDir) { .zone = VIEW_ZONE_GIT };
+}
+
+bool view_dir_equal(const ViewDir *a, const ViewDir *b) {
+        return a->zone == b->zone && a->top == b->top && a->gitpos == b->gitpos && a->head_allowed == b->head_allowed &&
+               a->modules == b->modules && a->worktrees == b->worktrees;
+}
+
+const char *view_class_to_string(ViewClass c) {
+        static const char *const table[_VIEW_CLASS_MAX] = {
+                [VIEW_SHARED] = "shared",
+                [VIEW_READONLY] = "read-only",
+                [VIEW_PROTECTED] = "protected",
+        };
+        return c >= 0 && c < _VIEW_CLASS_MAX ? table[c] : NULL;
+}
+
+const char *view_zone_to_string(ViewZone z) {
+        static const char *const table[_VIEW_ZONE_MAX] = {
+                [VIEW_ZONE_WORK] = "work",
+                [VIEW_ZONE_GIT_TOP] = "git-top",
+                [VIEW_ZONE_GIT] = "git",
+                [VIEW_ZONE_PROTECTED] = "protected",
+        };
+        return z >= 0 && z < _VIEW_ZONE_MAX ? table[z] : NULL;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+
+/*
+ * The workspace view's rule (spec §4.6.2): which side of the view each
+ * name in each directory lives on. Pure: the daemon (src/view/) supplies
+ * what it saw on the host and in Domain state.
+ *
+ * The rule: nothing the sandbox writes may later be read by a host tool as
+ * configuration or code that the tool runs by itself. Git reads such files
+ * only from a directory it takes for a git dir, and git takes a directory
+ * for one only if it holds HEAD. So:
+ *   - a git dir's control names (config, config.worktree, commondir,
+ *     gitdir, their .lock files, hooks/) in any directory that is or may
+ *     become a git dir live in Domain state (PROTECTED); in the
+ *     workspace's own git dir they are read-only (READONLY);
+ *   - a HEAD reaches the host only where git itself creates git dirs (a
+ *     directory named .git, .git/worktrees/<name>, .git/modules/...) or a
+ *     reflog (logs/HEAD), and only while that directory holds none of the
+ *     control names on the host; any other new HEAD (a bare repository
+ *     made inside) lives in Domain state, so the host never sees a git dir
+ *     the sandbox made outside those places;
+ *   - a .git that is not a directory (a gitfile or a symbolic link, which
+ *     redirect git's search) lives in Domain state;
+ *   - the integration files that other host tools run or trust (.envrc,
+ *     .vscode/, .idea/, .mcp.json, .claude/, .devcontainer/, at any depth)
+ *     and the workspace paths named by the host's own git configuration
+ *     (core.hooksPath, included files) live in Domain state.
+ * Domain state shadows the host: the host's version stays visible inside
+ * until the sandbox writes (copy-up), deletes (whiteout) or replaces it.
+ */
+
+/* Below the Domain directory: the view's Domain state (the shadow tree). */
+#define VIEW_STATE_DIR "view"
+/* On a copied-up file in it: the host file it was copied from ("SIZE MTIME-S MTIME-NS"). */
+#define VIEW_BASE_XATTR "user.lazaret.base"
+/* What a whiteout there (a symbolic link) points to. */
+#define VIEW_WHITEOUT_TARGET "\001lazaret-whiteout\001"
+
+typedef enum ViewZone {
+        VIEW_ZONE_WORK,                 /* an ordinary directory of the workspace */
+        VIEW_ZONE_GIT_TOP,              /* the workspace's own git dir, <top>/.git */
+        VIEW_ZONE_GIT,                  /* any other directory at or below a .git directory */
+        VIEW_ZONE_PROTECTED,            /* a protected directory and everything below it */
+        _VIEW_ZONE_MAX,
+} ViewZone;
+
+typedef enum ViewClass {
+        VIEW_SHARED,                    /* the host's, read-write */
+        VIEW_READONLY,                  /* the host's, never written from inside (EROFS) */
+        VIEW_PROTECTED,                 /* Domain state over the host's */
+        _VIEW_CLASS_MAX,
+} ViewClass;
+
+typedef struct ViewDir {
+        ViewZone zone;
+        bool top;                       /* the workspace's root directory */
+        bool gitpos;                    /* git makes git dirs here: a .git, worktrees/<n>, below modules/ */
+        bool head_allowed;              /* a new HEAD may reach the host here (gitpos, or a logs/ directory) */
+        bool modules;                   /* a modules/ directory or a submodule git dir below one */
+        bool worktrees;                 /* a git dir's worktrees/ directory */
+} ViewDir;
+
+/* The root of the workspace. */
+#define VIEW_DIR_TOP ((ViewDir) { .zone = VIEW_ZONE_WORK, .top = true })
+
+/* What the daemon saw of a directory, asked only when view_name_needs_facts(). */
+typedef struct ViewFacts {
+        bool holds_head;                /* HEAD exists in the directory, on either side */
+        bool host_head;                 /* HEAD exists there on the host */
+        bool host_control;              /* a control name exists there on the host */
+} ViewFacts;
+
+/* config, config.worktree, commondir, gitdir, hooks (a NAME.lock is judged as NAME by view_name_class()). */
+bool view_is_control_name(const char *name);
+
+/* Whether view_name_class() needs the facts of the directory for this name. */
+bool view_name_needs_facts(const ViewDir *d, const char *name);
+
+/*
+ * The side of name in d. is_dir: whether the entry is (or is being made) a
+ * directory; only ".git" depends on it. extra_protected: the daemon found
+ * the path in the configured or derived protected paths.
+ */
+ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name, bool is_dir, bool extra_protected);
+
+/* The ViewDir of the directory name in d (a directory of class c there). */
+ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c);
+
+/* Whether two directories are the same to the rule (a rename may not change that). */
+bool view_dir_equal(const ViewDir *a, const ViewDir *b);
+
+/* Whether name is one of the built-in protected integration names. */
+bool view_is_integration_name(const char *name);
+/* Those names, NULL-terminated (for lazaretctl status). */
+const char *const *view_integration_names(void);
+
+const char *view_class_to_string(ViewClass c);
+const char *view_zone_to_string(ViewZone z);

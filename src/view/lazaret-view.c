@@ -1,0 +1,1960 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * lazaret-view: the workspace view. A FUSE file system that the Runtime
+ * Supervisor mounts in its own mount namespace before `runsc run` and
+ * that runsc binds at /workspace. It serves the workspace directory that
+ * the coordinator checked (passed as an fd, never reopened by path) and
+ * decides per name which side of the view it lives on (view-policy.h):
+ * the host's directory (shared or read-only) or Domain state, a tree
+ * below the Domain Root that mirrors the workspace's paths and shadows
+ * the host ("protected": copy-up on the first write, whiteouts for
+ * deletions).
+ *
+ * Every host object is held as an O_PATH fd and reached from its parent's
+ * fd with one name, never through a symbolic link. The view never makes a
+ * host file writable for group or others, never sets a set-ID bit and
+ * never changes an owner (chown succeeds and changes nothing, as the
+ * set-ID filter does for gVisor's own files).
+ *
+ *   lazaret-view --workspace-fd N --state-fd N --fuse-fd N [--protect PATH]...
+ *                [--entry-timeout S]
+ *
+ * Readiness: one byte on fd 3 once the session is mounted and served.
+ */
+#define FUSE_USE_VERSION 35
+
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <linux/openat2.h>
+
+#include <fuse_lowlevel.h>
+
+#include "cleanup.h"
+#include "macro.h"
+#include "parse-util.h"
+#include "strv.h"
+#include "util.h"
+#include "view-policy.h"
+
+/* What a whiteout in Domain state points to: no name the sandbox can create (symlink() refuses it). */
+#define WHITEOUT_TARGET VIEW_WHITEOUT_TARGET
+#define VIEW_PATH_MAX 4096
+#define HASH_SIZE 65536u
+
+typedef struct Node Node;
+struct Node {
+        uint64_t nlookup;               /* the kernel's references; the root keeps one more */
+        uint64_t children;              /* nodes whose parent this is: it lives while they do */
+        int fd;                         /* directories: O_PATH of the backing directory, on the host
+                                         * or in Domain state; -1 for everything else, which is
+                                         * opened again from its parent by name for each request
+                                         * (pin()), so that the view holds one fd per directory,
+                                         * not per file the kernel remembers */
+        int old_fd;                     /* a directory's fd before a copy-up: kept open, so a
+                                         * request that read fd just before never meets a reused number */
+        bool in_state;                  /* fd is in Domain state */
+        bool is_dir;
+        ViewClass cls;
+        ViewDir dir;                    /* directories: what lies in them */
+        dev_t dev;
+        ino_t ino;
+        Node *parent;                   /* directories: where they were last seen, for their path */
+        char *name;
+        int state_dirfd;                /* directories: the Domain state directory at the same path, or -1 */
+        int wd;                         /* host directories: the inotify watch, or -1 */
+        Node *hnext;
+        Node *wnext;                    /* in the watch table */
+};
+
+static struct {
+        pthread_mutex_t lock;
+        Node *hash[HASH_SIZE];
+        Node root;
+        int state_fd;                   /* Domain state: the shadow tree's root */
+        char **protect;                 /* workspace-relative paths protected by the host's configuration */
+        double timeout;
+        bool no_open;                   /* the kernel opens files without asking (FUSE_CAP_NO_OPEN_SUPPORT) */
+        /* Host changes: an inotify watch on every host directory the kernel
+         * holds, and a pipe of invalidations the request handlers ask for
+         * (they may not ask the kernel themselves while it waits for them). */
+        struct fuse_session *se;
+        int ifd;
+        int inval_pipe[2];
+        Node *watches[4096];
+} v = { .lock = PTHREAD_MUTEX_INITIALIZER, .ifd = -1, .inval_pipe = { -1, -1 } };
+
+typedef struct Inval {
+        uint64_t node;                  /* fuse_ino_t */
+        uint16_t len;                   /* 0: the node itself */
+        char name[NAME_MAX + 1];
+} Inval;
+
+static unsigned hash_of(dev_t dev, ino_t ino, bool in_state, ViewClass c) {
+        uint64_t h = (uint64_t) ino * 0x9E3779B97F4A7C15ull ^ (uint64_t) dev ^ ((uint64_t) in_state << 1) ^ (uint64_t) c;
+        return (unsigned) (h >> 20) % HASH_SIZE;
+}
+
+static Node *node_of(fuse_ino_t ino) {
+        return ino == FUSE_ROOT_ID ? &v.root : (Node *) (uintptr_t) ino;
+}
+
+static fuse_ino_t id_of(Node *n) {
+        return n == &v.root ? FUSE_ROOT_ID : (fuse_ino_t) (uintptr_t) n;
+}
+
+static void proc_path(int fd, char buf[static 32]) {
+        snprintf(buf, 32, "/proc/self/fd/%d", fd);
+}
+
+static int openat_beneath(int dirfd, const char *path, int flags, mode_t mode) {
+        struct open_how how = {
+                .flags = (uint64_t) flags | O_CLOEXEC | O_NOFOLLOW,
+                .mode = (flags & O_CREAT) ? mode : 0,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+        };
+        long r = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+        return r < 0 ? -errno : (int) r;
+}
+
+/* ---- paths and Domain state ---------------------------------------------- */
+
+/* The workspace-relative path of a directory node (or of name in it), "" for the top. */
+static int node_relpath(Node *dir, const char *name, char *buf, size_t size) {
+        const char *parts[256];
+        size_t n = 0, len = 0;
+
+        for (Node *p = dir; p && p != &v.root; p = p->parent) {
+                if (n == ELEMENTSOF(parts) - 1)
+                        return -ENAMETOOLONG;
+                parts[n++] = p->name;
+        }
+        buf[0] = 0;
+        while (n > 0) {
+                const char *s = parts[--n];
+                int k = snprintf(buf + len, size - len, "%s%s", len ? "/" : "", s);
+                if (k < 0 || (size_t) k >= size - len)
+                        return -ENAMETOOLONG;
+                len += (size_t) k;
+        }
+        if (name) {
+                int k = snprintf(buf + len, size - len, "%s%s", len ? "/" : "", name);
+                if (k < 0 || (size_t) k >= size - len)
+                        return -ENAMETOOLONG;
+        }
+        return 0;
+}
+
+/* The Domain state directory of dir, if it exists (create: made, with its parents). */
+static int state_dir(Node *dir, bool create) {
+        char rel[VIEW_PATH_MAX];
+        int fd, r;
+
+        if (dir->state_dirfd >= 0)
+                return dir->state_dirfd;
+        if (dir == &v.root)
+                return v.state_fd;
+        if (create) {
+                int pfd = state_dir(dir->parent, true);
+                struct stat st;
+
+                if (pfd < 0)
+                        return pfd;
+                /* As the host's directory is, when there is one. */
+                if (dir->in_state || fstatat(dir->fd, "", &st, AT_EMPTY_PATH) < 0)
+                        st.st_mode = 0755;
+                if (mkdirat(pfd, dir->name, (st.st_mode & 07755) | 0700) < 0 && errno != EEXIST)
+                        return -errno;
+        }
+        r = node_relpath(dir, NULL, rel, sizeof(rel));
+        if (r < 0)
+                return r;
+        fd = openat_beneath(v.state_fd, rel, O_PATH | O_DIRECTORY, 0);
+        if (fd < 0)
+                return fd;
+        dir->state_dirfd = fd;
+        return fd;
+}
+
+static bool is_whiteout(int dirfd, const char *name) {
+        char target[sizeof(WHITEOUT_TARGET) + 1];
+        ssize_t k = readlinkat(dirfd, name, target, sizeof(target));
+        return k == (ssize_t) strlen(WHITEOUT_TARGET) && memcmp(target, WHITEOUT_TARGET, (size_t) k) == 0;
+}
+
+static int make_whiteout(int dirfd, const char *name) {
+        if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT && errno != EISDIR)
+                return -errno;
+        if (symlinkat(WHITEOUT_TARGET, dirfd, name) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* ---- nodes ---------------------------------------------------------------- */
+
+/*
+ * An O_PATH fd of n for one request: a directory's own (borrowed: *ret_owned
+ * false), anything else opened again from its parent's directory on its
+ * side, by name, without following it, and insisted on: -ESTALE when the
+ * name now leads elsewhere. With v.lock held.
+ */
+static int state_dir(Node *dir, bool create);
+static int pin_locked(Node *n, int *ret_fd, bool *ret_owned) {
+        struct stat st;
+        int pfd, fd;
+
+        if (n->fd >= 0) {
+                *ret_fd = n->fd;
+                *ret_owned = false;
+                return 0;
+        }
+        if (!n->parent)
+                return -ESTALE;
+        pfd = n->in_state ? state_dir(n->parent, false) : n->parent->fd;
+        if (pfd < 0)
+                return -ESTALE;
+        fd = openat(pfd, n->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESTALE : -errno;
+        if (fstat(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino) {
+                safe_close(fd);
+                return -ESTALE;
+        }
+        *ret_fd = fd;
+        *ret_owned = true;
+        return 0;
+}
+
+typedef struct Pin {
+        int fd;
+        bool owned;
+} Pin;
+
+static void pin_done(Pin *p) {
+        if (p->owned)
+                safe_close(p->fd);
+}
+
+static int pin(Node *n, Pin *ret) {
+        int r;
+
+        pthread_mutex_lock(&v.lock);
+        r = pin_locked(n, &ret->fd, &ret->owned);
+        pthread_mutex_unlock(&v.lock);
+        return r;
+}
+
+static void watch_add(Node *n) {
+        char pp[32];
+
+        n->wd = -1;
+        if (v.ifd < 0 || !n->is_dir || n->in_state || n->fd < 0)
+                return;
+        proc_path(n->fd, pp);
+        n->wd = inotify_add_watch(v.ifd, pp, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY |
+                                  IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR |
+                                  IN_EXCL_UNLINK);
+        if (n->wd < 0)
+                return;         /* out of watches: its entries are not cached (timeout 0) */
+        for (Node *o = v.watches[(unsigned) n->wd % ELEMENTSOF(v.watches)]; o; o = o->wnext)
+                if (o->wd == n->wd) {
+                        /* The same directory as another node: that one keeps the watch. */
+                        n->wd = -1;
+                        return;
+                }
+        n->wnext = v.watches[(unsigned) n->wd % ELEMENTSOF(v.watches)];
+        v.watches[(unsigned) n->wd % ELEMENTSOF(v.watches)] = n;
+}
+
+static void watch_forget(Node *n, bool remove) {
+        if (n->wd < 0)
+                return;
+        for (Node **p = &v.watches[(unsigned) n->wd % ELEMENTSOF(v.watches)]; *p; p = &(*p)->wnext)
+                if (*p == n) {
+                        *p = n->wnext;
+                        break;
+                }
+        if (remove)
+                (void) inotify_rm_watch(v.ifd, n->wd);
+        n->wd = -1;
+}
+
+static Node *watch_find(int wd) {
+        for (Node *n = v.watches[(unsigned) wd % ELEMENTSOF(v.watches)]; n; n = n->wnext)
+                if (n->wd == wd)
+                        return n;
+        return NULL;
+}
+
+/* How long the kernel may keep an entry of dir: long while a watch tells us of host changes. */
+static double timeout_in(const Node *dir) {
+        return dir && dir->wd >= 0 ? v.timeout : 0;
+}
+
+/* Asks the watcher thread to drop the kernel's entry name in dir (or, name NULL, what it caches of dir). */
+static void inval_later(Node *dir, const char *name) {
+        Inval i = { .node = (uint64_t) (uintptr_t) dir };
+        size_t len = name ? strlen(name) : 0;
+
+        if (v.inval_pipe[1] < 0 || len > NAME_MAX)
+                return;
+        if (dir == &v.root)
+                i.node = FUSE_ROOT_ID;
+        i.len = (uint16_t) len;
+        memcpy(i.name, name ?: "", len);
+        /* One whole record per write, below PIPE_BUF: never interleaved. A full pipe loses
+         * the invalidation; the entry then lives until its timeout. */
+        (void) !write(v.inval_pipe[1], &i, sizeof(i));
+}
+
+/* After a change that moves names between the sides (a HEAD or a control name came or went). */
+static void inval_facts(Node *dir, const char *name) {
+        static const char *const names[] = { "HEAD", "config", "config.worktree", "commondir", "gitdir", "hooks" };
+
+        if (!view_name_needs_facts(&dir->dir, name))
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                inval_later(dir, names[i]);
+}
+
+static int state_dir(Node *dir, bool create);
+static void node_free(Node *n) {
+        watch_forget(n, true);
+        safe_close(n->fd);
+        safe_close(n->old_fd);
+        safe_close(n->state_dirfd);
+        free(n->name);
+        free(n);
+}
+
+static void forget_one(Node *n, uint64_t count);
+
+static void unhash(Node *n) {
+        for (Node **p = &v.hash[hash_of(n->dev, n->ino, n->in_state, n->cls)]; *p; p = &(*p)->hnext)
+                if (*p == n) {
+                        *p = n->hnext;
+                        return;
+                }
+}
+
+/* A node goes when the kernel forgot it and no node has it for a parent. With v.lock held. */
+static void node_release(Node *n) {
+        while (n && n != &v.root && n->nlookup == 0 && n->children == 0) {
+                Node *parent = n->parent;
+
+                unhash(n);
+                node_free(n);
+                if (parent)
+                        parent->children--;
+                n = parent;
+        }
+}
+
+static void set_parent(Node *n, Node *parent) {
+        Node *old = n->parent;
+
+        if (old == parent)
+                return;
+        parent->children++;
+        n->parent = parent;
+        if (old) {
+                old->children--;
+                node_release(old);
+        }
+}
+
+static void forget_one(Node *n, uint64_t count) {
+        if (n == &v.root)
+                return;
+        n->nlookup = n->nlookup > count ? n->nlookup - count : 0;
+        node_release(n);
+}
+
+static bool is_protected_path(Node *dir, const char *name) {
+        char rel[VIEW_PATH_MAX];
+
+        if (!v.protect || !v.protect[0] || node_relpath(dir, name, rel, sizeof(rel)) < 0)
+                return false;
+        STRV_FOREACH(p, v.protect)
+                if (streq(*p, rel))
+                        return true;
+        return false;
+}
+
+static bool host_has(Node *dir, const char *name) {
+        struct stat st;
+        return !dir->in_state && fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0;
+}
+
+static bool state_has(Node *dir, const char *name) {
+        struct stat st;
+        int fd = state_dir(dir, false);
+        return fd >= 0 && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && !is_whiteout(fd, name);
+}
+
+static ViewFacts facts_of(Node *dir) {
+        ViewFacts f = {};
+        static const char *const control[] = { "config", "config.worktree", "commondir", "gitdir", "hooks" };
+
+        f.host_head = host_has(dir, "HEAD");
+        f.holds_head = f.host_head || state_has(dir, "HEAD");
+        for (size_t i = 0; i < ELEMENTSOF(control) && !f.host_control; i++)
+                f.host_control = host_has(dir, control[i]);
+        return f;
+}
+
+static ViewClass class_of(Node *dir, const char *name, bool is_dir) {
+        ViewFacts f = {};
+
+        if (view_name_needs_facts(&dir->dir, name))
+                f = facts_of(dir);
+        return view_name_class(&dir->dir, &f, name, is_dir,
+                               dir->dir.zone == VIEW_ZONE_WORK && is_protected_path(dir, name));
+}
+
+/*
+ * Finds name in dir on its side: a protected name in Domain state first
+ * (a whiteout hides the host's), then on the host; others on the host
+ * only. The result is an O_PATH fd and where it is.
+ */
+static int find(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state, struct stat *ret_st) {
+        bool is_dir = false;
+        ViewClass c;
+        int fd;
+
+        if (strlen(name) > NAME_MAX || strchr(name, '/') || streq(name, ".") || streq(name, ".."))
+                return -EINVAL;
+        /* Whether it is a directory matters only for ".git": a directory of that
+         * name is only ever the host's (a directory in Domain state at that name
+         * only carries protected entries further down); a file or symbolic link
+         * is protected. */
+        if (streq(name, ".git") && dir->dir.zone == VIEW_ZONE_WORK && !dir->in_state) {
+                struct stat st;
+                int sfd;
+
+                is_dir = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
+                if (!is_dir && (sfd = state_dir(dir, false)) >= 0 && fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 &&
+                    S_ISDIR(st.st_mode))
+                        return -ENOENT;
+        }
+        c = dir->in_state ? VIEW_PROTECTED : class_of(dir, name, is_dir);
+        if (c == VIEW_PROTECTED) {
+                int sfd = state_dir(dir, false);
+                if (sfd >= 0) {
+                        if (is_whiteout(sfd, name))
+                                return -ENOENT;
+                        fd = openat(sfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                        if (fd >= 0) {
+                                struct stat sst, hst;
+
+                                /* A directory on both sides is the host's, merged with its
+                                 * Domain state directory (state_dir() finds that). */
+                                if (!dir->in_state && fstat(fd, &sst) >= 0 && S_ISDIR(sst.st_mode) &&
+                                    fstatat(dir->fd, name, &hst, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(hst.st_mode)) {
+                                        safe_close(fd);
+                                        goto host;
+                                }
+                                *ret_fd = fd;
+                                *ret_in_state = true;
+                                goto found;
+                        }
+                        if (errno != ENOENT)
+                                return -errno;
+                }
+                if (dir->in_state)
+                        return -ENOENT;
+        }
+host:
+        /* The common case, a file: one fstatat(). Only a directory is held open
+         * (and insisted on: the name may have been swapped in between). */
+        if (fstatat(dir->fd, name, ret_st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        *ret_in_state = false;
+        *ret_cls = c;
+        if (!S_ISDIR(ret_st->st_mode)) {
+                *ret_fd = -EBADF;
+                return 0;
+        }
+        fd = openat(dir->fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOTDIR || errno == ENOENT ? -ESTALE : -errno;
+        {
+                struct stat st;
+                if (fstat(fd, &st) < 0 || st.st_dev != ret_st->st_dev || st.st_ino != ret_st->st_ino) {
+                        safe_close(fd);
+                        return -ESTALE;
+                }
+        }
+        *ret_fd = fd;
+        return 0;
+found:
+        if (fstatat(*ret_fd, "", ret_st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+                int r = -errno;
+                *ret_fd = safe_close(*ret_fd);
+                return r;
+        }
+        *ret_cls = c;
+        return 0;
+}
+
+/* Takes fd. With v.lock held. */
+static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_state, const struct stat *st) {
+        unsigned h = hash_of(st->st_dev, st->st_ino, in_state, c);
+        Node *n;
+
+        for (n = v.hash[h]; n; n = n->hnext)
+                if (n->dev == st->st_dev && n->ino == st->st_ino && n->in_state == in_state && n->cls == c)
+                        break;
+        if (n) {
+                safe_close(fd);
+                if (n->parent != dir || !streq(n->name, name)) {
+                        char *copy = strdup(name);
+                        if (copy) {
+                                free(n->name);
+                                n->name = copy;
+                                set_parent(n, dir);
+                        }
+                }
+                n->nlookup++;
+                return n;
+        }
+        n = calloc(1, sizeof(*n));
+        if (!n || !(n->name = strdup(name))) {
+                free(n);
+                safe_close(fd);
+                return NULL;
+        }
+        n->is_dir = S_ISDIR(st->st_mode);
+        n->fd = n->is_dir ? fd : safe_close(fd);
+        n->old_fd = -1;
+        n->in_state = in_state;
+        n->cls = c;
+        n->dev = st->st_dev;
+        n->ino = st->st_ino;
+        n->parent = dir;
+        dir->children++;
+        n->state_dirfd = in_state && n->is_dir ? fcntl(n->fd, F_DUPFD_CLOEXEC, 3) : -1;
+        if (n->is_dir)
+                n->dir = view_child_dir(&dir->dir, name, c);
+        n->nlookup = 1;
+        n->hnext = v.hash[h];
+        v.hash[h] = n;
+        watch_add(n);
+        return n;
+}
+
+static void fill_stat(struct stat *st) {
+        /* No set-ID bit reaches the sandbox from the host either. */
+        st->st_mode &= ~(mode_t) (S_ISUID | S_ISGID);
+}
+
+static int lookup_locked(Node *dir, const char *name, struct fuse_entry_param *e) {
+        bool in_state = false;
+        ViewClass c = VIEW_SHARED;
+        int fd = -EBADF, r;
+        Node *n;
+
+        memset(e, 0, sizeof(*e));
+        r = find(dir, name, &c, &fd, &in_state, &e->attr);
+        if (r < 0)
+                return r;
+        n = node_get(dir, name, c, fd, in_state, &e->attr);
+        if (!n)
+                return -ENOMEM;
+        fill_stat(&e->attr);
+        e->ino = id_of(n);
+        e->attr_timeout = e->entry_timeout = timeout_in(dir);
+        return 0;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
+        struct fuse_entry_param e;
+        int r;
+
+        pthread_mutex_lock(&v.lock);
+        r = lookup_locked(node_of(parent), name, &e);
+        if (r == -ENOENT) {
+                /* A negative entry, cached like a positive one. */
+                memset(&e, 0, sizeof(e));
+                e.entry_timeout = timeout_in(node_of(parent));
+        }
+        pthread_mutex_unlock(&v.lock);
+        if (r == -ENOENT) {
+                fuse_reply_entry(req, &e);
+                return;
+        }
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_entry(req, &e);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+        pthread_mutex_lock(&v.lock);
+        forget_one(node_of(ino), nlookup);
+        pthread_mutex_unlock(&v.lock);
+        fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets) {
+        pthread_mutex_lock(&v.lock);
+        for (size_t i = 0; i < count; i++)
+                forget_one(node_of(forgets[i].ino), forgets[i].nlookup);
+        pthread_mutex_unlock(&v.lock);
+        fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        Node *n = node_of(ino);
+        struct stat st;
+        Pin p = {};
+        int r;
+
+        if (fi && fi->fh)
+                r = fstat((int) fi->fh, &st) < 0 ? -errno : 0;
+        else {
+                r = pin(n, &p);
+                if (r >= 0 && fstatat(p.fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                        r = -errno;
+                pin_done(&p);
+        }
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
+        fill_stat(&st);
+        fuse_reply_attr(req, &st, n == &v.root ? timeout_in(n) : timeout_in(n->parent));
+}
+
+/* ---- copy-up ------------------------------------------------------------- */
+
+static int copy_data(int from, int to) {
+        char buf[65536];
+
+        for (;;) {
+                ssize_t k = read(from, buf, sizeof(buf));
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        return 0;
+                for (ssize_t off = 0; off < k;) {
+                        ssize_t w = write(to, buf + off, (size_t) (k - off));
+                        if (w < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                return -errno;
+                        }
+                        off += w;
+                }
+        }
+}
+
+/*
+ * What the host's file was when it was copied up, on the copy
+ * (VIEW_BASE_XATTR, "size mtime-seconds mtime-nanoseconds"): an apply of
+ * the sandbox's version refuses when the host's changed since.
+ */
+static void record_base(int fd, const struct stat *st) {
+        char buf[96];
+        int n = snprintf(buf, sizeof(buf), "%lld %lld %ld", (long long) st->st_size, (long long) st->st_mtim.tv_sec,
+                         (long) st->st_mtim.tv_nsec);
+
+        (void) fsetxattr(fd, VIEW_BASE_XATTR, buf, (size_t) n, 0);
+}
+
+/*
+ * A protected node still backed by the host's object moves to Domain
+ * state before its first change: a copy (a directory: an empty one, its
+ * entries stay merged), made under a temporary name and renamed into
+ * place. The node keeps its identity for the kernel. With v.lock held.
+ */
+static int copy_up(Node *n) {
+        _cleanup_(pin_done) Pin p = {};
+        char tmp[64], pp[32];
+        struct stat st, nst;
+        int sfd, r;
+
+        if (n->cls != VIEW_PROTECTED || n->in_state)
+                return 0;
+        if (!n->parent)
+                return -EPERM;
+        if (n->is_dir) {
+                /* A directory of the host's stays merged: its Domain state directory is made. */
+                r = state_dir(n, true);
+                return r < 0 ? r : 0;
+        }
+        sfd = state_dir(n->parent, true);
+        if (sfd < 0)
+                return sfd;
+        r = pin_locked(n, &p.fd, &p.owned);
+        if (r < 0)
+                return r;
+        if (fstatat(p.fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        snprintf(tmp, sizeof(tmp), ".lazaret-copy-up.%d.%lu", getpid(), (unsigned long) pthread_self());
+        (void) unlinkat(sfd, tmp, 0);
+        if (S_ISLNK(st.st_mode)) {
+                char target[VIEW_PATH_MAX];
+                ssize_t k = readlinkat(p.fd, "", target, sizeof(target) - 1);
+                if (k < 0)
+                        return -errno;
+                target[k] = 0;
+                if (symlinkat(target, sfd, tmp) < 0)
+                        return -errno;
+        } else if (S_ISREG(st.st_mode)) {
+                _cleanup_close_ int from = -EBADF, to = -EBADF;
+
+                proc_path(p.fd, pp);
+                from = open(pp, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (from < 0)
+                        return -errno;
+                to = openat(sfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, st.st_mode & 0755);
+                if (to < 0)
+                        return -errno;
+                r = copy_data(from, to);
+                if (r >= 0)
+                        record_base(to, &st);
+                if (r >= 0 && fsync(to) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        (void) unlinkat(sfd, tmp, 0);
+                        return r;
+                }
+        } else
+                return -EPERM;
+        if (renameat(sfd, tmp, sfd, n->name) < 0 || fstatat(sfd, n->name, &nst, AT_SYMLINK_NOFOLLOW) < 0) {
+                r = -errno;
+                (void) unlinkat(sfd, tmp, 0);
+                return r;
+        }
+
+        /* The node now stands for the copy; it keeps its identity for the kernel. */
+        inval_later(n, NULL);
+        unhash(n);
+        n->in_state = true;
+        n->dev = nst.st_dev;
+        n->ino = nst.st_ino;
+        {
+                unsigned h = hash_of(n->dev, n->ino, n->in_state, n->cls);
+                n->hnext = v.hash[h];
+                v.hash[h] = n;
+        }
+        return 0;
+}
+
+/*
+ * The side a change to n goes to: -EROFS for a read-only node; a protected
+ * one is copied up. 1: a protected directory of the host's, whose own
+ * attributes stay the host's (the change is accepted and has no effect).
+ */
+static int prepare_change(Node *n) {
+        int r;
+
+        if (n->cls == VIEW_READONLY)
+                return -EROFS;
+        pthread_mutex_lock(&v.lock);
+        r = copy_up(n);
+        pthread_mutex_unlock(&v.lock);
+        if (r >= 0 && n->cls == VIEW_PROTECTED && n->is_dir && !n->in_state)
+                return 1;
+        return r;
+}
+
+/* ---- attributes ---------------------------------------------------------- */
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
+        Node *n = node_of(ino);
+        _cleanup_(pin_done) Pin p = {};
+        char pp[32];
+        int r;
+
+        if (to_set == FUSE_SET_ATTR_MODE) {
+                /* A chmod to the mode it has (the host-edit relay's trigger) changes
+                 * nothing: no copy-up, no host ctime. */
+                struct stat st;
+                r = pin(n, &p);
+                if (r >= 0 && fstatat(p.fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) >= 0 &&
+                    (st.st_mode & 07777) == (attr->st_mode & 07777)) {
+                        op_getattr(req, ino, fi);
+                        return;
+                }
+                pin_done(&p);
+                p = (Pin) {};
+        }
+        r = prepare_change(n);
+        if (r == 0)
+                r = pin(n, &p);
+        if (fi && !fi->fh)
+                fi = NULL;      /* opened by the kernel alone: by node */
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
+        if (r > 0) {
+                op_getattr(req, ino, fi);
+                return;
+        }
+        proc_path(p.fd, pp);
+        if (to_set & FUSE_SET_ATTR_MODE) {
+                /* Nothing the sandbox does opens a host file to other users (spec C22). */
+                mode_t mode = attr->st_mode & 07777 & ~(mode_t) (S_ISUID | S_ISGID | S_IWGRP | S_IWOTH);
+                if ((fi ? fchmod((int) fi->fh, mode) : chmod(pp, mode)) < 0)
+                        goto fail;
+        }
+        /* FUSE_SET_ATTR_UID/GID: accepted, nothing changes (spec C24). */
+        if (to_set & FUSE_SET_ATTR_SIZE) {
+                if ((fi ? ftruncate((int) fi->fh, attr->st_size) : truncate(pp, attr->st_size)) < 0)
+                        goto fail;
+        }
+        if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+                struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
+
+                if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+                        ts[0].tv_nsec = UTIME_NOW;
+                else if (to_set & FUSE_SET_ATTR_ATIME)
+                        ts[0] = attr->st_atim;
+                if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+                        ts[1].tv_nsec = UTIME_NOW;
+                else if (to_set & FUSE_SET_ATTR_MTIME)
+                        ts[1] = attr->st_mtim;
+                if ((fi ? futimens((int) fi->fh, ts) : utimensat(AT_FDCWD, pp, ts, 0)) < 0) {
+                        /* A symbolic link's own times. */
+                        if (errno != ELOOP || utimensat(p.fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                                goto fail;
+                }
+        }
+        op_getattr(req, ino, fi);
+        return;
+fail:
+        fuse_reply_err(req, errno);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino) {
+        _cleanup_(pin_done) Pin p = {};
+        char buf[VIEW_PATH_MAX];
+        ssize_t k;
+        int r;
+
+        r = pin(node_of(ino), &p);
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
+        k = readlinkat(p.fd, "", buf, sizeof(buf) - 1);
+        if (k < 0) {
+                fuse_reply_err(req, errno);
+                return;
+        }
+        buf[k] = 0;
+        fuse_reply_readlink(req, buf);
+}
+
+/* ---- creating, removing, renaming ----------------------------------------- */
+
+/*
+ * Where a new entry name in dir goes: the directory fd on its side, after
+ * removing a whiteout there; *ret_cls its class. -EROFS for a read-only name.
+ */
+static int create_side(Node *dir, const char *name, bool is_dir, ViewClass *ret_cls) {
+        ViewClass c;
+        int sfd;
+
+        if (strlen(name) > NAME_MAX || strchr(name, '/'))
+                return -EINVAL;
+        if (dir->cls == VIEW_READONLY)
+                return -EROFS;
+        c = dir->in_state ? VIEW_PROTECTED : class_of(dir, name, is_dir);
+        *ret_cls = c;
+        if (c == VIEW_READONLY)
+                return -EROFS;
+        if (c == VIEW_SHARED)
+                return dir->fd;
+        /* Protected: in Domain state, whatever the host has there. */
+        if (!dir->in_state && host_has(dir, name) && !state_has(dir, name)) {
+                /* Replacing the host's entry: mknod/mkdir would fail on it too. */
+                sfd = state_dir(dir, false);
+                if (sfd < 0 || !is_whiteout(sfd, name))
+                        return -EEXIST;
+        }
+        sfd = state_dir(dir, true);
+        if (sfd < 0)
+                return sfd;
+        if (is_whiteout(sfd, name) && unlinkat(sfd, name, 0) < 0)
+                return -errno;
+        return sfd;
+}
+
+static void reply_new_entry(fuse_req_t req, Node *dir, const char *name) {
+        struct fuse_entry_param e;
+        int r;
+
+        pthread_mutex_lock(&v.lock);
+        inval_facts(dir, name);
+        r = lookup_locked(dir, name, &e);
+        pthread_mutex_unlock(&v.lock);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_entry(req, &e);
+}
+
+static mode_t create_mode(mode_t mode) {
+        return mode & ~(mode_t) (S_ISUID | S_ISGID | S_IWGRP | S_IWOTH);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
+        Node *dir = node_of(parent);
+        ViewClass c;
+        int fd;
+
+        (void) rdev;
+        /* Only regular files: a FIFO, socket or device would exist on the host only as a trap for host tools. */
+        if (!S_ISREG(mode)) {
+                fuse_reply_err(req, EPERM);
+                return;
+        }
+        pthread_mutex_lock(&v.lock);
+        fd = create_side(dir, name, false, &c);
+        pthread_mutex_unlock(&v.lock);
+        if (fd < 0 || mknodat(fd, name, S_IFREG | create_mode(mode & 07777), 0) < 0) {
+                fuse_reply_err(req, fd < 0 ? -fd : errno);
+                return;
+        }
+        reply_new_entry(req, dir, name);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
+        Node *dir = node_of(parent);
+        ViewClass c;
+        int fd;
+
+        pthread_mutex_lock(&v.lock);
+        fd = create_side(dir, name, true, &c);
+        pthread_mutex_unlock(&v.lock);
+        if (fd < 0 || mkdirat(fd, name, create_mode(mode & 07777)) < 0) {
+                fuse_reply_err(req, fd < 0 ? -fd : errno);
+                return;
+        }
+        reply_new_entry(req, dir, name);
+}
+
+static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name) {
+        Node *dir = node_of(parent);
+        ViewClass c;
+        int fd;
+
+        if (streq(target, WHITEOUT_TARGET)) {
+                fuse_reply_err(req, EINVAL);
+                return;
+        }
+        pthread_mutex_lock(&v.lock);
+        fd = create_side(dir, name, false, &c);
+        pthread_mutex_unlock(&v.lock);
+        if (fd < 0 || symlinkat(target, fd, name) < 0) {
+                fuse_reply_err(req, fd < 0 ? -fd : errno);
+                return;
+        }
+        reply_new_entry(req, dir, name);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name) {
+        Node *n = node_of(ino), *dir = node_of(parent);
+        char pp[32];
+        ViewClass c;
+        int fd;
+
+        pthread_mutex_lock(&v.lock);
+        fd = create_side(dir, name, false, &c);
+        pthread_mutex_unlock(&v.lock);
+        if (fd < 0) {
+                fuse_reply_err(req, -fd);
+                return;
+        }
+        /* A second name is on the same side as the first, or it is not made. */
+        if (c != n->cls || (c == VIEW_PROTECTED) != n->in_state) {
+                fuse_reply_err(req, EXDEV);
+                return;
+        }
+        {
+                _cleanup_(pin_done) Pin p = {};
+                int r = pin(n, &p);
+
+                if (r < 0) {
+                        fuse_reply_err(req, -r);
+                        return;
+                }
+                proc_path(p.fd, pp);
+                if (linkat(AT_FDCWD, pp, fd, name, AT_SYMLINK_FOLLOW) < 0) {
+                        fuse_reply_err(req, errno);
+                        return;
+                }
+        }
+        reply_new_entry(req, dir, name);
+}
+
+/* Removes name from dir on its side; a protected name the host also has gets a whiteout. */
+static int remove_entry(Node *dir, const char *name, bool is_dir) {
+        ViewClass c;
+        int sfd;
+
+        if (dir->cls == VIEW_READONLY)
+                return -EROFS;
+        c = dir->in_state ? VIEW_PROTECTED : class_of(dir, name, is_dir);
+        if (c == VIEW_READONLY)
+                return -EROFS;
+        if (!dir->in_state && dir == &v.root && streq(name, ".git"))
+                return -EBUSY;
+        if (c == VIEW_SHARED)
+                return unlinkat(dir->fd, name, is_dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+
+        sfd = state_dir(dir, false);
+        if (sfd >= 0 && !is_whiteout(sfd, name)) {
+                struct stat st;
+                if (fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0) {
+                        if (is_dir) {
+                                /* Empty on both sides, as the sandbox sees it. */
+                                _cleanup_close_ int hfd = -EBADF;
+                                if (!dir->in_state && (hfd = openat(dir->fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) >= 0) {
+                                        _cleanup_(closedirp) DIR *d = fdopendir(hfd);
+                                        struct dirent *de;
+                                        if (d) {
+                                                hfd = -EBADF;
+                                                while ((de = readdir(d)))
+                                                        if (!streq(de->d_name, ".") && !streq(de->d_name, "..")) {
+                                                                /* Entries hidden by whiteouts do not count. */
+                                                                int ofd = openat(sfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                                                                bool hidden = ofd >= 0 && is_whiteout(ofd, de->d_name);
+                                                                safe_close(ofd);
+                                                                if (!hidden)
+                                                                        return -ENOTEMPTY;
+                                                        }
+                                        }
+                                }
+                                /* Whiteouts inside go with it. */
+                                {
+                                        int dfd = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                                        _cleanup_(closedirp) DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+                                        struct dirent *de;
+                                        if (dfd >= 0 && !d)
+                                                safe_close(dfd);
+                                        while (d && (de = readdir(d)))
+                                                if (is_whiteout(dirfd(d), de->d_name))
+                                                        (void) unlinkat(dirfd(d), de->d_name, 0);
+                                }
+                        }
+                        if (unlinkat(sfd, name, is_dir ? AT_REMOVEDIR : 0) < 0)
+                                return -errno;
+                        if (!dir->in_state && host_has(dir, name))
+                                return make_whiteout(sfd, name);
+                        return 0;
+                }
+        }
+        if (dir->in_state || !host_has(dir, name))
+                return -ENOENT;
+        if (is_dir) {
+                /* The host's directory, seen through: it must look empty. */
+                _cleanup_close_ int hfd = openat(dir->fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                _cleanup_(closedirp) DIR *d = hfd >= 0 ? fdopendir(hfd) : NULL;
+                struct dirent *de;
+                if (!d)
+                        return -errno;
+                hfd = -EBADF;
+                while ((de = readdir(d)))
+                        if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+                                return -ENOTEMPTY;
+        }
+        sfd = state_dir(dir, true);
+        if (sfd < 0)
+                return sfd;
+        return make_whiteout(sfd, name);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
+        int r;
+
+        pthread_mutex_lock(&v.lock);
+        r = remove_entry(node_of(parent), name, false);
+        inval_facts(node_of(parent), name);
+        pthread_mutex_unlock(&v.lock);
+        fuse_reply_err(req, -r);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
+        int r;
+
+        pthread_mutex_lock(&v.lock);
+        r = remove_entry(node_of(parent), name, true);
+        pthread_mutex_unlock(&v.lock);
+        fuse_reply_err(req, -r);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
+                      unsigned int flags) {
+        Node *from = node_of(parent), *to = node_of(newparent), *n = NULL;
+        struct fuse_entry_param e;
+        ViewClass tc;
+        int r, tfd, sfd;
+
+        pthread_mutex_lock(&v.lock);
+        r = lookup_locked(from, name, &e);
+        if (r < 0)
+                goto finish;
+        n = node_of(e.ino);
+        if (n->cls == VIEW_READONLY || (from == &v.root && streq(name, ".git") && !from->in_state)) {
+                r = n->cls == VIEW_READONLY ? -EROFS : -EBUSY;
+                goto finish;
+        }
+        tfd = create_side(to, newname, n->is_dir, &tc);
+        if (tfd == -EEXIST) {
+                /* Replacing an entry of the host's that is protected: on its side. */
+                tfd = state_dir(to, true);
+                tc = VIEW_PROTECTED;
+        }
+        if (tfd < 0) {
+                r = tfd;
+                goto finish;
+        }
+        if (n->cls == VIEW_PROTECTED && n->is_dir && !n->in_state) {
+                r = -EBUSY;
+                goto finish;
+        }
+        if (n->cls != tc) {
+                /* Across the sides: mv copies; git never renames so. */
+                r = -EXDEV;
+                goto finish;
+        }
+        if (tc == VIEW_SHARED) {
+                if (n->is_dir) {
+                        char rel[VIEW_PATH_MAX];
+                        struct stat st;
+                        ViewDir a = view_child_dir(&from->dir, name, n->cls), b = view_child_dir(&to->dir, newname, tc);
+
+                        /* A directory that something protected lies below stays where it
+                         * is (its Domain state would be left behind), and so does one that
+                         * would change what git may take it for. */
+                        if (node_relpath(from, name, rel, sizeof(rel)) < 0 ||
+                            fstatat(v.state_fd, rel, &st, AT_SYMLINK_NOFOLLOW) >= 0 ||
+                            !view_dir_equal(&a, &b)) {
+                                r = -EXDEV;
+                                goto finish;
+                        }
+                }
+                if (syscall(SYS_renameat2, from->fd, name, to->fd, newname, flags) < 0) {
+                        r = -errno;
+                        goto finish;
+                }
+        } else {
+                /* Both protected: in Domain state. A directory the host has stays
+                 * where it is: EBUSY, as for a mount point, so that mv does not
+                 * fall back to copying and deleting it. */
+                if (n->is_dir && !n->in_state) {
+                        r = -EBUSY;
+                        goto finish;
+                }
+                r = copy_up(n);
+                if (r < 0)
+                        goto finish;
+                sfd = state_dir(from, true);
+                if (sfd < 0) {
+                        r = sfd;
+                        goto finish;
+                }
+                if (syscall(SYS_renameat2, sfd, name, tfd, newname, flags) < 0) {
+                        r = -errno;
+                        goto finish;
+                }
+                if (!from->in_state && host_has(from, name)) {
+                        r = make_whiteout(sfd, name);
+                        if (r < 0)
+                                goto finish;
+                }
+        }
+        /* The node is now found at its new place (its path matters below it). */
+        {
+                char *copy = strdup(newname);
+                if (copy) {
+                        free(n->name);
+                        n->name = copy;
+                        set_parent(n, to);
+                }
+        }
+        inval_facts(from, name);
+        inval_facts(to, newname);
+        r = 0;
+finish:
+        if (n)
+                forget_one(n, 1);
+        pthread_mutex_unlock(&v.lock);
+        fuse_reply_err(req, -r);
+}
+
+/* ---- files ---------------------------------------------------------------- */
+
+static int open_flags(int flags) {
+        return (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC | O_NOCTTY;
+}
+
+/* A new fd of n opened with flags: by name from its parent, not following it, and insisted on. */
+static int node_open(Node *n, int flags) {
+        char pp[32];
+        struct stat st;
+        int pfd, fd, r;
+
+        if (n->fd >= 0) {
+                proc_path(n->fd, pp);
+                fd = open(pp, open_flags(flags));
+                return fd < 0 ? -errno : fd;
+        }
+        pthread_mutex_lock(&v.lock);
+        pfd = !n->parent ? -ESTALE : n->in_state ? state_dir(n->parent, false) : n->parent->fd;
+        fd = pfd < 0 ? -ESTALE : openat(pfd, n->name, open_flags(flags) | O_NOFOLLOW);
+        r = fd >= 0 ? 0 : pfd < 0 ? -ESTALE : errno == ENOENT || errno == ELOOP ? -ESTALE : -errno;
+        if (r >= 0 && (fstat(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino)) {
+                fd = safe_close(fd);
+                r = -ESTALE;
+        }
+        pthread_mutex_unlock(&v.lock);
+        return r < 0 ? r : fd;
+}
+
+/*
+ * The fd a request on an open file uses: the handle's, or, where the
+ * kernel opens files without asking (v.no_open), one opened for this
+ * request (*ret_owned), after the checks an open for writing makes.
+ */
+static int request_fd(Node *n, struct fuse_file_info *fi, int flags, bool *ret_owned) {
+        int r;
+
+        *ret_owned = false;
+        if (fi && fi->fh)
+                return (int) fi->fh;
+        if ((flags & O_ACCMODE) != O_RDONLY) {
+                r = prepare_change(n);
+                if (r < 0)
+                        return r;
+        }
+        r = node_open(n, flags);
+        if (r >= 0)
+                *ret_owned = true;
+        return r;
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        Node *n = node_of(ino);
+        int fd, r;
+
+        if (v.no_open) {
+                /* The kernel opens files itself from now on: reads and writes come
+                 * without a handle (request_fd()). */
+                fuse_reply_err(req, ENOSYS);
+                return;
+        }
+        if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+                r = prepare_change(n);
+                if (r < 0) {
+                        fuse_reply_err(req, -r);
+                        return;
+                }
+        }
+        fd = node_open(n, fi->flags);
+        if (fd < 0) {
+                fuse_reply_err(req, -fd);
+                return;
+        }
+        fi->fh = (uint64_t) fd;
+        fi->keep_cache = 0;
+        if (fuse_reply_open(req, fi) == -ENOENT)
+                safe_close(fd);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {
+        Node *dir = node_of(parent);
+        struct fuse_entry_param e;
+        ViewClass c;
+        int dfd, fd, r;
+
+        pthread_mutex_lock(&v.lock);
+        dfd = create_side(dir, name, false, &c);
+        if (dfd < 0) {
+                pthread_mutex_unlock(&v.lock);
+                fuse_reply_err(req, -dfd);
+                return;
+        }
+        fd = openat(dfd, name, open_flags(fi->flags) | O_CREAT | O_NOFOLLOW, create_mode(mode & 07777));
+        if (fd < 0) {
+                r = -errno;
+                pthread_mutex_unlock(&v.lock);
+                fuse_reply_err(req, -r);
+                return;
+        }
+        inval_facts(dir, name);
+        r = lookup_locked(dir, name, &e);
+        pthread_mutex_unlock(&v.lock);
+        if (r < 0) {
+                safe_close(fd);
+                fuse_reply_err(req, -r);
+                return;
+        }
+        if (v.no_open) {
+                /* The kernel sends no RELEASE where it opens files itself: the
+                 * handle would stay open for good. Requests open it again. */
+                fd = safe_close(fd);
+                fi->fh = 0;
+        } else
+                fi->fh = (uint64_t) fd;
+        fi->keep_cache = 0;
+        if (fuse_reply_create(req, &e, fi) == -ENOENT)
+                safe_close(fd);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+        bool owned;
+        int fd = request_fd(node_of(ino), fi, O_RDONLY, &owned);
+
+        if (fd < 0) {
+                fuse_reply_err(req, -fd);
+                return;
+        }
+        buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+        buf.buf[0].fd = fd;
+        buf.buf[0].pos = off;
+        fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+        if (owned)
+                safe_close(fd);
+}
+
+static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off, struct fuse_file_info *fi) {
+        struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
+        bool owned;
+        int fd = request_fd(node_of(ino), fi, O_WRONLY, &owned);
+        ssize_t k;
+
+        if (fd < 0) {
+                fuse_reply_err(req, -fd);
+                return;
+        }
+        out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+        out.buf[0].fd = fd;
+        out.buf[0].pos = off;
+        k = fuse_buf_copy(&out, in, 0);
+        if (owned)
+                safe_close(fd);
+        if (k < 0)
+                fuse_reply_err(req, (int) -k);
+        else
+                fuse_reply_write(req, (size_t) k);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        (void) ino, (void) fi;
+        /* The backing files are local: close(2) has nothing to report that write(2)
+         * did not. ENOSYS: the kernel stops sending FLUSH at all. */
+        fuse_reply_err(req, ENOSYS);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        (void) ino;
+        if (fi->fh)
+                safe_close((int) fi->fh);
+        fuse_reply_err(req, 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
+        bool owned;
+        int fd = request_fd(node_of(ino), fi, O_RDONLY, &owned), r;
+
+        if (fd < 0) {
+                fuse_reply_err(req, -fd);
+                return;
+        }
+        r = (datasync ? fdatasync(fd) : fsync(fd)) < 0 ? errno : 0;
+        if (owned)
+                safe_close(fd);
+        fuse_reply_err(req, r);
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi) {
+        bool owned;
+        int fd = request_fd(node_of(ino), fi, O_WRONLY, &owned), r;
+
+        if (fd < 0) {
+                fuse_reply_err(req, -fd);
+                return;
+        }
+        r = fallocate(fd, mode, off, len) < 0 ? errno : 0;
+        if (owned)
+                safe_close(fd);
+        fuse_reply_err(req, r);
+}
+
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi) {
+        bool owned;
+        int fd = request_fd(node_of(ino), fi, O_RDONLY, &owned);
+        off_t r;
+
+        if (fd < 0) {
+                fuse_reply_err(req, -fd);
+                return;
+        }
+        r = lseek(fd, off, whence);
+        if (r < 0)
+                fuse_reply_err(req, errno);
+        else
+                fuse_reply_lseek(req, r);
+        if (owned)
+                safe_close(fd);
+}
+
+/* ---- directories ---------------------------------------------------------- */
+
+typedef struct DirHandle {
+        struct dirent64 **entries;      /* the merged listing, taken at opendir and at rewind */
+        size_t n;
+} DirHandle;
+
+static void dir_handle_free(DirHandle *h) {
+        if (!h)
+                return;
+        for (size_t i = 0; i < h->n; i++)
+                free(h->entries[i]);
+        free(h->entries);
+        free(h);
+}
+
+static int dh_add(DirHandle *h, const char *name, ino_t ino, unsigned char type) {
+        struct dirent64 *de, **grown;
+        size_t len = strlen(name);
+
+        if (h->n % 256 == 0) {
+                grown = realloc(h->entries, (h->n + 256) * sizeof(*grown));
+                if (!grown)
+                        return -ENOMEM;
+                h->entries = grown;
+        }
+        de = malloc(offsetof(struct dirent64, d_name) + len + 1);
+        if (!de)
+                return -ENOMEM;
+        de->d_ino = ino;
+        de->d_type = type;
+        memcpy(de->d_name, name, len + 1);
+        h->entries[h->n++] = de;
+        return 0;
+}
+
+static bool dh_has(const DirHandle *h, const char *name) {
+        for (size_t i = 0; i < h->n; i++)
+                if (streq(h->entries[i]->d_name, name))
+                        return true;
+        return false;
+}
+
+static int read_listing(int fd, DIR **ret) {
+        int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d;
+
+        if (dfd < 0)
+                return -errno;
+        d = fdopendir(dfd);
+        if (!d) {
+                safe_close(dfd);
+                return -errno;
+        }
+        *ret = d;
+        return 0;
+}
+
+/*
+ * The listing as the sandbox sees it: the host's entries that are on the
+ * host's side or not shadowed, then Domain state's protected entries.
+ */
+static int list_dir(Node *n, DirHandle *h) {
+        _cleanup_(closedirp) DIR *hd = NULL, *sd = NULL;
+        struct dirent *de;
+        int sfd, r;
+
+        sfd = n->in_state ? n->fd : state_dir(n, false);
+        if (!n->in_state) {
+                r = read_listing(n->fd, &hd);
+                if (r < 0)
+                        return r;
+        }
+        if (sfd >= 0 && read_listing(sfd, &sd) < 0)
+                sd = NULL;
+        while (hd && (de = readdir(hd))) {
+                if (!streq(de->d_name, ".") && !streq(de->d_name, "..") && sd) {
+                        ViewClass c = class_of(n, de->d_name, de->d_type == DT_DIR);
+                        struct stat st;
+                        if (c == VIEW_PROTECTED && fstatat(sfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0)
+                                continue;       /* listed from Domain state, or whited out */
+                }
+                r = dh_add(h, de->d_name, de->d_ino, de->d_type);
+                if (r < 0)
+                        return r;
+        }
+        while (sd && (de = readdir(sd))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, "..") || is_whiteout(sfd, de->d_name))
+                        continue;
+                if (strncmp(de->d_name, ".lazaret-copy-up.", 17) == 0)
+                        continue;
+                /* Directories there that only carry protected entries further down are the host's. */
+                if (!n->in_state && class_of(n, de->d_name, de->d_type == DT_DIR) != VIEW_PROTECTED)
+                        continue;
+                if (n->in_state && (streq(de->d_name, ".") || streq(de->d_name, "..")))
+                        continue;
+                if (!dh_has(h, de->d_name)) {
+                        r = dh_add(h, de->d_name, de->d_ino, de->d_type);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (n->in_state && !dh_has(h, "."))
+                (void) dh_add(h, ".", n->ino, DT_DIR), (void) dh_add(h, "..", 1, DT_DIR);
+        return 0;
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        DirHandle *h = calloc(1, sizeof(*h));
+        int r;
+
+        if (!h) {
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+        /* Listed at the first READDIR at offset 0 (and again at each rewind). */
+        (void) r;
+        fi->fh = (uint64_t) (uintptr_t) h;
+        /* The kernel may keep the listing of a host directory whose changes the
+         * watch reports (apply_inval() drops it); not of anything else. */
+        pthread_mutex_lock(&v.lock);
+        fi->cache_readdir = fi->keep_cache = node_of(ino)->wd >= 0 && v.timeout > 0;
+        pthread_mutex_unlock(&v.lock);
+        if (fuse_reply_open(req, fi) == -ENOENT)
+                dir_handle_free(h);
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi, bool plus) {
+        DirHandle *h = (DirHandle *) (uintptr_t) fi->fh;
+        _cleanup_free_ char *buf = calloc(1, size);
+        size_t used = 0;
+        Node *dir = node_of(ino);
+
+        if (!buf) {
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+        if (off == 0) {
+                /* From the start again (a rewind): the listing as it is now. */
+                DirHandle fresh = {};
+                int r;
+
+                pthread_mutex_lock(&v.lock);
+                r = list_dir(dir, &fresh);
+                pthread_mutex_unlock(&v.lock);
+                if (r < 0) {
+                        for (size_t i = 0; i < fresh.n; i++)
+                                free(fresh.entries[i]);
+                        free(fresh.entries);
+                        fuse_reply_err(req, -r);
+                        return;
+                }
+                for (size_t i = 0; i < h->n; i++)
+                        free(h->entries[i]);
+                free(h->entries);
+                *h = fresh;
+        }
+        for (size_t i = (size_t) off; i < h->n; i++) {
+                struct dirent64 *de = h->entries[i];
+                size_t k;
+
+                if (plus) {
+                        struct fuse_entry_param e = {};
+                        bool dot = streq(de->d_name, ".") || streq(de->d_name, "..");
+
+                        if (!dot) {
+                                int r;
+                                pthread_mutex_lock(&v.lock);
+                                r = lookup_locked(dir, de->d_name, &e);
+                                pthread_mutex_unlock(&v.lock);
+                                if (r < 0)
+                                        continue;       /* gone meanwhile */
+                        } else {
+                                e.attr.st_ino = de->d_ino;
+                                e.attr.st_mode = S_IFDIR;
+                        }
+                        k = fuse_add_direntry_plus(req, buf + used, size - used, de->d_name, &e, (off_t) i + 1);
+                        if (k > size - used) {
+                                if (!dot) {
+                                        pthread_mutex_lock(&v.lock);
+                                        forget_one(node_of(e.ino), 1);
+                                        pthread_mutex_unlock(&v.lock);
+                                }
+                                break;
+                        }
+                } else {
+                        struct stat st = { .st_ino = de->d_ino, .st_mode = (mode_t) DTTOIF(de->d_type) };
+                        k = fuse_add_direntry(req, buf + used, size - used, de->d_name, &st, (off_t) i + 1);
+                        if (k > size - used)
+                                break;
+                }
+                used += k;
+        }
+        fuse_reply_buf(req, buf, used);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        do_readdir(req, ino, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        do_readdir(req, ino, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        (void) ino;
+        dir_handle_free((DirHandle *) (uintptr_t) fi->fh);
+        fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
+        char pp[32];
+        int fd;
+
+        (void) datasync, (void) fi;
+        proc_path(node_of(ino)->fd, pp);
+        fd = open(pp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                fuse_reply_err(req, errno);
+                return;
+        }
+        fuse_reply_err(req, fsync(fd) < 0 ? errno : 0);
+        safe_close(fd);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino) {
+        struct statvfs s;
+        char pp[32];
+
+        proc_path(node_of(ino)->fd, pp);
+        if (statvfs(pp, &s) < 0)
+                fuse_reply_err(req, errno);
+        else
+                fuse_reply_statfs(req, &s);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn) {
+        (void) userdata;
+        if (conn->capable & FUSE_CAP_SPLICE_READ)
+                conn->want |= FUSE_CAP_SPLICE_READ;
+        if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+                conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+        if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+                conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+        if (conn->capable & FUSE_CAP_READDIRPLUS)
+                conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+        /* gVisor opens every file it looks up (a readable fd where it can get one):
+         * with FUSE_CAP_NO_OPEN_SUPPORT those opens cost no request; reads and
+         * writes then open the backing file themselves. A host change reaches the
+         * page cache through the watch's invalidation and the changed mtime. */
+        if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
+                conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
+                v.no_open = true;
+        }
+        if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+                conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+        /* O_TRUNC comes as a SETATTR of the size (prepare_change() first): with
+         * atomic O_TRUNC it would ride on an OPEN, which no_open never sends. */
+        conn->want &= ~(unsigned) FUSE_CAP_ATOMIC_O_TRUNC;
+        /* The host changes files behind the kernel's back: no write-back cache. */
+        conn->want &= ~(unsigned) FUSE_CAP_WRITEBACK_CACHE;
+        /* Modes are the view's (create_mode()), not the caller's umask. */
+        if (conn->capable & FUSE_CAP_DONT_MASK)
+                conn->want |= FUSE_CAP_DONT_MASK;
+        conn->want &= ~(unsigned) (FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+}
+
+static const struct fuse_lowlevel_ops ops = {
+        .init = op_init,
+        .lookup = op_lookup,
+        .forget = op_forget,
+        .forget_multi = op_forget_multi,
+        .getattr = op_getattr,
+        .setattr = op_setattr,
+        .readlink = op_readlink,
+        .mknod = op_mknod,
+        .mkdir = op_mkdir,
+        .symlink = op_symlink,
+        .link = op_link,
+        .unlink = op_unlink,
+        .rmdir = op_rmdir,
+        .rename = op_rename,
+        .open = op_open,
+        .create = op_create,
+        .read = op_read,
+        .write_buf = op_write_buf,
+        .flush = op_flush,
+        .release = op_release,
+        .fsync = op_fsync,
+        .fallocate = op_fallocate,
+        .lseek = op_lseek,
+        .opendir = op_opendir,
+        .readdir = op_readdir,
+        .readdirplus = op_readdirplus,
+        .releasedir = op_releasedir,
+        .fsyncdir = op_fsyncdir,
+        .statfs = op_statfs,
+};
+
+/* ---- host changes -------------------------------------------------------- */
+
+static void apply_inval(fuse_ino_t node, const char *name, size_t len, bool listing) {
+        if (len > 0)
+                (void) fuse_lowlevel_notify_inval_entry(v.se, node, name, len);
+        /* The node's attributes and cached data: for a directory, its listing. */
+        if (len == 0 || listing)
+                (void) fuse_lowlevel_notify_inval_inode(v.se, node, 0, 0);
+}
+
+/*
+ * The watcher: what the host changes, the kernel forgets (its entry and,
+ * through the next lookup, its attributes), so long timeouts stay true.
+ * It also runs the invalidations the request handlers queued.
+ */
+static void *watcher(void *arg) {
+        char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        (void) arg;
+        for (;;) {
+                struct pollfd p[2] = { { .fd = v.ifd, .events = POLLIN }, { .fd = v.inval_pipe[0], .events = POLLIN } };
+                ssize_t k;
+
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return NULL;
+                }
+                if (p[1].revents & POLLIN) {
+                        Inval i;
+                        /* Records of one size, each written whole (below PIPE_BUF). */
+                        k = read(v.inval_pipe[0], &i, sizeof(i));
+                        if (k == (ssize_t) sizeof(i) && i.len <= NAME_MAX)
+                                apply_inval((fuse_ino_t) i.node, i.name, i.len, false);
+                }
+                if (!(p[0].revents & POLLIN))
+                        continue;
+                k = read(v.ifd, buf, sizeof(buf));
+                if (k <= 0)
+                        continue;
+                for (char *q = buf; q < buf + k;) {
+                        const struct inotify_event *ev = (const struct inotify_event *) q;
+                        fuse_ino_t node = 0;
+                        char name[NAME_MAX + 1] = "";
+                        size_t len = 0;
+                        Node *n;
+
+                        q += sizeof(*ev) + ev->len;
+                        pthread_mutex_lock(&v.lock);
+                        n = watch_find(ev->wd);
+                        if (n) {
+                                node = id_of(n);
+                                if (ev->mask & IN_IGNORED)
+                                        watch_forget(n, false);
+                        }
+                        pthread_mutex_unlock(&v.lock);
+                        if (ev->mask & IN_Q_OVERFLOW) {
+                                /* Events were lost: whatever the kernel holds may be stale. */
+                                fprintf(stderr, "lazaret-view: host change events were lost; "
+                                        "entries cached until their timeout may be stale\n");
+                                continue;
+                        }
+                        if (!node)
+                                continue;
+                        if (ev->len > 0) {
+                                len = strnlen(ev->name, ev->len);
+                                if (len > NAME_MAX)
+                                        continue;
+                                memcpy(name, ev->name, len);
+                        }
+                        apply_inval(node, name, len,
+                                    ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO));
+                }
+        }
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+#define VIEW_WORKERS 4
+
+static void *worker(void *arg) {
+        struct fuse_session *se = arg;
+        struct fuse_buf buf = {};
+        intptr_t r = 0;
+
+        while (!fuse_session_exited(se)) {
+                int k = fuse_session_receive_buf(se, &buf);
+
+                if (k == -EINTR || k == -EAGAIN)
+                        continue;
+                if (k <= 0) {
+                        /* Unmounted (-ENODEV, or 0): every worker ends. */
+                        r = k < 0 && k != -ENODEV ? 1 : 0;
+                        fuse_session_exit(se);
+                        break;
+                }
+                fuse_session_process_buf(se, &buf);
+        }
+        free(buf.mem);
+        return (void *) r;
+}
+
+static int arg_workspace_fd = -1, arg_state_fd = -1, arg_fuse_fd = -1;
+static double arg_timeout = 3600;
+static char **arg_protect;
+
+static int parse_argv(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "workspace-fd",  required_argument, NULL, 'w' },
+                { "state-fd",      required_argument, NULL, 's' },
+                { "fuse-fd",       required_argument, NULL, 'f' },
+                { "protect",       required_argument, NULL, 'p' },
+                { "entry-timeout", required_argument, NULL, 't' },
+                {}
+        };
+        int c, k;
+
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 'w':
+                case 's':
+                case 'f':
+                        if (parse_int(optarg, 3, 1024, &k) < 0)
+                                return -EINVAL;
+                        *(c == 'w' ? &arg_workspace_fd : c == 's' ? &arg_state_fd : &arg_fuse_fd) = k;
+                        break;
+                case 'p':
+                        if (isempty(optarg) || optarg[0] == '/' || strlen(optarg) >= VIEW_PATH_MAX ||
+                            strv_extend(&arg_protect, optarg) < 0)
+                                return -EINVAL;
+                        break;
+                case 't':
+                        if (parse_int(optarg, 0, 3600, &k) < 0)
+                                return -EINVAL;
+                        arg_timeout = k;
+                        break;
+                default:
+                        return -EINVAL;
+                }
+        if (optind != argc || arg_workspace_fd < 0 || arg_state_fd < 0 || arg_fuse_fd < 0)
+                return -EINVAL;
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+        struct fuse_session *se;
+        char mountpoint[32];
+        struct stat st;
+        int r;
+
+        if (parse_argv(argc, argv) < 0) {
+                fprintf(stderr, "lazaret-view is started by lazaret-supervisor only.\n");
+                return 2;
+        }
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+                return 2;
+        if (fstat(arg_workspace_fd, &st) < 0 || !S_ISDIR(st.st_mode) || fstat(arg_state_fd, &st) < 0 ||
+            !S_ISDIR(st.st_mode)) {
+                fprintf(stderr, "lazaret-view: the workspace and state fds must be directories\n");
+                return 2;
+        }
+        (void) fcntl(arg_workspace_fd, F_SETFD, FD_CLOEXEC);
+        (void) fcntl(arg_state_fd, F_SETFD, FD_CLOEXEC);
+        v.root = (Node) { .nlookup = 1, .fd = arg_workspace_fd, .is_dir = true, .cls = VIEW_SHARED, .dir = VIEW_DIR_TOP,
+                          .dev = st.st_dev, .ino = st.st_ino, .state_dirfd = -1, .name = (char *) "" };
+        v.state_fd = arg_state_fd;
+        v.protect = arg_protect;
+        v.timeout = arg_timeout;
+        v.ifd = inotify_init1(IN_CLOEXEC);
+        if (v.ifd < 0 || pipe2(v.inval_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+                /* Without news of host changes nothing may be cached. */
+                fprintf(stderr, "lazaret-view: no inotify (%m): the kernel caches nothing of the workspace\n");
+                v.ifd = safe_close(v.ifd);
+                v.timeout = 0;
+        }
+        watch_add(&v.root);
+        umask(0);
+        {
+                /* One fd per node the kernel holds: as many as the hard limit allows. */
+                struct rlimit rl;
+                if (getrlimit(RLIMIT_NOFILE, &rl) >= 0) {
+                        rl.rlim_cur = rl.rlim_max;
+                        (void) setrlimit(RLIMIT_NOFILE, &rl);
+                }
+        }
+
+        if (fuse_opt_add_arg(&args, "lazaret-view") < 0)
+                return 1;
+        se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
+        if (!se) {
+                fprintf(stderr, "lazaret-view: cannot create the FUSE session\n");
+                return 1;
+        }
+        /* Already mounted by the supervisor: this is libfuse's way to take its fd. */
+        snprintf(mountpoint, sizeof(mountpoint), "/dev/fd/%d", arg_fuse_fd);
+        if (fuse_session_mount(se, mountpoint) < 0) {
+                fprintf(stderr, "lazaret-view: cannot take over the FUSE connection\n");
+                return 1;
+        }
+        v.se = se;
+        if (v.ifd >= 0) {
+                pthread_t t;
+                /* The reader end blocks; the handlers' end never does. */
+                (void) fcntl(v.inval_pipe[0], F_SETFL, 0);
+                if (pthread_create(&t, NULL, watcher, NULL) != 0) {
+                        fprintf(stderr, "lazaret-view: cannot start the watcher thread\n");
+                        return 1;
+                }
+        }
+        /* Ready: the supervisor may let runsc bind the mount. */
+        (void) !write(3, "1", 1);
+        (void) close(3);
+
+        /* A fixed set of workers reading the one connection: libfuse's own
+         * multi-threaded loop made and ended a thread (and its splice pipe)
+         * for nearly every request. */
+        {
+                pthread_t t[VIEW_WORKERS];
+                size_t n = 0;
+
+                for (; n < VIEW_WORKERS - 1; n++)
+                        if (pthread_create(&t[n], NULL, worker, se) != 0)
+                                break;
+                r = (int) (intptr_t) worker(se);
+                for (size_t i = 0; i < n; i++)
+                        pthread_join(t[i], NULL);
+        }
+        fuse_session_destroy(se);
+        return r == 0 ? 0 : 1;
+}

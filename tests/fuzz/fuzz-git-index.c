@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Fuzz target: the index reader (git-index.c); the sandbox writes
+ * .git/index. The first input byte picks a mode: bit 0 appends the right
+ * checksum to the rest (so that mutations reach the entries rather than
+ * stopping at the checksum), bit 1 reads it as a SHA-256 repository's index.
+ * Accepted means parsed; what was read must then be consistent: paths in
+ * strict strcmp order, each tracked, each gitlink one of them, each parent
+ * directory with something tracked below it.
+ */
+#include <errno.h>
+#include <nettle/sha1.h>
+#include <nettle/sha2.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "fuzz.h"
+#include "git-index.h"
+
+bool fuzz_accepted = false;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        _cleanup_git_index_ GitIndex *idx = NULL;
+        _cleanup_free_ uint8_t *buf = NULL;
+        _cleanup_free_ char *err = NULL;
+        GitHashAlgo algo;
+        size_t n;
+        int r;
+
+        if (size < 1 || size > 4 * 1024 * 1024)
+                return 0;
+        algo = data[0] & 2 ? GIT_HASH_SHA256 : GIT_HASH_SHA1;
+        n = size - 1;
+        buf = malloc(n + SHA256_DIGEST_SIZE);
+        if (!buf)
+                return 0;
+        memcpy(buf, data + 1, n);
+        if (data[0] & 1) {
+                if (algo == GIT_HASH_SHA256) {
+                        struct sha256_ctx c;
+                        sha256_init(&c);
+                        sha256_update(&c, n, buf);
+                        sha256_digest(&c, SHA256_DIGEST_SIZE, buf + n);
+                        n += SHA256_DIGEST_SIZE;
+                } else {
+                        struct sha1_ctx c;
+                        sha1_init(&c);
+                        sha1_update(&c, n, buf);
+                        sha1_digest(&c, SHA1_DIGEST_SIZE, buf + n);
+                        n += SHA1_DIGEST_SIZE;
+                }
+        }
+        r = git_index_parse(buf, n, algo, &idx, &err);
+        if (r < 0) {
+                if ((r != -EBADMSG && r != -E2BIG && r != -EFBIG && r != -EOPNOTSUPP && r != -ENOMEM) ||
+                    (r != -ENOMEM && !err) || idx)
+                        abort();
+                return 0;
+        }
+        if (err || !idx || idx->version < 2 || idx->version > 4 || idx->n_gitlinks > idx->n_paths)
+                abort();
+        fuzz_accepted = true;
+        for (size_t i = 0; i < idx->n_paths; i++) {
+                const char *p = idx->paths[i];
+                size_t len = strlen(p);
+                if (len == 0 || len > GIT_INDEX_PATH_MAX || p[0] == '/')
+                        abort();
+                if (i > 0 && strcmp(idx->paths[i - 1], p) >= 0)
+                        abort();
+                if (p[len - 1] != '/' && !git_index_is_tracked(idx, p))
+                        abort();
+                if (!git_index_has_tracked_below(idx, ""))
+                        abort();
+                const char *slash = strrchr(p, '/');
+                if (slash && slash != p + len - 1) {
+                        _cleanup_free_ char *dir = strndup(p, (size_t) (slash - p));
+                        if (dir && !git_index_has_tracked_below(idx, dir))
+                                abort();
+                }
+        }
+        for (size_t i = 0; i < idx->n_gitlinks; i++)
+                if (!git_index_is_gitlink(idx, idx->gitlinks[i]) || !git_index_is_tracked(idx, idx->gitlinks[i]))
+                        abort();
+        return 0;
+}

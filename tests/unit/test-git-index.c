@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <nettle/sha1.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "git-index.h"
+
+/* An index written here byte by byte, as git lays it out. */
+typedef struct Buf {
+        uint8_t d[65536];
+        size_t n;
+} Buf;
+
+static void put32(Buf *b, uint32_t v) {
+        b->d[b->n++] = (uint8_t) (v >> 24);
+        b->d[b->n++] = (uint8_t) (v >> 16);
+        b->d[b->n++] = (uint8_t) (v >> 8);
+        b->d[b->n++] = (uint8_t) v;
+}
+
+static void put16(Buf *b, uint16_t v) {
+        b->d[b->n++] = (uint8_t) (v >> 8);
+        b->d[b->n++] = (uint8_t) v;
+}
+
+static void header(Buf *b, uint32_t version, uint32_t n) {
+        memcpy(b->d, "DIRC", 4);
+        b->n = 4;
+        put32(b, version);
+        put32(b, n);
+}
+
+typedef struct Entry {
+        const char *name;
+        uint32_t mode;
+        unsigned stage;
+        uint16_t extended;      /* written when nonzero */
+} Entry;
+
+static char prev[2 * GIT_INDEX_PATH_MAX];
+
+static void entry(Buf *b, unsigned version, Entry e) {
+        size_t start = b->n, len = strlen(e.name);
+        if (version == 2 && e.extended == 0x4000)
+                e.extended = 0; /* git writes version 3 for those */
+        for (int i = 0; i < 6; i++)
+                put32(b, 0);
+        put32(b, e.mode);
+        for (int i = 0; i < 3; i++)
+                put32(b, 0);
+        memset(b->d + b->n, 0xab, 20);
+        b->n += 20;
+        put16(b, (uint16_t) ((e.extended ? 0x4000 : 0) | e.stage << 12 | (len < 0xfff ? len : 0xfff)));
+        if (e.extended)
+                put16(b, e.extended);
+        if (version == 4) {
+                size_t common = 0, plen = strlen(prev);
+                while (common < plen && common < len && prev[common] == e.name[common])
+                        common++;
+                size_t strip = plen - common;
+                /* git's offset varint */
+                uint8_t v[16];
+                int k = 15;
+                v[k] = strip & 0x7f;
+                while (strip >>= 7)
+                        v[--k] = 0x80 | (--strip & 0x7f);
+                memcpy(b->d + b->n, v + k, 16 - k);
+                b->n += 16 - k;
+                memcpy(b->d + b->n, e.name + common, len - common + 1);
+                b->n += len - common + 1;
+        } else {
+                memcpy(b->d + b->n, e.name, len);
+                b->n += len;
+                size_t total = ((b->n - start) + 8) & ~(size_t) 7;
+                memset(b->d + b->n, 0, start + total - b->n);
+                b->n = start + total;
+        }
+        strcpy(prev, e.name);
+}
+
+static void finish(Buf *b) {
+        struct sha1_ctx c;
+        sha1_init(&c);
+        sha1_update(&c, b->n, b->d);
+        sha1_digest(&c, SHA1_DIGEST_SIZE, b->d + b->n);
+        b->n += SHA1_DIGEST_SIZE;
+}
+
+static Buf *build(unsigned version, const Entry *e, size_t n) {
+        Buf *b = calloc(1, sizeof(Buf));
+        prev[0] = 0;
+        header(b, version, (uint32_t) n);
+        for (size_t i = 0; i < n; i++)
+                entry(b, version, e[i]);
+        return b;
+}
+
+static const Entry sample[] = {
+        { "README", 0100644 },
+        { "a-b", 0100644 },
+        { "a/b/c.c", 0100644 },
+        { "a/b/d.c", 0100755 },
+        { "a/link", 0120000 },
+        { "conflict", 0100644, 1 },
+        { "conflict", 0100644, 2 },
+        { "conflict", 0100644, 3 },
+        { "node_modules/x/package.json", 0100644, 0, 0x4000 /* skip-worktree */ },
+        { "sub", 0160000 },
+        { "vendor/lib", 0160000 },
+};
+
+static GitIndex *parse_ok(Buf *b) {
+        _cleanup_free_ char *error = NULL;
+        GitIndex *i = NULL;
+        int r = git_index_parse(b->d, b->n, GIT_HASH_SHA1, &i, &error);
+        cr_assert_eq(r, 0, "refused (%d): %s", r, error ? error : "");
+        return i;
+}
+
+static void parse_bad(Buf *b, int want, const char *msg) {
+        _cleanup_free_ char *error = NULL;
+        GitIndex *i = NULL;
+        int r = git_index_parse(b->d, b->n, GIT_HASH_SHA1, &i, &error);
+        cr_assert_eq(r, want, "got %d (%s), want %d", r, error ? error : "", want);
+        cr_assert_null(i);
+        cr_assert(error && strstr(error, msg), "message '%s' lacks '%s'", error ? error : "", msg);
+}
+
+static void check_sample(GitIndex *i) {
+        cr_assert_eq(i->n_paths, 9);
+        cr_assert_eq(i->n_gitlinks, 2);
+        cr_assert_str_eq(i->gitlinks[1], "vendor/lib");
+        cr_assert(git_index_is_tracked(i, "a/b/c.c"));
+        cr_assert(git_index_is_tracked(i, "conflict"));
+        cr_assert(!git_index_is_tracked(i, "a/b"));
+        cr_assert(!git_index_is_tracked(i, "a"));
+        cr_assert(!git_index_is_tracked(i, "a/b/e.c"));
+        cr_assert(git_index_has_tracked_below(i, "a"));
+        cr_assert(git_index_has_tracked_below(i, "a/b"));
+        cr_assert(git_index_has_tracked_below(i, "node_modules"));
+        cr_assert(git_index_has_tracked_below(i, "node_modules/x"));
+        cr_assert(!git_index_has_tracked_below(i, "node_modules/x/package.json"));
+        cr_assert(!git_index_has_tracked_below(i, "a-b"));
+        cr_assert(!git_index_has_tracked_below(i, "a/b/c"));
+        cr_assert(!git_index_has_tracked_below(i, "vendo"));
+        cr_assert(git_index_has_tracked_below(i, ""));
+        cr_assert(git_index_is_gitlink(i, "sub"));
+        cr_assert(!git_index_is_gitlink(i, "README"));
+}
+
+Test(git_index, versions) {
+        for (unsigned v = 2; v <= 4; v++) {
+                _cleanup_free_ Buf *b = build(v, sample, sizeof(sample) / sizeof(sample[0]));
+                _cleanup_git_index_ GitIndex *i = NULL;
+                /* An optional extension is skipped. */
+                memcpy(b->d + b->n, "TREE", 4);
+                b->n += 4;
+                put32(b, 3);
+                memcpy(b->d + b->n, "abc", 3);
+                b->n += 3;
+                finish(b);
+                i = parse_ok(b);
+                cr_assert_eq(i->version, v);
+                cr_assert(i->checksum_verified);
+                check_sample(i);
+        }
+}
+
+Test(git_index, skip_hash) {
+        _cleanup_free_ Buf *b = build(2, sample, 3);
+        _cleanup_git_index_ GitIndex *i = NULL;
+        b->n += SHA1_DIGEST_SIZE; /* all zero */
+        i = parse_ok(b);
+        cr_assert(!i->checksum_verified);
+}
+
+Test(git_index, empty) {
+        _cleanup_free_ Buf *b = build(2, NULL, 0);
+        _cleanup_git_index_ GitIndex *i = NULL;
+        finish(b);
+        i = parse_ok(b);
+        cr_assert_eq(i->n_paths, 0);
+        cr_assert(!git_index_has_tracked_below(i, ""));
+        cr_assert(!git_index_is_tracked(i, "a"));
+}
+
+Test(git_index, refused) {
+        Buf *b;
+
+        b = build(2, sample, 3);
+        finish(b);
+        b->d[20] ^= 1;
+        parse_bad(b, -EBADMSG, "checksum");
+        free(b);
+
+        b = build(2, sample, 3);
+        finish(b);
+        b->n -= 1;
+        parse_bad(b, -EBADMSG, "checksum");
+        free(b);
+
+        b = build(5, sample, 3);
+        finish(b);
+        parse_bad(b, -EBADMSG, "version 5");
+        free(b);
+
+        /* Claims more entries than there are. */
+        b = build(2, sample, 3);
+        b->d[11] = 4;
+        finish(b);
+        parse_bad(b, -EBADMSG, "more than its size holds");
+        free(b);
+
+        b = build(2, sample, 3);
+        b->d[8] = 0x7f;
+        finish(b);
+        parse_bad(b, -E2BIG, "entries");
+        free(b);
+
+        const Entry unordered[] = { { "b", 0100644 }, { "a", 0100644 } };
+        b = build(2, unordered, 2);
+        finish(b);
+        parse_bad(b, -EBADMSG, "out of order");
+        free(b);
+
+        const Entry twice[] = { { "a", 0100644 }, { "a", 0100644 } };
+        b = build(2, twice, 2);
+        finish(b);
+        parse_bad(b, -EBADMSG, "out of order");
+        free(b);
+
+        const Entry mode[] = { { "a", 0100666 } };
+        b = build(2, mode, 1);
+        finish(b);
+        parse_bad(b, -EBADMSG, "mode");
+        free(b);
+
+        const char *bad_names[] = { "../x", "a//b", "/a", "a/", "a/./b", ".", "a/.." };
+        for (size_t k = 0; k < sizeof(bad_names) / sizeof(bad_names[0]); k++) {
+                const Entry e[] = { { bad_names[k], 0100644 } };
+                b = build(2, e, 1);
+                finish(b);
+                parse_bad(b, -EBADMSG, "not a path");
+                free(b);
+        }
+
+        const Entry ext[] = { { "a", 0100644, 0, 0x0001 } };
+        b = build(3, ext, 1);
+        finish(b);
+        parse_bad(b, -EBADMSG, "extended flags");
+        free(b);
+        const Entry ext_ok[] = { { "a", 0100644, 0, 0x2000 } };
+        b = build(2, ext_ok, 1);
+        finish(b);
+        parse_bad(b, -EBADMSG, "version 2");
+        free(b);
+
+        /* The name length in the flags must agree. */
+        b = build(2, sample, 1);
+        b->d[12 + 61] = 5;
+        finish(b);
+        parse_bad(b, -EBADMSG, "flags say");
+        free(b);
+
+        /* Version 4: a prefix longer than the previous path. */
+        b = build(4, sample, 2);
+        b->d[12 + 70 + 62] = 9; /* the second entry's varint: strip 9 of "README" */
+        finish(b);
+        parse_bad(b, -EBADMSG, "prefix");
+        free(b);
+
+        b = build(2, sample, 1);
+        memcpy(b->d + b->n, "link", 4);
+        b->n += 4;
+        put32(b, 0);
+        finish(b);
+        parse_bad(b, -EOPNOTSUPP, "split index");
+        free(b);
+
+        b = build(2, sample, 1);
+        memcpy(b->d + b->n, "abcd", 4);
+        b->n += 4;
+        put32(b, 0);
+        finish(b);
+        parse_bad(b, -EOPNOTSUPP, "abcd");
+        free(b);
+
+        b = build(2, sample, 1);
+        memcpy(b->d + b->n, "TREE", 4);
+        b->n += 4;
+        put32(b, 100);
+        finish(b);
+        parse_bad(b, -EBADMSG, "runs past");
+        free(b);
+
+        b = build(2, sample, 1);
+        b->n += 3;
+        finish(b);
+        parse_bad(b, -EBADMSG, "stray");
+        free(b);
+
+        b = calloc(1, sizeof(Buf));
+        memcpy(b->d, "DIRX", 4);
+        b->n = 40;
+        parse_bad(b, -EBADMSG, "DIRC");
+        b->n = 10;
+        parse_bad(b, -EBADMSG, "shorter");
+        free(b);
+}
+
+Test(git_index, sparse_directories) {
+        const Entry e[] = { { "a", 0100644 }, { "big/", 0040000, 0, 0x4000 }, { "c", 0100644 } };
+        _cleanup_free_ Buf *b = build(3, e, 3);
+        _cleanup_git_index_ GitIndex *i = NULL;
+
+        finish(b);
+        parse_bad(b, -EBADMSG, "sdir");
+        b->n -= SHA1_DIGEST_SIZE;
+        memcpy(b->d + b->n, "sdir", 4);
+        b->n += 4;
+        put32(b, 0);
+        finish(b);
+        i = parse_ok(b);
+        cr_assert(git_index_is_tracked(i, "big/x/y"));
+        cr_assert(!git_index_is_tracked(i, "big"));
+        cr_assert(git_index_has_tracked_below(i, "big"));
+        cr_assert(git_index_has_tracked_below(i, "big/x"));
+        cr_assert(!git_index_is_tracked(i, "bi"));
+}
+
+Test(git_index, long_names) {
+        char name[GIT_INDEX_PATH_MAX + 2];
+        memset(name, 'n', sizeof(name));
+        name[0x1000] = 0;
+        const Entry e[] = { { name, 0100644 } };
+        Buf *b = build(2, e, 1);
+        _cleanup_git_index_ GitIndex *i = NULL;
+        finish(b);
+        i = parse_ok(b); /* 4096 bytes: flags say 0xfff, the NUL decides */
+        cr_assert_eq(strlen(i->paths[0]), 0x1000);
+        free(b);
+        name[0x1000] = 'n';
+        name[GIT_INDEX_PATH_MAX + 1] = 0;
+        b = build(2, e, 1);
+        finish(b);
+        parse_bad(b, -EBADMSG, "path not terminated");
+        free(b);
+}

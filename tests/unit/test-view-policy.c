@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "view-policy.h"
+
+/*
+ * The class of a workspace-relative path, walking it from the top as the
+ * view does: each directory's ViewDir from its parent's, the same facts
+ * for every directory on the way (what the case says the daemon saw).
+ */
+static ViewClass classify(const char *path, ViewFacts f, bool is_dir) {
+        ViewDir d = VIEW_DIR_TOP;
+        char buf[512], *save = NULL, *c, *next;
+
+        cr_assert_lt(strlen(path), sizeof(buf));
+        strcpy(buf, path);
+        c = strtok_r(buf, "/", &save);
+        for (;;) {
+                ViewClass k;
+
+                next = strtok_r(NULL, "/", &save);
+                k = view_name_class(&d, &f, c, next ? true : is_dir, false);
+                if (!next)
+                        return k;
+                d = view_child_dir(&d, c, k);
+                c = next;
+        }
+}
+
+#define EXPECT(path, facts, is_dir, want)                                                                   \
+        cr_expect_eq(classify(path, (ViewFacts) facts, is_dir), want, "%s: %s, want %s", path,           \
+                     view_class_to_string(classify(path, (ViewFacts) facts, is_dir)), view_class_to_string(want))
+
+#define NONE {}
+#define HOLDS_HEAD { .holds_head = true }
+#define HOST_HEAD { .holds_head = true, .host_head = true }
+#define HOST_CONTROL { .host_control = true }
+
+Test(view_policy, top_git_dir) {
+        EXPECT(".git", NONE, true, VIEW_SHARED);
+        EXPECT(".git/config", NONE, false, VIEW_READONLY);
+        EXPECT(".git/config.lock", NONE, false, VIEW_READONLY);
+        EXPECT(".git/config.worktree", NONE, false, VIEW_READONLY);
+        EXPECT(".git/commondir", NONE, false, VIEW_READONLY);
+        EXPECT(".git/gitdir", NONE, false, VIEW_READONLY);
+        EXPECT(".git/hooks", NONE, true, VIEW_PROTECTED);
+        EXPECT(".git/hooks/pre-commit", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/HEAD", HOST_HEAD, false, VIEW_SHARED);
+        EXPECT(".git/HEAD.lock", HOST_HEAD, false, VIEW_SHARED);
+        EXPECT(".git/index", NONE, false, VIEW_SHARED);
+        EXPECT(".git/index.lock", NONE, false, VIEW_SHARED);
+        EXPECT(".git/objects/ab/cdef", NONE, false, VIEW_SHARED);
+        EXPECT(".git/packed-refs", NONE, false, VIEW_SHARED);
+}
+
+Test(view_policy, refs_named_like_control_files_stay_shared) {
+        EXPECT(".git/refs/heads/config", NONE, false, VIEW_SHARED);
+        EXPECT(".git/refs/heads/hooks", NONE, false, VIEW_SHARED);
+        EXPECT(".git/logs/refs/heads/config", NONE, false, VIEW_SHARED);
+        /* git never writes these; a HEAD there would make a git dir */
+        EXPECT(".git/refs/heads/HEAD", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/HEAD", NONE, false, VIEW_PROTECTED);
+}
+
+Test(view_policy, logs_hold_a_reflog_head) {
+        EXPECT(".git/logs/HEAD", NONE, false, VIEW_SHARED);
+        /* with HEAD there, the directory could pass for a git dir */
+        EXPECT(".git/logs/config", HOLDS_HEAD, false, VIEW_PROTECTED);
+        EXPECT(".git/logs/hooks", HOLDS_HEAD, true, VIEW_PROTECTED);
+        /* a control file already there on the host: the HEAD goes to Domain state */
+        EXPECT(".git/logs/HEAD", HOST_CONTROL, false, VIEW_PROTECTED);
+}
+
+Test(view_policy, submodule_and_worktree_git_dirs) {
+        EXPECT(".git/modules/mod/config", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/modules/mod/config.lock", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/modules/mod/hooks/post-checkout", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/modules/mod/commondir", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/modules/a/b/config", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/modules/mod/modules/inner/config", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/modules/mod/HEAD", NONE, false, VIEW_SHARED);
+        EXPECT(".git/modules/mod/HEAD", HOST_CONTROL, false, VIEW_PROTECTED);
+        EXPECT(".git/modules/mod/index", NONE, false, VIEW_SHARED);
+        EXPECT(".git/modules/mod/refs/heads/config", NONE, false, VIEW_SHARED);
+        EXPECT(".git/worktrees/w/commondir", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/worktrees/w/gitdir", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/worktrees/w/config.worktree", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/worktrees/w/HEAD", NONE, false, VIEW_SHARED);
+        EXPECT(".git/worktrees/HEAD", NONE, false, VIEW_PROTECTED);
+}
+
+Test(view_policy, git_dirs_made_elsewhere) {
+        /* a nested repository: its storage shared, its control files not */
+        EXPECT("sub/.git", NONE, true, VIEW_SHARED);
+        EXPECT("sub/.git/config", NONE, false, VIEW_PROTECTED);
+        EXPECT("sub/.git/hooks/pre-commit", NONE, false, VIEW_PROTECTED);
+        EXPECT("sub/.git/HEAD", NONE, false, VIEW_SHARED);
+        EXPECT("sub/.git/objects/pack/x.pack", NONE, false, VIEW_SHARED);
+        /* a gitfile or a symbolic link named .git redirects git's search */
+        EXPECT("sub/.git", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git", NONE, false, VIEW_PROTECTED);
+        /* a bare repository: no HEAD of the sandbox's reaches the host */
+        EXPECT("bare.git/HEAD", NONE, false, VIEW_PROTECTED);
+        EXPECT("bare.git/HEAD.lock", NONE, false, VIEW_PROTECTED);
+        EXPECT("bare.git/config", HOLDS_HEAD, false, VIEW_PROTECTED);
+        EXPECT("bare.git/config", NONE, false, VIEW_SHARED);
+        /* one the host already had keeps its HEAD; its config is still protected */
+        EXPECT("bare.git/HEAD", HOST_HEAD, false, VIEW_SHARED);
+        EXPECT("bare.git/config", HOST_HEAD, false, VIEW_PROTECTED);
+}
+
+Test(view_policy, ordinary_files_stay_shared) {
+        EXPECT("src/config", NONE, false, VIEW_SHARED);
+        EXPECT("config", NONE, false, VIEW_SHARED);
+        EXPECT("src/hooks/useThing.js", NONE, false, VIEW_SHARED);
+        EXPECT("src/hooks", NONE, true, VIEW_SHARED);
+        EXPECT("README.md", NONE, false, VIEW_SHARED);
+        EXPECT("node_modules/x/index.js", NONE, false, VIEW_SHARED);
+}
+
+Test(view_policy, integration_files) {
+        EXPECT(".envrc", NONE, false, VIEW_PROTECTED);
+        EXPECT("deep/dir/.envrc", NONE, false, VIEW_PROTECTED);
+        EXPECT(".vscode", NONE, true, VIEW_PROTECTED);
+        EXPECT(".vscode/settings.json", NONE, false, VIEW_PROTECTED);
+        EXPECT(".vscode/sub/x", NONE, false, VIEW_PROTECTED);
+        EXPECT(".idea/workspace.xml", NONE, false, VIEW_PROTECTED);
+        EXPECT(".mcp.json", NONE, false, VIEW_PROTECTED);
+        EXPECT(".claude/settings.json", NONE, false, VIEW_PROTECTED);
+        EXPECT(".devcontainer/devcontainer.json", NONE, false, VIEW_PROTECTED);
+        EXPECT(".envrc.lock", NONE, false, VIEW_PROTECTED);
+        EXPECT(".envrcx", NONE, false, VIEW_SHARED);
+}
+
+Test(view_policy, configured_paths) {
+        ViewDir top = VIEW_DIR_TOP;
+
+        cr_expect_eq(view_name_class(&top, NULL, ".husky", true, true), VIEW_PROTECTED);
+        cr_expect_eq(view_name_class(&top, NULL, ".husky", true, false), VIEW_SHARED);
+}
+
+Test(view_policy, facts_asked_only_where_they_matter) {
+        ViewDir top = VIEW_DIR_TOP, git = view_child_dir(&top, ".git", VIEW_SHARED);
+        ViewDir src = view_child_dir(&top, "src", VIEW_SHARED);
+
+        cr_expect(view_name_needs_facts(&src, "HEAD"));
+        cr_expect(view_name_needs_facts(&src, "config"));
+        cr_expect(view_name_needs_facts(&src, "config.lock"));
+        cr_expect(view_name_needs_facts(&src, "hooks"));
+        cr_expect_not(view_name_needs_facts(&src, "main.c"));
+        cr_expect_not(view_name_needs_facts(&src, "HEADER"));
+        cr_expect_not(view_name_needs_facts(&git, "config"));
+}
+
+Test(view_policy, renames_that_change_the_zone_are_seen) {
+        ViewDir top = VIEW_DIR_TOP, a = view_child_dir(&top, "x", VIEW_SHARED), b = view_child_dir(&top, ".git", VIEW_SHARED);
+        ViewDir sub = view_child_dir(&a, ".git", VIEW_SHARED);
+
+        cr_expect(view_dir_equal(&a, &a));
+        cr_expect_not(view_dir_equal(&a, &b));
+        /* sub/.git and the top .git are both git dirs, but only one is the host's own */
+        cr_expect_not(view_dir_equal(&sub, &b));
+}
