@@ -930,9 +930,13 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
         int fd;
 
         (void) rdev;
-        /* Only regular files: a FIFO, socket or device would exist on the host only as a trap for host tools. */
+        /* Only regular files. A socket bound through FUSE is bound to the view's
+         * inode, so a host process would reach a dead socket file: refused with
+         * EACCES, which gVisor passes on (with EPERM it would quietly keep the
+         * socket in its memory, listed inside and absent on the host). A FIFO or
+         * device would exist on the host only as a trap for host tools. */
         if (!S_ISREG(mode)) {
-                fuse_reply_err(req, EPERM);
+                fuse_reply_err(req, S_ISSOCK(mode) ? EACCES : EPERM);
                 return;
         }
         pthread_mutex_lock(&v.lock);
