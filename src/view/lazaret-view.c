@@ -48,6 +48,8 @@
 #include <linux/openat2.h>
 
 #include <fuse_lowlevel.h>
+#include <linux/capability.h>
+#include <seccomp.h>
 
 #include "cleanup.h"
 #include "macro.h"
@@ -818,8 +820,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
         }
         proc_path(p.fd, pp);
         if (to_set & FUSE_SET_ATTR_MODE) {
-                /* Nothing the sandbox does opens a host file to other users (spec C22). */
-                mode_t mode = attr->st_mode & 07777 & ~(mode_t) (S_ISUID | S_ISGID | S_IWGRP | S_IWOTH);
+                /* As the set-ID filter answers gVisor (spec C22): no set-ID bit, no
+                 * write for group or others, EPERM and no change at all. */
+                mode_t mode = attr->st_mode & 07777;
+                if (mode & (S_ISUID | S_ISGID | S_IWGRP | S_IWOTH)) {
+                        fuse_reply_err(req, EPERM);
+                        return;
+                }
                 if ((fi ? fchmod((int) fi->fh, mode) : chmod(pp, mode)) < 0)
                         goto fail;
         }
@@ -920,13 +927,18 @@ static void reply_new_entry(fuse_req_t req, Node *dir, const char *name) {
                 fuse_reply_entry(req, &e);
 }
 
-static mode_t create_mode(mode_t mode) {
-        return mode & ~(mode_t) (S_ISUID | S_ISGID | S_IWGRP | S_IWOTH);
+/* A new entry's mode: as under umask 022 (spec C22); a set-ID bit is refused (-EPERM), as the set-ID filter does. */
+static int create_mode(mode_t mode, mode_t *ret) {
+        if (mode & (S_ISUID | S_ISGID))
+                return -EPERM;
+        *ret = mode & 07777 & ~(mode_t) (S_IWGRP | S_IWOTH);
+        return 0;
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
         Node *dir = node_of(parent);
         ViewClass c;
+        mode_t m;
         int fd;
 
         (void) rdev;
@@ -939,10 +951,14 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
                 fuse_reply_err(req, S_ISSOCK(mode) ? EACCES : EPERM);
                 return;
         }
+        if (create_mode(mode, &m) < 0) {
+                fuse_reply_err(req, EPERM);
+                return;
+        }
         pthread_mutex_lock(&v.lock);
         fd = create_side(dir, name, false, &c);
         pthread_mutex_unlock(&v.lock);
-        if (fd < 0 || mknodat(fd, name, S_IFREG | create_mode(mode & 07777), 0) < 0) {
+        if (fd < 0 || mknodat(fd, name, S_IFREG | m, 0) < 0) {
                 fuse_reply_err(req, fd < 0 ? -fd : errno);
                 return;
         }
@@ -952,12 +968,18 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
         Node *dir = node_of(parent);
         ViewClass c;
+        mode_t m;
         int fd;
 
+        /* S_ISGID on a directory comes from the kernel (a set-group-ID parent), never from the caller. */
+        if (create_mode(mode & ~(mode_t) S_ISGID, &m) < 0) {
+                fuse_reply_err(req, EPERM);
+                return;
+        }
         pthread_mutex_lock(&v.lock);
         fd = create_side(dir, name, true, &c);
         pthread_mutex_unlock(&v.lock);
-        if (fd < 0 || mkdirat(fd, name, create_mode(mode & 07777)) < 0) {
+        if (fd < 0 || mkdirat(fd, name, m) < 0) {
                 fuse_reply_err(req, fd < 0 ? -fd : errno);
                 return;
         }
@@ -1306,7 +1328,11 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
                 fuse_reply_err(req, -dfd);
                 return;
         }
-        fd = openat(dfd, name, open_flags(fi->flags) | O_CREAT | O_NOFOLLOW, create_mode(mode & 07777));
+        {
+                mode_t m;
+                fd = create_mode(mode, &m) < 0 ? (errno = EPERM, -1)
+                                                : openat(dfd, name, open_flags(fi->flags) | O_CREAT | O_NOFOLLOW, m);
+        }
         if (fd < 0) {
                 r = -errno;
                 pthread_mutex_unlock(&v.lock);
@@ -1807,6 +1833,66 @@ static void *watcher(void *arg) {
         }
 }
 
+/* ---- hardening -------------------------------------------------------------- */
+
+/*
+ * Once it holds the FUSE connection the view keeps only what serving the
+ * workspace takes: of the capabilities of its user namespace's root,
+ * CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and CAP_FOWNER (the sandbox's root
+ * may write a 0444 file and set times on files, as on a bind; these work
+ * only on files whose owner is mapped, the user's own), the bounding set
+ * cut to the same, NO_NEW_PRIVS, and a seccomp allowlist of the file
+ * system calls it makes (anything else fails with EPERM rather than killing
+ * the Domain's workspace).
+ */
+#define VIEW_SYSCALLS(X) \
+        X(read) X(write) X(readv) X(writev) X(pread64) X(pwrite64) X(preadv) X(pwritev) X(splice) X(tee) \
+        X(vmsplice) X(pipe2) X(close) X(dup) X(dup3) X(fcntl) X(lseek) X(openat) X(openat2) X(newfstatat) \
+        X(fstat) X(statx) X(fstatfs) X(statfs) X(getdents64) X(readlinkat) X(symlinkat) X(mkdirat) X(mknodat) \
+        X(unlinkat) X(renameat) X(renameat2) X(linkat) X(fchmod) X(fchmodat) X(chmod) X(ftruncate) X(truncate) \
+        X(utimensat) X(fsync) X(fdatasync) X(fallocate) X(fsetxattr) X(fgetxattr) X(inotify_add_watch) \
+        X(inotify_rm_watch) X(poll) X(ppoll) X(futex) X(mmap) X(munmap) X(mremap) X(mprotect) X(madvise) X(brk) \
+        X(rt_sigprocmask) X(rt_sigaction) X(rt_sigreturn) X(restart_syscall) X(exit) X(exit_group) X(getpid) \
+        X(gettid) X(getuid) X(geteuid) X(getgid) X(getegid) X(clock_gettime) X(clock_nanosleep) X(nanosleep) \
+        X(sched_yield) X(getrandom) X(clone) X(clone3) X(set_robust_list) X(rseq) X(prlimit64) X(sched_getaffinity) \
+        X(tgkill) X(kill) X(ioctl)
+
+static int harden(void) {
+        static const unsigned long keep[] = { CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER };
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = {};
+        scmp_filter_ctx ctx;
+        int r;
+
+        for (unsigned long cap = 0; cap <= 63; cap++) {
+                bool kept = false;
+                for (size_t i = 0; i < ELEMENTSOF(keep); i++)
+                        kept = kept || keep[i] == cap;
+                if (!kept && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
+                        return -errno;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(keep); i++)
+                d[0].effective |= 1u << keep[i], d[0].permitted |= 1u << keep[i];
+        if (syscall(SYS_capset, &h, d) < 0 && errno != EPERM)
+                return -errno;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+
+        ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+        if (!ctx)
+                return -ENOMEM;
+#define ALLOW(name) \
+        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(name), 0); \
+        if (r < 0 && r != -EDOM && r != -EFAULT) \
+                goto finish;
+        VIEW_SYSCALLS(ALLOW)
+#undef ALLOW
+        r = seccomp_load(ctx);
+finish:
+        seccomp_release(ctx);
+        return r;
+}
+
 /* ---- main ------------------------------------------------------------------ */
 
 #define VIEW_WORKERS 4
@@ -1932,6 +2018,11 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         v.se = se;
+        r = harden();
+        if (r < 0) {
+                fprintf(stderr, "lazaret-view: cannot drop its privileges: %s\n", strerror(-r));
+                return 1;
+        }
         if (v.ifd >= 0) {
                 pthread_t t;
                 /* The reader end blocks; the handlers' end never does. */

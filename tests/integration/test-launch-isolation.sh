@@ -52,7 +52,7 @@ lt_log "ok: no host path outside the workspace, secret not found"
 subid_start=$(awk -F: -v u="$(id -un)" '$1 == u { print $2; exit }' /etc/subuid)
 scope=lazaret-$LT_DOMAIN-sandbox.scope
 check_host_processes() {
-        local mode=$1 pid uid st capeff capbnd seen=0 watchers=0 cmd
+        local mode=$1 pid uid st capeff capbnd seen=0 watchers=0 views=0 cmd
         printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s", "directfs": %s } } }\n' \
                 "$LT_IMAGE" "$mode" >"$LT_CONFIG"
         (cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 20 </dev/null >/dev/null 2>&1) &
@@ -85,6 +85,17 @@ check_host_processes() {
                                 lt_fail "lazaret-watch (pid $pid) is not hardened: $(grep -E '^(Seccomp|NoNewPrivs|CapEff|CapBnd):' <<<"$st" | tr '\n' ' ')"
                         watchers=$((watchers + 1))
                         continue ;;
+                */lazaret-view)
+                        # The workspace view: the user's files only, with the three
+                        # capabilities that serving them as the sandbox's root takes.
+                        [[ $(awk '/^Seccomp:/ { print $2 }' <<<"$st") == 2 &&
+                           $(awk '/^NoNewPrivs:/ { print $2 }' <<<"$st") == 1 &&
+                           $(awk '/^CapEff:/ { print $2 }' <<<"$st") == 000000000000000e &&
+                           $(awk '/^CapBnd:/ { print $2 }' <<<"$st") == 000000000000000e &&
+                           $uid -eq $(id -u) ]] ||
+                                lt_fail "lazaret-view (pid $pid) is not hardened: $(grep -E '^(Uid|Seccomp|NoNewPrivs|CapEff|CapBnd):' <<<"$st" | tr '\n' ' ')"
+                        views=$((views + 1))
+                        continue ;;
                 */lazaret-supervisor | */runsc | runsc-gofer) continue ;;
                 esac
                 capeff=$(awk '/^CapEff:/ { print $2 }' <<<"$st")
@@ -105,6 +116,7 @@ check_host_processes() {
         done
         ((seen >= 2)) || lt_fail "directfs=$mode: expected gVisor's kernel and its stubs in $scope, saw $seen"
         lt_assert_eq "directfs=$mode: hardened host-edit watchers in $scope" 1 "$watchers"
+        lt_assert_eq "directfs=$mode: hardened workspace views in $scope" 1 "$views"
         lt_log "ok: directfs=$mode: $seen sandbox processes as expected"
 }
 check_host_processes false
