@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,13 +153,20 @@ static int load_prepared(const char *final, PreparedImage *ret, char **ret_why) 
 
 /* The last line umoci wrote to its standard error, if any. */
 static void unpack_message(ImagePrep *ip, char *buf, size_t size) {
-        _cleanup_fclose_ FILE *f = ip->log_path ? fopen(ip->log_path, "re") : NULL;
-        char line[512];
+        char log[8192];
+        struct stat st;
+        off_t from = ip->log_fd >= 0 && fstat(ip->log_fd, &st) >= 0 && st.st_size > (off_t) sizeof(log) - 1
+                             ? st.st_size - (off_t) sizeof(log) + 1 : 0;
+        ssize_t n = ip->log_fd >= 0 ? pread(ip->log_fd, log, sizeof(log) - 1, from) : -1;
+        char *line, *save = NULL;
 
         buf[0] = 0;
-        while (f && fgets(line, sizeof(line), f))
-                if (line[0] && line[0] != '\n')
-                        snprintf(buf, size, "%.*s", (int) strcspn(line, "\n"), line);
+        if (n <= 0)
+                return;
+        log[n] = 0;
+        for (line = strtok_r(log, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+                if (line[0])
+                        snprintf(buf, size, "%s", line);
 }
 
 static void on_unpack_mapped(UsernsChild *c, void *userdata) {
@@ -271,7 +279,6 @@ int image_prepare(sd_event *e, const Domain *d, const SubidRange *uids, const Su
                 return r;
         if (asprintf(&ip->staging, "%s/.staging-" SD_ID128_FORMAT_STR, prepared, SD_ID128_FORMAT_VAL(rnd)) < 0 ||
             asprintf(&ip->lock_path, "%s.lock", ip->staging) < 0 ||
-            asprintf(&ip->log_path, "%s.log", ip->staging) < 0 ||
             asprintf(&ip->record, "{\"artifact_id\":\"%s\",\"manifest_digest\":\"sha256:%s\",\"preparer\":\"%s\","
                      "\"uid_map\":[[0,%u,1],[1,%" PRIu32 ",%" PRIu32 "]],\"gid_map\":[[0,%u,1],[1,%" PRIu32 ",%" PRIu32 "]]}\n",
                      id, digest, PREPARER_VERSION, (unsigned) getuid(), uids->start, uids->count, (unsigned) getgid(),
@@ -281,10 +288,11 @@ int image_prepare(sd_event *e, const Domain *d, const SubidRange *uids, const Su
         ip->lock_fd = open(ip->lock_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
         if (ip->lock_fd < 0 || flock(ip->lock_fd, LOCK_EX | LOCK_NB) < 0)
                 return errorf(ret_why, -errno, "cannot lock %s: %m", ip->lock_path);
-        ip->log_fd = open(ip->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+        /* In memory, not beside the staging tree: on a full disk that is where umoci says so. */
+        ip->log_fd = memfd_create("umoci-unpack-log", MFD_CLOEXEC);
         devnull = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
         if (ip->log_fd < 0 || devnull < 0)
-                return errorf(ret_why, -errno, "cannot open %s: %m", ip->log_path);
+                return errorf(ret_why, -errno, "cannot open a log for umoci: %m");
         ip->final = TAKE_PTR(final);
         log_info("Preparing image %s (manifest %.12s) as %.12s in %s", ip->image_arg, digest, id, ip->final);
         /* As root of a namespace mapped like the sandbox's: the image's owners are kept (ns 42 stays 42 inside). */

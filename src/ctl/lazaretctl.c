@@ -546,6 +546,7 @@ static int parse_options(int argc, char *argv[]) {
                 case ARG_YES:
                         state_set_yes(true);
                         arg_yes_given = true;
+                        break;
                 case ARG_DIFF:
                         if (isempty(optarg)) {
                                 fprintf(stderr, "--diff needs a path.\n");
