@@ -534,7 +534,7 @@ static int status_json(const ViewContext *c, size_t n_pending, json_object **ret
         return 0;
 }
 
-int changes_status(const Config *config, const char *id, json_object *o, bool brief) {
+int changes_status(const Config *config, const char *id, json_object *o) {
         _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
         _cleanup_(view_changes_done) ViewChanges l = {};
         _cleanup_(domain_record_done) DomainRecord rec = {};
@@ -557,12 +557,6 @@ int changes_status(const Config *config, const char *id, json_object *o, bool br
                 if (r >= 0)
                         r = json_add(o, "View", v);
                 return r;
-        }
-        if (brief) {
-                /* A Domain that is not running: only what waits for the developer. */
-                if (l.n > 0)
-                        printf("%zu protected change%s pending (lazaretctl changes)\n", l.n, l.n == 1 ? "" : "s");
-                return 0;
         }
         printf("  %-16s", "View:");
         for (const char *const *p = view_integration_names(); *p; p++)

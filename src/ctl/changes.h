@@ -31,4 +31,4 @@ void changes_set_git_control(bool b);
  * added to o as "View" (when o is not NULL), else printed as lines of
  * `lazaretctl status`. Problems are reported in it, never fatal.
  */
-int changes_status(const Config *config, const char *id, struct json_object *o, bool brief);
+int changes_status(const Config *config, const char *id, struct json_object *o);

@@ -195,10 +195,10 @@ out=$(ctl state verify) || lt_fail "state verify with trash failed: $out"
 ctl state reset --yes >/dev/null || lt_fail "state reset of everything failed"
 [[ ! -e $data_root/domains/$LT_DOMAIN/state-trash ]] || lt_fail "state reset left $data_root/domains/$LT_DOMAIN/state-trash"
 ctl state verify >/dev/null || lt_fail "state verify after a reset failed: $(ctl state verify 2>&1)"
-out=$(lt_launch -- /bin/sh -c 'ls /usr/local/bin 2>&1; test -e /etc/profile && echo profile; test -x /usr/bin/dpkg && echo dpkg') ||
+# (/usr/local/bin holds the escalation client's mount point; what the test put there must be gone.)
+out=$(lt_launch -- /bin/sh -c 'ls /usr/local/bin 2>&1 | grep -v "^lazaret-escalate$"; test -e /etc/profile && echo profile; test -x /usr/bin/dpkg && echo dpkg') ||
         lt_fail "a launch after state reset failed: $out"
-lt_assert_eq "after state reset: the image's own files only" "ls: /usr/local/bin: No such file or directory
-profile
+lt_assert_eq "after state reset: the image's own files only" "profile
 dpkg" "$out"
 lt_wait_inactive
 
