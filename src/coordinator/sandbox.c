@@ -895,7 +895,9 @@ static void step_userns(Sandbox *sb) {
         }
         ours = control[0];
         theirs = control[1];
-        r = userns_child_start(sb->event, argv, theirs, -EBADF, &sb->subuids, &sb->subgids,
+        /* The supervisor's stderr is ours (the Domain's log): for the supervised
+         * helpers' own lines, such as lazaret-watch's about its watch bound. */
+        r = userns_child_start(sb->event, argv, theirs, STDERR_FILENO, &sb->subuids, &sb->subgids,
                                &(UsernsCallbacks) { .mapped = on_mapped, .failed = on_userns_failed,
                                                     .exited = on_supervisor_exit },
                                sb, &sb->child);

@@ -179,9 +179,6 @@ int userns_child_start(sd_event *e, char *const *argv, int keep_fd, int stderr_f
         o.pass_fds = pass;
         o.n_pass_fds = 3;
         o.die_with_parent = true;
-        /* Ours (the Domain's log): for the supervised helpers' own lines, such as
-         * lazaret-watch's about its watch bound; runsc's stderr goes to a file. */
-        o.stdio[2] = STDERR_FILENO;
         o.child_hook = userns_child_hook;
         o.hook_userdata = &(UsernsHook) { .sync_fd = CHILD_SYNC_FD, .go_fd = CHILD_GO_FD };
         /* Not spawn(): the hook waits for userns_child_go(). */
