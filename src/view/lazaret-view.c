@@ -565,8 +565,10 @@ static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_
 }
 
 static void fill_stat(struct stat *st) {
-        /* No set-ID bit reaches the sandbox from the host either. */
-        st->st_mode &= ~(mode_t) (S_ISUID | S_ISGID);
+        /* No set-ID program reaches the sandbox from the host either. A set-group-ID
+         * directory stays one: gVisor must see it to make new directories the way
+         * the host's kernel does (they inherit the bit). */
+        st->st_mode &= ~(mode_t) (S_ISDIR(st->st_mode) ? S_ISUID : S_ISUID | S_ISGID);
 }
 
 static int lookup_locked(Node *dir, const char *name, struct fuse_entry_param *e) {

@@ -140,7 +140,7 @@ grep -q "has gone; stopping" "$LT_LOGDIR/$LT_DOMAIN.log" ||
         lt_fail "the coordinator did not say why it stopped: $(tail -n 5 "$LT_LOGDIR/$LT_DOMAIN.log")"
 wait_state "$SCOPE" 10 inactive failed
 lt_assert_eq "Domain on the bus after the idle stop" "Domain $LT_DOMAIN is not running." \
-        "$(lazaretctl --workspace "$LT_WS" status)"
+        "$(lazaretctl --workspace "$LT_WS" status | head -n 1)"
 
 # --- 4. a normal launch afterwards ---------------------------------------------
 
