@@ -285,10 +285,10 @@ other=$HOME/lt-ws/test-state-anchor-other
 rm -rf "$other"
 mkdir -p "$other"
 git -C "$other" init -q
-out=$(cd "$other" && lazaretctl launch -- /bin/sh -c 'ls /usr/local/bin 2>&1; cat /root/note 2>&1; test -e /etc/profile && echo profile') ||
+# (/usr/local/bin holds only the escalation client's mount point there.)
+out=$(cd "$other" && lazaretctl launch -- /bin/sh -c 'ls /usr/local/bin 2>&1 | grep -v "^lazaret-escalate$"; cat /root/note 2>&1; test -e /etc/profile && echo profile') ||
         lt_fail "a launch in another workspace failed: $out"
-lt_assert_eq "another Domain's view" "ls: /usr/local/bin: No such file or directory
-cat: can't open '/root/note': No such file or directory
+lt_assert_eq "another Domain's view" "cat: can't open '/root/note': No such file or directory
 profile" "$out"
 lazaretctl --workspace "$other" stop >/dev/null 2>&1 || true
 
