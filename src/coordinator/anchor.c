@@ -20,23 +20,19 @@
 
 /* The image's directory at sandbox path dir: 0 with its path, 1 if the image has none, < 0 refused. */
 static int open_lower(int rootfd, const char *rootfs, const char *dir, char **ret_path, char **ret_error) {
-        struct open_how how = {
-                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-        };
-        _cleanup_close_ int fd = -EBADF;
+        _cleanup_close_ int fd = openat_beneath(rootfd, dir + 1, O_PATH | O_DIRECTORY, 0, true);
         char *path;
 
-        fd = (int) syscall(SYS_openat2, rootfd, dir + 1, &how, sizeof(how));
-        if (fd < 0 && errno == ENOENT)
+        if (fd == -ENOENT)
                 return 1;
-        if (fd < 0 && errno == ELOOP)
+        if (fd == -ELOOP)
                 return errorf(ret_error, -ELOOP, "persistent_dirs: %s is a symbolic link (or lies below one) in the image; "
                               "list the directory it points to instead", dir);
-        if (fd < 0 && errno == ENOTDIR)
+        if (fd == -ENOTDIR)
                 return errorf(ret_error, -ENOTDIR, "persistent_dirs: %s is not a directory in the image", dir);
         if (fd < 0)
-                return errorf(ret_error, -errno, "cannot open %s in the image's root file system %s: %m", dir, rootfs);
+                return errorf(ret_error, fd, "cannot open %s in the image's root file system %s: %s", dir, rootfs,
+                              strerror(-fd));
         path = path_join(rootfs, dir + 1);
         if (!path)
                 return -ENOMEM;
@@ -86,11 +82,7 @@ static int add_layer(int rootfd, const char *rootfs, const char *state, const ch
 
 /* The hex SHA-256 of the image's dpkg status file, or "none". */
 static int lower_dpkg_hash(int rootfd, char ret[SHA256_DIGEST_LEN * 2 + 1]) {
-        struct open_how how = {
-                .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        };
-        _cleanup_close_ int fd = (int) syscall(SYS_openat2, rootfd, DPKG_STATUS + 1, &how, sizeof(how));
+        _cleanup_close_ int fd = openat_beneath(rootfd, DPKG_STATUS + 1, O_RDONLY | O_NOCTTY, 0, false);
         _cleanup_free_ char *text = NULL;
         uint8_t h[SHA256_DIGEST_LEN];
         size_t n;

@@ -691,11 +691,7 @@ static const AutoApproveRule *rule_match(Escalations *e, Request *r) {
 static int map_cwd(Escalations *e, const char *cwd, int *ret_fd, char **ret_path) {
         _cleanup_close_ int ws = open(e->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
         const char *rest = streq(cwd, SANDBOX_WORKSPACE_DIR) ? "" : startswith(cwd, SANDBOX_WORKSPACE_DIR "/");
-        struct open_how how = {
-                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        };
-        long fd;
+        int fd;
 
         if (ws < 0)
                 return -errno;
@@ -706,15 +702,15 @@ static int map_cwd(Escalations *e, const char *cwd, int *ret_fd, char **ret_path
                 *ret_fd = TAKE_FD(ws);
                 return 0;
         }
-        fd = syscall(SYS_openat2, ws, rest, &how, sizeof(how));
+        fd = openat_beneath(ws, rest, O_PATH | O_DIRECTORY, 0, false);
         if (fd < 0)
-                return -errno;
+                return fd;
         *ret_path = path_join(e->workspace, rest);
         if (!*ret_path) {
-                close((int) fd);
+                safe_close(fd);
                 return -ENOMEM;
         }
-        *ret_fd = (int) fd;
+        *ret_fd = fd;
         return 0;
 }
 

@@ -323,7 +323,7 @@ static int show_diff(const ViewContext *c, const ViewChanges *l, const char *pat
         }
         /* Both sides by fd, never following a symbolic link; a missing side is empty. */
         if (ch->kind != VIEW_CHANGE_DELETED) {
-                sfd = view_open_beneath(c->state_fd, ch->path, O_RDONLY | O_NOCTTY, 0);
+                sfd = openat_beneath(c->state_fd, ch->path, O_RDONLY | O_NOCTTY, 0, false);
                 if (sfd < 0)
                         return sfd == -ELOOP ? (fprintf(stderr, "%s is a symbolic link; --diff shows text files only.\n",
                                                         ch->path), -EINVAL) : sfd;
@@ -331,7 +331,7 @@ static int show_diff(const ViewContext *c, const ViewChanges *l, const char *pat
                 if (r < 0)
                         return r;
         }
-        hfd = view_open_beneath(c->workspace_fd, ch->path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+        hfd = openat_beneath(c->workspace_fd, ch->path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, false);
         if (hfd < 0 && hfd != -ENOENT) {
                 fprintf(stderr, "Cannot open the host's %s: %s\n", ch->path, strerror(-hfd));
                 return hfd;

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/openat2.h>
 
 #include "cleanup.h"
 #include "fs-util.h"
@@ -206,4 +209,16 @@ int find_program(const char *name, char **ret) {
                 }
         }
         return -ENOENT;
+}
+
+int openat_beneath(int dirfd, const char *path, int flags, mode_t mode, bool same_mount) {
+        struct open_how how = {
+                .flags = (uint64_t) flags | O_CLOEXEC | O_NOFOLLOW,
+                .mode = (flags & O_CREAT) ? mode : 0,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                           (same_mount ? RESOLVE_NO_XDEV : 0),
+        };
+        long fd = syscall(SYS_openat2, dirfd, path && *path ? path : ".", &how, sizeof(how));
+
+        return fd < 0 ? -errno : (int) fd;
 }

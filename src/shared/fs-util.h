@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -23,6 +24,15 @@ int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
  */
 #define RM_RF_MAX_DEPTH 256U
 int rm_rf(const char *path);
+
+/*
+ * openat2() of path below dirfd that never leaves it and follows no
+ * symbolic link ("/proc" magic links included): RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, and RESOLVE_NO_XDEV with
+ * same_mount. O_CLOEXEC and O_NOFOLLOW are added to flags; mode counts only
+ * with O_CREAT; "" or NULL is dirfd itself ("."). A new fd, or -errno.
+ */
+int openat_beneath(int dirfd, const char *path, int flags, mode_t mode, bool same_mount);
 
 /* mkdir -p: missing components are created with mode. */
 int mkdir_parents(const char *path, mode_t mode);

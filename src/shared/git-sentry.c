@@ -372,16 +372,6 @@ static int canonical_in_workspace(const char *abs, const char *workspace, char *
 
 /* ------------------------------------------------------------ the mounts */
 
-static int open_beneath(int dirfd, const char *path, int flags, mode_t mode) {
-        struct open_how how = {
-                .flags = flags | O_CLOEXEC | O_NOFOLLOW,
-                .mode = mode,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        };
-        long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-        return fd < 0 ? -errno : (int) fd;
-}
-
 /* Every mount of the Git Sentry lies in the workspace, some in its own earlier ones. */
 #define SENTRY_NESTS_IN (MOUNT_PART_BIT(MOUNT_PART_WORKSPACE) | MOUNT_PART_BIT(MOUNT_PART_GIT_SENTRY))
 
@@ -433,12 +423,12 @@ static int open_components(const GitSentryParams *p, int wfd, const char *rel, c
                 prefix = strndup(rel, e - rel);
                 if (!prefix)
                         return -ENOMEM;
-                fd = open_beneath(wfd, prefix, O_RDONLY | O_DIRECTORY, 0);
+                fd = openat_beneath(wfd, prefix, O_RDONLY | O_DIRECTORY, 0, false);
                 if (fd == -ENOENT) {
                         if (mkdirat(wfd, prefix, 0755) < 0 && errno != EEXIST)
                                 return errorf(ret_error, -errno, "cannot create %s/%s for core.hooksPath: %m",
                                               p->workspace, prefix);
-                        fd = open_beneath(wfd, prefix, O_RDONLY | O_DIRECTORY, 0);
+                        fd = openat_beneath(wfd, prefix, O_RDONLY | O_DIRECTORY, 0, false);
                 }
                 struct stat st;
                 if (fd == -ENOTDIR && fstatat(wfd, prefix, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISLNK(st.st_mode))
@@ -512,7 +502,7 @@ static int protect_hooks_paths(MountPlan *plan, const GitSentryParams *p, int wf
                 _cleanup_close_ int fd = -EBADF;
                 if (!host || !dest)
                         return -ENOMEM;
-                fd = open_beneath(wfd, *a, O_PATH | O_DIRECTORY, 0);
+                fd = openat_beneath(wfd, *a, O_PATH | O_DIRECTORY, 0, false);
                 if (fd < 0)
                         return errorf(ret_error, -EPERM, "%s is no longer a directory (%s)", host, strerror(-fd));
                 r = add_mount(plan, dest, host, fd, false, ret_error);
@@ -543,7 +533,7 @@ static int protect_hooks_paths(MountPlan *plan, const GitSentryParams *p, int wf
 static int read_config_at(int dirfd, const char *name, char **ret) {
         _cleanup_close_ int fd = -EBADF;
 
-        fd = dirfd >= 0 ? open_beneath(dirfd, name, O_RDONLY | O_NOCTTY, 0) :
+        fd = dirfd >= 0 ? openat_beneath(dirfd, name, O_RDONLY | O_NOCTTY, 0, false) :
                           open(name, O_RDONLY | O_NOCTTY | O_CLOEXEC);
         if (fd < 0)
                 return dirfd >= 0 ? fd : -errno;
@@ -608,7 +598,7 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         r = git_sentry_check_workspace(wfd, p->workspace, ret_error);
         if (r < 0)
                 return r;
-        gfd = open_beneath(wfd, ".git", O_RDONLY | O_DIRECTORY, 0);
+        gfd = openat_beneath(wfd, ".git", O_RDONLY | O_DIRECTORY, 0, false);
         if (gfd < 0)
                 return errorf(ret_error, gfd, "cannot open %s/.git: %s", p->workspace, strerror(-gfd));
         if (fstat(gfd, &st) < 0)
@@ -617,7 +607,7 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         if (r < 0)
                 return r;
 
-        cfd = open_beneath(gfd, "config", O_RDONLY | O_NOCTTY, 0);
+        cfd = openat_beneath(gfd, "config", O_RDONLY | O_NOCTTY, 0, false);
         if (cfd < 0 || fstat(cfd, &st) < 0 || !S_ISREG(st.st_mode))
                 return errorf(ret_error, -EPERM, "%s/.git/config is missing or not a regular file", p->workspace);
         r = judge_git_path(p->workspace, ".git/config", &st, ret_error);
@@ -697,11 +687,11 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         if (r < 0)
                 return r;
 
-        hfd = open_beneath(gfd, "hooks", O_RDONLY | O_DIRECTORY, 0);
+        hfd = openat_beneath(gfd, "hooks", O_RDONLY | O_DIRECTORY, 0, false);
         if (hfd == -ENOENT) {
                 if (mkdirat(gfd, "hooks", 0755) < 0 && errno != EEXIST)
                         return errorf(ret_error, -errno, "cannot create %s/.git/hooks: %m", p->workspace);
-                hfd = open_beneath(gfd, "hooks", O_RDONLY | O_DIRECTORY, 0);
+                hfd = openat_beneath(gfd, "hooks", O_RDONLY | O_DIRECTORY, 0, false);
         }
         if (hfd < 0)
                 return errorf(ret_error, -EPERM, "%s/.git/hooks is not a directory (%s)", p->workspace,

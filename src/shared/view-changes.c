@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fs-util.h"
 #include "macro.h"
 #include "strv.h"
 #include "util.h"
@@ -21,20 +22,6 @@
 
 static bool dot_or_dot_dot(const char *s) {
         return streq(s, ".") || streq(s, "..");
-}
-
-int view_open_beneath(int dirfd, const char *path, int flags, mode_t mode) {
-        struct open_how how = {
-                .flags = (uint64_t) flags | O_CLOEXEC | O_NOFOLLOW,
-                .mode = (flags & O_CREAT) ? mode : 0,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        };
-        long fd;
-
-        if (isempty(path))
-                path = ".";
-        fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-        return fd < 0 ? -errno : (int) fd;
 }
 
 void view_changes_done(ViewChanges *c) {
@@ -528,10 +515,10 @@ int view_change_apply(int state_fd, int workspace_fd, const ViewChange *c, bool 
         r = split_rel(c->path, &dir, &name);
         if (r < 0)
                 return r;
-        sfd = view_open_beneath(state_fd, dir, O_RDONLY | O_DIRECTORY, 0);
+        sfd = openat_beneath(state_fd, dir, O_RDONLY | O_DIRECTORY, 0, false);
         if (sfd < 0)
                 return errorf(ret_error, sfd, "%s: cannot open its state directory: %s", c->path, strerror(-sfd));
-        hfd = view_open_beneath(workspace_fd, dir, O_RDONLY | O_DIRECTORY, 0);
+        hfd = openat_beneath(workspace_fd, dir, O_RDONLY | O_DIRECTORY, 0, false);
         if (hfd < 0)
                 return errorf(ret_error, hfd, "%s: cannot open the host directory %s beneath the workspace "
                               "(gone, or not a plain directory): %s", c->path, isempty(dir) ? "." : dir, strerror(-hfd));
@@ -582,7 +569,7 @@ int view_change_discard(int state_fd, const ViewChange *c, char **ret_error) {
         r = split_rel(c->path, &dir, &name);
         if (r < 0)
                 return r;
-        sfd = view_open_beneath(state_fd, dir, O_RDONLY | O_DIRECTORY, 0);
+        sfd = openat_beneath(state_fd, dir, O_RDONLY | O_DIRECTORY, 0, false);
         if (sfd < 0)
                 return errorf(ret_error, sfd, "%s: cannot open its state directory: %s", c->path, strerror(-sfd));
         r = remove_at(sfd, name, 0);

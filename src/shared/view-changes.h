@@ -107,8 +107,7 @@ int view_change_apply(int state_fd, int workspace_fd, const ViewChange *c, bool 
 /* Removes the change from state: the sandbox then sees the host's version again. */
 int view_change_discard(int state_fd, const ViewChange *c, char **ret_error);
 
-/* openat2() beneath dirfd, never following a symbolic link (O_NOFOLLOW, RESOLVE_NO_SYMLINKS). */
-int view_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+
 
 const char *view_change_kind_to_string(ViewChangeKind k);
 /* "git-control" for a git-control entry, else the kind. */

@@ -52,6 +52,7 @@
 #include <seccomp.h>
 
 #include "cleanup.h"
+#include "fs-util.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "strv.h"
@@ -128,16 +129,6 @@ static void proc_path(int fd, char buf[static 32]) {
         snprintf(buf, 32, "/proc/self/fd/%d", fd);
 }
 
-static int openat_beneath(int dirfd, const char *path, int flags, mode_t mode) {
-        struct open_how how = {
-                .flags = (uint64_t) flags | O_CLOEXEC | O_NOFOLLOW,
-                .mode = (flags & O_CREAT) ? mode : 0,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-        };
-        long r = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-        return r < 0 ? -errno : (int) r;
-}
-
 /* ---- paths and Domain state ---------------------------------------------- */
 
 /* The workspace-relative path of a directory node (or of name in it), "" for the top. */
@@ -190,7 +181,7 @@ static int state_dir(Node *dir, bool create) {
         r = node_relpath(dir, NULL, rel, sizeof(rel));
         if (r < 0)
                 return r;
-        fd = openat_beneath(v.state_fd, rel, O_PATH | O_DIRECTORY, 0);
+        fd = openat_beneath(v.state_fd, rel, O_PATH | O_DIRECTORY, 0, true);
         if (fd < 0)
                 return fd;
         dir->state_dirfd = fd;
