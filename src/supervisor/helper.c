@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -205,6 +206,35 @@ size_t helpers_pollfds(const Helpers *hs, struct pollfd *p, size_t n) {
         return i;
 }
 
+/* Reaps the first helper that ended, drops it from the set and says so in
+ * *ret_line, as a death during the start or after readiness: 1; 0 if none ended. */
+static int reap_first_dead(Helpers *hs, bool starting, char **ret_line) {
+        for (size_t i = 0; i < hs->n; i++) {
+                Helper *h = &hs->helper[i];
+                char how[96];
+                siginfo_t si;
+                int r;
+
+                r = try_reap(h, &si);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue;
+                describe_end(&si, how, sizeof(how));
+                if (starting)
+                        (void) errorf(ret_line, 1, "%s died while the Domain started: %s %s (pid %d) %s", h->name, h->role,
+                                      h->name, (int) h->pid, how);
+                else
+                        (void) errorf(ret_line, 1, "%s %s (pid %d) %s: %s", h->role, h->name, (int) h->pid, how,
+                                      h->death_means);
+                safe_close(h->pidfd);
+                memmove(h, h + 1, (hs->n - i - 1) * sizeof(*h));
+                hs->n--;
+                return 1;
+        }
+        return 0;
+}
+
 int helpers_died_in_start(Helpers *hs, unsigned wait_ms, char **ret_line) {
         struct pollfd p[HELPERS_MAX];
         size_t n = helpers_pollfds(hs, p, HELPERS_MAX);
@@ -215,48 +245,11 @@ int helpers_died_in_start(Helpers *hs, unsigned wait_ms, char **ret_line) {
         while (poll(p, n, (int) wait_ms) < 0)
                 if (errno != EINTR)
                         return -errno;
-        for (size_t i = 0; i < hs->n; i++) {
-                Helper *h = &hs->helper[i];
-                char how[96];
-                siginfo_t si;
-                int r;
-
-                r = try_reap(h, &si);
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        continue;
-                describe_end(&si, how, sizeof(how));
-                (void) errorf(ret_line, 1, "%s died while the Domain started: %s %s (pid %d) %s", h->name, h->role, h->name,
-                              (int) h->pid, how);
-                safe_close(h->pidfd);
-                memmove(h, h + 1, (hs->n - i - 1) * sizeof(*h));
-                hs->n--;
-                return 1;
-        }
-        return 0;
+        return reap_first_dead(hs, true, ret_line);
 }
 
 int helpers_reap_dead(Helpers *hs, char **ret_line) {
-        for (size_t i = 0; i < hs->n; i++) {
-                Helper *h = &hs->helper[i];
-                char how[96];
-                siginfo_t si;
-                int r;
-
-                r = try_reap(h, &si);
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        continue;
-                describe_end(&si, how, sizeof(how));
-                (void) errorf(ret_line, 1, "%s %s (pid %d) %s: %s", h->role, h->name, (int) h->pid, how, h->death_means);
-                safe_close(h->pidfd);
-                memmove(h, h + 1, (hs->n - i - 1) * sizeof(*h));
-                hs->n--;
-                return 1;
-        }
-        return 0;
+        return reap_first_dead(hs, false, ret_line);
 }
 
 void helpers_kill(Helpers *hs) {

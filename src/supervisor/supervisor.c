@@ -592,7 +592,7 @@ int main(int argc, char *argv[]) {
         /* A helper that died since it was ready (the workspace view: runsc would
          * bind a dead mount) fails the start here, not after READY (spec §7.1,
          * SandboxOnlyBehindView). */
-        r = helpers_reap_dead(&helpers, &why);
+        r = helpers_died_in_start(&helpers, 0, &why);
         if (r != 0) {
                 report_failed("%s", r > 0 ? strna(why) : "cannot watch the supervised helpers");
                 return 1;
