@@ -172,8 +172,6 @@ int write_file(const char *path, const char *content, mode_t mode) {
 
 int copy_file(const char *from, const char *to, mode_t mode) {
         _cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC), out = -EBADF;
-        char buf[65536];
-        ssize_t k;
 
         if (in < 0)
                 return -errno;
@@ -182,15 +180,21 @@ int copy_file(const char *from, const char *to, mode_t mode) {
                 return -errno;
         if (fchmod(out, mode) < 0)
                 return -errno;
+        return copy_fd(in, out);
+}
+
+int copy_fd(int from, int to) {
+        char buf[65536];
+
         for (;;) {
+                ssize_t k = read(from, buf, sizeof(buf));
                 int r;
 
-                k = read(in, buf, sizeof(buf));
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k <= 0)
                         return k < 0 ? -errno : 0;
-                r = write_all(out, buf, (size_t) k);
+                r = write_all(to, buf, (size_t) k);
                 if (r < 0)
                         return r;       /* -ENOSPC, -EDQUOT, ...: not a bare -EIO */
         }

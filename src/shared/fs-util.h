@@ -49,6 +49,9 @@ int write_file_bytes(const char *path, const void *data, size_t len, mode_t mode
 /* write_file_bytes() of a string. */
 int write_file(const char *path, const char *content, mode_t mode);
 
+/* Copies what is left to read of from into to, to its end; -errno of the read or write that failed. */
+int copy_fd(int from, int to);
+
 /* Copies a file (never writing through a symlink); the copy gets exactly mode. */
 int copy_file(const char *from, const char *to, mode_t mode);
 

@@ -393,25 +393,6 @@ static int remove_at(int at, const char *name, unsigned depth) {
         return r;
 }
 
-static int copy_fd(int from, int to) {
-        char buf[65536];
-
-        for (;;) {
-                ssize_t k = read(from, buf, sizeof(buf));
-                int r;
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        return 0;
-                r = write_all(to, buf, (size_t) k);
-                if (r < 0)
-                        return r;
-        }
-}
-
 /* Nothing applied may let other users write: the host tree is the developer's (issue 15). */
 static mode_t host_mode(mode_t m) {
         return m & 0755;

@@ -73,8 +73,6 @@ struct Node {
                                          * opened again from its parent by name for each request
                                          * (pin()), so that the view holds one fd per directory,
                                          * not per file the kernel remembers */
-        int old_fd;                     /* a directory's fd before a copy-up: kept open, so a
-                                         * request that read fd just before never meets a reused number */
         bool in_state;                  /* fd is in Domain state */
         bool is_dir;
         ViewClass cls;
@@ -333,7 +331,6 @@ static int state_dir(Node *dir, bool create);
 static void node_free(Node *n) {
         watch_forget(n, true);
         safe_close(n->fd);
-        safe_close(n->old_fd);
         safe_close(n->state_dirfd);
         free(n->name);
         free(n);
@@ -538,7 +535,6 @@ static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_
         }
         n->is_dir = S_ISDIR(st->st_mode);
         n->fd = n->is_dir ? fd : safe_close(fd);
-        n->old_fd = -1;
         n->in_state = in_state;
         n->cls = c;
         n->dev = st->st_dev;
@@ -642,30 +638,6 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 /* ---- copy-up ------------------------------------------------------------- */
 
-static int copy_data(int from, int to) {
-        char buf[65536];
-
-        for (;;) {
-                ssize_t k = read(from, buf, sizeof(buf));
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        return 0;
-                for (ssize_t off = 0; off < k;) {
-                        ssize_t w = write(to, buf + off, (size_t) (k - off));
-                        if (w < 0) {
-                                if (errno == EINTR)
-                                        continue;
-                                return -errno;
-                        }
-                        off += w;
-                }
-        }
-}
-
 /*
  * What the host's file was when it was copied up, on the copy
  * (VIEW_BASE_XATTR, "size mtime-seconds mtime-nanoseconds"): an apply of
@@ -728,7 +700,7 @@ static int copy_up(Node *n) {
                 to = openat(sfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, st.st_mode & 0755);
                 if (to < 0)
                         return -errno;
-                r = copy_data(from, to);
+                r = copy_fd(from, to);
                 if (r >= 0)
                         record_base(to, &st);
                 if (r >= 0 && fsync(to) < 0)
