@@ -647,9 +647,15 @@ int verb_stop(int argc, char *argv[], const Config *config) {
         return 0;
 }
 
-/* How much of a Domain's log `lazaretctl log` shows. */
+/* How much of a Domain's log `lazaretctl log` shows by default, and reads at most. */
 #define LOG_SHOW_LINES 50
 #define LOG_READ_MAX (1024 * 1024)
+
+static unsigned arg_lines = LOG_SHOW_LINES;
+
+void log_set_lines(unsigned n) {
+        arg_lines = n;
+}
 
 /* The file's text, or NULL when it does not exist. */
 static int read_log(const char *path, char **ret) {
@@ -697,13 +703,13 @@ int verb_log(int argc, char *argv[], const Config *config) {
         }
         if (asprintf(&all, "%s%s", strempty(a), strempty(b)) < 0)
                 return -ENOMEM;
-        /* From the end back to the start of the last LOG_SHOW_LINES lines. */
+        /* From the end back to the start of the last arg_lines lines (all of them for 0). */
         start = all + strlen(all);
         if (start > all && start[-1] == '\n')
                 start--;
-        while (start > all && lines < LOG_SHOW_LINES) {
+        while (start > all && (arg_lines == 0 || lines < arg_lines)) {
                 start--;
-                if (*start == '\n' && ++lines == LOG_SHOW_LINES) {
+                if (*start == '\n' && ++lines == arg_lines) {
                         start++;
                         break;
                 }

@@ -12,5 +12,7 @@ int verb_status(int argc, char *argv[], const Config *config);
 int verb_list(int argc, char *argv[], const Config *config);
 int verb_stop(int argc, char *argv[], const Config *config);
 int verb_log(int argc, char *argv[], const Config *config);
+/* --lines of "log": the last n lines, 0 for every line kept. */
+void log_set_lines(unsigned n);
 /* escalations [list] | approve ID | deny ID: of the selected profile and workspace's Domain. */
 int verb_escalations(int argc, char *argv[], const Config *config);

@@ -27,6 +27,7 @@
 #include "macro.h"
 #include "strv.h"
 #include "state.h"
+#include "parse-util.h"
 #include "unshare.h"
 
 const char *arg_config = NULL;
@@ -40,6 +41,8 @@ static bool arg_yes_given = false;
 /* The first of --diff/--all/--git-control given, if any: options of "changes" only. */
 static const char *arg_changes_option = NULL;
 static bool arg_source_given = false;
+/* --lines/-n, of "log" only: how many of the last lines to show, 0 for all. */
+static const char *arg_lines_option = NULL;
 
 typedef enum VerbFlags {
         VERB_CONFIG = 1 << 0,           /* needs the validated configuration */
@@ -47,6 +50,7 @@ typedef enum VerbFlags {
         VERB_IMAGE_OPTIONS = 1 << 2,    /* takes --source and --force */
         VERB_YES = 1 << 3,              /* takes --yes */
         VERB_CHANGES_OPTIONS = 1 << 4,  /* takes --diff, --all, --force and --git-control */
+        VERB_LINES = 1 << 5,            /* takes --lines */
 } VerbFlags;
 
 typedef struct Verb {
@@ -429,7 +433,7 @@ static const Verb verbs[] = {
         { "list",      1, 1,        0,                                 verb_list,      "list                        List running Domains" },
         { "stop",      1, 2,        VERB_CONFIG,                       verb_stop,      "stop [DOMAIN-ID]            Stop a Domain: end its sessions, tear it down" },
         { "escalations", 1, 3,      VERB_CONFIG,                       verb_escalations, "escalations [list|approve ID|deny ID] Host escalation requests waiting for a decision" },
-        { "log",       1, 2,        VERB_CONFIG,                       verb_log,       "log [DOMAIN-ID]             Show the last lines the Domain's coordinator logged" },
+        { "log",       1, 2,        VERB_CONFIG | VERB_LINES,          verb_log,       "log [DOMAIN-ID]             Show the last lines the Domain's coordinator logged" },
         { "image",     2, 2,        VERB_CONFIG | VERB_IMAGE_OPTIONS,  verb_image,     "image build-default         Build the built-in default image from Debian packages" },
         { "changes",   1, UINT_MAX, VERB_CONFIG | VERB_CHANGES_OPTIONS, verb_changes,  "changes [apply|discard ...] List, apply or discard pending protected-file changes" },
         { "domain-id", 1, 1,        VERB_CONFIG,                       verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },
@@ -461,6 +465,7 @@ static int help(void) {
                "     --diff=PATH              changes: show one pending change as a unified diff\n"
                "     --all                    changes apply|discard: every pending change\n"
                "     --git-control            changes apply: also the git control files named\n"
+               "  -n --lines=N|all            log: show the last N lines (default 50) or all kept\n"
                "\nSee the lazaretctl(1) man page for details.\n");
         return 0;
 }
@@ -489,6 +494,7 @@ static const struct option options[] = {
         { "diff",        required_argument, NULL, ARG_DIFF        },
         { "all",         no_argument,       NULL, ARG_ALL         },
         { "git-control", no_argument,       NULL, ARG_GIT_CONTROL },
+        { "lines",       required_argument, NULL, 'n'             },
         {}
 };
 
@@ -497,7 +503,7 @@ static int parse_options(int argc, char *argv[]) {
         int c;
 
         /* "+": stop at the first non-option; the caller decides what it is. */
-        while ((c = getopt_long(argc, argv, "+hc:p:w:", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "+hc:p:w:n:", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
                         help();
@@ -563,6 +569,19 @@ static int parse_options(int argc, char *argv[]) {
                         changes_set_git_control(true);
                         arg_changes_option = arg_changes_option ?: "--git-control";
                         break;
+                case 'n': {
+                        uint32_t n;
+
+                        if (streq(optarg, "all"))
+                                n = 0;
+                        else if (parse_uint32(optarg, 1, 1000000, &n) < 0) {
+                                fprintf(stderr, "--lines: \"%s\" is not a number of lines from 1 to 1000000, nor \"all\".\n", optarg);
+                                return -EINVAL;
+                        }
+                        log_set_lines(n);
+                        arg_lines_option = "--lines";
+                        break;
+                }
                 case '?':
                         return -EINVAL;
                 default:
@@ -657,6 +676,10 @@ int main(int argc, char *argv[]) {
                 return 2;
         }
 
+        if (arg_lines_option && !(verb->flags & VERB_LINES)) {
+                fprintf(stderr, "%s is an option of \"log\" only, not of \"%s\".\n", arg_lines_option, verb->name);
+                return 2;
+        }
         if (arg_yes_given && !(verb->flags & VERB_YES)) {
                 fprintf(stderr, "--yes is an option of \"state reset\" and \"state gc\" only, not of \"%s\".\n", verb->name);
                 return 2;

@@ -275,6 +275,18 @@ out=$("$ctl" log "$logid" 2>&1); rc=$?
 if [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 50 ] && [ "$(printf '%s\n' "$out" | head -n 1)" = "old 21" ] &&
    [ "$(printf '%s\n' "$out" | tail -n 1)" = "new 40" ]; then ok "log shows the last 50 lines across the rotated file"
 else bad "log: rc=$rc: $(printf '%s\n' "$out" | head -n 2)"; fi
+out=$("$ctl" log --lines=all "$logid" 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 70 ] && [ "$(printf '%s\n' "$out" | head -n 1)" = "old 1" ]; then
+        ok "log --lines=all shows both files whole"
+else bad "log --lines=all: rc=$rc: $(printf '%s\n' "$out" | head -n 2)"; fi
+out=$("$ctl" log -n 3 "$logid" 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ "$out" = "$(printf 'new 38\nnew 39\nnew 40')" ]; then ok "log -n 3"; else bad "log -n 3: rc=$rc: $out"; fi
+out=$("$ctl" log --lines=0 "$logid" 2>&1); rc=$?
+if [ $rc -eq 2 ] && [[ $out == '--lines: "0" is not a number of lines from 1 to 1000000, nor "all".' ]]; then ok "log --lines=0 refused by name"
+else bad "log --lines=0: rc=$rc: $out"; fi
+out=$("$ctl" status --lines=3 2>&1); rc=$?
+if [ $rc -eq 2 ] && [[ $out == '--lines is an option of "log" only, not of "status".' ]]; then ok "--lines is refused by other commands"
+else bad "status --lines: rc=$rc: $out"; fi
 rm -f "$top/run/lazaret/$logid.log" "$top/run/lazaret/$logid.log.1"
 
 # --- changes (the workspace view's pending protected changes) --------------
