@@ -83,6 +83,14 @@ struct Node {
         char *name;
         int state_dirfd;                /* directories: the Domain state directory at the same path, or -1 */
         int wd;                         /* host directories: the inotify watch, or -1 */
+        /* What the kernel was last told of the host object (told_valid): the
+         * watcher drops an event that changed nothing beyond it, the echo of
+         * the sandbox's own change. */
+        bool told_valid;
+        unsigned busy;                  /* requests changing it (a directory: its entries) on the host now */
+        mode_t told_mode;
+        off_t told_size;
+        struct timespec told_mtime, told_ctime;
         Node *hnext;
         Node *wnext;                    /* in the watch table */
 };
@@ -558,6 +566,47 @@ static void fill_stat(struct stat *st) {
         st->st_mode &= ~(mode_t) (S_ISDIR(st->st_mode) ? S_ISUID : S_ISUID | S_ISGID);
 }
 
+static uint64_t now_ms(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/*
+ * Brackets a request's change of n on the host (of a directory: of its
+ * entries) that is made outside v.lock: until busy_end(), after the
+ * kernel's new view of n is recorded (told()), the watcher holds back the
+ * events naming n, which are the change's own echo.
+ */
+static void busy_begin(Node *n) {
+        pthread_mutex_lock(&v.lock);
+        n->busy++;
+        pthread_mutex_unlock(&v.lock);
+}
+
+static void busy_end(Node *n) {
+        pthread_mutex_lock(&v.lock);
+        n->busy--;
+        pthread_mutex_unlock(&v.lock);
+}
+
+/* Records what the kernel is about to be told of n. With v.lock held. */
+static void told(Node *n, const struct stat *st) {
+        n->told_valid = !n->in_state;
+        n->told_mode = st->st_mode;
+        n->told_size = st->st_size;
+        n->told_mtime = st->st_mtim;
+        n->told_ctime = st->st_ctim;
+}
+
+static bool told_matches(const Node *n, const struct stat *st) {
+        return n->told_valid && n->dev == st->st_dev && n->ino == st->st_ino && n->told_mode == st->st_mode &&
+               n->told_size == st->st_size && n->told_mtime.tv_sec == st->st_mtim.tv_sec &&
+               n->told_mtime.tv_nsec == st->st_mtim.tv_nsec && n->told_ctime.tv_sec == st->st_ctim.tv_sec &&
+               n->told_ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
 static int lookup_locked(Node *dir, const char *name, struct fuse_entry_param *e) {
         bool in_state = false;
         ViewClass c = VIEW_SHARED;
@@ -571,6 +620,7 @@ static int lookup_locked(Node *dir, const char *name, struct fuse_entry_param *e
         n = node_get(dir, name, c, fd, in_state, &e->attr);
         if (!n)
                 return -ENOMEM;
+        told(n, &e->attr);
         fill_stat(&e->attr);
         e->ino = id_of(n);
         e->attr_timeout = e->entry_timeout = timeout_in(dir);
@@ -632,6 +682,9 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
                 fuse_reply_err(req, -r);
                 return;
         }
+        pthread_mutex_lock(&v.lock);
+        told(n, &st);
+        pthread_mutex_unlock(&v.lock);
         fill_stat(&st);
         fuse_reply_attr(req, &st, n == &v.root ? timeout_in(n) : timeout_in(n->parent));
 }
@@ -751,10 +804,12 @@ static int prepare_change(Node *n) {
 
 /* ---- attributes ---------------------------------------------------------- */
 
+static void setattr_apply(fuse_req_t req, fuse_ino_t ino, int fd, struct stat *attr, int to_set,
+                          struct fuse_file_info *fi);
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
         Node *n = node_of(ino);
         _cleanup_(pin_done) Pin p = {};
-        char pp[32];
         int r;
 
         if (to_set == FUSE_SET_ATTR_MODE) {
@@ -783,7 +838,17 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
                 op_getattr(req, ino, fi);
                 return;
         }
-        proc_path(p.fd, pp);
+        busy_begin(n);
+        setattr_apply(req, ino, p.fd, attr, to_set, fi);
+        busy_end(n);
+}
+
+/* The changes of a SETATTR, on the pinned fd (or the handle), then the reply. */
+static void setattr_apply(fuse_req_t req, fuse_ino_t ino, int fd, struct stat *attr, int to_set,
+                          struct fuse_file_info *fi) {
+        char pp[32];
+
+        proc_path(fd, pp);
         if (to_set & FUSE_SET_ATTR_MODE) {
                 /* As the set-ID filter answers gVisor (spec C22): no set-ID bit, no
                  * write for group or others, EPERM and no change at all. */
@@ -813,7 +878,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
                         ts[1] = attr->st_mtim;
                 if ((fi ? futimens((int) fi->fh, ts) : utimensat(AT_FDCWD, pp, ts, 0)) < 0) {
                         /* A symbolic link's own times. */
-                        if (errno != ELOOP || utimensat(p.fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                        if (errno != ELOOP || utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                                 goto fail;
                 }
         }
@@ -922,12 +987,13 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
         }
         pthread_mutex_lock(&v.lock);
         fd = create_side(dir, name, false, &c);
+        dir->busy++;            /* busy_begin() */
         pthread_mutex_unlock(&v.lock);
-        if (fd < 0 || mknodat(fd, name, S_IFREG | m, 0) < 0) {
+        if (fd < 0 || mknodat(fd, name, S_IFREG | m, 0) < 0)
                 fuse_reply_err(req, fd < 0 ? -fd : errno);
-                return;
-        }
-        reply_new_entry(req, dir, name);
+        else
+                reply_new_entry(req, dir, name);
+        busy_end(dir);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
@@ -943,12 +1009,13 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
         }
         pthread_mutex_lock(&v.lock);
         fd = create_side(dir, name, true, &c);
+        dir->busy++;            /* busy_begin() */
         pthread_mutex_unlock(&v.lock);
-        if (fd < 0 || mkdirat(fd, name, m) < 0) {
+        if (fd < 0 || mkdirat(fd, name, m) < 0)
                 fuse_reply_err(req, fd < 0 ? -fd : errno);
-                return;
-        }
-        reply_new_entry(req, dir, name);
+        else
+                reply_new_entry(req, dir, name);
+        busy_end(dir);
 }
 
 static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name) {
@@ -962,12 +1029,13 @@ static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, co
         }
         pthread_mutex_lock(&v.lock);
         fd = create_side(dir, name, false, &c);
+        dir->busy++;            /* busy_begin() */
         pthread_mutex_unlock(&v.lock);
-        if (fd < 0 || symlinkat(target, fd, name) < 0) {
+        if (fd < 0 || symlinkat(target, fd, name) < 0)
                 fuse_reply_err(req, fd < 0 ? -fd : errno);
-                return;
-        }
-        reply_new_entry(req, dir, name);
+        else
+                reply_new_entry(req, dir, name);
+        busy_end(dir);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name) {
@@ -1343,8 +1411,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 
 static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off, struct fuse_file_info *fi) {
         struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
+        Node *n = node_of(ino);
         bool owned;
-        int fd = request_fd(node_of(ino), fi, O_WRONLY, &owned);
+        int fd = request_fd(n, fi, O_WRONLY, &owned);
+        struct stat st;
         ssize_t k;
 
         if (fd < 0) {
@@ -1354,7 +1424,16 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
         out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
         out.buf[0].fd = fd;
         out.buf[0].pos = off;
+        busy_begin(n);
         k = fuse_buf_copy(&out, in, 0);
+        /* The kernel asks for the new size and times anyway; recorded now, the
+         * write's own host events are known for its echo. */
+        if (k >= 0 && fstat(fd, &st) >= 0) {
+                pthread_mutex_lock(&v.lock);
+                told(n, &st);
+                pthread_mutex_unlock(&v.lock);
+        }
+        busy_end(n);
         if (owned)
                 safe_close(fd);
         if (k < 0)
@@ -1733,19 +1812,148 @@ static void apply_inval(fuse_ino_t node, const char *name, size_t len, bool list
 }
 
 /*
+ * Most events in a directory the sandbox works in are the echoes of its own
+ * changes: a file made and written through the view gives IN_CREATE,
+ * IN_MODIFY, IN_CLOSE_WRITE and an IN_ATTRIB for each of its chown, chmod
+ * and utimes. Invalidating for each would make the kernel ask again for
+ * what it was just told. So each event is judged (echo_verdict()):
+ *   - ECHO: a node of that name in that directory was told exactly the
+ *     host object's present identity, mode, size, mtime and ctime: dropped;
+ *   - BUSY: a request is changing that node (or making entries in that
+ *     directory) right now, so what it will tell the kernel is not yet
+ *     known: held back and judged again INVAL_RETRY_MS later;
+ *   - CHANGED: anything else, a name that is gone included: invalidated at
+ *     once, so that the in-sandbox relay, which acts on the same host
+ *     change, finds the kernel's cache already dropped.
+ * The one case this gets wrong is a host change within the same clock
+ * tick as the view's last look that leaves identity, mode, size, mtime
+ * and ctime all equal (ext4 stamps with a coarse clock); spec 6.4 says so.
+ */
+#define INVAL_RETRY_MS 5
+#define INVAL_PENDING_MAX 512
+
+typedef enum EchoVerdict {
+        ECHO,
+        BUSY,
+        CHANGED,
+} EchoVerdict;
+
+typedef struct PendingInval {
+        fuse_ino_t node;
+        int wd;
+        bool listing;                   /* the node's attributes and listing too */
+        uint16_t len;
+        char name[NAME_MAX + 1];
+} PendingInval;
+
+static PendingInval pending[INVAL_PENDING_MAX];
+static size_t n_pending;
+
+/* With v.lock held. name: NUL-terminated, in the watched directory dir. */
+static EchoVerdict echo_verdict(Node *dir, const char *name) {
+        struct stat st;
+
+        if (dir->busy > 0)
+                return BUSY;
+        if (fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return CHANGED;
+        for (ViewClass c = 0; c < _VIEW_CLASS_MAX; c++)
+                for (Node *n = v.hash[hash_of(st.st_dev, st.st_ino, false, c)]; n; n = n->hnext) {
+                        if (n->in_state || n->parent != dir || !streq(n->name, name))
+                                continue;
+                        if (n->busy > 0)
+                                return BUSY;
+                        if (told_matches(n, &st))
+                                return ECHO;
+                }
+        return CHANGED;
+}
+
+/* The verdict for an event on watch wd (of node id node) naming name[len]. */
+static EchoVerdict event_verdict(int wd, fuse_ino_t node, const char *name, size_t len) {
+        char buf[NAME_MAX + 1];
+        EchoVerdict r = CHANGED;
+        Node *dir;
+
+        if (len == 0)
+                return CHANGED;
+        memcpy(buf, name, len);
+        buf[len] = 0;
+        pthread_mutex_lock(&v.lock);
+        dir = watch_find(wd);
+        if (dir && id_of(dir) == node)
+                r = echo_verdict(dir, buf);
+        pthread_mutex_unlock(&v.lock);
+        return r;
+}
+
+static void judge(fuse_ino_t node, int wd, const char *name, size_t len, bool listing) {
+        switch (event_verdict(wd, node, name, len)) {
+        case ECHO:
+                return;
+        case BUSY:
+                if (n_pending < ELEMENTSOF(pending)) {
+                        pending[n_pending] = (PendingInval) { .node = node, .wd = wd, .listing = listing,
+                                                              .len = (uint16_t) len };
+                        memcpy(pending[n_pending].name, name, len);
+                        n_pending++;
+                        return;
+                }
+                __attribute__((fallthrough));
+        case CHANGED:
+                apply_inval(node, name, len, listing);
+                return;
+        }
+}
+
+/* Judges the held-back events again: each (node, name) once. */
+static void pending_retry(void) {
+        PendingInval copy[INVAL_PENDING_MAX];
+        size_t n = n_pending;
+
+        memcpy(copy, pending, n * sizeof(copy[0]));
+        n_pending = 0;
+        for (size_t i = 0; i < n; i++) {
+                bool listing = copy[i].listing, seen = false;
+
+                for (size_t j = 0; j < i && !seen; j++)
+                        seen = copy[j].node == copy[i].node && copy[j].len == copy[i].len &&
+                               memcmp(copy[j].name, copy[i].name, copy[i].len) == 0;
+                if (seen)
+                        continue;
+                for (size_t j = i + 1; j < n; j++)
+                        if (copy[j].node == copy[i].node && copy[j].len == copy[i].len &&
+                            memcmp(copy[j].name, copy[i].name, copy[i].len) == 0)
+                                listing = listing || copy[j].listing;
+                judge(copy[i].node, copy[i].wd, copy[i].name, copy[i].len, listing);
+        }
+}
+
+/*
  * The watcher: what the host changes, the kernel forgets (its entry and,
  * through the next lookup, its attributes), so long timeouts stay true.
- * It also runs the invalidations the request handlers queued.
+ * It also runs the invalidations the request handlers queued, at once.
  */
 static void *watcher(void *arg) {
         char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+        uint64_t retry_at = 0;
 
         (void) arg;
         for (;;) {
                 struct pollfd p[2] = { { .fd = v.ifd, .events = POLLIN }, { .fd = v.inval_pipe[0], .events = POLLIN } };
+                int timeout = -1;
                 ssize_t k;
 
-                if (poll(p, 2, -1) < 0) {
+                if (n_pending > 0) {
+                        uint64_t now = now_ms();
+                        if (now >= retry_at) {
+                                pending_retry();
+                                retry_at = now + INVAL_RETRY_MS;
+                                continue;
+                        }
+                        timeout = (int) (retry_at - now);
+                }
+                if (poll(p, 2, timeout) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return NULL;
@@ -1762,10 +1970,11 @@ static void *watcher(void *arg) {
                 k = read(v.ifd, buf, sizeof(buf));
                 if (k <= 0)
                         continue;
+                if (n_pending == 0)
+                        retry_at = now_ms() + INVAL_RETRY_MS;
                 for (char *q = buf; q < buf + k;) {
                         const struct inotify_event *ev = (const struct inotify_event *) q;
                         fuse_ino_t node = 0;
-                        char name[NAME_MAX + 1] = "";
                         size_t len = 0;
                         Node *n;
 
@@ -1790,10 +1999,8 @@ static void *watcher(void *arg) {
                                 len = strnlen(ev->name, ev->len);
                                 if (len > NAME_MAX)
                                         continue;
-                                memcpy(name, ev->name, len);
                         }
-                        apply_inval(node, name, len,
-                                    ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO));
+                        judge(node, ev->wd, ev->name, len, ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO));
                 }
         }
 }

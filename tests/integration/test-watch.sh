@@ -123,6 +123,24 @@ host_edit "a file created after the relay was killed" '^(ATTRIB|CREATE|MODIFY)[A
 # The content a watcher then reads is the host's.
 lt_assert_eq "host append read inside" "one two" "$(lt_launch -- /bin/cat /workspace/existing.txt | tr '\n' ' ' | sed 's/ $//')"
 
+# The view drops the host events that echo the sandbox's own changes (spec
+# 6.4): a host change right after one made inside must still reach the
+# sandbox, whatever its size. Ten rounds of a write inside and then one on
+# the host, of another size and of the same size, each read back inside.
+for i in $(seq 1 10); do
+        lt_launch -- /bin/sh -c "printf 'inside-%02d' $i >/workspace/echo.txt" || lt_fail "the write inside failed"
+        printf 'host-%02d-longer' "$i" >"$LT_WS/echo.txt"
+        got=$(lt_launch -- /bin/cat /workspace/echo.txt)
+        [[ $got == "$(printf 'host-%02d-longer' "$i")" ]] ||
+                lt_fail "round $i: a host write (other size) after a write inside is not seen inside: '$got'"
+        lt_launch -- /bin/sh -c "printf 'inside-%02d' $i >/workspace/echo.txt" || lt_fail "the write inside failed"
+        printf 'HOSTIN-%02d' "$i" >"$LT_WS/echo.txt"
+        got=$(lt_launch -- /bin/cat /workspace/echo.txt)
+        [[ $got == "$(printf 'HOSTIN-%02d' "$i")" ]] ||
+                lt_fail "round $i: a host write (same size) after a write inside is not seen inside: '$got'"
+done
+lt_log "ok: host writes right after writes inside are seen inside (10 rounds, two sizes)"
+
 # The watch bound: a workspace with more directories than lazaret-watch may
 # watch still starts, and the Domain's log says so in one line.
 kill "$watcher" 2>/dev/null || true
