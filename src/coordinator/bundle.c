@@ -90,23 +90,35 @@ static int install_escalation(const char *control_dir, char **ret_error) {
 /*
  * The workspace through the view (spec §4.6.2): one MOUNT_VIEW entry with
  * the identity of the workspace fd that was checked, and the view's
- * arguments: its Domain state directory and the protected paths that the
- * host's git configuration names.
+ * arguments: its Domain state directory, the protected paths that the
+ * host's git configuration names and the profile's protected_paths
+ * (paths in "protect", names in "protect_names", removed built-in names
+ * in "unprotect").
  */
-static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *protect, char **ret_error) {
+static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *derived, char **ret_error) {
         _cleanup_json_ json_object *args = json_object_new_object();
         _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_STATE_DIR), *data = NULL;
+        _cleanup_strv_free_ char **protect = NULL, **names = NULL, **unprotect = NULL;
         struct stat st;
         int r;
 
         if (!args || !state)
                 return -ENOMEM;
+        r = strv_extend_strv(&protect, derived);
+        if (r >= 0)
+                r = view_lists_add_profile(d->profile->protected_paths, &protect, &names, &unprotect);
+        if (r < 0)
+                return r;
         r = mkdir_mode(state, 0700);
         if (r < 0)
                 return errorf(ret_error, r, "cannot create %s: %s", state, strerror(-r));
         r = json_add_string(args, "state", state);
         if (r >= 0)
                 r = json_add_strv(args, "protect", (const char *const *) protect);
+        if (r >= 0)
+                r = json_add_strv(args, "protect_names", (const char *const *) names);
+        if (r >= 0)
+                r = json_add_strv(args, "unprotect", (const char *const *) unprotect);
         if (r >= 0)
                 r = json_to_string(args, JSON_C_TO_STRING_PLAIN, &data);
         if (r < 0)

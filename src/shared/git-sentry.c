@@ -413,7 +413,7 @@ static int mask_dir(const char *domain_dir, const char *name, char **ret, int *r
  * Opens every component of rel (relative to the workspace) without following
  * a symlink, creating missing directories (0755) so that they can be masked.
  */
-static int open_components(const GitSentryParams *p, int wfd, const char *rel, char **ret_error) {
+static int open_components(const GitSentryParams *p, int wfd, const char *rel, const char *what, char **ret_error) {
         for (const char *e = rel;; e++) {
                 _cleanup_free_ char *prefix = NULL;
                 _cleanup_close_ int fd = -EBADF;
@@ -426,18 +426,18 @@ static int open_components(const GitSentryParams *p, int wfd, const char *rel, c
                 fd = openat_beneath(wfd, prefix, O_RDONLY | O_DIRECTORY, 0, false);
                 if (fd == -ENOENT) {
                         if (mkdirat(wfd, prefix, 0755) < 0 && errno != EEXIST)
-                                return errorf(ret_error, -errno, "cannot create %s/%s for core.hooksPath: %m",
-                                              p->workspace, prefix);
+                                return errorf(ret_error, -errno, "cannot create %s/%s for %s: %m",
+                                              p->workspace, prefix, what);
                         fd = openat_beneath(wfd, prefix, O_RDONLY | O_DIRECTORY, 0, false);
                 }
                 struct stat st;
                 if (fd == -ENOTDIR && fstatat(wfd, prefix, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISLNK(st.st_mode))
                         fd = -ELOOP;    /* the last component, refused by O_NOFOLLOW | O_DIRECTORY */
                 if (fd == -ELOOP || fd == -EXDEV)
-                        return errorf(ret_error, -EPERM, "core.hooksPath %s goes through a symlink in the workspace "
-                                      "(%s); the sandbox could redirect it", rel, prefix);
+                        return errorf(ret_error, -EPERM, "%s %s goes through a symlink in the workspace "
+                                      "(%s); the sandbox could redirect it", what, rel, prefix);
                 if (fd < 0)
-                        return errorf(ret_error, -EPERM, "core.hooksPath %s: %s/%s is not a directory (%s)", rel,
+                        return errorf(ret_error, -EPERM, "%s %s: %s/%s is not a directory (%s)", what, rel,
                                       p->workspace, prefix, strerror(-fd));
                 if (*e == 0)
                         return 0;
@@ -475,7 +475,7 @@ static int protect_hooks_paths(MountPlan *plan, const GitSentryParams *p, int wf
                                   (streq(*rel, *other) && other < rel);
                 if (covered)
                         continue;
-                r = open_components(p, wfd, *rel, ret_error);
+                r = open_components(p, wfd, *rel, "core.hooksPath", ret_error);
                 if (r < 0)
                         return r;
                 r = strv_extend(&masks, *rel);
@@ -540,6 +540,107 @@ static int read_config_at(int dirfd, const char *name, char **ret) {
         return read_full_fd(fd, GIT_CONFIG_MAX, ret, NULL);
 }
 
+#define GIT_INCLUDE_DEPTH_MAX 10      /* git's own MAX_INCLUDE_DEPTH */
+
+/*
+ * Reads the trusted git configuration file at abs (absolute, simplified)
+ * and, depth first, every file it includes (include.path and every
+ * includeIf.*.path, each condition taken as true; a relative path from the
+ * including file's directory, as git does), collecting core.hooksPath
+ * values into *hooks. A file that lies inside the workspace (lexically, or
+ * through the host's symlinks outside it) is one the sandbox could write:
+ * with refuse_inside that is refused, else its workspace-relative path
+ * joins *inside (the view protects it) and it is read beneath the
+ * workspace fd without following any symlink, its missing parent
+ * directories created so that none can become one. A missing file is
+ * skipped, as git skips it. Nothing is run.
+ */
+static int read_config_tree(const GitSentryParams *p, int wfd, const char *abs, const char *shown, unsigned depth,
+                            bool refuse_inside, char ***hooks, char ***inside, char **ret_error) {
+        _cleanup_free_ char *text = NULL, *rel = NULL, *dir = NULL;
+        GitConfigPaths paths = {};
+        int r;
+
+        if (depth > GIT_INCLUDE_DEPTH_MAX)
+                return errorf(ret_error, -ELOOP, "%s: includes nest deeper than %d files; git refuses that too",
+                              shown, GIT_INCLUDE_DEPTH_MAX);
+        r = git_path_in_workspace(abs, "/", NULL, p->workspace, NULL, &rel);
+        if (r == 0)
+                r = canonical_in_workspace(abs, p->workspace, &rel);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return errorf(ret_error, -EPERM, "the git configuration file %s cannot be located safely (%s)", abs,
+                              strerror(-r));
+        if (r > 0) {
+                _cleanup_free_ char *parent = NULL;
+                char *slash;
+
+                if (refuse_inside)
+                        return errorf(ret_error, -EPERM, "%s includes '%s', which the sandbox could write; "
+                                      "the Git Sentry does not support that", shown, abs);
+                if (isempty(rel) || streq(rel, ".git"))
+                        return errorf(ret_error, -EPERM, "the git configuration names %s as a file to include; "
+                                      "it is a directory of the workspace", abs);
+                parent = strdup(rel);
+                if (!parent)
+                        return -ENOMEM;
+                slash = strrchr(parent, '/');
+                if (slash) {
+                        *slash = 0;
+                        r = open_components(p, wfd, parent, "the included git configuration", ret_error);
+                        if (r < 0)
+                                return r;
+                }
+                if (!strv_contains((const char *const *) *inside, rel)) {
+                        r = strv_extend(inside, rel);
+                        if (r < 0)
+                                return r;
+                }
+                r = read_config_at(wfd, rel, &text);
+                if (r == -ELOOP || r == -EXDEV)
+                        return errorf(ret_error, -EPERM, "the git configuration includes %s, a symlink in the workspace; "
+                                      "the sandbox could redirect it", abs);
+        } else
+                r = read_config_at(-EBADF, abs, &text);
+        if (r == -ENOENT || r == -ENOTDIR)
+                return 0;
+        if (r < 0)
+                return errorf(ret_error, r, "cannot read %s: %s", abs, strerror(-r));
+        r = git_config_parse_paths(text, &paths, ret_error);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot parse %s", abs);
+        r = strv_extend_strv(hooks, paths.hooks_paths);
+        if (r < 0)
+                goto finish;
+
+        dir = strdup(abs);
+        if (!dir) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        *strrchr(dir, '/') = 0;         /* abs is absolute and simplified */
+        STRV_FOREACH(inc, paths.include_paths) {
+                _cleanup_free_ char *next = NULL;
+
+                r = git_path_in_workspace(*inc, isempty(dir) ? "/" : dir, p->home, p->workspace, &next, NULL);
+                if (r == -ENOMEM)
+                        goto finish;
+                if (r < 0) {
+                        r = errorf(ret_error, -EPERM, "%s includes '%s', which cannot be interpreted safely (%s)", abs,
+                                   *inc, strerror(-r));
+                        goto finish;
+                }
+                r = read_config_tree(p, wfd, next, abs, depth + 1, refuse_inside, hooks, inside, ret_error);
+                if (r < 0)
+                        goto finish;
+        }
+        r = 0;
+finish:
+        git_config_paths_done(&paths);
+        return r;
+}
+
 int git_sentry_check_workspace(int workspace_fd, const char *workspace, char **ret_error) {
         struct stat st;
 
@@ -586,7 +687,7 @@ static int judge_git_path(const char *workspace, const char *rel, const struct s
 static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error) {
         _cleanup_close_ int wfd = -EBADF, gfd = -EBADF, cfd = -EBADF, hfd = -EBADF, mfd = -EBADF;
         _cleanup_free_ char *text = NULL, *gitdir = NULL, *host = NULL, *dest = NULL, *mask = NULL;
-        _cleanup_strv_free_ char **hooks = NULL, **rels = NULL;
+        _cleanup_strv_free_ char **hooks = NULL, **rels = NULL, **inside = NULL;
         GitConfigPaths paths = {};
         struct stat st;
         int r;
@@ -628,42 +729,39 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
                 git_config_paths_done(&paths);
                 return -ENOMEM;
         }
-        /* An included file inside the workspace would be a writable config. */
+        /* An included file inside the workspace would be a writable config;
+         * the files it includes outside may still name a core.hooksPath. */
         STRV_FOREACH(inc, paths.include_paths) {
                 _cleanup_free_ char *abs = NULL;
                 r = git_path_in_workspace(*inc, gitdir, p->home, p->workspace, &abs, NULL);
                 if (r == 0)
                         r = canonical_in_workspace(abs, p->workspace, NULL);
-                if (r != 0) {
+                if (r == 0)
+                        r = read_config_tree(p, wfd, abs, ".git/config", 1, true, &hooks, &inside, ret_error);
+                else if (r != -ENOMEM)
                         r = errorf(ret_error, -EPERM, "%s/.git/config includes '%s', which the sandbox could write; "
                                    "the Git Sentry does not support that", p->workspace, *inc);
+                if (r < 0) {
                         git_config_paths_done(&paths);
                         return r;
                 }
         }
         git_config_paths_done(&paths);
 
+        /* The host's own files, and all they include: those inside the workspace become protected paths. */
         STRV_FOREACH(g, (char **) p->global_configs) {
-                _cleanup_free_ char *gtext = NULL;
-                GitConfigPaths gp = {};
+                _cleanup_free_ char *abs = NULL;
 
-                r = read_config_at(-EBADF, *g, &gtext);
-                if (r == -ENOENT || r == -ENOTDIR)
-                        continue;
+                r = path_simplify(*g, p->workspace, &abs);
                 if (r < 0)
-                        return errorf(ret_error, r, "cannot read %s: %s", *g, strerror(-r));
-                r = git_config_parse_paths(gtext, &gp, ret_error);
+                        return errorf(ret_error, r, "the git configuration file %s is not an absolute path", *g);
+                r = read_config_tree(p, wfd, abs, abs, 0, false, &hooks, &inside, ret_error);
                 if (r < 0)
-                        return errorf(ret_error, r, "cannot parse %s", *g);
-                STRV_FOREACH(h, gp.hooks_paths) {
-                        r = strv_extend(&hooks, *h);
-                        if (r < 0) {
-                                git_config_paths_done(&gp);
-                                return r;
-                        }
-                }
-                git_config_paths_done(&gp);
+                        return r;
         }
+        if (!p->view && inside)
+                return errorf(ret_error, -EPERM, "the host's git configuration includes %s/%s, inside the workspace; "
+                              "only the workspace view protects that", p->workspace, inside[0]);
 
         if (p->view)
                 /* The workspace view keeps .git, its config and hooks itself (view-policy.h). */
@@ -735,7 +833,11 @@ hooks_paths:
                                 return r;
                 }
         }
-        return protect_hooks_paths(plan, p, wfd, rels, ret_error);
+        r = protect_hooks_paths(plan, p, wfd, rels, ret_error);
+        if (r < 0)
+                return r;
+        /* The included files inside the workspace, protected by path like the hooks directories. */
+        return p->view && p->ret_protect ? strv_extend_strv(p->ret_protect, inside) : 0;
 }
 
 int git_sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error) {

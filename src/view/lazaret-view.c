@@ -16,7 +16,8 @@
  * never changes an owner (chown succeeds and changes nothing, as the
  * set-ID filter does for gVisor's own files).
  *
- *   lazaret-view --workspace-fd N --state-fd N --fuse-fd N [--protect PATH]...
+ *   lazaret-view --workspace-fd N --state-fd N --fuse-fd N [--protect PATH]... [--protect-name NAME]...
+ *                [--unprotect NAME]...
  *                [--entry-timeout S]
  *
  * Readiness: one byte on fd 3 once the session is mounted and served.
@@ -92,7 +93,7 @@ static struct {
         Node *hash[HASH_SIZE];
         Node root;
         int state_fd;                   /* Domain state: the shadow tree's root */
-        char **protect;                 /* workspace-relative paths protected by the host's configuration */
+        ViewLists lists;                /* protected paths (the host's git configuration, the profile), names, removed names */
         double timeout;
         bool no_open;                   /* the kernel opens files without asking (FUSE_CAP_NO_OPEN_SUPPORT) */
         /* Host changes: an inotify watch on every host directory the kernel
@@ -379,15 +380,12 @@ static void forget_one(Node *n, uint64_t count) {
         node_release(n);
 }
 
-static bool is_protected_path(Node *dir, const char *name) {
+static ViewListed listed_of(Node *dir, const char *name) {
         char rel[VIEW_PATH_MAX];
+        bool paths = v.lists.paths && v.lists.paths[0];
 
-        if (!v.protect || !v.protect[0] || node_relpath(dir, name, rel, sizeof(rel)) < 0)
-                return false;
-        STRV_FOREACH(p, v.protect)
-                if (streq(*p, rel))
-                        return true;
-        return false;
+        return view_listed(&v.lists, &dir->dir, paths && node_relpath(dir, name, rel, sizeof(rel)) >= 0 ? rel : NULL,
+                           name);
 }
 
 static bool host_has(Node *dir, const char *name) {
@@ -417,8 +415,7 @@ static ViewClass class_of(Node *dir, const char *name, bool is_dir) {
 
         if (view_name_needs_facts(&dir->dir, name))
                 f = facts_of(dir);
-        return view_name_class(&dir->dir, &f, name, is_dir,
-                               dir->dir.zone == VIEW_ZONE_WORK && is_protected_path(dir, name));
+        return view_name_class(&dir->dir, &f, name, is_dir, listed_of(dir, name));
 }
 
 /*
@@ -1886,7 +1883,7 @@ static void *worker(void *arg) {
 
 static int arg_workspace_fd = -1, arg_state_fd = -1, arg_fuse_fd = -1;
 static double arg_timeout = 3600;
-static char **arg_protect;
+static char **arg_protect, **arg_protect_names, **arg_unprotect;
 
 static int parse_argv(int argc, char *argv[]) {
         static const struct option options[] = {
@@ -1894,6 +1891,8 @@ static int parse_argv(int argc, char *argv[]) {
                 { "state-fd",      required_argument, NULL, 's' },
                 { "fuse-fd",       required_argument, NULL, 'f' },
                 { "protect",       required_argument, NULL, 'p' },
+                { "protect-name",  required_argument, NULL, 'n' },
+                { "unprotect",     required_argument, NULL, 'u' },
                 { "entry-timeout", required_argument, NULL, 't' },
                 {}
         };
@@ -1911,6 +1910,12 @@ static int parse_argv(int argc, char *argv[]) {
                 case 'p':
                         if (isempty(optarg) || optarg[0] == '/' || strlen(optarg) >= VIEW_PATH_MAX ||
                             strv_extend(&arg_protect, optarg) < 0)
+                                return -EINVAL;
+                        break;
+                case 'n':
+                case 'u':
+                        if (isempty(optarg) || strchr(optarg, '/') || strlen(optarg) > NAME_MAX ||
+                            strv_extend(c == 'n' ? &arg_protect_names : &arg_unprotect, optarg) < 0)
                                 return -EINVAL;
                         break;
                 case 't':
@@ -1949,7 +1954,7 @@ int main(int argc, char *argv[]) {
         v.root = (Node) { .nlookup = 1, .fd = arg_workspace_fd, .is_dir = true, .cls = VIEW_SHARED, .dir = VIEW_DIR_TOP,
                           .dev = st.st_dev, .ino = st.st_ino, .state_dirfd = -1, .name = (char *) "" };
         v.state_fd = arg_state_fd;
-        v.protect = arg_protect;
+        v.lists = (ViewLists) { .paths = arg_protect, .names = arg_protect_names, .unprotect = arg_unprotect };
         v.timeout = arg_timeout;
         v.ifd = inotify_init1(IN_CLOEXEC);
         if (v.ifd < 0 || pipe2(v.inval_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {

@@ -479,3 +479,132 @@ Test(git_sentry, host_symlink_into_a_sandbox_symlink, .init = setup, .fini = tea
         write_config(cfg);
         refused("includes");
 }
+
+/* ------------------------------------------------------------ the host's includes (view) */
+
+static void put_file(const char *rel, const char *text) {
+        _cleanup_free_ char *p = sub(rel);
+        FILE *f = fopen(p, "we");
+        cr_assert_not_null(f, "%s", p);
+        fputs(text, f);
+        fclose(f);
+}
+
+/* git_sentry_plan() as the view asks it: no mounts, the protected paths. */
+static int protect_of(const char *const *globals, char ***ret, char **error) {
+        _cleanup_close_ int wfd = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_(mount_plan_done) MountPlan plan = {};
+        size_t n;
+        int r;
+
+        cr_assert(wfd >= 0);
+        cr_assert_eq(mount_plan_init(&plan), 0);
+        n = plan.n_entries;
+        r = git_sentry_plan(&(GitSentryParams) { .workspace = ws, .workspace_fd = wfd, .sandbox_workspace = "/workspace",
+                                                 .domain_dir = dom, .home = home, .global_configs = globals,
+                                                 .view = true, .ret_protect = ret },
+                            &plan, error);
+        cr_assert_eq(plan.n_entries, n, "the view's Git Sentry added mounts");
+        return r;
+}
+
+Test(git_sentry, global_includes_inside_protected, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL, *global = sub("home/.gitconfig"), *text = NULL;
+        struct stat st;
+
+        /* ~/.gitconfig includes a file outside (relative to itself), which includes,
+         * under an includeIf taken as true, a file inside the workspace, which
+         * includes another one there and sets core.hooksPath. */
+        sh("mkdir -p '%s/home/conf'", top);
+        put_file("home/.gitconfig", "[include]\n\tpath = conf/more\n");
+        cr_assert(asprintf(&text, "[includeIf \"gitdir:/nowhere/\"]\n\tpath = %s/tools/git.cfg\n", ws) > 0);
+        put_file("home/conf/more", text);
+        sh("mkdir -p '%s/ws/tools'", top);
+        put_file("ws/tools/git.cfg", "[core]\n\thooksPath = .hooks\n[include]\n\tpath = extra.cfg\n");
+        put_file("ws/tools/extra.cfg", "[include]\n\tpath = ~/../ws/.git/extra.cfg\n");
+        cr_assert_eq(protect_of((const char *const[]) { global, NULL }, &protect, &error), 0, "%s", error ? error : "");
+        cr_assert(strv_contains((const char *const *) protect, "tools/git.cfg"), "%s", strv_join(protect, " "));
+        cr_assert(strv_contains((const char *const *) protect, "tools/extra.cfg"), "%s", strv_join(protect, " "));
+        cr_assert(strv_contains((const char *const *) protect, ".git/extra.cfg"), "%s", strv_join(protect, " "));
+        cr_assert(strv_contains((const char *const *) protect, ".hooks"), "%s", strv_join(protect, " "));
+        cr_assert_eq(stat(sub("ws/.hooks"), &st), 0, "the hooks directory was made so that it cannot be a symlink");
+}
+
+Test(git_sentry, global_include_of_missing_workspace_file, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL, *global = sub("home/.gitconfig"), *text = NULL, *dir = sub("ws/not/yet");
+        struct stat st;
+
+        /* Missing: protected all the same (the sandbox may create it), its directories made. */
+        cr_assert(asprintf(&text, "[include]\n\tpath = %s/not/yet/there.cfg\n", ws) > 0);
+        put_file("home/.gitconfig", text);
+        cr_assert_eq(protect_of((const char *const[]) { global, NULL }, &protect, &error), 0, "%s", error ? error : "");
+        cr_assert(strv_contains((const char *const *) protect, "not/yet/there.cfg"));
+        cr_assert_eq(stat(dir, &st), 0);
+        cr_assert(S_ISDIR(st.st_mode));
+}
+
+Test(git_sentry, global_includes_refused, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *global = sub("home/.gitconfig"), *text = NULL;
+
+        /* Through a symlink in the workspace. */
+        sh("mkdir '%1$s/ws/real' && ln -s real '%1$s/ws/link' && ln -s ../real/x '%1$s/ws/real/y'", top);
+        cr_assert(asprintf(&text, "[include]\n\tpath = %s/link/cfg\n", ws) > 0);
+        put_file("home/.gitconfig", text);
+        {
+                _cleanup_strv_free_ char **protect = NULL;
+                _cleanup_free_ char *error = NULL;
+                cr_assert_eq(protect_of((const char *const[]) { global, NULL }, &protect, &error), -EPERM);
+                cr_assert(strstr(error, "symlink"), "%s", error);
+        }
+        free(text);
+        cr_assert(asprintf(&text, "[include]\n\tpath = %s/real/y\n", ws) > 0);
+        put_file("home/.gitconfig", text);
+        {
+                _cleanup_strv_free_ char **protect = NULL;
+                _cleanup_free_ char *error = NULL;
+                cr_assert_eq(protect_of((const char *const[]) { global, NULL }, &protect, &error), -EPERM);
+                cr_assert(strstr(error, "symlink"), "%s", error);
+        }
+        /* A cycle ends at git's depth. */
+        put_file("home/.gitconfig", "[include]\n\tpath = .gitconfig\n");
+        {
+                _cleanup_strv_free_ char **protect = NULL;
+                _cleanup_free_ char *error = NULL;
+                cr_assert_eq(protect_of((const char *const[]) { global, NULL }, &protect, &error), -ELOOP);
+                cr_assert(strstr(error, "deeper"), "%s", error);
+        }
+        /* Without the view nothing would protect it. */
+        free(text);
+        cr_assert(asprintf(&text, "[include]\n\tpath = %s/x.cfg\n", ws) > 0);
+        put_file("home/.gitconfig", text);
+        {
+                _cleanup_(sentry_done) Sentry s = {};
+                _cleanup_free_ char *error = NULL;
+                cr_assert_eq(prepare(&s, &error, (const char *const[]) { global, NULL }), -EPERM);
+                cr_assert(strstr(error, "only the workspace view"), "%s", error);
+        }
+}
+
+Test(git_sentry, repository_includes_outside_followed, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL, *text = NULL, *cfg = sub("home/repo-extra");
+
+        /* .git/config includes a host file outside, which sets core.hooksPath into the workspace. */
+        put_file("home/repo-extra", "[core]\n\thooksPath = .husky\n");
+        cr_assert(asprintf(&text, "[include]\n\tpath = %s\n", cfg) > 0);
+        write_config(text);
+        cr_assert_eq(protect_of(NULL, &protect, &error), 0, "%s", error ? error : "");
+        cr_assert(strv_contains((const char *const *) protect, ".husky"));
+        /* ... and one it includes inside is refused, as .git/config's own. */
+        free(text);
+        cr_assert(asprintf(&text, "[core]\n[include]\n\tpath = %s/inner.cfg\n", ws) > 0);
+        put_file("home/repo-extra", text);
+        strv_free(protect);
+        protect = NULL;
+        free(error);
+        error = NULL;
+        cr_assert_eq(protect_of(NULL, &protect, &error), -EPERM);
+        cr_assert(strstr(error, "sandbox could write"), "%s", error);
+}
