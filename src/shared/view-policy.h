@@ -34,6 +34,13 @@
 
 /* Below the Domain directory: the view's Domain state (the shadow tree). */
 #define VIEW_STATE_DIR "view"
+/* ... and that of the git dir view of a linked worktree or a submodule (git-sentry.h, GitLinked). */
+#define VIEW_GIT_STATE_DIR "view-git"
+/* In the control directory (/run/lazaret inside): the workspace's host path, which lazaret-init links to /workspace. */
+#define LAZARET_WORKSPACE_PATH_FILE "workspace-path"
+
+/* The root of a git dir view: a git dir of the host's own, as the workspace's top .git is. */
+#define VIEW_DIR_GIT_ROOT ((ViewDir) { .zone = VIEW_ZONE_GIT_TOP, .gitpos = true, .head_allowed = true })
 /* On a copied-up file in it: the host file it was copied from ("SIZE MTIME-S MTIME-NS"). */
 #define VIEW_BASE_XATTR "user.lazaret.base"
 /* What a whiteout there (a symbolic link) points to. */

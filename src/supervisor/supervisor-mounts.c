@@ -142,6 +142,13 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
         if (strv_extend_strv(&argv, (char *[]) { (char *) view, (char *) "--workspace-fd=4", (char *) "--state-fd=5",
                                                  (char *) "--fuse-fd=6", NULL }) < 0)
                 return -ENOMEM;
+        /* A linked workspace's git dir, served as one (bundle.c, add_git_view()). */
+        if (json_object_object_get_ex(args, "git_dir", &o)) {
+                if (!json_object_is_type(o, json_type_boolean))
+                        return errorf(ret_error, -EBADMSG, "the mount plan's git_dir flag is malformed");
+                if (json_object_get_boolean(o) && strv_extend(&argv, "--git-dir") < 0)
+                        return -ENOMEM;
+        }
         /* The protected paths, and the profile's names (optional keys). */
         static const char *const lists[][2] = {
                 { "protect", "--protect" }, { "protect_names", "--protect-name" }, { "unprotect", "--unprotect" },

@@ -17,8 +17,11 @@
  * set-ID filter does for gVisor's own files).
  *
  *   lazaret-view --workspace-fd N --state-fd N --fuse-fd N [--protect PATH]... [--protect-name NAME]...
- *                [--unprotect NAME]...
+ *                [--unprotect NAME]... [--git-dir]
  *                [--entry-timeout S]
+ *
+ * --git-dir: the served directory is a git dir of the host's own (a linked
+ * worktree's common dir, a submodule's git dir), not a workspace.
  *
  * Readiness: one byte on fd 3 once the session is mounted and served.
  */
@@ -1884,6 +1887,7 @@ static void *worker(void *arg) {
 static int arg_workspace_fd = -1, arg_state_fd = -1, arg_fuse_fd = -1;
 static double arg_timeout = 3600;
 static char **arg_protect, **arg_protect_names, **arg_unprotect;
+static bool arg_git_dir;
 
 static int parse_argv(int argc, char *argv[]) {
         static const struct option options[] = {
@@ -1893,6 +1897,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "protect",       required_argument, NULL, 'p' },
                 { "protect-name",  required_argument, NULL, 'n' },
                 { "unprotect",     required_argument, NULL, 'u' },
+                { "git-dir",       no_argument,       NULL, 'g' },
                 { "entry-timeout", required_argument, NULL, 't' },
                 {}
         };
@@ -1917,6 +1922,9 @@ static int parse_argv(int argc, char *argv[]) {
                         if (isempty(optarg) || strchr(optarg, '/') || strlen(optarg) > NAME_MAX ||
                             strv_extend(c == 'n' ? &arg_protect_names : &arg_unprotect, optarg) < 0)
                                 return -EINVAL;
+                        break;
+                case 'g':
+                        arg_git_dir = true;
                         break;
                 case 't':
                         if (parse_int(optarg, 0, 3600, &k) < 0)
@@ -1951,7 +1959,8 @@ int main(int argc, char *argv[]) {
         }
         (void) fcntl(arg_workspace_fd, F_SETFD, FD_CLOEXEC);
         (void) fcntl(arg_state_fd, F_SETFD, FD_CLOEXEC);
-        v.root = (Node) { .nlookup = 1, .fd = arg_workspace_fd, .is_dir = true, .cls = VIEW_SHARED, .dir = VIEW_DIR_TOP,
+        v.root = (Node) { .nlookup = 1, .fd = arg_workspace_fd, .is_dir = true, .cls = VIEW_SHARED,
+                          .dir = arg_git_dir ? VIEW_DIR_GIT_ROOT : VIEW_DIR_TOP,
                           .dev = st.st_dev, .ino = st.st_ino, .state_dirfd = -1, .name = (char *) "" };
         v.state_fd = arg_state_fd;
         v.lists = (ViewLists) { .paths = arg_protect, .names = arg_protect_names, .unprotect = arg_unprotect };

@@ -285,7 +285,7 @@ Test(git_sentry, refusals, .init = setup, .fini = teardown) {
         sh("rm -rf '%s/ws/.git'", top);
         refused("git init");
         sh("echo 'gitdir: /elsewhere' > '%s/ws/.git'", top);
-        refused("not supported yet");
+        refused("only the workspace view protects");
         sh("rm -f '%1$s/ws/.git' && mkdir '%1$s/real' && ln -s ../real '%1$s/ws/.git'", top);
         refused("not a directory");
         sh("rm -f '%1$s/ws/.git' && mkdir -p '%1$s/ws/.git/hooks'", top);
