@@ -895,7 +895,7 @@ int git_sentry_check_workspace(int workspace_fd, const char *workspace, char **r
                 return errorf(ret_error, -errno, "cannot inspect %s/.git: %m", workspace);
         }
         if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
-                return errorf(ret_error, -EPERM, "%s/.git is neither a directory nor a gitfile", workspace);
+                return errorf(ret_error, -EPERM, "%s/.git is not a directory nor a gitfile (a symbolic link?)", workspace);
         return 0;
 }
 
