@@ -64,6 +64,7 @@ typedef struct ViewContext {
         int lock_fd;
         char **protect;                 /* the core.hooksPath directories and included files inside the workspace */
         char **paths, **names, **unprotect; /* those and the profile's protected_paths, as the view takes them */
+        GitLinked linked;               /* a linked worktree's or a submodule's git dirs (root NULL otherwise) */
 } ViewContext;
 
 static void view_context_done(ViewContext *c) {
@@ -75,11 +76,12 @@ static void view_context_done(ViewContext *c) {
         strv_free(c->paths);
         strv_free(c->names);
         strv_free(c->unprotect);
-        *c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        git_linked_done(&c->linked);
+        *c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF, .linked.root_fd = -EBADF };
 }
 
 /* The workspace-relative core.hooksPath directories, as the coordinator passes them to the view. */
-static int derive_protect(const Domain *d, int wfd, char ***ret, char **ret_error) {
+static int derive_protect(const Domain *d, int wfd, char ***ret, GitLinked *ret_linked, char **ret_error) {
         _cleanup_free_ char *gitconfig = NULL, *xdggit = NULL;
         _cleanup_(mount_plan_done) MountPlan plan = {};
         _cleanup_strv_free_ char **protect = NULL;
@@ -101,6 +103,7 @@ static int derive_protect(const Domain *d, int wfd, char ***ret, char **ret_erro
                                                                          xdggit ?: "/etc/gitconfig", NULL },
                                     .view = true,
                                     .ret_protect = &protect,
+                                    .ret_linked = ret_linked,
                             }, &plan, ret_error);
         if (r < 0)
                 return r;
@@ -111,7 +114,8 @@ static int derive_protect(const Domain *d, int wfd, char ***ret, char **ret_erro
 /* Opens what the verbs need; with lock, takes coordinator.lock or refuses. Prints why on failure. */
 static int view_context_open(const Config *config, const char *profile, const char *workspace, bool lock,
                              ViewContext *ret) {
-        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF,
+                                                       .linked.root_fd = -EBADF };
         _cleanup_free_ char *error = NULL, *state = NULL, *lock_path = NULL;
         int r;
 
@@ -154,7 +158,7 @@ static int view_context_open(const Config *config, const char *profile, const ch
         }
         if (c.state_fd < 0)
                 c.state_fd = -ENOENT;
-        r = derive_protect(c.domain, c.workspace_fd, &c.protect, &error);
+        r = derive_protect(c.domain, c.workspace_fd, &c.protect, &c.linked, &error);
         if (r < 0) {
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
                 return r;
@@ -165,7 +169,7 @@ static int view_context_open(const Config *config, const char *profile, const ch
         if (r < 0)
                 return r;
         *ret = c;
-        c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF, .linked.root_fd = -EBADF };
         return 0;
 }
 
@@ -487,7 +491,8 @@ static int apply_or_discard(const ViewContext *c, const ViewChanges *l, bool app
 }
 
 int verb_changes(int argc, char *argv[], const Config *config) {
-        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF,
+                                                       .linked.root_fd = -EBADF };
         _cleanup_(view_changes_done) ViewChanges l = {};
         const char *sub = argc > 1 ? argv[1] : NULL;
         bool apply = streq_ptr(sub, "apply"), discard = streq_ptr(sub, "discard");
@@ -579,6 +584,17 @@ static int status_json(const ViewContext *c, size_t n_pending, json_object **ret
                 r = json_add_string(o, "git_dirs", "control files protected");
         if (r >= 0)
                 r = json_add_string(o, "top_git_config", "read-only");
+        if (r >= 0 && c->linked.root) {
+                /* A linked worktree's or a submodule's git dir, served by the git dir view. */
+                _cleanup_json_ json_object *g = json_object_new_object();
+                r = g ? json_add_string(g, "served", c->linked.root) : -ENOMEM;
+                if (r >= 0)
+                        r = json_add_string(g, "git_dir", c->linked.git_dir);
+                if (r >= 0)
+                        r = json_add_strv(g, "protected", (const char *const *) c->linked.protect);
+                if (r >= 0)
+                        r = json_add(o, "git_dir_view", TAKE_PTR(g));
+        }
         if (r >= 0)
                 r = json_add_uint64(o, "pending_changes", n_pending);
         if (r < 0)
@@ -588,7 +604,8 @@ static int status_json(const ViewContext *c, size_t n_pending, json_object **ret
 }
 
 int changes_status(const Config *config, const char *id, json_object *o) {
-        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF,
+                                                       .linked.root_fd = -EBADF };
         _cleanup_(view_changes_done) ViewChanges l = {};
         _cleanup_(domain_record_done) DomainRecord rec = {};
         _cleanup_free_ char *error = NULL;
@@ -635,6 +652,12 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                 printf("  %-16score.hooksPath, included git config: none inside the workspace\n", "");
         STRV_FOREACH(p, c.protect)
                 print_escaped("                  git configuration names: ", *p, "\n");
+        if (c.linked.root) {
+                print_escaped("                  git dir view: ", c.linked.root, " at its host path (config, commondir, "
+                              "gitdir read-only; hooks protected)\n");
+                STRV_FOREACH(p, c.linked.protect)
+                        print_escaped("                  git dir view protects: ", *p, "\n");
+        }
         printf("  %-16s%zu%s\n", "Pending:", l.n, l.n > 0 ? " (lazaretctl changes)" : "");
         return 0;
 }

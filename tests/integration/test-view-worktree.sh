@@ -81,6 +81,9 @@ expect_inside "git worktree prune" "git worktree prune && git worktree list"
         lt_fail "git worktree prune inside removed the workspace's own registration"
 git -C "$main" worktree list | grep -q "$other" || lt_fail "the host no longer lists the other worktree"
 lt_log "ok: prune inside kept both registrations"
+status=$(lazaretctl --workspace "$LT_WS" status 2>&1) || lt_fail "lazaretctl status failed: $status"
+[[ $status == *"git dir view: $main/.git"* && $status == *"git dir view protects: worktrees/lt-wt-other"* ]] ||
+        lt_fail "lazaretctl status does not show the git dir view: $status"
 expect_inside "git gc" "git gc -q --prune=now"
 git -C "$other" status >/dev/null 2>&1 || lt_fail "the other worktree is broken after git gc inside"
 
