@@ -87,6 +87,17 @@ ViewListed view_listed(const ViewLists *l, const ViewDir *d, const char *rel, co
         return VIEW_LISTED_NONE;
 }
 
+bool view_lists_hold_below(const ViewLists *l, const char *rel) {
+        size_t n = strlen(rel);
+
+        if (!l || n == 0)
+                return false;
+        STRV_FOREACH(p, (char **) l->paths)
+                if (strncmp(*p, rel, n) == 0 && (*p)[n] == '/')
+                        return true;
+        return false;
+}
+
 int view_protect_entry_normalize(const char *s, char **ret, const char **ret_why) {
         _cleanup_free_ char *out = NULL;
         size_t n = strlen(s);

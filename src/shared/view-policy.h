@@ -120,6 +120,16 @@ typedef struct ViewLists {
 ViewListed view_listed(const ViewLists *l, const ViewDir *d, const char *rel, const char *name);
 
 /*
+ * Whether a path of l lies strictly below rel (workspace-relative): that
+ * directory must stay where it is and stay a directory, or the sandbox
+ * could put a symbolic link (or a directory it filled) in its place and
+ * redirect what the host reads at the protected path. The view refuses to
+ * remove, rename, or rename onto it (EBUSY) and to make a symbolic link
+ * there (EPERM).
+ */
+bool view_lists_hold_below(const ViewLists *l, const char *rel);
+
+/*
  * The profile's protected_paths entries (validated by the configuration:
  * "NAME", "/PATH" or "!NAME") appended to the lists the view takes: paths
  * without their leading "/", names, removed built-in names.

@@ -383,6 +383,14 @@ static void forget_one(Node *n, uint64_t count) {
         node_release(n);
 }
 
+/* Whether a protected path lies below name in dir (view_lists_hold_below()). */
+static bool holds_listed(Node *dir, const char *name) {
+        char rel[VIEW_PATH_MAX];
+
+        return v.lists.paths && v.lists.paths[0] && node_relpath(dir, name, rel, sizeof(rel)) >= 0 &&
+               view_lists_hold_below(&v.lists, rel);
+}
+
 static ViewListed listed_of(Node *dir, const char *name) {
         char rel[VIEW_PATH_MAX];
         bool paths = v.lists.paths && v.lists.paths[0];
@@ -961,7 +969,8 @@ static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, co
                 return;
         }
         pthread_mutex_lock(&v.lock);
-        fd = create_side(dir, name, false, &c);
+        /* A protected path's parent is a directory for good. */
+        fd = holds_listed(dir, name) ? -EPERM : create_side(dir, name, false, &c);
         pthread_mutex_unlock(&v.lock);
         if (fd < 0 || symlinkat(target, fd, name) < 0) {
                 fuse_reply_err(req, fd < 0 ? -fd : errno);
@@ -1016,6 +1025,8 @@ static int remove_entry(Node *dir, const char *name, bool is_dir) {
         if (c == VIEW_READONLY)
                 return -EROFS;
         if (!dir->in_state && dir == &v.root && streq(name, ".git"))
+                return -EBUSY;
+        if (is_dir && holds_listed(dir, name))
                 return -EBUSY;
         if (c == VIEW_SHARED)
                 return unlinkat(dir->fd, name, is_dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
@@ -1115,6 +1126,11 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         n = node_of(e.ino);
         if (n->cls == VIEW_READONLY || (from == &v.root && streq(name, ".git") && !from->in_state)) {
                 r = n->cls == VIEW_READONLY ? -EROFS : -EBUSY;
+                goto finish;
+        }
+        if (holds_listed(from, name) || holds_listed(to, newname)) {
+                /* A protected path's parent stays where it is, and nothing takes its place. */
+                r = -EBUSY;
                 goto finish;
         }
         tfd = create_side(to, newname, n->is_dir, &tc);

@@ -23,7 +23,7 @@ lt_reset_view_state
 
 image=$(jq -r '.profiles.test.image' "$LT_CONFIG")
 jq -n --arg image "$image" '{ default_profile: "test", profiles: { test: { image: $image,
-        protected_paths: [".tool-versions", "/tools/deploy.sh", "!.vscode"] } } }' >"$LT_CONFIG"
+        protected_paths: [".tool-versions", "/tools/deploy.sh", "/ci/run.sh", "!.vscode"] } } }' >"$LT_CONFIG"
 lazaretctl --workspace "$LT_WS" config check >/dev/null || lt_fail "the configuration with protected_paths is refused"
 
 marks=$HOME/lt-protect-marks
@@ -69,6 +69,25 @@ lt_assert_eq "tools/other.sh on the host (shared)" shared "$(cat "$LT_WS/tools/o
 lt_assert_eq ".vscode/tasks.json on the host (removed from the built-ins)" "{}" "$(cat "$LT_WS/.vscode/tasks.json" 2>/dev/null)"
 lt_assert_eq ".tool-versions inside" planted "$(inside 'cat .tool-versions')"
 
+# A protected path's parents stay directories where they are: no symbolic
+# link, no directory the sandbox filled, takes their place.
+refused_inside() {      # refused_inside WHAT COMMAND WANT
+        local out
+        if out=$(inside "$2" 2>&1); then
+                lt_fail "$1 succeeded inside: $out"
+        fi
+        [[ $out == *"$3"* ]] || lt_fail "$1: '$out', want $3"
+        lt_log "ok: $1 refused inside ($3)"
+}
+[[ -d $LT_WS/conf ]] || lt_fail "the included file's directory was not made at launch"
+refused_inside "a symbolic link in place of a protected path's parent" "ln -s /tmp ci" "not permitted"
+refused_inside "a filled directory moved in place of a protected path's parent" \
+        "mkdir -p y && echo planted > y/run.sh && mv y ci" "busy"
+refused_inside "removing an included file's directory" "rmdir conf" "busy"
+refused_inside "moving a protected path's parent away" "mv tools tools.moved" "busy"
+[[ ! -e $LT_WS/ci ]] || lt_fail "ci reached the host"
+[[ -d $LT_WS/conf && -d $LT_WS/tools && ! -L $LT_WS/tools ]] || lt_fail "a protected path's parent changed on the host"
+
 expect_inside "the included files written" \
         "printf '[core]\n\tfsmonitor = touch $(mark team)\n' > team.gitconfig && mkdir -p conf &&
          printf '[core]\n\tfsmonitor = touch $(mark includeif)\n' > conf/if.gitconfig"
@@ -88,6 +107,6 @@ json=$(lazaretctl --workspace "$LT_WS" status --json) || lt_fail "lazaretctl sta
 lt_assert_eq "status --json protected_names" '.envrc .idea .mcp.json .claude .devcontainer .tool-versions' \
         "$(jq -r '.View.protected_names | join(" ")' <<<"$json")"
 lt_assert_eq "status --json unprotected_names" .vscode "$(jq -r '.View.unprotected_names | join(" ")' <<<"$json")"
-lt_assert_eq "status --json protected_paths" /tools/deploy.sh "$(jq -r '.View.protected_paths | join(" ")' <<<"$json")"
+lt_assert_eq "status --json protected_paths" "/tools/deploy.sh /ci/run.sh" "$(jq -r '.View.protected_paths | join(" ")' <<<"$json")"
 lt_log "ok: lazaretctl status lists the protections in effect"
 lt_log "PASS"

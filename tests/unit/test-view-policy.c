@@ -281,3 +281,17 @@ Test(view_policy, profile_entries_split) {
         free(names);
         free(unprotect);
 }
+
+Test(view_policy, parents_of_protected_paths) {
+        char *paths[] = { (char *) "tools/ci/run.sh", (char *) "conf/x.cfg", NULL };
+        ViewLists l = { .paths = paths };
+
+        cr_expect(view_lists_hold_below(&l, "tools"));
+        cr_expect(view_lists_hold_below(&l, "tools/ci"));
+        cr_expect(view_lists_hold_below(&l, "conf"));
+        cr_expect_not(view_lists_hold_below(&l, "tools/ci/run.sh"));
+        cr_expect_not(view_lists_hold_below(&l, "tool"));
+        cr_expect_not(view_lists_hold_below(&l, "conf/x"));
+        cr_expect_not(view_lists_hold_below(&l, ""));
+        cr_expect_not(view_lists_hold_below(NULL, "tools"));
+}
