@@ -12,7 +12,8 @@
 #   submodule: a commit inside lands on the host; its git dir's config is
 #     read-only and its hooks never reach the host;
 #   refused at launch, with one line: a worktree whose registration names
-#     another checkout.
+#     another checkout;
+#   the main checkout: `git worktree prune` inside keeps the registrations.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -123,6 +124,20 @@ fi
 cp "$HOME/lt-wt-gitdir.saved" "$gd/gitdir"
 lt_log "ok: a registration naming another checkout is refused: ${out##*$'\n'}"
 lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+
+# ---------------------------------------------------------------- the main checkout
+# Launched in MAIN, whose linked worktrees' checkouts are not inside: a prune
+# there must not drop their registrations either.
+wt_ws=$LT_WS
+LT_WS=$main
+LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id) || lt_fail "lazaretctl domain-id failed in $LT_WS"
+reset_states
+expect_inside "git worktree prune in the main checkout" "git worktree prune && git worktree list"
+[[ -f $main/.git/worktrees/lt-wt-other/gitdir && -f $main/.git/worktrees/$name/gitdir ]] ||
+        lt_fail "git worktree prune in the main checkout removed a registration"
+lt_assert_eq "the host's worktree list after it" 3 "$(git -C "$main" worktree list | wc -l)"
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+LT_WS=$wt_ws
 
 # ---------------------------------------------------------------- a submodule's working tree
 hg init -q -b main "$origin"

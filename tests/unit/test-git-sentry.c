@@ -749,3 +749,15 @@ Test(git_sentry, linked_refusals, .init = setup, .fini = teardown) {
         make_worktree();
         refused("only the workspace view protects");
 }
+
+Test(git_sentry, main_checkout_protects_registrations, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL;
+
+        /* Launched in the main checkout: its linked worktrees' checkouts are not inside, so a prune
+         * there would drop their registrations; they are protected. */
+        sh("mkdir -p '%1$s/ws/.git/worktrees/a' '%1$s/ws/.git/worktrees/b'", top);
+        cr_assert_eq(protect_of(NULL, &protect, &error), 0, "%s", error ? error : "");
+        cr_assert(strv_contains((const char *const *) protect, ".git/worktrees/a"), "%s", strv_join(protect, " "));
+        cr_assert(strv_contains((const char *const *) protect, ".git/worktrees/b"), "%s", strv_join(protect, " "));
+}
