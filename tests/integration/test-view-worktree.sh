@@ -76,8 +76,10 @@ expect_inside "a commit in the worktree" "git status --short && echo in > in.txt
 lt_assert_eq "the worktree's commit on the host" in-wt "$(git -C "$main" log -1 --format=%s wt)"
 lt_assert_eq "the host worktree's status after it" "" "$(git -C "$LT_WS" status --porcelain)"
 expect_inside "git worktree prune" "git worktree prune && git worktree list"
-[[ -f $main/.git/worktrees/lt-wt-other/HEAD && -f $main/.git/worktrees/lt-wt-other/gitdir ]] ||
-        lt_fail "git worktree prune inside removed the other worktree's registration"
+for f in HEAD gitdir commondir index; do
+        [[ -f $main/.git/worktrees/lt-wt-other/$f ]] ||
+                lt_fail "git worktree prune inside removed the other worktree's registration ($f)"
+done
 [[ -f $main/.git/worktrees/$name/HEAD && -f $main/.git/worktrees/$name/gitdir ]] ||
         lt_fail "git worktree prune inside removed the workspace's own registration"
 git -C "$main" worktree list | grep -q "$other" || lt_fail "the host no longer lists the other worktree"
@@ -133,8 +135,11 @@ LT_WS=$main
 LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id) || lt_fail "lazaretctl domain-id failed in $LT_WS"
 reset_states
 expect_inside "git worktree prune in the main checkout" "git worktree prune && git worktree list"
-[[ -f $main/.git/worktrees/lt-wt-other/gitdir && -f $main/.git/worktrees/$name/gitdir ]] ||
-        lt_fail "git worktree prune in the main checkout removed a registration"
+for f in HEAD gitdir commondir index; do
+        [[ -f $main/.git/worktrees/lt-wt-other/$f && -f $main/.git/worktrees/$name/$f ]] ||
+                lt_fail "git worktree prune in the main checkout removed a registration's $f"
+done
+git -C "$other" status >/dev/null || lt_fail "the other worktree is broken after a prune in the main checkout"
 lt_assert_eq "the host's worktree list after it" 3 "$(git -C "$main" worktree list | wc -l)"
 lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
 LT_WS=$wt_ws
