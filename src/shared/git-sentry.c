@@ -567,10 +567,17 @@ static int protect_hooks_paths(MountPlan *plan, const GitSentryParams *p, int wf
 static int read_config_at(int dirfd, const char *name, char **ret) {
         _cleanup_close_ int fd = -EBADF;
 
-        fd = dirfd >= 0 ? openat_beneath(dirfd, name, O_RDONLY | O_NOCTTY, 0, false) :
-                          open(name, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+        struct stat st;
+
+        /* O_NONBLOCK: a FIFO in the file's place must not stall the launch. */
+        fd = dirfd >= 0 ? openat_beneath(dirfd, name, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, false) :
+                          open(name, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
                 return dirfd >= 0 ? fd : -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
         return read_full_fd(fd, GIT_CONFIG_MAX, ret, NULL);
 }
 

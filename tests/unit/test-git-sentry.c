@@ -761,3 +761,14 @@ Test(git_sentry, main_checkout_protects_registrations, .init = setup, .fini = te
         cr_assert(strv_contains((const char *const *) protect, ".git/worktrees/a"), "%s", strv_join(protect, " "));
         cr_assert(strv_contains((const char *const *) protect, ".git/worktrees/b"), "%s", strv_join(protect, " "));
 }
+
+Test(git_sentry, included_fifo_does_not_stall, .init = setup, .fini = teardown, .timeout = 10) {
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL, *global = sub("home/.gitconfig"), *text = NULL;
+
+        sh("mkfifo '%s/ws/fifo.cfg'", top);
+        cr_assert(asprintf(&text, "[include]\n\tpath = %s/fifo.cfg\n", ws) > 0);
+        put_file("home/.gitconfig", text);
+        cr_assert_eq(protect_of((const char *const[]) { global, NULL }, &protect, &error), -EINVAL);
+        cr_assert(strstr(error, "fifo.cfg"), "%s", error);
+}
