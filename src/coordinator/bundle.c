@@ -90,23 +90,35 @@ static int install_escalation(const char *control_dir, char **ret_error) {
 /*
  * The workspace through the view (spec §4.6.2): one MOUNT_VIEW entry with
  * the identity of the workspace fd that was checked, and the view's
- * arguments: its Domain state directory and the protected paths that the
- * host's git configuration names.
+ * arguments: its Domain state directory, the protected paths that the
+ * host's git configuration names and the profile's protected_paths
+ * (paths in "protect", names in "protect_names", removed built-in names
+ * in "unprotect").
  */
-static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *protect, char **ret_error) {
+static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *derived, char **ret_error) {
         _cleanup_json_ json_object *args = json_object_new_object();
         _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_STATE_DIR), *data = NULL;
+        _cleanup_strv_free_ char **protect = NULL, **names = NULL, **unprotect = NULL;
         struct stat st;
         int r;
 
         if (!args || !state)
                 return -ENOMEM;
+        r = strv_extend_strv(&protect, derived);
+        if (r >= 0)
+                r = view_lists_add_profile(d->profile->protected_paths, &protect, &names, &unprotect);
+        if (r < 0)
+                return r;
         r = mkdir_mode(state, 0700);
         if (r < 0)
                 return errorf(ret_error, r, "cannot create %s: %s", state, strerror(-r));
         r = json_add_string(args, "state", state);
         if (r >= 0)
                 r = json_add_strv(args, "protect", (const char *const *) protect);
+        if (r >= 0)
+                r = json_add_strv(args, "protect_names", (const char *const *) names);
+        if (r >= 0)
+                r = json_add_strv(args, "unprotect", (const char *const *) unprotect);
         if (r >= 0)
                 r = json_to_string(args, JSON_C_TO_STRING_PLAIN, &data);
         if (r < 0)
@@ -123,6 +135,78 @@ static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *prot
                               }, ret_error);
 }
 
+/*
+ * A linked worktree's or a submodule's workspace (git-sentry.h, GitLinked):
+ * its git dir's root served a second time by the workspace view, as a git
+ * dir, at its host path (the paths git wrote into the .git file and the
+ * worktree registrations resolve inside); the workspace's host path as a
+ * symbolic link to /workspace, which lazaret-init makes from the control
+ * directory's workspace-path; a .git file that names the git dir
+ * relatively (a submodule's) is shown inside with its absolute path, from
+ * the view's Domain state.
+ */
+static int add_git_view(MountPlan *plan, const Domain *d, const GitLinked *l, const char *control_dir,
+                        char **ret_error) {
+        _cleanup_json_ json_object *args = json_object_new_object();
+        _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_GIT_STATE_DIR), *data = NULL,
+                            *alias = path_join(control_dir, LAZARET_WORKSPACE_PATH_FILE), *line = NULL;
+        struct stat st;
+        int r;
+
+        if (!args || !state || !alias)
+                return -ENOMEM;
+        if (!l->root) {
+                if (unlink(alias) < 0 && errno != ENOENT)
+                        return errorf(ret_error, -errno, "cannot remove %s: %m", alias);
+                return 0;
+        }
+        r = mkdir_mode(state, 0700);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot create %s: %s", state, strerror(-r));
+        r = json_add_string(args, "state", state);
+        if (r >= 0)
+                r = json_add_strv(args, "protect", (const char *const *) l->protect);
+        if (r >= 0)
+                r = json_add_bool(args, "git_dir", true);
+        if (r >= 0)
+                r = json_to_string(args, JSON_C_TO_STRING_PLAIN, &data);
+        if (r < 0)
+                return r;
+        if (fstat(l->root_fd, &st) < 0)
+                return errorf(ret_error, -errno, "cannot inspect %s: %m", l->root);
+        r = mount_plan_add(plan, &(MountEntry) {
+                                   .part = MOUNT_PART_WORKSPACE_VIEW,
+                                   .kind = MOUNT_VIEW,
+                                   .destination = l->root,
+                                   .source = l->root,
+                                   .data = data,
+                                   .id = { .dev = (uint64_t) st.st_dev, .ino = (uint64_t) st.st_ino, .directory = true },
+                           }, ret_error);
+        if (r < 0)
+                return r;
+        if (asprintf(&line, "%s\n", d->workspace) < 0)
+                return -ENOMEM;
+        r = write_file(alias, line, 0644);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot write %s: %s", alias, strerror(-r));
+        if (l->relative) {
+                _cleanup_free_ char *vstate = path_join(d->domain_dir, VIEW_STATE_DIR), *gitfile = NULL,
+                                    *text = NULL;
+                if (!vstate || asprintf(&text, "gitdir: %s\n", l->git_dir) < 0)
+                        return -ENOMEM;
+                gitfile = path_join(vstate, ".git");
+                if (!gitfile)
+                        return -ENOMEM;
+                /* Whatever the sandbox left there (a whiteout, its own gitfile) gives way. */
+                if (unlink(gitfile) < 0 && errno != ENOENT)
+                        return errorf(ret_error, -errno, "cannot replace %s: %m", gitfile);
+                r = write_file(gitfile, text, 0644);
+                if (r < 0)
+                        return errorf(ret_error, r, "cannot write %s: %s", gitfile, strerror(-r));
+        }
+        return 0;
+}
+
 int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         const Domain *d = p->domain;
         _cleanup_free_ char *json = NULL, *cfg = NULL, *init_src = NULL, *init_dst = NULL, *terminfo = NULL,
@@ -131,6 +215,7 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                             *plan_json = NULL, *plan_path = NULL;
         _cleanup_(mount_plan_done) MountPlan plan = {};
         _cleanup_strv_free_ char **mount_strings = NULL, **protect = NULL;
+        _cleanup_(git_linked_done) GitLinked linked = { .root_fd = -EBADF };
         bool view = true;
         _cleanup_close_ int rootfd = -EBADF, wfd = -EBADF;
         char port[16];
@@ -211,11 +296,15 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                                                                          xdggit ?: "/etc/gitconfig", NULL },
                                     .view = view,
                                     .ret_protect = &protect,
+                                    .ret_linked = &linked,
                             }, &plan, ret_error);
         if (r < 0)
                 goto finish;
         if (view) {
                 r = add_view(&plan, d, wfd, protect, ret_error);
+                if (r < 0)
+                        goto finish;
+                r = add_git_view(&plan, d, &linked, p->control_dir, ret_error);
                 if (r < 0)
                         goto finish;
         }

@@ -62,7 +62,9 @@ typedef struct ViewContext {
         int workspace_fd;               /* O_PATH */
         int state_fd;                   /* -ENOENT: the Domain has no view state (yet) */
         int lock_fd;
-        char **protect;                 /* the core.hooksPath directories inside the workspace */
+        char **protect;                 /* the core.hooksPath directories and included files inside the workspace */
+        char **paths, **names, **unprotect; /* those and the profile's protected_paths, as the view takes them */
+        GitLinked linked;               /* a linked worktree's or a submodule's git dirs (root NULL otherwise) */
 } ViewContext;
 
 static void view_context_done(ViewContext *c) {
@@ -71,11 +73,15 @@ static void view_context_done(ViewContext *c) {
         safe_close(c->state_fd);
         safe_close(c->lock_fd);
         strv_free(c->protect);
-        *c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        strv_free(c->paths);
+        strv_free(c->names);
+        strv_free(c->unprotect);
+        git_linked_done(&c->linked);
+        *c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF, .linked.root_fd = -EBADF };
 }
 
 /* The workspace-relative core.hooksPath directories, as the coordinator passes them to the view. */
-static int derive_protect(const Domain *d, int wfd, char ***ret, char **ret_error) {
+static int derive_protect(const Domain *d, int wfd, char ***ret, GitLinked *ret_linked, char **ret_error) {
         _cleanup_free_ char *gitconfig = NULL, *xdggit = NULL;
         _cleanup_(mount_plan_done) MountPlan plan = {};
         _cleanup_strv_free_ char **protect = NULL;
@@ -97,6 +103,7 @@ static int derive_protect(const Domain *d, int wfd, char ***ret, char **ret_erro
                                                                          xdggit ?: "/etc/gitconfig", NULL },
                                     .view = true,
                                     .ret_protect = &protect,
+                                    .ret_linked = ret_linked,
                             }, &plan, ret_error);
         if (r < 0)
                 return r;
@@ -107,7 +114,8 @@ static int derive_protect(const Domain *d, int wfd, char ***ret, char **ret_erro
 /* Opens what the verbs need; with lock, takes coordinator.lock or refuses. Prints why on failure. */
 static int view_context_open(const Config *config, const char *profile, const char *workspace, bool lock,
                              ViewContext *ret) {
-        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF,
+                                                       .linked.root_fd = -EBADF };
         _cleanup_free_ char *error = NULL, *state = NULL, *lock_path = NULL;
         int r;
 
@@ -150,13 +158,18 @@ static int view_context_open(const Config *config, const char *profile, const ch
         }
         if (c.state_fd < 0)
                 c.state_fd = -ENOENT;
-        r = derive_protect(c.domain, c.workspace_fd, &c.protect, &error);
+        r = derive_protect(c.domain, c.workspace_fd, &c.protect, &c.linked, &error);
         if (r < 0) {
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
                 return r;
         }
+        r = strv_extend_strv(&c.paths, c.protect);
+        if (r >= 0)
+                r = view_lists_add_profile(c.domain->profile->protected_paths, &c.paths, &c.names, &c.unprotect);
+        if (r < 0)
+                return r;
         *ret = c;
-        c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF, .linked.root_fd = -EBADF };
         return 0;
 }
 
@@ -168,7 +181,9 @@ static int scan(const ViewContext *c, ViewChanges *ret) {
                 *ret = (ViewChanges) {};
                 return 0;
         }
-        r = view_changes_scan(c->state_fd, c->workspace_fd, c->protect, ret, &error);
+        r = view_changes_scan(c->state_fd, c->workspace_fd,
+                              &(ViewLists) { .paths = c->paths, .names = c->names, .unprotect = c->unprotect }, c->protect,
+                              ret, &error);
         if (r < 0)
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
         return r;
@@ -476,7 +491,8 @@ static int apply_or_discard(const ViewContext *c, const ViewChanges *l, bool app
 }
 
 int verb_changes(int argc, char *argv[], const Config *config) {
-        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF,
+                                                       .linked.root_fd = -EBADF };
         _cleanup_(view_changes_done) ViewChanges l = {};
         const char *sub = argc > 1 ? argv[1] : NULL;
         bool apply = streq_ptr(sub, "apply"), discard = streq_ptr(sub, "discard");
@@ -514,18 +530,71 @@ int verb_changes(int argc, char *argv[], const Config *config) {
 
 /* ------------------------------------------------------------ status */
 
+/* The names protected at any depth: the built-in ones the profile kept, then the profile's own. */
+static int effective_names(const ViewContext *c, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        for (const char *const *p = view_integration_names(); *p; p++)
+                if (!strv_contains((const char *const *) c->unprotect, *p)) {
+                        r = strv_extend(&l, *p);
+                        if (r < 0)
+                                return r;
+                }
+        r = strv_extend_strv(&l, c->names);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* The profile's "/PATH" entries: the view's paths beyond the derived ones. */
+static int profile_paths(const ViewContext *c, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        STRV_FOREACH(e, c->domain->profile->protected_paths)
+                if ((*e)[0] == '/') {
+                        r = strv_extend(&l, *e);
+                        if (r < 0)
+                                return r;
+                }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
 static int status_json(const ViewContext *c, size_t n_pending, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_strv_free_ char **names = NULL, **paths = NULL;
         int r = o ? 0 : -ENOMEM;
 
         if (r >= 0)
-                r = json_add_strv(o, "protected_names", view_integration_names());
+                r = effective_names(c, &names);
         if (r >= 0)
-                r = json_add_strv(o, "protected_hooks_paths", (const char *const *) c->protect);
+                r = profile_paths(c, &paths);
+        if (r >= 0)
+                r = json_add_strv(o, "protected_names", (const char *const *) names);
+        if (r >= 0)
+                r = json_add_strv(o, "unprotected_names", (const char *const *) c->unprotect);
+        if (r >= 0)
+                r = json_add_strv(o, "protected_paths", (const char *const *) paths);
+        if (r >= 0)
+                r = json_add_strv(o, "protected_git_paths", (const char *const *) c->protect);
         if (r >= 0)
                 r = json_add_string(o, "git_dirs", "control files protected");
         if (r >= 0)
                 r = json_add_string(o, "top_git_config", "read-only");
+        if (r >= 0 && c->linked.root) {
+                /* A linked worktree's or a submodule's git dir, served by the git dir view. */
+                _cleanup_json_ json_object *g = json_object_new_object();
+                r = g ? json_add_string(g, "served", c->linked.root) : -ENOMEM;
+                if (r >= 0)
+                        r = json_add_string(g, "git_dir", c->linked.git_dir);
+                if (r >= 0)
+                        r = json_add_strv(g, "protected", (const char *const *) c->linked.protect);
+                if (r >= 0)
+                        r = json_add(o, "git_dir_view", TAKE_PTR(g));
+        }
         if (r >= 0)
                 r = json_add_uint64(o, "pending_changes", n_pending);
         if (r < 0)
@@ -535,7 +604,8 @@ static int status_json(const ViewContext *c, size_t n_pending, json_object **ret
 }
 
 int changes_status(const Config *config, const char *id, json_object *o) {
-        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF };
+        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF,
+                                                       .linked.root_fd = -EBADF };
         _cleanup_(view_changes_done) ViewChanges l = {};
         _cleanup_(domain_record_done) DomainRecord rec = {};
         _cleanup_free_ char *error = NULL;
@@ -558,16 +628,36 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                         r = json_add(o, "View", v);
                 return r;
         }
+        _cleanup_strv_free_ char **names = NULL, **paths = NULL;
+        r = effective_names(&c, &names);
+        if (r >= 0)
+                r = profile_paths(&c, &paths);
+        if (r < 0)
+                return r;
         printf("  %-16s", "View:");
-        for (const char *const *p = view_integration_names(); *p; p++)
-                printf("%s%s", p == view_integration_names() ? "" : " ", *p);
+        STRV_FOREACH(p, names)
+                print_escaped(p == names ? "" : " ", *p, "");
         printf(" (at any depth: writes kept in Domain state)\n");
+        if (!strv_is_empty(c.unprotect)) {
+                printf("  %-16sshared by the profile:", "");
+                STRV_FOREACH(p, c.unprotect)
+                        print_escaped(" ", *p, "");
+                printf("\n");
+        }
+        STRV_FOREACH(p, paths)
+                print_escaped("                  protected path: ", *p + 1, "\n");
         printf("  %-16sgit dirs: control files protected (config, hooks, commondir, gitdir, HEAD outside git's "
                "places); .git/config read-only\n", "");
         if (strv_is_empty(c.protect))
-                printf("  %-16score.hooksPath: none inside the workspace\n", "");
+                printf("  %-16score.hooksPath, included git config: none inside the workspace\n", "");
         STRV_FOREACH(p, c.protect)
-                print_escaped("                  core.hooksPath: ", *p, "/\n");
+                print_escaped("                  git configuration names: ", *p, "\n");
+        if (c.linked.root) {
+                print_escaped("                  git dir view: ", c.linked.root, " at its host path (config, commondir, "
+                              "gitdir read-only; hooks protected)\n");
+                STRV_FOREACH(p, c.linked.protect)
+                        print_escaped("                  git dir view protects: ", *p, "\n");
+        }
         printf("  %-16s%zu%s\n", "Pending:", l.n, l.n > 0 ? " (lazaretctl changes)" : "");
         return 0;
 }

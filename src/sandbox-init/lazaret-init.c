@@ -31,6 +31,12 @@
  * (watch-relay.h) for as long as the pipe stays open. A relay that dies
  * (a `kill -9 -1` inside ends it too) is started again, up to
  * RELAY_RESTARTS_MAX times.
+ *
+ * A workspace that git names by its host path (a linked worktree's
+ * registration, a submodule's core.worktree) gets that path as a symbolic
+ * link to /workspace, before anything else: the control directory's
+ * workspace-path holds it (bundle.c), and the git dir view is already
+ * mounted at its own host path.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +54,43 @@
 #include "parse-util.h"
 #include "session-kill.h"
 #include "config.h"
+#include "view-policy.h"
 #include "watch-relay.h"
+
+#define WORKSPACE_PATH_FILE "/run/lazaret/" LAZARET_WORKSPACE_PATH_FILE
+
+/* The workspace's host path, as a symbolic link to /workspace: its parents made (0755), nothing replaced. */
+static void link_host_path(void) {
+        char path[4097], target[sizeof(SANDBOX_WORKSPACE)];
+        ssize_t n;
+        int fd;
+
+        fd = open(WORKSPACE_PATH_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        n = read(fd, path, sizeof(path) - 1);
+        close(fd);
+        if (n <= 1 || path[0] != '/' || path[n - 1] != '\n' || memchr(path, 0, (size_t) n) || strstr(path, "/../") ||
+            strstr(path, "/./")) {
+                fprintf(stderr, "lazaret-init: %s is malformed; git inside cannot find the workspace by its host path\n",
+                        WORKSPACE_PATH_FILE);
+                return;
+        }
+        path[n - 1] = 0;
+        for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
+                *s = 0;
+                (void) mkdir(path, 0755);
+                *s = '/';
+        }
+        if (symlink(SANDBOX_WORKSPACE, path) == 0)
+                return;
+        int e = errno;
+        n = readlink(path, target, sizeof(target));
+        if (n == (ssize_t) strlen(SANDBOX_WORKSPACE) && memcmp(target, SANDBOX_WORKSPACE, (size_t) n) == 0)
+                return;         /* from an earlier start, in a persistent directory */
+        fprintf(stderr, "lazaret-init: cannot link %s to %s (%s); git inside cannot find the workspace by its host path\n",
+                path, SANDBOX_WORKSPACE, strerror(e));
+}
 
 static int attest(char *argv[]) {
         int port, fd, r;
@@ -133,6 +175,7 @@ int main(int argc, char *argv[]) {
         sigfillset(&set);
         sigprocmask(SIG_BLOCK, &set, NULL);
         channel = take_channel();
+        link_host_path();
 
         /* A probe that cannot report is seen by the supervisor, which then
          * never publishes this sandbox: nothing more to do about it here.

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "hash.h"
 #include "macro.h"
+#include "strv.h"
 #include "util.h"
 
 #define ENCODER_DEPTH_MAX 8
@@ -279,6 +280,11 @@ static int enc_profile(Encoder *e, const Profile *prof) {
         enc_limits(e, &prof->limits);
         enc_key(e, "persistent_dirs");
         enc_strv(e, prof->persistent_dirs);
+        if (strv_length(prof->protected_paths) > 0) {
+                /* Only when set, so that the fingerprints of earlier configurations stay. */
+                enc_key(e, "protected_paths");
+                enc_strv(e, prof->protected_paths);
+        }
         enc_key(e, "volumes");
         enc_volumes(e, prof);
         enc_object_end(e);

@@ -21,6 +21,7 @@
 #include "path-util.h"
 #include "strv.h"
 #include "tokens.h"
+#include "view-policy.h"
 
 int config_error(ConfigParser *p, const char *path, int r, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
@@ -730,6 +731,39 @@ static int parse_persistent_dirs(ConfigParser *p, json_object *v, const char *pa
         return 0;
 }
 
+/* char ***: the workspace view's protected_paths, each normalised (view-policy.h), none twice. */
+static const ConfigStrvSpec protected_paths_spec = { .max = 64, .allow_empty_list = true };
+
+static int parse_protected_paths(ConfigParser *p, json_object *v, const char *path, void *field, const void *data) {
+        _cleanup_strv_free_ char **l = NULL, **out = NULL;
+        int r;
+
+        r = config_parse_strv(p, v, path, &l, &protected_paths_spec);
+        if (r < 0)
+                return r;
+        out = calloc(strv_length(l) + 1, sizeof(char *));
+        if (!out)
+                return config_oom(p);
+        for (size_t i = 0; l[i]; i++) {
+                _cleanup_free_ char *ip = keypath_index(path, i);
+                const char *why = NULL;
+
+                if (!ip)
+                        return config_oom(p);
+                r = view_protect_entry_normalize(l[i], &out[i], &why);
+                if (r == -ENOMEM)
+                        return config_oom(p);
+                if (r < 0)
+                        return config_error(p, ip, r, "\"%s\": %s; an entry is NAME (at any depth), /PATH (from the "
+                                            "workspace's top) or !NAME (a built-in name no longer protected)", l[i], why);
+                for (size_t j = 0; j < i; j++)
+                        if (streq(out[i], out[j]))
+                                return config_error(p, ip, -EEXIST, "\"%s\" is listed twice", out[i]);
+        }
+        *(char ***) field = TAKE_PTR(out);
+        return 0;
+}
+
 static const ConfigKey profile_keys[] = {
         { "image",           parse_image,           0,                                   NULL, CONFIG_KEY_REQUIRED },
         { "command",         config_parse_strv,     offsetof(Profile, command),          &command_spec },
@@ -739,6 +773,7 @@ static const ConfigKey profile_keys[] = {
         { "env",             parse_env,             0 },
         { "volumes",         parse_volumes,         0 },
         { "isolate_ignored", config_parse_bool,     offsetof(Profile, isolate_ignored) },
+        { "protected_paths", parse_protected_paths, offsetof(Profile, protected_paths) },
         { "directfs",        config_parse_bool,     offsetof(Profile, directfs) },
         { "limits",          parse_limits,          offsetof(Profile, limits) },
         {}
@@ -751,6 +786,7 @@ static void profile_done(Profile *prof) {
         free(prof->image.tag);
         strv_free(prof->command);
         strv_free(prof->persistent_dirs);
+        strv_free(prof->protected_paths);
         free(prof->allow_egress.items);
         free(prof->deny_egress.items);
         for (size_t i = 0; i < prof->n_env; i++) {

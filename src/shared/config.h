@@ -76,6 +76,7 @@ typedef struct Profile {
         ImageRef image;
         char **command;         /* NULL: the user's login shell */
         char **persistent_dirs;
+        char **protected_paths; /* the workspace view's: "NAME", "/PATH", "!NAME" (view-policy.h), normalised */
         CidrList allow_egress;
         CidrList deny_egress;
         EnvEntry *env;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -247,6 +248,39 @@ void git_config_paths_done(GitConfigPaths *p) {
         p->include_paths = strv_free(p->include_paths);
 }
 
+int git_link_file_parse(const char *text, size_t len, const char *prefix, char **ret_path) {
+        size_t k = strlen(prefix), end;
+        char *path;
+
+        if (len > GIT_LINK_FILE_MAX || len < k || memcmp(text, prefix, k) != 0)
+                return -EBADMSG;
+        end = len;
+        if (end > k && text[end - 1] == '\n')
+                end--;
+        if (end > k && text[end - 1] == '\r')
+                end--;
+        if (end == k)
+                return -EBADMSG;
+        for (size_t i = k; i < end; i++)
+                if ((unsigned char) text[i] < 0x20 || text[i] == 0x7f)
+                        return -EBADMSG;        /* NUL, a second line, any control byte */
+        path = strndup(text + k, end - k);
+        if (!path)
+                return -ENOMEM;
+        *ret_path = path;
+        return 0;
+}
+
+void git_linked_done(GitLinked *l) {
+        free(l->git_dir);
+        free(l->root);
+        free(l->worktree);
+        strv_free(l->protect);
+        if (l->root && l->root_fd >= 0)         /* the fd is set only with root */
+                close(l->root_fd);
+        *l = (GitLinked) { .root_fd = -EBADF };
+}
+
 /* ------------------------------------------------------------ paths */
 
 int git_path_in_workspace(const char *value, const char *base, const char *home, const char *workspace,
@@ -413,7 +447,7 @@ static int mask_dir(const char *domain_dir, const char *name, char **ret, int *r
  * Opens every component of rel (relative to the workspace) without following
  * a symlink, creating missing directories (0755) so that they can be masked.
  */
-static int open_components(const GitSentryParams *p, int wfd, const char *rel, char **ret_error) {
+static int open_components(const GitSentryParams *p, int wfd, const char *rel, const char *what, char **ret_error) {
         for (const char *e = rel;; e++) {
                 _cleanup_free_ char *prefix = NULL;
                 _cleanup_close_ int fd = -EBADF;
@@ -426,18 +460,18 @@ static int open_components(const GitSentryParams *p, int wfd, const char *rel, c
                 fd = openat_beneath(wfd, prefix, O_RDONLY | O_DIRECTORY, 0, false);
                 if (fd == -ENOENT) {
                         if (mkdirat(wfd, prefix, 0755) < 0 && errno != EEXIST)
-                                return errorf(ret_error, -errno, "cannot create %s/%s for core.hooksPath: %m",
-                                              p->workspace, prefix);
+                                return errorf(ret_error, -errno, "cannot create %s/%s for %s: %m",
+                                              p->workspace, prefix, what);
                         fd = openat_beneath(wfd, prefix, O_RDONLY | O_DIRECTORY, 0, false);
                 }
                 struct stat st;
                 if (fd == -ENOTDIR && fstatat(wfd, prefix, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISLNK(st.st_mode))
                         fd = -ELOOP;    /* the last component, refused by O_NOFOLLOW | O_DIRECTORY */
                 if (fd == -ELOOP || fd == -EXDEV)
-                        return errorf(ret_error, -EPERM, "core.hooksPath %s goes through a symlink in the workspace "
-                                      "(%s); the sandbox could redirect it", rel, prefix);
+                        return errorf(ret_error, -EPERM, "%s %s goes through a symlink in the workspace "
+                                      "(%s); the sandbox could redirect it", what, rel, prefix);
                 if (fd < 0)
-                        return errorf(ret_error, -EPERM, "core.hooksPath %s: %s/%s is not a directory (%s)", rel,
+                        return errorf(ret_error, -EPERM, "%s %s: %s/%s is not a directory (%s)", what, rel,
                                       p->workspace, prefix, strerror(-fd));
                 if (*e == 0)
                         return 0;
@@ -475,7 +509,7 @@ static int protect_hooks_paths(MountPlan *plan, const GitSentryParams *p, int wf
                                   (streq(*rel, *other) && other < rel);
                 if (covered)
                         continue;
-                r = open_components(p, wfd, *rel, ret_error);
+                r = open_components(p, wfd, *rel, "core.hooksPath", ret_error);
                 if (r < 0)
                         return r;
                 r = strv_extend(&masks, *rel);
@@ -533,11 +567,329 @@ static int protect_hooks_paths(MountPlan *plan, const GitSentryParams *p, int wf
 static int read_config_at(int dirfd, const char *name, char **ret) {
         _cleanup_close_ int fd = -EBADF;
 
-        fd = dirfd >= 0 ? openat_beneath(dirfd, name, O_RDONLY | O_NOCTTY, 0, false) :
-                          open(name, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+        struct stat st;
+
+        /* O_NONBLOCK: a FIFO in the file's place must not stall the launch. */
+        fd = dirfd >= 0 ? openat_beneath(dirfd, name, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, false) :
+                          open(name, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
                 return dirfd >= 0 ? fd : -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
         return read_full_fd(fd, GIT_CONFIG_MAX, ret, NULL);
+}
+
+#define GIT_INCLUDE_DEPTH_MAX 10      /* git's own MAX_INCLUDE_DEPTH */
+
+/*
+ * A path (absolute, simplified) that host git reads as configuration or
+ * runs from, inside the dir the git dir view serves: protected there (its
+ * root-relative path joins linked->protect). The served dir itself cannot be.
+ */
+static int linked_protect(GitLinked *linked, const char *abs, const char *what, char **ret_error) {
+        const char *t;
+
+        if (!linked || !linked->root || !path_is_at_or_below(abs, linked->root))
+                return 0;
+        t = abs + strlen(linked->root);
+        if (*t == '/')
+                t++;
+        if (isempty(t))
+                return errorf(ret_error, -EPERM, "%s names the git dir %s itself; the sandbox could write it", what,
+                              linked->root);
+        return strv_contains((const char *const *) linked->protect, t) ? 0 : strv_extend(&linked->protect, t);
+}
+
+/* A host directory by its absolute, simplified path, opened from "/" without following any symlink. */
+static int open_host_dir(const char *abs) {
+        _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+        if (root < 0)
+                return -errno;
+        return openat_beneath(root, abs[1] ? abs + 1 : NULL, O_PATH | O_DIRECTORY, 0, false);
+}
+
+/* One of git's one-line files in dirfd, read strictly; -ENOENT when it is missing. */
+static int read_link_file(int dirfd, const char *name, const char *prefix, char **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        size_t len;
+        int r;
+
+        fd = openat_beneath(dirfd, name, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, false);
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADMSG;
+        r = read_full_fd(fd, GIT_LINK_FILE_MAX, &text, &len);
+        if (r == -EFBIG || r == -E2BIG)
+                return -EBADMSG;
+        if (r < 0)
+                return r;
+        return git_link_file_parse(text, len, prefix, ret);
+}
+
+static int judge_git_path(const char *workspace, const char *rel, const struct stat *st, char **ret_error);
+
+/* Where a linked workspace's git dirs lie, judged: outside the workspace, which is outside them. */
+static int judge_outside(const GitSentryParams *p, const char *what, const char *abs, char **ret_error) {
+        if (path_is_at_or_below(abs, p->workspace))
+                return errorf(ret_error, -EPERM, "%s %s lies inside the workspace %s; the sandbox could rewrite it, "
+                              "which the workspace view does not support", what, abs, p->workspace);
+        if (path_is_at_or_below(p->workspace, abs))
+                return errorf(ret_error, -EPERM, "the workspace %s lies inside %s %s; not supported", p->workspace,
+                              what, abs);
+        return 0;
+}
+
+static int open_linked_dir(const GitSentryParams *p, const char *what, const char *abs, int *ret_fd,
+                           char **ret_error) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        int r;
+
+        r = judge_outside(p, what, abs, ret_error);
+        if (r < 0)
+                return r;
+        fd = open_host_dir(abs);
+        if (fd == -ELOOP || fd == -EXDEV)
+                return errorf(ret_error, -EPERM, "%s %s goes through a symbolic link; name it by its real path "
+                              "(git worktree repair, on the host)", what, abs);
+        if (fd < 0)
+                return errorf(ret_error, -EPERM, "cannot open %s %s: %s", what, abs, strerror(-fd));
+        if (fstatat(fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+                return errorf(ret_error, -EPERM, "%s %s is not a git dir (it has no HEAD file)", what, abs);
+        if (fstat(fd, &st) < 0)
+                return errorf(ret_error, -errno, "cannot inspect %s: %m", abs);
+        r = judge_git_path(abs, NULL, &st, ret_error);
+        if (r < 0)
+                return r;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/* The registrations of the other worktrees below <root>/worktrees/: protected, so no prune inside removes them. */
+static int protect_registrations(int rootfd, const char *prefix, const char *self, char ***protect) {
+        _cleanup_close_ int fd = openat_beneath(rootfd, "worktrees", O_RDONLY | O_DIRECTORY, 0, false);
+        DIR *d;
+        struct dirent *de;
+        int r = 0;
+
+        if (fd == -ENOENT || fd == -ENOTDIR)
+                return 0;
+        if (fd < 0)
+                return fd;
+        d = fdopendir(fd);
+        if (!d)
+                return -errno;
+        TAKE_FD(fd);
+        while ((de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, "..") || (self && streq(de->d_name, self)))
+                        continue;
+                r = strv_extendf(protect, "%sworktrees/%s", prefix, de->d_name);
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
+        return r;
+}
+
+/*
+ * A workspace whose .git is a file: its git dir and, for a linked
+ * worktree, the common dir, resolved as git_linked_done() describes.
+ */
+static int resolve_linked(const GitSentryParams *p, int wfd, GitLinked *ret, char **ret_error) {
+        _cleanup_free_ char *value = NULL, *full = NULL, *git_dir = NULL, *cvalue = NULL, *common = NULL,
+                            *back = NULL, *want = NULL;
+        _cleanup_close_ int gfd = -EBADF, cfd = -EBADF;
+        _cleanup_(git_linked_done) GitLinked l = { .root_fd = -EBADF };
+        int r;
+
+        r = read_link_file(wfd, ".git", "gitdir: ", &value);
+        if (r == -EBADMSG)
+                return errorf(ret_error, -EPERM, "%s/.git is not a one-line \"gitdir: PATH\" file", p->workspace);
+        if (r < 0)
+                return errorf(ret_error, -EPERM, "cannot read %s/.git: %s", p->workspace, strerror(-r));
+        l.relative = value[0] != '/';
+        full = l.relative ? join3(p->workspace, "/", value) : strdup(value);
+        if (!full)
+                return -ENOMEM;
+        r = path_simplify(full, p->workspace, &git_dir);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return errorf(ret_error, -EPERM, "%s/.git names '%s', which cannot be located safely (%s)", p->workspace,
+                              value, strerror(-r));
+        r = open_linked_dir(p, "the git dir", git_dir, &gfd, ret_error);
+        if (r < 0)
+                return r;
+
+        r = read_link_file(gfd, "commondir", "", &cvalue);
+        if (r == -ENOENT) {
+                /* A submodule's (or a separate) git dir: served itself. */
+                l.git_dir = TAKE_PTR(git_dir);
+                l.root = strdup(l.git_dir);
+                if (!l.root)
+                        return -ENOMEM;
+                l.root_fd = TAKE_FD(gfd);
+                goto done;
+        }
+        if (r < 0)
+                return errorf(ret_error, -EPERM, "%s/commondir is not a one-line path (%s)", git_dir,
+                              r == -EBADMSG ? "malformed" : strerror(-r));
+        free(full);
+        full = cvalue[0] == '/' ? strdup(cvalue) : join3(git_dir, "/", cvalue);
+        if (!full)
+                return -ENOMEM;
+        r = path_simplify(full, NULL, &common);
+        if (r < 0)
+                return r == -ENOMEM ? r : errorf(ret_error, -EPERM, "%s/commondir: '%s' is not a usable path", git_dir, cvalue);
+        r = open_linked_dir(p, "the common dir", common, &cfd, ret_error);
+        if (r < 0)
+                return r;
+
+        /* The git dir must be the registration <common>/worktrees/<name>, by path and by fd. */
+        {
+                const char *t = startswith(git_dir, common), *name = t ? startswith(t, "/worktrees/") : NULL;
+                _cleanup_close_ int wt = -EBADF;
+                struct stat a, b;
+
+                if (isempty(name) || strchr(name, '/'))
+                        return errorf(ret_error, -EPERM, "the git dir %s is not below %s/worktrees/, where its commondir "
+                                      "points; not a linked worktree Lazaret can protect", git_dir, common);
+                wt = openat_beneath(cfd, t + 1, O_PATH | O_DIRECTORY, 0, false);
+                if (wt < 0 || fstat(wt, &a) < 0 || fstat(gfd, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+                        return errorf(ret_error, -EPERM, "the git dir %s is not the registration %s/worktrees/%s that it "
+                                      "claims to be", git_dir, common, name);
+                l.worktree = strdup(name);
+                if (!l.worktree)
+                        return -ENOMEM;
+        }
+        r = read_link_file(gfd, "gitdir", "", &back);
+        want = join3(p->workspace, "/.git", "");
+        if (!want)
+                return -ENOMEM;
+        if (r < 0 || !streq(back, want))
+                return errorf(ret_error, -EPERM, "the worktree registration %s/gitdir does not name %s; run 'git worktree "
+                              "repair' in the workspace on the host", git_dir, want);
+        l.git_dir = TAKE_PTR(git_dir);
+        l.root = TAKE_PTR(common);
+        l.root_fd = TAKE_FD(cfd);
+done:
+        r = protect_registrations(l.root_fd, "", l.worktree, &l.protect);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot list %s/worktrees: %s", l.root, strerror(-r));
+        *ret = l;
+        l = (GitLinked) { .root_fd = -EBADF };
+        return 0;
+}
+
+/*
+ * Reads the trusted git configuration file at abs (absolute, simplified)
+ * and, depth first, every file it includes (include.path and every
+ * includeIf.*.path, each condition taken as true; a relative path from the
+ * including file's directory, as git does), collecting core.hooksPath
+ * values into *hooks. A file that lies inside the workspace (lexically, or
+ * through the host's symlinks outside it) is one the sandbox could write:
+ * with refuse_inside that is refused, else its workspace-relative path
+ * joins *inside (the view protects it) and it is read beneath the
+ * workspace fd without following any symlink, its missing parent
+ * directories created so that none can become one. A missing file is
+ * skipped, as git skips it. Nothing is run.
+ */
+static int read_config_tree(const GitSentryParams *p, int wfd, GitLinked *linked, const char *abs, const char *shown,
+                            unsigned depth, bool refuse_inside, char ***hooks, char ***inside, char **ret_error) {
+        _cleanup_free_ char *text = NULL, *rel = NULL, *dir = NULL;
+        GitConfigPaths paths = {};
+        int r;
+
+        if (depth > GIT_INCLUDE_DEPTH_MAX)
+                return errorf(ret_error, -ELOOP, "%s: includes nest deeper than %d files; git refuses that too",
+                              shown, GIT_INCLUDE_DEPTH_MAX);
+        r = git_path_in_workspace(abs, "/", NULL, p->workspace, NULL, &rel);
+        if (r == 0)
+                r = canonical_in_workspace(abs, p->workspace, &rel);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return errorf(ret_error, -EPERM, "the git configuration file %s cannot be located safely (%s)", abs,
+                              strerror(-r));
+        if (r > 0) {
+                _cleanup_free_ char *parent = NULL;
+                char *slash;
+
+                if (refuse_inside)
+                        return errorf(ret_error, -EPERM, "%s includes '%s', which the sandbox could write; "
+                                      "the Git Sentry does not support that", shown, abs);
+                if (isempty(rel) || streq(rel, ".git"))
+                        return errorf(ret_error, -EPERM, "the git configuration names %s as a file to include; "
+                                      "it is a directory of the workspace", abs);
+                parent = strdup(rel);
+                if (!parent)
+                        return -ENOMEM;
+                slash = strrchr(parent, '/');
+                if (slash) {
+                        *slash = 0;
+                        r = open_components(p, wfd, parent, "the included git configuration", ret_error);
+                        if (r < 0)
+                                return r;
+                }
+                if (!strv_contains((const char *const *) *inside, rel)) {
+                        r = strv_extend(inside, rel);
+                        if (r < 0)
+                                return r;
+                }
+                r = read_config_at(wfd, rel, &text);
+                if (r == -ELOOP || r == -EXDEV)
+                        return errorf(ret_error, -EPERM, "the git configuration includes %s, a symlink in the workspace; "
+                                      "the sandbox could redirect it", abs);
+        } else {
+                r = linked_protect(linked, abs, "an included git configuration file", ret_error);
+                if (r < 0)
+                        return r;
+                r = read_config_at(-EBADF, abs, &text);
+        }
+        if (r == -ENOENT || r == -ENOTDIR)
+                return 0;
+        if (r < 0)
+                return errorf(ret_error, r, "cannot read %s: %s", abs, strerror(-r));
+        r = git_config_parse_paths(text, &paths, ret_error);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot parse %s", abs);
+        r = strv_extend_strv(hooks, paths.hooks_paths);
+        if (r < 0)
+                goto finish;
+
+        dir = strdup(abs);
+        if (!dir) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        *strrchr(dir, '/') = 0;         /* abs is absolute and simplified */
+        STRV_FOREACH(inc, paths.include_paths) {
+                _cleanup_free_ char *next = NULL;
+
+                r = git_path_in_workspace(*inc, isempty(dir) ? "/" : dir, p->home, p->workspace, &next, NULL);
+                if (r == -ENOMEM)
+                        goto finish;
+                if (r < 0) {
+                        r = errorf(ret_error, -EPERM, "%s includes '%s', which cannot be interpreted safely (%s)", abs,
+                                   *inc, strerror(-r));
+                        goto finish;
+                }
+                r = read_config_tree(p, wfd, linked, next, abs, depth + 1, refuse_inside, hooks, inside, ret_error);
+                if (r < 0)
+                        goto finish;
+        }
+        r = 0;
+finish:
+        git_config_paths_done(&paths);
+        return r;
 }
 
 int git_sentry_check_workspace(int workspace_fd, const char *workspace, char **ret_error) {
@@ -549,11 +901,8 @@ int git_sentry_check_workspace(int workspace_fd, const char *workspace, char **r
                                       "run 'git init' there on the host first", workspace);
                 return errorf(ret_error, -errno, "cannot inspect %s/.git: %m", workspace);
         }
-        if (S_ISREG(st.st_mode))
-                return errorf(ret_error, -EPERM, "%s/.git is a file (a linked worktree or a submodule); "
-                              "such workspaces are not supported yet", workspace);
-        if (!S_ISDIR(st.st_mode))
-                return errorf(ret_error, -EPERM, "%s/.git is not a directory", workspace);
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+                return errorf(ret_error, -EPERM, "%s/.git is not a directory nor a gitfile (a symbolic link?)", workspace);
         return 0;
 }
 
@@ -576,7 +925,7 @@ static int judge_git_path(const char *workspace, const char *rel, const struct s
                 w.failure = PATH_WALK_WRITABLE;
         else
                 return 0;
-        path = join3(workspace, "/", rel);
+        path = rel ? join3(workspace, "/", rel) : strdup(workspace);
         if (!path)
                 return -ENOMEM;
         w.at = path;
@@ -586,7 +935,8 @@ static int judge_git_path(const char *workspace, const char *rel, const struct s
 static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error) {
         _cleanup_close_ int wfd = -EBADF, gfd = -EBADF, cfd = -EBADF, hfd = -EBADF, mfd = -EBADF;
         _cleanup_free_ char *text = NULL, *gitdir = NULL, *host = NULL, *dest = NULL, *mask = NULL;
-        _cleanup_strv_free_ char **hooks = NULL, **rels = NULL;
+        _cleanup_strv_free_ char **hooks = NULL, **rels = NULL, **inside = NULL;
+        _cleanup_(git_linked_done) GitLinked linked = { .root_fd = -EBADF };
         GitConfigPaths paths = {};
         struct stat st;
         int r;
@@ -598,72 +948,97 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         r = git_sentry_check_workspace(wfd, p->workspace, ret_error);
         if (r < 0)
                 return r;
-        gfd = openat_beneath(wfd, ".git", O_RDONLY | O_DIRECTORY, 0, false);
-        if (gfd < 0)
-                return errorf(ret_error, gfd, "cannot open %s/.git: %s", p->workspace, strerror(-gfd));
-        if (fstat(gfd, &st) < 0)
-                return errorf(ret_error, -errno, "cannot inspect %s/.git: %m", p->workspace);
-        r = judge_git_path(p->workspace, ".git", &st, ret_error);
-        if (r < 0)
-                return r;
+        if (fstatat(wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISREG(st.st_mode)) {
+                /* A linked worktree or a submodule: the repository's configuration is its git dir's. */
+                if (!p->view || !p->ret_linked)
+                        return errorf(ret_error, -EPERM, "%s/.git is a file (a linked worktree or a submodule); only "
+                                      "the workspace view protects such a workspace", p->workspace);
+                r = resolve_linked(p, wfd, &linked, ret_error);
+                if (r < 0)
+                        return r;
+                gfd = openat(linked.root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (gfd < 0)
+                        return errorf(ret_error, -errno, "cannot open %s: %m", linked.root);
+                gitdir = strdup(linked.root);
+        } else {
+                gfd = openat_beneath(wfd, ".git", O_RDONLY | O_DIRECTORY, 0, false);
+                if (gfd < 0)
+                        return errorf(ret_error, gfd, "cannot open %s/.git: %s", p->workspace, strerror(-gfd));
+                if (fstat(gfd, &st) < 0)
+                        return errorf(ret_error, -errno, "cannot inspect %s/.git: %m", p->workspace);
+                r = judge_git_path(p->workspace, ".git", &st, ret_error);
+                if (r < 0)
+                        return r;
+                gitdir = join3(p->workspace, "/.git", "");
+                /* Linked worktrees' registrations: no prune inside drops them (their checkouts are not there). */
+                if (p->view && p->ret_protect) {
+                        r = protect_registrations(gfd, ".git/", NULL, p->ret_protect);
+                        if (r < 0)
+                                return errorf(ret_error, r, "cannot list %s/.git/worktrees: %s", p->workspace, strerror(-r));
+                }
+        }
+        if (!gitdir)
+                return -ENOMEM;
 
         cfd = openat_beneath(gfd, "config", O_RDONLY | O_NOCTTY, 0, false);
         if (cfd < 0 || fstat(cfd, &st) < 0 || !S_ISREG(st.st_mode))
-                return errorf(ret_error, -EPERM, "%s/.git/config is missing or not a regular file", p->workspace);
-        r = judge_git_path(p->workspace, ".git/config", &st, ret_error);
+                return errorf(ret_error, -EPERM, "%s/config is missing or not a regular file", gitdir);
+        r = judge_git_path(gitdir, "config", &st, ret_error);
         if (r < 0)
                 return r;
         r = read_full_fd(cfd, GIT_CONFIG_MAX, &text, NULL);
         if (r < 0)
-                return errorf(ret_error, r, "cannot read %s/.git/config: %s", p->workspace, strerror(-r));
+                return errorf(ret_error, r, "cannot read %s/config: %s", gitdir, strerror(-r));
         r = git_config_parse_paths(text, &paths, ret_error);
         if (r < 0) {
                 git_config_paths_done(&paths);
-                return errorf(ret_error, r, "cannot parse %s/.git/config", p->workspace);
+                return errorf(ret_error, r, "cannot parse %s/config", gitdir);
         }
         hooks = TAKE_PTR(paths.hooks_paths);
 
-        gitdir = join3(p->workspace, "/.git", "");
-        if (!gitdir) {
-                git_config_paths_done(&paths);
-                return -ENOMEM;
-        }
-        /* An included file inside the workspace would be a writable config. */
+        /* An included file inside the workspace would be a writable config;
+         * the files it includes outside may still name a core.hooksPath. */
         STRV_FOREACH(inc, paths.include_paths) {
                 _cleanup_free_ char *abs = NULL;
                 r = git_path_in_workspace(*inc, gitdir, p->home, p->workspace, &abs, NULL);
                 if (r == 0)
                         r = canonical_in_workspace(abs, p->workspace, NULL);
-                if (r != 0) {
-                        r = errorf(ret_error, -EPERM, "%s/.git/config includes '%s', which the sandbox could write; "
-                                   "the Git Sentry does not support that", p->workspace, *inc);
+                if (r == 0)
+                        r = read_config_tree(p, wfd, &linked, abs, gitdir, 1, true, &hooks, &inside, ret_error);
+                else if (r != -ENOMEM)
+                        r = errorf(ret_error, -EPERM, "%s/config includes '%s', which the sandbox could write; "
+                                   "the Git Sentry does not support that", gitdir, *inc);
+                if (r < 0) {
                         git_config_paths_done(&paths);
                         return r;
                 }
         }
         git_config_paths_done(&paths);
 
-        STRV_FOREACH(g, (char **) p->global_configs) {
-                _cleanup_free_ char *gtext = NULL;
-                GitConfigPaths gp = {};
-
-                r = read_config_at(-EBADF, *g, &gtext);
-                if (r == -ENOENT || r == -ENOTDIR)
-                        continue;
+        if (linked.worktree) {
+                /* The worktree's own configuration (extensions.worktreeConfig). */
+                _cleanup_free_ char *wcfg = join3(linked.git_dir, "/config.worktree", "");
+                if (!wcfg)
+                        return -ENOMEM;
+                r = read_config_tree(p, wfd, &linked, wcfg, wcfg, 0, true, &hooks, &inside, ret_error);
                 if (r < 0)
-                        return errorf(ret_error, r, "cannot read %s: %s", *g, strerror(-r));
-                r = git_config_parse_paths(gtext, &gp, ret_error);
-                if (r < 0)
-                        return errorf(ret_error, r, "cannot parse %s", *g);
-                STRV_FOREACH(h, gp.hooks_paths) {
-                        r = strv_extend(&hooks, *h);
-                        if (r < 0) {
-                                git_config_paths_done(&gp);
-                                return r;
-                        }
-                }
-                git_config_paths_done(&gp);
+                        return r;
         }
+
+        /* The host's own files, and all they include: those inside the workspace become protected paths. */
+        STRV_FOREACH(g, (char **) p->global_configs) {
+                _cleanup_free_ char *abs = NULL;
+
+                r = path_simplify(*g, p->workspace, &abs);
+                if (r < 0)
+                        return errorf(ret_error, r, "the git configuration file %s is not an absolute path", *g);
+                r = read_config_tree(p, wfd, &linked, abs, abs, 0, false, &hooks, &inside, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        if (!p->view && inside)
+                return errorf(ret_error, -EPERM, "the host's git configuration includes %s/%s, inside the workspace; "
+                              "only the workspace view protects that", p->workspace, inside[0]);
 
         if (p->view)
                 /* The workspace view keeps .git, its config and hooks itself (view-policy.h). */
@@ -719,6 +1094,13 @@ hooks_paths:
 
                 /* Relative to the worktree's top, where git runs hooks. */
                 r = git_path_in_workspace(*h, p->workspace, p->home, p->workspace, &abs, &rel);
+                if (r == 0 && linked.root && path_is_at_or_below(abs, linked.root)) {
+                        /* In the git dir that the git dir view serves. */
+                        r = linked_protect(&linked, abs, "core.hooksPath", ret_error);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 if (r == 0)     /* outside lexically; a host symlink may still lead in */
                         r = canonical_in_workspace(abs, p->workspace, &rel);
                 if (r == -ELOOP)
@@ -735,7 +1117,20 @@ hooks_paths:
                                 return r;
                 }
         }
-        return protect_hooks_paths(plan, p, wfd, rels, ret_error);
+        r = protect_hooks_paths(plan, p, wfd, rels, ret_error);
+        if (r < 0)
+                return r;
+        /* The included files inside the workspace, protected by path like the hooks directories. */
+        if (p->view && p->ret_protect) {
+                r = strv_extend_strv(p->ret_protect, inside);
+                if (r < 0)
+                        return r;
+        }
+        if (p->ret_linked) {
+                *p->ret_linked = linked;
+                linked = (GitLinked) { .root_fd = -EBADF };
+        }
+        return 0;
 }
 
 int git_sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error) {

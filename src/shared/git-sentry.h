@@ -44,6 +44,38 @@
 #define GIT_SENTRY_DIR "git-sentry"
 #define GIT_CONFIG_MAX (1024 * 1024)
 
+/*
+ * A workspace whose .git is a file (spec §4.6, "Linked workspaces"): a
+ * linked worktree ("gitdir: <main>/.git/worktrees/<name>", whose
+ * commondir leads to <main>/.git) or a submodule's working tree
+ * ("gitdir: <super>/.git/modules/<name>"). The git dir and the common dir
+ * are resolved on the host by fd from "/", following no symbolic link, and
+ * must lie outside the workspace (and it outside them). The workspace view
+ * serves root (the common dir, or the git dir when there is none) a second
+ * time, as a git dir, at its host path inside the sandbox.
+ */
+typedef struct GitLinked {
+        char *git_dir;                  /* the real git dir, absolute, simplified */
+        char *root;                     /* what the git dir view serves: the common dir, else git_dir */
+        char *worktree;                 /* the name below <root>/worktrees/ of a linked worktree, else NULL */
+        bool relative;                  /* the .git file names git_dir relative to the workspace */
+        int root_fd;                    /* root, O_PATH | O_DIRECTORY, as judged */
+        char **protect;                 /* root-relative paths the git dir view protects */
+} GitLinked;
+
+void git_linked_done(GitLinked *l);
+
+/* The bounds of a .git file, a commondir or a worktree's gitdir file. */
+#define GIT_LINK_FILE_MAX 4096
+
+/*
+ * A strict reader of git's one-line files: prefix ("gitdir: " for a .git
+ * file, "" for commondir and gitdir), a path, at most one "\n" or "\r\n"
+ * after it and nothing else. -EBADMSG for anything else: an empty path, a
+ * control byte or NUL, a second line, more than GIT_LINK_FILE_MAX bytes.
+ */
+int git_link_file_parse(const char *text, size_t len, const char *prefix, char **ret_path);
+
 typedef struct GitSentryParams {
         const char *workspace;          /* canonical host path */
         int workspace_fd;               /* the workspace, as its check opened it (O_PATH will do) */
@@ -53,11 +85,12 @@ typedef struct GitSentryParams {
         const char *const *global_configs; /* trusted git config files; missing ones are skipped */
         bool view;                      /* the workspace view serves it: no mounts, only checks and ret_protect */
         char ***ret_protect;            /* view: the workspace-relative core.hooksPath directories are appended */
+        GitLinked *ret_linked;          /* view: a linked workspace's dirs (root NULL when .git is a directory) */
 } GitSentryParams;
 
 /*
  * The first refusals above, alone: a workspace (as an fd) without a .git
- * directory. lazaretctl asks before it creates or starts anything; the
+ * directory or .git file (judged in full by git_sentry_plan()). lazaretctl asks before it creates or starts anything; the
  * coordinator's git_sentry_plan() asks again.
  */
 int git_sentry_check_workspace(int workspace_fd, const char *workspace, char **ret_error);

@@ -131,7 +131,8 @@ static uint64_t tree_size(int at, unsigned depth) {
 }
 
 typedef struct Scan {
-        char *const *protect;
+        const ViewLists *lists;
+        char *const *git_paths;
         ViewChanges *out;
 } Scan;
 
@@ -192,20 +193,23 @@ static int scan_entry(Scan *s, int sfd, int hfd, const ViewDir *d, bool git, con
         else {
                 char base[NAME_MAX + 1];
                 ViewFacts f = {};
-                bool extra = false, is_dir;
+                ViewListed listed;
+                bool is_dir;
 
                 /* Only ".git" depends on it, and the daemon takes the host's type. */
                 is_dir = streq(name, ".git") && d->zone == VIEW_ZONE_WORK ? host && S_ISDIR(hst.st_mode)
                                                                           : S_ISDIR(sst.st_mode);
                 if (view_name_needs_facts(d, name))
                         f = facts_at(hfd, sfd);
-                if (d->zone == VIEW_ZONE_WORK)
-                        extra = strv_contains((const char *const *) s->protect, rel);
-                c = view_name_class(d, &f, name, is_dir, extra);
-                /* Integration files are the developer's to review; everything
-                 * else protected is what host git would run or follow. */
+                listed = view_listed(s->lists, d, rel, name);
+                c = view_name_class(d, &f, name, is_dir, listed);
+                /* Integration files (built-in or the profile's) are the developer's
+                 * to review; everything else protected is what host git would run
+                 * or follow. */
                 lock_base(name, base);
-                child_git = !(d->zone == VIEW_ZONE_WORK && !extra && view_is_integration_name(base));
+                child_git = d->zone != VIEW_ZONE_WORK ||
+                            strv_contains((const char *const *) s->git_paths, rel) ||
+                            (listed != VIEW_LISTED_PROTECTED && !view_is_integration_name(base));
         }
 
         if (c != VIEW_PROTECTED) {
@@ -294,10 +298,11 @@ static int change_cmp(const void *a, const void *b) {
         return strcmp(((const ViewChange *) a)->path, ((const ViewChange *) b)->path);
 }
 
-int view_changes_scan(int state_fd, int workspace_fd, char *const *protect, ViewChanges *ret, char **ret_error) {
+int view_changes_scan(int state_fd, int workspace_fd, const ViewLists *lists, char *const *git_paths, ViewChanges *ret,
+                      char **ret_error) {
         _cleanup_close_ int sfd = -EBADF, hfd = -EBADF;
         ViewChanges out = {};
-        Scan s = { .protect = protect, .out = &out };
+        Scan s = { .lists = lists, .git_paths = git_paths, .out = &out };
         ViewDir top = VIEW_DIR_TOP;
         int r;
 

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "view-policy.h"
+
 /*
  * The workspace view's pending protected changes (spec §4.6): what the
  * sandbox wrote to protected names, kept in the Domain's view state
@@ -78,10 +80,13 @@ bool view_base_matches(const ViewBase *b, const struct stat *st);
 /*
  * Walks the state tree (state_fd: <domain_dir>/view) against the host's
  * workspace (workspace_fd) and lists the pending changes in path order.
- * protect: the workspace-relative core.hooksPath directories the Git
- * Sentry derived (git_sentry_plan() with .view), the view's --protect.
+ * lists: what the view was told (its --protect, --protect-name and
+ * --unprotect: the Git Sentry's derived paths and the profile's
+ * protected_paths); git_paths: the derived ones alone (git_sentry_plan()
+ * with .view), whose changes are git-control.
  */
-int view_changes_scan(int state_fd, int workspace_fd, char *const *protect, ViewChanges *ret, char **ret_error);
+int view_changes_scan(int state_fd, int workspace_fd, const ViewLists *lists, char *const *git_paths, ViewChanges *ret,
+                      char **ret_error);
 
 /* Whether c is named by path: the path itself or a directory above it ("" or "." is the workspace). */
 bool view_change_named(const ViewChange *c, const char *path);

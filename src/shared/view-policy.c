@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "macro.h"
+#include "strv.h"
 #include "util.h"
 #include "view-policy.h"
 
@@ -46,18 +50,133 @@ bool view_name_needs_facts(const ViewDir *d, const char *name) {
                (n == 5 && strncmp(name, "hooks", 5) == 0);
 }
 
-ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name, bool is_dir, bool extra_protected) {
+/* NAME.lock as NAME, in buf (NAME_MAX + 1 bytes; a longer name is left as it is). */
+static const char *lock_base(const char *name, char *buf) {
+        size_t n = strlen(name);
+
+        if (n > 5 && n <= NAME_MAX && streq(name + n - 5, ".lock")) {
+                memcpy(buf, name, n - 5);
+                buf[n - 5] = 0;
+                return buf;
+        }
+        return name;
+}
+
+ViewListed view_listed(const ViewLists *l, const ViewDir *d, const char *rel, const char *name) {
+        char base[NAME_MAX + 1];
+        size_t n;
+
+        if (!l || d->zone == VIEW_ZONE_PROTECTED)
+                return VIEW_LISTED_NONE;
+        if (rel && l->paths) {
+                /* rel ends with name; its lock file is judged as the path without ".lock". */
+                n = strlen(rel);
+                STRV_FOREACH(p, (char **) l->paths) {
+                        size_t k = strlen(*p);
+                        if (streq(*p, rel) || (n == k + 5 && (strncmp(rel, *p, k) == 0) && streq(rel + k, ".lock")))
+                                return VIEW_LISTED_PROTECTED;
+                }
+        }
+        if (d->zone != VIEW_ZONE_WORK)
+                return VIEW_LISTED_NONE;
+        name = lock_base(name, base);
+        if (strv_contains((const char *const *) l->names, name))
+                return VIEW_LISTED_PROTECTED;
+        if (strv_contains((const char *const *) l->unprotect, name))
+                return VIEW_LISTED_SHARED;
+        return VIEW_LISTED_NONE;
+}
+
+bool view_lists_hold_below(const ViewLists *l, const char *rel) {
+        size_t n = strlen(rel);
+
+        if (!l || n == 0)
+                return false;
+        STRV_FOREACH(p, (char **) l->paths)
+                if (strncmp(*p, rel, n) == 0 && (*p)[n] == '/')
+                        return true;
+        return false;
+}
+
+int view_protect_entry_normalize(const char *s, char **ret, const char **ret_why) {
+        _cleanup_free_ char *out = NULL;
+        size_t n = strlen(s);
+        bool anchored;
+
+        if (n == 0 || n > VIEW_PROTECT_ENTRY_MAX) {
+                *ret_why = n == 0 ? "an empty entry" : "longer than 1024 bytes";
+                return -EINVAL;
+        }
+        for (const char *c = s; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f) {
+                        *ret_why = "a control character";
+                        return -EINVAL;
+                }
+        if (s[0] == '!') {
+                if (!view_is_integration_name(s + 1)) {
+                        *ret_why = "\"!\" removes only a built-in name (.envrc .vscode .idea .mcp.json .claude .devcontainer)";
+                        return -EINVAL;
+                }
+                out = strdup(s);
+                goto done;
+        }
+        while (n > 1 && s[n - 1] == '/')
+                n--;
+        anchored = s[0] == '/' || memchr(s, '/', n);
+        if (asprintf(&out, "%s%.*s", anchored && s[0] != '/' ? "/" : "", (int) n, s) < 0)
+                return -ENOMEM;
+        if (streq(out, "/")) {
+                *ret_why = "the workspace itself";
+                return -EINVAL;
+        }
+        for (const char *c = out + anchored; *c;) {
+                const char *e = strchrnul(c, '/');
+                size_t k = e - c;
+
+                if (k == 0 || (k == 1 && c[0] == '.') || (k == 2 && (strncmp(c, "..", 2) == 0))) {
+                        *ret_why = "an empty, \".\" or \"..\" component";
+                        return -EINVAL;
+                }
+                if (k > NAME_MAX) {
+                        *ret_why = "a component longer than 255 bytes";
+                        return -EINVAL;
+                }
+                if (k == 4 && (strncmp(c, ".git", 4) == 0)) {
+                        *ret_why = "\".git\": git dirs are protected by the view's own rule";
+                        return -EINVAL;
+                }
+                c = *e ? e + 1 : e;
+        }
+done:
+        if (!out)
+                return -ENOMEM;
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+int view_lists_add_profile(char *const *entries, char ***paths, char ***names, char ***unprotect) {
+        int r;
+
+        STRV_FOREACH(e, (char **) entries) {
+                if ((*e)[0] == '!')
+                        r = strv_extend(unprotect, *e + 1);
+                else if ((*e)[0] == '/')
+                        r = strv_extend(paths, *e + 1);
+                else
+                        r = strv_extend(names, *e);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name, bool is_dir, ViewListed listed) {
         static const ViewFacts none = {};
         char base[NAME_MAX + 1];
         bool control;
-        size_t n = strlen(name);
 
         /* A lock file is renamed onto the file it locks: it lives where that file does. */
-        if (n > 5 && n <= NAME_MAX && streq(name + n - 5, ".lock")) {
-                memcpy(base, name, n - 5);
-                base[n - 5] = 0;
-                name = base;
-        }
+        name = lock_base(name, base);
         control = view_is_control_name(name);
 
         if (!f)
@@ -72,10 +191,11 @@ ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name
                         return VIEW_PROTECTED;
                 if (control)
                         return VIEW_READONLY;
-                return VIEW_SHARED;
+                /* A file the host's git configuration includes, say. */
+                return listed == VIEW_LISTED_PROTECTED ? VIEW_PROTECTED : VIEW_SHARED;
 
         case VIEW_ZONE_WORK:
-                if (extra_protected || view_is_integration_name(name))
+                if (listed == VIEW_LISTED_PROTECTED || (listed != VIEW_LISTED_SHARED && view_is_integration_name(name)))
                         return VIEW_PROTECTED;
                 if (streq(name, ".git"))
                         /* A directory is a repository's storage; a file or a
@@ -96,7 +216,7 @@ ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name
                          * holds would be one the sandbox prepared. */
                         return d->head_allowed && !f->host_control ? VIEW_SHARED : VIEW_PROTECTED;
                 }
-                if (control && (d->gitpos || f->holds_head))
+                if (listed == VIEW_LISTED_PROTECTED || (control && (d->gitpos || f->holds_head)))
                         return VIEW_PROTECTED;
                 return VIEW_SHARED;
 

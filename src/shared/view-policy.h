@@ -34,6 +34,13 @@
 
 /* Below the Domain directory: the view's Domain state (the shadow tree). */
 #define VIEW_STATE_DIR "view"
+/* ... and that of the git dir view of a linked worktree or a submodule (git-sentry.h, GitLinked). */
+#define VIEW_GIT_STATE_DIR "view-git"
+/* In the control directory (/run/lazaret inside): the workspace's host path, which lazaret-init links to /workspace. */
+#define LAZARET_WORKSPACE_PATH_FILE "workspace-path"
+
+/* The root of a git dir view: a git dir of the host's own, as the workspace's top .git is. */
+#define VIEW_DIR_GIT_ROOT ((ViewDir) { .zone = VIEW_ZONE_GIT_TOP, .gitpos = true, .head_allowed = true })
 /* On a copied-up file in it: the host file it was copied from ("SIZE MTIME-S MTIME-NS"). */
 #define VIEW_BASE_XATTR "user.lazaret.base"
 /* What a whiteout there (a symbolic link) points to. */
@@ -80,11 +87,73 @@ bool view_is_control_name(const char *name);
 bool view_name_needs_facts(const ViewDir *d, const char *name);
 
 /*
- * The side of name in d. is_dir: whether the entry is (or is being made) a
- * directory; only ".git" depends on it. extra_protected: the daemon found
- * the path in the configured or derived protected paths.
+ * What the configured and derived lists say of a name, beside the built-in
+ * integration names. VIEW_LISTED_PROTECTED is 1, so a caller may pass a
+ * bool "protected" where it has no list of removed names.
  */
-ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name, bool is_dir, bool extra_protected);
+typedef enum ViewListed {
+        VIEW_LISTED_NONE = 0,
+        VIEW_LISTED_PROTECTED = 1,      /* a protected path or name: Domain state */
+        VIEW_LISTED_SHARED = 2,         /* a built-in integration name the profile removed */
+} ViewListed;
+
+/*
+ * The lists (spec §4.6, lazaret.conf(5) protected_paths): paths are
+ * workspace-relative paths protected exactly there (the profile's "/..."
+ * entries, the core.hooksPath directories and included files that the
+ * host's git configuration names); names are protected at any depth like
+ * the built-in integration names; unprotect lists built-in names that the
+ * profile removed ("!NAME"). Any of them may be NULL.
+ */
+typedef struct ViewLists {
+        char *const *paths;
+        char *const *names;
+        char *const *unprotect;
+} ViewLists;
+
+/*
+ * How the lists mark name, whose workspace-relative path is rel (NULL when
+ * unknown: paths then match nothing). A NAME.lock is judged as NAME. paths
+ * apply in every zone but VIEW_ZONE_PROTECTED, names and unprotect only in
+ * ordinary workspace directories (VIEW_ZONE_WORK).
+ */
+ViewListed view_listed(const ViewLists *l, const ViewDir *d, const char *rel, const char *name);
+
+/*
+ * Whether a path of l lies strictly below rel (workspace-relative): that
+ * directory must stay where it is and stay a directory, or the sandbox
+ * could put a symbolic link (or a directory it filled) in its place and
+ * redirect what the host reads at the protected path. The view refuses to
+ * remove, rename, or rename onto it (EBUSY) and to make a symbolic link
+ * there (EPERM).
+ */
+bool view_lists_hold_below(const ViewLists *l, const char *rel);
+
+/*
+ * The profile's protected_paths entries (validated by the configuration:
+ * "NAME", "/PATH" or "!NAME") appended to the lists the view takes: paths
+ * without their leading "/", names, removed built-in names.
+ */
+int view_lists_add_profile(char *const *entries, char ***paths, char ***names, char ***unprotect);
+
+/*
+ * A protected_paths entry in its normal form: "NAME" (one component,
+ * protected at any depth), "/PATH" (from the workspace's top; an entry
+ * with a "/" inside is one too: "a/b" is "/a/b") or "!NAME" (a built-in
+ * integration name removed); trailing slashes dropped. -EINVAL and
+ * *ret_why (static text) for anything else: an empty component, "." or
+ * "..", ".git" anywhere (git dirs are the rule's), a control byte, over
+ * VIEW_PROTECT_ENTRY_MAX bytes, a "!" before anything but a built-in name.
+ */
+#define VIEW_PROTECT_ENTRY_MAX 1024
+int view_protect_entry_normalize(const char *s, char **ret, const char **ret_why);
+
+/*
+ * The side of name in d. is_dir: whether the entry is (or is being made) a
+ * directory; only ".git" depends on it. listed: what view_listed() said
+ * (a bool "protected" will do, see ViewListed).
+ */
+ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name, bool is_dir, ViewListed listed);
 
 /* The ViewDir of the directory name in d (a directory of class c there). */
 ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c);

@@ -95,7 +95,7 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
         _cleanup_free_ char *target = path_join(stage, name), *why = NULL, *opts = NULL;
         _cleanup_close_ int wfd = -EBADF, sfd = -EBADF, fuse = -EBADF;
         _cleanup_strv_free_ char **argv = NULL;
-        json_object *o, *protect;
+        json_object *o;
         const char *state;
         int r;
 
@@ -103,8 +103,7 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
                 return -ENOMEM;
         r = json_parse_strict(e->data, strlen(e->data), &args, &why);
         if (r < 0 || !json_object_is_type(args, json_type_object) || !json_object_object_get_ex(args, "state", &o) ||
-            !json_object_is_type(o, json_type_string) || !json_object_object_get_ex(args, "protect", &protect) ||
-            !json_object_is_type(protect, json_type_array))
+            !json_object_is_type(o, json_type_string) || !json_object_object_get_ex(args, "protect", NULL))
                 return errorf(ret_error, -EBADMSG, "the mount plan's workspace view arguments are malformed%s%s",
                               why ? ": " : "", strempty(why));
         state = json_object_get_string(o);
@@ -143,12 +142,31 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
         if (strv_extend_strv(&argv, (char *[]) { (char *) view, (char *) "--workspace-fd=4", (char *) "--state-fd=5",
                                                  (char *) "--fuse-fd=6", NULL }) < 0)
                 return -ENOMEM;
-        for (size_t i = 0; i < json_object_array_length(protect); i++) {
-                json_object *p = json_object_array_get_idx(protect, i);
-                if (!json_object_is_type(p, json_type_string))
-                        return errorf(ret_error, -EBADMSG, "the mount plan's protected paths are malformed");
-                if (strv_extendf(&argv, "--protect=%s", json_object_get_string(p)) < 0)
+        /* A linked workspace's git dir, served as one (bundle.c, add_git_view()). */
+        if (json_object_object_get_ex(args, "git_dir", &o)) {
+                if (!json_object_is_type(o, json_type_boolean))
+                        return errorf(ret_error, -EBADMSG, "the mount plan's git_dir flag is malformed");
+                if (json_object_get_boolean(o) && strv_extend(&argv, "--git-dir") < 0)
                         return -ENOMEM;
+        }
+        /* The protected paths, and the profile's names (optional keys). */
+        static const char *const lists[][2] = {
+                { "protect", "--protect" }, { "protect_names", "--protect-name" }, { "unprotect", "--unprotect" },
+        };
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
+                json_object *a;
+
+                if (!json_object_object_get_ex(args, lists[l][0], &a))
+                        continue;
+                if (!json_object_is_type(a, json_type_array))
+                        return errorf(ret_error, -EBADMSG, "the mount plan's %s list is malformed", lists[l][0]);
+                for (size_t i = 0; i < json_object_array_length(a); i++) {
+                        json_object *p = json_object_array_get_idx(a, i);
+                        if (!json_object_is_type(p, json_type_string))
+                                return errorf(ret_error, -EBADMSG, "the mount plan's %s list is malformed", lists[l][0]);
+                        if (strv_extendf(&argv, "%s=%s", lists[l][1], json_object_get_string(p)) < 0)
+                                return -ENOMEM;
+                }
         }
         return helper_start(helpers, &(HelperSpec) {
                                     .name = "lazaret-view",

@@ -16,8 +16,12 @@
  * never changes an owner (chown succeeds and changes nothing, as the
  * set-ID filter does for gVisor's own files).
  *
- *   lazaret-view --workspace-fd N --state-fd N --fuse-fd N [--protect PATH]...
+ *   lazaret-view --workspace-fd N --state-fd N --fuse-fd N [--protect PATH]... [--protect-name NAME]...
+ *                [--unprotect NAME]... [--git-dir]
  *                [--entry-timeout S]
+ *
+ * --git-dir: the served directory is a git dir of the host's own (a linked
+ * worktree's common dir, a submodule's git dir), not a workspace.
  *
  * Readiness: one byte on fd 3 once the session is mounted and served.
  */
@@ -100,7 +104,7 @@ static struct {
         Node *hash[HASH_SIZE];
         Node root;
         int state_fd;                   /* Domain state: the shadow tree's root */
-        char **protect;                 /* workspace-relative paths protected by the host's configuration */
+        ViewLists lists;                /* protected paths (the host's git configuration, the profile), names, removed names */
         double timeout;
         bool no_open;                   /* the kernel opens files without asking (FUSE_CAP_NO_OPEN_SUPPORT) */
         /* Host changes: an inotify watch on every host directory the kernel
@@ -387,15 +391,20 @@ static void forget_one(Node *n, uint64_t count) {
         node_release(n);
 }
 
-static bool is_protected_path(Node *dir, const char *name) {
+/* Whether a protected path lies below name in dir (view_lists_hold_below()). */
+static bool holds_listed(Node *dir, const char *name) {
         char rel[VIEW_PATH_MAX];
 
-        if (!v.protect || !v.protect[0] || node_relpath(dir, name, rel, sizeof(rel)) < 0)
-                return false;
-        STRV_FOREACH(p, v.protect)
-                if (streq(*p, rel))
-                        return true;
-        return false;
+        return v.lists.paths && v.lists.paths[0] && node_relpath(dir, name, rel, sizeof(rel)) >= 0 &&
+               view_lists_hold_below(&v.lists, rel);
+}
+
+static ViewListed listed_of(Node *dir, const char *name) {
+        char rel[VIEW_PATH_MAX];
+        bool paths = v.lists.paths && v.lists.paths[0];
+
+        return view_listed(&v.lists, &dir->dir, paths && node_relpath(dir, name, rel, sizeof(rel)) >= 0 ? rel : NULL,
+                           name);
 }
 
 static bool host_has(Node *dir, const char *name) {
@@ -425,8 +434,7 @@ static ViewClass class_of(Node *dir, const char *name, bool is_dir) {
 
         if (view_name_needs_facts(&dir->dir, name))
                 f = facts_of(dir);
-        return view_name_class(&dir->dir, &f, name, is_dir,
-                               dir->dir.zone == VIEW_ZONE_WORK && is_protected_path(dir, name));
+        return view_name_class(&dir->dir, &f, name, is_dir, listed_of(dir, name));
 }
 
 /*
@@ -1028,7 +1036,8 @@ static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, co
                 return;
         }
         pthread_mutex_lock(&v.lock);
-        fd = create_side(dir, name, false, &c);
+        /* A protected path's parent is a directory for good. */
+        fd = holds_listed(dir, name) ? -EPERM : create_side(dir, name, false, &c);
         dir->busy++;            /* busy_begin() */
         pthread_mutex_unlock(&v.lock);
         if (fd < 0 || symlinkat(target, fd, name) < 0)
@@ -1084,6 +1093,8 @@ static int remove_entry(Node *dir, const char *name, bool is_dir) {
         if (c == VIEW_READONLY)
                 return -EROFS;
         if (!dir->in_state && dir == &v.root && streq(name, ".git"))
+                return -EBUSY;
+        if (is_dir && holds_listed(dir, name))
                 return -EBUSY;
         if (c == VIEW_SHARED)
                 return unlinkat(dir->fd, name, is_dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
@@ -1183,6 +1194,11 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         n = node_of(e.ino);
         if (n->cls == VIEW_READONLY || (from == &v.root && streq(name, ".git") && !from->in_state)) {
                 r = n->cls == VIEW_READONLY ? -EROFS : -EBUSY;
+                goto finish;
+        }
+        if (holds_listed(from, name) || holds_listed(to, newname)) {
+                /* A protected path's parent stays where it is, and nothing takes its place. */
+                r = -EBUSY;
                 goto finish;
         }
         tfd = create_side(to, newname, n->is_dir, &tc);
@@ -2093,7 +2109,8 @@ static void *worker(void *arg) {
 
 static int arg_workspace_fd = -1, arg_state_fd = -1, arg_fuse_fd = -1;
 static double arg_timeout = 3600;
-static char **arg_protect;
+static char **arg_protect, **arg_protect_names, **arg_unprotect;
+static bool arg_git_dir;
 
 static int parse_argv(int argc, char *argv[]) {
         static const struct option options[] = {
@@ -2101,6 +2118,9 @@ static int parse_argv(int argc, char *argv[]) {
                 { "state-fd",      required_argument, NULL, 's' },
                 { "fuse-fd",       required_argument, NULL, 'f' },
                 { "protect",       required_argument, NULL, 'p' },
+                { "protect-name",  required_argument, NULL, 'n' },
+                { "unprotect",     required_argument, NULL, 'u' },
+                { "git-dir",       no_argument,       NULL, 'g' },
                 { "entry-timeout", required_argument, NULL, 't' },
                 {}
         };
@@ -2119,6 +2139,15 @@ static int parse_argv(int argc, char *argv[]) {
                         if (isempty(optarg) || optarg[0] == '/' || strlen(optarg) >= VIEW_PATH_MAX ||
                             strv_extend(&arg_protect, optarg) < 0)
                                 return -EINVAL;
+                        break;
+                case 'n':
+                case 'u':
+                        if (isempty(optarg) || strchr(optarg, '/') || strlen(optarg) > NAME_MAX ||
+                            strv_extend(c == 'n' ? &arg_protect_names : &arg_unprotect, optarg) < 0)
+                                return -EINVAL;
+                        break;
+                case 'g':
+                        arg_git_dir = true;
                         break;
                 case 't':
                         if (parse_int(optarg, 0, 3600, &k) < 0)
@@ -2153,10 +2182,11 @@ int main(int argc, char *argv[]) {
         }
         (void) fcntl(arg_workspace_fd, F_SETFD, FD_CLOEXEC);
         (void) fcntl(arg_state_fd, F_SETFD, FD_CLOEXEC);
-        v.root = (Node) { .nlookup = 1, .fd = arg_workspace_fd, .is_dir = true, .cls = VIEW_SHARED, .dir = VIEW_DIR_TOP,
+        v.root = (Node) { .nlookup = 1, .fd = arg_workspace_fd, .is_dir = true, .cls = VIEW_SHARED,
+                          .dir = arg_git_dir ? VIEW_DIR_GIT_ROOT : VIEW_DIR_TOP,
                           .dev = st.st_dev, .ino = st.st_ino, .state_dirfd = -1, .name = (char *) "" };
         v.state_fd = arg_state_fd;
-        v.protect = arg_protect;
+        v.lists = (ViewLists) { .paths = arg_protect, .names = arg_protect_names, .unprotect = arg_unprotect };
         v.timeout = arg_timeout;
         v.ifd = inotify_init1(IN_CLOEXEC);
         if (v.ifd < 0 || pipe2(v.inval_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {

@@ -116,6 +116,11 @@ static const BadCase bad_cases[] = {
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"persistent_dirs\": [\"/proc/x\"]}}}", "profiles.dev.persistent_dirs[0]: \"/proc/x\" is inside /proc" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"persistent_dirs\": [\"/usr\", \"/usr/local\"]}}}", "profiles.dev.persistent_dirs[1]: \"/usr/local\" overlaps \"/usr\"" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"persistent_dirs\": [\"usr\"]}}}", "profiles.dev.persistent_dirs[0]: \"usr\" is not an absolute path" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"protected_paths\": [\"a/../b\"]}}}", "profiles.dev.protected_paths[0]: \"a/../b\": an empty, \".\" or \"..\" component" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"protected_paths\": [\"!Makefile\"]}}}", "profiles.dev.protected_paths[0]: \"!Makefile\": \"!\" removes only a built-in name" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"protected_paths\": [\".git/hooks\"]}}}", "profiles.dev.protected_paths[0]: \".git/hooks\": \".git\"" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"protected_paths\": [\"a/b\", \"/a/b/\"]}}}", "profiles.dev.protected_paths[1]: \"/a/b\" is listed twice" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"protected_paths\": [\"\"]}}}", "profiles.dev.protected_paths[0]" },
         { "{\"data_root\": \"{profile_dir}\"}", "data_root: token \"{profile_dir}\" is not allowed here" },
         { "{\"data_root\": \"data\"}", "data_root: \"data\" is not an absolute path" },
         { "{\"data_root\": \"/\"}", "data_root: the file system root" },
@@ -739,4 +744,22 @@ Test(limits, size_parsing_and_formatting) {
                 cr_assert_eq(v, t[i].v, "\"%s\"", t[i].in);
                 cr_assert_str_eq(limit_format_size(v, buf), t[i].out);
         }
+}
+
+Test(config, protected_paths) {
+        _cleanup_config_ Config *a = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", "
+                                              "\"protected_paths\": [\"tools/deploy.sh\", \".tool-versions\", \"!.vscode\", \"/Makefile/\"]}}}");
+        _cleanup_config_ Config *b = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\"}}}");
+        _cleanup_config_ Config *c = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"protected_paths\": []}}}");
+        const Profile *p = config_find_profile(a, "dev");
+
+        cr_assert_eq(strv_length(p->protected_paths), 4);
+        cr_assert_str_eq(p->protected_paths[0], "/tools/deploy.sh");
+        cr_assert_str_eq(p->protected_paths[1], ".tool-versions");
+        cr_assert_str_eq(p->protected_paths[2], "!.vscode");
+        cr_assert_str_eq(p->protected_paths[3], "/Makefile");
+        cr_assert_eq(strv_length(config_find_profile(b, "dev")->protected_paths), 0);
+        /* The list is part of the configuration; an empty one is the default. */
+        cr_assert_neq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0);
+        cr_assert_eq(memcmp(b->fingerprint, c->fingerprint, SHA256_DIGEST_LEN), 0);
 }

@@ -285,7 +285,7 @@ Test(git_sentry, refusals, .init = setup, .fini = teardown) {
         sh("rm -rf '%s/ws/.git'", top);
         refused("git init");
         sh("echo 'gitdir: /elsewhere' > '%s/ws/.git'", top);
-        refused("not supported yet");
+        refused("only the workspace view protects");
         sh("rm -f '%1$s/ws/.git' && mkdir '%1$s/real' && ln -s ../real '%1$s/ws/.git'", top);
         refused("not a directory");
         sh("rm -f '%1$s/ws/.git' && mkdir -p '%1$s/ws/.git/hooks'", top);
@@ -478,4 +478,297 @@ Test(git_sentry, host_symlink_into_a_sandbox_symlink, .init = setup, .fini = tea
         cr_assert(asprintf(&cfg, "[include]\n\tpath = %s/link\n", top) > 0);
         write_config(cfg);
         refused("includes");
+}
+
+/* ------------------------------------------------------------ the host's includes (view) */
+
+static void put_file(const char *rel, const char *text) {
+        _cleanup_free_ char *p = sub(rel);
+        FILE *f = fopen(p, "we");
+        cr_assert_not_null(f, "%s", p);
+        fputs(text, f);
+        fclose(f);
+}
+
+/* git_sentry_plan() as the view asks it: no mounts, the protected paths. */
+static int protect_of(const char *const *globals, char ***ret, char **error) {
+        _cleanup_close_ int wfd = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_(mount_plan_done) MountPlan plan = {};
+        size_t n;
+        int r;
+
+        cr_assert(wfd >= 0);
+        cr_assert_eq(mount_plan_init(&plan), 0);
+        n = plan.n_entries;
+        r = git_sentry_plan(&(GitSentryParams) { .workspace = ws, .workspace_fd = wfd, .sandbox_workspace = "/workspace",
+                                                 .domain_dir = dom, .home = home, .global_configs = globals,
+                                                 .view = true, .ret_protect = ret },
+                            &plan, error);
+        cr_assert_eq(plan.n_entries, n, "the view's Git Sentry added mounts");
+        return r;
+}
+
+Test(git_sentry, global_includes_inside_protected, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL, *global = sub("home/.gitconfig"), *text = NULL;
+        struct stat st;
+
+        /* ~/.gitconfig includes a file outside (relative to itself), which includes,
+         * under an includeIf taken as true, a file inside the workspace, which
+         * includes another one there and sets core.hooksPath. */
+        sh("mkdir -p '%s/home/conf'", top);
+        put_file("home/.gitconfig", "[include]\n\tpath = conf/more\n");
+        cr_assert(asprintf(&text, "[includeIf \"gitdir:/nowhere/\"]\n\tpath = %s/tools/git.cfg\n", ws) > 0);
+        put_file("home/conf/more", text);
+        sh("mkdir -p '%s/ws/tools'", top);
+        put_file("ws/tools/git.cfg", "[core]\n\thooksPath = .hooks\n[include]\n\tpath = extra.cfg\n");
+        put_file("ws/tools/extra.cfg", "[include]\n\tpath = ~/../ws/.git/extra.cfg\n");
+        cr_assert_eq(protect_of((const char *const[]) { global, NULL }, &protect, &error), 0, "%s", error ? error : "");
+        cr_assert(strv_contains((const char *const *) protect, "tools/git.cfg"), "%s", strv_join(protect, " "));
+        cr_assert(strv_contains((const char *const *) protect, "tools/extra.cfg"), "%s", strv_join(protect, " "));
+        cr_assert(strv_contains((const char *const *) protect, ".git/extra.cfg"), "%s", strv_join(protect, " "));
+        cr_assert(strv_contains((const char *const *) protect, ".hooks"), "%s", strv_join(protect, " "));
+        cr_assert_eq(stat(sub("ws/.hooks"), &st), 0, "the hooks directory was made so that it cannot be a symlink");
+}
+
+Test(git_sentry, global_include_of_missing_workspace_file, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL, *global = sub("home/.gitconfig"), *text = NULL, *dir = sub("ws/not/yet");
+        struct stat st;
+
+        /* Missing: protected all the same (the sandbox may create it), its directories made. */
+        cr_assert(asprintf(&text, "[include]\n\tpath = %s/not/yet/there.cfg\n", ws) > 0);
+        put_file("home/.gitconfig", text);
+        cr_assert_eq(protect_of((const char *const[]) { global, NULL }, &protect, &error), 0, "%s", error ? error : "");
+        cr_assert(strv_contains((const char *const *) protect, "not/yet/there.cfg"));
+        cr_assert_eq(stat(dir, &st), 0);
+        cr_assert(S_ISDIR(st.st_mode));
+}
+
+Test(git_sentry, global_includes_refused, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *global = sub("home/.gitconfig"), *text = NULL;
+
+        /* Through a symlink in the workspace. */
+        sh("mkdir '%1$s/ws/real' && ln -s real '%1$s/ws/link' && ln -s ../real/x '%1$s/ws/real/y'", top);
+        cr_assert(asprintf(&text, "[include]\n\tpath = %s/link/cfg\n", ws) > 0);
+        put_file("home/.gitconfig", text);
+        {
+                _cleanup_strv_free_ char **protect = NULL;
+                _cleanup_free_ char *error = NULL;
+                cr_assert_eq(protect_of((const char *const[]) { global, NULL }, &protect, &error), -EPERM);
+                cr_assert(strstr(error, "symlink"), "%s", error);
+        }
+        free(text);
+        cr_assert(asprintf(&text, "[include]\n\tpath = %s/real/y\n", ws) > 0);
+        put_file("home/.gitconfig", text);
+        {
+                _cleanup_strv_free_ char **protect = NULL;
+                _cleanup_free_ char *error = NULL;
+                cr_assert_eq(protect_of((const char *const[]) { global, NULL }, &protect, &error), -EPERM);
+                cr_assert(strstr(error, "symlink"), "%s", error);
+        }
+        /* A cycle ends at git's depth. */
+        put_file("home/.gitconfig", "[include]\n\tpath = .gitconfig\n");
+        {
+                _cleanup_strv_free_ char **protect = NULL;
+                _cleanup_free_ char *error = NULL;
+                cr_assert_eq(protect_of((const char *const[]) { global, NULL }, &protect, &error), -ELOOP);
+                cr_assert(strstr(error, "deeper"), "%s", error);
+        }
+        /* Without the view nothing would protect it. */
+        free(text);
+        cr_assert(asprintf(&text, "[include]\n\tpath = %s/x.cfg\n", ws) > 0);
+        put_file("home/.gitconfig", text);
+        {
+                _cleanup_(sentry_done) Sentry s = {};
+                _cleanup_free_ char *error = NULL;
+                cr_assert_eq(prepare(&s, &error, (const char *const[]) { global, NULL }), -EPERM);
+                cr_assert(strstr(error, "only the workspace view"), "%s", error);
+        }
+}
+
+Test(git_sentry, repository_includes_outside_followed, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL, *text = NULL, *cfg = sub("home/repo-extra");
+
+        /* .git/config includes a host file outside, which sets core.hooksPath into the workspace. */
+        put_file("home/repo-extra", "[core]\n\thooksPath = .husky\n");
+        cr_assert(asprintf(&text, "[include]\n\tpath = %s\n", cfg) > 0);
+        write_config(text);
+        cr_assert_eq(protect_of(NULL, &protect, &error), 0, "%s", error ? error : "");
+        cr_assert(strv_contains((const char *const *) protect, ".husky"));
+        /* ... and one it includes inside is refused, as .git/config's own. */
+        free(text);
+        cr_assert(asprintf(&text, "[core]\n[include]\n\tpath = %s/inner.cfg\n", ws) > 0);
+        put_file("home/repo-extra", text);
+        strv_free(protect);
+        protect = NULL;
+        free(error);
+        error = NULL;
+        cr_assert_eq(protect_of(NULL, &protect, &error), -EPERM);
+        cr_assert(strstr(error, "sandbox could write"), "%s", error);
+}
+
+/* ------------------------------------------------------------ linked workspaces */
+
+Test(git_link, one_line_files) {
+        char *p = NULL;
+
+        cr_assert_eq(git_link_file_parse("gitdir: /a/b\n", 13, "gitdir: ", &p), 0);
+        cr_assert_str_eq(p, "/a/b");
+        free(p);
+        cr_assert_eq(git_link_file_parse("../..\r\n", 7, "", &p), 0);
+        cr_assert_str_eq(p, "../..");
+        free(p);
+        cr_assert_eq(git_link_file_parse("x y", 3, "", &p), 0);
+        cr_assert_str_eq(p, "x y");
+        free(p);
+        p = NULL;
+        cr_assert_eq(git_link_file_parse("gitdir: \n", 9, "gitdir: ", &p), -EBADMSG);
+        cr_assert_eq(git_link_file_parse("gitdir:/a\n", 10, "gitdir: ", &p), -EBADMSG);
+        cr_assert_eq(git_link_file_parse("gitdir: /a\n/b\n", 14, "gitdir: ", &p), -EBADMSG);
+        cr_assert_eq(git_link_file_parse("/a\n\n", 4, "", &p), -EBADMSG);
+        cr_assert_eq(git_link_file_parse("/a\0b", 4, "", &p), -EBADMSG);
+        cr_assert_eq(git_link_file_parse("", 0, "", &p), -EBADMSG);
+        cr_assert_null(p);
+}
+
+/* main/.git with linked worktrees "wt" (the workspace ws) and "other". */
+static void make_worktree(void) {
+        sh("rm -rf '%1$s/ws' && mkdir -p '%1$s/ws' '%1$s/main/.git/hooks' '%1$s/main/.git/worktrees/wt' "
+           "'%1$s/main/.git/worktrees/other' && cd '%1$s/main/.git' && echo 'ref: refs/heads/main' > HEAD && "
+           "printf '[core]\\n\\tbare = false\\n' > config && echo 'ref: refs/heads/wt' > worktrees/wt/HEAD && "
+           "echo ../.. > worktrees/wt/commondir && echo '%1$s/ws/.git' > worktrees/wt/gitdir && "
+           "echo 'ref: refs/heads/o' > worktrees/other/HEAD && echo 'gitdir: %1$s/main/.git/worktrees/wt' > '%1$s/ws/.git'",
+           top);
+}
+
+static int linked_of(GitLinked *l, char ***protect, char **error) {
+        _cleanup_close_ int wfd = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_(mount_plan_done) MountPlan plan = {};
+
+        cr_assert(wfd >= 0);
+        cr_assert_eq(mount_plan_init(&plan), 0);
+        return git_sentry_plan(&(GitSentryParams) { .workspace = ws, .workspace_fd = wfd, .sandbox_workspace = "/workspace",
+                                                    .domain_dir = dom, .home = home, .view = true, .ret_protect = protect,
+                                                    .ret_linked = l },
+                               &plan, error);
+}
+
+static void linked_refused(const char *want) {
+        _cleanup_(git_linked_done) GitLinked l = { .root_fd = -EBADF };
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL;
+
+        cr_assert_eq(linked_of(&l, &protect, &error), -EPERM, "accepted, want '%s'", want);
+        cr_assert(strstr(error, want), "message '%s' lacks '%s'", error, want);
+        cr_assert_null(strchr(error, '\n'), "not one line: %s", error);
+        cr_assert_null(l.root);
+}
+
+Test(git_sentry, linked_worktree, .init = setup, .fini = teardown) {
+        _cleanup_(git_linked_done) GitLinked l = { .root_fd = -EBADF };
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL, *common = sub("main/.git"), *gd = sub("main/.git/worktrees/wt");
+        struct stat a, b;
+
+        make_worktree();
+        {
+                _cleanup_free_ char *text = NULL;
+                cr_assert(asprintf(&text, "[core]\n\thooksPath = %s/main/.git/my-hooks\n[include]\n\tpath = extra.cfg\n",
+                                   top) > 0);
+                put_file("main/.git/config", text);
+        }
+        put_file("main/.git/worktrees/wt/config.worktree", "[core]\n\thooksPath = .husky\n");
+        cr_assert_eq(linked_of(&l, &protect, &error), 0, "%s", error ? error : "");
+        cr_assert_str_eq(l.root, common);
+        cr_assert_str_eq(l.git_dir, gd);
+        cr_assert_str_eq(l.worktree, "wt");
+        cr_assert_not(l.relative);
+        cr_assert(fstat(l.root_fd, &a) == 0 && stat(common, &b) == 0 && a.st_ino == b.st_ino);
+        /* The other worktree's registration, the common dir's hooks path and included file, by the git dir view. */
+        cr_assert(strv_contains((const char *const *) l.protect, "worktrees/other"), "%s", strv_join(l.protect, " "));
+        cr_assert_not(strv_contains((const char *const *) l.protect, "worktrees/wt"));
+        cr_assert(strv_contains((const char *const *) l.protect, "my-hooks"), "%s", strv_join(l.protect, " "));
+        cr_assert(strv_contains((const char *const *) l.protect, "extra.cfg"), "%s", strv_join(l.protect, " "));
+        /* config.worktree's core.hooksPath, by the workspace view. */
+        cr_assert(strv_contains((const char *const *) protect, ".husky"), "%s", strv_join(protect, " "));
+}
+
+Test(git_sentry, linked_submodule, .init = setup, .fini = teardown) {
+        _cleanup_(git_linked_done) GitLinked l = { .root_fd = -EBADF };
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL, *gd = NULL;
+
+        /* super/sub is the workspace; its git dir super/.git/modules/sub, named relatively. */
+        sh("rm -rf '%1$s/ws' && mkdir -p '%1$s/super/sub' '%1$s/super/.git/modules/sub' && cd '%1$s/super/.git/modules/sub' && "
+           "echo 'ref: refs/heads/main' > HEAD && printf '[core]\\n\\tworktree = ../../../sub\\n' > config && "
+           "echo 'gitdir: ../.git/modules/sub' > '%1$s/super/sub/.git'", top);
+        free(ws);
+        ws = sub("super/sub");
+        gd = sub("super/.git/modules/sub");
+        cr_assert_eq(linked_of(&l, &protect, &error), 0, "%s", error ? error : "");
+        cr_assert_str_eq(l.root, gd);
+        cr_assert_str_eq(l.git_dir, gd);
+        cr_assert_null(l.worktree);
+        cr_assert(l.relative);
+}
+
+Test(git_sentry, linked_refusals, .init = setup, .fini = teardown) {
+        make_worktree();
+        /* The workspace's .git names a git dir that is not one line. */
+        sh("printf 'gitdir: %1$s/main/.git/worktrees/wt\\nmore\\n' > '%1$s/ws/.git'", top);
+        linked_refused("one-line");
+        /* A git dir inside the workspace. */
+        sh("mkdir -p '%1$s/ws/real' && echo HEAD > '%1$s/ws/real/HEAD' && echo 'gitdir: real' > '%1$s/ws/.git'", top);
+        linked_refused("inside the workspace");
+        /* Through a symlink. */
+        sh("ln -s main '%1$s/main-link' && echo 'gitdir: %1$s/main-link/.git/worktrees/wt' > '%1$s/ws/.git'", top);
+        linked_refused("symbolic link");
+        /* Not a git dir. */
+        sh("echo 'gitdir: %1$s/home' > '%1$s/ws/.git'", top);
+        linked_refused("no HEAD");
+        /* A registration that names another checkout. */
+        make_worktree();
+        sh("echo '%1$s/elsewhere/.git' > '%1$s/main/.git/worktrees/wt/gitdir'", top);
+        linked_refused("git worktree repair");
+        /* A commondir that does not hold the git dir as worktrees/NAME. */
+        make_worktree();
+        sh("mkdir -p '%1$s/other-repo' && echo 'ref: refs/heads/x' > '%1$s/other-repo/HEAD' && "
+           "echo '%1$s/other-repo' > '%1$s/main/.git/worktrees/wt/commondir'", top);
+        linked_refused("worktrees/");
+        /* An include of a file in the workspace from the common dir's config. */
+        make_worktree();
+        {
+                _cleanup_free_ char *text = NULL;
+                cr_assert(asprintf(&text, "[include]\n\tpath = %s/x.cfg\n", ws) > 0);
+                put_file("main/.git/config", text);
+        }
+        linked_refused("sandbox could write");
+        /* Without the view nothing would protect it. */
+        make_worktree();
+        refused("only the workspace view protects");
+}
+
+Test(git_sentry, main_checkout_protects_registrations, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL;
+
+        /* Launched in the main checkout: its linked worktrees' checkouts are not inside, so a prune
+         * there would drop their registrations; they are protected. */
+        sh("mkdir -p '%1$s/ws/.git/worktrees/a' '%1$s/ws/.git/worktrees/b'", top);
+        cr_assert_eq(protect_of(NULL, &protect, &error), 0, "%s", error ? error : "");
+        cr_assert(strv_contains((const char *const *) protect, ".git/worktrees/a"), "%s", strv_join(protect, " "));
+        cr_assert(strv_contains((const char *const *) protect, ".git/worktrees/b"), "%s", strv_join(protect, " "));
+}
+
+Test(git_sentry, included_fifo_does_not_stall, .init = setup, .fini = teardown, .timeout = 10) {
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL, *global = sub("home/.gitconfig"), *text = NULL;
+
+        sh("mkfifo '%s/ws/fifo.cfg'", top);
+        cr_assert(asprintf(&text, "[include]\n\tpath = %s/fifo.cfg\n", ws) > 0);
+        put_file("home/.gitconfig", text);
+        cr_assert_eq(protect_of((const char *const[]) { global, NULL }, &protect, &error), -EINVAL);
+        cr_assert(strstr(error, "fifo.cfg"), "%s", error);
 }

@@ -139,7 +139,7 @@ Test(view_changes, kinds_and_scaffolding) {
         md(t.state, "sub/.git/objects");
         put(t.state, "sub/.git/objects/config", "not a control file here\n", 0644);
 
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
         cr_assert_eq(l.n, 4, "found %zu", l.n);
 
         c = find(&l, ".envrc");
@@ -181,13 +181,13 @@ Test(view_changes, host_edit_after_copy_up_is_seen_and_refused) {
         put(t.host, ".vscode/settings.json", "{\"a\":1}\n", 0644);
         md(t.state, ".vscode");
         copy_up(&t, ".vscode/settings.json", "{\"a\":2}\n");
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
         c = find(&l, ".vscode/settings.json");
         cr_assert_eq(c->host, VIEW_HOST_SAME);
 
         /* The developer edits it on the host meanwhile. */
         put(t.host, ".vscode/settings.json", "{\"host\":true}\n", 0644);
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, &l2, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l2, NULL), 0);
         c = find(&l2, ".vscode/settings.json");
         cr_assert_eq(c->host, VIEW_HOST_CHANGED);
         cr_assert_eq(view_change_check(c, false, false, &error), -ESTALE);
@@ -218,7 +218,7 @@ Test(view_changes, replaced_without_record_is_unknown) {
 
         put(t.host, ".envrc", "host\n", 0644);
         put(t.state, ".envrc", "sandbox\n", 0644);
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
         c = find(&l, ".envrc");
         cr_assert_eq(c->kind, VIEW_CHANGE_CHANGED);
         cr_assert_eq(c->host, VIEW_HOST_UNKNOWN);
@@ -244,7 +244,7 @@ Test(view_changes, git_control_needs_its_flag) {
         put(t.state, "bare/HEAD", "ref: refs/heads/main\n", 0644);
         put(t.state, "bare/config", "[core]\n", 0644);
 
-        cr_assert_eq(view_changes_scan(t.state, t.host, protect, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, &(ViewLists) { .paths = protect }, protect, &l, NULL), 0);
         cr_assert_eq(l.n, 3, "found %zu", l.n);
         for (size_t i = 0; i < l.n; i++) {
                 cr_assert(l.changes[i].git_control, "%s", l.changes[i].path);
@@ -256,7 +256,7 @@ Test(view_changes, git_control_needs_its_flag) {
         }
         /* The derived path is protected only because the host's git configuration names it. */
         view_changes_done(&l);
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
         cr_assert_null(find(&l, "tools/hooks/pre-commit"));
         tree_done(&t);
 }
@@ -277,7 +277,7 @@ Test(view_changes, apply_writes_atomically_and_clears_state) {
         put(t.host, ".idea/sub/x", "x\n", 0644);
         whiteout(&t, ".idea");
 
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
         cr_assert_eq(l.n, 4);
         for (size_t i = 0; i < l.n; i++)
                 cr_assert_eq(view_change_apply(t.state, t.host, &l.changes[i], false, NULL), 0, "%s", l.changes[i].path);
@@ -291,7 +291,7 @@ Test(view_changes, apply_writes_atomically_and_clears_state) {
         cr_assert_eq(fstatat(t.host, ".claude/settings.json", &st, AT_SYMLINK_NOFOLLOW), 0);
         cr_assert(S_ISREG(st.st_mode));
 
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, &after, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &after, NULL), 0);
         cr_assert_eq(after.n, 0);
         /* No temporary name is left behind. */
         {
@@ -315,7 +315,7 @@ Test(view_changes, apply_never_follows_a_host_symlink) {
         cr_assert_eq(symlinkat(outside, t.host, ".vscode"), 0);
         md(t.state, ".vscode");
         put(t.state, ".vscode/tasks.json", "{}\n", 0644);
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
         cr_assert_eq(l.n, 1);
         cr_assert_eq(l.changes[0].type, S_IFDIR, "a directory the host lacks is new as a whole");
         /* Applying .vscode as a whole refuses to replace the host's entry without --force... */
@@ -335,7 +335,7 @@ Test(view_changes, discard_and_named) {
         put(t.host, ".vscode/settings.json", "host\n", 0644);
         md(t.state, ".vscode");
         copy_up(&t, ".vscode/settings.json", "sandbox\n");
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
         cr_assert_eq(l.n, 1);
         cr_assert(view_change_named(&l.changes[0], ".vscode"));
         cr_assert(view_change_named(&l.changes[0], "./.vscode/"));
@@ -344,7 +344,7 @@ Test(view_changes, discard_and_named) {
         cr_assert(!view_change_named(&l.changes[0], ".vsc"));
         cr_assert(!view_change_named(&l.changes[0], ".vscode/settings"));
         cr_assert_eq(view_change_discard(t.state, &l.changes[0], NULL), 0);
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, &after, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &after, NULL), 0);
         cr_assert_eq(after.n, 0);
         {
                 _cleanup_free_ char *s = get(t.host, ".vscode/settings.json");

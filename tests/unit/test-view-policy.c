@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "view-policy.h"
@@ -161,4 +163,135 @@ Test(view_policy, renames_that_change_the_zone_are_seen) {
         cr_expect_not(view_dir_equal(&a, &b));
         /* sub/.git and the top .git are both git dirs, but only one is the host's own */
         cr_expect_not(view_dir_equal(&sub, &b));
+}
+
+/* classify() with the lists the view was given, the relative path built on the way. */
+static ViewClass classify_listed(const char *path, const ViewLists *l, bool is_dir) {
+        ViewDir d = VIEW_DIR_TOP;
+        char buf[512], rel[512] = "", *save = NULL, *c, *next;
+
+        cr_assert_lt(strlen(path), sizeof(buf));
+        strcpy(buf, path);
+        c = strtok_r(buf, "/", &save);
+        for (;;) {
+                ViewClass k;
+
+                next = strtok_r(NULL, "/", &save);
+                if (rel[0])
+                        strcat(rel, "/");
+                strcat(rel, c);
+                k = view_name_class(&d, NULL, c, next ? true : is_dir, view_listed(l, &d, rel, c));
+                if (!next)
+                        return k;
+                d = view_child_dir(&d, c, k);
+                c = next;
+        }
+}
+
+Test(view_policy, profile_lists) {
+        char *paths[] = { (char *) "tools/deploy.sh", (char *) ".git/extra.cfg", (char *) "cfg/included", NULL };
+        char *names[] = { (char *) ".tool-versions", NULL };
+        char *unprotect[] = { (char *) ".vscode", NULL };
+        ViewLists l = { .paths = paths, .names = names, .unprotect = unprotect };
+
+        /* A name at any depth, its lock file too. */
+        cr_expect_eq(classify_listed(".tool-versions", &l, false), VIEW_PROTECTED);
+        cr_expect_eq(classify_listed("a/b/.tool-versions", &l, false), VIEW_PROTECTED);
+        cr_expect_eq(classify_listed("a/.tool-versions.lock", &l, false), VIEW_PROTECTED);
+        /* A path only there. */
+        cr_expect_eq(classify_listed("tools/deploy.sh", &l, false), VIEW_PROTECTED);
+        cr_expect_eq(classify_listed("tools/deploy.sh.lock", &l, false), VIEW_PROTECTED);
+        cr_expect_eq(classify_listed("x/tools/deploy.sh", &l, false), VIEW_SHARED);
+        cr_expect_eq(classify_listed("tools/other.sh", &l, false), VIEW_SHARED);
+        /* A removed built-in name is shared; the other built-ins are not. */
+        cr_expect_eq(classify_listed(".vscode/settings.json", &l, false), VIEW_SHARED);
+        cr_expect_eq(classify_listed("sub/.vscode", &l, true), VIEW_SHARED);
+        cr_expect_eq(classify_listed(".envrc", &l, false), VIEW_PROTECTED);
+        /* A file the host's git configuration includes, even inside the top git dir; the git dir's own rule stays. */
+        cr_expect_eq(classify_listed(".git/extra.cfg", &l, false), VIEW_PROTECTED);
+        cr_expect_eq(classify_listed(".git/config", &l, false), VIEW_READONLY);
+        cr_expect_eq(classify_listed(".git/other.cfg", &l, false), VIEW_SHARED);
+        cr_expect_eq(classify_listed("cfg/included", &l, false), VIEW_PROTECTED);
+        /* Names and removals apply to ordinary directories only: a .vscode in a git dir is the git dir's. */
+        cr_expect_eq(classify_listed(".git/.tool-versions", &l, false), VIEW_SHARED);
+        /* Without lists, as before. */
+        cr_expect_eq(classify_listed(".vscode/settings.json", NULL, false), VIEW_PROTECTED);
+        cr_expect_eq(classify_listed(".tool-versions", NULL, false), VIEW_SHARED);
+}
+
+static void normal(const char *in, const char *want) {
+        char *out = NULL;
+        const char *why = NULL;
+
+        cr_assert_eq(view_protect_entry_normalize(in, &out, &why), 0, "%s: %s", in, why ? why : "");
+        cr_expect_str_eq(out, want, "%s", in);
+        free(out);
+}
+
+static void abnormal(const char *in, const char *want) {
+        char *out = NULL;
+        const char *why = NULL;
+
+        cr_assert_eq(view_protect_entry_normalize(in, &out, &why), -EINVAL, "accepted %s", in);
+        cr_assert_null(out);
+        cr_expect(strstr(why, want), "%s: '%s' lacks '%s'", in, why, want);
+}
+
+Test(view_policy, protect_entries) {
+        normal(".tool-versions", ".tool-versions");
+        normal("Makefile/", "Makefile");
+        normal("/Makefile", "/Makefile");
+        normal("tools/deploy.sh", "/tools/deploy.sh");
+        normal("/tools//", "/tools");
+        normal("!.vscode", "!.vscode");
+        normal("!.claude", "!.claude");
+
+        abnormal("", "empty");
+        abnormal("/", "the workspace itself");
+        abnormal("a//b", "component");
+        abnormal("a/../b", "component");
+        abnormal("./a", "component");
+        abnormal(".git", ".git");
+        abnormal("sub/.git/config", ".git");
+        abnormal("!Makefile", "built-in");
+        abnormal("!", "built-in");
+        abnormal("a\nb", "control");
+        char long_entry[VIEW_PROTECT_ENTRY_MAX + 2];
+        memset(long_entry, 'a', sizeof(long_entry) - 1);
+        long_entry[sizeof(long_entry) - 1] = 0;
+        abnormal(long_entry, "1024");
+}
+
+Test(view_policy, profile_entries_split) {
+        char *entries[] = { (char *) "/tools/x", (char *) ".tool-versions", (char *) "!.idea", NULL };
+        char **paths = NULL, **names = NULL, **unprotect = NULL;
+
+        cr_assert_eq(view_lists_add_profile(entries, &paths, &names, &unprotect), 0);
+        cr_expect_str_eq(paths[0], "tools/x");
+        cr_expect_null(paths[1]);
+        cr_expect_str_eq(names[0], ".tool-versions");
+        cr_expect_str_eq(unprotect[0], ".idea");
+        for (char **p = paths; *p; p++)
+                free(*p);
+        for (char **p = names; *p; p++)
+                free(*p);
+        for (char **p = unprotect; *p; p++)
+                free(*p);
+        free(paths);
+        free(names);
+        free(unprotect);
+}
+
+Test(view_policy, parents_of_protected_paths) {
+        char *paths[] = { (char *) "tools/ci/run.sh", (char *) "conf/x.cfg", NULL };
+        ViewLists l = { .paths = paths };
+
+        cr_expect(view_lists_hold_below(&l, "tools"));
+        cr_expect(view_lists_hold_below(&l, "tools/ci"));
+        cr_expect(view_lists_hold_below(&l, "conf"));
+        cr_expect_not(view_lists_hold_below(&l, "tools/ci/run.sh"));
+        cr_expect_not(view_lists_hold_below(&l, "tool"));
+        cr_expect_not(view_lists_hold_below(&l, "conf/x"));
+        cr_expect_not(view_lists_hold_below(&l, ""));
+        cr_expect_not(view_lists_hold_below(NULL, "tools"));
 }

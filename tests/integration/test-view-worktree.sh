@@ -1,0 +1,177 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# test-view-worktree (issue 15 item 3): a linked worktree's checkout and a
+# submodule's working tree as workspaces. In a real sandbox (the busybox
+# image plus the host's git):
+#   worktree: a commit inside lands on the host (git -C MAIN log); `git
+#     worktree prune` inside keeps the other worktree registered and this
+#     one too; core.fsmonitor planted through the worktree's
+#     config.worktree, the common dir's config, its hooks and the
+#     registration's commondir runs nothing on the host's git status;
+#   submodule: a commit inside lands on the host; its git dir's config is
+#     read-only and its hooks never reach the host;
+#   refused at launch, with one line: a worktree whose registration names
+#     another checkout;
+#   the main checkout: `git worktree prune` inside keeps the registrations.
+# shellcheck source=../harness/lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
+
+lt_install
+lt_domain_setup
+lt_use_git_image
+
+marks=$HOME/lt-wt-marks
+main=$HOME/lt-wt-main
+other=$HOME/lt-wt-other
+origin=$HOME/lt-wt-origin
+super=$HOME/lt-wt-super
+rm -rf "$marks" "$main" "$other" "$origin" "$super"
+mkdir -p "$marks"
+mark() { printf '%s/%s' "$marks" "$1"; }
+no_marks() {
+        local left
+        left=$(ls "$marks")
+        [[ -z $left ]] || lt_fail "$1: the host ran code written inside: $left"
+}
+hg() { git -c user.name=host -c user.email=host@example.invalid -c protocol.file.allow=always "$@"; }
+inside() {
+        lt_launch -- /bin/env PATH=/usr/bin:/bin HOME=/root GIT_AUTHOR_NAME=in GIT_AUTHOR_EMAIL=in@example.invalid \
+                GIT_COMMITTER_NAME=in GIT_COMMITTER_EMAIL=in@example.invalid /bin/sh -c "cd /workspace && $1" </dev/null
+}
+expect_inside() {       # expect_inside WHAT COMMAND: must succeed
+        local out
+        out=$(inside "$2" 2>&1) || lt_fail "$1 failed inside: $out"
+        lt_log "ok: $1 inside"
+}
+refused_inside() {      # refused_inside WHAT COMMAND: must fail with EROFS
+        local out
+        if out=$(inside "$2" 2>&1); then
+                lt_fail "$1 succeeded inside: $out"
+        fi
+        [[ $out == *"Read-only file system"* ]] || lt_fail "$1: '$out', want Read-only file system"
+        lt_log "ok: $1 refused inside (EROFS)"
+}
+reset_states() {        # the view's and the git dir view's Domain state of an earlier run
+        local id root
+        id=$(cd "$LT_WS" && lazaretctl domain-id) || lt_fail "lazaretctl domain-id failed"
+        root=$(cd "$LT_WS" && lazaretctl config check --json | jq -r .data_root) || lt_fail "lazaretctl config check failed"
+        rm -rf "$root/domains/$id/view" "$root/domains/$id/view-git"
+}
+
+# ---------------------------------------------------------------- a linked worktree
+# MAIN with two linked worktrees: the workspace ($LT_WS) and OTHER.
+hg init -q -b main "$main"
+hg -C "$main" commit -q --allow-empty -m base
+hg -C "$main" config gc.auto 0
+hg -C "$main" config extensions.worktreeConfig true
+rm -rf "$LT_WS"
+hg -C "$main" worktree add -q -b wt "$LT_WS"
+hg -C "$main" worktree add -q -b other "$other"
+name=$(basename -- "$LT_WS")
+reset_states
+[[ -f $LT_WS/.git ]] || lt_fail "the workspace's .git is not a gitfile"
+
+expect_inside "a commit in the worktree" "git status --short && echo in > in.txt && git add in.txt && git commit -q -m in-wt"
+lt_assert_eq "the worktree's commit on the host" in-wt "$(git -C "$main" log -1 --format=%s wt)"
+lt_assert_eq "the host worktree's status after it" "" "$(git -C "$LT_WS" status --porcelain)"
+expect_inside "git worktree prune" "git worktree prune && git worktree list"
+for f in HEAD gitdir commondir index; do
+        [[ -f $main/.git/worktrees/lt-wt-other/$f ]] ||
+                lt_fail "git worktree prune inside removed the other worktree's registration ($f)"
+done
+[[ -f $main/.git/worktrees/$name/HEAD && -f $main/.git/worktrees/$name/gitdir ]] ||
+        lt_fail "git worktree prune inside removed the workspace's own registration"
+git -C "$main" worktree list | grep -q "$other" || lt_fail "the host no longer lists the other worktree"
+lt_log "ok: prune inside kept both registrations"
+status=$(lazaretctl --workspace "$LT_WS" status 2>&1) || lt_fail "lazaretctl status failed: $status"
+[[ $status == *"git dir view: $main/.git"* && $status == *"git dir view protects: worktrees/lt-wt-other"* ]] ||
+        lt_fail "lazaretctl status does not show the git dir view: $status"
+expect_inside "git gc" "git gc -q --prune=now"
+git -C "$other" status >/dev/null 2>&1 || lt_fail "the other worktree is broken after git gc inside"
+
+# Plants, each through a file git reads on the host.
+gd=$main/.git/worktrees/$name
+cfg_before=$(sha256sum <"$main/.git/config")
+refused_inside "writing the common dir's config" "git config core.fsmonitor 'touch $(mark common-config)'"
+refused_inside "writing the common dir's commondir" "echo ../x > $main/.git/commondir"
+expect_inside "config.worktree written" \
+        "printf '[core]\n\tfsmonitor = touch $(mark config-worktree)\n' > $gd/config.worktree"
+expect_inside "a hook written in the common dir" \
+        "printf '#!/bin/sh\ntouch $(mark hook)\n' > $main/.git/hooks/post-commit && chmod 755 $main/.git/hooks/post-commit"
+lt_assert_eq "the common dir's config" "$cfg_before" "$(sha256sum <"$main/.git/config")"
+[[ ! -e $gd/config.worktree ]] || lt_fail "config.worktree written inside reached the host"
+[[ ! -e $main/.git/hooks/post-commit ]] || lt_fail "a hook written inside reached the host"
+git -C "$LT_WS" status >/dev/null 2>&1 || true
+hg -C "$LT_WS" commit -q --allow-empty -m host-commit || true
+git -C "$main" status >/dev/null 2>&1 || true
+no_marks "worktree config, hooks"
+# Last: the registration's commondir, which breaks git inside for the rest of this Domain.
+expect_inside "the registration's commondir written" \
+        "mkdir -p /workspace/.x && cp -r $main/.git/objects $main/.git/refs $main/.git/HEAD /workspace/.x/ &&
+         printf '[core]\n\tfsmonitor = touch $(mark commondir)\n' > /workspace/.x/config && echo /workspace/.x > $gd/commondir"
+lt_assert_eq "the registration's commondir on the host" "../.." "$(cat "$gd/commondir")"
+git -C "$LT_WS" status >/dev/null 2>&1 || true
+no_marks "the registration's commondir"
+lt_log "ok: nothing planted through the worktree's git files runs on the host"
+
+# A registration that names another checkout is refused at launch, in one line.
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+cp "$gd/gitdir" "$HOME/lt-wt-gitdir.saved"
+echo "$other/.git" >"$gd/gitdir"
+if out=$(inside true 2>&1); then
+        lt_fail "a launch with a registration naming another checkout succeeded"
+fi
+[[ $out == *"git worktree repair"* ]] || lt_fail "the refusal does not say how to repair: $out"
+cp "$HOME/lt-wt-gitdir.saved" "$gd/gitdir"
+lt_log "ok: a registration naming another checkout is refused: ${out##*$'\n'}"
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+
+# ---------------------------------------------------------------- the main checkout
+# Launched in MAIN, whose linked worktrees' checkouts are not inside: a prune
+# there must not drop their registrations either.
+wt_ws=$LT_WS
+LT_WS=$main
+LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id) || lt_fail "lazaretctl domain-id failed in $LT_WS"
+reset_states
+expect_inside "git worktree prune in the main checkout" "git worktree prune && git worktree list"
+for f in HEAD gitdir commondir index; do
+        [[ -f $main/.git/worktrees/lt-wt-other/$f && -f $main/.git/worktrees/$name/$f ]] ||
+                lt_fail "git worktree prune in the main checkout removed a registration's $f"
+done
+git -C "$other" status >/dev/null || lt_fail "the other worktree is broken after a prune in the main checkout"
+lt_assert_eq "the host's worktree list after it" 3 "$(git -C "$main" worktree list | wc -l)"
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+LT_WS=$wt_ws
+
+# ---------------------------------------------------------------- a submodule's working tree
+hg init -q -b main "$origin"
+hg -C "$origin" commit -q --allow-empty -m origin
+hg init -q -b main "$super"
+hg -C "$super" submodule -q add "$origin" sub
+hg -C "$super" commit -q -m "the submodule"
+hg -C "$super/sub" config gc.auto 0
+[[ $(cat "$super/sub/.git") == "gitdir: ../.git/modules/sub" ]] || lt_fail "the submodule's gitfile is not relative"
+LT_WS=$super/sub
+LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id) || lt_fail "lazaretctl domain-id failed in $LT_WS"
+reset_states
+sgd=$super/.git/modules/sub
+scfg_before=$(sha256sum <"$sgd/config")
+
+expect_inside "a commit in the submodule" "git status --short && echo s > s.txt && git add s.txt && git commit -q -m in-sub"
+lt_assert_eq "the submodule's commit on the host" in-sub "$(git -C "$super/sub" log -1 --format=%s)"
+lt_assert_eq "the host submodule's status after it" "" "$(git -C "$super/sub" status --porcelain)"
+refused_inside "writing the submodule's config" "git config core.fsmonitor 'touch $(mark sub-config)'"
+refused_inside "writing the submodule git dir's commondir" "echo ../x > $sgd/commondir"
+expect_inside "a hook written in the submodule's git dir" \
+        "printf '#!/bin/sh\ntouch $(mark sub-hook)\n' > $sgd/hooks/post-commit && chmod 755 $sgd/hooks/post-commit"
+lt_assert_eq "the submodule's config" "$scfg_before" "$(sha256sum <"$sgd/config")"
+[[ ! -e $sgd/hooks/post-commit ]] || lt_fail "a hook written inside reached the host"
+[[ ! -e $sgd/commondir ]] || lt_fail "commondir written inside reached the host"
+lt_assert_eq "the host's gitfile" "gitdir: ../.git/modules/sub" "$(cat "$super/sub/.git")"
+git -C "$super" status >/dev/null 2>&1 || true
+hg -C "$super/sub" commit -q --allow-empty -m host-sub || true
+no_marks "submodule"
+lt_log "ok: the submodule works inside, its config and hooks never reach the host"
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+lt_log "PASS"
