@@ -11,6 +11,7 @@
 #include "cleanup.h"
 #include "escalation-proto.h"
 #include "fs-util.h"
+#include "git-ignore.h"
 #include "git-sentry.h"
 #include "json-util.h"
 #include "mount-plan.h"
@@ -88,12 +89,71 @@ static int install_escalation(const char *control_dir, char **ret_error) {
 }
 
 /*
+ * The host user's core.excludesFile (as host git finds it, run in "/"
+ * with no repository), copied into the control directory: the view reads
+ * it (sandbox-written files cannot change it), and git inside finds it
+ * through the control directory's gitconfig, so that both agree on what is
+ * ignored. Empty when the host has none. *ret_path: the copy.
+ */
+static int copy_host_excludes(const char *control_dir, char **ret_path, char **ret_error) {
+        _cleanup_free_ char *source = NULL, *text = NULL, *why = NULL,
+                            *path = path_join(control_dir, VIEW_EXCLUDES_FILE);
+        size_t len = 0;
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        r = ignore_host_excludes_file(&source, &why);
+        if (r < 0 && r != -ENOENT)
+                return errorf(ret_error, r, "cannot find the host's core.excludesFile: %s", why ?: strerror(-r));
+        /* A relative value names a file of the workspace's, which the sandbox writes: not taken. */
+        if (source && path_is_absolute(source)) {
+                r = read_full_file(source, IGNORE_FILE_MAX, &text, &len);
+                if (r < 0 && r != -ENOENT)
+                        return errorf(ret_error, r, "cannot read the host's core.excludesFile %s: %s", source,
+                                      strerror(-r));
+        }
+        r = write_file_bytes(path, text ?: "", text ? len : 0, 0644);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot write %s: %s", path, strerror(-r));
+        *ret_path = TAKE_PTR(path);
+        return 0;
+}
+
+/* Ignored Workspace State's arguments for the view (isolate_ignored): its directory, the excludes file, shared_ignored. */
+static int add_view_ignored(json_object *args, const Domain *d, const char *control_dir, char **ret_error) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_IGNORED_DIR), *excludes = NULL;
+        int r;
+
+        if (!o || !state)
+                return -ENOMEM;
+        r = copy_host_excludes(control_dir, &excludes, ret_error);
+        if (r < 0)
+                return r;
+        if (!d->profile->isolate_ignored)
+                return 0;
+        r = mkdir_mode(state, 0700);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot create %s: %s", state, strerror(-r));
+        r = json_add_string(o, "state", state);
+        if (r >= 0)
+                r = json_add_string(o, "excludes", excludes);
+        if (r >= 0)
+                r = json_add_strv(o, "shared", (const char *const *) (d->profile->shared_ignored ?: (char *[]) { NULL }));
+        if (r >= 0)
+                r = json_object_object_add(args, "ignored", TAKE_PTR(o)) < 0 ? -ENOMEM : 0;
+        return r;
+}
+
+/*
  * The workspace through the view (spec §4.6.2): one MOUNT_VIEW entry with
  * the identity of the workspace fd that was checked, and the view's
  * arguments: its Domain state directory and the protected paths that the
  * host's git configuration names.
  */
-static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *protect, char **ret_error) {
+static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *protect, const char *control_dir,
+                    char **ret_error) {
         _cleanup_json_ json_object *args = json_object_new_object();
         _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_STATE_DIR), *data = NULL;
         struct stat st;
@@ -107,6 +167,8 @@ static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *prot
         r = json_add_string(args, "state", state);
         if (r >= 0)
                 r = json_add_strv(args, "protect", (const char *const *) protect);
+        if (r >= 0)
+                r = add_view_ignored(args, d, control_dir, ret_error);
         if (r >= 0)
                 r = json_to_string(args, JSON_C_TO_STRING_PLAIN, &data);
         if (r < 0)
@@ -215,7 +277,7 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         if (r < 0)
                 goto finish;
         if (view) {
-                r = add_view(&plan, d, wfd, protect, ret_error);
+                r = add_view(&plan, d, wfd, protect, p->control_dir, ret_error);
                 if (r < 0)
                         goto finish;
         }
