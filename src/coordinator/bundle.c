@@ -11,7 +11,7 @@
 #include "cleanup.h"
 #include "escalation-proto.h"
 #include "fs-util.h"
-#include "git-ignore.h"
+#include "view-ignored.h"
 #include "git-sentry.h"
 #include "json-util.h"
 #include "mount-plan.h"
@@ -96,24 +96,16 @@ static int install_escalation(const char *control_dir, char **ret_error) {
  * ignored. Empty when the host has none. *ret_path: the copy.
  */
 static int copy_host_excludes(const char *control_dir, char **ret_path, char **ret_error) {
-        _cleanup_free_ char *source = NULL, *text = NULL, *why = NULL,
-                            *path = path_join(control_dir, VIEW_EXCLUDES_FILE);
+        _cleanup_free_ char *text = NULL, *path = path_join(control_dir, VIEW_EXCLUDES_FILE);
         size_t len = 0;
         int r;
 
         if (!path)
                 return -ENOMEM;
-        r = ignore_host_excludes_file(&source, &why);
-        if (r < 0 && r != -ENOENT)
-                return errorf(ret_error, r, "cannot find the host's core.excludesFile: %s", why ?: strerror(-r));
-        /* A relative value names a file of the workspace's, which the sandbox writes: not taken. */
-        if (source && path_is_absolute(source)) {
-                r = read_full_file(source, IGNORE_FILE_MAX, &text, &len);
-                if (r < 0 && r != -ENOENT)
-                        return errorf(ret_error, r, "cannot read the host's core.excludesFile %s: %s", source,
-                                      strerror(-r));
-        }
-        r = write_file_bytes(path, text ?: "", text ? len : 0, 0644);
+        r = view_host_excludes_text(&text, &len, ret_error);
+        if (r < 0)
+                return r;
+        r = write_file_bytes(path, text, len, 0644);
         if (r < 0)
                 return errorf(ret_error, r, "cannot write %s: %s", path, strerror(-r));
         *ret_path = TAKE_PTR(path);

@@ -126,7 +126,7 @@ lt_log "ok: shared_ignored shows the host's .env read-only"
 restart
 profile ', "isolate_ignored": false'
 lt_assert_eq "lazaretctl status without isolation" no \
-        "$(cd "$LT_WS" && lazaretctl status --json | jq -r '.ViewProtections.isolate_ignored | if . then "yes" else "no" end')"
+        "$(cd "$LT_WS" && lazaretctl status --json | jq -r '.View.isolate_ignored | if . then "yes" else "no" end')"
 expect_inside "ignored paths shared" \
         '[ "$(cat node_modules/host-only.js)" = host-dependency ] && [ "$(cat host.log)" = host-log ] &&
          [ ! -e c.log ] && mkdir -p node_modules/y && echo out >node_modules/y/a.js'
