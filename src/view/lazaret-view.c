@@ -1951,7 +1951,7 @@ static int list_ignored(Node *n, DirHandle *h) {
         if (!ign.on || (efd = ign_entries(n, false)) < 0 || read_listing(efd, &d) < 0)
                 return 0;
         while ((de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, "..") || strncmp(de->d_name, ".lazaret-", 9) == 0)
+                if (streq(de->d_name, ".") || streq(de->d_name, "..") || strncmp(de->d_name, ".lazaret-rename.", 16) == 0)
                         continue;
                 /* Only what is still on the ignored side (shared_ignored may say otherwise). */
                 if (class_of(n, de->d_name, de->d_type == DT_DIR) != VIEW_IGNORED)
