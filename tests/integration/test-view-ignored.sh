@@ -21,13 +21,22 @@
 lt_install
 lt_domain_setup
 lt_use_git_image
+# rename(2) alone, which mv would hide behind its copying fallback on EXDEV.
+mkdir -p "$HOME/lt-tools"
+printf '%s\n' '#include <errno.h>' '#include <stdio.h>' '#include <string.h>' \
+        'int main(int c, char **v) { if (c != 3) return 2; if (rename(v[1], v[2]) < 0) {' \
+        '        fprintf(stderr, "rename: %s\n", strerror(errno)); return 1; } return 0; }' >"$HOME/lt-tools/lt-rename.c"
+cc -O1 -static -o "$HOME/lt-tools/lt-rename" "$HOME/lt-tools/lt-rename.c" || lt_fail "cannot build lt-rename (static)"
+image=$HOME/lt-image-git-rename-$(sha256sum <"$HOME/lt-tools/lt-rename" | cut -c1-12)
+lt_build_image "$image" "$(command -v git) $HOME/lt-tools/lt-rename"
+rename_tool=$HOME/lt-tools/lt-rename
 lt_reset_view_state
 root=$(cd "$LT_WS" && lazaretctl config check --json | jq -r .data_root) || lt_fail "lazaretctl config check failed"
 rm -rf "$root/domains/$LT_DOMAIN/ignored"
 
 profile() {     # profile EXTRA-KEYS: the test profile with those keys
         printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s"%s } } }\n' \
-                "$LT_GIT_IMAGE" "$1" >"$LT_CONFIG"
+                "$image" "$1" >"$LT_CONFIG"
 }
 hgit() { git -C "$LT_WS" -c user.name=host -c user.email=host@example.invalid "$@"; }
 inside() {
@@ -58,6 +67,7 @@ echo SECRET=1 >.env
 hgit add .gitignore src
 hgit add -f build/keep.txt
 hgit commit -q -m one
+profile ""
 
 # Pre-existing host content in ignored paths: not there inside.
 expect_inside "host node_modules/ and host.log invisible" \
@@ -83,8 +93,8 @@ lt_assert_eq "a host edit of the tracked ignored file inside" host-edit "$(insid
 lt_log "ok: a tracked file under an ignored pattern is shared both ways"
 
 # A rename from the ignored side to the shared side.
-expect_inside "renames out of ignored state" 'mv node_modules/x/move.js src/moved.js && mv a.log src/was-log.txt &&
-        [ ! -e a.log ] && [ ! -e node_modules/x/move.js ]'
+expect_inside "renames out of ignored state" "$rename_tool node_modules/x/move.js src/moved.js &&
+        $rename_tool a.log src/was-log.txt && [ ! -e a.log ] && [ ! -e node_modules/x/move.js ]"
 lt_assert_eq "a file renamed out of node_modules/ on the host" move-me "$(cat "$LT_WS/src/moved.js")"
 lt_assert_eq "a file renamed out of a.log on the host" log "$(cat "$LT_WS/src/was-log.txt")"
 lt_log "ok: renames from ignored state to the shared side land on the host"
