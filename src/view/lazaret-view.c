@@ -551,6 +551,8 @@ static void inval_later(Node *dir, const char *name) {
 static void inval_facts(Node *dir, const char *name) {
         static const char *const names[] = { "HEAD", "config", "config.worktree", "commondir", "gitdir", "hooks" };
 
+        /* A .gitignore the sandbox made, removed or renamed counts at once (a write: once the watcher sees it). */
+        ign_note_change(dir, name);
         if (!view_name_needs_facts(&dir->dir, name))
                 return;
         for (size_t i = 0; i < ELEMENTSOF(names); i++)

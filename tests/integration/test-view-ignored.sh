@@ -10,7 +10,9 @@
 #     reach the host and are still there after `lazaretctl stop` and a new
 #     launch;
 #   - a tracked file under an ignored pattern is shared both ways;
-#   - a rename from ignored state to the shared side works (no EXDEV);
+#   - a rename(2) from ignored state to the shared side works (no EXDEV);
+#   - after a .gitignore edit inside, new names follow the new rules and a
+#     name in ignored state stays there;
 #   - git inside shows the ignored paths as ignored, the excludesFile's too;
 #   - `lazaretctl changes --ignored` lists the host paths that are shadowed;
 #   - shared_ignored shows a host .env read-only;
@@ -123,6 +125,17 @@ restart
 expect_inside "ignored state after a restart" \
         '[ "$(cat node_modules/x/keep.js)" = in ] && [ "$(cat c.log)" = c ] && [ -e src/main.pyc ] && [ ! -e host.log ]'
 lt_log "ok: ignored state persists across a Domain restart"
+
+# A .gitignore edit during a session: new names follow the rules as they
+# are now; a name in ignored state stays there (sed -i renames its copy
+# onto .gitignore).
+expect_inside "a .gitignore edit" "sed -i 's/^\\*\\.log\$/*.tmp/' .gitignore && echo t >x.tmp && echo l >new.log &&
+        [ \"\$(cat c.log)\" = c ]"
+grep -qxF '*.tmp' "$LT_WS/.gitignore" || lt_fail "the .gitignore edit did not reach the host: $(cat "$LT_WS/.gitignore")"
+[[ ! -e $LT_WS/x.tmp ]] || lt_fail "x.tmp, ignored by the edited .gitignore, reached the host"
+lt_assert_eq "new.log, no longer ignored, on the host" l "$(cat "$LT_WS/new.log" 2>&1)"
+[[ ! -e $LT_WS/c.log ]] || lt_fail "c.log left ignored state when *.log was no longer ignored"
+lt_log "ok: after a .gitignore edit new names follow the new rules; ignored state keeps its names"
 
 # shared_ignored: the host's .env, read-only.
 restart
