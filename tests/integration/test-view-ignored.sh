@@ -33,8 +33,6 @@ image=$HOME/lt-image-git-rename-$(sha256sum <"$HOME/lt-tools/lt-rename" | cut -c
 lt_build_image "$image" "$(command -v git) $HOME/lt-tools/lt-rename"
 rename_tool=$HOME/lt-tools/lt-rename
 lt_reset_view_state
-root=$(cd "$LT_WS" && lazaretctl config check --json | jq -r .data_root) || lt_fail "lazaretctl config check failed"
-rm -rf "$root/domains/$LT_DOMAIN/ignored"
 
 profile() {     # profile EXTRA-KEYS: the test profile with those keys
         printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s"%s } } }\n' \
