@@ -1459,6 +1459,17 @@ static int copy_tree(int from, const char *fname, int to, const char *tname, uns
         return -EPERM;  /* no FIFO or device is made through the view */
 }
 
+/* The kernel's entries below directory n, which now stand for objects that moved (a best effort: the pipe may fill). */
+static void inval_below(Node *n) {
+        for (size_t b = 0; b < HASH_SIZE; b++)
+                for (Node *m = v.hash[b]; m; m = m->hnext)
+                        for (Node *p = m->parent; p && p != &v.root; p = p->parent)
+                                if (p == n) {
+                                        inval_later(m->parent, m->name);
+                                        break;
+                                }
+}
+
 /*
  * A rename between ignored state and the host's side (SR-13: never EXDEV,
  * which would make mv copy file by file through the view): a copy under a
@@ -1494,6 +1505,8 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
 
         /* The node now stands for the copy; it keeps its identity for the kernel. */
         inval_later(n, NULL);
+        if (n->is_dir)
+                inval_below(n);
         unhash(n);
         if (n->is_dir) {
                 int fd = openat(tfd, newname, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -97,7 +97,14 @@ expect_inside "renames out of ignored state" "$rename_tool node_modules/x/move.j
         $rename_tool a.log src/was-log.txt && [ ! -e a.log ] && [ ! -e node_modules/x/move.js ]"
 lt_assert_eq "a file renamed out of node_modules/ on the host" move-me "$(cat "$LT_WS/src/moved.js")"
 lt_assert_eq "a file renamed out of a.log on the host" log "$(cat "$LT_WS/src/was-log.txt")"
-lt_log "ok: renames from ignored state to the shared side land on the host"
+expect_inside "directories renamed across the sides" "mkdir -p node_modules/pkg/lib && echo p >node_modules/pkg/lib/a.js &&
+        cat node_modules/pkg/lib/a.js >/dev/null && $rename_tool node_modules/pkg vendor-pkg &&
+        [ \"\$(cat vendor-pkg/lib/a.js)\" = p ] && mkdir -p src/scratch && echo q >src/scratch/q &&
+        $rename_tool src/scratch node_modules/scratch && [ \"\$(cat node_modules/scratch/q)\" = q ] && [ ! -e src/scratch ]"
+lt_assert_eq "a directory renamed out of node_modules/ on the host" p "$(cat "$LT_WS/vendor-pkg/lib/a.js")"
+[[ ! -e $LT_WS/src/scratch && ! -e $LT_WS/node_modules/scratch ]] ||
+        lt_fail "a directory renamed into node_modules/ is still on the host"
+lt_log "ok: renames from ignored state to the shared side land on the host, and back"
 
 # git inside agrees with the view about what is ignored.
 status=$(inside 'echo c >c.log && git status --porcelain --ignored') || lt_fail "git status inside failed"
