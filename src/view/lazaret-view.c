@@ -321,11 +321,20 @@ static void ign_refresh(void) {
         }
 }
 
-/* A watched host directory's entry changed: a .gitignore is read again. */
+static void ign_promote_tracked(void);
+static int ign_promote(Node *dir, const char *name);
+
+/* A host directory's entry changed (the watcher, or the view itself): a .gitignore is read again; after the index, tracked files leave ignored state. */
 static void ign_note_change(Node *dir, const char *name) {
         char rel[VIEW_PATH_MAX];
 
-        if (!ign.cache || !streq(name, ".gitignore") || node_relpath(dir, NULL, rel, sizeof(rel)) < 0)
+        if (!ign.on)
+                return;
+        if (dir->parent == &v.root && dir->dir.zone == VIEW_ZONE_GIT_TOP && streq(name, "index")) {
+                ign_promote_tracked();
+                return;
+        }
+        if (!streq(name, ".gitignore") || node_relpath(dir, NULL, rel, sizeof(rel)) < 0)
                 return;
         ignore_cache_forget(ign.cache, rel);
 }
@@ -400,15 +409,17 @@ static ViewClass ign_class(Node *dir, const char *name, bool is_dir, ViewClass c
         if (!ign.on || dir->in_state || c != VIEW_SHARED || dir->dir.zone != VIEW_ZONE_WORK || streq(name, ".git") ||
             node_relpath(dir, name, rel, sizeof(rel)) < 0)
                 return c;
+        ign_refresh();
         efd = ign_entries(dir, false);
         f.in_state = efd >= 0 && fstatat(efd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0;
+        if (f.in_state && ign.index && git_index_is_tracked(ign.index, rel) && ign_promote(dir, name) > 0)
+                f.in_state = false;
         listed = view_path_listed(ign.shared, rel);
         if (!f.in_state || listed) {
                 IgnoreSet set = { .load_dir = ignore_cache_load, .userdata = ign.cache };
                 _cleanup_free_ char *error = NULL;
                 int r;
 
-                ign_refresh();
                 set.info_exclude = ign.info;
                 set.excludes_file = ign.excludes;
                 r = ignore_match(&set, rel, is_dir, NULL, &error);
@@ -1477,10 +1488,10 @@ static void inval_below(Node *n) {
  * the source removed. n, the source's node, stands for the copy from then
  * on. With v.lock held.
  */
+static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClass tc);
 static int rename_across(Node *from, const char *name, Node *n, Node *to, const char *newname, int tfd, ViewClass tc,
                          unsigned flags) {
         char tmp[64];
-        struct stat st;
         int sfd, r;
 
         if (flags & ~(unsigned) RENAME_NOREPLACE)
@@ -1500,10 +1511,15 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
         r = remove_tree(sfd, name, 0);
         if (r < 0)
                 return r;
+        return node_rebind(n, to, newname, tfd, tc);
+}
+
+/* n now stands for newname in to (tfd: its directory on side tc), a copy of what it was; it keeps its identity for the kernel. */
+static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClass tc) {
+        struct stat st;
+
         if (fstatat(tfd, newname, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return -errno;
-
-        /* The node now stands for the copy; it keeps its identity for the kernel. */
         inval_later(n, NULL);
         if (n->is_dir)
                 inval_below(n);
@@ -1537,6 +1553,56 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
                 v.hash[h] = n;
         }
         return 0;
+}
+
+/*
+ * A file in ignored state that the index now names (a `git checkout`
+ * inside creates a file before it writes the index that tracks it) goes
+ * to the host's side, where tracked files live: copied under a temporary
+ * name, renamed into place only if the host has no such name, then
+ * removed from ignored state. 1: moved. With v.lock held.
+ */
+static int ign_promote(Node *dir, const char *name) {
+        char tmp[64];
+        struct stat st;
+        int efd = ign_entries(dir, false), r;
+
+        if (efd < 0 || dir->in_state || fstatat(efd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode) ||
+            fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0)
+                return 0;
+        snprintf(tmp, sizeof(tmp), ".lazaret-rename.%d.%lu", getpid(), (unsigned long) pthread_self());
+        (void) remove_tree(dir->fd, tmp, 0);
+        r = copy_tree(efd, name, dir->fd, tmp, 0);
+        if (r >= 0 && syscall(SYS_renameat2, dir->fd, tmp, dir->fd, name, RENAME_NOREPLACE) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) remove_tree(dir->fd, tmp, 0);
+                return r;
+        }
+        (void) unlinkat(efd, name, 0);
+        return 1;
+}
+
+/* After the index changed: the files the kernel holds from ignored state that it now tracks go to the host's side. */
+static void ign_promote_tracked(void) {
+        ign.checked_ns = 0;
+        ign_refresh();
+        if (!ign.index)
+                return;
+        for (size_t b = 0; b < HASH_SIZE; b++)
+                for (Node *m = v.hash[b], *next; m; m = next) {
+                        char rel[VIEW_PATH_MAX];
+
+                        next = m->hnext;
+                        if (m->cls != VIEW_IGNORED || !m->in_state || m->is_dir || !m->parent || m->parent->in_state ||
+                            node_relpath(m->parent, m->name, rel, sizeof(rel)) < 0 ||
+                            !git_index_is_tracked(ign.index, rel))
+                                continue;
+                        if (ign_promote(m->parent, m->name) > 0) {
+                                (void) node_rebind(m, m->parent, m->name, m->parent->fd, VIEW_SHARED);
+                                inval_later(m->parent, m->name);
+                        }
+                }
 }
 
 /* After a host directory moved: its ignored state moves with it (best effort: left behind, it stays reachable at the old name). */

@@ -9,7 +9,8 @@
 #     ignored only by the host user's core.excludesFile, made inside, never
 #     reach the host and are still there after `lazaretctl stop` and a new
 #     launch;
-#   - a tracked file under an ignored pattern is shared both ways;
+#   - a tracked file under an ignored pattern is shared both ways, also one
+#     that a checkout inside creates before it writes the index;
 #   - a rename(2) from ignored state to the shared side works (no EXDEV);
 #   - after a .gitignore edit inside, new names follow the new rules and a
 #     name in ignored state stays there;
@@ -67,6 +68,12 @@ echo SECRET=1 >.env
 hgit add .gitignore src
 hgit add -f build/keep.txt
 hgit commit -q -m one
+# A branch that adds a tracked file under an ignored pattern.
+hgit checkout -q -b extra
+echo extra >build/extra.txt
+hgit add -f build/extra.txt
+hgit commit -q -m extra
+hgit checkout -q -
 profile ""
 
 # Pre-existing host content in ignored paths: not there inside.
@@ -91,6 +98,15 @@ lt_assert_eq "the tracked ignored file on the host" "tracked inside" "$(tr '\n' 
 echo host-edit >"$LT_WS/build/keep.txt"
 lt_assert_eq "a host edit of the tracked ignored file inside" host-edit "$(inside 'cat build/keep.txt')"
 lt_log "ok: a tracked file under an ignored pattern is shared both ways"
+
+# A checkout inside creates build/extra.txt before its index names it: once
+# the index does, the file is the host's like every tracked file.
+expect_inside "a checkout adding a tracked ignored file" 'git checkout -q extra && [ "$(cat build/extra.txt)" = extra ]'
+lt_assert_eq "build/extra.txt on the host after the checkout inside" extra "$(cat "$LT_WS/build/extra.txt" 2>&1)"
+lt_assert_eq "host git status of build/extra.txt after the checkout inside" "" "$(hgit status --porcelain build/extra.txt)"
+expect_inside "the checkout back" 'git checkout -q - && [ ! -e build/extra.txt ]'
+[[ ! -e $LT_WS/build/extra.txt ]] || lt_fail "build/extra.txt is still on the host after the checkout back inside"
+lt_log "ok: a tracked file a checkout inside creates under an ignored pattern lands on the host"
 
 # A rename from the ignored side to the shared side.
 expect_inside "renames out of ignored state" "$rename_tool node_modules/x/move.js src/moved.js &&
