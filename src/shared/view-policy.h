@@ -116,8 +116,9 @@ typedef struct ViewIgnoreFacts {
 
 /*
  * The side of such a name. A name already in ignored state stays there
- * whatever the rules now say (a .gitignore edit or a `git add -f` inside
- * never moves the sandbox's files to the host); otherwise an untracked,
+ * whatever the rules now say (a .gitignore edit inside never moves the
+ * sandbox's files to the host; the daemon moves a file that the index
+ * comes to track out of ignored state before it asks); otherwise an untracked,
  * excluded name is ignored (or read-only when shared_ignored lists it).
  * Any other class, and any directory but an ordinary one, is returned as
  * it is: git dirs and protected paths keep their own rule.
