@@ -134,7 +134,7 @@ static int add_view_ignored(json_object *args, const Domain *d, const char *cont
         if (r >= 0)
                 r = json_add_strv(o, "shared", (const char *const *) (d->profile->shared_ignored ?: (char *[]) { NULL }));
         if (r >= 0)
-                r = json_object_object_add(args, "ignored", TAKE_PTR(o)) < 0 ? -ENOMEM : 0;
+                r = json_add(args, "ignored", TAKE_PTR(o));
         return r;
 }
 
