@@ -32,18 +32,21 @@ void view_ignored_done(ViewIgnored *l) {
         *l = (ViewIgnored) {};
 }
 
-static int read_dir(void *userdata, const char *dir, IgnoreList **ret, char **ret_error) {
-        Scan *s = userdata;
+int view_read_gitignore(int workspace_fd, const char *dir, IgnoreList **ret, char **ret_error) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *source = NULL;
 
         *ret = NULL;
-        fd = openat_beneath(s->workspace_fd, dir, O_PATH | O_DIRECTORY, 0, true);
+        fd = openat_beneath(workspace_fd, dir, O_PATH | O_DIRECTORY, 0, true);
         if (fd < 0)
                 return fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP ? 0 : fd;
         if (asprintf(&source, "%s%s.gitignore", dir, *dir ? "/" : "") < 0)
                 return -ENOMEM;
         return ignore_list_load_at(fd, ".gitignore", dir, source, ret, ret_error);
+}
+
+static int read_dir(void *userdata, const char *dir, IgnoreList **ret, char **ret_error) {
+        return view_read_gitignore(((Scan *) userdata)->workspace_fd, dir, ret, ret_error);
 }
 
 static int cmp_names(const void *a, const void *b) {

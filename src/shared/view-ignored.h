@@ -49,6 +49,13 @@ int view_ignored_scan(int workspace_fd, const IgnoreList *excludes, char *const 
                       char **ret_error);
 
 /*
+ * The .gitignore of directory dir ("" for the top) beneath workspace_fd,
+ * as git reads it (a symlink or a missing directory: none, *ret = NULL),
+ * for an IgnoreCache.
+ */
+int view_read_gitignore(int workspace_fd, const char *dir, IgnoreList **ret, char **ret_error);
+
+/*
  * The host user's core.excludesFile (ignore_host_excludes_file()), read
  * (at most IGNORE_FILE_MAX bytes); "" when there is none, it is missing,
  * or its value is relative (a file of the workspace's, which the sandbox

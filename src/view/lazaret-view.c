@@ -59,6 +59,7 @@
 #include "parse-util.h"
 #include "strv.h"
 #include "util.h"
+#include "view-ignored.h"
 #include "view-policy.h"
 
 /* What a whiteout in Domain state points to: no name the sandbox can create (symlink() refuses it). */
@@ -256,17 +257,8 @@ static void ign_warn(const char *what, int r, const char *error) {
 }
 
 static int ign_read_dir(void *userdata, const char *dir, IgnoreList **ret, char **ret_error) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *source = NULL;
-
         (void) userdata;
-        *ret = NULL;
-        fd = openat_beneath(v.root.fd, dir, O_PATH | O_DIRECTORY, 0, true);
-        if (fd < 0)
-                return fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP ? 0 : fd;
-        if (asprintf(&source, "%s%s.gitignore", dir, *dir ? "/" : "") < 0)
-                return -ENOMEM;
-        return ignore_list_load_at(fd, ".gitignore", dir, source, ret, ret_error);
+        return view_read_gitignore(v.root.fd, dir, ret, ret_error);
 }
 
 /* The index and info/exclude as they are now (at most IGN_RECHECK_NS old). */
@@ -1389,34 +1381,6 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
 
 #define COPY_DEPTH_MAX 128
 
-/* Removes name beneath dirfd, a directory with everything in it. */
-static int remove_tree(int pfd, const char *name, unsigned depth) {
-        _cleanup_(closedirp) DIR *d = NULL;
-        struct dirent *de;
-        int fd, r = 0;
-
-        if (unlinkat(pfd, name, 0) >= 0 || errno == ENOENT)
-                return 0;
-        if (errno != EISDIR && errno != EPERM)
-                return -errno;
-        if (depth >= COPY_DEPTH_MAX)
-                return -ELOOP;
-        fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
-        while ((de = readdir(d)))
-                if (!streq(de->d_name, ".") && !streq(de->d_name, "..") && r >= 0)
-                        r = remove_tree(dirfd(d), de->d_name, depth + 1);
-        if (r < 0)
-                return r;
-        return unlinkat(pfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
-}
-
 /* Copies from/fname to to/tname (a new name): files, symbolic links and directories, modes as create_mode() makes them. */
 static int copy_tree(int from, const char *fname, int to, const char *tname, unsigned depth) {
         struct stat st;
@@ -1500,15 +1464,15 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
         if (sfd < 0)
                 return sfd;
         snprintf(tmp, sizeof(tmp), ".lazaret-rename.%d.%lu", getpid(), (unsigned long) pthread_self());
-        (void) remove_tree(tfd, tmp, 0);
+        (void) rm_rf_at(tfd, tmp);
         r = copy_tree(sfd, name, tfd, tmp, 0);
         if (r >= 0 && syscall(SYS_renameat2, tfd, tmp, tfd, newname, flags) < 0)
                 r = -errno;
         if (r < 0) {
-                (void) remove_tree(tfd, tmp, 0);
+                (void) rm_rf_at(tfd, tmp);
                 return r;
         }
-        r = remove_tree(sfd, name, 0);
+        r = rm_rf_at(sfd, name);
         if (r < 0)
                 return r;
         return node_rebind(n, to, newname, tfd, tc);
@@ -1571,12 +1535,12 @@ static int ign_promote(Node *dir, const char *name) {
             fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0)
                 return 0;
         snprintf(tmp, sizeof(tmp), ".lazaret-rename.%d.%lu", getpid(), (unsigned long) pthread_self());
-        (void) remove_tree(dir->fd, tmp, 0);
+        (void) rm_rf_at(dir->fd, tmp);
         r = copy_tree(efd, name, dir->fd, tmp, 0);
         if (r >= 0 && syscall(SYS_renameat2, dir->fd, tmp, dir->fd, name, RENAME_NOREPLACE) < 0)
                 r = -errno;
         if (r < 0) {
-                (void) remove_tree(dir->fd, tmp, 0);
+                (void) rm_rf_at(dir->fd, tmp);
                 return r;
         }
         (void) unlinkat(efd, name, 0);
