@@ -16,6 +16,8 @@
 #     git-once    one timed git status (RUNS is ignored)
 #     tar         tar x of small.tar into an empty directory
 #     writes      5,000 small files written by a shell loop (builtins only)
+#     writes-ignored  the same in ignored-writes/, which the workspace's
+#                 .gitignore names (Ignored Workspace State with the view)
 #     make        make -j2 of cproj/ after make clean
 #     git-config  prints core.checkStat as git sees it here, who set it,
 #                 and LD_PRELOAD (Lazaret's statx shim, when it is used)
@@ -49,10 +51,10 @@ git_status() { git -C "$dir/repo" status >/dev/null; }
 
 untar() { tar -xf "$dir/small.tar" -C "$dir/untar"; }
 
-writes() {
-        local i=0
+writes() {   # [DIR]
+        local i=0 to=${1:-$dir/writes}
         while ((i < 5000)); do
-                echo "small write $i" >"$dir/writes/f$i"
+                echo "small write $i" >"$to/f$i"
                 i=$((i + 1))
         done
 }
@@ -90,6 +92,13 @@ writes)
                 timed writes
         done
         rm -rf "$dir/writes"
+        ;;
+writes-ignored)
+        for ((r = 0; r < runs; r++)); do
+                rm -rf "$dir/ignored-writes" && mkdir "$dir/ignored-writes"
+                timed writes "$dir/ignored-writes"
+        done
+        rm -rf "$dir/ignored-writes"
         ;;
 make)
         for ((r = 0; r < runs; r++)); do

@@ -37,6 +37,8 @@ mkdir -p "$ws/.bench" "$work"
 # Lazaret launches only in a workspace that is a git repository (the Git
 # Sentry); the 20,000-file repository below is one of its own, nested.
 git -C "$ws" init -q
+# The ignored writes' directory: ignored state through the view.
+echo ignored-writes/ >"$ws/.gitignore"
 cp "$here/workspace-load.sh" "$ws/.bench/load.sh"
 t_start=$SECONDS
 
@@ -356,11 +358,13 @@ lt_log "measuring: tar x"
 measure tar tar "$RUNS"
 lt_log "measuring: small writes"
 measure writes writes "$RUNS"
+lt_log "measuring: small writes in an ignored directory"
+measure writes-ignored writes-ignored "$RUNS"
 lt_log "measuring: make -j2"
 measure make make "$MAKE_RUNS"
 declare -A ms
 for env in "${envs[@]}"; do
-        for key in git-warm git-first tar writes make; do
+        for key in git-warm git-first tar writes writes-ignored make; do
                 ms[$env,$key]=$(median <"$work/$env.$key") || lt_fail "no figures for $env, $key"
         done
 done
@@ -393,4 +397,5 @@ row git-warm "git status, warm" 1.2
 row git-first "git status, after host's" 1.2
 row tar "tar x, 5,000 files" 1.5
 row writes "5,000 small writes" 1.5
+row writes-ignored "5,000 writes, ignored dir" 1.5
 row make "make -j2, 51 files" 1.2

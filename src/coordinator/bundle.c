@@ -11,6 +11,7 @@
 #include "cleanup.h"
 #include "escalation-proto.h"
 #include "fs-util.h"
+#include "view-ignored.h"
 #include "git-sentry.h"
 #include "json-util.h"
 #include "mount-plan.h"
@@ -88,6 +89,56 @@ static int install_escalation(const char *control_dir, char **ret_error) {
 }
 
 /*
+ * The host user's core.excludesFile (as host git finds it, run in "/"
+ * with no repository), copied into the control directory: the view reads
+ * it (sandbox-written files cannot change it), and git inside finds it
+ * through the control directory's gitconfig, so that both agree on what is
+ * ignored. Empty when the host has none. *ret_path: the copy.
+ */
+static int copy_host_excludes(const char *control_dir, char **ret_path, char **ret_error) {
+        _cleanup_free_ char *text = NULL, *path = path_join(control_dir, VIEW_EXCLUDES_FILE);
+        size_t len = 0;
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        r = view_host_excludes_text(&text, &len, ret_error);
+        if (r < 0)
+                return r;
+        r = write_file_bytes(path, text, len, 0644);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot write %s: %s", path, strerror(-r));
+        *ret_path = TAKE_PTR(path);
+        return 0;
+}
+
+/* Ignored Workspace State's arguments for the view (isolate_ignored): its directory, the excludes file, shared_ignored. */
+static int add_view_ignored(json_object *args, const Domain *d, const char *control_dir, char **ret_error) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_IGNORED_DIR), *excludes = NULL;
+        int r;
+
+        if (!o || !state)
+                return -ENOMEM;
+        r = copy_host_excludes(control_dir, &excludes, ret_error);
+        if (r < 0)
+                return r;
+        if (!d->profile->isolate_ignored)
+                return 0;
+        r = mkdir_mode(state, 0700);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot create %s: %s", state, strerror(-r));
+        r = json_add_string(o, "state", state);
+        if (r >= 0)
+                r = json_add_string(o, "excludes", excludes);
+        if (r >= 0)
+                r = json_add_strv(o, "shared", (const char *const *) (d->profile->shared_ignored ?: (char *[]) { NULL }));
+        if (r >= 0)
+                r = json_add(args, "ignored", TAKE_PTR(o));
+        return r;
+}
+
+/*
  * The workspace through the view (spec §4.6.2): one MOUNT_VIEW entry with
  * the identity of the workspace fd that was checked, and the view's
  * arguments: its Domain state directory, the protected paths that the
@@ -95,7 +146,8 @@ static int install_escalation(const char *control_dir, char **ret_error) {
  * (paths in "protect", names in "protect_names", removed built-in names
  * in "unprotect").
  */
-static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *derived, char **ret_error) {
+static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *derived, const char *control_dir,
+                    char **ret_error) {
         _cleanup_json_ json_object *args = json_object_new_object();
         _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_STATE_DIR), *data = NULL;
         _cleanup_strv_free_ char **protect = NULL, **names = NULL, **unprotect = NULL;
@@ -119,6 +171,8 @@ static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *deri
                 r = json_add_strv(args, "protect_names", (const char *const *) names);
         if (r >= 0)
                 r = json_add_strv(args, "unprotect", (const char *const *) unprotect);
+        if (r >= 0)
+                r = add_view_ignored(args, d, control_dir, ret_error);
         if (r >= 0)
                 r = json_to_string(args, JSON_C_TO_STRING_PLAIN, &data);
         if (r < 0)
@@ -301,7 +355,7 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         if (r < 0)
                 goto finish;
         if (view) {
-                r = add_view(&plan, d, wfd, protect, ret_error);
+                r = add_view(&plan, d, wfd, protect, p->control_dir, ret_error);
                 if (r < 0)
                         goto finish;
                 r = add_git_view(&plan, d, &linked, p->control_dir, ret_error);

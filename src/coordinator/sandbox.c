@@ -28,6 +28,7 @@
 #include "log.h"
 #include "net-policy.h"
 #include "path-util.h"
+#include "view-policy.h"
 #include "sandbox.h"
 #include "strv.h"
 #include "subid.h"
@@ -503,6 +504,9 @@ static int write_control_files(Sandbox *sb, char **ret_why) {
                 "# sides agree on, so that host and sandbox do not re-hash each other's index.\n"
                 "[core]\n"
                 "\tcheckStat = minimal\n"
+                "# The host user's core.excludesFile, copied (git-excludes): git inside\n"
+                "# ignores what the workspace view keeps in ignored state.\n"
+                "\texcludesFile = " SANDBOX_CONTROL_MOUNT "/" VIEW_EXCLUDES_FILE "\n"
                 "# The image's own system configuration comes after, and wins.\n"
                 "[include]\n"
                 "\tpath = /etc/gitconfig\n";

@@ -33,6 +33,7 @@
 #include "strv.h"
 #include "util.h"
 #include "view-changes.h"
+#include "view-ignored.h"
 #include "view-policy.h"
 
 /* --diff shows text files up to this size; larger ones are refused. */
@@ -42,6 +43,7 @@ static const char *arg_diff = NULL;
 static bool arg_all = false;
 static bool arg_force = false;
 static bool arg_git_control = false;
+static bool arg_ignored = false;
 
 void changes_set_diff(const char *path) {
         arg_diff = path;
@@ -54,6 +56,9 @@ void changes_set_force(bool b) {
 }
 void changes_set_git_control(bool b) {
         arg_git_control = b;
+}
+void changes_set_ignored(bool b) {
+        arg_ignored = b;
 }
 
 /* What a verb needs of the Domain's view: its state, the workspace, the derived protected paths. */
@@ -268,6 +273,85 @@ static int list_changes(const ViewContext *c, const ViewChanges *l) {
         printf("\n%zu pending change%s in Domain %s, kept from the host. Review: lazaretctl changes --diff PATH; "
                "then lazaretctl changes apply|discard PATH... (with the Domain stopped).\n",
                l->n, l->n == 1 ? "" : "s", c->domain->id);
+        return 0;
+}
+
+/* ------------------------------------------------------------ --ignored */
+
+static int scan_ignored(const ViewContext *c, ViewIgnored *ret) {
+        _cleanup_ignore_list_ IgnoreList *excludes = NULL;
+        _cleanup_free_ char *text = NULL, *error = NULL;
+        size_t len;
+        int r;
+
+        r = view_host_excludes_text(&text, &len, &error);
+        if (r >= 0)
+                r = ignore_list_parse(text, len, "", "core.excludesFile", &excludes, &error);
+        if (r >= 0)
+                r = view_ignored_scan(c->workspace_fd, excludes, c->domain->profile->shared_ignored, ret, &error);
+        if (r < 0)
+                fprintf(stderr, "%s\n", error ?: strerror(-r));
+        return r;
+}
+
+static int ignored_json(const ViewContext *c, const ViewIgnored *l, bool isolate) {
+        _cleanup_json_ json_object *o = json_object_new_object(), *a = json_object_new_array();
+        int r = o && a ? 0 : -ENOMEM;
+
+        if (r >= 0)
+                r = json_add_string(o, "domain_id", c->domain->id);
+        if (r >= 0)
+                r = json_add_bool(o, "isolate_ignored", isolate);
+        for (size_t i = 0; r >= 0 && i < l->n; i++) {
+                _cleanup_json_ json_object *e = json_object_new_object();
+
+                r = e ? json_add_string(e, "path", l->paths[i].path) : -ENOMEM;
+                if (r >= 0)
+                        r = json_add_string(e, "type", l->paths[i].directory ? "directory" : "file");
+                if (r >= 0)
+                        r = json_add_uint64(e, "size", l->paths[i].size);
+                if (r >= 0)
+                        r = json_add_bool(e, "shared_read_only", l->paths[i].shared);
+                if (r >= 0)
+                        r = json_append(a, TAKE_PTR(e));
+        }
+        if (r >= 0)
+                r = json_add_bool(o, "truncated", l->truncated);
+        if (r >= 0)
+                r = json_add(o, "ignored", TAKE_PTR(a));
+        return r < 0 ? ctl_json_failed(r) : ctl_print_json(o);
+}
+
+/* The host paths that ignored state shadows: names and sizes, never contents. */
+static int list_ignored(const ViewContext *c) {
+        _cleanup_(view_ignored_done) ViewIgnored l = {};
+        bool isolate = c->domain->profile->isolate_ignored;
+        int r;
+
+        if (isolate) {
+                r = scan_ignored(c, &l);
+                if (r < 0)
+                        return r;
+        }
+        if (arg_json)
+                return ignored_json(c, &l, isolate);
+        if (!isolate) {
+                printf("Ignored paths are shared with the sandbox in Domain %s (isolate_ignored: false).\n",
+                       c->domain->id);
+                return 0;
+        }
+        if (l.n == 0) {
+                printf("No host paths are shadowed by ignored state in Domain %s.\n", c->domain->id);
+                return 0;
+        }
+        printf("%10s  %s\n", "SIZE", "PATH");
+        for (size_t i = 0; i < l.n; i++) {
+                printf("%10llu  ", (unsigned long long) l.paths[i].size);
+                print_escaped("", l.paths[i].path, l.paths[i].directory ? "/" : "");
+                printf("%s\n", l.paths[i].shared ? "  (shared read-only)" : "");
+        }
+        printf("\n%zu host path%s%s ignored by git: invisible inside Domain %s, which keeps its own copies in "
+               "ignored state.\n", l.n, l.n == 1 ? "" : "s", l.truncated ? " (and more)" : "", c->domain->id);
         return 0;
 }
 
@@ -507,6 +591,10 @@ int verb_changes(int argc, char *argv[], const Config *config) {
                 fprintf(stderr, "--all, --force and --git-control go with \"changes apply\" or \"changes discard\".\n");
                 return -EINVAL;
         }
+        if ((sub || arg_diff) && arg_ignored) {
+                fprintf(stderr, "--ignored goes with \"changes\" alone.\n");
+                return -EINVAL;
+        }
         if (sub && arg_diff) {
                 fprintf(stderr, "--diff goes with \"changes\" alone.\n");
                 return -EINVAL;
@@ -518,6 +606,8 @@ int verb_changes(int argc, char *argv[], const Config *config) {
         r = view_context_open(config, arg_profile, arg_workspace, apply || discard, &c);
         if (r < 0)
                 return r;
+        if (arg_ignored)
+                return list_ignored(&c);
         r = scan(&c, &l);
         if (r < 0)
                 return r;
@@ -597,6 +687,11 @@ static int status_json(const ViewContext *c, size_t n_pending, json_object **ret
         }
         if (r >= 0)
                 r = json_add_uint64(o, "pending_changes", n_pending);
+        if (r >= 0)
+                r = json_add_bool(o, "isolate_ignored", c->domain->profile->isolate_ignored);
+        if (r >= 0)
+                r = json_add_strv(o, "shared_ignored",
+                                  (const char *const *) (c->domain->profile->shared_ignored ?: (char *[]) { NULL }));
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
@@ -659,5 +754,12 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                         print_escaped("                  git dir view protects: ", *p, "\n");
         }
         printf("  %-16s%zu%s\n", "Pending:", l.n, l.n > 0 ? " (lazaretctl changes)" : "");
+        if (c.domain->profile->isolate_ignored) {
+                printf("  %-16sisolated: untracked git-ignored paths live in Domain state "
+                       "(lazaretctl changes --ignored)\n", "Ignored:");
+                STRV_FOREACH(p, c.domain->profile->shared_ignored)
+                        print_escaped("                  shared read-only: ", *p, "\n");
+        } else
+                printf("  %-16sshared with the host (isolate_ignored: false)\n", "Ignored:");
         return 0;
 }

@@ -11,11 +11,14 @@ struct json_object;
  * lazaretctl changes [--diff PATH]
  * lazaretctl changes apply [--force] [--git-control] (--all | PATH...)
  * lazaretctl changes discard (--all | PATH...)
+ * lazaretctl changes --ignored
  *
  * The workspace view's pending protected changes of the current Domain
  * (view-changes.h): listed (names, kinds, sizes; contents only with
  * --diff), applied to the host or discarded. Apply and discard run only
- * while the Domain is stopped, holding its coordinator.lock.
+ * while the Domain is stopped, holding its coordinator.lock. --ignored
+ * lists instead the host paths that Ignored Workspace State shadows
+ * (view-ignored.h): names, kinds and sizes.
  */
 int verb_changes(int argc, char *argv[], const Config *config);
 
@@ -24,6 +27,7 @@ void changes_set_diff(const char *path);
 void changes_set_all(bool b);
 void changes_set_force(bool b);
 void changes_set_git_control(bool b);
+void changes_set_ignored(bool b);
 
 /*
  * The view's protections in effect for the Domain id (NULL: that of the

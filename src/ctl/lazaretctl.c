@@ -38,7 +38,7 @@ HostContext arg_host = {};
 /* The first of --source/--force given, if any: options of "image" only (--force also of "changes"). */
 static const char *arg_image_option = NULL;
 static bool arg_yes_given = false;
-/* The first of --diff/--all/--git-control given, if any: options of "changes" only. */
+/* The first of --diff/--all/--git-control/--ignored given, if any: options of "changes" only. */
 static const char *arg_changes_option = NULL;
 static bool arg_source_given = false;
 /* --lines/-n, of "log" only: how many of the last lines to show, 0 for all. */
@@ -465,6 +465,7 @@ static int help(void) {
                "     --diff=PATH              changes: show one pending change as a unified diff\n"
                "     --all                    changes apply|discard: every pending change\n"
                "     --git-control            changes apply: also the git control files named\n"
+               "     --ignored                changes: list the host paths that ignored state shadows\n"
                "  -n --lines=N|all            log: show the last N lines (default 50) or all kept\n"
                "\nSee the lazaretctl(1) man page for details.\n");
         return 0;
@@ -479,6 +480,7 @@ enum {
         ARG_DIFF,
         ARG_ALL,
         ARG_GIT_CONTROL,
+        ARG_IGNORED,
 };
 
 static const struct option options[] = {
@@ -494,6 +496,7 @@ static const struct option options[] = {
         { "diff",        required_argument, NULL, ARG_DIFF        },
         { "all",         no_argument,       NULL, ARG_ALL         },
         { "git-control", no_argument,       NULL, ARG_GIT_CONTROL },
+        { "ignored",     no_argument,       NULL, ARG_IGNORED },
         { "lines",       required_argument, NULL, 'n'             },
         {}
 };
@@ -568,6 +571,10 @@ static int parse_options(int argc, char *argv[]) {
                 case ARG_GIT_CONTROL:
                         changes_set_git_control(true);
                         arg_changes_option = arg_changes_option ?: "--git-control";
+                        break;
+                case ARG_IGNORED:
+                        changes_set_ignored(true);
+                        arg_changes_option = arg_changes_option ?: "--ignored";
                         break;
                 case 'n': {
                         uint32_t n;

@@ -285,6 +285,11 @@ static int enc_profile(Encoder *e, const Profile *prof) {
                 enc_key(e, "protected_paths");
                 enc_strv(e, prof->protected_paths);
         }
+        /* Only when set: the fingerprints of configurations without it stay as they were. */
+        if (prof->shared_ignored && prof->shared_ignored[0]) {
+                enc_key(e, "shared_ignored");
+                enc_strv(e, prof->shared_ignored);
+        }
         enc_key(e, "volumes");
         enc_volumes(e, prof);
         enc_object_end(e);

@@ -764,6 +764,30 @@ static int parse_protected_paths(ConfigParser *p, json_object *v, const char *pa
         return 0;
 }
 
+/* char ***: workspace-relative paths in git's form, each listed once. */
+static int parse_shared_ignored(ConfigParser *p, json_object *v, const char *path, void *field, const void *data) {
+        static const ConfigStrvSpec spec = { .max = 64, .allow_empty_list = true };
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        r = config_parse_strv(p, v, path, &l, &spec);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; l[i]; i++) {
+                _cleanup_free_ char *ip = keypath_index(path, i);
+                if (!ip)
+                        return config_oom(p);
+                if (strlen(l[i]) >= 4096 || !path_is_plain_relative(l[i], strlen(l[i])))
+                        return config_error(p, ip, -EINVAL, "\"%s\" must be a path relative to the workspace's top, "
+                                            "without a leading or trailing '/' or \".\" or \"..\" components", l[i]);
+                for (size_t j = 0; j < i; j++)
+                        if (streq(l[i], l[j]))
+                                return config_error(p, ip, -EEXIST, "\"%s\" is listed twice", l[i]);
+        }
+        *(char ***) field = TAKE_PTR(l);
+        return 0;
+}
+
 static const ConfigKey profile_keys[] = {
         { "image",           parse_image,           0,                                   NULL, CONFIG_KEY_REQUIRED },
         { "command",         config_parse_strv,     offsetof(Profile, command),          &command_spec },
@@ -774,6 +798,7 @@ static const ConfigKey profile_keys[] = {
         { "volumes",         parse_volumes,         0 },
         { "isolate_ignored", config_parse_bool,     offsetof(Profile, isolate_ignored) },
         { "protected_paths", parse_protected_paths, offsetof(Profile, protected_paths) },
+        { "shared_ignored",  parse_shared_ignored,  offsetof(Profile, shared_ignored) },
         { "directfs",        config_parse_bool,     offsetof(Profile, directfs) },
         { "limits",          parse_limits,          offsetof(Profile, limits) },
         {}
@@ -787,6 +812,7 @@ static void profile_done(Profile *prof) {
         strv_free(prof->command);
         strv_free(prof->persistent_dirs);
         strv_free(prof->protected_paths);
+        strv_free(prof->shared_ignored);
         free(prof->allow_egress.items);
         free(prof->deny_egress.items);
         for (size_t i = 0; i < prof->n_env; i++) {

@@ -84,6 +84,7 @@ typedef struct Profile {
         Volume *volumes;
         size_t n_volumes;
         bool isolate_ignored;
+        char **shared_ignored;  /* ignored workspace paths shared read-only instead (workspace-relative) */
         bool directfs;          /* runsc --directfs; default true (gVisor's own default) */
         Limits limits;          /* "limits"; unset keys have the defaults of resource-limits.h */
         bool builtin;

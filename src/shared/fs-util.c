@@ -74,7 +74,7 @@ static void keep_first(int *first, int r) {
                 *first = r;
 }
 
-static int rm_rf_at(int parent, const char *name, unsigned depth) {
+static int rm_rf_depth(int parent, const char *name, unsigned depth) {
         _cleanup_close_ int fd = -EBADF;
         struct dirent *de;
         int r = 0;
@@ -101,7 +101,7 @@ static int rm_rf_at(int parent, const char *name, unsigned depth) {
                         break;
                 }
                 if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-                        keep_first(&r, rm_rf_at(dirfd(d), de->d_name, depth + 1));
+                        keep_first(&r, rm_rf_depth(dirfd(d), de->d_name, depth + 1));
         }
         closedir(d);
         if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
@@ -123,7 +123,11 @@ int rm_rf(const char *path) {
         fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
-        return rm_rf_at(fd, slash + 1, 0);
+        return rm_rf_at(fd, slash + 1);
+}
+
+int rm_rf_at(int dirfd, const char *name) {
+        return rm_rf_depth(dirfd, name, 0);
 }
 
 int mkdir_parents(const char *path, mode_t mode) {

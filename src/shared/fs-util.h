@@ -24,6 +24,8 @@ int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
  */
 #define RM_RF_MAX_DEPTH 256U
 int rm_rf(const char *path);
+/* The same for name beneath dirfd (nothing followed). */
+int rm_rf_at(int dirfd, const char *name);
 
 /*
  * openat2() of path below dirfd that never leaves it and follows no

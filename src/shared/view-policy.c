@@ -267,11 +267,34 @@ bool view_dir_equal(const ViewDir *a, const ViewDir *b) {
                a->modules == b->modules && a->worktrees == b->worktrees;
 }
 
+ViewClass view_ignored_class(const ViewDir *d, ViewClass c, const ViewIgnoreFacts *f) {
+        if (c != VIEW_SHARED || d->zone != VIEW_ZONE_WORK || !f->isolate)
+                return c;
+        if (f->excluded && !f->tracked && f->shared)
+                /* The developer's word (shared_ignored) wins over the sandbox's earlier copy. */
+                return VIEW_READONLY;
+        if (f->in_state)
+                return VIEW_IGNORED;
+        if (f->excluded && !f->tracked)
+                return VIEW_IGNORED;
+        return VIEW_SHARED;
+}
+
+bool view_path_listed(char *const *list, const char *rel) {
+        for (char *const *p = list; p && *p; p++) {
+                size_t n = strlen(*p);
+                if (n > 0 && strncmp(rel, *p, n) == 0 && (rel[n] == 0 || rel[n] == '/'))
+                        return true;
+        }
+        return false;
+}
+
 const char *view_class_to_string(ViewClass c) {
         static const char *const table[_VIEW_CLASS_MAX] = {
                 [VIEW_SHARED] = "shared",
                 [VIEW_READONLY] = "read-only",
                 [VIEW_PROTECTED] = "protected",
+                [VIEW_IGNORED] = "ignored",
         };
         return c >= 0 && c < _VIEW_CLASS_MAX ? table[c] : NULL;
 }

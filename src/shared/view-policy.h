@@ -43,6 +43,10 @@
 #define VIEW_DIR_GIT_ROOT ((ViewDir) { .zone = VIEW_ZONE_GIT_TOP, .gitpos = true, .head_allowed = true })
 /* On a copied-up file in it: the host file it was copied from ("SIZE MTIME-S MTIME-NS"). */
 #define VIEW_BASE_XATTR "user.lazaret.base"
+/* Below the Domain directory: Ignored Workspace State (spec §4.6), opaque over the host. */
+#define VIEW_IGNORED_DIR "ignored"
+/* In the control directory (read-only inside at /run/lazaret): the host user's core.excludesFile, copied. */
+#define VIEW_EXCLUDES_FILE "git-excludes"
 /* What a whiteout there (a symbolic link) points to. */
 #define VIEW_WHITEOUT_TARGET "\001lazaret-whiteout\001"
 
@@ -58,6 +62,7 @@ typedef enum ViewClass {
         VIEW_SHARED,                    /* the host's, read-write */
         VIEW_READONLY,                  /* the host's, never written from inside (EROFS) */
         VIEW_PROTECTED,                 /* Domain state over the host's */
+        VIEW_IGNORED,                   /* Ignored Workspace State: Domain state alone, the host's never seen */
         _VIEW_CLASS_MAX,
 } ViewClass;
 
@@ -165,6 +170,32 @@ bool view_dir_equal(const ViewDir *a, const ViewDir *b);
 bool view_is_integration_name(const char *name);
 /* Those names, NULL-terminated (for lazaretctl status). */
 const char *const *view_integration_names(void);
+
+/*
+ * Ignored Workspace State (SR-13): what the daemon knows of a name that
+ * view_name_class() put on the host's side of an ordinary directory.
+ */
+typedef struct ViewIgnoreFacts {
+        bool isolate;                   /* the profile's isolate_ignored */
+        bool in_state;                  /* the name exists in ignored Domain state */
+        bool excluded;                  /* git's ignore rules exclude it (or a directory above it) */
+        bool tracked;                   /* the index names it, or something below it */
+        bool shared;                    /* it is at or below a shared_ignored entry */
+} ViewIgnoreFacts;
+
+/*
+ * The side of such a name. A name already in ignored state stays there
+ * whatever the rules now say (a .gitignore edit inside never moves the
+ * sandbox's files to the host; the daemon moves a file that the index
+ * comes to track out of ignored state before it asks); otherwise an untracked,
+ * excluded name is ignored (or read-only when shared_ignored lists it).
+ * Any other class, and any directory but an ordinary one, is returned as
+ * it is: git dirs and protected paths keep their own rule.
+ */
+ViewClass view_ignored_class(const ViewDir *d, ViewClass c, const ViewIgnoreFacts *f);
+
+/* Whether the workspace-relative path rel is one of list's entries or lies below one. */
+bool view_path_listed(char *const *list, const char *rel);
 
 const char *view_class_to_string(ViewClass c);
 const char *view_zone_to_string(ViewZone z);

@@ -83,6 +83,51 @@ static int stage_bind(const MountEntry *e, int stagefd, const char *name, char *
 }
 
 /*
+ * Ignored Workspace State (the plan's "ignored" object, present with
+ * isolate_ignored): its directory (fd 7 of the view), the host user's
+ * excludes file as the coordinator copied it (fd 8, optional) and the
+ * shared_ignored paths.
+ */
+static int view_ignored_args(json_object *ignored, char ***argv, int *ret_ifd, int *ret_xfd, char **ret_error) {
+        _cleanup_(path_walk_result_done) PathWalkResult w = {};
+        _cleanup_close_ int pfd = -EBADF, ifd = -EBADF, xfd = -EBADF;
+        json_object *o, *shared;
+        const char *state;
+        int r;
+
+        if (!json_object_is_type(ignored, json_type_object) || !json_object_object_get_ex(ignored, "state", &o) ||
+            !json_object_is_type(o, json_type_string) || !json_object_object_get_ex(ignored, "shared", &shared) ||
+            !json_object_is_type(shared, json_type_array))
+                return errorf(ret_error, -EBADMSG, "the mount plan's ignored state arguments are malformed");
+        state = json_object_get_string(o);
+        r = path_walk(state, 0, &pfd, &w);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot open the ignored state directory %s: %s", state, strerror(-r));
+        ifd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (ifd < 0)
+                return errorf(ret_error, -errno, "cannot open %s: %m", state);
+        if (json_object_object_get_ex(ignored, "excludes", &o)) {
+                if (!json_object_is_type(o, json_type_string))
+                        return errorf(ret_error, -EBADMSG, "the mount plan's excludes file is malformed");
+                xfd = open(json_object_get_string(o), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+                if (xfd < 0)
+                        return errorf(ret_error, -errno, "cannot open %s: %m", json_object_get_string(o));
+        }
+        if (strv_extend(argv, "--ignored-fd=7") < 0 || (xfd >= 0 && strv_extend(argv, "--excludes-fd=8") < 0))
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(shared); i++) {
+                json_object *p = json_object_array_get_idx(shared, i);
+                if (!json_object_is_type(p, json_type_string))
+                        return errorf(ret_error, -EBADMSG, "the mount plan's shared ignored paths are malformed");
+                if (strv_extendf(argv, "--shared-ignored=%s", json_object_get_string(p)) < 0)
+                        return -ENOMEM;
+        }
+        *ret_ifd = TAKE_FD(ifd);
+        *ret_xfd = TAKE_FD(xfd);
+        return 0;
+}
+
+/*
  * The workspace view: the FUSE connection mounted on the staged path, and
  * lazaret-view, a supervised helper, serving it from the checked
  * workspace fd and its Domain state directory. It is ready once it holds
@@ -93,9 +138,9 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
         _cleanup_(path_walk_result_done) PathWalkResult w = {};
         _cleanup_json_ json_object *args = NULL;
         _cleanup_free_ char *target = path_join(stage, name), *why = NULL, *opts = NULL;
-        _cleanup_close_ int wfd = -EBADF, sfd = -EBADF, fuse = -EBADF;
+        _cleanup_close_ int wfd = -EBADF, sfd = -EBADF, fuse = -EBADF, ifd = -EBADF, xfd = -EBADF;
         _cleanup_strv_free_ char **argv = NULL;
-        json_object *o;
+        json_object *o, *ignored = NULL;
         const char *state;
         int r;
 
@@ -168,14 +213,19 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
                                 return -ENOMEM;
                 }
         }
+        if (json_object_object_get_ex(args, "ignored", &ignored)) {
+                r = view_ignored_args(ignored, &argv, &ifd, &xfd, ret_error);
+                if (r < 0)
+                        return r;
+        }
         return helper_start(helpers, &(HelperSpec) {
                                     .name = "lazaret-view",
                                     .role = "the workspace view",
                                     .death_means = "the sandbox lost its workspace and is stopped",
                                     .keep_stderr = true,
                                     .argv = argv,
-                                    .pass_fds = (int[]) { wfd, sfd, fuse },
-                                    .n_pass_fds = 3,
+                                    .pass_fds = (int[]) { wfd, sfd, fuse, ifd, xfd },
+                                    .n_pass_fds = ifd < 0 ? 3 : xfd < 0 ? 4 : 5,
                                     .ready_timeout_ms = 10000,
                             }, NULL, ret_error);
 }

@@ -57,10 +57,13 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "git-ignore.h"
+#include "git-index.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "strv.h"
 #include "util.h"
+#include "view-ignored.h"
 #include "view-policy.h"
 
 /* What a whiteout in Domain state points to: no name the sandbox can create (symlink() refuses it). */
@@ -95,6 +98,8 @@ struct Node {
         mode_t told_mode;
         off_t told_size;
         struct timespec told_mtime, told_ctime;
+        int ign_mfd, ign_efd;           /* host directories: their ignored state's mirror and entries, or -1 */
+        bool ign_absent;                /* host directories: no mirror in ignored state (only the view makes one) */
         Node *hnext;
         Node *wnext;                    /* in the watch table */
 };
@@ -212,6 +217,233 @@ static int make_whiteout(int dirfd, const char *name) {
         return 0;
 }
 
+/* ---- Ignored Workspace State ---------------------------------------------- */
+
+/*
+ * Paths that are untracked and excluded by git's ignore rules live in
+ * Domain state alone (view-policy.h, view_ignored_class()): the host's
+ * copies there are never seen, nothing written there reaches the host.
+ * The tree below <Domain Root>/ignored/ mirrors the workspace's host
+ * directories: the mirror M(d) of host directory d holds e/, the ignored
+ * entries of d under their own names, and d/, the mirrors of d's host
+ * subdirectories, so that no name of the sandbox's can collide with a
+ * mirror. Inside an ignored directory (a node in_state with class
+ * VIEW_IGNORED) everything is Domain state and inherits the class.
+ *
+ * The rules are read as git reads them (git-ignore.h) and the index with
+ * the fuzzed reader (git-index.h), both from the host's files; the index
+ * and info/exclude are looked at again at most every IGN_RECHECK_NS (a
+ * stat, a parse only when they changed), a .gitignore is parsed once and
+ * forgotten when the watcher sees it change. With v.lock held throughout.
+ */
+#define IGN_RECHECK_NS (100 * 1000 * 1000LL)
+
+static struct {
+        bool on;                        /* isolate_ignored */
+        int fd;                         /* <Domain Root>/ignored, M(top); -1 when off */
+        char **shared;                  /* shared_ignored: the host's, read-only */
+        int git_fd;                     /* the workspace's .git directory, or -1 */
+        IgnoreCache *cache;             /* each host directory's .gitignore */
+        IgnoreList *excludes;           /* the host user's core.excludesFile, as the coordinator copied it */
+        IgnoreList *info;               /* .git/info/exclude */
+        struct stat info_st, index_st;
+        GitIndex *index;
+        long long checked_ns;
+        bool warned;
+} ign = { .fd = -1, .git_fd = -1 };
+
+static bool same_file_version(const struct stat *a, const struct stat *b) {
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+               a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static void ign_warn(const char *what, int r, const char *error) {
+        /* Once per daemon: the rule then errs towards isolating (an unreadable
+         * index tracks nothing, a rule file it cannot read excludes). */
+        if (ign.warned)
+                return;
+        ign.warned = true;
+        fprintf(stderr, "lazaret-view: cannot read %s (%s): untracked paths there are kept in ignored state\n", what,
+                error ?: strerror(-r));
+}
+
+static int ign_read_dir(void *userdata, const char *dir, IgnoreList **ret, char **ret_error) {
+        (void) userdata;
+        return view_read_gitignore(v.root.fd, dir, ret, ret_error);
+}
+
+/* The index and info/exclude as they are now (at most IGN_RECHECK_NS old). */
+static void ign_refresh(void) {
+        struct timespec now;
+        long long ns;
+        struct stat st;
+
+        if (ign.git_fd < 0)
+                return;
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+        ns = now.tv_sec * 1000000000LL + now.tv_nsec;
+        if (ign.checked_ns && ns - ign.checked_ns < IGN_RECHECK_NS)
+                return;
+        ign.checked_ns = ns;
+
+        if (fstatat(ign.git_fd, "index", &st, AT_SYMLINK_NOFOLLOW) < 0)
+                st = (struct stat) {};
+        if (!same_file_version(&st, &ign.index_st)) {
+                _cleanup_free_ char *error = NULL;
+                int r = 0;
+
+                ign.index = git_index_free(ign.index);
+                ign.index_st = st;
+                if (st.st_ino != 0) {
+                        r = git_index_load_at(ign.git_fd, "index", GIT_HASH_SHA1, &ign.index, &error);
+                        if (r == -EBADMSG) {
+                                error = mfree(error);
+                                r = git_index_load_at(ign.git_fd, "index", GIT_HASH_SHA256, &ign.index, &error);
+                        }
+                }
+                if (r < 0)
+                        ign_warn(".git/index", r, error);
+        }
+
+        {
+                _cleanup_close_ int info = openat(ign.git_fd, "info", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+                if (info < 0 || fstatat(info, "exclude", &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        st = (struct stat) {};
+                if (!same_file_version(&st, &ign.info_st)) {
+                        _cleanup_free_ char *error = NULL;
+                        int r = 0;
+
+                        ign.info = ign.info ? ignore_list_free(ign.info) : NULL;
+                        ign.info_st = st;
+                        if (st.st_ino != 0)
+                                r = ignore_list_load_at(info, "exclude", "", ".git/info/exclude", &ign.info, &error);
+                        if (r < 0)
+                                ign_warn(".git/info/exclude", r, error);
+                }
+        }
+}
+
+static void ign_promote_tracked(void);
+static int ign_promote(Node *dir, const char *name);
+
+/* A host directory's entry changed (the watcher, or the view itself): a .gitignore is read again; after the index, tracked files leave ignored state. */
+static void ign_note_change(Node *dir, const char *name) {
+        char rel[VIEW_PATH_MAX];
+
+        if (!ign.on)
+                return;
+        if (dir->parent == &v.root && dir->dir.zone == VIEW_ZONE_GIT_TOP && streq(name, "index")) {
+                ign_promote_tracked();
+                return;
+        }
+        if (!streq(name, ".gitignore") || node_relpath(dir, NULL, rel, sizeof(rel)) < 0)
+                return;
+        ignore_cache_forget(ign.cache, rel);
+}
+
+/* M(dir), the mirror of host directory dir (create: made, with its parents). */
+static int ign_mirror(Node *dir, bool create) {
+        int pfd, fd;
+
+        if (dir == &v.root)
+                return ign.fd;
+        if (dir->ign_mfd >= 0)
+                return dir->ign_mfd;
+        if (!create && dir->ign_absent)
+                return -ENOENT;
+        if (!dir->parent)
+                return -ESTALE;
+        pfd = ign_mirror(dir->parent, create);
+        if (pfd >= 0) {
+                _cleanup_close_ int sub = -EBADF;
+
+                if (create && mkdirat(pfd, "d", 0700) < 0 && errno != EEXIST)
+                        return -errno;
+                sub = openat(pfd, "d", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub < 0)
+                        pfd = -errno;
+                else if (create && mkdirat(sub, dir->name, 0700) < 0 && errno != EEXIST)
+                        return -errno;
+                else if ((fd = openat(sub, dir->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                        pfd = -errno;
+                else {
+                        dir->ign_mfd = fd;
+                        dir->ign_absent = false;
+                        return fd;
+                }
+        }
+        if (pfd == -ENOENT && !create)
+                dir->ign_absent = true;
+        return pfd;
+}
+
+/* E(dir): where the ignored entries of dir live, by their own names. */
+static int ign_entries(Node *dir, bool create) {
+        int mfd, fd;
+
+        if (dir->in_state)
+                return state_dir(dir, create);
+        if (dir->ign_efd >= 0)
+                return dir->ign_efd;
+        mfd = ign_mirror(dir, create);
+        if (mfd < 0)
+                return mfd;
+        if (create && mkdirat(mfd, "e", 0755) < 0 && errno != EEXIST)
+                return -errno;
+        fd = openat(mfd, "e", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        dir->ign_efd = fd;
+        return fd;
+}
+
+/*
+ * The class of name in host directory dir once Ignored Workspace State is
+ * considered; c is what the git and integration-file rule said.
+ */
+static ViewClass ign_class(Node *dir, const char *name, bool is_dir, ViewClass c) {
+        ViewIgnoreFacts f = { .isolate = true };
+        char rel[VIEW_PATH_MAX];
+        struct stat st;
+        bool listed;
+        int efd;
+
+        if (!ign.on || dir->in_state || c != VIEW_SHARED || dir->dir.zone != VIEW_ZONE_WORK || streq(name, ".git") ||
+            node_relpath(dir, name, rel, sizeof(rel)) < 0)
+                return c;
+        ign_refresh();
+        efd = ign_entries(dir, false);
+        f.in_state = efd >= 0 && fstatat(efd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0;
+        if (f.in_state && ign.index && git_index_is_tracked(ign.index, rel) && ign_promote(dir, name) > 0)
+                f.in_state = false;
+        listed = view_path_listed(ign.shared, rel);
+        if (!f.in_state || listed) {
+                IgnoreSet set = { .load_dir = ignore_cache_load, .userdata = ign.cache };
+                _cleanup_free_ char *error = NULL;
+                int r;
+
+                set.info_exclude = ign.info;
+                set.excludes_file = ign.excludes;
+                r = ignore_match(&set, rel, is_dir, NULL, &error);
+                if (r < 0)
+                        ign_warn("the ignore rules", r, error);
+                f.excluded = r < 0 || r == IGNORE_EXCLUDED;
+                f.tracked = f.excluded && ign.index &&
+                            (git_index_is_tracked(ign.index, rel) || git_index_has_tracked_below(ign.index, rel));
+        }
+        f.shared = listed;
+        return view_ignored_class(&dir->dir, c, &f);
+}
+
+/* Where a node of Domain state lives: its parent's Domain state directory, protected or ignored. */
+static int state_parent(Node *n) {
+        if (n->cls == VIEW_IGNORED)
+                return ign_entries(n->parent, false);
+        return state_dir(n->parent, false);
+}
+
 /* ---- nodes ---------------------------------------------------------------- */
 
 /*
@@ -232,7 +464,7 @@ static int pin_locked(Node *n, int *ret_fd, bool *ret_owned) {
         }
         if (!n->parent)
                 return -ESTALE;
-        pfd = n->in_state ? state_dir(n->parent, false) : n->parent->fd;
+        pfd = n->in_state ? state_parent(n) : n->parent->fd;
         if (pfd < 0)
                 return -ESTALE;
         fd = openat(pfd, n->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -310,7 +542,8 @@ static Node *watch_find(int wd) {
 
 /* How long the kernel may keep an entry of dir: long while a watch tells us of host changes. */
 static double timeout_in(const Node *dir) {
-        return dir && dir->wd >= 0 ? v.timeout : 0;
+        /* Ignored state changes only through the view. */
+        return dir && (dir->wd >= 0 || (dir->in_state && dir->cls == VIEW_IGNORED)) ? v.timeout : 0;
 }
 
 /* Asks the watcher thread to drop the kernel's entry name in dir (or, name NULL, what it caches of dir). */
@@ -333,6 +566,8 @@ static void inval_later(Node *dir, const char *name) {
 static void inval_facts(Node *dir, const char *name) {
         static const char *const names[] = { "HEAD", "config", "config.worktree", "commondir", "gitdir", "hooks" };
 
+        /* A .gitignore the sandbox made, removed or renamed counts at once (a write: once the watcher sees it). */
+        ign_note_change(dir, name);
         if (!view_name_needs_facts(&dir->dir, name))
                 return;
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
@@ -344,6 +579,8 @@ static void node_free(Node *n) {
         watch_forget(n, true);
         safe_close(n->fd);
         safe_close(n->state_dirfd);
+        safe_close(n->ign_mfd);
+        safe_close(n->ign_efd);
         free(n->name);
         free(n);
 }
@@ -434,7 +671,28 @@ static ViewClass class_of(Node *dir, const char *name, bool is_dir) {
 
         if (view_name_needs_facts(&dir->dir, name))
                 f = facts_of(dir);
-        return view_name_class(&dir->dir, &f, name, is_dir, listed_of(dir, name));
+        return ign_class(dir, name, is_dir, view_name_class(&dir->dir, &f, name, is_dir, listed_of(dir, name)));
+}
+
+/* An ignored name: in Domain state alone, the host's never seen. */
+static int find_ignored(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state,
+                        struct stat *ret_st) {
+        int efd = ign_entries(dir, false), fd;
+
+        if (efd < 0)
+                return -ENOENT;
+        fd = openat(efd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, ret_st) < 0) {
+                int r = -errno;
+                safe_close(fd);
+                return r;
+        }
+        *ret_fd = fd;
+        *ret_in_state = true;
+        *ret_cls = VIEW_IGNORED;
+        return 0;
 }
 
 /*
@@ -462,7 +720,14 @@ static int find(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bo
                     S_ISDIR(st.st_mode))
                         return -ENOENT;
         }
-        c = dir->in_state ? VIEW_PROTECTED : class_of(dir, name, is_dir);
+        if (ign.on && !dir->in_state && dir->dir.zone == VIEW_ZONE_WORK && !streq(name, ".git")) {
+                /* An ignore pattern may speak of directories only. */
+                struct stat st;
+                is_dir = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
+        }
+        c = dir->in_state ? dir->cls : class_of(dir, name, is_dir);
+        if (c == VIEW_IGNORED)
+                return find_ignored(dir, name, ret_cls, ret_fd, ret_in_state, ret_st);
         if (c == VIEW_PROTECTED) {
                 int sfd = state_dir(dir, false);
                 if (sfd >= 0) {
@@ -558,6 +823,7 @@ static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_
         n->parent = dir;
         dir->children++;
         n->state_dirfd = in_state && n->is_dir ? fcntl(n->fd, F_DUPFD_CLOEXEC, 3) : -1;
+        n->ign_mfd = n->ign_efd = -1;
         if (n->is_dir)
                 n->dir = view_child_dir(&dir->dir, name, c);
         n->nlookup = 1;
@@ -930,12 +1196,15 @@ static int create_side(Node *dir, const char *name, bool is_dir, ViewClass *ret_
                 return -EINVAL;
         if (dir->cls == VIEW_READONLY)
                 return -EROFS;
-        c = dir->in_state ? VIEW_PROTECTED : class_of(dir, name, is_dir);
+        c = dir->in_state ? dir->cls : class_of(dir, name, is_dir);
         *ret_cls = c;
         if (c == VIEW_READONLY)
                 return -EROFS;
         if (c == VIEW_SHARED)
                 return dir->fd;
+        if (c == VIEW_IGNORED)
+                /* Opaque: whatever the host has at that name is not there. */
+                return ign_entries(dir, true);
         /* Protected: in Domain state, whatever the host has there. */
         if (!dir->in_state && host_has(dir, name) && !state_has(dir, name)) {
                 /* Replacing the host's entry: mknod/mkdir would fail on it too. */
@@ -1061,7 +1330,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
                 return;
         }
         /* A second name is on the same side as the first, or it is not made. */
-        if (c != n->cls || (c == VIEW_PROTECTED) != n->in_state) {
+        if (c != n->cls || (c == VIEW_PROTECTED || c == VIEW_IGNORED) != n->in_state) {
                 fuse_reply_err(req, EXDEV);
                 return;
         }
@@ -1089,13 +1358,19 @@ static int remove_entry(Node *dir, const char *name, bool is_dir) {
 
         if (dir->cls == VIEW_READONLY)
                 return -EROFS;
-        c = dir->in_state ? VIEW_PROTECTED : class_of(dir, name, is_dir);
+        c = dir->in_state ? dir->cls : class_of(dir, name, is_dir);
         if (c == VIEW_READONLY)
                 return -EROFS;
         if (!dir->in_state && dir == &v.root && streq(name, ".git"))
                 return -EBUSY;
         if (is_dir && holds_listed(dir, name))
                 return -EBUSY;
+        if (c == VIEW_IGNORED) {
+                sfd = ign_entries(dir, false);
+                if (sfd < 0)
+                        return -ENOENT;
+                return unlinkat(sfd, name, is_dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+        }
         if (c == VIEW_SHARED)
                 return unlinkat(dir->fd, name, is_dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
 
@@ -1180,6 +1455,215 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
         fuse_reply_err(req, -r);
 }
 
+/* ---- renames between the ignored side and the host's ----------------------- */
+
+#define COPY_DEPTH_MAX 128
+
+/* Copies from/fname to to/tname (a new name): files, symbolic links and directories, modes as create_mode() makes them. */
+static int copy_tree(int from, const char *fname, int to, const char *tname, unsigned depth) {
+        struct stat st;
+        mode_t mode;
+
+        if (depth >= COPY_DEPTH_MAX)
+                return -ELOOP;
+        if (fstatat(from, fname, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        mode = st.st_mode & 0755;
+        if (S_ISREG(st.st_mode)) {
+                _cleanup_close_ int in = openat(from, fname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY), out = -EBADF;
+
+                if (in < 0)
+                        return -errno;
+                out = openat(to, tname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+                if (out < 0)
+                        return -errno;
+                return copy_fd(in, out);
+        }
+        if (S_ISLNK(st.st_mode)) {
+                char target[VIEW_PATH_MAX];
+                ssize_t k = readlinkat(from, fname, target, sizeof(target) - 1);
+
+                if (k < 0)
+                        return -errno;
+                target[k] = 0;
+                return symlinkat(target, to, tname) < 0 ? -errno : 0;
+        }
+        if (S_ISDIR(st.st_mode)) {
+                _cleanup_close_ int sub = -EBADF, tsub = -EBADF;
+                _cleanup_(closedirp) DIR *d = NULL;
+                struct dirent *de;
+                int r = 0;
+
+                if (mkdirat(to, tname, mode | 0700) < 0)
+                        return -errno;
+                tsub = openat(to, tname, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                sub = openat(from, fname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (tsub < 0 || sub < 0)
+                        return -errno;
+                d = fdopendir(sub);
+                if (!d)
+                        return -errno;
+                sub = -EBADF;
+                while (r >= 0 && (de = readdir(d)))
+                        if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+                                r = copy_tree(dirfd(d), de->d_name, tsub, de->d_name, depth + 1);
+                return r;
+        }
+        return -EPERM;  /* no FIFO or device is made through the view */
+}
+
+/* The kernel's entries below directory n, which now stand for objects that moved (a best effort: the pipe may fill). */
+static void inval_below(Node *n) {
+        for (size_t b = 0; b < HASH_SIZE; b++)
+                for (Node *m = v.hash[b]; m; m = m->hnext)
+                        for (Node *p = m->parent; p && p != &v.root; p = p->parent)
+                                if (p == n) {
+                                        inval_later(m->parent, m->name);
+                                        break;
+                                }
+}
+
+/*
+ * A rename between ignored state and the host's side (SR-13: never EXDEV,
+ * which would make mv copy file by file through the view): a copy under a
+ * temporary name on the target's side, renamed into place atomically, then
+ * the source removed. n, the source's node, stands for the copy from then
+ * on. With v.lock held.
+ */
+static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClass tc);
+static int rename_across(Node *from, const char *name, Node *n, Node *to, const char *newname, int tfd, ViewClass tc,
+                         unsigned flags) {
+        char tmp[64];
+        int sfd, r;
+
+        if (flags & ~(unsigned) RENAME_NOREPLACE)
+                return -EINVAL;
+        sfd = n->in_state ? state_parent(n) : from->fd;
+        if (sfd < 0)
+                return sfd;
+        snprintf(tmp, sizeof(tmp), ".lazaret-rename.%d.%lu", getpid(), (unsigned long) pthread_self());
+        (void) rm_rf_at(tfd, tmp);
+        r = copy_tree(sfd, name, tfd, tmp, 0);
+        if (r >= 0 && syscall(SYS_renameat2, tfd, tmp, tfd, newname, flags) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) rm_rf_at(tfd, tmp);
+                return r;
+        }
+        r = rm_rf_at(sfd, name);
+        if (r < 0)
+                return r;
+        return node_rebind(n, to, newname, tfd, tc);
+}
+
+/* n now stands for newname in to (tfd: its directory on side tc), a copy of what it was; it keeps its identity for the kernel. */
+static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClass tc) {
+        struct stat st;
+
+        if (fstatat(tfd, newname, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        inval_later(n, NULL);
+        if (n->is_dir)
+                inval_below(n);
+        unhash(n);
+        if (n->is_dir) {
+                int fd = openat(tfd, newname, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return -errno;
+                watch_forget(n, true);
+                safe_close(n->fd);
+                n->state_dirfd = safe_close(n->state_dirfd);
+                n->ign_mfd = safe_close(n->ign_mfd);
+                n->ign_efd = safe_close(n->ign_efd);
+                n->ign_absent = false;
+                n->fd = fd;
+        }
+        n->cls = tc;
+        n->in_state = tc == VIEW_IGNORED;
+        n->dev = st.st_dev;
+        n->ino = st.st_ino;
+        if (n->is_dir) {
+                n->dir = view_child_dir(&to->dir, newname, tc);
+                if (n->in_state)
+                        n->state_dirfd = fcntl(n->fd, F_DUPFD_CLOEXEC, 3);
+                else
+                        watch_add(n);
+        }
+        {
+                unsigned h = hash_of(n->dev, n->ino, n->in_state, n->cls);
+                n->hnext = v.hash[h];
+                v.hash[h] = n;
+        }
+        return 0;
+}
+
+/*
+ * A file in ignored state that the index now names (a `git checkout`
+ * inside creates a file before it writes the index that tracks it) goes
+ * to the host's side, where tracked files live: copied under a temporary
+ * name, renamed into place only if the host has no such name, then
+ * removed from ignored state. 1: moved. With v.lock held.
+ */
+static int ign_promote(Node *dir, const char *name) {
+        char tmp[64];
+        struct stat st;
+        int efd = ign_entries(dir, false), r;
+
+        if (efd < 0 || dir->in_state || fstatat(efd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode) ||
+            fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0)
+                return 0;
+        snprintf(tmp, sizeof(tmp), ".lazaret-rename.%d.%lu", getpid(), (unsigned long) pthread_self());
+        (void) rm_rf_at(dir->fd, tmp);
+        r = copy_tree(efd, name, dir->fd, tmp, 0);
+        if (r >= 0 && syscall(SYS_renameat2, dir->fd, tmp, dir->fd, name, RENAME_NOREPLACE) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) rm_rf_at(dir->fd, tmp);
+                return r;
+        }
+        (void) unlinkat(efd, name, 0);
+        return 1;
+}
+
+/* After the index changed: the files the kernel holds from ignored state that it now tracks go to the host's side. */
+static void ign_promote_tracked(void) {
+        ign.checked_ns = 0;
+        ign_refresh();
+        if (!ign.index)
+                return;
+        for (size_t b = 0; b < HASH_SIZE; b++)
+                for (Node *m = v.hash[b], *next; m; m = next) {
+                        char rel[VIEW_PATH_MAX];
+
+                        next = m->hnext;
+                        if (m->cls != VIEW_IGNORED || !m->in_state || m->is_dir || !m->parent || m->parent->in_state ||
+                            node_relpath(m->parent, m->name, rel, sizeof(rel)) < 0 ||
+                            !git_index_is_tracked(ign.index, rel))
+                                continue;
+                        if (ign_promote(m->parent, m->name) > 0) {
+                                (void) node_rebind(m, m->parent, m->name, m->parent->fd, VIEW_SHARED);
+                                inval_later(m->parent, m->name);
+                        }
+                }
+}
+
+/* After a host directory moved: its ignored state moves with it (best effort: left behind, it stays reachable at the old name). */
+static void ign_follow_rename(Node *from, const char *name, Node *to, const char *newname) {
+        _cleanup_close_ int fsub = -EBADF, tsub = -EBADF;
+        struct stat st;
+        int fm, tm;
+
+        if (!ign.on || (fm = ign_mirror(from, false)) < 0 ||
+            (fsub = openat(fm, "d", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+            fstatat(fsub, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return;
+        tm = ign_mirror(to, true);
+        if (tm < 0 || (mkdirat(tm, "d", 0700) < 0 && errno != EEXIST) ||
+            (tsub = openat(tm, "d", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                return;
+        (void) renameat(fsub, name, tsub, newname);
+}
+
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
                       unsigned int flags) {
         Node *from = node_of(parent), *to = node_of(newparent), *n = NULL;
@@ -1215,6 +1699,13 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
                 r = -EBUSY;
                 goto finish;
         }
+        if (n->cls != tc && (n->cls == VIEW_IGNORED || tc == VIEW_IGNORED) && n->cls != VIEW_PROTECTED &&
+            tc != VIEW_PROTECTED && !(n->cls == VIEW_SHARED && n->is_dir && from->dir.zone != VIEW_ZONE_WORK)) {
+                r = rename_across(from, name, n, to, newname, tfd, tc, flags);
+                if (r < 0)
+                        goto finish;
+                goto moved;
+        }
         if (n->cls != tc) {
                 /* Across the sides: mv copies; git never renames so. */
                 r = -EXDEV;
@@ -1237,6 +1728,19 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
                         }
                 }
                 if (syscall(SYS_renameat2, from->fd, name, to->fd, newname, flags) < 0) {
+                        r = -errno;
+                        goto finish;
+                }
+                if (n->is_dir)
+                        ign_follow_rename(from, name, to, newname);
+        } else if (tc == VIEW_IGNORED) {
+                /* Both ignored: within ignored state. */
+                sfd = state_parent(n);
+                if (sfd < 0) {
+                        r = sfd;
+                        goto finish;
+                }
+                if (syscall(SYS_renameat2, sfd, name, tfd, newname, flags) < 0) {
                         r = -errno;
                         goto finish;
                 }
@@ -1266,6 +1770,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
                                 goto finish;
                 }
         }
+moved:
         /* The node is now found at its new place (its path matters below it). */
         {
                 char *copy = strdup(newname);
@@ -1303,7 +1808,7 @@ static int node_open(Node *n, int flags) {
                 return fd < 0 ? -errno : fd;
         }
         pthread_mutex_lock(&v.lock);
-        pfd = !n->parent ? -ESTALE : n->in_state ? state_dir(n->parent, false) : n->parent->fd;
+        pfd = !n->parent ? -ESTALE : n->in_state ? state_parent(n) : n->parent->fd;
         fd = pfd < 0 ? -ESTALE : openat(pfd, n->name, open_flags(flags) | O_NOFOLLOW);
         r = fd >= 0 ? 0 : pfd < 0 ? -ESTALE : errno == ENOENT || errno == ELOOP ? -ESTALE : -errno;
         if (r >= 0 && (fstat(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino)) {
@@ -1576,6 +2081,27 @@ static int read_listing(int fd, DIR **ret) {
         return 0;
 }
 
+/* The ignored entries of host directory n, as its listing shows them. */
+static int list_ignored(Node *n, DirHandle *h) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        int efd, r;
+
+        if (!ign.on || (efd = ign_entries(n, false)) < 0 || read_listing(efd, &d) < 0)
+                return 0;
+        while ((de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, "..") || strncmp(de->d_name, ".lazaret-rename.", 16) == 0)
+                        continue;
+                /* Only what is still on the ignored side (shared_ignored may say otherwise). */
+                if (class_of(n, de->d_name, de->d_type == DT_DIR) != VIEW_IGNORED)
+                        continue;
+                r = dh_add(h, de->d_name, de->d_ino, de->d_type);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /*
  * The listing as the sandbox sees it: the host's entries that are on the
  * host's side or not shadowed, then Domain state's protected entries.
@@ -1594,10 +2120,12 @@ static int list_dir(Node *n, DirHandle *h) {
         if (sfd >= 0 && read_listing(sfd, &sd) < 0)
                 sd = NULL;
         while (hd && (de = readdir(hd))) {
-                if (!streq(de->d_name, ".") && !streq(de->d_name, "..") && sd) {
+                if (!streq(de->d_name, ".") && !streq(de->d_name, "..") && (sd || ign.on)) {
                         ViewClass c = class_of(n, de->d_name, de->d_type == DT_DIR);
                         struct stat st;
-                        if (c == VIEW_PROTECTED && fstatat(sfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0)
+                        if (c == VIEW_IGNORED)
+                                continue;       /* listed from ignored state, if there */
+                        if (sd && c == VIEW_PROTECTED && fstatat(sfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0)
                                 continue;       /* listed from Domain state, or whited out */
                 }
                 r = dh_add(h, de->d_name, de->d_ino, de->d_type);
@@ -1619,6 +2147,11 @@ static int list_dir(Node *n, DirHandle *h) {
                         if (r < 0)
                                 return r;
                 }
+        }
+        if (!n->in_state) {
+                r = list_ignored(n, h);
+                if (r < 0)
+                        return r;
         }
         if (n->in_state && !dh_has(h, "."))
                 (void) dh_add(h, ".", n->ino, DT_DIR), (void) dh_add(h, "..", 1, DT_DIR);
@@ -2001,6 +2534,8 @@ static void *watcher(void *arg) {
                                 node = id_of(n);
                                 if (ev->mask & IN_IGNORED)
                                         watch_forget(n, false);
+                                if (ev->len > 0)
+                                        ign_note_change(n, ev->name);
                         }
                         pthread_mutex_unlock(&v.lock);
                         if (ev->mask & IN_Q_OVERFLOW) {
@@ -2083,6 +2618,7 @@ finish:
 
 /* ---- main ------------------------------------------------------------------ */
 
+
 #define VIEW_WORKERS 4
 
 static void *worker(void *arg) {
@@ -2107,9 +2643,9 @@ static void *worker(void *arg) {
         return (void *) r;
 }
 
-static int arg_workspace_fd = -1, arg_state_fd = -1, arg_fuse_fd = -1;
+static int arg_workspace_fd = -1, arg_state_fd = -1, arg_fuse_fd = -1, arg_ignored_fd = -1, arg_excludes_fd = -1;
 static double arg_timeout = 3600;
-static char **arg_protect, **arg_protect_names, **arg_unprotect;
+static char **arg_protect, **arg_protect_names, **arg_unprotect, **arg_shared_ignored;
 static bool arg_git_dir;
 
 static int parse_argv(int argc, char *argv[]) {
@@ -2122,6 +2658,9 @@ static int parse_argv(int argc, char *argv[]) {
                 { "unprotect",     required_argument, NULL, 'u' },
                 { "git-dir",       no_argument,       NULL, 'g' },
                 { "entry-timeout", required_argument, NULL, 't' },
+                { "ignored-fd",    required_argument, NULL, 'i' },
+                { "excludes-fd",   required_argument, NULL, 'x' },
+                { "shared-ignored", required_argument, NULL, 'S' },
                 {}
         };
         int c, k;
@@ -2136,8 +2675,9 @@ static int parse_argv(int argc, char *argv[]) {
                         *(c == 'w' ? &arg_workspace_fd : c == 's' ? &arg_state_fd : &arg_fuse_fd) = k;
                         break;
                 case 'p':
+                case 'S':
                         if (isempty(optarg) || optarg[0] == '/' || strlen(optarg) >= VIEW_PATH_MAX ||
-                            strv_extend(&arg_protect, optarg) < 0)
+                            strv_extend(c == 'p' ? &arg_protect : &arg_shared_ignored, optarg) < 0)
                                 return -EINVAL;
                         break;
                 case 'n':
@@ -2149,6 +2689,12 @@ static int parse_argv(int argc, char *argv[]) {
                 case 'g':
                         arg_git_dir = true;
                         break;
+                case 'i':
+                case 'x':
+                        if (parse_int(optarg, 3, 1024, &k) < 0)
+                                return -EINVAL;
+                        *(c == 'i' ? &arg_ignored_fd : &arg_excludes_fd) = k;
+                        break;
                 case 't':
                         if (parse_int(optarg, 0, 3600, &k) < 0)
                                 return -EINVAL;
@@ -2159,6 +2705,39 @@ static int parse_argv(int argc, char *argv[]) {
                 }
         if (optind != argc || arg_workspace_fd < 0 || arg_state_fd < 0 || arg_fuse_fd < 0)
                 return -EINVAL;
+        return 0;
+}
+
+/* Ignored Workspace State, when the supervisor passed its directory (isolate_ignored). */
+static int ign_setup(void) {
+        struct stat st;
+        int r;
+
+        if (arg_ignored_fd < 0)
+                return 0;
+        if (fstat(arg_ignored_fd, &st) < 0 || !S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        (void) fcntl(arg_ignored_fd, F_SETFD, FD_CLOEXEC);
+        ign.fd = arg_ignored_fd;
+        ign.shared = arg_shared_ignored;
+        r = ignore_cache_new(ign_read_dir, NULL, &ign.cache);
+        if (r < 0)
+                return r;
+        /* The workspace's own git dir (not a gitfile: its index would be elsewhere). */
+        ign.git_fd = openat(v.root.fd, ".git", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (arg_excludes_fd >= 0) {
+                _cleanup_free_ char *text = NULL, *error = NULL;
+                size_t len;
+
+                (void) fcntl(arg_excludes_fd, F_SETFD, FD_CLOEXEC);
+                r = read_full_fd(arg_excludes_fd, IGNORE_FILE_MAX, &text, &len);
+                if (r >= 0)
+                        r = ignore_list_parse(text, len, "", "core.excludesFile", &ign.excludes, &error);
+                if (r < 0)
+                        ign_warn("core.excludesFile", r, error);
+                safe_close(arg_excludes_fd);
+        }
+        ign.on = true;
         return 0;
 }
 
@@ -2185,8 +2764,14 @@ int main(int argc, char *argv[]) {
         v.root = (Node) { .nlookup = 1, .fd = arg_workspace_fd, .is_dir = true, .cls = VIEW_SHARED,
                           .dir = arg_git_dir ? VIEW_DIR_GIT_ROOT : VIEW_DIR_TOP,
                           .dev = st.st_dev, .ino = st.st_ino, .state_dirfd = -1, .name = (char *) "" };
+        v.root.ign_mfd = v.root.ign_efd = -1;
         v.state_fd = arg_state_fd;
         v.lists = (ViewLists) { .paths = arg_protect, .names = arg_protect_names, .unprotect = arg_unprotect };
+        r = ign_setup();
+        if (r < 0) {
+                fprintf(stderr, "lazaret-view: cannot set up ignored workspace state: %s\n", strerror(-r));
+                return 1;
+        }
         v.timeout = arg_timeout;
         v.ifd = inotify_init1(IN_CLOEXEC);
         if (v.ifd < 0 || pipe2(v.inval_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {

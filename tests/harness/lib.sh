@@ -220,13 +220,13 @@ lt_domain_setup() {
 }
 
 # lt_reset_view_state [WORKSPACE]: removes the workspace view's Domain state
-# (protected files the sandbox wrote, whiteouts) of WORKSPACE's Domain (default
+# (protected files the sandbox wrote, whiteouts, ignored state) of WORKSPACE's Domain (default
 # $LT_WS), left by an earlier run of the test on a workspace made anew.
 lt_reset_view_state() {
         local ws=${1:-$LT_WS} id root
         id=$(cd "$ws" && lazaretctl domain-id) || lt_fail "lazaretctl domain-id failed in $ws"
         root=$(cd "$ws" && lazaretctl config check --json | jq -r .data_root) || lt_fail "lazaretctl config check failed"
-        rm -rf "$root/domains/$id/view"
+        rm -rf "$root/domains/$id/view" "$root/domains/$id/ignored"
 }
 
 # lt_use_git_image: after lt_domain_setup, builds (once per user) the busybox

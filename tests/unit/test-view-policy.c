@@ -295,3 +295,51 @@ Test(view_policy, parents_of_protected_paths) {
         cr_expect_not(view_lists_hold_below(&l, ""));
         cr_expect_not(view_lists_hold_below(NULL, "tools"));
 }
+
+/* Ignored Workspace State (SR-13): the rule that view_ignored_class() adds. */
+Test(view_policy, ignored_paths) {
+        ViewDir top = VIEW_DIR_TOP, git = view_child_dir(&top, ".git", VIEW_SHARED),
+                vsc = view_child_dir(&top, ".vscode", VIEW_PROTECTED);
+        ViewIgnoreFacts excluded = { .isolate = true, .excluded = true };
+
+        /* untracked and excluded: Domain state alone */
+        cr_expect_eq(view_ignored_class(&top, VIEW_SHARED, &excluded), VIEW_IGNORED);
+        /* tracked under an ignored pattern: shared */
+        cr_expect_eq(view_ignored_class(&top, VIEW_SHARED, &(ViewIgnoreFacts) { .isolate = true, .excluded = true,
+                                                                               .tracked = true }), VIEW_SHARED);
+        /* not excluded: shared */
+        cr_expect_eq(view_ignored_class(&top, VIEW_SHARED, &(ViewIgnoreFacts) { .isolate = true }), VIEW_SHARED);
+        /* isolate_ignored: false, whatever is in state */
+        cr_expect_eq(view_ignored_class(&top, VIEW_SHARED, &(ViewIgnoreFacts) { .excluded = true, .in_state = true }),
+                     VIEW_SHARED);
+        /* a name once in ignored state keeps its side after the rules change */
+        cr_expect_eq(view_ignored_class(&top, VIEW_SHARED, &(ViewIgnoreFacts) { .isolate = true, .in_state = true }),
+                     VIEW_IGNORED);
+        cr_expect_eq(view_ignored_class(&top, VIEW_SHARED, &(ViewIgnoreFacts) { .isolate = true, .in_state = true,
+                                                                               .tracked = true }), VIEW_IGNORED);
+        /* shared_ignored: the host's, read-only; only for ignored paths */
+        cr_expect_eq(view_ignored_class(&top, VIEW_SHARED, &(ViewIgnoreFacts) { .isolate = true, .excluded = true,
+                                                                               .shared = true, .in_state = true }),
+                     VIEW_READONLY);
+        cr_expect_eq(view_ignored_class(&top, VIEW_SHARED, &(ViewIgnoreFacts) { .isolate = true, .shared = true }),
+                     VIEW_SHARED);
+        /* git dirs and protected names keep their own rule */
+        cr_expect_eq(view_ignored_class(&git, VIEW_SHARED, &excluded), VIEW_SHARED);
+        cr_expect_eq(view_ignored_class(&top, VIEW_PROTECTED, &excluded), VIEW_PROTECTED);
+        cr_expect_eq(view_ignored_class(&top, VIEW_READONLY, &excluded), VIEW_READONLY);
+        cr_expect_eq(view_ignored_class(&vsc, VIEW_SHARED, &excluded), VIEW_SHARED);
+        cr_expect_str_eq(view_class_to_string(VIEW_IGNORED), "ignored");
+}
+
+Test(view_policy, listed_paths) {
+        char *list[] = { (char *) ".env", (char *) "config/secrets", NULL };
+
+        cr_expect(view_path_listed(list, ".env"));
+        cr_expect(view_path_listed(list, "config/secrets"));
+        cr_expect(view_path_listed(list, "config/secrets/a"));
+        cr_expect_not(view_path_listed(list, ".envrc"));
+        cr_expect_not(view_path_listed(list, "config/secretsx"));
+        cr_expect_not(view_path_listed(list, "config"));
+        cr_expect_not(view_path_listed(list, "x/.env"));
+        cr_expect_not(view_path_listed(NULL, ".env"));
+}
