@@ -606,18 +606,16 @@ static void escalation_pending(const char *request_id, const char *session_id, v
 
 /* Host escalation (spec section 5.6), when the configuration enables it. */
 static int start_escalations(Manager *m) {
-        _cleanup_free_ char *error = NULL, *audit = NULL;
+        _cleanup_free_ char *error = NULL;
         int r;
 
         if (!sandbox_mailbox_dir(m->sandbox))
                 return 0;
-        audit = path_join(m->domain->domain_dir, "escalations.jsonl");
-        if (!audit)
-                return -ENOMEM;
         r = escalations_new(&(EscalationsParams) {
                                     .event = m->event,
+                                    .bus = m->bus,
                                     .dir = sandbox_mailbox_dir(m->sandbox),
-                                    .audit_path = audit,
+                                    .store = m->store,
                                     .domain_id = m->id,
                                     .profile = m->domain->profile->name,
                                     .workspace = m->domain->workspace,
@@ -629,7 +627,9 @@ static int start_escalations(Manager *m) {
                             }, &m->escalations, &error);
         if (r < 0)
                 return log_error_errno(r, "Cannot start host escalation: %s", error ?: "");
-        escalations_set_sandbox(m->escalations, sandbox_id(m->sandbox));
+        r = escalations_set_sandbox(m->escalations, sandbox_id(m->sandbox), &error);
+        if (r < 0)
+                return log_error_errno(r, "Cannot make the generation's Trust Anchor: %s", error ?: "");
         return 0;
 }
 
