@@ -309,6 +309,8 @@ static Request *request_free(Request *r) {
         if (!r)
                 return NULL;
         e = r->e;
+        if (e->cb.resolved)
+                e->cb.resolved(r->q.id, e->userdata);
         if (r->prev)
                 r->prev->next = r->next;
         else if (e->requests == r)
@@ -922,7 +924,7 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
                 return;
         }
         if (e->cb.pending)
-                e->cb.pending(r->q.id, r->q.session, e->userdata);
+                e->cb.pending(r->q.id, r->q.session, r->argv, r->q.why, e->userdata);
         request_prompt(r);
 }
 

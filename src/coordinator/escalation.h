@@ -25,7 +25,10 @@ typedef struct EscalationsCallbacks {
         /* The developer chose Abort on s's prompt: end that session. */
         void (*abort_session)(Session *s, void *userdata);
         /* A verified request waits for a human (no rule approved it). */
-        void (*pending)(const char *request_id, const char *session_id, void *userdata);
+        void (*pending)(const char *request_id, const char *session_id, char *const *argv, const char *why,
+                        void *userdata);
+        /* An accepted request is over (decided and run, ended, or gone with its session). */
+        void (*resolved)(const char *request_id, void *userdata);
 } EscalationsCallbacks;
 
 typedef struct EscalationsParams {

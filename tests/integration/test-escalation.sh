@@ -8,7 +8,8 @@
 # go to a human (without a terminal: they time out); a request signed with
 # another key, a tampered and a replayed request are refused with nothing
 # run; on a tmux-driven terminal the prompt approves, denies and edits;
-# the audit trail records it all. The host command really runs on the
+# the audit trail records it all; a test notification server gets a
+# notification it can approve or deny. The host command really runs on the
 # host: it creates files in $HOME, outside the workspace. Requests carrying
 # another session's or another generation's credential are refused too.
 # shellcheck source=../harness/lib.sh
@@ -190,6 +191,74 @@ if (cd "$LT_WS" && lazaretctl escalations approve "$id" 2>/dev/null); then
         lt_fail "a decided request could be decided again"
 fi
 
+# --- a desktop notification, from a test notification server on the test
+# user's bus: Approve and Deny; the text escaped for the server's markup;
+# an ActionInvoked from anyone but the server ignored; withdrawn when
+# decided elsewhere; no Approve for a command too long to show whole.
+ns=$HOME/lt-notify-server
+cc -o "$ns" "$LAZARET_SOURCE_ROOT/tests/integration/notify-server.c" $(pkg-config --cflags --libs libsystemd) ||
+        lt_fail "cannot build the test notification server"
+nlog=$H/notify.log
+rm -f "$nlog" "$H/notify.in"
+mkfifo "$H/notify.in"
+"$ns" "$nlog" <"$H/notify.in" &
+nsp=$!
+exec 7>"$H/notify.in"
+notify_line() {   # N: waits for the Nth notification; prints its line
+        for _ in $(seq 1 100); do
+                [[ $(grep -c '^notify ' "$nlog" 2>/dev/null) -ge $1 ]] && { grep '^notify ' "$nlog" | sed -n "${1}p"; return 0; }
+                sleep 0.1
+        done
+        lt_fail "no notification number $1: $(cat "$nlog" 2>/dev/null)"
+}
+for _ in $(seq 1 50); do grep -q '^ready' "$nlog" 2>/dev/null && break; sleep 0.1; done
+grep -q '^ready' "$nlog" || lt_fail "the test notification server did not start"
+in_sandbox "lazaret-escalate --why '<b>bold</b> & more' -- /usr/bin/touch $H/notified; echo rc=\$?" >"$H/n.out" 2>&1 &
+bg=$!
+id=$(pending_id)
+line=$(notify_line 1)
+nid=$(cut -f1 <<<"$line" | cut -d' ' -f2)
+grep -qF '&lt;b&gt;bold&lt;/b&gt; &amp; more' <<<"$line" || lt_fail "the justification is not escaped for markup: $line"
+grep -qF "touch $H/notified" <<<"$line" || lt_fail "the notification does not show the command: $line"
+lt_assert_eq "the notification's actions" "approve,deny" "$(cut -f4 <<<"$line")"
+# The same signal from another connection than the server's: ignored.
+busctl --user emit /org/freedesktop/Notifications org.freedesktop.Notifications ActionInvoked us "$nid" approve ||
+        lt_fail "cannot emit a forged ActionInvoked"
+sleep 1
+[[ ! -e $H/notified ]] || lt_fail "an ActionInvoked from another sender than the notification server approved"
+(cd "$LT_WS" && lazaretctl escalations --json) | jq -e --arg id "$id" 'any(.[]; .RequestId == $id)' >/dev/null ||
+        lt_fail "the request is no longer pending after a forged action"
+echo "invoke $nid approve" >&7
+wait "$bg" || true
+lt_assert_eq "approved from the notification" "rc=0" "$(grep -v '^lazaret: ' "$H/n.out")"
+[[ -e $H/notified ]] || lt_fail "the command approved from the notification did not run"
+# Decided elsewhere: the notification is withdrawn.
+in_sandbox "lazaret-escalate -- /usr/bin/touch $H/notified-2; echo rc=\$?" >"$H/n.out" 2>&1 &
+bg=$!
+id=$(pending_id)
+nid=$(notify_line 2 | cut -f1 | cut -d' ' -f2)
+(cd "$LT_WS" && lazaretctl escalations deny "$id") || lt_fail "lazaretctl escalations deny failed"
+wait "$bg" || true
+for _ in $(seq 1 50); do grep -q "^close $nid\$" "$nlog" && break; sleep 0.1; done
+grep -q "^close $nid\$" "$nlog" || lt_fail "the notification of a request denied with lazaretctl was not withdrawn: $(cat "$nlog")"
+# A command too long to show whole: Deny only.
+long=$(printf 'x%.0s' $(seq 1 450))
+in_sandbox "lazaret-escalate -- /usr/bin/touch $H/$long; echo rc=\$?" >"$H/n.out" 2>&1 &
+bg=$!
+id=$(pending_id)
+line=$(notify_line 3)
+nid=$(cut -f1 <<<"$line" | cut -d' ' -f2)
+lt_assert_eq "the actions for a command too long to show" "deny" "$(cut -f4 <<<"$line")"
+echo "invoke $nid approve" >&7
+sleep 1
+[[ ! -e $H/$long ]] || lt_fail "an Approve the notification did not offer was taken"
+echo "invoke $nid deny" >&7
+wait "$bg" || true
+grep -q 'rc=122' "$H/n.out" || lt_fail "denied from the notification: $(cat "$H/n.out")"
+exec 7>&-
+wait "$nsp" 2>/dev/null || true
+lt_log "ok: desktop notification: approve, forged action ignored, withdrawn, no Approve for a long command"
+
 # --- a session that ends while its host command runs: the command, in a
 # transient scope of its own, is killed and its scope stopped (OR-3),
 # while another session keeps the Domain (and its mailbox) alive
@@ -358,6 +427,8 @@ for ev in requested approved denied refused result session-ended; do
 done
 jq -e 'any(.[]; .By == "rule")' <<<"$audit" >/dev/null || lt_fail "the audit trail does not say a rule approved"
 jq -e 'any(.[]; .By == "terminal")' <<<"$audit" >/dev/null || lt_fail "the audit trail does not say the terminal decided"
+jq -e 'any(.[]; .By == "notification" and .Event == "approved")' <<<"$audit" >/dev/null ||
+        lt_fail "the audit trail does not say a notification approved"
 jq -e 'any(.[]; .Outcome == "timeout")' <<<"$audit" >/dev/null || lt_fail "the audit trail has no timeout"
 jq -e --arg f "$H/ctl-approved" 'any(.[]; .Event == "result" and .Argv[1] == $f and .Outcome == "completed")' \
         <<<"$audit" >/dev/null || lt_fail "the audit trail has no result of the request approved with lazaretctl"
