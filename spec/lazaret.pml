@@ -146,6 +146,7 @@ bool host_cmd[NREQ+1];         /* approved host command is running       */
 byte rq_copy_of[NREQ+1];       /* a replay: the request whose bytes it copies (0: none) */
 byte rq_cred_gen[NREQ+1];      /* generation whose Trust Anchor issued the credential it carries */
 byte rq_accept_gen[NREQ+1];    /* generation that accepted it (0: never)  */
+bool rq_forged[NREQ+1];        /* its verdict came from a forged notification action */
 bool rq_was_accepted[NREQ+1];  /* ever accepted (for ReplayRefused)      */
 bool id_seen[NREQ+1];          /* request IDs the coordinator accepted   */
 byte first_claim;              /* request 1 as written, for its replay   */
@@ -710,6 +711,14 @@ end_esc:
 		rq_key[2] = first_key;
 		rq_cred_gen[2] = rq_cred_gen[1];
 		rq[2] = RQ_WRITTEN }
+	/* §5.6 a desktop-notification action that does not come from the
+	 * notification server's unique name (any other bus peer may emit
+	 * ActionInvoked) changes nothing: in the model it is a no-op, so it is
+	 * written out only for MUTANT accept_any_sender, which takes it. */
+#ifdef MUTANT_accept_any_sender
+	:: atomic { rq[1] == RQ_ACCEPTED && rq_verdict[1] == V_NONE -> rq_verdict[1] = V_APPROVE; rq_forged[1] = true }
+	:: atomic { rq[2] == RQ_ACCEPTED && rq_verdict[2] == V_NONE -> rq_verdict[2] = V_APPROVE; rq_forged[2] = true }
+#endif
 	:: atomic { runsc == P_ALIVE && outstanding(1) && !rq_cancel[1] -> rq_cancel[1] = true }
 	:: atomic { runsc == P_ALIVE && outstanding(2) && !rq_cancel[2] -> rq_cancel[2] = true }
 	:: break                    /* the agent stops escalating */
@@ -868,6 +877,9 @@ init {
 #define CREDENTIAL_OF(r) (rq_accept_gen[r] == 0 || rq_cred_gen[r] == rq_accept_gen[r])
 #define CredentialOfCurrentGeneration (CREDENTIAL_OF(1) && CREDENTIAL_OF(2))
 
+/* A host command runs only on a verdict of the developer (terminal, D-Bus, the notification server's own action). */
+#define ApprovedByDeveloper (!(rq_forged[1] && rq[1] == RQ_RUNNING) && !(rq_forged[2] && rq[2] == RQ_RUNNING))
+
 /* A request's bytes are accepted at most once, however often they are written. */
 #define ReplayRefused (rq_copy_of[2] == 0 || !(rq_was_accepted[1] && rq_was_accepted[2]))
 
@@ -886,6 +898,7 @@ end_inv:
 	:: atomic { !EscalationRoutedToSigner -> assert(EscalationRoutedToSigner) }             /* INV EscalationRoutedToSigner */
 	:: atomic { !ReplayRefused -> assert(ReplayRefused) }                                   /* INV ReplayRefused */
 	:: atomic { !CredentialOfCurrentGeneration -> assert(CredentialOfCurrentGeneration) }   /* INV CredentialOfCurrentGeneration */
+	:: atomic { !ApprovedByDeveloper -> assert(ApprovedByDeveloper) }                       /* INV ApprovedByDeveloper */
 	:: atomic { !SandboxOnlyBehindView -> assert(SandboxOnlyBehindView) }                   /* INV SandboxOnlyBehindView */
 	:: atomic { !ViewNeverOutlivesGeneration -> assert(ViewNeverOutlivesGeneration) }       /* INV ViewNeverOutlivesGeneration */
 	od
