@@ -47,3 +47,4 @@ echo "bench/escalate: $REPS x $N auto-approved requests, $(nproc) CPUs, load $(c
 printf '  per request (ms):          %s\n' "$(printf '%.1f ' "${per[@]}")"
 printf '  escalation round trip:     %8.1f ms median  (goal < 20, and below runsc exec)\n' "$median"
 printf '  runsc exec /bin/true:      %8.1f ms median\n' "$exec_median"
+printf '  ratio (escalation / exec):  %8.2f\n' "$(awk -v a="$median" -v b="$exec_median" 'BEGIN { print (b > 0) ? a / b : 0 }')"

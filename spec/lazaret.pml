@@ -144,6 +144,9 @@ byte rq_results[NREQ+1];       /* result files delivered                 */
 bool rq_cancel[NREQ+1];        /* cancel file written, not yet handled   */
 bool host_cmd[NREQ+1];         /* approved host command is running       */
 byte rq_copy_of[NREQ+1];       /* a replay: the request whose bytes it copies (0: none) */
+byte rq_cred_gen[NREQ+1];      /* generation whose Trust Anchor issued the credential it carries */
+byte rq_accept_gen[NREQ+1];    /* generation that accepted it (0: never)  */
+bool rq_forged[NREQ+1];        /* its verdict came from a forged notification action */
 bool rq_was_accepted[NREQ+1];  /* ever accepted (for ReplayRefused)      */
 bool id_seen[NREQ+1];          /* request IDs the coordinator accepted   */
 byte first_claim;              /* request 1 as written, for its replay   */
@@ -218,6 +221,17 @@ byte view_died_gen;            /* ghost: generation whose view was killed */
 #define SIGNATURE_OK(r) (true)
 #else
 #define SIGNATURE_OK(r) (sess_key[rq_claim[r]] == rq_key[r])
+#endif
+
+/* §5.5 the credential must be issued by the current generation's Trust
+ * Anchor (a new CA per generation): one the sandbox kept from an earlier
+ * generation, or forged, is refused.  MUTANT accept_old_credential keeps
+ * one CA across generations (or skips the chain check). */
+#define OTHER_GEN 255
+#ifdef MUTANT_accept_old_credential
+#define CREDENTIAL_OK(r) (true)
+#else
+#define CREDENTIAL_OK(r) (rq_cred_gen[r] == sandbox_gen)
 #endif
 
 /* §5.6 a request ID accepted once is refused ever after (replay).
@@ -502,18 +516,20 @@ proctype Coordinator(byte me)
 	/* ---- §5.6 escalation: verify and route, decide, result -------- */
 	:: atomic { rq[1] == RQ_WRITTEN ->
 		if
-		:: phase == D_RUNNING && sess_client[rq_claim[1]] != 0 && SIGNATURE_OK(1) && FRESH_ID(1) ->
+		:: phase == D_RUNNING && sess_client[rq_claim[1]] != 0 && CREDENTIAL_OK(1) && SIGNATURE_OK(1) && FRESH_ID(1) ->
 			id_seen[REQ_ID(1)] = true;
 			rq_was_accepted[1] = true;
+			rq_accept_gen[1] = sandbox_gen;
 			rq_route[1] = sess_client[rq_claim[1]];
 			rq[1] = RQ_ACCEPTED
 		:: else -> rq[1] = RQ_DISCARDED; retire(1)
 		fi }
 	:: atomic { rq[2] == RQ_WRITTEN ->
 		if
-		:: phase == D_RUNNING && sess_client[rq_claim[2]] != 0 && SIGNATURE_OK(2) && FRESH_ID(2) ->
+		:: phase == D_RUNNING && sess_client[rq_claim[2]] != 0 && CREDENTIAL_OK(2) && SIGNATURE_OK(2) && FRESH_ID(2) ->
 			id_seen[REQ_ID(2)] = true;
 			rq_was_accepted[2] = true;
+			rq_accept_gen[2] = sandbox_gen;
 			rq_route[2] = sess_client[rq_claim[2]];
 			rq[2] = RQ_ACCEPTED
 		:: else -> rq[2] = RQ_DISCARDED; retire(2)
@@ -680,6 +696,11 @@ end_esc:
 		:: sess_key[2] != 0 -> rq_key[nreq] = sess_key[2]
 		:: rq_key[nreq] = BOGUS_KEY
 		fi;
+		/* the credential: this generation's, or one kept from another */
+		if
+		:: rq_cred_gen[nreq] = sandbox_gen
+		:: rq_cred_gen[nreq] = OTHER_GEN
+		fi;
 		if :: nreq == 1 -> first_claim = rq_claim[1]; first_key = rq_key[1] :: else fi;
 		rq[nreq] = RQ_WRITTEN }
 	/* a replay: request 1's bytes written again as request 2 */
@@ -688,7 +709,16 @@ end_esc:
 		rq_copy_of[2] = 1;
 		rq_claim[2] = first_claim;
 		rq_key[2] = first_key;
+		rq_cred_gen[2] = rq_cred_gen[1];
 		rq[2] = RQ_WRITTEN }
+	/* §5.6 a desktop-notification action that does not come from the
+	 * notification server's unique name (any other bus peer may emit
+	 * ActionInvoked) changes nothing: in the model it is a no-op, so it is
+	 * written out only for MUTANT accept_any_sender, which takes it. */
+#ifdef MUTANT_accept_any_sender
+	:: atomic { rq[1] == RQ_ACCEPTED && rq_verdict[1] == V_NONE -> rq_verdict[1] = V_APPROVE; rq_forged[1] = true }
+	:: atomic { rq[2] == RQ_ACCEPTED && rq_verdict[2] == V_NONE -> rq_verdict[2] = V_APPROVE; rq_forged[2] = true }
+#endif
 	:: atomic { runsc == P_ALIVE && outstanding(1) && !rq_cancel[1] -> rq_cancel[1] = true }
 	:: atomic { runsc == P_ALIVE && outstanding(2) && !rq_cancel[2] -> rq_cancel[2] = true }
 	:: break                    /* the agent stops escalating */
@@ -843,6 +873,13 @@ init {
 
 #define EveryAcceptedRequestResolved (!outstanding(1) && !outstanding(2))
 
+/* A request is accepted only with a credential of the generation that accepts it. */
+#define CREDENTIAL_OF(r) (rq_accept_gen[r] == 0 || rq_cred_gen[r] == rq_accept_gen[r])
+#define CredentialOfCurrentGeneration (CREDENTIAL_OF(1) && CREDENTIAL_OF(2))
+
+/* A host command runs only on a verdict of the developer (terminal, D-Bus, the notification server's own action). */
+#define ApprovedByDeveloper (!(rq_forged[1] && rq[1] == RQ_RUNNING) && !(rq_forged[2] && rq[2] == RQ_RUNNING))
+
 /* A request's bytes are accepted at most once, however often they are written. */
 #define ReplayRefused (rq_copy_of[2] == 0 || !(rq_was_accepted[1] && rq_was_accepted[2]))
 
@@ -860,6 +897,8 @@ end_inv:
 	:: atomic { !OrderedFailureRecovery -> assert(OrderedFailureRecovery) }                 /* INV OrderedFailureRecovery */
 	:: atomic { !EscalationRoutedToSigner -> assert(EscalationRoutedToSigner) }             /* INV EscalationRoutedToSigner */
 	:: atomic { !ReplayRefused -> assert(ReplayRefused) }                                   /* INV ReplayRefused */
+	:: atomic { !CredentialOfCurrentGeneration -> assert(CredentialOfCurrentGeneration) }   /* INV CredentialOfCurrentGeneration */
+	:: atomic { !ApprovedByDeveloper -> assert(ApprovedByDeveloper) }                       /* INV ApprovedByDeveloper */
 	:: atomic { !SandboxOnlyBehindView -> assert(SandboxOnlyBehindView) }                   /* INV SandboxOnlyBehindView */
 	:: atomic { !ViewNeverOutlivesGeneration -> assert(ViewNeverOutlivesGeneration) }       /* INV ViewNeverOutlivesGeneration */
 	od

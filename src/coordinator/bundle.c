@@ -63,15 +63,16 @@ static int add_etc_files(MountPlan *plan, const char *control_dir, const char *r
         return r;
 }
 
-/* control/bin/lazaret-escalate and the empty mount points control/mailbox/{requests,results}. */
+/* control/bin/lazaret-escalate and the empty mount points control/mailbox/{requests,results,trust}. */
 static int install_escalation(const char *control_dir, char **ret_error) {
         _cleanup_free_ char *bin = path_join(control_dir, "bin"), *dst = path_join(control_dir, "bin/lazaret-escalate"),
                             *src = path_join(LIBEXECDIR, "lazaret-escalate"), *mb = path_join(control_dir, "mailbox"),
                             *req = path_join(control_dir, "mailbox/" ESC_REQUESTS_DIR),
-                            *res = path_join(control_dir, "mailbox/" ESC_RESULTS_DIR);
+                            *res = path_join(control_dir, "mailbox/" ESC_RESULTS_DIR),
+                            *trust = path_join(control_dir, "mailbox/" ESC_TRUST_DIR);
         int r;
 
-        if (!bin || !dst || !src || !mb || !req || !res)
+        if (!bin || !dst || !src || !mb || !req || !res || !trust)
                 return -ENOMEM;
         r = mkdir_mode(bin, 0755);
         if (r >= 0)
@@ -83,6 +84,8 @@ static int install_escalation(const char *control_dir, char **ret_error) {
                 r = mkdir_mode(req, 0755);
         if (r >= 0)
                 r = mkdir_mode(res, 0755);
+        if (r >= 0)
+                r = mkdir_mode(trust, 0755);
         if (r < 0)
                 return errorf(ret_error, r, "cannot create the mailbox's mount points in %s: %s", control_dir, strerror(-r));
         return 0;
@@ -366,13 +369,14 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         r = add_own(&plan, MOUNT_PART_CONTROL, SANDBOX_CONTROL_MOUNT, p->control_dir, true, 0, ret_error);
         if (r < 0)
                 goto finish;
-        /* SR-10: the mailbox, requests/ writable and results/ read-only, below /run/lazaret;
+        /* SR-10: the mailbox, requests/ writable, results/ and trust/ (the sessions' credentials, SR-9) read-only;
          * the client also at /usr/local/bin, on every shell's PATH (a login shell resets PATH). */
         if (p->mailbox_dir) {
                 _cleanup_free_ char *req = path_join(p->mailbox_dir, ESC_REQUESTS_DIR),
                                     *res = path_join(p->mailbox_dir, ESC_RESULTS_DIR),
+                                    *trust = path_join(p->mailbox_dir, ESC_TRUST_DIR),
                                     *client = path_join(p->control_dir, "bin/lazaret-escalate");
-                if (!req || !res || !client) {
+                if (!req || !res || !trust || !client) {
                         r = -ENOMEM;
                         goto finish;
                 }
@@ -380,6 +384,9 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                             MOUNT_PART_BIT(MOUNT_PART_CONTROL), ret_error);
                 if (r >= 0)
                         r = add_own(&plan, MOUNT_PART_MAILBOX, ESC_MAILBOX_SANDBOX "/" ESC_RESULTS_DIR, res, true,
+                                    MOUNT_PART_BIT(MOUNT_PART_CONTROL), ret_error);
+                if (r >= 0)
+                        r = add_own(&plan, MOUNT_PART_MAILBOX, ESC_MAILBOX_SANDBOX "/" ESC_TRUST_DIR, trust, true,
                                     MOUNT_PART_BIT(MOUNT_PART_CONTROL), ret_error);
                 if (r >= 0)
                         r = add_own(&plan, MOUNT_PART_MAILBOX, "/usr/local/bin/lazaret-escalate", client, true,

@@ -22,6 +22,9 @@
 
 #include <json-c/json.h>
 
+#include "bus-job.h"
+#include "bus-names.h"
+#include "domain-store.h"
 #include "escalation.h"
 #include "escalation-proto.h"
 #include "fs-util.h"
@@ -31,6 +34,7 @@
 #include "process.h"
 #include "spawn-util.h"
 #include "strv.h"
+#include "trust-anchor.h"
 #include "util.h"
 
 #define SANDBOX_WORKSPACE_DIR "/workspace"
@@ -38,10 +42,11 @@
 #define MAX_PENDING_SESSION 8
 #define SEEN_MAX 4096                   /* request IDs remembered against replay */
 #define CLOCK_SKEW_USEC (10ULL * 60 * 1000000)  /* a request's time may differ from ours this much */
-#define AUDIT_MAX (1024 * 1024)         /* the audit file is rotated once past this */
 #define EDIT_MAX 4096
 #define REFUSALS_LOGGED_PER_SEC 10
 #define RESULTS_KEPT_PER_SESSION 16     /* result files (up to 512 KiB each) left in results/ */
+#define SCOPE_JOB_TIMEOUT_USEC (10ULL * 1000000)
+#define CREDENTIAL_LIFETIME_S (366ULL * 24 * 3600)  /* the CA goes with its generation long before */
 
 typedef enum RequestState {
         REQUEST_WAITING,                /* for a prompt (or, without a terminal, for its deadline) */
@@ -79,10 +84,14 @@ struct Request {
         char edit[EDIT_MAX + 1];
         size_t edit_len;
 
-        /* The host command. */
+        /* The host command, in a transient scope of its own (lazaret-<domain>-esc-<id>.scope). */
         pid_t pid;
         sd_event_source *child;
         Capture out, err;
+        char scope[UNIT_NAME_MAX];
+        BusJob *scope_job;              /* StartTransientUnit, until the scope exists */
+        int go_fd;                      /* the command waits for a byte on this before execve */
+        bool scoped;                    /* the scope exists: stopping it stops everything the command started */
 };
 
 typedef struct Bell {
@@ -94,13 +103,16 @@ typedef struct Bell {
 
 struct Escalations {
         sd_event *event;
-        char *dir, *audit_path, *domain_id, *profile, *workspace;
+        sd_bus *bus;                    /* the user manager's bus, for the commands' scopes */
+        char *dir, *domain_id, *profile, *workspace;
+        DomainStore *store;             /* borrowed: the audit trail */
         const Config *config;
         EscalationsCallbacks cb;
         void *userdata;
         char sandbox_id[ESC_SANDBOX_ID_MAX + 1];
+        TrustAnchor *trust;             /* this generation's; NULL before the sandbox is known */
 
-        int requests_fd, results_fd;
+        int requests_fd, results_fd, trust_fd;
         int inotify_fd;
         sd_event_source *inotify_source;
 
@@ -127,51 +139,48 @@ static uint64_t now_realtime_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
 }
 
+/* The journal's MESSAGE_ID of every escalation audit event (spec 5.6). */
+#define ESCALATION_AUDIT_MESSAGE_ID "7c76576dc94944de96fe545118ace266"
+
 /*
- * One JSON line per event of a request (SR-10): what was asked, what was
- * decided, by whom, and how it ended. The file is the coordinator's alone
- * (the Domain's runtime or state directory, never mounted into the
- * sandbox), 0600, never through a symlink, rotated once past AUDIT_MAX.
+ * One row per event of a request in the Domain Store's escalation_events
+ * (the audit trail, SR-10): what was asked, what was decided, by whom, and
+ * how it ended. The store is in the Domain Root, which is never mounted
+ * into the sandbox, and only the coordinator opens it for writing. Each
+ * event also gets one journal line with DOMAIN_ID, SESSION_ID and
+ * ESCALATION_AUDIT_MESSAGE_ID (refusals are logged, rate-limited, by refuse()).
  */
 static void audit(Escalations *e, const EscRequest *q, char *const *argv, const char *event, const char *by,
                   const char *outcome, int status, const char *detail) {
-        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-        _cleanup_free_ char *line = NULL, *old = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        struct stat st;
+        _cleanup_(json_object_putp) json_object *a = NULL;
+        _cleanup_free_ char *argv_json = NULL, *error = NULL;
+        EscalationEvent ev = {
+                .time_usec = now_realtime_usec(),
+                .event = event,
+                .by = by,
+                .outcome = outcome,
+                .status = status,
+                .detail = detail,
+        };
 
-        if (!o || !e->audit_path)
-                return;
-        if (json_add_uint64(o, "time_usec", now_realtime_usec()) < 0 || json_add_string(o, "domain", e->domain_id) < 0 ||
-            json_add_string(o, "event", event) < 0)
-                return;
         if (q) {
-                (void) json_add_string(o, "request", q->id);
-                (void) json_add_string(o, "session", q->session);
-                (void) json_add_string(o, "cwd", q->cwd);
-                (void) json_add_string(o, "why", q->why);
-                (void) json_add_strv(o, "argv", (const char *const *) (argv ?: q->argv));
+                a = json_object_new_array();
+                for (char *const *x = argv ?: q->argv; a && *x; x++)
+                        (void) json_append_string(a, *x);
+                if (a)
+                        (void) json_to_string(a, JSON_C_TO_STRING_PLAIN, &argv_json);
+                ev.request = q->id;
+                ev.session = q->session;
+                ev.argv_json = argv_json;
+                ev.cwd = q->cwd;
+                ev.why = q->why;
         }
-        if (by)
-                (void) json_add_string(o, "by", by);
-        if (outcome) {
-                (void) json_add_string(o, "outcome", outcome);
-                (void) json_add_int64(o, "status", status);
-        }
-        if (detail)
-                (void) json_add_string(o, "detail", detail);
-        if (json_to_string(o, JSON_C_TO_STRING_PLAIN, &line) < 0)
-                return;
-        fd = open(e->audit_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0 && fstat(fd, &st) >= 0 && st.st_size > AUDIT_MAX && asprintf(&old, "%s.1", e->audit_path) >= 0) {
-                (void) rename(e->audit_path, old);
-                fd = safe_close(fd);
-                fd = open(e->audit_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-        }
-        if (fd < 0)
-                return;
-        (void) write_all(fd, line, strlen(line));
-        (void) write_all(fd, "\n", 1);
+        if (!streq(event, "refused"))
+                log_session_id(LOG_INFO, q ? q->session : NULL, ESCALATION_AUDIT_MESSAGE_ID,
+                               "Escalation request %s: %s%s%s%s%s", q ? q->id : "-", event, by ? " by " : "", strempty(by),
+                               outcome ? ", " : "", strempty(outcome));
+        if (e->store && domain_store_add_escalation_event(e->store, &ev, &error) < 0)
+                log_warning("Cannot record an escalation event in the Domain Store: %s", strna(error));
 }
 
 /* A refused record: logged (rate-limited against a flood) and audited; nothing else happens. */
@@ -191,9 +200,11 @@ _printf_(4, 5) static int refuse(Escalations *e, const char *name, const EscRequ
                 e->refusal_sec = sec;
                 e->refusals = 0;
         }
-        if (e->refusals++ < REFUSALS_LOGGED_PER_SEC)
-                log_session(LOG_WARNING, q && q->session[0] ? q->session : NULL, "Escalation request %s refused: %s", name,
-                            strna(safe));
+        /* A flood costs neither the journal nor the store more than this many per second. */
+        if (e->refusals++ >= REFUSALS_LOGGED_PER_SEC)
+                return 0;
+        log_session_id(LOG_WARNING, q && q->session[0] ? q->session : NULL, ESCALATION_AUDIT_MESSAGE_ID,
+                       "Escalation request %s refused: %s", name, strna(safe));
         audit(e, q && q->argv ? q : NULL, NULL, "refused", NULL, NULL, 0, safe);
         return 0;
 }
@@ -215,12 +226,59 @@ static void bell_ring(Escalations *e, const char *session) {
                 log_session(LOG_WARNING, session, "Cannot ring the session's escalation doorbell: %m");
 }
 
+static TrustBinding session_binding(Escalations *e, const char *session) {
+        return (TrustBinding) {
+                .role = TRUST_ROLE_SESSION,
+                .profile = e->profile,
+                .domain = e->domain_id,
+                .generation = e->sandbox_id,
+                .component = session,
+        };
+}
+
+/*
+ * The session's credential (SR-9): its Session Anchor public key bound by
+ * this generation's Trust Anchor to (session role, profile, Domain,
+ * generation, session), in trust/<id>.cred, which the sandbox reads
+ * through a read-only bind of the in-memory runtime directory.
+ */
+static int credential_publish(Escalations *e, Session *s) {
+        const TrustBinding b = session_binding(e, s->id);
+        _cleanup_free_ uint8_t *cred = NULL;
+        _cleanup_free_ char *error = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char name[ESC_ID_LEN + sizeof(ESC_CRED_SUFFIX)], tmp[sizeof(name) + 8];
+        size_t len;
+        int k;
+
+        if (!e->trust)
+                return -ESRCH;
+        k = trust_anchor_issue(e->trust, &b, s->anchor_pub, CREDENTIAL_LIFETIME_S, &cred, &len, &error);
+        if (k < 0) {
+                log_session(LOG_ERR, s->id, "Cannot issue the session's credential: %s", strna(error));
+                return k;
+        }
+        snprintf(name, sizeof(name), "%s" ESC_CRED_SUFFIX, s->id);
+        snprintf(tmp, sizeof(tmp), ".tmp-%s", name);
+        fd = openat(e->trust_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 || write_all(fd, (const char *) cred, len) < 0 || renameat(e->trust_fd, tmp, e->trust_fd, name) < 0) {
+                k = -errno;
+                (void) unlinkat(e->trust_fd, tmp, 0);
+                return k;
+        }
+        return 0;
+}
+
 int escalations_session_opened(Escalations *e, Session *s) {
         _cleanup_free_ Bell *b = NULL;
         char name[ESC_ID_LEN + sizeof(ESC_BELL_SUFFIX)];
+        int k;
 
         if (!e)
                 return 0;
+        k = credential_publish(e, s);
+        if (k < 0)
+                return k;
         b = calloc(1, sizeof(Bell));
         if (!b)
                 return -ENOMEM;
@@ -251,6 +309,8 @@ static Request *request_free(Request *r) {
         if (!r)
                 return NULL;
         e = r->e;
+        if (e->cb.resolved)
+                e->cb.resolved(r->q.id, e->userdata);
         if (r->prev)
                 r->prev->next = r->next;
         else if (e->requests == r)
@@ -259,9 +319,15 @@ static Request *request_free(Request *r) {
                 r->next->prev = r->prev;
         e->n_requests--;
         sd_event_source_disable_unref(r->deadline);
-        /* A command still running is killed, with its process group. */
+        bus_job_free(r->scope_job);
+        safe_close(r->go_fd);
+        /* A command still running is killed, with its process group, and its scope with all it started (OR-3). */
         if (r->pid > 0)
                 (void) kill(-r->pid, SIGKILL);
+        if (r->scoped && e->bus)
+                (void) sd_bus_call_method_async(e->bus, NULL, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                                "org.freedesktop.systemd1.Manager", "StopUnit", NULL, NULL, "ss",
+                                                r->scope, "replace");
         event_child_release(r->child);
         capture_done(&r->out);
         capture_done(&r->err);
@@ -431,12 +497,79 @@ static char **command_env(void) {
         return env;
 }
 
-/* execve of the approved argv (spec 5.6 step 4): never a shell, never a PATH lookup the prompt did not show. */
+/* In the command's child, before execve: wait until the coordinator says its scope exists (fd 4). */
+static int wait_for_scope(void *userdata) {
+        char c;
+        ssize_t k;
+
+        do
+                k = read(4, &c, 1);
+        while (k < 0 && errno == EINTR);
+        (void) close(4);
+        return k == 1 ? 0 : -ECANCELED;
+}
+
+static void on_scope_started(BusJob *j, const char *result, const sd_bus_error *error, void *userdata) {
+        Request *r = userdata;
+
+        r->scope_job = bus_job_free(r->scope_job);
+        if (!streq(result, "done")) {
+                log_session(LOG_ERR, r->q.session, "Creating %s: %s", r->scope, error ? error->message : result);
+                request_finish(r, ESC_FAILED, 0, "cannot create the host command's transient scope");
+                return;
+        }
+        r->scoped = true;
+        if (write(r->go_fd, "g", 1) != 1) {
+                request_finish(r, ESC_FAILED, 0, "cannot release the host command");
+                return;
+        }
+        r->go_fd = safe_close(r->go_fd);
+        log_session(LOG_INFO, r->q.session, "Escalation request %s: %s runs in %s", r->q.id, r->program, r->scope);
+}
+
+typedef struct CommandScope {
+        const char *scope;
+        const char *description;
+        pid_t pid;
+} CommandScope;
+
+static int append_command_scope(sd_bus_message *m, void *userdata) {
+        const CommandScope *a = userdata;
+        int k;
+
+        k = sd_bus_message_append(m, "ss", a->scope, "fail");
+        if (k >= 0)
+                k = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (k >= 0)
+                k = sd_bus_message_append(m, "(sv)", "Description", "s", a->description);
+        if (k >= 0)
+                k = sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, (uint32_t) a->pid);
+        if (k >= 0)
+                k = sd_bus_message_append(m, "(sv)", "CollectMode", "s", "inactive-or-failed");
+        if (k >= 0)
+                k = sd_bus_message_append(m, "(sv)", "KillMode", "s", "control-group");
+        if (k >= 0)
+                k = sd_bus_message_append(m, "(sv)", "KillSignal", "i", SIGKILL);
+        if (k >= 0)
+                k = sd_bus_message_close_container(m);
+        if (k >= 0)
+                k = sd_bus_message_append(m, "a(sa(sv))", 0);
+        return k;
+}
+
+/*
+ * execve of the approved argv (spec 5.6 step 4): never a shell, never a
+ * PATH lookup the prompt did not show; in a transient scope of its own on
+ * the user manager, so it can be seen and stopped. The child waits before
+ * execve until the scope holds it (asked for without waiting, from the
+ * event loop); without a bus (unit tests) it runs at once.
+ */
 static void request_run(Request *r, const char *by) {
         _cleanup_strv_free_ char **env = command_env(), **argv = strv_copy(r->argv);
-        _cleanup_close_ int out_w = -EBADF, err_w = -EBADF, pidfd = -EBADF;
+        _cleanup_close_ int out_w = -EBADF, err_w = -EBADF, pidfd = -EBADF, go_r = -EBADF;
+        _cleanup_free_ char *desc = NULL;
         SpawnOptions o = SPAWN_OPTIONS_INIT;
-        int k;
+        int fds[2], k;
 
         r->decided_by = by;
         audit(r->e, &r->q, r->argv, "approved", by, NULL, 0, r->edited ? "edited by the developer" : NULL);
@@ -461,16 +594,30 @@ static void request_run(Request *r, const char *by) {
                 request_finish(r, ESC_FAILED, 0, "cannot capture the command's output");
                 return;
         }
+        if (r->e->bus) {
+                int p[2];
+                if (pipe2(p, O_CLOEXEC) < 0) {
+                        request_finish(r, ESC_FAILED, 0, "cannot start the host command");
+                        return;
+                }
+                go_r = p[0];
+                r->go_fd = p[1];
+                o.child_hook = wait_for_scope;
+        }
+        fds[0] = r->cwd_fd;
+        fds[1] = go_r;
         o.argv = argv;
         o.envp = env;
         o.cwd = "/proc/self/fd/3";
-        o.pass_fds = &r->cwd_fd;
-        o.n_pass_fds = 1;
+        o.pass_fds = fds;
+        o.n_pass_fds = go_r >= 0 ? 2 : 1;
         o.stdio[1] = out_w;
         o.stdio[2] = err_w;
         o.new_session = true;
         o.die_with_parent = true;
-        k = spawn(&o, &r->pid, &pidfd);
+        /* Not spawn(): that waits for the execve, which waits for the scope. A failed
+         * execve ends the child with a status of its own, reported as completed. */
+        k = r->e->bus ? spawn_async(&o, &r->pid, &pidfd, NULL) : spawn(&o, &r->pid, &pidfd);
         if (k < 0) {
                 _cleanup_free_ char *msg = NULL;
                 r->pid = 0;
@@ -483,8 +630,22 @@ static void request_run(Request *r, const char *by) {
         log_session(LOG_INFO, r->q.session, "Escalation request %s approved (%s): running %s as pid %d", r->q.id, by,
                     r->program, (int) r->pid);
         k = event_watch_child(r->e->event, &r->child, r->pid, TAKE_FD(pidfd), on_command_exit, r);
-        if (k < 0)
+        if (k < 0) {
                 request_finish(r, ESC_FAILED, 0, "cannot watch the host command");
+                return;
+        }
+        if (!r->e->bus)
+                return;
+        snprintf(r->scope, sizeof(r->scope), "lazaret-%s-esc-%s.scope", r->e->domain_id, r->q.id);
+        if (asprintf(&desc, "Lazaret host command of Domain %s, request %s", r->e->domain_id, r->q.id) < 0)
+                desc = NULL;
+        k = bus_job_start(r->e->bus, "StartTransientUnit", append_command_scope,
+                          &(CommandScope) { .scope = r->scope, .description = desc ?: r->scope, .pid = r->pid },
+                          SCOPE_JOB_TIMEOUT_USEC, on_scope_started, r, &r->scope_job);
+        if (k < 0) {
+                log_errno_session(LOG_ERR, k, r->q.session, "Cannot ask the user manager for %s", r->scope);
+                request_finish(r, ESC_FAILED, 0, "cannot create the host command's transient scope");
+        }
 }
 
 /* ---------------------------------------------------------- the prompt */
@@ -728,7 +889,7 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
         r->q = *q;
         *q = (EscRequest) {};
         r->session = s;
-        r->cwd_fd = -EBADF;
+        r->cwd_fd = r->go_fd = -EBADF;
         r->out.fd = r->err.fd = -EBADF;
         r->next = e->requests;
         if (e->requests)
@@ -763,7 +924,7 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
                 return;
         }
         if (e->cb.pending)
-                e->cb.pending(r->q.id, r->q.session, e->userdata);
+                e->cb.pending(r->q.id, r->q.session, r->argv, r->q.why, e->userdata);
         request_prompt(r);
 }
 
@@ -868,6 +1029,8 @@ static int mailbox_handle(Escalations *e, const char *name) {
         const char *dot;
         struct stat st;
         Session *s;
+        uint8_t certified[ESC_KEY_LEN];
+        TrustBinding binding;
         unsigned per_session = 0;
         uint64_t now;
         size_t len;
@@ -906,8 +1069,18 @@ static int mailbox_handle(Escalations *e, const char *name) {
                 refuse(e, name, &q, "it names another sandbox (another generation?)");
         else if (!(s = e->cb.find_session(q.session, e->userdata)))
                 refuse(e, name, &q, "it names no session of this Domain");
-        else if (!esc_request_verify(buf, &q, s->anchor_pub))
-                refuse(e, name, &q, "its signature is not the session's");
+        else if (!e->trust)
+                refuse(e, name, &q, "this generation has no Trust Anchor yet");
+        /* SR-9: the credential binds (session, profile, Domain, generation, the session named) to a key ... */
+        else if (binding = session_binding(e, q.session),
+                 (k = trust_anchor_verify(e->trust, q.cred, q.cred_len, &binding, certified, &error)) != TRUST_OK)
+                refuse(e, name, &q, "%s", k < 0 ? "out of memory" : strna(error));
+        /* ... which is the one registered for that session ... */
+        else if (memcmp(certified, s->anchor_pub, ESC_KEY_LEN) != 0)
+                refuse(e, name, &q, "its credential certifies another key than the session's");
+        /* ... and which signed these exact bytes. */
+        else if (!esc_request_verify(buf, &q, certified))
+                refuse(e, name, &q, "its signature is not the session's (not by the key its credential certifies)");
         else if ((now = now_realtime_usec(), q.time_usec + CLOCK_SKEW_USEC < now || q.time_usec > now + CLOCK_SKEW_USEC))
                 refuse(e, name, &q, "its time is too far from the host's");
         else if (seen_check_add(e, q.id))
@@ -972,9 +1145,20 @@ static int on_inotify(sd_event_source *src, int fd, uint32_t revents, void *user
 
 /* -------------------------------------------------------------- lifetime */
 
-void escalations_set_sandbox(Escalations *e, const char *sandbox_id) {
-        if (e)
-                snprintf(e->sandbox_id, sizeof(e->sandbox_id), "%s", sandbox_id);
+int escalations_set_sandbox(Escalations *e, const char *sandbox_id, char **ret_error) {
+        _cleanup_(trust_anchor_freep) TrustAnchor *ta = NULL;
+        int k;
+
+        if (!e)
+                return 0;
+        /* A new generation, a new CA: every credential of the one before is worthless from now on. */
+        k = trust_anchor_new(e->domain_id, sandbox_id, &ta, ret_error);
+        if (k < 0)
+                return k;
+        trust_anchor_free(e->trust);
+        e->trust = TAKE_PTR(ta);
+        snprintf(e->sandbox_id, sizeof(e->sandbox_id), "%s", sandbox_id);
+        return 0;
 }
 
 void escalations_session_closed(Escalations *e, Session *s) {
@@ -997,8 +1181,10 @@ void escalations_session_closed(Escalations *e, Session *s) {
         for (bp = &e->bells; *bp; bp = &(*bp)->next)
                 if (streq((*bp)->session, s->id)) {
                         Bell *b = *bp;
-                        char name[ESC_ID_LEN + sizeof(ESC_BELL_SUFFIX)];
+                        char name[ESC_ID_LEN + sizeof(ESC_BELL_SUFFIX)], cred[ESC_ID_LEN + sizeof(ESC_CRED_SUFFIX)];
 
+                        snprintf(cred, sizeof(cred), "%s" ESC_CRED_SUFFIX, b->session);
+                        (void) unlinkat(e->trust_fd, cred, 0);
                         *bp = b->next;
                         snprintf(name, sizeof(name), "%s" ESC_BELL_SUFFIX, b->session);
                         (void) unlinkat(e->results_fd, name, 0);
@@ -1027,9 +1213,10 @@ Escalations *escalations_free(Escalations *e) {
         safe_close(e->inotify_fd);
         safe_close(e->requests_fd);
         safe_close(e->results_fd);
+        safe_close(e->trust_fd);
+        trust_anchor_free(e->trust);
         free(e->seen);
         free(e->dir);
-        free(e->audit_path);
         free(e->domain_id);
         free(e->profile);
         free(e->workspace);
@@ -1039,37 +1226,41 @@ Escalations *escalations_free(Escalations *e) {
 
 int escalations_new(const EscalationsParams *p, Escalations **ret, char **ret_error) {
         _cleanup_(escalations_freep) Escalations *e = calloc(1, sizeof(Escalations));
-        _cleanup_free_ char *req = NULL, *res = NULL;
+        _cleanup_free_ char *req = NULL, *res = NULL, *trust = NULL;
         int k;
 
         if (!e)
                 return -ENOMEM;
-        e->requests_fd = e->results_fd = e->inotify_fd = -EBADF;
+        e->requests_fd = e->results_fd = e->trust_fd = e->inotify_fd = -EBADF;
         e->event = p->event;
+        e->bus = p->bus;
         e->config = p->config;
         e->cb = p->cb;
         e->userdata = p->userdata;
         e->dir = strdup(p->dir);
-        e->audit_path = p->audit_path ? strdup(p->audit_path) : NULL;
+        e->store = p->store;
         e->domain_id = strdup(p->domain_id);
         e->profile = strdup(p->profile);
         e->workspace = strdup(p->workspace);
         e->seen = calloc(SEEN_MAX, sizeof(*e->seen));
         req = path_join(p->dir, ESC_REQUESTS_DIR);
         res = path_join(p->dir, ESC_RESULTS_DIR);
-        if (!e->dir || !e->domain_id || !e->profile || !e->workspace || !e->seen || !req || !res ||
-            (p->audit_path && !e->audit_path))
+        trust = path_join(p->dir, ESC_TRUST_DIR);
+        if (!e->dir || !e->domain_id || !e->profile || !e->workspace || !e->seen || !req || !res || !trust)
                 return -ENOMEM;
         k = mkdir_mode(p->dir, 0700);
         if (k >= 0)
                 k = mkdir_mode(req, 0700);
         if (k >= 0)
                 k = mkdir_mode(res, 0700);
+        if (k >= 0)
+                k = mkdir_mode(trust, 0700);
         if (k < 0)
                 return errorf(ret_error, k, "cannot create the Escalation Mailbox in %s: %s", p->dir, strerror(-k));
         e->requests_fd = open(req, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         e->results_fd = open(res, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (e->requests_fd < 0 || e->results_fd < 0)
+        e->trust_fd = open(trust, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (e->requests_fd < 0 || e->results_fd < 0 || e->trust_fd < 0)
                 return errorf(ret_error, -errno, "cannot open the Escalation Mailbox in %s: %m", p->dir);
         e->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (e->inotify_fd < 0)

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
 #include "cleanup.h"
 #include "config.h"
+#include "domain-store.h"
 #include "session.h"
 
 /*
@@ -23,13 +25,17 @@ typedef struct EscalationsCallbacks {
         /* The developer chose Abort on s's prompt: end that session. */
         void (*abort_session)(Session *s, void *userdata);
         /* A verified request waits for a human (no rule approved it). */
-        void (*pending)(const char *request_id, const char *session_id, void *userdata);
+        void (*pending)(const char *request_id, const char *session_id, char *const *argv, const char *why,
+                        void *userdata);
+        /* An accepted request is over (decided and run, ended, or gone with its session). */
+        void (*resolved)(const char *request_id, void *userdata);
 } EscalationsCallbacks;
 
 typedef struct EscalationsParams {
         sd_event *event;
+        sd_bus *bus;                    /* the user bus: each host command gets a transient scope */
         const char *dir;                /* the mailbox: <runtime dir>/mailbox */
-        const char *audit_path;         /* the audit trail (JSON lines) */
+        DomainStore *store;             /* the audit trail (escalation_events); borrowed, may be NULL */
         const char *domain_id;
         const char *profile;
         const char *workspace;          /* the host workspace, canonical */
@@ -43,8 +49,12 @@ int escalations_new(const EscalationsParams *p, Escalations **ret, char **ret_er
 Escalations *escalations_free(Escalations *e);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Escalations *, escalations_free);
 
-/* The generation's sandbox ID: requests naming another are refused. */
-void escalations_set_sandbox(Escalations *e, const char *sandbox_id);
+/*
+ * The generation's sandbox ID: requests naming another are refused. A new
+ * Trust Anchor (CA) is made for it; sessions opened from now on get
+ * credentials it issues, and only those verify.
+ */
+int escalations_set_sandbox(Escalations *e, const char *sandbox_id, char **ret_error);
 
 /* Each accepted request: state is "waiting", "prompting" or "running". Stops at fn's first error. */
 typedef int (*EscalationVisit)(const char *id, const char *session, const char *state, const char *why,
@@ -59,11 +69,11 @@ int escalations_list(Escalations *e, EscalationVisit fn, void *userdata);
  */
 int escalations_decide(Escalations *e, const char *id, bool approve, char **argv, const char *by);
 
-/* A session opened: its doorbell is created and held open. */
+/* A session opened: its credential is issued and published, its doorbell created and held open. */
 int escalations_session_opened(Escalations *e, Session *s);
 /*
  * A session is ending (before it is freed): its pending requests end
- * without a result, its running host commands are killed, its doorbell
- * and results are removed (spec 5.6 step 6, OR-3).
+ * without a result, its running host commands are killed, its credential,
+ * doorbell and results are removed (spec 5.6 step 6, OR-3).
  */
 void escalations_session_closed(Escalations *e, Session *s);

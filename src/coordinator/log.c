@@ -101,13 +101,16 @@ static void log_file_write(int priority, const char *session_id, const char *msg
         }
 }
 
-static void log_write(int priority, const char *session_id, const char *msg) {
+static void log_write(int priority, const char *session_id, const char *message_id, const char *msg) {
         if (priority > LOG_INFO && !getenv("LAZARET_DEBUG"))
                 return;
         log_file_write(priority, session_id, msg);
         if (journal_wanted() &&
-            sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", priority, "DOMAIN_ID=%s", domain_id,
-                            session_id ? "SESSION_ID=%s" : NULL, session_id, NULL) >= 0)
+            (message_id ? sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", priority, "DOMAIN_ID=%s", domain_id,
+                                          "MESSAGE_ID=%s", message_id, session_id ? "SESSION_ID=%s" : NULL, session_id,
+                                          NULL)
+                        : sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%i", priority, "DOMAIN_ID=%s", domain_id,
+                                          session_id ? "SESSION_ID=%s" : NULL, session_id, NULL)) >= 0)
                 return;
         if (session_id)
                 fprintf(stderr, "<%i>[%s] session %s: %s\n", priority, domain_id, session_id, msg);
@@ -122,7 +125,19 @@ void log_session(int priority, const char *session_id, const char *fmt, ...) {
 
         va_start(ap, fmt);
         if (vasprintf(&msg, fmt, ap) >= 0)
-                log_write(priority, session_id, msg);
+                log_write(priority, session_id, NULL, msg);
+        va_end(ap);
+        errno = saved;
+}
+
+void log_session_id(int priority, const char *session_id, const char *message_id, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        int saved = errno;
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) >= 0)
+                log_write(priority, session_id, message_id, msg);
         va_end(ap);
         errno = saved;
 }
@@ -133,7 +148,7 @@ int log_errno_session(int priority, int error, const char *session_id, const cha
 
         va_start(ap, fmt);
         if (vasprintf(&msg, fmt, ap) >= 0 && asprintf(&full, "%s: %s", msg, strerror(error < 0 ? -error : error)) >= 0)
-                log_write(priority, session_id, full);
+                log_write(priority, session_id, NULL, full);
         va_end(ap);
         return error < 0 ? error : -error;
 }

@@ -218,6 +218,7 @@ Manager *manager_free(Manager *m) {
         while (m->sessions)
                 manager_remove_session(m, m->sessions);
         escalations_free(m->escalations);
+        notifier_free(m->notifier);
         sandbox_free(m->sandbox);
         while (m->waiters) {
                 Waiter *w = m->waiters;
@@ -600,36 +601,56 @@ static void escalation_abort_session(Session *s, void *userdata) {
         session_close(s, "the developer aborted it at an escalation prompt");
 }
 
-static void escalation_pending(const char *request_id, const char *session_id, void *userdata) {
-        manager_emit_escalation_requested(userdata, request_id, session_id);
+static void escalation_pending(const char *request_id, const char *session_id, char *const *argv, const char *why,
+                               void *userdata) {
+        Manager *m = userdata;
+
+        manager_emit_escalation_requested(m, request_id, session_id);
+        notifier_show(m->notifier, request_id, session_id, argv, why);
+}
+
+static void escalation_resolved(const char *request_id, void *userdata) {
+        Manager *m = userdata;
+
+        notifier_withdraw(m->notifier, request_id);
+}
+
+static void notification_decided(const char *request_id, bool approve, void *userdata) {
+        Manager *m = userdata;
+
+        (void) escalations_decide(m->escalations, request_id, approve, NULL, "notification");
 }
 
 /* Host escalation (spec section 5.6), when the configuration enables it. */
 static int start_escalations(Manager *m) {
-        _cleanup_free_ char *error = NULL, *audit = NULL;
+        _cleanup_free_ char *error = NULL;
         int r;
 
         if (!sandbox_mailbox_dir(m->sandbox))
                 return 0;
-        audit = path_join(m->domain->domain_dir, "escalations.jsonl");
-        if (!audit)
+        m->notifier = notifier_new(m->bus, m->domain->profile->name, (NotifierCallbacks) { .decide = notification_decided }, m);
+        if (!m->notifier)
                 return -ENOMEM;
         r = escalations_new(&(EscalationsParams) {
                                     .event = m->event,
+                                    .bus = m->bus,
                                     .dir = sandbox_mailbox_dir(m->sandbox),
-                                    .audit_path = audit,
+                                    .store = m->store,
                                     .domain_id = m->id,
                                     .profile = m->domain->profile->name,
                                     .workspace = m->domain->workspace,
                                     .config = m->config,
                                     .cb = { .find_session = escalation_find_session,
                                             .abort_session = escalation_abort_session,
-                                            .pending = escalation_pending },
+                                            .pending = escalation_pending,
+                                            .resolved = escalation_resolved },
                                     .userdata = m,
                             }, &m->escalations, &error);
         if (r < 0)
                 return log_error_errno(r, "Cannot start host escalation: %s", error ?: "");
-        escalations_set_sandbox(m->escalations, sandbox_id(m->sandbox));
+        r = escalations_set_sandbox(m->escalations, sandbox_id(m->sandbox), &error);
+        if (r < 0)
+                return log_error_errno(r, "Cannot make the generation's Trust Anchor: %s", error ?: "");
         return 0;
 }
 
@@ -695,6 +716,7 @@ static int on_teardown(sd_event_source *s, void *userdata) {
         }
         /* Before the sandbox's runtime files go: the mailbox is among them. */
         m->escalations = escalations_free(m->escalations);
+        m->notifier = notifier_free(m->notifier);
         manager_emit_state_changed(m);
         m->object_slot = sd_bus_slot_unref(m->object_slot);
         m->name_slot = sd_bus_slot_unref(m->name_slot);

@@ -12,6 +12,7 @@
 #include "domain.h"
 #include "domain-store.h"
 #include "escalation.h"
+#include "notify.h"
 #include "sandbox.h"
 #include "session.h"
 
@@ -84,6 +85,7 @@ struct Manager {
 
         Sandbox *sandbox;
         Escalations *escalations;       /* NULL unless escalation is enabled and the sandbox runs */
+        Notifier *notifier;             /* desktop notifications of pending requests; with escalations */
 
         Session *sessions;
         unsigned n_sessions;

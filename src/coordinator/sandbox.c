@@ -640,10 +640,13 @@ static void step_bundle(Sandbox *sb) {
                 r = mkdir_mode(sb->mailbox_dir, 0700);
         if (r >= 0 && sb->mailbox_dir) {
                 _cleanup_free_ char *req = path_join(sb->mailbox_dir, ESC_REQUESTS_DIR),
-                                    *res = path_join(sb->mailbox_dir, ESC_RESULTS_DIR);
-                r = req && res ? mkdir_mode(req, 0700) : -ENOMEM;
+                                    *res = path_join(sb->mailbox_dir, ESC_RESULTS_DIR),
+                                    *trust = path_join(sb->mailbox_dir, ESC_TRUST_DIR);
+                r = req && res && trust ? mkdir_mode(req, 0700) : -ENOMEM;
                 if (r >= 0)
                         r = mkdir_mode(res, 0700);
+                if (r >= 0)
+                        r = mkdir_mode(trust, 0700);
         }
         if (r < 0) {
                 log_error_errno(r, "Cannot create the runtime directories in %s", sb->runtime_dir);

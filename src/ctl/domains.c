@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
@@ -25,11 +26,13 @@
 #include "config.h"
 #include "ctl.h"
 #include "domain.h"
+#include "domain-store.h"
 #include "domains.h"
 #include "escalation-proto.h"
 #include "fs-util.h"
 #include "json-util.h"
 #include "macro.h"
+#include "path-util.h"
 #include "strv.h"
 #include "util.h"
 
@@ -760,6 +763,90 @@ static int escalation_show(sd_bus_message *reply, json_object *list) {
         return 1;
 }
 
+#define ESCALATION_HISTORY_MAX 200      /* audit events lazaretctl escalations history shows */
+
+/* One audit event, as a human line or a JSON object. */
+static int history_show(const EscalationEvent *ev, void *userdata) {
+        json_object *list = userdata;
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_free_ char *shown = NULL, *detail = NULL;
+        char stamp[32];
+        time_t t = (time_t) (ev->time_usec / 1000000);
+        struct tm tm;
+
+        if (ev->argv_json) {
+                _cleanup_json_ json_object *a = json_tokener_parse(ev->argv_json);
+                for (size_t i = 0; a && json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++)
+                        if (strv_extend(&argv, json_object_get_string(json_object_array_get_idx(a, i))) < 0)
+                                return -ENOMEM;
+        }
+        if (list) {
+                _cleanup_json_ json_object *o = json_object_new_object();
+                if (!o || json_add_uint64(o, "TimeUSec", ev->time_usec) < 0 ||
+                    (ev->request && json_add_string(o, "RequestId", ev->request) < 0) ||
+                    (ev->session && json_add_string(o, "SessionId", ev->session) < 0) ||
+                    json_add_string(o, "Event", ev->event) < 0 || (ev->by && json_add_string(o, "By", ev->by) < 0) ||
+                    (argv && json_add_strv(o, "Argv", (const char *const *) argv) < 0) ||
+                    (ev->cwd && json_add_string(o, "Cwd", ev->cwd) < 0) || (ev->why && json_add_string(o, "Why", ev->why) < 0) ||
+                    (ev->outcome && (json_add_string(o, "Outcome", ev->outcome) < 0 || json_add_int64(o, "Status", ev->status) < 0)) ||
+                    (ev->detail && json_add_string(o, "Detail", ev->detail) < 0) || json_append(list, o) < 0)
+                        return -ENOMEM;
+                TAKE_PTR(o);
+                return 0;
+        }
+        if (!localtime_r(&t, &tm) || strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", &tm) == 0)
+                stamp[0] = 0;
+        /* What the sandbox wrote is escaped before it reaches the terminal. */
+        shown = argv ? esc_argv_to_display(argv) : strdup("");
+        detail = esc_string_to_display(ev->detail ?: "");
+        if (!shown || !detail)
+                return -ENOMEM;
+        printf("%s  %.8s  %-13s %-10s %s%s%s%s%s\n", stamp, ev->request ?: "-", ev->event, ev->by ?: "", shown,
+               ev->outcome ? "  -> " : "", strempty(ev->outcome), ev->detail ? "  " : "", ev->detail ? detail : "");
+        return 0;
+}
+
+/* lazaretctl escalations history: the audit trail in the Domain Store, which needs no running Domain. */
+static int escalations_history(int argc, char *argv[], const Config *config) {
+        _cleanup_free_ char *domains = NULL, *dir = NULL, *store = NULL, *why = NULL;
+        _cleanup_json_ json_object *list = NULL;
+        char id[DOMAIN_ID_LEN + 1];
+        DomainStore *st = NULL;
+        int r;
+
+        r = target_domain_id(1, argv, config, id);
+        if (r < 0)
+                return r;
+        domains = path_join(config->data_root, "domains");
+        dir = domains ? path_join(domains, id) : NULL;
+        store = dir ? path_join(dir, DOMAIN_STORE_FILE) : NULL;
+        if (!store)
+                return -ENOMEM;
+        r = domain_store_open_readonly(store, &st, &why);
+        if (r == -ENOENT) {
+                printf(arg_json ? "[]\n" : "Domain %s has no record of escalation requests.\n", id);
+                return 0;
+        }
+        if (r < 0) {
+                fprintf(stderr, "Cannot read the audit trail of Domain %s: %s\n", id, why ?: strerror(-r));
+                return r;
+        }
+        if (arg_json && !(list = json_object_new_array())) {
+                domain_store_close(st);
+                return ctl_json_failed(-ENOMEM);
+        }
+        why = mfree(why);
+        r = domain_store_escalation_events(st, ESCALATION_HISTORY_MAX, history_show, list, &why);
+        domain_store_close(st);
+        if (r < 0) {
+                fprintf(stderr, "Cannot read the audit trail of Domain %s: %s\n", id, why ?: strerror(-r));
+                return r;
+        }
+        if (list)
+                return ctl_print_json(list);
+        return 0;
+}
+
 /*
  * lazaretctl escalations [list] | approve ID | deny ID: host escalation
  * requests of the current Domain that wait for a decision, decided here
@@ -775,10 +862,13 @@ int verb_escalations(int argc, char *argv[], const Config *config) {
         unsigned n = 0;
         int r;
 
-        if (!streq(what, "list") && !streq(what, "approve") && !streq(what, "deny")) {
-                fprintf(stderr, "Unknown escalations action \"%s\"; use list, approve ID or deny ID.\n", what);
+        if (!streq(what, "list") && !streq(what, "approve") && !streq(what, "deny") && !streq(what, "history")) {
+                fprintf(stderr, "Unknown escalations action \"%s\"; use list, history, approve ID or deny ID.\n", what);
                 return -EINVAL;
         }
+        if (streq(what, "history"))
+                return argc > 2 ? (fprintf(stderr, "\"escalations history\" takes no arguments.\n"), -EINVAL)
+                                : escalations_history(argc, argv, config);
         if ((streq(what, "list") && argc > 2) || (!streq(what, "list") && argc != 3)) {
                 fprintf(stderr, "Usage: lazaretctl escalations [list] | approve ID | deny ID\n");
                 return -EINVAL;

@@ -3,6 +3,8 @@
  * lazaret-escalate: the Escalation Client (spec section 5.6). Runs inside
  * the sandbox, static, outside any sanitizer runtime. It asks the host for
  * one command: a request signed with the session's Session Anchor key,
+ * carrying the session's credential (trust/<session>.cred, issued by the
+ * host's per-generation Trust Anchor) as opaque bytes it never reads,
  * published into the mailbox by rename, then a wait on the session's
  * doorbell FIFO (gVisor reports no inotify event for files the host
  * writes; runsc --host-fifo=open lets a host FIFO carry the wake-up) for
@@ -216,14 +218,15 @@ static int deliver(const EscResult *res) {
 int main(int argc, char **argv) {
         const char *session = getenv("LAZARET_SESSION_ID"), *keyhex = getenv(ESC_ENV_SESSION_KEY),
                    *sandbox = getenv(ESC_ENV_SANDBOX_ID), *mailbox = getenv("LAZARET_MAILBOX") ?: ESC_MAILBOX_SANDBOX;
-        char cwd[PATH_MAX], bellname[ESC_ID_LEN + sizeof(ESC_BELL_SUFFIX)], lockname[ESC_ID_LEN + 8], *rec = NULL;
+        char cwd[PATH_MAX], bellname[ESC_ID_LEN + sizeof(ESC_BELL_SUFFIX)], lockname[ESC_ID_LEN + 8], *rec = NULL,
+                credname[ESC_ID_LEN + sizeof(ESC_CRED_SUFFIX)], *cred = NULL;
         uint8_t key[ESC_KEY_LEN];
         EscRequest q = {};
         size_t len;
         uint64_t deadline;
         struct timespec ts;
         struct sigaction sa = { .sa_handler = on_signal };
-        int reqdir, resdir, bell, lock, r;
+        int reqdir, resdir, trustdir, bell, lock, r;
 
         r = parse_args(argc, argv);
         if (r >= 0)
@@ -243,7 +246,9 @@ int main(int argc, char **argv) {
                 reqdir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 snprintf(path, sizeof(path), "%s/" ESC_RESULTS_DIR, mailbox);
                 resdir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (reqdir < 0 || resdir < 0)
+                snprintf(path, sizeof(path), "%s/" ESC_TRUST_DIR, mailbox);
+                trustdir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (reqdir < 0 || resdir < 0 || trustdir < 0)
                         return failf("there is no Escalation Mailbox at %s (escalation disabled?)", mailbox);
         }
 
@@ -262,6 +267,14 @@ int main(int argc, char **argv) {
          * here: gVisor blocks in read() on an empty host FIFO even with
          * O_NONBLOCK, so it is read only after poll() said POLLIN.) */
 
+        /* The credential, as bytes: only the host verifies it. */
+        snprintf(credname, sizeof(credname), "%s" ESC_CRED_SUFFIX, session);
+        r = read_file_at(trustdir, credname, &cred, &q.cred_len);
+        if (r < 0)
+                return failf("the session's credential cannot be read: %s", strerror(-r));
+        if (q.cred_len == 0 || q.cred_len > ESC_CRED_MAX)
+                return failf("the session's credential is empty or larger than %d bytes", ESC_CRED_MAX);
+        q.cred = (uint8_t *) cred;
         r = esc_random_id(q.id);
         if (r < 0)
                 return failf("no random bytes: %s", strerror(-r));

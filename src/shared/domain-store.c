@@ -47,6 +47,21 @@ static const char *const migrations[DOMAIN_STORE_VERSION] = {
         "  generation INTEGER NOT NULL REFERENCES generations(id),"
         "  path TEXT NOT NULL,"
         "  PRIMARY KEY (generation, path));",
+        /* 2: the audit trail of host escalation (spec 5.6). */
+        "CREATE TABLE escalation_events ("
+        "  id INTEGER PRIMARY KEY,"
+        "  time_usec INTEGER NOT NULL,"
+        "  request TEXT,"
+        "  session TEXT,"
+        "  event TEXT NOT NULL CHECK (event IN ('requested','refused','approved','denied','aborted','result','session-ended')),"
+        "  decided_by TEXT,"
+        "  argv TEXT,"
+        "  cwd TEXT,"
+        "  why TEXT,"
+        "  outcome TEXT,"
+        "  status INTEGER,"
+        "  detail TEXT);"
+        "CREATE INDEX escalation_events_request ON escalation_events (request);",
 };
 
 static int db_error(DomainStore *s, int rc, const char *what, char **ret_error) {
@@ -346,4 +361,57 @@ int domain_store_generation_state(DomainStore *s, uint64_t generation, char **re
                 return db_error(s, rc, "cannot read a generation", ret_error);
         *ret = strdup((const char *) sqlite3_column_text(st, 0));
         return *ret ? 0 : -ENOMEM;
+}
+
+int domain_store_add_escalation_event(DomainStore *s, const EscalationEvent *ev, char **ret_error) {
+        const char *texts[] = { ev->request, ev->session, ev->event, ev->by, ev->argv_json, ev->cwd, ev->why, ev->outcome,
+                                ev->detail };
+        int64_t ints[] = { (int64_t) ev->time_usec, ev->outcome ? ev->status : 0 };
+
+        /* One row, one implicit transaction. */
+        return run(s,
+                   "INSERT INTO escalation_events (time_usec, request, session, event, decided_by, argv, cwd, why, outcome, status, detail) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   "ittttttttit", texts, ints, ret_error);
+}
+
+static const char *column_text(sqlite3_stmt *st, int i) {
+        return (const char *) sqlite3_column_text(st, i);
+}
+
+int domain_store_escalation_events(DomainStore *s, unsigned limit, EscalationEventVisit fn, void *userdata,
+                                   char **ret_error) {
+        _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        int rc, r;
+
+        /* The newest limit events, oldest first. */
+        rc = sqlite3_prepare_v2(s->db,
+                                "SELECT time_usec, request, session, event, decided_by, argv, cwd, why, outcome, status, detail "
+                                "FROM (SELECT * FROM escalation_events ORDER BY id DESC LIMIT ?) ORDER BY id",
+                                -1, &st, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_bind_int64(st, 1, limit);
+        if (rc != SQLITE_OK)
+                return db_error(s, rc, "cannot read the escalation events", ret_error);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                EscalationEvent ev = {
+                        .time_usec = (uint64_t) sqlite3_column_int64(st, 0),
+                        .request = column_text(st, 1),
+                        .session = column_text(st, 2),
+                        .event = column_text(st, 3),
+                        .by = column_text(st, 4),
+                        .argv_json = column_text(st, 5),
+                        .cwd = column_text(st, 6),
+                        .why = column_text(st, 7),
+                        .outcome = column_text(st, 8),
+                        .status = (int) sqlite3_column_int64(st, 9),
+                        .detail = column_text(st, 10),
+                };
+                r = fn(&ev, userdata);
+                if (r < 0)
+                        return r;
+        }
+        if (rc != SQLITE_DONE)
+                return db_error(s, rc, "cannot read the escalation events", ret_error);
+        return 0;
 }

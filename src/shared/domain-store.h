@@ -8,7 +8,8 @@
  * Root, opened only by the coordinator that holds the Domain lock. It holds
  * the durable record of each generation (coordinator ID, start and end,
  * state, network readiness fingerprint), the prepared lower it leased and
- * the State Anchor layers it mounted. Every mutation is one transaction.
+ * the State Anchor layers it mounted, and the audit trail of host
+ * escalation (schema version 2). Every mutation is one transaction.
  *
  * The schema is versioned with PRAGMA user_version: opening migrates an
  * older store (0, a new file, is the first migration) in one transaction;
@@ -22,7 +23,7 @@
  */
 
 #define DOMAIN_STORE_FILE "store.sqlite"
-#define DOMAIN_STORE_VERSION 1
+#define DOMAIN_STORE_VERSION 2
 #define DOMAIN_STORE_BUSY_MS 200
 
 typedef struct DomainStore DomainStore;
@@ -59,3 +60,21 @@ int domain_store_leased_lowers(DomainStore *s, char ***ret, char **ret_error);
 
 /* The state of a generation ("starting", "running", "stopped", "failed", "abandoned"); -ENOENT if unknown. */
 int domain_store_generation_state(DomainStore *s, uint64_t generation, char **ret, char **ret_error);
+
+/*
+ * One event of an escalation request (the audit trail, spec 5.6): what was
+ * asked, what was decided and by whom ("rule", "terminal", "bus",
+ * "lazaretctl", ...), how it ended. Strings may be NULL; argv_json is a
+ * JSON array of strings; status counts only with an outcome.
+ */
+typedef struct EscalationEvent {
+        uint64_t time_usec;
+        const char *request, *session, *event, *by, *argv_json, *cwd, *why, *outcome, *detail;
+        int status;
+} EscalationEvent;
+
+int domain_store_add_escalation_event(DomainStore *s, const EscalationEvent *ev, char **ret_error);
+typedef int (*EscalationEventVisit)(const EscalationEvent *ev, void *userdata);
+/* The newest limit events, oldest first; stops at fn's first error. */
+int domain_store_escalation_events(DomainStore *s, unsigned limit, EscalationEventVisit fn, void *userdata,
+                                   char **ret_error);

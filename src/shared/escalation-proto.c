@@ -16,7 +16,7 @@
 
 #include "escalation-proto.h"
 
-#define REQUEST_MAGIC "lazaret-escalation-request 1\n"
+#define REQUEST_MAGIC "lazaret-escalation-request 2\n"
 #define RESULT_MAGIC "lazaret-escalation-result 1\n"
 
 static const char *const outcome_names[_ESC_OUTCOME_MAX] = {
@@ -164,6 +164,8 @@ int esc_request_validate(const EscRequest *r, char **ret_error) {
                 return fail(ret_error, -EINVAL, "the argument vector is not terminated");
         if (r->argv[0][0] == 0)
                 return fail(ret_error, -EINVAL, "the program name is empty");
+        if (!r->cred || r->cred_len < 1 || r->cred_len > ESC_CRED_MAX)
+                return fail(ret_error, -EINVAL, "the credential is missing or longer than %d bytes", ESC_CRED_MAX);
         return 0;
 }
 
@@ -176,6 +178,7 @@ void esc_request_done(EscRequest *r) {
                 for (size_t i = 0; r->argv[i]; i++)
                         free(r->argv[i]);
         free(r->argv);
+        free(r->cred);
         *r = (EscRequest) {};
 }
 
@@ -263,6 +266,7 @@ int esc_request_format(const EscRequest *r, const uint8_t key[ESC_KEY_LEN], char
         field_u64(&w, "argc", r->argc);
         for (size_t i = 0; i < r->argc; i++)
                 field_str(&w, "arg", r->argv[i]);
+        field(&w, "cred", r->cred, r->cred_len);
         if (w.oom) {
                 free(w.buf);
                 return -ENOMEM;
@@ -382,7 +386,8 @@ static int expect_magic(Reader *rd, const char *magic) {
         size_t n = strlen(magic);
 
         if (rd->len < n || memcmp(rd->buf, magic, n) != 0)
-                return fail(rd->error, -EINVAL, "not a Lazaret escalation record of version 1");
+                return fail(rd->error, -EINVAL, "not a Lazaret escalation record of this version (\"%.*s\")",
+                            (int) n - 1, magic);
         rd->pos = n;
         return 0;
 }
@@ -426,6 +431,20 @@ int esc_request_parse(const char *buf, size_t len, EscRequest *ret, char **ret_e
                 r = next_str(&rd, "arg", ESC_ARG_MAX, &q.argv[i]);
                 if (r >= 0)
                         q.argc++;
+        }
+        if (r >= 0) {
+                const char *v;
+                size_t n;
+                r = next(&rd, "cred", ESC_CRED_MAX, &v, &n);
+                if (r >= 0 && n > 0) {
+                        q.cred = malloc(n);
+                        if (!q.cred)
+                                r = -ENOMEM;
+                        else {
+                                memcpy(q.cred, v, n);
+                                q.cred_len = n;
+                        }
+                }
         }
         if (r >= 0) {
                 q.signed_len = rd.pos;

@@ -15,7 +15,9 @@
  *     NAME SP LENGTH ":" BYTES LF
  *
  * where LENGTH is the decimal byte count of BYTES (no leading zeros, no
- * sign). A request's last field is "sig", an Ed25519 signature (hex) over
+ * sign). A request's "cred" field is the session's credential, opaque
+ * bytes here: only the host's Trust Anchor reads it (trust-anchor.h).
+ * A request's last field is "sig", an Ed25519 signature (hex) over
  * every byte before that field: the exact bytes, never a re-serialisation.
  * Nothing may follow it. The reader is strict: a wrong name, order, length,
  * value, a missing or repeated field, or trailing bytes refuse the record.
@@ -35,6 +37,7 @@
 #define ESC_OUTPUT_MAX (256 * 1024)     /* captured bytes per stream */
 #define ESC_RESULT_MAX (2 * ESC_OUTPUT_MAX + 8192)
 #define ESC_TIMEOUT_MAX 86400
+#define ESC_CRED_MAX 4096               /* the attached credential (= TRUST_CREDENTIAL_MAX) */
 
 #define ESC_KEY_LEN 32                  /* Ed25519 private and public keys */
 #define ESC_SIG_LEN 64
@@ -44,6 +47,8 @@
 #define ESC_REQUESTS_DIR "requests"
 #define ESC_RESULTS_DIR "results"
 #define ESC_BELL_SUFFIX ".bell"         /* results/<session-id>.bell: the session's doorbell FIFO */
+#define ESC_TRUST_DIR "trust"           /* read-only inside: trust/<session-id>.cred, each session's credential */
+#define ESC_CRED_SUFFIX ".cred"
 
 /* The environment a session's processes get (sandbox-exec.c). */
 #define ESC_ENV_SESSION_KEY "LAZARET_SESSION_KEY"      /* the Session Anchor's private half, hex */
@@ -59,6 +64,8 @@ typedef struct EscRequest {
         char *why;
         char **argv;                    /* argc >= 1 entries, NULL-terminated */
         size_t argc;
+        uint8_t *cred;                  /* the session's credential, never read by the client */
+        size_t cred_len;                /* 1..ESC_CRED_MAX */
         /* Set by esc_request_parse(): */
         size_t signed_len;              /* bytes covered by the signature */
         uint8_t sig[ESC_SIG_LEN];

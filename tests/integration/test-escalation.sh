@@ -8,8 +8,10 @@
 # go to a human (without a terminal: they time out); a request signed with
 # another key, a tampered and a replayed request are refused with nothing
 # run; on a tmux-driven terminal the prompt approves, denies and edits;
-# the audit trail records it all. The host command really runs on the
-# host: it creates files in $HOME, outside the workspace.
+# the audit trail records it all; a test notification server gets a
+# notification it can approve or deny. The host command really runs on the
+# host: it creates files in $HOME, outside the workspace. Requests carrying
+# another session's or another generation's credential are refused too.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -20,6 +22,7 @@ command -v tmux >/dev/null || lt_fail "tmux is not installed (.ci/install-deps i
 H=$HOME/esc
 rm -rf "$H"
 find "$HOME/.local/share/lazaret" -name 'escalations.jsonl*' -delete 2>/dev/null || true
+T0=$(date +%s%6N)
 mkdir -p "$H"
 printf '{ "default_profile": "test",
   "escalation": { "timeout_s": 30, "auto_approve": [
@@ -81,8 +84,9 @@ rm -f "$H/auto"
 mark
 out=$(in_sandbox "
 set -e
-mkdir -p /tmp/mb/requests /tmp/mb/results
+mkdir -p /tmp/mb/requests /tmp/mb/results /tmp/mb/trust
 : > /tmp/mb/results/\$LAZARET_SESSION_ID.bell
+cp /run/lazaret/mailbox/trust/\$LAZARET_SESSION_ID.cred /tmp/mb/trust/
 LAZARET_MAILBOX=/tmp/mb timeout 1 lazaret-escalate --timeout 1 -- /usr/bin/touch $H/auto 2>/dev/null || true
 req=\$(ls /tmp/mb/requests | grep -v cancel | grep -v '^\\.')
 R=/run/lazaret/mailbox/requests
@@ -99,8 +103,9 @@ rm -f "$H/auto"
 mark
 out=$(in_sandbox "
 set -e
-mkdir -p /tmp/mb/requests /tmp/mb/results
+mkdir -p /tmp/mb/requests /tmp/mb/results /tmp/mb/trust
 : > /tmp/mb/results/\$LAZARET_SESSION_ID.bell
+cp /run/lazaret/mailbox/trust/\$LAZARET_SESSION_ID.cred /tmp/mb/trust/
 LAZARET_MAILBOX=/tmp/mb timeout 1 lazaret-escalate --timeout 1 -- /usr/bin/touch $H/auto 2>/dev/null || true
 req=\$(ls /tmp/mb/requests | grep -v cancel | grep -v '^\\.')
 R=/run/lazaret/mailbox/requests
@@ -110,6 +115,45 @@ sleep 1
 [[ ! -e $H/auto ]] || lt_fail "a tampered request ran"
 since_mark | grep -q "refused: its signature is not the session's" ||
         lt_fail "the tampered request was not refused for its signature"
+
+# --- the Trust Anchor (SR-9): a request whose credential is another
+# session's, or another generation's, is refused with nothing run, though
+# it is signed by the session's own key. A private mailbox (as above) makes
+# the request with the credential swapped; it is then copied into the real one.
+# forge_with CRED: the script that does so with the file CRED as the credential.
+forge_with() {
+        printf '%s\n' "set -e
+mkdir -p /tmp/mb/requests /tmp/mb/results /tmp/mb/trust
+: > /tmp/mb/results/\$LAZARET_SESSION_ID.bell
+cp $1 /tmp/mb/trust/\$LAZARET_SESSION_ID.cred
+LAZARET_MAILBOX=/tmp/mb timeout 1 lazaret-escalate --timeout 1 -- /usr/bin/touch $H/auto 2>/dev/null || true
+req=\$(ls /tmp/mb/requests | grep -v cancel | grep -v '^\\.')
+R=/run/lazaret/mailbox/requests
+cp /tmp/mb/requests/\$req \$R/.a && mv \$R/.a \$R/\$req
+sleep 1"
+}
+rm -f "$H/auto"
+lt_keeper_start
+mark
+out=$(in_sandbox "other=\$(ls /run/lazaret/mailbox/trust | grep -v \"^\$LAZARET_SESSION_ID\" | grep '[.]cred\$' | head -n1)
+[ -n \"\$other\" ] || { echo no other credential; exit 1; }
+$(forge_with '/run/lazaret/mailbox/trust/$other')") || lt_fail "the other-session script failed: $out"
+[[ ! -e $H/auto ]] || lt_fail "a request with another session's credential ran"
+since_mark | grep -q "refused: the credential is for another role, profile, Domain, generation or session" ||
+        lt_fail "the request with another session's credential was not refused for its binding"
+# A credential kept from this generation, for the next one.
+in_sandbox "cp /run/lazaret/mailbox/trust/\$LAZARET_SESSION_ID.cred /workspace/.esc-old-cred" ||
+        lt_fail "cannot keep a credential"
+kill "$LT_KEEPER"
+wait "$LT_KEEPER" 2>/dev/null || true
+lt_wait_inactive
+mark
+out=$(in_sandbox "$(forge_with /workspace/.esc-old-cred)") || lt_fail "the other-generation script failed: $out"
+rm -f "$LT_WS/.esc-old-cred"
+[[ ! -e $H/auto ]] || lt_fail "a request with another generation's credential ran"
+since_mark | grep -q "refused: the credential was not issued by this generation's Trust Anchor" ||
+        lt_fail "the request with another generation's credential was not refused"
+lt_log "ok: credentials of another session and of another generation refused"
 
 # --- decided from the host: lazaretctl escalations (a session without a terminal)
 pending_id() {   # waits until one request is pending; prints its ID
@@ -147,7 +191,76 @@ if (cd "$LT_WS" && lazaretctl escalations approve "$id" 2>/dev/null); then
         lt_fail "a decided request could be decided again"
 fi
 
-# --- a session that ends while its host command runs: the command is killed (OR-3),
+# --- a desktop notification, from a test notification server on the test
+# user's bus: Approve and Deny; the text escaped for the server's markup;
+# an ActionInvoked from anyone but the server ignored; withdrawn when
+# decided elsewhere; no Approve for a command too long to show whole.
+ns=$HOME/lt-notify-server
+cc -o "$ns" "$LAZARET_SOURCE_ROOT/tests/integration/notify-server.c" $(pkg-config --cflags --libs libsystemd) ||
+        lt_fail "cannot build the test notification server"
+nlog=$H/notify.log
+rm -f "$nlog" "$H/notify.in"
+mkfifo "$H/notify.in"
+"$ns" "$nlog" <"$H/notify.in" &
+nsp=$!
+exec 7>"$H/notify.in"
+notify_line() {   # N: waits for the Nth notification; prints its line
+        for _ in $(seq 1 100); do
+                [[ $(grep -c '^notify ' "$nlog" 2>/dev/null) -ge $1 ]] && { grep '^notify ' "$nlog" | sed -n "${1}p"; return 0; }
+                sleep 0.1
+        done
+        lt_fail "no notification number $1: $(cat "$nlog" 2>/dev/null)"
+}
+for _ in $(seq 1 50); do grep -q '^ready' "$nlog" 2>/dev/null && break; sleep 0.1; done
+grep -q '^ready' "$nlog" || lt_fail "the test notification server did not start"
+in_sandbox "lazaret-escalate --why '<b>bold</b> & more' -- /usr/bin/touch $H/notified; echo rc=\$?" >"$H/n.out" 2>&1 &
+bg=$!
+id=$(pending_id)
+line=$(notify_line 1)
+nid=$(cut -f1 <<<"$line" | cut -d' ' -f2)
+grep -qF '&lt;b&gt;bold&lt;/b&gt; &amp; more' <<<"$line" || lt_fail "the justification is not escaped for markup: $line"
+grep -qF "touch $H/notified" <<<"$line" || lt_fail "the notification does not show the command: $line"
+lt_assert_eq "the notification's actions" "approve,deny" "$(cut -f4 <<<"$line")"
+# The same signal from another connection than the server's: ignored.
+busctl --user emit /org/freedesktop/Notifications org.freedesktop.Notifications ActionInvoked us "$nid" approve ||
+        lt_fail "cannot emit a forged ActionInvoked"
+sleep 1
+[[ ! -e $H/notified ]] || lt_fail "an ActionInvoked from another sender than the notification server approved"
+(cd "$LT_WS" && lazaretctl escalations --json) | jq -e --arg id "$id" 'any(.[]; .RequestId == $id)' >/dev/null ||
+        lt_fail "the request is no longer pending after a forged action"
+echo "invoke $nid approve" >&7
+wait "$bg" || true
+lt_assert_eq "approved from the notification" "rc=0" "$(grep -v '^lazaret: ' "$H/n.out")"
+[[ -e $H/notified ]] || lt_fail "the command approved from the notification did not run"
+# Decided elsewhere: the notification is withdrawn.
+in_sandbox "lazaret-escalate -- /usr/bin/touch $H/notified-2; echo rc=\$?" >"$H/n.out" 2>&1 &
+bg=$!
+id=$(pending_id)
+nid=$(notify_line 2 | cut -f1 | cut -d' ' -f2)
+(cd "$LT_WS" && lazaretctl escalations deny "$id") || lt_fail "lazaretctl escalations deny failed"
+wait "$bg" || true
+for _ in $(seq 1 50); do grep -q "^close $nid\$" "$nlog" && break; sleep 0.1; done
+grep -q "^close $nid\$" "$nlog" || lt_fail "the notification of a request denied with lazaretctl was not withdrawn: $(cat "$nlog")"
+# A command too long to show whole: Deny only.
+long=$(printf 'x%.0s' $(seq 1 450))
+in_sandbox "lazaret-escalate -- /usr/bin/touch $H/$long; echo rc=\$?" >"$H/n.out" 2>&1 &
+bg=$!
+id=$(pending_id)
+line=$(notify_line 3)
+nid=$(cut -f1 <<<"$line" | cut -d' ' -f2)
+lt_assert_eq "the actions for a command too long to show" "deny" "$(cut -f4 <<<"$line")"
+echo "invoke $nid approve" >&7
+sleep 1
+[[ ! -e $H/$long ]] || lt_fail "an Approve the notification did not offer was taken"
+echo "invoke $nid deny" >&7
+wait "$bg" || true
+grep -q 'rc=122' "$H/n.out" || lt_fail "denied from the notification: $(cat "$H/n.out")"
+exec 7>&-
+wait "$nsp" 2>/dev/null || true
+lt_log "ok: desktop notification: approve, forged action ignored, withdrawn, no Approve for a long command"
+
+# --- a session that ends while its host command runs: the command, in a
+# transient scope of its own, is killed and its scope stopped (OR-3),
 # while another session keeps the Domain (and its mailbox) alive
 lt_keeper_start
 (cd "$LT_WS" && exec lazaretctl launch -- /bin/sh -c "lazaret-escalate -- /usr/bin/sleep 77") >/dev/null 2>&1 &
@@ -157,6 +270,12 @@ for _ in $(seq 1 100); do
         sleep 0.1
 done
 pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' >/dev/null || lt_fail "the auto-approved host command never started"
+# It runs in a transient scope of its own, which shows it and holds it.
+scope="lazaret-$LT_DOMAIN-esc-*.scope"
+lt_assert_eq "the host command's scope" active "$(systemctl --user list-units --plain --no-legend "$scope" | awk '{print $3}' | head -n1)"
+pid=$(pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' | head -n1)
+grep -q "/lazaret-$LT_DOMAIN-esc-[0-9a-f]*[.]scope\$" "/proc/$pid/cgroup" ||
+        lt_fail "the host command is not in its scope's cgroup: $(cat "/proc/$pid/cgroup")"
 kill -KILL "$bg"
 wait "$bg" 2>/dev/null || true
 for _ in $(seq 1 100); do
@@ -166,7 +285,13 @@ done
 if pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' >/dev/null; then
         lt_fail "the host command outlived its session"
 fi
-lt_log "ok: the host command was killed with its session"
+for _ in $(seq 1 50); do
+        [[ -z $(systemctl --user list-units --plain --no-legend --state=active "$scope") ]] && break
+        sleep 0.1
+done
+[[ -z $(systemctl --user list-units --plain --no-legend --state=active "$scope") ]] ||
+        lt_fail "the host command's scope outlived its session"
+lt_log "ok: the host command was killed with its session, and its scope stopped"
 lt_assert_eq "Domain state after the session ended" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
 kill "$LT_KEEPER"
 wait "$LT_KEEPER" 2>/dev/null || true
@@ -294,12 +419,21 @@ wait_for 'LAUNCH-EXIT='
 [[ ! -e $H/aborted ]] || lt_fail "the aborted request ran"
 
 # --- a timeout from the host's deadline, and the audit trail
-audit=$(find "$HOME/.local/share/lazaret" -name escalations.jsonl | head -n1)
-[[ -n $audit ]] || lt_fail "no audit trail"
-for ev in requested approved denied refused result; do
-        grep -q "\"event\":\"$ev\"" "$audit" || lt_fail "the audit trail has no '$ev' event"
+# The audit trail is the Domain Store's (lazaretctl escalations history), which the sandbox cannot reach.
+audit=$(cd "$LT_WS" && lazaretctl escalations history --json) || lt_fail "lazaretctl escalations history failed"
+audit=$(jq --argjson t0 "$T0" '[.[] | select(.TimeUSec >= $t0)]' <<<"$audit")   # this run's only
+for ev in requested approved denied refused result session-ended; do
+        jq -e --arg ev "$ev" 'any(.[]; .Event == $ev)' <<<"$audit" >/dev/null || lt_fail "the audit trail has no '$ev' event"
 done
-grep -q '"by":"rule"' "$audit" || lt_fail "the audit trail does not say a rule approved"
-grep -q '"by":"terminal"' "$audit" || lt_fail "the audit trail does not say the terminal decided"
-grep -q '"outcome":"timeout"' "$audit" || lt_fail "the audit trail has no timeout"
-lt_log "audit trail: $(wc -l <"$audit") lines"
+jq -e 'any(.[]; .By == "rule")' <<<"$audit" >/dev/null || lt_fail "the audit trail does not say a rule approved"
+jq -e 'any(.[]; .By == "terminal")' <<<"$audit" >/dev/null || lt_fail "the audit trail does not say the terminal decided"
+jq -e 'any(.[]; .By == "notification" and .Event == "approved")' <<<"$audit" >/dev/null ||
+        lt_fail "the audit trail does not say a notification approved"
+jq -e 'any(.[]; .Outcome == "timeout")' <<<"$audit" >/dev/null || lt_fail "the audit trail has no timeout"
+jq -e --arg f "$H/ctl-approved" 'any(.[]; .Event == "result" and .Argv[1] == $f and .Outcome == "completed")' \
+        <<<"$audit" >/dev/null || lt_fail "the audit trail has no result of the request approved with lazaretctl"
+history=$(cd "$LT_WS" && lazaretctl escalations history) || lt_fail "lazaretctl escalations history failed"
+grep -q "result .*touch $H/ctl-approved  -> completed" <<<"$history" ||
+        lt_fail "lazaretctl escalations history does not show the command: $history"
+[[ -z $(find "$HOME/.local/share/lazaret" -name 'escalations.jsonl*') ]] || lt_fail "an audit file beside the store"
+lt_log "audit trail: $(jq length <<<"$audit") events in the Domain Store"

@@ -40,7 +40,7 @@ lt_cleanup_hook() {
 lt_keeper_start
 plan=$(cd "$OUTER" && lazaretctl status --json | jq -c '[.MountPlan.entries[] | select(.kind != "sandbox") | [.part, .destination]]')
 lt_assert_eq "the mount plan's parts in order" \
-        '[["root","/"],["workspace-view","/workspace"],["control","/run/lazaret"],["mailbox","/run/lazaret/mailbox/requests"],["mailbox","/run/lazaret/mailbox/results"],["mailbox","/usr/local/bin/lazaret-escalate"],["resolver","/etc/resolv.conf"],["resolver","/etc/hosts"],["resolver","/etc/hostname"]]' \
+        '[["root","/"],["workspace-view","/workspace"],["control","/run/lazaret"],["mailbox","/run/lazaret/mailbox/requests"],["mailbox","/run/lazaret/mailbox/results"],["mailbox","/run/lazaret/mailbox/trust"],["mailbox","/usr/local/bin/lazaret-escalate"],["resolver","/etc/resolv.conf"],["resolver","/etc/hosts"],["resolver","/etc/hostname"]]' \
         "$plan"
 bundle=$XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN/bundle
 stage=$bundle/stage

@@ -142,7 +142,7 @@ Test(store, newer_schema_refused, .init = setup, .fini = teardown) {
         cr_assert_eq(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
         cr_assert_eq(domain_store_open(path, &s, &error), -EPROTONOSUPPORT);
-        cr_assert(strstr(error, "schema version 99, newer than this Lazaret's 1"), "%s", error);
+        cr_assert(strstr(error, "schema version 99, newer than this Lazaret's 2"), "%s", error);
         cr_assert_eq(user_version(), 99, "the newer store was changed");
 }
 
@@ -189,4 +189,56 @@ Test(store, readonly_reader, .init = setup, .fini = teardown) {
         cr_assert_lt(domain_store_end_generation(r, g, "stopped", 2, &error), 0, "a read-only store was written");
         domain_store_close(r);
         domain_store_close(w);
+}
+
+static int collect(const EscalationEvent *ev, void *userdata) {
+        char ***list = userdata;
+
+        return strv_extendf(list, "%s %s %s %s %d", ev->request ?: "-", ev->event, ev->by ?: "-", ev->outcome ?: "-",
+                            ev->status);
+}
+
+/* The audit trail of host escalation (migration 2): events kept in order, the newest N listed. */
+Test(store, escalation_events, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **list = NULL;
+        _cleanup_free_ char *error = NULL;
+        DomainStore *s = NULL;
+        sqlite3 *db = NULL;
+
+        /* A store written at version 1 gains the table and keeps its rows. */
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_exec(db,
+                                  "CREATE TABLE generations (id INTEGER PRIMARY KEY, coordinator_id TEXT NOT NULL,"
+                                  " started_usec INTEGER NOT NULL, ended_usec INTEGER, state TEXT NOT NULL, network_fingerprint TEXT);"
+                                  "CREATE TABLE leases (generation INTEGER, lower_id TEXT, released_usec INTEGER);"
+                                  "CREATE TABLE layers (generation INTEGER, path TEXT);"
+                                  "INSERT INTO generations (coordinator_id, started_usec, state) VALUES ('c', 1, 'stopped');"
+                                  "PRAGMA user_version = 1;",
+                                  NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        cr_assert_eq(domain_store_open(path, &s, &error), 0, "%s", error ?: "");
+        cr_assert_eq(user_version(), 2);
+        cr_assert_eq(domain_store_add_escalation_event(s, &(EscalationEvent) { .time_usec = 1, .request = "r1",
+                                                       .session = "s1", .event = "requested", .argv_json = "[\"/bin/true\"]" },
+                                                       &error), 0, "%s", error ?: "");
+        cr_assert_eq(domain_store_add_escalation_event(s, &(EscalationEvent) { .time_usec = 2, .request = "r1",
+                                                       .event = "approved", .by = "rule" }, &error), 0);
+        cr_assert_eq(domain_store_add_escalation_event(s, &(EscalationEvent) { .time_usec = 3, .request = "r1",
+                                                       .event = "result", .by = "rule", .outcome = "completed", .status = 3 },
+                                                       &error), 0);
+        cr_assert_eq(domain_store_add_escalation_event(s, &(EscalationEvent) { .time_usec = 4, .event = "refused",
+                                                       .detail = "garbage" }, &error), 0);
+        /* An event the schema does not know is refused by the table itself. */
+        cr_assert_lt(domain_store_add_escalation_event(s, &(EscalationEvent) { .time_usec = 5, .event = "bogus" }, &error), 0);
+        error = mfree(error);
+        cr_assert_eq(domain_store_escalation_events(s, 100, collect, &list, &error), 0);
+        cr_assert_eq(strv_length(list), 4);
+        cr_assert_str_eq(list[0], "r1 requested - - 0");
+        cr_assert_str_eq(list[2], "r1 result rule completed 3");
+        cr_assert_str_eq(list[3], "- refused - - 0");
+        list = strv_free(list);
+        cr_assert_eq(domain_store_escalation_events(s, 2, collect, &list, &error), 0);
+        cr_assert_eq(strv_length(list), 2);
+        cr_assert_str_eq(list[0], "r1 result rule completed 3", "the newest two, oldest first");
+        domain_store_close(s);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,9 @@
 static const uint8_t key[ESC_KEY_LEN] = { 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
                                           0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
                                           0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11 };
+
+/* Opaque to the codec: any bytes, NUL and newline included. */
+static const uint8_t cred_ok[] = { 0x30, 0x82, 0x00, '\n', 'c', 'r', 'e', 'd', 0xff };
 
 static char *argv_ok[] = { "/usr/bin/touch", "a b", "", NULL };
 
@@ -24,7 +28,19 @@ static EscRequest sample(void) {
                 .why = "because\nreasons",
                 .argv = argv_ok,
                 .argc = 3,
+                .cred = (uint8_t *) cred_ok,
+                .cred_len = sizeof(cred_ok),
         };
+}
+
+/* The record holds NUL bytes (in the credential): copied whole, never with strndup(). */
+static char *memdup_test(const char *p, size_t n) {
+        char *t = malloc(n + 1);
+
+        cr_assert_not_null(t);
+        memcpy(t, p, n);
+        t[n] = 0;
+        return t;
 }
 
 static char *format(EscRequest *q, size_t *len) {
@@ -52,6 +68,8 @@ Test(escalation, request_roundtrip) {
         cr_assert_str_eq(p.argv[1], "a b");
         cr_assert_str_eq(p.argv[2], "");
         cr_assert_null(p.argv[3]);
+        cr_assert_eq(p.cred_len, sizeof(cred_ok));
+        cr_assert_arr_eq(p.cred, cred_ok, sizeof(cred_ok));
         esc_key_public(key, pub);
         cr_assert(esc_request_verify(buf, &p, pub));
         cr_assert_eq(esc_key_generate(opriv, other), 0);
@@ -60,7 +78,7 @@ Test(escalation, request_roundtrip) {
 
         /* One flipped bit anywhere in the signed part breaks the signature (tampering). */
         for (size_t i = 0; i < len; i += 7) {
-                char *t = strndup(buf, len);
+                char *t = memdup_test(buf, len);
                 t[i] ^= 0x01;
                 if (esc_request_parse(t, len, &p, NULL) == 0) {
                         cr_assert_not(esc_request_verify(t, &p, pub), "byte %zu flipped still verifies", i);
@@ -97,7 +115,7 @@ Test(escalation, request_refused) {
         refuse("garbage", 7, "garbage");
 
         /* A field out of order, repeated, unknown, a length with a leading zero, NUL inside. */
-#define HEAD "lazaret-escalation-request 1\nid 32:0123456789abcdef0123456789abcdef\n"
+#define HEAD "lazaret-escalation-request 2\nid 32:0123456789abcdef0123456789abcdef\n"
         refuse(HEAD "id 32:0123456789abcdef0123456789abcdef\n", strlen(HEAD) + 39, "repeated id");
         refuse(HEAD "extra 1:x\n", strlen(HEAD) + 10, "unknown field");
         refuse(HEAD "session 032:fedcba9876543210fedcba9876543210\n", strlen(HEAD) + 45, "leading zero");
@@ -111,6 +129,27 @@ Test(escalation, request_refused) {
         q = sample();
         strcpy(q.id, "0123456789ABCDEF0123456789ABCDEF");
         cr_assert_lt(esc_request_format(&q, key, &t, &len), 0);
+        /* No credential, or one too large: refused on both sides. */
+        q = sample();
+        q.cred_len = 0;
+        cr_assert_lt(esc_request_format(&q, key, &t, &len), 0);
+        q.cred_len = ESC_CRED_MAX + 1;
+        cr_assert_lt(esc_request_format(&q, key, &t, &len), 0);
+        q = sample();
+        t = memdup_test(buf, len);
+        {
+                /* The same record with an empty cred field (and so a wrong signature). */
+                char *c = memmem(t, len, "cred 9:", 7), *rebuilt;
+                size_t head;
+                int n;
+                cr_assert_not_null(c);
+                head = (size_t) (c - t);
+                n = asprintf(&rebuilt, "%.*scred 0:\n%s", (int) head, t, c + 7 + sizeof(cred_ok) + 1);
+                cr_assert_gt(n, 0);
+                refuse(rebuilt, (size_t) n, "empty credential");
+                free(rebuilt);
+        }
+        free(t);
         free(buf);
 }
 
