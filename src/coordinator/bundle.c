@@ -93,11 +93,19 @@ static int install_escalation(const char *control_dir, char **ret_error) {
 
 /*
  * The host user's core.excludesFile (as host git finds it, run in "/"
- * with no repository), copied into the control directory: the view reads
+ * with no repository, once before the event loop: bundle_find_host_excludes()),
+ * copied into the control directory: the view reads
  * it (sandbox-written files cannot change it), and git inside finds it
  * through the control directory's gitconfig, so that both agree on what is
  * ignored. Empty when the host has none. *ret_path: the copy.
  */
+static char *host_excludes_source, *host_excludes_error;
+static int host_excludes_errno;
+
+void bundle_find_host_excludes(void) {
+        host_excludes_errno = view_host_excludes_source(&host_excludes_source, &host_excludes_error);
+}
+
 static int copy_host_excludes(const char *control_dir, char **ret_path, char **ret_error) {
         _cleanup_free_ char *text = NULL, *path = path_join(control_dir, VIEW_EXCLUDES_FILE);
         size_t len = 0;
@@ -105,7 +113,9 @@ static int copy_host_excludes(const char *control_dir, char **ret_path, char **r
 
         if (!path)
                 return -ENOMEM;
-        r = view_host_excludes_text(&text, &len, ret_error);
+        if (host_excludes_errno < 0)
+                return errorf(ret_error, host_excludes_errno, "%s", strempty(host_excludes_error));
+        r = view_excludes_text(host_excludes_source, &text, &len, ret_error);
         if (r < 0)
                 return r;
         r = write_file_bytes(path, text, len, 0644);

@@ -27,3 +27,11 @@ typedef struct BundleParams {
 } BundleParams;
 
 int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error);
+
+/*
+ * Finds the host user's core.excludesFile once, by running git config and
+ * waiting for it: called before the coordinator's event loop runs, so that
+ * no Domain start waits for a process. A failure is kept and fails each
+ * start that isolates ignored paths, with its message.
+ */
+void bundle_find_host_excludes(void);

@@ -11,6 +11,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "bundle.h"
 #include "bus-util.h"
 #include "cleanup.h"
 #include "domain.h"
@@ -46,6 +47,9 @@ int main(int argc, char *argv[]) {
         signal(SIGPIPE, SIG_IGN);
         umask(0077);
         (void) bus_register_error_map();
+
+        /* The one process the coordinator waits for, before its loop runs. */
+        bundle_find_host_excludes();
 
         r = manager_new(argv[1], &m);
         if (r < 0) {

@@ -62,3 +62,6 @@ int view_read_gitignore(int workspace_fd, const char *dir, IgnoreList **ret, cha
  * writes, is never taken).
  */
 int view_host_excludes_text(char **ret_text, size_t *ret_len, char **ret_error);
+/* The two halves: where it is (runs git config, waits for it; NULL: none), and its text. */
+int view_host_excludes_source(char **ret_source, char **ret_error);
+int view_excludes_text(const char *source, char **ret_text, size_t *ret_len, char **ret_error);
