@@ -88,6 +88,7 @@ struct Node {
         ino_t ino;
         Node *parent;                   /* directories: where they were last seen, for their path */
         char *name;
+        char *alt_name;                 /* files: another name of it in the same parent, last seen before name */
         int state_dirfd;                /* directories: the Domain state directory at the same path, or -1 */
         int wd;                         /* host directories: the inotify watch, or -1 */
         /* What the kernel was last told of the host object (told_valid): the
@@ -447,6 +448,40 @@ static int state_parent(Node *n) {
 /* ---- nodes ---------------------------------------------------------------- */
 
 /*
+ * n opened by name from its parent's directory pfd with flags (which
+ * include O_NOFOLLOW) and insisted on; by its other name when its name is
+ * gone or leads elsewhere, which then becomes its name. -ESTALE when
+ * neither leads to it. With v.lock held.
+ */
+static int open_by_name(Node *n, int pfd, int flags) {
+        for (int i = 0; i < 2; i++) {
+                const char *name = i == 0 ? n->name : n->alt_name;
+                struct stat st;
+                int fd;
+
+                if (!name)
+                        break;
+                fd = openat(pfd, name, flags);
+                if (fd < 0) {
+                        if (errno != ENOENT && errno != ELOOP)
+                                return -errno;
+                        continue;
+                }
+                if (fstat(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino) {
+                        safe_close(fd);
+                        continue;
+                }
+                if (i == 1) {
+                        char *t = n->name;
+                        n->name = n->alt_name;
+                        n->alt_name = t;
+                }
+                return fd;
+        }
+        return -ESTALE;
+}
+
+/*
  * An O_PATH fd of n for one request: a directory's own (borrowed: *ret_owned
  * false), anything else opened again from its parent's directory on its
  * side, by name, without following it, and insisted on: -ESTALE when the
@@ -454,7 +489,6 @@ static int state_parent(Node *n) {
  */
 static int state_dir(Node *dir, bool create);
 static int pin_locked(Node *n, int *ret_fd, bool *ret_owned) {
-        struct stat st;
         int pfd, fd;
 
         if (n->fd >= 0) {
@@ -467,13 +501,9 @@ static int pin_locked(Node *n, int *ret_fd, bool *ret_owned) {
         pfd = n->in_state ? state_parent(n) : n->parent->fd;
         if (pfd < 0)
                 return -ESTALE;
-        fd = openat(pfd, n->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        fd = open_by_name(n, pfd, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
-                return errno == ENOENT ? -ESTALE : -errno;
-        if (fstat(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino) {
-                safe_close(fd);
-                return -ESTALE;
-        }
+                return fd;
         *ret_fd = fd;
         *ret_owned = true;
         return 0;
@@ -582,6 +612,7 @@ static void node_free(Node *n) {
         safe_close(n->ign_mfd);
         safe_close(n->ign_efd);
         free(n->name);
+        free(n->alt_name);
         free(n);
 }
 
@@ -800,7 +831,16 @@ static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_
                 if (n->parent != dir || !streq(n->name, name)) {
                         char *copy = strdup(name);
                         if (copy) {
-                                free(n->name);
+                                /* A second name of a file in the same directory (a hard
+                                 * link: git's objects are written as a temporary that is
+                                 * linked to its name and then removed): the one it had is
+                                 * kept, for when the newer one is removed first. */
+                                free(n->alt_name);
+                                n->alt_name = NULL;
+                                if (n->parent == dir && !n->is_dir)
+                                        n->alt_name = n->name;
+                                else
+                                        free(n->name);
                                 n->name = copy;
                                 set_parent(n, dir);
                         }
@@ -1777,6 +1817,7 @@ moved:
                 if (copy) {
                         free(n->name);
                         n->name = copy;
+                        n->alt_name = mfree(n->alt_name);
                         set_parent(n, to);
                 }
         }
@@ -1799,8 +1840,7 @@ static int open_flags(int flags) {
 /* A new fd of n opened with flags: by name from its parent, not following it, and insisted on. */
 static int node_open(Node *n, int flags) {
         char pp[32];
-        struct stat st;
-        int pfd, fd, r;
+        int pfd, fd;
 
         if (n->fd >= 0) {
                 proc_path(n->fd, pp);
@@ -1809,14 +1849,9 @@ static int node_open(Node *n, int flags) {
         }
         pthread_mutex_lock(&v.lock);
         pfd = !n->parent ? -ESTALE : n->in_state ? state_parent(n) : n->parent->fd;
-        fd = pfd < 0 ? -ESTALE : openat(pfd, n->name, open_flags(flags) | O_NOFOLLOW);
-        r = fd >= 0 ? 0 : pfd < 0 ? -ESTALE : errno == ENOENT || errno == ELOOP ? -ESTALE : -errno;
-        if (r >= 0 && (fstat(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino)) {
-                fd = safe_close(fd);
-                r = -ESTALE;
-        }
+        fd = pfd < 0 ? -ESTALE : open_by_name(n, pfd, open_flags(flags) | O_NOFOLLOW);
         pthread_mutex_unlock(&v.lock);
-        return r < 0 ? r : fd;
+        return fd;
 }
 
 /*

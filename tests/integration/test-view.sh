@@ -137,6 +137,16 @@ expect_inside "a gitfile and a git dir in .git/logs" \
 host_git_everywhere "bare repository, gitfile, logs"
 lt_log "ok: no git dir made inside is one on the host"
 
+# A file's second name (git writes each object as a temporary, links it to
+# its name and removes the temporary): the object stays readable by its
+# name, whichever of its names the kernel looked up last. 300 rounds.
+expect_inside "300 files written, linked to a second name, the first removed" \
+        'mkdir links && cd links && i=0; while [ $i -lt 300 ]; do
+                printf "obj%s" $i >t$i.tmp && ln t$i.tmp o$i && ls -l t$i.tmp >/dev/null && rm t$i.tmp &&
+                [ "$(cat o$i)" = "obj$i" ] || { echo "round $i"; exit 1; }; i=$((i+1)); done'
+lt_assert_eq "the linked files on the host" 300 "$(find "$LT_WS/links" -type f | wc -l)"
+rm -rf "$LT_WS/links"
+
 # Git's daily work, its effects on the host at once.
 expect_inside "commit, branch, stash, rebase, merge, cherry-pick" \
         "echo two >> file.txt && git commit -q -am two && git branch topic && git checkout -q topic &&
