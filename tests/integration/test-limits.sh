@@ -187,7 +187,10 @@ if [[ -n $unenforced ]]; then
         # Not on a terminal: the commands' standard error stays theirs.
         [[ $(cat "$HOME/limits-keeper.out") != *"not enforced"* ]] ||
                 lt_fail "a launch whose stderr is no terminal printed the warning: $(cat "$HOME/limits-keeper.out")"
-        lazaretctl log --lines=all "$LT_DOMAIN" | grep -qF "Not enforced on this machine (the user manager's cgroups lack the controller): $unenforced" ||
+        # Whole, then searched: grep -q stops reading at its match, and under
+        # pipefail the writer's SIGPIPE would fail the check.
+        domain_log=$(lazaretctl log --lines=all "$LT_DOMAIN") || lt_fail "lazaretctl log failed"
+        grep -qF "Not enforced on this machine (the user manager's cgroups lack the controller): $unenforced" <<<"$domain_log" ||
                 lt_fail "the Domain's log does not say which limits are not enforced"
 fi
 lt_log "ok: unenforced limits ('$unenforced') agree with systemd's accounting; said once at the start and in status"
