@@ -686,6 +686,8 @@ static void on_image(ImagePrep *ip, int r, const char *why, void *userdata) {
         if (r >= 0)
                 r = image_prep_take(ip, &sb->image, &why2);
         sb->image_prep = image_prep_free(sb->image_prep);
+        if (sb->cb.progress)
+                sb->cb.progress(sb, NULL, sb->userdata);
         if (r < 0) {
                 sandbox_fail(sb, why2 ?: why ?: "cannot prepare the image");
                 return;
@@ -703,9 +705,16 @@ static void step_image(Sandbox *sb) {
                 sandbox_fail(sb, why ?: "cannot prepare the image");
                 return;
         }
-        if (r > 0)
+        if (r > 0) {
                 step_bundle(sb);
-        /* else: on_image() continues. */
+                return;
+        }
+        /* on_image() continues; until then, whoever launched it hears why it takes long. */
+        if (sb->cb.progress) {
+                _cleanup_free_ char *what = NULL;
+                if (asprintf(&what, "Preparing image %s for its first use", image_prep_name(sb->image_prep)) >= 0)
+                        sb->cb.progress(sb, what, sb->userdata);
+        }
 }
 
 static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, void *userdata) {

@@ -187,6 +187,20 @@ assert_no_staging "interrupted build"
 ws=$top/ws
 mkdir -p "$ws"
 git -C "$ws" init -q
+# The first launch prepares the image (umoci, some seconds): a launch whose
+# standard error is a terminal shows one updating line meanwhile, cleared
+# before the session; another launch waiting at the same time, without a
+# terminal, shows nothing of it.
+(cd "$ws" && exec lazaretctl --config "$conf" launch -- /bin/true) >"$top/plain.log" 2>&1 &
+plain_pid=$!
+script -qec "cd '$ws' && lazaretctl --config '$conf' launch -- /bin/true" /dev/null >"$top/tty.log" 2>&1 ||
+        lt_fail "the first launch on a terminal failed: $(tr -d '\r' <"$top/tty.log")"
+wait "$plain_pid" || lt_fail "the first launch without a terminal failed: $(cat "$top/plain.log")"
+grep -q "Preparing image $data/images/default:latest for its first use ([0-9]* s)" "$top/tty.log" ||
+        lt_fail "no progress line on the terminal while the image was prepared: $(cat -v "$top/tty.log")"
+grep -q $'Preparing image .*\r\033\[K' "$top/tty.log" || lt_fail "the progress line was not cleared: $(cat -v "$top/tty.log")"
+lt_assert_eq "progress shown without a terminal" "" "$(grep -a Preparing "$top/plain.log")"
+lt_log "ok: the progress line: $(tr '\r' '\n' <"$top/tty.log" | grep -a Preparing | tail -n 1)"
 out=$(cd "$ws" && lazaretctl --config "$conf" launch -- /bin/bash -c \
         'ls -l / >/dev/null && stat -c %F / && git --version && echo "debian $(cat /etc/debian_version)" && echo "shell $0"' 2>&1) ||
         lt_fail "a session with the default image failed: $out"
