@@ -754,7 +754,7 @@ static int state_gc(int argc, char *argv[], const Config *config) {
                             *catalog_why = NULL;
         _cleanup_(closedirp) DIR *dd = NULL, *pd = NULL;
         StorageCatalog *catalog = NULL;
-        bool in_gc = false;
+        bool in_gc = false;     /* a catalog transaction is open */
         _cleanup_close_ int tfd = -EBADF;
         int pfd = -EBADF;       /* pd's own */
         int locks[1024], n_locks = 0, r = 0;
@@ -821,17 +821,23 @@ static int state_gc(int argc, char *argv[], const Config *config) {
                 r = 0;
                 goto finish;
         }
+        /* A stopped Domain's lease is its dead owner's (a coordinator releases its own when its
+         * sandbox has stopped): kept, since that sandbox's mounts may not be gone yet; the
+         * Domain's next launch replaces it. */
         if (r >= 0)
-                r = storage_catalog_gc_begin(catalog, &catalog_why);
-        in_gc = r >= 0;
-        STRV_FOREACH(d, stopped)
-                if (r >= 0)
-                        r = storage_catalog_drop_domain(catalog, *d, &catalog_why);
+                r = storage_catalog_leases(catalog, &cataloged, &catalog_why);
+        STRV_FOREACH(l, cataloged) {
+                const char *domain = strchr(*l, ' ');
+                size_t n = domain ? strcspn(domain + 1, " ") : 0;
+
+                STRV_FOREACH(d, stopped)
+                        if (n == strlen(*d) && strncmp(domain + 1, *d, n) == 0)
+                                printf("Keeping %.*s: leased by Domain %s, whose coordinator ended without releasing it "
+                                       "(launch that Domain once to release it).\n", (int) (domain - *l), *l, *d);
+        }
+        cataloged = strv_free(cataloged);
         if (r >= 0)
                 r = storage_catalog_leased(catalog, &cataloged, &catalog_why);
-        if (r >= 0)
-                r = storage_catalog_gc_end(catalog, true, &catalog_why);
-        in_gc = false;
         if (r < 0) {
                 fprintf(stderr, "Cannot read the leases of the Storage Catalog: %s; nothing was removed.\n",
                         catalog_why ?: strerror(-r));

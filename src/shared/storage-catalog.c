@@ -189,10 +189,6 @@ int storage_catalog_gc_begin(StorageCatalog *c, char **ret_error) {
         return exec(c, "BEGIN IMMEDIATE", "cannot begin the collection", ret_error);
 }
 
-int storage_catalog_drop_domain(StorageCatalog *c, const char *domain_id, char **ret_error) {
-        return run(c, "DELETE FROM leases WHERE domain_id = ?", "t", (const char *[]) { domain_id }, NULL, ret_error);
-}
-
 int storage_catalog_forget(StorageCatalog *c, const char *lower_id, char **ret_error) {
         return run(c, "DELETE FROM lowers WHERE id = ? AND id NOT IN (SELECT lower_id FROM leases)", "t",
                    (const char *[]) { lower_id }, NULL, ret_error);

@@ -20,9 +20,11 @@
  * after taking its lease prepares it again or fails, never mounts a
  * half-deleted tree.
  *
- * Only the holder of a Domain's lock writes that Domain's leases; a lease
- * left by a coordinator that died is dropped by the next lease of the same
- * Domain, or by gc once it holds that Domain's lock.
+ * Only the holder of a Domain's lock writes that Domain's leases, and a
+ * coordinator releases its lease only once its sandbox (and with it the
+ * overlays' mount namespace) is gone. A lease left by a coordinator that
+ * died is replaced by the next lease of the same Domain, never dropped by
+ * gc: that dead owner's sandbox may still be stopping.
  */
 
 #define STORAGE_CATALOG_FILE "catalog.sqlite"   /* in STORAGE_IMAGES_DIR */
@@ -44,13 +46,11 @@ int storage_catalog_release(StorageCatalog *c, const char *domain_id, uint64_t g
 
 /*
  * gc: storage_catalog_gc_begin() starts the write transaction in which the
- * caller drops the leases of Domains whose lock it holds (stopped, or whose
- * coordinator died), reads what is still leased, moves the unleased lowers
- * out of use and forgets them; storage_catalog_gc_end() commits (or rolls
- * back). Nothing can lease meanwhile.
+ * caller reads what is leased, moves the unleased lowers out of use and
+ * forgets them; storage_catalog_gc_end() commits (or rolls back). Nothing
+ * can lease meanwhile.
  */
 int storage_catalog_gc_begin(StorageCatalog *c, char **ret_error);
-int storage_catalog_drop_domain(StorageCatalog *c, const char *domain_id, char **ret_error);
 /* The lower IDs with a lease (sorted, no duplicates; NULL if none). */
 int storage_catalog_leased(StorageCatalog *c, char ***ret, char **ret_error);
 int storage_catalog_forget(StorageCatalog *c, const char *lower_id, char **ret_error);

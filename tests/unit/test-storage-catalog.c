@@ -90,14 +90,14 @@ Test(storage_catalog, shared_lower_and_leases) {
         cr_assert_eq(storage_catalog_gc_end(b, true, NULL), 0);
         cr_assert_eq(count("SELECT count(*) FROM lowers WHERE id = 'L2'"), 1);
         cr_assert_eq(count("SELECT count(*) FROM lowers WHERE id = 'L1'"), 0);
-        /* A stopped Domain's lease (its owner died): dropped by gc, which holds its lock. */
+        /* A collection rolled back forgets nothing. */
+        cr_assert_eq(storage_catalog_release(a, "aaaaaaaaaaaa", 2, NULL), 0);
         cr_assert_eq(storage_catalog_gc_begin(b, NULL), 0);
-        cr_assert_eq(storage_catalog_drop_domain(b, "aaaaaaaaaaaa", NULL), 0);
+        cr_assert_eq(storage_catalog_forget(b, "L2", NULL), 0);
+        cr_assert_eq(storage_catalog_gc_end(b, false, NULL), 0);
+        cr_assert_eq(count("SELECT count(*) FROM lowers WHERE id = 'L2'"), 1);
         s4 = joined(b, false);
         cr_assert_str_eq(s4, "");
-        /* Rolled back: the lease is still there. */
-        cr_assert_eq(storage_catalog_gc_end(b, false, NULL), 0);
-        cr_assert_eq(count("SELECT count(*) FROM leases"), 1);
         storage_catalog_close(a);
         storage_catalog_close(b);
 }
