@@ -210,7 +210,7 @@ byte view_died_gen;            /* ghost: generation whose view was killed */
 #define SANDBOX_GATE   (helper == P_ALIVE && anchor_gen == g && VIEW_GATE)
 #endif
 
-/* §6.4 the overlay is mounted only over a lower the generation leases
+/* §4.6 the overlay is mounted only over a lower the generation leases
  * (record_generation() before the bundle and mounts).  MUTANT
  * mount_before_lease mounts without waiting for the lease. */
 #ifdef MUTANT_mount_before_lease
@@ -219,7 +219,7 @@ byte view_died_gen;            /* ghost: generation whose view was killed */
 #define LEASE_GATE     (lease_gen == g)
 #endif
 
-/* §6.4 `state gc` removes only a lower no lease holds.  MUTANT
+/* §4.6 `state gc` removes only a lower no lease holds.  MUTANT
  * gc_ignores_lease removes it whatever the catalog says. */
 #ifdef MUTANT_gc_ignores_lease
 #define GC_GATE        (true)
@@ -479,7 +479,7 @@ proctype Coordinator(byte me)
 		sup = P_ALIVE;
 		sup_gen = gen }
 	:: atomic { phase == D_STARTING && lease_gen != gen ->
-		/* §6.4 the lease in the Storage Catalog (replacing a dead
+		/* §4.6 the lease in the Storage Catalog (replacing a dead
 		 * owner's), then the lower must still be there: gc may have
 		 * removed it between the preparation and the lease */
 		lease_gen = gen;
@@ -825,7 +825,7 @@ end_faults:
 	 * running Domain's owner, whether or not sessions are active */
 	:: atomic { faults < NFAULT && phase == D_RUNNING && stop_req == 0 ->
 		faults++; stop_req = flock_owner }
-	/* also from the same budget: `lazaretctl state gc` (§6.4), another
+	/* also from the same budget: `lazaretctl state gc` (§4.6), another
 	 * process at any time, removes the prepared lower when no lease
 	 * holds it */
 	:: atomic { faults < NFAULT && !lower_gone && GC_GATE ->

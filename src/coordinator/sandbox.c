@@ -589,7 +589,7 @@ static char *catalog_path(const Sandbox *sb) {
  * short transaction (open, lease, close). Then the lower must still be
  * there: `lazaretctl state gc` moves a lower out of use only inside its
  * own transaction and only when no lease holds it, so a lower seen after
- * the lease is safe until the lease ends (spec §6.4, LeaseProtectsLower).
+ * the lease is safe until the lease ends (spec §4.6, LeaseProtectsLower).
  */
 static int lease_lower(Sandbox *sb, const char *lower, char **ret_why) {
         _cleanup_free_ char *path = catalog_path(sb), *why = NULL;
