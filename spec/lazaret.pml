@@ -126,6 +126,10 @@ byte view;     byte view_gen;  /* lazaret-view process / the generation
                                   whose view was started and not yet
                                   cleaned up (its FUSE mount, §4.6)      */
 byte anchor_gen;               /* State Anchor overlay is mounted        */
+byte lease_gen;                /* Storage Catalog: generation whose lease
+                                  holds the prepared lower (0: none)     */
+bool lower_gone;               /* `state gc` removed the prepared lower  */
+byte gc_runs;                  /* `lazaretctl state gc` runs (a Faults event) */
 
 /* Clients and the session registry (§5.4). Index = session ID. */
 byte cl[NCLIENT+1];
@@ -207,6 +211,23 @@ byte view_died_gen;            /* ghost: generation whose view was killed */
 #define SANDBOX_GATE   (net_ready)
 #else
 #define SANDBOX_GATE   (helper == P_ALIVE && anchor_gen == g && VIEW_GATE)
+#endif
+
+/* §4.6 the overlay is mounted only over a lower the generation leases
+ * (record_generation() before the bundle and mounts).  MUTANT
+ * mount_before_lease mounts without waiting for the lease. */
+#ifdef MUTANT_mount_before_lease
+#define LEASE_GATE     (true)
+#else
+#define LEASE_GATE     (lease_gen == g)
+#endif
+
+/* §4.6 `state gc` removes only a lower no lease holds.  MUTANT
+ * gc_ignores_lease removes it whatever the catalog says. */
+#ifdef MUTANT_gc_ignores_lease
+#define GC_GATE        (true)
+#else
+#define GC_GATE        (lease_gen == 0)
 #endif
 
 /* §5.4 OpenSession is served only by a published Domain. */
@@ -466,9 +487,20 @@ proctype Coordinator(byte me)
 		sup_stop = false;
 		sandbox_ready = false;
 		net_ready = false;
+		/* image_prepare(): a lower `state gc` removed is prepared again */
+		lower_gone = false;
 		/* newuidmap/newgidmap, then release the supervisor */
 		sup = P_ALIVE;
 		sup_gen = gen }
+	:: atomic { phase == D_STARTING && lease_gen != gen ->
+		/* §4.6 the lease in the Storage Catalog (replacing a dead
+		 * owner's), then the lower must still be there: gc may have
+		 * removed it between the preparation and the lease */
+		lease_gen = gen;
+		if
+		:: lower_gone -> fail_domain(me)
+		:: else
+		fi }
 	:: atomic { phase == D_STARTING && !net_ready && NET_READY_GATE ->
 		net_ready = true }                       /* MarkNetworkReady */
 	:: atomic { phase == D_STARTING && PUBLISH_GATE ->
@@ -588,6 +620,7 @@ proctype Coordinator(byte me)
 		anchor_gen = 0 }        /* umount the State Anchor overlay */
 	:: atomic { cleaning && all_clean ->
 		dirty = false;          /* Domain Store: generation closed */
+		lease_gen = 0;          /* its Storage Catalog lease released */
 		phase = D_ABSENT }
 
 	/* ---- exit: the process ends, the kernel drops the lock --------- */
@@ -626,7 +659,7 @@ end_sup:
 		 * helper, ready byte, PR_SET_PDEATHSIG); network namespace,
 		 * deny routes on the deny0 veth, IPv6 off; then slirp4netns
 		 * (transient scope) with --ready-fd */
-		atomic { !sup_stop -> anchor_gen = g; START_VIEW; helper = P_ALIVE; helper_gen = g };
+		atomic { !sup_stop && LEASE_GATE -> anchor_gen = g; START_VIEW; helper = P_ALIVE; helper_gen = g };
 		/* non-detached `runsc run` in its own transient scope */
 		atomic { !sup_stop && SANDBOX_GATE ->
 			runsc = P_ALIVE; sandbox_gen = g; sandbox_ready = true };
@@ -822,6 +855,11 @@ end_faults:
 	 * running Domain's owner, whether or not sessions are active */
 	:: atomic { faults < NFAULT && phase == D_RUNNING && stop_req == 0 ->
 		faults++; stop_req = flock_owner }
+	/* also from the same budget: `lazaretctl state gc` (§4.6), another
+	 * process at any time, removes the prepared lower when no lease
+	 * holds it */
+	:: atomic { faults < NFAULT && !lower_gone && GC_GATE ->
+		faults++; gc_runs++; lower_gone = true }
 	od
 }
 
@@ -862,6 +900,10 @@ init {
 	 && (helper_gen == 0 || (anchor_gen == helper_gen && helper_gen == gen)) \
 	 && (anchor_gen == 0 || anchor_gen == gen))
 
+/* A mounted overlay's lower is there and leased by the mounting generation. */
+#define LeaseProtectsLower \
+	(anchor_gen == 0 || (lease_gen == anchor_gen && !lower_gone))
+
 #define SandboxOnlyBehindView \
 	(sandbox_gen == 0 || (view_gen == sandbox_gen && (live_or_unreaped(view) || cleaning)))
 
@@ -901,6 +943,7 @@ end_inv:
 	:: atomic { !ApprovedByDeveloper -> assert(ApprovedByDeveloper) }                       /* INV ApprovedByDeveloper */
 	:: atomic { !SandboxOnlyBehindView -> assert(SandboxOnlyBehindView) }                   /* INV SandboxOnlyBehindView */
 	:: atomic { !ViewNeverOutlivesGeneration -> assert(ViewNeverOutlivesGeneration) }       /* INV ViewNeverOutlivesGeneration */
+	:: atomic { !LeaseProtectsLower -> assert(LeaseProtectsLower) }                         /* INV LeaseProtectsLower */
 	od
 }
 

@@ -308,6 +308,10 @@ int image_prepare(sd_event *e, const Domain *d, const SubidRange *uids, const Su
         return 0;
 }
 
+const char *image_prep_name(const ImagePrep *ip) {
+        return ip->image_arg;
+}
+
 int image_prep_take(ImagePrep *ip, PreparedImage *ret_image, char **ret_why) {
         return load_prepared(ip->final, ret_image, ret_why);
 }

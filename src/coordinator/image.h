@@ -41,4 +41,7 @@ int image_prepare(sd_event *e, const Domain *d, const SubidRange *uids, const Su
 int image_prep_take(ImagePrep *ip, PreparedImage *ret_image, char **ret_why);
 /* Stops an unpack that still runs and removes its staging directory. */
 ImagePrep *image_prep_free(ImagePrep *ip);
+
+/* What is being prepared, for a person: "DIR:TAG". */
+const char *image_prep_name(const ImagePrep *ip);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ImagePrep *, image_prep_free);

@@ -180,6 +180,43 @@ static void waiters_take_queued(Manager *m) {
         }
 }
 
+/*
+ * While the start does long work (an image's first preparation), each
+ * waiting client hears it in a line of its own before the answer:
+ * {"progress":"Preparing image ..."}, and {"progress":""} when it ended.
+ */
+static int progress_line(const char *what, char **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_free_ char *s = NULL;
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        r = json_add_string(o, "progress", what ?: "");
+        if (r >= 0)
+                r = json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
+        if (r < 0)
+                return r;
+        return asprintf(ret, "%s\n", s) < 0 ? -ENOMEM : 0;
+}
+
+static void waiter_tell_progress(Waiter *w, const char *what) {
+        _cleanup_free_ char *line = NULL;
+
+        /* Best effort, like the answer: a few bytes into an empty socket buffer. */
+        if (progress_line(what, &line) >= 0)
+                (void) send(w->fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static void sandbox_progress(Sandbox *sb, const char *what, void *userdata) {
+        Manager *m = userdata;
+
+        free(m->progress);
+        m->progress = what ? strdup(what) : NULL;
+        for (Waiter *w = m->waiters; w; w = w->next)
+                waiter_tell_progress(w, what);
+}
+
 static void waiters_answer(Manager *m, bool started) {
         _cleanup_free_ char *line = NULL;
         int r;
@@ -241,6 +278,7 @@ Manager *manager_free(Manager *m) {
         free(m->runtime_root);
         free(m->runtime_dir);
         free(m->failure);
+        free(m->progress);
         domain_store_close(m->store);
         safe_close(m->lock_fd);
         free(m);
@@ -275,6 +313,8 @@ static int on_connection(sd_event_source *s, int fd, uint32_t revents, void *use
         waiter_add(m, TAKE_FD(cfd));
         if (m->state != DOMAIN_STARTING)
                 waiters_answer(m, /* started= */ false);
+        else if (m->progress)
+                waiter_tell_progress(m->waiters, m->progress);
         return 0;
 }
 
@@ -460,7 +500,8 @@ static void name_owned(Manager *m) {
                                 .subgids = m->subgids,
                                 .store = m->store,
                                 .coordinator_id = m->coordinator_id,
-                                .cb = { .ready = sandbox_ready, .failed = sandbox_failed, .stopped = sandbox_stopped },
+                                .cb = { .ready = sandbox_ready, .failed = sandbox_failed, .stopped = sandbox_stopped,
+                                        .progress = sandbox_progress },
                                 .userdata = m,
                         }, &m->sandbox, &why);
         if (r >= 0)

@@ -80,6 +80,7 @@ struct Manager {
 
         DomainState state;
         char *failure;          /* why the Domain failed, for clients */
+        char *progress;         /* the long work of the start under way, for clients; NULL: none */
         int exit_code;
         sd_event_source *teardown;      /* defer: runs the teardown from the loop */
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <systemd/sd-id128.h>
 
 #include "anchor.h"
+#include "storage-catalog.h"
 #include "bundle.h"
 #include "bus-job.h"
 #include "bus-names.h"
@@ -580,6 +582,57 @@ static int lower_id(const Sandbox *sb, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+static char *catalog_path(const Sandbox *sb) {
+        char *p;
+
+        return asprintf(&p, "%s/" STORAGE_IMAGES_DIR "/" STORAGE_CATALOG_FILE, sb->domain->config->data_root) < 0 ? NULL : p;
+}
+
+/*
+ * The generation's lease in the Storage Catalog shared by every Domain: one
+ * short transaction (open, lease, close). Then the lower must still be
+ * there: `lazaretctl state gc` moves a lower out of use only inside its
+ * own transaction and only when no lease holds it, so a lower seen after
+ * the lease is safe until the lease ends (spec §4.6, LeaseProtectsLower).
+ */
+static int lease_lower(Sandbox *sb, const char *lower, char **ret_why) {
+        _cleanup_free_ char *path = catalog_path(sb), *why = NULL;
+        StorageCatalog *c = NULL;
+        struct stat st;
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        r = storage_catalog_open(path, &c, &why);
+        if (r >= 0) {
+                r = storage_catalog_lease(c, lower, sb->domain->id, sb->generation, realtime_usec(), &why);
+                storage_catalog_close(c);
+        }
+        if (r < 0)
+                return errorf(ret_why, r, "%s", why ?: "cannot lease the prepared lower in the Storage Catalog");
+        if (stat(sb->image.rootfs, &st) < 0)
+                return errorf(ret_why, -ESTALE, "the prepared lower %s was removed (lazaretctl state gc) while this launch "
+                              "prepared it; launch again", sb->image.rootfs);
+        return 0;
+}
+
+static void release_lower(Sandbox *sb) {
+        _cleanup_free_ char *path = catalog_path(sb), *why = NULL;
+        StorageCatalog *c = NULL;
+        int r;
+
+        if (!path)
+                return;
+        r = storage_catalog_open(path, &c, &why);
+        if (r >= 0) {
+                r = storage_catalog_release(c, sb->domain->id, sb->generation, &why);
+                storage_catalog_close(c);
+        }
+        if (r < 0)
+                log_warning("Cannot release the lease of generation %" PRIu64 " in the Storage Catalog: %s (the next "
+                            "launch or lazaretctl state gc drops it)", sb->generation, strna(why));
+}
+
 static int record_generation(Sandbox *sb, char **ret_why) {
         _cleanup_free_ char *lower = NULL, *why = NULL;
         int r;
@@ -593,7 +646,11 @@ static int record_generation(Sandbox *sb, char **ret_why) {
                                           sb->domain->profile->persistent_dirs, &sb->generation, &why);
         if (r < 0)
                 return errorf(ret_why, r, "%s", why ?: "cannot record the generation in the Domain Store");
-        log_info("Generation %" PRIu64 " recorded in the Domain Store (lower %.12s leased)", sb->generation, lower);
+        r = lease_lower(sb, lower, ret_why);
+        if (r < 0)
+                return r;
+        log_info("Generation %" PRIu64 " recorded in the Domain Store (lower %.12s leased in the Storage Catalog)",
+                 sb->generation, lower);
         return 0;
 }
 
@@ -602,6 +659,7 @@ static void end_generation(Sandbox *sb) {
 
         if (!sb->store || sb->generation == 0)
                 return;
+        release_lower(sb);
         if (domain_store_end_generation(sb->store, sb->generation, sb->failed ? "failed" : "stopped", realtime_usec(),
                                         &why) < 0)
                 log_warning("Cannot record the end of generation %" PRIu64 ": %s", sb->generation, strna(why));
@@ -693,6 +751,8 @@ static void on_image(ImagePrep *ip, int r, const char *why, void *userdata) {
         if (r >= 0)
                 r = image_prep_take(ip, &sb->image, &why2);
         sb->image_prep = image_prep_free(sb->image_prep);
+        if (sb->cb.progress)
+                sb->cb.progress(sb, NULL, sb->userdata);
         if (r < 0) {
                 sandbox_fail(sb, why2 ?: why ?: "cannot prepare the image");
                 return;
@@ -710,9 +770,16 @@ static void step_image(Sandbox *sb) {
                 sandbox_fail(sb, why ?: "cannot prepare the image");
                 return;
         }
-        if (r > 0)
+        if (r > 0) {
                 step_bundle(sb);
-        /* else: on_image() continues. */
+                return;
+        }
+        /* on_image() continues; until then, whoever launched it hears why it takes long. */
+        if (sb->cb.progress) {
+                _cleanup_free_ char *what = NULL;
+                if (asprintf(&what, "Preparing image %s for its first use", image_prep_name(sb->image_prep)) >= 0)
+                        sb->cb.progress(sb, what, sb->userdata);
+        }
 }
 
 static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, void *userdata) {

@@ -33,6 +33,8 @@ typedef struct SandboxCallbacks {
         void (*ready)(Sandbox *sb, void *userdata);
         void (*failed)(Sandbox *sb, const char *why, void *userdata);
         void (*stopped)(Sandbox *sb, void *userdata);
+        /* Optional: long work began (what, for a person), or ended (NULL). */
+        void (*progress)(Sandbox *sb, const char *what, void *userdata);
 } SandboxCallbacks;
 
 typedef struct SandboxParams {

@@ -82,6 +82,11 @@ typedef struct Client {
         char answer[STATUS_LINE_MAX];
         size_t answer_len;
 
+        /* the long work before it ({"progress": ...} lines), one updating line on a terminal */
+        char *progress;
+        uint64_t progress_since;
+        sd_event_source *progress_timer;
+
         /* OpenSession */
         bool open_done;
         sd_bus_error open_error;
@@ -97,6 +102,8 @@ typedef struct Client {
 } Client;
 
 static void client_done(Client *c) {
+        sd_event_source_disable_unref(c->progress_timer);
+        free(c->progress);
         sd_bus_slot_unref(c->ping);
         sd_bus_error_free(&c->open_error);
         free(c->session_id);
@@ -262,17 +269,86 @@ static int start_socket_unit(Client *c) {
         return 0;
 }
 
+/* ------------------------------------------------ the progress line */
+
+#define PROGRESS_PREFIX "{\"progress\":"
+
+static void progress_draw(Client *c) {
+        uint64_t now;
+
+        if (!c->progress || sd_event_now(c->event, CLOCK_MONOTONIC, &now) < 0)
+                return;
+        fprintf(stderr, "\r\033[K%s (%llu s)", c->progress, (unsigned long long) ((now - c->progress_since) / 1000000));
+        fflush(stderr);
+}
+
+/* The line goes, whatever is printed next starts at the left. */
+static void progress_clear(Client *c) {
+        if (c->progress) {
+                fputs("\r\033[K", stderr);
+                fflush(stderr);
+        }
+        c->progress = mfree(c->progress);
+        c->progress_timer = sd_event_source_disable_unref(c->progress_timer);
+}
+
+static int on_progress_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Client *c = userdata;
+
+        progress_draw(c);
+        return sd_event_source_set_time_relative(s, 1000000);
+}
+
+/* One {"progress": TEXT} line: shown (TEXT) or cleared (""), and only to a person. */
+static void progress_update(Client *c, const char *line, size_t n) {
+        _cleanup_json_ json_object *o = NULL;
+        _cleanup_free_ char *why = NULL;
+        json_object *what;
+        const char *text;
+
+        if (json_parse_strict(line, n, &o, &why) < 0 || !json_object_object_get_ex(o, "progress", &what) ||
+            !json_object_is_type(what, json_type_string))
+                return;
+        text = json_object_get_string(what);
+        if (isempty(text) || !isatty(STDERR_FILENO)) {
+                progress_clear(c);
+                return;
+        }
+        free(c->progress);
+        c->progress = escape_control(text);
+        if (!c->progress)
+                return;
+        if (!c->progress_timer) {
+                if (sd_event_now(c->event, CLOCK_MONOTONIC, &c->progress_since) < 0 ||
+                    sd_event_add_time_relative(c->event, &c->progress_timer, CLOCK_MONOTONIC, 1000000, 0,
+                                               on_progress_timer, c) < 0 ||
+                    sd_event_source_set_enabled(c->progress_timer, SD_EVENT_ON) < 0)
+                        c->progress_timer = sd_event_source_disable_unref(c->progress_timer);
+        }
+        progress_draw(c);
+}
+
 /* ------------------------------------------------ the activation answer */
 
 static int on_answer_readable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Client *c = userdata;
         ssize_t k;
+        char *nl;
 
         k = read(fd, c->answer + c->answer_len, sizeof(c->answer) - 1 - c->answer_len);
         if (k < 0 && (errno == EINTR || errno == EAGAIN))
                 return 0;
         if (k > 0)
                 c->answer_len += (size_t) k;
+        /* Progress lines come before the answer: each one is taken out. */
+        while ((nl = memchr(c->answer, '\n', c->answer_len)) &&
+               c->answer_len >= strlen(PROGRESS_PREFIX) && memcmp(c->answer, PROGRESS_PREFIX, strlen(PROGRESS_PREFIX)) == 0) {
+                size_t n = (size_t) (nl - c->answer);
+
+                progress_update(c, c->answer, n);
+                c->answer_len -= n + 1;
+                memmove(c->answer, nl + 1, c->answer_len);
+        }
         /* A line, the end of the stream, an error, or a full buffer: done. */
         if (k <= 0 || memchr(c->answer, '\n', c->answer_len) || c->answer_len == sizeof(c->answer) - 1) {
                 c->answer_done = true;
@@ -371,6 +447,7 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
          * coordinator it activated publishes the Domain and, when no
          * session comes, stops after its idle timeout. */
         r = client_wait(c, &c->answer_done, ACTIVATION_TIMEOUT_SEC * 1000000ULL, false);
+        progress_clear(c);
         c->ping = sd_bus_slot_unref(c->ping);
         if (r == -ECANCELED)
                 return r;

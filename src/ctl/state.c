@@ -23,6 +23,7 @@
 #include "path-util.h"
 #include "state-anchor.h"
 #include "state.h"
+#include "storage-catalog.h"
 #include "strv.h"
 #include "unshare.h"
 #include "util.h"
@@ -748,8 +749,12 @@ static int state_gc(int argc, char *argv[], const Config *config) {
         _cleanup_free_ char *domains = path_join(config->data_root, "domains"),
                             *prepared = path_join(config->data_root, STORAGE_PREPARED_DIR), *list = NULL,
                             *question = NULL, *trash_name = NULL, *trash = NULL;
-        _cleanup_strv_free_ char **keep = NULL, **doomed = NULL, **running = NULL;
+        _cleanup_strv_free_ char **keep = NULL, **doomed = NULL, **running = NULL, **stopped = NULL, **cataloged = NULL;
+        _cleanup_free_ char *catalog_path = path_join(config->data_root, STORAGE_IMAGES_DIR "/" STORAGE_CATALOG_FILE),
+                            *catalog_why = NULL;
         _cleanup_(closedirp) DIR *dd = NULL, *pd = NULL;
+        StorageCatalog *catalog = NULL;
+        bool in_gc = false;     /* a catalog transaction is open */
         _cleanup_close_ int tfd = -EBADF;
         int pfd = -EBADF;       /* pd's own */
         int locks[1024], n_locks = 0, r = 0;
@@ -760,7 +765,7 @@ static int state_gc(int argc, char *argv[], const Config *config) {
                 fprintf(stderr, "\"state gc\" takes no arguments.\n");
                 return -EINVAL;
         }
-        if (!domains || !prepared)
+        if (!domains || !prepared || !catalog_path)
                 return -ENOMEM;
         /* Every Domain's lock that is free is held until the end: none of them starts meanwhile.
          * A running Domain's leases are read from its store, beside its owner. */
@@ -783,7 +788,12 @@ static int state_gc(int argc, char *argv[], const Config *config) {
                 fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
                 if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) >= 0 && n_locks < (int) ELEMENTSOF(locks)) {
                         locks[n_locks++] = fd;
-                        continue;       /* stopped: it holds no lease that counts */
+                        /* stopped: it holds no lease that counts (a catalog lease of it is a dead owner's) */
+                        if (strv_extend(&stopped, de->d_name) < 0) {
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+                        continue;
                 }
                 safe_close(fd);
                 r = domain_store_open_readonly(store, &st, &why);
@@ -802,6 +812,40 @@ static int state_gc(int argc, char *argv[], const Config *config) {
                         r = -ENOMEM;
                         goto finish;
                 }
+        }
+
+        /* The Storage Catalog's leases, shared by every Domain (what a running Domain's store says counts too). */
+        r = storage_catalog_open(catalog_path, &catalog, &catalog_why);
+        if (r < 0 && access(prepared, F_OK) < 0 && errno == ENOENT) {
+                printf("Nothing to remove: there are no prepared lowers in %s.\n", prepared);
+                r = 0;
+                goto finish;
+        }
+        /* A stopped Domain's lease is its dead owner's (a coordinator releases its own when its
+         * sandbox has stopped): kept, since that sandbox's mounts may not be gone yet; the
+         * Domain's next launch replaces it. */
+        if (r >= 0)
+                r = storage_catalog_leases(catalog, &cataloged, &catalog_why);
+        STRV_FOREACH(l, cataloged) {
+                const char *domain = strchr(*l, ' ');
+                size_t n = domain ? strcspn(domain + 1, " ") : 0;
+
+                STRV_FOREACH(d, stopped)
+                        if (n == strlen(*d) && strncmp(domain + 1, *d, n) == 0)
+                                printf("Keeping %.*s: leased by Domain %s, whose coordinator ended without releasing it "
+                                       "(launch that Domain once to release it).\n", (int) (domain - *l), *l, *d);
+        }
+        cataloged = strv_free(cataloged);
+        if (r >= 0)
+                r = storage_catalog_leased(catalog, &cataloged, &catalog_why);
+        if (r < 0) {
+                fprintf(stderr, "Cannot read the leases of the Storage Catalog: %s; nothing was removed.\n",
+                        catalog_why ?: strerror(-r));
+                goto finish;
+        }
+        if (strv_extend_strv(&keep, cataloged) < 0) {
+                r = -ENOMEM;
+                goto finish;
         }
 
         pd = opendir(prepared);
@@ -846,14 +890,40 @@ static int state_gc(int argc, char *argv[], const Config *config) {
                 fprintf(stderr, "Cannot create %s: %m\n", trash);
                 goto finish;
         }
-        STRV_FOREACH(d, doomed)
+        /* Out of use inside one catalog transaction: a Domain that leased one of them since the
+         * question keeps it; one that leases after the commit finds it gone and prepares it again. */
+        cataloged = strv_free(cataloged);
+        r = storage_catalog_gc_begin(catalog, &catalog_why);
+        in_gc = r >= 0;
+        if (r >= 0)
+                r = storage_catalog_leased(catalog, &cataloged, &catalog_why);
+        if (r < 0) {
+                fprintf(stderr, "Cannot read the leases of the Storage Catalog: %s; nothing was removed.\n",
+                        catalog_why ?: strerror(-r));
+                goto finish;
+        }
+        STRV_FOREACH(d, doomed) {
+                if (strv_contains((const char *const *) cataloged, *d)) {
+                        printf("Kept %s: a Domain leased it meanwhile.\n", *d);
+                        continue;
+                }
                 if (renameat(pfd, *d, tfd, *d) < 0)
                         fprintf(stderr, "Cannot move %s/%s out of use: %m\n", prepared, *d);
+                else
+                        (void) storage_catalog_forget(catalog, *d, NULL);
+        }
         (void) fsync(pfd);
+        r = storage_catalog_gc_end(catalog, true, &catalog_why);
+        in_gc = false;
+        if (r < 0)
+                fprintf(stderr, "Cannot commit to the Storage Catalog: %s\n", catalog_why ?: strerror(-r));
         r = remove_mapped(trash, config) < 0 ? 1 : 0;
         if (r == 0)
                 printf("Removed %zu entries from %s.\n", strv_length(doomed), prepared);
 finish:
+        if (in_gc)
+                (void) storage_catalog_gc_end(catalog, false, NULL);
+        storage_catalog_close(catalog);
         for (int i = 0; i < n_locks; i++)
                 safe_close(locks[i]);
         return r;

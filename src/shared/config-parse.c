@@ -829,11 +829,8 @@ static void profile_done(Profile *prof) {
 
 /* The profile that exists without any configuration file. */
 static int profile_builtin(Profile *prof) {
-        /* None yet (issue 16): with the State Anchor over /usr of the merged-/usr default
-         * image, `ls -l /` inside fails with EBADF on the /bin, /lib, /sbin symlinks, and
-         * a package's set-ID program is left mode 0000 (the set-ID filter binds every
-         * host file, C22); a configured profile opts in with persistent_dirs. */
-        static const char *const dirs[] = { NULL };
+        /* What an agent installs with apt, pip --user, npm -g or by hand (issue 16, SR-14). */
+        static const char *const dirs[] = { "/usr", "/etc", "/var/lib", "/root", "/opt", NULL };
 
         *prof = (Profile) {
                 .name = strdup(BUILTIN_PROFILE_NAME),

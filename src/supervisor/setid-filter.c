@@ -84,6 +84,24 @@ static int refuse_chmod_bits(scmp_filter_ctx ctx, int nr, unsigned mode_arg) {
 }
 
 /*
+ * fchmod, the call gVisor makes for every chmod inside: write for group or
+ * others is refused here, a set-ID bit goes to the responder, which applies
+ * the rest of the mode (setid-responder.h). The rules do not overlap: the
+ * responder's match only a mode without group or other write.
+ */
+static int filter_fchmod(scmp_filter_ctx ctx) {
+        static const mode_t setid[] = { S_ISUID, S_ISGID, S_ISUID | S_ISGID };
+        const mode_t mask = S_ISUID | S_ISGID | S_IWGRP | S_IWOTH;
+        int r;
+
+        r = refuse_bits(ctx, SCMP_SYS(fchmod), 1, chmod_bits + 2, 2);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(setid); i++)
+                r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(fchmod), 1,
+                                     SCMP_CMP(1, SCMP_CMP_MASKED_EQ, mask, setid[i]));
+        return r;
+}
+
+/*
  * A chown whose owner or group is not 0 (the developer, as root of the
  * namespace) returns 0 and changes nothing. The whole register is compared:
  * the kernel reads only its low 32 bits, and whenever those are not 0 the
@@ -112,9 +130,9 @@ static int fchmodat2_nr(void) {
         return -EOPNOTSUPP;
 }
 
-int setid_filter_load(void) {
+int setid_filter_load(int *ret_notify_fd) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
-        int r, nr;
+        int r, nr, fd;
 
         /* Native architecture only. A call made through another ABI (i386's
          * int 0x80, x32) is refused: none of runsc's code uses one, and its
@@ -140,7 +158,7 @@ int setid_filter_load(void) {
         r = refuse_chmod_bits(ctx, SCMP_SYS(chmod), 1);
         if (r < 0)
                 return r;
-        r = refuse_chmod_bits(ctx, SCMP_SYS(fchmod), 1);
+        r = filter_fchmod(ctx);
         if (r < 0)
                 return r;
         r = refuse_chmod_bits(ctx, SCMP_SYS(fchmodat), 2);
@@ -216,7 +234,24 @@ int setid_filter_load(void) {
         if (r < 0)
                 return r;
 
+        /* gVisor asks for a symbolic link's attributes on an O_PATH fd, which
+         * the host refuses with EBADF: the responder answers those. */
+        r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(fgetxattr), 0);
+        if (r < 0)
+                return r;
+        r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(flistxattr), 0);
+        if (r < 0)
+                return r;
+
         /* Before the load: from then on umask(2) does nothing. */
         (void) umask(HOST_UMASK);
-        return seccomp_load(ctx);
+        r = seccomp_load(ctx);
+        if (r < 0)
+                return r;
+        /* The kernel's listener fd (O_CLOEXEC); seccomp_release() leaves it open. */
+        fd = seccomp_notify_fd(ctx);
+        if (fd < 0)
+                return fd;
+        *ret_notify_fd = fd;
+        return 0;
 }

@@ -255,6 +255,25 @@ static int start_watcher(Helpers *helpers, int channel_w, char **ret_error) {
                             }, NULL, ret_error);
 }
 
+/* The set-ID filter's responder (setid-responder.h), served from before runsc starts. */
+static int start_setid_responder(Helpers *helpers, int notify_fd, char **ret_error) {
+        _cleanup_free_ char *exe = path_join(LIBEXECDIR, "lazaret-setid-responder");
+
+        if (!exe)
+                return -ENOMEM;
+        return helper_start(helpers, &(HelperSpec) {
+                                    .name = "lazaret-setid-responder",
+                                    .role = "the set-ID filter's responder",
+                                    .death_means = "chmod and extended attributes of host files would wait for ever; "
+                                                   "the sandbox is stopped",
+                                    .argv = (char *[]) { exe, NULL },
+                                    .pass_fds = (int[]) { notify_fd },
+                                    .n_pass_fds = 1,
+                                    .ready_timeout_ms = 10000,
+                                    .keep_stderr = true,
+                            }, NULL, ret_error);
+}
+
 /*
  * SR-1: no other local user may reach the sandbox's control endpoint. It
  * must be a socket file inside our 0700 runsc root, and there must be no
@@ -509,7 +528,7 @@ int main(int argc, char *argv[]) {
         SupNet net = SUPNET_INIT;
         pid_t waiter = 0;
         int wait_pipe[2] = { -EBADF, -EBADF }, probe_pipe[2] = { -EBADF, -EBADF }, relay_pipe[2] = { -EBADF, -EBADF };
-        int r, status, pidfd;
+        int r, status, pidfd, notify_fd = -EBADF;
 
         if (parse_argv(argc, argv) < 0) {
                 fprintf(stderr, "lazaret-supervisor is started by lazaret-coordinator only.\n");
@@ -544,9 +563,16 @@ int main(int argc, char *argv[]) {
         setup_files_limit();
         /* SR-2: before runsc, so that runsc, its gofer and the gVisor kernel
          * are all bound by it (filters are inherited and survive exec). */
-        r = setid_filter_load();
+        r = setid_filter_load(&notify_fd);
         if (r < 0) {
                 report_failed("cannot load the set-ID seccomp filter: %s", strerror(-r));
+                return 1;
+        }
+        r = start_setid_responder(&helpers, notify_fd, &why);
+        /* Only the responder holds the listener: its death is seen (ENOSYS), not waited on. */
+        notify_fd = safe_close(notify_fd);
+        if (r < 0) {
+                report_failed("%s", strna(why));
                 return 1;
         }
 

@@ -23,7 +23,8 @@ top=$(mktemp -d "${TMPDIR:-/tmp}/lazaret-test-image.XXXXXX")
 cleanup() {
         # an interrupted build must not be left running
         [[ -n ${bg_pid:-} ]] && kill -TERM "$bg_pid" 2>/dev/null && wait "$bg_pid" 2>/dev/null
-        rm -rf -- "$top"
+        # Prepared lowers and persistent layers hold subordinate IDs' files.
+        lazaretctl unshare -- rm -rf -- "$top" 2>/dev/null || rm -rf -- "$top"
 }
 trap cleanup EXIT
 data=$top/data
@@ -186,6 +187,20 @@ assert_no_staging "interrupted build"
 ws=$top/ws
 mkdir -p "$ws"
 git -C "$ws" init -q
+# The first launch prepares the image (umoci, some seconds): a launch whose
+# standard error is a terminal shows one updating line meanwhile, cleared
+# before the session; another launch waiting at the same time, without a
+# terminal, shows nothing of it.
+(cd "$ws" && exec lazaretctl --config "$conf" launch -- /bin/true) >"$top/plain.log" 2>&1 &
+plain_pid=$!
+script -qec "cd '$ws' && lazaretctl --config '$conf' launch -- /bin/true" /dev/null >"$top/tty.log" 2>&1 ||
+        lt_fail "the first launch on a terminal failed: $(tr -d '\r' <"$top/tty.log")"
+wait "$plain_pid" || lt_fail "the first launch without a terminal failed: $(cat "$top/plain.log")"
+grep -q "Preparing image $data/images/default:latest for its first use ([0-9]* s)" "$top/tty.log" ||
+        lt_fail "no progress line on the terminal while the image was prepared: $(cat -v "$top/tty.log")"
+grep -q $'Preparing image .*\r\033\[K' "$top/tty.log" || lt_fail "the progress line was not cleared: $(cat -v "$top/tty.log")"
+lt_assert_eq "progress shown without a terminal" "" "$(grep -a Preparing "$top/plain.log")"
+lt_log "ok: the progress line: $(tr '\r' '\n' <"$top/tty.log" | grep -a Preparing | tail -n 1)"
 out=$(cd "$ws" && lazaretctl --config "$conf" launch -- /bin/bash -c \
         'ls -l / >/dev/null && stat -c %F / && git --version && echo "debian $(cat /etc/debian_version)" && echo "shell $0"' 2>&1) ||
         lt_fail "a session with the default image failed: $out"
@@ -193,23 +208,67 @@ for want in "directory" "git version" "debian 12" "shell /bin/bash"; do
         [[ $out == *"$want"* ]] || lt_fail "session with the default image: expected '$want' in: $out"
 done
 lt_log "ok: a session in the default image: $(tr '\n' ' ' <<<"$out")"
-# A package install with set-user-ID programs (mount's /usr/bin/mount) works:
-# the set-ID filter (C18) binds host files only, and the image's root is the
-# sandbox's own overlay. Nothing set-ID lands in the workspace it came from.
+# The built-in profile persists /usr, /etc, /var/lib, /root and /opt (SR-14):
+# a package with set-user-ID programs (mount's /usr/bin/mount) installs there
+# with dpkg -i, and its programs lose only the bit (C22: the set-ID filter's
+# responder strips it from dpkg's fchmod, so the mode is 0755, not 0000).
+# Nothing set-ID lands in the workspace it came from or in the Domain's state.
 debs=("$REPO"/mount_*.deb)
 [[ -f ${debs[0]} ]] || lt_fail "no mount package in $REPO"
 cp "${debs[0]}" "$ws/mount.deb"
-out=$(cd "$ws" && lazaretctl --config "$conf" launch -- /bin/bash -c \
-        'dpkg -i /workspace/mount.deb >/dev/null && stat -c %a /usr/bin/mount' 2>&1) ||
-        lt_fail "dpkg -i of a package with a set-user-ID program failed in the default image: $out"
-lt_assert_eq "mode of /usr/bin/mount after dpkg -i inside" 4755 "$(tail -n 1 <<<"$out")"
-lt_assert_eq "set-ID files in the workspace after dpkg -i" "" "$(find "$ws" -perm /6000)"
-out=$(cd "$ws" && lazaretctl --config "$conf" launch 2>&1 </dev/null) || lt_fail "the default command of the default image failed: $out"
+# A package of our own, installed with apt-get from the workspace.
+pkg=$top/pkg
+mkdir -p "$pkg/DEBIAN" "$pkg/usr/bin"
+printf '#!/bin/sh\necho hello from lt-apt\n' >"$pkg/usr/bin/lt-apt"
+chmod 0755 "$pkg/usr/bin/lt-apt"
+printf 'Package: lt-apt\nVersion: 1.0\nArchitecture: all\nMaintainer: Lazaret tests <t@example.invalid>\nDescription: test package\n' \
+        >"$pkg/DEBIAN/control"
+dpkg-deb --root-owner-group -b "$pkg" "$ws/lt-apt.deb" >/dev/null
 domain=$(lazaretctl --config "$conf" --workspace "$ws" domain-id)
-for _ in $(seq 1 100); do
-        state=$(systemctl --user is-active "lazaret@$domain.service" 2>/dev/null) || true
-        [[ $state == inactive || $state == failed ]] && break
-        sleep 0.1
+wait_stopped() {
+        local state
+        for _ in $(seq 1 100); do
+                state=$(systemctl --user is-active "lazaret@$domain.service" 2>/dev/null) || true
+                [[ $state == inactive || $state == failed ]] && return 0
+                sleep 0.1
+        done
+        lt_fail "lazaret@$domain.service still $state after 10 s"
+}
+out=$(cd "$ws" && lazaretctl --config "$conf" launch -- /bin/bash -c '
+        set -e
+        dpkg -i /workspace/mount.deb >/dev/null
+        apt-get install -y -q /workspace/lt-apt.deb >/dev/null 2>&1
+        cp /usr/bin/true /usr/local/bin/lt-true
+        echo kept >/root/lt-file
+        stat -c %a /usr/bin/mount' 2>&1) ||
+        lt_fail "installing into the persistent dirs of the built-in profile failed: $out"
+lt_assert_eq "mode of /usr/bin/mount after dpkg -i inside" 755 "$(tail -n 1 <<<"$out")"
+lt_assert_eq "set-ID files in the workspace after dpkg -i" "" "$(find "$ws" -perm /6000)"
+state_dir=$data/domains/$domain/state
+for d in usr etc var-lib root opt; do
+        [[ -d $state_dir/$d/upper ]] || lt_fail "no upper layer for $d in $state_dir"
 done
+lt_assert_eq "set-ID files in the Domain's persistent layers" "" "$(find "$state_dir" -perm /6000 2>/dev/null)"
+(cd "$ws" && lazaretctl --config "$conf" stop) >/dev/null 2>&1 || true
+wait_stopped
+# After the stop, a new launch: all of it is there, and ls -l / works over
+# the persistent /usr (the /bin, /lib, /sbin links: the responder answers
+# gVisor's getxattr on their O_PATH fds, which the host refused with EBADF).
+out=$(cd "$ws" && lazaretctl --config "$conf" launch -- /bin/bash -c '
+        set -e
+        ls -l / /usr/bin >/dev/null
+        dpkg-query -W -f "\${Package} \${Status}\n" lt-apt mount
+        lt-apt
+        /usr/local/bin/lt-true && echo "tool ok"
+        cat /root/lt-file
+        stat -c %a /usr/bin/mount' 2>&1) ||
+        lt_fail "a second launch with the built-in profile failed: $out"
+for want in "lt-apt install ok installed" "mount install ok installed" "hello from lt-apt" "tool ok" "kept"; do
+        [[ $out == *"$want"* ]] || lt_fail "after lazaretctl stop and a new launch: expected '$want' in: $out"
+done
+lt_assert_eq "mode of /usr/bin/mount after the restart" 755 "$(tail -n 1 <<<"$out")"
+lt_log "ok: dpkg -i, apt-get install, /usr/local/bin and /root persist in the built-in profile; ls -l / works"
+out=$(cd "$ws" && lazaretctl --config "$conf" launch 2>&1 </dev/null) || lt_fail "the default command of the default image failed: $out"
+wait_stopped
 
 echo "PASS: default image built offline in ${build_s}s ($(du -sh "$img" | cut -f1)), no-op without --force, failures keep the old image"

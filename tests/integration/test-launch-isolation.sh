@@ -72,18 +72,18 @@ check_host_processes() {
                 cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -d' ' -f1)
                 # The supervisor, runsc's own clients and the gofer are Lazaret's and runsc's side;
                 # slirp4netns too, in its own seccomp sandbox, and the host-edit watcher, with no
-                # capabilities, NO_NEW_PRIVS and its seccomp allowlist.
+                # capabilities, NO_NEW_PRIVS and its seccomp allowlist, as the set-ID filter's responder.
                 case $cmd in
                 */slirp4netns)
                         [[ $(awk '/^Seccomp:/ { print $2 }' <<<"$st") == 2 ]] || lt_fail "slirp4netns runs without its seccomp filter"
                         continue ;;
-                */lazaret-watch)
+                */lazaret-watch | */lazaret-setid-responder)
                         [[ $(awk '/^Seccomp:/ { print $2 }' <<<"$st") == 2 &&
                            $(awk '/^NoNewPrivs:/ { print $2 }' <<<"$st") == 1 &&
                            $(awk '/^CapEff:/ { print $2 }' <<<"$st") == 0000000000000000 &&
                            $(awk '/^CapBnd:/ { print $2 }' <<<"$st") == 0000000000000000 ]] ||
-                                lt_fail "lazaret-watch (pid $pid) is not hardened: $(grep -E '^(Seccomp|NoNewPrivs|CapEff|CapBnd):' <<<"$st" | tr '\n' ' ')"
-                        watchers=$((watchers + 1))
+                                lt_fail "$cmd (pid $pid) is not hardened: $(grep -E '^(Seccomp|NoNewPrivs|CapEff|CapBnd):' <<<"$st" | tr '\n' ' ')"
+                        [[ $cmd == */lazaret-watch ]] && watchers=$((watchers + 1))
                         continue ;;
                 */lazaret-view)
                         # The workspace view: the user's files only, with the three

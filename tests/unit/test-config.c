@@ -409,7 +409,7 @@ static const char known_canonical[] =
         "t\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":true,\"env\":{},\"image\":\"builti"
         "n:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":17179869184,\"cpu_weight\":100,\"memory_h"
         "igh\":6442450944,\"memory_max\":8589934592,\"processes\":1024,\"root_size\":4294967296,\"tasks_max\":4096,\""
-        "tmp_size\":1073741824},\"persistent_dirs\":[],\"volumes\":[]},"
+        "tmp_size\":1073741824},\"persistent_dirs\":[\"/usr\",\"/etc\",\"/var/lib\",\"/root\",\"/opt\"],\"volumes\":[]},"
         "\"dev\":{\"allow_egress\":[\"192.168.7.0/24\"],\"command\":[\"/bin/bash\",\"-l\",\"q\\\"b\\\\s/t\\tn\\nr\\rb"
         "\\bf\\fc\\u0001\\u001fd\177\303\251\342\202\254\360\237\230\200\"],\"deny_egress\":[\"198.51.100.0/24\"],\"d"
         "irectfs\":false,\"env\":{\"EDITOR\":\"vi\",\"EMPTY\":\"\",\"TOKEN\":\"env:GH_TOKEN\",\"ZED\":\"z\"},\"image"
@@ -426,7 +426,8 @@ static const char builtin_canonical[] =
         "\":[],\"deny\":[]},\"profiles\":{\"default\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"dire"
         "ctfs\":true,\"env\":{},\"image\":\"builtin:default\",\"isolate_ignored\":true,\"limits\":{\"address_space\":"
         "17179869184,\"cpu_weight\":100,\"memory_high\":6442450944,\"memory_max\":8589934592,\"processes\":1024,\"roo"
-        "t_size\":4294967296,\"tasks_max\":4096,\"tmp_size\":1073741824},\"persistent_dirs\":[],\"volumes\":[]}},\"runtime\":{\"runsc\":null}}";
+        "t_size\":4294967296,\"tasks_max\":4096,\"tmp_size\":1073741824},\"persistent_dirs\":[\"/usr\",\"/etc\",\"/var/lib\",\"/ro"
+        "ot\",\"/opt\"],\"volumes\":[]}},\"runtime\":{\"runsc\":null}}";
 
 Test(config, canonical_encoding_fixed_bytes) {
         _cleanup_config_ Config *c = parse_ok(known_config), *d = parse_ok(NULL);
@@ -435,10 +436,10 @@ Test(config, canonical_encoding_fixed_bytes) {
 
         cr_assert_eq(config_canonical_json(c, &j), 0);
         cr_assert_str_eq(j, known_canonical);
-        cr_assert_str_eq(config_fingerprint_hex(c, hex), "480b92e2b08b98647393da6048db24b9a56b4a1cccb48abd25d2e77ad4bb38ee");
+        cr_assert_str_eq(config_fingerprint_hex(c, hex), "c3704e19bb6562dddea3708b2a3ca27bc8680c623006035c347c933f668bb0ea");
         cr_assert_eq(config_canonical_json(d, &k), 0);
         cr_assert_str_eq(k, builtin_canonical);
-        cr_assert_str_eq(config_fingerprint_hex(d, hex), "81ce471aba762d02fce5c96cfeba92c7732ddaa9f70771e26099e6e55fb932ff");
+        cr_assert_str_eq(config_fingerprint_hex(d, hex), "8e5fa2310ca6bae24b3c6138d606f52fabeb7cfe8dfdea258cad4f8fa17c52c7");
 }
 
 Test(config, profile_can_replace_builtin_default) {

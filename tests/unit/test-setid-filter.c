@@ -15,30 +15,56 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <signal.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
 
 #include "setid-filter.h"
+#include "setid-responder.h"
 
 static char dir[] = "/tmp/lazaret-setid-XXXXXX";
 static int dfd = -1;
+static pid_t responder = -1;
 
 static void setup(void) {
+        int notify_fd = -1, fd;
+
         cr_assert_not_null(mkdtemp(dir));
         dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         cr_assert_geq(dfd, 0);
+        /* A set-user-ID file made before the filter: the host's own. */
+        fd = openat(dfd, "hostsuid", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(fchmod(fd, 04755), 0);
+        close(fd);
         /* Any user may load a filter once NO_NEW_PRIVS is set. */
         cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
         /* The filter sets the umask it keeps, whatever the caller had. */
         umask(0);
-        cr_assert_eq(setid_filter_load(), 0);
+        cr_assert_eq(setid_filter_load(&notify_fd), 0);
+        cr_assert_geq(notify_fd, 0);
+        /* The responder, as the supervisor runs it: another process under the filter. */
+        responder = fork();
+        cr_assert_geq(responder, 0);
+        if (responder == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                _exit(setid_responder_serve(notify_fd) < 0 ? 1 : 0);
+        }
+        close(notify_fd);
 }
 
 static void teardown(void) {
         char cmd[128];
         int r;
+
+        if (responder > 0) {
+                (void) kill(responder, SIGKILL);
+                (void) waitpid(responder, NULL, 0);
+        }
 
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
         r = system(cmd);
@@ -80,8 +106,6 @@ Test(setid_filter, chmod_family) {
         assert_eperm(chmod(path, 04755));
         assert_eperm(chmod(path, 02755));
         assert_eperm(chmod(path, 06755));
-        assert_eperm(fchmod(fd, 04755));
-        assert_eperm(fchmod(fd, 02711));
         assert_eperm(fchmodat(dfd, "f", 04755, 0));
         assert_eperm(fchmodat(dfd, "f", 02000, 0));
         /* fchmodat2 (Linux 6.6): by number where the C library lacks it. */
@@ -144,6 +168,77 @@ Test(setid_filter, creation) {
          * set-group-ID parent) and Linux does not keep it. */
         cr_assert_eq(mkdirat(dfd, "g", 02755), 0);
         cr_assert_eq(mode_of("g") & 06000, 0);
+}
+
+/* fchmod, gVisor's call: the responder applies the mode without a new set-ID bit. */
+Test(setid_filter, fchmod_stripped) {
+        int fd, host;
+
+        make_file("f", 0600);
+        fd = openat(dfd, "f", O_RDONLY | O_CLOEXEC);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(fchmod(fd, 04755), 0, "fchmod 04755: %s", strerror(errno));
+        cr_assert_eq(mode_of("f"), 0755);
+        cr_assert_eq(fchmod(fd, 02711), 0);
+        cr_assert_eq(mode_of("f"), 0711);
+        cr_assert_eq(fchmod(fd, 06700), 0);
+        cr_assert_eq(mode_of("f"), 0700);
+        /* dpkg: created with mode 0, then its set-ID mode. */
+        close(fd);
+        fd = openat(dfd, "dpkg-new", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(fchmod(fd, 04755), 0);
+        cr_assert_eq(mode_of("dpkg-new"), 0755);
+        /* Write for group or others stays refused, with or without a set-ID bit. */
+        assert_eperm(fchmod(fd, 04775));
+        assert_eperm(fchmod(fd, 0664));
+        cr_assert_eq(mode_of("dpkg-new"), 0755);
+        close(fd);
+
+        /* A bit the file has is kept when asked for, dropped when not. */
+        host = openat(dfd, "hostsuid", O_RDONLY | O_CLOEXEC);
+        cr_assert_geq(host, 0);
+        cr_assert_eq(fchmod(host, 04755), 0);
+        cr_assert_eq(mode_of("hostsuid"), 04755);
+        assert_eperm(fchmod(host, 04750));
+        cr_assert_eq(mode_of("hostsuid"), 04755);
+        cr_assert_eq(fchmod(host, 0750), 0);
+        cr_assert_eq(mode_of("hostsuid"), 0750);
+        errno = 0;
+        cr_assert_eq(fchmod(-1, 04755), -1);
+        cr_assert_eq(errno, EBADF, "fchmod of no fd: %s", strerror(errno));
+        close(host);
+}
+
+/* A symbolic link's attributes on an O_PATH fd: no data instead of EBADF. */
+Test(setid_filter, xattr_of_opath) {
+        char buf[64];
+        int fd;
+
+        cr_assert_eq(symlinkat("target", dfd, "l"), 0);
+        fd = openat(dfd, "l", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        cr_assert_geq(fd, 0);
+        errno = 0;
+        cr_assert_eq(fgetxattr(fd, "security.selinux", buf, sizeof(buf)), -1);
+        cr_assert_eq(errno, ENODATA, "fgetxattr: %s", strerror(errno));
+        cr_assert_eq(flistxattr(fd, buf, sizeof(buf)), 0);
+        close(fd);
+
+        /* Any other fd: the call itself. */
+        make_file("f", 0644);
+        fd = openat(dfd, "f", O_RDONLY | O_CLOEXEC);
+        cr_assert_geq(fd, 0);
+        errno = 0;
+        cr_assert_eq(fgetxattr(fd, "user.lazaret-none", buf, sizeof(buf)), -1);
+        cr_assert(errno == ENODATA || errno == EOPNOTSUPP, "fgetxattr: %s", strerror(errno));
+        if (fsetxattr(fd, "user.lazaret", "v", 1, 0) == 0) {
+                cr_assert_eq(fgetxattr(fd, "user.lazaret", buf, sizeof(buf)), 1);
+                cr_assert_gt(flistxattr(fd, buf, sizeof(buf)), 0);
+        }
+        errno = 0;
+        cr_assert_eq(fgetxattr(-1, "user.x", buf, sizeof(buf)), -1);
+        cr_assert_eq(errno, EBADF);
+        close(fd);
 }
 
 /* After the filter, the umask is 022 and stays so (umask(2) returns 0). */
