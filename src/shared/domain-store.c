@@ -11,6 +11,7 @@
 
 #include "cleanup.h"
 #include "domain-store.h"
+#include "sqlite-util.h"
 #include "strv.h"
 #include "util.h"
 
@@ -18,16 +19,6 @@ struct DomainStore {
         sqlite3 *db;
         char *path;
 };
-
-static void sqlite3_closep(sqlite3 **db) {
-        if (*db)
-                (void) sqlite3_close_v2(*db);
-}
-
-static void sqlite3_finalizep(sqlite3_stmt **st) {
-        if (*st)
-                (void) sqlite3_finalize(*st);
-}
 
 /* The migrations, in order: entry i takes user_version i to i + 1. */
 static const char *const migrations[DOMAIN_STORE_VERSION] = {
@@ -64,20 +55,14 @@ static const char *const migrations[DOMAIN_STORE_VERSION] = {
         "CREATE INDEX escalation_events_request ON escalation_events (request);",
 };
 
-static int db_error(DomainStore *s, int rc, const char *what, char **ret_error) {
-        int r = rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? -EBUSY
-              : rc == SQLITE_NOMEM ? -ENOMEM
-              : rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB ? -EBADMSG
-              : rc == SQLITE_FULL ? -ENOSPC
-              : rc == SQLITE_READONLY || rc == SQLITE_PERM || rc == SQLITE_AUTH ? -EACCES
-              : -EIO;
+#define LABEL "the Domain Store"
 
-        return errorf(ret_error, r, "the Domain Store %s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+static int db_error(DomainStore *s, int rc, const char *what, char **ret_error) {
+        return sqlite_error(s->db, LABEL, s->path, rc, what, ret_error);
 }
 
 static int exec(DomainStore *s, const char *sql, const char *what, char **ret_error) {
-        int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-        return rc == SQLITE_OK ? 0 : db_error(s, rc, what, ret_error);
+        return sqlite_exec(s->db, LABEL, s->path, sql, what, ret_error);
 }
 
 static int get_int(DomainStore *s, const char *sql, int64_t *ret, char **ret_error) {
@@ -114,36 +99,8 @@ static int check_health(DomainStore *s, char **ret_error) {
 }
 
 static int migrate(DomainStore *s, char **ret_error) {
-        int64_t v = 0;
-        int r;
-
-        r = get_int(s, "PRAGMA user_version", &v, ret_error);
-        if (r < 0)
-                return r;
-        if (v > DOMAIN_STORE_VERSION)
-                return errorf(ret_error, -EPROTONOSUPPORT, "the Domain Store %s has schema version %lld, newer than this "
-                              "Lazaret's %d; use the newer Lazaret, or move the file aside", s->path, (long long) v,
-                              DOMAIN_STORE_VERSION);
-        if (v == DOMAIN_STORE_VERSION)
-                return 0;
-        r = exec(s, "BEGIN IMMEDIATE", "cannot begin the migration", ret_error);
-        if (r < 0)
-                return r;
-        for (int64_t i = v; i < DOMAIN_STORE_VERSION; i++) {
-                char sql[64];
-
-                r = exec(s, migrations[i], "cannot migrate the schema", ret_error);
-                if (r < 0)
-                        goto rollback;
-                snprintf(sql, sizeof(sql), "PRAGMA user_version = %lld", (long long) (i + 1));
-                r = exec(s, sql, "cannot record the schema version", ret_error);
-                if (r < 0)
-                        goto rollback;
-        }
-        return exec(s, "COMMIT", "cannot commit the migration", ret_error);
-rollback:
-        (void) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-        return r;
+        return sqlite_migrate(s->db, LABEL, s->path, migrations, DOMAIN_STORE_VERSION,
+                              "use the newer Lazaret, or move the file aside", ret_error);
 }
 
 int domain_store_open(const char *path, DomainStore **ret, char **ret_error) {
@@ -235,18 +192,7 @@ DomainStore *domain_store_close(DomainStore *s) {
 /* One statement with text (or NULL) and integer parameters: "t" binds the next string, "i" the next int64. */
 static int run(DomainStore *s, const char *sql, const char *types, const char *const *texts, const int64_t *ints,
                char **ret_error) {
-        _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-        size_t ti = 0, ii = 0;
-
-        for (int k = 0; rc == SQLITE_OK && types[k]; k++)
-                rc = types[k] == 't' ? sqlite3_bind_text(st, k + 1, texts[ti++], -1, SQLITE_TRANSIENT)
-                                     : sqlite3_bind_int64(st, k + 1, ints[ii++]);
-        if (rc == SQLITE_OK)
-                rc = sqlite3_step(st);
-        if (rc != SQLITE_DONE)
-                return db_error(s, rc, "cannot write", ret_error);
-        return 0;
+        return sqlite_run(s->db, LABEL, s->path, sql, "cannot write", types, texts, ints, ret_error);
 }
 
 static int transaction_end(DomainStore *s, int r, char **ret_error) {

@@ -230,3 +230,19 @@ int openat_beneath(int dirfd, const char *path, int flags, mode_t mode, bool sam
 
         return fd < 0 ? -errno : (int) fd;
 }
+
+int opendir_at(int dirfd, DIR **ret) {
+        int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d;
+
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                int r = -errno;
+                safe_close(fd);
+                return r;
+        }
+        *ret = d;
+        return 0;
+}

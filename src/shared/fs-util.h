@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -35,6 +36,9 @@ int rm_rf_at(int dirfd, const char *name);
  * with O_CREAT; "" or NULL is dirfd itself ("."). A new fd, or -errno.
  */
 int openat_beneath(int dirfd, const char *path, int flags, mode_t mode, bool same_mount);
+
+/* A listing of the directory dirfd (an O_PATH fd will do), at its start, with a new fd of its own. */
+int opendir_at(int dirfd, DIR **ret);
 
 /* mkdir -p: missing components are created with mode. */
 int mkdir_parents(const char *path, mode_t mode);

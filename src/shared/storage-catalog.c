@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include <sqlite3.h>
 
 #include "cleanup.h"
+#include "sqlite-util.h"
 #include "storage-catalog.h"
 #include "strv.h"
 #include "util.h"
@@ -17,16 +17,6 @@ struct StorageCatalog {
         sqlite3 *db;
         char *path;
 };
-
-static void sqlite3_closep(sqlite3 **db) {
-        if (*db)
-                (void) sqlite3_close_v2(*db);
-}
-
-static void sqlite3_finalizep(sqlite3_stmt **st) {
-        if (*st)
-                (void) sqlite3_finalize(*st);
-}
 
 /* The migrations, in order: entry i takes user_version i to i + 1. */
 static const char *const migrations[STORAGE_CATALOG_VERSION] = {
@@ -41,35 +31,19 @@ static const char *const migrations[STORAGE_CATALOG_VERSION] = {
         "  PRIMARY KEY (domain_id, generation));",
 };
 
-static int db_error(StorageCatalog *c, int rc, const char *what, char **ret_error) {
-        int r = rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? -EBUSY
-              : rc == SQLITE_NOMEM ? -ENOMEM
-              : rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB ? -EBADMSG
-              : rc == SQLITE_FULL ? -ENOSPC
-              : rc == SQLITE_READONLY || rc == SQLITE_PERM || rc == SQLITE_AUTH ? -EACCES
-              : -EIO;
+#define LABEL "the Storage Catalog"
 
-        return errorf(ret_error, r, "the Storage Catalog %s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
+static int db_error(StorageCatalog *c, int rc, const char *what, char **ret_error) {
+        return sqlite_error(c->db, LABEL, c->path, rc, what, ret_error);
 }
 
 static int exec(StorageCatalog *c, const char *sql, const char *what, char **ret_error) {
-        int rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
-        return rc == SQLITE_OK ? 0 : db_error(c, rc, what, ret_error);
+        return sqlite_exec(c->db, LABEL, c->path, sql, what, ret_error);
 }
 
-/* One statement with text and integer parameters ('t', 'i'), run to its end. */
 static int run(StorageCatalog *c, const char *sql, const char *types, const char *const *texts, const int64_t *ints,
                char **ret_error) {
-        _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
-        size_t t = 0, n = 0;
-
-        for (int i = 0; rc == SQLITE_OK && types[i]; i++)
-                rc = types[i] == 't' ? sqlite3_bind_text(st, i + 1, texts[t++], -1, SQLITE_STATIC)
-                                     : sqlite3_bind_int64(st, i + 1, ints[n++]);
-        if (rc == SQLITE_OK)
-                rc = sqlite3_step(st);
-        return rc == SQLITE_DONE ? 0 : db_error(c, rc, sql, ret_error);
+        return sqlite_run(c->db, LABEL, c->path, sql, sql, types, texts, ints, ret_error);
 }
 
 static int rollback(StorageCatalog *c, int r) {
@@ -78,40 +52,8 @@ static int rollback(StorageCatalog *c, int r) {
 }
 
 static int migrate(StorageCatalog *c, char **ret_error) {
-        _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-        int64_t v;
-        int rc, r;
-
-        rc = sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st, NULL);
-        if (rc == SQLITE_OK)
-                rc = sqlite3_step(st);
-        if (rc != SQLITE_ROW)
-                return db_error(c, rc, "cannot read the schema version", ret_error);
-        v = sqlite3_column_int64(st, 0);
-        if (v > STORAGE_CATALOG_VERSION)
-                return errorf(ret_error, -EPROTONOSUPPORT, "the Storage Catalog %s has schema version %" PRId64 ", newer "
-                              "than this Lazaret's %d; use the newer Lazaret", c->path, v, STORAGE_CATALOG_VERSION);
-        if (v == STORAGE_CATALOG_VERSION)
-                return 0;
-        r = exec(c, "BEGIN IMMEDIATE", "cannot begin the migration", ret_error);
-        if (r < 0)
-                return r;
-        /* Another opener may have migrated it meanwhile: read again inside the transaction. */
-        sqlite3_reset(st);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) == STORAGE_CATALOG_VERSION)
-                return exec(c, "COMMIT", "cannot commit", ret_error);
-        for (int64_t i = v; i < STORAGE_CATALOG_VERSION; i++) {
-                char sql[64];
-
-                r = exec(c, migrations[i], "cannot migrate the schema", ret_error);
-                if (r >= 0) {
-                        snprintf(sql, sizeof(sql), "PRAGMA user_version = %" PRId64, i + 1);
-                        r = exec(c, sql, "cannot record the schema version", ret_error);
-                }
-                if (r < 0)
-                        return rollback(c, r);
-        }
-        return exec(c, "COMMIT", "cannot commit the migration", ret_error);
+        return sqlite_migrate(c->db, LABEL, c->path, migrations, STORAGE_CATALOG_VERSION, "use the newer Lazaret",
+                              ret_error);
 }
 
 int storage_catalog_open(const char *path, StorageCatalog **ret, char **ret_error) {

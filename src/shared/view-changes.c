@@ -268,18 +268,13 @@ static int scan_entry(Scan *s, int sfd, int hfd, const ViewDir *d, bool git, con
 static int scan_dir(Scan *s, int sfd, int hfd, const ViewDir *d, bool git, const char *rel, unsigned depth) {
         _cleanup_(closedirp) DIR *dir = NULL;
         struct dirent *de;
-        int fd, r;
+        int r;
 
         if (depth >= VIEW_CHANGES_MAX_DEPTH)
                 return -ELOOP;
-        fd = openat(sfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        dir = fdopendir(fd);
-        if (!dir) {
-                safe_close(fd);
-                return -errno;
-        }
+        r = opendir_at(sfd, &dir);
+        if (r < 0)
+                return r;
         while ((de = readdir(dir))) {
                 _cleanup_free_ char *path = NULL;
 

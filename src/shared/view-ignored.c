@@ -59,15 +59,11 @@ static int list_names(int fd, char ***ret, size_t *ret_n) {
         char **names = NULL;
         size_t n = 0;
         struct dirent *de;
-        int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
+        int r;
 
-        if (dfd < 0)
-                return -errno;
-        d = fdopendir(dfd);
-        if (!d) {
-                safe_close(dfd);
-                return -errno;
-        }
+        r = opendir_at(fd, &d);
+        if (r < 0)
+                return r;
         while ((de = readdir(d))) {
                 char **grown;
 

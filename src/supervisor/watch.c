@@ -41,6 +41,7 @@
 #include <seccomp.h>
 
 #include "cleanup.h"
+#include "fs-util.h"
 #include "harden.h"
 #include "macro.h"
 #include "parse-util.h"
@@ -134,19 +135,12 @@ static void add_watch(Watcher *w, int fd, const char *rel) {
 static void watch_tree(Watcher *w, int fd, const char *rel, bool announce, int depth) {
         _cleanup_(closedirp) DIR *d = NULL;
         struct dirent *de;
-        int dfd;
 
         if (watch_path_skipped(rel) || depth > WATCH_DEPTH_MAX)
                 return;
         add_watch(w, fd, rel);
-        dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
+        if (opendir_at(fd, &d) < 0)
                 return;
-        d = fdopendir(dfd);
-        if (!d) {
-                safe_close(dfd);
-                return;
-        }
         while ((de = readdir(d))) {
                 _cleanup_free_ char *sub = NULL;
                 _cleanup_close_ int cfd = -EBADF;

@@ -2098,28 +2098,13 @@ static bool dh_has(const DirHandle *h, const char *name) {
         return false;
 }
 
-static int read_listing(int fd, DIR **ret) {
-        int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d;
-
-        if (dfd < 0)
-                return -errno;
-        d = fdopendir(dfd);
-        if (!d) {
-                safe_close(dfd);
-                return -errno;
-        }
-        *ret = d;
-        return 0;
-}
-
 /* The ignored entries of host directory n, as its listing shows them. */
 static int list_ignored(Node *n, DirHandle *h) {
         _cleanup_(closedirp) DIR *d = NULL;
         struct dirent *de;
         int efd, r;
 
-        if (!ign.on || (efd = ign_entries(n, false)) < 0 || read_listing(efd, &d) < 0)
+        if (!ign.on || (efd = ign_entries(n, false)) < 0 || opendir_at(efd, &d) < 0)
                 return 0;
         while ((de = readdir(d))) {
                 if (streq(de->d_name, ".") || streq(de->d_name, "..") || strncmp(de->d_name, ".lazaret-rename.", 16) == 0)
@@ -2145,11 +2130,11 @@ static int list_dir(Node *n, DirHandle *h) {
 
         sfd = n->in_state ? n->fd : state_dir(n, false);
         if (!n->in_state) {
-                r = read_listing(n->fd, &hd);
+                r = opendir_at(n->fd, &hd);
                 if (r < 0)
                         return r;
         }
-        if (sfd >= 0 && read_listing(sfd, &sd) < 0)
+        if (sfd >= 0 && opendir_at(sfd, &sd) < 0)
                 sd = NULL;
         while (hd && (de = readdir(hd))) {
                 if (!streq(de->d_name, ".") && !streq(de->d_name, "..") && (sd || ign.on)) {
