@@ -204,6 +204,76 @@ int copy_fd(int from, int to) {
         }
 }
 
+static int copy_tree_depth(int from, const char *fname, int to, const char *tname, unsigned depth,
+                           unsigned max_depth, CopyTreeFlags flags, bool (*skip)(int dirfd, const char *name)) {
+        struct stat st;
+
+        if (depth >= max_depth)
+                return -ELOOP;
+        if (fstatat(from, fname, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        if (S_ISREG(st.st_mode)) {
+                _cleanup_close_ int in = -EBADF, out = -EBADF;
+                int r;
+
+                in = openat(from, fname, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+                if (in < 0)
+                        return -errno;
+                out = openat(to, tname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+                if (out < 0)
+                        return -errno;
+                r = copy_fd(in, out);
+                if (r >= 0 && fchmod(out, st.st_mode & 0755) < 0)
+                        r = -errno;
+                if (r >= 0 && (flags & COPY_TREE_SYNC) && fsync(out) < 0)
+                        r = -errno;
+                return r;
+        }
+        if (S_ISLNK(st.st_mode)) {
+                char target[PATH_MAX];
+                ssize_t k = readlinkat(from, fname, target, sizeof(target) - 1);
+
+                if (k < 0)
+                        return -errno;
+                target[k] = 0;
+                return symlinkat(target, to, tname) < 0 ? -errno : 0;
+        }
+        if (S_ISDIR(st.st_mode)) {
+                _cleanup_close_ int sub = -EBADF, tsub = -EBADF;
+                _cleanup_(closedirp) DIR *d = NULL;
+                struct dirent *de;
+                int r;
+
+                if (mkdirat(to, tname, 0700) < 0)
+                        return -errno;
+                sub = openat(from, fname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub < 0)
+                        return -errno;
+                tsub = openat(to, tname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (tsub < 0)
+                        return -errno;
+                r = opendir_at(sub, &d);
+                if (r < 0)
+                        return r;
+                while ((de = readdir(d))) {
+                        if (dot_or_dot_dot(de->d_name) || (skip && skip(dirfd(d), de->d_name)))
+                                continue;
+                        r = copy_tree_depth(dirfd(d), de->d_name, tsub, de->d_name, depth + 1, max_depth, flags, skip);
+                        if (r < 0)
+                                return r;
+                }
+                if (fchmod(tsub, st.st_mode & 0755) < 0 || ((flags & COPY_TREE_SYNC) && fsync(tsub) < 0))
+                        return -errno;
+                return 0;
+        }
+        return -EOPNOTSUPP;
+}
+
+int copy_tree_at(int from, const char *fname, int to, const char *tname, unsigned max_depth, CopyTreeFlags flags,
+                 bool (*skip)(int dirfd, const char *name)) {
+        return copy_tree_depth(from, fname, to, tname, 0, max_depth, flags, skip);
+}
+
 int find_program(const char *name, char **ret) {
         static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", NULL };
 

@@ -58,6 +58,27 @@ int write_file(const char *path, const char *content, mode_t mode);
 /* Copies what is left to read of from into to, to its end; -errno of the read or write that failed. */
 int copy_fd(int from, int to);
 
+/* A directory entry's name that stands for the directory itself or its parent. */
+static inline bool dot_or_dot_dot(const char *name) {
+        return name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0));
+}
+
+/*
+ * Copies the entry fname below dirfd from to tname below dirfd to, neither
+ * followed: a regular file, a symbolic link or a whole directory, nested at
+ * most max_depth deep (-ELOOP). What is made gets the source's mode less
+ * set-ID bits and group/other write (st_mode & 0755), a directory only once
+ * its entries are in. skip (may be NULL) leaves out entries of a directory
+ * being copied. With COPY_TREE_SYNC each file and directory is fsync'ed.
+ * Anything else (a FIFO, a device, a socket) is -EOPNOTSUPP. Whatever was
+ * made stays on failure: the caller copies to a temporary name.
+ */
+typedef enum CopyTreeFlags {
+        COPY_TREE_SYNC = 1 << 0,
+} CopyTreeFlags;
+int copy_tree_at(int from, const char *fname, int to, const char *tname, unsigned max_depth, CopyTreeFlags flags,
+                 bool (*skip)(int dirfd, const char *name));
+
 /* Copies a file (never writing through a symlink); the copy gets exactly mode. */
 int copy_file(const char *from, const char *to, mode_t mode);
 

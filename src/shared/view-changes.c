@@ -20,10 +20,6 @@
 #include "view-changes.h"
 #include "view-policy.h"
 
-static bool dot_or_dot_dot(const char *s) {
-        return streq(s, ".") || streq(s, "..");
-}
-
 void view_changes_done(ViewChanges *c) {
         for (size_t i = 0; i < c->n; i++)
                 free(c->changes[i].path);
@@ -363,106 +359,10 @@ static int split_rel(const char *rel, char **ret_dir, const char **ret_name) {
         return 0;
 }
 
-/* Removes name in dirfd and everything below it, never following a symbolic link. */
-static int remove_at(int at, const char *name, unsigned depth) {
-        _cleanup_(closedirp) DIR *d = NULL;
-        struct dirent *de;
-        int fd, r = 0;
-
-        if (unlinkat(at, name, 0) >= 0 || errno == ENOENT)
-                return 0;
-        if (errno != EISDIR && errno != EPERM)
-                return -errno;
-        if (depth >= VIEW_CHANGES_MAX_DEPTH)
-                return -ELOOP;
-        fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
-        while ((de = readdir(d)))
-                if (!dot_or_dot_dot(de->d_name)) {
-                        int k = remove_at(dirfd(d), de->d_name, depth + 1);
-                        r = r < 0 ? r : k;
-                }
-        if (unlinkat(at, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return r < 0 ? r : -errno;
-        return r;
-}
-
-/* Nothing applied may let other users write: the host tree is the developer's (issue 15). */
-static mode_t host_mode(mode_t m) {
-        return m & 0755;
-}
-
-/* Copies the state entry name (in sfd) to tmp in hfd: a file, a symbolic link or a whole directory. */
-static int copy_entry(int sfd, const char *name, int hfd, const char *tmp, unsigned depth) {
-        struct stat st;
-
-        if (depth >= VIEW_CHANGES_MAX_DEPTH)
-                return -ELOOP;
-        if (fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return -errno;
-        if (S_ISREG(st.st_mode)) {
-                _cleanup_close_ int from = -EBADF, to = -EBADF;
-                int r;
-
-                from = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
-                if (from < 0)
-                        return -errno;
-                to = openat(hfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
-                if (to < 0)
-                        return -errno;
-                r = copy_fd(from, to);
-                if (r >= 0 && fchmod(to, host_mode(st.st_mode)) < 0)
-                        r = -errno;
-                if (r >= 0 && fsync(to) < 0)
-                        r = -errno;
-                return r;
-        }
-        if (S_ISLNK(st.st_mode)) {
-                char target[PATH_MAX];
-                ssize_t k = readlinkat(sfd, name, target, sizeof(target) - 1);
-
-                if (k < 0)
-                        return -errno;
-                target[k] = 0;
-                return symlinkat(target, hfd, tmp) < 0 ? -errno : 0;
-        }
-        if (S_ISDIR(st.st_mode)) {
-                _cleanup_close_ int sub = -EBADF, hsub = -EBADF;
-                _cleanup_(closedirp) DIR *d = NULL;
-                struct dirent *de;
-
-                if (mkdirat(hfd, tmp, 0700) < 0)
-                        return -errno;
-                sub = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (sub < 0)
-                        return -errno;
-                hsub = openat(hfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (hsub < 0)
-                        return -errno;
-                d = fdopendir(sub);
-                if (!d)
-                        return -errno;
-                sub = -EBADF;
-                while ((de = readdir(d))) {
-                        int r;
-                        if (dot_or_dot_dot(de->d_name) || startswith(de->d_name, VIEW_COPY_UP_PREFIX) ||
-                            is_whiteout_at(dirfd(d), de->d_name))
-                                continue;
-                        r = copy_entry(dirfd(d), de->d_name, hsub, de->d_name, depth + 1);
-                        if (r < 0)
-                                return r;
-                }
-                if (fchmod(hsub, host_mode(st.st_mode)) < 0 || fsync(hsub) < 0)
-                        return -errno;
-                return 0;
-        }
-        return -EOPNOTSUPP;
+/* Left out when a state directory is applied: copy-up temporaries and whiteouts. (Nothing
+ * applied may let other users write: copy_tree_at() keeps st_mode & 0755, issue 15.) */
+static bool apply_skips(int dirfd, const char *name) {
+        return startswith(name, VIEW_COPY_UP_PREFIX) || is_whiteout_at(dirfd, name);
 }
 
 /* What the host's entry is now, judged as view_changes_scan() judged it. */
@@ -511,16 +411,16 @@ int view_change_apply(int state_fd, int workspace_fd, const ViewChange *c, bool 
                 return r;
 
         if (c->kind == VIEW_CHANGE_DELETED) {
-                r = remove_at(hfd, name, 0);
+                r = rm_rf_at(hfd, name);
                 if (r < 0)
                         return errorf(ret_error, r, "%s: cannot remove the host's entry: %s", c->path, strerror(-r));
         } else {
                 static unsigned counter = 0;
 
                 snprintf(tmp, sizeof(tmp), VIEW_APPLY_PREFIX "%d.%u", (int) getpid(), counter++);
-                r = copy_entry(sfd, name, hfd, tmp, 0);
+                r = copy_tree_at(sfd, name, hfd, tmp, VIEW_CHANGES_MAX_DEPTH, COPY_TREE_SYNC, apply_skips);
                 if (r < 0) {
-                        (void) remove_at(hfd, tmp, 0);
+                        (void) rm_rf_at(hfd, tmp);
                         return errorf(ret_error, r, "%s: cannot write it on the host: %s", c->path, strerror(-r));
                 }
                 if (c->type == S_IFDIR && force)
@@ -528,13 +428,13 @@ int view_change_apply(int state_fd, int workspace_fd, const ViewChange *c, bool 
                         (void) unlinkat(hfd, name, 0);
                 if (renameat2(hfd, tmp, hfd, name, c->type == S_IFDIR ? RENAME_NOREPLACE : 0) < 0) {
                         r = -errno;
-                        (void) remove_at(hfd, tmp, 0);
+                        (void) rm_rf_at(hfd, tmp);
                         return errorf(ret_error, r, "%s: cannot put it in place on the host: %s", c->path, strerror(-r));
                 }
         }
         (void) fsync(hfd);
 
-        r = remove_at(sfd, name, 0);
+        r = rm_rf_at(sfd, name);
         if (r < 0)
                 return errorf(ret_error, r, "%s: applied, but cannot remove it from the view's state: %s", c->path,
                               strerror(-r));
@@ -553,7 +453,7 @@ int view_change_discard(int state_fd, const ViewChange *c, char **ret_error) {
         sfd = openat_beneath(state_fd, dir, O_RDONLY | O_DIRECTORY, 0, false);
         if (sfd < 0)
                 return errorf(ret_error, sfd, "%s: cannot open its state directory: %s", c->path, strerror(-sfd));
-        r = remove_at(sfd, name, 0);
+        r = rm_rf_at(sfd, name);
         if (r < 0)
                 return errorf(ret_error, r, "%s: cannot remove it from the view's state: %s", c->path, strerror(-r));
         return 0;

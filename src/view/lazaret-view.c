@@ -1497,56 +1497,10 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
 #define COPY_DEPTH_MAX 128
 
 /* Copies from/fname to to/tname (a new name): files, symbolic links and directories, modes as create_mode() makes them. */
-static int copy_tree(int from, const char *fname, int to, const char *tname, unsigned depth) {
-        struct stat st;
-        mode_t mode;
+static int copy_tree(int from, const char *fname, int to, const char *tname) {
+        int r = copy_tree_at(from, fname, to, tname, COPY_DEPTH_MAX, 0, NULL);
 
-        if (depth >= COPY_DEPTH_MAX)
-                return -ELOOP;
-        if (fstatat(from, fname, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return -errno;
-        mode = st.st_mode & 0755;
-        if (S_ISREG(st.st_mode)) {
-                _cleanup_close_ int in = openat(from, fname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY), out = -EBADF;
-
-                if (in < 0)
-                        return -errno;
-                out = openat(to, tname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-                if (out < 0)
-                        return -errno;
-                return copy_fd(in, out);
-        }
-        if (S_ISLNK(st.st_mode)) {
-                char target[VIEW_PATH_MAX];
-                ssize_t k = readlinkat(from, fname, target, sizeof(target) - 1);
-
-                if (k < 0)
-                        return -errno;
-                target[k] = 0;
-                return symlinkat(target, to, tname) < 0 ? -errno : 0;
-        }
-        if (S_ISDIR(st.st_mode)) {
-                _cleanup_close_ int sub = -EBADF, tsub = -EBADF;
-                _cleanup_(closedirp) DIR *d = NULL;
-                struct dirent *de;
-                int r = 0;
-
-                if (mkdirat(to, tname, mode | 0700) < 0)
-                        return -errno;
-                tsub = openat(to, tname, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                sub = openat(from, fname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (tsub < 0 || sub < 0)
-                        return -errno;
-                d = fdopendir(sub);
-                if (!d)
-                        return -errno;
-                sub = -EBADF;
-                while (r >= 0 && (de = readdir(d)))
-                        if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-                                r = copy_tree(dirfd(d), de->d_name, tsub, de->d_name, depth + 1);
-                return r;
-        }
-        return -EPERM;  /* no FIFO or device is made through the view */
+        return r == -EOPNOTSUPP ? -EPERM : r;   /* no FIFO or device is made through the view */
 }
 
 /* The kernel's entries below directory n, which now stand for objects that moved (a best effort: the pipe may fill). */
@@ -1580,7 +1534,7 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
                 return sfd;
         snprintf(tmp, sizeof(tmp), ".lazaret-rename.%d.%lu", getpid(), (unsigned long) pthread_self());
         (void) rm_rf_at(tfd, tmp);
-        r = copy_tree(sfd, name, tfd, tmp, 0);
+        r = copy_tree(sfd, name, tfd, tmp);
         if (r >= 0 && syscall(SYS_renameat2, tfd, tmp, tfd, newname, flags) < 0)
                 r = -errno;
         if (r < 0) {
@@ -1651,7 +1605,7 @@ static int ign_promote(Node *dir, const char *name) {
                 return 0;
         snprintf(tmp, sizeof(tmp), ".lazaret-rename.%d.%lu", getpid(), (unsigned long) pthread_self());
         (void) rm_rf_at(dir->fd, tmp);
-        r = copy_tree(efd, name, dir->fd, tmp, 0);
+        r = copy_tree(efd, name, dir->fd, tmp);
         if (r >= 0 && syscall(SYS_renameat2, dir->fd, tmp, dir->fd, name, RENAME_NOREPLACE) < 0)
                 r = -errno;
         if (r < 0) {
