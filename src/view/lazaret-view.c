@@ -1279,11 +1279,38 @@ static int create_mode(mode_t mode, mode_t *ret) {
         return 0;
 }
 
+/*
+ * Makes name in dir on its side: a regular file or a directory of mode's
+ * type and permissions, or (S_IFLNK) a symbolic link to target, and
+ * answers the request. A protected path's parent is a directory for good:
+ * no symbolic link takes its place.
+ */
+static void make_entry(fuse_req_t req, Node *dir, const char *name, mode_t mode, const char *target) {
+        ViewClass c;
+        int fd, r;
+
+        pthread_mutex_lock(&v.lock);
+        fd = S_ISLNK(mode) && holds_listed(dir, name) ? -EPERM : create_side(dir, name, S_ISDIR(mode), &c);
+        busy_begin(dir);
+        pthread_mutex_unlock(&v.lock);
+        if (fd < 0)
+                r = fd;
+        else if (S_ISDIR(mode))
+                r = mkdirat(fd, name, mode & 07777) < 0 ? -errno : 0;
+        else if (S_ISLNK(mode))
+                r = symlinkat(target, fd, name) < 0 ? -errno : 0;
+        else
+                r = mknodat(fd, name, mode, 0) < 0 ? -errno : 0;
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                reply_new_entry(req, dir, name);
+        busy_end(dir);
+}
+
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
         Node *dir = node_of(parent);
-        ViewClass c;
         mode_t m;
-        int fd;
 
         (void) rdev;
         /* Only regular files. A socket bound through FUSE is bound to the view's
@@ -1299,58 +1326,29 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
                 fuse_reply_err(req, EPERM);
                 return;
         }
-        pthread_mutex_lock(&v.lock);
-        fd = create_side(dir, name, false, &c);
-        busy_begin(dir);
-        pthread_mutex_unlock(&v.lock);
-        if (fd < 0 || mknodat(fd, name, S_IFREG | m, 0) < 0)
-                fuse_reply_err(req, fd < 0 ? -fd : errno);
-        else
-                reply_new_entry(req, dir, name);
-        busy_end(dir);
+        make_entry(req, dir, name, S_IFREG | m, NULL);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
         Node *dir = node_of(parent);
-        ViewClass c;
         mode_t m;
-        int fd;
 
         /* S_ISGID on a directory comes from the kernel (a set-group-ID parent), never from the caller. */
         if (create_mode(mode & ~(mode_t) S_ISGID, &m) < 0) {
                 fuse_reply_err(req, EPERM);
                 return;
         }
-        pthread_mutex_lock(&v.lock);
-        fd = create_side(dir, name, true, &c);
-        busy_begin(dir);
-        pthread_mutex_unlock(&v.lock);
-        if (fd < 0 || mkdirat(fd, name, m) < 0)
-                fuse_reply_err(req, fd < 0 ? -fd : errno);
-        else
-                reply_new_entry(req, dir, name);
-        busy_end(dir);
+        make_entry(req, dir, name, S_IFDIR | m, NULL);
 }
 
 static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name) {
         Node *dir = node_of(parent);
-        ViewClass c;
-        int fd;
 
         if (streq(target, WHITEOUT_TARGET)) {
                 fuse_reply_err(req, EINVAL);
                 return;
         }
-        pthread_mutex_lock(&v.lock);
-        /* A protected path's parent is a directory for good. */
-        fd = holds_listed(dir, name) ? -EPERM : create_side(dir, name, false, &c);
-        busy_begin(dir);
-        pthread_mutex_unlock(&v.lock);
-        if (fd < 0 || symlinkat(target, fd, name) < 0)
-                fuse_reply_err(req, fd < 0 ? -fd : errno);
-        else
-                reply_new_entry(req, dir, name);
-        busy_end(dir);
+        make_entry(req, dir, name, S_IFLNK, target);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name) {
