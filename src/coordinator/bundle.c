@@ -278,7 +278,7 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         const Domain *d = p->domain;
         _cleanup_free_ char *json = NULL, *cfg = NULL, *init_src = NULL, *init_dst = NULL, *terminfo = NULL,
                             *error = NULL;
-        _cleanup_free_ char *gitconfig = NULL, *xdggit = NULL, *resolv = NULL, *stage = NULL, *staged_root = NULL,
+        _cleanup_free_ char *resolv = NULL, *stage = NULL, *staged_root = NULL,
                             *plan_json = NULL, *plan_path = NULL;
         _cleanup_(mount_plan_done) MountPlan plan = {};
         _cleanup_strv_free_ char **mount_strings = NULL, **protect = NULL;
@@ -351,16 +351,13 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         }
 
         /* SR-4: the Git Sentry's checks (and, without the view, its mounts after the workspace bind). */
-        gitconfig = d->host.home ? path_join(d->host.home, ".gitconfig") : NULL;
-        xdggit = d->host.xdg_config_home ? path_join(d->host.xdg_config_home, "git/config") : NULL;
         r = git_sentry_plan(&(GitSentryParams) {
                                     .workspace = d->workspace,
                                     .workspace_fd = wfd,
                                     .sandbox_workspace = SANDBOX_WORKSPACE,
                                     .domain_dir = d->domain_dir,
                                     .home = d->host.home,
-                                    .global_configs = (const char *[]) { "/etc/gitconfig", gitconfig ?: "/etc/gitconfig",
-                                                                         xdggit ?: "/etc/gitconfig", NULL },
+                                    .xdg_config_home = d->host.xdg_config_home,
                                     .view = view,
                                     .ret_protect = &protect,
                                     .ret_linked = &linked,

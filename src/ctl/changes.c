@@ -87,7 +87,6 @@ static void view_context_done(ViewContext *c) {
 
 /* The workspace-relative core.hooksPath directories, as the coordinator passes them to the view. */
 static int derive_protect(const Domain *d, int wfd, char ***ret, GitLinked *ret_linked, char **ret_error) {
-        _cleanup_free_ char *gitconfig = NULL, *xdggit = NULL;
         _cleanup_(mount_plan_done) MountPlan plan = {};
         _cleanup_strv_free_ char **protect = NULL;
         int r;
@@ -95,17 +94,13 @@ static int derive_protect(const Domain *d, int wfd, char ***ret, GitLinked *ret_
         r = mount_plan_init(&plan);
         if (r < 0)
                 return r;
-        /* The same trusted configuration files as bundle_write()'s. */
-        gitconfig = d->host.home ? path_join(d->host.home, ".gitconfig") : NULL;
-        xdggit = d->host.xdg_config_home ? path_join(d->host.xdg_config_home, "git/config") : NULL;
         r = git_sentry_plan(&(GitSentryParams) {
                                     .workspace = d->workspace,
                                     .workspace_fd = wfd,
                                     .sandbox_workspace = "/workspace",
                                     .domain_dir = d->domain_dir,
                                     .home = d->host.home,
-                                    .global_configs = (const char *[]) { "/etc/gitconfig", gitconfig ?: "/etc/gitconfig",
-                                                                         xdggit ?: "/etc/gitconfig", NULL },
+                                    .xdg_config_home = d->host.xdg_config_home,
                                     .view = true,
                                     .ret_protect = &protect,
                                     .ret_linked = ret_linked,

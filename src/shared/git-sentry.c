@@ -935,7 +935,7 @@ static int judge_git_path(const char *workspace, const char *rel, const struct s
 static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error) {
         _cleanup_close_ int wfd = -EBADF, gfd = -EBADF, cfd = -EBADF, hfd = -EBADF, mfd = -EBADF;
         _cleanup_free_ char *text = NULL, *gitdir = NULL, *host = NULL, *dest = NULL, *mask = NULL;
-        _cleanup_strv_free_ char **hooks = NULL, **rels = NULL, **inside = NULL;
+        _cleanup_strv_free_ char **hooks = NULL, **rels = NULL, **inside = NULL, **host_configs = NULL;
         _cleanup_(git_linked_done) GitLinked linked = { .root_fd = -EBADF };
         GitConfigPaths paths = {};
         struct stat st;
@@ -1026,7 +1026,18 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         }
 
         /* The host's own files, and all they include: those inside the workspace become protected paths. */
-        STRV_FOREACH(g, (char **) p->global_configs) {
+        if (!p->global_configs) {
+                _cleanup_free_ char *gitconfig = p->home ? path_join(p->home, ".gitconfig") : NULL,
+                                    *xdggit = p->xdg_config_home ? path_join(p->xdg_config_home, "git/config") : NULL;
+
+                if ((p->home && !gitconfig) || (p->xdg_config_home && !xdggit))
+                        return -ENOMEM;
+                if (strv_extend(&host_configs, "/etc/gitconfig") < 0 ||
+                    strv_extend(&host_configs, gitconfig ?: "/etc/gitconfig") < 0 ||
+                    strv_extend(&host_configs, xdggit ?: "/etc/gitconfig") < 0)
+                        return -ENOMEM;
+        }
+        STRV_FOREACH(g, p->global_configs ? (char **) p->global_configs : host_configs) {
                 _cleanup_free_ char *abs = NULL;
 
                 r = path_simplify(*g, p->workspace, &abs);

@@ -82,7 +82,10 @@ typedef struct GitSentryParams {
         const char *sandbox_workspace;  /* where it is mounted inside, e.g. "/workspace" */
         const char *domain_dir;         /* host; the masks' storage goes below it */
         const char *home;               /* for "~/" in paths; may be NULL */
-        const char *const *global_configs; /* trusted git config files; missing ones are skipped */
+        const char *xdg_config_home;    /* the host user's $XDG_CONFIG_HOME; may be NULL */
+        /* Trusted git config files (missing ones are skipped); NULL: the host's
+         * own, /etc/gitconfig, ~/.gitconfig and $XDG_CONFIG_HOME/git/config. */
+        const char *const *global_configs;
         bool view;                      /* the workspace view serves it: no mounts, only checks and ret_protect */
         char ***ret_protect;            /* view: the workspace-relative core.hooksPath directories are appended */
         GitLinked *ret_linked;          /* view: a linked workspace's dirs (root NULL when .git is a directory) */
