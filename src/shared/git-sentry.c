@@ -896,10 +896,16 @@ int git_sentry_check_workspace(int workspace_fd, const char *workspace, char **r
         struct stat st;
 
         if (fstatat(workspace_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                if (errno == ENOENT)
-                        return errorf(ret_error, -EPERM, "the workspace %s is not a git repository; "
-                                      "run 'git init' there on the host first", workspace);
-                return errorf(ret_error, -errno, "cannot inspect %s/.git: %m", workspace);
+                if (errno != ENOENT)
+                        return errorf(ret_error, -errno, "cannot inspect %s/.git: %m", workspace);
+                /* A git dir itself (repo/.git, a bare repository) has HEAD, objects/ and refs/
+                 * but no working tree to share. */
+                if (faccessat(workspace_fd, "HEAD", F_OK, AT_SYMLINK_NOFOLLOW) >= 0 &&
+                    faccessat(workspace_fd, "objects", F_OK, AT_SYMLINK_NOFOLLOW) >= 0)
+                        return errorf(ret_error, -EPERM, "the workspace %s is a git directory, not a working tree; "
+                                      "launch in the working tree it belongs to", workspace);
+                return errorf(ret_error, -EPERM, "the workspace %s is not a git repository; "
+                              "run 'git init' there on the host first", workspace);
         }
         if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
                 return errorf(ret_error, -EPERM, "%s/.git is not a directory nor a gitfile (a symbolic link?)", workspace);

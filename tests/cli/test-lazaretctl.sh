@@ -230,6 +230,27 @@ done
 "$ctl" --force launch -- /bin/true >/dev/null 2>&1; rc=$?
 if [ $rc -eq 2 ]; then ok "--force launch: refused"; else bad "--force launch: exit $rc"; fi
 if [ "$(snapshot)" = "$before" ]; then ok "refused image options create nothing"; else bad "refused image options created files"; fi
+
+# Workspaces that are not a working tree are refused by lazaretctl itself,
+# before any Domain Root, runtime file or unit exists (issue 18 item 5); a
+# name with a newline is shown escaped, so it cannot forge a line.
+mkdir -p "$top/odd/a b" "$top/odd/nl
+x" "$top/odd/uni-é"
+git -C "$top/odd" init -q "r" 2>/dev/null
+before=$(snapshot)
+check_refused() {   # WORKSPACE WANT
+        local out rc
+        out=$("$ctl" launch --workspace "$1" -- /bin/true 2>&1); rc=$?
+        if [ $rc -eq 1 ] && [ "$out" = "$2" ]; then ok "launch in $(printf '%q' "$1"): refused"
+        else bad "launch in $(printf '%q' "$1"): rc=$rc: $out"; fi
+}
+check_refused /proc/1 "the workspace /proc/1 is not a git repository; run 'git init' there on the host first"
+check_refused "$top/odd/r/.git" "the workspace $top/odd/r/.git is a git directory, not a working tree; launch in the working tree it belongs to"
+check_refused "$top/odd/a b" "the workspace $top/odd/a b is not a git repository; run 'git init' there on the host first"
+check_refused "$top/odd/nl
+x" "the workspace $top/odd/nl\\x0ax is not a git repository; run 'git init' there on the host first"
+check_refused "$top/odd/uni-é" "the workspace $top/odd/uni-é is not a git repository; run 'git init' there on the host first"
+if [ "$(snapshot)" = "$before" ]; then ok "refused workspaces create nothing"; else bad "a refused workspace created files: $(diff <(echo "$before") <(snapshot))"; fi
 out=$("$ctl" image build-default extra 2>&1); rc=$?
 if [ $rc -eq 2 ] && case $out in "Wrong number of arguments for \"image\"; usage: "*) true ;; *) false ;; esac; then
         ok "image with an extra argument: usage error"
