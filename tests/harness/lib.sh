@@ -229,14 +229,19 @@ lt_reset_view_state() {
         rm -rf "$root/domains/$id/view" "$root/domains/$id/ignored"
 }
 
-# lt_use_git_image: after lt_domain_setup, builds (once per user) the busybox
-# test image plus the host's git at ~/lt-image-git, points LT_CONFIG's
-# profile "test" at it and exports LT_GIT_IMAGE. Needs git on the host.
+# lt_use_git_image: after lt_domain_setup, builds (once per user and set of
+# programs) the busybox test image plus the host's git and its
+# `git submodule` scripts at ~/lt-image-git-HASH, points LT_CONFIG's profile
+# "test" at it and exports LT_GIT_IMAGE. Needs git on the host.
 lt_use_git_image() {
-        local git
+        local git programs f
         git=$(command -v git) || lt_skip "git is not installed on the host"
-        LT_GIT_IMAGE=$HOME/lt-image-git
-        lt_build_image "$LT_GIT_IMAGE" "$git"
+        programs=$git
+        for f in git-submodule git-sh-setup git-sh-i18n git-sh-i18n--envsubst; do
+                [[ -f /usr/lib/git-core/$f ]] && programs+=" /usr/lib/git-core/$f"
+        done
+        LT_GIT_IMAGE=$HOME/lt-image-git-$(sha256sum <<<"$programs" | cut -c1-8)
+        lt_build_image "$LT_GIT_IMAGE" "$programs"
         printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s" } } }\n' "$LT_GIT_IMAGE" >"$LT_CONFIG"
         export LT_GIT_IMAGE
 }

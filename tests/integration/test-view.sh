@@ -13,7 +13,7 @@
 #   4. a bare repository made inside, a gitfile and a git dir assembled in
 #      .git/logs: the host never sees a git dir there;
 # and the work git does keeps working, with its effects on the host at once:
-# commit, branch, stash, rebase, merge, cherry-pick, work in the nested
+# commit, branch, stash, rebase, merge, cherry-pick, submodule update, work in the nested
 # repository and in the submodule. Integration files (.envrc, .mcp.json,
 # .vscode/tasks.json) are never created on the host; a branch switch that
 # changes a tracked .vscode/settings.json works inside and leaves the
@@ -68,6 +68,7 @@ host_git_everywhere() {
 # branch "other", and a submodule.
 git init -q -b main "$HOME/lt-view-origin"
 git -C "$HOME/lt-view-origin" -c user.name=o -c user.email=o@example.invalid commit -q --allow-empty -m origin
+git -C "$HOME/lt-view-origin" -c user.name=o -c user.email=o@example.invalid commit -q --allow-empty -m origin2
 mkdir -p "$LT_WS/.vscode"
 echo '{"main": true}' >"$LT_WS/.vscode/settings.json"
 echo one >"$LT_WS/file.txt"
@@ -161,6 +162,19 @@ lt_assert_eq "the stash on the host" "1" "$(hgit stash list | wc -l)"
 lt_assert_eq "the cherry-pick on the host" "topic" "$(hgit log -1 --format=%s pick)"
 hgit stash drop -q
 host_git_everywhere "daily work"
+
+# An initialised submodule moved off its recorded commit, then `git
+# submodule update` inside: the host's checkout of it is back there. (The
+# fsmonitor and hook planted above in its Domain-state config would run
+# inside and fail; they are switched off for this step. A branch keeps the
+# commit made there on a detached HEAD reachable, so nothing is fetched.)
+recorded=$(hgit ls-tree HEAD mod | awk '{print $3}')
+expect_inside "git submodule update of the initialised submodule" \
+        "g() { git -c core.fsmonitor=false -c core.hooksPath=/nonexistent \"\$@\"; }
+         g -C mod branch -f lt-keep && g -C mod checkout -q HEAD~1 && g submodule -q update && test \"\$(git -C mod rev-parse HEAD)\" = $recorded"
+lt_assert_eq "the submodule's HEAD on the host after update inside" "$recorded" "$(git -C "$LT_WS/mod" rev-parse HEAD)"
+lt_assert_eq "the host's status of the submodule's commit" "" "$(hgit status --porcelain --ignore-submodules=dirty mod)"
+host_git_everywhere "submodule update"
 
 # Integration files: created and changed inside, never on the host.
 expect_inside "integration files written" \
