@@ -66,6 +66,7 @@ typedef struct ViewContext {
         Domain *domain;
         int workspace_fd;               /* O_PATH */
         int state_fd;                   /* -ENOENT: the Domain has no view state (yet) */
+        int git_state_fd;               /* the git dir view's (linked.root); -ENOENT: none */
         int lock_fd;
         char **protect;                 /* the core.hooksPath directories and included files inside the workspace */
         char **paths, **names, **unprotect; /* those and the profile's protected_paths, as the view takes them */
@@ -76,13 +77,14 @@ static void view_context_done(ViewContext *c) {
         domain_free(c->domain);
         safe_close(c->workspace_fd);
         safe_close(c->state_fd);
+        safe_close(c->git_state_fd);
         safe_close(c->lock_fd);
         strv_free(c->protect);
         strv_free(c->paths);
         strv_free(c->names);
         strv_free(c->unprotect);
         git_linked_done(&c->linked);
-        *c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF, .linked.root_fd = -EBADF };
+        *c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .git_state_fd = -EBADF, .lock_fd = -EBADF, .linked.root_fd = -EBADF };
 }
 
 /* The workspace-relative core.hooksPath directories, as the coordinator passes them to the view. */
@@ -114,7 +116,7 @@ static int derive_protect(const Domain *d, int wfd, char ***ret, GitLinked *ret_
 /* Opens what the verbs need; with lock, takes coordinator.lock or refuses. Prints why on failure. */
 static int view_context_open(const Config *config, const char *profile, const char *workspace, bool lock,
                              ViewContext *ret) {
-        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF,
+        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .git_state_fd = -EBADF, .lock_fd = -EBADF,
                                                        .linked.root_fd = -EBADF };
         _cleanup_free_ char *error = NULL, *state = NULL, *lock_path = NULL;
         int r;
@@ -163,35 +165,85 @@ static int view_context_open(const Config *config, const char *profile, const ch
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
                 return r;
         }
+        c.git_state_fd = -ENOENT;
+        if (c.linked.root) {
+                /* The git dir view's state: its changes are named by their host paths. */
+                free(state);
+                state = path_join(c.domain->domain_dir, VIEW_GIT_STATE_DIR);
+                if (!state)
+                        return -ENOMEM;
+                c.git_state_fd = open(state, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (c.git_state_fd < 0 && errno != ENOENT) {
+                        fprintf(stderr, "Cannot open the git dir view's state %s: %m\n", state);
+                        return -errno;
+                }
+                if (c.git_state_fd < 0)
+                        c.git_state_fd = -ENOENT;
+        }
         r = strv_extend_strv(&c.paths, c.protect);
         if (r >= 0)
                 r = view_lists_add_profile(c.domain->profile->protected_paths, &c.paths, &c.names, &c.unprotect);
         if (r < 0)
                 return r;
         *ret = c;
-        c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF, .linked.root_fd = -EBADF };
+        c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .git_state_fd = -EBADF, .lock_fd = -EBADF, .linked.root_fd = -EBADF };
         return 0;
 }
 
+/* The workspace's changes, then the git dir view's (named by host path), in one list. */
 static int scan(const ViewContext *c, ViewChanges *ret) {
+        _cleanup_(view_changes_done) ViewChanges w = {}, g = {};
         _cleanup_free_ char *error = NULL;
-        int r;
+        ViewChange *all;
+        int r = 0;
 
-        if (c->state_fd < 0) {
-                *ret = (ViewChanges) {};
-                return 0;
-        }
-        r = view_changes_scan(c->state_fd, c->workspace_fd,
-                              &(ViewLists) { .paths = c->paths, .names = c->names, .unprotect = c->unprotect }, c->protect,
-                              ret, &error);
-        if (r < 0)
+        if (c->state_fd >= 0)
+                r = view_changes_scan(c->state_fd, c->workspace_fd, NULL,
+                                      &(ViewLists) { .paths = c->paths, .names = c->names, .unprotect = c->unprotect },
+                                      c->protect, &w, &error);
+        if (r >= 0 && c->git_state_fd >= 0)
+                /* As the git dir view was told: its --protect list alone (bundle.c, add_git_view()). */
+                r = view_changes_scan(c->git_state_fd, c->linked.root_fd, c->linked.root,
+                                      &(ViewLists) { .paths = c->linked.protect }, c->linked.protect, &g, &error);
+        if (r < 0) {
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
-        return r;
+                return r;
+        }
+        if (g.n > 0) {
+                all = reallocarray(w.changes, w.n + g.n, sizeof(ViewChange));
+                if (!all)
+                        return -ENOMEM;
+                memcpy(all + w.n, g.changes, g.n * sizeof(ViewChange));
+                w.changes = all;
+                w.n += g.n;
+                g.changes = mfree(g.changes);   /* the paths moved */
+                g.n = 0;
+        }
+        *ret = w;
+        w = (ViewChanges) {};
+        return 0;
 }
+
+/* The state and host directories a change lives in. */
+static int state_fd_of(const ViewContext *c, const ViewChange *ch) {
+        return ch->root ? c->git_state_fd : c->state_fd;
+}
+
+static int host_fd_of(const ViewContext *c, const ViewChange *ch) {
+        return ch->root ? c->linked.root_fd : c->workspace_fd;
+}
+
+/* Prints a change's name (view_change_shown()) between prefix and suffix. */
+static void print_change(const char *prefix, const ViewChange *ch, const char *suffix);
 
 static void print_escaped(const char *prefix, const char *s, const char *suffix) {
         _cleanup_free_ char *e = escape_control(s);
         printf("%s%s%s", prefix, e ?: "?", suffix);
+}
+
+static void print_change(const char *prefix, const ViewChange *ch, const char *suffix) {
+        _cleanup_free_ char *shown = view_change_shown(ch);
+        print_escaped(prefix, shown ?: "?", suffix);
 }
 
 static bool strv_is_empty(char *const *l) {
@@ -203,11 +255,14 @@ static bool strv_is_empty(char *const *l) {
 static int change_json(const ViewChange *ch, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
         const char *type = ch->type == S_IFDIR ? "directory" : ch->type == S_IFLNK ? "symlink" : ch->type ? "file" : NULL;
+        _cleanup_free_ char *shown = view_change_shown(ch);
         int r;
 
-        if (!o)
+        if (!o || !shown)
                 return -ENOMEM;
-        r = json_add_string(o, "path", ch->path);
+        r = json_add_string(o, "path", shown);
+        if (r >= 0)
+                r = json_add_bool(o, "git_dir_view", ch->root != NULL);
         if (r >= 0)
                 r = json_add_string(o, "kind", view_change_label(ch));
         if (r >= 0)
@@ -263,7 +318,7 @@ static int list_changes(const ViewContext *c, const ViewChanges *l) {
                         snprintf(size, sizeof(size), "%llu", (unsigned long long) ch->size);
                 printf("%-12s %10s  %-10s ", view_change_label(ch), size,
                        ch->host == VIEW_HOST_SAME ? "-" : view_host_state_to_string(ch->host));
-                print_escaped("", ch->path, ch->type == S_IFDIR ? "/\n" : "\n");
+                print_change("", ch, ch->type == S_IFDIR ? "/\n" : "\n");
         }
         printf("\n%zu pending change%s in Domain %s, kept from the host. Review: lazaretctl changes --diff PATH; "
                "then lazaretctl changes apply|discard PATH... (with the Domain stopped).\n",
@@ -395,6 +450,7 @@ static void put_diff_line(const char *s, size_t n) {
 static int show_diff(const ViewContext *c, const ViewChanges *l, const char *path) {
         _cleanup_close_ int hfd = -EBADF, sfd = -EBADF, pipe_r = -EBADF, pipe_w = -EBADF;
         _cleanup_free_ char *diff = NULL, *la = NULL, *lb = NULL, *out = NULL;
+        _cleanup_free_ char *shown = NULL;
         const ViewChange *ch = NULL;
         int p[2], status, r;
         pid_t pid;
@@ -403,35 +459,42 @@ static int show_diff(const ViewContext *c, const ViewChanges *l, const char *pat
         /* Exactly one change: the path as listed ("./" before it and "/" after it aside). */
         while (startswith(path, "./"))
                 path += 2;
-        for (size_t i = 0, len = strlen(path); i < l->n; i++)
-                if (view_change_named(&l->changes[i], path) && strlen(l->changes[i].path) <= len)
+        for (size_t i = 0, len = strlen(path); i < l->n; i++) {
+                _cleanup_free_ char *s = view_change_shown(&l->changes[i]);
+                if (!s)
+                        return -ENOMEM;
+                if (view_change_named(&l->changes[i], path) && strlen(s) <= len) {
                         ch = &l->changes[i];
+                        free(shown);
+                        shown = TAKE_PTR(s);
+                }
+        }
         if (!ch) {
                 _cleanup_free_ char *e = escape_control(path);
                 fprintf(stderr, "No pending change at %s; see lazaretctl changes.\n", strna(e));
                 return -ENOENT;
         }
         if (ch->type == S_IFDIR) {
-                fprintf(stderr, "%s is a directory; --diff shows one text file.\n", ch->path);
+                fprintf(stderr, "%s is a directory; --diff shows one text file.\n", shown);
                 return -EISDIR;
         }
         /* Both sides by fd, never following a symbolic link; a missing side is empty. */
         if (ch->kind != VIEW_CHANGE_DELETED) {
-                sfd = openat_beneath(c->state_fd, ch->path, O_RDONLY | O_NOCTTY, 0, false);
+                sfd = openat_beneath(state_fd_of(c, ch), ch->path, O_RDONLY | O_NOCTTY, 0, false);
                 if (sfd < 0)
                         return sfd == -ELOOP ? (fprintf(stderr, "%s is a symbolic link; --diff shows text files only.\n",
-                                                        ch->path), -EINVAL) : sfd;
-                r = judge_text(sfd, "sandbox's", ch->path);
+                                                        shown), -EINVAL) : sfd;
+                r = judge_text(sfd, "sandbox's", shown);
                 if (r < 0)
                         return r;
         }
-        hfd = openat_beneath(c->workspace_fd, ch->path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, false);
+        hfd = openat_beneath(host_fd_of(c, ch), ch->path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, false);
         if (hfd < 0 && hfd != -ENOENT) {
-                fprintf(stderr, "Cannot open the host's %s: %s\n", ch->path, strerror(-hfd));
+                fprintf(stderr, "Cannot open the host's %s: %s\n", shown, strerror(-hfd));
                 return hfd;
         }
         if (hfd >= 0) {
-                r = judge_text(hfd, "host's", ch->path);
+                r = judge_text(hfd, "host's", shown);
                 if (r < 0)
                         return r;
         }
@@ -447,7 +510,8 @@ static int show_diff(const ViewContext *c, const ViewChanges *l, const char *pat
                 fprintf(stderr, "Cannot find diff in the system path: %s\n", strerror(-r));
                 return r;
         }
-        if (asprintf(&la, "host/%s", ch->path) < 0 || asprintf(&lb, "sandbox/%s", ch->path) < 0)
+        if (asprintf(&la, "host%s%s", ch->root ? "" : "/", shown) < 0 ||
+            asprintf(&lb, "sandbox%s%s", ch->root ? "" : "/", shown) < 0)
                 return -ENOMEM;
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
@@ -528,7 +592,7 @@ static int apply_or_discard(const ViewContext *c, const ViewChanges *l, bool app
                         /* A git-control entry is applied only when it is named. */
                         selected[i] = !(apply && l->changes[i].git_control);
                         if (!selected[i])
-                                print_escaped("Skipped git control ", l->changes[i].path,
+                                print_change("Skipped git control ", &l->changes[i],
                                               " (name it, with --git-control, to apply it).\n");
                 }
                 n_selected += selected[i];
@@ -554,15 +618,16 @@ static int apply_or_discard(const ViewContext *c, const ViewChanges *l, bool app
 
                 if (!selected[i])
                         continue;
-                r = apply ? view_change_apply(c->state_fd, c->workspace_fd, &l->changes[i], arg_force, &error)
-                          : view_change_discard(c->state_fd, &l->changes[i], &error);
+                r = apply ? view_change_apply(state_fd_of(c, &l->changes[i]), host_fd_of(c, &l->changes[i]),
+                                              &l->changes[i], arg_force, &error)
+                          : view_change_discard(state_fd_of(c, &l->changes[i]), &l->changes[i], &error);
                 if (r < 0) {
                         _cleanup_free_ char *e = escape_control(error ?: strerror(-r));
                         fprintf(stderr, "%s: %s.\n", apply ? "Apply failed" : "Discard failed", strna(e));
                         return r;
                 }
                 if (!arg_json)
-                        print_escaped(apply ? "Applied " : "Discarded ", l->changes[i].path, "\n");
+                        print_change(apply ? "Applied " : "Discarded ", &l->changes[i], "\n");
         }
         if (arg_json)
                 printf("{\"domain_id\":\"%s\",\"%s\":%zu}\n", c->domain->id, apply ? "applied" : "discarded", n_selected);
@@ -570,7 +635,7 @@ static int apply_or_discard(const ViewContext *c, const ViewChanges *l, bool app
 }
 
 int verb_changes(int argc, char *argv[], const Config *config) {
-        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF,
+        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .git_state_fd = -EBADF, .lock_fd = -EBADF,
                                                        .linked.root_fd = -EBADF };
         _cleanup_(view_changes_done) ViewChanges l = {};
         const char *sub = argc > 1 ? argv[1] : NULL;
@@ -694,7 +759,7 @@ static int status_json(const ViewContext *c, size_t n_pending, json_object **ret
 }
 
 int changes_status(const Config *config, const char *id, json_object *o) {
-        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .lock_fd = -EBADF,
+        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .git_state_fd = -EBADF, .lock_fd = -EBADF,
                                                        .linked.root_fd = -EBADF };
         _cleanup_(view_changes_done) ViewChanges l = {};
         _cleanup_(domain_record_done) DomainRecord rec = {};

@@ -14,6 +14,7 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "path-util.h"
 #include "macro.h"
 #include "strv.h"
 #include "util.h"
@@ -127,6 +128,7 @@ static uint64_t tree_size(int at, unsigned depth) {
 }
 
 typedef struct Scan {
+        const char *root;
         const ViewLists *lists;
         char *const *git_paths;
         ViewChanges *out;
@@ -153,6 +155,7 @@ static int add_change(Scan *s, const char *rel, ViewChangeKind kind, bool git, c
                 .mode = st ? st->st_mode & 07777 : 0,
                 .size = size,
                 .host = host,
+                .root = s->root,
         };
         return 0;
 }
@@ -289,12 +292,13 @@ static int change_cmp(const void *a, const void *b) {
         return strcmp(((const ViewChange *) a)->path, ((const ViewChange *) b)->path);
 }
 
-int view_changes_scan(int state_fd, int workspace_fd, const ViewLists *lists, char *const *git_paths, ViewChanges *ret,
-                      char **ret_error) {
+int view_changes_scan(int state_fd, int workspace_fd, const char *root, const ViewLists *lists, char *const *git_paths,
+                      ViewChanges *ret, char **ret_error) {
         _cleanup_close_ int sfd = -EBADF, hfd = -EBADF;
         ViewChanges out = {};
-        Scan s = { .lists = lists, .git_paths = git_paths, .out = &out };
-        ViewDir top = VIEW_DIR_TOP;
+        Scan s = { .root = root, .lists = lists, .git_paths = git_paths, .out = &out };
+        /* Where the daemon serving this state starts (lazaret-view, --git-dir or not). */
+        ViewDir top = root ? VIEW_DIR_GIT_ROOT : VIEW_DIR_TOP;
         int r;
 
         sfd = openat(state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -306,7 +310,8 @@ int view_changes_scan(int state_fd, int workspace_fd, const ViewLists *lists, ch
         r = scan_dir(&s, sfd, hfd, &top, false, "", 0);
         if (r < 0) {
                 view_changes_done(&out);
-                return errorf(ret_error, r, "cannot read the view's state: %s", strerror(-r));
+                return errorf(ret_error, r, "cannot read the %s's state: %s", root ? "git dir view" : "view",
+                              strerror(-r));
         }
         if (out.n > 1)
                 qsort(out.changes, out.n, sizeof(ViewChange), change_cmp);
@@ -314,9 +319,25 @@ int view_changes_scan(int state_fd, int workspace_fd, const ViewLists *lists, ch
         return 0;
 }
 
+char *view_change_shown(const ViewChange *c) {
+        return c->root ? path_join(c->root, c->path) : strdup(c->path);
+}
+
 bool view_change_named(const ViewChange *c, const char *path) {
         size_t n;
 
+        if (c->root || path[0] == '/') {
+                /* By host path, below the root: the rest names it as a workspace path would. */
+                const char *t = c->root ? startswith(path, c->root) : NULL;
+
+                if (!t || (*t != 0 && *t != '/'))
+                        return false;
+                while (*t == '/')
+                        t++;
+                if (*t == 0)
+                        return true;
+                path = t;
+        }
         while (startswith(path, "./"))
                 path += 2;
         n = strlen(path);
@@ -330,21 +351,25 @@ bool view_change_named(const ViewChange *c, const char *path) {
 /* ------------------------------------------------------------ apply and discard */
 
 int view_change_check(const ViewChange *c, bool force, bool git_control, char **ret_error) {
+        _cleanup_free_ char *shown = view_change_shown(c);
+
+        if (!shown)
+                return -ENOMEM;
         if (c->git_control && !git_control)
                 return errorf(ret_error, -EPERM,
                               "%s is git control (a git dir's config, hooks, commondir, gitdir or HEAD, or a "
                               "core.hooksPath): the view keeps exactly these off the host, since host git would run "
-                              "what they say; apply it only after reading it, with --git-control", c->path);
+                              "what they say; apply it only after reading it, with --git-control", shown);
         if (force)
                 return 0;
         if (c->host == VIEW_HOST_CHANGED)
                 return errorf(ret_error, -ESTALE,
                               "%s changed on the host since the sandbox copied it; compare with --diff, then apply "
-                              "with --force or discard", c->path);
+                              "with --force or discard", shown);
         if (c->host == VIEW_HOST_UNKNOWN)
                 return errorf(ret_error, -ESTALE,
                               "%s replaces a host entry without a record of which version it replaced; compare with "
-                              "--diff, then apply with --force or discard", c->path);
+                              "--diff, then apply with --force or discard", shown);
         return 0;
 }
 
@@ -388,21 +413,24 @@ static ViewHostState host_now(const ViewChange *c, int sfd, const char *name, in
 int view_change_apply(int state_fd, int workspace_fd, const ViewChange *c, bool force, char **ret_error) {
         _cleanup_close_ int sfd = -EBADF, hfd = -EBADF;
         _cleanup_free_ char *dir = NULL;
+        _cleanup_free_ char *shown = view_change_shown(c);
         ViewChange now = *c;
         const char *name;
         char tmp[64];
         int r;
 
+        if (!shown)
+                return -ENOMEM;
         r = split_rel(c->path, &dir, &name);
         if (r < 0)
                 return r;
         sfd = openat_beneath(state_fd, dir, O_RDONLY | O_DIRECTORY, 0, false);
         if (sfd < 0)
-                return errorf(ret_error, sfd, "%s: cannot open its state directory: %s", c->path, strerror(-sfd));
+                return errorf(ret_error, sfd, "%s: cannot open its state directory: %s", shown, strerror(-sfd));
         hfd = openat_beneath(workspace_fd, dir, O_RDONLY | O_DIRECTORY, 0, false);
         if (hfd < 0)
                 return errorf(ret_error, hfd, "%s: cannot open the host directory %s beneath the workspace "
-                              "(gone, or not a plain directory): %s", c->path, isempty(dir) ? "." : dir, strerror(-hfd));
+                              "(gone, or not a plain directory): %s", shown, isempty(dir) ? "." : dir, strerror(-hfd));
 
         /* Judged again, by fd, right before anything is written. */
         now.host = host_now(c, sfd, name, hfd);
@@ -413,7 +441,7 @@ int view_change_apply(int state_fd, int workspace_fd, const ViewChange *c, bool 
         if (c->kind == VIEW_CHANGE_DELETED) {
                 r = rm_rf_at(hfd, name);
                 if (r < 0)
-                        return errorf(ret_error, r, "%s: cannot remove the host's entry: %s", c->path, strerror(-r));
+                        return errorf(ret_error, r, "%s: cannot remove the host's entry: %s", shown, strerror(-r));
         } else {
                 static unsigned counter = 0;
 
@@ -421,7 +449,7 @@ int view_change_apply(int state_fd, int workspace_fd, const ViewChange *c, bool 
                 r = copy_tree_at(sfd, name, hfd, tmp, VIEW_CHANGES_MAX_DEPTH, COPY_TREE_SYNC, apply_skips);
                 if (r < 0) {
                         (void) rm_rf_at(hfd, tmp);
-                        return errorf(ret_error, r, "%s: cannot write it on the host: %s", c->path, strerror(-r));
+                        return errorf(ret_error, r, "%s: cannot write it on the host: %s", shown, strerror(-r));
                 }
                 if (c->type == S_IFDIR && force)
                         /* Forced over a host file: the directory takes its place. */
@@ -429,33 +457,35 @@ int view_change_apply(int state_fd, int workspace_fd, const ViewChange *c, bool 
                 if (renameat2(hfd, tmp, hfd, name, c->type == S_IFDIR ? RENAME_NOREPLACE : 0) < 0) {
                         r = -errno;
                         (void) rm_rf_at(hfd, tmp);
-                        return errorf(ret_error, r, "%s: cannot put it in place on the host: %s", c->path, strerror(-r));
+                        return errorf(ret_error, r, "%s: cannot put it in place on the host: %s", shown, strerror(-r));
                 }
         }
         (void) fsync(hfd);
 
         r = rm_rf_at(sfd, name);
         if (r < 0)
-                return errorf(ret_error, r, "%s: applied, but cannot remove it from the view's state: %s", c->path,
+                return errorf(ret_error, r, "%s: applied, but cannot remove it from the view's state: %s", shown,
                               strerror(-r));
         return 0;
 }
 
 int view_change_discard(int state_fd, const ViewChange *c, char **ret_error) {
         _cleanup_close_ int sfd = -EBADF;
-        _cleanup_free_ char *dir = NULL;
+        _cleanup_free_ char *dir = NULL, *shown = view_change_shown(c);
         const char *name;
         int r;
 
+        if (!shown)
+                return -ENOMEM;
         r = split_rel(c->path, &dir, &name);
         if (r < 0)
                 return r;
         sfd = openat_beneath(state_fd, dir, O_RDONLY | O_DIRECTORY, 0, false);
         if (sfd < 0)
-                return errorf(ret_error, sfd, "%s: cannot open its state directory: %s", c->path, strerror(-sfd));
+                return errorf(ret_error, sfd, "%s: cannot open its state directory: %s", shown, strerror(-sfd));
         r = rm_rf_at(sfd, name);
         if (r < 0)
-                return errorf(ret_error, r, "%s: cannot remove it from the view's state: %s", c->path, strerror(-r));
+                return errorf(ret_error, r, "%s: cannot remove it from the view's state: %s", shown, strerror(-r));
         return 0;
 }
 

@@ -58,6 +58,8 @@ typedef struct ViewChange {
         mode_t mode;                    /* its permission bits */
         uint64_t size;                  /* bytes (a directory: of the regular files below it) */
         ViewHostState host;
+        const char *root;               /* the host path that path is relative to, when not the workspace
+                                         * (a git dir view's state); borrowed from view_changes_scan()'s caller */
 } ViewChange;
 
 typedef struct ViewChanges {
@@ -84,11 +86,26 @@ bool view_base_matches(const ViewBase *b, const struct stat *st);
  * --unprotect: the Git Sentry's derived paths and the profile's
  * protected_paths); git_paths: the derived ones alone (git_sentry_plan()
  * with .view), whose changes are git-control.
+ *
+ * root: NULL for the workspace view; for the git dir view of a linked
+ * workspace (lazaret-view --git-dir: state <domain_dir>/view-git, host
+ * directory the common dir or the submodule's git dir) its host path. The
+ * walk then starts from VIEW_DIR_GIT_ROOT, as that view's does, every
+ * change is git-control, and each change's root is set to it, so that it
+ * is named and reported by its host path (view_change_shown()).
  */
-int view_changes_scan(int state_fd, int workspace_fd, const ViewLists *lists, char *const *git_paths, ViewChanges *ret,
-                      char **ret_error);
+int view_changes_scan(int state_fd, int workspace_fd, const char *root, const ViewLists *lists, char *const *git_paths,
+                      ViewChanges *ret, char **ret_error);
 
-/* Whether c is named by path: the path itself or a directory above it ("" or "." is the workspace). */
+/* How a change is named to the developer: its workspace-relative path, or root/path. NULL on ENOMEM. */
+char *view_change_shown(const ViewChange *c);
+
+/*
+ * Whether c is named by path: the path itself or a directory above it. A
+ * workspace change is named by its workspace-relative path ("" or "." is
+ * the workspace); one with a root only by an absolute path at or below
+ * that root (the root itself names all of them).
+ */
 bool view_change_named(const ViewChange *c, const char *path);
 
 /*

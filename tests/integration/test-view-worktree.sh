@@ -11,6 +11,9 @@
 #     registration's commondir runs nothing on the host's git status;
 #   submodule: a commit inside lands on the host; its git dir's config is
 #     read-only and its hooks never reach the host;
+#   lazaretctl changes lists the git dir view's pending changes by host
+#     path, applies git control only when named with --git-control and
+#     never over a host file that changed meanwhile, discards them;
 #   refused at launch, with one line: a worktree whose registration names
 #     another checkout;
 #   the main checkout: `git worktree prune` inside keeps the registrations.
@@ -114,6 +117,54 @@ lt_assert_eq "the registration's commondir on the host" "../.." "$(cat "$gd/comm
 git -C "$LT_WS" status >/dev/null 2>&1 || true
 no_marks "the registration's commondir"
 lt_log "ok: nothing planted through the worktree's git files runs on the host"
+
+# lazaretctl changes covers the git dir view's state, by host path, with the
+# workspace's rules: git control is applied only when named with
+# --git-control, never over a host file that changed meanwhile.
+printf '#!/bin/sh\n# host\n' >"$main/.git/hooks/pre-rebase"
+expect_inside "a harmless hook written in the common dir, the host's pre-rebase changed" \
+        "printf '#!/bin/sh\nexit 0\n' > $main/.git/hooks/pre-push && echo 'exit 0' >> $main/.git/hooks/pre-rebase"
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+lt_wait_inactive
+ctlw() { (cd "$LT_WS" && lazaretctl "$@"); }
+json=$(ctlw changes --json) || lt_fail "lazaretctl changes --json failed"
+gkind() { jq -r --arg p "$1" '.changes[] | select(.path == $p and .git_dir_view) | .kind' <<<"$json"; }
+for p in "$main/.git/hooks/post-commit" "$main/.git/hooks/pre-push" "$gd/config.worktree" "$gd/commondir" \
+        "$main/.git/worktrees/lt-wt-other"; do
+        lt_assert_eq "lazaretctl changes: $p" git-control "$(gkind "$p")"
+done
+lt_assert_eq "the other registration's change" deleted \
+        "$(jq -r --arg p "$main/.git/worktrees/lt-wt-other" '.changes[] | select(.path == $p) | .change' <<<"$json")"
+text=$(ctlw changes) || lt_fail "lazaretctl changes failed"
+[[ $text == *"git-control"*"$main/.git/hooks/post-commit"* ]] || lt_fail "the listing lacks the common dir's hook: $text"
+diff=$(ctlw changes --diff "$main/.git/hooks/post-commit") || lt_fail "changes --diff of the hook failed: $diff"
+[[ $diff == *"+touch $(mark hook)"* ]] || lt_fail "the hook's diff does not show its text: $diff"
+out=$(ctlw changes apply --all 2>&1) || lt_fail "apply --all failed: $out"
+[[ $out == *"Skipped git control $main/.git/hooks/post-commit"* ]] || lt_fail "apply --all did not skip the hook: $out"
+[[ ! -e $main/.git/hooks/post-commit && ! -e $main/.git/hooks/pre-push && ! -e $gd/config.worktree ]] ||
+        lt_fail "apply --all wrote git control on the host"
+lt_assert_eq "the registration's commondir after apply --all" "../.." "$(cat "$gd/commondir")"
+if out=$(ctlw changes apply "$main/.git/hooks/pre-push" 2>&1); then
+        lt_fail "a hook of the common dir was applied without --git-control: $out"
+fi
+[[ $out == *"$main/.git/hooks/pre-push is git control"* ]] || lt_fail "the refusal does not name the host path: $out"
+[[ ! -e $main/.git/hooks/pre-push ]] || lt_fail "a refused apply wrote the hook"
+printf '#!/bin/sh\n# host, edited\n' >"$main/.git/hooks/pre-rebase"
+if out=$(ctlw changes apply --git-control "$main/.git/hooks/pre-rebase" 2>&1); then
+        lt_fail "apply over a hook the host made meanwhile succeeded: $out"
+fi
+[[ $out == *"changed on the host"* ]] || lt_fail "the stale refusal is unclear: $out"
+lt_assert_eq "the host's own hook after the refusal" "# host, edited" "$(sed -n 2p "$main/.git/hooks/pre-rebase")"
+rm -f "$main/.git/hooks/pre-rebase"
+ctlw changes apply --git-control "$main/.git/hooks/pre-push" >/dev/null || lt_fail "apply --git-control of pre-push failed"
+lt_assert_eq "the applied hook on the host" "exit 0" "$(sed -n 2p "$main/.git/hooks/pre-push")"
+rm -f "$main/.git/hooks/pre-push"
+ctlw changes discard "$main/.git" >/dev/null || lt_fail "discard of the git dir view's changes failed"
+json=$(ctlw changes --json) || lt_fail "lazaretctl changes --json failed"
+lt_assert_eq "the git dir view's changes after discard" 0 "$(jq '[.changes[] | select(.git_dir_view)] | length' <<<"$json")"
+git -C "$LT_WS" status >/dev/null 2>&1 || lt_fail "the host worktree's git status fails after the discard"
+no_marks "lazaretctl changes of the git dir view"
+lt_log "ok: lazaretctl changes lists, diffs, applies and discards the git dir view's state by host path"
 
 # A registration that names another checkout is refused at launch, in one line.
 lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true

@@ -139,7 +139,7 @@ Test(view_changes, kinds_and_scaffolding) {
         md(t.state, "sub/.git/objects");
         put(t.state, "sub/.git/objects/config", "not a control file here\n", 0644);
 
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, NULL, &l, NULL), 0);
         cr_assert_eq(l.n, 4, "found %zu", l.n);
 
         c = find(&l, ".envrc");
@@ -181,13 +181,13 @@ Test(view_changes, host_edit_after_copy_up_is_seen_and_refused) {
         put(t.host, ".vscode/settings.json", "{\"a\":1}\n", 0644);
         md(t.state, ".vscode");
         copy_up(&t, ".vscode/settings.json", "{\"a\":2}\n");
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, NULL, &l, NULL), 0);
         c = find(&l, ".vscode/settings.json");
         cr_assert_eq(c->host, VIEW_HOST_SAME);
 
         /* The developer edits it on the host meanwhile. */
         put(t.host, ".vscode/settings.json", "{\"host\":true}\n", 0644);
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l2, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, NULL, &l2, NULL), 0);
         c = find(&l2, ".vscode/settings.json");
         cr_assert_eq(c->host, VIEW_HOST_CHANGED);
         cr_assert_eq(view_change_check(c, false, false, &error), -ESTALE);
@@ -218,7 +218,7 @@ Test(view_changes, replaced_without_record_is_unknown) {
 
         put(t.host, ".envrc", "host\n", 0644);
         put(t.state, ".envrc", "sandbox\n", 0644);
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, NULL, &l, NULL), 0);
         c = find(&l, ".envrc");
         cr_assert_eq(c->kind, VIEW_CHANGE_CHANGED);
         cr_assert_eq(c->host, VIEW_HOST_UNKNOWN);
@@ -244,7 +244,7 @@ Test(view_changes, git_control_needs_its_flag) {
         put(t.state, "bare/HEAD", "ref: refs/heads/main\n", 0644);
         put(t.state, "bare/config", "[core]\n", 0644);
 
-        cr_assert_eq(view_changes_scan(t.state, t.host, &(ViewLists) { .paths = protect }, protect, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, &(ViewLists) { .paths = protect }, protect, &l, NULL), 0);
         cr_assert_eq(l.n, 3, "found %zu", l.n);
         for (size_t i = 0; i < l.n; i++) {
                 cr_assert(l.changes[i].git_control, "%s", l.changes[i].path);
@@ -256,7 +256,7 @@ Test(view_changes, git_control_needs_its_flag) {
         }
         /* The derived path is protected only because the host's git configuration names it. */
         view_changes_done(&l);
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, NULL, &l, NULL), 0);
         cr_assert_null(find(&l, "tools/hooks/pre-commit"));
         tree_done(&t);
 }
@@ -277,7 +277,7 @@ Test(view_changes, apply_writes_atomically_and_clears_state) {
         put(t.host, ".idea/sub/x", "x\n", 0644);
         whiteout(&t, ".idea");
 
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, NULL, &l, NULL), 0);
         cr_assert_eq(l.n, 4);
         for (size_t i = 0; i < l.n; i++)
                 cr_assert_eq(view_change_apply(t.state, t.host, &l.changes[i], false, NULL), 0, "%s", l.changes[i].path);
@@ -291,7 +291,7 @@ Test(view_changes, apply_writes_atomically_and_clears_state) {
         cr_assert_eq(fstatat(t.host, ".claude/settings.json", &st, AT_SYMLINK_NOFOLLOW), 0);
         cr_assert(S_ISREG(st.st_mode));
 
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &after, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, NULL, &after, NULL), 0);
         cr_assert_eq(after.n, 0);
         /* No temporary name is left behind. */
         {
@@ -315,7 +315,7 @@ Test(view_changes, apply_never_follows_a_host_symlink) {
         cr_assert_eq(symlinkat(outside, t.host, ".vscode"), 0);
         md(t.state, ".vscode");
         put(t.state, ".vscode/tasks.json", "{}\n", 0644);
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, NULL, &l, NULL), 0);
         cr_assert_eq(l.n, 1);
         cr_assert_eq(l.changes[0].type, S_IFDIR, "a directory the host lacks is new as a whole");
         /* Applying .vscode as a whole refuses to replace the host's entry without --force... */
@@ -335,7 +335,7 @@ Test(view_changes, discard_and_named) {
         put(t.host, ".vscode/settings.json", "host\n", 0644);
         md(t.state, ".vscode");
         copy_up(&t, ".vscode/settings.json", "sandbox\n");
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &l, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, NULL, &l, NULL), 0);
         cr_assert_eq(l.n, 1);
         cr_assert(view_change_named(&l.changes[0], ".vscode"));
         cr_assert(view_change_named(&l.changes[0], "./.vscode/"));
@@ -344,11 +344,95 @@ Test(view_changes, discard_and_named) {
         cr_assert(!view_change_named(&l.changes[0], ".vsc"));
         cr_assert(!view_change_named(&l.changes[0], ".vscode/settings"));
         cr_assert_eq(view_change_discard(t.state, &l.changes[0], NULL), 0);
-        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, &after, NULL), 0);
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, NULL, &after, NULL), 0);
         cr_assert_eq(after.n, 0);
         {
                 _cleanup_free_ char *s = get(t.host, ".vscode/settings.json");
                 cr_assert_str_eq(s, "host\n");
         }
+        tree_done(&t);
+}
+
+/* The git dir view's state (lazaret-view --git-dir): named by host path, all git control. */
+Test(view_changes, git_dir_view) {
+        _cleanup_(view_changes_done) ViewChanges l = {};
+        _cleanup_free_ char *error = NULL, *shown = NULL;
+        char *const protect[] = { (char *) "worktrees/other", NULL };
+        const char *root = "/home/u/main/.git";
+        const ViewChange *c;
+        Tree t = tree();
+
+        /* Host: the common dir with the workspace's registration (wt) and another (other). */
+        put(t.host, "HEAD", "ref: refs/heads/main\n", 0644);
+        put(t.host, "config", "[core]\n", 0644);
+        md(t.host, "hooks");
+        md(t.host, "refs");
+        md(t.host, "worktrees");
+        md(t.host, "worktrees/wt");
+        put(t.host, "worktrees/wt/HEAD", "ref: refs/heads/wt\n", 0644);
+        put(t.host, "worktrees/wt/commondir", "../..\n", 0644);
+        md(t.host, "worktrees/other");
+        put(t.host, "worktrees/other/HEAD", "ref: refs/heads/o\n", 0644);
+        /* A worktree added inside: HEAD on the host, its redirections in state. */
+        md(t.host, "worktrees/feat");
+        put(t.host, "worktrees/feat/HEAD", "ref: refs/heads/feat\n", 0644);
+
+        md(t.state, "hooks");
+        put(t.state, "hooks/post-commit", "#!/bin/sh\n", 0755);
+        md(t.state, "worktrees");
+        md(t.state, "worktrees/wt");
+        put(t.state, "worktrees/wt/config.worktree", "[core]\n\tfsmonitor = x\n", 0644);
+        whiteout(&t, "worktrees/other");
+        md(t.state, "worktrees/feat");
+        put(t.state, "worktrees/feat/gitdir", "/workspace/feat/.git\n", 0644);
+        put(t.state, "worktrees/feat/commondir", "../..\n", 0644);
+        /* Shared names left in state never count: in a git dir's worktrees/NAME a HEAD is git's own. */
+        md(t.state, "refs");
+        put(t.state, "refs/stray", "x\n", 0644);
+        put(t.state, "worktrees/feat/HEAD", "ref: refs/heads/feat\n", 0644);
+        /* The root's config is read-only there, as the top .git's: the view never serves it from state. */
+        put(t.state, "config", "[core]\n\tfsmonitor = y\n", 0644);
+
+        cr_assert_eq(view_changes_scan(t.state, t.host, root, &(ViewLists) { .paths = protect }, protect, &l, &error), 0,
+                     "%s", error ? error : "");
+        cr_assert_eq(l.n, 5, "found %zu", l.n);
+        for (size_t i = 0; i < l.n; i++) {
+                cr_assert(l.changes[i].git_control, "%s", l.changes[i].path);
+                cr_assert_str_eq(l.changes[i].root, root);
+        }
+        cr_assert_eq(find(&l, "worktrees/other")->kind, VIEW_CHANGE_DELETED);
+        cr_assert_eq(find(&l, "hooks/post-commit")->kind, VIEW_CHANGE_NEW);
+        cr_assert_not_null(find(&l, "worktrees/feat/gitdir"));
+        cr_assert_not_null(find(&l, "worktrees/feat/commondir"));
+        c = find(&l, "worktrees/wt/config.worktree");
+        cr_assert_not_null(c);
+        shown = view_change_shown(c);
+        cr_assert_str_eq(shown, "/home/u/main/.git/worktrees/wt/config.worktree");
+
+        /* Named by host path only. */
+        cr_assert(view_change_named(c, "/home/u/main/.git/worktrees/wt/config.worktree"));
+        cr_assert(view_change_named(c, "/home/u/main/.git/worktrees/"));
+        cr_assert(view_change_named(c, "/home/u/main/.git"));
+        cr_assert(!view_change_named(c, "worktrees/wt/config.worktree"));
+        cr_assert(!view_change_named(c, "."));
+        cr_assert(!view_change_named(c, "/home/u/main/.gitx"));
+        cr_assert(!view_change_named(&(ViewChange) { .path = (char *) ".envrc" }, "/home/u/main/.git"));
+
+        /* Refused without --git-control, in a line naming the host path; then applied. */
+        cr_assert_eq(view_change_check(c, false, false, &error), -EPERM);
+        cr_assert_not_null(strstr(error, "/home/u/main/.git/worktrees/wt/config.worktree is git control"), "%s", error);
+        cr_assert_eq(view_change_apply(t.state, t.host, c, false, NULL), 0);
+        {
+                _cleanup_free_ char *s = get(t.host, "worktrees/wt/config.worktree");
+                cr_assert_str_eq(s, "[core]\n\tfsmonitor = x\n");
+        }
+        /* A new entry whose name appeared on the host meanwhile is stale. */
+        put(t.host, "worktrees/feat/gitdir", "/elsewhere/.git\n", 0644);
+        c = find(&l, "worktrees/feat/gitdir");
+        free(error);
+        error = NULL;
+        cr_assert_eq(view_change_apply(t.state, t.host, c, false, &error), -ESTALE);
+        cr_assert_not_null(strstr(error, "/home/u/main/.git/worktrees/feat/gitdir changed on the host"), "%s", error);
+        cr_assert_eq(view_change_discard(t.state, find(&l, "worktrees/other"), NULL), 0);
         tree_done(&t);
 }
