@@ -322,77 +322,135 @@ int git_path_in_workspace(const char *value, const char *base, const char *home,
 
 #define GIT_SYMLINKS_MAX 40
 
+/* Where a path that host git reads leads: host_place(). */
+typedef enum GitPlace {
+        GIT_PLACE_OUTSIDE,              /* the host's own: neither of the two below */
+        GIT_PLACE_WORKSPACE,            /* the workspace, which the sandbox writes */
+        GIT_PLACE_GIT_DIR,              /* the dir the git dir view serves (a linked workspace's) */
+} GitPlace;
+
+static bool same_inode(const struct stat *a, const struct stat *b) {
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
 /*
- * A path lexically outside the workspace may still lead into it through a
- * host symlink, even a dangling one (the sandbox can create its target).
- * abs (absolute, simplified) is resolved one component at a time, following
- * the host's symlinks, until it ends, a component is missing, or it reaches
- * the workspace: from there on (the sandbox's tree) the rest is judged
- * lexically as git_path_in_workspace() does, and symlinks there are left to
- * the open that refuses them. Same results as git_path_in_workspace().
+ * A path lexically outside the workspace may still lead into it, or into
+ * the dir the git dir view serves, through a host symlink, even a dangling
+ * one (the sandbox can create its target). abs (absolute, simplified) is
+ * resolved on the host by fd, from "/", one component at a time: each
+ * component opened O_PATH | O_NOFOLLOW below the directory reached so far,
+ * a symbolic link read from that fd and its target resolved in turn, until
+ * the path ends, a component is missing or unreadable (the sandbox cannot
+ * make it: it is outside both), or the directory reached is the workspace
+ * (wfd) or the served dir (gfd, or -EBADF), judged by device and inode,
+ * whatever path led there. From there on the tree is the sandbox's: the rest
+ * is judged lexically (a ".." after a component there is -ELOOP, as in
+ * git_path_in_workspace()) and returned in *ret_rel ("" for the dir itself);
+ * symlinks there are left to the opens beneath it that refuse them.
+ * Returns the GitPlace, or -errno (-EINVAL for a loop of host symlinks).
  */
-static int canonical_in_workspace(const char *abs, const char *workspace, char **ret_rel) {
+static int host_place(const char *abs, int wfd, int gfd, char **ret_rel) {
         _cleanup_free_ char *resolved = strdup("/"), *todo = strdup(abs);
+        _cleanup_close_ int rootfd = -EBADF, cur = -EBADF;
+        struct stat ws, gd;
         unsigned links = 0;
 
         if (!resolved || !todo)
                 return -ENOMEM;
+        if (fstat(wfd, &ws) < 0 || (gfd >= 0 && fstat(gfd, &gd) < 0))
+                return -errno;
+        rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        cur = rootfd >= 0 ? fcntl(rootfd, F_DUPFD_CLOEXEC, 3) : -EBADF;
+        if (cur < 0)
+                return -errno;
         for (const char *s = todo;;) {
-                _cleanup_free_ char *name = NULL, *next = NULL, *target = NULL;
-                const char *e;
+                _cleanup_free_ char *name = NULL;
+                _cleanup_close_ int fd = -EBADF;
+                GitPlace place;
                 struct stat st;
+                const char *e;
 
                 while (*s == '/')
                         s++;
-                if (!*s)
-                        break;
                 e = strchrnul(s, '/');
+                if (e - s == 1 && s[0] == '.') {
+                        s = e;
+                        continue;
+                }
+                if (e - s == 2 && s[0] == '.' && s[1] == '.') {
+                        /* resolved holds no symlink: going up is lexical, then opened again without following any. */
+                        char *slash = strrchr(resolved, '/');
+                        *(slash == resolved ? slash + 1 : slash) = 0;
+                        safe_close(cur);
+                        cur = openat_beneath(rootfd, resolved[1] ? resolved + 1 : NULL, O_PATH | O_DIRECTORY, 0, false);
+                        if (cur < 0)
+                                return cur;
+                        s = e;
+                        continue;
+                }
+                if (fstat(cur, &st) < 0)
+                        return -errno;
+                place = same_inode(&st, &ws) ? GIT_PLACE_WORKSPACE :
+                        gfd >= 0 && same_inode(&st, &gd) ? GIT_PLACE_GIT_DIR : GIT_PLACE_OUTSIDE;
+                if (place != GIT_PLACE_OUTSIDE) {
+                        _cleanup_free_ char *rest = join3("/", s, ""), *out = NULL;
+                        int r;
+
+                        if (!rest)
+                                return -ENOMEM;
+                        r = path_simplify(rest, "/", &out);
+                        if (r < 0)
+                                return r;
+                        if (ret_rel) {
+                                char *rel = strdup(out + 1);
+                                if (!rel)
+                                        return -ENOMEM;
+                                *ret_rel = rel;
+                        }
+                        return place;
+                }
+                if (s == e)
+                        return GIT_PLACE_OUTSIDE;       /* the path ends outside both */
                 name = strndup(s, e - s);
                 if (!name)
                         return -ENOMEM;
                 s = e;
-                if (streq(name, "."))
-                        continue;
-                if (streq(name, "..")) {        /* resolved has no symlinks: going up is lexical */
-                        char *slash = strrchr(resolved, '/');
-                        if (slash == resolved)
-                                slash++;
-                        *slash = 0;
-                        continue;
-                }
-                next = path_join(resolved, name);
-                if (!next)
-                        return -ENOMEM;
-                bool lexical = path_is_at_or_below(resolved, workspace);
-                if (!lexical && lstat(next, &st) < 0) {
-                        if (errno != ENOENT && errno != ENOTDIR)
-                                return 0;       /* unreadable on the host: not the sandbox's either */
-                        lexical = true;         /* missing: nothing more to resolve */
-                }
-                if (lexical) {
-                        _cleanup_free_ char *full = join3(next, "/", s);
-                        if (!full)
+                fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 || fstat(fd, &st) < 0)
+                        return GIT_PLACE_OUTSIDE;       /* missing or unreadable here: not the sandbox's to make */
+                if (S_ISDIR(st.st_mode)) {
+                        _cleanup_free_ char *next = path_join(resolved, name);
+                        if (!next)
                                 return -ENOMEM;
-                        return git_path_in_workspace(full, "/", NULL, workspace, NULL, ret_rel);
-                }
-                if (!S_ISLNK(st.st_mode)) {
                         free(resolved);
                         resolved = TAKE_PTR(next);
+                        safe_close(cur);
+                        cur = TAKE_FD(fd);
                         continue;
                 }
+                if (!S_ISLNK(st.st_mode))
+                        return GIT_PLACE_OUTSIDE;       /* a file: the rest, if any, does not exist */
                 if (++links > GIT_SYMLINKS_MAX)
-                        return -EINVAL;         /* the host cannot resolve it either; refuse, to be safe */
-                target = calloc(LAZARET_PATH_MAX + 1, 1);
+                        return -EINVAL;                 /* the host cannot resolve it either; refuse, to be safe */
+
+                _cleanup_free_ char *target = calloc(LAZARET_PATH_MAX + 1, 1), *rest = NULL;
+                ssize_t k;
+
                 if (!target)
                         return -ENOMEM;
-                ssize_t k = readlink(next, target, LAZARET_PATH_MAX + 1);
+                k = readlinkat(fd, "", target, LAZARET_PATH_MAX + 1);
                 if (k < 0)
                         return -errno;
                 if (k == 0 || k > LAZARET_PATH_MAX)
                         return -EINVAL;
-                if (target[0] == '/')
+                if (target[0] == '/') {
                         strcpy(resolved, "/");
-                _cleanup_free_ char *rest = join3(target, "/", s);
+                        safe_close(cur);
+                        cur = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+                        if (cur < 0)
+                                return -errno;
+                }
+                rest = join3(target, "/", s);
                 if (!rest)
                         return -ENOMEM;
                 if (strlen(rest) > (size_t) LAZARET_PATH_MAX * GIT_SYMLINKS_MAX)
@@ -401,7 +459,6 @@ static int canonical_in_workspace(const char *abs, const char *workspace, char *
                 todo = TAKE_PTR(rest);
                 s = todo;
         }
-        return git_path_in_workspace(resolved, "/", NULL, workspace, NULL, ret_rel);
 }
 
 /* ------------------------------------------------------------ the mounts */
@@ -584,22 +641,58 @@ static int read_config_at(int dirfd, const char *name, char **ret) {
 #define GIT_INCLUDE_DEPTH_MAX 10      /* git's own MAX_INCLUDE_DEPTH */
 
 /*
- * A path (absolute, simplified) that host git reads as configuration or
- * runs from, inside the dir the git dir view serves: protected there (its
- * root-relative path joins linked->protect). The served dir itself cannot be.
+ * A path that host git reads as configuration or runs from, inside the dir
+ * the git dir view serves (rel: relative to it, lexical, as host_place()
+ * gives it; shown: as the configuration names it): protected there (rel
+ * joins linked->protect). Each of its components that exists is opened
+ * beneath the served dir's fd without following a symlink and must be a
+ * directory (the last one anything but a symlink): the view keeps a
+ * protected path's parents directories from then on
+ * (view_lists_hold_below()), but a symlink the sandbox made there before
+ * would lead host git elsewhere. The served dir itself cannot be protected.
  */
-static int linked_protect(GitLinked *linked, const char *abs, const char *what, char **ret_error) {
-        const char *t;
+static int linked_protect(GitLinked *linked, const char *rel, const char *what, const char *shown, char **ret_error) {
+        if (isempty(rel))
+                return errorf(ret_error, -EPERM, "%s %s names the git dir %s itself; the sandbox could write it", what,
+                              shown, linked->root);
+        for (const char *e = rel;; e++) {
+                _cleanup_free_ char *prefix = NULL;
+                _cleanup_close_ int fd = -EBADF;
+                struct stat st;
 
-        if (!linked || !linked->root || !path_is_at_or_below(abs, linked->root))
-                return 0;
-        t = abs + strlen(linked->root);
-        if (*t == '/')
-                t++;
-        if (isempty(t))
-                return errorf(ret_error, -EPERM, "%s names the git dir %s itself; the sandbox could write it", what,
-                              linked->root);
-        return strv_contains((const char *const *) linked->protect, t) ? 0 : strv_extend(&linked->protect, t);
+                if (*e != '/' && *e != 0)
+                        continue;
+                prefix = strndup(rel, e - rel);
+                if (!prefix)
+                        return -ENOMEM;
+                fd = openat_beneath(linked->root_fd, prefix, O_PATH, 0, false);
+                if (fd == -ENOENT)
+                        break;          /* nothing more exists: the view keeps it so */
+                if (fd >= 0 && fstat(fd, &st) < 0)
+                        return -errno;
+                /* O_PATH opens a last component that is a symlink as the link itself. */
+                if (fd == -ELOOP || fd == -EXDEV || (fd >= 0 && S_ISLNK(st.st_mode)))
+                        return errorf(ret_error, -EPERM, "%s %s goes through a symbolic link in the git dir %s (%s); "
+                                      "the sandbox could redirect it", what, shown, linked->root, prefix);
+                if (fd < 0)
+                        return errorf(ret_error, -EPERM, "%s %s: cannot open %s/%s (%s)", what, shown, linked->root,
+                                      prefix, strerror(-fd));
+                if (*e == 0)
+                        break;
+                if (!S_ISDIR(st.st_mode))
+                        return errorf(ret_error, -EPERM, "%s %s: %s/%s is not a directory", what, shown, linked->root,
+                                      prefix);
+        }
+        return strv_contains((const char *const *) linked->protect, rel) ? 0 : strv_extend(&linked->protect, rel);
+}
+
+/* Where abs (absolute, simplified) leads: lexically inside the workspace, else host_place(). */
+static int place_of(const GitSentryParams *p, int wfd, const GitLinked *linked, const char *abs, char **ret_rel) {
+        int r = git_path_in_workspace(abs, "/", NULL, p->workspace, NULL, ret_rel);
+
+        if (r != 0)
+                return r < 0 ? r : GIT_PLACE_WORKSPACE;
+        return host_place(abs, wfd, linked && linked->root ? linked->root_fd : -EBADF, ret_rel);
 }
 
 /* A host directory by its absolute, simplified path, opened from "/" without following any symlink. */
@@ -811,15 +904,13 @@ static int read_config_tree(const GitSentryParams *p, int wfd, GitLinked *linked
         if (depth > GIT_INCLUDE_DEPTH_MAX)
                 return errorf(ret_error, -ELOOP, "%s: includes nest deeper than %d files; git refuses that too",
                               shown, GIT_INCLUDE_DEPTH_MAX);
-        r = git_path_in_workspace(abs, "/", NULL, p->workspace, NULL, &rel);
-        if (r == 0)
-                r = canonical_in_workspace(abs, p->workspace, &rel);
+        r = place_of(p, wfd, linked, abs, &rel);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
                 return errorf(ret_error, -EPERM, "the git configuration file %s cannot be located safely (%s)", abs,
                               strerror(-r));
-        if (r > 0) {
+        if (r == GIT_PLACE_WORKSPACE) {
                 _cleanup_free_ char *parent = NULL;
                 char *slash;
 
@@ -848,12 +939,17 @@ static int read_config_tree(const GitSentryParams *p, int wfd, GitLinked *linked
                 if (r == -ELOOP || r == -EXDEV)
                         return errorf(ret_error, -EPERM, "the git configuration includes %s, a symlink in the workspace; "
                                       "the sandbox could redirect it", abs);
-        } else {
-                r = linked_protect(linked, abs, "an included git configuration file", ret_error);
+        } else if (r == GIT_PLACE_GIT_DIR) {
+                /* In the git dir that the git dir view serves: protected there, read beneath it. */
+                r = linked_protect(linked, rel, "the included git configuration file", abs, ret_error);
                 if (r < 0)
                         return r;
+                r = read_config_at(linked->root_fd, rel, &text);
+                if (r == -ELOOP || r == -EXDEV)
+                        return errorf(ret_error, -EPERM, "the git configuration includes %s, a symlink in the git "
+                                      "dir %s; the sandbox could redirect it", abs, linked->root);
+        } else
                 r = read_config_at(-EBADF, abs, &text);
-        }
         if (r == -ENOENT || r == -ENOTDIR)
                 return 0;
         if (r < 0)
@@ -1007,9 +1103,7 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         STRV_FOREACH(inc, paths.include_paths) {
                 _cleanup_free_ char *abs = NULL;
                 r = git_path_in_workspace(*inc, gitdir, p->home, p->workspace, &abs, NULL);
-                if (r == 0)
-                        r = canonical_in_workspace(abs, p->workspace, NULL);
-                if (r == 0)
+                if (r == 0)     /* it judges again where a host symlink leads, and refuses the workspace */
                         r = read_config_tree(p, wfd, &linked, abs, gitdir, 1, true, &hooks, &inside, ret_error);
                 else if (r != -ENOMEM)
                         r = errorf(ret_error, -EPERM, "%s/config includes '%s', which the sandbox could write; "
@@ -1111,18 +1205,19 @@ hooks_paths:
 
                 /* Relative to the worktree's top, where git runs hooks. */
                 r = git_path_in_workspace(*h, p->workspace, p->home, p->workspace, &abs, &rel);
-                if (r == 0 && linked.root && path_is_at_or_below(abs, linked.root)) {
-                        /* In the git dir that the git dir view serves. */
-                        r = linked_protect(&linked, abs, "core.hooksPath", ret_error);
-                        if (r < 0)
-                                return r;
-                        continue;
+                if (r == 0) {   /* outside lexically; a host symlink may still lead in */
+                        r = host_place(abs, wfd, linked.root ? linked.root_fd : -EBADF, &rel);
+                        if (r == GIT_PLACE_GIT_DIR) {
+                                /* In the git dir that the git dir view serves. */
+                                r = linked_protect(&linked, rel, "core.hooksPath", *h, ret_error);
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
                 }
-                if (r == 0)     /* outside lexically; a host symlink may still lead in */
-                        r = canonical_in_workspace(abs, p->workspace, &rel);
                 if (r == -ELOOP)
-                        return errorf(ret_error, -EPERM, "core.hooksPath %s steps out of a workspace directory "
-                                      "with '..'; the sandbox could redirect it", *h);
+                        return errorf(ret_error, -EPERM, "core.hooksPath %s steps out of a directory the "
+                                      "sandbox writes with '..'; it could redirect it", *h);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)

@@ -28,8 +28,10 @@
  * that is not a plain file or directory, an include of a file inside the
  * workspace in .git/config, a core.hooksPath inside the workspace that goes
  * through a symlink or ".." there or names the workspace itself. "Inside"
- * is judged after the host's own symlinks outside the workspace (dangling
- * ones too: the sandbox can create their targets); a relative
+ * is judged on the host by fd: the host's own symlinks outside the
+ * workspace are followed (dangling ones too: the sandbox can create their
+ * targets) until the directory reached is the workspace, or a linked
+ * workspace's served git dir, by device and inode; a relative
  * core.hooksPath is taken from the worktree's top, as git does.
  *
  * Nothing is executed: git is never run against the untrusted repository

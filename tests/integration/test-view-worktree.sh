@@ -8,7 +8,9 @@
 #     worktree prune` inside keeps the other worktree registered and this
 #     one too; core.fsmonitor planted through the worktree's
 #     config.worktree, the common dir's config, its hooks and the
-#     registration's commondir runs nothing on the host's git status;
+#     registration's commondir runs nothing on the host's git status; a
+#     core.hooksPath that reaches the common dir through a host symlink is
+#     protected there (a hook written inside runs on no host commit);
 #   submodule: a commit inside lands on the host; its git dir's config is
 #     read-only and its hooks never reach the host;
 #   lazaretctl changes lists the git dir view's pending changes by host
@@ -109,6 +111,25 @@ git -C "$LT_WS" status >/dev/null 2>&1 || true
 hg -C "$LT_WS" commit -q --allow-empty -m host-commit || true
 git -C "$main" status >/dev/null 2>&1 || true
 no_marks "worktree config, hooks"
+
+# A core.hooksPath that reaches the common dir through a host symbolic link
+# is protected there: a hook written inside never reaches the host, whose
+# next commit runs nothing planted.
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+ln -sfn "$main/.git" "$HOME/lt-wt-link"
+mkdir -p "$main/.git/lt-hooks"
+hg -C "$main" config core.hooksPath "$HOME/lt-wt-link/lt-hooks"
+expect_inside "a hook written in a core.hooksPath reached through a host symlink" \
+        "printf '#!/bin/sh\ntouch $(mark linked-hooks-path)\n' > $main/.git/lt-hooks/post-commit &&
+         chmod 755 $main/.git/lt-hooks/post-commit"
+[[ ! -e $main/.git/lt-hooks/post-commit ]] || lt_fail "a hook written inside reached the host through the symlinked core.hooksPath"
+hg -C "$LT_WS" commit -q --allow-empty -m host-commit-2 || lt_fail "a host commit in the worktree failed"
+hg -C "$main" commit -q --allow-empty -m host-commit-3 || lt_fail "a host commit in the main checkout failed"
+no_marks "a core.hooksPath through a host symlink into the common dir"
+status=$(lazaretctl --workspace "$LT_WS" status 2>&1) || lt_fail "lazaretctl status failed: $status"
+[[ $status == *"git dir view protects: lt-hooks"* ]] || lt_fail "lazaretctl status does not list lt-hooks: $status"
+hg -C "$main" config --unset core.hooksPath
+lt_log "ok: a core.hooksPath reached through a host symlink into the common dir is protected"
 # Last: the registration's commondir, which breaks git inside for the rest of this Domain.
 expect_inside "the registration's commondir written" \
         "mkdir -p /workspace/.x && cp -r $main/.git/objects $main/.git/refs $main/.git/HEAD /workspace/.x/ &&

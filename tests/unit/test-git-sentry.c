@@ -695,6 +695,46 @@ Test(git_sentry, linked_worktree, .init = setup, .fini = teardown) {
         cr_assert(strv_contains((const char *const *) protect, ".husky"), "%s", strv_join(protect, " "));
 }
 
+/* A core.hooksPath or include that reaches the common dir through a host symlink is protected there. */
+Test(git_sentry, linked_through_host_symlinks, .init = setup, .fini = teardown) {
+        _cleanup_(git_linked_done) GitLinked l = { .root_fd = -EBADF };
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_free_ char *error = NULL, *text = NULL;
+
+        make_worktree();
+        /* link -> main/.git; a dangling one, inner -> main/.git/sub, whose target does not exist yet. */
+        sh("ln -s main/.git '%1$s/link' && ln -s '%1$s/main/.git/sub' '%1$s/inner'", top);
+        cr_assert(asprintf(&text, "[core]\n\thooksPath = %s/link/my-hooks\n", top) > 0);
+        put_file("main/.git/config", text);
+        free(text);
+        /* The host's own configuration includes a file there, which names a hooks path in the workspace. */
+        cr_assert(asprintf(&text, "[include]\n\tpath = %s/link/extra.cfg\n[include]\n\tpath = ../inner/x.cfg\n",
+                           top) > 0);
+        put_file("home/.gitconfig", text);
+        put_file("main/.git/extra.cfg", "[core]\n\thooksPath = .husky\n");
+        cr_assert_eq(linked_of(&l, &protect, &error), 0, "%s", error ? error : "");
+        cr_assert(strv_contains((const char *const *) l.protect, "my-hooks"), "%s", strv_join(l.protect, " "));
+        cr_assert(strv_contains((const char *const *) l.protect, "extra.cfg"), "%s", strv_join(l.protect, " "));
+        cr_assert(strv_contains((const char *const *) l.protect, "sub/x.cfg"), "%s", strv_join(l.protect, " "));
+        /* What the included file says was read (beneath the common dir's fd). */
+        cr_assert(strv_contains((const char *const *) protect, ".husky"), "%s", strv_join(protect, " "));
+        git_linked_done(&l);
+        strv_free(protect);
+        protect = NULL;
+
+        /* Through a symlink inside the common dir (one the sandbox could have made): refused, in one line. */
+        sh("mkdir -p '%1$s/elsewhere' && ln -s '%1$s/elsewhere' '%1$s/main/.git/my-hooks'", top);
+        linked_refused("symbolic link in the git dir");
+        sh("rm '%1$s/main/.git/my-hooks' && ln -s '%1$s/elsewhere' '%1$s/main/.git/sub'", top);
+        linked_refused("symbolic link in the git dir");
+        /* The common dir itself is no hooks path. */
+        sh("rm '%1$s/main/.git/sub'", top);
+        free(text);
+        cr_assert(asprintf(&text, "[core]\n\thooksPath = %s/link\n", top) > 0);
+        put_file("main/.git/config", text);
+        linked_refused("names the git dir");
+}
+
 Test(git_sentry, linked_submodule, .init = setup, .fini = teardown) {
         _cleanup_(git_linked_done) GitLinked l = { .root_fd = -EBADF };
         _cleanup_strv_free_ char **protect = NULL;
