@@ -18,7 +18,13 @@
 #     never over a host file that changed meanwhile, discards them;
 #   refused at launch, with one line: a worktree whose registration names
 #     another checkout;
-#   the main checkout: `git worktree prune` inside keeps the registrations.
+#   the main checkout: `git worktree prune` inside keeps the registrations;
+#   git worktree add inside (in /workspace, and outside it from a linked
+#     workspace): the branch, its commits (and checkout files in /workspace)
+#     on the host at once; the registration's gitdir, commondir,
+#     config.worktree and the checkout's .git file kept in Domain state; the
+#     host's git status and git worktree list work, list no new worktree,
+#     and run nothing planted.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -130,6 +136,26 @@ status=$(lazaretctl --workspace "$LT_WS" status 2>&1) || lt_fail "lazaretctl sta
 [[ $status == *"git dir view protects: lt-hooks"* ]] || lt_fail "lazaretctl status does not list lt-hooks: $status"
 hg -C "$main" config --unset core.hooksPath
 lt_log "ok: a core.hooksPath reached through a host symlink into the common dir is protected"
+
+# git worktree add inside a linked workspace, outside /workspace: the branch
+# and its commits are on the host at once; the new registration's
+# redirections stay in the git dir view's state, so the host's worktree
+# list does not show it and host git runs nothing planted there.
+expect_inside "git worktree add ../wt2 and a commit in it" \
+        "git worktree add -q -b feat2 ../wt2 && cd ../wt2 && echo f > f.txt && git add f.txt && git commit -q -m in-feat2 &&
+         printf '[core]\n\tfsmonitor = touch $(mark wt2-config)\n' > $main/.git/worktrees/wt2/config.worktree &&
+         git worktree list | grep -q /wt2"
+lt_assert_eq "the new worktree's commit on the host" in-feat2 "$(git -C "$main" log -1 --format=%s feat2)"
+[[ -f $main/.git/worktrees/wt2/HEAD ]] || lt_fail "the new registration's HEAD is not on the host"
+for f in gitdir commondir config.worktree; do
+        [[ ! -e $main/.git/worktrees/wt2/$f ]] || lt_fail "the new registration's $f reached the host"
+done
+git -C "$main" worktree list >"$HOME/lt-wt-list" || lt_fail "the host's git worktree list fails after a worktree add inside"
+! grep -q wt2 "$HOME/lt-wt-list" || lt_fail "the host lists the worktree added inside: $(cat "$HOME/lt-wt-list")"
+git -C "$main" status >/dev/null || lt_fail "the host's git status fails after a worktree add inside"
+git -C "$LT_WS" status >/dev/null || lt_fail "the host worktree's git status fails after a worktree add inside"
+no_marks "git worktree add ../wt2 inside"
+lt_log "ok: git worktree add inside a linked workspace: branch and commit on the host, its registration kept inside"
 # Last: the registration's commondir, which breaks git inside for the rest of this Domain.
 expect_inside "the registration's commondir written" \
         "mkdir -p /workspace/.x && cp -r $main/.git/objects $main/.git/refs $main/.git/HEAD /workspace/.x/ &&
@@ -213,6 +239,36 @@ for f in HEAD gitdir commondir index; do
 done
 git -C "$other" status >/dev/null || lt_fail "the other worktree is broken after a prune in the main checkout"
 lt_assert_eq "the host's worktree list after it" 3 "$(git -C "$main" worktree list | wc -l)"
+
+# git worktree add inside the main checkout, in /workspace: the checkout's
+# files, the branch and its commits are on the host at once; the
+# registration's gitdir, commondir and config.worktree and the checkout's
+# .git file stay in Domain state (they redirect git), so host git sees a
+# plain directory and no new worktree, and runs nothing planted there.
+expect_inside "git worktree add wt and a commit in it" \
+        "git worktree add -q -b feat wt && cd wt && echo f > f.txt && git add f.txt && git commit -q -m in-feat &&
+         printf '[core]\n\tfsmonitor = touch $(mark wt-config)\n' > /workspace/.git/worktrees/wt/config.worktree &&
+         git status --short && git worktree list | grep -q /workspace/wt"
+lt_assert_eq "the commit in the worktree added inside, on the host" in-feat "$(git -C "$main" log -1 --format=%s feat)"
+lt_assert_eq "its file on the host" f "$(cat "$main/wt/f.txt")"
+[[ -f $main/.git/worktrees/wt/HEAD ]] || lt_fail "the registration's HEAD is not on the host"
+[[ ! -e $main/wt/.git ]] || lt_fail "the added worktree's .git file reached the host"
+for f in gitdir commondir config.worktree; do
+        [[ ! -e $main/.git/worktrees/wt/$f ]] || lt_fail "the added worktree's registration $f reached the host"
+done
+git -C "$main" worktree list >"$HOME/lt-wt-list" || lt_fail "the host's git worktree list fails after a worktree add inside"
+lt_assert_eq "the host's worktree list after a worktree add inside" 3 "$(wc -l <"$HOME/lt-wt-list")"
+lt_assert_eq "the host's status of the added checkout" "?? wt/" "$(git -C "$main" status --porcelain)"
+git -C "$main/wt" status >/dev/null || lt_fail "host git status in the added checkout fails"
+hg -C "$main" commit -q --allow-empty -m host-after-worktree-add || lt_fail "a host commit after a worktree add inside failed"
+no_marks "git worktree add wt inside"
+json=$( (cd "$LT_WS" && lazaretctl changes --json)) || lt_fail "lazaretctl changes --json failed"
+for p in .git/worktrees/wt/gitdir .git/worktrees/wt/commondir .git/worktrees/wt/config.worktree wt/.git; do
+        lt_assert_eq "the pending change $p" git-control \
+                "$(jq -r --arg p "$p" '.changes[] | select(.path == $p) | .kind' <<<"$json")"
+done
+expect_inside "the added worktree after a restart" "git -C wt log -1 --format=%s | grep -qx in-feat && git worktree list | grep -q /workspace/wt"
+lt_log "ok: git worktree add inside the main checkout: files, branch and commit on the host, its redirections kept inside"
 lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
 LT_WS=$wt_ws
 
