@@ -36,7 +36,9 @@
  * registration, a submodule's core.worktree) gets that path as a symbolic
  * link to /workspace, before anything else: the control directory's
  * workspace-path holds it (bundle.c), and the git dir view is already
- * mounted at its own host path.
+ * mounted at its own host path. Where that cannot be made, init ends at
+ * once with one line on standard error (link_host_path()), which the
+ * supervisor reports as the launch's failure.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -59,37 +61,71 @@
 
 #define WORKSPACE_PATH_FILE "/run/lazaret/" LAZARET_WORKSPACE_PATH_FILE
 
-/* The workspace's host path, as a symbolic link to /workspace: its parents made (0755), nothing replaced. */
-static void link_host_path(void) {
+/*
+ * The workspace's host path, as a symbolic link to /workspace: its parents
+ * made (0755). Already there: the link of an earlier start (a persistent
+ * directory), or an empty directory, which gives way; anything else (a
+ * file, a directory with entries, another link: from the image, a
+ * persistent directory or a volume) is refused, and so is a path inside
+ * /workspace: git inside would then resolve the registration's gitdir and
+ * a submodule's core.worktree elsewhere, and a `git worktree prune` could
+ * drop the workspace's own registration on the host. 0, or -1 after one
+ * line on standard error, which the supervisor reports as the launch's
+ * failure (it begins with "lazaret-init: ").
+ */
+static int link_host_path(void) {
+        static const char *const what_to_do =
+                "git inside needs it as a symbolic link to " SANDBOX_WORKSPACE "; remove it from the image (or reset "
+                "the persistent directory that holds it: lazaretctl state reset), or launch from a checkout at "
+                "another path";
         char path[4097], target[sizeof(SANDBOX_WORKSPACE)];
+        struct stat st;
         ssize_t n;
-        int fd;
+        int fd, e;
 
         fd = open(WORKSPACE_PATH_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
-                return;
+                return 0;       /* not a linked workspace */
         n = read(fd, path, sizeof(path) - 1);
         close(fd);
         if (n <= 1 || path[0] != '/' || path[n - 1] != '\n' || memchr(path, 0, (size_t) n) || strstr(path, "/../") ||
             strstr(path, "/./")) {
                 fprintf(stderr, "lazaret-init: %s is malformed; git inside cannot find the workspace by its host path\n",
                         WORKSPACE_PATH_FILE);
-                return;
+                return -1;
         }
         path[n - 1] = 0;
+        if (strcmp(path, SANDBOX_WORKSPACE) == 0)
+                return 0;       /* the host path is /workspace itself */
+        if (strncmp(path, SANDBOX_WORKSPACE "/", strlen(SANDBOX_WORKSPACE) + 1) == 0) {
+                fprintf(stderr, "lazaret-init: the workspace's host path %s lies inside %s, where the sandbox sees the "
+                        "workspace itself; launch from a checkout at another path\n", path, SANDBOX_WORKSPACE);
+                return -1;
+        }
         for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
                 *s = 0;
                 (void) mkdir(path, 0755);
                 *s = '/';
         }
         if (symlink(SANDBOX_WORKSPACE, path) == 0)
-                return;
-        int e = errno;
-        n = readlink(path, target, sizeof(target));
-        if (n == (ssize_t) strlen(SANDBOX_WORKSPACE) && memcmp(target, SANDBOX_WORKSPACE, (size_t) n) == 0)
-                return;         /* from an earlier start, in a persistent directory */
-        fprintf(stderr, "lazaret-init: cannot link %s to %s (%s); git inside cannot find the workspace by its host path\n",
-                path, SANDBOX_WORKSPACE, strerror(e));
+                return 0;
+        e = errno;
+        if (e == EEXIST && lstat(path, &st) == 0) {
+                if (S_ISLNK(st.st_mode)) {
+                        n = readlink(path, target, sizeof(target));
+                        if (n == (ssize_t) strlen(SANDBOX_WORKSPACE) && memcmp(target, SANDBOX_WORKSPACE, (size_t) n) == 0)
+                                return 0;       /* from an earlier start, in a persistent directory */
+                }
+                if (S_ISDIR(st.st_mode) && rmdir(path) == 0 && symlink(SANDBOX_WORKSPACE, path) == 0)
+                        return 0;       /* an empty directory gave way */
+                fprintf(stderr, "lazaret-init: the sandbox already has %s at %s, the workspace's host path; %s\n",
+                        S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory with entries" :
+                        "a file", path, what_to_do);
+                return -1;
+        }
+        fprintf(stderr, "lazaret-init: cannot make %s, the workspace's host path, in the sandbox (%s); %s\n", path,
+                strerror(e), what_to_do);
+        return -1;
 }
 
 static int attest(char *argv[]) {
@@ -175,7 +211,9 @@ int main(int argc, char *argv[]) {
         sigfillset(&set);
         sigprocmask(SIG_BLOCK, &set, NULL);
         channel = take_channel();
-        link_host_path();
+        /* Before the attestation: a sandbox whose workspace git cannot find is never published. */
+        if (link_host_path() < 0)
+                return 1;
 
         /* A probe that cannot report is seen by the supervisor, which then
          * never publishes this sandbox: nothing more to do about it here.

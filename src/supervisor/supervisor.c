@@ -651,6 +651,19 @@ int main(int argc, char *argv[]) {
         /* The attestation, from inside gVisor's own network stack. */
         r = read_report(probe_pipe[0], &report);
         probe_pipe[0] = safe_close(probe_pipe[0]);
+        if (r < 0 && r != -ETIMEDOUT && r != -EFBIG) {
+                /* The container's init ends before its probe when it cannot set the sandbox up: its own line says why. */
+                _cleanup_free_ char *errpath = NULL;
+                char line[SUPERVISOR_REASON_MAX] = "";
+
+                if (asprintf(&errpath, "%s/runsc-run.stderr", arg_bundle) < 0)
+                        return 1;
+                telling_line(errpath, "lazaret-init: ", line, sizeof(line));
+                if (startswith(line, "lazaret-init: ")) {
+                        report_failed("%s", line);
+                        return 1;
+                }
+        }
         if (r < 0) {
                 report_start_failed(&helpers, r == -ETIMEDOUT ? "network attestation failed: the sandbox's probe did not report within 10 s"
                                     : r == -EFBIG ? "network attestation failed: the sandbox's probe reported more than 64 KiB"

@@ -181,15 +181,17 @@ lt_require_isolated_network() {
         fi
 }
 
-# lt_build_image DIR [PROGRAMS]: builds (once per user, under a lock) the
-# busybox test image at DIR, plus the host programs PROGRAMS (absolute paths,
-# space-separated) if given.
+# lt_build_image DIR [PROGRAMS [FILES]]: builds (once per user, under a lock)
+# the busybox test image at DIR, plus the host programs PROGRAMS (absolute
+# paths, space-separated) and the files FILES (make-test-image's
+# LAZARET_TEST_IMAGE_FILES) if given.
 lt_build_image() {
-        local dir=$1 programs=${2:-}
+        local dir=$1 programs=${2:-} files=${3:-}
         (
                 flock 9
                 [[ -e $dir/index.json ]] ||
-                        LAZARET_TEST_IMAGE_PROGRAMS=$programs "$LAZARET_SOURCE_ROOT/tests/harness/make-test-image" "$dir" >/dev/null
+                        LAZARET_TEST_IMAGE_PROGRAMS=$programs LAZARET_TEST_IMAGE_FILES=$files \
+                                "$LAZARET_SOURCE_ROOT/tests/harness/make-test-image" "$dir" >/dev/null
         ) 9>"$dir.lock" || lt_fail "cannot build the test image $dir${programs:+ with $programs}"
 }
 

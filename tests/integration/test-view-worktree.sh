@@ -18,6 +18,8 @@
 #     never over a host file that changed meanwhile, discards them;
 #   refused at launch, with one line: a worktree whose registration names
 #     another checkout;
+#   refused at launch, with one line naming the path and what to do: an
+#     image that holds a file at a linked workspace's host path;
 #   the main checkout: `git worktree prune` inside keeps the registrations;
 #   git worktree add inside (in /workspace, and outside it from a linked
 #     workspace): the branch, its commits (and checkout files in /workspace)
@@ -301,5 +303,29 @@ git -C "$super" status >/dev/null 2>&1 || true
 hg -C "$super/sub" commit -q --allow-empty -m host-sub || true
 no_marks "submodule"
 lt_log "ok: the submodule works inside, its config and hooks never reach the host"
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+
+# ---------------------------------------------------------------- the image holds the workspace's host path
+# A linked workspace's host path must become a link to /workspace inside:
+# an image with a file there makes the launch fail, in one line that names
+# the path and what to do, before anything runs inside.
+clash=$HOME/lt-wt-clash
+rm -rf "$clash"
+hg -C "$main" worktree add -q -b clash "$clash"
+clash_image=$HOME/lt-image-git-clash
+lt_build_image "$clash_image" "$(command -v git)" "$clash:0:0:clash"
+config_saved=$(cat "$LT_CONFIG")
+printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s" } } }\n' "$clash_image" >"$LT_CONFIG"
+LT_WS=$clash
+LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id) || lt_fail "lazaretctl domain-id failed in $LT_WS"
+reset_states
+if out=$(inside true 2>&1); then
+        lt_fail "a launch whose image holds a file at the workspace's host path succeeded: $out"
+fi
+[[ $out == *"already has a file at $clash, the workspace's host path"* && $out == *"remove it from the image"* ]] ||
+        lt_fail "the refusal does not name the path and what to do: $out"
+lt_log "ok: an image holding the workspace's host path is refused: ${out%%$'\n'*}"
+printf '%s\n' "$config_saved" >"$LT_CONFIG"
+expect_inside "the same checkout with the usual image" "git status --short"
 lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
 lt_log "PASS"
