@@ -73,6 +73,11 @@ typedef struct ViewContext {
         GitLinked linked;               /* a linked worktree's or a submodule's git dirs (root NULL otherwise) */
 } ViewContext;
 
+/* Every fd closed (-EBADF), nothing held. */
+#define VIEW_CONTEXT_NULL_FIELDS \
+        { .workspace_fd = -EBADF, .state_fd = -EBADF, .git_state_fd = -EBADF, .lock_fd = -EBADF, \
+          .linked.root_fd = -EBADF }
+
 static void view_context_done(ViewContext *c) {
         domain_free(c->domain);
         safe_close(c->workspace_fd);
@@ -84,7 +89,7 @@ static void view_context_done(ViewContext *c) {
         strv_free(c->names);
         strv_free(c->unprotect);
         git_linked_done(&c->linked);
-        *c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .git_state_fd = -EBADF, .lock_fd = -EBADF, .linked.root_fd = -EBADF };
+        *c = (ViewContext) VIEW_CONTEXT_NULL_FIELDS;
 }
 
 /* The workspace-relative core.hooksPath directories, as the coordinator passes them to the view. */
@@ -116,8 +121,7 @@ static int derive_protect(const Domain *d, int wfd, char ***ret, GitLinked *ret_
 /* Opens what the verbs need; with lock, takes coordinator.lock or refuses. Prints why on failure. */
 static int view_context_open(const Config *config, const char *profile, const char *workspace, bool lock,
                              ViewContext *ret) {
-        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .git_state_fd = -EBADF, .lock_fd = -EBADF,
-                                                       .linked.root_fd = -EBADF };
+        _cleanup_(view_context_done) ViewContext c = VIEW_CONTEXT_NULL_FIELDS;
         _cleanup_free_ char *error = NULL, *state = NULL, *lock_path = NULL;
         int r;
 
@@ -186,7 +190,7 @@ static int view_context_open(const Config *config, const char *profile, const ch
         if (r < 0)
                 return r;
         *ret = c;
-        c = (ViewContext) { .workspace_fd = -EBADF, .state_fd = -EBADF, .git_state_fd = -EBADF, .lock_fd = -EBADF, .linked.root_fd = -EBADF };
+        c = (ViewContext) VIEW_CONTEXT_NULL_FIELDS;
         return 0;
 }
 
@@ -233,14 +237,12 @@ static int host_fd_of(const ViewContext *c, const ViewChange *ch) {
         return ch->root ? c->linked.root_fd : c->workspace_fd;
 }
 
-/* Prints a change's name (view_change_shown()) between prefix and suffix. */
-static void print_change(const char *prefix, const ViewChange *ch, const char *suffix);
-
 static void print_escaped(const char *prefix, const char *s, const char *suffix) {
         _cleanup_free_ char *e = escape_control(s);
         printf("%s%s%s", prefix, e ?: "?", suffix);
 }
 
+/* A change's name (view_change_shown()) between prefix and suffix, control bytes escaped. */
 static void print_change(const char *prefix, const ViewChange *ch, const char *suffix) {
         _cleanup_free_ char *shown = view_change_shown(ch);
         print_escaped(prefix, shown ?: "?", suffix);
@@ -635,8 +637,7 @@ static int apply_or_discard(const ViewContext *c, const ViewChanges *l, bool app
 }
 
 int verb_changes(int argc, char *argv[], const Config *config) {
-        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .git_state_fd = -EBADF, .lock_fd = -EBADF,
-                                                       .linked.root_fd = -EBADF };
+        _cleanup_(view_context_done) ViewContext c = VIEW_CONTEXT_NULL_FIELDS;
         _cleanup_(view_changes_done) ViewChanges l = {};
         const char *sub = argc > 1 ? argv[1] : NULL;
         bool apply = streq_ptr(sub, "apply"), discard = streq_ptr(sub, "discard");
@@ -759,8 +760,7 @@ static int status_json(const ViewContext *c, size_t n_pending, json_object **ret
 }
 
 int changes_status(const Config *config, const char *id, json_object *o) {
-        _cleanup_(view_context_done) ViewContext c = { .workspace_fd = -EBADF, .state_fd = -EBADF, .git_state_fd = -EBADF, .lock_fd = -EBADF,
-                                                       .linked.root_fd = -EBADF };
+        _cleanup_(view_context_done) ViewContext c = VIEW_CONTEXT_NULL_FIELDS;
         _cleanup_(view_changes_done) ViewChanges l = {};
         _cleanup_(domain_record_done) DomainRecord rec = {};
         _cleanup_free_ char *error = NULL;
