@@ -118,11 +118,27 @@ static int derive_protect(const Domain *d, int wfd, char ***ret, GitLinked *ret_
         return 0;
 }
 
+/* A view's state directory below the Domain Root (O_PATH), or -ENOENT in *ret when it has none (yet). Prints why on failure. */
+static int open_state(const Domain *d, const char *name, const char *what, int *ret) {
+        _cleanup_free_ char *state = path_join(d->domain_dir, name);
+        int fd;
+
+        if (!state)
+                return -ENOMEM;
+        fd = open(state, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno != ENOENT) {
+                fprintf(stderr, "Cannot open the %s's state %s: %m\n", what, state);
+                return -errno;
+        }
+        *ret = fd < 0 ? -ENOENT : fd;
+        return 0;
+}
+
 /* Opens what the verbs need; with lock, takes coordinator.lock or refuses. Prints why on failure. */
 static int view_context_open(const Config *config, const char *profile, const char *workspace, bool lock,
                              ViewContext *ret) {
         _cleanup_(view_context_done) ViewContext c = VIEW_CONTEXT_NULL_FIELDS;
-        _cleanup_free_ char *error = NULL, *state = NULL, *lock_path = NULL;
+        _cleanup_free_ char *error = NULL, *lock_path = NULL;
         int r;
 
         r = domain_new(config, &arg_host, profile, workspace, &c.domain, &error);
@@ -154,16 +170,9 @@ static int view_context_open(const Config *config, const char *profile, const ch
                 fprintf(stderr, "Cannot open the workspace %s: %m\n", c.domain->workspace);
                 return -errno;
         }
-        state = path_join(c.domain->domain_dir, VIEW_STATE_DIR);
-        if (!state)
-                return -ENOMEM;
-        c.state_fd = open(state, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (c.state_fd < 0 && errno != ENOENT) {
-                fprintf(stderr, "Cannot open the view's state %s: %m\n", state);
-                return -errno;
-        }
-        if (c.state_fd < 0)
-                c.state_fd = -ENOENT;
+        r = open_state(c.domain, VIEW_STATE_DIR, "view", &c.state_fd);
+        if (r < 0)
+                return r;
         r = derive_protect(c.domain, c.workspace_fd, &c.protect, &c.linked, &error);
         if (r < 0) {
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
@@ -172,17 +181,9 @@ static int view_context_open(const Config *config, const char *profile, const ch
         c.git_state_fd = -ENOENT;
         if (c.linked.root) {
                 /* The git dir view's state: its changes are named by their host paths. */
-                free(state);
-                state = path_join(c.domain->domain_dir, VIEW_GIT_STATE_DIR);
-                if (!state)
-                        return -ENOMEM;
-                c.git_state_fd = open(state, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (c.git_state_fd < 0 && errno != ENOENT) {
-                        fprintf(stderr, "Cannot open the git dir view's state %s: %m\n", state);
-                        return -errno;
-                }
-                if (c.git_state_fd < 0)
-                        c.git_state_fd = -ENOENT;
+                r = open_state(c.domain, VIEW_GIT_STATE_DIR, "git dir view", &c.git_state_fd);
+                if (r < 0)
+                        return r;
         }
         r = strv_extend_strv(&c.paths, c.protect);
         if (r >= 0)
