@@ -27,6 +27,7 @@
 #include "domain-store.h"
 #include "escalation.h"
 #include "escalation-proto.h"
+#include "escalation-spare.h"
 #include "fs-util.h"
 #include "json-util.h"
 #include "log.h"
@@ -45,7 +46,6 @@
 #define EDIT_MAX 4096
 #define REFUSALS_LOGGED_PER_SEC 10
 #define RESULTS_KEPT_PER_SESSION 16     /* result files (up to 512 KiB each) left in results/ */
-#define SCOPE_JOB_TIMEOUT_USEC (10ULL * 1000000)
 #define CREDENTIAL_LIFETIME_S (366ULL * 24 * 3600)  /* the CA goes with its generation long before */
 
 typedef enum RequestState {
@@ -84,14 +84,9 @@ struct Request {
         char edit[EDIT_MAX + 1];
         size_t edit_len;
 
-        /* The host command, in a transient scope of its own (lazaret-<domain>-esc-<id>.scope). */
-        pid_t pid;
-        sd_event_source *child;
+        /* The host command: a spare in a transient scope of its own (escalation-spare.h). */
+        Spare *spare;
         Capture out, err;
-        char scope[UNIT_NAME_MAX];
-        BusJob *scope_job;              /* StartTransientUnit, until the scope exists */
-        int go_fd;                      /* the command waits for a byte on this before execve */
-        bool scoped;                    /* the scope exists: stopping it stops everything the command started */
 };
 
 typedef struct Bell {
@@ -119,6 +114,7 @@ struct Escalations {
         Request *requests;
         unsigned n_requests;
         Bell *bells;
+        Spare *spare;                   /* for the next approved command, while a session is open */
 
         char (*seen)[ESC_ID_LEN + 1];
         size_t n_seen, seen_next;
@@ -129,6 +125,7 @@ struct Escalations {
 
 static void request_prompt(Request *r);
 static void session_next_prompt(Escalations *e, Session *s);
+static void spare_prepare(Escalations *e);
 
 /* ----------------------------------------------------------------- audit */
 
@@ -292,6 +289,7 @@ int escalations_session_opened(Escalations *e, Session *s) {
                 return -errno;
         b->next = e->bells;
         e->bells = TAKE_PTR(b);
+        spare_prepare(e);
         return 0;
 }
 
@@ -319,16 +317,8 @@ static Request *request_free(Request *r) {
                 r->next->prev = r->prev;
         e->n_requests--;
         sd_event_source_disable_unref(r->deadline);
-        bus_job_free(r->scope_job);
-        safe_close(r->go_fd);
         /* A command still running is killed, with its process group, and its scope with all it started (OR-3). */
-        if (r->pid > 0)
-                (void) kill(-r->pid, SIGKILL);
-        if (r->scoped && e->bus)
-                (void) sd_bus_call_method_async(e->bus, NULL, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                                "org.freedesktop.systemd1.Manager", "StopUnit", NULL, NULL, "ss",
-                                                r->scope, "replace");
-        event_child_release(r->child);
+        spare_free(r->spare);
         capture_done(&r->out);
         capture_done(&r->err);
         safe_close(r->cwd_fd);
@@ -449,13 +439,10 @@ static int on_capture(sd_event_source *src, int fd, uint32_t revents, void *user
         }
 }
 
-static int on_command_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+static void on_command_exited(Spare *sp, int status, void *userdata) {
         Request *r = userdata;
-        int status = spawn_status_from_siginfo(si->si_code, si->si_status);
         const char *note = NULL;
 
-        r->pid = 0;
-        r->child = sd_event_source_disable_unref(r->child);
         /* What it printed before it exited; a descendant that keeps the pipe open is not waited for. */
         if (r->out.fd >= 0)
                 (void) on_capture(NULL, r->out.fd, EPOLLIN, &r->out);
@@ -464,8 +451,27 @@ static int on_command_exit(sd_event_source *src, const siginfo_t *si, void *user
         if (r->out.truncated || r->err.truncated)
                 note = "output beyond 256 KiB per stream was dropped";
         request_finish(r, ESC_COMPLETED, status > 255 ? 255 : status, note);
-        return 0;
 }
+
+static void on_command_failed(Spare *sp, const char *why, void *userdata) {
+        Request *r = userdata;
+
+        log_session(LOG_ERR, r->q.session, "Escalation request %s: %s", r->q.id, why);
+        request_finish(r, ESC_FAILED, 0, why);
+}
+
+static void on_command_started(Spare *sp, void *userdata) {
+        Request *r = userdata;
+
+        log_session(LOG_INFO, r->q.session, "Escalation request %s: %s runs as pid %d in %s", r->q.id, r->program,
+                    (int) spare_pid(sp), strna(spare_scope(sp)));
+}
+
+static const SpareCallbacks command_callbacks = {
+        .failed = on_command_failed,
+        .exited = on_command_exited,
+        .started = on_command_started,
+};
 
 static int capture_start(Request *r, Capture *c, int *ret_write_end) {
         int p[2];
@@ -497,94 +503,69 @@ static char **command_env(void) {
         return env;
 }
 
-/* In the command's child, before execve: wait until the coordinator says its scope exists (fd 4). */
-static int wait_for_scope(void *userdata) {
-        char c;
-        ssize_t k;
+/* An idle spare is the Domain's; one that fails or ends is let go (the next request makes another). */
+static void on_spare_failed(Spare *sp, const char *why, void *userdata) {
+        Escalations *e = userdata;
 
-        do
-                k = read(4, &c, 1);
-        while (k < 0 && errno == EINTR);
-        (void) close(4);
-        return k == 1 ? 0 : -ECANCELED;
+        log_warning("The spare for host commands failed: %s", why);
+        e->spare = spare_free(e->spare);
 }
 
-static void on_scope_started(BusJob *j, const char *result, const sd_bus_error *error, void *userdata) {
-        Request *r = userdata;
+static void on_spare_exited(Spare *sp, int status, void *userdata) {
+        Escalations *e = userdata;
 
-        r->scope_job = bus_job_free(r->scope_job);
-        if (!streq(result, "done")) {
-                log_session(LOG_ERR, r->q.session, "Creating %s: %s", r->scope, error ? error->message : result);
-                request_finish(r, ESC_FAILED, 0, "cannot create the host command's transient scope");
-                return;
-        }
-        r->scoped = true;
-        if (write(r->go_fd, "g", 1) != 1) {
-                request_finish(r, ESC_FAILED, 0, "cannot release the host command");
-                return;
-        }
-        r->go_fd = safe_close(r->go_fd);
-        log_session(LOG_INFO, r->q.session, "Escalation request %s: %s runs in %s", r->q.id, r->program, r->scope);
+        log_warning("The spare for host commands ended (status %d) before it was needed", status);
+        e->spare = spare_free(e->spare);
 }
 
-typedef struct CommandScope {
-        const char *scope;
-        const char *description;
-        pid_t pid;
-} CommandScope;
+static int spare_start(Escalations *e, Spare **ret) {
+        _cleanup_strv_free_ char **env = command_env();
 
-static int append_command_scope(sd_bus_message *m, void *userdata) {
-        const CommandScope *a = userdata;
+        if (!env)
+                return -ENOMEM;
+        return spare_new(&(SpareParams) {
+                                 .event = e->event,
+                                 .bus = e->bus,
+                                 .domain_id = e->domain_id,
+                                 .envp = env,
+                                 .cb = { .failed = on_spare_failed, .exited = on_spare_exited },
+                                 .userdata = e,
+                         },
+                         ret);
+}
+
+/*
+ * One spare, made ahead of the next approved command while a session can
+ * ask for one (spec 5.6 step 4): when a session opens, and after each
+ * command takes the spare there was.
+ */
+static void spare_prepare(Escalations *e) {
         int k;
 
-        k = sd_bus_message_append(m, "ss", a->scope, "fail");
-        if (k >= 0)
-                k = sd_bus_message_open_container(m, 'a', "(sv)");
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "Description", "s", a->description);
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, (uint32_t) a->pid);
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "CollectMode", "s", "inactive-or-failed");
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "KillMode", "s", "control-group");
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "KillSignal", "i", SIGKILL);
-        if (k >= 0)
-                k = sd_bus_message_close_container(m);
-        if (k >= 0)
-                k = sd_bus_message_append(m, "a(sa(sv))", 0);
-        return k;
+        if (e->spare || !e->bells)
+                return;
+        k = spare_start(e, &e->spare);
+        if (k < 0)
+                log_warning_errno(k, "Cannot prepare a spare for host commands (the next one is started when needed): %m");
 }
 
 /*
  * execve of the approved argv (spec 5.6 step 4): never a shell, never a
  * PATH lookup the prompt did not show; in a transient scope of its own on
- * the user manager, so it can be seen and stopped. The child waits before
- * execve until the scope holds it (asked for without waiting, from the
- * event loop); without a bus (unit tests) it runs at once.
+ * the user manager, so it can be seen and stopped. The command takes the
+ * Domain's spare (or one made now), which execs it as soon as its scope
+ * holds it (at once, for a spare made ahead of time), and a new spare is
+ * prepared for the next request.
  */
 static void request_run(Request *r, const char *by) {
-        _cleanup_strv_free_ char **env = command_env(), **argv = strv_copy(r->argv);
-        _cleanup_close_ int out_w = -EBADF, err_w = -EBADF, pidfd = -EBADF, go_r = -EBADF;
-        _cleanup_free_ char *desc = NULL;
-        SpawnOptions o = SPAWN_OPTIONS_INIT;
-        int fds[2], k;
+        _cleanup_close_ int out_w = -EBADF, err_w = -EBADF;
+        _cleanup_(spare_freep) Spare *spare = NULL;
+        int k;
 
         r->decided_by = by;
         audit(r->e, &r->q, r->argv, "approved", by, NULL, 0, r->edited ? "edited by the developer" : NULL);
         if (!r->program) {
                 request_finish(r, ESC_FAILED, 0, "no such program on the host");
-                return;
-        }
-        if (!env || !argv) {
-                request_finish(r, ESC_FAILED, 0, "out of memory");
-                return;
-        }
-        free(argv[0]);
-        argv[0] = strdup(r->program);
-        if (!argv[0]) {
-                request_finish(r, ESC_FAILED, 0, "out of memory");
                 return;
         }
         k = capture_start(r, &r->out, &out_w);
@@ -594,58 +575,30 @@ static void request_run(Request *r, const char *by) {
                 request_finish(r, ESC_FAILED, 0, "cannot capture the command's output");
                 return;
         }
-        if (r->e->bus) {
-                int p[2];
-                if (pipe2(p, O_CLOEXEC) < 0) {
-                        request_finish(r, ESC_FAILED, 0, "cannot start the host command");
+        spare = TAKE_PTR(r->e->spare);
+        if (!spare) {
+                k = spare_start(r->e, &spare);
+                if (k < 0) {
+                        _cleanup_free_ char *msg = NULL;
+                        if (asprintf(&msg, "cannot start %s on the host: %s", r->program, strerror(-k)) < 0)
+                                msg = NULL;
+                        request_finish(r, ESC_FAILED, 0, msg ?: "cannot run the command on the host");
                         return;
                 }
-                go_r = p[0];
-                r->go_fd = p[1];
-                o.child_hook = wait_for_scope;
         }
-        fds[0] = r->cwd_fd;
-        fds[1] = go_r;
-        o.argv = argv;
-        o.envp = env;
-        o.cwd = "/proc/self/fd/3";
-        o.pass_fds = fds;
-        o.n_pass_fds = go_r >= 0 ? 2 : 1;
-        o.stdio[1] = out_w;
-        o.stdio[2] = err_w;
-        o.new_session = true;
-        o.die_with_parent = true;
-        /* Not spawn(): that waits for the execve, which waits for the scope. A failed
-         * execve ends the child with a status of its own, reported as completed. */
-        k = r->e->bus ? spawn_async(&o, &r->pid, &pidfd, NULL) : spawn(&o, &r->pid, &pidfd);
+        spare_set_callbacks(spare, &command_callbacks, r);
+        /* A failed execve ends the spare with a status of its own (127), reported as completed. */
+        k = spare_run(spare, r->program, r->argv, r->cwd_fd, TAKE_FD(out_w), TAKE_FD(err_w));
         if (k < 0) {
-                _cleanup_free_ char *msg = NULL;
-                r->pid = 0;
-                if (asprintf(&msg, "cannot run %s on the host: %s", r->program, strerror(-k)) < 0)
-                        msg = NULL;
-                request_finish(r, ESC_FAILED, 0, msg ?: "cannot run the command on the host");
+                request_finish(r, ESC_FAILED, 0, "cannot hand the command to its spare");
                 return;
         }
+        r->spare = TAKE_PTR(spare);
         r->state = REQUEST_RUNNING;
-        log_session(LOG_INFO, r->q.session, "Escalation request %s approved (%s): running %s as pid %d", r->q.id, by,
-                    r->program, (int) r->pid);
-        k = event_watch_child(r->e->event, &r->child, r->pid, TAKE_FD(pidfd), on_command_exit, r);
-        if (k < 0) {
-                request_finish(r, ESC_FAILED, 0, "cannot watch the host command");
-                return;
-        }
-        if (!r->e->bus)
-                return;
-        snprintf(r->scope, sizeof(r->scope), "lazaret-%s-esc-%s.scope", r->e->domain_id, r->q.id);
-        if (asprintf(&desc, "Lazaret host command of Domain %s, request %s", r->e->domain_id, r->q.id) < 0)
-                desc = NULL;
-        k = bus_job_start(r->e->bus, "StartTransientUnit", append_command_scope,
-                          &(CommandScope) { .scope = r->scope, .description = desc ?: r->scope, .pid = r->pid },
-                          SCOPE_JOB_TIMEOUT_USEC, on_scope_started, r, &r->scope_job);
-        if (k < 0) {
-                log_errno_session(LOG_ERR, k, r->q.session, "Cannot ask the user manager for %s", r->scope);
-                request_finish(r, ESC_FAILED, 0, "cannot create the host command's transient scope");
-        }
+        log_session(LOG_INFO, r->q.session, "Escalation request %s approved (%s): running %s", r->q.id, by, r->program);
+        if (k > 0)
+                on_command_started(r->spare, r);
+        spare_prepare(r->e);
 }
 
 /* ---------------------------------------------------------- the prompt */
@@ -889,7 +842,7 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
         r->q = *q;
         *q = (EscRequest) {};
         r->session = s;
-        r->cwd_fd = r->go_fd = -EBADF;
+        r->cwd_fd = -EBADF;
         r->out.fd = r->err.fd = -EBADF;
         r->next = e->requests;
         if (e->requests)
@@ -1195,6 +1148,9 @@ void escalations_session_closed(Escalations *e, Session *s) {
                         free(b);
                         break;
                 }
+        /* Nobody can ask any more: no spare waits. */
+        if (!e->bells)
+                e->spare = spare_free(e->spare);
 }
 
 Escalations *escalations_free(Escalations *e) {
@@ -1202,6 +1158,7 @@ Escalations *escalations_free(Escalations *e) {
                 return NULL;
         while (e->requests)
                 request_free(e->requests);
+        e->spare = spare_free(e->spare);
         while (e->bells) {
                 Bell *b = e->bells;
                 e->bells = b->next;
