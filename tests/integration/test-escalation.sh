@@ -294,6 +294,14 @@ pids=$(lt_unit_pids "$spare_scope")
 lt_assert_eq "what the spare's scope holds" "$spare" "$pids"
 [[ $(readlink "/proc/$spare/exe") == */lazaret-spare ]] || lt_fail "the spare runs something: $(readlink "/proc/$spare/exe")"
 [[ -z $(pgrep -P "$spare") ]] || lt_fail "the spare started a process: $(pgrep -a -P "$spare")"
+# It holds nothing of the coordinator's: its socket and /dev/null, no blocked
+# signal, the command environment.
+lt_assert_eq "the spare's fds" "0 1 2 3" "$(ls "/proc/$spare/fd" | sort -n | tr '\n' ' ' | sed 's/ $//')"
+[[ $(readlink "/proc/$spare/fd/3") == socket:* && $(readlink "/proc/$spare/fd/1") == /dev/null ]] ||
+        lt_fail "the spare's fds are not its socket and /dev/null: $(ls -l "/proc/$spare/fd")"
+lt_assert_eq "the spare's blocked signals" 0000000000000000 "$(awk '/^SigBlk:/ { print $2 }' "/proc/$spare/status")"
+lt_assert_eq "the spare's environment" "HOME LOGNAME PATH USER XDG_RUNTIME_DIR" \
+        "$(tr '\0' '\n' <"/proc/$spare/environ" | cut -d= -f1 | grep -vx 'LANG\|LC_ALL' | sort | tr '\n' ' ' | sed 's/ $//')"
 kill -KILL "$bg"
 wait "$bg" 2>/dev/null || true
 for _ in $(seq 1 100); do
@@ -310,6 +318,17 @@ done
 [[ $(systemctl --user show -P ActiveState "$scope") != active ]] || lt_fail "the host command's scope outlived its session"
 lt_log "ok: the host command was killed with its session, and its scope stopped"
 lt_assert_eq "the spare, while another session is open" "$spare" "$(spares)"
+# A spare that dies is replaced by the next request, which still runs in a scope of its own.
+kill -KILL "$spare"
+out=$(in_sandbox "lazaret-escalate -- /usr/bin/false; echo rc=\$?")
+lt_assert_eq "a request after the spare died" "rc=1" "$out"
+for _ in $(seq 1 50); do
+        [[ -n $(spares) ]] && break
+        sleep 0.1
+done
+[[ -n $(spares) && $(spares) != "$spare" ]] || lt_fail "no new spare after the old one died"
+spare=$(spares)
+spare_scope=$(sed -n "s|^.*/\(lazaret-$LT_DOMAIN-esc-[0-9a-f]*[.]scope\)\$|\1|p" "/proc/$spare/cgroup" | head -n1)
 lt_assert_eq "Domain state after the session ended" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
 kill "$LT_KEEPER"
 wait "$LT_KEEPER" 2>/dev/null || true
