@@ -3,6 +3,7 @@
  * Host escalation (spec section 5.6): the mailbox, request verification and
  * routing, the decision, the host command and the result.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -139,6 +140,16 @@ static uint64_t now_realtime_usec(void) {
 /* The journal's MESSAGE_ID of every escalation audit event (spec 5.6). */
 #define ESCALATION_AUDIT_MESSAGE_ID "7c76576dc94944de96fe545118ace266"
 
+/* One event of the audit trail; argv NULL: the request's. */
+typedef struct AuditRow {
+        char *const *argv;
+        const char *event, *by, *outcome;
+        int status;
+        const char *detail;
+} AuditRow;
+
+#define AUDIT_ROWS_MAX 2
+
 /*
  * One row per event of a request in the Domain Store's escalation_events
  * (the audit trail, SR-10): what was asked, what was decided, by whom, and
@@ -146,38 +157,54 @@ static uint64_t now_realtime_usec(void) {
  * into the sandbox, and only the coordinator opens it for writing. Each
  * event also gets one journal line with DOMAIN_ID, SESSION_ID and
  * ESCALATION_AUDIT_MESSAGE_ID (refusals are logged, rate-limited, by refuse()).
+ * Events that happen together (a request and its approval by a rule) are
+ * one transaction: one commit, one sync of the store's log.
  */
+static void audit_rows(Escalations *e, const EscRequest *q, const AuditRow *rows, size_t n) {
+        _cleanup_free_ char *error = NULL;
+        char *argv_json[AUDIT_ROWS_MAX] = {};
+        EscalationEvent ev[AUDIT_ROWS_MAX];
+        uint64_t now = now_realtime_usec();
+
+        assert(n > 0 && n <= AUDIT_ROWS_MAX);
+        for (size_t i = 0; i < n; i++) {
+                ev[i] = (EscalationEvent) {
+                        .time_usec = now,
+                        .event = rows[i].event,
+                        .by = rows[i].by,
+                        .outcome = rows[i].outcome,
+                        .status = rows[i].status,
+                        .detail = rows[i].detail,
+                };
+                if (q) {
+                        _cleanup_(json_object_putp) json_object *a = json_object_new_array();
+                        for (char *const *x = rows[i].argv ?: q->argv; a && *x; x++)
+                                (void) json_append_string(a, *x);
+                        if (a)
+                                (void) json_to_string(a, JSON_C_TO_STRING_PLAIN, &argv_json[i]);
+                        ev[i].request = q->id;
+                        ev[i].session = q->session;
+                        ev[i].argv_json = argv_json[i];
+                        ev[i].cwd = q->cwd;
+                        ev[i].why = q->why;
+                }
+                if (!streq(rows[i].event, "refused"))
+                        log_session_id(LOG_INFO, q ? q->session : NULL, ESCALATION_AUDIT_MESSAGE_ID,
+                                       "Escalation request %s: %s%s%s%s%s", q ? q->id : "-", rows[i].event,
+                                       rows[i].by ? " by " : "", strempty(rows[i].by), rows[i].outcome ? ", " : "",
+                                       strempty(rows[i].outcome));
+        }
+        if (e->store && domain_store_add_escalation_events(e->store, ev, n, &error) < 0)
+                log_warning("Cannot record an escalation event in the Domain Store: %s", strna(error));
+        for (size_t i = 0; i < n; i++)
+                free(argv_json[i]);
+}
+
 static void audit(Escalations *e, const EscRequest *q, char *const *argv, const char *event, const char *by,
                   const char *outcome, int status, const char *detail) {
-        _cleanup_(json_object_putp) json_object *a = NULL;
-        _cleanup_free_ char *argv_json = NULL, *error = NULL;
-        EscalationEvent ev = {
-                .time_usec = now_realtime_usec(),
-                .event = event,
-                .by = by,
-                .outcome = outcome,
-                .status = status,
-                .detail = detail,
-        };
-
-        if (q) {
-                a = json_object_new_array();
-                for (char *const *x = argv ?: q->argv; a && *x; x++)
-                        (void) json_append_string(a, *x);
-                if (a)
-                        (void) json_to_string(a, JSON_C_TO_STRING_PLAIN, &argv_json);
-                ev.request = q->id;
-                ev.session = q->session;
-                ev.argv_json = argv_json;
-                ev.cwd = q->cwd;
-                ev.why = q->why;
-        }
-        if (!streq(event, "refused"))
-                log_session_id(LOG_INFO, q ? q->session : NULL, ESCALATION_AUDIT_MESSAGE_ID,
-                               "Escalation request %s: %s%s%s%s%s", q ? q->id : "-", event, by ? " by " : "", strempty(by),
-                               outcome ? ", " : "", strempty(outcome));
-        if (e->store && domain_store_add_escalation_event(e->store, &ev, &error) < 0)
-                log_warning("Cannot record an escalation event in the Domain Store: %s", strna(error));
+        audit_rows(e, q,
+                   &(AuditRow) { .argv = argv, .event = event, .by = by, .outcome = outcome, .status = status, .detail = detail },
+                   1);
 }
 
 /* A refused record: logged (rate-limited against a flood) and audited; nothing else happens. */
@@ -557,13 +584,18 @@ static void spare_prepare(Escalations *e) {
  * holds it (at once, for a spare made ahead of time), and a new spare is
  * prepared for the next request.
  */
-static void request_run(Request *r, const char *by) {
+static void request_run(Request *r, const char *by, bool requested_too) {
+        const AuditRow rows[] = {
+                { .event = "requested" },
+                { .argv = r->argv, .event = "approved", .by = by, .detail = r->edited ? "edited by the developer" : NULL },
+        };
         _cleanup_close_ int out_w = -EBADF, err_w = -EBADF;
         _cleanup_(spare_freep) Spare *spare = NULL;
         int k;
 
         r->decided_by = by;
-        audit(r->e, &r->q, r->argv, "approved", by, NULL, 0, r->edited ? "edited by the developer" : NULL);
+        /* Recorded before the command can run. */
+        audit_rows(r->e, &r->q, requested_too ? rows : rows + 1, requested_too ? 2 : 1);
         if (!r->program) {
                 request_finish(r, ESC_FAILED, 0, "no such program on the host");
                 return;
@@ -708,7 +740,7 @@ static void on_prompt_key(Session *s, unsigned char c, void *userdata) {
                 Escalations *e = r->e;
                 session_prompt_end(s, "a\r\n");
                 r->state = REQUEST_WAITING;
-                request_run(r, "terminal");
+                request_run(r, "terminal", false);
                 /* The terminal is free again: the next request of this session may ask. */
                 session_next_prompt(e, s);
                 break;
@@ -828,6 +860,12 @@ static int map_cwd(Escalations *e, const char *cwd, int *ret_fd, char **ret_path
         return 0;
 }
 
+/* Before it could be decided: its request event, then its one result. */
+static void request_fail_early(Request *r, const char *why) {
+        audit(r->e, &r->q, NULL, "requested", NULL, NULL, 0, NULL);
+        request_finish(r, ESC_FAILED, 0, why);
+}
+
 static void request_accept(Escalations *e, EscRequest *q, Session *s) {
         Request *r = calloc(1, sizeof(Request));
         unsigned timeout = e->config->escalation_timeout_s;
@@ -851,16 +889,17 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
         e->n_requests++;
 
         log_session(LOG_INFO, r->q.session, "Escalation request %s accepted: %s", r->q.id, r->q.argv[0]);
-        audit(e, &r->q, NULL, "requested", NULL, NULL, 0, NULL);
+        /* Its "requested" event is recorded with its decision by a rule, in one transaction, or alone before
+         * anything else happens to it. */
         r->argv = strv_copy(r->q.argv);
         if (!r->argv) {
-                request_finish(r, ESC_FAILED, 0, "out of memory");
+                request_fail_early(r, "out of memory");
                 return;
         }
         (void) resolve_program(r->argv[0], &r->program);
         k = map_cwd(e, r->q.cwd, &r->cwd_fd, &r->host_cwd);
         if (k < 0) {
-                request_finish(r, ESC_FAILED, 0, "the working directory does not exist on the host (or passes a symlink)");
+                request_fail_early(r, "the working directory does not exist on the host (or passes a symlink)");
                 return;
         }
         if (r->q.timeout_s > 0 && r->q.timeout_s < timeout)
@@ -868,14 +907,15 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
         k = sd_event_add_time_relative(e->event, &r->deadline, CLOCK_MONOTONIC, (uint64_t) timeout * 1000000ULL, 0,
                                        on_deadline, r);
         if (k < 0) {
-                request_finish(r, ESC_FAILED, 0, "cannot set the request's deadline");
+                request_fail_early(r, "cannot set the request's deadline");
                 return;
         }
         rule = rule_match(e, r);
         if (rule) {
-                request_run(r, "rule");
+                request_run(r, "rule", true);
                 return;
         }
+        audit(e, &r->q, NULL, "requested", NULL, NULL, 0, NULL);
         if (e->cb.pending)
                 e->cb.pending(r->q.id, r->q.session, r->argv, r->q.why, e->userdata);
         request_prompt(r);
@@ -936,7 +976,7 @@ int escalations_decide(Escalations *e, const char *id, bool approve, char **argv
                 session_prompt_end(s, line ?: "\r\n");
         }
         r->state = REQUEST_WAITING;
-        request_run(r, by);
+        request_run(r, by, false);
         if (s)
                 session_next_prompt(e, s);
         return 0;
