@@ -591,6 +591,8 @@ static void request_run(Request *r, const char *by, bool requested_too) {
         };
         _cleanup_close_ int out_w = -EBADF, err_w = -EBADF;
         _cleanup_(spare_freep) Spare *spare = NULL;
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_free_ char *program = NULL;
         int k;
 
         r->decided_by = by;
@@ -600,6 +602,15 @@ static void request_run(Request *r, const char *by, bool requested_too) {
                 request_finish(r, ESC_FAILED, 0, "no such program on the host");
                 return;
         }
+        /* Its argv[0] is the program it runs, as the prompt showed it resolved. */
+        argv = strv_copy(r->argv);
+        program = strdup(r->program);
+        if (!argv || !program) {
+                request_finish(r, ESC_FAILED, 0, "out of memory");
+                return;
+        }
+        free(argv[0]);
+        argv[0] = TAKE_PTR(program);
         k = capture_start(r, &r->out, &out_w);
         if (k >= 0)
                 k = capture_start(r, &r->err, &err_w);
@@ -620,7 +631,7 @@ static void request_run(Request *r, const char *by, bool requested_too) {
         }
         spare_set_callbacks(spare, &command_callbacks, r);
         /* A failed execve ends the spare with a status of its own (127), reported as completed. */
-        k = spare_run(spare, r->program, r->argv, r->cwd_fd, TAKE_FD(out_w), TAKE_FD(err_w));
+        k = spare_run(spare, r->program, argv, r->cwd_fd, TAKE_FD(out_w), TAKE_FD(err_w));
         if (k < 0) {
                 request_finish(r, ESC_FAILED, 0, "cannot hand the command to its spare");
                 return;
