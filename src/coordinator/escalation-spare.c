@@ -190,7 +190,8 @@ int spare_new(const SpareParams *p, Spare **ret) {
         s->sock = sv[0];
         theirs = sv[1];
 
-        o.argv = (char *const[]) { exe, NULL };
+        /* Its Domain, for ps(1) and whoever looks for what a Domain left; the spare reads no argument. */
+        o.argv = (char *const[]) { exe, (char *) p->domain_id, NULL };
         o.envp = p->envp;
         o.cwd = "/";
         o.pass_fds = &theirs;

@@ -10,7 +10,8 @@
  * command starts inside its scope, without waiting for one. End-of-file
  * on the socket means that no command comes; it exits without running
  * anything. Exit status 126: the hand-over was malformed; 127: the execve
- * failed (the coordinator reports either as the command's status).
+ * failed (the coordinator reports either as the command's status). Its
+ * one argument, the Domain ID, is there for ps(1); it reads none.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -293,6 +293,7 @@ spare_scope=$(sed -n "s|^.*/\(lazaret-$LT_DOMAIN-esc-[0-9a-f]*[.]scope\)\$|\1|p"
 pids=$(lt_unit_pids "$spare_scope")
 lt_assert_eq "what the spare's scope holds" "$spare" "$pids"
 [[ $(readlink "/proc/$spare/exe") == */lazaret-spare ]] || lt_fail "the spare runs something: $(readlink "/proc/$spare/exe")"
+lt_assert_eq "the spare's command line" "lazaret-spare $LT_DOMAIN" "$(tr '\0' ' ' <"/proc/$spare/cmdline" | sed 's|^.*/||; s/ $//')"
 [[ -z $(pgrep -P "$spare") ]] || lt_fail "the spare started a process: $(pgrep -a -P "$spare")"
 # It holds nothing of the coordinator's: its socket and /dev/null, no blocked
 # signal, the command environment.
