@@ -3,6 +3,7 @@
  * Host escalation (spec section 5.6): the mailbox, request verification and
  * routing, the decision, the host command and the result.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,7 @@
 #include "domain-store.h"
 #include "escalation.h"
 #include "escalation-proto.h"
+#include "escalation-spare.h"
 #include "fs-util.h"
 #include "json-util.h"
 #include "log.h"
@@ -45,7 +47,6 @@
 #define EDIT_MAX 4096
 #define REFUSALS_LOGGED_PER_SEC 10
 #define RESULTS_KEPT_PER_SESSION 16     /* result files (up to 512 KiB each) left in results/ */
-#define SCOPE_JOB_TIMEOUT_USEC (10ULL * 1000000)
 #define CREDENTIAL_LIFETIME_S (366ULL * 24 * 3600)  /* the CA goes with its generation long before */
 
 typedef enum RequestState {
@@ -84,14 +85,9 @@ struct Request {
         char edit[EDIT_MAX + 1];
         size_t edit_len;
 
-        /* The host command, in a transient scope of its own (lazaret-<domain>-esc-<id>.scope). */
-        pid_t pid;
-        sd_event_source *child;
+        /* The host command: a spare in a transient scope of its own (escalation-spare.h). */
+        Spare *spare;
         Capture out, err;
-        char scope[UNIT_NAME_MAX];
-        BusJob *scope_job;              /* StartTransientUnit, until the scope exists */
-        int go_fd;                      /* the command waits for a byte on this before execve */
-        bool scoped;                    /* the scope exists: stopping it stops everything the command started */
 };
 
 typedef struct Bell {
@@ -119,6 +115,7 @@ struct Escalations {
         Request *requests;
         unsigned n_requests;
         Bell *bells;
+        Spare *spare;                   /* for the next approved command, while a session is open */
 
         char (*seen)[ESC_ID_LEN + 1];
         size_t n_seen, seen_next;
@@ -129,6 +126,7 @@ struct Escalations {
 
 static void request_prompt(Request *r);
 static void session_next_prompt(Escalations *e, Session *s);
+static void spare_prepare(Escalations *e);
 
 /* ----------------------------------------------------------------- audit */
 
@@ -142,6 +140,16 @@ static uint64_t now_realtime_usec(void) {
 /* The journal's MESSAGE_ID of every escalation audit event (spec 5.6). */
 #define ESCALATION_AUDIT_MESSAGE_ID "7c76576dc94944de96fe545118ace266"
 
+/* One event of the audit trail; argv NULL: the request's. */
+typedef struct AuditRow {
+        char *const *argv;
+        const char *event, *by, *outcome;
+        int status;
+        const char *detail;
+} AuditRow;
+
+#define AUDIT_ROWS_MAX 2
+
 /*
  * One row per event of a request in the Domain Store's escalation_events
  * (the audit trail, SR-10): what was asked, what was decided, by whom, and
@@ -149,38 +157,54 @@ static uint64_t now_realtime_usec(void) {
  * into the sandbox, and only the coordinator opens it for writing. Each
  * event also gets one journal line with DOMAIN_ID, SESSION_ID and
  * ESCALATION_AUDIT_MESSAGE_ID (refusals are logged, rate-limited, by refuse()).
+ * Events that happen together (a request and its approval by a rule) are
+ * one transaction: one commit, one sync of the store's log.
  */
+static void audit_rows(Escalations *e, const EscRequest *q, const AuditRow *rows, size_t n) {
+        _cleanup_free_ char *error = NULL;
+        char *argv_json[AUDIT_ROWS_MAX] = {};
+        EscalationEvent ev[AUDIT_ROWS_MAX];
+        uint64_t now = now_realtime_usec();
+
+        assert(n > 0 && n <= AUDIT_ROWS_MAX);
+        for (size_t i = 0; i < n; i++) {
+                ev[i] = (EscalationEvent) {
+                        .time_usec = now,
+                        .event = rows[i].event,
+                        .by = rows[i].by,
+                        .outcome = rows[i].outcome,
+                        .status = rows[i].status,
+                        .detail = rows[i].detail,
+                };
+                if (q) {
+                        _cleanup_(json_object_putp) json_object *a = json_object_new_array();
+                        for (char *const *x = rows[i].argv ?: q->argv; a && *x; x++)
+                                (void) json_append_string(a, *x);
+                        if (a)
+                                (void) json_to_string(a, JSON_C_TO_STRING_PLAIN, &argv_json[i]);
+                        ev[i].request = q->id;
+                        ev[i].session = q->session;
+                        ev[i].argv_json = argv_json[i];
+                        ev[i].cwd = q->cwd;
+                        ev[i].why = q->why;
+                }
+                if (!streq(rows[i].event, "refused"))
+                        log_session_id(LOG_INFO, q ? q->session : NULL, ESCALATION_AUDIT_MESSAGE_ID,
+                                       "Escalation request %s: %s%s%s%s%s", q ? q->id : "-", rows[i].event,
+                                       rows[i].by ? " by " : "", strempty(rows[i].by), rows[i].outcome ? ", " : "",
+                                       strempty(rows[i].outcome));
+        }
+        if (e->store && domain_store_add_escalation_events(e->store, ev, n, &error) < 0)
+                log_warning("Cannot record an escalation event in the Domain Store: %s", strna(error));
+        for (size_t i = 0; i < n; i++)
+                free(argv_json[i]);
+}
+
 static void audit(Escalations *e, const EscRequest *q, char *const *argv, const char *event, const char *by,
                   const char *outcome, int status, const char *detail) {
-        _cleanup_(json_object_putp) json_object *a = NULL;
-        _cleanup_free_ char *argv_json = NULL, *error = NULL;
-        EscalationEvent ev = {
-                .time_usec = now_realtime_usec(),
-                .event = event,
-                .by = by,
-                .outcome = outcome,
-                .status = status,
-                .detail = detail,
-        };
-
-        if (q) {
-                a = json_object_new_array();
-                for (char *const *x = argv ?: q->argv; a && *x; x++)
-                        (void) json_append_string(a, *x);
-                if (a)
-                        (void) json_to_string(a, JSON_C_TO_STRING_PLAIN, &argv_json);
-                ev.request = q->id;
-                ev.session = q->session;
-                ev.argv_json = argv_json;
-                ev.cwd = q->cwd;
-                ev.why = q->why;
-        }
-        if (!streq(event, "refused"))
-                log_session_id(LOG_INFO, q ? q->session : NULL, ESCALATION_AUDIT_MESSAGE_ID,
-                               "Escalation request %s: %s%s%s%s%s", q ? q->id : "-", event, by ? " by " : "", strempty(by),
-                               outcome ? ", " : "", strempty(outcome));
-        if (e->store && domain_store_add_escalation_event(e->store, &ev, &error) < 0)
-                log_warning("Cannot record an escalation event in the Domain Store: %s", strna(error));
+        audit_rows(e, q,
+                   &(AuditRow) { .argv = argv, .event = event, .by = by, .outcome = outcome, .status = status, .detail = detail },
+                   1);
 }
 
 /* A refused record: logged (rate-limited against a flood) and audited; nothing else happens. */
@@ -292,6 +316,7 @@ int escalations_session_opened(Escalations *e, Session *s) {
                 return -errno;
         b->next = e->bells;
         e->bells = TAKE_PTR(b);
+        spare_prepare(e);
         return 0;
 }
 
@@ -319,16 +344,8 @@ static Request *request_free(Request *r) {
                 r->next->prev = r->prev;
         e->n_requests--;
         sd_event_source_disable_unref(r->deadline);
-        bus_job_free(r->scope_job);
-        safe_close(r->go_fd);
         /* A command still running is killed, with its process group, and its scope with all it started (OR-3). */
-        if (r->pid > 0)
-                (void) kill(-r->pid, SIGKILL);
-        if (r->scoped && e->bus)
-                (void) sd_bus_call_method_async(e->bus, NULL, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                                "org.freedesktop.systemd1.Manager", "StopUnit", NULL, NULL, "ss",
-                                                r->scope, "replace");
-        event_child_release(r->child);
+        spare_free(r->spare);
         capture_done(&r->out);
         capture_done(&r->err);
         safe_close(r->cwd_fd);
@@ -449,13 +466,10 @@ static int on_capture(sd_event_source *src, int fd, uint32_t revents, void *user
         }
 }
 
-static int on_command_exit(sd_event_source *src, const siginfo_t *si, void *userdata) {
+static void on_command_exited(Spare *sp, int status, void *userdata) {
         Request *r = userdata;
-        int status = spawn_status_from_siginfo(si->si_code, si->si_status);
         const char *note = NULL;
 
-        r->pid = 0;
-        r->child = sd_event_source_disable_unref(r->child);
         /* What it printed before it exited; a descendant that keeps the pipe open is not waited for. */
         if (r->out.fd >= 0)
                 (void) on_capture(NULL, r->out.fd, EPOLLIN, &r->out);
@@ -464,8 +478,27 @@ static int on_command_exit(sd_event_source *src, const siginfo_t *si, void *user
         if (r->out.truncated || r->err.truncated)
                 note = "output beyond 256 KiB per stream was dropped";
         request_finish(r, ESC_COMPLETED, status > 255 ? 255 : status, note);
-        return 0;
 }
+
+static void on_command_failed(Spare *sp, const char *why, void *userdata) {
+        Request *r = userdata;
+
+        log_session(LOG_ERR, r->q.session, "Escalation request %s: %s", r->q.id, why);
+        request_finish(r, ESC_FAILED, 0, why);
+}
+
+static void on_command_started(Spare *sp, void *userdata) {
+        Request *r = userdata;
+
+        log_session(LOG_INFO, r->q.session, "Escalation request %s: %s runs as pid %d in %s", r->q.id, r->program,
+                    (int) spare_pid(sp), strna(spare_scope(sp)));
+}
+
+static const SpareCallbacks command_callbacks = {
+        .failed = on_command_failed,
+        .exited = on_command_exited,
+        .started = on_command_started,
+};
 
 static int capture_start(Request *r, Capture *c, int *ret_write_end) {
         int p[2];
@@ -497,96 +530,87 @@ static char **command_env(void) {
         return env;
 }
 
-/* In the command's child, before execve: wait until the coordinator says its scope exists (fd 4). */
-static int wait_for_scope(void *userdata) {
-        char c;
-        ssize_t k;
+/* An idle spare is the Domain's; one that fails or ends is let go (the next request makes another). */
+static void on_spare_failed(Spare *sp, const char *why, void *userdata) {
+        Escalations *e = userdata;
 
-        do
-                k = read(4, &c, 1);
-        while (k < 0 && errno == EINTR);
-        (void) close(4);
-        return k == 1 ? 0 : -ECANCELED;
+        log_warning("The spare for host commands failed: %s", why);
+        e->spare = spare_free(e->spare);
 }
 
-static void on_scope_started(BusJob *j, const char *result, const sd_bus_error *error, void *userdata) {
-        Request *r = userdata;
+static void on_spare_exited(Spare *sp, int status, void *userdata) {
+        Escalations *e = userdata;
 
-        r->scope_job = bus_job_free(r->scope_job);
-        if (!streq(result, "done")) {
-                log_session(LOG_ERR, r->q.session, "Creating %s: %s", r->scope, error ? error->message : result);
-                request_finish(r, ESC_FAILED, 0, "cannot create the host command's transient scope");
-                return;
-        }
-        r->scoped = true;
-        if (write(r->go_fd, "g", 1) != 1) {
-                request_finish(r, ESC_FAILED, 0, "cannot release the host command");
-                return;
-        }
-        r->go_fd = safe_close(r->go_fd);
-        log_session(LOG_INFO, r->q.session, "Escalation request %s: %s runs in %s", r->q.id, r->program, r->scope);
+        log_warning("The spare for host commands ended (status %d) before it was needed", status);
+        e->spare = spare_free(e->spare);
 }
 
-typedef struct CommandScope {
-        const char *scope;
-        const char *description;
-        pid_t pid;
-} CommandScope;
+static int spare_start(Escalations *e, Spare **ret) {
+        _cleanup_strv_free_ char **env = command_env();
 
-static int append_command_scope(sd_bus_message *m, void *userdata) {
-        const CommandScope *a = userdata;
+        if (!env)
+                return -ENOMEM;
+        return spare_new(&(SpareParams) {
+                                 .event = e->event,
+                                 .bus = e->bus,
+                                 .domain_id = e->domain_id,
+                                 .envp = env,
+                                 .cb = { .failed = on_spare_failed, .exited = on_spare_exited },
+                                 .userdata = e,
+                         },
+                         ret);
+}
+
+/*
+ * One spare, made ahead of the next approved command while a session can
+ * ask for one (spec 5.6 step 4): when a session opens, and after each
+ * command takes the spare there was.
+ */
+static void spare_prepare(Escalations *e) {
         int k;
 
-        k = sd_bus_message_append(m, "ss", a->scope, "fail");
-        if (k >= 0)
-                k = sd_bus_message_open_container(m, 'a', "(sv)");
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "Description", "s", a->description);
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, (uint32_t) a->pid);
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "CollectMode", "s", "inactive-or-failed");
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "KillMode", "s", "control-group");
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "KillSignal", "i", SIGKILL);
-        if (k >= 0)
-                k = sd_bus_message_close_container(m);
-        if (k >= 0)
-                k = sd_bus_message_append(m, "a(sa(sv))", 0);
-        return k;
+        if (e->spare || !e->bells)
+                return;
+        k = spare_start(e, &e->spare);
+        if (k < 0)
+                log_warning_errno(k, "Cannot prepare a spare for host commands (the next one is started when needed): %m");
 }
 
 /*
  * execve of the approved argv (spec 5.6 step 4): never a shell, never a
  * PATH lookup the prompt did not show; in a transient scope of its own on
- * the user manager, so it can be seen and stopped. The child waits before
- * execve until the scope holds it (asked for without waiting, from the
- * event loop); without a bus (unit tests) it runs at once.
+ * the user manager, so it can be seen and stopped. The command takes the
+ * Domain's spare (or one made now), which execs it as soon as its scope
+ * holds it (at once, for a spare made ahead of time), and a new spare is
+ * prepared for the next request.
  */
-static void request_run(Request *r, const char *by) {
-        _cleanup_strv_free_ char **env = command_env(), **argv = strv_copy(r->argv);
-        _cleanup_close_ int out_w = -EBADF, err_w = -EBADF, pidfd = -EBADF, go_r = -EBADF;
-        _cleanup_free_ char *desc = NULL;
-        SpawnOptions o = SPAWN_OPTIONS_INIT;
-        int fds[2], k;
+static void request_run(Request *r, const char *by, bool requested_too) {
+        const AuditRow rows[] = {
+                { .event = "requested" },
+                { .argv = r->argv, .event = "approved", .by = by, .detail = r->edited ? "edited by the developer" : NULL },
+        };
+        _cleanup_close_ int out_w = -EBADF, err_w = -EBADF;
+        _cleanup_(spare_freep) Spare *spare = NULL;
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_free_ char *program = NULL;
+        int k;
 
         r->decided_by = by;
-        audit(r->e, &r->q, r->argv, "approved", by, NULL, 0, r->edited ? "edited by the developer" : NULL);
+        /* Recorded before the command can run. */
+        audit_rows(r->e, &r->q, requested_too ? rows : rows + 1, requested_too ? 2 : 1);
         if (!r->program) {
                 request_finish(r, ESC_FAILED, 0, "no such program on the host");
                 return;
         }
-        if (!env || !argv) {
+        /* Its argv[0] is the program it runs, as the prompt showed it resolved. */
+        argv = strv_copy(r->argv);
+        program = strdup(r->program);
+        if (!argv || !program) {
                 request_finish(r, ESC_FAILED, 0, "out of memory");
                 return;
         }
         free(argv[0]);
-        argv[0] = strdup(r->program);
-        if (!argv[0]) {
-                request_finish(r, ESC_FAILED, 0, "out of memory");
-                return;
-        }
+        argv[0] = TAKE_PTR(program);
         k = capture_start(r, &r->out, &out_w);
         if (k >= 0)
                 k = capture_start(r, &r->err, &err_w);
@@ -594,58 +618,30 @@ static void request_run(Request *r, const char *by) {
                 request_finish(r, ESC_FAILED, 0, "cannot capture the command's output");
                 return;
         }
-        if (r->e->bus) {
-                int p[2];
-                if (pipe2(p, O_CLOEXEC) < 0) {
-                        request_finish(r, ESC_FAILED, 0, "cannot start the host command");
+        spare = TAKE_PTR(r->e->spare);
+        if (!spare) {
+                k = spare_start(r->e, &spare);
+                if (k < 0) {
+                        _cleanup_free_ char *msg = NULL;
+                        if (asprintf(&msg, "cannot start %s on the host: %s", r->program, strerror(-k)) < 0)
+                                msg = NULL;
+                        request_finish(r, ESC_FAILED, 0, msg ?: "cannot run the command on the host");
                         return;
                 }
-                go_r = p[0];
-                r->go_fd = p[1];
-                o.child_hook = wait_for_scope;
         }
-        fds[0] = r->cwd_fd;
-        fds[1] = go_r;
-        o.argv = argv;
-        o.envp = env;
-        o.cwd = "/proc/self/fd/3";
-        o.pass_fds = fds;
-        o.n_pass_fds = go_r >= 0 ? 2 : 1;
-        o.stdio[1] = out_w;
-        o.stdio[2] = err_w;
-        o.new_session = true;
-        o.die_with_parent = true;
-        /* Not spawn(): that waits for the execve, which waits for the scope. A failed
-         * execve ends the child with a status of its own, reported as completed. */
-        k = r->e->bus ? spawn_async(&o, &r->pid, &pidfd, NULL) : spawn(&o, &r->pid, &pidfd);
+        spare_set_callbacks(spare, &command_callbacks, r);
+        /* A failed execve ends the spare with a status of its own (127), reported as completed. */
+        k = spare_run(spare, r->program, argv, r->cwd_fd, TAKE_FD(out_w), TAKE_FD(err_w));
         if (k < 0) {
-                _cleanup_free_ char *msg = NULL;
-                r->pid = 0;
-                if (asprintf(&msg, "cannot run %s on the host: %s", r->program, strerror(-k)) < 0)
-                        msg = NULL;
-                request_finish(r, ESC_FAILED, 0, msg ?: "cannot run the command on the host");
+                request_finish(r, ESC_FAILED, 0, "cannot hand the command to its spare");
                 return;
         }
+        r->spare = TAKE_PTR(spare);
         r->state = REQUEST_RUNNING;
-        log_session(LOG_INFO, r->q.session, "Escalation request %s approved (%s): running %s as pid %d", r->q.id, by,
-                    r->program, (int) r->pid);
-        k = event_watch_child(r->e->event, &r->child, r->pid, TAKE_FD(pidfd), on_command_exit, r);
-        if (k < 0) {
-                request_finish(r, ESC_FAILED, 0, "cannot watch the host command");
-                return;
-        }
-        if (!r->e->bus)
-                return;
-        snprintf(r->scope, sizeof(r->scope), "lazaret-%s-esc-%s.scope", r->e->domain_id, r->q.id);
-        if (asprintf(&desc, "Lazaret host command of Domain %s, request %s", r->e->domain_id, r->q.id) < 0)
-                desc = NULL;
-        k = bus_job_start(r->e->bus, "StartTransientUnit", append_command_scope,
-                          &(CommandScope) { .scope = r->scope, .description = desc ?: r->scope, .pid = r->pid },
-                          SCOPE_JOB_TIMEOUT_USEC, on_scope_started, r, &r->scope_job);
-        if (k < 0) {
-                log_errno_session(LOG_ERR, k, r->q.session, "Cannot ask the user manager for %s", r->scope);
-                request_finish(r, ESC_FAILED, 0, "cannot create the host command's transient scope");
-        }
+        log_session(LOG_INFO, r->q.session, "Escalation request %s approved (%s): running %s", r->q.id, by, r->program);
+        if (k > 0)
+                on_command_started(r->spare, r);
+        spare_prepare(r->e);
 }
 
 /* ---------------------------------------------------------- the prompt */
@@ -755,7 +751,7 @@ static void on_prompt_key(Session *s, unsigned char c, void *userdata) {
                 Escalations *e = r->e;
                 session_prompt_end(s, "a\r\n");
                 r->state = REQUEST_WAITING;
-                request_run(r, "terminal");
+                request_run(r, "terminal", false);
                 /* The terminal is free again: the next request of this session may ask. */
                 session_next_prompt(e, s);
                 break;
@@ -875,6 +871,12 @@ static int map_cwd(Escalations *e, const char *cwd, int *ret_fd, char **ret_path
         return 0;
 }
 
+/* Before it could be decided: its request event, then its one result. */
+static void request_fail_early(Request *r, const char *why) {
+        audit(r->e, &r->q, NULL, "requested", NULL, NULL, 0, NULL);
+        request_finish(r, ESC_FAILED, 0, why);
+}
+
 static void request_accept(Escalations *e, EscRequest *q, Session *s) {
         Request *r = calloc(1, sizeof(Request));
         unsigned timeout = e->config->escalation_timeout_s;
@@ -889,7 +891,7 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
         r->q = *q;
         *q = (EscRequest) {};
         r->session = s;
-        r->cwd_fd = r->go_fd = -EBADF;
+        r->cwd_fd = -EBADF;
         r->out.fd = r->err.fd = -EBADF;
         r->next = e->requests;
         if (e->requests)
@@ -898,16 +900,17 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
         e->n_requests++;
 
         log_session(LOG_INFO, r->q.session, "Escalation request %s accepted: %s", r->q.id, r->q.argv[0]);
-        audit(e, &r->q, NULL, "requested", NULL, NULL, 0, NULL);
+        /* Its "requested" event is recorded with its decision by a rule, in one transaction, or alone before
+         * anything else happens to it. */
         r->argv = strv_copy(r->q.argv);
         if (!r->argv) {
-                request_finish(r, ESC_FAILED, 0, "out of memory");
+                request_fail_early(r, "out of memory");
                 return;
         }
         (void) resolve_program(r->argv[0], &r->program);
         k = map_cwd(e, r->q.cwd, &r->cwd_fd, &r->host_cwd);
         if (k < 0) {
-                request_finish(r, ESC_FAILED, 0, "the working directory does not exist on the host (or passes a symlink)");
+                request_fail_early(r, "the working directory does not exist on the host (or passes a symlink)");
                 return;
         }
         if (r->q.timeout_s > 0 && r->q.timeout_s < timeout)
@@ -915,14 +918,15 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
         k = sd_event_add_time_relative(e->event, &r->deadline, CLOCK_MONOTONIC, (uint64_t) timeout * 1000000ULL, 0,
                                        on_deadline, r);
         if (k < 0) {
-                request_finish(r, ESC_FAILED, 0, "cannot set the request's deadline");
+                request_fail_early(r, "cannot set the request's deadline");
                 return;
         }
         rule = rule_match(e, r);
         if (rule) {
-                request_run(r, "rule");
+                request_run(r, "rule", true);
                 return;
         }
+        audit(e, &r->q, NULL, "requested", NULL, NULL, 0, NULL);
         if (e->cb.pending)
                 e->cb.pending(r->q.id, r->q.session, r->argv, r->q.why, e->userdata);
         request_prompt(r);
@@ -983,7 +987,7 @@ int escalations_decide(Escalations *e, const char *id, bool approve, char **argv
                 session_prompt_end(s, line ?: "\r\n");
         }
         r->state = REQUEST_WAITING;
-        request_run(r, by);
+        request_run(r, by, false);
         if (s)
                 session_next_prompt(e, s);
         return 0;
@@ -1195,6 +1199,9 @@ void escalations_session_closed(Escalations *e, Session *s) {
                         free(b);
                         break;
                 }
+        /* Nobody can ask any more: no spare waits. */
+        if (!e->bells)
+                e->spare = spare_free(e->spare);
 }
 
 Escalations *escalations_free(Escalations *e) {
@@ -1202,6 +1209,7 @@ Escalations *escalations_free(Escalations *e) {
                 return NULL;
         while (e->requests)
                 request_free(e->requests);
+        e->spare = spare_free(e->spare);
         while (e->bells) {
                 Bell *b = e->bells;
                 e->bells = b->next;

@@ -299,12 +299,15 @@ int main(int argc, char **argv) {
                 return failf("cannot write the request: %s", strerror(-r));
 
         deadline = now_ms() + 1000ULL * ((arg_timeout ?: ESC_TIMEOUT_MAX) + GRACE_SECONDS);
-        for (;;) {
+        /* The result is looked for after a ring only: the host rings after
+         * each result of the session, and the bell was open before the
+         * request went out, so the ring cannot come unseen. */
+        for (bool rung = false;;) {
                 struct pollfd p = { .fd = bell, .events = POLLIN };
                 char *buf;
                 uint64_t now;
 
-                r = read_file_at(resdir, q.id, &buf, &len);
+                r = rung ? read_file_at(resdir, q.id, &buf, &len) : -ENOENT;
                 if (r >= 0) {
                         EscResult res = {};
                         char *error = NULL;
@@ -339,11 +342,13 @@ int main(int argc, char **argv) {
                         char junk[256];
                         if (read(bell, junk, sizeof(junk)) < 0 && errno != EAGAIN && errno != EINTR)
                                 return failf("cannot read the doorbell: %s", strerror(errno));
+                        rung = true;
                 } else if (r > 0 && (p.revents & (POLLHUP | POLLERR))) {
                         /* Nobody holds the doorbell any more: the session or the coordinator is gone. */
                         r = read_file_at(resdir, q.id, &buf, &len);
                         if (r >= 0) {
                                 free(buf);
+                                rung = true;
                                 continue;
                         }
                         return failf("the host stopped answering (the session ended?)");

@@ -309,16 +309,34 @@ int domain_store_generation_state(DomainStore *s, uint64_t generation, char **re
         return *ret ? 0 : -ENOMEM;
 }
 
-int domain_store_add_escalation_event(DomainStore *s, const EscalationEvent *ev, char **ret_error) {
+static int add_escalation_event(DomainStore *s, const EscalationEvent *ev, char **ret_error) {
         const char *texts[] = { ev->request, ev->session, ev->event, ev->by, ev->argv_json, ev->cwd, ev->why, ev->outcome,
                                 ev->detail };
         int64_t ints[] = { (int64_t) ev->time_usec, ev->outcome ? ev->status : 0 };
 
-        /* One row, one implicit transaction. */
         return run(s,
                    "INSERT INTO escalation_events (time_usec, request, session, event, decided_by, argv, cwd, why, outcome, status, detail) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    "ittttttttit", texts, ints, ret_error);
+}
+
+int domain_store_add_escalation_event(DomainStore *s, const EscalationEvent *ev, char **ret_error) {
+        /* One row, one implicit transaction. */
+        return add_escalation_event(s, ev, ret_error);
+}
+
+int domain_store_add_escalation_events(DomainStore *s, const EscalationEvent *evs, size_t n, char **ret_error) {
+        int r;
+
+        if (n == 1)
+                return add_escalation_event(s, evs, ret_error);
+        /* All or none, and one commit (one sync of the log) for them all. */
+        r = exec(s, "BEGIN IMMEDIATE", "cannot begin a transaction", ret_error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = add_escalation_event(s, &evs[i], ret_error);
+        return transaction_end(s, r, ret_error);
 }
 
 static const char *column_text(sqlite3_stmt *st, int i) {

@@ -74,6 +74,8 @@ typedef struct EscalationEvent {
 } EscalationEvent;
 
 int domain_store_add_escalation_event(DomainStore *s, const EscalationEvent *ev, char **ret_error);
+/* Several events in one transaction: all of them are written, or none. */
+int domain_store_add_escalation_events(DomainStore *s, const EscalationEvent *evs, size_t n, char **ret_error);
 typedef int (*EscalationEventVisit)(const EscalationEvent *ev, void *userdata);
 /* The newest limit events, oldest first; stops at fn's first error. */
 int domain_store_escalation_events(DomainStore *s, unsigned limit, EscalationEventVisit fn, void *userdata,

@@ -270,12 +270,39 @@ for _ in $(seq 1 100); do
         sleep 0.1
 done
 pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' >/dev/null || lt_fail "the auto-approved host command never started"
-# It runs in a transient scope of its own, which shows it and holds it.
-scope="lazaret-$LT_DOMAIN-esc-*.scope"
-lt_assert_eq "the host command's scope" active "$(systemctl --user list-units --plain --no-legend "$scope" | awk '{print $3}' | head -n1)"
+# It runs in a transient scope of its own, which shows it and holds it: the
+# scope of the Domain's spare, made before the request came, which the
+# command became by execve.
 pid=$(pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' | head -n1)
-grep -q "/lazaret-$LT_DOMAIN-esc-[0-9a-f]*[.]scope\$" "/proc/$pid/cgroup" ||
-        lt_fail "the host command is not in its scope's cgroup: $(cat "/proc/$pid/cgroup")"
+scope=$(sed -n "s|^.*/\(lazaret-$LT_DOMAIN-esc-[0-9a-f]*[.]scope\)\$|\1|p" "/proc/$pid/cgroup" | head -n1)
+[[ -n $scope ]] || lt_fail "the host command is not in a scope of its own: $(cat "/proc/$pid/cgroup")"
+lt_assert_eq "the host command's scope" active "$(systemctl --user show -P ActiveState "$scope")"
+pids=$(lt_unit_pids "$scope")
+lt_assert_eq "what the host command's scope holds" "$pid" "$pids"
+# A new spare waits for the next request, in a scope of its own, and runs nothing.
+spares() { pgrep -u "$(id -u)" -x lazaret-spare || true; }
+for _ in $(seq 1 50); do
+        [[ -n $(spares) ]] && grep -q -- "-esc-[0-9a-f]*[.]scope\$" "/proc/$(spares | head -n1)/cgroup" && break
+        sleep 0.1
+done
+lt_assert_eq "spares waiting while the command runs" 1 "$(spares | wc -l)"
+spare=$(spares)
+spare_scope=$(sed -n "s|^.*/\(lazaret-$LT_DOMAIN-esc-[0-9a-f]*[.]scope\)\$|\1|p" "/proc/$spare/cgroup" | head -n1)
+[[ -n $spare_scope && $spare_scope != "$scope" ]] ||
+        lt_fail "the spare is not in a scope of its own: $(cat "/proc/$spare/cgroup")"
+pids=$(lt_unit_pids "$spare_scope")
+lt_assert_eq "what the spare's scope holds" "$spare" "$pids"
+[[ $(readlink "/proc/$spare/exe") == */lazaret-spare ]] || lt_fail "the spare runs something: $(readlink "/proc/$spare/exe")"
+lt_assert_eq "the spare's command line" "lazaret-spare $LT_DOMAIN" "$(tr '\0' ' ' <"/proc/$spare/cmdline" | sed 's|^.*/||; s/ $//')"
+[[ -z $(pgrep -P "$spare") ]] || lt_fail "the spare started a process: $(pgrep -a -P "$spare")"
+# It holds nothing of the coordinator's: its socket and /dev/null, no blocked
+# signal, the command environment.
+lt_assert_eq "the spare's fds" "0 1 2 3" "$(ls "/proc/$spare/fd" | sort -n | tr '\n' ' ' | sed 's/ $//')"
+[[ $(readlink "/proc/$spare/fd/3") == socket:* && $(readlink "/proc/$spare/fd/1") == /dev/null ]] ||
+        lt_fail "the spare's fds are not its socket and /dev/null: $(ls -l "/proc/$spare/fd")"
+lt_assert_eq "the spare's blocked signals" 0000000000000000 "$(awk '/^SigBlk:/ { print $2 }' "/proc/$spare/status")"
+lt_assert_eq "the spare's environment" "HOME LOGNAME PATH USER XDG_RUNTIME_DIR" \
+        "$(tr '\0' '\n' <"/proc/$spare/environ" | cut -d= -f1 | grep -vx 'LANG\|LC_ALL' | sort | tr '\n' ' ' | sed 's/ $//')"
 kill -KILL "$bg"
 wait "$bg" 2>/dev/null || true
 for _ in $(seq 1 100); do
@@ -286,16 +313,35 @@ if pgrep -u "$(id -u)" -fx '/usr/bin/sleep 77' >/dev/null; then
         lt_fail "the host command outlived its session"
 fi
 for _ in $(seq 1 50); do
-        [[ -z $(systemctl --user list-units --plain --no-legend --state=active "$scope") ]] && break
+        [[ $(systemctl --user show -P ActiveState "$scope") != active ]] && break
         sleep 0.1
 done
-[[ -z $(systemctl --user list-units --plain --no-legend --state=active "$scope") ]] ||
-        lt_fail "the host command's scope outlived its session"
+[[ $(systemctl --user show -P ActiveState "$scope") != active ]] || lt_fail "the host command's scope outlived its session"
 lt_log "ok: the host command was killed with its session, and its scope stopped"
+lt_assert_eq "the spare, while another session is open" "$spare" "$(spares)"
+# A spare that dies is replaced by the next request, which still runs in a scope of its own.
+kill -KILL "$spare"
+out=$(in_sandbox "lazaret-escalate -- /usr/bin/false; echo rc=\$?")
+lt_assert_eq "a request after the spare died" "rc=1" "$out"
+for _ in $(seq 1 50); do
+        [[ -n $(spares) ]] && break
+        sleep 0.1
+done
+[[ -n $(spares) && $(spares) != "$spare" ]] || lt_fail "no new spare after the old one died"
+spare=$(spares)
+spare_scope=$(sed -n "s|^.*/\(lazaret-$LT_DOMAIN-esc-[0-9a-f]*[.]scope\)\$|\1|p" "/proc/$spare/cgroup" | head -n1)
 lt_assert_eq "Domain state after the session ended" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
 kill "$LT_KEEPER"
 wait "$LT_KEEPER" 2>/dev/null || true
 lt_wait_inactive
+# No session, no spare: it went, and its scope with it.
+for _ in $(seq 1 50); do
+        [[ -z $(spares) && $(systemctl --user show -P ActiveState "$spare_scope") != active ]] && break
+        sleep 0.1
+done
+lt_assert_eq "spares without a session" "" "$(spares)"
+[[ $(systemctl --user show -P ActiveState "$spare_scope") != active ]] || lt_fail "the spare's scope outlived the Domain"
+lt_log "ok: one spare waited in a scope of its own, running nothing, and went with the last session"
 
 # --- the prompt on the asking session's terminal
 screen() { $T capture-pane -t t:0 -p; }

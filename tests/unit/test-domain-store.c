@@ -218,11 +218,18 @@ Test(store, escalation_events, .init = setup, .fini = teardown) {
         sqlite3_close(db);
         cr_assert_eq(domain_store_open(path, &s, &error), 0, "%s", error ?: "");
         cr_assert_eq(user_version(), 2);
-        cr_assert_eq(domain_store_add_escalation_event(s, &(EscalationEvent) { .time_usec = 1, .request = "r1",
-                                                       .session = "s1", .event = "requested", .argv_json = "[\"/bin/true\"]" },
-                                                       &error), 0, "%s", error ?: "");
-        cr_assert_eq(domain_store_add_escalation_event(s, &(EscalationEvent) { .time_usec = 2, .request = "r1",
-                                                       .event = "approved", .by = "rule" }, &error), 0);
+        /* Two in one transaction; with a bad one among them, none is written. */
+        cr_assert_lt(domain_store_add_escalation_events(s, (EscalationEvent[]) {
+                                                                { .time_usec = 1, .request = "r0", .event = "requested" },
+                                                                { .time_usec = 1, .request = "r0", .event = "bogus" } },
+                                                        2, &error), 0);
+        error = mfree(error);
+        cr_assert_eq(domain_store_add_escalation_events(s, (EscalationEvent[]) {
+                                                                { .time_usec = 1, .request = "r1", .session = "s1",
+                                                                  .event = "requested", .argv_json = "[\"/bin/true\"]" },
+                                                                { .time_usec = 2, .request = "r1", .event = "approved",
+                                                                  .by = "rule" } },
+                                                        2, &error), 0, "%s", error ?: "");
         cr_assert_eq(domain_store_add_escalation_event(s, &(EscalationEvent) { .time_usec = 3, .request = "r1",
                                                        .event = "result", .by = "rule", .outcome = "completed", .status = 3 },
                                                        &error), 0);
@@ -234,6 +241,7 @@ Test(store, escalation_events, .init = setup, .fini = teardown) {
         cr_assert_eq(domain_store_escalation_events(s, 100, collect, &list, &error), 0);
         cr_assert_eq(strv_length(list), 4);
         cr_assert_str_eq(list[0], "r1 requested - - 0");
+        cr_assert_str_eq(list[1], "r1 approved rule - 0");
         cr_assert_str_eq(list[2], "r1 result rule completed 3");
         cr_assert_str_eq(list[3], "- refused - - 0");
         list = strv_free(list);
