@@ -104,7 +104,7 @@ typedef struct Bell {
 struct Escalations {
         sd_event *event;
         sd_bus *bus;                    /* the user manager's bus, for the commands' scopes */
-        char *dir, *domain_id, *profile, *workspace;
+        char *domain_id, *profile, *workspace;
         DomainStore *store;             /* borrowed: the audit trail */
         const Config *config;
         EscalationsCallbacks cb;
@@ -1216,7 +1216,6 @@ Escalations *escalations_free(Escalations *e) {
         safe_close(e->trust_fd);
         trust_anchor_free(e->trust);
         free(e->seen);
-        free(e->dir);
         free(e->domain_id);
         free(e->profile);
         free(e->workspace);
@@ -1226,7 +1225,7 @@ Escalations *escalations_free(Escalations *e) {
 
 int escalations_new(const EscalationsParams *p, Escalations **ret, char **ret_error) {
         _cleanup_(escalations_freep) Escalations *e = calloc(1, sizeof(Escalations));
-        _cleanup_free_ char *req = NULL, *res = NULL, *trust = NULL;
+        char watch[64];
         int k;
 
         if (!e)
@@ -1237,37 +1236,28 @@ int escalations_new(const EscalationsParams *p, Escalations **ret, char **ret_er
         e->config = p->config;
         e->cb = p->cb;
         e->userdata = p->userdata;
-        e->dir = strdup(p->dir);
         e->store = p->store;
         e->domain_id = strdup(p->domain_id);
         e->profile = strdup(p->profile);
         e->workspace = strdup(p->workspace);
         e->seen = calloc(SEEN_MAX, sizeof(*e->seen));
-        req = path_join(p->dir, ESC_REQUESTS_DIR);
-        res = path_join(p->dir, ESC_RESULTS_DIR);
-        trust = path_join(p->dir, ESC_TRUST_DIR);
-        if (!e->dir || !e->domain_id || !e->profile || !e->workspace || !e->seen || !req || !res || !trust)
+        if (!e->domain_id || !e->profile || !e->workspace || !e->seen)
                 return -ENOMEM;
-        k = mkdir_mode(p->dir, 0700);
-        if (k >= 0)
-                k = mkdir_mode(req, 0700);
-        if (k >= 0)
-                k = mkdir_mode(res, 0700);
-        if (k >= 0)
-                k = mkdir_mode(trust, 0700);
-        if (k < 0)
-                return errorf(ret_error, k, "cannot create the Escalation Mailbox in %s: %s", p->dir, strerror(-k));
-        e->requests_fd = open(req, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        e->results_fd = open(res, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        e->trust_fd = open(trust, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* The supervisor made them, in a mount namespace we are not in: reached only below its descriptor. */
+        e->requests_fd = openat(p->dir_fd, ESC_REQUESTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        e->results_fd = openat(p->dir_fd, ESC_RESULTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        e->trust_fd = openat(p->dir_fd, ESC_TRUST_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (e->requests_fd < 0 || e->results_fd < 0 || e->trust_fd < 0)
-                return errorf(ret_error, -errno, "cannot open the Escalation Mailbox in %s: %m", p->dir);
+                return errorf(ret_error, -errno, "cannot open the Escalation Mailbox: %m");
         e->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (e->inotify_fd < 0)
                 return errorf(ret_error, -errno, "cannot watch the Escalation Mailbox: %m");
-        /* Records arrive by rename; a file still being written is never read. */
-        if (inotify_add_watch(e->inotify_fd, req, IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW) < 0)
-                return errorf(ret_error, -errno, "cannot watch %s: %m", req);
+        /* Records arrive by rename; a file still being written is never read. The directory is named by our
+         * own descriptor (a magic link, followed to the inode itself: inotify watches inodes, whatever the
+         * mount namespace). */
+        snprintf(watch, sizeof(watch), "/proc/self/fd/%d", e->requests_fd);
+        if (inotify_add_watch(e->inotify_fd, watch, IN_MOVED_TO | IN_ONLYDIR) < 0)
+                return errorf(ret_error, -errno, "cannot watch the Escalation Mailbox's requests: %m");
         k = sd_event_add_io(e->event, &e->inotify_source, e->inotify_fd, EPOLLIN, on_inotify, e);
         if (k < 0)
                 return errorf(ret_error, k, "cannot watch the Escalation Mailbox: %s", strerror(-k));
