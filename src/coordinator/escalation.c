@@ -340,23 +340,46 @@ static Request *request_free(Request *r) {
         return NULL;
 }
 
-static void result_publish(Escalations *e, Request *r, const EscResult *res) {
+/* One result file, published by rename: 0, or -errno (the temporary file removed). */
+static int result_write(Escalations *e, const char *id, const EscResult *res) {
         _cleanup_free_ char *buf = NULL, *tmp = NULL;
         _cleanup_close_ int fd = -EBADF;
-        Bell *b = bell_find(e, r->q.session);
         size_t len;
         int k;
 
         k = esc_result_format(res, &buf, &len);
-        if (k < 0 || asprintf(&tmp, ".tmp-%s", r->q.id) < 0) {
-                log_session(LOG_ERR, r->q.session, "Cannot encode the result of escalation request %s", r->q.id);
-                return;
-        }
+        if (k < 0)
+                return k;
+        if (asprintf(&tmp, ".tmp-%s", id) < 0)
+                return -ENOMEM;
         fd = openat(e->results_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 || write_all(fd, buf, len) < 0 || renameat(e->results_fd, tmp, e->results_fd, r->q.id) < 0) {
-                log_errno_session(LOG_ERR, -errno, r->q.session, "Cannot write the result of escalation request %s",
-                                  r->q.id);
+        if (fd < 0)
+                return -errno;
+        k = write_all(fd, buf, len);
+        if (k >= 0 && renameat(e->results_fd, tmp, e->results_fd, id) < 0)
+                k = -errno;
+        if (k < 0)
                 (void) unlinkat(e->results_fd, tmp, 0);
+        return k;
+}
+
+static void result_publish(Escalations *e, Request *r, const EscResult *res) {
+        Bell *b = bell_find(e, r->q.session);
+        int k;
+
+        k = result_write(e, r->q.id, res);
+        if (k == -ENOSPC) {
+                /* The mailbox's bounded file system is full (spec 5.6): the client still gets an answer. */
+                EscResult small = { .outcome = ESC_FAILED,
+                                    .message = (char *) "the result did not fit into the Escalation Mailbox" };
+
+                memcpy(small.id, res->id, sizeof(small.id));
+                log_session(LOG_WARNING, r->q.session, "The result of escalation request %s did not fit into the "
+                            "Escalation Mailbox; sending a failure without its output", r->q.id);
+                k = result_write(e, r->q.id, &small);
+        }
+        if (k < 0) {
+                log_errno_session(LOG_ERR, k, r->q.session, "Cannot write the result of escalation request %s", r->q.id);
                 return;
         }
         if (b) {
