@@ -44,7 +44,6 @@
 #define CLOCK_SKEW_USEC (10ULL * 60 * 1000000)  /* a request's time may differ from ours this much */
 #define EDIT_MAX 4096
 #define REFUSALS_LOGGED_PER_SEC 10
-#define RESULTS_KEPT_PER_SESSION 16     /* result files (up to 512 KiB each) left in results/ */
 #define SCOPE_JOB_TIMEOUT_USEC (10ULL * 1000000)
 #define CREDENTIAL_LIFETIME_S (366ULL * 24 * 3600)  /* the CA goes with its generation long before */
 
@@ -98,7 +97,7 @@ typedef struct Bell {
         struct Bell *next;
         char session[ESC_ID_LEN + 1];
         int fd;                         /* the FIFO, O_RDWR: rings are never lost, opening never blocks */
-        char **results;                 /* result files written for this session */
+        char newest[ESC_ID_LEN + 1];    /* the session's latest accepted request: only its result is published */
 } Bell;
 
 struct Escalations {
@@ -226,6 +225,23 @@ static void bell_ring(Escalations *e, const char *session) {
                 log_session(LOG_WARNING, session, "Cannot ring the session's escalation doorbell: %m");
 }
 
+/*
+ * Empties a file of the mailbox before it is removed or replaced: gVisor
+ * keeps a host descriptor for each file it looked at, after the host
+ * removed it, until a lookup of that name inside finds it gone, so its
+ * pages would stay allocated in the bounded file system meanwhile.
+ */
+static int empty_file(int dirfd, const char *name) {
+        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        struct stat st;
+
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADF;
+        return ftruncate(fd, 0) < 0 ? -errno : 0;
+}
+
 static TrustBinding session_binding(Escalations *e, const char *session) {
         return (TrustBinding) {
                 .role = TRUST_ROLE_SESSION,
@@ -340,10 +356,15 @@ static Request *request_free(Request *r) {
         return NULL;
 }
 
-/* One result file, published by rename: 0, or -errno (the temporary file removed). */
-static int result_write(Escalations *e, const char *id, const EscResult *res) {
+/*
+ * The session's result file, results/<session>.result, replaced by rename
+ * (the client waits for the one that carries its request's ID): 0, or
+ * -errno (the temporary file removed).
+ */
+static int result_write(Escalations *e, const char *session, const char *id, const EscResult *res) {
         _cleanup_free_ char *buf = NULL, *tmp = NULL;
         _cleanup_close_ int fd = -EBADF;
+        char name[ESC_ID_LEN + sizeof(ESC_RESULT_SUFFIX)];
         size_t len;
         int k;
 
@@ -352,11 +373,14 @@ static int result_write(Escalations *e, const char *id, const EscResult *res) {
                 return k;
         if (asprintf(&tmp, ".tmp-%s", id) < 0)
                 return -ENOMEM;
+        snprintf(name, sizeof(name), "%s" ESC_RESULT_SUFFIX, session);
+        /* The previous result was read (one request of a session waits at a time): its space goes first. */
+        (void) empty_file(e->results_fd, name);
         fd = openat(e->results_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0)
                 return -errno;
         k = write_all(fd, buf, len);
-        if (k >= 0 && renameat(e->results_fd, tmp, e->results_fd, id) < 0)
+        if (k >= 0 && renameat(e->results_fd, tmp, e->results_fd, name) < 0)
                 k = -errno;
         if (k < 0)
                 (void) unlinkat(e->results_fd, tmp, 0);
@@ -367,29 +391,16 @@ static void result_publish(Escalations *e, Request *r, const EscResult *res) {
         Bell *b = bell_find(e, r->q.session);
         int k;
 
-        k = result_write(e, r->q.id, res);
-        if (k == -ENOSPC) {
-                /* The mailbox's bounded file system is full (spec 5.6): the client still gets an answer. */
-                EscResult small = { .outcome = ESC_FAILED,
-                                    .message = (char *) "the result did not fit into the Escalation Mailbox" };
-
-                memcpy(small.id, res->id, sizeof(small.id));
-                log_session(LOG_WARNING, r->q.session, "The result of escalation request %s did not fit into the "
-                            "Escalation Mailbox; sending a failure without its output", r->q.id);
-                k = result_write(e, r->q.id, &small);
+        /* A request the session's client gave up on, superseded by a later one: its client is gone. */
+        if (!b || !streq(b->newest, r->q.id)) {
+                log_session(LOG_INFO, r->q.session, "Escalation request %s was superseded by a later one of its session; "
+                            "its result is not published", r->q.id);
+                return;
         }
+        k = result_write(e, r->q.session, r->q.id, res);
         if (k < 0) {
                 log_errno_session(LOG_ERR, k, r->q.session, "Cannot write the result of escalation request %s", r->q.id);
                 return;
-        }
-        if (b) {
-                /* Bounded: the oldest results of a session go (their clients read them long ago). */
-                if (strv_length(b->results) >= RESULTS_KEPT_PER_SESSION) {
-                        (void) unlinkat(e->results_fd, b->results[0], 0);
-                        free(b->results[0]);
-                        memmove(b->results, b->results + 1, strv_length(b->results) * sizeof(char *));
-                }
-                (void) strv_extend(&b->results, r->q.id);
         }
         bell_ring(e, r->q.session);
 }
@@ -910,6 +921,11 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
         }
         r->e = e;
         r->q = *q;
+        {
+                Bell *b = bell_find(e, q->session);
+                if (b)
+                        memcpy(b->newest, q->id, sizeof(b->newest));
+        }
         *q = (EscRequest) {};
         r->session = s;
         r->cwd_fd = r->go_fd = -EBADF;
@@ -1204,16 +1220,17 @@ void escalations_session_closed(Escalations *e, Session *s) {
         for (bp = &e->bells; *bp; bp = &(*bp)->next)
                 if (streq((*bp)->session, s->id)) {
                         Bell *b = *bp;
-                        char name[ESC_ID_LEN + sizeof(ESC_BELL_SUFFIX)], cred[ESC_ID_LEN + sizeof(ESC_CRED_SUFFIX)];
+                        char name[ESC_ID_LEN + sizeof(ESC_RESULT_SUFFIX)], cred[ESC_ID_LEN + sizeof(ESC_CRED_SUFFIX)];
 
                         snprintf(cred, sizeof(cred), "%s" ESC_CRED_SUFFIX, b->session);
+                        (void) empty_file(e->trust_fd, cred);
                         (void) unlinkat(e->trust_fd, cred, 0);
                         *bp = b->next;
                         snprintf(name, sizeof(name), "%s" ESC_BELL_SUFFIX, b->session);
                         (void) unlinkat(e->results_fd, name, 0);
-                        STRV_FOREACH(id, b->results)
-                                (void) unlinkat(e->results_fd, *id, 0);
-                        strv_free(b->results);
+                        snprintf(name, sizeof(name), "%s" ESC_RESULT_SUFFIX, b->session);
+                        (void) empty_file(e->results_fd, name);
+                        (void) unlinkat(e->results_fd, name, 0);
                         safe_close(b->fd);
                         free(b);
                         break;
@@ -1228,7 +1245,6 @@ Escalations *escalations_free(Escalations *e) {
         while (e->bells) {
                 Bell *b = e->bells;
                 e->bells = b->next;
-                strv_free(b->results);
                 safe_close(b->fd);
                 free(b);
         }

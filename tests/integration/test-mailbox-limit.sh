@@ -8,7 +8,10 @@
 # $XDG_RUNTIME_DIR does not grow by what was written, df inside shows the
 # small size, a request made while it is full fails at once with its one
 # line (nothing hangs), one made after the junk is removed is served, and
-# the coordinator keeps serving throughout.
+# the coordinator keeps serving throughout. results/ (32 MiB), which only
+# the coordinator writes, is filled with sessions' kept results of 256 KiB
+# each: a result that does not fit is answered with a short failure, and
+# once those sessions end, results fit again.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -18,7 +21,8 @@ H=$HOME/mailbox-limit
 rm -rf "$H"
 mkdir -p "$H"
 printf '{ "default_profile": "test",
-  "escalation": { "timeout_s": 30, "auto_approve": [ { "argv": ["/usr/bin/touch", "%s/served"] } ] },
+  "escalation": { "timeout_s": 30, "auto_approve": [ { "argv": ["/usr/bin/touch", "%s/served"] },
+    { "argv": ["/usr/bin/head", "-c", "262144", "/dev/zero"] } ] },
   "profiles": { "test": { "image": "oci:%s" } } }\n' "$H" "$LT_IMAGE" >"$LT_CONFIG"
 
 in_sandbox() { lt_launch -- /bin/sh -c "$1"; }
@@ -75,4 +79,21 @@ out=$(in_sandbox "lazaret-escalate -- /usr/bin/touch $H/served; echo rc=\$?" 2>&
 lt_assert_eq "a request after the junk was removed" "rc=0" "$out"
 [[ -e $H/served ]] || lt_fail "the request after the junk was removed did not run on the host"
 lt_assert_eq "Domain state afterwards" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
+
+# --- more requests than requests/ has names, and sessions after sessions: gVisor keeps a host
+# descriptor of each file it saw after the host removed it, until a lookup inside finds it gone;
+# the client looks its request up again, each session's result has one name, and what the host
+# removes it empties first, so nothing accumulates in the bounded file systems.
+out=$(in_sandbox "n=0; i=0; while [ \$i -lt 300 ]; do lazaret-escalate -- /usr/bin/touch $H/served && n=\$((n+1)); i=\$((i+1)); done; echo served=\$n") ||
+        lt_fail "the script of 300 requests failed: $out"
+lt_assert_eq "300 requests in one session" "served=300" "$out"
+for _ in $(seq 1 20); do
+        in_sandbox "lazaret-escalate -- /usr/bin/head -c 262144 /dev/zero | wc -c" >/dev/null || lt_fail "a session's large result failed"
+done
+out=$(in_sandbox "df -k /run/lazaret/mailbox/results | tail -n 1; lazaret-escalate -- /usr/bin/head -c 262144 /dev/zero | wc -c")
+lt_log "results/ inside after 21 sessions with a 256 KiB result each: $(head -n1 <<<"$out")"
+lt_assert_eq "a 256 KiB result after 20 such sessions" 262144 "$(tail -n1 <<<"$out")"
+read -r _ _ rused _ <<<"$(head -n1 <<<"$out")"
+((rused < 2048)) || lt_fail "results/ holds $rused KiB after the sessions that wrote there ended"
+lt_assert_eq "Domain state at the end" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
 lt_log "ok: the mailbox is bounded, the host's runtime directory untouched, the Domain kept serving"

@@ -335,7 +335,7 @@ static void mailbox_staged_body(void) {
         CHECK(a.st_dev != b.st_dev);
         CHECK_EQ(statfs(res, &sf), 0);
         CHECK_EQ(sf.f_type, TMPFS_MAGIC);
-        CHECK_EQ((uint64_t) sf.f_blocks * sf.f_bsize, 32u * 1024 * 1024);
+        CHECK_EQ((uint64_t) sf.f_blocks * sf.f_bsize, 40u * 1024 * 1024);
         probe = path_join(trust, "x");
         CHECK_EQ(open(probe, O_WRONLY | O_CREAT | O_CLOEXEC, 0600), -1);
         CHECK_EQ(errno, EROFS);
