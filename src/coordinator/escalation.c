@@ -39,7 +39,6 @@
 
 #define SANDBOX_WORKSPACE_DIR "/workspace"
 #define MAX_PENDING 32                  /* accepted, unresolved requests per Domain */
-#define MAX_PENDING_SESSION 8
 #define SEEN_MAX 4096                   /* request IDs remembered against replay */
 #define CLOCK_SKEW_USEC (10ULL * 60 * 1000000)  /* a request's time may differ from ours this much */
 #define EDIT_MAX 4096
@@ -97,7 +96,6 @@ typedef struct Bell {
         struct Bell *next;
         char session[ESC_ID_LEN + 1];
         int fd;                         /* the FIFO, O_RDWR: rings are never lost, opening never blocks */
-        char newest[ESC_ID_LEN + 1];    /* the session's latest accepted request: only its result is published */
 } Bell;
 
 struct Escalations {
@@ -388,15 +386,8 @@ static int result_write(Escalations *e, const char *session, const char *id, con
 }
 
 static void result_publish(Escalations *e, Request *r, const EscResult *res) {
-        Bell *b = bell_find(e, r->q.session);
         int k;
 
-        /* A request the session's client gave up on, superseded by a later one: its client is gone. */
-        if (!b || !streq(b->newest, r->q.id)) {
-                log_session(LOG_INFO, r->q.session, "Escalation request %s was superseded by a later one of its session; "
-                            "its result is not published", r->q.id);
-                return;
-        }
         k = result_write(e, r->q.session, r->q.id, res);
         if (k < 0) {
                 log_errno_session(LOG_ERR, k, r->q.session, "Cannot write the result of escalation request %s", r->q.id);
@@ -921,11 +912,6 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
         }
         r->e = e;
         r->q = *q;
-        {
-                Bell *b = bell_find(e, q->session);
-                if (b)
-                        memcpy(b->newest, q->id, sizeof(b->newest));
-        }
         *q = (EscRequest) {};
         r->session = s;
         r->cwd_fd = r->go_fd = -EBADF;
@@ -1070,7 +1056,6 @@ static int mailbox_handle(Escalations *e, const char *name) {
         Session *s;
         uint8_t certified[ESC_KEY_LEN];
         TrustBinding binding;
-        unsigned per_session = 0;
         uint64_t now;
         size_t len;
         int k;
@@ -1124,16 +1109,19 @@ static int mailbox_handle(Escalations *e, const char *name) {
                 refuse(e, name, &q, "its time is too far from the host's");
         else if (seen_check_add(e, q.id))
                 refuse(e, name, &q, "replayed (its ID was seen before)");
+        else if (e->n_requests >= MAX_PENDING)
+                refuse(e, name, &q, "too many requests are pending");
         else {
-                for (Request *r = e->requests; r; r = r->next)
+                /* One request of a session waits at a time (the client locks the bell): an earlier one still
+                 * pending lost its client, which was killed. It ends as a cancel would have ended it, and its
+                 * result lands before this one's in the session's one result file (spec 5.6 step 5). */
+                for (Request *r = e->requests, *next; r; r = next) {
+                        next = r->next;
                         if (r->session == s)
-                                per_session++;
-                if (e->n_requests >= MAX_PENDING || per_session >= MAX_PENDING_SESSION)
-                        refuse(e, name, &q, "too many requests are pending");
-                else {
-                        request_accept(e, &q, s);
-                        return 0;
+                                request_finish(r, ESC_CANCELLED, 0, "superseded by a later request of its session");
                 }
+                request_accept(e, &q, s);
+                return 0;
         }
         esc_request_done(&q);
         return 0;

@@ -95,5 +95,16 @@ lt_log "results/ inside after 21 sessions with a 256 KiB result each: $(head -n1
 lt_assert_eq "a 256 KiB result after 20 such sessions" 262144 "$(tail -n1 <<<"$out")"
 read -r _ _ rused _ <<<"$(head -n1 <<<"$out")"
 ((rused < 2048)) || lt_fail "results/ holds $rused KiB after the sessions that wrote there ended"
+
+# --- one result file per session: a request whose client was killed while it waited for a human is
+# cancelled when the session's next request arrives (its result first), and the next one is served
+LOG=$LT_LOGDIR/$LT_DOMAIN.log
+mark=$(wc -l <"$LOG")
+rm -f "$H/served"
+out=$(in_sandbox "lazaret-escalate --timeout 60 -- /usr/bin/touch $H/served $H/extra & c=\$!; sleep 1; kill -9 \$c; wait \$c; lazaret-escalate -- /usr/bin/touch $H/served; echo rc=\$?" 2>&1)
+lt_assert_eq "a request after a killed client's in the same session" "rc=0" "$(tail -n1 <<<"$out")"
+[[ -e $H/served && ! -e $H/extra ]] || lt_fail "the later request did not run, or the superseded one did"
+tail -n +"$((mark + 1))" "$LOG" | grep -q 'cancelled: superseded by a later request of its session' ||
+        lt_fail "the killed client's request was not cancelled as superseded: $(tail -n +"$((mark + 1))" "$LOG" | tail -n 12)"
 lt_assert_eq "Domain state at the end" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
 lt_log "ok: the mailbox is bounded, the host's runtime directory untouched, the Domain kept serving"
