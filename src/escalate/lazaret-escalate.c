@@ -219,7 +219,8 @@ static int deliver(const EscResult *res) {
 /*
  * gVisor keeps a host descriptor for every file it looked at, after the
  * host removed it, until a lookup of that name inside finds it gone: the
- * request the coordinator removed, and a cancel record, would otherwise
+ * request the coordinator removed, and a cancel record (written only after
+ * a signal), would otherwise
  * stay allocated in the bounded requests/ until the sandbox stops.
  */
 static void forget(int reqdir, const char *id) {
@@ -227,8 +228,10 @@ static void forget(int reqdir, const char *id) {
         struct stat st;
 
         (void) fstatat(reqdir, id, &st, AT_SYMLINK_NOFOLLOW);
-        snprintf(cancel, sizeof(cancel), "%s.cancel", id);
-        (void) fstatat(reqdir, cancel, &st, AT_SYMLINK_NOFOLLOW);
+        if (got_signal) {
+                snprintf(cancel, sizeof(cancel), "%s.cancel", id);
+                (void) fstatat(reqdir, cancel, &st, AT_SYMLINK_NOFOLLOW);
+        }
 }
 
 /*
