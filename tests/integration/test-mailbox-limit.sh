@@ -107,4 +107,17 @@ lt_assert_eq "a request after a killed client's in the same session" "rc=0" "$(t
 tail -n +"$((mark + 1))" "$LOG" | grep -q 'cancelled: superseded by a later request of its session' ||
         lt_fail "the killed client's request was not cancelled as superseded: $(tail -n +"$((mark + 1))" "$LOG" | tail -n 12)"
 lt_assert_eq "Domain state at the end" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
+
+# --- escalation disabled: no mailbox at all, and the Domain starts without one
+kill "$LT_KEEPER"
+wait "$LT_KEEPER" 2>/dev/null || true
+LT_KEEPER=
+lt_wait_inactive
+printf '{ "default_profile": "test", "escalation": { "enabled": false },
+  "profiles": { "test": { "image": "oci:%s" } } }\n' "$LT_IMAGE" >"$LT_CONFIG"
+out=$(in_sandbox "[ -e /run/lazaret/mailbox ] && echo mailbox; lazaret-escalate -- /bin/true; echo rc=\$?" 2>&1) ||
+        lt_fail "a launch without escalation failed: $out"
+grep -q '^mailbox$' <<<"$out" && lt_fail "a Domain without escalation has a mailbox: $out"
+grep -q 'rc=12[57]' <<<"$out" || lt_fail "lazaret-escalate without escalation did not fail: $out"
+lt_log "ok: without escalation, no mailbox: $(tr '\n' ' ' <<<"$out")"
 lt_log "ok: the mailbox is bounded, the host's runtime directory untouched, the Domain kept serving"
