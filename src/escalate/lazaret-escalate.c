@@ -215,13 +215,12 @@ static int deliver(const EscResult *res) {
         }
 }
 
-
 /*
  * gVisor keeps a host descriptor for every file it looked at, after the
  * host removed it, until a lookup of that name inside finds it gone: the
  * request the coordinator removed, and a cancel record (written only after
- * a signal), would otherwise
- * stay allocated in the bounded requests/ until the sandbox stops.
+ * a signal), would otherwise stay allocated in the bounded requests/ until
+ * the sandbox stops.
  */
 static void forget(int reqdir, const char *id) {
         char cancel[ESC_ID_LEN + 8];
@@ -237,8 +236,8 @@ static void forget(int reqdir, const char *id) {
 /*
  * The session's result file, if it answers request id: 1 with *ret, 0 when
  * it is not there or still answers the session's previous request (ours
- * replaces it; that one may be read half emptied), else a failure's exit
- * status (its line printed).
+ * replaces it; that one may be read half emptied), else minus a
+ * failure's exit status (its line printed).
  */
 static int read_result(int resdir, const char *resname, const char *id, EscResult *ret) {
         EscResult res = {};
