@@ -63,6 +63,24 @@ static int add_etc_files(MountPlan *plan, const char *control_dir, const char *r
         return r;
 }
 
+/* A directory of the Escalation Mailbox, which the supervisor makes, at /run/lazaret/mailbox/NAME. */
+static int add_mailbox_dir(MountPlan *plan, const char *name, bool read_only, const char *options, char **ret_error) {
+        _cleanup_free_ char *dest = path_join(ESC_MAILBOX_SANDBOX, name);
+
+        if (!dest)
+                return -ENOMEM;
+        return mount_plan_add(plan, &(MountEntry) {
+                                      .part = MOUNT_PART_MAILBOX,
+                                      .kind = MOUNT_SUPERVISOR,
+                                      .destination = dest,
+                                      .source = (char *) name,
+                                      .fstype = (char *) ESC_MAILBOX_FSTYPE,
+                                      .data = (char *) options,
+                                      .read_only = read_only,
+                                      .nests_in = MOUNT_PART_BIT(MOUNT_PART_CONTROL),
+                              }, ret_error);
+}
+
 /* control/bin/lazaret-escalate and the empty mount points control/mailbox/{requests,results,trust}. */
 static int install_escalation(const char *control_dir, char **ret_error) {
         _cleanup_free_ char *bin = path_join(control_dir, "bin"), *dst = path_join(control_dir, "bin/lazaret-escalate"),
@@ -307,7 +325,7 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         if (r < 0)
                 return errorf(ret_error, r, "cannot install %s into the sandbox: %s", init_src, strerror(-r));
         /* The Escalation Client, on the sessions' PATH (sandbox-exec.c), and the mailbox's mount points. */
-        if (p->mailbox_dir) {
+        if (p->mailbox) {
                 r = install_escalation(p->control_dir, ret_error);
                 if (r < 0)
                         return r;
@@ -376,25 +394,20 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         r = add_own(&plan, MOUNT_PART_CONTROL, SANDBOX_CONTROL_MOUNT, p->control_dir, true, 0, ret_error);
         if (r < 0)
                 goto finish;
-        /* SR-10: the mailbox, requests/ writable, results/ and trust/ (the sessions' credentials, SR-9) read-only;
-         * the client also at /usr/local/bin, on every shell's PATH (a login shell resets PATH). */
-        if (p->mailbox_dir) {
-                _cleanup_free_ char *req = path_join(p->mailbox_dir, ESC_REQUESTS_DIR),
-                                    *res = path_join(p->mailbox_dir, ESC_RESULTS_DIR),
-                                    *trust = path_join(p->mailbox_dir, ESC_TRUST_DIR),
-                                    *client = path_join(p->control_dir, "bin/lazaret-escalate");
-                if (!req || !res || !trust || !client) {
+        /* SR-10: the mailbox, on file systems of the Domain's own that the supervisor makes (escalation-proto.h):
+         * requests/ writable, results/ and trust/ (the sessions' credentials, SR-9) read-only; the client
+         * also at /usr/local/bin, on every shell's PATH (a login shell resets PATH). */
+        if (p->mailbox) {
+                _cleanup_free_ char *client = path_join(p->control_dir, "bin/lazaret-escalate");
+                if (!client) {
                         r = -ENOMEM;
                         goto finish;
                 }
-                r = add_own(&plan, MOUNT_PART_MAILBOX, ESC_MAILBOX_SANDBOX "/" ESC_REQUESTS_DIR, req, false,
-                            MOUNT_PART_BIT(MOUNT_PART_CONTROL), ret_error);
+                r = add_mailbox_dir(&plan, ESC_REQUESTS_DIR, false, ESC_REQUESTS_FS_OPTIONS, ret_error);
                 if (r >= 0)
-                        r = add_own(&plan, MOUNT_PART_MAILBOX, ESC_MAILBOX_SANDBOX "/" ESC_RESULTS_DIR, res, true,
-                                    MOUNT_PART_BIT(MOUNT_PART_CONTROL), ret_error);
+                        r = add_mailbox_dir(&plan, ESC_RESULTS_DIR, true, ESC_MAILBOX_FS_OPTIONS, ret_error);
                 if (r >= 0)
-                        r = add_own(&plan, MOUNT_PART_MAILBOX, ESC_MAILBOX_SANDBOX "/" ESC_TRUST_DIR, trust, true,
-                                    MOUNT_PART_BIT(MOUNT_PART_CONTROL), ret_error);
+                        r = add_mailbox_dir(&plan, ESC_TRUST_DIR, true, ESC_MAILBOX_FS_OPTIONS, ret_error);
                 if (r >= 0)
                         r = add_own(&plan, MOUNT_PART_MAILBOX, "/usr/local/bin/lazaret-escalate", client, true,
                                     MOUNT_PART_BIT(MOUNT_PART_STATE_ANCHOR), ret_error);

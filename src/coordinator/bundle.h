@@ -23,7 +23,7 @@ typedef struct BundleParams {
         unsigned canary_port;           /* where the init's attestation probe finds the canaries */
         const char *probe_denied;       /* the denied canary's address (a test hook may change it) */
         char **ret_state_notice;        /* optional: what the State Anchor has to say at launch (anchor.h) */
-        const char *mailbox_dir;        /* the Escalation Mailbox (requests/, results/), or NULL without escalation */
+        bool mailbox;                   /* the Escalation Mailbox's mounts (escalation.enabled) */
 } BundleParams;
 
 int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error);

@@ -41,12 +41,10 @@
 
 #define SANDBOX_WORKSPACE_DIR "/workspace"
 #define MAX_PENDING 32                  /* accepted, unresolved requests per Domain */
-#define MAX_PENDING_SESSION 8
 #define SEEN_MAX 4096                   /* request IDs remembered against replay */
 #define CLOCK_SKEW_USEC (10ULL * 60 * 1000000)  /* a request's time may differ from ours this much */
 #define EDIT_MAX 4096
 #define REFUSALS_LOGGED_PER_SEC 10
-#define RESULTS_KEPT_PER_SESSION 16     /* result files (up to 512 KiB each) left in results/ */
 #define CREDENTIAL_LIFETIME_S (366ULL * 24 * 3600)  /* the CA goes with its generation long before */
 
 typedef enum RequestState {
@@ -94,13 +92,12 @@ typedef struct Bell {
         struct Bell *next;
         char session[ESC_ID_LEN + 1];
         int fd;                         /* the FIFO, O_RDWR: rings are never lost, opening never blocks */
-        char **results;                 /* result files written for this session */
 } Bell;
 
 struct Escalations {
         sd_event *event;
         sd_bus *bus;                    /* the user manager's bus, for the commands' scopes */
-        char *dir, *domain_id, *profile, *workspace;
+        char *domain_id, *profile, *workspace;
         DomainStore *store;             /* borrowed: the audit trail */
         const Config *config;
         EscalationsCallbacks cb;
@@ -250,6 +247,23 @@ static void bell_ring(Escalations *e, const char *session) {
                 log_session(LOG_WARNING, session, "Cannot ring the session's escalation doorbell: %m");
 }
 
+/*
+ * Empties a file of the mailbox before it is removed or replaced: gVisor
+ * keeps a host descriptor for each file it looked at, after the host
+ * removed it, until a lookup of that name inside finds it gone, so its
+ * pages would stay allocated in the bounded file system meanwhile.
+ */
+static int empty_file(int dirfd, const char *name) {
+        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        struct stat st;
+
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADF;
+        return ftruncate(fd, 0) < 0 ? -errno : 0;
+}
+
 static TrustBinding session_binding(Escalations *e, const char *session) {
         return (TrustBinding) {
                 .role = TRUST_ROLE_SESSION,
@@ -357,33 +371,44 @@ static Request *request_free(Request *r) {
         return NULL;
 }
 
-static void result_publish(Escalations *e, Request *r, const EscResult *res) {
+/*
+ * The session's result file, results/<session>.result, replaced by rename
+ * (the client waits for the one that carries its request's ID): 0, or
+ * -errno (the temporary file removed).
+ */
+static int result_write(Escalations *e, const char *session, const char *id, const EscResult *res) {
         _cleanup_free_ char *buf = NULL, *tmp = NULL;
         _cleanup_close_ int fd = -EBADF;
-        Bell *b = bell_find(e, r->q.session);
+        char name[ESC_ID_LEN + sizeof(ESC_RESULT_SUFFIX)];
         size_t len;
         int k;
 
         k = esc_result_format(res, &buf, &len);
-        if (k < 0 || asprintf(&tmp, ".tmp-%s", r->q.id) < 0) {
-                log_session(LOG_ERR, r->q.session, "Cannot encode the result of escalation request %s", r->q.id);
-                return;
-        }
+        if (k < 0)
+                return k;
+        if (asprintf(&tmp, ".tmp-%s", id) < 0)
+                return -ENOMEM;
+        snprintf(name, sizeof(name), "%s" ESC_RESULT_SUFFIX, session);
+        /* The previous result was read (one request of a session waits at a time): its space goes first. */
+        (void) empty_file(e->results_fd, name);
         fd = openat(e->results_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 || write_all(fd, buf, len) < 0 || renameat(e->results_fd, tmp, e->results_fd, r->q.id) < 0) {
-                log_errno_session(LOG_ERR, -errno, r->q.session, "Cannot write the result of escalation request %s",
-                                  r->q.id);
+        if (fd < 0)
+                return -errno;
+        k = write_all(fd, buf, len);
+        if (k >= 0 && renameat(e->results_fd, tmp, e->results_fd, name) < 0)
+                k = -errno;
+        if (k < 0)
                 (void) unlinkat(e->results_fd, tmp, 0);
+        return k;
+}
+
+static void result_publish(Escalations *e, Request *r, const EscResult *res) {
+        int k;
+
+        k = result_write(e, r->q.session, r->q.id, res);
+        if (k < 0) {
+                log_errno_session(LOG_ERR, k, r->q.session, "Cannot write the result of escalation request %s", r->q.id);
                 return;
-        }
-        if (b) {
-                /* Bounded: the oldest results of a session go (their clients read them long ago). */
-                if (strv_length(b->results) >= RESULTS_KEPT_PER_SESSION) {
-                        (void) unlinkat(e->results_fd, b->results[0], 0);
-                        free(b->results[0]);
-                        memmove(b->results, b->results + 1, strv_length(b->results) * sizeof(char *));
-                }
-                (void) strv_extend(&b->results, r->q.id);
         }
         bell_ring(e, r->q.session);
 }
@@ -1035,7 +1060,6 @@ static int mailbox_handle(Escalations *e, const char *name) {
         Session *s;
         uint8_t certified[ESC_KEY_LEN];
         TrustBinding binding;
-        unsigned per_session = 0;
         uint64_t now;
         size_t len;
         int k;
@@ -1089,16 +1113,19 @@ static int mailbox_handle(Escalations *e, const char *name) {
                 refuse(e, name, &q, "its time is too far from the host's");
         else if (seen_check_add(e, q.id))
                 refuse(e, name, &q, "replayed (its ID was seen before)");
+        else if (e->n_requests >= MAX_PENDING)
+                refuse(e, name, &q, "too many requests are pending");
         else {
-                for (Request *r = e->requests; r; r = r->next)
+                /* One request of a session waits at a time (the client locks the bell): an earlier one still
+                 * pending lost its client, which was killed. It ends as a cancel would have ended it, and its
+                 * result lands before this one's in the session's one result file (spec 5.6 step 5). */
+                for (Request *r = e->requests, *next; r; r = next) {
+                        next = r->next;
                         if (r->session == s)
-                                per_session++;
-                if (e->n_requests >= MAX_PENDING || per_session >= MAX_PENDING_SESSION)
-                        refuse(e, name, &q, "too many requests are pending");
-                else {
-                        request_accept(e, &q, s);
-                        return 0;
+                                request_finish(r, ESC_CANCELLED, 0, "superseded by a later request of its session");
                 }
+                request_accept(e, &q, s);
+                return 0;
         }
         esc_request_done(&q);
         return 0;
@@ -1185,16 +1212,17 @@ void escalations_session_closed(Escalations *e, Session *s) {
         for (bp = &e->bells; *bp; bp = &(*bp)->next)
                 if (streq((*bp)->session, s->id)) {
                         Bell *b = *bp;
-                        char name[ESC_ID_LEN + sizeof(ESC_BELL_SUFFIX)], cred[ESC_ID_LEN + sizeof(ESC_CRED_SUFFIX)];
+                        char name[ESC_ID_LEN + sizeof(ESC_RESULT_SUFFIX)], cred[ESC_ID_LEN + sizeof(ESC_CRED_SUFFIX)];
 
                         snprintf(cred, sizeof(cred), "%s" ESC_CRED_SUFFIX, b->session);
+                        (void) empty_file(e->trust_fd, cred);
                         (void) unlinkat(e->trust_fd, cred, 0);
                         *bp = b->next;
                         snprintf(name, sizeof(name), "%s" ESC_BELL_SUFFIX, b->session);
                         (void) unlinkat(e->results_fd, name, 0);
-                        STRV_FOREACH(id, b->results)
-                                (void) unlinkat(e->results_fd, *id, 0);
-                        strv_free(b->results);
+                        snprintf(name, sizeof(name), "%s" ESC_RESULT_SUFFIX, b->session);
+                        (void) empty_file(e->results_fd, name);
+                        (void) unlinkat(e->results_fd, name, 0);
                         safe_close(b->fd);
                         free(b);
                         break;
@@ -1213,7 +1241,6 @@ Escalations *escalations_free(Escalations *e) {
         while (e->bells) {
                 Bell *b = e->bells;
                 e->bells = b->next;
-                strv_free(b->results);
                 safe_close(b->fd);
                 free(b);
         }
@@ -1224,7 +1251,6 @@ Escalations *escalations_free(Escalations *e) {
         safe_close(e->trust_fd);
         trust_anchor_free(e->trust);
         free(e->seen);
-        free(e->dir);
         free(e->domain_id);
         free(e->profile);
         free(e->workspace);
@@ -1234,7 +1260,7 @@ Escalations *escalations_free(Escalations *e) {
 
 int escalations_new(const EscalationsParams *p, Escalations **ret, char **ret_error) {
         _cleanup_(escalations_freep) Escalations *e = calloc(1, sizeof(Escalations));
-        _cleanup_free_ char *req = NULL, *res = NULL, *trust = NULL;
+        char watch[64];
         int k;
 
         if (!e)
@@ -1245,37 +1271,28 @@ int escalations_new(const EscalationsParams *p, Escalations **ret, char **ret_er
         e->config = p->config;
         e->cb = p->cb;
         e->userdata = p->userdata;
-        e->dir = strdup(p->dir);
         e->store = p->store;
         e->domain_id = strdup(p->domain_id);
         e->profile = strdup(p->profile);
         e->workspace = strdup(p->workspace);
         e->seen = calloc(SEEN_MAX, sizeof(*e->seen));
-        req = path_join(p->dir, ESC_REQUESTS_DIR);
-        res = path_join(p->dir, ESC_RESULTS_DIR);
-        trust = path_join(p->dir, ESC_TRUST_DIR);
-        if (!e->dir || !e->domain_id || !e->profile || !e->workspace || !e->seen || !req || !res || !trust)
+        if (!e->domain_id || !e->profile || !e->workspace || !e->seen)
                 return -ENOMEM;
-        k = mkdir_mode(p->dir, 0700);
-        if (k >= 0)
-                k = mkdir_mode(req, 0700);
-        if (k >= 0)
-                k = mkdir_mode(res, 0700);
-        if (k >= 0)
-                k = mkdir_mode(trust, 0700);
-        if (k < 0)
-                return errorf(ret_error, k, "cannot create the Escalation Mailbox in %s: %s", p->dir, strerror(-k));
-        e->requests_fd = open(req, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        e->results_fd = open(res, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        e->trust_fd = open(trust, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* The supervisor made them, in a mount namespace we are not in: reached only below its descriptor. */
+        e->requests_fd = openat(p->dir_fd, ESC_REQUESTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        e->results_fd = openat(p->dir_fd, ESC_RESULTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        e->trust_fd = openat(p->dir_fd, ESC_TRUST_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (e->requests_fd < 0 || e->results_fd < 0 || e->trust_fd < 0)
-                return errorf(ret_error, -errno, "cannot open the Escalation Mailbox in %s: %m", p->dir);
+                return errorf(ret_error, -errno, "cannot open the Escalation Mailbox: %m");
         e->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (e->inotify_fd < 0)
                 return errorf(ret_error, -errno, "cannot watch the Escalation Mailbox: %m");
-        /* Records arrive by rename; a file still being written is never read. */
-        if (inotify_add_watch(e->inotify_fd, req, IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW) < 0)
-                return errorf(ret_error, -errno, "cannot watch %s: %m", req);
+        /* Records arrive by rename; a file still being written is never read. The directory is named by our
+         * own descriptor (a magic link, followed to the inode itself: inotify watches inodes, whatever the
+         * mount namespace). */
+        snprintf(watch, sizeof(watch), "/proc/self/fd/%d", e->requests_fd);
+        if (inotify_add_watch(e->inotify_fd, watch, IN_MOVED_TO | IN_ONLYDIR) < 0)
+                return errorf(ret_error, -errno, "cannot watch the Escalation Mailbox's requests: %m");
         k = sd_event_add_io(e->event, &e->inotify_source, e->inotify_fd, EPOLLIN, on_inotify, e);
         if (k < 0)
                 return errorf(ret_error, k, "cannot watch the Escalation Mailbox: %s", strerror(-k));

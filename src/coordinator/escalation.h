@@ -34,7 +34,7 @@ typedef struct EscalationsCallbacks {
 typedef struct EscalationsParams {
         sd_event *event;
         sd_bus *bus;                    /* the user bus: each host command gets a transient scope */
-        const char *dir;                /* the mailbox: <runtime dir>/mailbox */
+        int dir_fd;                     /* the mailbox's root directory (sandbox_mailbox_fd()), borrowed */
         DomainStore *store;             /* the audit trail (escalation_events); borrowed, may be NULL */
         const char *domain_id;
         const char *profile;
@@ -44,7 +44,7 @@ typedef struct EscalationsParams {
         void *userdata;
 } EscalationsParams;
 
-/* Creates the mailbox directories and starts watching requests/. */
+/* Opens the mailbox's directories (requests/, results/, trust/) below dir_fd and starts watching requests/. */
 int escalations_new(const EscalationsParams *p, Escalations **ret, char **ret_error);
 Escalations *escalations_free(Escalations *e);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Escalations *, escalations_free);

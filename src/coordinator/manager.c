@@ -667,7 +667,7 @@ static int start_escalations(Manager *m) {
         _cleanup_free_ char *error = NULL;
         int r;
 
-        if (!sandbox_mailbox_dir(m->sandbox))
+        if (sandbox_mailbox_fd(m->sandbox) < 0)
                 return 0;
         m->notifier = notifier_new(m->bus, m->domain->profile->name, (NotifierCallbacks) { .decide = notification_decided }, m);
         if (!m->notifier)
@@ -675,7 +675,7 @@ static int start_escalations(Manager *m) {
         r = escalations_new(&(EscalationsParams) {
                                     .event = m->event,
                                     .bus = m->bus,
-                                    .dir = sandbox_mailbox_dir(m->sandbox),
+                                    .dir_fd = sandbox_mailbox_fd(m->sandbox),
                                     .store = m->store,
                                     .domain_id = m->id,
                                     .profile = m->domain->profile->name,
@@ -755,7 +755,7 @@ static int on_teardown(sd_event_source *s, void *userdata) {
                 log_session(LOG_INFO, id, "Session ended by the Domain's teardown: %s", reason);
                 manager_emit_session_ended(m, id, -1, reason);
         }
-        /* Before the sandbox's runtime files go: the mailbox is among them. */
+        /* Before the sandbox goes: the mailbox's file system goes with it. */
         m->escalations = escalations_free(m->escalations);
         m->notifier = notifier_free(m->notifier);
         manager_emit_state_changed(m);

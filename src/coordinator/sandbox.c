@@ -94,7 +94,8 @@ struct Sandbox {
         char *mount_plan;               /* JSON (mount-plan.h), from the bundle */
         unsigned limits_enforced;       /* LimitControl bits in force for the scope (cgroup-util.h) */
         char *sessions_dir;             /* process specs of sessions */
-        char *mailbox_dir;              /* the Escalation Mailbox (escalation.c), NULL without escalation */
+        bool escalation;                /* escalation.enabled: the plan has the Escalation Mailbox */
+        int mailbox_fd;                 /* its root directory, from the supervisor (MAILBOX); -EBADF before */
         char *overlay_dir;              /* the root overlay's file store */
         char *state_notice;             /* what the State Anchor had to say at this start, or NULL */
         DomainStore *store;             /* borrowed */
@@ -126,8 +127,8 @@ struct Sandbox {
         char *pending_why;              /* the failure reported unless the scope's Result says OOM */
 };
 
-const char *sandbox_mailbox_dir(const Sandbox *sb) {
-        return sb ? sb->mailbox_dir : NULL;
+int sandbox_mailbox_fd(const Sandbox *sb) {
+        return sb ? sb->mailbox_fd : -EBADF;
 }
 
 const char *sandbox_id(const Sandbox *sb) {
@@ -224,7 +225,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->control_dir);
         free(sb->mount_plan);
         free(sb->sessions_dir);
-        free(sb->mailbox_dir);
+        safe_close(sb->mailbox_fd);
         free(sb->overlay_dir);
         free(sb->state_notice);
         free(sb->coordinator_id);
@@ -248,6 +249,7 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
         sb->domain = p->domain;
         sb->cb = p->cb;
         sb->userdata = p->userdata;
+        sb->mailbox_fd = -EBADF;
 
         r = sd_id128_randomize(&rnd);
         if (r < 0)
@@ -283,11 +285,7 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
         sb->sessions_dir = path_join(p->runtime_dir, "sessions");
         sb->overlay_dir = path_join(p->domain->domain_dir, "overlay");
         sb->netns_path = path_join(p->runtime_dir, "netns");
-        if (p->domain->config->escalation_enabled) {
-                sb->mailbox_dir = path_join(p->runtime_dir, "mailbox");
-                if (!sb->mailbox_dir)
-                        return -ENOMEM;
-        }
+        sb->escalation = p->domain->config->escalation_enabled;
         sb->policy_path = path_join(sb->bundle ?: "", "network-policy");
         if (!sb->runtime_dir || !sb->runsc_root || !sb->bundle || !sb->control_dir || !sb->sessions_dir || !sb->overlay_dir ||
             !sb->netns_path || !sb->policy_path)
@@ -694,18 +692,6 @@ static void step_bundle(Sandbox *sb) {
                 r = mkdir_mode(sb->sessions_dir, 0700);
         if (r >= 0)
                 r = mkdir_mode(sb->overlay_dir, 0700);
-        if (r >= 0 && sb->mailbox_dir)
-                r = mkdir_mode(sb->mailbox_dir, 0700);
-        if (r >= 0 && sb->mailbox_dir) {
-                _cleanup_free_ char *req = path_join(sb->mailbox_dir, ESC_REQUESTS_DIR),
-                                    *res = path_join(sb->mailbox_dir, ESC_RESULTS_DIR),
-                                    *trust = path_join(sb->mailbox_dir, ESC_TRUST_DIR);
-                r = req && res && trust ? mkdir_mode(req, 0700) : -ENOMEM;
-                if (r >= 0)
-                        r = mkdir_mode(res, 0700);
-                if (r >= 0)
-                        r = mkdir_mode(trust, 0700);
-        }
         if (r < 0) {
                 log_error_errno(r, "Cannot create the runtime directories in %s", sb->runtime_dir);
                 sandbox_fail(sb, "cannot create the sandbox's runtime directories (see the log)");
@@ -729,7 +715,7 @@ static void step_bundle(Sandbox *sb) {
                                  .canary_port = sb->canary_port,
                                  .probe_denied = probe_denied,
                                  .ret_state_notice = &sb->state_notice,
-                                 .mailbox_dir = sb->mailbox_dir,
+                                 .mailbox = sb->escalation,
                          }, &sb->mount_plan, &why);
         if (r >= 0 && sb->state_notice)
                 log_warning("State Anchor: %s", sb->state_notice);
@@ -782,10 +768,38 @@ static void step_image(Sandbox *sb) {
         }
 }
 
-static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, void *userdata) {
+/*
+ * The Escalation Mailbox's root directory, made by the supervisor in its
+ * mount namespace (SR-10): a tmpfs directory, once, only while starting.
+ */
+static int take_mailbox(Sandbox *sb, int fd, const char **ret_why) {
+        _cleanup_close_ int owned = fd;
+        struct statfs sf;
+        struct stat st;
+
+        if (sb->state != SANDBOX_STARTING || !sb->escalation || sb->mailbox_fd >= 0 || sb->network_attested) {
+                *ret_why = "the Runtime Supervisor handed over an Escalation Mailbox out of order";
+                return -EPROTO;
+        }
+        if (fstat(fd, &st) < 0 || fstatfs(fd, &sf) < 0 || !S_ISDIR(st.st_mode) || sf.f_type != TMPFS_MAGIC) {
+                *ret_why = "the Runtime Supervisor's Escalation Mailbox is not a tmpfs directory";
+                return -EPROTO;
+        }
+        sb->mailbox_fd = TAKE_FD(owned);
+        return 0;
+}
+
+static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, int fd, void *userdata) {
         Sandbox *sb = userdata;
 
         switch (msg->type) {
+        case SUPERVISOR_MAILBOX: {
+                const char *refusal = NULL;
+
+                if (take_mailbox(sb, fd, &refusal) < 0)
+                        sandbox_fail(sb, refusal);
+                return;
+        }
         case SUPERVISOR_NETWORK:
                 if (sb->state != SANDBOX_STARTING || sb->network_attested) {
                         sandbox_fail(sb, "the Runtime Supervisor reported its network out of order");
@@ -811,6 +825,10 @@ static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, v
                 /* NetworkReadinessBoundToSandbox: no publication without the attestation. */
                 if (!sb->network_attested) {
                         sandbox_fail(sb, "the Runtime Supervisor reported READY without a network attestation");
+                        return;
+                }
+                if (sb->escalation && sb->mailbox_fd < 0) {
+                        sandbox_fail(sb, "the Runtime Supervisor reported READY without the Escalation Mailbox");
                         return;
                 }
                 judge_limits(sb);
@@ -936,7 +954,7 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
             strv_extend(&argv, "--overlay") < 0 || strv_extend(&argv, overlay) < 0 ||
             strv_extend(&argv, root_size) < 0 ||
             strv_extend(&argv, sb->domain->profile->directfs ? "--directfs=true" : "--directfs=false") < 0 ||
-            (sb->mailbox_dir && strv_extend(&argv, "--host-fifo") < 0) ||
+            (sb->escalation && strv_extend(&argv, "--host-fifo") < 0) ||
             strv_extend(&argv, "--netns") < 0 || strv_extend(&argv, sb->netns_path) < 0 ||
             strv_extend(&argv, "--slirp4netns") < 0 || strv_extend(&argv, sb->slirp4netns) < 0 ||
             strv_extend(&argv, "--policy") < 0 || strv_extend(&argv, sb->policy_path) < 0 ||
@@ -1042,6 +1060,8 @@ int sandbox_stop(Sandbox *sb) {
          * to exit. */
         sb->image_prep = image_prep_free(sb->image_prep);
         sb->link = supervisor_link_free(sb->link);
+        /* The mailbox's file system goes with the supervisor's mount namespace and this descriptor. */
+        sb->mailbox_fd = safe_close(sb->mailbox_fd);
         sb->job = bus_job_free(sb->job);
         /* scope_match stays until the scope is gone: an OOM kill seen during the stop is still logged. */
         sb->result_query = sd_bus_slot_unref(sb->result_query);

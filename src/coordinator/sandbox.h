@@ -84,8 +84,9 @@ int sandbox_start(Sandbox *sb);
 int sandbox_stop(Sandbox *sb);
 
 const char *sandbox_id(const Sandbox *sb);
-/* The Escalation Mailbox's host directory, or NULL when escalation is disabled. */
-const char *sandbox_mailbox_dir(const Sandbox *sb);
+/* The Escalation Mailbox's root directory (a tmpfs the Runtime Supervisor made, SR-10),
+ * borrowed; -EBADF when escalation is disabled or the sandbox is not (yet) running. */
+int sandbox_mailbox_fd(const Sandbox *sb);
 /* The image's default command, or NULL when it has none. */
 char **sandbox_default_command(const Sandbox *sb);
 /* Valid while the sandbox runs. */

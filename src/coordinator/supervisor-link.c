@@ -25,25 +25,25 @@ SupervisorLink *supervisor_link_free(SupervisorLink *l) {
 
 static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         SupervisorLink *l = userdata;
-        char buf[SUPERVISOR_MSG_MAX + 1];
         SupervisorMsg msg;
-        ssize_t k;
+        int r, passed = -EBADF;
 
-        k = recv(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
-        if (k < 0 && (errno == EAGAIN || errno == EINTR))
+        r = supervisor_msg_recv(fd, &msg, &passed);
+        if (r == -EAGAIN)
                 return 0;
-        if (k <= 0) {
+        if (r == 0 || (r < 0 && r != -EBADMSG)) {
                 l->source = sd_event_source_disable_unref(l->source);
                 l->cb.closed(l, NULL, l->userdata);
                 return 0;
         }
-        if (supervisor_msg_decode(buf, (size_t) k, &msg) < 0) {
-                log_error("The supervisor sent a message outside its protocol (%zd bytes)", k);
+        if (r < 0) {
+                log_error("The supervisor sent a message outside its protocol");
                 l->source = sd_event_source_disable_unref(l->source);
                 l->cb.closed(l, "the Runtime Supervisor sent a malformed message", l->userdata);
                 return 0;
         }
-        l->cb.message(l, &msg, l->userdata);
+        /* The callee owns what came with it. */
+        l->cb.message(l, &msg, passed, l->userdata);
         return 0;
 }
 

@@ -10,12 +10,13 @@
  * The coordinator's end of the Runtime Supervisor's control socket
  * (SOCK_SEQPACKET). Every datagram is decoded with the supervisor protocol
  * codec; message() hears each valid one, closed() the end of the socket or
- * a datagram outside the protocol (with why). Closing our end (freeing the
- * link) tells the supervisor to exit.
+ * a datagram outside the protocol (with why). A MAILBOX message's
+ * descriptor is fd, owned by message() from then on (-EBADF for the other
+ * messages). Closing our end (freeing the link) tells the supervisor to exit.
  */
 typedef struct SupervisorLink SupervisorLink;
 typedef struct SupervisorLinkCallbacks {
-        void (*message)(SupervisorLink *l, const SupervisorMsg *msg, void *userdata);
+        void (*message)(SupervisorLink *l, const SupervisorMsg *msg, int fd, void *userdata);
         void (*closed)(SupervisorLink *l, const char *why, void *userdata);
 } SupervisorLinkCallbacks;
 

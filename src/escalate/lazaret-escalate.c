@@ -8,7 +8,7 @@
  * published into the mailbox by rename, then a wait on the session's
  * doorbell FIFO (gVisor reports no inotify event for files the host
  * writes; runsc --host-fifo=open lets a host FIFO carry the wake-up) for
- * the result with the same request ID.
+ * the session's result file to carry the same request ID.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -215,18 +215,117 @@ static int deliver(const EscResult *res) {
         }
 }
 
+/*
+ * gVisor keeps a host descriptor for every file it looked at, after the
+ * host removed it, until a lookup of that name inside finds it gone: the
+ * request the coordinator removed, and a cancel record (written only after
+ * a signal), would otherwise stay allocated in the bounded requests/ until
+ * the sandbox stops.
+ */
+static void forget(int reqdir, const char *id) {
+        char cancel[ESC_ID_LEN + 8];
+        struct stat st;
+
+        (void) fstatat(reqdir, id, &st, AT_SYMLINK_NOFOLLOW);
+        if (got_signal) {
+                snprintf(cancel, sizeof(cancel), "%s.cancel", id);
+                (void) fstatat(reqdir, cancel, &st, AT_SYMLINK_NOFOLLOW);
+        }
+}
+
+/*
+ * The session's result file, if it answers request id: 1 with *ret, 0 when
+ * it is not there or still answers the session's previous request (ours
+ * replaces it; that one may be read half emptied), else minus a
+ * failure's exit status (its line printed).
+ */
+static int read_result(int resdir, const char *resname, const char *id, EscResult *ret) {
+        EscResult res = {};
+        char *buf, *error = NULL;
+        size_t len;
+        int r;
+
+        r = read_file_at(resdir, resname, &buf, &len);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return -failf("cannot read the result: %s", strerror(-r));
+        r = esc_result_parse(buf, len, &res, &error);
+        free(buf);
+        free(error);
+        /* Ours is published whole, by rename; a previous one is emptied while being replaced. */
+        if (r < 0)
+                return 0;
+        if (!streq(res.id, id)) {
+                esc_result_done(&res);
+                return 0;
+        }
+        *ret = res;
+        return 1;
+}
+
+/* Waits on the doorbell until the session's result file answers request id; returns the exit status. */
+static int wait_result(int reqdir, int resdir, int bell, const char *resname, const char *id) {
+        uint64_t deadline = now_ms() + 1000ULL * ((arg_timeout ?: ESC_TIMEOUT_MAX) + GRACE_SECONDS);
+        EscResult res;
+        int r;
+
+        /* The result is looked for after a ring only (one open through the
+         * gofer less per request): the host rings after each result of the
+         * session, and the bell was open before the request went out, so the
+         * ring cannot come unseen. */
+        for (bool rung = false;;) {
+                struct pollfd p = { .fd = bell, .events = POLLIN };
+                uint64_t now;
+
+                r = rung ? read_result(resdir, resname, id, &res) : 0;
+                if (r > 0)
+                        return deliver(&res);
+                if (r < 0)
+                        return -r;
+                if (got_signal) {
+                        char cancel[ESC_ID_LEN + 8];
+
+                        snprintf(cancel, sizeof(cancel), "%s.cancel", id);
+                        (void) publish(reqdir, cancel, "", 0);
+                        fprintf(stderr, "lazaret-escalate: cancelled: interrupted by signal %d\n", (int) got_signal);
+                        return EXIT_CANCELLED;
+                }
+                now = now_ms();
+                if (now >= deadline) {
+                        fprintf(stderr, "lazaret-escalate: timed out: no answer from the host\n");
+                        return EXIT_TIMEOUT;
+                }
+                r = poll(&p, 1, (int) (deadline - now > 60000 ? 60000 : deadline - now));
+                if (r < 0 && errno != EINTR)
+                        return failf("cannot wait for the host: %s", strerror(errno));
+                if (r > 0 && (p.revents & POLLIN)) {
+                        char junk[256];
+                        if (read(bell, junk, sizeof(junk)) < 0 && errno != EAGAIN && errno != EINTR)
+                                return failf("cannot read the doorbell: %s", strerror(errno));
+                        rung = true;
+                } else if (r > 0 && (p.revents & (POLLHUP | POLLERR))) {
+                        /* Nobody holds the doorbell any more: the session or the coordinator is gone. */
+                        r = read_result(resdir, resname, id, &res);
+                        if (r > 0)
+                                return deliver(&res);
+                        return r < 0 ? -r : failf("the host stopped answering (the session ended?)");
+                }
+        }
+}
+
 int main(int argc, char **argv) {
         const char *session = getenv("LAZARET_SESSION_ID"), *keyhex = getenv(ESC_ENV_SESSION_KEY),
                    *sandbox = getenv(ESC_ENV_SANDBOX_ID), *mailbox = getenv("LAZARET_MAILBOX") ?: ESC_MAILBOX_SANDBOX;
-        char cwd[PATH_MAX], bellname[ESC_ID_LEN + sizeof(ESC_BELL_SUFFIX)], lockname[ESC_ID_LEN + 8], *rec = NULL,
-                credname[ESC_ID_LEN + sizeof(ESC_CRED_SUFFIX)], *cred = NULL;
+        char cwd[PATH_MAX], bellname[ESC_ID_LEN + sizeof(ESC_BELL_SUFFIX)], *rec = NULL,
+                credname[ESC_ID_LEN + sizeof(ESC_CRED_SUFFIX)], resname[ESC_ID_LEN + sizeof(ESC_RESULT_SUFFIX)],
+                *cred = NULL;
         uint8_t key[ESC_KEY_LEN];
         EscRequest q = {};
         size_t len;
-        uint64_t deadline;
         struct timespec ts;
         struct sigaction sa = { .sa_handler = on_signal };
-        int reqdir, resdir, trustdir, bell, lock, r;
+        int reqdir, resdir, trustdir, bell, r;
 
         r = parse_args(argc, argv);
         if (r >= 0)
@@ -252,16 +351,15 @@ int main(int argc, char **argv) {
                         return failf("there is no Escalation Mailbox at %s (escalation disabled?)", mailbox);
         }
 
-        /* One request of a session at a time: the session's doorbell has one reader. */
-        snprintf(lockname, sizeof(lockname), ".lock-%s", session);
-        lock = openat(reqdir, lockname, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (lock < 0 || flock(lock, LOCK_EX) < 0)
-                return failf("cannot lock the session's mailbox: %s", strerror(errno));
-
         snprintf(bellname, sizeof(bellname), "%s" ESC_BELL_SUFFIX, session);
         bell = openat(resdir, bellname, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
         if (bell < 0)
                 return failf("the session's doorbell cannot be opened: %s", strerror(errno));
+        /* One request of a session at a time: the session's doorbell has one reader, its result one file.
+         * (A lock inside gVisor; no file of its own, which would stay in the bounded requests/.) */
+        if (flock(bell, LOCK_EX) < 0)
+                return failf("cannot lock the session's doorbell: %s", strerror(errno));
+        snprintf(resname, sizeof(resname), "%s" ESC_RESULT_SUFFIX, session);
         /* A ring meant for an earlier request of this session only wakes us
          * once more: the result is what counts, not the ring. (Not drained
          * here: gVisor blocks in read() on an empty host FIFO even with
@@ -297,61 +395,7 @@ int main(int argc, char **argv) {
         r = publish(reqdir, q.id, rec, len);
         if (r < 0)
                 return failf("cannot write the request: %s", strerror(-r));
-
-        deadline = now_ms() + 1000ULL * ((arg_timeout ?: ESC_TIMEOUT_MAX) + GRACE_SECONDS);
-        /* The result is looked for after a ring only: the host rings after
-         * each result of the session, and the bell was open before the
-         * request went out, so the ring cannot come unseen. */
-        for (bool rung = false;;) {
-                struct pollfd p = { .fd = bell, .events = POLLIN };
-                char *buf;
-                uint64_t now;
-
-                r = rung ? read_file_at(resdir, q.id, &buf, &len) : -ENOENT;
-                if (r >= 0) {
-                        EscResult res = {};
-                        char *error = NULL;
-
-                        r = esc_result_parse(buf, len, &res, &error);
-                        free(buf);
-                        if (r < 0)
-                                return failf("the host's result is malformed: %s", error ?: strerror(-r));
-                        if (!streq(res.id, q.id))
-                                return failf("the host's result answers another request");
-                        return deliver(&res);
-                }
-                if (r != -ENOENT)
-                        return failf("cannot read the result: %s", strerror(-r));
-                if (got_signal) {
-                        char cancel[ESC_ID_LEN + 8];
-
-                        snprintf(cancel, sizeof(cancel), "%s.cancel", q.id);
-                        (void) publish(reqdir, cancel, "", 0);
-                        fprintf(stderr, "lazaret-escalate: cancelled: interrupted by signal %d\n", (int) got_signal);
-                        return EXIT_CANCELLED;
-                }
-                now = now_ms();
-                if (now >= deadline) {
-                        fprintf(stderr, "lazaret-escalate: timed out: no answer from the host\n");
-                        return EXIT_TIMEOUT;
-                }
-                r = poll(&p, 1, (int) (deadline - now > 60000 ? 60000 : deadline - now));
-                if (r < 0 && errno != EINTR)
-                        return failf("cannot wait for the host: %s", strerror(errno));
-                if (r > 0 && (p.revents & POLLIN)) {
-                        char junk[256];
-                        if (read(bell, junk, sizeof(junk)) < 0 && errno != EAGAIN && errno != EINTR)
-                                return failf("cannot read the doorbell: %s", strerror(errno));
-                        rung = true;
-                } else if (r > 0 && (p.revents & (POLLHUP | POLLERR))) {
-                        /* Nobody holds the doorbell any more: the session or the coordinator is gone. */
-                        r = read_file_at(resdir, q.id, &buf, &len);
-                        if (r >= 0) {
-                                free(buf);
-                                rung = true;
-                                continue;
-                        }
-                        return failf("the host stopped answering (the session ended?)");
-                }
-        }
+        r = wait_result(reqdir, resdir, bell, resname, q.id);
+        forget(reqdir, q.id);
+        return r;
 }

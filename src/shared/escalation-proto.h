@@ -47,8 +47,25 @@
 #define ESC_REQUESTS_DIR "requests"
 #define ESC_RESULTS_DIR "results"
 #define ESC_BELL_SUFFIX ".bell"         /* results/<session-id>.bell: the session's doorbell FIFO */
+#define ESC_RESULT_SUFFIX ".result"     /* results/<session-id>.result: the session's latest result */
 #define ESC_TRUST_DIR "trust"           /* read-only inside: trust/<session-id>.cred, each session's credential */
 #define ESC_CRED_SUFFIX ".cred"
+
+/*
+ * The mailbox's own file systems (SR-10), made by the Runtime Supervisor in
+ * its mount namespace, never on the session-wide $XDG_RUNTIME_DIR: a tmpfs
+ * for results/ and trust/ (written by the coordinator only: each session's
+ * bell, one result and credential, so DOMAIN_MAX_SESSIONS results of
+ * ESC_RESULT_MAX always fit) with requests/, the one directory the sandbox
+ * writes, a smaller tmpfs of its own mounted on it (64 records of the
+ * largest size, ESC_REQUEST_MAX, and 256 names). Fixed bounds, not
+ * configuration. The mount plan's mailbox entries are MOUNT_SUPERVISOR
+ * entries of type ESC_MAILBOX_FSTYPE whose source names the directory and
+ * whose data is the options of the file system it is on.
+ */
+#define ESC_MAILBOX_FSTYPE "lazaret-mailbox"
+#define ESC_MAILBOX_FS_OPTIONS "mode=0700,size=40m,nr_inodes=4096"
+#define ESC_REQUESTS_FS_OPTIONS "mode=0700,size=4m,nr_inodes=256"
 
 /* The environment a session's processes get (sandbox-exec.c). */
 #define ESC_ENV_SESSION_KEY "LAZARET_SESSION_KEY"      /* the Session Anchor's private half, hex */

@@ -3,7 +3,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include "cleanup.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "supervisor-proto.h"
@@ -34,6 +37,9 @@ int supervisor_msg_encode(const SupervisorMsg *msg, char buf[static SUPERVISOR_M
         switch (msg->type) {
         case SUPERVISOR_READY:
                 n = snprintf(buf, SUPERVISOR_MSG_MAX, "READY");
+                break;
+        case SUPERVISOR_MAILBOX:
+                n = snprintf(buf, SUPERVISOR_MSG_MAX, "MAILBOX");
                 break;
         case SUPERVISOR_FAILED:
                 sanitize_copy(reason, sizeof(reason), msg->reason);
@@ -71,6 +77,8 @@ int supervisor_msg_decode(const char *buf, size_t n, SupervisorMsg *ret) {
 
         if (streq(s, "READY"))
                 m.type = SUPERVISOR_READY;
+        else if (streq(s, "MAILBOX"))
+                m.type = SUPERVISOR_MAILBOX;
         else if ((arg = startswith(s, "FAILED "))) {
                 if (!*arg || strlen(arg) > SUPERVISOR_REASON_MAX)
                         return -EBADMSG;
@@ -99,4 +107,84 @@ int supervisor_msg_decode(const char *buf, size_t n, SupervisorMsg *ret) {
                 return -EBADMSG;
         *ret = m;
         return 0;
+}
+
+int supervisor_msg_send(int sock, const SupervisorMsg *msg, int fd) {
+        char buf[SUPERVISOR_MSG_MAX];
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(sizeof(int))];
+        } control = {};
+        struct iovec iov;
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        int n = supervisor_msg_encode(msg, buf);
+
+        if (n < 0)
+                return n;
+        if ((msg->type == SUPERVISOR_MAILBOX) != (fd >= 0))
+                return -EINVAL;
+        iov = (struct iovec) { .iov_base = buf, .iov_len = (size_t) n };
+        if (fd >= 0) {
+                struct cmsghdr *c;
+
+                mh.msg_control = &control;
+                mh.msg_controllen = sizeof(control.space);
+                c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        }
+        return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* Every descriptor the datagram carried: the first to *ret_first, the count returned; the rest closed. */
+static size_t take_fds(struct msghdr *mh, int *ret_first) {
+        size_t n = 0;
+
+        *ret_first = -EBADF;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+                        continue;
+                for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+                        int fd;
+
+                        memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                        if (n++ == 0)
+                                *ret_first = fd;
+                        else
+                                safe_close(fd);
+                }
+        }
+        return n;
+}
+
+int supervisor_msg_recv(int sock, SupervisorMsg *ret, int *ret_fd) {
+        char buf[SUPERVISOR_MSG_MAX + 1];
+        /* Room for more than one: a datagram with two is refused, not cut (MSG_CTRUNC would lose them unseen). */
+        union {
+                struct cmsghdr h;
+                char space[CMSG_SPACE(4 * sizeof(int))];
+        } control;
+        struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof(control) };
+        _cleanup_close_ int fd = -EBADF;
+        SupervisorMsg m;
+        size_t n_fds;
+        ssize_t k;
+
+        k = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (k < 0)
+                return errno == EINTR ? -EAGAIN : -errno;
+        n_fds = take_fds(&mh, &fd);
+        if (k == 0 && n_fds == 0)
+                return 0;
+        if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t) k > SUPERVISOR_MSG_MAX ||
+            supervisor_msg_decode(buf, (size_t) k, &m) < 0)
+                return -EBADMSG;
+        if ((m.type == SUPERVISOR_MAILBOX) ? n_fds != 1 : n_fds != 0)
+                return -EBADMSG;
+        *ret = m;
+        *ret_fd = TAKE_FD(fd);
+        return 1;
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "escalation-proto.h"
 #include "helper.h"
 #include "json-util.h"
 #include "strv.h"
@@ -247,6 +248,67 @@ static int stage_filesystem(const MountEntry *e, const char *stage, const char *
         return 0;
 }
 
+/*
+ * The Escalation Mailbox's file systems (escalation-proto.h), made once, on
+ * <stage>/mailbox (a name no entry's index takes): the mailbox tmpfs with
+ * requests/, results/ and trust/ in it, and the requests tmpfs on requests/.
+ * Returns the mailbox's root directory.
+ */
+static int make_mailbox(const char *stage, int stagefd, int *ret_fd, char **ret_error) {
+        _cleanup_free_ char *root = path_join(stage, SUPMOUNTS_MAILBOX), *req = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+
+        req = root ? path_join(root, ESC_REQUESTS_DIR) : NULL;
+        if (!req)
+                return -ENOMEM;
+        if (mkdirat(stagefd, SUPMOUNTS_MAILBOX, 0700) < 0)
+                return errorf(ret_error, -errno, "cannot create the Escalation Mailbox's mount point: %m");
+        if (mount("lazaret-mailbox", root, "tmpfs", flags, ESC_MAILBOX_FS_OPTIONS) < 0)
+                return errorf(ret_error, -errno, "cannot mount the Escalation Mailbox's tmpfs: %m");
+        fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errorf(ret_error, -errno, "cannot open the Escalation Mailbox: %m");
+        if (mkdirat(fd, ESC_REQUESTS_DIR, 0700) < 0 || mkdirat(fd, ESC_RESULTS_DIR, 0700) < 0 ||
+            mkdirat(fd, ESC_TRUST_DIR, 0700) < 0)
+                return errorf(ret_error, -errno, "cannot create the Escalation Mailbox's directories: %m");
+        if (mount("lazaret-requests", req, "tmpfs", flags, ESC_REQUESTS_FS_OPTIONS) < 0)
+                return errorf(ret_error, -errno, "cannot mount the tmpfs of the Escalation Mailbox's requests: %m");
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/* A mailbox directory, as a detached copy of its part of the mailbox, on <stage>/<i>. */
+static int stage_mailbox(const MountEntry *e, int stagefd, const char *stage, const char *name, int *mailbox_fd,
+                         char **ret_error) {
+        const char *want = streq(e->source, ESC_REQUESTS_DIR) ? ESC_REQUESTS_FS_OPTIONS
+                           : streq(e->source, ESC_RESULTS_DIR) || streq(e->source, ESC_TRUST_DIR) ? ESC_MAILBOX_FS_OPTIONS
+                           : NULL;
+        _cleanup_close_ int tree = -EBADF;
+        int r;
+
+        if (e->part != MOUNT_PART_MAILBOX || !want || !streq_ptr(e->data, want))
+                return errorf(ret_error, -EINVAL, "the mount plan's mailbox entry at %s is not one of the mailbox's "
+                              "directories with its fixed bounds", e->destination);
+        if (*mailbox_fd < 0) {
+                r = make_mailbox(stage, stagefd, mailbox_fd, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        tree = open_tree(*mailbox_fd, e->source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+        if (tree < 0)
+                return errorf(ret_error, -errno, "cannot take a copy of the mailbox's %s: %m", e->source);
+        if (e->read_only &&
+            mount_setattr(tree, "", AT_EMPTY_PATH, &(struct mount_attr) { .attr_set = MOUNT_ATTR_RDONLY },
+                          sizeof(struct mount_attr)) < 0)
+                return errorf(ret_error, -errno, "cannot make the mailbox's %s read-only: %m", e->source);
+        if (mkdirat(stagefd, name, 0700) < 0)
+                return errorf(ret_error, -errno, "cannot create the staging point for %s: %m", e->destination);
+        if (move_mount(tree, "", stagefd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return errorf(ret_error, -errno, "cannot stage the mailbox's %s: %m", e->source);
+        return 0;
+}
+
 /* The bundle's mount plan, and the path of its staging directory. */
 static int read_plan(const char *bundle, MountPlan *plan, char **ret_stage, char **ret_error) {
         _cleanup_free_ char *path = path_join(bundle, MOUNT_PLAN_FILE), *stage = path_join(bundle, MOUNT_PLAN_STAGE_DIR),
@@ -304,7 +366,7 @@ int supmounts_open_workspace(const char *bundle, int *ret_fd, char **ret_error) 
 int supmounts_stage(const char *bundle, const char *view, Helpers *helpers, char **ret_error) {
         _cleanup_(mount_plan_done) MountPlan plan = {};
         _cleanup_free_ char *stage = NULL;
-        _cleanup_close_ int stagefd = -EBADF;
+        _cleanup_close_ int stagefd = -EBADF, mailbox = -EBADF;
         int r;
 
         r = read_plan(bundle, &plan, &stage, ret_error);
@@ -330,6 +392,8 @@ int supmounts_stage(const char *bundle, const char *view, Helpers *helpers, char
                 case MOUNT_SUPERVISOR:
                         if (streq(e->fstype, STATE_ANCHOR_FSTYPE))
                                 r = supoverlay_stage(e, stagefd, stage, name, ret_error);
+                        else if (streq(e->fstype, ESC_MAILBOX_FSTYPE))
+                                r = stage_mailbox(e, stagefd, stage, name, &mailbox, ret_error);
                         else
                                 r = stage_filesystem(e, stage, name, stagefd, ret_error);
                         break;
@@ -349,5 +413,22 @@ int supmounts_stage(const char *bundle, const char *view, Helpers *helpers, char
         /* Nothing more is staged: the staging directory itself becomes read-only. */
         if (mount(NULL, stage, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 return errorf(ret_error, -errno, "cannot make the staging directory %s read-only: %m", stage);
+        return 0;
+}
+
+int supmounts_open_mailbox(const char *bundle, int *ret_fd, char **ret_error) {
+        _cleanup_free_ char *path = path_join(bundle, MOUNT_PLAN_STAGE_DIR "/" SUPMOUNTS_MAILBOX);
+        int fd;
+
+        if (!path)
+                return -ENOMEM;
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT) {
+                *ret_fd = -EBADF;
+                return 0;
+        }
+        if (fd < 0)
+                return errorf(ret_error, -errno, "cannot open the Escalation Mailbox %s: %m", path);
+        *ret_fd = fd;
         return 0;
 }

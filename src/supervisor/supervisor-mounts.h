@@ -17,7 +17,11 @@
  *                      (open_tree() from that fd, read-only where the entry
  *                      is) moved onto <stage>/<i>;
  *   a supervisor mount: the file system mounted on <stage>/<i>: a tmpfs,
- *                      or a State Anchor overlay (supervisor-overlay.h);
+ *                      a State Anchor overlay (supervisor-overlay.h), or
+ *                      a directory of the Escalation Mailbox (type
+ *                      ESC_MAILBOX_FSTYPE: the mailbox's two bounded tmpfs
+ *                      are made once on <stage>/mailbox, and a detached
+ *                      copy of the directory is moved onto <stage>/<i>);
  *                      any other type is refused by name;
  *   the workspace view: its source opened and insisted on as a bind's, the
  *                      FUSE connection mounted on <stage>/<i>, and view (the
@@ -33,3 +37,10 @@ int supmounts_stage(const char *bundle, const char *view, Helpers *helpers, char
  * close-on-exec) for the host-edit watcher (spec section 4.6): the staged
  * bind, or, with the workspace view, the host directory it serves. */
 int supmounts_open_workspace(const char *bundle, int *ret_fd, char **ret_error);
+
+/* Where the Escalation Mailbox's file systems are made, below the staging directory. */
+#define SUPMOUNTS_MAILBOX "mailbox"
+
+/* After supmounts_stage(): the Escalation Mailbox's root directory (O_RDONLY,
+ * close-on-exec), for the coordinator; -EBADF in *ret_fd when the plan has no mailbox. */
+int supmounts_open_mailbox(const char *bundle, int *ret_fd, char **ret_error);

@@ -16,7 +16,8 @@
  *   2. enters its own sandbox: all capabilities dropped (bounding set too),
  *      NO_NEW_PRIVS;
  *   3. loads a libseccomp allowlist;
- *   4. reports NETWORK, then READY, on its control socket.
+ *   4. reports MAILBOX (with the Escalation Mailbox's root directory, when
+ *      the plan has one), NETWORK, then READY, on its control socket.
  * It then only waits: for the container to end (reported as EXITED), for
  * any supervised helper to end (FAILED, one line naming it; for
  * slirp4netns: network readiness withdrawn) or for the coordinator to close
@@ -79,11 +80,7 @@ static uint64_t arg_overlay_size;
 static char dcache_arg[64];
 
 static void send_msg(const SupervisorMsg *msg) {
-        char buf[SUPERVISOR_MSG_MAX];
-        int n = supervisor_msg_encode(msg, buf);
-
-        if (n > 0)
-                (void) send(arg_control_fd, buf, (size_t) n, MSG_NOSIGNAL);
+        (void) supervisor_msg_send(arg_control_fd, msg, -EBADF);
 }
 
 static void report_failed(const char *fmt, ...) _printf_(1, 2);
@@ -529,6 +526,7 @@ int main(int argc, char *argv[]) {
         pid_t waiter = 0;
         int wait_pipe[2] = { -EBADF, -EBADF }, probe_pipe[2] = { -EBADF, -EBADF }, relay_pipe[2] = { -EBADF, -EBADF };
         int r, status, pidfd, notify_fd = -EBADF;
+        _cleanup_close_ int mailbox_fd = -EBADF;
 
         if (parse_argv(argc, argv) < 0) {
                 fprintf(stderr, "lazaret-supervisor is started by lazaret-coordinator only.\n");
@@ -551,6 +549,9 @@ int main(int argc, char *argv[]) {
         }
         /* Every mount source, staged from what was checked (spec C19). */
         r = supmounts_stage(arg_bundle, arg_view, &helpers, &why);
+        if (r >= 0)
+                /* The Escalation Mailbox's own file system, for the coordinator (SR-10). */
+                r = supmounts_open_mailbox(arg_bundle, &mailbox_fd, &why);
         if (r < 0) {
                 report_failed("%s", strna(why));
                 return 1;
@@ -701,7 +702,16 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
 
-        /* 4. The network first, then readiness. */
+        /* 4. The mailbox's file system (the coordinator reaches it only
+         * through this descriptor), the network, then readiness. */
+        if (mailbox_fd >= 0) {
+                r = supervisor_msg_send(arg_control_fd, &(SupervisorMsg) { .type = SUPERVISOR_MAILBOX }, mailbox_fd);
+                if (r < 0) {
+                        report_failed("cannot hand the Escalation Mailbox to the coordinator: %s", strerror(-r));
+                        return 1;
+                }
+                mailbox_fd = safe_close(mailbox_fd);
+        }
         {
                 SupervisorMsg m = { .type = SUPERVISOR_NETWORK, .helper_pid = (int) net.slirp_pid, .netns = net.netns_ino };
                 memcpy(m.digest, net.digest_hex, sizeof(m.digest));

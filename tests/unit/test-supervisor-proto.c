@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -122,4 +126,69 @@ Test(supervisor_proto, network_refuses_what_is_not_in_the_grammar) {
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 cr_expect_eq(decode(bad[i], &m), -EBADMSG, "accepted \"%s\"", bad[i]);
+}
+
+/* The transport: MAILBOX carries exactly one descriptor, nothing else carries one. */
+Test(supervisor_proto, mailbox_passes_one_descriptor) {
+        SupervisorMsg m;
+        int sv[2], fd = -1, pipefd[2];
+        struct stat a, b;
+
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
+        cr_assert_eq(supervisor_msg_recv(sv[1], &m, &fd), -EAGAIN);
+
+        cr_assert_eq(supervisor_msg_send(sv[0], &(SupervisorMsg) { .type = SUPERVISOR_MAILBOX }, pipefd[0]), 0);
+        cr_assert_eq(supervisor_msg_recv(sv[1], &m, &fd), 1);
+        cr_assert_eq(m.type, SUPERVISOR_MAILBOX);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(fstat(fd, &a), 0);
+        cr_assert_eq(fstat(pipefd[0], &b), 0);
+        cr_assert_eq(a.st_ino, b.st_ino);
+        cr_assert_eq(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+        close(fd);
+
+        /* The sender refuses a descriptor with another message, and a MAILBOX without one. */
+        cr_assert_eq(supervisor_msg_send(sv[0], &(SupervisorMsg) { .type = SUPERVISOR_READY }, pipefd[0]), -EINVAL);
+        cr_assert_eq(supervisor_msg_send(sv[0], &(SupervisorMsg) { .type = SUPERVISOR_MAILBOX }, -EBADF), -EINVAL);
+        cr_assert_eq(supervisor_msg_send(sv[0], &(SupervisorMsg) { .type = SUPERVISOR_READY }, -EBADF), 0);
+        fd = 12345;
+        cr_assert_eq(supervisor_msg_recv(sv[1], &m, &fd), 1);
+        cr_assert_eq(m.type, SUPERVISOR_READY);
+        cr_assert_eq(fd, -EBADF);
+
+        /* A receiver refuses what a peer outside the grammar sends: a descriptor on READY, MAILBOX bare, two. */
+        {
+                union {
+                        struct cmsghdr h;
+                        char space[CMSG_SPACE(2 * sizeof(int))];
+                } control = {};
+                struct iovec iov = { .iov_base = (char *) "READY", .iov_len = 5 };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
+                                     .msg_controllen = CMSG_SPACE(sizeof(int)) };
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                int two[2] = { pipefd[0], pipefd[1] };
+
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), two, sizeof(int));
+                cr_assert_eq(sendmsg(sv[0], &mh, 0), 5);
+                cr_assert_eq(supervisor_msg_recv(sv[1], &m, &fd), -EBADMSG);
+
+                iov = (struct iovec) { .iov_base = (char *) "MAILBOX", .iov_len = 7 };
+                mh.msg_controllen = CMSG_SPACE(2 * sizeof(int));
+                c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+                memcpy(CMSG_DATA(c), two, sizeof(two));
+                cr_assert_eq(sendmsg(sv[0], &mh, 0), 7);
+                cr_assert_eq(supervisor_msg_recv(sv[1], &m, &fd), -EBADMSG);
+
+                cr_assert_eq(send(sv[0], "MAILBOX", 7, 0), 7);
+                cr_assert_eq(supervisor_msg_recv(sv[1], &m, &fd), -EBADMSG);
+        }
+        close(sv[0]);
+        cr_assert_eq(supervisor_msg_recv(sv[1], &m, &fd), 0);
+        close(sv[1]);
+        close(pipefd[0]);
+        close(pipefd[1]);
 }

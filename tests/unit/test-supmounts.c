@@ -23,6 +23,7 @@
 #include <linux/magic.h>
 
 #include "cleanup.h"
+#include "escalation-proto.h"
 #include "fs-util.h"
 #include "isolated.h"
 #include "mount-plan.h"
@@ -279,4 +280,112 @@ static void bad_plan_refused_body(void) {
 
 Test(supmounts, bad_plan_refused, .init = setup, .fini = teardown) {
         run_isolated(bad_plan_refused_body);
+}
+
+/*
+ * The Escalation Mailbox (SR-10): its directories staged from the two
+ * bounded tmpfs the supervisor makes, requests/ writable and full at its
+ * bound, results/ and trust/ read-only, and the root handed out as one
+ * descriptor that reaches the same files.
+ */
+static void add_mailbox(MountPlan *p, const char *name, bool ro, const char *options) {
+        _cleanup_free_ char *dest = path_join("/run/lazaret/mailbox", name);
+        MountEntry e = { .part = MOUNT_PART_MAILBOX, .kind = MOUNT_SUPERVISOR, .destination = dest,
+                         .source = (char *) name, .fstype = (char *) ESC_MAILBOX_FSTYPE, .data = (char *) options,
+                         .read_only = ro };
+
+        CHECK_EQ(mount_plan_add(p, &e, NULL), 0);
+}
+
+static void mailbox_staged_body(void) {
+        _cleanup_(mount_plan_done) MountPlan p = {};
+        _cleanup_free_ char *req = staged(4), *res = staged(5), *trust = staged(6), *big = NULL, *probe = NULL,
+                            *why = NULL;
+        _cleanup_close_ int root = -EBADF, rfd = -EBADF, fd = -EBADF;
+        static char chunk[64 * 1024];
+        struct statfs sf;
+        struct stat a, b;
+        char err[512];
+        ssize_t k = 0;
+        size_t total = 0;
+
+        CHECK_EQ(mount_plan_init(&p), 0);
+        add_mailbox(&p, "requests", false, ESC_REQUESTS_FS_OPTIONS);
+        add_mailbox(&p, "results", true, ESC_MAILBOX_FS_OPTIONS);
+        add_mailbox(&p, "trust", true, ESC_MAILBOX_FS_OPTIONS);
+        write_plan(&p);
+        CHECK_EQ(stage(err, sizeof(err)), 0, "%s", err);
+
+        /* requests/: a tmpfs of its own, 4 MiB, which a writer fills and no more. */
+        CHECK_EQ(statfs(req, &sf), 0);
+        CHECK_EQ(sf.f_type, TMPFS_MAGIC);
+        CHECK_EQ((uint64_t) sf.f_blocks * sf.f_bsize, 4u * 1024 * 1024, "requests/ is %llu bytes",
+                 (unsigned long long) sf.f_blocks * sf.f_bsize);
+        CHECK_EQ(sf.f_files, 256u);
+        big = path_join(req, ".tmp-junk");
+        fd = open(big, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        CHECK(fd >= 0, "%m");
+        while (total < 64u * 1024 * 1024 && (k = write(fd, chunk, sizeof(chunk))) > 0)
+                total += (size_t) k;
+        CHECK(k < 0 && errno == ENOSPC, "wrote %zu bytes into requests/ without ENOSPC", total);
+        CHECK(total <= 4u * 1024 * 1024, "%zu", total);
+        /* results/ and trust/: the mailbox's tmpfs, another file system, read-only here. */
+        CHECK_EQ(stat(req, &a), 0);
+        CHECK_EQ(stat(res, &b), 0);
+        CHECK(a.st_dev != b.st_dev);
+        CHECK_EQ(statfs(res, &sf), 0);
+        CHECK_EQ(sf.f_type, TMPFS_MAGIC);
+        CHECK_EQ((uint64_t) sf.f_blocks * sf.f_bsize, 40u * 1024 * 1024);
+        probe = path_join(trust, "x");
+        CHECK_EQ(open(probe, O_WRONLY | O_CREAT | O_CLOEXEC, 0600), -1);
+        CHECK_EQ(errno, EROFS);
+
+        /* The root for the coordinator: its requests/ is what the sandbox writes, results/ writable through it. */
+        CHECK_EQ(supmounts_open_mailbox(bundle, &root, &why), 0, "%s", why ?: "");
+        CHECK(root >= 0);
+        rfd = openat(root, "requests", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        CHECK(rfd >= 0, "%m");
+        CHECK_EQ(fstatat(rfd, ".tmp-junk", &b, AT_SYMLINK_NOFOLLOW), 0);
+        CHECK_EQ(fstat(fd, &a), 0);
+        CHECK_EQ(a.st_ino, b.st_ino);
+        CHECK_EQ(mkfifoat(root, "results/s.bell", 0600), 0);
+        CHECK_EQ(mkdirat(root, "trust/made", 0700), 0);
+}
+
+Test(supmounts, mailbox_staged, .init = setup, .fini = teardown) {
+        run_isolated(mailbox_staged_body);
+}
+
+static void mailbox_without_bounds_refused_body(void) {
+        _cleanup_(mount_plan_done) MountPlan p = {};
+        _cleanup_free_ char *why = NULL;
+        _cleanup_close_ int root = -EBADF;
+        char err[512];
+
+        /* No mailbox in the plan: no descriptor. */
+        CHECK_EQ(mount_plan_init(&p), 0);
+        write_plan(&p);
+        CHECK_EQ(stage(err, sizeof(err)), 0, "%s", err);
+        CHECK_EQ(supmounts_open_mailbox(bundle, &root, &why), 0);
+        CHECK_EQ(root, -EBADF);
+}
+
+Test(supmounts, no_mailbox, .init = setup, .fini = teardown) {
+        run_isolated(mailbox_without_bounds_refused_body);
+}
+
+static void mailbox_other_bounds_refused_body(void) {
+        _cleanup_(mount_plan_done) MountPlan p = {};
+        char err[512];
+
+        /* A plan asking for other bounds (or none) is refused: the bounds are the supervisor's. */
+        CHECK_EQ(mount_plan_init(&p), 0);
+        add_mailbox(&p, "requests", false, "mode=0700");
+        write_plan(&p);
+        CHECK_EQ(stage(err, sizeof(err)), -EINVAL, "%s", err);
+        CHECK(strstr(err, "fixed bounds"), "%s", err);
+}
+
+Test(supmounts, mailbox_other_bounds_refused, .init = setup, .fini = teardown) {
+        run_isolated(mailbox_other_bounds_refused_body);
 }

@@ -1,0 +1,123 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# test-mailbox-limit: the Escalation Mailbox is on file systems of the
+# Domain's own (SR-10, spec section 5.6), not on the user's session-wide
+# $XDG_RUNTIME_DIR. From inside the sandbox, requests/ is filled until
+# ENOSPC: it holds 4 MiB and 256 names and no more, the host's
+# $XDG_RUNTIME_DIR does not grow by what was written, df inside shows the
+# small size, a request made while it is full fails at once with its one
+# line (nothing hangs), one made after the junk is removed is served, and
+# the coordinator keeps serving throughout. results/ (32 MiB), which only
+# the coordinator writes, is filled with sessions' kept results of 256 KiB
+# each: a result that does not fit is answered with a short failure, and
+# once those sessions end, results fit again.
+# shellcheck source=../harness/lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
+
+lt_install
+lt_domain_setup
+H=$HOME/mailbox-limit
+rm -rf "$H"
+mkdir -p "$H"
+printf '{ "default_profile": "test",
+  "escalation": { "timeout_s": 30, "auto_approve": [ { "argv": ["/usr/bin/touch", "%s/served"] },
+    { "argv": ["/usr/bin/head", "-c", "262144", "/dev/zero"] } ] },
+  "profiles": { "test": { "image": "oci:%s" } } }\n' "$H" "$LT_IMAGE" >"$LT_CONFIG"
+
+in_sandbox() { lt_launch -- /bin/sh -c "$1"; }
+R=/run/lazaret/mailbox/requests
+RUNTIME=${XDG_RUNTIME_DIR:?}
+used() { { du -sbx "$RUNTIME" 2>/dev/null || true; } | cut -f1; }
+
+lt_keeper_start
+rt=$RUNTIME/lazaret/$LT_DOMAIN
+[[ -d $rt ]] || lt_fail "no runtime directory $rt"
+[[ ! -e $rt/mailbox ]] || lt_fail "the mailbox is still in the session-wide runtime directory: $rt/mailbox"
+
+# --- df inside: the small file system of the Domain's own
+out=$(in_sandbox "df -k $R | tail -n 1") || lt_fail "df inside failed: $out"
+read -r _ blocks _ <<<"$out"
+lt_assert_eq "size of requests/ inside (KiB)" 4096 "$blocks"
+lt_log "df inside: $out"
+
+# --- filled until ENOSPC: space
+before=$(used)
+out=$(in_sandbox "dd if=/dev/zero of=$R/.tmp-junk bs=65536 count=256 2>&1; echo rc=\$?; ls -l $R/.tmp-junk") ||
+        lt_fail "the filling script failed: $out"
+grep -q 'No space left on device' <<<"$out" || lt_fail "requests/ took 16 MiB without ENOSPC: $out"
+size=$(awk '/^-.*\.tmp-junk$/ {print $5}' <<<"$out")
+[[ $size =~ ^[0-9]+$ ]] || lt_fail "no size of the junk file: $out"
+((size > 3 * 1024 * 1024 && size <= 4 * 1024 * 1024)) || lt_fail "requests/ held $size bytes, not (3, 4] MiB: $out"
+after=$(used)
+lt_log "wrote $size bytes into requests/; the host's $RUNTIME went from $before to $after bytes"
+((after - before < 1024 * 1024)) ||
+        lt_fail "the host's \$XDG_RUNTIME_DIR grew by $((after - before)) bytes while the sandbox wrote $size into its mailbox"
+find "$RUNTIME" -xdev -size +1M 2>/dev/null | grep . && lt_fail "a file of more than 1 MiB appeared in \$XDG_RUNTIME_DIR"
+lt_log "df of \$XDG_RUNTIME_DIR on the host: $(df -k --output=used,size "$RUNTIME" | tail -n 1)"
+
+# --- while it is full: a request fails at once with its line, nothing runs, the Domain serves
+start=$(date +%s%N)
+out=$(in_sandbox "lazaret-escalate --timeout 5 -- /usr/bin/touch $H/served; echo rc=\$?" 2>&1)
+ms=$((($(date +%s%N) - start) / 1000000))
+grep -q 'rc=125' <<<"$out" || lt_fail "a request into the full mailbox did not fail (125): $out"
+grep -q 'lazaret-escalate: failed: cannot write the request: No space left on device' <<<"$out" ||
+        lt_fail "no line about the full mailbox: $out"
+[[ ! -e $H/served ]] || lt_fail "the request into the full mailbox ran"
+lt_log "a request into the full mailbox failed in $ms ms: $(grep failed <<<"$out")"
+lt_assert_eq "Domain state with a full mailbox" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
+
+# --- filled until ENOSPC: names (256 inodes)
+out=$(in_sandbox "rm -f $R/.tmp-junk; i=0; while [ \$i -lt 400 ] && touch $R/.tmp-n\$i 2>/dev/null; do i=\$((i+1)); done; echo made=\$i; rm -f $R/.tmp-n*") ||
+        lt_fail "the naming script failed: $out"
+made=${out#made=}
+((made > 200 && made < 256)) || lt_fail "requests/ took $made names, not (200, 256): $out"
+lt_log "requests/ took $made empty files before ENOSPC"
+
+# --- the junk removed: a real request is served, the Domain still running
+out=$(in_sandbox "lazaret-escalate -- /usr/bin/touch $H/served; echo rc=\$?" 2>&1)
+lt_assert_eq "a request after the junk was removed" "rc=0" "$out"
+[[ -e $H/served ]] || lt_fail "the request after the junk was removed did not run on the host"
+lt_assert_eq "Domain state afterwards" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
+
+# --- more requests than requests/ has names, and sessions after sessions: gVisor keeps a host
+# descriptor of each file it saw after the host removed it, until a lookup inside finds it gone;
+# the client looks its request up again, each session's result has one name, and what the host
+# removes it empties first, so nothing accumulates in the bounded file systems.
+out=$(in_sandbox "n=0; i=0; while [ \$i -lt 300 ]; do lazaret-escalate -- /usr/bin/touch $H/served && n=\$((n+1)); i=\$((i+1)); done; echo served=\$n") ||
+        lt_fail "the script of 300 requests failed: $out"
+lt_assert_eq "300 requests in one session" "served=300" "$out"
+for _ in $(seq 1 20); do
+        in_sandbox "lazaret-escalate -- /usr/bin/head -c 262144 /dev/zero | wc -c" >/dev/null || lt_fail "a session's large result failed"
+done
+out=$(in_sandbox "df -k /run/lazaret/mailbox/results | tail -n 1; lazaret-escalate -- /usr/bin/head -c 262144 /dev/zero | wc -c")
+lt_log "results/ inside after 21 sessions with a 256 KiB result each: $(head -n1 <<<"$out")"
+lt_assert_eq "a 256 KiB result after 20 such sessions" 262144 "$(tail -n1 <<<"$out")"
+read -r _ _ rused _ <<<"$(head -n1 <<<"$out")"
+((rused < 2048)) || lt_fail "results/ holds $rused KiB after the sessions that wrote there ended"
+
+# --- one result file per session: a request whose client was killed while it waited for a human is
+# cancelled when the session's next request arrives (its result first), and the next one is served
+LOG=$LT_LOGDIR/$LT_DOMAIN.log
+mark=$(wc -l <"$LOG")
+rm -f "$H/served"
+out=$(in_sandbox "lazaret-escalate --timeout 60 -- /usr/bin/touch $H/served $H/extra & c=\$!; sleep 1; kill -9 \$c; wait \$c; lazaret-escalate -- /usr/bin/touch $H/served; echo rc=\$?" 2>&1)
+lt_assert_eq "a request after a killed client's in the same session" "rc=0" "$(tail -n1 <<<"$out")"
+[[ -e $H/served && ! -e $H/extra ]] || lt_fail "the later request did not run, or the superseded one did"
+tail -n +"$((mark + 1))" "$LOG" | grep -q 'cancelled: superseded by a later request of its session' ||
+        lt_fail "the killed client's request was not cancelled as superseded: $(tail -n +"$((mark + 1))" "$LOG" | tail -n 12)"
+lt_assert_eq "Domain state at the end" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
+
+# --- escalation disabled: no mailbox at all, and the Domain starts without one
+kill "$LT_KEEPER"
+wait "$LT_KEEPER" 2>/dev/null || true
+LT_KEEPER=
+lt_wait_inactive
+printf '{ "default_profile": "test", "escalation": { "enabled": false },
+  "profiles": { "test": { "image": "oci:%s" } } }\n' "$LT_IMAGE" >"$LT_CONFIG"
+out=$(in_sandbox "[ -e /run/lazaret/mailbox ] && echo mailbox; lazaret-escalate -- /bin/true; echo rc=\$?" 2>&1) ||
+        lt_fail "a launch without escalation failed: $out"
+grep -q '^mailbox$' <<<"$out" && lt_fail "a Domain without escalation has a mailbox: $out"
+grep -q 'rc=12[57]' <<<"$out" || lt_fail "lazaret-escalate without escalation did not fail: $out"
+lt_log "ok: without escalation, no mailbox: $(tr '\n' ' ' <<<"$out")"
+lt_log "ok: the mailbox is bounded, the host's runtime directory untouched, the Domain kept serving"
