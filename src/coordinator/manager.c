@@ -869,6 +869,11 @@ int manager_open_session(Manager *m, const SessionParams *p, Session **ret, sd_b
         if (r < 0) {
                 session_abandon(s);
                 session_free(s);
+                if (r == -ENOSPC)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                                 "The Escalation Mailbox of Domain %s is full: gVisor keeps the files of "
+                                                 "ended sessions that used lazaret-escalate until the sandbox stops; "
+                                                 "run 'lazaretctl stop' and launch again", m->id);
                 return sd_bus_error_set_errnof(error, -r, "Cannot create the session's escalation doorbell: %m");
         }
         s->next = m->sessions;

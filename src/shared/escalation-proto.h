@@ -56,7 +56,9 @@
  * its mount namespace, never on the session-wide $XDG_RUNTIME_DIR: a tmpfs
  * for results/ and trust/ (written by the coordinator only: each session's
  * bell, one result and credential, so DOMAIN_MAX_SESSIONS results of
- * ESC_RESULT_MAX always fit) with requests/, the one directory the sandbox
+ * ESC_RESULT_MAX always fit; names for about 21,000 sessions that used
+ * escalation, since gVisor holds an ended session's three names until the
+ * sandbox stops, and a name costs memory only while it exists) with requests/, the one directory the sandbox
  * writes, a smaller tmpfs of its own mounted on it (64 records of the
  * largest size, ESC_REQUEST_MAX, and 256 names). Fixed bounds, not
  * configuration. The mount plan's mailbox entries are MOUNT_SUPERVISOR
@@ -64,7 +66,7 @@
  * whose data is the options of the file system it is on.
  */
 #define ESC_MAILBOX_FSTYPE "lazaret-mailbox"
-#define ESC_MAILBOX_FS_OPTIONS "mode=0700,size=40m,nr_inodes=4096"
+#define ESC_MAILBOX_FS_OPTIONS "mode=0700,size=40m,nr_inodes=65536"
 #define ESC_REQUESTS_FS_OPTIONS "mode=0700,size=4m,nr_inodes=256"
 
 /* The environment a session's processes get (sandbox-exec.c). */
