@@ -153,6 +153,8 @@ byte rq_accept_gen[NREQ+1];    /* generation that accepted it (0: never)  */
 bool rq_forged[NREQ+1];        /* its verdict came from a forged notification action */
 bool rq_was_accepted[NREQ+1];  /* ever accepted (for ReplayRefused)      */
 bool id_seen[NREQ+1];          /* request IDs the coordinator accepted   */
+byte newest[NCLIENT+1];        /* client -> its session's newest accepted request: the one result file is its */
+bool stale_result;             /* a result was written over the file of a later request of its session */
 byte first_claim;              /* request 1 as written, for its replay   */
 byte first_key;
 
@@ -271,6 +273,17 @@ byte view_died_gen;            /* ghost: generation whose view was killed */
 #define CANCEL_GATE(r) (outstanding(r))
 #endif
 
+/* §5.6 step 2: a session has one result file and one request waiting at a
+ * time, so an earlier request of the session still outstanding when a new
+ * one is accepted lost its client: it ends first, cancelled ("superseded").
+ * MUTANT keep_superseded leaves it running; its result then lands in the
+ * file over the later request's. */
+#ifdef MUTANT_keep_superseded
+#define SUPERSEDE(o, c) skip
+#else
+#define SUPERSEDE(o, c) if :: outstanding(o) && rq_route[o] == c -> host_cmd[o] = false; deliver_result(o) :: else fi
+#endif
+
 /* §5.6 a cancelled request still gets its "cancelled" result. */
 #ifdef MUTANT_cancel_without_result
 #define CANCEL_RESULT(r) rq[r] = RQ_DROPPED; retire(r)
@@ -330,8 +343,10 @@ inline retire(r) {
 	if :: rq[r] != RQ_DROPPED -> rq_route[r] = 0 :: else fi
 }
 
-/* Write the one Escalation Result file (atomic rename into results/). */
+/* Write the session's one Escalation Result file (atomic rename into
+ * results/), which must be for its newest request. */
 inline deliver_result(r) {
+	if :: newest[rq_route[r]] != r -> stale_result = true :: else fi;
 	rq_results[r]++;
 	rq[r] = RQ_DONE;
 	retire(r)
@@ -553,6 +568,8 @@ proctype Coordinator(byte me)
 			rq_was_accepted[1] = true;
 			rq_accept_gen[1] = sandbox_gen;
 			rq_route[1] = sess_client[rq_claim[1]];
+			SUPERSEDE(2, rq_route[1]);
+			newest[rq_route[1]] = 1;
 			rq[1] = RQ_ACCEPTED
 		:: else -> rq[1] = RQ_DISCARDED; retire(1)
 		fi }
@@ -563,6 +580,8 @@ proctype Coordinator(byte me)
 			rq_was_accepted[2] = true;
 			rq_accept_gen[2] = sandbox_gen;
 			rq_route[2] = sess_client[rq_claim[2]];
+			SUPERSEDE(1, rq_route[2]);
+			newest[rq_route[2]] = 2;
 			rq[2] = RQ_ACCEPTED
 		:: else -> rq[2] = RQ_DISCARDED; retire(2)
 		fi }
@@ -915,6 +934,9 @@ init {
 
 #define EveryAcceptedRequestResolved (!outstanding(1) && !outstanding(2))
 
+/* The session's one result file is only ever written for its newest request. */
+#define ResultSlotHoldsNewest (!stale_result)
+
 /* A request is accepted only with a credential of the generation that accepts it. */
 #define CREDENTIAL_OF(r) (rq_accept_gen[r] == 0 || rq_cred_gen[r] == rq_accept_gen[r])
 #define CredentialOfCurrentGeneration (CREDENTIAL_OF(1) && CREDENTIAL_OF(2))
@@ -944,6 +966,7 @@ end_inv:
 	:: atomic { !SandboxOnlyBehindView -> assert(SandboxOnlyBehindView) }                   /* INV SandboxOnlyBehindView */
 	:: atomic { !ViewNeverOutlivesGeneration -> assert(ViewNeverOutlivesGeneration) }       /* INV ViewNeverOutlivesGeneration */
 	:: atomic { !LeaseProtectsLower -> assert(LeaseProtectsLower) }                         /* INV LeaseProtectsLower */
+	:: atomic { !ResultSlotHoldsNewest -> assert(ResultSlotHoldsNewest) }                   /* INV ResultSlotHoldsNewest */
 	od
 }
 
