@@ -134,8 +134,6 @@ static uint64_t now_realtime_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
 }
 
-/* The journal's MESSAGE_ID of every escalation audit event (spec 5.6). */
-#define ESCALATION_AUDIT_MESSAGE_ID "7c76576dc94944de96fe545118ace266"
 
 /* One event of the audit trail; argv NULL: the request's. */
 typedef struct AuditRow {

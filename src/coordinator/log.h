@@ -19,6 +19,9 @@ void log_set_domain(const char *domain_id);
 #define LOG_FILE_MAX (256 * 1024)
 int log_open_file(const char *path);
 void log_session(int priority, const char *session_id, const char *fmt, ...) _printf_(3, 4);
+/* The journal's MESSAGE_ID of every escalation audit event (spec 5.6). */
+#define ESCALATION_AUDIT_MESSAGE_ID "7c76576dc94944de96fe545118ace266"
+
 /* The same with a journal MESSAGE_ID= (32 hex digits) that names the kind of event. */
 void log_session_id(int priority, const char *session_id, const char *message_id, const char *fmt, ...) _printf_(4, 5);
 int log_errno_session(int priority, int error, const char *session_id, const char *fmt, ...) _printf_(4, 5);
