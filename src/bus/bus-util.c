@@ -1,11 +1,37 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <signal.h>
 
 #include "bus-names.h"
 #include "bus-util.h"
 
 int bus_append_unit_replace(sd_bus_message *m, void *userdata) {
         return sd_bus_message_append(m, "ss", (const char *) userdata, "replace");
+}
+
+int bus_append_scope_begin(sd_bus_message *m, const char *scope, const char *description, pid_t pid) {
+        int r;
+
+        r = sd_bus_message_append(m, "ss", scope, "fail");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)", "Description", "s", description);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, (uint32_t) pid);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)", "CollectMode", "s", "inactive-or-failed");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)", "KillMode", "s", "control-group");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)", "KillSignal", "i", SIGKILL);
+        return r;
+}
+
+int bus_append_scope_end(sd_bus_message *m) {
+        int r = sd_bus_message_close_container(m);
+
+        return r < 0 ? r : sd_bus_message_append(m, "a(sa(sv))", 0);
 }
 
 static const sd_bus_error_map lazaret_bus_errors[] = {

@@ -142,26 +142,9 @@ typedef struct CommandScope {
 
 static int append_command_scope(sd_bus_message *m, void *userdata) {
         const CommandScope *a = userdata;
-        int k;
+        int k = bus_append_scope_begin(m, a->scope, a->description, a->pid);
 
-        k = sd_bus_message_append(m, "ss", a->scope, "fail");
-        if (k >= 0)
-                k = sd_bus_message_open_container(m, 'a', "(sv)");
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "Description", "s", a->description);
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, (uint32_t) a->pid);
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "CollectMode", "s", "inactive-or-failed");
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "KillMode", "s", "control-group");
-        if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "KillSignal", "i", SIGKILL);
-        if (k >= 0)
-                k = sd_bus_message_close_container(m);
-        if (k >= 0)
-                k = sd_bus_message_append(m, "a(sa(sv))", 0);
-        return k;
+        return k < 0 ? k : bus_append_scope_end(m);
 }
 
 int spare_new(const SpareParams *p, Spare **ret) {

@@ -324,21 +324,9 @@ static int append_scope(sd_bus_message *m, void *userdata) {
         const ScopeArgs *a = userdata;
         int r;
 
-        r = sd_bus_message_append(m, "ss", a->scope, "fail");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "(sv)");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)", "Description", "s", a->description);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, (uint32_t) a->pid);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)", "CollectMode", "s", "inactive-or-failed");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)", "KillMode", "s", "control-group");
-        /* Nothing in the scope has state worth a graceful stop, and a
-         * runsc-sandbox may leave SIGTERM pending for the whole stop timeout. */
-        if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)", "KillSignal", "i", SIGKILL);
+        /* KillSignal=SIGKILL among them: a runsc-sandbox may leave SIGTERM
+         * pending for the whole stop timeout. */
+        r = bus_append_scope_begin(m, a->scope, a->description, a->pid);
         /* If the coordinator's service goes, for whatever reason, the sandbox
          * goes too. (No After=: the service is still activating, and the
          * scope's start job would wait for it.) */
@@ -356,9 +344,7 @@ static int append_scope(sd_bus_message *m, void *userdata) {
         if (r >= 0)
                 r = sd_bus_message_append(m, "(sv)", "CPUWeight", "t", a->limits->cpu_weight);
         if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "a(sa(sv))", 0);
+                r = bus_append_scope_end(m);
         return r;
 }
 
