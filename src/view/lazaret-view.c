@@ -453,7 +453,7 @@ static int state_parent(Node *n) {
  * gone or leads elsewhere, which then becomes its name. -ESTALE when
  * neither leads to it. With v.lock held.
  */
-static int open_by_name(Node *n, int pfd, int flags) {
+static int open_by_name(Node *n, int pfd, int flags, struct stat *ret_st) {
         for (int i = 0; i < 2; i++) {
                 const char *name = i == 0 ? n->name : n->alt_name;
                 struct stat st;
@@ -476,6 +476,8 @@ static int open_by_name(Node *n, int pfd, int flags) {
                         n->name = n->alt_name;
                         n->alt_name = t;
                 }
+                if (ret_st)
+                        *ret_st = st;
                 return fd;
         }
         return -ESTALE;
@@ -485,10 +487,11 @@ static int open_by_name(Node *n, int pfd, int flags) {
  * An O_PATH fd of n for one request: a directory's own (borrowed: *ret_owned
  * false), anything else opened again from its parent's directory on its
  * side, by name, without following it, and insisted on: -ESTALE when the
- * name now leads elsewhere. With v.lock held.
+ * name now leads elsewhere. Opened by name, it returns 1 and, with ret_st,
+ * the stat that the identity was checked on. With v.lock held.
  */
 static int state_dir(Node *dir, bool create);
-static int pin_locked(Node *n, int *ret_fd, bool *ret_owned) {
+static int pin_locked(Node *n, int *ret_fd, bool *ret_owned, struct stat *ret_st) {
         int pfd, fd;
 
         if (n->fd >= 0) {
@@ -501,17 +504,19 @@ static int pin_locked(Node *n, int *ret_fd, bool *ret_owned) {
         pfd = n->in_state ? state_parent(n) : n->parent->fd;
         if (pfd < 0)
                 return -ESTALE;
-        fd = open_by_name(n, pfd, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        fd = open_by_name(n, pfd, O_PATH | O_NOFOLLOW | O_CLOEXEC, ret_st);
         if (fd < 0)
                 return fd;
         *ret_fd = fd;
         *ret_owned = true;
-        return 0;
+        return 1;
 }
 
 typedef struct Pin {
         int fd;
         bool owned;
+        bool has_st;            /* st: what pin() saw when it opened fd */
+        struct stat st;
 } Pin;
 
 static void pin_done(Pin *p) {
@@ -523,9 +528,10 @@ static int pin(Node *n, Pin *ret) {
         int r;
 
         pthread_mutex_lock(&v.lock);
-        r = pin_locked(n, &ret->fd, &ret->owned);
+        r = pin_locked(n, &ret->fd, &ret->owned, &ret->st);
         pthread_mutex_unlock(&v.lock);
-        return r;
+        ret->has_st = r > 0;
+        return r < 0 ? r : 0;
 }
 
 static void watch_add(Node *n) {
@@ -975,6 +981,22 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
         fuse_reply_none(req);
 }
 
+/* The reply to a GETATTR or SETATTR: st, what the host object of n is now. */
+static void reply_attr(fuse_req_t req, Node *n, struct stat *st) {
+        pthread_mutex_lock(&v.lock);
+        told(n, st);
+        pthread_mutex_unlock(&v.lock);
+        fill_stat(st);
+        fuse_reply_attr(req, st, n == &v.root ? timeout_in(n) : timeout_in(n->parent));
+}
+
+/* The attributes of n's host object through fd (pinned for this request) or the handle. */
+static int stat_pinned(int fd, const struct fuse_file_info *fi, struct stat *ret) {
+        if (fi && fi->fh)
+                return fstat((int) fi->fh, ret) < 0 ? -errno : 0;
+        return fstatat(fd, "", ret, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         Node *n = node_of(ino);
         struct stat st;
@@ -982,22 +1004,21 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         int r;
 
         if (fi && fi->fh)
-                r = fstat((int) fi->fh, &st) < 0 ? -errno : 0;
+                r = stat_pinned(-EBADF, fi, &st);
         else {
+                /* Opened by name, the pin's identity check saw the attributes already. */
                 r = pin(n, &p);
-                if (r >= 0 && fstatat(p.fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
-                        r = -errno;
+                if (r >= 0 && p.has_st)
+                        st = p.st;
+                else if (r >= 0)
+                        r = stat_pinned(p.fd, NULL, &st);
                 pin_done(&p);
         }
         if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;
         }
-        pthread_mutex_lock(&v.lock);
-        told(n, &st);
-        pthread_mutex_unlock(&v.lock);
-        fill_stat(&st);
-        fuse_reply_attr(req, &st, n == &v.root ? timeout_in(n) : timeout_in(n->parent));
+        reply_attr(req, n, &st);
 }
 
 /* ---- copy-up ------------------------------------------------------------- */
@@ -1039,7 +1060,7 @@ static int copy_up(Node *n) {
         sfd = state_dir(n->parent, true);
         if (sfd < 0)
                 return sfd;
-        r = pin_locked(n, &p.fd, &p.owned);
+        r = pin_locked(n, &p.fd, &p.owned, NULL);
         if (r < 0)
                 return r;
         if (fstatat(p.fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
@@ -1115,8 +1136,7 @@ static int prepare_change(Node *n) {
 
 /* ---- attributes ---------------------------------------------------------- */
 
-static void setattr_apply(fuse_req_t req, fuse_ino_t ino, int fd, struct stat *attr, int to_set,
-                          struct fuse_file_info *fi);
+static void setattr_apply(fuse_req_t req, Node *n, int fd, struct stat *attr, int to_set, struct fuse_file_info *fi);
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
         Node *n = node_of(ino);
@@ -1128,9 +1148,15 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
                  * nothing: no copy-up, no host ctime. */
                 struct stat st;
                 r = pin(n, &p);
-                if (r >= 0 && fstatat(p.fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) >= 0 &&
-                    (st.st_mode & 07777) == (attr->st_mode & 07777)) {
-                        op_getattr(req, ino, fi);
+                if (r >= 0 && !p.has_st)
+                        r = stat_pinned(p.fd, NULL, &p.st);
+                if (r >= 0 && (p.st.st_mode & 07777) == (attr->st_mode & 07777)) {
+                        st = p.st;
+                        r = fi && fi->fh ? stat_pinned(-EBADF, fi, &st) : 0;
+                        if (r < 0)
+                                fuse_reply_err(req, -r);
+                        else
+                                reply_attr(req, n, &st);
                         return;
                 }
                 pin_done(&p);
@@ -1150,14 +1176,15 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
                 return;
         }
         busy_begin(n);
-        setattr_apply(req, ino, p.fd, attr, to_set, fi);
+        setattr_apply(req, n, p.fd, attr, to_set, fi);
         busy_end(n);
 }
 
 /* The changes of a SETATTR, on the pinned fd (or the handle), then the reply. */
-static void setattr_apply(fuse_req_t req, fuse_ino_t ino, int fd, struct stat *attr, int to_set,
-                          struct fuse_file_info *fi) {
+static void setattr_apply(fuse_req_t req, Node *n, int fd, struct stat *attr, int to_set, struct fuse_file_info *fi) {
+        struct stat st;
         char pp[32];
+        int r;
 
         proc_path(fd, pp);
         if (to_set & FUSE_SET_ATTR_MODE) {
@@ -1193,7 +1220,13 @@ static void setattr_apply(fuse_req_t req, fuse_ino_t ino, int fd, struct stat *a
                                 goto fail;
                 }
         }
-        op_getattr(req, ino, fi);
+        /* The reply from what the change left, through the fd it was made on. */
+        r = stat_pinned(fd, fi, &st);
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
+        reply_attr(req, n, &st);
         return;
 fail:
         fuse_reply_err(req, errno);
@@ -1798,7 +1831,7 @@ static int node_open(Node *n, int flags) {
         }
         pthread_mutex_lock(&v.lock);
         pfd = !n->parent ? -ESTALE : n->in_state ? state_parent(n) : n->parent->fd;
-        fd = pfd < 0 ? -ESTALE : open_by_name(n, pfd, open_flags(flags) | O_NOFOLLOW);
+        fd = pfd < 0 ? -ESTALE : open_by_name(n, pfd, open_flags(flags) | O_NOFOLLOW, NULL);
         pthread_mutex_unlock(&v.lock);
         return fd;
 }
