@@ -77,8 +77,8 @@ hyperfine --style basic --export-json "$work/cold-lz.json" -N --warmup 1 --runs 
         --prepare "bash -c '. $LAZARET_SOURCE_ROOT/tests/harness/lib.sh; LT_DOMAIN=$LT_DOMAIN lt_wait_inactive'" \
         -n "lazaret cold launch" "lazaretctl launch -- /bin/true" >&2
 
-mean() { jq -r --arg n "$2" '.results[] | select(.command == $n) | .mean' "$1"; }
-sd() { jq -r --arg n "$2" '.results[] | select(.command == $n) | .stddev' "$1"; }
+mean() { bench_result "$1" "$2" mean; }
+sd() { bench_result "$1" "$2" stddev; }
 br=$(mean "$work/cold.json" "bare runsc run")
 lc=$(mean "$work/cold-lz.json" "lazaret cold launch")
 be=$(mean "$work/warm.json" "bare runsc exec")

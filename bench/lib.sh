@@ -55,3 +55,7 @@ bench_bare_bundle() {
           linux: { namespaces: ([ { type: "pid" }, { type: "ipc" }, { type: "uts" }, { type: "mount" } ]
                                 + (if $netns == "" then [] else [ { type: "network", path: $netns } ] end)) } }' >"$1/config.json"
 }
+
+# bench_result FILE NAME FIELD: FIELD (mean, stddev, median, ...) of the
+# hyperfine result named NAME in the JSON export FILE, in seconds.
+bench_result() { jq -r --arg n "$2" --arg f "$3" '.results[] | select(.command == $n) | .[$f]' "$1"; }

@@ -128,8 +128,8 @@ done
 kill "$holder" 2>/dev/null || true
 wait "$holder" 2>/dev/null || true
 
-mean() { jq -r --arg n "$2" '.results[] | select(.command == $n) | .mean' "$1"; }
-sd() { jq -r --arg n "$2" '.results[] | select(.command == $n) | .stddev' "$1"; }
+mean() { bench_result "$1" "$2" mean; }
+sd() { bench_result "$1" "$2" stddev; }
 br=$(mean "$work/cold.json" "bare runsc+slirp run")
 lc=$(mean "$work/cold-lz.json" "lazaret cold launch")
 bb=$(median "$work/bulk-bare")

@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The body of bench/state-anchor, run as the test user by the harness.
 . "$LAZARET_SOURCE_ROOT/tests/harness/lib.sh"
+# shellcheck source=lib.sh
+. "$LAZARET_SOURCE_ROOT/bench/lib.sh"
 
 COLD=${LAZARET_TEST_BENCH_COLD:-8}
 RUNS=${LAZARET_TEST_BENCH_INSTALL:-8}
@@ -80,7 +82,7 @@ done
 lazaretctl -p persist launch -- /bin/sh -c 'test -f /opt/lt-bench/d10/f30' || lt_fail "the package is not installed in /opt"
 kill "${holders[@]}" 2>/dev/null || true
 
-mean() { jq -r --arg n "$2" '.results[] | select(.command == $n) | .mean' "$1"; }
+mean() { bench_result "$1" "$2" mean; }
 cp=$(mean "$work/cold.json" "cold, persistent dirs")
 cn=$(mean "$work/cold.json" "cold, root overlay only")
 ip=$(mean "$work/install-persist.json" "dpkg -i, persist")

@@ -301,9 +301,10 @@ lt_keeper_start() {
 # client, start it as (cd "$LT_WS" && exec lazaretctl launch ...) & instead.
 lt_launch() { (cd "$LT_WS" && exec lazaretctl launch "$@"); }
 
-# lt_wait_inactive: waits (bounded) until the Domain's service is inactive.
+# lt_wait_inactive [DOMAIN]: waits (bounded) until the service of DOMAIN
+# (default: the test's own) is inactive or failed.
 lt_wait_inactive() {
-        local unit=lazaret@$LT_DOMAIN.service state
+        local unit=lazaret@${1:-$LT_DOMAIN}.service state
         for _ in $(seq 1 100); do
                 state=$(systemctl --user is-active "$unit" 2>/dev/null) || true
                 [[ $state == inactive || $state == failed ]] && return 0

@@ -225,15 +225,6 @@ printf 'Package: lt-apt\nVersion: 1.0\nArchitecture: all\nMaintainer: Lazaret te
         >"$pkg/DEBIAN/control"
 dpkg-deb --root-owner-group -b "$pkg" "$ws/lt-apt.deb" >/dev/null
 domain=$(lazaretctl --config "$conf" --workspace "$ws" domain-id)
-wait_stopped() {
-        local state
-        for _ in $(seq 1 100); do
-                state=$(systemctl --user is-active "lazaret@$domain.service" 2>/dev/null) || true
-                [[ $state == inactive || $state == failed ]] && return 0
-                sleep 0.1
-        done
-        lt_fail "lazaret@$domain.service still $state after 10 s"
-}
 out=$(cd "$ws" && lazaretctl --config "$conf" launch -- /bin/bash -c '
         set -e
         dpkg -i /workspace/mount.deb >/dev/null
@@ -250,7 +241,7 @@ for d in usr etc var-lib root opt; do
 done
 lt_assert_eq "set-ID files in the Domain's persistent layers" "" "$(find "$state_dir" -perm /6000 2>/dev/null)"
 (cd "$ws" && lazaretctl --config "$conf" stop) >/dev/null 2>&1 || true
-wait_stopped
+lt_wait_inactive "$domain"
 # After the stop, a new launch: all of it is there, and ls -l / works over
 # the persistent /usr (the /bin, /lib, /sbin links: the responder answers
 # gVisor's getxattr on their O_PATH fds, which the host refused with EBADF).
@@ -269,6 +260,6 @@ done
 lt_assert_eq "mode of /usr/bin/mount after the restart" 755 "$(tail -n 1 <<<"$out")"
 lt_log "ok: dpkg -i, apt-get install, /usr/local/bin and /root persist in the built-in profile; ls -l / works"
 out=$(cd "$ws" && lazaretctl --config "$conf" launch 2>&1 </dev/null) || lt_fail "the default command of the default image failed: $out"
-wait_stopped
+lt_wait_inactive "$domain"
 
 echo "PASS: default image built offline in ${build_s}s ($(du -sh "$img" | cut -f1)), no-op without --force, failures keep the old image"

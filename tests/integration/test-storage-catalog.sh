@@ -54,14 +54,8 @@ keep() {        # keep WORKSPACE: a session that holds the Domain up
         lt_fail "the Domain of $1 did not come up: $state"
 }
 stop() {        # stop WORKSPACE DOMAIN
-        local state
         (cd "$1" && lazaretctl stop) >/dev/null 2>&1 || true
-        for _ in $(seq 1 100); do
-                state=$(systemctl --user is-active "lazaret@$2.service" 2>/dev/null) || true
-                [[ $state == inactive || $state == failed ]] && return 0
-                sleep 0.1
-        done
-        lt_fail "lazaret@$2.service still $state"
+        lt_wait_inactive "$2"
 }
 lt_cleanup_hook() { kill "${keepers[@]}" 2>/dev/null || true; (cd "$ws2" && lazaretctl stop) >/dev/null 2>&1 || true; }
 
