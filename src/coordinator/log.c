@@ -118,28 +118,29 @@ static void log_write(int priority, const char *session_id, const char *message_
                 fprintf(stderr, "<%i>[%s] %s\n", priority, domain_id, msg);
 }
 
-void log_session(int priority, const char *session_id, const char *fmt, ...) {
+static void log_va(int priority, const char *session_id, const char *message_id, const char *fmt, va_list ap) {
         _cleanup_free_ char *msg = NULL;
         int saved = errno;
-        va_list ap;
 
-        va_start(ap, fmt);
         if (vasprintf(&msg, fmt, ap) >= 0)
-                log_write(priority, session_id, NULL, msg);
-        va_end(ap);
+                log_write(priority, session_id, message_id, msg);
         errno = saved;
 }
 
-void log_session_id(int priority, const char *session_id, const char *message_id, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
-        int saved = errno;
+void log_session(int priority, const char *session_id, const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) >= 0)
-                log_write(priority, session_id, message_id, msg);
+        log_va(priority, session_id, NULL, fmt, ap);
         va_end(ap);
-        errno = saved;
+}
+
+void log_session_id(int priority, const char *session_id, const char *message_id, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        log_va(priority, session_id, message_id, fmt, ap);
+        va_end(ap);
 }
 
 int log_errno_session(int priority, int error, const char *session_id, const char *fmt, ...) {
