@@ -745,6 +745,19 @@ static bool is_artifact_name(const char *s) {
         return n == 64;
 }
 
+/* The prepared lowers the Storage Catalog leases, in *ret (replaced); says why not on stderr. */
+static int read_leased(StorageCatalog *catalog, char ***ret) {
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        *ret = strv_free(*ret);
+        r = storage_catalog_leased(catalog, ret, &why);
+        if (r < 0)
+                fprintf(stderr, "Cannot read the leases of the Storage Catalog: %s; nothing was removed.\n",
+                        why ?: strerror(-r));
+        return r;
+}
+
 static int state_gc(int argc, char *argv[], const Config *config) {
         _cleanup_free_ char *domains = path_join(config->data_root, "domains"),
                             *prepared = path_join(config->data_root, STORAGE_PREPARED_DIR), *list = NULL,
@@ -835,14 +848,10 @@ static int state_gc(int argc, char *argv[], const Config *config) {
                                 printf("Keeping %.*s: leased by Domain %s, whose coordinator ended without releasing it "
                                        "(launch that Domain once to release it).\n", (int) (domain - *l), *l, *d);
         }
-        cataloged = strv_free(cataloged);
         if (r >= 0)
-                r = storage_catalog_leased(catalog, &cataloged, &catalog_why);
-        if (r < 0) {
-                fprintf(stderr, "Cannot read the leases of the Storage Catalog: %s; nothing was removed.\n",
-                        catalog_why ?: strerror(-r));
+                r = read_leased(catalog, &cataloged);
+        if (r < 0)
                 goto finish;
-        }
         if (strv_extend_strv(&keep, cataloged) < 0) {
                 r = -ENOMEM;
                 goto finish;
@@ -892,16 +901,15 @@ static int state_gc(int argc, char *argv[], const Config *config) {
         }
         /* Out of use inside one catalog transaction: a Domain that leased one of them since the
          * question keeps it; one that leases after the commit finds it gone and prepares it again. */
-        cataloged = strv_free(cataloged);
         r = storage_catalog_gc_begin(catalog, &catalog_why);
         in_gc = r >= 0;
-        if (r >= 0)
-                r = storage_catalog_leased(catalog, &cataloged, &catalog_why);
-        if (r < 0) {
-                fprintf(stderr, "Cannot read the leases of the Storage Catalog: %s; nothing was removed.\n",
+        if (r < 0)
+                fprintf(stderr, "Cannot begin a transaction of the Storage Catalog: %s; nothing was removed.\n",
                         catalog_why ?: strerror(-r));
+        else
+                r = read_leased(catalog, &cataloged);
+        if (r < 0)
                 goto finish;
-        }
         STRV_FOREACH(d, doomed) {
                 if (strv_contains((const char *const *) cataloged, *d)) {
                         printf("Kept %s: a Domain leased it meanwhile.\n", *d);
