@@ -11,6 +11,13 @@
 [[ -z ${LAZARET_TEST_BENCH_TRACE:-} ]] || set -x
 RUNS=${LAZARET_TEST_BENCH_RUNS:-5}
 MAKE_RUNS=${LAZARET_TEST_BENCH_MAKE_RUNS:-3}
+# LAZARET_TEST_BENCH_LOADS: the workloads to measure (keys of the table,
+# space-separated); all by default.
+all_loads="git-warm git-first tar writes writes-ignored make"
+LOADS=${LAZARET_TEST_BENCH_LOADS:-$all_loads}
+for l in $LOADS; do
+        [[ " $all_loads " == *" $l "* ]] || lt_fail "LAZARET_TEST_BENCH_LOADS: '$l' is not one of: $all_loads"
+done
 BENCH=${LAZARET_TEST_BENCH_DIR:-$HOME/bench-workspace}
 FS=${LAZARET_TEST_BENCH_FS:-$(findmnt -no FSTYPE,SOURCE -T "$BENCH" 2>/dev/null || echo unknown)}
 here=$LAZARET_SOURCE_ROOT/bench
@@ -32,7 +39,7 @@ if [[ -d $work/root ]]; then
         runsc --root "$work/root" kill bench-bare KILL 2>/dev/null || true
         runsc --root "$work/root" delete --force bench-bare 2>/dev/null || true
 fi
-rm -rf "$ws" "$work"
+rm -rf "$ws" "$work" "$BENCH/bare-overlay"
 mkdir -p "$ws/.bench" "$work"
 # Lazaret launches only in a workspace that is a git repository (the Git
 # Sentry); the 20,000-file repository below is one of its own, nested.
@@ -180,9 +187,14 @@ EOF
 # --- Lazaret: a warm Domain held by a background session ----------------------
 
 # A configuration of its own (--config), so the user's is never touched.
+# Its data root (Domain state: the ignored paths' state, the root overlay's
+# file store) is on the benchmark's file system too, as a home directory
+# holds both a project and ~/.local/share: the ignored writes then land on
+# the same kind of disk in every column.
 conf=$work/lazaret.json
-printf '{ "default_profile": "bench", "profiles": { "bench": { "image": "oci:%s" }, "plain": { "image": "oci:%s" } } }\n' \
-        "$image" "$image" >"$conf"
+rm -rf "$BENCH/data"
+printf '{ "default_profile": "bench", "data_root": "%s", "profiles": { "bench": { "image": "oci:%s" }, "plain": { "image": "oci:%s" } } }\n' \
+        "$BENCH/data" "$image" "$image" >"$conf"
 chmod 0600 "$conf"
 lz() { lazaretctl --config "$conf" --workspace "$ws" "$@"; }
 lzp() { lazaretctl --config "$conf" --workspace "$ws" --profile plain "$@"; }
@@ -273,7 +285,7 @@ done
 # workloads do not use the network).
 for i in "${!flags[@]}"; do
         case ${flags[i]} in
-        --overlay2=*:dir=*) mkdir -p "$work/overlay" && flags[i]=${flags[i]%%:dir=*}:dir=$work/overlay ;;
+        --overlay2=*:dir=*) mkdir -p "$BENCH/bare-overlay" && flags[i]=${flags[i]%%:dir=*}:dir=$BENCH/bare-overlay ;;
         --network=*) flags[i]=--network=none ;;
         esac
 done
@@ -342,6 +354,7 @@ median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print (NR % 
 envs=(host bare plain lazaret)
 measure() {   # KEY WORKLOAD ROUNDS
         local r i env
+        [[ " $LOADS " == *" $1 "* ]] || return 0
         for ((r = 0; r < $3; r++)); do
                 for ((i = 0; i < ${#envs[@]}; i++)); do
                         env=${envs[(r + i) % ${#envs[@]}]}
@@ -364,7 +377,7 @@ lt_log "measuring: make -j2"
 measure make make "$MAKE_RUNS"
 declare -A ms
 for env in "${envs[@]}"; do
-        for key in git-warm git-first tar writes writes-ignored make; do
+        for key in $LOADS; do
                 ms[$env,$key]=$(median <"$work/$env.$key") || lt_fail "no figures for $env, $key"
         done
 done
@@ -375,7 +388,7 @@ git_lz=$(run_in lazaret git-config 1)
 
 echo
 echo "bench/workspace: medians of $RUNS runs ($MAKE_RUNS for make), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg), $((SECONDS - t_start)) s"
-echo "  file system:  $FS"
+echo "  file system:  $FS (the workspace, the data root and both overlays)"
 echo "  runsc:        $runsc ($("$runsc" --version 2>/dev/null | head -n1))"
 echo "  runsc flags (Lazaret's sandbox, used for bare too): ${flags[*]}"
 echo "  runsc boot flag differences: $flag_diff"
@@ -386,6 +399,7 @@ echo "  plain:        Lazaret with /workspace a plain bind (the view off; a test
 printf '  %-26s %9s %9s %9s %9s %9s %9s %9s  %s\n' workload "host ms" "bare ms" "plain ms" "view ms" view/plain \
         view/bare plain/bare "goal (view/plain)"
 row() {   # KEY NAME VIEW-GOAL
+        [[ " $LOADS " == *" $1 "* ]] || return 0
         local h=${ms[host,$1]} b=${ms[bare,$1]} p=${ms[plain,$1]} l=${ms[lazaret,$1]} lp lb pb verdict
         lp=$(awk -v l="$l" -v p="$p" 'BEGIN { printf "%.2f", l / p }')
         lb=$(awk -v l="$l" -v b="$b" 'BEGIN { printf "%.2f", l / b }')

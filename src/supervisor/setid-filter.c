@@ -11,8 +11,7 @@
  * to a subordinate ID is lost to the developer. So the filter also refuses
  * a chmod that adds group or other write, pins the host umask at 022 (the
  * mode of what runsc creates on the host never has those bits), and turns
- * every chown that would give a file another owner than root of the
- * namespace (the developer) into a call that succeeds and does nothing.
+ * every chown into a call that succeeds and does nothing.
  * Success, not EPERM: `tar x` and `cp -a` as root fail on a chown error
  * that reaches them, and gVisor 0.0~20240729 hiding it (it does, as for
  * chmod) is not something to depend on (spec C24).
@@ -102,21 +101,18 @@ static int filter_fchmod(scmp_filter_ctx ctx) {
 }
 
 /*
- * A chown whose owner or group is not 0 (the developer, as root of the
- * namespace) returns 0 and changes nothing. The whole register is compared:
- * the kernel reads only its low 32 bits, and whenever those are not 0 the
- * register is not 0 either (Go passes -1 sign-extended). -1 ("unchanged")
- * is not 0 either: chown(-1, G) and chown(U, -1) are dropped too, which loses
- * nothing, since a host file the sandbox can chown is the developer's
- * already and the group it could give is the developer's own.
+ * Every chown returns 0 and changes nothing. One to an owner or group other
+ * than 0 (the developer, as root of the namespace) would give the file to a
+ * subordinate ID; one to 0:0 can change nothing but the group, from another
+ * group of the developer's (a set-group-ID project directory's) to the
+ * primary one, which is not what the host's own rule for new files in such a
+ * directory gives either. gVisor chowns every file it creates to the
+ * creating task's IDs (getCreatedChild() of its directfs), and on the
+ * workspace view each such chown was a FUSE round trip that changed nothing
+ * (the view accepts UID/GID and keeps them, spec C24).
  */
-static int ignore_foreign_chown(scmp_filter_ctx ctx, int nr, unsigned uid_arg) {
-        for (unsigned a = uid_arg; a <= uid_arg + 1; a++) {
-                int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), nr, 1, SCMP_CMP(a, SCMP_CMP_NE, 0));
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+static int ignore_chown(scmp_filter_ctx ctx, int nr) {
+        return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), nr, 0);
 }
 
 static int fchmodat2_nr(void) {
@@ -172,16 +168,16 @@ int setid_filter_load(int *ret_notify_fd) {
                 return r;
 
         /* Changing the owner: succeeds, does nothing (see above). */
-        r = ignore_foreign_chown(ctx, SCMP_SYS(chown), 1);
+        r = ignore_chown(ctx, SCMP_SYS(chown));
         if (r < 0)
                 return r;
-        r = ignore_foreign_chown(ctx, SCMP_SYS(lchown), 1);
+        r = ignore_chown(ctx, SCMP_SYS(lchown));
         if (r < 0)
                 return r;
-        r = ignore_foreign_chown(ctx, SCMP_SYS(fchown), 1);
+        r = ignore_chown(ctx, SCMP_SYS(fchown));
         if (r < 0)
                 return r;
-        r = ignore_foreign_chown(ctx, SCMP_SYS(fchownat), 2);
+        r = ignore_chown(ctx, SCMP_SYS(fchownat));
         if (r < 0)
                 return r;
 

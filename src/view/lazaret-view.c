@@ -57,6 +57,7 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "fuse-init.h"
 #include "git-ignore.h"
 #include "git-index.h"
 #include "macro.h"
@@ -2314,6 +2315,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn) {
         conn->want &= ~(unsigned) FUSE_CAP_ATOMIC_O_TRUNC;
         /* The host changes files behind the kernel's back: no write-back cache. */
         conn->want &= ~(unsigned) FUSE_CAP_WRITEBACK_CACHE;
+        /* The host kernel clears set-ID bits when the view writes, truncates or
+         * chowns a host file (it holds no CAP_FSETID), and a chown inside changes
+         * nothing (spec C24): the kernel need not ask for the mode before each
+         * chown, write or truncate to work the bits out itself. */
+        if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV)
+                conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
+        /* libfuse 3.14 does not pass these two on: io_writev() does (FUSE_INIT_WANT). */
         /* Modes are the view's (create_mode()), not the caller's umask. */
         if (conn->capable & FUSE_CAP_DONT_MASK)
                 conn->want |= FUSE_CAP_DONT_MASK;
@@ -2485,6 +2493,9 @@ static void pending_retry(void) {
  * through the next lookup, its attributes), so long timeouts stay true.
  * It also runs the invalidations the request handlers queued, at once.
  */
+/* How long the watcher lets inotify events gather before it reads them. */
+#define WATCH_GATHER_MS 2
+
 static void *watcher(void *arg) {
         char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
         uint64_t retry_at = 0;
@@ -2518,6 +2529,19 @@ static void *watcher(void *arg) {
                 }
                 if (!(p[0].revents & POLLIN))
                         continue;
+                /* Most events are the echo of the view's own changes, several
+                 * per file written: gathered for a moment, they cost one
+                 * wakeup instead of one each. Invalidations asked for
+                 * meanwhile are applied at once. */
+                for (uint64_t until = now_ms() + WATCH_GATHER_MS, now; (now = now_ms()) < until;) {
+                        Inval i;
+
+                        if (poll(&p[1], 1, (int) (until - now)) <= 0 || !(p[1].revents & POLLIN))
+                                continue;
+                        k = read(v.inval_pipe[0], &i, sizeof(i));
+                        if (k == (ssize_t) sizeof(i) && i.len <= NAME_MAX)
+                                apply_inval((fuse_ino_t) i.node, i.name, i.len, false);
+                }
                 k = read(v.ifd, buf, sizeof(buf));
                 if (k <= 0)
                         continue;
@@ -2622,6 +2646,73 @@ finish:
 
 
 #define VIEW_WORKERS 4
+
+/*
+ * The connection's I/O, as libfuse would do it, except for the INIT reply:
+ * libfuse 3.14 leaves out of it the PARALLEL_DIROPS and HANDLE_KILLPRIV that
+ * op_init wants (src/shared/fuse-init.h), so the reply is written with them
+ * added where the kernel offered them.
+ */
+static struct {
+        pthread_mutex_t lock;
+        FuseInitPatch patch;
+        bool done;
+} init_io = { .lock = PTHREAD_MUTEX_INITIALIZER, .patch = { .want = FUSE_INIT_WANT } };
+
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata) {
+        ssize_t k = read(fd, buf, len);
+
+        (void) userdata;
+        if (k > 0 && !__atomic_load_n(&init_io.done, __ATOMIC_ACQUIRE)) {
+                pthread_mutex_lock(&init_io.lock);
+                fuse_init_saw_request(&init_io.patch, buf, (size_t) k);
+                pthread_mutex_unlock(&init_io.lock);
+        }
+        return k;
+}
+
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata) {
+        (void) userdata;
+        if (!__atomic_load_n(&init_io.done, __ATOMIC_ACQUIRE)) {
+                char copy[256];
+                uint32_t flags;
+                size_t off;
+                bool patch;
+
+                pthread_mutex_lock(&init_io.lock);
+                patch = fuse_init_reply_flags(&init_io.patch, iov, count, &flags, &off);
+                if (init_io.patch.seen && init_io.patch.unique == 0)
+                        __atomic_store_n(&init_io.done, true, __ATOMIC_RELEASE);
+                pthread_mutex_unlock(&init_io.lock);
+                if (patch && iov[1].iov_len <= sizeof(copy)) {
+                        struct iovec mine[2] = { iov[0], { copy, iov[1].iov_len } };
+
+                        memcpy(copy, iov[1].iov_base, iov[1].iov_len);
+                        memcpy(copy + off, &flags, sizeof(flags));
+                        return writev(fd, mine, 2);
+                }
+        }
+        return writev(fd, iov, count);
+}
+
+static ssize_t io_splice_receive(int fdin, off_t *offin, int fdout, off_t *offout, size_t len, unsigned flags,
+                                 void *userdata) {
+        (void) userdata;
+        return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+static ssize_t io_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, size_t len, unsigned flags,
+                              void *userdata) {
+        (void) userdata;
+        return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+static const struct fuse_custom_io view_io = {
+        .read = io_read,
+        .writev = io_writev,
+        .splice_receive = io_splice_receive,
+        .splice_send = io_splice_send,
+};
 
 static void *worker(void *arg) {
         struct fuse_session *se = arg;
@@ -2746,7 +2837,6 @@ static int ign_setup(void) {
 int main(int argc, char *argv[]) {
         struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
         struct fuse_session *se;
-        char mountpoint[32];
         struct stat st;
         int r;
 
@@ -2800,9 +2890,9 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "lazaret-view: cannot create the FUSE session\n");
                 return 1;
         }
-        /* Already mounted by the supervisor: this is libfuse's way to take its fd. */
-        snprintf(mountpoint, sizeof(mountpoint), "/dev/fd/%d", arg_fuse_fd);
-        if (fuse_session_mount(se, mountpoint) < 0) {
+        /* Already mounted by the supervisor: the connection's fd, read and
+         * written through the view's own callbacks (io_*). */
+        if (fuse_session_custom_io(se, &view_io, arg_fuse_fd) < 0) {
                 fprintf(stderr, "lazaret-view: cannot take over the FUSE connection\n");
                 return 1;
         }
