@@ -2493,6 +2493,65 @@ static void pending_retry(void) {
  * through the next lookup, its attributes), so long timeouts stay true.
  * It also runs the invalidations the request handlers queued, at once.
  */
+/*
+ * One read of the inotify queue: the bookkeeping of each event under one
+ * hold of v.lock, then one judgement per (directory, name), since the
+ * several events of one change (IN_CREATE, IN_MODIFY, IN_ATTRIB,
+ * IN_CLOSE_WRITE of a file written) need the host looked at only once.
+ */
+static void watch_batch(const char *buf, size_t size) {
+        static PendingInval batch[INVAL_PENDING_MAX];
+        size_t n = 0;
+
+        pthread_mutex_lock(&v.lock);
+        for (const char *q = buf; q + sizeof(struct inotify_event) <= buf + size;) {
+                const struct inotify_event *ev = (const struct inotify_event *) q;
+                bool listing = ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO), seen = false;
+                size_t len = 0;
+                Node *n_dir;
+
+                q += sizeof(*ev) + ev->len;
+                if (ev->mask & IN_Q_OVERFLOW) {
+                        /* Events were lost: whatever the kernel holds may be stale. */
+                        fprintf(stderr, "lazaret-view: host change events were lost; "
+                                "entries cached until their timeout may be stale\n");
+                        continue;
+                }
+                n_dir = watch_find(ev->wd);
+                if (!n_dir)
+                        continue;
+                if (ev->mask & IN_IGNORED)
+                        watch_forget(n_dir, false);
+                if (ev->len > 0) {
+                        ign_note_change(n_dir, ev->name);
+                        len = strnlen(ev->name, ev->len);
+                        if (len > NAME_MAX)
+                                continue;
+                }
+                for (size_t j = 0; j < n && !seen; j++)
+                        if (batch[j].wd == ev->wd && batch[j].len == len && memcmp(batch[j].name, ev->name, len) == 0) {
+                                batch[j].listing = batch[j].listing || listing;
+                                seen = true;
+                        }
+                if (seen)
+                        continue;
+                if (n == ELEMENTSOF(batch)) {
+                        /* A full batch: what it holds is judged, a new one begun. */
+                        pthread_mutex_unlock(&v.lock);
+                        for (size_t j = 0; j < n; j++)
+                                judge(batch[j].node, batch[j].wd, batch[j].name, batch[j].len, batch[j].listing);
+                        n = 0;
+                        pthread_mutex_lock(&v.lock);
+                }
+                batch[n] = (PendingInval) { .node = id_of(n_dir), .wd = ev->wd, .listing = listing, .len = (uint16_t) len };
+                memcpy(batch[n].name, ev->name, len);
+                n++;
+        }
+        pthread_mutex_unlock(&v.lock);
+        for (size_t j = 0; j < n; j++)
+                judge(batch[j].node, batch[j].wd, batch[j].name, batch[j].len, batch[j].listing);
+}
+
 /* How long the watcher lets inotify events gather before it reads them. */
 #define WATCH_GATHER_MS 2
 
@@ -2547,38 +2606,7 @@ static void *watcher(void *arg) {
                         continue;
                 if (n_pending == 0)
                         retry_at = now_ms() + INVAL_RETRY_MS;
-                for (char *q = buf; q < buf + k;) {
-                        const struct inotify_event *ev = (const struct inotify_event *) q;
-                        fuse_ino_t node = 0;
-                        size_t len = 0;
-                        Node *n;
-
-                        q += sizeof(*ev) + ev->len;
-                        pthread_mutex_lock(&v.lock);
-                        n = watch_find(ev->wd);
-                        if (n) {
-                                node = id_of(n);
-                                if (ev->mask & IN_IGNORED)
-                                        watch_forget(n, false);
-                                if (ev->len > 0)
-                                        ign_note_change(n, ev->name);
-                        }
-                        pthread_mutex_unlock(&v.lock);
-                        if (ev->mask & IN_Q_OVERFLOW) {
-                                /* Events were lost: whatever the kernel holds may be stale. */
-                                fprintf(stderr, "lazaret-view: host change events were lost; "
-                                        "entries cached until their timeout may be stale\n");
-                                continue;
-                        }
-                        if (!node)
-                                continue;
-                        if (ev->len > 0) {
-                                len = strnlen(ev->name, ev->len);
-                                if (len > NAME_MAX)
-                                        continue;
-                        }
-                        judge(node, ev->wd, ev->name, len, ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO));
-                }
+                watch_batch(buf, (size_t) k);
         }
 }
 
