@@ -2489,11 +2489,6 @@ static void pending_retry(void) {
 }
 
 /*
- * The watcher: what the host changes, the kernel forgets (its entry and,
- * through the next lookup, its attributes), so long timeouts stay true.
- * It also runs the invalidations the request handlers queued, at once.
- */
-/*
  * One read of the inotify queue: the bookkeeping of each event under one
  * hold of v.lock, then one judgement per (directory, name), since the
  * several events of one change (IN_CREATE, IN_MODIFY, IN_ATTRIB,
@@ -2555,6 +2550,11 @@ static void watch_batch(const char *buf, size_t size) {
 /* How long the watcher lets inotify events gather before it reads them. */
 #define WATCH_GATHER_MS 2
 
+/*
+ * The watcher: what the host changes, the kernel forgets (its entry and,
+ * through the next lookup, its attributes), so long timeouts stay true.
+ * It also runs the invalidations the request handlers queued, at once.
+ */
 static void *watcher(void *arg) {
         char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
         uint64_t retry_at = 0;
