@@ -352,9 +352,10 @@ median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print (NR % 
 # One run of each environment in turn, round after round, in an order that
 # rotates, so that a change in the machine's load touches all three alike.
 envs=(host bare plain lazaret)
-measure() {   # KEY WORKLOAD ROUNDS
+measure() {   # KEY WORKLOAD ROUNDS WHAT
         local r i env
         [[ " $LOADS " == *" $1 "* ]] || return 0
+        lt_log "measuring: $4"
         for ((r = 0; r < $3; r++)); do
                 for ((i = 0; i < ${#envs[@]}; i++)); do
                         env=${envs[(r + i) % ${#envs[@]}]}
@@ -363,18 +364,12 @@ measure() {   # KEY WORKLOAD ROUNDS
                 done
         done
 }
-lt_log "measuring: git status, warm"
-measure git-warm git-warm "$RUNS"
-lt_log "measuring: git status after the host's"
-measure git-first git-once "$RUNS"
-lt_log "measuring: tar x"
-measure tar tar "$RUNS"
-lt_log "measuring: small writes"
-measure writes writes "$RUNS"
-lt_log "measuring: small writes in an ignored directory"
-measure writes-ignored writes-ignored "$RUNS"
-lt_log "measuring: make -j2"
-measure make make "$MAKE_RUNS"
+measure git-warm git-warm "$RUNS" "git status, warm"
+measure git-first git-once "$RUNS" "git status after the host's"
+measure tar tar "$RUNS" "tar x"
+measure writes writes "$RUNS" "small writes"
+measure writes-ignored writes-ignored "$RUNS" "small writes in an ignored directory"
+measure make make "$MAKE_RUNS" "make -j2"
 declare -A ms
 for env in "${envs[@]}"; do
         for key in $LOADS; do

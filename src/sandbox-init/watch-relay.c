@@ -19,7 +19,7 @@
  * watcher may watch: each pins a gVisor dentry, which holds host fds. */
 #define RELAY_WATCHES_MAX 8192u
 #define RELAY_DEPTH_MAX 64
-#define WATCH_GATHER_MS 3
+#define RELAY_GATHER_MS 3
 #define RELAY_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB | \
                     IN_ONLYDIR | IN_DONT_FOLLOW)
 
@@ -260,11 +260,11 @@ int watch_relay_run(const char *workspace, int channel_fd) {
                         break;
                 }
                 /* The sandbox's own changes come several events to a file: let
-                 * them gather for a moment (WATCH_GATHER_MS), so that a burst of
+                 * them gather for a moment (RELAY_GATHER_MS), so that a burst of
                  * writes wakes the relay once, not once per event. Their host
                  * echoes are at least the host watcher's coalescing later. */
                 if ((p[0].revents & POLLIN) && !p[1].revents) {
-                        struct timespec gather = { .tv_nsec = WATCH_GATHER_MS * 1000000L };
+                        struct timespec gather = { .tv_nsec = RELAY_GATHER_MS * 1000000L };
                         (void) nanosleep(&gather, NULL);
                 }
                 /* Inside first: a write made inside is queued there before its host echo reaches the channel. */

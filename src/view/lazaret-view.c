@@ -2488,6 +2488,11 @@ static void pending_retry(void) {
         }
 }
 
+static void judge_all(const PendingInval *b, size_t n) {
+        for (size_t j = 0; j < n; j++)
+                judge(b[j].node, b[j].wd, b[j].name, b[j].len, b[j].listing);
+}
+
 /*
  * One read of the inotify queue: the bookkeeping of each event under one
  * hold of v.lock, then one judgement per (directory, name), since the
@@ -2533,8 +2538,7 @@ static void watch_batch(const char *buf, size_t size) {
                 if (n == ELEMENTSOF(batch)) {
                         /* A full batch: what it holds is judged, a new one begun. */
                         pthread_mutex_unlock(&v.lock);
-                        for (size_t j = 0; j < n; j++)
-                                judge(batch[j].node, batch[j].wd, batch[j].name, batch[j].len, batch[j].listing);
+                        judge_all(batch, n);
                         n = 0;
                         pthread_mutex_lock(&v.lock);
                 }
@@ -2543,8 +2547,16 @@ static void watch_batch(const char *buf, size_t size) {
                 n++;
         }
         pthread_mutex_unlock(&v.lock);
-        for (size_t j = 0; j < n; j++)
-                judge(batch[j].node, batch[j].wd, batch[j].name, batch[j].len, batch[j].listing);
+        judge_all(batch, n);
+}
+
+/* One record of the handlers' invalidation pipe, applied. */
+static void inval_pipe_apply(void) {
+        Inval i;
+
+        /* Records of one size, each written whole (below PIPE_BUF). */
+        if (read(v.inval_pipe[0], &i, sizeof(i)) == (ssize_t) sizeof(i) && i.len <= NAME_MAX)
+                apply_inval((fuse_ino_t) i.node, i.name, i.len, false);
 }
 
 /* How long the watcher lets inotify events gather before it reads them. */
@@ -2579,28 +2591,17 @@ static void *watcher(void *arg) {
                                 continue;
                         return NULL;
                 }
-                if (p[1].revents & POLLIN) {
-                        Inval i;
-                        /* Records of one size, each written whole (below PIPE_BUF). */
-                        k = read(v.inval_pipe[0], &i, sizeof(i));
-                        if (k == (ssize_t) sizeof(i) && i.len <= NAME_MAX)
-                                apply_inval((fuse_ino_t) i.node, i.name, i.len, false);
-                }
+                if (p[1].revents & POLLIN)
+                        inval_pipe_apply();
                 if (!(p[0].revents & POLLIN))
                         continue;
                 /* Most events are the echo of the view's own changes, several
                  * per file written: gathered for a moment, they cost one
                  * wakeup instead of one each. Invalidations asked for
                  * meanwhile are applied at once. */
-                for (uint64_t until = now_ms() + WATCH_GATHER_MS, now; (now = now_ms()) < until;) {
-                        Inval i;
-
-                        if (poll(&p[1], 1, (int) (until - now)) <= 0 || !(p[1].revents & POLLIN))
-                                continue;
-                        k = read(v.inval_pipe[0], &i, sizeof(i));
-                        if (k == (ssize_t) sizeof(i) && i.len <= NAME_MAX)
-                                apply_inval((fuse_ino_t) i.node, i.name, i.len, false);
-                }
+                for (uint64_t until = now_ms() + WATCH_GATHER_MS, now; (now = now_ms()) < until;)
+                        if (poll(&p[1], 1, (int) (until - now)) > 0 && (p[1].revents & POLLIN))
+                                inval_pipe_apply();
                 k = read(v.ifd, buf, sizeof(buf));
                 if (k <= 0)
                         continue;
