@@ -459,7 +459,9 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                 .hostname = d->profile->name,
                 /* The init's first act is the network attestation's probe. */
                 .args = (char *[]) { (char *) SANDBOX_CONTROL_MOUNT "/init", (char *) "--attest",
-                                     (char *) NET_CANARY_ALLOWED_STR, (char *) p->probe_denied, port, NULL },
+                                     (char *) NET_CANARY_ALLOWED_STR, (char *) p->probe_denied, port,
+                                     /* The view is the host-edit relay's source (spec 4.6). */
+                                     view ? (char *) "--judged-relay" : NULL, NULL },
                 .env = p->env,
                 .cwd = "/",
                 .mounts = mounts,

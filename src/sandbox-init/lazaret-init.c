@@ -30,7 +30,9 @@
  * redirection and hands it to a child that runs the relay
  * (watch-relay.h) for as long as the pipe stays open. A relay that dies
  * (a `kill -9 -1` inside ends it too) is started again, up to
- * RELAY_RESTARTS_MAX times.
+ * RELAY_RESTARTS_MAX times. A last argument --judged-relay says that the
+ * channel's source is the workspace view, which leaves out the echoes of
+ * the sandbox's own changes itself: the relay then watches nothing inside.
  *
  * A workspace that git names by its host path (a linked worktree's
  * registration, a submodule's core.worktree) gets that path as a symbolic
@@ -173,7 +175,7 @@ static int take_channel(void) {
 
 /* The relay runs in a child of its own, with the signals init blocked back
  * to normal; its PID, or 0. Init keeps its copy of the channel for a restart. */
-static pid_t start_relay(int channel) {
+static pid_t start_relay(int channel, bool judged) {
         sigset_t none;
         pid_t pid;
 
@@ -184,7 +186,7 @@ static pid_t start_relay(int channel) {
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
                 (void) prctl(PR_SET_NAME, "lazaret-relay");
-                _exit(watch_relay_run(SANDBOX_WORKSPACE, channel) < 0);
+                _exit(watch_relay_run(SANDBOX_WORKSPACE, channel, judged) < 0);
         }
         return pid > 0 ? pid : 0;
 }
@@ -194,6 +196,7 @@ int main(int argc, char *argv[]) {
         unsigned restarts = 0;
         pid_t relay, pid;
         int sig, channel, status;
+        bool judged = false;
 
         if (argc == 3 && strcmp(argv[1], "--kill-session") == 0) {
                 int sid;
@@ -218,12 +221,16 @@ int main(int argc, char *argv[]) {
         /* A probe that cannot report is seen by the supervisor, which then
          * never publishes this sandbox: nothing more to do about it here.
          * Bad arguments end the container at once (status 2). */
+        if (argc > 1 && strcmp(argv[argc - 1], "--judged-relay") == 0) {
+                judged = true;
+                argc--;
+        }
         if (argc == 5 && strcmp(argv[1], "--attest") == 0) {
                 if (attest(argv + 2) == -EINVAL)
                         return 2;
         } else if (argc != 1)
                 return 2;
-        relay = start_relay(channel);
+        relay = start_relay(channel, judged);
 
         for (;;) {
                 if (sigwait(&set, &sig) != 0)
@@ -233,7 +240,7 @@ int main(int argc, char *argv[]) {
                                 /* Exit status 0: the channel reached EOF, the host watcher is gone. */
                                 if (pid == relay && !(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
                                     restarts++ < RELAY_RESTARTS_MAX)
-                                        relay = start_relay(channel);
+                                        relay = start_relay(channel, judged);
                         continue;
                 }
                 if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)

@@ -24,6 +24,7 @@
                     IN_ONLYDIR | IN_DONT_FOLLOW)
 
 typedef struct Relay {
+        bool judged;                    /* the source told echoes from host changes: nothing to watch inside */
         int inotify_fd;
         int root_fd;                    /* O_PATH of the workspace */
         WatchDirs dirs;
@@ -155,7 +156,8 @@ static void on_host_path(const char *rel, void *userdata) {
         struct stat st;
         int fd;
 
-        if (watch_path_skipped(rel) || watch_recent_seen(&r->sandbox, rel, now_ms(), WATCH_ECHO_WINDOW_MS))
+        if (watch_path_skipped(rel) ||
+            (!r->judged && watch_recent_seen(&r->sandbox, rel, now_ms(), WATCH_ECHO_WINDOW_MS)))
                 return;
         fd = open_beneath(r, rel, &depth);
         if (fd < 0)
@@ -175,10 +177,10 @@ static void on_host_path(const char *rel, void *userdata) {
                 k = s ? (size_t) (s - rel - 1) : strlen(rel);
                 snprintf(what, sizeof(what), "%.*s", (int) k, rel);
         }
-        if (watch_trigger(fd) >= 0)
+        if (watch_trigger(fd) >= 0 && !r->judged)
                 watch_recent_note(&r->triggered, what, now_ms());
         /* A directory made on the host: the sandbox's changes in it are to be known too. */
-        if (depth > 0 && fstat(fd, &st) >= 0 && S_ISDIR(st.st_mode))
+        if (!r->judged && depth > 0 && fstat(fd, &st) >= 0 && S_ISDIR(st.st_mode))
                 add_watch(r, fd, what);
         close(fd);
 }
@@ -188,6 +190,8 @@ static void drain_inotify(Relay *r) {
         char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
         ssize_t n;
 
+        if (r->inotify_fd < 0)
+                return;
         while ((n = read(r->inotify_fd, buf, sizeof(buf))) > 0) {
                 for (char *p = buf; p < buf + n;) {
                         const struct inotify_event *e = (const struct inotify_event *) p;
@@ -231,19 +235,21 @@ static void drain_inotify(Relay *r) {
         }
 }
 
-int watch_relay_run(const char *workspace, int channel_fd) {
+int watch_relay_run(const char *workspace, int channel_fd, bool judged) {
         Relay *r = calloc(1, sizeof(Relay));
         int ret = 0;
 
         if (!r)
                 return -ENOMEM;
-        r->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        r->judged = judged;
+        r->inotify_fd = judged ? -EBADF : inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         r->root_fd = open(workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (r->inotify_fd < 0 || r->root_fd < 0) {
+        if ((!judged && r->inotify_fd < 0) || r->root_fd < 0) {
                 ret = -errno;
                 goto finish;
         }
-        watch_tree(r, r->root_fd, ".", 0);
+        if (!judged)
+                watch_tree(r, r->root_fd, ".", 0);
 
         for (;;) {
                 struct pollfd p[2] = {

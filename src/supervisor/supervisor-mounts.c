@@ -135,7 +135,7 @@ static int view_ignored_args(json_object *ignored, char ***argv, int *ret_ifd, i
  * the connection; requests that come earlier wait in the kernel.
  */
 static int stage_view(const MountEntry *e, const char *stage, const char *name, int stagefd, const char *view,
-                      Helpers *helpers, char **ret_error) {
+                      int relay_fd, Helpers *helpers, bool *ret_relays, char **ret_error) {
         _cleanup_(path_walk_result_done) PathWalkResult w = {};
         _cleanup_json_ json_object *args = NULL;
         _cleanup_free_ char *target = path_join(stage, name), *why = NULL, *opts = NULL;
@@ -143,7 +143,9 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
         _cleanup_strv_free_ char **argv = NULL;
         json_object *o, *ignored = NULL;
         const char *state;
-        int r;
+        int r, pass[6];
+        size_t n_pass = 3;
+        bool git_dir = false;
 
         if (!target)
                 return -ENOMEM;
@@ -192,7 +194,8 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
         if (json_object_object_get_ex(args, "git_dir", &o)) {
                 if (!json_object_is_type(o, json_type_boolean))
                         return errorf(ret_error, -EBADMSG, "the mount plan's git_dir flag is malformed");
-                if (json_object_get_boolean(o) && strv_extend(&argv, "--git-dir") < 0)
+                git_dir = json_object_get_boolean(o);
+                if (git_dir && strv_extend(&argv, "--git-dir") < 0)
                         return -ENOMEM;
         }
         /* The protected paths, and the profile's names (optional keys). */
@@ -214,21 +217,34 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
                                 return -ENOMEM;
                 }
         }
+        pass[0] = wfd, pass[1] = sfd, pass[2] = fuse;
         if (json_object_object_get_ex(args, "ignored", &ignored)) {
                 r = view_ignored_args(ignored, &argv, &ifd, &xfd, ret_error);
                 if (r < 0)
                         return r;
+                pass[n_pass++] = ifd;
+                if (xfd >= 0)
+                        pass[n_pass++] = xfd;
         }
-        return helper_start(helpers, &(HelperSpec) {
-                                    .name = "lazaret-view",
-                                    .role = "the workspace view",
-                                    .death_means = "the sandbox lost its workspace and is stopped",
-                                    .keep_stderr = true,
-                                    .argv = argv,
-                                    .pass_fds = (int[]) { wfd, sfd, fuse, ifd, xfd },
-                                    .n_pass_fds = ifd < 0 ? 3 : xfd < 0 ? 4 : 5,
-                                    .ready_timeout_ms = 10000,
-                            }, NULL, ret_error);
+        /* The workspace's view (not a git dir's) is the host-edit relay's source (spec 4.6). */
+        if (!git_dir && relay_fd >= 0) {
+                if (strv_extendf(&argv, "--relay-fd=%zu", HELPER_FIRST_PASS_FD + n_pass) < 0)
+                        return -ENOMEM;
+                pass[n_pass++] = relay_fd;
+        }
+        r = helper_start(helpers, &(HelperSpec) {
+                                 .name = "lazaret-view",
+                                 .role = "the workspace view",
+                                 .death_means = "the sandbox lost its workspace and is stopped",
+                                 .keep_stderr = true,
+                                 .argv = argv,
+                                 .pass_fds = pass,
+                                 .n_pass_fds = n_pass,
+                                 .ready_timeout_ms = 10000,
+                         }, NULL, ret_error);
+        if (r >= 0 && !git_dir && relay_fd >= 0)
+                *ret_relays = true;
+        return r;
 }
 
 static int stage_filesystem(const MountEntry *e, const char *stage, const char *name, int stagefd,
@@ -363,7 +379,8 @@ int supmounts_open_workspace(const char *bundle, int *ret_fd, char **ret_error) 
         return errorf(ret_error, -ENOENT, "the mount plan of %s has no workspace", bundle);
 }
 
-int supmounts_stage(const char *bundle, const char *view, Helpers *helpers, char **ret_error) {
+int supmounts_stage(const char *bundle, const char *view, int relay_fd, Helpers *helpers, bool *ret_relays,
+                    char **ret_error) {
         _cleanup_(mount_plan_done) MountPlan plan = {};
         _cleanup_free_ char *stage = NULL;
         _cleanup_close_ int stagefd = -EBADF, mailbox = -EBADF;
@@ -372,6 +389,7 @@ int supmounts_stage(const char *bundle, const char *view, Helpers *helpers, char
         r = read_plan(bundle, &plan, &stage, ret_error);
         if (r < 0)
                 return r;
+        *ret_relays = false;
 
         /* Only we (root of this user namespace) can enter it, and only in this mount namespace. */
         if (mount("lazaret-stage", stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,size=1m") < 0)
@@ -398,7 +416,8 @@ int supmounts_stage(const char *bundle, const char *view, Helpers *helpers, char
                                 r = stage_filesystem(e, stage, name, stagefd, ret_error);
                         break;
                 case MOUNT_VIEW:
-                        r = view && helpers ? stage_view(e, stage, name, stagefd, view, helpers, ret_error)
+                        r = view && helpers ? stage_view(e, stage, name, stagefd, view, relay_fd, helpers,
+                                                         ret_relays, ret_error)
                                             : errorf(ret_error, -EOPNOTSUPP, "no workspace view to serve %s", e->destination);
                         break;
                 case MOUNT_SANDBOX:

@@ -3,6 +3,7 @@
 
 #include "helper.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -26,12 +27,16 @@
  *   the workspace view: its source opened and insisted on as a bind's, the
  *                      FUSE connection mounted on <stage>/<i>, and view (the
  *                      lazaret-view program) started in helpers to serve it;
+ *                      the workspace's own view (not a git dir's) is given
+ *                      relay_fd, the host-edit relay's write end (spec 4.6),
+ *                      when it is one, and *ret_relays says so;
  *   gVisor's own:      nothing.
  *
  * Nobody outside this mount namespace sees the staged mounts; runsc, its
  * child, is given only their paths. Every failure is one line in err.
  */
-int supmounts_stage(const char *bundle, const char *view, Helpers *helpers, char **ret_error);
+int supmounts_stage(const char *bundle, const char *view, int relay_fd, Helpers *helpers, bool *ret_relays,
+                    char **ret_error);
 
 /* After supmounts_stage(): the workspace opened as a directory (O_RDONLY,
  * close-on-exec) for the host-edit watcher (spec section 4.6): the staged

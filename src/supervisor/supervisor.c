@@ -9,7 +9,8 @@
  *      filter (inherited by runsc and gVisor), the network (enforcement
  *      namespace, slirp4netns, links, the derived policy read back, the
  *      canaries and the deny link's witness: supervisor-net.c), the host-edit
- *      watcher (lazaret-watch, whose pipe is the init's stdin), the runsc
+ *      relay's source (the workspace view, or lazaret-watch without it;
+ *      its pipe is the init's stdin), the runsc
  *      container (`runsc run --detach`) and an attached `runsc wait`; then
  *      judges the network probe the container's init reported and removes
  *      the canaries;
@@ -527,6 +528,7 @@ int main(int argc, char *argv[]) {
         int wait_pipe[2] = { -EBADF, -EBADF }, probe_pipe[2] = { -EBADF, -EBADF }, relay_pipe[2] = { -EBADF, -EBADF };
         int r, status, pidfd, notify_fd = -EBADF;
         _cleanup_close_ int mailbox_fd = -EBADF;
+        bool view_relays = false;
 
         if (parse_argv(argc, argv) < 0) {
                 fprintf(stderr, "lazaret-supervisor is started by lazaret-coordinator only.\n");
@@ -547,8 +549,15 @@ int main(int argc, char *argv[]) {
                 report_failed("cannot set up a private mount namespace: %s", strerror(errno));
                 return 1;
         }
+        /* Host edits for the file watchers inside (spec section 4.6): the
+         * workspace view, or without it lazaret-watch, writes into this pipe;
+         * the container's init reads it as its standard input. */
+        if (pipe2(relay_pipe, O_CLOEXEC) < 0) {
+                report_failed("cannot create a pipe: %s", strerror(errno));
+                return 1;
+        }
         /* Every mount source, staged from what was checked (spec C19). */
-        r = supmounts_stage(arg_bundle, arg_view, &helpers, &why);
+        r = supmounts_stage(arg_bundle, arg_view, relay_pipe[1], &helpers, &view_relays, &why);
         if (r >= 0)
                 /* The Escalation Mailbox's own file system, for the coordinator (SR-10). */
                 r = supmounts_open_mailbox(arg_bundle, &mailbox_fd, &why);
@@ -594,14 +603,8 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
 
-        /* Host edits for the file watchers inside (spec section 4.6): the
-         * watcher writes into this pipe, the container's init reads it as
-         * its standard input. */
-        if (pipe2(relay_pipe, O_CLOEXEC) < 0) {
-                report_failed("cannot create a pipe: %s", strerror(errno));
-                return 1;
-        }
-        r = start_watcher(&helpers, relay_pipe[1], &why);
+        /* The view judges host changes itself; the plain bind needs lazaret-watch. */
+        r = view_relays ? 0 : start_watcher(&helpers, relay_pipe[1], &why);
         relay_pipe[1] = safe_close(relay_pipe[1]);
         if (r < 0) {
                 report_failed("%s", strna(why));

@@ -18,7 +18,12 @@
  *
  *   lazaret-view --workspace-fd N --state-fd N --fuse-fd N [--protect PATH]... [--protect-name NAME]...
  *                [--unprotect NAME]... [--git-dir]
- *                [--entry-timeout S]
+ *                [--entry-timeout S] [--ignored-fd N [--excludes-fd N] [--shared-ignored PATH]...]
+ *                [--relay-fd N]
+ *
+ * --relay-fd: the host-edit relay's write end (spec 4.6): the view is the
+ * relay's source, and writes there the path of each host change it judged
+ * not to be the sandbox's own.
  *
  * --git-dir: the served directory is a git dir of the host's own (a linked
  * worktree's common dir, a submodule's git dir), not a workspace.
@@ -30,6 +35,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -66,6 +72,7 @@
 #include "util.h"
 #include "view-ignored.h"
 #include "view-policy.h"
+#include "watch-proto.h"
 
 /* What a whiteout in Domain state points to: no name the sandbox can create (symlink() refuses it). */
 #define WHITEOUT_TARGET VIEW_WHITEOUT_TARGET
@@ -97,6 +104,7 @@ struct Node {
          * the sandbox's own change. */
         bool told_valid;
         unsigned busy;                  /* requests changing it (a directory: its entries) on the host now */
+        uint64_t changed_ms;            /* when a request last changed it on the host (CLOCK_MONOTONIC) */
         mode_t told_mode;
         off_t told_size;
         struct timespec told_mtime, told_ctime;
@@ -121,6 +129,11 @@ static struct {
         int ifd;
         int inval_pipe[2];
         Node *watches[4096];
+        bool told_no_watch;             /* the line about the kernel's watch limit is written */
+        /* Names of host directories that requests made, removed or renamed
+         * lately, by "<directory's node id>/<name>": their host events are the
+         * sandbox's own, never relayed to the watchers inside. */
+        WatchRecent own_names;
 } v = { .lock = PTHREAD_MUTEX_INITIALIZER, .ifd = -1, .inval_pipe = { -1, -1 } };
 
 typedef struct Inval {
@@ -545,8 +558,20 @@ static void watch_add(Node *n) {
         n->wd = inotify_add_watch(v.ifd, pp, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY |
                                   IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR |
                                   IN_EXCL_UNLINK);
-        if (n->wd < 0)
-                return;         /* out of watches: its entries are not cached (timeout 0) */
+        if (n->wd < 0) {
+                /* Out of watches: its entries are not cached (timeout 0), its host edits not relayed. */
+                if (errno == ENOSPC && !v.told_no_watch) {
+                        char rel[VIEW_PATH_MAX];
+                        v.told_no_watch = true;
+                        if (node_relpath(n, NULL, rel, sizeof(rel)) < 0)
+                                snprintf(rel, sizeof(rel), "?");
+                        fprintf(stderr, "lazaret-view: the kernel's limit on inotify watches "
+                                "(fs.inotify.max_user_watches) is reached: host edits in /%s and in directories "
+                                "opened after it do not reach file watchers inside the sandbox, and the kernel "
+                                "caches nothing of them (README.md, \"Troubleshooting\")\n", rel);
+                }
+                return;
+        }
         for (Node *o = v.watches[(unsigned) n->wd % ELEMENTSOF(v.watches)]; o; o = o->wnext)
                 if (o->wd == n->wd) {
                         /* The same directory as another node: that one keeps the watch. */
@@ -895,6 +920,40 @@ static uint64_t now_ms(void) {
 }
 
 /*
+ * The sandbox's own changes, for the host-edit relay (spec 4.6): the host
+ * events of a node that a request changed, or of a name that one made,
+ * removed or renamed, within WATCH_ECHO_WINDOW_MS are not relayed, as the
+ * relay inside does not relay what gVisor saw changed inside.
+ */
+static void note_changed(Node *n) {
+        __atomic_store_n(&n->changed_ms, now_ms(), __ATOMIC_RELAXED);
+}
+
+static bool changed_lately(const Node *n, uint64_t now) {
+        uint64_t at = __atomic_load_n(&n->changed_ms, __ATOMIC_RELAXED);
+        return at != 0 && now - at < WATCH_ECHO_WINDOW_MS;
+}
+
+static void own_name_key(Node *dir, const char *name, char buf[static NAME_MAX + 24]) {
+        snprintf(buf, NAME_MAX + 24, "%" PRIx64 "/%s", (uint64_t) id_of(dir), name);
+}
+
+/* With v.lock held. */
+static void own_name_note(Node *dir, const char *name) {
+        char key[NAME_MAX + 24];
+
+        own_name_key(dir, name, key);
+        watch_recent_note(&v.own_names, key, now_ms());
+}
+
+static bool own_name_seen(Node *dir, const char *name, uint64_t now) {
+        char key[NAME_MAX + 24];
+
+        own_name_key(dir, name, key);
+        return watch_recent_seen(&v.own_names, key, now, WATCH_ECHO_WINDOW_MS);
+}
+
+/*
  * Brackets a request's change of n on the host (of a directory: of its
  * entries) that is made outside v.lock: until busy_end(), after the
  * kernel's new view of n is recorded (told()), the watcher holds back the
@@ -906,6 +965,7 @@ static void busy_begin(Node *n) {
 }
 
 static void busy_end(Node *n) {
+        note_changed(n);
         __atomic_sub_fetch(&n->busy, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -1296,6 +1356,7 @@ static void reply_new_entry(fuse_req_t req, Node *dir, const char *name) {
         int r;
 
         pthread_mutex_lock(&v.lock);
+        own_name_note(dir, name);
         inval_facts(dir, name);
         r = lookup_locked(dir, name, &e);
         pthread_mutex_unlock(&v.lock);
@@ -1510,6 +1571,8 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
 
         pthread_mutex_lock(&v.lock);
         r = remove_entry(node_of(parent), name, false);
+        if (r >= 0)
+                own_name_note(node_of(parent), name);
         inval_facts(node_of(parent), name);
         pthread_mutex_unlock(&v.lock);
         fuse_reply_err(req, -r);
@@ -1520,6 +1583,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
 
         pthread_mutex_lock(&v.lock);
         r = remove_entry(node_of(parent), name, true);
+        if (r >= 0)
+                own_name_note(node_of(parent), name);
         pthread_mutex_unlock(&v.lock);
         fuse_reply_err(req, -r);
 }
@@ -1645,6 +1710,7 @@ static int ign_promote(Node *dir, const char *name) {
                 return r;
         }
         (void) unlinkat(efd, name, 0);
+        own_name_note(dir, name);
         return 1;
 }
 
@@ -1804,6 +1870,9 @@ moved:
                         set_parent(n, to);
                 }
         }
+        own_name_note(from, name);
+        own_name_note(to, newname);
+        note_changed(n);
         inval_facts(from, name);
         inval_facts(to, newname);
         r = 0;
@@ -1881,6 +1950,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                 fuse_reply_err(req, -fd);
                 return;
         }
+        if (fi->flags & O_TRUNC)
+                note_changed(n);
         fi->fh = (uint64_t) fd;
         fi->keep_cache = 0;
         if (fuse_reply_open(req, fi) == -ENOENT)
@@ -1911,6 +1982,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
                 fuse_reply_err(req, -r);
                 return;
         }
+        own_name_note(dir, name);
         inval_facts(dir, name);
         r = lookup_locked(dir, name, &e);
         pthread_mutex_unlock(&v.lock);
@@ -2018,6 +2090,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
                 return;
         }
         r = fallocate(fd, mode, off, len) < 0 ? errno : 0;
+        note_changed(node_of(ino));
         if (owned)
                 safe_close(fd);
         fuse_reply_err(req, r);
@@ -2395,12 +2468,14 @@ typedef enum EchoVerdict {
         ECHO,
         BUSY,
         CHANGED,
+        CHANGED_OWN,                    /* changed by a request lately: invalidated, not relayed */
 } EchoVerdict;
 
 typedef struct PendingInval {
         fuse_ino_t node;
         int wd;
         bool listing;                   /* the node's attributes and listing too */
+        bool relay;                     /* a change the watchers inside are told of, if the host made it */
         uint16_t len;
         char name[NAME_MAX + 1];
 } PendingInval;
@@ -2408,14 +2483,19 @@ typedef struct PendingInval {
 static PendingInval pending[INVAL_PENDING_MAX];
 static size_t n_pending;
 
-/* With v.lock held. name: NUL-terminated, in the watched directory dir. */
-static EchoVerdict echo_verdict(Node *dir, const char *name) {
+/* With v.lock held. name: NUL-terminated, in the watched directory dir; *ret_st what it is now. */
+static EchoVerdict echo_verdict(Node *dir, const char *name, struct stat *ret_st, bool *ret_exists) {
+        uint64_t now = now_ms();
+        bool own = own_name_seen(dir, name, now);
         struct stat st;
 
+        *ret_exists = false;
         if (__atomic_load_n(&dir->busy, __ATOMIC_SEQ_CST) > 0)
                 return BUSY;
         if (fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return CHANGED;
+                return own ? CHANGED_OWN : CHANGED;
+        *ret_st = st;
+        *ret_exists = true;
         for (ViewClass c = 0; c < _VIEW_CLASS_MAX; c++)
                 for (Node *n = v.hash[hash_of(st.st_dev, st.st_ino, false, c)]; n; n = n->hnext) {
                         if (n->in_state || n->parent != dir || !streq(n->name, name))
@@ -2424,14 +2504,89 @@ static EchoVerdict echo_verdict(Node *dir, const char *name) {
                                 return BUSY;
                         if (told_matches(n, &st))
                                 return ECHO;
+                        own = own || changed_lately(n, now);
                 }
-        return CHANGED;
+        return own ? CHANGED_OWN : CHANGED;
 }
 
-/* The verdict for an event on watch wd (of node id node) naming name[len]. */
-static EchoVerdict event_verdict(int wd, fuse_ino_t node, const char *name, size_t len) {
-        char buf[NAME_MAX + 1];
+/*
+ * The host-edit relay's channel (spec 4.6), when the supervisor gave the
+ * view its write end: the workspace-relative path of every host change the
+ * watcher judged not to be the sandbox's own, one per line (watch-proto.h),
+ * written by the watcher thread alone, never blocking it. When the sandbox
+ * reads slower than the host changes, what does not fit is stood for by
+ * the root ("."), once there is room.
+ */
+#define RELAY_OUT_MAX (256u * 1024u)
+
+static struct {
+        int fd;
+        char *out;
+        size_t n;
+        bool left_out;
+} relay = { .fd = -1 };
+
+/* Whether the sandbox sees the host's entry name of host directory dir, and its path then. With v.lock held. */
+static bool relay_path(Node *dir, const char *name, const struct stat *st, bool exists, char *buf, size_t size) {
+        size_t len;
+
+        if (strncmp(name, ".lazaret-rename.", 16) == 0 || node_relpath(dir, name, buf, size) < 0)
+                return false;
+        len = strlen(buf);
+        if (!watch_path_valid(buf, len) || watch_path_skipped(buf))
+                return false;
+        /* Shadowed by Domain state: the host's change is invisible inside. */
+        if (class_of(dir, name, exists && S_ISDIR(st->st_mode)) == VIEW_IGNORED || state_has(dir, name))
+                return false;
+        return true;
+}
+
+static void relay_queue(const char *rel) {
+        size_t k = strlen(rel);
+
+        if (relay.fd < 0)
+                return;
+        if (relay.n + k + 1 > RELAY_OUT_MAX) {
+                relay.left_out = true;
+                return;
+        }
+        memcpy(relay.out + relay.n, rel, k);
+        relay.out[relay.n + k] = '\n';
+        relay.n += k + 1;
+}
+
+/* As much of what is queued as the pipe takes now. */
+static void relay_flush(void) {
+        if (relay.left_out && relay.n + 2 <= RELAY_OUT_MAX) {
+                memcpy(relay.out + relay.n, ".\n", 2);
+                relay.n += 2;
+                relay.left_out = false;
+        }
+        while (relay.fd >= 0 && relay.n > 0) {
+                ssize_t k = write(relay.fd, relay.out, relay.n);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0 && errno == EAGAIN)
+                        break;
+                if (k <= 0) {
+                        /* The sandbox let go of its end: it is stopping. */
+                        relay.fd = safe_close(relay.fd);
+                        relay.n = 0;
+                        break;
+                }
+                memmove(relay.out, relay.out + k, relay.n - (size_t) k);
+                relay.n -= (size_t) k;
+        }
+}
+
+/* The verdict for an event on watch wd (of node id node) naming name[len]; with want_relay, a
+ * CHANGED one that the watchers inside are to be told of is queued on the relay's channel. */
+static EchoVerdict event_verdict(int wd, fuse_ino_t node, const char *name, size_t len, bool want_relay) {
+        char buf[NAME_MAX + 1], rel[WATCH_PATH_MAX + 1];
         EchoVerdict r = CHANGED;
+        bool exists = false, relayed = false;
+        struct stat st;
         Node *dir;
 
         if (len == 0)
@@ -2440,26 +2595,32 @@ static EchoVerdict event_verdict(int wd, fuse_ino_t node, const char *name, size
         buf[len] = 0;
         pthread_mutex_lock(&v.lock);
         dir = watch_find(wd);
-        if (dir && id_of(dir) == node)
-                r = echo_verdict(dir, buf);
+        if (dir && id_of(dir) == node) {
+                r = echo_verdict(dir, buf, &st, &exists);
+                relayed = r == CHANGED && want_relay && relay.fd >= 0 &&
+                          relay_path(dir, buf, &st, exists, rel, sizeof(rel));
+        }
         pthread_mutex_unlock(&v.lock);
+        if (relayed)
+                relay_queue(rel);
         return r;
 }
 
-static void judge(fuse_ino_t node, int wd, const char *name, size_t len, bool listing) {
-        switch (event_verdict(wd, node, name, len)) {
+static void judge(fuse_ino_t node, int wd, const char *name, size_t len, bool listing, bool relay_it) {
+        switch (event_verdict(wd, node, name, len, relay_it)) {
         case ECHO:
                 return;
         case BUSY:
                 if (n_pending < ELEMENTSOF(pending)) {
                         pending[n_pending] = (PendingInval) { .node = node, .wd = wd, .listing = listing,
-                                                              .len = (uint16_t) len };
+                                                              .relay = relay_it, .len = (uint16_t) len };
                         memcpy(pending[n_pending].name, name, len);
                         n_pending++;
                         return;
                 }
                 __attribute__((fallthrough));
         case CHANGED:
+        case CHANGED_OWN:
                 apply_inval(node, name, len, listing);
                 return;
         }
@@ -2473,7 +2634,7 @@ static void pending_retry(void) {
         memcpy(copy, pending, n * sizeof(copy[0]));
         n_pending = 0;
         for (size_t i = 0; i < n; i++) {
-                bool listing = copy[i].listing, seen = false;
+                bool listing = copy[i].listing, relay_it = copy[i].relay, seen = false;
 
                 for (size_t j = 0; j < i && !seen; j++)
                         seen = copy[j].node == copy[i].node && copy[j].len == copy[i].len &&
@@ -2482,15 +2643,19 @@ static void pending_retry(void) {
                         continue;
                 for (size_t j = i + 1; j < n; j++)
                         if (copy[j].node == copy[i].node && copy[j].len == copy[i].len &&
-                            memcmp(copy[j].name, copy[i].name, copy[i].len) == 0)
+                            memcmp(copy[j].name, copy[i].name, copy[i].len) == 0) {
                                 listing = listing || copy[j].listing;
-                judge(copy[i].node, copy[i].wd, copy[i].name, copy[i].len, listing);
+                                relay_it = relay_it || copy[j].relay;
+                        }
+                judge(copy[i].node, copy[i].wd, copy[i].name, copy[i].len, listing, relay_it);
         }
+        relay_flush();
 }
 
 static void judge_all(const PendingInval *b, size_t n) {
         for (size_t j = 0; j < n; j++)
-                judge(b[j].node, b[j].wd, b[j].name, b[j].len, b[j].listing);
+                judge(b[j].node, b[j].wd, b[j].name, b[j].len, b[j].listing, b[j].relay);
+        relay_flush();
 }
 
 /*
@@ -2507,6 +2672,8 @@ static void watch_batch(const char *buf, size_t size) {
         for (const char *q = buf; q + sizeof(struct inotify_event) <= buf + size;) {
                 const struct inotify_event *ev = (const struct inotify_event *) q;
                 bool listing = ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO), seen = false;
+                /* As lazaret-watch: a directory's own metadata is no news for watchers. */
+                bool relay_it = ev->len > 0 && !(!(ev->mask & ~(IN_ATTRIB | IN_ISDIR)) && (ev->mask & IN_ISDIR));
                 size_t len = 0;
                 Node *n_dir;
 
@@ -2531,6 +2698,7 @@ static void watch_batch(const char *buf, size_t size) {
                 for (size_t j = 0; j < n && !seen; j++)
                         if (batch[j].wd == ev->wd && batch[j].len == len && memcmp(batch[j].name, ev->name, len) == 0) {
                                 batch[j].listing = batch[j].listing || listing;
+                                batch[j].relay = batch[j].relay || relay_it;
                                 seen = true;
                         }
                 if (seen)
@@ -2542,7 +2710,8 @@ static void watch_batch(const char *buf, size_t size) {
                         n = 0;
                         pthread_mutex_lock(&v.lock);
                 }
-                batch[n] = (PendingInval) { .node = id_of(n_dir), .wd = ev->wd, .listing = listing, .len = (uint16_t) len };
+                batch[n] = (PendingInval) { .node = id_of(n_dir), .wd = ev->wd, .listing = listing, .relay = relay_it,
+                                            .len = (uint16_t) len };
                 memcpy(batch[n].name, ev->name, len);
                 n++;
         }
@@ -2573,7 +2742,8 @@ static void *watcher(void *arg) {
 
         (void) arg;
         for (;;) {
-                struct pollfd p[2] = { { .fd = v.ifd, .events = POLLIN }, { .fd = v.inval_pipe[0], .events = POLLIN } };
+                struct pollfd p[3] = { { .fd = v.ifd, .events = POLLIN }, { .fd = v.inval_pipe[0], .events = POLLIN },
+                                       { .fd = relay.n > 0 ? relay.fd : -1, .events = POLLOUT } };
                 int timeout = -1;
                 ssize_t k;
 
@@ -2586,11 +2756,13 @@ static void *watcher(void *arg) {
                         }
                         timeout = (int) (retry_at - now);
                 }
-                if (poll(p, 2, timeout) < 0) {
+                if (poll(p, 3, timeout) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return NULL;
                 }
+                if (p[2].revents)
+                        relay_flush();
                 if (p[1].revents & POLLIN)
                         inval_pipe_apply();
                 if (!(p[0].revents & POLLIN))
@@ -2765,7 +2937,8 @@ static void *worker(void *arg) {
         return (void *) r;
 }
 
-static int arg_workspace_fd = -1, arg_state_fd = -1, arg_fuse_fd = -1, arg_ignored_fd = -1, arg_excludes_fd = -1;
+static int arg_workspace_fd = -1, arg_state_fd = -1, arg_fuse_fd = -1, arg_ignored_fd = -1, arg_excludes_fd = -1,
+           arg_relay_fd = -1;
 static double arg_timeout = 3600;
 static char **arg_protect, **arg_protect_names, **arg_unprotect, **arg_shared_ignored;
 static bool arg_git_dir;
@@ -2783,6 +2956,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "ignored-fd",    required_argument, NULL, 'i' },
                 { "excludes-fd",   required_argument, NULL, 'x' },
                 { "shared-ignored", required_argument, NULL, 'S' },
+                { "relay-fd",      required_argument, NULL, 'r' },
                 {}
         };
         int c, k;
@@ -2813,9 +2987,10 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case 'i':
                 case 'x':
+                case 'r':
                         if (parse_int(optarg, 3, 1024, &k) < 0)
                                 return -EINVAL;
-                        *(c == 'i' ? &arg_ignored_fd : &arg_excludes_fd) = k;
+                        *(c == 'i' ? &arg_ignored_fd : c == 'x' ? &arg_excludes_fd : &arg_relay_fd) = k;
                         break;
                 case 't':
                         if (parse_int(optarg, 0, 3600, &k) < 0)
@@ -2900,6 +3075,16 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "lazaret-view: no inotify (%m): the kernel caches nothing of the workspace\n");
                 v.ifd = safe_close(v.ifd);
                 v.timeout = 0;
+        }
+        if (arg_relay_fd >= 0) {
+                /* Without news of host changes there is nothing to relay: init's copy
+                 * of the channel then just stays quiet. */
+                relay.out = malloc(RELAY_OUT_MAX);
+                if (v.ifd >= 0 && relay.out && fcntl(arg_relay_fd, F_SETFL, O_NONBLOCK) >= 0 &&
+                    fcntl(arg_relay_fd, F_SETFD, FD_CLOEXEC) >= 0 && signal(SIGPIPE, SIG_IGN) != SIG_ERR)
+                        relay.fd = arg_relay_fd;
+                else
+                        safe_close(arg_relay_fd);
         }
         watch_add(&v.root);
         umask(0);

@@ -85,7 +85,8 @@ static void write_plan(const MountPlan *p) {
 
 static int stage(char *err, size_t errlen) {
         _cleanup_free_ char *why = NULL;
-        int r = supmounts_stage(bundle, NULL, NULL, &why);
+        bool relays;
+        int r = supmounts_stage(bundle, NULL, -EBADF, NULL, &relays, &why);
 
         snprintf(err, errlen, "%s", why ?: "");
         return r;
