@@ -17,6 +17,7 @@
 #include "fs-util.h"
 #include "git-sentry.h"
 #include "hash.h"
+#include "mountinfo.h"
 #include "path-util.h"
 #include "strv.h"
 #include "util.h"
@@ -334,6 +335,99 @@ static bool same_inode(const struct stat *a, const struct stat *b) {
 }
 
 /*
+ * The host's mounts, for host_place(): the same directory can be reached
+ * through another mount of its file system (a bind of a part of the
+ * workspace elsewhere on the host), where its device and inode are those of
+ * the bind's root, not of the workspace. So a directory reached on the way is
+ * also judged by where it lies in its file system: below the workspace's
+ * place in the same file system is inside, whatever mount led there.
+ */
+typedef struct GitHostMounts {
+        HostMounts all;
+        const HostMount *ws, *gd;       /* the mounts holding the workspace and the git dir view's root */
+        char *ws_fs, *gd_fs;            /* their places in their file systems */
+} GitHostMounts;
+
+static void git_host_mounts_done(GitHostMounts *h) {
+        host_mounts_done(&h->all);
+        h->ws_fs = mfree(h->ws_fs);
+        h->gd_fs = mfree(h->gd_fs);
+        h->ws = h->gd = NULL;
+}
+
+/*
+ * What is mounted where the sandbox would see it, judged once per launch:
+ * the workspace's (or the served git dir's) own mount found, and any other
+ * mount at or below it refused, since the view would show it and the same
+ * files could then be reached inside by two paths, or by one that the
+ * host's paths do not lead to.
+ */
+static int host_mounts_judge(GitHostMounts *h, const char *what, const char *path, int fd, bool git_dir,
+                             char **ret_error) {
+        const HostMount *m;
+        char **fs = git_dir ? &h->gd_fs : &h->ws_fs;
+        int id, r;
+
+        if (h->all.n == 0) {
+                r = mountinfo_read(&h->all);
+                if (r < 0)
+                        return errorf(ret_error, -EPERM, "cannot read /proc/self/mountinfo (%s); the Git Sentry "
+                                      "needs it to judge where host git's files lie", strerror(-r));
+        }
+        id = fd_mount_id(fd);
+        m = id >= 0 ? host_mounts_find(&h->all, id) : NULL;
+        if (!m || host_mount_fs_path(m, path, fs) < 0)
+                return errorf(ret_error, -EPERM, "cannot find the mount that holds %s %s in /proc/self/mountinfo",
+                              what, path);
+        *(git_dir ? &h->gd : &h->ws) = m;
+        for (size_t i = 0; i < h->all.n; i++) {
+                const char *below = path_below(h->all.m[i].point, path);
+                if (below && !isempty(below))
+                        return errorf(ret_error, -EPERM, "%s %s has another file system mounted at %s; the sandbox "
+                                      "would reach it through the workspace view, where Lazaret cannot tell which "
+                                      "of its files host git reads; unmount it, or launch from a checkout without "
+                                      "mounts inside", what, path, h->all.m[i].point);
+        }
+        return 0;
+}
+
+/*
+ * Whether the directory fd, reached at the symlink-free host path abs,
+ * lies in the workspace or the served git dir by its place in its file
+ * system (GitHostMounts): the place (GIT_PLACE_OUTSIDE if neither) and, in
+ * *ret_below, its path below the dir it lies in. -EXDEV when its mount
+ * cannot be told (a mount made since the launch read the mounts).
+ */
+static int alias_place(const GitHostMounts *h, int fd, const char *abs, char **ret_below) {
+        _cleanup_free_ char *fs = NULL;
+        const HostMount *m;
+        const char *below;
+        int id = fd_mount_id(fd), r;
+
+        if (!h || !h->ws)
+                return GIT_PLACE_OUTSIDE;
+        m = id >= 0 ? host_mounts_find(&h->all, id) : NULL;
+        if (!m)
+                return -EXDEV;
+        r = host_mount_fs_path(m, abs, &fs);
+        if (r < 0)
+                return r;
+        for (int k = 0; k < 2; k++) {
+                const HostMount *own = k == 0 ? h->ws : h->gd;
+                if (!own || own->major != m->major || own->minor != m->minor)
+                        continue;
+                below = path_below(fs, k == 0 ? h->ws_fs : h->gd_fs);
+                if (!below)
+                        continue;
+                *ret_below = strdup(below);
+                if (!*ret_below)
+                        return -ENOMEM;
+                return k == 0 ? GIT_PLACE_WORKSPACE : GIT_PLACE_GIT_DIR;
+        }
+        return GIT_PLACE_OUTSIDE;
+}
+
+/*
  * A path lexically outside the workspace may still lead into it, or into
  * the dir the git dir view serves, through a host symlink, even a dangling
  * one (the sandbox can create its target). abs (absolute, simplified) is
@@ -349,7 +443,7 @@ static bool same_inode(const struct stat *a, const struct stat *b) {
  * symlinks there are left to the opens beneath it that refuse them.
  * Returns the GitPlace, or -errno (-EINVAL for a loop of host symlinks).
  */
-static int host_place(const char *abs, int wfd, int gfd, char **ret_rel) {
+static int host_place(const char *abs, int wfd, int gfd, const GitHostMounts *hm, char **ret_rel) {
         _cleanup_free_ char *resolved = strdup("/"), *todo = strdup(abs);
         _cleanup_close_ int rootfd = -EBADF, cur = -EBADF;
         struct stat ws, gd;
@@ -364,7 +458,7 @@ static int host_place(const char *abs, int wfd, int gfd, char **ret_rel) {
         if (cur < 0)
                 return -errno;
         for (const char *s = todo;;) {
-                _cleanup_free_ char *name = NULL;
+                _cleanup_free_ char *name = NULL, *below = NULL;
                 _cleanup_close_ int fd = -EBADF;
                 GitPlace place;
                 struct stat st;
@@ -392,6 +486,13 @@ static int host_place(const char *abs, int wfd, int gfd, char **ret_rel) {
                         return -errno;
                 place = same_inode(&st, &ws) ? GIT_PLACE_WORKSPACE :
                         gfd >= 0 && same_inode(&st, &gd) ? GIT_PLACE_GIT_DIR : GIT_PLACE_OUTSIDE;
+                if (place == GIT_PLACE_OUTSIDE) {
+                        /* Another mount of the same files, a bind of a part of them elsewhere. */
+                        int k = alias_place(hm, cur, resolved, &below);
+                        if (k < 0)
+                                return k;
+                        place = k;
+                }
                 if (place != GIT_PLACE_OUTSIDE) {
                         _cleanup_free_ char *rest = join3("/", s, ""), *out = NULL;
                         int r;
@@ -402,7 +503,8 @@ static int host_place(const char *abs, int wfd, int gfd, char **ret_rel) {
                         if (r < 0)
                                 return r;
                         if (ret_rel) {
-                                char *rel = strdup(out + 1);
+                                char *rel = isempty(below) ? strdup(out + 1)
+                                            : out[1] ? path_join(below, out + 1) : strdup(below);
                                 if (!rel)
                                         return -ENOMEM;
                                 *ret_rel = rel;
@@ -687,12 +789,13 @@ static int linked_protect(GitLinked *linked, const char *rel, const char *what, 
 }
 
 /* Where abs (absolute, simplified) leads: lexically inside the workspace, else host_place(). */
-static int place_of(const GitSentryParams *p, int wfd, const GitLinked *linked, const char *abs, char **ret_rel) {
+static int place_of(const GitSentryParams *p, int wfd, const GitLinked *linked, const GitHostMounts *hm, const char *abs,
+                    char **ret_rel) {
         int r = git_path_in_workspace(abs, "/", NULL, p->workspace, NULL, ret_rel);
 
         if (r != 0)
                 return r < 0 ? r : GIT_PLACE_WORKSPACE;
-        return host_place(abs, wfd, linked && linked->root ? linked->root_fd : -EBADF, ret_rel);
+        return host_place(abs, wfd, linked && linked->root ? linked->root_fd : -EBADF, hm, ret_rel);
 }
 
 /* A host directory by its absolute, simplified path, opened from "/" without following any symlink. */
@@ -895,8 +998,9 @@ done:
  * directories created so that none can become one. A missing file is
  * skipped, as git skips it. Nothing is run.
  */
-static int read_config_tree(const GitSentryParams *p, int wfd, GitLinked *linked, const char *abs, const char *shown,
-                            unsigned depth, bool refuse_inside, char ***hooks, char ***inside, char **ret_error) {
+static int read_config_tree(const GitSentryParams *p, int wfd, GitLinked *linked, const GitHostMounts *hm, const char *abs,
+                            const char *shown, unsigned depth, bool refuse_inside, char ***hooks, char ***inside,
+                            char **ret_error) {
         _cleanup_free_ char *text = NULL, *rel = NULL, *dir = NULL;
         GitConfigPaths paths = {};
         int r;
@@ -904,7 +1008,7 @@ static int read_config_tree(const GitSentryParams *p, int wfd, GitLinked *linked
         if (depth > GIT_INCLUDE_DEPTH_MAX)
                 return errorf(ret_error, -ELOOP, "%s: includes nest deeper than %d files; git refuses that too",
                               shown, GIT_INCLUDE_DEPTH_MAX);
-        r = place_of(p, wfd, linked, abs, &rel);
+        r = place_of(p, wfd, linked, hm, abs, &rel);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -978,7 +1082,7 @@ static int read_config_tree(const GitSentryParams *p, int wfd, GitLinked *linked
                                    *inc, strerror(-r));
                         goto finish;
                 }
-                r = read_config_tree(p, wfd, linked, next, abs, depth + 1, refuse_inside, hooks, inside, ret_error);
+                r = read_config_tree(p, wfd, linked, hm, next, abs, depth + 1, refuse_inside, hooks, inside, ret_error);
                 if (r < 0)
                         goto finish;
         }
@@ -1039,6 +1143,7 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         _cleanup_free_ char *text = NULL, *gitdir = NULL, *host = NULL, *dest = NULL, *mask = NULL;
         _cleanup_strv_free_ char **hooks = NULL, **rels = NULL, **inside = NULL, **host_configs = NULL;
         _cleanup_(git_linked_done) GitLinked linked = { .root_fd = -EBADF };
+        _cleanup_(git_host_mounts_done) GitHostMounts hm = {};
         GitConfigPaths paths = {};
         struct stat st;
         int r;
@@ -1048,6 +1153,9 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         if (wfd < 0)
                 return errorf(ret_error, -errno, "cannot open the workspace %s: %m", p->workspace);
         r = git_sentry_check_workspace(wfd, p->workspace, ret_error);
+        if (r < 0)
+                return r;
+        r = host_mounts_judge(&hm, "the workspace", p->workspace, wfd, false, ret_error);
         if (r < 0)
                 return r;
         if (fstatat(wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISREG(st.st_mode)) {
@@ -1061,6 +1169,9 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
                 gfd = openat(linked.root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (gfd < 0)
                         return errorf(ret_error, -errno, "cannot open %s: %m", linked.root);
+                r = host_mounts_judge(&hm, "the git dir", linked.root, linked.root_fd, true, ret_error);
+                if (r < 0)
+                        return r;
                 gitdir = strdup(linked.root);
         } else {
                 gfd = openat_beneath(wfd, ".git", O_RDONLY | O_DIRECTORY, 0, false);
@@ -1104,7 +1215,7 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
                 _cleanup_free_ char *abs = NULL;
                 r = git_path_in_workspace(*inc, gitdir, p->home, p->workspace, &abs, NULL);
                 if (r == 0)     /* it judges again where a host symlink leads, and refuses the workspace */
-                        r = read_config_tree(p, wfd, &linked, abs, gitdir, 1, true, &hooks, &inside, ret_error);
+                        r = read_config_tree(p, wfd, &linked, &hm, abs, gitdir, 1, true, &hooks, &inside, ret_error);
                 else if (r != -ENOMEM)
                         r = errorf(ret_error, -EPERM, "%s/config includes '%s', which the sandbox could write; "
                                    "the Git Sentry does not support that", gitdir, *inc);
@@ -1120,7 +1231,7 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
                 _cleanup_free_ char *wcfg = join3(linked.git_dir, "/config.worktree", "");
                 if (!wcfg)
                         return -ENOMEM;
-                r = read_config_tree(p, wfd, &linked, wcfg, wcfg, 0, true, &hooks, &inside, ret_error);
+                r = read_config_tree(p, wfd, &linked, &hm, wcfg, wcfg, 0, true, &hooks, &inside, ret_error);
                 if (r < 0)
                         return r;
         }
@@ -1143,7 +1254,7 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
                 r = path_simplify(*g, p->workspace, &abs);
                 if (r < 0)
                         return errorf(ret_error, r, "the git configuration file %s is not an absolute path", *g);
-                r = read_config_tree(p, wfd, &linked, abs, abs, 0, false, &hooks, &inside, ret_error);
+                r = read_config_tree(p, wfd, &linked, &hm, abs, abs, 0, false, &hooks, &inside, ret_error);
                 if (r < 0)
                         return r;
         }
@@ -1206,7 +1317,7 @@ hooks_paths:
                 /* Relative to the worktree's top, where git runs hooks. */
                 r = git_path_in_workspace(*h, p->workspace, p->home, p->workspace, &abs, &rel);
                 if (r == 0) {   /* outside lexically; a host symlink may still lead in */
-                        r = host_place(abs, wfd, linked.root ? linked.root_fd : -EBADF, &rel);
+                        r = host_place(abs, wfd, linked.root ? linked.root_fd : -EBADF, &hm, &rel);
                         if (r == GIT_PLACE_GIT_DIR) {
                                 /* In the git dir that the git dir view serves. */
                                 r = linked_protect(&linked, rel, "core.hooksPath", *h, ret_error);
