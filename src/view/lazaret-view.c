@@ -2528,15 +2528,20 @@ static struct {
 
 /* Whether the sandbox sees the host's entry name of host directory dir, and its path then. With v.lock held. */
 static bool relay_path(Node *dir, const char *name, const struct stat *st, bool exists, char *buf, size_t size) {
+        struct stat sst;
         size_t len;
+        int sfd;
 
         if (strncmp(name, ".lazaret-rename.", 16) == 0 || node_relpath(dir, name, buf, size) < 0)
                 return false;
         len = strlen(buf);
         if (!watch_path_valid(buf, len) || watch_path_skipped(buf))
                 return false;
-        /* Shadowed by Domain state: the host's change is invisible inside. */
-        if (class_of(dir, name, exists && S_ISDIR(st->st_mode)) == VIEW_IGNORED || state_has(dir, name))
+        /* Shadowed by Domain state (ignored, a protected copy or a whiteout): the host's change is invisible inside. */
+        if (class_of(dir, name, exists && S_ISDIR(st->st_mode)) == VIEW_IGNORED)
+                return false;
+        sfd = state_dir(dir, false);
+        if (sfd >= 0 && fstatat(sfd, name, &sst, AT_SYMLINK_NOFOLLOW) >= 0)
                 return false;
         return true;
 }

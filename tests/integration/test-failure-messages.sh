@@ -93,6 +93,11 @@ small=/run/$(id -un)/small-disk
 kill "$LT_KEEPER" 2>/dev/null || true
 (cd "$LT_WS" && lazaretctl stop) >/dev/null 2>&1 || true
 lt_wait_inactive
+# What earlier runs left there (quarantined preparations, which hold files of
+# subordinate IDs) would fill the disk before the unpack even logs.
+if [[ -e $small/data ]]; then
+        lazaretctl unshare -- rm -rf -- "$small/data" 2>/dev/null || rm -rf -- "$small/data" || true
+fi
 full_cfg=$HOME/full-disk.json
 printf '{ "data_root": "%s", "default_profile": "test", "profiles": { "test": { "image": "oci:%s" } } }\n' \
         "$small/data" "$LT_IMAGE" >"$full_cfg"
