@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "watch-proto.h"
 
@@ -154,4 +155,47 @@ bool watch_recent_seen(const WatchRecent *t, const char *path, uint64_t now_ms, 
         size_t slot = (size_t) (h % WATCH_RECENT_SLOTS);
 
         return t->hash[slot] == h && t->at_ms[slot] <= now_ms && now_ms - t->at_ms[slot] <= window_ms;
+}
+
+bool watch_out_add(WatchOut *o, const char *path) {
+        size_t k = strlen(path);
+
+        if (o->fd < 0 || o->n + k + 1 > o->size) {
+                o->left_out = o->fd >= 0;
+                return false;
+        }
+        memcpy(o->buf + o->n, path, k);
+        o->buf[o->n + k] = '\n';
+        o->n += k + 1;
+        return true;
+}
+
+bool watch_out_flush(WatchOut *o) {
+        bool root = false;
+
+        if (o->left_out && o->fd >= 0 && o->n + 2 <= o->size) {
+                memcpy(o->buf + o->n, ".\n", 2);
+                o->n += 2;
+                o->left_out = false;
+                root = true;
+        }
+        while (o->fd >= 0 && o->n > 0) {
+                ssize_t k = write(o->fd, o->buf, o->n);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0 && errno == EAGAIN)
+                        break;
+                if (k <= 0) {
+                        /* The reader let go of its end: the sandbox is stopping. */
+                        close(o->fd);
+                        o->fd = -1;
+                        o->n = 0;
+                        o->left_out = false;
+                        break;
+                }
+                memmove(o->buf, o->buf + k, o->n - (size_t) k);
+                o->n -= (size_t) k;
+        }
+        return root;
 }

@@ -82,3 +82,23 @@ typedef struct WatchRecent {
 void watch_recent_note(WatchRecent *t, const char *path, uint64_t now_ms);
 /* Whether path was noted within window_ms before now_ms. */
 bool watch_recent_seen(const WatchRecent *t, const char *path, uint64_t now_ms, uint64_t window_ms);
+
+/*
+ * The writer's side of the channel: paths queued one per line into a
+ * bounded buffer and written as far as the pipe (non-blocking) takes them,
+ * never blocking the writer. A path that does not fit is left out; once
+ * there is room again, the root "." stands for everything left out. When
+ * the reader is gone (EPIPE, or any other failure) fd is closed and set to
+ * -1, and nothing is queued any more. size: the buffer's, at least 2.
+ */
+typedef struct WatchOut {
+        int fd;
+        char *buf;
+        size_t size, n;
+        bool left_out;
+} WatchOut;
+
+/* Queues path and its newline; false when it was left out (no room, or no reader). */
+bool watch_out_add(WatchOut *o, const char *path);
+/* Writes what the pipe takes now; true when "." was queued for what was left out. */
+bool watch_out_flush(WatchOut *o);

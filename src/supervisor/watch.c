@@ -63,7 +63,7 @@ static unsigned arg_max_watches = 8192;
 typedef struct Watcher {
         int inotify_fd;
         int root_fd;
-        int channel_fd;                 /* -EBADF once its reader is gone */
+        WatchOut out;                   /* the channel; its fd -1 once its reader is gone */
         WatchDirs dirs;
         bool told_full;
         char *pending[WATCH_PENDING_MAX];
@@ -72,9 +72,6 @@ typedef struct Watcher {
         uint64_t batch_deadline;        /* 0: no batch open */
         WatchRecent queued;             /* in this batch (generation as the time) */
         WatchRecent sent;               /* for the trigger's IN_ATTRIB echo */
-        char *out;
-        size_t n_out;
-        bool left_out;                  /* paths dropped for want of room in out */
 } Watcher;
 
 static void queue(Watcher *w, const char *rel) {
@@ -208,46 +205,17 @@ static void on_event(Watcher *w, const struct inotify_event *e) {
 static void flush(Watcher *w) {
         if (w->batch_deadline != 0 && now_msec() >= w->batch_deadline) {
                 for (size_t i = 0; i < w->n_pending; i++) {
-                        const char *p = w->pending[i];
-                        size_t k = strlen(p);
-
-                        if (w->channel_fd >= 0 && w->n_out + k + 1 <= WATCH_OUT_MAX) {
-                                memcpy(w->out + w->n_out, p, k);
-                                w->out[w->n_out + k] = '\n';
-                                w->n_out += k + 1;
-                                watch_recent_note(&w->sent, p, now_msec());
-                        } else
-                                w->left_out = true;
+                        if (watch_out_add(&w->out, w->pending[i]))
+                                watch_recent_note(&w->sent, w->pending[i], now_msec());
                         w->pending[i] = mfree(w->pending[i]);
                 }
                 w->n_pending = 0;
                 w->batch_deadline = 0;
                 w->generation++;
         }
-        /* The sandbox read slower than the host changed: once there is room,
-         * the root stands for what did not fit. */
-        if (w->left_out && w->channel_fd >= 0 && w->n_out + 2 <= WATCH_OUT_MAX) {
-                memcpy(w->out + w->n_out, ".\n", 2);
-                w->n_out += 2;
-                w->left_out = false;
+        /* The sandbox read slower than the host changed: the root stands for what did not fit. */
+        if (watch_out_flush(&w->out))
                 watch_recent_note(&w->sent, ".", now_msec());
-        }
-        while (w->channel_fd >= 0 && w->n_out > 0) {
-                ssize_t k = write(w->channel_fd, w->out, w->n_out);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0 && errno == EAGAIN)
-                        break;
-                if (k <= 0) {
-                        /* The sandbox let go of its end: it is stopping. */
-                        w->channel_fd = safe_close(w->channel_fd);
-                        w->n_out = 0;
-                        break;
-                }
-                memmove(w->out, w->out + k, w->n_out - (size_t) k);
-                w->n_out -= (size_t) k;
-        }
 }
 
 /* Watching, walking new directories, writing the channel, and nothing else. */
@@ -295,11 +263,10 @@ int main(int argc, char *argv[]) {
         if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
                 return 1;
         w.root_fd = WATCH_ROOT_FD;
-        w.channel_fd = WATCH_CHANNEL_FD;
-        w.out = malloc(WATCH_OUT_MAX);
+        w.out = (WatchOut) { .fd = WATCH_CHANNEL_FD, .buf = malloc(WATCH_OUT_MAX), .size = WATCH_OUT_MAX };
         w.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (!w.out || w.inotify_fd < 0 || fcntl(w.channel_fd, F_SETFL, O_NONBLOCK) < 0 ||
-            fcntl(w.root_fd, F_SETFD, FD_CLOEXEC) < 0 || fcntl(w.channel_fd, F_SETFD, FD_CLOEXEC) < 0) {
+        if (!w.out.buf || w.inotify_fd < 0 || fcntl(w.out.fd, F_SETFL, O_NONBLOCK) < 0 ||
+            fcntl(w.root_fd, F_SETFD, FD_CLOEXEC) < 0 || fcntl(w.out.fd, F_SETFD, FD_CLOEXEC) < 0) {
                 fprintf(stderr, "lazaret-watch: cannot set up: %m\n");
                 return 1;
         }
@@ -323,7 +290,7 @@ int main(int argc, char *argv[]) {
                 char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
                 struct pollfd p[2] = {
                         { .fd = w.inotify_fd, .events = POLLIN },
-                        { .fd = w.n_out > 0 ? w.channel_fd : -1, .events = POLLOUT },
+                        { .fd = w.out.n > 0 ? w.out.fd : -1, .events = POLLOUT },
                 };
                 int timeout = -1;
                 ssize_t n;

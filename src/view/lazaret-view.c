@@ -77,6 +77,8 @@
 /* What a whiteout in Domain state points to: no name the sandbox can create (symlink() refuses it). */
 #define WHITEOUT_TARGET VIEW_WHITEOUT_TARGET
 #define VIEW_PATH_MAX 4096
+/* The view's own temporary names on the host's side (a copy renamed into place): never listed, never relayed. */
+#define RENAME_TMP_PREFIX ".lazaret-rename."
 #define HASH_SIZE 65536u
 
 typedef struct Node Node;
@@ -716,6 +718,13 @@ static bool state_has(Node *dir, const char *name) {
         struct stat st;
         int fd = state_dir(dir, false);
         return fd >= 0 && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && !is_whiteout(fd, name);
+}
+
+/* Whether Domain state has anything at name in dir, a whiteout too: the host's entry is not seen there. */
+static bool state_holds(Node *dir, const char *name) {
+        struct stat st;
+        int fd = state_dir(dir, false);
+        return fd >= 0 && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0;
 }
 
 static ViewFacts facts_of(Node *dir) {
@@ -1629,7 +1638,7 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
         sfd = n->in_state ? state_parent(n) : from->fd;
         if (sfd < 0)
                 return sfd;
-        snprintf(tmp, sizeof(tmp), ".lazaret-rename.%d.%lu", getpid(), (unsigned long) pthread_self());
+        snprintf(tmp, sizeof(tmp), RENAME_TMP_PREFIX "%d.%lu", getpid(), (unsigned long) pthread_self());
         (void) rm_rf_at(tfd, tmp);
         r = copy_tree(sfd, name, tfd, tmp);
         if (r >= 0 && syscall(SYS_renameat2, tfd, tmp, tfd, newname, flags) < 0)
@@ -1700,7 +1709,7 @@ static int ign_promote(Node *dir, const char *name) {
         if (efd < 0 || dir->in_state || fstatat(efd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode) ||
             fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0)
                 return 0;
-        snprintf(tmp, sizeof(tmp), ".lazaret-rename.%d.%lu", getpid(), (unsigned long) pthread_self());
+        snprintf(tmp, sizeof(tmp), RENAME_TMP_PREFIX "%d.%lu", getpid(), (unsigned long) pthread_self());
         (void) rm_rf_at(dir->fd, tmp);
         r = copy_tree(efd, name, dir->fd, tmp);
         if (r >= 0 && syscall(SYS_renameat2, dir->fd, tmp, dir->fd, name, RENAME_NOREPLACE) < 0)
@@ -2166,7 +2175,7 @@ static int list_ignored(Node *n, DirHandle *h) {
         if (!ign.on || (efd = ign_entries(n, false)) < 0 || opendir_at(efd, &d) < 0)
                 return 0;
         while ((de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, "..") || strncmp(de->d_name, ".lazaret-rename.", 16) == 0)
+                if (streq(de->d_name, ".") || streq(de->d_name, "..") || startswith(de->d_name, RENAME_TMP_PREFIX))
                         continue;
                 /* Only what is still on the ignored side (shared_ignored may say otherwise). */
                 if (class_of(n, de->d_name, de->d_type == DT_DIR) != VIEW_IGNORED)
@@ -2512,27 +2521,19 @@ static EchoVerdict echo_verdict(Node *dir, const char *name, struct stat *ret_st
 /*
  * The host-edit relay's channel (spec 4.6), when the supervisor gave the
  * view its write end: the workspace-relative path of every host change the
- * watcher judged not to be the sandbox's own, one per line (watch-proto.h),
- * written by the watcher thread alone, never blocking it. When the sandbox
- * reads slower than the host changes, what does not fit is stood for by
- * the root ("."), once there is room.
+ * watcher judged not to be the sandbox's own, one per line (watch-proto.h,
+ * WatchOut: never blocking, the root "." for what did not fit), written by
+ * the watcher thread alone.
  */
 #define RELAY_OUT_MAX (256u * 1024u)
 
-static struct {
-        int fd;
-        char *out;
-        size_t n;
-        bool left_out;
-} relay = { .fd = -1 };
+static WatchOut relay = { .fd = -1 };
 
 /* Whether the sandbox sees the host's entry name of host directory dir, and its path then. With v.lock held. */
 static bool relay_path(Node *dir, const char *name, const struct stat *st, bool exists, char *buf, size_t size) {
-        struct stat sst;
         size_t len;
-        int sfd;
 
-        if (strncmp(name, ".lazaret-rename.", 16) == 0 || node_relpath(dir, name, buf, size) < 0)
+        if (startswith(name, RENAME_TMP_PREFIX) || node_relpath(dir, name, buf, size) < 0)
                 return false;
         len = strlen(buf);
         if (!watch_path_valid(buf, len) || watch_path_skipped(buf))
@@ -2540,49 +2541,9 @@ static bool relay_path(Node *dir, const char *name, const struct stat *st, bool 
         /* Shadowed by Domain state (ignored, a protected copy or a whiteout): the host's change is invisible inside. */
         if (class_of(dir, name, exists && S_ISDIR(st->st_mode)) == VIEW_IGNORED)
                 return false;
-        sfd = state_dir(dir, false);
-        if (sfd >= 0 && fstatat(sfd, name, &sst, AT_SYMLINK_NOFOLLOW) >= 0)
+        if (state_holds(dir, name))
                 return false;
         return true;
-}
-
-static void relay_queue(const char *rel) {
-        size_t k = strlen(rel);
-
-        if (relay.fd < 0)
-                return;
-        if (relay.n + k + 1 > RELAY_OUT_MAX) {
-                relay.left_out = true;
-                return;
-        }
-        memcpy(relay.out + relay.n, rel, k);
-        relay.out[relay.n + k] = '\n';
-        relay.n += k + 1;
-}
-
-/* As much of what is queued as the pipe takes now. */
-static void relay_flush(void) {
-        if (relay.left_out && relay.n + 2 <= RELAY_OUT_MAX) {
-                memcpy(relay.out + relay.n, ".\n", 2);
-                relay.n += 2;
-                relay.left_out = false;
-        }
-        while (relay.fd >= 0 && relay.n > 0) {
-                ssize_t k = write(relay.fd, relay.out, relay.n);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0 && errno == EAGAIN)
-                        break;
-                if (k <= 0) {
-                        /* The sandbox let go of its end: it is stopping. */
-                        relay.fd = safe_close(relay.fd);
-                        relay.n = 0;
-                        break;
-                }
-                memmove(relay.out, relay.out + k, relay.n - (size_t) k);
-                relay.n -= (size_t) k;
-        }
 }
 
 /* The verdict for an event on watch wd (of node id node) naming name[len]; with want_relay, a
@@ -2607,7 +2568,7 @@ static EchoVerdict event_verdict(int wd, fuse_ino_t node, const char *name, size
         }
         pthread_mutex_unlock(&v.lock);
         if (relayed)
-                relay_queue(rel);
+                (void) watch_out_add(&relay, rel);
         return r;
 }
 
@@ -2654,13 +2615,13 @@ static void pending_retry(void) {
                         }
                 judge(copy[i].node, copy[i].wd, copy[i].name, copy[i].len, listing, relay_it);
         }
-        relay_flush();
+        (void) watch_out_flush(&relay);
 }
 
 static void judge_all(const PendingInval *b, size_t n) {
         for (size_t j = 0; j < n; j++)
                 judge(b[j].node, b[j].wd, b[j].name, b[j].len, b[j].listing, b[j].relay);
-        relay_flush();
+        (void) watch_out_flush(&relay);
 }
 
 /*
@@ -2767,7 +2728,7 @@ static void *watcher(void *arg) {
                         return NULL;
                 }
                 if (p[2].revents)
-                        relay_flush();
+                        (void) watch_out_flush(&relay);
                 if (p[1].revents & POLLIN)
                         inval_pipe_apply();
                 if (!(p[0].revents & POLLIN))
@@ -3084,8 +3045,9 @@ int main(int argc, char *argv[]) {
         if (arg_relay_fd >= 0) {
                 /* Without news of host changes there is nothing to relay: init's copy
                  * of the channel then just stays quiet. */
-                relay.out = malloc(RELAY_OUT_MAX);
-                if (v.ifd >= 0 && relay.out && fcntl(arg_relay_fd, F_SETFL, O_NONBLOCK) >= 0 &&
+                relay.buf = malloc(RELAY_OUT_MAX);
+                relay.size = RELAY_OUT_MAX;
+                if (v.ifd >= 0 && relay.buf && fcntl(arg_relay_fd, F_SETFL, O_NONBLOCK) >= 0 &&
                     fcntl(arg_relay_fd, F_SETFD, FD_CLOEXEC) >= 0 && signal(SIGPIPE, SIG_IGN) != SIG_ERR)
                         relay.fd = arg_relay_fd;
                 else

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,4 +169,44 @@ Test(watch_proto, dirs_by_descriptor) {
         watch_dirs_done(&d);
         cr_assert_eq(d.n, 0);
         cr_assert_null(watch_dirs_get(&d, 1));
+}
+
+Test(watch_proto, out_queues_flushes_and_stands_for_what_did_not_fit) {
+        char buf[16], got[64];
+        int p[2];
+        WatchOut o = { .buf = buf, .size = sizeof(buf) };
+        ssize_t k;
+
+        cr_assert(signal(SIGPIPE, SIG_IGN) != SIG_ERR);
+        cr_assert_eq(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+        o.fd = p[1];
+        cr_assert(watch_out_add(&o, "a/b"));
+        cr_assert(watch_out_add(&o, "src/x.c"));
+        cr_assert_not(watch_out_add(&o, "too/long/now"));       /* 4 + 8 + 13 > 16 */
+        cr_assert(o.left_out);
+        cr_assert(watch_out_flush(&o));                          /* 12 + 2 fit: "." stands for it */
+        cr_assert_eq(o.n, 0);
+        k = read(p[0], got, sizeof(got) - 1);
+        cr_assert_gt(k, 0);
+        got[k] = 0;
+        cr_assert_str_eq(got, "a/b\nsrc/x.c\n.\n");
+
+        /* No room even for ".": it waits for the next flush. */
+        cr_assert(watch_out_add(&o, "abcdefghijklmn"));         /* 15 of 16 */
+        cr_assert_not(watch_out_add(&o, "x"));
+        cr_assert_not(watch_out_flush(&o));
+        cr_assert(watch_out_flush(&o));
+        k = read(p[0], got, sizeof(got) - 1);
+        cr_assert_gt(k, 0);
+        got[k] = 0;
+        cr_assert_str_eq(got, "abcdefghijklmn\n.\n");
+
+        /* The reader gone: the fd is let go, nothing is queued any more. */
+        close(p[0]);
+        cr_assert(watch_out_add(&o, "c"));
+        (void) watch_out_flush(&o);
+        cr_assert_eq(o.fd, -1);
+        cr_assert_eq(o.n, 0);
+        cr_assert_not(watch_out_add(&o, "d"));
+        cr_assert_not(o.left_out);
 }
