@@ -20,11 +20,25 @@ rm -f "$HOME"/conc/*
 # the host), waits until all N markers are there, and reports what it saw.
 script='touch /tmp/marker.$LAZARET_SESSION_ID; i=0; while [ $(ls /tmp | grep -c "^marker\.") -lt '$N' ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done; ls /tmp | grep -c "^marker\."; cat /proc/1/cmdline | tr "\0" " "'
 
-# A watcher counts coordinator processes of this Domain while the launches run.
+# A watcher counts coordinator processes of this Domain while the launches
+# run. A child the coordinator has forked and not yet exec'd carries the same
+# command line, so a match whose parent is itself a match is not counted.
+count_coordinators() {
+        local -a pids
+        local pid ppid n=0
+        mapfile -t pids < <(pgrep -u "$(id -u)" -f "lazaret-coordinator $LT_DOMAIN")
+        for pid in "${pids[@]}"; do
+                ppid=$(awk '/^PPid:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) || continue
+                [[ -n $ppid ]] || continue
+                [[ " ${pids[*]} " == *" $ppid "* ]] && continue
+                n=$((n + 1))
+        done
+        echo "$n"
+}
 (
         max=0
         for _ in $(seq 1 300); do
-                n=$(pgrep -u "$(id -u)" -fc "lazaret-coordinator $LT_DOMAIN") || n=0
+                n=$(count_coordinators)
                 ((n > max)) && max=$n
                 echo "$max" >"$HOME/conc/max-coordinators"
                 [[ -e $HOME/conc/done ]] && break
