@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -198,4 +201,72 @@ bool watch_out_flush(WatchOut *o) {
                 o->n -= (size_t) k;
         }
         return root;
+}
+
+/* Linux: "anon_inode:inotify"; gVisor 0.0~20240729: "anon_inode:[inotifyfd:N]". */
+static bool link_is_inotify(const char *target) {
+        static const char prefix[] = "anon_inode:";
+
+        if (strncmp(target, prefix, sizeof(prefix) - 1) != 0)
+                return false;
+        target += sizeof(prefix) - 1;
+        return strcmp(target, "inotify") == 0 || strncmp(target, "[inotify", 8) == 0;
+}
+
+int watch_inotify_held(const char *proc_root, int self) {
+        size_t looked = 0;
+        struct dirent *de;
+        int found = 0;
+        DIR *procs;
+
+        procs = opendir(proc_root);
+        if (!procs)
+                return -errno;
+        while (!found && (de = readdir(procs))) {
+                char path[sizeof(de->d_name) + 4], target[64];
+                struct dirent *fe;
+                DIR *fds;
+                char *end;
+                long pid;
+                int dfd;
+
+                errno = 0;
+                pid = strtol(de->d_name, &end, 10);
+                if (errno != 0 || end == de->d_name || *end || pid <= 0 || pid == self)
+                        continue;
+                snprintf(path, sizeof(path), "%s/fd", de->d_name);
+                dfd = openat(dirfd(procs), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0) {
+                        /* Gone is nothing; not ours to look at might be a watcher. */
+                        if (errno == EACCES || errno == EPERM)
+                                found = 1;
+                        continue;
+                }
+                fds = fdopendir(dfd);
+                if (!fds) {
+                        close(dfd);
+                        continue;
+                }
+                while (!found && (fe = readdir(fds))) {
+                        ssize_t k;
+
+                        if (fe->d_name[0] == '.')
+                                continue;
+                        if (++looked > WATCH_SCAN_FDS_MAX) {
+                                found = 1;
+                                break;
+                        }
+                        k = readlinkat(dirfd(fds), fe->d_name, target, sizeof(target) - 1);
+                        if (k < 0 && (errno == EACCES || errno == EPERM))
+                                found = 1;
+                        if (k <= 0)
+                                continue;
+                        target[k] = 0;
+                        if (link_is_inotify(target))
+                                found = 1;
+                }
+                closedir(fds);
+        }
+        closedir(procs);
+        return found;
 }

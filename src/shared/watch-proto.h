@@ -102,3 +102,15 @@ typedef struct WatchOut {
 bool watch_out_add(WatchOut *o, const char *path);
 /* Writes what the pipe takes now; true when "." was queued for what was left out. */
 bool watch_out_flush(WatchOut *o);
+
+/*
+ * Whether a process under proc_root (a procfs mount, "/proc") other than
+ * the one with PID self holds an inotify descriptor: its fd links read
+ * "anon_inode:inotify" (Linux) or "anon_inode:[inotifyfd:N]" (gVisor). 1: one
+ * does; 0: none does; negative errno when proc_root cannot be read. A
+ * process whose descriptors it may not read counts as holding one, and so
+ * does going past WATCH_SCAN_FDS_MAX descriptors in all: what cannot be
+ * known costs work, never an event.
+ */
+#define WATCH_SCAN_FDS_MAX 65536u
+int watch_inotify_held(const char *proc_root, int self);

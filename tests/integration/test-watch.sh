@@ -13,7 +13,8 @@
 # from the host. A relay killed inside is started again. The workspace view
 # is the relay's source, with no lazaret-watch beside it; past the kernel's
 # limit on inotify watches the sandbox keeps working, with one line about
-# it in the Domain's log.
+# it in the Domain's log. With no inotify descriptor inside, host edits are
+# counted and not triggered.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -29,6 +30,20 @@ echo one >"$LT_WS/shared.txt"
 chmod 0664 "$LT_WS/shared.txt"
 
 lt_keeper_start
+
+# relay_count KEY: the relay's count of that name inside (/run/lazaret-relay).
+relay_count() {
+        lt_launch -- cat /run/lazaret-relay | awk -v k="$1" '$1 == k { print $2 }'
+}
+# With nothing inside holding an inotify descriptor, host edits are not
+# triggered inside at all (a trigger would reach nobody), only counted.
+for i in $(seq 1 20); do echo "$i" >"$LT_WS/unwatched-$i.txt"; done
+sleep 1
+lt_assert_eq "host edits triggered inside with no watcher there" 0 "$(relay_count delivered)"
+unwatched=$(relay_count unwatched)
+((unwatched >= 20)) || lt_fail "the relay counted $unwatched host edits with no watcher inside, not 20 or more"
+lt_log "ok: 20 host edits with no watcher inside: $unwatched counted, none triggered"
+
 events=$HOME/watch-events.txt
 : >"$events"
 (cd "$LT_WS" && exec lazaretctl launch -- "$LT_WATCH_TOOL" /workspace /workspace/sub) >"$events" 2>&1 &
@@ -135,6 +150,11 @@ done') || lt_fail "cannot kill the relay inside"
 [[ -n $killed ]] || lt_fail "no process named lazaret-relay inside"
 host_edit "a file created after the relay was killed" '^(ATTRIB|CREATE|MODIFY)[A-Z|]* /workspace/after-kill\.txt$' \
         sh -c "echo x >'$LT_WS/after-kill.txt'"
+# The relay started again counts from nothing: with the watcher there, it triggered that edit.
+sleep 0.5
+delivered=$(relay_count delivered)
+((delivered >= 1)) || lt_fail "the relay counted $delivered host edits triggered with a watcher inside"
+lt_log "ok: with a watcher inside, the restarted relay triggered $delivered host edits"
 
 # The content a watcher then reads is the host's.
 lt_assert_eq "host append read inside" "one two" "$(lt_launch -- /bin/cat /workspace/existing.txt | tr '\n' ' ' | sed 's/ $//')"

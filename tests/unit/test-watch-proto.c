@@ -2,6 +2,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,4 +213,60 @@ Test(watch_proto, out_queues_flushes_and_stands_for_what_did_not_fit) {
         cr_assert_eq(o.n, 0);
         cr_assert_not(watch_out_add(&o, "d"));
         cr_assert_not(o.left_out);
+}
+
+/* A procfs-shaped tree: PID/fd/N symbolic links to what each descriptor is. */
+static void fake_fd(const char *root, const char *pid, const char *fd, const char *target) {
+        char path[512];
+
+        snprintf(path, sizeof(path), "%s/%s", root, pid);
+        (void) mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s/%s/fd", root, pid);
+        (void) mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s/%s/fd/%s", root, pid, fd);
+        cr_assert_eq(symlink(target, path), 0, "symlink %s: %s", path, strerror(errno));
+}
+
+Test(watch_proto, inotify_holders_found_in_a_proc_tree) {
+        char root[] = "/tmp/test-watch-proto-XXXXXX", path[600];
+
+        cr_assert_not_null(mkdtemp(root));
+        cr_assert_eq(watch_inotify_held(root, 1), 0, "an empty tree holds nothing");
+        fake_fd(root, "10", "0", "/dev/null");
+        fake_fd(root, "10", "1", "pipe:[4242]");
+        fake_fd(root, "11", "3", "anon_inode:inotifyx");
+        fake_fd(root, "12", "5", "anon_inode:[eventpoll]");
+        snprintf(path, sizeof(path), "%s/self", root);
+        cr_assert_eq(mkdir(path, 0755), 0);
+        fake_fd(root, "net", "7", "anon_inode:inotify");         /* not a PID */
+        cr_assert_eq(watch_inotify_held(root, 1), 0, "no inotify descriptor in it");
+        fake_fd(root, "20", "4", "anon_inode:[inotifyfd:1]");    /* gVisor's name */
+        cr_assert_eq(watch_inotify_held(root, 1), 1);
+        cr_assert_eq(watch_inotify_held(root, 20), 0, "the asking process's own is not counted");
+        fake_fd(root, "21", "9", "anon_inode:inotify");          /* Linux's */
+        cr_assert_eq(watch_inotify_held(root, 20), 1);
+        snprintf(path, sizeof(path), "rm -rf '%s'", root);
+        cr_assert_eq(system(path), 0);
+        cr_assert_lt(watch_inotify_held(root, 1), 0, "an unreadable root is an error, not 'nobody'");
+}
+
+Test(watch_proto, inotify_holder_seen_in_the_real_proc) {
+        int p[2], fd;
+        pid_t pid;
+        char c;
+
+        cr_assert_eq(pipe(p), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                fd = inotify_init1(IN_CLOEXEC);
+                (void) !write(p[1], fd >= 0 ? "y" : "n", 1);
+                pause();
+                _exit(0);
+        }
+        cr_assert_eq(read(p[0], &c, 1), 1);
+        cr_assert_eq(c, 'y');
+        cr_assert_eq(watch_inotify_held("/proc", (int) getpid()), 1);
+        (void) kill(pid, SIGKILL);
+        (void) waitpid(pid, NULL, 0);
 }
