@@ -350,11 +350,12 @@ run_in() {
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # settle: waits (at most 30 s) until the machine is quiet, under a fifth of a
-# CPU busy over 300 ms. A run in the shared workspace makes the other
-# Domain's relay deliver every path it changed to that sandbox's watchers
-# (spec 4.6): thousands of triggers, seconds of work for both CPUs, which the
-# next run in turn would otherwise pay for. Their cost is the relay's, not
-# the next workload's; the waits are summed and printed.
+# CPU busy over 300 ms. A run in the shared workspace is a host edit of
+# every path it touches for the other Domain: the plain bind's
+# lazaret-watch relay triggers each inside, the view judges and counts
+# each (spec 4.6), seconds of work for both CPUs that the next run would
+# otherwise pay for. Their cost is the relay's, not the next workload's;
+# the waits are summed and printed.
 settle_ms=0
 cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8; exit }' /proc/stat; }
 settle() {
@@ -405,7 +406,7 @@ git_lz=$(run_in lazaret git-config 1)
 
 echo
 echo "bench/workspace: medians of $RUNS runs ($MAKE_RUNS for make), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg), $((SECONDS - t_start)) s"
-echo "  settling:     $((settle_ms / 1000)) s in all waiting, before each timed run, for the machine to be quiet (the relay of the run before delivering its changes to the other Domain)"
+echo "  settling:     $((settle_ms / 1000)) s in all waiting, before each timed run, for the machine to be quiet (the other Domain's relay of the run before)"
 echo "  file system:  $FS (the workspace, the data root and both overlays)"
 echo "  runsc:        $runsc ($("$runsc" --version 2>/dev/null | head -n1))"
 echo "  runsc flags (Lazaret's sandbox, used for bare too): ${flags[*]}"
