@@ -234,6 +234,11 @@ int watch_inotify_held(const char *proc_root, int self) {
                 pid = strtol(de->d_name, &end, 10);
                 if (errno != 0 || end == de->d_name || *end || pid <= 0 || pid == self)
                         continue;
+                /* Processes count towards the bound too: the sandbox decides how many there are. */
+                if (++looked > WATCH_SCAN_MAX) {
+                        found = 1;
+                        break;
+                }
                 snprintf(path, sizeof(path), "%s/fd", de->d_name);
                 dfd = openat(dirfd(procs), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (dfd < 0) {
@@ -252,7 +257,7 @@ int watch_inotify_held(const char *proc_root, int self) {
 
                         if (fe->d_name[0] == '.')
                                 continue;
-                        if (++looked > WATCH_SCAN_FDS_MAX) {
+                        if (++looked > WATCH_SCAN_MAX) {
                                 found = 1;
                                 break;
                         }

@@ -109,8 +109,8 @@ bool watch_out_flush(WatchOut *o);
  * "anon_inode:inotify" (Linux) or "anon_inode:[inotifyfd:N]" (gVisor). 1: one
  * does; 0: none does; negative errno when proc_root cannot be read. A
  * process whose descriptors it may not read counts as holding one, and so
- * does going past WATCH_SCAN_FDS_MAX descriptors in all: what cannot be
- * known costs work, never an event.
+ * does going past WATCH_SCAN_MAX processes and descriptors in all: what
+ * cannot be known costs work, never an event.
  */
-#define WATCH_SCAN_FDS_MAX 65536u
+#define WATCH_SCAN_MAX 65536u
 int watch_inotify_held(const char *proc_root, int self);

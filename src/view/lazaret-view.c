@@ -35,9 +35,9 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -3050,8 +3050,10 @@ int main(int argc, char *argv[]) {
                 if (v.ifd >= 0 && relay.buf && fcntl(arg_relay_fd, F_SETFL, O_NONBLOCK) >= 0 &&
                     fcntl(arg_relay_fd, F_SETFD, FD_CLOEXEC) >= 0 && signal(SIGPIPE, SIG_IGN) != SIG_ERR)
                         relay.fd = arg_relay_fd;
-                else
+                else {
                         safe_close(arg_relay_fd);
+                        relay.buf = mfree(relay.buf);
+                }
         }
         watch_add(&v.root);
         umask(0);
