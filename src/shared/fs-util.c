@@ -190,6 +190,22 @@ int copy_file(const char *from, const char *to, mode_t mode) {
 int copy_fd(int from, int to) {
         char buf[65536];
 
+        /* In the kernel where it can (a reflink, or no trip through this
+         * process); else, from the start, by reads and writes. */
+        for (bool first = true;; first = false) {
+                ssize_t k = copy_file_range(from, NULL, to, NULL, (size_t) 1 << 30, 0);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k == 0)
+                        return 0;
+                if (k > 0)
+                        continue;
+                if (!first || !(errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
+                                errno == EPERM || errno == EBADF || errno == ETXTBSY))
+                        return -errno;
+                break;
+        }
         for (;;) {
                 ssize_t k = read(from, buf, sizeof(buf));
                 int r;

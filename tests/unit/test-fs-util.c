@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -131,4 +132,45 @@ Test(fs_util, find_program_says_why) {
         cr_assert_eq(access(p, X_OK), 0);
         cr_assert_eq(find_program("lazaret-no-such-program", &untouched), -ENOENT);
         cr_assert_str_eq(untouched, "x");
+}
+
+/* copy_fd(): in the kernel between files, by reads and writes from a pipe; the whole content either way, from where each fd stands. */
+Test(fs_util, copy_fd_copies_files_and_pipes) {
+        _cleanup_free_ char *d = tmpdir();
+        _cleanup_close_ int dfd = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC), a = -EBADF, b = -EBADF, c = -EBADF;
+        char buf[300000], back[sizeof(buf) + 1];
+        int p[2];
+
+        for (size_t i = 0; i < sizeof(buf); i++)
+                buf[i] = (char) ('a' + i % 23);
+        a = openat(dfd, "a", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        b = openat(dfd, "b", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        cr_assert(a >= 0 && b >= 0);
+        cr_assert_eq(write(a, buf, sizeof(buf)), (ssize_t) sizeof(buf));
+        cr_assert_eq(lseek(a, 0, SEEK_SET), 0);
+        cr_assert_eq(copy_fd(a, b), 0);
+        cr_assert_eq(pread(b, back, sizeof(back), 0), (ssize_t) sizeof(buf));
+        cr_assert_eq(memcmp(back, buf, sizeof(buf)), 0);
+
+        /* From a pipe, which copy_file_range(2) refuses. */
+        cr_assert_eq(pipe(p), 0);
+        cr_assert_eq(write(p[1], "piped", 5), 5);
+        close(p[1]);
+        c = openat(dfd, "c", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        cr_assert_geq(c, 0);
+        cr_assert_eq(copy_fd(p[0], c), 0);
+        close(p[0]);
+        cr_assert_eq(pread(c, back, sizeof(back), 0), 5);
+        cr_assert_eq(memcmp(back, "piped", 5), 0);
+
+        /* An empty file, and a source read to its end already: nothing more. */
+        cr_assert_eq(copy_fd(a, c), 0);
+        cr_assert_eq(lseek(c, 0, SEEK_END), 5);
+        /* A write error is an error, not a silent short copy. */
+        cr_assert_eq(lseek(a, 0, SEEK_SET), 0);
+        {
+                _cleanup_close_ int ro = openat(dfd, "b", O_RDONLY | O_CLOEXEC);
+                cr_assert_lt(copy_fd(a, ro), 0);
+        }
+        cr_assert_eq(rm_rf(d), 0);
 }
