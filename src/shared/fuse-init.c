@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
 #include <linux/fuse.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "fuse-init.h"
 
@@ -41,4 +45,41 @@ bool fuse_init_reply_flags(FuseInitPatch *p, const struct iovec *iov, int count,
         *ret_flags = flags | (p->want & p->offered);
         *ret_offset = off;
         return true;
+}
+
+static int notify_write(int fd, int32_t code, const void *body, size_t blen, const char *name, size_t nlen) {
+        struct fuse_out_header h = { .error = code, .unique = 0 };
+        struct iovec iov[3] = { { &h, sizeof(h) }, { (void *) body, blen }, { (void *) name, nlen + 1 } };
+
+        h.len = (uint32_t) (sizeof(h) + blen + (name ? nlen + 1 : 0));
+        return writev(fd, iov, name ? 3 : 2) < 0 ? -errno : 0;
+}
+
+int fuse_notify_inval_entry_write(int fd, uint64_t parent, const char *name, size_t len) {
+        struct fuse_notify_inval_entry_out e = { .parent = parent, .namelen = (uint32_t) len };
+
+        /* The kernel refuses a name longer than its FUSE_NAME_MAX, 1024. */
+        if (len == 0 || len > 1024 || memchr(name, 0, len))
+                return -EINVAL;
+        return notify_write(fd, FUSE_NOTIFY_INVAL_ENTRY, &e, sizeof(e), name, len);
+}
+
+int fuse_notify_inval_inode_write(int fd, uint64_t ino) {
+        struct fuse_notify_inval_inode_out i = { .ino = ino, .off = 0, .len = 0 };      /* all of it */
+
+        return notify_write(fd, FUSE_NOTIFY_INVAL_INODE, &i, sizeof(i), NULL, 0);
+}
+
+int fuse_dev_clone(int fd) {
+        uint32_t from = (uint32_t) fd;
+        int c = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+
+        if (c < 0)
+                return -errno;
+        if (ioctl(c, FUSE_DEV_IOC_CLONE, &from) < 0) {
+                int r = -errno;
+                close(c);
+                return r;
+        }
+        return c;
 }

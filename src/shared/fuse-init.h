@@ -41,3 +41,15 @@ void fuse_init_saw_request(FuseInitPatch *p, const void *buf, size_t len);
  */
 bool fuse_init_reply_flags(FuseInitPatch *p, const struct iovec *iov, int count, uint32_t *ret_flags,
                            size_t *ret_offset);
+
+/*
+ * The view's notifier (spec 4.6): the two notifications it writes to its
+ * clone of the connection, as libfuse would write them (a header, the
+ * struct, for an entry its name and a NUL). 0 or -errno: -ENOENT when
+ * the kernel holds nothing of it, -ENODEV once unmounted.
+ */
+int fuse_notify_inval_entry_write(int fd, uint64_t parent, const char *name, size_t len);
+int fuse_notify_inval_inode_write(int fd, uint64_t ino);
+
+/* A new file of the connection that fd (/dev/fuse, mounted) belongs to: FUSE_DEV_IOC_CLONE. The fd, or -errno. */
+int fuse_dev_clone(int fd);

@@ -33,6 +33,7 @@
 #define FUSE_USE_VERSION 35
 
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -136,7 +137,13 @@ static struct {
          * lately, by "<directory's node id>/<name>": their host events are the
          * sandbox's own, never relayed to the watchers inside. */
         WatchRecent own_names;
-} v = { .lock = PTHREAD_MUTEX_INITIALIZER, .ifd = -1, .inval_pipe = { -1, -1 } };
+        /* The one rename between the sides copying now, outside v.lock
+         * (rename_across()): its source, which the rename holds a reference
+         * of. Requests that would change it or anything below it wait for
+         * moved (wait_unmoved()). */
+        Node *moving;
+        pthread_cond_t moved;
+} v = { .lock = PTHREAD_MUTEX_INITIALIZER, .moved = PTHREAD_COND_INITIALIZER, .ifd = -1, .inval_pipe = { -1, -1 } };
 
 typedef struct Inval {
         uint64_t node;                  /* fuse_ino_t */
@@ -540,14 +547,26 @@ static void pin_done(Pin *p) {
                 safe_close(p->fd);
 }
 
-static int pin(Node *n, Pin *ret) {
+static void wait_unmoved(const Node *a, const Node *b);
+static void busy_begin(Node *n);
+
+/* Pins n; for a change (busy), once no rename between the sides covers it, and busy_begin(n) with it. */
+static int pin_for(Node *n, Pin *ret, bool busy) {
         int r;
 
         pthread_mutex_lock(&v.lock);
+        if (busy)
+                wait_unmoved(n, NULL);
         r = pin_locked(n, &ret->fd, &ret->owned, &ret->st);
+        if (r >= 0 && busy)
+                busy_begin(n);
         pthread_mutex_unlock(&v.lock);
         ret->has_st = r > 0;
         return r < 0 ? r : 0;
+}
+
+static int pin(Node *n, Pin *ret) {
+        return pin_for(n, ret, false);
 }
 
 static void watch_add(Node *n) {
@@ -978,6 +997,27 @@ static void busy_end(Node *n) {
         __atomic_sub_fetch(&n->busy, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Whether n is the source of the rename copying now, or lies below it. With v.lock held. */
+static bool move_covers(const Node *n) {
+        if (!v.moving)
+                return false;
+        for (; n; n = n->parent)
+                if (n == v.moving)
+                        return true;
+        return false;
+}
+
+/*
+ * Before a request changes a or b (NULL: none) on the host or in Domain
+ * state, outside v.lock or not: it waits while the rename copying now
+ * covers either, so that no change lands in a source after the copy read
+ * it. With v.lock held, which the wait releases.
+ */
+static void wait_unmoved(const Node *a, const Node *b) {
+        while (move_covers(a) || move_covers(b))
+                pthread_cond_wait(&v.moved, &v.lock);
+}
+
 /* Records what the kernel is about to be told of n. With v.lock held. */
 static void told(Node *n, const struct stat *st) {
         n->told_valid = !n->in_state;
@@ -1234,7 +1274,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
         }
         r = prepare_change(n);
         if (r == 0)
-                r = pin(n, &p);
+                r = pin_for(n, &p, true);
         if (fi && !fi->fh)
                 fi = NULL;      /* opened by the kernel alone: by node */
         if (r < 0) {
@@ -1245,7 +1285,6 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
                 op_getattr(req, ino, fi);
                 return;
         }
-        busy_begin(n);
         setattr_apply(req, n, p.fd, attr, to_set, fi);
         busy_end(n);
 }
@@ -1394,6 +1433,7 @@ static void make_entry(fuse_req_t req, Node *dir, const char *name, mode_t mode,
         int fd, r;
 
         pthread_mutex_lock(&v.lock);
+        wait_unmoved(dir, NULL);
         fd = S_ISLNK(mode) && holds_listed(dir, name) ? -EPERM : create_side(dir, name, S_ISDIR(mode), &c);
         busy_begin(dir);
         pthread_mutex_unlock(&v.lock);
@@ -1461,33 +1501,34 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
         ViewClass c;
         int fd;
 
+        _cleanup_(pin_done) Pin p = {};
+        int r;
+
         pthread_mutex_lock(&v.lock);
+        wait_unmoved(dir, NULL);
         fd = create_side(dir, name, false, &c);
+        busy_begin(dir);
         pthread_mutex_unlock(&v.lock);
         if (fd < 0) {
-                fuse_reply_err(req, -fd);
-                return;
+                r = fd;
+                goto finish;
         }
         /* A second name is on the same side as the first, or it is not made. */
         if (c != n->cls || (c == VIEW_PROTECTED || c == VIEW_IGNORED) != n->in_state) {
-                fuse_reply_err(req, EXDEV);
-                return;
+                r = -EXDEV;
+                goto finish;
         }
-        {
-                _cleanup_(pin_done) Pin p = {};
-                int r = pin(n, &p);
-
-                if (r < 0) {
-                        fuse_reply_err(req, -r);
-                        return;
-                }
-                proc_path(p.fd, pp);
-                if (linkat(AT_FDCWD, pp, fd, name, AT_SYMLINK_FOLLOW) < 0) {
-                        fuse_reply_err(req, errno);
-                        return;
-                }
-        }
-        reply_new_entry(req, dir, name);
+        r = pin(n, &p);
+        if (r < 0)
+                goto finish;
+        proc_path(p.fd, pp);
+        r = linkat(AT_FDCWD, pp, fd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+finish:
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                reply_new_entry(req, dir, name);
+        busy_end(dir);
 }
 
 /* Removes name from dir on its side; a protected name the host also has gets a whiteout. */
@@ -1579,6 +1620,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
         int r;
 
         pthread_mutex_lock(&v.lock);
+        wait_unmoved(node_of(parent), NULL);
         r = remove_entry(node_of(parent), name, false);
         if (r >= 0)
                 own_name_note(node_of(parent), name);
@@ -1591,6 +1633,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
         int r;
 
         pthread_mutex_lock(&v.lock);
+        wait_unmoved(node_of(parent), NULL);
         r = remove_entry(node_of(parent), name, true);
         if (r >= 0)
                 own_name_note(node_of(parent), name);
@@ -1609,27 +1652,59 @@ static int copy_tree(int from, const char *fname, int to, const char *tname) {
         return r == -EOPNOTSUPP ? -EPERM : r;   /* no FIFO or device is made through the view */
 }
 
-/* The kernel's entries below directory n, which now stand for objects that moved (a best effort: the pipe may fill). */
+/*
+ * The nodes below directory n, which moved to the other side: they keep
+ * reaching their objects by name for the kernel's open files, but what
+ * they say of their side is stale. The kernel is to look their names up
+ * again (a best effort: the pipe may fill), which makes new nodes: these
+ * leave the hash (a rename keeps the inodes, and a move back must not
+ * find them), and their host watches go.
+ */
 static void inval_below(Node *n) {
         for (size_t b = 0; b < HASH_SIZE; b++)
-                for (Node *m = v.hash[b]; m; m = m->hnext)
+                for (Node *m = v.hash[b], *next; m; m = next) {
+                        next = m->hnext;
                         for (Node *p = m->parent; p && p != &v.root; p = p->parent)
                                 if (p == n) {
                                         inval_later(m->parent, m->name);
+                                        unhash(m);
+                                        if (m->is_dir)
+                                                watch_forget(m, true);
                                         break;
                                 }
+                }
+}
+
+/* Whether a request is changing the moving source or anything below it now (busy_begin()). With v.lock held. */
+static bool move_busy(void) {
+        for (size_t b = 0; b < HASH_SIZE; b++)
+                for (Node *m = v.hash[b]; m; m = m->hnext)
+                        if (__atomic_load_n(&m->busy, __ATOMIC_SEQ_CST) > 0 && move_covers(m))
+                                return true;
+        return false;
 }
 
 /*
  * A rename between ignored state and the host's side (SR-13: never EXDEV,
- * which would make mv copy file by file through the view): a copy under a
- * temporary name on the target's side, renamed into place atomically, then
- * the source removed. n, the source's node, stands for the copy from then
- * on. With v.lock held.
+ * which would make mv copy file by file through the view). Where Domain
+ * state and the workspace are one file system, it is one rename(2) there:
+ * what was created through the view keeps its modes and owner wherever it
+ * lies. Elsewhere, a copy under a temporary name on the target's side,
+ * renamed into place atomically, then the source removed, as mv does
+ * across file systems. n, the source's node, stands for the result from
+ * then on. With v.lock held; a copy and its removal run without it, so
+ * that no request waits for them in the view. (gVisor itself holds its
+ * path walks of the mount while its rename is under way; reads and writes
+ * of open files go on.) Meanwhile the kernel keeps every other request for
+ * the two directories and for a moving file (the rename holds their inode
+ * locks); what it does not hold, a change below a moving directory, waits
+ * in wait_unmoved(), and changes under way there end before the copy
+ * starts. One copy at a time (v.moving): -EAGAIN while another runs.
  */
 static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClass tc);
 static int rename_across(Node *from, const char *name, Node *n, Node *to, const char *newname, int tfd, ViewClass tc,
                          unsigned flags) {
+        _cleanup_close_ int sdup = -EBADF, tdup = -EBADF;
         char tmp[64];
         int sfd, r;
 
@@ -1638,19 +1713,41 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
         sfd = n->in_state ? state_parent(n) : from->fd;
         if (sfd < 0)
                 return sfd;
-        snprintf(tmp, sizeof(tmp), RENAME_TMP_PREFIX "%d.%lu", getpid(), (unsigned long) pthread_self());
-        (void) rm_rf_at(tfd, tmp);
-        r = copy_tree(sfd, name, tfd, tmp);
-        if (r >= 0 && syscall(SYS_renameat2, tfd, tmp, tfd, newname, flags) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void) rm_rf_at(tfd, tmp);
-                return r;
+        if (syscall(SYS_renameat2, sfd, name, tfd, newname, flags) >= 0)
+                return node_rebind(n, to, newname, tfd, tc);
+        if (errno != EXDEV)
+                return -errno;
+        if (v.moving)
+                return -EAGAIN;
+        /* Its own fds of the two directories: the nodes' may be replaced while it runs without v.lock. */
+        sdup = fcntl(sfd, F_DUPFD_CLOEXEC, 3);
+        tdup = fcntl(tfd, F_DUPFD_CLOEXEC, 3);
+        if (sdup < 0 || tdup < 0)
+                return -errno;
+        v.moving = n;
+        while (move_busy()) {
+                pthread_mutex_unlock(&v.lock);
+                (void) usleep(1000);
+                pthread_mutex_lock(&v.lock);
         }
-        r = rm_rf_at(sfd, name);
+        pthread_mutex_unlock(&v.lock);
+
+        snprintf(tmp, sizeof(tmp), RENAME_TMP_PREFIX "%d.%lu", getpid(), (unsigned long) pthread_self());
+        (void) rm_rf_at(tdup, tmp);
+        r = copy_tree(sdup, name, tdup, tmp);
+        if (r >= 0 && syscall(SYS_renameat2, tdup, tmp, tdup, newname, flags) < 0)
+                r = -errno;
         if (r < 0)
-                return r;
-        return node_rebind(n, to, newname, tfd, tc);
+                (void) rm_rf_at(tdup, tmp);
+        else
+                r = rm_rf_at(sdup, name);
+
+        pthread_mutex_lock(&v.lock);
+        if (r >= 0)
+                r = node_rebind(n, to, newname, tdup, tc);
+        v.moving = NULL;
+        pthread_cond_broadcast(&v.moved);
+        return r;
 }
 
 /* n now stands for newname in to (tfd: its directory on side tc), a copy of what it was; it keeps its identity for the kernel. */
@@ -1735,6 +1832,7 @@ static void ign_promote_tracked(void) {
 
                         next = m->hnext;
                         if (m->cls != VIEW_IGNORED || !m->in_state || m->is_dir || !m->parent || m->parent->in_state ||
+                            move_covers(m) ||
                             node_relpath(m->parent, m->name, rel, sizeof(rel)) < 0 ||
                             !git_index_is_tracked(ign.index, rel))
                                 continue;
@@ -1770,10 +1868,19 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         int r, tfd, sfd;
 
         pthread_mutex_lock(&v.lock);
+again:
+        /* Nothing that a rename between the sides is copying now moves, and nothing moves into it. */
+        wait_unmoved(from, to);
         r = lookup_locked(from, name, &e);
         if (r < 0)
                 goto finish;
         n = node_of(e.ino);
+        if (move_covers(n)) {
+                forget_one(n, 1);
+                n = NULL;
+                wait_unmoved(from, to);
+                goto again;
+        }
         if (n->cls == VIEW_READONLY || (from == &v.root && streq(name, ".git") && !from->in_state)) {
                 r = n->cls == VIEW_READONLY ? -EROFS : -EBUSY;
                 goto finish;
@@ -1800,6 +1907,13 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         if (n->cls != tc && (n->cls == VIEW_IGNORED || tc == VIEW_IGNORED) && n->cls != VIEW_PROTECTED &&
             tc != VIEW_PROTECTED && !(n->cls == VIEW_SHARED && n->is_dir && from->dir.zone != VIEW_ZONE_WORK)) {
                 r = rename_across(from, name, n, to, newname, tfd, tc, flags);
+                if (r == -EAGAIN) {
+                        /* One copy at a time: another one, in other directories, is running. */
+                        forget_one(n, 1);
+                        n = NULL;
+                        pthread_cond_wait(&v.moved, &v.lock);
+                        goto again;
+                }
                 if (r < 0)
                         goto finish;
                 goto moved;
@@ -1898,19 +2012,30 @@ static int open_flags(int flags) {
         return (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC | O_NOCTTY;
 }
 
-/* A new fd of n opened with flags: by name from its parent, not following it, and insisted on. */
-static int node_open(Node *n, int flags) {
+/*
+ * A new fd of n opened with flags: by name from its parent, not following
+ * it, and insisted on. For a change (busy), once no rename between the
+ * sides covers n, and busy_begin(n) with it: a rename that starts later
+ * waits for the change to end (rename_across()).
+ */
+static int node_open(Node *n, int flags, bool busy) {
         char pp[32];
         int pfd, fd;
 
+        pthread_mutex_lock(&v.lock);
+        if (busy)
+                wait_unmoved(n, NULL);
         if (n->fd >= 0) {
                 proc_path(n->fd, pp);
                 fd = open(pp, open_flags(flags));
-                return fd < 0 ? -errno : fd;
+                if (fd < 0)
+                        fd = -errno;
+        } else {
+                pfd = !n->parent ? -ESTALE : n->in_state ? state_parent(n) : n->parent->fd;
+                fd = pfd < 0 ? -ESTALE : open_by_name(n, pfd, open_flags(flags) | O_NOFOLLOW, NULL);
         }
-        pthread_mutex_lock(&v.lock);
-        pfd = !n->parent ? -ESTALE : n->in_state ? state_parent(n) : n->parent->fd;
-        fd = pfd < 0 ? -ESTALE : open_by_name(n, pfd, open_flags(flags) | O_NOFOLLOW, NULL);
+        if (fd >= 0 && busy)
+                busy_begin(n);
         pthread_mutex_unlock(&v.lock);
         return fd;
 }
@@ -1918,20 +2043,30 @@ static int node_open(Node *n, int flags) {
 /*
  * The fd a request on an open file uses: the handle's, or, where the
  * kernel opens files without asking (v.no_open), one opened for this
- * request (*ret_owned), after the checks an open for writing makes.
+ * request (*ret_owned), after the checks an open for writing makes. With
+ * flags for writing, the request is busy on n from then on (node_open()):
+ * the caller ends it with busy_end(n).
  */
 static int request_fd(Node *n, struct fuse_file_info *fi, int flags, bool *ret_owned) {
+        bool change = (flags & O_ACCMODE) != O_RDONLY;
         int r;
 
         *ret_owned = false;
-        if (fi && fi->fh)
+        if (fi && fi->fh) {
+                if (change) {
+                        pthread_mutex_lock(&v.lock);
+                        wait_unmoved(n, NULL);
+                        busy_begin(n);
+                        pthread_mutex_unlock(&v.lock);
+                }
                 return (int) fi->fh;
-        if ((flags & O_ACCMODE) != O_RDONLY) {
+        }
+        if (change) {
                 r = prepare_change(n);
                 if (r < 0)
                         return r;
         }
-        r = node_open(n, flags);
+        r = node_open(n, flags, change);
         if (r >= 0)
                 *ret_owned = true;
         return r;
@@ -1954,13 +2089,13 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                         return;
                 }
         }
-        fd = node_open(n, fi->flags);
+        fd = node_open(n, fi->flags, fi->flags & O_TRUNC);
         if (fd < 0) {
                 fuse_reply_err(req, -fd);
                 return;
         }
         if (fi->flags & O_TRUNC)
-                note_changed(n);
+                busy_end(n);
         fi->fh = (uint64_t) fd;
         fi->keep_cache = 0;
         if (fuse_reply_open(req, fi) == -ENOENT)
@@ -1974,6 +2109,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         int dfd, fd, r;
 
         pthread_mutex_lock(&v.lock);
+        wait_unmoved(dir, NULL);
         dfd = create_side(dir, name, false, &c);
         if (dfd < 0) {
                 pthread_mutex_unlock(&v.lock);
@@ -2044,7 +2180,6 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
         out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
         out.buf[0].fd = fd;
         out.buf[0].pos = off;
-        busy_begin(n);
         k = fuse_buf_copy(&out, in, 0);
         /* The kernel asks for the new size and times anyway; recorded now, the
          * write's own host events are known for its echo. */
@@ -2099,7 +2234,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
                 return;
         }
         r = fallocate(fd, mode, off, len) < 0 ? errno : 0;
-        note_changed(node_of(ino));
+        busy_end(node_of(ino));
         if (owned)
                 safe_close(fd);
         fuse_reply_err(req, r);
@@ -2444,7 +2579,36 @@ static const struct fuse_lowlevel_ops ops = {
 
 /* ---- host changes -------------------------------------------------------- */
 
+/*
+ * The kernel is told by the notifier, a process of the view's own
+ * (notifier_start()); the view's threads never make a notification.
+ */
+typedef struct NotifyRecord {
+        uint64_t node;                  /* fuse_ino_t */
+        uint16_t len;                   /* of name; 0: the node itself */
+        bool listing;                   /* also the node's attributes and cached data (a directory's listing) */
+        char name[NAME_MAX + 1];
+} NotifyRecord;
+
+static int notify_fd = -1;              /* the notifier's pipe, or -1: made here */
+
 static void apply_inval(fuse_ino_t node, const char *name, size_t len, bool listing) {
+        if (notify_fd >= 0) {
+                NotifyRecord rec = { .node = node, .len = (uint16_t) len, .listing = listing };
+                ssize_t k;
+
+                memcpy(rec.name, name, len);
+                /* One write of less than PIPE_BUF: whole, or not at all. It may wait
+                 * for the notifier, never with v.lock held. */
+                do
+                        k = write(notify_fd, &rec, sizeof(rec));
+                while (k < 0 && errno == EINTR);
+                if (k == (ssize_t) sizeof(rec))
+                        return;
+                fprintf(stderr, "lazaret-view: the notifier is gone (%s); the kernel is told of host changes "
+                        "from the view itself from now on\n", k < 0 ? strerror(errno) : "short write");
+                notify_fd = safe_close(notify_fd);
+        }
         if (len > 0)
                 (void) fuse_lowlevel_notify_inval_entry(v.se, node, name, len);
         /* The node's attributes and cached data: for a directory, its listing. */
@@ -2749,6 +2913,145 @@ static void *watcher(void *arg) {
         }
 }
 
+/* ---- the notifier ------------------------------------------------------------ */
+
+/*
+ * A notification to the kernel takes the lock of the entry's directory
+ * (and the pages of a file it drops), which a request from the sandbox may
+ * hold while it waits for the view's answer. A view thread waiting there
+ * is in the kernel, beyond the reach of signals, and it keeps the view's
+ * descriptors open after the other threads died: after the SIGKILL of the
+ * Domain's scope the kernel would then never end the requests the dead
+ * workers had read, and the request and the notification would wait for
+ * each other for good. (Seen during a stop in the middle of a long rename:
+ * the sandbox's scope never stopped, and the next launch could not make it
+ * again.) So notifications are written by a process of their own, through
+ * a clone of the connection, a file of its own (FUSE_DEV_IOC_CLONE): when
+ * the view dies, its file goes, the kernel ends the requests read through
+ * it, the lock is let go and the notifier's write ends.
+ */
+
+static _Noreturn void notifier_run(int in, int fuse) {
+        for (;;) {
+                NotifyRecord rec;
+                ssize_t k = read(in, &rec, sizeof(rec));
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k != (ssize_t) sizeof(rec))
+                        _exit(k == 0 ? 0 : 1);          /* the view is gone */
+                if (rec.len > NAME_MAX)
+                        continue;
+                rec.name[rec.len] = 0;
+                if (rec.len > 0 && fuse_notify_inval_entry_write(fuse, rec.node, rec.name, rec.len) == -ENODEV)
+                        _exit(0);               /* unmounted */
+                if ((rec.len == 0 || rec.listing) && fuse_notify_inval_inode_write(fuse, rec.node) == -ENODEV)
+                        _exit(0);
+        }
+}
+
+/* The notifier's few calls; anything else kills it. */
+static int notifier_harden(void) {
+        static const int allowed[] = { SCMP_SYS(read), SCMP_SYS(writev), SCMP_SYS(exit_group), SCMP_SYS(exit),
+                                       SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall) };
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = {};
+        scmp_filter_ctx ctx;
+        int r = 0;
+
+        for (unsigned long cap = 0; cap <= 63; cap++)
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
+                        return -errno;
+        if (syscall(SYS_capset, &h, d) < 0 && errno != EPERM)
+                return -errno;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+        ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+        if (!ctx)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(allowed) && r >= 0; i++) {
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0);
+                if (r == -EDOM || r == -EFAULT)
+                        r = 0;
+        }
+        if (r >= 0)
+                r = seccomp_load(ctx);
+        seccomp_release(ctx);
+        return r;
+}
+
+static int main_argc;
+static char **main_argv;
+
+/*
+ * The notifier's command line, where ps and systemctl status show it:
+ * the view's program, then --notifier, in the memory of the view's own
+ * arguments (which it no longer needs).
+ */
+static void notifier_retitle(void) {
+        char *lo = NULL, *hi = NULL;
+        size_t a0;
+
+        if (main_argc < 1)
+                return;
+        for (int i = 0; i < main_argc; i++) {
+                char *e = main_argv[i] + strlen(main_argv[i]);
+                if (!lo || main_argv[i] < lo)
+                        lo = main_argv[i];
+                if (!hi || e > hi)
+                        hi = e;
+        }
+        a0 = strlen(lo);
+        if (lo + a0 >= hi)
+                return;
+        memset(lo + a0 + 1, 0, (size_t) (hi - (lo + a0 + 1)));
+        if ((size_t) (hi - (lo + a0 + 1)) >= strlen("--notifier"))
+                memcpy(lo + a0 + 1, "--notifier", strlen("--notifier"));
+}
+
+/*
+ * Starts the notifier (before any thread): a clone of the connection fuse,
+ * a pipe, a child that keeps only those two. Where the clone cannot be
+ * made (no /dev/fuse here), the view notifies the kernel itself, with
+ * one line that says so.
+ */
+static void notifier_start(int fuse) {
+        _cleanup_close_ int clone_fd = fuse_dev_clone(fuse);
+        int p[2];
+        pid_t view = getpid(), pid;
+
+        if (clone_fd < 0) {
+                fprintf(stderr, "lazaret-view: cannot clone the FUSE connection (%s); the view notifies the kernel "
+                        "itself, and a stop while a request holds a directory may leave the Domain's scope "
+                        "behind\n", strerror(-clone_fd));
+                return;
+        }
+        if (pipe2(p, O_CLOEXEC) < 0) {
+                fprintf(stderr, "lazaret-view: cannot make the notifier's pipe (%m); the view notifies the kernel itself\n");
+                return;
+        }
+        pid = fork();
+        if (pid < 0) {
+                fprintf(stderr, "lazaret-view: cannot start the notifier (%m); the view notifies the kernel itself\n");
+                safe_close(p[0]);
+                safe_close(p[1]);
+                return;
+        }
+        if (pid == 0) {
+                /* Only the pipe and the clone, at 3 and 4 (by way of numbers above both): never the view's file of the connection. */
+                int in = fcntl(p[0], F_DUPFD, 10), out = fcntl(clone_fd, F_DUPFD, 10);
+
+                if (in < 0 || out < 0 || dup3(in, 3, 0) < 0 || dup3(out, 4, 0) < 0 ||
+                    syscall(SYS_close_range, 5U, ~0U, 0U) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
+                    getppid() != view || prctl(PR_SET_NAME, "lazaret-notify") < 0 || notifier_harden() < 0)
+                        _exit(1);
+                notifier_retitle();
+                notifier_run(3, 4);
+        }
+        safe_close(p[0]);
+        notify_fd = p[1];
+}
+
 /* ---- hardening -------------------------------------------------------------- */
 
 /*
@@ -2766,7 +3069,7 @@ static void *watcher(void *arg) {
         X(vmsplice) X(pipe2) X(close) X(dup) X(dup3) X(fcntl) X(lseek) X(openat) X(openat2) X(newfstatat) \
         X(fstat) X(statx) X(fstatfs) X(statfs) X(getdents64) X(readlinkat) X(symlinkat) X(mkdirat) X(mknodat) \
         X(unlinkat) X(renameat) X(renameat2) X(linkat) X(fchmod) X(fchmodat) X(chmod) X(ftruncate) X(truncate) \
-        X(utimensat) X(fsync) X(fdatasync) X(fallocate) X(fsetxattr) X(fgetxattr) X(inotify_add_watch) \
+        X(utimensat) X(fsync) X(fdatasync) X(copy_file_range) X(fallocate) X(fsetxattr) X(fgetxattr) X(inotify_add_watch) \
         X(inotify_rm_watch) X(poll) X(ppoll) X(futex) X(mmap) X(munmap) X(mremap) X(mprotect) X(madvise) X(brk) \
         X(rt_sigprocmask) X(rt_sigaction) X(rt_sigreturn) X(restart_syscall) X(exit) X(exit_group) X(getpid) \
         X(gettid) X(getuid) X(geteuid) X(getgid) X(getegid) X(clock_gettime) X(clock_nanosleep) X(nanosleep) \
@@ -3010,6 +3313,8 @@ int main(int argc, char *argv[]) {
         struct stat st;
         int r;
 
+        main_argc = argc;
+        main_argv = argv;
         if (parse_argv(argc, argv) < 0) {
                 fprintf(stderr, "lazaret-view is started by lazaret-supervisor only.\n");
                 return 2;
@@ -3080,6 +3385,8 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         v.se = se;
+        if (v.ifd >= 0)
+                notifier_start(arg_fuse_fd);
         r = harden();
         if (r < 0) {
                 fprintf(stderr, "lazaret-view: cannot drop its privileges: %s\n", strerror(-r));

@@ -52,7 +52,7 @@ lt_log "ok: no host path outside the workspace, secret not found"
 subid_start=$(awk -F: -v u="$(id -un)" '$1 == u { print $2; exit }' /etc/subuid)
 scope=lazaret-$LT_DOMAIN-sandbox.scope
 check_host_processes() {
-        local mode=$1 pid uid st capeff capbnd seen=0 watchers=0 views=0 cmd
+        local mode=$1 pid uid st capeff capbnd seen=0 watchers=0 views=0 notifiers=0 cmd
         printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s", "directfs": %s } } }\n' \
                 "$LT_IMAGE" "$mode" >"$LT_CONFIG"
         (cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 20 </dev/null >/dev/null 2>&1) &
@@ -86,6 +86,16 @@ check_host_processes() {
                         [[ $cmd == */lazaret-watch ]] && watchers=$((watchers + 1))
                         continue ;;
                 */lazaret-view)
+                        if [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == *' --notifier '* ]]; then
+                                # The view's notifier: no capabilities, NO_NEW_PRIVS, its allowlist.
+                                [[ $(awk '/^Seccomp:/ { print $2 }' <<<"$st") == 2 &&
+                                   $(awk '/^NoNewPrivs:/ { print $2 }' <<<"$st") == 1 &&
+                                   $(awk '/^CapEff:/ { print $2 }' <<<"$st") == 0000000000000000 &&
+                                   $(awk '/^CapBnd:/ { print $2 }' <<<"$st") == 0000000000000000 ]] ||
+                                        lt_fail "the view's notifier (pid $pid) is not hardened: $(grep -E '^(Seccomp|NoNewPrivs|CapEff|CapBnd):' <<<"$st" | tr '\n' ' ')"
+                                notifiers=$((notifiers + 1))
+                                continue
+                        fi
                         # The workspace view: the user's files only, with the three
                         # capabilities that serving them as the sandbox's root takes.
                         [[ $(awk '/^Seccomp:/ { print $2 }' <<<"$st") == 2 &&
@@ -118,6 +128,7 @@ check_host_processes() {
         # The workspace view is the host-edit relay's source: no lazaret-watch beside it (spec 4.6).
         lt_assert_eq "directfs=$mode: lazaret-watch processes in $scope" 0 "$watchers"
         lt_assert_eq "directfs=$mode: hardened workspace views in $scope" 1 "$views"
+        lt_assert_eq "directfs=$mode: hardened notifiers of the view in $scope" 1 "$notifiers"
         lt_log "ok: directfs=$mode: $seen sandbox processes as expected"
 }
 check_host_processes false

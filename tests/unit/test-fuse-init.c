@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <linux/fuse.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fuse-init.h"
 
@@ -97,4 +98,46 @@ Test(fuse_init, short_reply_of_an_old_protocol) {
         r.iov[1].iov_len = 8;   /* no room for the flags */
         p.unique = 2;
         cr_assert_not(fuse_init_reply_flags(&p, r.iov, 2, &flags, &off));
+}
+
+/* The notifier's messages, read back from a pipe: header, struct, name and its NUL. */
+Test(fuse_notify, inval_entry_and_inode) {
+        struct {
+                struct fuse_out_header h;
+                struct fuse_notify_inval_entry_out e;
+                char name[8];
+        } m;
+        struct {
+                struct fuse_out_header h;
+                struct fuse_notify_inval_inode_out i;
+        } n;
+        int p[2];
+
+        cr_assert_eq(pipe(p), 0);
+        cr_assert_eq(fuse_notify_inval_entry_write(p[1], 42, "a.js", 4), 0);
+        cr_assert_eq(read(p[0], &m, sizeof(m)), (ssize_t) (sizeof(m.h) + sizeof(m.e) + 5));
+        cr_assert_eq(m.h.len, sizeof(m.h) + sizeof(m.e) + 5);
+        cr_assert_eq(m.h.error, FUSE_NOTIFY_INVAL_ENTRY);
+        cr_assert_eq(m.h.unique, 0);
+        cr_assert_eq(m.e.parent, 42);
+        cr_assert_eq(m.e.namelen, 4);
+        cr_assert_eq(memcmp(m.name, "a.js", 5), 0);
+
+        cr_assert_eq(fuse_notify_inval_inode_write(p[1], 7), 0);
+        cr_assert_eq(read(p[0], &n, sizeof(n)), (ssize_t) sizeof(n));
+        cr_assert_eq(n.h.len, sizeof(n));
+        cr_assert_eq(n.h.error, FUSE_NOTIFY_INVAL_INODE);
+        cr_assert_eq(n.i.ino, 7);
+        cr_assert_eq(n.i.off, 0);
+        cr_assert_eq(n.i.len, 0);
+
+        /* What the kernel would refuse is not written. */
+        cr_assert_eq(fuse_notify_inval_entry_write(p[1], 42, "", 0), -EINVAL);
+        cr_assert_eq(fuse_notify_inval_entry_write(p[1], 42, "a\0b", 3), -EINVAL);
+        close(p[1]);
+        cr_assert_eq(read(p[0], &n, sizeof(n)), 0);
+        close(p[0]);
+
+        /* Not a FUSE device: no clone. */
+        cr_assert_lt(fuse_dev_clone(p[0]), 0);
 }
