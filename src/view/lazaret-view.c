@@ -1693,13 +1693,14 @@ static bool move_busy(void) {
  * renamed into place atomically, then the source removed, as mv does
  * across file systems. n, the source's node, stands for the result from
  * then on. With v.lock held; a copy and its removal run without it, so
- * that no request waits for them in the view. (gVisor itself holds its
- * path walks of the mount while its rename is under way; reads and writes
- * of open files go on.) Meanwhile the kernel keeps every other request for
- * the two directories and for a moving file (the rename holds their inode
- * locks); what it does not hold, a change below a moving directory, waits
- * in wait_unmoved(), and changes under way there end before the copy
- * starts. One copy at a time (v.moving): -EAGAIN while another runs.
+ * that the view's watcher and its other requests go on (inside, gVisor
+ * holds its own path walks and file I/O on the mount while its rename is
+ * under way, so the sandbox waits anyway). Meanwhile the kernel keeps
+ * every other request for the two directories and for a moving file (the
+ * rename holds their inode locks); what it does not hold, a change below
+ * a moving directory, waits in wait_unmoved(), and changes under way there
+ * end before the copy starts. One copy at a time (v.moving): -EAGAIN while
+ * another runs.
  */
 static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClass tc);
 static int rename_across(Node *from, const char *name, Node *n, Node *to, const char *newname, int tfd, ViewClass tc,
@@ -1750,7 +1751,10 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
         return r;
 }
 
-/* n now stands for newname in to (tfd: its directory on side tc), a copy of what it was; it keeps its identity for the kernel. */
+/*
+ * n now stands for newname in to (tfd: its directory on side tc), what it
+ * was or a copy of it; it keeps its identity for the kernel.
+ */
 static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClass tc) {
         struct stat st;
 
@@ -3027,7 +3031,8 @@ static void notifier_start(int fuse) {
                 return;
         }
         if (pipe2(p, O_CLOEXEC) < 0) {
-                fprintf(stderr, "lazaret-view: cannot make the notifier's pipe (%m); the view notifies the kernel itself\n");
+                fprintf(stderr, "lazaret-view: cannot make the notifier's pipe (%m); the view notifies the kernel "
+                        "itself\n");
                 return;
         }
         pid = fork();
@@ -3038,7 +3043,8 @@ static void notifier_start(int fuse) {
                 return;
         }
         if (pid == 0) {
-                /* Only the pipe and the clone, at 3 and 4 (by way of numbers above both): never the view's file of the connection. */
+                /* Only the pipe and the clone, at 3 and 4 (by way of numbers above
+                 * both): never the view's file of the connection. */
                 int in = fcntl(p[0], F_DUPFD, 10), out = fcntl(clone_fd, F_DUPFD, 10);
 
                 if (in < 0 || out < 0 || dup3(in, 3, 0) < 0 || dup3(out, 4, 0) < 0 ||
