@@ -2715,9 +2715,10 @@ static bool relay_path(Node *dir, const char *name, const struct stat *st, bool 
 }
 
 /* The verdict for an event on watch wd (of node id node) naming name[len]; with want_relay, a
- * CHANGED one that the watchers inside are to be told of is queued on the relay's channel. */
-static EchoVerdict event_verdict(int wd, fuse_ino_t node, const char *name, size_t len, bool want_relay) {
-        char buf[NAME_MAX + 1], rel[WATCH_PATH_MAX + 1];
+ * CHANGED one that the watchers inside are to be told of has its path in rel (else rel is ""). */
+static EchoVerdict event_verdict(int wd, fuse_ino_t node, const char *name, size_t len, bool want_relay,
+                                 char rel[static WATCH_PATH_MAX + 1]) {
+        char buf[NAME_MAX + 1];
         EchoVerdict r = CHANGED;
         bool exists = false, relayed = false;
         struct stat st;
@@ -2732,16 +2733,18 @@ static EchoVerdict event_verdict(int wd, fuse_ino_t node, const char *name, size
         if (dir && id_of(dir) == node) {
                 r = echo_verdict(dir, buf, &st, &exists);
                 relayed = r == CHANGED && want_relay && relay.fd >= 0 &&
-                          relay_path(dir, buf, &st, exists, rel, sizeof(rel));
+                          relay_path(dir, buf, &st, exists, rel, WATCH_PATH_MAX + 1);
         }
         pthread_mutex_unlock(&v.lock);
-        if (relayed)
-                (void) watch_out_add(&relay, rel);
+        if (!relayed)
+                rel[0] = 0;
         return r;
 }
 
 static void judge(fuse_ino_t node, int wd, const char *name, size_t len, bool listing, bool relay_it) {
-        switch (event_verdict(wd, node, name, len, relay_it)) {
+        char rel[WATCH_PATH_MAX + 1];
+
+        switch (event_verdict(wd, node, name, len, relay_it, rel)) {
         case ECHO:
                 return;
         case BUSY:
@@ -2755,7 +2758,11 @@ static void judge(fuse_ino_t node, int wd, const char *name, size_t len, bool li
                 __attribute__((fallthrough));
         case CHANGED:
         case CHANGED_OWN:
+                /* The kernel's cache first, then the watchers inside (whose relay
+                 * gathers for a few ms before it acts): what they read is new. */
                 apply_inval(node, name, len, listing);
+                if (rel[0])
+                        (void) watch_out_add(&relay, rel);
                 return;
         }
 }
