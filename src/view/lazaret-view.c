@@ -1675,6 +1675,74 @@ static void inval_below(Node *n) {
                 }
 }
 
+#define MOVE_CHECK_MAX 1000000u    /* entries a tree's check looks at before it answers "cannot tell" */
+
+/*
+ * Whether the directory dfd/name, about to leave ignored state for rel
+ * (workspace-relative) in a host directory whose rule is d, holds only
+ * what would be shared there: what the rule keeps in Domain state (a git
+ * dir's control name or hooks, a HEAD outside the places git makes git
+ * dirs, a .git that is not a directory, a protected name or path) would
+ * otherwise reach the host whole, by the rename or the copy, where host
+ * git and host tools read it. Judged as if each entry were made there
+ * now through the view, in a directory where the host has nothing. 1:
+ * all shared; 0: not, or too deep or too many entries to tell (*budget);
+ * -errno.
+ */
+static int tree_lands_shared(int dfd, const char *name, const ViewDir *d, const char *rel, unsigned depth,
+                             unsigned *budget) {
+        _cleanup_(closedirp) DIR *dir = NULL;
+        ViewFacts f = {};
+        struct dirent *de;
+        int fd;
+
+        if (depth >= COPY_DEPTH_MAX)
+                return 0;
+        fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        dir = fdopendir(fd);
+        if (!dir) {
+                safe_close(fd);
+                return -errno;
+        }
+        /* Its facts, with nothing of the host's there: what HEAD it brings. */
+        while ((de = readdir(dir)))
+                f.holds_head = f.holds_head || streq(de->d_name, "HEAD");
+        rewinddir(dir);
+        while ((de = readdir(dir))) {
+                char sub[VIEW_PATH_MAX];
+                struct stat st;
+                bool is_dir;
+                ViewClass c;
+                int r;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (*budget == 0)
+                        return 0;
+                (*budget)--;
+                if (de->d_type == DT_UNKNOWN) {
+                        if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                                return -errno;
+                        is_dir = S_ISDIR(st.st_mode);
+                } else
+                        is_dir = de->d_type == DT_DIR;
+                if ((size_t) snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name) >= sizeof(sub))
+                        return 0;
+                c = view_name_class(d, &f, de->d_name, is_dir, view_listed(&v.lists, d, sub, de->d_name));
+                if (c != VIEW_SHARED)
+                        return 0;
+                if (is_dir) {
+                        ViewDir child = view_child_dir(d, de->d_name, c);
+                        r = tree_lands_shared(dirfd(dir), de->d_name, &child, sub, depth + 1, budget);
+                        if (r <= 0)
+                                return r;
+                }
+        }
+        return 1;
+}
+
 /* Whether a request is changing the moving source or anything below it now (busy_begin()). With v.lock held. */
 static bool move_busy(void) {
         for (size_t b = 0; b < HASH_SIZE; b++)
@@ -1714,6 +1782,20 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
         sfd = n->in_state ? state_parent(n) : from->fd;
         if (sfd < 0)
                 return sfd;
+        if (n->is_dir && tc == VIEW_SHARED) {
+                /* Out of ignored state: only a tree that is all shared there moves
+                 * whole. Else EXDEV, and mv copies entry by entry through the
+                 * view, which puts each on its side. */
+                ViewDir d = view_child_dir(&to->dir, newname, tc);
+                char rel[VIEW_PATH_MAX];
+                unsigned budget = MOVE_CHECK_MAX;
+
+                r = node_relpath(to, newname, rel, sizeof(rel));
+                if (r >= 0)
+                        r = tree_lands_shared(sfd, name, &d, rel, 0, &budget);
+                if (r <= 0)
+                        return r < 0 ? r : -EXDEV;
+        }
         if (syscall(SYS_renameat2, sfd, name, tfd, newname, flags) >= 0)
                 return node_rebind(n, to, newname, tfd, tc);
         if (errno != EXDEV)

@@ -24,8 +24,8 @@ printf '%s\n' '#include <errno.h>' '#include <stdio.h>' '#include <string.h>' \
         'int main(int c, char **v) { if (c != 3) return 2; if (rename(v[1], v[2]) < 0) {' \
         '        fprintf(stderr, "rename: %s\n", strerror(errno)); return 1; } return 0; }' >"$HOME/lt-tools/lt-rename.c"
 cc -O1 -static -o "$HOME/lt-tools/lt-rename" "$HOME/lt-tools/lt-rename.c" || lt_fail "cannot build lt-rename (static)"
-image=$HOME/lt-image-rename-$(sha256sum <"$HOME/lt-tools/lt-rename" | cut -c1-12)
-lt_build_image "$image" "$HOME/lt-tools/lt-rename"
+image=$HOME/lt-image-git-rename-$(sha256sum <"$HOME/lt-tools/lt-rename" | cut -c1-12)
+lt_build_image "$image" "$(command -v git) $HOME/lt-tools/lt-rename"
 rn=$HOME/lt-tools/lt-rename
 shm=/dev/shm/lt-move-$(id -un)
 
@@ -34,8 +34,9 @@ config() {      # config [DATA-ROOT]
                 "${1:+\"data_root\": \"$1\", }" "$image" >"$LT_CONFIG"
 }
 inside() {
-        lt_launch -- /bin/env PATH=/usr/bin:/bin /bin/sh -c "cd /workspace && $1" </dev/null
+        lt_launch -- /bin/env PATH=/usr/bin:/bin HOME=/root /bin/sh -c "cd /workspace && $1" </dev/null
 }
+hgit() { git -C "$LT_WS" -c user.name=host -c user.email=host@example.invalid "$@"; }
 expect_inside() {       # expect_inside WHAT COMMAND: must succeed
         local out
         out=$(inside "$2" 2>&1) || lt_fail "$1 failed inside: $out"
@@ -89,6 +90,35 @@ lt_assert_eq "the inode of node_modules/back in ignored state (vendor-pkg's)" "$
 lt_assert_eq "src/a.js on the host, renamed out of a directory that went into node_modules/" p "$(cat "$LT_WS/src/a.js")"
 no_temporary
 lt_log "ok: on one file system a move between the sides is one rename: the same inodes, nothing copied"
+
+# What the rule keeps off the host does not reach it by a move out of
+# ignored state: a nested repository made in node_modules/ with a
+# core.fsmonitor, moved to the shared side and added as a gitlink (the
+# issue's second attack), and a .vscode/tasks.json in a moved directory.
+# rename(2) answers EXDEV for such a tree; mv then copies it entry by
+# entry through the view, which puts each on its side.
+pwned=$HOME/lt-move-pwned
+rm -f "$pwned"
+expect_inside "a nested repository and a .vscode/ made in node_modules/" \
+        "mkdir -p node_modules/evil node_modules/tools/.vscode && cd node_modules/evil && git init -q &&
+         echo x >x && git add x && git -c user.name=a -c user.email=a@example.invalid commit -q -m x &&
+         git config core.fsmonitor 'touch $pwned' && echo '{}' >../tools/.vscode/tasks.json && echo t >../tools/t"
+out=$(inside "$rn node_modules/evil vendor-evil" 2>&1) && lt_fail "rename(2) moved a tree holding a git dir's config out of ignored state"
+grep -q "cross-device" <<<"$out" || lt_fail "rename(2) of a tree holding a git dir's config: expected EXDEV, got: $out"
+out=$(inside "$rn node_modules/tools vendor-tools" 2>&1) && lt_fail "rename(2) moved a tree holding .vscode/ out of ignored state"
+grep -q "cross-device" <<<"$out" || lt_fail "rename(2) of a tree holding .vscode/: expected EXDEV, got: $out"
+expect_inside "mv of both trees, and the repository added as a gitlink" \
+        "mv node_modules/evil vendor-evil && mv node_modules/tools vendor-tools && [ -f vendor-tools/.vscode/tasks.json ] &&
+         [ \"\$(git -C vendor-evil config core.fsmonitor)\" = 'touch $pwned' ] && git add vendor-evil"
+[[ ! -e $LT_WS/vendor-evil/.git/config ]] || lt_fail "the moved repository's config is on the host: $(cat "$LT_WS/vendor-evil/.git/config")"
+[[ ! -e $LT_WS/vendor-tools/.vscode/tasks.json ]] || lt_fail "the moved .vscode/tasks.json is on the host"
+lt_assert_eq "vendor-tools/t on the host" t "$(cat "$LT_WS/vendor-tools/t")"
+hgit status >/dev/null 2>&1 || true
+hgit -C vendor-evil status >/dev/null 2>&1 || true
+[[ ! -e $pwned ]] || lt_fail "host git ran the core.fsmonitor of a repository moved out of ignored state"
+hgit rm -q --cached vendor-evil >/dev/null 2>&1 || true
+rm -rf "$LT_WS/vendor-evil" "$LT_WS/vendor-tools"
+lt_log "ok: a git dir's config and a .vscode/ in a tree moved out of ignored state stay in Domain state; host git ran nothing"
 rm -f "$LT_WS/src/big" "$LT_WS/src/a.js"
 
 # --- Domain state on another file system: copied, renamed into place, the source removed.
