@@ -137,10 +137,10 @@ static struct {
          * lately, by "<directory's node id>/<name>": their host events are the
          * sandbox's own, never relayed to the watchers inside. */
         WatchRecent own_names;
-        /* The one rename between the sides copying now, outside v.lock
-         * (rename_across()): its source, which the rename holds a reference
-         * of. Requests that would change it or anything below it wait for
-         * moved (wait_unmoved()). */
+        /* The one rename between the sides under way (rename_across(), from
+         * its check to its end, a copy outside v.lock): its source, which
+         * the rename holds a reference of. Requests that would change it or
+         * anything below it wait for moved (wait_unmoved()). */
         Node *moving;
         pthread_cond_t moved;
 } v = { .lock = PTHREAD_MUTEX_INITIALIZER, .moved = PTHREAD_COND_INITIALIZER, .ifd = -1, .inval_pipe = { -1, -1 } };
@@ -997,7 +997,7 @@ static void busy_end(Node *n) {
         __atomic_sub_fetch(&n->busy, 1, __ATOMIC_SEQ_CST);
 }
 
-/* Whether n is the source of the rename copying now, or lies below it. With v.lock held. */
+/* Whether n is the source of the rename between the sides under way, or lies below it. With v.lock held. */
 static bool move_covers(const Node *n) {
         if (!v.moving)
                 return false;
@@ -1009,9 +1009,10 @@ static bool move_covers(const Node *n) {
 
 /*
  * Before a request changes a or b (NULL: none) on the host or in Domain
- * state, outside v.lock or not: it waits while the rename copying now
- * covers either, so that no change lands in a source after the copy read
- * it. With v.lock held, which the wait releases.
+ * state, outside v.lock or not: it waits while the rename between the
+ * sides under way covers either, so that nothing changes below a source
+ * between the check of what may move and the end of the move. With
+ * v.lock held, which the wait releases.
  */
 static void wait_unmoved(const Node *a, const Node *b) {
         while (move_covers(a) || move_covers(b))
@@ -1753,6 +1754,28 @@ static bool move_busy(void) {
 }
 
 /*
+ * The move of n begins (v.moving): requests that would change n or what
+ * lies below it wait from now on, and those under way end first. -EAGAIN
+ * while another move holds it. With v.lock held, which the wait releases.
+ */
+static int move_begin(Node *n) {
+        if (v.moving)
+                return -EAGAIN;
+        v.moving = n;
+        while (move_busy()) {
+                pthread_mutex_unlock(&v.lock);
+                (void) usleep(1000);
+                pthread_mutex_lock(&v.lock);
+        }
+        return 0;
+}
+
+static void move_end(void) {
+        v.moving = NULL;
+        pthread_cond_broadcast(&v.moved);
+}
+
+/*
  * A rename between ignored state and the host's side (SR-13: never EXDEV,
  * which would make mv copy file by file through the view). Where Domain
  * state and the workspace are one file system, it is one rename(2) there:
@@ -1767,8 +1790,8 @@ static bool move_busy(void) {
  * every other request for the two directories and for a moving file (the
  * rename holds their inode locks); what it does not hold, a change below
  * a moving directory, waits in wait_unmoved(), and changes under way there
- * end before the copy starts. One copy at a time (v.moving): -EAGAIN while
- * another runs.
+ * end before the check and the move begin. One move at a time (v.moving):
+ * -EAGAIN while another runs.
  */
 static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClass tc);
 static int rename_across(Node *from, const char *name, Node *n, Node *to, const char *newname, int tfd, ViewClass tc,
@@ -1782,6 +1805,15 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
         sfd = n->in_state ? state_parent(n) : from->fd;
         if (sfd < 0)
                 return sfd;
+        /* Its own fds of the two directories: the nodes' may be replaced while it waits or copies without v.lock. */
+        sdup = fcntl(sfd, F_DUPFD_CLOEXEC, 3);
+        tdup = fcntl(tfd, F_DUPFD_CLOEXEC, 3);
+        if (sdup < 0 || tdup < 0)
+                return -errno;
+        /* From here to its end nothing below the source changes: what the check saw is what moves. */
+        r = move_begin(n);
+        if (r < 0)
+                return r;
         if (n->is_dir && tc == VIEW_SHARED) {
                 /* Out of ignored state: only a tree that is all shared there moves
                  * whole. Else EXDEV, and mv copies entry by entry through the
@@ -1792,26 +1824,21 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
 
                 r = node_relpath(to, newname, rel, sizeof(rel));
                 if (r >= 0)
-                        r = tree_lands_shared(sfd, name, &d, rel, 0, &budget);
-                if (r <= 0)
+                        r = tree_lands_shared(sdup, name, &d, rel, 0, &budget);
+                if (r <= 0) {
+                        move_end();
                         return r < 0 ? r : -EXDEV;
+                }
         }
-        if (syscall(SYS_renameat2, sfd, name, tfd, newname, flags) >= 0)
-                return node_rebind(n, to, newname, tfd, tc);
-        if (errno != EXDEV)
-                return -errno;
-        if (v.moving)
-                return -EAGAIN;
-        /* Its own fds of the two directories: the nodes' may be replaced while it runs without v.lock. */
-        sdup = fcntl(sfd, F_DUPFD_CLOEXEC, 3);
-        tdup = fcntl(tfd, F_DUPFD_CLOEXEC, 3);
-        if (sdup < 0 || tdup < 0)
-                return -errno;
-        v.moving = n;
-        while (move_busy()) {
-                pthread_mutex_unlock(&v.lock);
-                (void) usleep(1000);
-                pthread_mutex_lock(&v.lock);
+        if (syscall(SYS_renameat2, sdup, name, tdup, newname, flags) >= 0) {
+                r = node_rebind(n, to, newname, tdup, tc);
+                move_end();
+                return r;
+        }
+        if (errno != EXDEV) {
+                r = -errno;
+                move_end();
+                return r;
         }
         pthread_mutex_unlock(&v.lock);
 
@@ -1828,8 +1855,7 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
         pthread_mutex_lock(&v.lock);
         if (r >= 0)
                 r = node_rebind(n, to, newname, tdup, tc);
-        v.moving = NULL;
-        pthread_cond_broadcast(&v.moved);
+        move_end();
         return r;
 }
 
@@ -1955,7 +1981,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 
         pthread_mutex_lock(&v.lock);
 again:
-        /* Nothing that a rename between the sides is copying now moves, and nothing moves into it. */
+        /* Nothing below a source of a rename between the sides under way moves, and nothing moves into it. */
         wait_unmoved(from, to);
         r = lookup_locked(from, name, &e);
         if (r < 0)
@@ -1994,7 +2020,7 @@ again:
             tc != VIEW_PROTECTED && !(n->cls == VIEW_SHARED && n->is_dir && from->dir.zone != VIEW_ZONE_WORK)) {
                 r = rename_across(from, name, n, to, newname, tfd, tc, flags);
                 if (r == -EAGAIN) {
-                        /* One copy at a time: another one, in other directories, is running. */
+                        /* One move at a time: another one, in other directories, is running. */
                         forget_one(n, 1);
                         n = NULL;
                         pthread_cond_wait(&v.moved, &v.lock);
