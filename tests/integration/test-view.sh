@@ -213,7 +213,9 @@ LT_KEEPER=
 log=$( (cd "$LT_WS" && lazaretctl log) 2>/dev/null || cat "$LT_LOGDIR/$LT_DOMAIN.log" 2>/dev/null || true)
 grep -q "the workspace view lazaret-view (pid $view_pid)" <<<"$log" ||
         lt_fail "the view's death is not named in the Domain's log: $(tail -n 5 <<<"$log")"
-pgrep -u "$(id -u)" -f -- 'lazaret-view --workspace-fd' >/dev/null && lt_fail "a lazaret-view outlived its Domain"
+# Neither the view nor its notifier (lazaret-view --notifier) outlives it.
+pgrep -u "$(id -u)" -f -- 'lazaret-view --' >/dev/null &&
+        lt_fail "a lazaret-view outlived its Domain: $(pgrep -u "$(id -u)" -af -- 'lazaret-view --' | cut -c1-120)"
 lt_assert_eq "a launch after the view's death" "echo envrc" "$(inside 'cat .envrc')"
 lt_log "ok: the view's death fails the Domain, names the view, and the next launch works"
 
