@@ -248,6 +248,24 @@ lt_use_git_image() {
         export LT_GIT_IMAGE
 }
 
+# lt_use_rename_image: after lt_domain_setup, builds tests/integration/lt-rename.c
+# (rename(2) alone, static) at $HOME/lt-tools and (once per build of it) the
+# busybox test image plus the host's git and it at the same path; points
+# LT_CONFIG's profile "test" at that image and exports LT_RENAME_TOOL and
+# LT_RENAME_IMAGE. Needs git on the host.
+lt_use_rename_image() {
+        local git
+        git=$(command -v git) || lt_skip "git is not installed on the host"
+        LT_RENAME_TOOL=$HOME/lt-tools/lt-rename
+        mkdir -p "$HOME/lt-tools"
+        cc -O1 -static -o "$LT_RENAME_TOOL" "$LAZARET_SOURCE_ROOT/tests/integration/lt-rename.c" ||
+                lt_fail "cannot build tests/integration/lt-rename.c (static)"
+        LT_RENAME_IMAGE=$HOME/lt-image-git-rename-$(cat "$git" "$LT_RENAME_TOOL" | sha256sum | cut -c1-12)
+        lt_build_image "$LT_RENAME_IMAGE" "$git $LT_RENAME_TOOL"
+        printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s" } } }\n' "$LT_RENAME_IMAGE" >"$LT_CONFIG"
+        export LT_RENAME_TOOL LT_RENAME_IMAGE
+}
+
 # lt_use_watch_image: after lt_domain_setup, builds the real inotify watcher
 # tests/integration/inotify-watch.c (static) at $HOME/lt-tools, and (once
 # per build of it) the busybox test image plus it at the same path; points

@@ -23,16 +23,9 @@
 
 lt_install
 lt_domain_setup
-lt_use_git_image
-# rename(2) alone, which mv would hide behind its copying fallback on EXDEV.
-mkdir -p "$HOME/lt-tools"
-printf '%s\n' '#include <errno.h>' '#include <stdio.h>' '#include <string.h>' \
-        'int main(int c, char **v) { if (c != 3) return 2; if (rename(v[1], v[2]) < 0) {' \
-        '        fprintf(stderr, "rename: %s\n", strerror(errno)); return 1; } return 0; }' >"$HOME/lt-tools/lt-rename.c"
-cc -O1 -static -o "$HOME/lt-tools/lt-rename" "$HOME/lt-tools/lt-rename.c" || lt_fail "cannot build lt-rename (static)"
-image=$HOME/lt-image-git-rename-$(sha256sum <"$HOME/lt-tools/lt-rename" | cut -c1-12)
-lt_build_image "$image" "$(command -v git) $HOME/lt-tools/lt-rename"
-rename_tool=$HOME/lt-tools/lt-rename
+lt_use_rename_image
+image=$LT_RENAME_IMAGE
+rename_tool=$LT_RENAME_TOOL
 lt_reset_view_state
 
 profile() {     # profile EXTRA-KEYS: the test profile with those keys
