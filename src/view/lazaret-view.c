@@ -1972,6 +1972,14 @@ static void ign_follow_rename(Node *from, const char *name, Node *to, const char
         (void) renameat(fsub, name, tsub, newname);
 }
 
+/* Whether the view's Domain state holds anything at or below name in host directory dir (or the path is too long to tell). */
+static bool state_below(Node *dir, const char *name) {
+        char rel[VIEW_PATH_MAX];
+        struct stat st;
+
+        return node_relpath(dir, name, rel, sizeof(rel)) < 0 || fstatat(v.state_fd, rel, &st, AT_SYMLINK_NOFOLLOW) >= 0;
+}
+
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
                       unsigned int flags) {
         Node *from = node_of(parent), *to = node_of(newparent), *n = NULL;
@@ -2018,7 +2026,10 @@ again:
         }
         if (n->cls != tc && (n->cls == VIEW_IGNORED || tc == VIEW_IGNORED) && n->cls != VIEW_PROTECTED &&
             tc != VIEW_PROTECTED && !(n->cls == VIEW_SHARED && n->is_dir && from->dir.zone != VIEW_ZONE_WORK)) {
-                r = rename_across(from, name, n, to, newname, tfd, tc, flags);
+                /* A host directory that something protected lies below stays
+                 * where it is, as on its own side: mv copies it through the view. */
+                r = !n->in_state && n->is_dir && state_below(from, name) ? -EXDEV :
+                    rename_across(from, name, n, to, newname, tfd, tc, flags);
                 if (r == -EAGAIN) {
                         /* One move at a time: another one, in other directories, is running. */
                         forget_one(n, 1);
@@ -2037,16 +2048,12 @@ again:
         }
         if (tc == VIEW_SHARED) {
                 if (n->is_dir) {
-                        char rel[VIEW_PATH_MAX];
-                        struct stat st;
                         ViewDir a = view_child_dir(&from->dir, name, n->cls), b = view_child_dir(&to->dir, newname, tc);
 
                         /* A directory that something protected lies below stays where it
                          * is (its Domain state would be left behind), and so does one that
                          * would change what git may take it for. */
-                        if (node_relpath(from, name, rel, sizeof(rel)) < 0 ||
-                            fstatat(v.state_fd, rel, &st, AT_SYMLINK_NOFOLLOW) >= 0 ||
-                            !view_dir_equal(&a, &b)) {
+                        if (state_below(from, name) || !view_dir_equal(&a, &b)) {
                                 r = -EXDEV;
                                 goto finish;
                         }

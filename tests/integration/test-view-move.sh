@@ -85,6 +85,22 @@ lt_assert_eq "src/a.js on the host, renamed out of a directory that went into no
 no_temporary
 lt_log "ok: on one file system a move between the sides is one rename: the same inodes, nothing copied"
 
+# A host directory that something protected lies below (in the view's
+# Domain state) stays where it is on a rename into ignored state, as on its
+# own side (EXDEV): moved whole, its protected state would stay behind and
+# show again in a new directory of its name. mv copies it through the view.
+expect_inside "a protected file below a host directory" \
+        'mkdir -p src/scratch2/.vscode && echo "{}" >src/scratch2/.vscode/settings.json && echo k >src/scratch2/keep'
+out=$(inside "$rn src/scratch2 node_modules/scratch2" 2>&1) &&
+        lt_fail "rename(2) moved a host directory with protected state below it into ignored state"
+grep -q "cross-device" <<<"$out" || lt_fail "rename(2) of a host directory with protected state below it: expected EXDEV, got: $out"
+expect_inside "mv of it into node_modules/, and a new directory of its name" \
+        'mv src/scratch2 node_modules/scratch2 && [ "$(cat node_modules/scratch2/.vscode/settings.json)" = "{}" ] &&
+         [ "$(cat node_modules/scratch2/keep)" = k ] && mkdir src/scratch2 && [ ! -e src/scratch2/.vscode ] &&
+         [ ! -e src/scratch2/keep ] && rmdir src/scratch2'
+[[ ! -e $LT_WS/src/scratch2 ]] || lt_fail "src/scratch2 is still on the host after its mv into node_modules/ and rmdir"
+lt_log "ok: a host directory with protected state below it moves into ignored state by mv's copy, leaving nothing behind"
+
 # What the rule keeps off the host does not reach it by a move out of
 # ignored state: a nested repository made in node_modules/ with a
 # core.fsmonitor, moved to the shared side and added as a gitlink (the
