@@ -4,7 +4,8 @@
 #include <stddef.h>
 
 /*
- * How the Runtime Supervisor and its own helpers (lazaret-watch) enter
+ * How the Runtime Supervisor, its own helpers (lazaret-watch,
+ * lazaret-setid-responder) and the workspace view's notifier enter
  * their sandbox once their resources are acquired (slirp4netns' order):
  * harden_drop_privileges() drops every capability, the bounding set too
  * (EPERM there means no CAP_SETPCAP, so nothing to drop: a helper run by

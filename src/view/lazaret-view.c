@@ -33,7 +33,6 @@
 #define FUSE_USE_VERSION 35
 
 
-#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -67,6 +66,7 @@
 #include "fuse-init.h"
 #include "git-ignore.h"
 #include "git-index.h"
+#include "harden.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "strv.h"
@@ -145,9 +145,11 @@ static struct {
         pthread_cond_t moved;
 } v = { .lock = PTHREAD_MUTEX_INITIALIZER, .moved = PTHREAD_COND_INITIALIZER, .ifd = -1, .inval_pipe = { -1, -1 } };
 
+/* A record of the handlers' invalidation pipe, and of the notifier's (apply_inval()). */
 typedef struct Inval {
         uint64_t node;                  /* fuse_ino_t */
         uint16_t len;                   /* 0: the node itself */
+        bool listing;                   /* also the node's attributes and cached data (a directory's listing) */
         char name[NAME_MAX + 1];
 } Inval;
 
@@ -992,9 +994,16 @@ static void busy_begin(Node *n) {
         __atomic_add_fetch(&n->busy, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Never with v.lock held: a move waiting for changes to end (move_begin()) is woken here. */
 static void busy_end(Node *n) {
         note_changed(n);
         __atomic_sub_fetch(&n->busy, 1, __ATOMIC_SEQ_CST);
+        /* After the count, as move_begin() sets v.moving before it counts: one of the two sees the other. */
+        if (__atomic_load_n(&v.moving, __ATOMIC_SEQ_CST)) {
+                pthread_mutex_lock(&v.lock);
+                pthread_cond_broadcast(&v.moved);
+                pthread_mutex_unlock(&v.lock);
+        }
 }
 
 /* Whether n is the source of the rename between the sides under way, or lies below it. With v.lock held. */
@@ -1499,11 +1508,9 @@ static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, co
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name) {
         Node *n = node_of(ino), *dir = node_of(parent);
         char pp[32];
-        ViewClass c;
-        int fd;
-
         _cleanup_(pin_done) Pin p = {};
-        int r;
+        ViewClass c;
+        int fd, r;
 
         pthread_mutex_lock(&v.lock);
         wait_unmoved(dir, NULL);
@@ -1753,31 +1760,41 @@ static bool move_busy(void) {
         return false;
 }
 
+/* Whether the view's Domain state holds anything at or below name in host directory dir (or the path is too long to tell). */
+static bool state_below(Node *dir, const char *name) {
+        char rel[VIEW_PATH_MAX];
+        struct stat st;
+
+        return node_relpath(dir, name, rel, sizeof(rel)) < 0 || fstatat(v.state_fd, rel, &st, AT_SYMLINK_NOFOLLOW) >= 0;
+}
+
 /*
  * The move of n begins (v.moving): requests that would change n or what
- * lies below it wait from now on, and those under way end first. -EAGAIN
- * while another move holds it. With v.lock held, which the wait releases.
+ * lies below it wait from now on, and those under way end first (each
+ * busy_end() wakes it while a move is set). -EAGAIN while another move
+ * holds it. With v.lock held, which the wait releases.
  */
 static int move_begin(Node *n) {
         if (v.moving)
                 return -EAGAIN;
-        v.moving = n;
-        while (move_busy()) {
-                pthread_mutex_unlock(&v.lock);
-                (void) usleep(1000);
-                pthread_mutex_lock(&v.lock);
-        }
+        __atomic_store_n(&v.moving, n, __ATOMIC_SEQ_CST);
+        while (move_busy())
+                pthread_cond_wait(&v.moved, &v.lock);
         return 0;
 }
 
 static void move_end(void) {
-        v.moving = NULL;
+        __atomic_store_n(&v.moving, NULL, __ATOMIC_SEQ_CST);
         pthread_cond_broadcast(&v.moved);
 }
 
 /*
- * A rename between ignored state and the host's side (SR-13: never EXDEV,
- * which would make mv copy file by file through the view). Where Domain
+ * A rename between ignored state and the host's side (SR-13: not EXDEV,
+ * which would make mv copy file by file through the view, but where what
+ * moves whole would break the rule: a directory out of ignored state that
+ * holds what the rule keeps off the host, or a host directory with
+ * protected Domain state below it; mv then copies it through the view,
+ * which puts each entry on its side). Where Domain
  * state and the workspace are one file system, it is one rename(2) there:
  * what was created through the view keeps its modes and owner wherever it
  * lies. Elsewhere, a copy under a temporary name on the target's side,
@@ -1810,14 +1827,19 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
         tdup = fcntl(tfd, F_DUPFD_CLOEXEC, 3);
         if (sdup < 0 || tdup < 0)
                 return -errno;
-        /* From here to its end nothing below the source changes: what the check saw is what moves. */
+        /* From here to its end nothing below the source changes: what the checks saw is what moves. */
         r = move_begin(n);
         if (r < 0)
                 return r;
+        if (n->is_dir && !n->in_state && state_below(from, name)) {
+                /* A host directory that something protected lies below stays where
+                 * it is, as on its own side (its Domain state would be left behind). */
+                move_end();
+                return -EXDEV;
+        }
         if (n->is_dir && tc == VIEW_SHARED) {
                 /* Out of ignored state: only a tree that is all shared there moves
-                 * whole. Else EXDEV, and mv copies entry by entry through the
-                 * view, which puts each on its side. */
+                 * whole. */
                 ViewDir d = view_child_dir(&to->dir, newname, tc);
                 char rel[VIEW_PATH_MAX];
                 unsigned budget = MOVE_CHECK_MAX;
@@ -1972,14 +1994,6 @@ static void ign_follow_rename(Node *from, const char *name, Node *to, const char
         (void) renameat(fsub, name, tsub, newname);
 }
 
-/* Whether the view's Domain state holds anything at or below name in host directory dir (or the path is too long to tell). */
-static bool state_below(Node *dir, const char *name) {
-        char rel[VIEW_PATH_MAX];
-        struct stat st;
-
-        return node_relpath(dir, name, rel, sizeof(rel)) < 0 || fstatat(v.state_fd, rel, &st, AT_SYMLINK_NOFOLLOW) >= 0;
-}
-
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
                       unsigned int flags) {
         Node *from = node_of(parent), *to = node_of(newparent), *n = NULL;
@@ -2026,10 +2040,7 @@ again:
         }
         if (n->cls != tc && (n->cls == VIEW_IGNORED || tc == VIEW_IGNORED) && n->cls != VIEW_PROTECTED &&
             tc != VIEW_PROTECTED && !(n->cls == VIEW_SHARED && n->is_dir && from->dir.zone != VIEW_ZONE_WORK)) {
-                /* A host directory that something protected lies below stays
-                 * where it is, as on its own side: mv copies it through the view. */
-                r = !n->in_state && n->is_dir && state_below(from, name) ? -EXDEV :
-                    rename_across(from, name, n, to, newname, tfd, tc, flags);
+                r = rename_across(from, name, n, to, newname, tfd, tc, flags);
                 if (r == -EAGAIN) {
                         /* One move at a time: another one, in other directories, is running. */
                         forget_one(n, 1);
@@ -2208,7 +2219,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                         return;
                 }
         }
-        fd = node_open(n, fi->flags, fi->flags & O_TRUNC);
+        fd = node_open(n, fi->flags, (fi->flags & O_TRUNC) != 0);
         if (fd < 0) {
                 fuse_reply_err(req, -fd);
                 return;
@@ -2700,20 +2711,14 @@ static const struct fuse_lowlevel_ops ops = {
 
 /*
  * The kernel is told by the notifier, a process of the view's own
- * (notifier_start()); the view's threads never make a notification.
+ * (notifier_start()), through this pipe of Inval records; the view's
+ * threads never make a notification.
  */
-typedef struct NotifyRecord {
-        uint64_t node;                  /* fuse_ino_t */
-        uint16_t len;                   /* of name; 0: the node itself */
-        bool listing;                   /* also the node's attributes and cached data (a directory's listing) */
-        char name[NAME_MAX + 1];
-} NotifyRecord;
-
-static int notify_fd = -1;              /* the notifier's pipe, or -1: made here */
+static int notify_fd = -1;              /* or -1: made here */
 
 static void apply_inval(fuse_ino_t node, const char *name, size_t len, bool listing) {
         if (notify_fd >= 0) {
-                NotifyRecord rec = { .node = node, .len = (uint16_t) len, .listing = listing };
+                Inval rec = { .node = node, .len = (uint16_t) len, .listing = listing };
                 ssize_t k;
 
                 memcpy(rec.name, name, len);
@@ -2981,7 +2986,7 @@ static void inval_pipe_apply(void) {
 
         /* Records of one size, each written whole (below PIPE_BUF). */
         if (read(v.inval_pipe[0], &i, sizeof(i)) == (ssize_t) sizeof(i) && i.len <= NAME_MAX)
-                apply_inval((fuse_ino_t) i.node, i.name, i.len, false);
+                apply_inval((fuse_ino_t) i.node, i.name, i.len, i.listing);
 }
 
 /* How long the watcher lets inotify events gather before it reads them. */
@@ -3059,7 +3064,7 @@ static void *watcher(void *arg) {
 
 static _Noreturn void notifier_run(int in, int fuse) {
         for (;;) {
-                NotifyRecord rec;
+                Inval rec;
                 ssize_t k = read(in, &rec, sizeof(rec));
 
                 if (k < 0 && errno == EINTR)
@@ -3080,30 +3085,9 @@ static _Noreturn void notifier_run(int in, int fuse) {
 static int notifier_harden(void) {
         static const int allowed[] = { SCMP_SYS(read), SCMP_SYS(writev), SCMP_SYS(exit_group), SCMP_SYS(exit),
                                        SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall) };
-        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-        struct __user_cap_data_struct d[2] = {};
-        scmp_filter_ctx ctx;
-        int r = 0;
+        int r = harden_drop_privileges();
 
-        for (unsigned long cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
-                        return -errno;
-        if (syscall(SYS_capset, &h, d) < 0 && errno != EPERM)
-                return -errno;
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                return -errno;
-        ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
-        if (!ctx)
-                return -ENOMEM;
-        for (size_t i = 0; i < ELEMENTSOF(allowed) && r >= 0; i++) {
-                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0);
-                if (r == -EDOM || r == -EFAULT)
-                        r = 0;
-        }
-        if (r >= 0)
-                r = seccomp_load(ctx);
-        seccomp_release(ctx);
-        return r;
+        return r < 0 ? r : harden_load_allowlist(allowed, ELEMENTSOF(allowed));
 }
 
 static int main_argc;
