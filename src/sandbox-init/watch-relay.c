@@ -330,23 +330,30 @@ int watch_relay_run(const char *workspace, int channel_fd, bool judged) {
                         stats_write(r);
                         continue;
                 }
-                /* The sandbox's own changes come several events to a file: let
-                 * them gather for a moment (RELAY_GATHER_MS), so that a burst of
-                 * writes wakes the relay once, not once per event. Their host
-                 * echoes are at least the host watcher's coalescing later. */
-                if ((p[0].revents & POLLIN) && !p[1].revents) {
-                        struct timespec gather = { .tv_nsec = RELAY_GATHER_MS * 1000000L };
-                        (void) nanosleep(&gather, NULL);
-                }
-                /* A judged source writes once per batch of its own (a few ms): while
-                 * nobody watches, a host `tar x` would wake the relay, and make it look
-                 * through /proc (some thirty syscalls in gVisor), a thousand times.
-                 * Paths then gather for RELAY_NOBODY_GATHER_MS first; a watcher that
-                 * has just started still hears of a change within the 200 ms of spec
-                 * 4.6. With a watcher there, each is triggered at once. */
-                if (r->judged && r->nobody && (p[1].revents & POLLIN)) {
-                        struct timespec gather = { .tv_nsec = RELAY_NOBODY_GATHER_MS * 1000000L };
-                        (void) nanosleep(&gather, NULL);
+                /* How long what came gathers before it is read:
+                 *   - the sandbox's own changes come several events to a file, so a
+                 *     burst of writes wakes the relay once, not once per event (their
+                 *     host echoes are at least the host watcher's coalescing later);
+                 *   - a judged source hands the kernel's invalidation of each path to
+                 *     its notifier just before it writes the path, and a trigger ahead
+                 *     of it would find the entry still cached (a file deleted on the
+                 *     host opened, instead of its directory): RELAY_GATHER_MS too;
+                 *   - while nobody watches, a judged source's batches (a few ms apart)
+                 *     during a host `tar x` would wake the relay, and make it look
+                 *     through /proc (some thirty syscalls in gVisor), a thousand times:
+                 *     RELAY_NOBODY_GATHER_MS. A watcher that has just started still
+                 *     hears of a change within the 200 ms of spec 4.6. */
+                {
+                        long ms = 0;
+
+                        if (r->judged && (p[1].revents & POLLIN))
+                                ms = r->nobody ? RELAY_NOBODY_GATHER_MS : RELAY_GATHER_MS;
+                        else if ((p[0].revents & POLLIN) && !p[1].revents)
+                                ms = RELAY_GATHER_MS;
+                        if (ms > 0) {
+                                struct timespec gather = { .tv_nsec = ms * 1000000L };
+                                (void) nanosleep(&gather, NULL);
+                        }
                 }
                 /* Inside first: a write made inside is queued there before its host echo reaches the channel. */
                 drain_inotify(r);
