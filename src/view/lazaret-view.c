@@ -64,6 +64,7 @@
 #include "cleanup.h"
 #include "fs-util.h"
 #include "fuse-init.h"
+#include "fuse-pool.h"
 #include "git-ignore.h"
 #include "git-index.h"
 #include "harden.h"
@@ -2279,7 +2280,6 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
-        struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
         bool owned;
         int fd = request_fd(node_of(ino), fi, O_RDONLY, &owned);
 
@@ -2287,16 +2287,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
                 fuse_reply_err(req, -fd);
                 return;
         }
-        buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-        buf.buf[0].fd = fd;
-        buf.buf[0].pos = off;
-        fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+        fuse_pool_reply_read(req, fd, size, off);
         if (owned)
                 safe_close(fd);
 }
 
 static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off, struct fuse_file_info *fi) {
-        struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
         Node *n = node_of(ino);
         bool owned;
         int fd = request_fd(n, fi, O_WRONLY, &owned);
@@ -2307,10 +2303,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
                 fuse_reply_err(req, -fd);
                 return;
         }
-        out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-        out.buf[0].fd = fd;
-        out.buf[0].pos = off;
-        k = fuse_buf_copy(&out, in, 0);
+        k = fuse_pool_write(in, fd, off);
         /* The kernel asks for the new size and times anyway; recorded now, the
          * write's own host events are known for its echo. */
         if (k >= 0 && fstat(fd, &st) >= 0) {
@@ -2325,20 +2318,6 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
                 fuse_reply_err(req, (int) -k);
         else
                 fuse_reply_write(req, (size_t) k);
-}
-
-static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-        (void) ino, (void) fi;
-        /* The backing files are local: close(2) has nothing to report that write(2)
-         * did not. ENOSYS: the kernel stops sending FLUSH at all. */
-        fuse_reply_err(req, ENOSYS);
-}
-
-static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-        (void) ino;
-        if (fi->fh)
-                safe_close((int) fi->fh);
-        fuse_reply_err(req, 0);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
@@ -2694,8 +2673,8 @@ static const struct fuse_lowlevel_ops ops = {
         .create = op_create,
         .read = op_read,
         .write_buf = op_write_buf,
-        .flush = op_flush,
-        .release = op_release,
+        .flush = fuse_pool_op_flush,
+        .release = fuse_pool_op_release,
         .fsync = op_fsync,
         .fallocate = op_fallocate,
         .lseek = op_lseek,
@@ -3296,27 +3275,6 @@ static const struct fuse_custom_io view_io = {
         .splice_send = io_splice_send,
 };
 
-static void *worker(void *arg) {
-        struct fuse_session *se = arg;
-        struct fuse_buf buf = {};
-        intptr_t r = 0;
-
-        while (!fuse_session_exited(se)) {
-                int k = fuse_session_receive_buf(se, &buf);
-
-                if (k == -EINTR || k == -EAGAIN)
-                        continue;
-                if (k <= 0) {
-                        /* Unmounted (-ENODEV, or 0): every worker ends. */
-                        r = k < 0 && k != -ENODEV ? 1 : 0;
-                        fuse_session_exit(se);
-                        break;
-                }
-                fuse_session_process_buf(se, &buf);
-        }
-        free(buf.mem);
-        return (void *) r;
-}
 
 static int arg_workspace_fd = -1, arg_state_fd = -1, arg_fuse_fd = -1, arg_ignored_fd = -1, arg_excludes_fd = -1,
            arg_relay_fd = -1;
@@ -3517,20 +3475,8 @@ int main(int argc, char *argv[]) {
         (void) !write(3, "1", 1);
         (void) close(3);
 
-        /* A fixed set of workers reading the one connection: libfuse's own
-         * multi-threaded loop made and ended a thread (and its splice pipe)
-         * for nearly every request. */
-        {
-                pthread_t t[VIEW_WORKERS];
-                size_t n = 0;
-
-                for (; n < VIEW_WORKERS - 1; n++)
-                        if (pthread_create(&t[n], NULL, worker, se) != 0)
-                                break;
-                r = (int) (intptr_t) worker(se);
-                for (size_t i = 0; i < n; i++)
-                        pthread_join(t[i], NULL);
-        }
+        /* A fixed set of workers reading the one connection. */
+        r = fuse_pool_run(se, VIEW_WORKERS);
         fuse_session_destroy(se);
         return r == 0 ? 0 : 1;
 }
