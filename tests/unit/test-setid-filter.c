@@ -322,6 +322,29 @@ Test(setid_filter, unseen_modes) {
 }
 
 #if defined(__x86_64__)
+/*
+ * Whether this kernel runs i386 system calls made with int $0x80 at all:
+ * some (ia32_emulation=0, confidential and some paravirtualised guests)
+ * answer with a general protection fault, a SIGSEGV. Probed with getpid
+ * (i386's 20) in a child, which the filter lets through.
+ */
+static bool i386_abi_offered(void) {
+        int status;
+        pid_t pid = fork();
+
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                long ret;
+                __asm__ volatile ("int $0x80" : "=a" (ret) : "a" (20L) : "memory");
+                _exit(ret == (long) getpid() ? 0 : 1);
+        }
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV)
+                return false;
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "int $0x80 getpid: status 0x%x", status);
+        return true;
+}
+
 Test(setid_filter, other_abis) {
         char path[256];
         long ret;
@@ -334,7 +357,13 @@ Test(setid_filter, other_abis) {
         cr_assert_eq(ret, -1);
         cr_assert_eq(errno, EPERM);
 
-        /* i386's chmod (15) through int $0x80, with the path below 4 GiB. */
+        /* i386's chmod (15) through int $0x80, with the path below 4 GiB: only
+         * where the kernel offers that ABI; where it does not, no program can
+         * reach the kernel through it either. */
+        if (!i386_abi_offered()) {
+                cr_log_warn("int $0x80 faults on this kernel (no i386 ABI): its chmod is not checked");
+                return;
+        }
         char *low = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
         cr_assert_neq(low, MAP_FAILED);
         strcpy(low, path);
