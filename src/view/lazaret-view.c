@@ -3275,7 +3275,6 @@ static const struct fuse_custom_io view_io = {
         .splice_send = io_splice_send,
 };
 
-
 static int arg_workspace_fd = -1, arg_state_fd = -1, arg_fuse_fd = -1, arg_ignored_fd = -1, arg_excludes_fd = -1,
            arg_relay_fd = -1;
 static double arg_timeout = 3600;
