@@ -37,8 +37,15 @@
 #define WORKERS 4
 #define HASH 65536u
 
+/*
+ * A directory holds an O_PATH fd; anything else is reached by its last
+ * name in its parent (as the view does), so that a 20,000-file git status
+ * holds no descriptor per file.
+ */
 typedef struct Ino {
-        int fd;                 /* O_PATH */
+        int fd;                 /* directories: O_PATH; else -1 */
+        struct Ino *parent;     /* others: where name was last seen */
+        char *name;
         dev_t dev;
         ino_t ino;
         uint64_t nlookup;
@@ -68,18 +75,67 @@ static void proc_path(int fd, char buf[static 32]) {
         snprintf(buf, 32, "/proc/self/fd/%d", fd);
 }
 
+/* An O_PATH fd of n: a directory's own, else one opened by its name and checked (closed by ino_put()). */
+static int ino_get(Ino *n) {
+        struct stat st;
+        int fd;
+
+        if (n->fd >= 0)
+                return n->fd;
+        pthread_mutex_lock(&r.lock);
+        if (n->parent && n->name)
+                fd = openat(n->parent->fd, n->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        else {
+                fd = -1;
+                errno = ESTALE;
+        }
+        pthread_mutex_unlock(&r.lock);
+        if (fd < 0)
+                return -1;
+        if (fstat(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino) {
+                close(fd);
+                errno = ESTALE;
+                return -1;
+        }
+        return fd;
+}
+
+static void ino_put(Ino *n, int fd) {
+        if (fd >= 0 && fd != n->fd)
+                close(fd);
+}
+
+/* Under r.lock: n was last seen as name in dir. */
+static void ino_seen(Ino *n, Ino *dir, const char *name) {
+        char *copy;
+
+        if (n->fd >= 0 || (n->parent == dir && n->name && !strcmp(n->name, name)))
+                return;
+        copy = strdup(name);
+        if (!copy)
+                return;
+        free(n->name);
+        n->name = copy;
+        n->parent = dir;
+}
+
 static int do_lookup(Ino *dir, const char *name, struct fuse_entry_param *e) {
         Ino *n;
         int fd;
 
         memset(e, 0, sizeof(*e));
-        fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
+        if (fstatat(dir->fd, name, &e->attr, AT_SYMLINK_NOFOLLOW) < 0)
                 return -errno;
-        if (fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
-                int k = -errno;
-                close(fd);
-                return k;
+        fd = -1;
+        if (S_ISDIR(e->attr.st_mode)) {
+                struct stat st;
+                fd = openat(dir->fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return -errno;
+                if (fstat(fd, &st) < 0 || st.st_dev != e->attr.st_dev || st.st_ino != e->attr.st_ino) {
+                        close(fd);
+                        return -ESTALE;
+                }
         }
         pthread_mutex_lock(&r.lock);
         for (n = r.hash[slot(e->attr.st_dev, e->attr.st_ino)]; n; n = n->next)
@@ -87,7 +143,9 @@ static int do_lookup(Ino *dir, const char *name, struct fuse_entry_param *e) {
                         break;
         if (n) {
                 n->nlookup++;
-                close(fd);
+                ino_seen(n, dir, name);
+                if (fd >= 0)
+                        close(fd);
         } else {
                 unsigned h = slot(e->attr.st_dev, e->attr.st_ino);
                 n = calloc(1, sizeof(*n));
@@ -97,6 +155,7 @@ static int do_lookup(Ino *dir, const char *name, struct fuse_entry_param *e) {
                         return -ENOMEM;
                 }
                 *n = (Ino) { .fd = fd, .dev = e->attr.st_dev, .ino = e->attr.st_ino, .nlookup = 1, .next = r.hash[h] };
+                ino_seen(n, dir, name);
                 r.hash[h] = n;
         }
         pthread_mutex_unlock(&r.lock);
@@ -118,7 +177,9 @@ static void forget_one(fuse_ino_t i, uint64_t k) {
                                 *p = n->next;
                                 break;
                         }
-                close(n->fd);
+                if (n->fd >= 0)
+                        close(n->fd);
+                free(n->name);
                 free(n);
         }
         pthread_mutex_unlock(&r.lock);
@@ -167,10 +228,13 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t i, struct fuse_file_info *fi) {
+        Ino *n = ino_of(i);
         struct stat st;
-        int k = fi && fi->fh ? fstat((int) fi->fh, &st)
-                             : fstatat(ino_of(i)->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+        int fd = fi && fi->fh ? (int) fi->fh : ino_get(n), k;
 
+        k = fd < 0 ? -1 : fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+        if (!(fi && fi->fh))
+                ino_put(n, fd);
         if (k < 0)
                 fuse_reply_err(req, errno);
         else
@@ -181,9 +245,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t i, struct stat *a, int set, st
         Ino *n = ino_of(i);
         char pp[32];
         struct stat st;
-        int fd = fi && fi->fh ? (int) fi->fh : -1;
+        int fd = fi && fi->fh ? (int) fi->fh : -1, pfd = ino_get(n);
 
-        proc_path(n->fd, pp);
+        if (pfd < 0)
+                goto fail;
+        proc_path(pfd, pp);
         if ((set & FUSE_SET_ATTR_MODE) && (fd >= 0 ? fchmod(fd, a->st_mode) : chmod(pp, a->st_mode)) < 0)
                 goto fail;
         if (set & FUSE_SET_ATTR_SIZE) {
@@ -216,20 +282,28 @@ static void op_setattr(fuse_req_t req, fuse_ino_t i, struct stat *a, int set, st
                         goto fail;
         }
         /* Owners: as the view, a chown changes nothing. */
-        if ((fd >= 0 ? fstat(fd, &st) : fstatat(n->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) < 0)
+        if ((fd >= 0 ? fstat(fd, &st) : fstatat(pfd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) < 0)
                 goto fail;
+        ino_put(n, pfd);
         fuse_reply_attr(req, &st, TIMEOUT);
         return;
-fail:
-        fuse_reply_err(req, errno);
+fail: {
+        int e = errno;
+        ino_put(n, pfd);
+        fuse_reply_err(req, e);
+}
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t i) {
         char buf[PATH_MAX + 1];
-        ssize_t k = readlinkat(ino_of(i)->fd, "", buf, sizeof(buf) - 1);
+        Ino *n = ino_of(i);
+        int fd = ino_get(n), e;
+        ssize_t k = fd < 0 ? -1 : readlinkat(fd, "", buf, sizeof(buf) - 1);
 
+        e = errno;
+        ino_put(n, fd);
         if (k < 0)
-                fuse_reply_err(req, errno);
+                fuse_reply_err(req, e);
         else {
                 buf[k] = 0;
                 fuse_reply_readlink(req, buf);
@@ -264,9 +338,15 @@ static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t p, const c
 
 static void op_link(fuse_req_t req, fuse_ino_t i, fuse_ino_t p, const char *name) {
         char pp[32];
+        Ino *n = ino_of(i);
+        int fd = ino_get(n), k, e;
 
-        proc_path(ino_of(i)->fd, pp);
-        made(req, p, name, linkat(AT_FDCWD, pp, ino_of(p)->fd, name, AT_SYMLINK_FOLLOW));
+        proc_path(fd, pp);
+        k = fd < 0 ? -1 : linkat(AT_FDCWD, pp, ino_of(p)->fd, name, AT_SYMLINK_FOLLOW);
+        e = errno;
+        ino_put(n, fd);
+        errno = e;
+        made(req, p, name, k);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t p, const char *name) {
@@ -279,14 +359,34 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t p, const char *name) {
 
 static void op_rename(fuse_req_t req, fuse_ino_t p, const char *name, fuse_ino_t np, const char *nname,
                       unsigned flags) {
-        fuse_reply_err(req, renameat2(ino_of(p)->fd, name, ino_of(np)->fd, nname, flags) < 0 ? errno : 0);
+        struct stat st;
+
+        if (renameat2(ino_of(p)->fd, name, ino_of(np)->fd, nname, flags) < 0) {
+                fuse_reply_err(req, errno);
+                return;
+        }
+        if (fstatat(ino_of(np)->fd, nname, &st, AT_SYMLINK_NOFOLLOW) >= 0) {
+                pthread_mutex_lock(&r.lock);
+                for (Ino *n = r.hash[slot(st.st_dev, st.st_ino)]; n; n = n->next)
+                        if (n->dev == st.st_dev && n->ino == st.st_ino)
+                                ino_seen(n, ino_of(np), nname);
+                pthread_mutex_unlock(&r.lock);
+        }
+        fuse_reply_err(req, 0);
 }
 
 static int open_again(Ino *n, int flags) {
         char pp[32];
+        int pfd = ino_get(n), fd, e;
 
-        proc_path(n->fd, pp);
-        return open(pp, (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC);
+        if (pfd < 0)
+                return -1;
+        proc_path(pfd, pp);
+        fd = open(pp, (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC);
+        e = errno;
+        ino_put(n, pfd);
+        errno = e;
+        return fd;
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t i, struct fuse_file_info *fi) {
