@@ -615,7 +615,10 @@ static const struct fuse_lowlevel_ops ops = {
 
 
 int main(int argc, char *argv[]) {
-        char *fargv[] = { argv[0], (char *) "-o", (char *) "default_permissions", NULL };
+        /* Mounted as the view is: no default_permissions (the kernel would
+         * then ask for stale attributes before its permission checks),
+         * other users allowed (the sandbox's IDs are not only the mounter's). */
+        char *fargv[] = { argv[0], (char *) "-o", (char *) "allow_other", NULL };
         struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
         struct fuse_session *se;
         struct stat st;
