@@ -6,7 +6,11 @@
  * locks. It answers the kernel as the view does (no OPEN with
  * FUSE_CAP_NO_OPEN_SUPPORT, no atomic O_TRUNC, no write-back cache, the
  * same long timeouts, the same fixed pool of workers), so that view/fuse
- * is the view's own cost and fuse/bare the price of the mechanism.
+ * is the view's own cost and fuse/bare the price of the mechanism; one
+ * difference is left: its INIT reply is libfuse 3.14's, without the
+ * PARALLEL_DIROPS and HANDLE_KILLPRIV that the view adds (fuse-init.h), so
+ * the kernel may ask it for a file's mode before a write or chown where
+ * it would not ask the view.
  *
  * Never a product part: it runs only in the benchmark's bare sandbox, as
  * the user namespace's root, on the benchmark's own directory.

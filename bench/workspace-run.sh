@@ -470,7 +470,7 @@ echo "  git in bare:    ${git_bare//$'\n'/; }"
 echo "  git in Lazaret: ${git_lz//$'\n'/; }"
 echo "  image:        host packages (git, make, gcc), $image"
 echo "  plain:        Lazaret with /workspace a plain bind (the view off; a test-hooks switch, never a product setting)"
-echo "  fuse:         bare runsc with /workspace served by the smallest FUSE passthrough (bench/fuse-ref.c), the view's kernel settings and none of its rules"
+echo "  fuse:         bare runsc with /workspace served by the smallest FUSE passthrough (bench/fuse-ref.c): the view's mount and kernel settings but libfuse's own INIT reply, none of its rules"
 printf '  %-26s %8s %8s %8s %8s %8s %10s %9s %9s %9s  %s\n' workload "host ms" "bare ms" "fuse ms" "plain ms" "view ms" view/plain \
         view/fuse fuse/bare plain/bare "goal (view/plain)"
 ratio() { [[ -n $1 && -n $2 ]] || { echo -; return; }; awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
