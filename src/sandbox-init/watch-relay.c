@@ -334,10 +334,12 @@ int watch_relay_run(const char *workspace, int channel_fd, bool judged) {
                  *   - the sandbox's own changes come several events to a file, so a
                  *     burst of writes wakes the relay once, not once per event (their
                  *     host echoes are at least the host watcher's coalescing later);
-                 *   - a judged source hands the kernel's invalidation of each path to
-                 *     its notifier just before it writes the path, and a trigger ahead
-                 *     of it would find the entry still cached (a file deleted on the
-                 *     host opened, instead of its directory): RELAY_GATHER_MS too;
+                 *   - a judged source writes a path once its notifier confirmed the
+                 *     kernel's invalidation of it, or after waiting 100 ms for that
+                 *     while a request holds the directory; a trigger ahead of the
+                 *     invalidation would find the entry still cached (a file deleted
+                 *     on the host opened, instead of its directory): RELAY_GATHER_MS
+                 *     is the margin for that case;
                  *   - while nobody watches, a judged source's batches (a few ms apart)
                  *     during a host `tar x` would wake the relay, and make it look
                  *     through /proc (some thirty syscalls in gVisor), a thousand times:

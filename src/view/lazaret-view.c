@@ -2694,6 +2694,16 @@ static const struct fuse_lowlevel_ops ops = {
  * threads never make a notification.
  */
 static int notify_fd = -1;              /* or -1: made here */
+/* The notifier's answers to fences (notify_fence()), and whether an
+ * invalidation went to it since the last one was answered. */
+static int notify_ack_fd = -1;
+static bool notify_fence_owed;
+static uint64_t notify_fence_seq;
+
+/* A fence record: no name can be this long. Its node is a sequence number the notifier writes back. */
+#define INVAL_FENCE UINT16_MAX
+/* How long the watcher waits for a fence's answer: a notification waits while a request holds its directory. */
+#define FENCE_WAIT_MS 100
 
 static void apply_inval(fuse_ino_t node, const char *name, size_t len, bool listing) {
         if (notify_fd >= 0) {
@@ -2706,8 +2716,10 @@ static void apply_inval(fuse_ino_t node, const char *name, size_t len, bool list
                 do
                         k = write(notify_fd, &rec, sizeof(rec));
                 while (k < 0 && errno == EINTR);
-                if (k == (ssize_t) sizeof(rec))
+                if (k == (ssize_t) sizeof(rec)) {
+                        notify_fence_owed = true;
                         return;
+                }
                 fprintf(stderr, "lazaret-view: the notifier is gone (%s); the kernel is told of host changes "
                         "from the view itself from now on\n", k < 0 ? strerror(errno) : "short write");
                 notify_fd = safe_close(notify_fd);
@@ -2840,6 +2852,54 @@ static EchoVerdict event_verdict(int wd, fuse_ino_t node, const char *name, size
         return r;
 }
 
+/*
+ * Before the watchers inside hear of host changes: once the notifier has
+ * written every invalidation handed to it so far to the kernel. It answers
+ * a fence record after the notifications before it (its writes to the
+ * connection return once the kernel dropped what they name), so the relay
+ * inside never acts on an entry the kernel still caches. A notification
+ * may wait while a request of the sandbox holds its directory: after
+ * FENCE_WAIT_MS the lines go anyway, and the relay's own gathering inside
+ * is the margin then (spec 6.4). Watcher thread only.
+ */
+static void notify_fence(void) {
+        Inval rec = { .node = ++notify_fence_seq, .len = INVAL_FENCE };
+        uint64_t until = now_ms() + FENCE_WAIT_MS;
+        ssize_t k;
+
+        notify_fence_owed = false;
+        if (notify_fd < 0 || notify_ack_fd < 0)
+                return;
+        do
+                k = write(notify_fd, &rec, sizeof(rec));
+        while (k < 0 && errno == EINTR);
+        if (k != (ssize_t) sizeof(rec))
+                return;
+        for (uint64_t now; (now = now_ms()) < until;) {
+                struct pollfd p = { .fd = notify_ack_fd, .events = POLLIN };
+                uint64_t seq;
+
+                if (poll(&p, 1, (int) (until - now)) <= 0)
+                        continue;
+                k = read(notify_ack_fd, &seq, sizeof(seq));
+                if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) {
+                        /* The notifier is gone: apply_inval() finds out on its next write. */
+                        notify_ack_fd = safe_close(notify_ack_fd);
+                        return;
+                }
+                /* An answer to an earlier fence that came after its wait: skipped. */
+                if (k == (ssize_t) sizeof(seq) && seq == notify_fence_seq)
+                        return;
+        }
+}
+
+/* The relay's queued lines, after the invalidations they follow (notify_fence()). */
+static void relay_flush(void) {
+        if (relay.n > 0 && notify_fence_owed)
+                notify_fence();
+        (void) watch_out_flush(&relay);
+}
+
 static void judge(fuse_ino_t node, int wd, const char *name, size_t len, bool listing, bool relay_it) {
         char rel[WATCH_PATH_MAX + 1];
 
@@ -2889,13 +2949,13 @@ static void pending_retry(void) {
                         }
                 judge(copy[i].node, copy[i].wd, copy[i].name, copy[i].len, listing, relay_it);
         }
-        (void) watch_out_flush(&relay);
+        relay_flush();
 }
 
 static void judge_all(const PendingInval *b, size_t n) {
         for (size_t j = 0; j < n; j++)
                 judge(b[j].node, b[j].wd, b[j].name, b[j].len, b[j].listing, b[j].relay);
-        (void) watch_out_flush(&relay);
+        relay_flush();
 }
 
 /*
@@ -3002,7 +3062,7 @@ static void *watcher(void *arg) {
                         return NULL;
                 }
                 if (p[2].revents)
-                        (void) watch_out_flush(&relay);
+                        relay_flush();
                 if (p[1].revents & POLLIN)
                         inval_pipe_apply();
                 if (!(p[0].revents & POLLIN))
@@ -3041,7 +3101,7 @@ static void *watcher(void *arg) {
  * it, the lock is let go and the notifier's write ends.
  */
 
-static _Noreturn void notifier_run(int in, int fuse) {
+static _Noreturn void notifier_run(int in, int fuse, int ack) {
         for (;;) {
                 Inval rec;
                 ssize_t k = read(in, &rec, sizeof(rec));
@@ -3050,6 +3110,12 @@ static _Noreturn void notifier_run(int in, int fuse) {
                         continue;
                 if (k != (ssize_t) sizeof(rec))
                         _exit(k == 0 ? 0 : 1);          /* the view is gone */
+                if (rec.len == INVAL_FENCE) {
+                        /* Everything before it is written: its sequence number back. */
+                        struct iovec iov = { &rec.node, sizeof(rec.node) };
+                        (void) !writev(ack, &iov, 1);
+                        continue;
+                }
                 if (rec.len > NAME_MAX)
                         continue;
                 rec.name[rec.len] = 0;
@@ -3106,7 +3172,7 @@ static void notifier_retitle(void) {
  */
 static void notifier_start(int fuse) {
         _cleanup_close_ int clone_fd = fuse_dev_clone(fuse);
-        int p[2];
+        int p[2], a[2];
         pid_t view = getpid(), pid;
 
         if (clone_fd < 0) {
@@ -3120,27 +3186,39 @@ static void notifier_start(int fuse) {
                         "itself\n");
                 return;
         }
+        /* Its answers to fences; without them the relay's lines are not held
+         * for invalidations, and the notifier answers into /dev/null. */
+        if (pipe2(a, O_CLOEXEC) < 0) {
+                a[0] = -1;
+                a[1] = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        }
         pid = fork();
         if (pid < 0) {
                 fprintf(stderr, "lazaret-view: cannot start the notifier (%m); the view notifies the kernel itself\n");
                 safe_close(p[0]);
                 safe_close(p[1]);
+                safe_close(a[0]);
+                safe_close(a[1]);
                 return;
         }
         if (pid == 0) {
-                /* Only the pipe and the clone, at 3 and 4 (by way of numbers above
-                 * both): never the view's file of the connection. */
-                int in = fcntl(p[0], F_DUPFD, 10), out = fcntl(clone_fd, F_DUPFD, 10);
+                /* Only the pipe, the clone and the answers' pipe, at 3, 4 and 5 (by
+                 * way of numbers above all three): never the view's file of the
+                 * connection. */
+                int in = fcntl(p[0], F_DUPFD, 10), out = fcntl(clone_fd, F_DUPFD, 10), ack = fcntl(a[1], F_DUPFD, 10);
 
-                if (in < 0 || out < 0 || dup3(in, 3, 0) < 0 || dup3(out, 4, 0) < 0 ||
-                    syscall(SYS_close_range, 5U, ~0U, 0U) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
-                    getppid() != view || prctl(PR_SET_NAME, "lazaret-notify") < 0 || notifier_harden() < 0)
+                if (in < 0 || out < 0 || ack < 0 || dup3(in, 3, 0) < 0 || dup3(out, 4, 0) < 0 ||
+                    dup3(ack, 5, 0) < 0 || syscall(SYS_close_range, 6U, ~0U, 0U) < 0 ||
+                    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != view ||
+                    prctl(PR_SET_NAME, "lazaret-notify") < 0 || notifier_harden() < 0)
                         _exit(1);
                 notifier_retitle();
-                notifier_run(3, 4);
+                notifier_run(3, 4, 5);
         }
         safe_close(p[0]);
+        safe_close(a[1]);
         notify_fd = p[1];
+        notify_ack_fd = a[0];
 }
 
 /* ---- hardening -------------------------------------------------------------- */

@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -326,23 +327,30 @@ Test(setid_filter, unseen_modes) {
  * Whether this kernel runs i386 system calls made with int $0x80 at all:
  * some (ia32_emulation=0, confidential and some paravirtualised guests)
  * answer with a general protection fault, a SIGSEGV. Probed with getpid
- * (i386's 20) in a child, which the filter lets through.
+ * (i386's 20), which the filter lets through, in this process with a
+ * handler of its own for the fault, restored after.
  */
-static bool i386_abi_offered(void) {
-        int status;
-        pid_t pid = fork();
+static sigjmp_buf probe_jump;
 
-        cr_assert_geq(pid, 0);
-        if (pid == 0) {
+static void probe_fault(int sig) {
+        (void) sig;
+        siglongjmp(probe_jump, 1);
+}
+
+static bool i386_abi_offered(void) {
+        struct sigaction sa = { .sa_handler = probe_fault }, old;
+        volatile bool offered = false;
+
+        sigemptyset(&sa.sa_mask);
+        cr_assert_eq(sigaction(SIGSEGV, &sa, &old), 0);
+        if (sigsetjmp(probe_jump, 1) == 0) {
                 long ret;
                 __asm__ volatile ("int $0x80" : "=a" (ret) : "a" (20L) : "memory");
-                _exit(ret == (long) getpid() ? 0 : 1);
+                offered = true;
+                cr_assert_eq(ret, (long) getpid(), "int $0x80 getpid returned %ld", ret);
         }
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV)
-                return false;
-        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "int $0x80 getpid: status 0x%x", status);
-        return true;
+        cr_assert_eq(sigaction(SIGSEGV, &old, NULL), 0);
+        return offered;
 }
 
 Test(setid_filter, other_abis) {
@@ -361,7 +369,8 @@ Test(setid_filter, other_abis) {
          * where the kernel offers that ABI; where it does not, no program can
          * reach the kernel through it either. */
         if (!i386_abi_offered()) {
-                cr_log_warn("int $0x80 faults on this kernel (no i386 ABI): its chmod is not checked");
+                /* A plain line: criterion's cr_log_warn() makes the whole run exit 1. */
+                fprintf(stderr, "other_abis: int $0x80 faults on this kernel (no i386 ABI): its chmod is not checked\n");
                 return;
         }
         char *low = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
