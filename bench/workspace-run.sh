@@ -190,7 +190,7 @@ EOF
 # run is a host edit for the other Domain, whose watchers then work while
 # the run is timed: the plain bind's lazaret-watch relays each path into
 # its sandbox, the view judges and invalidates each (in one run of 2026-12-04,
-# 5,000 small writes took the view 6.9 s in a shared directory against 2.6 s
+# 5,000 small writes took the view 6.9 s in a tracked directory against 2.6 s
 # in an ignored one, which no other Domain sees, and bare runsc 5.3 s against
 # the plain bind's 3.0 s). Nothing watches across the copies.
 declare -A wsof=([host]=$ws)

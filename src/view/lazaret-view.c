@@ -3217,6 +3217,10 @@ static void notifier_start(int fuse) {
         }
         safe_close(p[0]);
         safe_close(a[1]);
+        /* A write to a notifier that died must fail (apply_inval() then
+         * notifies itself), not kill the view: with no relay channel
+         * nothing else ignores SIGPIPE. */
+        (void) signal(SIGPIPE, SIG_IGN);
         notify_fd = p[1];
         notify_ack_fd = a[0];
 }
