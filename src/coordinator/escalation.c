@@ -78,7 +78,8 @@ struct Request {
         const char *decided_by;         /* "rule", "terminal" */
         sd_event_source *deadline;
 
-        /* The prompt's edit line. */
+        /* The prompt: the key that approves it as drawn now (0: not offered there), its edit line. */
+        char approve_key;
         bool editing;
         char edit[EDIT_MAX + 1];
         size_t edit_len;
@@ -173,9 +174,11 @@ static void audit_rows(Escalations *e, const EscRequest *q, const AuditRow *rows
                 };
                 if (q) {
                         _cleanup_(json_object_putp) json_object *a = json_object_new_array();
-                        for (char *const *x = rows[i].argv ?: q->argv; a && *x; x++)
-                                (void) json_append_string(a, *x);
-                        if (a)
+                        int k = 0;
+                        /* Every argument, UTF-8 or not (json_new_bytes()): the record never loses one. */
+                        for (char *const *x = rows[i].argv ?: q->argv; a && *x && k >= 0; x++)
+                                k = json_append_bytes(a, *x);
+                        if (a && k >= 0)
                                 (void) json_to_string(a, JSON_C_TO_STRING_PLAIN, &argv_json[i]);
                         ev[i].request = q->id;
                         ev[i].session = q->session;
@@ -661,7 +664,11 @@ static void request_run(Request *r, const char *by, bool requested_too) {
         }
         r->spare = TAKE_PTR(spare);
         r->state = REQUEST_RUNNING;
-        log_session(LOG_INFO, r->q.session, "Escalation request %s approved (%s): running %s", r->q.id, by, r->program);
+        {
+                _cleanup_free_ char *shown = esc_string_to_display(r->program);
+                log_session(LOG_INFO, r->q.session, "Escalation request %s approved (%s): running %s", r->q.id, by,
+                            strna(shown));
+        }
         if (k > 0)
                 on_command_started(r->spare, r);
         spare_prepare(r->e);
@@ -669,29 +676,58 @@ static void request_run(Request *r, const char *by, bool requested_too) {
 
 /* ---------------------------------------------------------- the prompt */
 
-static char *prompt_text(Request *r) {
-        _cleanup_free_ char *argv = esc_argv_to_display(r->argv), *why = esc_string_to_display(r->q.why),
-                            *cwd = esc_string_to_display(r->q.cwd), *host = esc_string_to_display(r->host_cwd),
-                            *prog = r->program ? esc_string_to_display(r->program) : strdup("(not found on the host)"),
-                            *profile = esc_string_to_display(r->e->profile);
-        char *text;
+/* The texts a prompt shows, escaped for display; freed together. */
+typedef struct PromptTexts {
+        char *argv, *why, *cwd, *prog, *profile, *title;
+} PromptTexts;
 
-        if (!argv || !why || !cwd || !host || !prog || !profile)
-                return NULL;
-        if (asprintf(&text,
-                     "\x1b[1m[lazaret] The sandbox asks to run a command on the host%s\x1b[0m\r\n"
-                     "  Profile:   %s\r\n"
-                     "  Session:   %s\r\n"
-                     "  Request:   %s\r\n"
-                     "  Command:   %s\r\n"
-                     "  Program:   %s\r\n"
-                     "  Directory: %s (host: %s)\r\n"
-                     "  Why:       %s\r\n"
-                     "[a] approve and run  [d] deny  [e] edit  [q] abort the session: ",
-                     r->edited ? " (as edited)" : "", profile, r->q.session, r->q.id, argv, prog, cwd, host,
-                     r->q.why[0] ? why : "(none given)") < 0)
-                return NULL;
-        return text;
+static void prompt_texts_done(PromptTexts *t) {
+        free(t->argv);
+        free(t->why);
+        free(t->cwd);
+        free(t->prog);
+        free(t->profile);
+        free(t->title);
+}
+
+/* The request as a prompt (term-prompt.h): the command is the subject, the line the approve key is printed on. */
+static int prompt_build(Request *r, PromptTexts *t, TermPrompt *p) {
+        _cleanup_free_ char *cwd = esc_string_to_display(r->q.cwd), *host = esc_string_to_display(r->host_cwd);
+
+        *t = (PromptTexts) {
+                .argv = esc_argv_to_display(r->argv),
+                .why = r->q.why[0] ? esc_string_to_display(r->q.why) : strdup("(none given)"),
+                .prog = r->program ? esc_string_to_display(r->program) : strdup("(not found on the host)"),
+                .profile = esc_string_to_display(r->e->profile),
+                .title = strdup(r->edited ? "The sandbox asks to run a command on the host (as edited)"
+                                          : "The sandbox asks to run a command on the host"),
+        };
+        if (cwd && host && asprintf(&t->cwd, "%s (host: %s)", cwd, host) < 0)
+                t->cwd = NULL;
+        if (!t->argv || !t->why || !t->prog || !t->profile || !t->title || !t->cwd) {
+                prompt_texts_done(t);
+                return -ENOMEM;
+        }
+        *p = (TermPrompt) {
+                .title = t->title,
+                .fields = {
+                        { "Profile:", t->profile },
+                        { "Session:", r->q.session },
+                        { "Request:", r->q.id },
+                        { "Program:", t->prog },
+                        { "Directory:", t->cwd },
+                        { "Why:", t->why },
+                        { "Command:", t->argv },
+                },
+                .n_fields = 7,
+                .subject = 6,
+                .approve_label = "run it",
+                .keys = { { 'd', "deny" }, { 'e', "edit" }, { 'r', "redraw" }, { 'q', "abort the session" } },
+                .n_keys = 4,
+                .too_long = "The command does not fit this window: decide with 'lazaretctl escalations approve|deny ID',"
+                            " or enlarge the window and press r.",
+        };
+        return 0;
 }
 
 static int resolve_program(const char *argv0, char **ret) {
@@ -709,10 +745,12 @@ static int resolve_program(const char *argv0, char **ret) {
 }
 
 static void prompt_redraw(Request *r) {
-        _cleanup_free_ char *text = prompt_text(r);
+        _cleanup_(prompt_texts_done) PromptTexts t = {};
+        TermPrompt p;
 
-        session_prompt_write(r->session, "\r\n");
-        session_prompt_write(r->session, text ?: "[lazaret] (out of memory) [a/d/e/q]: ");
+        r->approve_key = 0;
+        if (prompt_build(r, &t, &p) < 0 || session_prompt_redraw(r->session, &p, &r->approve_key) < 0)
+                session_prompt_write(r->session, "\r\n[lazaret] (out of memory: the prompt cannot be drawn) [d/q]: ");
 }
 
 static void on_edit_key(Request *r, unsigned char c) {
@@ -768,17 +806,21 @@ static void on_prompt_key(Session *s, unsigned char c, void *userdata) {
                 on_edit_key(r, c);
                 return;
         }
-        switch (c) {
-        case 'a':
-        case 'A': {
+        if (r->approve_key && c == (unsigned char) r->approve_key) {
                 Escalations *e = r->e;
-                session_prompt_end(s, "a\r\n");
+                char echo[] = { (char) c, '\r', '\n', 0 };
+                session_prompt_end(s, echo);
                 r->state = REQUEST_WAITING;
                 request_run(r, "terminal", false);
                 /* The terminal is free again: the next request of this session may ask. */
                 session_next_prompt(e, s);
-                break;
+                return;
         }
+        switch (c) {
+        case 'r':
+        case 'R':
+                prompt_redraw(r);
+                break;
         case 'd':
         case 'D':
                 r->decided_by = "terminal";
@@ -808,14 +850,15 @@ static void on_prompt_key(Session *s, unsigned char c, void *userdata) {
 }
 
 static void request_prompt(Request *r) {
-        _cleanup_free_ char *text = prompt_text(r);
+        _cleanup_(prompt_texts_done) PromptTexts t = {};
+        TermPrompt p;
         int k;
 
-        if (!text) {
+        if (prompt_build(r, &t, &p) < 0) {
                 request_finish(r, ESC_FAILED, 0, "out of memory");
                 return;
         }
-        k = session_prompt_begin(r->session, text, on_prompt_key, r);
+        k = session_prompt_begin(r->session, &p, on_prompt_key, r, &r->approve_key);
         if (k == -EBUSY)
                 return;         /* another request of this session is on screen; this one follows */
         if (k < 0) {
@@ -922,7 +965,10 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
         e->requests = r;
         e->n_requests++;
 
-        log_session(LOG_INFO, r->q.session, "Escalation request %s accepted: %s", r->q.id, r->q.argv[0]);
+        {
+                _cleanup_free_ char *shown = esc_string_to_display(r->q.argv[0]);
+                log_session(LOG_INFO, r->q.session, "Escalation request %s accepted: %s", r->q.id, strna(shown));
+        }
         /* Its "requested" event is recorded with its decision by a rule, in one transaction, or alone before
          * anything else happens to it. */
         r->argv = strv_copy(r->q.argv);

@@ -11,6 +11,7 @@
 
 #include "cleanup.h"
 #include "escalation-proto.h"
+#include "json-util.h"
 #include "log.h"
 #include "manager.h"
 #include "sandbox.h"
@@ -120,6 +121,11 @@ static int property_get_string(sd_bus *bus, const char *path, const char *interf
         else if (streq(property, "UnenforcedLimits"))
                 v = sandbox_unenforced_limits(m->sandbox) ?: "";
         return sd_bus_message_append(reply, "s", v);
+}
+
+static int property_get_interface_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                          sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "u", (uint32_t) LAZARET_BUS_INTERFACE_VERSION);
 }
 
 static int property_get_sessions(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -402,37 +408,107 @@ static int stop(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error)
         return r;
 }
 
-static int append_escalation(const char *id, const char *session, const char *state, const char *why,
-                             char *const *argv, const char *cwd, void *userdata) {
+/*
+ * ListEscalations (interface version 1): a(ssssass). D-Bus strings must be
+ * UTF-8, and the sandbox writes bytes: a value that is not UTF-8 is sent in
+ * its escaped form (utf8_escape_invalid()), so that one odd request never
+ * fails the listing of all. ListEscalationRequests (version 2) carries the
+ * bytes themselves and the display form beside them.
+ */
+static int append_utf8(sd_bus_message *reply, const char *s) {
+        _cleanup_free_ char *escaped = NULL;
+
+        if (utf8_is_valid(s))
+                return sd_bus_message_append(reply, "s", s);
+        escaped = utf8_escape_invalid(s);
+        if (!escaped)
+                return -ENOMEM;
+        return sd_bus_message_append(reply, "s", escaped);
+}
+
+static int append_escalation_v1(const char *id, const char *session, const char *state, const char *why,
+                                char *const *argv, const char *cwd, void *userdata) {
         sd_bus_message *reply = userdata;
         int r;
 
         r = sd_bus_message_open_container(reply, 'r', "ssssass");
         if (r >= 0)
-                r = sd_bus_message_append(reply, "ssss", id, session, state, why);
+                r = sd_bus_message_append(reply, "sss", id, session, state);
         if (r >= 0)
-                r = sd_bus_message_append_strv(reply, (char **) argv);
+                r = append_utf8(reply, why);
         if (r >= 0)
-                r = sd_bus_message_append(reply, "s", cwd);
+                r = sd_bus_message_open_container(reply, 'a', "s");
+        for (char *const *a = argv; r >= 0 && *a; a++)
+                r = append_utf8(reply, *a);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = append_utf8(reply, cwd);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         return r;
 }
 
-static int list_escalations(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+static int append_bytes(sd_bus_message *reply, const char *s) {
+        return sd_bus_message_append_array(reply, 'y', s, strlen(s));
+}
+
+/* Version 2: (request_id, session_id, state, kind, argv as bytes, argv shown, why, why shown, cwd, cwd shown). */
+static int append_escalation_v2(const char *id, const char *session, const char *state, const char *why,
+                                char *const *argv, const char *cwd, void *userdata) {
+        sd_bus_message *reply = userdata;
+        _cleanup_free_ char *argv_shown = esc_argv_to_display(argv), *why_shown = esc_string_to_display(why),
+                            *cwd_shown = esc_string_to_display(cwd);
+        int r;
+
+        if (!argv_shown || !why_shown || !cwd_shown)
+                return -ENOMEM;
+        r = sd_bus_message_open_container(reply, 'r', ESCALATION_REQUEST_V2_SIGNATURE);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "ssss", id, session, state, "command");
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "ay");
+        for (char *const *a = argv; r >= 0 && *a; a++)
+                r = append_bytes(reply, *a);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "s", argv_shown);
+        if (r >= 0)
+                r = append_bytes(reply, why);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "s", why_shown);
+        if (r >= 0)
+                r = append_bytes(reply, cwd);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "s", cwd_shown);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+static int list_escalations_as(sd_bus_message *msg, Manager *m, const char *signature, EscalationVisit append) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r;
 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(ssssass)");
+                r = sd_bus_message_open_container(reply, 'a', signature);
         if (r >= 0)
-                r = escalations_list(m->escalations, append_escalation, reply);
+                r = escalations_list(m->escalations, append, reply);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
+}
+
+static int list_escalations(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+        return list_escalations_as(msg, m, "(ssssass)", append_escalation_v1);
+}
+
+static int list_escalation_requests(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+        return list_escalations_as(msg, m, "(" ESCALATION_REQUEST_V2_SIGNATURE ")", append_escalation_v2);
 }
 
 static int decide_escalation(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
@@ -466,6 +542,10 @@ static int method_list_escalations(sd_bus_message *msg, void *userdata, sd_bus_e
         return verify_caller_then(msg, userdata, list_escalations);
 }
 
+static int method_list_escalation_requests(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, list_escalation_requests);
+}
+
 static int method_decide_escalation(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         return verify_caller_then(msg, userdata, decide_escalation);
 }
@@ -488,6 +568,7 @@ static int method_stop(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 
 static const sd_bus_vtable domain_vtable[] = {
         SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("InterfaceVersion", "u", property_get_interface_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("DomainId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Profile", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Workspace", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -523,6 +604,10 @@ static const sd_bus_vtable domain_vtable[] = {
                                 SD_BUS_NO_ARGS,
                                 SD_BUS_RESULT("a(ssssass)", requests),
                                 method_list_escalations, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListEscalationRequests",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a(" ESCALATION_REQUEST_V2_SIGNATURE ")", requests),
+                                method_list_escalation_requests, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("DecideEscalation",
                                 SD_BUS_ARGS("s", request_id, "b", approve, "as", argv),
                                 SD_BUS_NO_RESULT,

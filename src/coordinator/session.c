@@ -21,6 +21,7 @@
 #include "session.h"
 #include "spawn-util.h"
 #include "strv.h"
+#include "term-prompt.h"
 #include "util.h"
 
 /* A closed session whose command does not go is ended this much later. */
@@ -67,17 +68,31 @@ static ssize_t buffer_drain(Buffer *b, int fd) {
 
 /* --------------------------------------------------------------- prompt */
 
-/*
- * Keys typed while a prompt is up. An escape sequence (the reply to a
- * terminal query the sandbox sent, a function key) is dropped whole: ESC,
- * then CSI "[" parameters up to a final byte, or OSC/DCS/APC/PM "]" "P" "_"
- * "^" up to BEL or ESC "\", or one more byte.
- */
-enum { ESC_NONE, ESC_START, ESC_CSI, ESC_STRING, ESC_STRING_ESC };
+static uint64_t now_monotonic_usec(void) {
+        struct timespec ts;
 
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* Once the prompt's text has reached the client's terminal whole, the quiet period starts. */
+static void prompt_check_written(Session *s) {
+        if (s->prompting && s->prompt_ready_usec == UINT64_MAX && s->prompt_out && s->prompt_out->len == 0)
+                s->prompt_ready_usec = now_monotonic_usec() + TERM_PROMPT_QUIET_USEC;
+}
+
+/*
+ * Bytes from the client's terminal while a prompt is up. Control
+ * sequences (a reply to a query the sandbox sent, a function key, a mouse
+ * report) are parsed and dropped whole (term_input_feed()). A key reaches
+ * the prompt only after the prompt was written whole and the terminal then
+ * sent no key for TERM_PROMPT_QUIET_USEC: one that comes earlier was typed
+ * before the human could read the prompt, and starts the quiet period anew.
+ */
 static void prompt_read(Session *s) {
         unsigned char b[256];
         ssize_t k = read(s->client_tty, b, sizeof(b));
+        uint64_t now = now_monotonic_usec();
 
         if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
                 s->tty_eof = true;
@@ -86,31 +101,16 @@ static void prompt_read(Session *s) {
                 return;
         }
         for (ssize_t i = 0; i < k && s->prompting; i++) {
-                unsigned char c = b[i];
+                int c = term_input_feed(&s->prompt_in, b[i]);
 
-                switch (s->prompt_esc) {
-                case ESC_START:
-                        s->prompt_esc = c == '[' ? ESC_CSI : c && strchr("]P_^X", c) ? ESC_STRING : ESC_NONE;
+                if (c < 0)
                         continue;
-                case ESC_CSI:
-                        if (c >= 0x40 && c <= 0x7e)
-                                s->prompt_esc = ESC_NONE;
-                        continue;
-                case ESC_STRING:
-                        if (c == 0x07)
-                                s->prompt_esc = ESC_NONE;
-                        else if (c == 0x1b)
-                                s->prompt_esc = ESC_STRING_ESC;
-                        continue;
-                case ESC_STRING_ESC:
-                        s->prompt_esc = c == '\\' ? ESC_NONE : ESC_STRING;
+                if (s->prompt_ready_usec == UINT64_MAX || now < s->prompt_ready_usec) {
+                        if (s->prompt_ready_usec != UINT64_MAX)
+                                s->prompt_ready_usec = now + TERM_PROMPT_QUIET_USEC;
                         continue;
                 }
-                if (c == 0x1b) {
-                        s->prompt_esc = ESC_START;
-                        continue;
-                }
-                s->prompt_input(s, c, s->prompt_userdata);
+                s->prompt_input(s, (unsigned char) c, s->prompt_userdata);
         }
 }
 
@@ -141,10 +141,35 @@ static void prompt_put(Session *s, const char *text) {
                 n -= chunk;
         }
         (void) buffer_drain(s->prompt_out, s->client_tty);
+        prompt_check_written(s);
         relay_update(s);
 }
 
-int session_prompt_begin(Session *s, const char *text, SessionPromptInput input, void *userdata) {
+/* The whole prompt, drawn anew with a new approve key; keys wait for its quiet period again. */
+static int prompt_draw(Session *s, const TermPrompt *p, char *ret_approve) {
+        _cleanup_free_ char *text = NULL;
+        char taken[TERM_PROMPT_KEYS_MAX + 1] = "", key;
+        struct winsize ws = {};
+        bool offered;
+        int r;
+
+        for (size_t i = 0; i < p->n_keys && i < TERM_PROMPT_KEYS_MAX; i++)
+                taken[i] = p->keys[i].key;
+        key = term_prompt_pick_key(taken);
+        /* The client's own terminal: its size as it is now, whatever the sandbox was told. */
+        (void) ioctl(s->client_tty, TIOCGWINSZ, &ws);
+        r = term_prompt_render(p, key, ws.ws_row, ws.ws_col, &text, &offered);
+        if (r < 0)
+                return r;
+        s->prompt_ready_usec = UINT64_MAX;
+        prompt_put(s, text);
+        *ret_approve = offered ? key : 0;
+        return 0;
+}
+
+int session_prompt_begin(Session *s, const TermPrompt *p, SessionPromptInput input, void *userdata, char *ret_approve) {
+        int r;
+
         if (!s->terminal || s->client_tty < 0 || s->tty_eof)
                 return -ENOTTY;
         if (s->prompting)
@@ -152,7 +177,7 @@ int session_prompt_begin(Session *s, const char *text, SessionPromptInput input,
         s->prompting = true;
         s->prompt_input = input;
         s->prompt_userdata = userdata;
-        s->prompt_esc = ESC_NONE;
+        s->prompt_in = (TermInput) {};
         /* Whatever the human typed before the prompt was meant for the sandbox. */
         (void) tcflush(s->client_tty, TCIFLUSH);
         /* What the sandbox printed and is still buffered is held, not shown. */
@@ -162,12 +187,20 @@ int session_prompt_begin(Session *s, const char *text, SessionPromptInput input,
                 (void) sd_event_source_set_io_events(s->tty_source, EPOLLIN);
                 (void) sd_event_source_set_enabled(s->tty_source, SD_EVENT_ON);
         }
-        /* CAN ends an escape sequence the sandbox left open, ST a string;
-         * then plain attributes, the ASCII character set, a visible cursor,
-         * replace mode and autowrap, on a fresh line. */
-        prompt_put(s, "\x18\x1b\\\x1b[0m\x1b(B\x0f\x1b[?25h\x1b[4l\x1b[?7h\r\n");
-        prompt_put(s, text);
-        return 0;
+        r = prompt_draw(s, p, ret_approve);
+        if (r < 0) {
+                s->prompting = false;
+                s->prompt_input = NULL;
+                s->prompt_userdata = NULL;
+                relay_update(s);
+        }
+        return r;
+}
+
+int session_prompt_redraw(Session *s, const TermPrompt *p, char *ret_approve) {
+        if (!s->prompting || s->client_tty < 0 || s->tty_eof)
+                return -ENOTTY;
+        return prompt_draw(s, p, ret_approve);
 }
 
 void session_prompt_write(Session *s, const char *text) {
@@ -198,9 +231,10 @@ static int on_tty(sd_event_source *src, int fd, uint32_t revents, void *userdata
 
         if (revents & EPOLLOUT) {
                 /* The prompt's text first; the sandbox's output only when no prompt is up. */
-                if (s->prompt_out && s->prompt_out->len > 0)
+                if (s->prompt_out && s->prompt_out->len > 0) {
                         k = buffer_drain(s->prompt_out, s->client_tty);
-                else
+                        prompt_check_written(s);
+                } else
                         k = s->prompting ? 0 : buffer_drain(&s->to_tty, s->client_tty);
                 if (k < 0 && k != -EAGAIN) {
                         /* The client's terminal is gone: nobody can use this session. */

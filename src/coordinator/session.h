@@ -12,6 +12,7 @@
 #include "escalation-proto.h"
 #include "sandbox.h"
 #include "sandbox-exec.h"
+#include "term-prompt.h"
 
 #define SESSION_ID_LEN 32
 #define SESSION_BUFFER_SIZE (64 * 1024)
@@ -99,7 +100,8 @@ struct Session {
         bool prompting;
         SessionPromptInput prompt_input;
         void *prompt_userdata;
-        unsigned prompt_esc;    /* state of the escape sequence being dropped */
+        TermInput prompt_in;    /* the parser of what the client's terminal sends */
+        uint64_t prompt_ready_usec;     /* CLOCK_MONOTONIC from which keys count; UINT64_MAX: not written whole yet */
         Buffer *prompt_out;     /* the prompt's text on its way to the client's terminal */
 
         /* The runsc exec client that runs the command. */
@@ -144,13 +146,18 @@ void session_close(Session *s, const char *why);
  */
 void session_abandon(Session *s);
 /*
- * The escalation prompt (SR-7): stops relaying in both directions (what the
- * sandbox writes is held in the PTY and its writers back-pressured; what
- * the human types goes to input), cancels any escape sequence in progress,
- * resets the terminal's attributes and writes text. -ENOTTY without a
+ * The approval prompt (SR-7, spec 5.6): stops relaying in both directions
+ * (what the sandbox writes is held in the PTY and its writers
+ * back-pressured; what the human types goes to input once the prompt was
+ * written whole and a quiet period passed), then draws p from a terminal
+ * state Lazaret chose (term_prompt_reset) at the bottom of the screen, with
+ * an approve key drawn at random: *ret_approve, or 0 when the prompt does
+ * not fit the window and approval is not offered here. -ENOTTY without a
  * terminal, -EBUSY when a prompt is up already.
  */
-int session_prompt_begin(Session *s, const char *text, SessionPromptInput input, void *userdata);
+int session_prompt_begin(Session *s, const TermPrompt *p, SessionPromptInput input, void *userdata, char *ret_approve);
+/* The prompt drawn again whole (after an edit): a new approve key, a new quiet period. */
+int session_prompt_redraw(Session *s, const TermPrompt *p, char *ret_approve);
 /* More text while the prompt is up (echo of an edit, a new question). */
 void session_prompt_write(Session *s, const char *text);
 /* Ends it: text is written last, relaying resumes, the command gets SIGWINCH to redraw. */

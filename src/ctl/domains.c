@@ -723,21 +723,64 @@ int verb_log(int argc, char *argv[], const Config *config) {
         return 0;
 }
 
-/* One pending request, as a human line or a JSON object. */
-static int escalation_show(sd_bus_message *reply, json_object *list) {
-        _cleanup_strv_free_ char **argv = NULL;
-        _cleanup_free_ char *shown = NULL, *why = NULL;
-        const char *id, *session, *state, *justification, *cwd;
+/* An ay of the reply as a string; an embedded NUL, which no argument or path has, is refused. */
+static int read_bytes(sd_bus_message *reply, char **ret) {
+        const void *p;
+        size_t n;
+        char *s;
         int r;
 
-        r = sd_bus_message_enter_container(reply, 'r', "ssssass");
+        r = sd_bus_message_read_array(reply, 'y', &p, &n);
+        if (r < 0)
+                return r;
+        if (memchr(p, 0, n))
+                return -EBADMSG;
+        s = strndup(p ?: "", n);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+/*
+ * One pending request (interface version 2), as a human line or a JSON
+ * object. What the sandbox wrote is shown escaped to a human; in JSON each
+ * value is a string when it is UTF-8 and an array of byte values when it
+ * is not (json_new_bytes()), with the display form beside it.
+ */
+static int escalation_show(sd_bus_message *reply, json_object *list) {
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_free_ char *why = NULL, *cwd = NULL;
+        const char *id, *session, *state, *kind, *argv_shown, *why_shown, *cwd_shown;
+        int r;
+
+        r = sd_bus_message_enter_container(reply, 'r', ESCALATION_REQUEST_V2_SIGNATURE);
         if (r <= 0)
                 return r;
-        r = sd_bus_message_read(reply, "ssss", &id, &session, &state, &justification);
+        r = sd_bus_message_read(reply, "ssss", &id, &session, &state, &kind);
         if (r >= 0)
-                r = sd_bus_message_read_strv(reply, &argv);
+                r = sd_bus_message_enter_container(reply, 'a', "ay");
+        while (r >= 0) {
+                _cleanup_free_ char *a = NULL;
+                r = sd_bus_message_at_end(reply, false);
+                if (r != 0)
+                        break;
+                r = read_bytes(reply, &a);
+                if (r >= 0)
+                        r = strv_consume(&argv, TAKE_PTR(a));
+        }
         if (r >= 0)
-                r = sd_bus_message_read(reply, "s", &cwd);
+                r = sd_bus_message_exit_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "s", &argv_shown);
+        if (r >= 0)
+                r = read_bytes(reply, &why);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "s", &why_shown);
+        if (r >= 0)
+                r = read_bytes(reply, &cwd);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "s", &cwd_shown);
         if (r >= 0)
                 r = sd_bus_message_exit_container(reply);
         if (r < 0)
@@ -745,21 +788,23 @@ static int escalation_show(sd_bus_message *reply, json_object *list) {
         if (list) {
                 _cleanup_json_ json_object *o = json_object_new_object();
                 if (!o || json_add_string(o, "RequestId", id) < 0 || json_add_string(o, "SessionId", session) < 0 ||
-                    json_add_string(o, "State", state) < 0 || json_add_string(o, "Why", justification) < 0 ||
-                    json_add_strv(o, "Argv", (const char *const *) argv) < 0 || json_add_string(o, "Cwd", cwd) < 0 ||
+                    json_add_string(o, "State", state) < 0 || json_add_string(o, "Kind", kind) < 0 ||
+                    json_add_bytes(o, "Why", why) < 0 || json_add_bytes_strv(o, "Argv", (const char *const *) argv) < 0 ||
+                    json_add_string(o, "ArgvDisplay", argv_shown) < 0 || json_add_bytes(o, "Cwd", cwd) < 0 ||
                     json_append(list, o) < 0)
                         return -ENOMEM;
                 TAKE_PTR(o);
                 return 1;
         }
-        /* What the sandbox wrote is escaped before it reaches the terminal. */
-        shown = esc_argv_to_display(argv);
-        why = esc_string_to_display(justification);
-        if (!shown || !why)
-                return -ENOMEM;
-        printf("%s  %-9s  session %.8s  %s\n", id, state, session, shown);
-        if (justification[0])
-                printf("%34s why: %s\n", "", why);
+        /* The coordinator's display forms, escaped once more: a server of another version is no more trusted. */
+        {
+                _cleanup_free_ char *a = utf8_escape_invalid(argv_shown), *w = utf8_escape_invalid(why_shown);
+                if (!a || !w)
+                        return -ENOMEM;
+                printf("%s  %-9s  session %.8s  %s\n", id, state, session, a);
+                if (why[0])
+                        printf("%34s why: %s\n", "", w);
+        }
         return 1;
 }
 
@@ -775,10 +820,15 @@ static int history_show(const EscalationEvent *ev, void *userdata) {
         struct tm tm;
 
         if (ev->argv_json) {
+                /* Each argument a string, or an array of byte values where it was not UTF-8 (json_new_bytes()). */
                 _cleanup_json_ json_object *a = json_tokener_parse(ev->argv_json);
-                for (size_t i = 0; a && json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++)
-                        if (strv_extend(&argv, json_object_get_string(json_object_array_get_idx(a, i))) < 0)
+                for (size_t i = 0; a && json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++) {
+                        char *arg = NULL;
+                        if (json_get_bytes(json_object_array_get_idx(a, i), &arg) < 0 && !(arg = strdup("?")))
                                 return -ENOMEM;
+                        if (strv_consume(&argv, arg) < 0)
+                                return -ENOMEM;
+                }
         }
         if (list) {
                 _cleanup_json_ json_object *o = json_object_new_object();
@@ -786,10 +836,10 @@ static int history_show(const EscalationEvent *ev, void *userdata) {
                     (ev->request && json_add_string(o, "RequestId", ev->request) < 0) ||
                     (ev->session && json_add_string(o, "SessionId", ev->session) < 0) ||
                     json_add_string(o, "Event", ev->event) < 0 || (ev->by && json_add_string(o, "By", ev->by) < 0) ||
-                    (argv && json_add_strv(o, "Argv", (const char *const *) argv) < 0) ||
-                    (ev->cwd && json_add_string(o, "Cwd", ev->cwd) < 0) || (ev->why && json_add_string(o, "Why", ev->why) < 0) ||
+                    (argv && json_add_bytes_strv(o, "Argv", (const char *const *) argv) < 0) ||
+                    (ev->cwd && json_add_bytes(o, "Cwd", ev->cwd) < 0) || (ev->why && json_add_bytes(o, "Why", ev->why) < 0) ||
                     (ev->outcome && (json_add_string(o, "Outcome", ev->outcome) < 0 || json_add_int64(o, "Status", ev->status) < 0)) ||
-                    (ev->detail && json_add_string(o, "Detail", ev->detail) < 0) || json_append(list, o) < 0)
+                    (ev->detail && json_add_bytes(o, "Detail", ev->detail) < 0) || json_append(list, o) < 0)
                         return -ENOMEM;
                 TAKE_PTR(o);
                 return 0;
@@ -893,7 +943,8 @@ int verb_escalations(int argc, char *argv[], const Config *config) {
                         printf("Request %s %s.\n", argv[2], streq(what, "approve") ? "approved" : "denied");
                 return 0;
         }
-        r = sd_bus_call_method(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "ListEscalations", &error, &reply, "");
+        r = sd_bus_call_method(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "ListEscalationRequests", &error, &reply,
+                               "");
         if (r < 0) {
                 if (error_is_not_running(&error)) {
                         if (arg_json)
@@ -912,7 +963,7 @@ int verb_escalations(int argc, char *argv[], const Config *config) {
                 if (!list)
                         return ctl_json_failed(-ENOMEM);
         }
-        r = sd_bus_message_enter_container(reply, 'a', "(ssssass)");
+        r = sd_bus_message_enter_container(reply, 'a', "(" ESCALATION_REQUEST_V2_SIGNATURE ")");
         while (r >= 0 && (r = escalation_show(reply, list)) > 0)
                 n++;
         if (r < 0) {

@@ -12,6 +12,15 @@
 #define LAZARET_BUS_NAME_PREFIX "org.lazaret.Domain.d"
 #define LAZARET_BUS_PATH "/org/lazaret/Domain"
 #define LAZARET_BUS_INTERFACE "org.lazaret.Domain1"
+/*
+ * The interface's version (its InterfaceVersion property), raised when a
+ * member is added; members are never changed or removed within Domain1.
+ * 2: ListEscalationRequests, whose requests carry the sandbox's bytes
+ * (argv, why, cwd as ay) beside their display form.
+ */
+#define LAZARET_BUS_INTERFACE_VERSION 2
+/* request_id, session_id, state, kind, argv, argv shown, why, why shown, cwd, cwd shown */
+#define ESCALATION_REQUEST_V2_SIGNATURE "ssssaaysaysays"
 
 #define LAZARET_ERROR_INVALID_ARGS "org.lazaret.Domain1.Error.InvalidArguments"
 #define LAZARET_ERROR_NOT_READY "org.lazaret.Domain1.Error.NotReady"

@@ -828,6 +828,76 @@ int json_add_strv(json_object *o, const char *key, const char *const *l) {
         return json_add(o, key, a);
 }
 
+json_object *json_new_bytes(const char *s) {
+        json_object *a;
+
+        if (utf8_is_valid(s))
+                return json_object_new_string(s);
+        a = json_object_new_array_ext((int) strlen(s));
+        for (const unsigned char *p = (const unsigned char *) s; a && *p; p++)
+                if (json_append(a, json_object_new_int(*p)) < 0) {
+                        json_object_put(a);
+                        return NULL;
+                }
+        return a;
+}
+
+int json_add_bytes(json_object *o, const char *key, const char *s) {
+        return json_add(o, key, json_new_bytes(s));
+}
+
+int json_append_bytes(json_object *a, const char *s) {
+        return json_append(a, json_new_bytes(s));
+}
+
+int json_add_bytes_strv(json_object *o, const char *key, const char *const *l) {
+        _cleanup_json_ json_object *a = json_object_new_array();
+        int r;
+
+        if (!a)
+                return -ENOMEM;
+        for (; l && *l; l++) {
+                r = json_append_bytes(a, *l);
+                if (r < 0)
+                        return r;
+        }
+        return json_add(o, key, TAKE_PTR(a));
+}
+
+int json_get_bytes(json_object *o, char **ret) {
+        size_t n;
+        char *s;
+
+        if (json_object_is_type(o, json_type_string)) {
+                const char *v = json_object_get_string(o);
+                if ((size_t) json_object_get_string_len(o) != strlen(v))
+                        return -EINVAL;         /* a NUL inside */
+                s = strdup(v);
+                if (!s)
+                        return -ENOMEM;
+                *ret = s;
+                return 0;
+        }
+        if (!json_object_is_type(o, json_type_array))
+                return -EINVAL;
+        n = json_object_array_length(o);
+        s = malloc(n + 1);
+        if (!s)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_object *b = json_object_array_get_idx(o, i);
+                int64_t v;
+                if (!json_object_is_type(b, json_type_int) || (v = json_object_get_int64(b)) < 1 || v > 255) {
+                        free(s);
+                        return -EINVAL;
+                }
+                s[i] = (char) v;
+        }
+        s[n] = 0;
+        *ret = s;
+        return 0;
+}
+
 int json_to_string(json_object *o, int flags, char **ret) {
         const char *s;
         char *c;

@@ -67,5 +67,19 @@ int json_append_string(json_object *a, const char *s);
 int json_new_strv(const char *const *l, json_object **ret);
 /* Adds such an array under key. */
 int json_add_strv(json_object *o, const char *key, const char *const *l);
+/*
+ * Bytes that may not be UTF-8 (what the sandbox wrote: an argument, a
+ * path), as journalctl's JSON output carries them: a string when they are
+ * valid UTF-8, otherwise an array of the byte values (0..255). Never
+ * refused for its content; json_get_bytes() reads either form back.
+ */
+json_object *json_new_bytes(const char *s);
+int json_add_bytes(json_object *o, const char *key, const char *s);
+int json_append_bytes(json_object *a, const char *s);
+/* A strv of such values; NULL l gives an empty array. */
+int json_add_bytes_strv(json_object *o, const char *key, const char *const *l);
+/* The bytes of a string or of an array of byte values (no 0 among them); -EINVAL for anything else. */
+int json_get_bytes(json_object *o, char **ret);
+
 /* The text of o, serialised with JSON_C_TO_STRING_* flags, as a string the caller frees. */
 int json_to_string(json_object *o, int flags, char **ret);

@@ -51,7 +51,7 @@ int strv_push(char ***l, char *value) {
 }
 
 /* strv_push() that frees value when it cannot take it. */
-static int strv_consume(char ***l, char *value) {
+int strv_consume(char ***l, char *value) {
         int r = strv_push(l, value);
 
         if (r < 0)

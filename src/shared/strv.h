@@ -11,6 +11,8 @@ size_t strv_length(char *const *l);
 bool strv_contains(const char *const *l, const char *s);
 /* Takes ownership of value on success. */
 int strv_push(char ***l, char *value);
+/* strv_push() that frees value when it cannot take it. */
+int strv_consume(char ***l, char *value);
 int strv_extend(char ***l, const char *value);
 /* Appends a formatted string: never a truncated one. */
 int strv_extendf(char ***l, const char *fmt, ...) _printf_(2, 3);
