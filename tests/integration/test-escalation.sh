@@ -364,22 +364,34 @@ wait_for() {
         screen >&2
         lt_fail "the screen never showed '$1'"
 }
+# The prompt counts a key only after it was written and 400 ms passed
+# without one (spec 5.6); its approve key is drawn anew for each drawing.
+press() { sleep 0.6; $T send-keys -t t:0 "$@"; }
+approve_key() { screen | sed -n 's/.*<- press \(.\) to run it.*/\1/p' | tail -n1; }
+approve() {
+        local k
+        k=$(approve_key)
+        [[ $k =~ ^[a-z]$ ]] || { screen >&2; lt_fail "no approve key on the prompt"; }
+        press "$k"
+}
 $T new-session -d -s t -x 160 -y 40 "cd '$LT_WS' && lazaretctl launch; echo LAUNCH-EXIT=\$?; sleep 60"
 wait_for ':/workspace#'
 # The test image's /etc/profile sets PATH=/bin; images with the usual PATH find it by name.
 $T send-keys -t t:0 "/usr/local/bin/lazaret-escalate --why 'needs the host' -- /usr/bin/touch $H/approved; echo RC-\$?" Enter
-wait_for 'approve and run'
+wait_for 'to run it'
 wait_for "Why:       'needs the host'"
 wait_for "Command:   /usr/bin/touch $H/approved"
 [[ ! -e $H/approved ]] || lt_fail "the command ran before it was approved"
-$T send-keys -t t:0 a
+# 'a' approves nothing unless it was drawn.
+[[ $(approve_key) == a ]] || { press a; sleep 0.5; [[ ! -e $H/approved ]] || lt_fail "'a' approved though the key drawn was $(approve_key)"; }
+approve
 wait_for 'RC-0'
 [[ -e $H/approved ]] || lt_fail "the approved command did not run on the host"
 
 fresh
 $T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/denied; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/denied"
-$T send-keys -t t:0 d
+press d
 wait_for 'RC-122'
 wait_for 'lazaret-escalate: denied'
 [[ ! -e $H/denied ]] || lt_fail "the denied command ran"
@@ -388,12 +400,12 @@ wait_for 'lazaret-escalate: denied'
 fresh
 $T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/asked; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/asked"
-$T send-keys -t t:0 e
+press e
 wait_for 'New command'
 $T send-keys -t t:0 -l "/usr/bin/touch '$H/edited'"
 $T send-keys -t t:0 Enter
 wait_for '(as edited)'
-$T send-keys -t t:0 a
+approve
 wait_for 'RC-0'
 [[ -e $H/edited && ! -e $H/asked ]] || lt_fail "the edited command did not replace the request"
 
@@ -404,7 +416,7 @@ wait_for "Command:   /usr/bin/touch $H/escseq"
 $T send-keys -t t:0 -l $'\e[?1;2c\e]11;rgb:a/a/a\a'
 sleep 0.5
 [[ ! -e $H/escseq ]] || lt_fail "an escape sequence approved the request"
-$T send-keys -t t:0 d
+press d
 wait_for 'RC-122'
 
 # What the sandbox prints while the prompt is up is held, and shown after it.
@@ -415,7 +427,7 @@ sleep 2
 if screen | grep -q 'HELD-OUTPUT'; then
         lt_fail "the sandbox's output reached the terminal while the prompt was up"
 fi
-$T send-keys -t t:0 d
+press d
 wait_for 'RC-122'
 wait_for 'HELD-OUTPUT'
 
@@ -451,7 +463,7 @@ $T capture-pane -t t:two -p | grep -q 'SECOND-ALIVE' || lt_fail "the second sess
 if $T capture-pane -t t:two -p | grep -q 'approve and run'; then
         lt_fail "the prompt appeared on the second session's terminal"
 fi
-$T send-keys -t t:0 d
+press d
 wait_for 'RC-122'
 $T send-keys -t t:two 'exit 0' Enter
 $T kill-window -t t:two
@@ -460,7 +472,7 @@ $T kill-window -t t:two
 fresh
 $T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/aborted; echo RC-\$?" Enter
 wait_for "Command:   /usr/bin/touch $H/aborted"
-$T send-keys -t t:0 q
+press q
 wait_for 'LAUNCH-EXIT='
 [[ ! -e $H/aborted ]] || lt_fail "the aborted request ran"
 
