@@ -22,6 +22,8 @@
 #define LAZARET_ERROR_LIMIT "org.lazaret.Domain1.Error.LimitExceeded"
 #define LAZARET_ERROR_ACCESS "org.lazaret.Domain1.Error.AccessDenied"
 #define LAZARET_ERROR_SPAWN "org.lazaret.Domain1.Error.SpawnFailed"
+#define LAZARET_ERROR_PORT_IN_USE "org.lazaret.Domain1.Error.PortInUse"
+#define LAZARET_ERROR_NETWORK_HELPER "org.lazaret.Domain1.Error.NetworkHelperFailed"
 
 /* Limits on what a client may send in one call. */
 #define SESSION_MAX_ARGV 1024
