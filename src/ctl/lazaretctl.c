@@ -210,6 +210,20 @@ static int profile_json(const Profile *p, const Domain *d, const char *img_dir, 
         }
         if (r >= 0)
                 r = json_add(o, "volumes", TAKE_PTR(vols));
+        if (r >= 0) {
+                _cleanup_json_ json_object *ports = json_object_new_array();
+
+                if (!ports)
+                        r = -ENOMEM;
+                for (size_t i = 0; r >= 0 && i < p->n_publish_ports; i++) {
+                        char b[PORT_FORWARD_STRING_MAX];
+
+                        port_forward_format(&p->publish_ports[i], b);
+                        r = json_append_string(ports, b);
+                }
+                if (r >= 0)
+                        r = json_add(o, "publish_ports", TAKE_PTR(ports));
+        }
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
@@ -276,6 +290,9 @@ static int check_profile(const Config *c, const Profile *p, json_object *jprofil
                 printf("  %-18s%s\n", "Isolate ignored:", p->isolate_ignored ? "yes" : "no");
                 print_cidrs(20, "  Allow egress:", &p->allow_egress);
                 print_cidrs(20, "  Deny egress:", &p->deny_egress);
+                for (size_t i = 0; i < p->n_publish_ports; i++)
+                        printf("  %-18s" PORT_HOST_ADDRESS ":%u -> sandbox port %u\n", i == 0 ? "Published ports:" : "",
+                               (unsigned) p->publish_ports[i].host_port, (unsigned) p->publish_ports[i].guest_port);
                 for (size_t i = 0; i < p->n_env; i++) {
                         if (p->env[i].from_host)
                                 printf("  %-18s%s from host $%s\n", i == 0 ? "Environment:" : "", p->env[i].name, p->env[i].value);

@@ -32,7 +32,8 @@ static int forward_json(const PortForward *f, json_object **ret) {
         r = json_add_string(o, "host_address", PORT_HOST_ADDRESS);
         if (r >= 0)
                 r = json_add_uint64(o, "host_port", f->host_port);
-        if (r >= 0)
+        /* unpublish names the host port only. */
+        if (r >= 0 && f->guest_port > 0)
                 r = json_add_uint64(o, "port", f->guest_port);
         if (r < 0)
                 return r;

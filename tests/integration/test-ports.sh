@@ -67,7 +67,8 @@ refused "publish_ports with a host port twice" 'host port 18081 is published twi
 config '"18081"'
 refused "publish_ports as a string" 'profiles.test.publish_ports' ctl config check
 config '["18081:8081"]'
-ctl config check >/dev/null || lt_fail "a valid publish_ports was refused: $(ctl config check 2>&1)"
+out=$(ctl config check 2>&1) || lt_fail "a valid publish_ports was refused: $out"
+grep -q 'Published ports: *127.0.0.1:18081 -> sandbox port 8081' <<<"$out" || lt_fail "config check does not show the port: $out"
 
 # --- published at the start; fetched from the host --------------------------------
 mkdir -p "$LT_WS/www"
@@ -93,7 +94,8 @@ lt_assert_eq "status --json PublishedPorts" '[{"host_address":"127.0.0.1","host_
 grep -q '127.0.0.1:18081 -> sandbox port 8081' <<<"$(ctl status)" || lt_fail "status does not show the published port: $(ctl status)"
 
 # --- lazaretctl ports publish ----------------------------------------------------------
-lt_assert_eq "ports publish 18080:8080" "Published sandbox port 8080 on 127.0.0.1:18080." "$(ctl ports publish 18080:8080)"
+lt_assert_eq "ports publish 18080:8080 --json" '{"host_address":"127.0.0.1","host_port":18080,"port":8080,"published":true}' \
+        "$(ctl ports publish 18080:8080 --json | jq -c .)"
 lt_assert_eq "the page of sandbox port 8080 at 127.0.0.1:18080" "hello from the sandbox" "$(fetch 18080)"
 lt_assert_eq "ports list --json" \
         '[{"host_address":"127.0.0.1","host_port":18081,"port":8081},{"host_address":"127.0.0.1","host_port":18080,"port":8080}]' \
@@ -130,7 +132,7 @@ lt_assert_eq "the forwards after the refusals" "$before" "$(ctl ports list --jso
 lt_assert_eq "the host's own server on 18090 still answers" "hello from the sandbox" "$(fetch 18090)"
 
 # --- a server inside bound to 127.0.0.1: not reached (the documented limit) -----------
-ctl ports publish 18082:8082 >/dev/null
+lt_assert_eq "ports publish 18082:8082" "Published sandbox port 8082 on 127.0.0.1:18082." "$(ctl ports publish 18082:8082)"
 set +e
 out=$(fetch 18082 2>&1)
 rc=$?
@@ -140,10 +142,11 @@ set -e
 inside=$(lt_launch -- /bin/sh -c "printf 'GET /index.html HTTP/1.0\r\n\r\n' | nc 127.0.0.1 8082 | tail -n 1")
 lt_assert_eq "the 127.0.0.1-bound server inside, asked inside" "hello from the sandbox" "$inside"
 lt_log "ok: a server bound to 127.0.0.1 inside is not reached through its forward (curl exit $rc: $out)"
-ctl ports unpublish 18082 >/dev/null
+lt_assert_eq "ports unpublish 18082" "Unpublished host port 18082." "$(ctl ports unpublish 18082)"
 
 # --- unpublish; stop ---------------------------------------------------------------
-lt_assert_eq "ports unpublish 18080" "Unpublished host port 18080." "$(ctl ports unpublish 18080)"
+lt_assert_eq "ports unpublish 18080 --json" '{"host_address":"127.0.0.1","host_port":18080,"published":false}' \
+        "$(ctl ports unpublish 18080 --json | jq -c .)"
 set +e
 fetch 18080 >/dev/null 2>&1
 rc=$?
