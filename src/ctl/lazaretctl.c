@@ -450,7 +450,8 @@ static const Verb verbs[] = {
         { "list",      1, 1,        0,                                 verb_list,      "list                        List running Domains" },
         { "stop",      1, 2,        VERB_CONFIG,                       verb_stop,      "stop [DOMAIN-ID]            Stop a Domain: end its sessions, tear it down" },
         { "escalations", 1, 3,      VERB_CONFIG,                       verb_escalations, "escalations [list|history|approve ID|deny ID] Host escalation requests: waiting ones, the audit trail" },
-        { "ports",     1, 3,        VERB_CONFIG,                       verb_ports,     "ports [list|publish [HOST_PORT:]PORT|unpublish HOST_PORT] Sandbox ports published on the host's 127.0.0.1" },
+        { "ports",     1, 3,        VERB_CONFIG,                       verb_ports,     "ports [list|publish [HOST_PORT:]PORT|unpublish HOST_PORT]\n"
+          "                              Sandbox ports published on the host's 127.0.0.1" },
         { "log",       1, 2,        VERB_CONFIG | VERB_LINES,          verb_log,       "log [DOMAIN-ID]             Show the last lines the Domain's coordinator logged" },
         { "image",     2, 2,        VERB_CONFIG | VERB_IMAGE_OPTIONS,  verb_image,     "image build-default         Build the built-in default image from Debian packages" },
         { "changes",   1, UINT_MAX, VERB_CONFIG | VERB_CHANGES_OPTIONS, verb_changes,  "changes [apply|discard ...] List, apply or discard pending protected-file changes" },
