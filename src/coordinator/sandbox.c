@@ -787,7 +787,8 @@ static void on_profile_port(Ports *p, int r, const char *why, const PortForward 
         Sandbox *sb = userdata;
         char b[PORT_FORWARD_STRING_MAX];
 
-        if (r == -ECANCELED || sb->profile_ports_left == 0)
+        /* Cancelled, failed already, or the sandbox ended meanwhile: nothing to report. */
+        if (r == -ECANCELED || sb->profile_ports_left == 0 || sb->failed || sb->state != SANDBOX_RUNNING)
                 return;
         if (r < 0) {
                 _cleanup_free_ char *msg = NULL;
