@@ -14,6 +14,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "manager.h"
+#include "ports.h"
 #include "sandbox.h"
 #include "session.h"
 #include "strv.h"
@@ -172,6 +173,22 @@ static int property_get_network(sd_bus *bus, const char *path, const char *inter
         r = sd_bus_message_append(reply, "{ss}{ss}{ss}{ss}{ss}{ss}{ss}", "DomainId", m->id, "Generation",
                                   sandbox_id(m->sandbox), "ConfigurationFingerprint", m->fingerprint, "HelperId", helper,
                                   "PolicyDigest", n->policy_digest, "Namespace", ns, "Fingerprint", fp);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+/* The published ports: (host address, host port, sandbox port) each; empty while the sandbox does not run. */
+static int property_get_published_ports(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                        sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const PortForward *l;
+        size_t n = ports_list(sandbox_ports(m->sandbox), &l);
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(sqq)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "(sqq)", PORT_HOST_ADDRESS, l[i].host_port, l[i].guest_port);
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(reply);
@@ -408,6 +425,98 @@ static int stop(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error)
         return r;
 }
 
+/* A port request's end: its reply, to the message it was asked with (a reference the request held). */
+static void on_port_done(Ports *p, int r, const char *why, const PortForward *f, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata;
+        const char *name;
+
+        if (r >= 0) {
+                if (streq(sd_bus_message_get_member(msg), "PublishPort"))
+                        (void) sd_bus_reply_method_return(msg, "q", f->host_port);
+                else
+                        (void) sd_bus_reply_method_return(msg, NULL);
+                return;
+        }
+        switch (r) {
+        case -EADDRINUSE:
+        case -EEXIST:
+                name = LAZARET_ERROR_PORT_IN_USE;
+                break;
+        case -E2BIG:
+                name = LAZARET_ERROR_LIMIT;
+                break;
+        case -ENOENT:
+                name = LAZARET_ERROR_INVALID_ARGS;
+                break;
+        case -ECANCELED:
+                name = LAZARET_ERROR_STOPPING;
+                break;
+        default:
+                name = LAZARET_ERROR_NETWORK_HELPER;
+        }
+        (void) sd_bus_reply_method_errorf(msg, name, "%s", why);
+}
+
+static int ports_of(Manager *m, sd_bus_error *error, Ports **ret) {
+        *ret = m->state == DOMAIN_RUNNING ? sandbox_ports(m->sandbox) : NULL;
+        if (!*ret)
+                return sd_bus_error_set(error, LAZARET_ERROR_NOT_READY, "The Domain's sandbox is not running");
+        return 0;
+}
+
+static int publish_port(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+        _cleanup_free_ char *why = NULL;
+        uint16_t host_port, port;
+        Ports *p;
+        int r;
+
+        r = sd_bus_message_read(msg, "qq", &host_port, &port);
+        if (r < 0)
+                return r;
+        if (host_port == 0)
+                host_port = port;
+        r = port_forward_check(host_port, port, &why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "%s", why);
+        r = ports_of(m, error, &p);
+        if (r < 0)
+                return r;
+        r = ports_publish(p, &(PortForward) { .host_port = host_port, .guest_port = port }, on_port_done,
+                          sd_bus_message_ref(msg));
+        if (r < 0)
+                sd_bus_message_unref(msg);
+        return r;       /* answered by on_port_done() */
+}
+
+static int unpublish_port(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+        uint16_t host_port;
+        Ports *p;
+        int r;
+
+        r = sd_bus_message_read(msg, "q", &host_port);
+        if (r < 0)
+                return r;
+        if (host_port == 0)
+                return sd_bus_error_set(error, LAZARET_ERROR_INVALID_ARGS, "host port 0 is not a TCP port (1 to 65535)");
+        r = ports_of(m, error, &p);
+        if (r < 0)
+                return r;
+        r = ports_unpublish(p, host_port, on_port_done, sd_bus_message_ref(msg));
+        if (r < 0)
+                sd_bus_message_unref(msg);
+        return r;
+}
+
+static int method_publish_port(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, publish_port);
+}
+
+static int method_unpublish_port(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, unpublish_port);
+}
+
 /*
  * ListEscalations (interface version 1): a(ssssass). D-Bus strings must be
  * UTF-8, and the sandbox writes bytes: a value that is not UTF-8 is sent in
@@ -582,6 +691,7 @@ static const sd_bus_vtable domain_vtable[] = {
         SD_BUS_PROPERTY("MountPlan", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("UnenforcedLimits", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("RootUsage", "t", property_get_root_usage, 0, 0),
+        SD_BUS_PROPERTY("PublishedPorts", "a(sqq)", property_get_published_ports, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("OpenSession",
                                 SD_BUS_ARGS("as", argv, "as", environment, "b", terminal, "ah", fds,
                                             "q", rows, "q", cols, "s", fingerprint),
@@ -600,6 +710,14 @@ static const sd_bus_vtable domain_vtable[] = {
                                 SD_BUS_NO_RESULT,
                                 method_close_session, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Stop", NULL, NULL, method_stop, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("PublishPort",
+                                SD_BUS_ARGS("q", host_port, "q", port),
+                                SD_BUS_RESULT("q", host_port),
+                                method_publish_port, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("UnpublishPort",
+                                SD_BUS_ARGS("q", host_port),
+                                SD_BUS_NO_RESULT,
+                                method_unpublish_port, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListEscalations",
                                 SD_BUS_NO_ARGS,
                                 SD_BUS_RESULT("a(ssssass)", requests),

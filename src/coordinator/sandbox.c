@@ -30,6 +30,7 @@
 #include "log.h"
 #include "net-policy.h"
 #include "path-util.h"
+#include "ports.h"
 #include "view-policy.h"
 #include "sandbox.h"
 #include "strv.h"
@@ -104,6 +105,9 @@ struct Sandbox {
         char *netns_path;               /* the enforcement namespace, bound by the supervisor */
         char *policy_path;              /* the derived policy's canonical bytes */
         char *slirp4netns;
+        char *slirp_api;                /* slirp4netns --api-socket, ours to ask (published ports) */
+        Ports *ports;                   /* the published ports; while running */
+        size_t profile_ports_left;      /* the profile's publish_ports still under way before ready() */
         SubidRange subuids, subgids;
         char policy_digest[SHA256_HEX_LEN + 1];
         unsigned canary_port;           /* the attestation canaries' port, random per generation */
@@ -232,6 +236,8 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->netns_path);
         free(sb->policy_path);
         free(sb->slirp4netns);
+        free(sb->slirp_api);
+        ports_free(sb->ports);
         free(sb);
         return NULL;
 }
@@ -285,10 +291,11 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
         sb->sessions_dir = path_join(p->runtime_dir, "sessions");
         sb->overlay_dir = path_join(p->domain->domain_dir, "overlay");
         sb->netns_path = path_join(p->runtime_dir, "netns");
+        sb->slirp_api = path_join(p->runtime_dir, "slirp4netns.sock");
         sb->escalation = p->domain->config->escalation_enabled;
         sb->policy_path = path_join(sb->bundle ?: "", "network-policy");
         if (!sb->runtime_dir || !sb->runsc_root || !sb->bundle || !sb->control_dir || !sb->sessions_dir || !sb->overlay_dir ||
-            !sb->netns_path || !sb->policy_path)
+            !sb->netns_path || !sb->policy_path || !sb->slirp_api)
                 return -ENOMEM;
         r = find_program("slirp4netns", &sb->slirp4netns);
         if (r == -ENOENT)
@@ -775,6 +782,60 @@ static int take_mailbox(Sandbox *sb, int fd, const char **ret_why) {
         return 0;
 }
 
+/* One of the profile's publish_ports answered: the first failure fails the start; the last success makes it ready. */
+static void on_profile_port(Ports *p, int r, const char *why, const PortForward *f, void *userdata) {
+        Sandbox *sb = userdata;
+        char b[PORT_FORWARD_STRING_MAX];
+
+        /* Cancelled, failed already, or the sandbox ended meanwhile: nothing to report. */
+        if (r == -ECANCELED || sb->profile_ports_left == 0 || sb->failed || sb->state != SANDBOX_RUNNING)
+                return;
+        if (r < 0) {
+                _cleanup_free_ char *msg = NULL;
+
+                sb->profile_ports_left = 0;
+                port_forward_format(f, b);
+                if (asprintf(&msg, "profile %s: publish_ports \"%s\": %s", sb->domain->profile->name, b, why) < 0)
+                        msg = NULL;
+                sandbox_fail(sb, msg ?: why);
+                return;
+        }
+        if (--sb->profile_ports_left == 0)
+                sb->cb.ready(sb, sb->userdata);
+}
+
+/*
+ * The published ports' table (empty), then the profile's publish_ports in
+ * their order; ready() once all are in force.
+ */
+static void publish_profile_ports(Sandbox *sb) {
+        const Profile *prof = sb->domain->profile;
+        int r;
+
+        r = ports_new(sb->event, sb->slirp_api, &sb->ports);
+        if (r < 0) {
+                sandbox_fail(sb, "cannot set up the published ports");
+                return;
+        }
+        if (prof->n_publish_ports == 0) {
+                sb->cb.ready(sb, sb->userdata);
+                return;
+        }
+        sb->profile_ports_left = prof->n_publish_ports;
+        for (size_t i = 0; i < prof->n_publish_ports; i++) {
+                r = ports_publish(sb->ports, &prof->publish_ports[i], on_profile_port, sb);
+                if (r < 0) {
+                        sb->profile_ports_left = 0;
+                        sandbox_fail(sb, "cannot publish the profile's ports: out of memory");
+                        return;
+                }
+        }
+}
+
+Ports *sandbox_ports(const Sandbox *sb) {
+        return sb && sb->state == SANDBOX_RUNNING ? sb->ports : NULL;
+}
+
 static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, int fd, void *userdata) {
         Sandbox *sb = userdata;
 
@@ -835,7 +896,7 @@ static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, i
                         .image_env = sb->image.env,
                         .limits = &sb->domain->profile->limits,
                 };
-                sb->cb.ready(sb, sb->userdata);
+                publish_profile_ports(sb);
                 return;
         case SUPERVISOR_FAILED:
                 sandbox_fail(sb, msg->reason);
@@ -943,6 +1004,7 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
             (sb->escalation && strv_extend(&argv, "--host-fifo") < 0) ||
             strv_extend(&argv, "--netns") < 0 || strv_extend(&argv, sb->netns_path) < 0 ||
             strv_extend(&argv, "--slirp4netns") < 0 || strv_extend(&argv, sb->slirp4netns) < 0 ||
+            strv_extend(&argv, "--slirp-api-socket") < 0 || strv_extend(&argv, sb->slirp_api) < 0 ||
             strv_extend(&argv, "--policy") < 0 || strv_extend(&argv, sb->policy_path) < 0 ||
             strv_extend(&argv, "--policy-digest") < 0 || strv_extend(&argv, sb->policy_digest) < 0 ||
             strv_extend(&argv, port) < 0 ||
@@ -1045,6 +1107,9 @@ int sandbox_stop(Sandbox *sb) {
          * directory removed), EOF on the control socket tells the supervisor
          * to exit. */
         sb->image_prep = image_prep_free(sb->image_prep);
+        /* The forwards die with slirp4netns, in the scope; the table goes now. */
+        sb->profile_ports_left = 0;
+        sb->ports = ports_free(sb->ports);
         sb->link = supervisor_link_free(sb->link);
         /* The mailbox's file system goes with the supervisor's mount namespace and this descriptor. */
         sb->mailbox_fd = safe_close(sb->mailbox_fd);

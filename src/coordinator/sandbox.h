@@ -10,6 +10,8 @@
 #include "domain-store.h"
 #include "subid.h"
 
+typedef struct Ports Ports;
+
 /*
  * The Domain's Agent Sandbox as the coordinator sees it. Starting runs, each
  * step from the event loop, never waiting:
@@ -93,6 +95,8 @@ char **sandbox_default_command(const Sandbox *sb);
 const SandboxRuntime *sandbox_runtime(const Sandbox *sb);
 /* Valid while the sandbox runs. */
 const SandboxNetwork *sandbox_network(const Sandbox *sb);
+/* The published ports (ports.h); NULL unless the sandbox runs. */
+Ports *sandbox_ports(const Sandbox *sb);
 /* The names of the profile's scope limits the kernel does not enforce here ("" for none); NULL unless it runs. */
 const char *sandbox_unenforced_limits(const Sandbox *sb);
 /* Bytes held by the root overlay's file store (at most the profile's root_size); -ESRCH unless it runs. */

@@ -10,6 +10,7 @@
  * reported.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -120,6 +121,55 @@ static int sessions_json(sd_bus_message *m, json_object **ret) {
         return 0;
 }
 
+static const char *jstr(json_object *o, const char *key);
+static void out(const char *fmt, ...) _printf_(1, 2);
+
+int published_ports_json(sd_bus_message *m, json_object **ret) {
+        _cleanup_json_ json_object *a = json_object_new_array();
+        const char *addr;
+        uint16_t host_port, port;
+        int r;
+
+        if (!a)
+                return -ENOMEM;
+        r = sd_bus_message_enter_container(m, 'a', "(sqq)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(m, "(sqq)", &addr, &host_port, &port)) > 0) {
+                _cleanup_json_ json_object *e = json_object_new_object();
+
+                if (!e)
+                        return -ENOMEM;
+                r = json_add_string(e, "host_address", addr);
+                if (r >= 0)
+                        r = json_add_uint64(e, "host_port", host_port);
+                if (r >= 0)
+                        r = json_add_uint64(e, "port", port);
+                if (r >= 0)
+                        r = json_append(a, TAKE_PTR(e));
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+void published_ports_print(json_object *ports, const char *indent) {
+        for (size_t i = 0; ports && i < json_object_array_length(ports); i++) {
+                json_object *e = json_object_array_get_idx(ports, i), *hp, *p;
+
+                if (!json_object_object_get_ex(e, "host_port", &hp) || !json_object_object_get_ex(e, "port", &p))
+                        continue;
+                out("%s%s:%" PRIu64 " -> sandbox port %" PRIu64 "\n", indent, jstr(e, "host_address"),
+                    json_object_get_uint64(hp), json_object_get_uint64(p));
+        }
+}
+
 /* The properties a Domain's coordinator must report, and their types. */
 static const struct {
         const char *name;
@@ -138,6 +188,7 @@ static const struct {
         { "MountPlan",                "s"        },
         { "UnenforcedLimits",         "s"        },
         { "RootUsage",                "t"        },
+        { "PublishedPorts",           "a(sqq)"   },
 };
 
 /* The mount plan is JSON text on the bus: shown as JSON, or null before the sandbox runs. */
@@ -213,6 +264,8 @@ static int properties_reply_json(sd_bus_message *reply, json_object **ret, sd_bu
                                 v = json_object_new_string(s);
                 } else if (streq(contents, "a(ssusbt)"))
                         r = sessions_json(reply, &v);
+                else if (streq(contents, "a(sqq)"))
+                        r = published_ports_json(reply, &v);
                 else
                         r = dict_json(reply, contents[3], &v);
                 if (r >= 0)
@@ -296,7 +349,7 @@ static void out(const char *fmt, ...) {
 }
 
 static void print_domain(json_object *o) {
-        json_object *sessions = NULL, *limits, *network, *plan, *entries, *root, *root_size;
+        json_object *sessions = NULL, *limits, *network, *plan, *entries, *root, *root_size, *ports;
 
         out("Domain %s\n", jstr(o, "DomainId"));
         out("  %-16s%s\n", "Profile:", jstr(o, "Profile"));
@@ -341,6 +394,10 @@ static void print_domain(json_object *o) {
                 out("    %-14s%s\n", "helper", jstr(network, "HelperId"));
                 out("    %-14s%s\n", "namespace", jstr(network, "Namespace"));
                 out("    %-14s%s\n", "generation", jstr(network, "Generation"));
+        }
+        if (json_object_object_get_ex(o, "PublishedPorts", &ports) && json_object_array_length(ports) > 0) {
+                out("  %-16s\n", "Published ports:");
+                published_ports_print(ports, "    ");
         }
         if (json_object_object_get_ex(o, "MountPlan", &plan) && json_object_object_get_ex(plan, "entries", &entries)) {
                 out("  %-16s\n", "Mounts:");
@@ -387,7 +444,7 @@ static int target_domain_id(int argc, char *argv[], const Config *config, char r
 }
 
 /* The Domain a verb is about, its bus name, and a bus connection to ask it. */
-static int open_target(int argc, char *argv[], const Config *config, sd_bus **ret_bus,
+int domain_open_target(int argc, char *argv[], const Config *config, sd_bus **ret_bus,
                        char ret_id[DOMAIN_ID_LEN + 1], char ret_name[BUS_NAME_MAX]) {
         int r;
 
@@ -408,7 +465,7 @@ int verb_status(int argc, char *argv[], const Config *config) {
         char name[BUS_NAME_MAX], id[DOMAIN_ID_LEN + 1];
         int r;
 
-        r = open_target(argc, argv, config, &bus, id, name);
+        r = domain_open_target(argc, argv, config, &bus, id, name);
         if (r < 0)
                 return r;
         r = domain_properties_json(bus, name, &o, &error);
@@ -629,7 +686,7 @@ int verb_stop(int argc, char *argv[], const Config *config) {
         char name[BUS_NAME_MAX], id[DOMAIN_ID_LEN + 1];
         int r;
 
-        r = open_target(argc, argv, config, &bus, id, name);
+        r = domain_open_target(argc, argv, config, &bus, id, name);
         if (r < 0)
                 return r;
         r = sd_bus_call_method(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Stop", &error, NULL, "");
@@ -923,7 +980,7 @@ int verb_escalations(int argc, char *argv[], const Config *config) {
                 fprintf(stderr, "Usage: lazaretctl escalations [list] | approve ID | deny ID\n");
                 return -EINVAL;
         }
-        r = open_target(1, argv, config, &bus, id, name);
+        r = domain_open_target(1, argv, config, &bus, id, name);
         if (r < 0)
                 return r;
         if (!streq(what, "list")) {

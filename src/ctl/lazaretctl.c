@@ -210,6 +210,20 @@ static int profile_json(const Profile *p, const Domain *d, const char *img_dir, 
         }
         if (r >= 0)
                 r = json_add(o, "volumes", TAKE_PTR(vols));
+        if (r >= 0) {
+                _cleanup_json_ json_object *ports = json_object_new_array();
+
+                if (!ports)
+                        r = -ENOMEM;
+                for (size_t i = 0; r >= 0 && i < p->n_publish_ports; i++) {
+                        char b[PORT_FORWARD_STRING_MAX];
+
+                        port_forward_format(&p->publish_ports[i], b);
+                        r = json_append_string(ports, b);
+                }
+                if (r >= 0)
+                        r = json_add(o, "publish_ports", TAKE_PTR(ports));
+        }
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
@@ -276,6 +290,9 @@ static int check_profile(const Config *c, const Profile *p, json_object *jprofil
                 printf("  %-18s%s\n", "Isolate ignored:", p->isolate_ignored ? "yes" : "no");
                 print_cidrs(20, "  Allow egress:", &p->allow_egress);
                 print_cidrs(20, "  Deny egress:", &p->deny_egress);
+                for (size_t i = 0; i < p->n_publish_ports; i++)
+                        printf("  %-18s" PORT_HOST_ADDRESS ":%u -> sandbox port %u\n", i == 0 ? "Published ports:" : "",
+                               (unsigned) p->publish_ports[i].host_port, (unsigned) p->publish_ports[i].guest_port);
                 for (size_t i = 0; i < p->n_env; i++) {
                         if (p->env[i].from_host)
                                 printf("  %-18s%s from host $%s\n", i == 0 ? "Environment:" : "", p->env[i].name, p->env[i].value);
@@ -433,6 +450,8 @@ static const Verb verbs[] = {
         { "list",      1, 1,        0,                                 verb_list,      "list                        List running Domains" },
         { "stop",      1, 2,        VERB_CONFIG,                       verb_stop,      "stop [DOMAIN-ID]            Stop a Domain: end its sessions, tear it down" },
         { "escalations", 1, 3,      VERB_CONFIG,                       verb_escalations, "escalations [list|history|approve ID|deny ID] Host escalation requests: waiting ones, the audit trail" },
+        { "ports",     1, 3,        VERB_CONFIG,                       verb_ports,     "ports [list|publish [HOST_PORT:]PORT|unpublish HOST_PORT]\n"
+          "                              Sandbox ports published on the host's 127.0.0.1" },
         { "log",       1, 2,        VERB_CONFIG | VERB_LINES,          verb_log,       "log [DOMAIN-ID]             Show the last lines the Domain's coordinator logged" },
         { "image",     2, 2,        VERB_CONFIG | VERB_IMAGE_OPTIONS,  verb_image,     "image build-default         Build the built-in default image from Debian packages" },
         { "changes",   1, UINT_MAX, VERB_CONFIG | VERB_CHANGES_OPTIONS, verb_changes,  "changes [apply|discard ...] List, apply or discard pending protected-file changes" },

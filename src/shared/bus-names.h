@@ -16,7 +16,8 @@
  * The interface's version (its InterfaceVersion property), raised when a
  * member is added; members are never changed or removed within Domain1.
  * 2: ListEscalationRequests, whose requests carry the sandbox's bytes
- * (argv, why, cwd as ay) beside their display form.
+ * (argv, why, cwd as ay) beside their display form; PublishPort,
+ * UnpublishPort and PublishedPorts.
  */
 #define LAZARET_BUS_INTERFACE_VERSION 2
 /* request_id, session_id, state, kind, argv, argv shown, why, why shown, cwd, cwd shown */
@@ -31,6 +32,8 @@
 #define LAZARET_ERROR_LIMIT "org.lazaret.Domain1.Error.LimitExceeded"
 #define LAZARET_ERROR_ACCESS "org.lazaret.Domain1.Error.AccessDenied"
 #define LAZARET_ERROR_SPAWN "org.lazaret.Domain1.Error.SpawnFailed"
+#define LAZARET_ERROR_PORT_IN_USE "org.lazaret.Domain1.Error.PortInUse"
+#define LAZARET_ERROR_NETWORK_HELPER "org.lazaret.Domain1.Error.NetworkHelperFailed"
 
 /* Limits on what a client may send in one call. */
 #define SESSION_MAX_ARGV 1024

@@ -285,6 +285,18 @@ static int enc_profile(Encoder *e, const Profile *prof) {
                 enc_key(e, "protected_paths");
                 enc_strv(e, prof->protected_paths);
         }
+        /* Only when set, as "HOST_PORT:PORT" each: earlier fingerprints stay. */
+        if (prof->n_publish_ports > 0) {
+                enc_key(e, "publish_ports");
+                enc_array_begin(e);
+                for (size_t i = 0; i < prof->n_publish_ports; i++) {
+                        char b[PORT_FORWARD_STRING_MAX];
+
+                        port_forward_format(&prof->publish_ports[i], b);
+                        enc_string(e, b);
+                }
+                enc_array_end(e);
+        }
         /* Only when set: the fingerprints of configurations without it stay as they were. */
         if (prof->shared_ignored && prof->shared_ignored[0]) {
                 enc_key(e, "shared_ignored");

@@ -788,6 +788,43 @@ static int parse_shared_ignored(ConfigParser *p, json_object *v, const char *pat
         return 0;
 }
 
+/* PortForward[]: "PORT" or "HOST_PORT:PORT", forwarded to the host's loopback at each start; host ports distinct. */
+static int parse_publish_ports(ConfigParser *p, json_object *v, const char *path, void *field, const void *data) {
+        static const ConfigStrvSpec spec = { .max = PORT_PUBLISH_MAX, .allow_empty_list = true };
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ PortForward *out = NULL;
+        Profile *prof = field;
+        size_t n;
+        int r;
+
+        r = config_parse_strv(p, v, path, &l, &spec);
+        if (r < 0)
+                return r;
+        n = strv_length(l);
+        out = calloc(n ?: 1, sizeof(PortForward));
+        if (!out)
+                return config_oom(p);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *ip = keypath_index(path, i), *why = NULL;
+
+                if (!ip)
+                        return config_oom(p);
+                r = port_forward_parse(l[i], &out[i], &why);
+                if (r == -ENOMEM)
+                        return config_oom(p);
+                if (r < 0)
+                        return config_error(p, ip, r, "%s", why);
+                for (size_t j = 0; j < i; j++)
+                        if (out[j].host_port == out[i].host_port)
+                                return config_error(p, ip, -EEXIST, "host port %u is published twice (also by \"%s\")",
+                                                    (unsigned) out[i].host_port, l[j]);
+        }
+        free(prof->publish_ports);
+        prof->publish_ports = TAKE_PTR(out);
+        prof->n_publish_ports = n;
+        return 0;
+}
+
 static const ConfigKey profile_keys[] = {
         { "image",           parse_image,           0,                                   NULL, CONFIG_KEY_REQUIRED },
         { "command",         config_parse_strv,     offsetof(Profile, command),          &command_spec },
@@ -799,6 +836,7 @@ static const ConfigKey profile_keys[] = {
         { "isolate_ignored", config_parse_bool,     offsetof(Profile, isolate_ignored) },
         { "protected_paths", parse_protected_paths, offsetof(Profile, protected_paths) },
         { "shared_ignored",  parse_shared_ignored,  offsetof(Profile, shared_ignored) },
+        { "publish_ports",   parse_publish_ports,   0 },
         { "directfs",        config_parse_bool,     offsetof(Profile, directfs) },
         { "limits",          parse_limits,          offsetof(Profile, limits) },
         {}
@@ -813,6 +851,7 @@ static void profile_done(Profile *prof) {
         strv_free(prof->persistent_dirs);
         strv_free(prof->protected_paths);
         strv_free(prof->shared_ignored);
+        free(prof->publish_ports);
         free(prof->allow_egress.items);
         free(prof->deny_egress.items);
         for (size_t i = 0; i < prof->n_env; i++) {

@@ -9,6 +9,7 @@
 #include "cleanup.h"
 #include "hash.h"
 #include "host-context.h"
+#include "port-forward.h"
 #include "resource-limits.h"
 
 /*
@@ -85,6 +86,8 @@ typedef struct Profile {
         size_t n_volumes;
         bool isolate_ignored;
         char **shared_ignored;  /* ignored workspace paths shared read-only instead (workspace-relative) */
+        PortForward *publish_ports; /* published at each start (spec 4.5), host ports distinct */
+        size_t n_publish_ports;
         bool directfs;          /* runsc --directfs; default true (gVisor's own default) */
         Limits limits;          /* "limits"; unset keys have the defaults of resource-limits.h */
         bool builtin;

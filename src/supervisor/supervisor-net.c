@@ -94,10 +94,13 @@ static int new_netns(bool disable_ipv6, int *ret) {
  */
 static int start_slirp(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error) {
         _Static_assert(HELPER_READY_FD == 3 && HELPER_FIRST_PASS_FD == 4, "slirp4netns' fd arguments");
+        /* --api-socket: the coordinator's own path (its published ports,
+         * spec 4.5); slirp4netns binds it before it enters its sandbox. */
         char *argv[] = {
                 (char *) p->slirp4netns, (char *) "--mtu=65520", (char *) "--disable-host-loopback",
                 (char *) "--cidr", (char *) NET_SLIRP_CIDR, (char *) "--enable-sandbox", (char *) "--enable-seccomp",
                 (char *) "--ready-fd=3", (char *) "--exit-fd=4", (char *) "--netns-type=path",
+                (char *) "--api-socket", (char *) p->api_socket,
                 (char *) p->netns_path, (char *) net_links[NET_LINK_TAP].name, NULL,
         };
         _cleanup_close_ int exit_r = -EBADF;

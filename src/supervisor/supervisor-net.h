@@ -50,6 +50,7 @@ typedef struct SupNet {
 typedef struct SupNetParams {
         const char *netns_path;         /* an empty file to bind the namespace onto */
         const char *slirp4netns;
+        const char *api_socket;         /* slirp4netns --api-socket: the coordinator's path, for published ports */
         const char *policy_path;        /* canonical bytes, written by the coordinator */
         const char *policy_digest;      /* what the coordinator derived */
         const char *generation;         /* the container ID: binds the challenge */

@@ -69,7 +69,7 @@
 
 static int arg_control_fd = -EBADF;
 static const char *arg_runsc, *arg_root, *arg_bundle, *arg_container, *arg_overlay;
-static const char *arg_netns, *arg_slirp, *arg_policy, *arg_policy_digest, *arg_view;
+static const char *arg_netns, *arg_slirp, *arg_slirp_api, *arg_policy, *arg_policy_digest, *arg_view;
 static int arg_canary_port;
 #if ENABLE_TEST_HOOKS
 static bool arg_fault_deny_on_lo;
@@ -385,6 +385,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "host-fifo",  no_argument,       NULL, 'H' },
                 { "netns",      required_argument, NULL, 'n' },
                 { "slirp4netns", required_argument, NULL, 's' },
+                { "slirp-api-socket", required_argument, NULL, 'a' },
                 { "policy",     required_argument, NULL, 'p' },
                 { "policy-digest", required_argument, NULL, 'g' },
                 { "canary-port", required_argument, NULL, 'P' },
@@ -439,6 +440,12 @@ static int parse_argv(int argc, char *argv[]) {
                 case 's':
                         arg_slirp = optarg;
                         break;
+                case 'a':
+                        /* sockaddr_un's sun_path holds 108 bytes with the NUL. */
+                        if (optarg[0] != '/' || strlen(optarg) >= 108)
+                                return -EINVAL;
+                        arg_slirp_api = optarg;
+                        break;
                 case 'p':
                         arg_policy = optarg;
                         break;
@@ -465,7 +472,7 @@ static int parse_argv(int argc, char *argv[]) {
                 default:
                         return -EINVAL;
                 }
-        if (!arg_netns || !arg_slirp || !arg_policy || !arg_policy_digest || arg_canary_port == 0 || arg_netns[0] != '/' ||
+        if (!arg_netns || !arg_slirp || !arg_slirp_api || !arg_policy || !arg_policy_digest || arg_canary_port == 0 || arg_netns[0] != '/' ||
             arg_slirp[0] != '/')
                 return -EINVAL;
         if (optind != argc || arg_control_fd < 3 || !arg_runsc || !arg_root || !arg_bundle || !arg_container ||
@@ -590,6 +597,7 @@ int main(int argc, char *argv[]) {
         r = supnet_prepare(&net, &(SupNetParams) {
                                    .netns_path = arg_netns,
                                    .slirp4netns = arg_slirp,
+                                   .api_socket = arg_slirp_api,
                                    .policy_path = arg_policy,
                                    .policy_digest = arg_policy_digest,
                                    .generation = arg_container,

@@ -125,6 +125,11 @@ static const BadCase bad_cases[] = {
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"shared_ignored\": [\"a/../b\"]}}}", "profiles.dev.shared_ignored[0]: \"a/../b\" must be a path relative" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"shared_ignored\": [\".env\", \".env\"]}}}", "profiles.dev.shared_ignored[1]: \".env\" is listed twice" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"shared_ignored\": \".env\"}}}", "profiles.dev.shared_ignored" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"publish_ports\": [\"80\"]}}}", "profiles.dev.publish_ports[0]: host port 80 is below 1024" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"publish_ports\": [\"8080:0\"]}}}", "profiles.dev.publish_ports[0]: \"8080:0\" is not PORT or HOST_PORT:PORT" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"publish_ports\": [\"8080\", \"8080:81\"]}}}", "profiles.dev.publish_ports[1]: host port 8080 is published twice" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"publish_ports\": [8080]}}}", "profiles.dev.publish_ports[0]" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"publish_ports\": \"8080\"}}}", "profiles.dev.publish_ports" },
         { "{\"data_root\": \"{profile_dir}\"}", "data_root: token \"{profile_dir}\" is not allowed here" },
         { "{\"data_root\": \"data\"}", "data_root: \"data\" is not an absolute path" },
         { "{\"data_root\": \"/\"}", "data_root: the file system root" },
@@ -767,4 +772,28 @@ Test(config, protected_paths) {
         /* The list is part of the configuration; an empty one is the default. */
         cr_assert_neq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0);
         cr_assert_eq(memcmp(b->fingerprint, c->fingerprint, SHA256_DIGEST_LEN), 0);
+}
+
+/* publish_ports: parsed in order; in the fingerprint only when set, as HOST_PORT:PORT. */
+Test(config, publish_ports) {
+        _cleanup_config_ Config *a = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\"}}}");
+        _cleanup_config_ Config *b = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"publish_ports\": []}}}");
+        _cleanup_config_ Config *c = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", "
+                                              "\"publish_ports\": [\"8080\", \"13000:3000\"]}}}");
+        _cleanup_config_ Config *d = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", "
+                                              "\"publish_ports\": [\"8080:8080\", \"13000:3000\"]}}}");
+        const Profile *p = NULL;
+
+        for (size_t i = 0; i < c->n_profiles; i++)
+                if (strcmp(c->profiles[i].name, "dev") == 0)
+                        p = &c->profiles[i];
+        cr_assert_not_null(p);
+        cr_assert_eq(p->n_publish_ports, 2);
+        cr_assert_eq(p->publish_ports[0].host_port, 8080);
+        cr_assert_eq(p->publish_ports[0].guest_port, 8080);
+        cr_assert_eq(p->publish_ports[1].host_port, 13000);
+        cr_assert_eq(p->publish_ports[1].guest_port, 3000);
+        cr_assert_eq(memcmp(a->fingerprint, b->fingerprint, sizeof(a->fingerprint)), 0);
+        cr_assert_neq(memcmp(a->fingerprint, c->fingerprint, sizeof(a->fingerprint)), 0);
+        cr_assert_eq(memcmp(c->fingerprint, d->fingerprint, sizeof(c->fingerprint)), 0);
 }
