@@ -151,6 +151,16 @@ byte rq_copy_of[NREQ+1];       /* a replay: the request whose bytes it copies (0
 byte rq_cred_gen[NREQ+1];      /* generation whose Trust Anchor issued the credential it carries */
 byte rq_accept_gen[NREQ+1];    /* generation that accepted it (0: never)  */
 bool rq_forged[NREQ+1];        /* its verdict came from a forged notification action */
+/* The prompt on the session's terminal (§5.6 "The prompt").  The sandbox
+ * writes to that terminal whenever no prompt is up, so the model takes
+ * the worst case: before every drawing the terminal is in a state the
+ * sandbox chose.  Drawing resets it first (DRAW_PROMPT), so the human
+ * reads the real command; keys count only once the prompt was written
+ * whole and a quiet period passed.  Both steps leave no trace in a state
+ * of the correct protocol (these flags stay false), so they cost the
+ * search nothing; each mutant that skips one sets them.  */
+bool pr_hidden[NREQ+1];        /* drawn into the sandbox's terminal state: what the human reads may be forged */
+bool rq_unseen[NREQ+1];        /* approved on a terminal by a key typed before, or without, reading it */
 bool rq_was_accepted[NREQ+1];  /* ever accepted (for ReplayRefused)      */
 bool id_seen[NREQ+1];          /* request IDs the coordinator accepted   */
 byte newest[NCLIENT+1];        /* client -> its session's newest accepted request: the one result file is its */
@@ -336,6 +346,14 @@ byte view_died_gen;            /* ghost: generation whose view was killed */
 /* A request reached a terminal state: forget its routing data.  A
  * dropped request keeps rq_route, which the invariants use to check
  * that its session really disconnected. */
+/* §5.6 the prompt: term_prompt_reset before the first line, in the same
+ * step that routes the request (request_accept() -> request_prompt()). */
+#ifdef MUTANT_skip_prompt_reset
+#define DRAW_PROMPT(r) pr_hidden[r] = true
+#else
+#define DRAW_PROMPT(r) skip
+#endif
+
 inline retire(r) {
 	rq_claim[r] = 0;
 	rq_key[r] = 0;
@@ -570,7 +588,8 @@ proctype Coordinator(byte me)
 			rq_route[1] = sess_client[rq_claim[1]];
 			SUPERSEDE(2, rq_route[1]);
 			newest[rq_route[1]] = 1;
-			rq[1] = RQ_ACCEPTED
+			rq[1] = RQ_ACCEPTED;
+			DRAW_PROMPT(1)
 		:: else -> rq[1] = RQ_DISCARDED; retire(1)
 		fi }
 	:: atomic { rq[2] == RQ_WRITTEN ->
@@ -582,7 +601,8 @@ proctype Coordinator(byte me)
 			rq_route[2] = sess_client[rq_claim[2]];
 			SUPERSEDE(1, rq_route[2]);
 			newest[rq_route[2]] = 2;
-			rq[2] = RQ_ACCEPTED
+			rq[2] = RQ_ACCEPTED;
+			DRAW_PROMPT(2)
 		:: else -> rq[2] = RQ_DISCARDED; retire(2)
 		fi }
 	:: atomic { rq[1] == RQ_ACCEPTED && rq_verdict[1] != V_NONE ->
@@ -701,7 +721,7 @@ end_sup_idle:
 
 inline decide(r) {
 	if
-	:: rq_verdict[r] = V_APPROVE
+	:: rq_verdict[r] = V_APPROVE; rq_unseen[r] = pr_hidden[r]
 	:: rq_verdict[r] = V_DENY
 	:: cl_alive[c] = false      /* [Q] abort: lazaretctl exits */
 	fi
@@ -717,8 +737,21 @@ proctype Client(byte c)
 	:: timeout -> cl_alive[c] = false; goto done   /* startup deadline */
 	od;
 	do
+	/* The human's key: it counts once the prompt was written whole and
+	 * no key came for the quiet period, which the model lets pass in the
+	 * same step as the decision it precedes. */
 	:: atomic { rq[1] == RQ_ACCEPTED && rq_route[1] == c && rq_verdict[1] == V_NONE -> decide(1) }
 	:: atomic { rq[2] == RQ_ACCEPTED && rq_route[2] == c && rq_verdict[2] == V_NONE -> decide(2) }
+	/* A key typed before the prompt could be read (meant for the sandbox,
+	 * or a report the terminal sent) arrives while it is being written:
+	 * dropped, a no-op, so written out only for MUTANT skip_quiet_period,
+	 * which takes it as the approve key. */
+#ifdef MUTANT_skip_quiet_period
+	:: atomic { rq[1] == RQ_ACCEPTED && rq_route[1] == c && rq_verdict[1] == V_NONE ->
+		rq_verdict[1] = V_APPROVE; rq_unseen[1] = true }
+	:: atomic { rq[2] == RQ_ACCEPTED && rq_route[2] == c && rq_verdict[2] == V_NONE ->
+		rq_verdict[2] = V_APPROVE; rq_unseen[2] = true }
+#endif
 	:: atomic { cl[c] == CL_ACTIVE && !outstanding_for(c) ->
 		cl_alive[c] = false; break }   /* session command finished */
 	:: cl[c] == CL_GONE -> break        /* SessionClosed / Domain gone */
@@ -944,6 +977,9 @@ init {
 /* A host command runs only on a verdict of the developer (terminal, D-Bus, the notification server's own action). */
 #define ApprovedByDeveloper (!(rq_forged[1] && rq[1] == RQ_RUNNING) && !(rq_forged[2] && rq[2] == RQ_RUNNING))
 
+/* A command approved on a terminal ran only after the human could read the real one. */
+#define PromptSeenBeforeApproval (!(rq_unseen[1] && rq[1] == RQ_RUNNING) && !(rq_unseen[2] && rq[2] == RQ_RUNNING))
+
 /* A request's bytes are accepted at most once, however often they are written. */
 #define ReplayRefused (rq_copy_of[2] == 0 || !(rq_was_accepted[1] && rq_was_accepted[2]))
 
@@ -963,6 +999,7 @@ end_inv:
 	:: atomic { !ReplayRefused -> assert(ReplayRefused) }                                   /* INV ReplayRefused */
 	:: atomic { !CredentialOfCurrentGeneration -> assert(CredentialOfCurrentGeneration) }   /* INV CredentialOfCurrentGeneration */
 	:: atomic { !ApprovedByDeveloper -> assert(ApprovedByDeveloper) }                       /* INV ApprovedByDeveloper */
+	:: atomic { !PromptSeenBeforeApproval -> assert(PromptSeenBeforeApproval) }             /* INV PromptSeenBeforeApproval */
 	:: atomic { !SandboxOnlyBehindView -> assert(SandboxOnlyBehindView) }                   /* INV SandboxOnlyBehindView */
 	:: atomic { !ViewNeverOutlivesGeneration -> assert(ViewNeverOutlivesGeneration) }       /* INV ViewNeverOutlivesGeneration */
 	:: atomic { !LeaseProtectsLower -> assert(LeaseProtectsLower) }                         /* INV LeaseProtectsLower */

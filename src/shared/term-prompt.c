@@ -252,8 +252,10 @@ static void skip_one(TermInput *t, unsigned char c) {
                 /* What looked like a UTF-8 lead was a character of its own (X10 past column 95). */
                 t->utf8_left = 0;
                 if (--t->skip == 0) {
+                        /* This byte is past the report: read as text, but dropped, with the rest of its character. */
                         t->state = IN_TEXT;
-                        (void) feed_one(t, c);
+                        if (feed_one(t, c) >= 0 && t->utf8_left > 0)
+                                t->utf8_drop = true;
                         return;
                 }
         }
@@ -339,17 +341,19 @@ int feed_one(TermInput *t, unsigned char c) {
         }
         if (c < 0x80) {
                 t->utf8_left = 0;
+                t->utf8_drop = false;
                 return c;
         }
         if ((c & 0xc0) == 0x80) {
                 if (t->utf8_left > 0) {
                         t->utf8_left--;
-                        return c;
+                        return t->utf8_drop ? -1 : c;
                 }
                 if (c <= 0x9f)
                         c1(t, c);
                 return -1;      /* a C1 control, or a continuation byte with no character */
         }
+        t->utf8_drop = false;
         if (c >= 0xc2 && c <= 0xf4) {
                 t->utf8_left = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
                 return c;

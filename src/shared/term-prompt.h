@@ -82,6 +82,7 @@ typedef struct TermInput {
         uint8_t state;
         uint8_t skip;           /* characters a mouse report still has */
         uint8_t utf8_left;      /* continuation bytes still expected */
+        bool utf8_drop;         /* ... of a character whose first byte was dropped */
         uint8_t csi_len;        /* bytes between the introducer and the final byte */
         bool csi_plain;         /* nothing but the final byte so far */
         char csi[8];            /* its first parameter bytes */
