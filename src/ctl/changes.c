@@ -22,6 +22,7 @@
 #include "changes.h"
 #include "cleanup.h"
 #include "ctl.h"
+#include "domain-lock.h"
 #include "domain.h"
 #include "fs-util.h"
 #include "git-sentry.h"
@@ -138,7 +139,7 @@ static int open_state(const Domain *d, const char *name, const char *what, int *
 static int view_context_open(const Config *config, const char *profile, const char *workspace, bool lock,
                              ViewContext *ret) {
         _cleanup_(view_context_done) ViewContext c = VIEW_CONTEXT_NULL_FIELDS;
-        _cleanup_free_ char *error = NULL, *lock_path = NULL;
+        _cleanup_free_ char *error = NULL;
         int r;
 
         r = domain_new(config, &arg_host, profile, workspace, &c.domain, &error);
@@ -147,23 +148,9 @@ static int view_context_open(const Config *config, const char *profile, const ch
                 return r;
         }
         if (lock) {
-                lock_path = path_join(c.domain->domain_dir, "coordinator.lock");
-                if (!lock_path)
-                        return -ENOMEM;
-                c.lock_fd = open(lock_path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-                if (c.lock_fd < 0 && errno != ENOENT) {
-                        fprintf(stderr, "Cannot open %s: %m\n", lock_path);
-                        return -errno;
-                }
-                if (c.lock_fd >= 0 && flock(c.lock_fd, LOCK_EX | LOCK_NB) < 0) {
-                        if (errno == EWOULDBLOCK) {
-                                fprintf(stderr, "Domain %s is running: stop it first with \"lazaretctl stop\", "
-                                        "then apply or discard.\n", c.domain->id);
-                                return -EBUSY;
-                        }
-                        fprintf(stderr, "Cannot lock %s: %m\n", lock_path);
-                        return -errno;
-                }
+                r = ctl_domain_lock_stopped(c.domain->domain_dir, c.domain->id, "apply or discard", false, &c.lock_fd);
+                if (r < 0)
+                        return r;
         }
         c.workspace_fd = open(c.domain->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (c.workspace_fd < 0) {

@@ -26,6 +26,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "ctl.h"
+#include "domain-lock.h"
 #include "domain.h"
 #include "domain-store.h"
 #include "domains.h"
@@ -680,30 +681,49 @@ int verb_list(int argc, char *argv[], const Config *config) {
         return ret;
 }
 
+/*
+ * lazaretctl stop: asks the coordinator to stop, then returns when the
+ * Domain lock is free, i.e. when the coordinator has exited after its
+ * sessions, sandbox, helpers and mounts were gone (domain-lock.c). A Domain
+ * already going down (no bus name, its lock still held) is waited for the
+ * same way, so that a verb that needs it stopped can follow at once.
+ */
 int verb_stop(int argc, char *argv[], const Config *config) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_free_ char *domains = NULL, *dir = NULL;
         char name[BUS_NAME_MAX], id[DOMAIN_ID_LEN + 1];
+        bool was_running = true;
         int r;
 
         r = domain_open_target(argc, argv, config, &bus, id, name);
         if (r < 0)
                 return r;
+        domains = path_join(config->data_root, "domains");
+        dir = domains ? path_join(domains, id) : NULL;
+        if (!dir)
+                return -ENOMEM;
         r = sd_bus_call_method(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Stop", &error, NULL, "");
         if (r < 0) {
-                if (sd_bus_error_has_names(&error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
-                        printf("Domain %s is not running.\n", id);
-                        return 0;
+                /* No owner, or an owner that withdrew the Domain object: it is going down, or gone. */
+                if (!sd_bus_error_has_names(&error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER,
+                                            SD_BUS_ERROR_UNKNOWN_OBJECT)) {
+                        if (ctl_bus_not_responding(bus, name, &error))
+                                return ctl_not_responding(id);
+                        fprintf(stderr, "Cannot stop Domain %s: %s\n", id, error.message ?: strerror(-r));
+                        return r;
                 }
-                if (ctl_bus_not_responding(bus, name, &error))
-                        return ctl_not_responding(id);
-                fprintf(stderr, "Cannot stop Domain %s: %s\n", id, error.message ?: strerror(-r));
-                return r;
+                was_running = false;
         }
+        r = ctl_domain_wait_stopped(dir, id, CTL_STOP_WAIT_SEC, !was_running);
+        if (r < 0)
+                return r;
         if (arg_json)
                 printf("{\"DomainId\":\"%s\",\"stopped\":true}\n", id);
+        else if (was_running || r > 0)
+                printf("Domain %s stopped.\n", id);
         else
-                printf("Domain %s is stopping.\n", id);
+                printf("Domain %s is not running.\n", id);
         return 0;
 }
 

@@ -16,6 +16,7 @@
 
 #include "cleanup.h"
 #include "ctl.h"
+#include "domain-lock.h"
 #include "domain.h"
 #include "domain-store.h"
 #include "fs-util.h"
@@ -461,34 +462,13 @@ static int state_inspect(int argc, char *argv[], const Config *config) {
 
 /* ---------------------------------------------------- the exclusive verbs */
 
-/* The Domain lock, as the coordinator takes it (OR-1): held until the verb ends. */
+/* The Domain lock, as the coordinator takes it (OR-1): held until the verb ends; a Domain going down is waited for. */
 static int take_domain_lock(const Target *t, const char *verb, int *ret_fd) {
-        _cleanup_free_ char *path = path_join(t->domain_dir, "coordinator.lock");
-        _cleanup_close_ int fd = -EBADF;
+        int r = ctl_domain_lock_stopped(t->domain_dir, t->id, verb, true, ret_fd);
 
-        if (!path)
-                return -ENOMEM;
-        fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-        if (fd < 0 && errno == ENOENT) {
+        if (r == -ENOENT)
                 fprintf(stderr, "Domain %s has no Domain Root (%s); nothing to %s.\n", t->id, t->domain_dir, verb);
-                return -ENOENT;
-        }
-        if (fd < 0) {
-                fprintf(stderr, "Cannot open %s: %m\n", path);
-                return -errno;
-        }
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-                if (errno == EWOULDBLOCK) {
-                        fprintf(stderr, "Domain %s is active: its coordinator holds the Domain lock, and its sessions, "
-                                "sandbox and overlay mounts may be using the state. Stop it first "
-                                "(lazaretctl stop %s), then %s again.\n", t->id, t->id, verb);
-                        return -EBUSY;
-                }
-                fprintf(stderr, "Cannot lock %s: %m\n", path);
-                return -errno;
-        }
-        *ret_fd = TAKE_FD(fd);
-        return 0;
+        return r;
 }
 
 static bool format_known(const char *f) {

@@ -122,9 +122,10 @@ visible insert
 deny_and_check insert
 lt_log "ok: origin mode, alternate screen, colours, conceal, DEC graphics, insert mode: the command is visible"
 
-# 7. A mouse click in legacy X10 encoding after the sandbox turned tracking on:
+# 7. A mouse click in legacy X10 encoding after the sandbox turned tracking and
+# 8-bit controls (S8C1T) on:
 # ESC [ M, the button, then the column byte, which is the approve key.
-ask mouse '\033[?1000h'
+ask mouse '\033 G\033[?1000h'
 visible mouse
 k=$(approve_key)
 sleep 0.6

@@ -194,7 +194,15 @@ unset fake_bare fake_object
 lt_assert_eq "status --json of a Domain name without an owner" inactive \
         "$(lazaretctl status --json ba9876543210 | jq -r .State)"
 lazaretctl list >/dev/null || lt_fail "list failed after the fake owners left"
-(cd "$LT_WS" && lazaretctl stop) >/dev/null || lt_fail "lazaretctl stop failed"
+out=$(cd "$LT_WS" && lazaretctl stop) || lt_fail "lazaretctl stop failed"
+lt_assert_eq "what stop says" "Domain $LT_DOMAIN stopped." "$out"
+# stop returned when the Domain lock was free: the coordinator, its sandbox
+# scope and every runsc process of the Domain are gone already.
+lt_assert_eq "the coordinator after stop" inactive "$(systemctl --user is-active "lazaret@$LT_DOMAIN.service" || true)"
+lt_assert_eq "the sandbox scope after stop" inactive "$(systemctl --user is-active "lazaret-$LT_DOMAIN-sandbox.scope" || true)"
+lt_assert_eq "runsc processes of the Domain after stop" "" "$(pgrep -u "$(id -u)" -f "lz-$LT_DOMAIN" || true)"
+out=$(cd "$LT_WS" && lazaretctl stop) || lt_fail "a second lazaretctl stop failed"
+lt_assert_eq "stop of a stopped Domain" "Domain $LT_DOMAIN is not running." "$out"
 set +e
 wait "$bg"
 rc=$?

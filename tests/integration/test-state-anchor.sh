@@ -185,6 +185,17 @@ out=$(lt_launch -- /bin/sh -c 'cat /root/note 2>/dev/null || echo no-note; /usr/
         lt_fail "a launch after state reset /root failed: $out"
 lt_assert_eq "after state reset /root" "no-note
 tool-stays" "$out"
+# The README's sequence at once after the last session ended, no wait
+# between: stop returns when the Domain lock is free, so reset follows.
+(cd "$LT_WS" && lazaretctl stop) >"$HOME/stop.out" 2>&1 || lt_fail "stop right after the last session failed: $(cat "$HOME/stop.out")"
+ctl state reset --yes /root >/dev/null 2>"$HOME/reset.err" ||
+        lt_fail "state reset right after stop failed: $(cat "$HOME/reset.err")"
+lt_log "ok: stop, then state reset, right after the last session ended"
+# And without the stop: reset waits for a Domain going down, and says so.
+lt_launch -- /bin/true || lt_fail "a launch of true failed"
+ctl state reset --yes /root >/dev/null 2>"$HOME/reset.err" ||
+        lt_fail "state reset right after the last session ended failed: $(cat "$HOME/reset.err")"
+lt_log "ok: state reset waits for a Domain going down ($(tr '\n' ' ' <"$HOME/reset.err"))"
 lt_wait_inactive
 
 # A reset killed after its rename: what is left in the trash, verify names, the next reset removes.
