@@ -66,8 +66,17 @@ typedef enum ViewClass {
         _VIEW_CLASS_MAX,
 } ViewClass;
 
+/* Where a directory lies that git reads by its place (view-policy.c, kept_by_place()). */
+typedef enum ViewPlace {
+        VIEW_PLACE_NONE,
+        VIEW_PLACE_OBJECTS,             /* a directory named objects: an object store, or may become one */
+        VIEW_PLACE_OBJECTS_INFO,        /* its info/: alternates, http-alternates */
+        VIEW_PLACE_INFO,                /* a git dir's info/: grafts */
+} ViewPlace;
+
 typedef struct ViewDir {
         ViewZone zone;
+        ViewPlace place;
         bool top;                       /* the workspace's root directory */
         bool gitpos;                    /* git makes git dirs here: a .git, worktrees/<n>, below modules/ */
         bool head_allowed;              /* a new HEAD may reach the host here (gitpos, or a logs/ directory) */
@@ -82,11 +91,22 @@ typedef struct ViewDir {
 typedef struct ViewFacts {
         bool holds_head;                /* HEAD exists in the directory, on either side */
         bool host_head;                 /* HEAD exists there on the host */
-        bool host_control;              /* a control name exists there on the host */
+        bool host_control;              /* a control or kept name exists there on the host (view_fact_names()) */
 } ViewFacts;
 
 /* config, config.worktree, commondir, gitdir, hooks (a NAME.lock is judged as NAME by view_name_class()). */
 bool view_is_control_name(const char *name);
+
+/*
+ * remotes, branches, rebase-merge, rebase-apply, sequencer,
+ * CHERRY_PICK_HEAD, REVERT_HEAD, REBASE_HEAD: kept in the Domain wherever
+ * a control name is, and in the workspace's own git dir too (not
+ * read-only: the sandbox's git writes them).
+ */
+bool view_is_kept_name(const char *name);
+
+/* The control names and the kept names, NULL-terminated: ViewFacts.host_control is any of them on the host. */
+const char *const *view_fact_names(void);
 
 /* Whether view_name_class() needs the facts of the directory for this name. */
 bool view_name_needs_facts(const ViewDir *d, const char *name);
