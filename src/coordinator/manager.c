@@ -151,6 +151,8 @@ static int answer_line(Manager *m, bool started, char **ret) {
                 r = json_add_string(o, "unenforced_limits", sandbox_unenforced_limits(m->sandbox));
         if (r >= 0 && started && sandbox_state_notice(m->sandbox))
                 r = json_add_string(o, "state_notice", sandbox_state_notice(m->sandbox));
+        if (r >= 0 && started && sandbox_git_notices(m->sandbox))
+                r = json_add_strv(o, "git_notices", (const char *const *) sandbox_git_notices(m->sandbox));
         if (r >= 0)
                 r = json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
         if (r < 0)

@@ -307,3 +307,41 @@ int view_git_kept_notice(char *const *paths, char **ret) {
         *ret = TAKE_PTR(line);
         return 0;
 }
+
+int view_git_kept_scan(int workspace_fd, int state_fd, int git_root_fd, const char *git_root, int git_state_fd,
+                       char ***ret_ops, char ***ret_host) {
+        _cleanup_strv_free_ char **ops = NULL, **git_ops = NULL, **host = NULL, **git_host = NULL;
+        int r;
+
+        if (state_fd >= 0) {
+                r = view_git_ops_scan(state_fd, NULL, &ops);
+                if (r < 0)
+                        return r;
+        }
+        if (git_state_fd >= 0 && git_root) {
+                r = view_git_ops_scan(git_state_fd, git_root, &git_ops);
+                if (r >= 0)
+                        r = strv_extend_strv(&ops, git_ops);
+                if (r < 0)
+                        return r;
+        }
+        if (workspace_fd >= 0) {
+                /* A .git file (a linked workspace) is the git dir view's: judged below through its root. */
+                _cleanup_close_ int gfd = openat(workspace_fd, ".git", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (gfd >= 0) {
+                        r = view_git_kept_on_host(gfd, ".git", &host);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (git_root_fd >= 0 && git_root) {
+                r = view_git_kept_on_host(git_root_fd, git_root, &git_host);
+                if (r >= 0)
+                        r = strv_extend_strv(&host, git_host);
+                if (r < 0)
+                        return r;
+        }
+        *ret_ops = TAKE_PTR(ops);
+        *ret_host = TAKE_PTR(host);
+        return 0;
+}

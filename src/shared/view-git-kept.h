@@ -36,3 +36,13 @@ int view_git_kept_on_host(int git_dir_fd, const char *prefix, char ***ret_paths)
 
 /* The one line that names such paths (the first four, then how many more). */
 int view_git_kept_notice(char *const *paths, char **ret);
+
+/*
+ * Both, for a Domain: the operations under way in the view's state
+ * (state_fd) and the git dir view's (git_state_fd, whose host path is
+ * git_root), and the host's kept files in the workspace's .git (below
+ * workspace_fd) and in the git dir view's root (git_root_fd). An fd < 0
+ * is skipped. *ret_ops: lines as view_git_ops_scan()'s; *ret_host: paths.
+ */
+int view_git_kept_scan(int workspace_fd, int state_fd, int git_root_fd, const char *git_root, int git_state_fd,
+                       char ***ret_ops, char ***ret_host);
