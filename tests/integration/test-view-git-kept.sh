@@ -78,8 +78,10 @@ status_says() {         # status_says TEXT: lazaretctl status and changes both s
         lt_log "ok: status and changes say '$1'"
 }
 restart() {             # restart OUTPUT: a new start of the Domain, its launch line in OUTPUT
-        [[ -z ${LT_KEEPER:-} ]] || kill "$LT_KEEPER" 2>/dev/null || true
-        wait "$LT_KEEPER" 2>/dev/null || true
+        if [[ -n ${LT_KEEPER:-} ]]; then
+                kill "$LT_KEEPER" 2>/dev/null || true
+                wait "$LT_KEEPER" 2>/dev/null || true
+        fi
         (cd "$LT_WS" && lazaretctl stop >/dev/null 2>&1) || true
         lt_wait_inactive
         lt_keeper_start "$1"
