@@ -143,12 +143,28 @@ int view_git_ops_scan(int state_fd, const char *root, char ***ret_lines) {
 
 /* ------------------------------------------------------------ what the host holds */
 
-/* prefix/rel/name, with a "/" after a directory, when dfd holds name. */
+/* Whether the directory name in dfd has an entry: git's templates make an empty branches/. */
+static bool dir_has_entries(int dfd, const char *name) {
+        _cleanup_close_ int fd = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_(closedirp) DIR *dir = NULL;
+        struct dirent *de;
+
+        if (fd < 0 || opendir_at(fd, &dir) < 0)
+                return true;    /* unreadable: said, rather than passed over */
+        while ((de = readdir(dir)))
+                if (!dot_or_dot_dot(de->d_name))
+                        return true;
+        return false;
+}
+
+/* prefix/rel/name, with a "/" after a directory, when dfd holds name (a directory: with something in it). */
 static int note(int dfd, const char *prefix, const char *rel, const char *name, char ***paths) {
         struct stat st;
 
         if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+        if (S_ISDIR(st.st_mode) && !dir_has_entries(dfd, name))
+                return 0;
         return strv_extendf(paths, "%s%s%s%s%s%s", prefix, isempty(prefix) ? "" : "/", rel, isempty(rel) ? "" : "/",
                             name, S_ISDIR(st.st_mode) ? "/" : "");
 }

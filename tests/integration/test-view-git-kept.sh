@@ -77,6 +77,13 @@ status_says() {         # status_says TEXT: lazaretctl status and changes both s
         [[ $out == *"$1"* ]] || lt_fail "lazaretctl changes does not say '$1': $out"
         lt_log "ok: status and changes say '$1'"
 }
+launch_line() {         # launch_line OUTPUT: the keeper's "lazaretctl: git:" lines (it may print them after status says running)
+        for _ in $(seq 1 50); do
+                grep -q '^lazaretctl: git: ' "$1" && break
+                sleep 0.1
+        done
+        grep '^lazaretctl: git: ' "$1" || true
+}
 restart() {             # restart OUTPUT: a new start of the Domain, its launch line in OUTPUT
         if [[ -n ${LT_KEEPER:-} ]]; then
                 kill "$LT_KEEPER" 2>/dev/null || true
@@ -105,7 +112,7 @@ hg format-patch -q -1 amb --stdout >"$LT_WS/am.patch"
 hg checkout -q main
 echo main >"$LT_WS/a.txt" && hg commit -q -a -m main
 hg checkout -q topic
-printf '.gitignore\nam.patch\nlt-todo\nexec-ran\n' >"$LT_WS/.gitignore"
+# (untracked, not ignored: ignored files are the sandbox's own, never the host's)
 t1=$(hg rev-parse topic~1)
 t2=$(hg rev-parse topic)
 printf 'pick %s t1\nbreak\nexec touch exec-ran\npick %s t2\n' "$t1" "$t2" >"$LT_WS/lt-todo"
@@ -122,7 +129,7 @@ mkdir -p "$LT_WS/.git/remotes"
 printf 'URL: /nonexistent\n' >"$LT_WS/.git/remotes/old"
 : >"$LT_WS/.git/info/grafts"
 restart "$HOME/lt-gk-launch1"
-line=$(grep '^lazaretctl: git: ' "$HOME/lt-gk-launch1" || true)
+line=$(launch_line "$HOME/lt-gk-launch1")
 [[ $line == *"the host's git dirs hold files"*".git/info/grafts, .git/remotes/;"* ]] ||
         lt_fail "the launch line does not name the host's kept files: $(cat "$HOME/lt-gk-launch1")"
 [[ $(wc -l <<<"$line") == 1 ]] || lt_fail "more than one launch line for the host's kept files: $line"
@@ -141,8 +148,8 @@ host_none_under_way "a rebase stopped inside" rebase --continue
 [[ ! -e $LT_WS/exec-ran ]] || lt_fail "the host's git rebase --continue ran the exec line written inside"
 status_says "rebase in progress inside: finish or abort it inside (git rebase --continue / --abort)"
 restart "$HOME/lt-gk-launch2"
-grep -q '^lazaretctl: git: rebase in progress inside: finish or abort it inside (git rebase --continue / --abort)$' \
-        "$HOME/lt-gk-launch2" || lt_fail "the launch line does not say the rebase is under way: $(cat "$HOME/lt-gk-launch2")"
+line=$(launch_line "$HOME/lt-gk-launch2")
+[[ $line == "lazaretctl: git: rebase in progress inside: finish or abort it inside (git rebase --continue / --abort)" ]] || lt_fail "the launch line does not say the rebase is under way: $(cat "$HOME/lt-gk-launch2")"
 lt_log "ok: the launch line says the rebase is under way inside"
 expect_inside "git rebase --continue (runs the exec line inside)" "git rebase --continue && test -e exec-ran"
 lt_assert_eq "topic after the rebase inside" "refs/heads/topic" "$(hg symbolic-ref HEAD)"
@@ -180,9 +187,22 @@ no_marks "a host fetch of the remotes/ and branches/ names written inside"
 lt_log "ok: a host fetch of remotes/evil and branches/evil2 ran nothing"
 
 # ---------------------------------------------------------------- 5. alternates to a private repository
-expect_inside "objects/info/alternates naming the private repository" \
-        "echo $private/.git/objects > .git/objects/info/alternates && test -s .git/objects/info/alternates"
+# The workspace's, and a nested repository's made inside, with its http-alternates and info/grafts.
+expect_inside "objects/info/alternates naming the private repository, a nested repository's too" \
+        "echo $private/.git/objects > .git/objects/info/alternates && test -s .git/objects/info/alternates &&
+         git init -q nested && mkdir -p nested/.git/objects/info nested/.git/info &&
+         echo $private/.git/objects > nested/.git/objects/info/alternates &&
+         echo http://127.0.0.1:9/x > nested/.git/objects/info/http-alternates && : > nested/.git/info/grafts &&
+         test -s nested/.git/objects/info/alternates"
 [[ ! -e $LT_WS/.git/objects/info/alternates ]] || lt_fail "alternates written inside reached the host"
+for f in objects/info/alternates objects/info/http-alternates info/grafts; do
+        [[ ! -e $LT_WS/nested/.git/$f ]] || lt_fail "nested/.git/$f written inside reached the host"
+done
+[[ -e $LT_WS/nested/.git/HEAD ]] || lt_fail "the nested repository's HEAD is not on the host"
+lt_log "ok: the nested repository's storage is on the host, its alternates and grafts are not"
+out=$(cd "$LT_WS" && lazaretctl changes 2>&1) || true
+[[ $out == *"git-control"*".git/objects/info/alternates"* ]] ||
+        lt_fail "lazaretctl changes does not list the alternates as git-control: $out"
 if out=$(hg cat-file -p "$blob" 2>&1); then
         lt_fail "the host's cat-file read the private repository's blob through the workspace: $out"
 fi
@@ -191,18 +211,4 @@ if hg cat-file -e "$blob" 2>/dev/null; then
         lt_fail "the host's repack -a copied the private repository's blob into the workspace's repository"
 fi
 lt_log "ok: the host's cat-file and repack -a do not reach the private repository"
-out=$(cd "$LT_WS" && lazaretctl changes 2>&1) || true
-[[ $out == *"git-control"*".git/objects/info/alternates"* ]] ||
-        lt_fail "lazaretctl changes does not list the alternates as git-control: $out"
-
-# A nested repository made inside: its alternates, http-alternates and grafts stay inside too.
-expect_inside "a nested repository's alternates, http-alternates and info/grafts" \
-        "git init -q nested && mkdir -p nested/.git/objects/info nested/.git/info && echo $private/.git/objects > nested/.git/objects/info/alternates &&
-         echo http://127.0.0.1:9/x > nested/.git/objects/info/http-alternates && : > nested/.git/info/grafts &&
-         test -s nested/.git/objects/info/alternates && rm .git/objects/info/alternates"
-for f in objects/info/alternates objects/info/http-alternates info/grafts; do
-        [[ ! -e $LT_WS/nested/.git/$f ]] || lt_fail "nested/.git/$f written inside reached the host"
-done
-[[ -e $LT_WS/nested/.git/HEAD ]] || lt_fail "the nested repository's HEAD is not on the host"
-lt_log "ok: the nested repository's storage is on the host, its alternates and grafts are not"
 lt_assert_eq "the workspace's repository after all that" "" "$(hg status --porcelain --untracked-files=no)"

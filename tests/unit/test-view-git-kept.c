@@ -112,6 +112,7 @@ Test(view_git_kept, what_the_host_holds) {
         put("modules/a/b/HEAD", "ref: refs/heads/main\n");
         put("modules/a/b/objects/info/http-alternates", "");
         put("modules/a/b/branches/y", "");
+        put("branches/", "");           /* git's templates make it empty */
         cr_assert_eq(view_git_kept_on_host(root, ".git", &paths), 0);
         s = joined(paths);
         cr_expect_str_eq(s, ".git/info/grafts|.git/modules/a/b/branches/|.git/modules/a/b/objects/info/http-alternates|"
