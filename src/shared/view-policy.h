@@ -22,6 +22,12 @@
  *     control names on the host; any other new HEAD (a bare repository
  *     made inside) lives in Domain state, so the host never sees a git dir
  *     the sandbox made outside those places;
+ *   - the kept names (view_is_kept_name(): remotes/, branches/, the
+ *     sequencer state) live in Domain state wherever the control names
+ *     do, and in the workspace's own git dir too; so do an object store's
+ *     info/alternates and info/http-alternates (any directory named
+ *     objects) and a git dir's info/grafts: git follows, sends to or runs
+ *     what they say (spec §4.6, "Kept in the Domain");
  *   - a .git that is not a directory (a gitfile or a symbolic link, which
  *     redirect git's search) lives in Domain state;
  *   - the integration files that other host tools run or trust (.envrc,
