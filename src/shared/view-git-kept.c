@@ -231,12 +231,11 @@ static int host_git_dir(int gfd, const char *prefix, const char *rel, unsigned d
         struct dirent *de;
         int r;
 
-        for (const char *const *p = view_fact_names(); *p; p++)
-                if (view_is_kept_name(*p)) {
-                        r = note(gfd, prefix, rel, *p, paths);
-                        if (r < 0)
-                                return r;
-                }
+        for (const char *const *p = view_kept_names(); *p; p++) {
+                r = note(gfd, prefix, rel, *p, paths);
+                if (r < 0)
+                        return r;
+        }
         for (size_t i = 0; i < ELEMENTSOF(places); i++) {
                 _cleanup_close_ int fd = open_dir2(gfd, places[i][0], places[i][1]);
                 _cleanup_free_ char *where = NULL;
@@ -266,12 +265,11 @@ static int host_git_dir(int gfd, const char *prefix, const char *rel, unsigned d
                                 continue;
                         if (asprintf(&where, "%s%sworktrees/%s", rel, isempty(rel) ? "" : "/", de->d_name) < 0)
                                 return -ENOMEM;
-                        for (const char *const *p = view_fact_names(); *p; p++)
-                                if (view_is_kept_name(*p)) {
-                                        r = note(sub, prefix, where, *p, paths);
-                                        if (r < 0)
-                                                return r;
-                                }
+                        for (const char *const *p = view_kept_names(); *p; p++) {
+                                r = note(sub, prefix, where, *p, paths);
+                                if (r < 0)
+                                        return r;
+                        }
                 }
 
         mfd = open_dir2(gfd, "modules", NULL);

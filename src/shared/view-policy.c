@@ -10,9 +10,8 @@
 #include "util.h"
 #include "view-policy.h"
 
-static const char *const control_names[] = {
-        "config", "config.worktree", "commondir", "gitdir", "hooks",
-};
+#define CONTROL_NAMES "config", "config.worktree", "commondir", "gitdir", "hooks"
+static const char *const control_names[] = { CONTROL_NAMES };
 
 /*
  * Names at the top of a git dir that git itself writes, but whose content
@@ -24,17 +23,12 @@ static const char *const control_names[] = {
  * and the pseudo-refs that tell git such an operation is under way), which
  * a host --continue would finish by running what the sandbox wrote.
  */
-static const char *const kept_names[] = {
-        "remotes", "branches", "rebase-merge", "rebase-apply", "sequencer",
-        "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD",
-};
+#define KEPT_NAMES "remotes", "branches", "rebase-merge", "rebase-apply", "sequencer", \
+                   "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD"
+static const char *const kept_names[] = { KEPT_NAMES, NULL };
 
 /* Whose presence on the host makes a directory look prepared as a git dir (ViewFacts.host_control). */
-static const char *const fact_names[] = {
-        "config", "config.worktree", "commondir", "gitdir", "hooks",
-        "remotes", "branches", "rebase-merge", "rebase-apply", "sequencer",
-        "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD", NULL,
-};
+static const char *const fact_names[] = { CONTROL_NAMES, KEPT_NAMES, NULL };
 
 /* Tools that run or trust these on the host by themselves: direnv, editors, agents, dev containers. */
 static const char *const integration_names[] = {
@@ -49,10 +43,11 @@ bool view_is_control_name(const char *name) {
 }
 
 bool view_is_kept_name(const char *name) {
-        for (size_t i = 0; i < ELEMENTSOF(kept_names); i++)
-                if (streq(name, kept_names[i]))
-                        return true;
-        return false;
+        return strv_contains(kept_names, name);
+}
+
+const char *const *view_kept_names(void) {
+        return kept_names;
 }
 
 const char *const *view_fact_names(void) {
@@ -237,8 +232,8 @@ ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name
                 return VIEW_PROTECTED;
 
         case VIEW_ZONE_GIT_TOP:
-                /* The host's own repository: its configuration is the host's. */
-                /* Written by the sandbox's git as often as by the host's: kept, not read-only. */
+                /* The host's own repository: its configuration is the host's. The
+                 * kept names are the sandbox's git's to write: protected, not read-only. */
                 if (streq(name, "hooks") || kept)
                         return VIEW_PROTECTED;
                 if (control)

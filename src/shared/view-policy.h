@@ -110,6 +110,8 @@ bool view_is_control_name(const char *name);
  * read-only: the sandbox's git writes them).
  */
 bool view_is_kept_name(const char *name);
+/* Those names, NULL-terminated. */
+const char *const *view_kept_names(void);
 
 /* The control names and the kept names, NULL-terminated: ViewFacts.host_control is any of them on the host. */
 const char *const *view_fact_names(void);
