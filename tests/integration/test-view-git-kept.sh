@@ -12,7 +12,8 @@
 #     continued inside, it runs its exec line there and finishes;
 #   - a cherry-pick and a git am stopped on a conflict inside: the host sees
 #     neither under way, its --continue finds nothing; status says which;
-#     they finish (cherry-pick) and abort (am) inside;
+#     they finish (cherry-pick) and abort (am) inside; a cherry-pick and a
+#     revert of two commits each (git's sequencer/) finish inside;
 #   - a remotes/ file with an ext:: URL, and a branches/ file with one (a
 #     member of the class the issue did not name): a host fetch of that
 #     name, with every protocol allowed, runs nothing;
@@ -109,6 +110,9 @@ echo cp >"$LT_WS/a.txt" && hg commit -q -a -m cp
 hg checkout -q -b amb main
 echo am >"$LT_WS/a.txt" && hg commit -q -a -m am
 hg format-patch -q -1 amb --stdout >"$LT_WS/am.patch"
+hg checkout -q -b more main
+echo m1 >"$LT_WS/m1.txt" && hg add m1.txt && hg commit -q -m m1
+echo m2 >"$LT_WS/m2.txt" && hg add m2.txt && hg commit -q -m m2
 hg checkout -q main
 echo main >"$LT_WS/a.txt" && hg commit -q -a -m main
 hg checkout -q topic
@@ -166,12 +170,18 @@ expect_inside "git cherry-pick --continue" "echo resolved > a.txt && git add a.t
 lt_assert_eq "the cherry-pick's commit on the host" "cp" "$(hg log -1 --format=%s topic)"
 lt_assert_eq "its content" "resolved" "$(hg show topic:a.txt)"
 
+# Picks and reverts of several commits (git's sequencer/, in Domain state while they run) finish inside.
+expect_inside "git cherry-pick of two commits, git revert of both" \
+        "git cherry-pick main..more >/dev/null && git revert --no-edit HEAD~2..HEAD >/dev/null && test ! -e .git/sequencer"
+lt_assert_eq "the picks and reverts on the host" "Revert \"m1\" Revert \"m2\" m2 m1 cp" \
+        "$(hg log -5 --format=%s topic | tr '\n' ' ' | sed 's/ $//')"
+
 # ---------------------------------------------------------------- 3. git am, stopped inside
 stops_inside "git am with a conflict" "git am am.patch"
 host_none_under_way "an am stopped inside" am --continue
 status_says "am in progress inside: finish or abort it inside (git am --continue / --abort)"
 expect_inside "git am --abort" "git am --abort && test ! -e .git/rebase-apply"
-lt_assert_eq "topic after the am aborted inside" "cp" "$(hg log -1 --format=%s topic)"
+lt_assert_eq "topic after the am aborted inside" 'Revert "m1"' "$(hg log -1 --format=%s topic)"
 
 # ---------------------------------------------------------------- 4. remotes/ and branches/ naming ext::
 expect_inside "remotes/evil and branches/evil2 with ext:: URLs" \
