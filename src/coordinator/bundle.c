@@ -422,6 +422,10 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                 r = add_git_view(&plan, d, &linked, p->control_dir, ret_error);
                 if (r < 0)
                         goto finish;
+                if (p->ret_git_root && linked.root && !(*p->ret_git_root = strdup(linked.root))) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
                 if (p->ret_git_notices) {
                         r = git_notices(d, wfd, &linked, p->ret_git_notices);
                         if (r == -ENOMEM)

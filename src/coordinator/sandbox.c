@@ -99,6 +99,7 @@ struct Sandbox {
         char *overlay_dir;              /* the root overlay's file store */
         char *state_notice;             /* what the State Anchor had to say at this start, or NULL */
         char **git_notices;             /* what the view's git state had to say at this start (view-git-kept.h), or NULL */
+        char *git_root;                 /* a linked workspace's git dir view's root at this start, or NULL */
         DomainStore *store;             /* borrowed */
         char *coordinator_id;
         uint64_t generation;            /* in the Domain Store; 0 before it is recorded */
@@ -150,6 +151,10 @@ const char *sandbox_state_notice(const Sandbox *sb) {
 
 char *const *sandbox_git_notices(const Sandbox *sb) {
         return sb && sb->state == SANDBOX_RUNNING ? sb->git_notices : NULL;
+}
+
+const char *sandbox_git_root(const Sandbox *sb) {
+        return sb && sb->state == SANDBOX_RUNNING ? sb->git_root : NULL;
 }
 
 const char *sandbox_unenforced_limits(const Sandbox *sb) {
@@ -234,6 +239,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->overlay_dir);
         free(sb->state_notice);
         strv_free(sb->git_notices);
+        free(sb->git_root);
         free(sb->coordinator_id);
         free(sb->netns_path);
         free(sb->policy_path);
@@ -698,6 +704,7 @@ static void step_bundle(Sandbox *sb) {
         sb->mount_plan = mfree(sb->mount_plan);
         sb->state_notice = mfree(sb->state_notice);
         sb->git_notices = strv_free(sb->git_notices);
+        sb->git_root = mfree(sb->git_root);
         r = bundle_write(&(BundleParams) {
                                  .domain = sb->domain,
                                  .bundle_dir = sb->bundle,
@@ -709,6 +716,7 @@ static void step_bundle(Sandbox *sb) {
                                  .probe_denied = probe_denied,
                                  .ret_state_notice = &sb->state_notice,
                                  .ret_git_notices = &sb->git_notices,
+                                 .ret_git_root = &sb->git_root,
                                  .mailbox = sb->escalation,
                          }, &sb->mount_plan, &why);
         if (r >= 0 && sb->state_notice)

@@ -7,7 +7,8 @@
 #   - the host's own remotes/ and info/grafts are named on the launch line;
 #   - an interactive rebase inside, stopped at a break with an exec line
 #     after it: the host sees a detached HEAD and no rebase, its
-#     `git rebase --continue` finds none and runs nothing; the launch line,
+#     `git rebase --continue` finds none and runs nothing; the launch line
+#     (of the launch that starts the Domain and of one into it running),
 #     lazaretctl status and lazaretctl changes say to finish it inside;
 #     continued inside, it runs its exec line there and finishes;
 #   - a cherry-pick and a git am stopped on a conflict inside: the host sees
@@ -155,12 +156,18 @@ restart "$HOME/lt-gk-launch2"
 line=$(launch_line "$HOME/lt-gk-launch2")
 [[ $line == "lazaretctl: git: rebase in progress inside: finish or abort it inside (git rebase --continue / --abort)" ]] || lt_fail "the launch line does not say the rebase is under way: $(cat "$HOME/lt-gk-launch2")"
 lt_log "ok: the launch line says the rebase is under way inside"
+out=$(lt_launch -- /bin/true 2>&1) || lt_fail "a launch into the running Domain failed: $out"
+[[ $out == *"lazaretctl: git: rebase in progress inside: finish or abort it inside (git rebase --continue / --abort)"* ]] ||
+        lt_fail "a launch into the running Domain does not say the rebase is under way: $out"
+lt_log "ok: a launch into the running Domain says it too"
 expect_inside "git rebase --continue (runs the exec line inside)" "git rebase --continue && test -e exec-ran"
 lt_assert_eq "topic after the rebase inside" "refs/heads/topic" "$(hg symbolic-ref HEAD)"
 lt_assert_eq "topic rebased onto main" "$(hg rev-parse main)" "$(hg rev-parse topic~2)"
 [[ -e $LT_WS/exec-ran ]] || lt_fail "the exec line's file is not on the host"
 out=$(cd "$LT_WS" && lazaretctl status 2>&1) || true
 [[ $out != *"in progress inside"* ]] || lt_fail "status still says an operation is under way: $out"
+out=$(lt_launch -- /bin/true 2>&1) || lt_fail "a launch into the running Domain failed: $out"
+[[ $out != *"lazaretctl: git:"* ]] || lt_fail "a launch still says an operation is under way: $out"
 
 # ---------------------------------------------------------------- 2. a cherry-pick, stopped inside
 stops_inside "git cherry-pick with a conflict" "git cherry-pick cp"
