@@ -77,6 +77,8 @@ status_says() {         # status_says TEXT: lazaretctl status and changes both s
         [[ $out == *"$1"* ]] || lt_fail "lazaretctl status does not say '$1': $out"
         out=$(cd "$LT_WS" && lazaretctl changes 2>&1) || true
         [[ $out == *"$1"* ]] || lt_fail "lazaretctl changes does not say '$1': $out"
+        out=$(cd "$LT_WS" && lazaretctl status --json | jq -r '.View.git_in_progress[]') || true
+        lt_assert_eq "lazaretctl status --json: View.git_in_progress" "$1" "$out"
         lt_log "ok: status and changes say '$1'"
 }
 launch_line() {         # launch_line OUTPUT: the keeper's "lazaretctl: git:" lines (it may print them after status says running)
