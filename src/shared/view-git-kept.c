@@ -10,6 +10,7 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "json-util.h"
 #include "macro.h"
 #include "path-util.h"
 #include "strv.h"
@@ -322,6 +323,32 @@ int view_git_kept_notice(char *const *paths, char **ret) {
         return 0;
 }
 
+/*
+ * A line or path with bytes that are not UTF-8 (a name the sandbox chose)
+ * with those bytes as \xNN: the lines travel as JSON strings, where one
+ * such byte would fail the whole answer to a launch or a status.
+ */
+static int make_utf8(char **l) {
+        STRV_FOREACH(p, l) {
+                char *e, *o;
+
+                if (utf8_is_valid(*p))
+                        continue;
+                e = o = malloc(strlen(*p) * 4 + 1);
+                if (!e)
+                        return -ENOMEM;
+                for (const unsigned char *c = (const unsigned char *) *p; *c; c++)
+                        if (*c >= 0x80)
+                                o += sprintf(o, "\\x%02x", *c);
+                        else
+                                *o++ = (char) *c;
+                *o = 0;
+                free(*p);
+                *p = e;
+        }
+        return 0;
+}
+
 int view_git_kept_scan(int workspace_fd, int state_fd, int git_root_fd, const char *git_root, int git_state_fd,
                        char ***ret_ops, char ***ret_host) {
         _cleanup_strv_free_ char **ops = NULL, **git_ops = NULL, **host = NULL, **git_host = NULL;
@@ -355,6 +382,11 @@ int view_git_kept_scan(int workspace_fd, int state_fd, int git_root_fd, const ch
                 if (r < 0)
                         return r;
         }
+        r = make_utf8(ops);
+        if (r >= 0)
+                r = make_utf8(host);
+        if (r < 0)
+                return r;
         *ret_ops = TAKE_PTR(ops);
         *ret_host = TAKE_PTR(host);
         return 0;

@@ -43,6 +43,8 @@ int view_git_kept_notice(char *const *paths, char **ret);
  * git_root), and the host's kept files in the workspace's .git (below
  * workspace_fd) and in the git dir view's root (git_root_fd). An fd < 0
  * is skipped. *ret_ops: lines as view_git_ops_scan()'s; *ret_host: paths.
+ * Both are valid UTF-8: a byte that is not is written as \xNN (control
+ * bytes are left for the caller to escape).
  */
 int view_git_kept_scan(int workspace_fd, int state_fd, int git_root_fd, const char *git_root, int git_state_fd,
                        char ***ret_ops, char ***ret_host);

@@ -131,3 +131,14 @@ Test(view_git_kept, a_link_is_not_followed) {
         cr_assert_eq(view_git_kept_on_host(root, ".git", &paths), 0);
         cr_expect_null(paths);
 }
+
+Test(view_git_kept, not_utf8_is_escaped) {
+        _cleanup_strv_free_ char **ops = NULL, **host = NULL;
+
+        put("a\xff/.git/sequencer/todo", "pick 0123 x\n");
+        cr_assert_eq(view_git_kept_scan(-EBADF, root, -EBADF, NULL, -EBADF, &ops, &host), 0);
+        cr_assert_eq(strv_length(ops), 1);
+        cr_expect_str_eq(ops[0], "cherry-pick in progress inside, in a\\xff/.git: finish or abort it inside "
+                                 "(git cherry-pick --continue / --abort)");
+        cr_expect_null(host);
+}
