@@ -21,6 +21,7 @@
 #include "strv.h"
 #include "test-hooks.h"
 #include "util.h"
+#include "view-git-kept.h"
 #include "view-policy.h"
 
 /* One of Lazaret's own files or directories, just written: opened without following anything. */
@@ -292,6 +293,38 @@ static int add_git_view(MountPlan *plan, const Domain *d, const GitLinked *l, co
         return 0;
 }
 
+/*
+ * The launch line's part of issue 29: a git operation the sandbox stopped
+ * half-way (its state kept in the Domain, so the host sees none under way)
+ * and the kept names the host's own git dirs already hold. Said, never
+ * fatal: a Domain whose state cannot be read still starts.
+ */
+static int git_notices(const Domain *d, int wfd, const GitLinked *l, char ***ret) {
+        _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_STATE_DIR),
+                            *git_state = path_join(d->domain_dir, VIEW_GIT_STATE_DIR), *line = NULL;
+        _cleanup_strv_free_ char **ops = NULL, **host = NULL;
+        _cleanup_close_ int sfd = -EBADF, gsfd = -EBADF;
+        int r;
+
+        if (!state || !git_state)
+                return -ENOMEM;
+        sfd = open(state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (l->root)
+                gsfd = open(git_state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        r = view_git_kept_scan(wfd, sfd, l->root ? l->root_fd : -EBADF, l->root, gsfd, &ops, &host);
+        if (r < 0)
+                return r;
+        if (host) {
+                r = view_git_kept_notice(host, &line);
+                if (r >= 0)
+                        r = strv_push(&ops, TAKE_PTR(line));
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(ops);
+        return 0;
+}
+
 int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         const Domain *d = p->domain;
         _cleanup_free_ char *json = NULL, *cfg = NULL, *init_src = NULL, *init_dst = NULL, *terminfo = NULL,
@@ -389,6 +422,16 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                 r = add_git_view(&plan, d, &linked, p->control_dir, ret_error);
                 if (r < 0)
                         goto finish;
+                if (p->ret_git_root && linked.root && !(*p->ret_git_root = strdup(linked.root))) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                if (p->ret_git_notices) {
+                        r = git_notices(d, wfd, &linked, p->ret_git_notices);
+                        if (r == -ENOMEM)
+                                goto finish;
+                        r = 0;
+                }
         }
 
         r = add_own(&plan, MOUNT_PART_CONTROL, SANDBOX_CONTROL_MOUNT, p->control_dir, true, 0, ret_error);

@@ -24,6 +24,8 @@
 #include "strv.h"
 #include "subid.h"
 #include "util.h"
+#include "view-git-kept.h"
+#include "view-policy.h"
 
 /* A published Domain nobody uses is torn down after this long. */
 #define IDLE_TIMEOUT_USEC (30ULL * 1000 * 1000)
@@ -122,6 +124,29 @@ static void waiter_add(Manager *m, int fd) {
 }
 
 /*
+ * The git operations the sandbox left under way, read now from the view's
+ * Domain state (view-git-kept.h): a launch into a running Domain says them
+ * too, a rebase stopped in an earlier session being the usual case. A
+ * bounded walk of a small local tree; what cannot be read says nothing.
+ */
+static char **git_ops_now(Manager *m) {
+        _cleanup_free_ char *state = path_join(m->domain->domain_dir, VIEW_STATE_DIR),
+                            *git_state = path_join(m->domain->domain_dir, VIEW_GIT_STATE_DIR);
+        _cleanup_strv_free_ char **ops = NULL, **host = NULL;
+        _cleanup_close_ int sfd = -EBADF, gsfd = -EBADF;
+        const char *root = sandbox_git_root(m->sandbox);
+
+        if (!state || !git_state)
+                return NULL;
+        sfd = open(state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (root)
+                gsfd = open(git_state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (view_git_kept_scan(-EBADF, sfd, -EBADF, root, gsfd, &ops, &host) < 0)
+                return NULL;
+        return TAKE_PTR(ops);
+}
+
+/*
  * The one JSON line each launching client reads: checked whole, or not
  * built. started: the clients waited for this start, and hear which limits
  * are not enforced here; later ones (the Domain already runs) do not.
@@ -151,6 +176,13 @@ static int answer_line(Manager *m, bool started, char **ret) {
                 r = json_add_string(o, "unenforced_limits", sandbox_unenforced_limits(m->sandbox));
         if (r >= 0 && started && sandbox_state_notice(m->sandbox))
                 r = json_add_string(o, "state_notice", sandbox_state_notice(m->sandbox));
+        if (r >= 0 && started && sandbox_git_notices(m->sandbox))
+                r = json_add_strv(o, "git_notices", (const char *const *) sandbox_git_notices(m->sandbox));
+        else if (r >= 0 && !started && m->state == DOMAIN_RUNNING) {
+                _cleanup_strv_free_ char **ops = git_ops_now(m);
+                if (ops)
+                        r = json_add_strv(o, "git_notices", (const char *const *) ops);
+        }
         if (r >= 0)
                 r = json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
         if (r < 0)

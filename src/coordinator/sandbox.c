@@ -99,6 +99,8 @@ struct Sandbox {
         int mailbox_fd;                 /* its root directory, from the supervisor (MAILBOX); -EBADF before */
         char *overlay_dir;              /* the root overlay's file store */
         char *state_notice;             /* what the State Anchor had to say at this start, or NULL */
+        char **git_notices;             /* what the view's git state had to say at this start (view-git-kept.h), or NULL */
+        char *git_root;                 /* a linked workspace's git dir view's root at this start, or NULL */
         DomainStore *store;             /* borrowed */
         char *coordinator_id;
         uint64_t generation;            /* in the Domain Store; 0 before it is recorded */
@@ -149,6 +151,14 @@ const SandboxNetwork *sandbox_network(const Sandbox *sb) {
 
 const char *sandbox_state_notice(const Sandbox *sb) {
         return sb && sb->state == SANDBOX_RUNNING ? sb->state_notice : NULL;
+}
+
+char *const *sandbox_git_notices(const Sandbox *sb) {
+        return sb && sb->state == SANDBOX_RUNNING ? sb->git_notices : NULL;
+}
+
+const char *sandbox_git_root(const Sandbox *sb) {
+        return sb && sb->state == SANDBOX_RUNNING ? sb->git_root : NULL;
 }
 
 const char *sandbox_unenforced_limits(const Sandbox *sb) {
@@ -232,6 +242,8 @@ Sandbox *sandbox_free(Sandbox *sb) {
         safe_close(sb->mailbox_fd);
         free(sb->overlay_dir);
         free(sb->state_notice);
+        strv_free(sb->git_notices);
+        free(sb->git_root);
         free(sb->coordinator_id);
         free(sb->netns_path);
         free(sb->policy_path);
@@ -698,6 +710,8 @@ static void step_bundle(Sandbox *sb) {
         }
         sb->mount_plan = mfree(sb->mount_plan);
         sb->state_notice = mfree(sb->state_notice);
+        sb->git_notices = strv_free(sb->git_notices);
+        sb->git_root = mfree(sb->git_root);
         r = bundle_write(&(BundleParams) {
                                  .domain = sb->domain,
                                  .bundle_dir = sb->bundle,
@@ -708,10 +722,15 @@ static void step_bundle(Sandbox *sb) {
                                  .canary_port = sb->canary_port,
                                  .probe_denied = probe_denied,
                                  .ret_state_notice = &sb->state_notice,
+                                 .ret_git_notices = &sb->git_notices,
+                                 .ret_git_root = &sb->git_root,
                                  .mailbox = sb->escalation,
                          }, &sb->mount_plan, &why);
         if (r >= 0 && sb->state_notice)
                 log_warning("State Anchor: %s", sb->state_notice);
+        STRV_FOREACH(n, sb->git_notices)
+                if (r >= 0)
+                        log_warning("git: %s", *n);
         if (r >= 0)
                 r = write_control_files(sb, &why);
         if (r >= 0)

@@ -103,5 +103,9 @@ const char *sandbox_unenforced_limits(const Sandbox *sb);
 int sandbox_root_usage(const Sandbox *sb, uint64_t *ret_used);
 /* What the State Anchor had to say when this sandbox started (a persisted package database over a changed image), or NULL. */
 const char *sandbox_state_notice(const Sandbox *sb);
+/* What the workspace's git dirs had to say when it started (a git operation under way inside, kept names the host holds), or NULL. */
+char *const *sandbox_git_notices(const Sandbox *sb);
+/* The host path of a linked workspace's git dir view, as this start served it, or NULL. */
+const char *sandbox_git_root(const Sandbox *sb);
 /* The mount plan the sandbox was started with, as JSON (mount-plan.h); NULL unless it runs. */
 const char *sandbox_mount_plan(const Sandbox *sb);

@@ -34,6 +34,7 @@
 #include "strv.h"
 #include "util.h"
 #include "view-changes.h"
+#include "view-git-kept.h"
 #include "view-ignored.h"
 #include "view-policy.h"
 
@@ -225,6 +226,15 @@ static int host_fd_of(const ViewContext *c, const ViewChange *ch) {
         return ch->root ? c->linked.root_fd : c->workspace_fd;
 }
 
+/* The git operations under way inside and the kept names the host's git dirs hold (view-git-kept.h). */
+static int git_kept(const ViewContext *c, char ***ret_ops, char ***ret_host) {
+        int r = view_git_kept_scan(c->workspace_fd, c->state_fd, c->linked.root ? c->linked.root_fd : -EBADF,
+                                   c->linked.root, c->git_state_fd, ret_ops, ret_host);
+        if (r < 0)
+                fprintf(stderr, "Cannot read the workspace's git state: %s\n", strerror(-r));
+        return r;
+}
+
 static void print_escaped(const char *prefix, const char *s, const char *suffix) {
         _cleanup_free_ char *e = escape_control(s);
         printf("%s%s%s", prefix, e ?: "?", suffix);
@@ -274,10 +284,18 @@ static int change_json(const ViewChange *ch, json_object **ret) {
 }
 
 static int list_changes(const ViewContext *c, const ViewChanges *l) {
+        _cleanup_strv_free_ char **ops = NULL, **host = NULL;
+        int r;
+
+        r = git_kept(c, &ops, &host);
+        if (r < 0)
+                return r;
         if (arg_json) {
                 _cleanup_json_ json_object *o = json_object_new_object(), *a = json_object_new_array();
-                int r = o && a ? 0 : -ENOMEM;
 
+                r = o && a ? 0 : -ENOMEM;
+                if (r >= 0)
+                        r = json_add_strv(o, "git_in_progress", (const char *const *) (ops ?: (char *[]) { NULL }));
                 if (r >= 0)
                         r = json_add_string(o, "domain_id", c->domain->id);
                 if (r >= 0)
@@ -293,6 +311,9 @@ static int list_changes(const ViewContext *c, const ViewChanges *l) {
                 return r < 0 ? ctl_json_failed(r) : ctl_print_json(o);
         }
 
+        /* First: such a change is not one to apply, but an operation to finish inside. */
+        STRV_FOREACH(p, ops)
+                print_escaped("", *p, "\n");
         if (l->n == 0) {
                 printf("No pending protected changes in Domain %s.\n", c->domain->id);
                 return 0;
@@ -702,7 +723,7 @@ static int profile_paths(const ViewContext *c, char ***ret) {
         return 0;
 }
 
-static int status_json(const ViewContext *c, size_t n_pending, json_object **ret) {
+static int status_json(const ViewContext *c, size_t n_pending, char *const *ops, char *const *host, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_strv_free_ char **names = NULL, **paths = NULL;
         int r = o ? 0 : -ENOMEM;
@@ -735,6 +756,10 @@ static int status_json(const ViewContext *c, size_t n_pending, json_object **ret
                         r = json_add(o, "git_dir_view", TAKE_PTR(g));
         }
         if (r >= 0)
+                r = json_add_strv(o, "git_in_progress", (const char *const *) (ops ?: (char *[]) { NULL }));
+        if (r >= 0)
+                r = json_add_strv(o, "git_kept_on_host", (const char *const *) (host ?: (char *[]) { NULL }));
+        if (r >= 0)
                 r = json_add_uint64(o, "pending_changes", n_pending);
         if (r >= 0)
                 r = json_add_bool(o, "isolate_ignored", c->domain->profile->isolate_ignored);
@@ -751,7 +776,8 @@ int changes_status(const Config *config, const char *id, json_object *o) {
         _cleanup_(view_context_done) ViewContext c = VIEW_CONTEXT_NULL_FIELDS;
         _cleanup_(view_changes_done) ViewChanges l = {};
         _cleanup_(domain_record_done) DomainRecord rec = {};
-        _cleanup_free_ char *error = NULL;
+        _cleanup_strv_free_ char **ops = NULL, **host = NULL;
+        _cleanup_free_ char *error = NULL, *notice = NULL;
         json_object *v = NULL;
         int r;
 
@@ -763,10 +789,12 @@ int changes_status(const Config *config, const char *id, json_object *o) {
         r = view_context_open(config, id ? rec.profile : arg_profile, id ? rec.workspace : arg_workspace, false, &c);
         if (r >= 0)
                 r = scan(&c, &l);
+        if (r >= 0)
+                r = git_kept(&c, &ops, &host);
         if (r < 0)
                 return 0;               /* printed why */
         if (o) {
-                r = status_json(&c, l.n, &v);
+                r = status_json(&c, l.n, ops, host, &v);
                 if (r >= 0)
                         r = json_add(o, "View", v);
                 return r;
@@ -801,7 +829,16 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                 STRV_FOREACH(p, c.linked.protect)
                         print_escaped("                  git dir view protects: ", *p, "\n");
         }
+        printf("  %-16sremotes/, branches/, sequencer state, alternates, info/grafts: kept in Domain state\n", "");
         printf("  %-16s%zu%s\n", "Pending:", l.n, l.n > 0 ? " (lazaretctl changes)" : "");
+        STRV_FOREACH(p, ops)
+                print_escaped("  Git:            ", *p, "\n");
+        if (host) {
+                r = view_git_kept_notice(host, &notice);
+                if (r < 0)
+                        return r;
+                print_escaped("  Git:            ", notice, "\n");
+        }
         if (c.domain->profile->isolate_ignored) {
                 printf("  %-16sisolated: untracked git-ignored paths live in Domain state "
                        "(lazaretctl changes --ignored)\n", "Ignored:");

@@ -482,7 +482,7 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                 return -EBADMSG;
         }
         if (streq(json_object_get_string(state), "running")) {
-                json_object *unenforced;
+                json_object *unenforced, *notices;
 
                 /* Said once, when this launch started the Domain, and only to a
                  * person: on a terminal. A command's standard error stays its
@@ -497,6 +497,18 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                         _cleanup_free_ char *n = escape_control(json_object_get_string(unenforced));
                         fprintf(stderr, "lazaretctl: warning: %s\n", n ?: "(unprintable)");
                 }
+                /* As the State Anchor's: what git on the host or inside will find (view-git-kept.h). */
+                if (json_object_object_get_ex(o, "git_notices", &notices) &&
+                    json_object_is_type(notices, json_type_array))
+                        for (size_t i = 0; i < json_object_array_length(notices); i++) {
+                                json_object *e = json_object_array_get_idx(notices, i);
+                                _cleanup_free_ char *n = NULL;
+
+                                if (!json_object_is_type(e, json_type_string))
+                                        continue;
+                                n = escape_control(json_object_get_string(e));
+                                fprintf(stderr, "lazaretctl: git: %s\n", n ?: "(unprintable)");
+                        }
                 *ret_running = true;
                 return 0;
         }

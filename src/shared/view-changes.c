@@ -74,13 +74,12 @@ static bool has_at(int dirfd, const char *name) {
 
 /* What the view daemon's facts_of() sees of a directory: its host and state sides. */
 static ViewFacts facts_at(int hfd, int sfd) {
-        static const char *const control[] = { "config", "config.worktree", "commondir", "gitdir", "hooks" };
         ViewFacts f = {};
 
         f.host_head = has_at(hfd, "HEAD");
         f.holds_head = f.host_head || (has_at(sfd, "HEAD") && !is_whiteout_at(sfd, "HEAD"));
-        for (size_t i = 0; i < ELEMENTSOF(control) && !f.host_control; i++)
-                f.host_control = has_at(hfd, control[i]);
+        for (const char *const *p = view_fact_names(); *p && !f.host_control; p++)
+                f.host_control = has_at(hfd, *p);
         return f;
 }
 

@@ -10,9 +10,25 @@
 #include "util.h"
 #include "view-policy.h"
 
-static const char *const control_names[] = {
-        "config", "config.worktree", "commondir", "gitdir", "hooks",
-};
+#define CONTROL_NAMES "config", "config.worktree", "commondir", "gitdir", "hooks"
+static const char *const control_names[] = { CONTROL_NAMES };
+
+/*
+ * Names at the top of a git dir that git itself writes, but whose content
+ * a later host git command follows, sends to or runs (spec §4.6, "kept in
+ * the Domain"): a remote's URL (remotes/, branches/: a host fetch or push
+ * of that name goes there, or runs an ext:: command or a remote helper),
+ * and an operation stopped half-way (rebase-merge/, rebase-apply/,
+ * sequencer/ with its todo list of exec lines and strategy program names,
+ * and the pseudo-refs that tell git such an operation is under way), which
+ * a host --continue would finish by running what the sandbox wrote.
+ */
+#define KEPT_NAMES "remotes", "branches", "rebase-merge", "rebase-apply", "sequencer", \
+                   "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD"
+static const char *const kept_names[] = { KEPT_NAMES, NULL };
+
+/* Whose presence on the host makes a directory look prepared as a git dir (ViewFacts.host_control). */
+static const char *const fact_names[] = { CONTROL_NAMES, KEPT_NAMES, NULL };
 
 /* Tools that run or trust these on the host by themselves: direnv, editors, agents, dev containers. */
 static const char *const integration_names[] = {
@@ -26,6 +42,37 @@ bool view_is_control_name(const char *name) {
         return false;
 }
 
+bool view_is_kept_name(const char *name) {
+        return strv_contains(kept_names, name);
+}
+
+const char *const *view_kept_names(void) {
+        return kept_names;
+}
+
+const char *const *view_fact_names(void) {
+        return fact_names;
+}
+
+/*
+ * Whether name is kept in the Domain by where it lies, in any directory
+ * that could belong to a git dir: an object store's alternates (git reads
+ * objects from every directory they name, and a host repack or gc copies
+ * those objects into the repository) and a git dir's info/grafts (it
+ * rewrites the parents of commits for every host command, gc's pruning
+ * too).
+ */
+static bool kept_by_place(const ViewDir *d, const char *name) {
+        switch (d->place) {
+        case VIEW_PLACE_OBJECTS_INFO:
+                return streq(name, "alternates") || streq(name, "http-alternates");
+        case VIEW_PLACE_INFO:
+                return streq(name, "grafts");
+        default:
+                return false;
+        }
+}
+
 bool view_is_integration_name(const char *name) {
         for (size_t i = 0; integration_names[i]; i++)
                 if (streq(name, integration_names[i]))
@@ -35,19 +82,6 @@ bool view_is_integration_name(const char *name) {
 
 const char *const *view_integration_names(void) {
         return integration_names;
-}
-
-bool view_name_needs_facts(const ViewDir *d, const char *name) {
-        size_t n = strlen(name);
-
-        if (d->zone == VIEW_ZONE_PROTECTED || d->zone == VIEW_ZONE_GIT_TOP)
-                return false;
-        if (n > 5 && streq(name + n - 5, ".lock"))
-                n -= 5;
-        return (n == 4 && strncmp(name, "HEAD", 4) == 0) ||
-               (n == 6 && strncmp(name, "config", 6) == 0) || (n == 15 && strncmp(name, "config.worktree", 15) == 0) ||
-               (n == 9 && strncmp(name, "commondir", 9) == 0) || (n == 6 && strncmp(name, "gitdir", 6) == 0) ||
-               (n == 5 && strncmp(name, "hooks", 5) == 0);
 }
 
 /* NAME.lock as NAME, in buf (NAME_MAX + 1 bytes; a longer name is left as it is). */
@@ -60,6 +94,15 @@ static const char *lock_base(const char *name, char *buf) {
                 return buf;
         }
         return name;
+}
+
+bool view_name_needs_facts(const ViewDir *d, const char *name) {
+        char base[NAME_MAX + 1];
+
+        if (d->zone == VIEW_ZONE_PROTECTED || d->zone == VIEW_ZONE_GIT_TOP)
+                return false;
+        name = lock_base(name, base);
+        return streq(name, "HEAD") || view_is_control_name(name) || view_is_kept_name(name);
 }
 
 ViewListed view_listed(const ViewLists *l, const ViewDir *d, const char *rel, const char *name) {
@@ -173,21 +216,25 @@ int view_lists_add_profile(char *const *entries, char ***paths, char ***names, c
 ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name, bool is_dir, ViewListed listed) {
         static const ViewFacts none = {};
         char base[NAME_MAX + 1];
-        bool control;
+        bool control, kept;
 
         /* A lock file is renamed onto the file it locks: it lives where that file does. */
         name = lock_base(name, base);
         control = view_is_control_name(name);
+        kept = view_is_kept_name(name);
 
         if (!f)
                 f = &none;
+        if (d->zone != VIEW_ZONE_PROTECTED && kept_by_place(d, name))
+                return VIEW_PROTECTED;
         switch (d->zone) {
         case VIEW_ZONE_PROTECTED:
                 return VIEW_PROTECTED;
 
         case VIEW_ZONE_GIT_TOP:
-                /* The host's own repository: its configuration is the host's. */
-                if (streq(name, "hooks"))
+                /* The host's own repository: its configuration is the host's. The
+                 * kept names are the sandbox's git's to write: protected, not read-only. */
+                if (streq(name, "hooks") || kept)
                         return VIEW_PROTECTED;
                 if (control)
                         return VIEW_READONLY;
@@ -204,7 +251,7 @@ ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name
                 if (streq(name, "HEAD"))
                         /* Only a repository the host already had here keeps its HEAD shared. */
                         return f->host_head ? VIEW_SHARED : VIEW_PROTECTED;
-                if (control && f->holds_head)
+                if ((control || kept) && f->holds_head)
                         return VIEW_PROTECTED;
                 return VIEW_SHARED;
 
@@ -216,7 +263,7 @@ ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name
                          * holds would be one the sandbox prepared. */
                         return d->head_allowed && !f->host_control ? VIEW_SHARED : VIEW_PROTECTED;
                 }
-                if (listed == VIEW_LISTED_PROTECTED || (control && (d->gitpos || f->holds_head)))
+                if (listed == VIEW_LISTED_PROTECTED || ((control || kept) && (d->gitpos || f->holds_head)))
                         return VIEW_PROTECTED;
                 return VIEW_SHARED;
 
@@ -225,7 +272,20 @@ ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name
         }
 }
 
+/* Where name, a directory in d, lies in an object store or a git dir's info/ (kept_by_place()). */
+static ViewPlace place_of(const ViewDir *d, const char *name) {
+        if (streq(name, "objects"))
+                return VIEW_PLACE_OBJECTS;
+        if (streq(name, "info") && d->place == VIEW_PLACE_OBJECTS)
+                return VIEW_PLACE_OBJECTS_INFO;
+        if (streq(name, "info") && d->gitpos)
+                return VIEW_PLACE_INFO;
+        return VIEW_PLACE_NONE;
+}
+
 ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c) {
+        ViewPlace place = place_of(d, name);
+
         if (c == VIEW_PROTECTED || d->zone == VIEW_ZONE_PROTECTED)
                 return (ViewDir) { .zone = VIEW_ZONE_PROTECTED };
 
@@ -234,7 +294,8 @@ ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c) {
                 if (streq(name, ".git"))
                         return (ViewDir) { .zone = d->top ? VIEW_ZONE_GIT_TOP : VIEW_ZONE_GIT, .gitpos = true,
                                            .head_allowed = true };
-                return (ViewDir) { .zone = VIEW_ZONE_WORK };
+                /* An object store anywhere: a bare repository of the host's may hold it. */
+                return (ViewDir) { .zone = VIEW_ZONE_WORK, .place = place };
 
         case VIEW_ZONE_GIT_TOP:
         case VIEW_ZONE_GIT:
@@ -246,7 +307,7 @@ ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c) {
                 if (d->gitpos && streq(name, "logs"))
                         return (ViewDir) { .zone = VIEW_ZONE_GIT, .head_allowed = true };
                 if (d->gitpos && (streq(name, "objects") || streq(name, "refs") || streq(name, "info")))
-                        return (ViewDir) { .zone = VIEW_ZONE_GIT };
+                        return (ViewDir) { .zone = VIEW_ZONE_GIT, .place = place };
                 if (d->modules)
                         /* A submodule's git dir, or one more component of a
                          * submodule name with a slash in it. */
@@ -254,7 +315,7 @@ ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c) {
                 if (d->worktrees)
                         /* A linked worktree's git dir. */
                         return (ViewDir) { .zone = VIEW_ZONE_GIT, .gitpos = true, .head_allowed = true };
-                return (ViewDir) { .zone = VIEW_ZONE_GIT };
+                return (ViewDir) { .zone = VIEW_ZONE_GIT, .place = place };
 
         default:
                 break;
@@ -264,7 +325,7 @@ ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c) {
 
 bool view_dir_equal(const ViewDir *a, const ViewDir *b) {
         return a->zone == b->zone && a->top == b->top && a->gitpos == b->gitpos && a->head_allowed == b->head_allowed &&
-               a->modules == b->modules && a->worktrees == b->worktrees;
+               a->modules == b->modules && a->worktrees == b->worktrees && a->place == b->place;
 }
 
 ViewClass view_ignored_class(const ViewDir *d, ViewClass c, const ViewIgnoreFacts *f) {

@@ -22,6 +22,12 @@
  *     control names on the host; any other new HEAD (a bare repository
  *     made inside) lives in Domain state, so the host never sees a git dir
  *     the sandbox made outside those places;
+ *   - the kept names (view_is_kept_name(): remotes/, branches/, the
+ *     sequencer state) live in Domain state wherever the control names
+ *     do, and in the workspace's own git dir too; so do an object store's
+ *     info/alternates and info/http-alternates (any directory named
+ *     objects) and a git dir's info/grafts: git follows, sends to or runs
+ *     what they say (spec §4.6, "Kept in the Domain");
  *   - a .git that is not a directory (a gitfile or a symbolic link, which
  *     redirect git's search) lives in Domain state;
  *   - the integration files that other host tools run or trust (.envrc,
@@ -66,8 +72,17 @@ typedef enum ViewClass {
         _VIEW_CLASS_MAX,
 } ViewClass;
 
+/* Where a directory lies that git reads by its place (view-policy.c, kept_by_place()). */
+typedef enum ViewPlace {
+        VIEW_PLACE_NONE,
+        VIEW_PLACE_OBJECTS,             /* a directory named objects: an object store, or may become one */
+        VIEW_PLACE_OBJECTS_INFO,        /* its info/: alternates, http-alternates */
+        VIEW_PLACE_INFO,                /* a git dir's info/: grafts */
+} ViewPlace;
+
 typedef struct ViewDir {
         ViewZone zone;
+        ViewPlace place;
         bool top;                       /* the workspace's root directory */
         bool gitpos;                    /* git makes git dirs here: a .git, worktrees/<n>, below modules/ */
         bool head_allowed;              /* a new HEAD may reach the host here (gitpos, or a logs/ directory) */
@@ -82,11 +97,24 @@ typedef struct ViewDir {
 typedef struct ViewFacts {
         bool holds_head;                /* HEAD exists in the directory, on either side */
         bool host_head;                 /* HEAD exists there on the host */
-        bool host_control;              /* a control name exists there on the host */
+        bool host_control;              /* a control or kept name exists there on the host (view_fact_names()) */
 } ViewFacts;
 
 /* config, config.worktree, commondir, gitdir, hooks (a NAME.lock is judged as NAME by view_name_class()). */
 bool view_is_control_name(const char *name);
+
+/*
+ * remotes, branches, rebase-merge, rebase-apply, sequencer,
+ * CHERRY_PICK_HEAD, REVERT_HEAD, REBASE_HEAD: kept in the Domain wherever
+ * a control name is, and in the workspace's own git dir too (not
+ * read-only: the sandbox's git writes them).
+ */
+bool view_is_kept_name(const char *name);
+/* Those names, NULL-terminated. */
+const char *const *view_kept_names(void);
+
+/* The control names and the kept names, NULL-terminated: ViewFacts.host_control is any of them on the host. */
+const char *const *view_fact_names(void);
 
 /* Whether view_name_class() needs the facts of the directory for this name. */
 bool view_name_needs_facts(const ViewDir *d, const char *name);

@@ -650,14 +650,13 @@ static void inval_later(Node *dir, const char *name) {
 
 /* After a change that moves names between the sides (a HEAD or a control name came or went). */
 static void inval_facts(Node *dir, const char *name) {
-        static const char *const names[] = { "HEAD", "config", "config.worktree", "commondir", "gitdir", "hooks" };
-
         /* A .gitignore the sandbox made, removed or renamed counts at once (a write: once the watcher sees it). */
         ign_note_change(dir, name);
         if (!view_name_needs_facts(&dir->dir, name))
                 return;
-        for (size_t i = 0; i < ELEMENTSOF(names); i++)
-                inval_later(dir, names[i]);
+        inval_later(dir, "HEAD");
+        for (const char *const *p = view_fact_names(); *p; p++)
+                inval_later(dir, *p);
 }
 
 static int state_dir(Node *dir, bool create);
@@ -751,12 +750,11 @@ static bool state_holds(Node *dir, const char *name) {
 
 static ViewFacts facts_of(Node *dir) {
         ViewFacts f = {};
-        static const char *const control[] = { "config", "config.worktree", "commondir", "gitdir", "hooks" };
 
         f.host_head = host_has(dir, "HEAD");
         f.holds_head = f.host_head || state_has(dir, "HEAD");
-        for (size_t i = 0; i < ELEMENTSOF(control) && !f.host_control; i++)
-                f.host_control = host_has(dir, control[i]);
+        for (const char *const *p = view_fact_names(); *p && !f.host_control; p++)
+                f.host_control = host_has(dir, *p);
         return f;
 }
 

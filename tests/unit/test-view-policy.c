@@ -112,6 +112,62 @@ Test(view_policy, git_dirs_made_elsewhere) {
         EXPECT("bare.git/config", HOST_HEAD, false, VIEW_PROTECTED);
 }
 
+Test(view_policy, kept_in_the_domain) {
+        /* Sequencer state and remote definitions: kept wherever git dirs are, the top one included. */
+        EXPECT(".git/rebase-merge", NONE, true, VIEW_PROTECTED);
+        EXPECT(".git/rebase-merge/git-rebase-todo", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/rebase-apply/patch", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/sequencer/todo", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/CHERRY_PICK_HEAD", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/CHERRY_PICK_HEAD.lock", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/REVERT_HEAD", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/REBASE_HEAD", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/remotes/origin", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/branches/origin", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/worktrees/w/rebase-merge/done", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/modules/mod/sequencer/opts", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/modules/mod/remotes/x", NONE, false, VIEW_PROTECTED);
+        EXPECT("sub/.git/rebase-apply/patch", NONE, false, VIEW_PROTECTED);
+        EXPECT("bare.git/remotes/x", HOLDS_HEAD, false, VIEW_PROTECTED);
+        EXPECT("bare.git/remotes/x", NONE, false, VIEW_SHARED);
+        /* An object store's alternates and a git dir's grafts, by their place. */
+        EXPECT(".git/objects/info/alternates", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/info/alternates.lock", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/info/http-alternates", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/modules/mod/objects/info/alternates", NONE, false, VIEW_PROTECTED);
+        EXPECT("sub/.git/objects/info/alternates", NONE, false, VIEW_PROTECTED);
+        EXPECT("bare.git/objects/info/alternates", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/logs/objects/info/alternates", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/info/grafts", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/modules/mod/info/grafts", NONE, false, VIEW_PROTECTED);
+        /* What git needs to share the work, and info/ files that select only what the host defines. */
+        EXPECT(".git/objects/info/packs", NONE, false, VIEW_SHARED);
+        EXPECT(".git/objects/info/commit-graph", NONE, false, VIEW_SHARED);
+        EXPECT(".git/info/attributes", NONE, false, VIEW_SHARED);
+        EXPECT(".git/info/exclude", NONE, false, VIEW_SHARED);
+        EXPECT(".git/shallow", NONE, false, VIEW_SHARED);
+        EXPECT(".git/ORIG_HEAD", NONE, false, VIEW_SHARED);
+        EXPECT(".git/MERGE_HEAD", NONE, false, VIEW_SHARED);
+        EXPECT(".git/FETCH_HEAD", NONE, false, VIEW_SHARED);
+        EXPECT(".git/refs/remotes/origin/main", NONE, false, VIEW_SHARED);
+        EXPECT(".git/logs/refs/remotes/origin/main", NONE, false, VIEW_SHARED);
+        EXPECT(".git/refs/heads/sequencer", NONE, false, VIEW_SHARED);
+        /* Ordinary directories of those names. */
+        EXPECT("src/remotes/x.c", NONE, false, VIEW_SHARED);
+        EXPECT("doc/info/grafts", NONE, false, VIEW_SHARED);
+        EXPECT("src/objects/info.c", NONE, false, VIEW_SHARED);
+}
+
+Test(view_policy, a_move_may_not_change_the_place) {
+        ViewDir top = VIEW_DIR_TOP, git = view_child_dir(&top, ".git", VIEW_SHARED),
+                objects = view_child_dir(&git, "objects", VIEW_SHARED), a = view_child_dir(&objects, "info", VIEW_SHARED),
+                b = view_child_dir(&objects, "x", VIEW_SHARED), c = view_child_dir(&top, "objects", VIEW_SHARED),
+                d = view_child_dir(&top, "other", VIEW_SHARED);
+
+        cr_expect(!view_dir_equal(&a, &b));
+        cr_expect(!view_dir_equal(&c, &d));
+}
+
 Test(view_policy, ordinary_files_stay_shared) {
         EXPECT("src/config", NONE, false, VIEW_SHARED);
         EXPECT("config", NONE, false, VIEW_SHARED);
