@@ -42,9 +42,9 @@ inside() {
         lt_launch -- /bin/env PATH=/usr/bin:/bin HOME=/root GIT_AUTHOR_NAME=in GIT_AUTHOR_EMAIL=in@example.invalid \
                 GIT_COMMITTER_NAME=in GIT_COMMITTER_EMAIL=in@example.invalid /bin/sh -c "cd /workspace && $1" </dev/null
 }
-expect_inside() {       # expect_inside WHAT COMMAND: must succeed
+expect_inside() {       # expect_inside WHAT COMMAND: must succeed (its trace names the step that failed)
         local out
-        out=$(inside "$2" 2>&1) || lt_fail "$1 failed inside: $out"
+        out=$(inside "set -x; $2" 2>&1) || lt_fail "$1 failed inside: $out"
         lt_log "ok: $1 inside"
 }
 no_marks() {
