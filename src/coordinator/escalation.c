@@ -124,6 +124,7 @@ struct Escalations {
 
 static void request_prompt(Request *r);
 static void session_next_prompt(Escalations *e, Session *s);
+static int request_decide(Request *r, bool approve, char **argv, const char *by);
 static void spare_prepare(Escalations *e);
 
 /* ----------------------------------------------------------------- audit */
@@ -807,13 +808,9 @@ static void on_prompt_key(Session *s, unsigned char c, void *userdata) {
                 return;
         }
         if (r->approve_key && c == (unsigned char) r->approve_key) {
-                Escalations *e = r->e;
-                char echo[] = { (char) c, '\r', '\n', 0 };
-                session_prompt_end(s, echo);
-                r->state = REQUEST_WAITING;
-                request_run(r, "terminal", false);
-                /* The terminal is free again: the next request of this session may ask. */
-                session_next_prompt(e, s);
+                char echo[] = { (char) c, 0 };
+                session_prompt_write(s, echo);
+                (void) request_decide(r, true, NULL, "terminal");
                 return;
         }
         switch (c) {
@@ -823,9 +820,7 @@ static void on_prompt_key(Session *s, unsigned char c, void *userdata) {
                 break;
         case 'd':
         case 'D':
-                r->decided_by = "terminal";
-                audit(r->e, &r->q, r->argv, "denied", "terminal", NULL, 0, NULL);
-                request_finish(r, ESC_DENIED, 0, "the developer denied the request");
+                (void) request_decide(r, false, NULL, "terminal");
                 break;
         case 'e':
         case 'E':
@@ -1018,18 +1013,18 @@ int escalations_list(Escalations *e, EscalationVisit fn, void *userdata) {
         return 0;
 }
 
-int escalations_decide(Escalations *e, const char *id, bool approve, char **argv, const char *by) {
-        Request *r = NULL;
-        Session *s;
+/*
+ * The one way a request is decided by a human, whoever relays it: the
+ * prompt's keys ("terminal"), DecideEscalation and lazaretctl ("bus"),
+ * a notification's action ("notification"). argv, when not NULL, is an
+ * edit that replaces the request's vector first.
+ */
+static int request_decide(Request *r, bool approve, char **argv, const char *by) {
+        Escalations *e = r->e;
+        Session *s = r->session;
 
-        for (Request *x = e ? e->requests : NULL; x; x = x->next)
-                if (streq(x->q.id, id))
-                        r = x;
-        if (!r)
-                return -ENOENT;
         if (r->state == REQUEST_RUNNING)
                 return -EBUSY;
-        s = r->session;
         if (argv) {
                 _cleanup_strv_free_ char **copy = strv_copy(argv);
                 _cleanup_free_ char *program = NULL;
@@ -1048,10 +1043,11 @@ int escalations_decide(Escalations *e, const char *id, bool approve, char **argv
                 request_finish(r, ESC_DENIED, 0, "the developer denied the request");
                 return 0;
         }
-        /* The first decision wins: the prompt for it goes. */
+        /* The first decision wins: the prompt for it goes (on the terminal, the key's echo was its last line). */
         if (r->state == REQUEST_PROMPTING && s) {
                 _cleanup_free_ char *line = NULL;
-                if (asprintf(&line, "\r\n[lazaret] Request %.8s was approved from %s.\r\n", r->q.id, by) < 0)
+                if (!streq(by, "terminal") &&
+                    asprintf(&line, "\r\n[lazaret] Request %.8s was approved from %s.\r\n", r->q.id, by) < 0)
                         line = NULL;
                 session_prompt_end(s, line ?: "\r\n");
         }
@@ -1060,6 +1056,17 @@ int escalations_decide(Escalations *e, const char *id, bool approve, char **argv
         if (s)
                 session_next_prompt(e, s);
         return 0;
+}
+
+int escalations_decide(Escalations *e, const char *id, bool approve, char **argv, const char *by) {
+        Request *r = NULL;
+
+        for (Request *x = e ? e->requests : NULL; x; x = x->next)
+                if (streq(x->q.id, id))
+                        r = x;
+        if (!r)
+                return -ENOENT;
+        return request_decide(r, approve, argv, by);
 }
 
 static void request_cancel(Escalations *e, const char *id) {

@@ -459,7 +459,8 @@ static const Verb verbs[] = {
         { "config",    2, 2,        VERB_CONFIG,                       verb_config,    "config check                Validate the configuration and show resolved profiles" },
         { "unshare",   2, UINT_MAX, VERB_COMMAND,                      verb_unshare,   "unshare [--] CMD [ARG...]   Run a host command in a user namespace mapped like the sandbox's" },
         { "state",     2, 4,        VERB_CONFIG | VERB_YES,            verb_state,     "state list|inspect|verify|reset|gc [DOMAIN-ID] [PATH]\n"
-          "                              List, inspect, verify, reset persistent state; gc unleased lowers (--yes: do not ask)" },
+          "                              List, inspect, verify, reset persistent state (a PATH below /workspace:\n"
+          "                              the ignored state there); gc unleased lowers (--yes: do not ask)" },
 };
 
 static int help(void) {

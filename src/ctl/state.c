@@ -28,6 +28,7 @@
 #include "strv.h"
 #include "unshare.h"
 #include "util.h"
+#include "view-policy.h"
 
 static bool arg_yes = false;
 
@@ -603,8 +604,170 @@ static int remove_mapped(const char *dir, const Config *config) {
         return 0;
 }
 
+/* One rename puts dirfd/name out of use, into the Domain's trash, under a random name; the caller then empties the trash. */
+static int move_to_trash(int rootfd, const Target *t, int dirfd, const char *name) {
+        _cleanup_close_ int trashfd = -EBADF;
+        char dest[SD_ID128_STRING_MAX];
+        sd_id128_t rnd;
+        int r;
+
+        if (mkdirat(rootfd, STATE_ANCHOR_TRASH_DIR, 0700) < 0 && errno != EEXIST) {
+                fprintf(stderr, "Cannot create %s/%s: %m\n", t->domain_dir, STATE_ANCHOR_TRASH_DIR);
+                return -errno;
+        }
+        trashfd = openat(rootfd, STATE_ANCHOR_TRASH_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (trashfd < 0) {
+                fprintf(stderr, "Cannot open %s/%s: %m\n", t->domain_dir, STATE_ANCHOR_TRASH_DIR);
+                return -errno;
+        }
+        r = sd_id128_randomize(&rnd);
+        if (r < 0)
+                return r;
+        sd_id128_to_string(rnd, dest);
+        if (renameat(dirfd, name, trashfd, dest) < 0 || fsync(dirfd) < 0)
+                return -errno;
+        (void) fsync(trashfd);
+        return 0;
+}
+
+/*
+ * Where the ignored state of rel (workspace-relative, clean) lies, as the
+ * view lays it out (spec 4.6): M(root) is ignored/, M(P/N) is M(P)/d/N,
+ * and the ignored entries of host directory P are M(P)/e/NAME, each whole
+ * (below an ignored entry, the tree is plain). rel is either below such an
+ * entry, or a host directory whose mirror M(rel) holds the ignored entries
+ * below it. Opened component by component without following a link.
+ * Returns the directory that holds it and its name there; -ENOENT: none.
+ */
+static char **split_path(const char *rel) {
+        _cleanup_free_ char *copy = strdup(rel);
+        char **l = NULL, *save = NULL;
+
+        if (!copy)
+                return NULL;
+        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save))
+                if (strv_extend(&l, c) < 0)
+                        return strv_free(l);
+        return l;
+}
+
+static int find_ignored(int ignfd, const char *rel, int *ret_dirfd, char **ret_name) {
+        _cleanup_strv_free_ char **comps = split_path(rel);
+        _cleanup_close_ int mfd = -EBADF;
+        size_t n = strv_length(comps);
+
+        if (!comps)
+                return -ENOMEM;
+        mfd = fcntl(ignfd, F_DUPFD_CLOEXEC, 3);
+        if (mfd < 0)
+                return -errno;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_close_ int efd = openat(mfd, "e", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                _cleanup_close_ int dfd = -EBADF;
+                struct stat st;
+
+                if (efd >= 0 && fstatat(efd, comps[i], &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                        /* An ignored entry: the rest of rel is a plain path below it. */
+                        _cleanup_free_ char *below = NULL;
+                        int fd;
+
+                        if (i + 1 == n) {
+                                *ret_name = strdup(comps[i]);
+                                if (!*ret_name)
+                                        return -ENOMEM;
+                                *ret_dirfd = TAKE_FD(efd);
+                                return 0;
+                        }
+                        below = strv_join(comps + i, "/");
+                        if (!below)
+                                return -ENOMEM;
+                        *strrchr(below, '/') = 0;
+                        fd = openat_beneath(efd, below, O_RDONLY | O_DIRECTORY, 0, true);
+                        if (fd < 0)
+                                return fd == -ENOTDIR ? -ENOENT : fd;
+                        if (fstatat(fd, comps[n - 1], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                                safe_close(fd);
+                                return -ENOENT;
+                        }
+                        *ret_name = strdup(comps[n - 1]);
+                        if (!*ret_name) {
+                                safe_close(fd);
+                                return -ENOMEM;
+                        }
+                        *ret_dirfd = fd;
+                        return 0;
+                }
+                dfd = openat(mfd, "d", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (dfd < 0 || fstatat(dfd, comps[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                        return -ENOENT;
+                if (i + 1 == n) {
+                        /* A host directory: every ignored entry below it. */
+                        *ret_name = strdup(comps[i]);
+                        if (!*ret_name)
+                                return -ENOMEM;
+                        *ret_dirfd = TAKE_FD(dfd);
+                        return 0;
+                }
+                safe_close(mfd);
+                mfd = openat(dfd, comps[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (mfd < 0)
+                        return -errno;
+        }
+        return -ENOENT;
+}
+
+/*
+ * state reset /workspace[/PATH]: the Ignored Workspace State (spec 4.6), all
+ * of it or what lies at one git-ignored path, named as the sandbox sees it.
+ * The host's files are never touched. Crash-consistent like a layer's reset:
+ * one rename takes it out of use, the trash is emptied after.
+ */
+static int reset_ignored(const Target *t, const char *rel, int rootfd) {
+        _cleanup_free_ char *question = NULL, *shown = NULL, *base = NULL;
+        _cleanup_close_ int ignfd = -EBADF, dirfd = -EBADF;
+        int r;
+
+        shown = rel[0] ? path_join(SANDBOX_WORKSPACE, rel) : strdup(SANDBOX_WORKSPACE);
+        if (!shown)
+                return -ENOMEM;
+        ignfd = openat(rootfd, VIEW_IGNORED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ignfd < 0 && errno == ENOENT) {
+                printf("Domain %s has no ignored workspace state; nothing to reset.\n", t->id);
+                return 0;
+        }
+        if (ignfd < 0) {
+                fprintf(stderr, "Cannot open %s/%s: %m\n", t->domain_dir, VIEW_IGNORED_DIR);
+                return -errno;
+        }
+        if (rel[0]) {
+                r = find_ignored(ignfd, rel, &dirfd, &base);
+                if (r == -ENOENT) {
+                        printf("Domain %s has no ignored state at %s; nothing to reset.\n", t->id, shown);
+                        return 0;
+                }
+                if (r < 0) {
+                        fprintf(stderr, "Cannot open the ignored state of %s: %s\n", shown, strerror(-r));
+                        return r;
+                }
+        }
+        if (asprintf(&question, "Reset the ignored workspace state %s of Domain %s? What the sandbox wrote there "
+                     "(dependencies, build output) is lost; the host's own files are not touched.", shown, t->id) < 0)
+                return -ENOMEM;
+        r = confirm(question);
+        if (r < 0)
+                return r;
+        r = rel[0] ? move_to_trash(rootfd, t, dirfd, base) : move_to_trash(rootfd, t, rootfd, VIEW_IGNORED_DIR);
+        if (r < 0) {
+                fprintf(stderr, "Cannot move the ignored state of %s out of use: %s\n", shown, strerror(-r));
+                return r;
+        }
+        printf("Reset the ignored workspace state %s of Domain %s; the next launch finds it empty.\n", shown, t->id);
+        return 1;
+}
+
 static int state_reset(int argc, char *argv[], const Config *config) {
         _cleanup_(target_done) Target t = {};
+        const char *ignored = NULL;
         _cleanup_strv_free_ char **layers = NULL, **paths = NULL;
         _cleanup_free_ char *name = NULL, *question = NULL, *scope = NULL, *trash = NULL, *dest = NULL;
         _cleanup_close_ int lock = -EBADF, rootfd = -EBADF, trashfd = -EBADF;
@@ -623,6 +786,11 @@ static int state_reset(int argc, char *argv[], const Config *config) {
                         fprintf(stderr, "\"%s\" is not a clean absolute path.\n", t.path);
                         return r;
                 }
+                /* The workspace is never a persistent directory: below it, the path names ignored state. */
+                if (streq(t.path, SANDBOX_WORKSPACE))
+                        ignored = "";
+                else
+                        ignored = startswith(t.path, SANDBOX_WORKSPACE "/");
         }
         r = take_domain_lock(&t, "reset", &lock);
         if (r < 0)
@@ -631,6 +799,12 @@ static int state_reset(int argc, char *argv[], const Config *config) {
         if (rootfd < 0) {
                 fprintf(stderr, "Cannot open the Domain Root %s: %m\n", t.domain_dir);
                 return -errno;
+        }
+        if (ignored) {
+                r = reset_ignored(&t, ignored, rootfd);
+                if (r <= 0)
+                        return r;
+                goto clean_trash;
         }
         /* Never through a symbolic link: the state directory and the layer are opened below the Domain Root. */
         if (fstatat(rootfd, STATE_ANCHOR_DIR, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {

@@ -151,6 +151,26 @@ lt_assert_eq "new.log, no longer ignored, on the host" l "$(cat "$LT_WS/new.log"
 [[ ! -e $LT_WS/c.log ]] || lt_fail "c.log left ignored state when *.log was no longer ignored"
 lt_log "ok: after a .gitignore edit new names follow the new rules; ignored state keeps its names"
 
+# lazaretctl state reset /workspace/PATH resets one git-ignored path's
+# state, /workspace all of it; the host's own files there stay.
+restart
+ctl_reset() { (cd "$LT_WS" && lazaretctl state reset --yes "$1") 2>&1; }
+out=$(ctl_reset /workspace/node_modules/x) || lt_fail "state reset of /workspace/node_modules/x failed: $out"
+[[ $out == *"Reset the ignored workspace state /workspace/node_modules/x"* ]] || lt_fail "state reset of node_modules/x said: $out"
+lt_assert_eq "the host's node_modules/host-only.js after the reset" host-dependency "$(cat "$LT_WS/node_modules/host-only.js")"
+expect_inside "after a reset of node_modules/x" '[ ! -e node_modules/x ] && [ "$(cat c.log)" = c ] && [ -e src/main.pyc ]'
+out=$(ctl_reset /workspace/node_modules/none) || lt_fail "state reset of a path without ignored state failed: $out"
+[[ $out == *"nothing to reset"* ]] || lt_fail "state reset of a path without ignored state said: $out"
+if out=$(ctl_reset /workspace/../etc); then lt_fail "state reset of /workspace/../etc succeeded: $out"; fi
+# A host directory: the ignored entries below it.
+out=$(ctl_reset /workspace/src) || lt_fail "state reset of /workspace/src failed: $out"
+expect_inside "after a reset of src's ignored state" '[ ! -e src/main.pyc ] && [ "$(cat c.log)" = c ]'
+[[ -e $LT_WS/src/moved.js ]] || lt_fail "the reset of src's ignored state touched the host's src"
+out=$(ctl_reset /workspace) || lt_fail "state reset of /workspace failed: $out"
+expect_inside "after a reset of all ignored state" '[ ! -e c.log ] && [ ! -e src/main.pyc ] && [ ! -e x.tmp ] && [ ! -e node_modules ]'
+lt_assert_eq "the host's node_modules/host-only.js after the reset of all" host-dependency "$(cat "$LT_WS/node_modules/host-only.js")"
+lt_log "ok: state reset of one ignored path, then of all ignored state; the host's files stay"
+
 # shared_ignored: the host's .env, read-only.
 restart
 profile ', "shared_ignored": [".env"]'
