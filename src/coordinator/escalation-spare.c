@@ -137,6 +137,7 @@ static int on_spare_exit(sd_event_source *src, const siginfo_t *si, void *userda
 typedef struct CommandScope {
         const char *scope;
         const char *description;
+        const char *service;
         pid_t pid;
 } CommandScope;
 
@@ -144,6 +145,10 @@ static int append_command_scope(sd_bus_message *m, void *userdata) {
         const CommandScope *a = userdata;
         int k = bus_append_scope_begin(m, a->scope, a->description, a->pid);
 
+        /* The coordinator's death (a SIGKILL, OOM) stops the service, and with it the scope and every process
+         * the command started (KillMode=control-group): PR_SET_PDEATHSIG reaches the command alone (OR-3). */
+        if (k >= 0)
+                k = sd_bus_message_append(m, "(sv)", "BindsTo", "as", 1, a->service);
         return k < 0 ? k : bus_append_scope_end(m);
 }
 
@@ -151,7 +156,7 @@ int spare_new(const SpareParams *p, Spare **ret) {
         _cleanup_(spare_freep) Spare *s = calloc(1, sizeof(Spare));
         _cleanup_free_ char *exe = path_join(LIBEXECDIR, "lazaret-spare"), *desc = NULL;
         _cleanup_close_ int theirs = -EBADF, pidfd = -EBADF;
-        char id[ESC_ID_LEN + 1];
+        char id[ESC_ID_LEN + 1], service[UNIT_NAME_MAX];
         SpawnOptions o = SPAWN_OPTIONS_INIT;
         int sv[2], k;
 
@@ -194,8 +199,10 @@ int spare_new(const SpareParams *p, Spare **ret) {
         if (s->bus) {
                 if (asprintf(&desc, "Lazaret host command of Domain %s", p->domain_id) < 0)
                         return -ENOMEM;
+                domain_unit_name(p->domain_id, "service", service);
                 k = bus_job_start(s->bus, "StartTransientUnit", append_command_scope,
-                                  &(CommandScope) { .scope = s->scope, .description = desc, .pid = s->pid },
+                                  &(CommandScope) { .scope = s->scope, .description = desc, .service = service,
+                                                    .pid = s->pid },
                                   SCOPE_JOB_TIMEOUT_USEC, on_scope_started, s, &s->scope_job);
                 if (k < 0)
                         return k;

@@ -495,3 +495,29 @@ grep -q "result .*touch $H/ctl-approved  -> completed" <<<"$history" ||
         lt_fail "lazaretctl escalations history does not show the command: $history"
 [[ -z $(find "$HOME/.local/share/lazaret" -name 'escalations.jsonl*') ]] || lt_fail "an audit file beside the store"
 lt_log "audit trail: $(jq length <<<"$audit") events in the Domain Store"
+
+# --- the coordinator killed (SIGKILL, no teardown) while an approved command
+# with children runs on the host: the command's scope is bound to the
+# coordinator's service, so the whole process tree goes with it (OR-3).
+lt_keeper_start
+in_sandbox "lazaret-escalate --timeout 60 -- /bin/sh -c 'sleep 311 & sleep 312 & wait'" >/dev/null 2>&1 &
+bg=$!
+id=$(pending_id)
+(cd "$LT_WS" && lazaretctl escalations approve "$id") >/dev/null || lt_fail "approving the command with children failed"
+for _ in $(seq 1 100); do
+        pgrep -u "$(id -u)" -fx 'sleep 311' >/dev/null && pgrep -u "$(id -u)" -fx 'sleep 312' >/dev/null && break
+        sleep 0.1
+done
+pgrep -u "$(id -u)" -fx 'sleep 312' >/dev/null || lt_fail "the approved command's children never started"
+main=$(systemctl --user show -P MainPID "lazaret@$LT_DOMAIN.service")
+[[ $main -gt 0 ]] || lt_fail "no coordinator to kill"
+kill -KILL "$main"
+for _ in $(seq 1 100); do
+        pgrep -u "$(id -u)" -f '^sleep 31[12]$' >/dev/null || break
+        sleep 0.1
+done
+if pgrep -u "$(id -u)" -fa '^sleep 31[12]$'; then
+        lt_fail "processes of the approved command outlived the killed coordinator"
+fi
+wait "$bg" 2>/dev/null || true
+lt_log "ok: killing the coordinator ended the approved command's whole process tree"
