@@ -94,6 +94,7 @@ struct Node {
                                          * not per file the kernel remembers */
         bool in_state;                  /* fd is in Domain state */
         bool is_dir;
+        mode_t type;                    /* S_IFMT of the object (node_denotes()) */
         ViewClass cls;
         ViewDir dir;                    /* directories: what lies in them */
         dev_t dev;
@@ -879,14 +880,40 @@ found:
         return 0;
 }
 
+/*
+ * Whether n, found by the identity of st, still stands for that object. A
+ * file the kernel still holds (gVisor keeps the dentries of what it looked
+ * up, and so the kernel its inodes) may be deleted on the host, and the
+ * host's file system then gives its inode number to a new object: ext4
+ * takes the lowest free one of a group, so after a host `git repack -a -d`
+ * the next directory made inside had the number of a pack that git inside
+ * had read. Taken for the directory, the file's node, which holds no fd,
+ * answered lookups in it with EBADF. A node of another type stands for a
+ * deleted object. (A directory's node cannot: its fd keeps the number in
+ * use. A file deleted and a file made with its number cannot be told from
+ * a file renamed; both are reached by name.) With v.lock held.
+ */
+static bool node_denotes(const Node *n, const struct stat *st) {
+        return n->type == (st->st_mode & S_IFMT);
+}
+
 /* Takes fd. With v.lock held. */
 static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_state, const struct stat *st) {
         unsigned h = hash_of(st->st_dev, st->st_ino, in_state, c);
         Node *n;
 
-        for (n = v.hash[h]; n; n = n->hnext)
-                if (n->dev == st->st_dev && n->ino == st->st_ino && n->in_state == in_state && n->cls == c)
-                        break;
+        for (Node **p = &v.hash[h]; (n = *p);) {
+                if (n->dev == st->st_dev && n->ino == st->st_ino && n->in_state == in_state && n->cls == c) {
+                        if (node_denotes(n, st))
+                                break;
+                        /* Its object is gone: it leaves the hash and lives on only for
+                         * the kernel's references, whose requests fail as on a deleted
+                         * object (by name: ESTALE). A new node stands for the new one. */
+                        *p = n->hnext;
+                        continue;
+                }
+                p = &n->hnext;
+        }
         if (n) {
                 safe_close(fd);
                 if (n->parent != dir || !streq(n->name, name)) {
@@ -916,6 +943,7 @@ static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_
                 return NULL;
         }
         n->is_dir = S_ISDIR(st->st_mode);
+        n->type = st->st_mode & S_IFMT;
         n->fd = n->is_dir ? fd : safe_close(fd);
         n->in_state = in_state;
         n->cls = c;

@@ -21,7 +21,8 @@
 #   - objects/info/alternates naming a private repository: the host's
 #     cat-file does not read its blob, and a host repack -a copies nothing
 #     of it into the workspace's repository; a nested repository's
-#     alternates, http-alternates and info/grafts stay inside too.
+#     alternates, http-alternates and info/grafts stay inside too; a new
+#     nested repository made right after the host's repack works.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -230,4 +231,7 @@ if hg cat-file -e "$blob" 2>/dev/null; then
         lt_fail "the host's repack -a copied the private repository's blob into the workspace's repository"
 fi
 lt_log "ok: the host's cat-file and repack -a do not reach the private repository"
+# Right after the host's repack deleted packs git inside had read, a new .git inside (test-view-reuse).
+expect_inside "a nested repository made after the host's repack" \
+        "git init -q nested2 && git -C nested2 commit -q --allow-empty -m n2 && git -C nested2 log -1 --format=%s >/dev/null"
 lt_assert_eq "the workspace's repository after all that" "" "$(hg status --porcelain --untracked-files=no)"
