@@ -29,6 +29,8 @@ typedef struct EscalationsCallbacks {
                         void *userdata);
         /* An accepted request is over (decided and run, ended, or gone with its session). */
         void (*resolved)(const char *request_id, void *userdata);
+        /* The mailbox names of an ended session were removed: have the sandbox forget them. */
+        void (*forget_session)(const char *session_id, void *userdata);
 } EscalationsCallbacks;
 
 typedef struct EscalationsParams {

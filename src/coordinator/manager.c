@@ -670,6 +670,18 @@ static Session *escalation_find_session(const char *id, void *userdata) {
         return manager_find_session(userdata, id);
 }
 
+static void escalation_forget_session(const char *session_id, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        /* A Domain going down takes its mailbox with it. */
+        if (m->state != DOMAIN_RUNNING || !m->sandbox)
+                return;
+        r = sandbox_forget_mailbox(sandbox_runtime(m->sandbox), session_id);
+        if (r < 0)
+                log_warning("Cannot have the sandbox forget the mailbox names of session %s: %s", session_id, strerror(-r));
+}
+
 static void escalation_abort_session(Session *s, void *userdata) {
         session_close(s, "the developer aborted it at an escalation prompt");
 }
@@ -716,7 +728,8 @@ static int start_escalations(Manager *m) {
                                     .cb = { .find_session = escalation_find_session,
                                             .abort_session = escalation_abort_session,
                                             .pending = escalation_pending,
-                                            .resolved = escalation_resolved },
+                                            .resolved = escalation_resolved,
+                                            .forget_session = escalation_forget_session },
                                     .userdata = m,
                             }, &m->escalations, &error);
         if (r < 0)

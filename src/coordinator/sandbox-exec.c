@@ -236,3 +236,11 @@ int sandbox_exec_kill_session(SandboxExec *x, ProcessDone done, void *userdata, 
                 return process_run_detached(x->rt->event, argv);
         return process_run(x->rt->event, argv, done, userdata, ret);
 }
+
+int sandbox_forget_mailbox(const SandboxRuntime *rt, const char *session_id) {
+        char *const argv[] = { (char *) rt->runsc, (char *) "--root", (char *) rt->root, (char *) "exec",
+                               (char *) rt->container, (char *) SANDBOX_CONTROL_MOUNT "/init", (char *) "--forget-mailbox",
+                               (char *) session_id, NULL };
+
+        return process_run_detached(rt->event, argv);
+}

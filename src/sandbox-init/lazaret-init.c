@@ -19,6 +19,13 @@
  * or that is being closed. Exit status 0 when none is left, 1 otherwise.
  *
  *
+ * Through `runsc exec` too, --forget-mailbox SESSION-ID... looks up, and so
+ * makes gVisor drop, the mailbox names the coordinator removed on the host
+ * when those sessions ended (their bell, result and credential): gVisor
+ * keeps a name the host removed, and the tmpfs inode behind it, until a
+ * lookup inside finds it gone. Exit status 0; an ID that is not 32
+ * lowercase hex digits is refused (2) before anything is looked up.
+ *
  * Through `runsc exec` too, --exec COMMAND [ARG...] starts every Client
  * Session's command: it refuses FIFOs for the session's processes
  * (fifo-filter.h) and executes COMMAND, looked up in PATH, in its place, so
@@ -53,6 +60,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "escalation-proto.h"
 #include "fifo-filter.h"
 #include "netprobe.h"
 #include "parse-util.h"
@@ -191,6 +199,35 @@ static pid_t start_relay(int channel, bool judged) {
         return pid > 0 ? pid : 0;
 }
 
+static bool is_session_id(const char *s) {
+        size_t n = 0;
+
+        for (; s[n]; n++)
+                if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+                        return false;
+        return n == ESC_ID_LEN;
+}
+
+static int forget_mailbox(char *const *ids) {
+        static const char *const names[][2] = {
+                { ESC_RESULTS_DIR, ESC_BELL_SUFFIX },
+                { ESC_RESULTS_DIR, ESC_RESULT_SUFFIX },
+                { ESC_TRUST_DIR, ESC_CRED_SUFFIX },
+        };
+        char path[256];
+        struct stat st;
+
+        for (char *const *id = ids; *id; id++)
+                if (!is_session_id(*id))
+                        return 2;
+        for (char *const *id = ids; *id; id++)
+                for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                        snprintf(path, sizeof(path), ESC_MAILBOX_SANDBOX "/%s/%s%s", names[i][0], *id, names[i][1]);
+                        (void) lstat(path, &st);        /* ENOENT is the point */
+                }
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         sigset_t set;
         unsigned restarts = 0;
@@ -206,6 +243,8 @@ int main(int argc, char *argv[]) {
                         return 2;
                 return session_kill("/proc", sid) < 0;
         }
+        if (argc >= 3 && strcmp(argv[1], "--forget-mailbox") == 0)
+                return forget_mailbox(argv + 2);
         if (argc >= 3 && strcmp(argv[1], "--exec") == 0)
                 return exec_session(argv + 2);
         if (getpid() != 1)

@@ -108,6 +108,27 @@ tail -n +"$((mark + 1))" "$LOG" | grep -q 'cancelled: superseded by a later requ
         lt_fail "the killed client's request was not cancelled as superseded: $(tail -n +"$((mark + 1))" "$LOG" | tail -n 12)"
 lt_assert_eq "Domain state at the end" running "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
 
+# --- sessions end whole: an escalating session's three mailbox names (bell,
+# result, credential), removed on the host when it ends, are forgotten by
+# gVisor too (lazaret-init --forget-mailbox), so the mailbox's names do not
+# run out however many such sessions a generation has. Twelve sessions one
+# after another: the inodes in use are where they were (give or take the
+# last session's, which may not be forgotten yet).
+inodes() { in_sandbox "df -i $ESC_RESULTS | tail -n 1" | awk '{ print $3 }'; }
+ESC_RESULTS=/run/lazaret/mailbox/results
+before=$(inodes)
+for _ in $(seq 1 12); do
+        in_sandbox 'lazaret-escalate -- /usr/bin/touch '"$H"'/served >/dev/null 2>&1' || true
+done
+after=$before
+for _ in $(seq 1 50); do
+        after=$(inodes)
+        ((after <= before + 3)) && break
+        sleep 0.2
+done
+((after <= before + 3)) || lt_fail "twelve escalating sessions left $((after - before)) names in results/ ($before, then $after)"
+lt_log "ok: twelve escalating sessions, then $after names in use in results/ (before: $before)"
+
 # --- escalation disabled: no mailbox at all, and the Domain starts without one
 kill "$LT_KEEPER"
 wait "$LT_KEEPER" 2>/dev/null || true
