@@ -130,6 +130,7 @@ byte lease_gen;                /* Storage Catalog: generation whose lease
                                   holds the prepared lower (0: none)     */
 bool lower_gone;               /* `state gc` removed the prepared lower  */
 byte gc_runs;                  /* `lazaretctl state gc` runs (a Faults event) */
+bool reset_under_mount;        /* `lazaretctl state reset` emptied a layer a mounted overlay used */
 
 /* Clients and the session registry (§5.4). Index = session ID. */
 byte cl[NCLIENT+1];
@@ -240,6 +241,21 @@ byte view_died_gen;            /* ghost: generation whose view was killed */
 #define GC_GATE        (true)
 #else
 #define GC_GATE        (lease_gen == 0)
+#endif
+
+/* §5.3 `lazaretctl state reset` (and verify, and changes apply) needs a
+ * stopped Domain: it takes the Domain lock, so no coordinator holds it,
+ * and then waits until the sandbox scope, which holds the supervisor, the
+ * view, runsc and their mounts of the Domain's state, has no process: a
+ * coordinator killed without its teardown drops the lock at once, and the
+ * user manager stops its scope later.  MUTANT reset_while_going_down
+ * takes "not published" for stopped, as lazaretctl once did (the bus name
+ * goes at the start of teardown, the unmounts come later). */
+#define STATE_IN_USE   (sup != P_NONE || view != P_NONE || sandbox_gen != 0)
+#ifdef MUTANT_reset_while_going_down
+#define RESET_GATE     (!published)
+#else
+#define RESET_GATE     (flock_owner == 0 && !STATE_IN_USE)
 #endif
 
 /* §5.4 OpenSession is served only by a published Domain. */
@@ -912,6 +928,11 @@ end_faults:
 	 * holds it */
 	:: atomic { faults < NFAULT && !lower_gone && GC_GATE ->
 		faults++; gc_runs++; lower_gone = true }
+	/* and `lazaretctl state reset`: one rename of the layer into the
+	 * trash, whatever is mounted over it */
+	:: atomic { faults < NFAULT && RESET_GATE ->
+		faults++;
+		if :: STATE_IN_USE -> reset_under_mount = true :: else fi }
 	od
 }
 
@@ -977,6 +998,9 @@ init {
 /* A host command runs only on a verdict of the developer (terminal, D-Bus, the notification server's own action). */
 #define ApprovedByDeveloper (!(rq_forged[1] && rq[1] == RQ_RUNNING) && !(rq_forged[2] && rq[2] == RQ_RUNNING))
 
+/* Persistent state is reset only while nothing that mounts or serves it runs. */
+#define ResetOnlyStopped (!reset_under_mount)
+
 /* A command approved on a terminal ran only after the human could read the real one. */
 #define PromptSeenBeforeApproval (!(rq_unseen[1] && rq[1] == RQ_RUNNING) && !(rq_unseen[2] && rq[2] == RQ_RUNNING))
 
@@ -1000,6 +1024,7 @@ end_inv:
 	:: atomic { !CredentialOfCurrentGeneration -> assert(CredentialOfCurrentGeneration) }   /* INV CredentialOfCurrentGeneration */
 	:: atomic { !ApprovedByDeveloper -> assert(ApprovedByDeveloper) }                       /* INV ApprovedByDeveloper */
 	:: atomic { !PromptSeenBeforeApproval -> assert(PromptSeenBeforeApproval) }             /* INV PromptSeenBeforeApproval */
+	:: atomic { !ResetOnlyStopped -> assert(ResetOnlyStopped) }                             /* INV ResetOnlyStopped */
 	:: atomic { !SandboxOnlyBehindView -> assert(SandboxOnlyBehindView) }                   /* INV SandboxOnlyBehindView */
 	:: atomic { !ViewNeverOutlivesGeneration -> assert(ViewNeverOutlivesGeneration) }       /* INV ViewNeverOutlivesGeneration */
 	:: atomic { !LeaseProtectsLower -> assert(LeaseProtectsLower) }                         /* INV LeaseProtectsLower */

@@ -4,7 +4,8 @@
  * holds its Domain lock (<domain_dir>/coordinator.lock), which the
  * coordinator takes first and releases last, by exiting, after its
  * sessions, sandbox, helpers and mounts are gone. So "stopped" means "the
- * lock is free", for every verb: `stop` returns when it is, and a verb
+ * lock is free" (and, after a coordinator that was killed, its sandbox
+ * scope gone too), for every verb: `stop` returns when it is, and a verb
  * that needs a stopped Domain waits, bounded and saying so, for one that
  * is going down, instead of refusing it.
  */
@@ -70,6 +71,52 @@ static bool going_down(const char *id) {
         return streq(state, "stopping") || streq(state, "failed");
 }
 
+/*
+ * Whether the Domain's sandbox scope (the supervisor, runsc, the view and
+ * the mounts of the Domain's state they hold) still has processes. The
+ * lock alone does not say so: a coordinator killed without its teardown
+ * drops the lock at once, and the user manager stops the scope it was
+ * bound to (BindsTo=) only after that.
+ */
+static bool sandbox_scope_active(sd_bus *bus, const char *id) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *state = NULL;
+        char scope[UNIT_NAME_MAX];
+        const char *path;
+
+        domain_unit_name(id, "sandbox.scope", scope);
+        if (sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                               "org.freedesktop.systemd1.Manager", "GetUnit", &error, &reply, "s", scope) < 0)
+                return false;   /* NoSuchUnit: never started, or collected */
+        if (sd_bus_message_read(reply, "o", &path) < 0)
+                return false;
+        if (sd_bus_get_property_string(bus, "org.freedesktop.systemd1", path, "org.freedesktop.systemd1.Unit",
+                                       "ActiveState", &error, &state) < 0)
+                return false;
+        return !streq(state, "inactive") && !streq(state, "failed");
+}
+
+/* Waits, at most timeout_s, until the sandbox scope has ended; -ETIMEDOUT otherwise. Says so once if it waits. */
+static int wait_sandbox_scope(const char *id, unsigned timeout_s) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+
+        if (sd_bus_open_user(&bus) < 0)
+                return 0;       /* no user manager: no scope of ours either */
+        (void) sd_bus_set_method_call_timeout(bus, CTL_REPLY_TIMEOUT_USEC);
+        for (unsigned i = 0; i < timeout_s * 10; i++) {
+                if (!sandbox_scope_active(bus, id))
+                        return 0;
+                if (i == 0)
+                        fprintf(stderr, "Domain %s has no coordinator, but its sandbox scope is still being stopped; "
+                                "waiting for it (at most %u s)...\n", id, timeout_s);
+                (void) usleep(100 * 1000);
+        }
+        fprintf(stderr, "The sandbox scope of Domain %s is still there after %u s: see systemctl --user status "
+                "lazaret-%s-sandbox.scope.\n", id, timeout_s, id);
+        return -ETIMEDOUT;
+}
+
 static int open_lock(const char *domain_dir, bool create, int *ret_fd) {
         _cleanup_free_ char *path = path_join(domain_dir, "coordinator.lock");
         int fd;
@@ -95,7 +142,7 @@ int ctl_domain_wait_stopped(const char *domain_dir, const char *id, unsigned tim
                 return r;
         }
         if (flock(fd, LOCK_SH | LOCK_NB) == 0)
-                return 0;
+                return wait_sandbox_scope(id, timeout_s);
         if (errno != EWOULDBLOCK) {
                 fprintf(stderr, "Cannot lock the Domain lock of %s: %m\n", id);
                 return -errno;
@@ -104,8 +151,10 @@ int ctl_domain_wait_stopped(const char *domain_dir, const char *id, unsigned tim
                 fprintf(stderr, "Domain %s is stopping; waiting for its coordinator to finish (at most %u s)...\n", id,
                         timeout_s);
         r = flock_within(fd, LOCK_SH, timeout_s);
-        if (r == 0)
-                return 1;
+        if (r == 0) {
+                r = wait_sandbox_scope(id, timeout_s);
+                return r < 0 ? r : 1;
+        }
         if (r == -ETIMEDOUT)
                 fprintf(stderr, "Domain %s still has a coordinator after %u s (it holds the Domain lock): see "
                         "systemctl --user status lazaret@%s.service.\n", id, timeout_s, id);
@@ -160,6 +209,10 @@ int ctl_domain_lock_stopped(const char *domain_dir, const char *id, const char *
                         return r;
                 }
         }
+        /* The lock is ours: no coordinator can start. What a killed one left is waited for too. */
+        r = wait_sandbox_scope(id, CTL_STOP_WAIT_SEC);
+        if (r < 0)
+                return -EBUSY;
         *ret_fd = TAKE_FD(fd);
         return 0;
 }

@@ -211,4 +211,20 @@ set -e
 lt_wait_inactive
 lt_assert_eq "status after stop" inactive "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
 
+# A coordinator killed without its teardown drops the Domain lock at once;
+# the user manager stops its sandbox scope (BindsTo=) afterwards. stop, like
+# every verb that needs a stopped Domain, returns only when both are gone.
+lt_keeper_start
+main=$(systemctl --user show -P MainPID "lazaret@$LT_DOMAIN.service")
+[[ $main -gt 0 ]] || lt_fail "no coordinator to kill"
+kill -KILL "$main"
+(cd "$LT_WS" && lazaretctl stop) >/dev/null || lt_fail "lazaretctl stop after the coordinator was killed failed"
+scope_state=$(systemctl --user is-active "lazaret-$LT_DOMAIN-sandbox.scope" || true)
+[[ $scope_state == inactive || $scope_state == failed ]] ||
+        lt_fail "the sandbox scope was $scope_state when stop returned after the coordinator was killed"
+kill "$LT_KEEPER" 2>/dev/null || true
+wait "$LT_KEEPER" 2>/dev/null || true
+LT_KEEPER=
+systemctl --user reset-failed "lazaret@$LT_DOMAIN.service" 2>/dev/null || true
+
 echo "PASS: output, status, streams, workspace, teardown, status/list/stop"
