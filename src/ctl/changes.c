@@ -800,15 +800,27 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                 return r;
         }
         _cleanup_strv_free_ char **names = NULL, **paths = NULL;
+        size_t col;
         r = effective_names(&c, &names);
         if (r >= 0)
                 r = profile_paths(&c, &paths);
         if (r < 0)
                 return r;
-        printf("  %-16s", "View:");
-        STRV_FOREACH(p, names)
-                print_escaped(p == names ? "" : " ", *p, "");
-        printf(" (at any depth: writes kept in Domain state)\n");
+        printf("  %-16sat any depth, writes kept in Domain state:", "View:");
+        col = 18 + strlen("at any depth, writes kept in Domain state:");
+        STRV_FOREACH(p, names) {
+                /* Lines of at most about 100 columns, indented under the heading. */
+                if (col + 1 + strlen(*p) > 100) {
+                        printf("\n%18s", "");
+                        col = 18;
+                } else {
+                        putchar(' ');
+                        col++;
+                }
+                print_escaped("", *p, "");
+                col += strlen(*p);
+        }
+        printf("\n");
         if (!strv_is_empty(c.unprotect)) {
                 printf("  %-16sshared by the profile:", "");
                 STRV_FOREACH(p, c.unprotect)
