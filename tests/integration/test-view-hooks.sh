@@ -107,7 +107,7 @@ expect_inside "planting a pre-commit hook and lefthook commands, staged" \
 unchanged .pre-commit-config.yaml "$pc_sha"
 unchanged lefthook.yml "$lh_sha"
 [[ ! -e $LT_WS/.config/lefthook.yml ]] || lt_fail ".config/lefthook.yml reached the host"
-lt_assert_eq "pre-commit config inside" 1 "$(inside 'grep -c planted .pre-commit-config.yaml')"
+lt_assert_eq "pre-commit config inside" 1 "$(inside 'grep -c "id: planted" .pre-commit-config.yaml')"
 
 # What the sandbox staged: the index is shared (issue 32 item 3).
 staged=$(hgit diff --cached --name-only | tr '\n' ' ')
