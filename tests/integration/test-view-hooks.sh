@@ -19,7 +19,9 @@
 #   - the developer's own edits of those files on the host take effect;
 #     git add and commit inside work.
 # Whether the index the sandbox staged reaches the host's commit is
-# logged (issue 32 item 3 decides it).
+# logged (issue 32 item 3 decides it). A host hook that runs project code
+# (npm test) is named by the launch that starts the Domain and by
+# lazaretctl status (item 4).
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -211,7 +213,18 @@ expect_inside "git add and commit of the hook manager's file (held in Domain sta
 lt_log "a commit made inside holds the sandbox's .husky/pre-commit; the host's working tree does not (issue 32 item 3)"
 no_marks "the end"
 
+# Item 4: a host hook that runs project code is named at launch and in status.
+printf 'npm test\n' >"$LT_WS/.husky/pre-push"
+want="your host's pre-push hook (.husky/pre-push) runs \`npm test\`: a push made on the host runs what the sandbox wrote"
+systemctl --user stop "lazaret@$LT_DOMAIN.service"
+lt_wait_inactive
+out=$(lt_launch -- /bin/true 2>&1 </dev/null) || lt_fail "the launch failed: $out"
+[[ $out == *"lazaretctl: git: $want"* ]] || lt_fail "the launch does not name the host's hook: $out"
+lt_log "ok: the launch says: $(grep -F 'pre-push hook' <<<"$out")"
 status=$(lazaretctl --workspace "$LT_WS" status 2>&1) || lt_fail "lazaretctl status failed: $status"
+[[ $status == *"Hooks:          $want"* ]] || lt_fail "lazaretctl status does not name the host's hook: $status"
+lt_assert_eq "status --json host_hooks_run_project" 1 \
+        "$(lazaretctl --workspace "$LT_WS" status --json | jq '.View.host_hooks_run_project | length')"
 for want in .pre-commit-config.yaml .husky lefthook.yml AGENTS.md; do
         [[ $status == *"$want"* ]] || lt_fail "lazaretctl status lacks '$want': $status"
 done
