@@ -186,6 +186,15 @@ expect_inside "rewriting .husky/pre-push and its wrapper, staged" \
          git add .husky/pre-push"
 unchanged .husky/pre-push "$husky_sha"
 unchanged .husky/_/h "$wrapper_sha"
+# The sandbox's staged .husky/pre-push and a host commit (item 3): logged.
+if hgit commit -q -m host-staged >/dev/null 2>&1; then
+        if hgit show HEAD:.husky/pre-push | grep -q "$marks"; then
+                lt_log "NOTE (item 3): the host's git commit committed the sandbox's staged .husky/pre-push, with no word;" \
+                        "the host's working tree keeps its own ($(hgit status --short -- .husky/pre-push))"
+        fi
+        hgit reset -q --soft HEAD~1
+fi
+no_marks "the host's commit over the sandbox's staged .husky/pre-push"
 hgit reset -q HEAD -- .husky/pre-push
 hgit commit -q --allow-empty --no-verify -m host-four
 hgit push -q origin HEAD:main || lt_fail "the host's push after the session failed"
