@@ -13,6 +13,7 @@
 #include "fs-util.h"
 #include "view-ignored.h"
 #include "git-sentry.h"
+#include "host-hooks.h"
 #include "json-util.h"
 #include "mount-plan.h"
 #include "net-policy.h"
@@ -299,10 +300,10 @@ static int add_git_view(MountPlan *plan, const Domain *d, const GitLinked *l, co
  * and the kept names the host's own git dirs already hold. Said, never
  * fatal: a Domain whose state cannot be read still starts.
  */
-static int git_notices(const Domain *d, int wfd, const GitLinked *l, char ***ret) {
+static int git_notices(const Domain *d, int wfd, const GitLinked *l, char *const *derived, char ***ret) {
         _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_STATE_DIR),
                             *git_state = path_join(d->domain_dir, VIEW_GIT_STATE_DIR), *line = NULL;
-        _cleanup_strv_free_ char **ops = NULL, **host = NULL;
+        _cleanup_strv_free_ char **ops = NULL, **host = NULL, **dirs = NULL, **hooks = NULL;
         _cleanup_close_ int sfd = -EBADF, gsfd = -EBADF;
         int r;
 
@@ -321,6 +322,16 @@ static int git_notices(const Domain *d, int wfd, const GitLinked *l, char ***ret
                 if (r < 0)
                         return r;
         }
+        /* Issue 32 item 4: a host hook that runs the project's code. */
+        r = strv_extend(&dirs, ".git/hooks");
+        if (r >= 0)
+                r = strv_extend_strv(&dirs, derived);
+        if (r >= 0)
+                r = host_hooks_scan(wfd, dirs, &hooks);
+        if (r >= 0)
+                r = strv_extend_strv(&ops, hooks);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(ops);
         return 0;
 }
@@ -427,7 +438,7 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                         goto finish;
                 }
                 if (p->ret_git_notices) {
-                        r = git_notices(d, wfd, &linked, p->ret_git_notices);
+                        r = git_notices(d, wfd, &linked, protect, p->ret_git_notices);
                         if (r == -ENOMEM)
                                 goto finish;
                         r = 0;

@@ -26,6 +26,7 @@
 #include "domain.h"
 #include "fs-util.h"
 #include "git-sentry.h"
+#include "host-hooks.h"
 #include "json-util.h"
 #include "macro.h"
 #include "mount-plan.h"
@@ -232,6 +233,20 @@ static int git_kept(const ViewContext *c, char ***ret_ops, char ***ret_host) {
                                    c->linked.root, c->git_state_fd, ret_ops, ret_host);
         if (r < 0)
                 fprintf(stderr, "Cannot read the workspace's git state: %s\n", strerror(-r));
+        return r;
+}
+
+/* Issue 32 item 4: the host's hooks that run project code (host-hooks.h), from .git/hooks and the core.hooksPath ones. */
+static int host_hooks(const ViewContext *c, char ***ret) {
+        _cleanup_strv_free_ char **dirs = NULL;
+        int r = strv_extend(&dirs, ".git/hooks");
+
+        if (r >= 0)
+                r = strv_extend_strv(&dirs, c->protect);
+        if (r >= 0)
+                r = host_hooks_scan(c->workspace_fd, dirs, ret);
+        if (r < 0)
+                fprintf(stderr, "Cannot read the host's git hooks: %s\n", strerror(-r));
         return r;
 }
 
@@ -723,7 +738,8 @@ static int profile_paths(const ViewContext *c, char ***ret) {
         return 0;
 }
 
-static int status_json(const ViewContext *c, size_t n_pending, char *const *ops, char *const *host, json_object **ret) {
+static int status_json(const ViewContext *c, size_t n_pending, char *const *ops, char *const *host, char *const *hooks,
+                       json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_strv_free_ char **names = NULL, **paths = NULL;
         int r = o ? 0 : -ENOMEM;
@@ -760,6 +776,8 @@ static int status_json(const ViewContext *c, size_t n_pending, char *const *ops,
         if (r >= 0)
                 r = json_add_strv(o, "git_kept_on_host", (const char *const *) (host ?: (char *[]) { NULL }));
         if (r >= 0)
+                r = json_add_strv(o, "host_hooks_run_project", (const char *const *) (hooks ?: (char *[]) { NULL }));
+        if (r >= 0)
                 r = json_add_uint64(o, "pending_changes", n_pending);
         if (r >= 0)
                 r = json_add_bool(o, "isolate_ignored", c->domain->profile->isolate_ignored);
@@ -776,7 +794,7 @@ int changes_status(const Config *config, const char *id, json_object *o) {
         _cleanup_(view_context_done) ViewContext c = VIEW_CONTEXT_NULL_FIELDS;
         _cleanup_(view_changes_done) ViewChanges l = {};
         _cleanup_(domain_record_done) DomainRecord rec = {};
-        _cleanup_strv_free_ char **ops = NULL, **host = NULL;
+        _cleanup_strv_free_ char **ops = NULL, **host = NULL, **hooks = NULL;
         _cleanup_free_ char *error = NULL, *notice = NULL;
         json_object *v = NULL;
         int r;
@@ -791,24 +809,38 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                 r = scan(&c, &l);
         if (r >= 0)
                 r = git_kept(&c, &ops, &host);
+        if (r >= 0)
+                r = host_hooks(&c, &hooks);
         if (r < 0)
                 return 0;               /* printed why */
         if (o) {
-                r = status_json(&c, l.n, ops, host, &v);
+                r = status_json(&c, l.n, ops, host, hooks, &v);
                 if (r >= 0)
                         r = json_add(o, "View", v);
                 return r;
         }
         _cleanup_strv_free_ char **names = NULL, **paths = NULL;
+        size_t col;
         r = effective_names(&c, &names);
         if (r >= 0)
                 r = profile_paths(&c, &paths);
         if (r < 0)
                 return r;
-        printf("  %-16s", "View:");
-        STRV_FOREACH(p, names)
-                print_escaped(p == names ? "" : " ", *p, "");
-        printf(" (at any depth: writes kept in Domain state)\n");
+        printf("  %-16sat any depth, writes kept in Domain state:", "View:");
+        col = 18 + strlen("at any depth, writes kept in Domain state:");
+        STRV_FOREACH(p, names) {
+                /* Lines of at most about 100 columns, indented under the heading. */
+                if (col + 1 + strlen(*p) > 100) {
+                        printf("\n%18s", "");
+                        col = 18;
+                } else {
+                        putchar(' ');
+                        col++;
+                }
+                print_escaped("", *p, "");
+                col += strlen(*p);
+        }
+        printf("\n");
         if (!strv_is_empty(c.unprotect)) {
                 printf("  %-16sshared by the profile:", "");
                 STRV_FOREACH(p, c.unprotect)
@@ -839,6 +871,8 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                         return r;
                 print_escaped("  Git:            ", notice, "\n");
         }
+        STRV_FOREACH(p, hooks)
+                print_escaped("  Hooks:          ", *p, "\n");
         if (c.domain->profile->isolate_ignored) {
                 printf("  %-16sisolated: untracked git-ignored paths live in Domain state "
                        "(lazaretctl changes --ignored)\n", "Ignored:");

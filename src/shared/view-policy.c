@@ -30,9 +30,41 @@ static const char *const kept_names[] = { KEPT_NAMES, NULL };
 /* Whose presence on the host makes a directory look prepared as a git dir (ViewFacts.host_control). */
 static const char *const fact_names[] = { CONTROL_NAMES, KEPT_NAMES, NULL };
 
-/* Tools that run or trust these on the host by themselves: direnv, editors, agents, dev containers. */
+/*
+ * Files that a host program reads, without the developer running project
+ * code on purpose, as what to execute or obey (spec §4.6, the table of
+ * integration names, each with its reason): protected at any depth.
+ */
 static const char *const integration_names[] = {
-        ".envrc", ".vscode", ".idea", ".mcp.json", ".claude", ".devcontainer", NULL,
+        /* direnv, editors, agents, dev containers */
+        ".envrc", ".vscode", ".idea", ".mcp.json", ".claude", ".devcontainer",
+        /* hook managers: a hook installed in the git dir reads these at every commit or push */
+        ".pre-commit-config.yaml", ".pre-commit-config.yml", "prek.toml",
+        ".husky", ".huskyrc", ".huskyrc.json", ".huskyrc.yaml", ".huskyrc.yml", ".huskyrc.js", "husky.config.js",
+        "lefthook.yml", "lefthook.yaml", "lefthook.json", "lefthook.jsonc", "lefthook.toml",
+        ".lefthook.yml", ".lefthook.yaml", ".lefthook.json", ".lefthook.jsonc", ".lefthook.toml",
+        "lefthook-local.yml", "lefthook-local.yaml", "lefthook-local.json", "lefthook-local.jsonc", "lefthook-local.toml",
+        ".lefthook-local.yml", ".lefthook-local.yaml", ".lefthook-local.json", ".lefthook-local.jsonc",
+        ".lefthook-local.toml", ".lefthook", ".lefthook-local",
+        ".overcommit.yml", ".git-hooks", ".githooks",
+        "hk.pkl", "hk.local.pkl",
+        "captainhook.json", "grumphp.yml", "grumphp.yaml", "grumphp.yml.dist", "grumphp.yaml.dist",
+        ".rusty-hook.toml", "rusty-hook.toml",
+        /* what a hook runs by name: lint-staged's and commitlint's own files */
+        ".lintstagedrc", ".lintstagedrc.json", ".lintstagedrc.yaml", ".lintstagedrc.yml", ".lintstagedrc.js",
+        ".lintstagedrc.cjs", ".lintstagedrc.mjs", "lint-staged.config.js", "lint-staged.config.cjs",
+        "lint-staged.config.mjs", "lint-staged.config.ts",
+        ".commitlintrc", ".commitlintrc.json", ".commitlintrc.yaml", ".commitlintrc.yml", ".commitlintrc.js",
+        ".commitlintrc.cjs", ".commitlintrc.mjs", ".commitlintrc.ts", ".commitlintrc.cts", "commitlint.config.js",
+        "commitlint.config.cjs", "commitlint.config.mjs", "commitlint.config.ts", "commitlint.config.cts",
+        /* editors and agents: settings that start programs, instructions they obey */
+        ".cursor", ".cursorrules", ".gemini", ".codex", ".continue", ".windsurf", ".windsurfrules", ".zed", ".helix",
+        ".kiro", ".roo", ".amazonq", ".clinerules", ".aider.conf.yml",
+        "AGENTS.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md", "copilot-instructions.md",
+        ".nvim.lua", ".nvimrc", ".exrc", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
+        /* environment managers and git-lfs */
+        "mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise", ".tool-versions", ".lfsconfig",
+        NULL,
 };
 
 bool view_is_control_name(const char *name) {
@@ -157,7 +189,7 @@ int view_protect_entry_normalize(const char *s, char **ret, const char **ret_why
                 }
         if (s[0] == '!') {
                 if (!view_is_integration_name(s + 1)) {
-                        *ret_why = "\"!\" removes only a built-in name (.envrc .vscode .idea .mcp.json .claude .devcontainer)";
+                        *ret_why = "\"!\" removes only a built-in name (lazaret-view(8) lists them)";
                         return -EINVAL;
                 }
                 out = strdup(s);

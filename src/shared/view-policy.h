@@ -30,8 +30,10 @@
  *     what they say (spec §4.6, "Kept in the Domain");
  *   - a .git that is not a directory (a gitfile or a symbolic link, which
  *     redirect git's search) lives in Domain state;
- *   - the integration files that other host tools run or trust (.envrc,
- *     .vscode/, .idea/, .mcp.json, .claude/, .devcontainer/, at any depth)
+ *   - the integration names: files that other host programs run or obey
+ *     by themselves (.envrc, .vscode/, the hook managers' configuration,
+ *     agents' settings and instructions, ...; view_integration_names()),
+ *     at any depth,
  *     and the workspace paths named by the host's own git configuration
  *     (core.hooksPath, included files) live in Domain state.
  * Domain state shadows the host: the host's version stays visible inside

@@ -4,10 +4,10 @@
 # test-view-protect (issue 15 items 1 and 4): the profile's protected_paths
 # and the host's own git configuration's includes. In a real sandbox (the
 # busybox image plus the host's git), with protected_paths
-# [".tool-versions", "/tools/deploy.sh", "!.vscode"] and a ~/.gitconfig that
+# [".sdkmanrc", "/tools/deploy.sh", "!.vscode"] and a ~/.gitconfig that
 # includes a file in the workspace (and, under an includeIf that does not
 # match, a second one):
-#   - .tool-versions (at any depth) and tools/deploy.sh are never written
+#   - .sdkmanrc (at any depth) and tools/deploy.sh are never written
 #     on the host from inside, tools/other.sh is; .vscode/ is shared again,
 #     .envrc still protected;
 #   - the included files keep the host's version however the sandbox
@@ -23,7 +23,7 @@ lt_reset_view_state
 
 image=$(jq -r '.profiles.test.image' "$LT_CONFIG")
 jq -n --arg image "$image" '{ default_profile: "test", profiles: { test: { image: $image,
-        protected_paths: [".tool-versions", "/tools/deploy.sh", "/ci/run.sh", "!.vscode"] } } }' >"$LT_CONFIG"
+        protected_paths: [".sdkmanrc", "/tools/deploy.sh", "/ci/run.sh", "!.vscode"] } } }' >"$LT_CONFIG"
 lazaretctl --workspace "$LT_WS" config check >/dev/null || lt_fail "the configuration with protected_paths is refused"
 
 marks=$HOME/lt-protect-marks
@@ -58,16 +58,16 @@ expect_inside() {
 }
 
 expect_inside "writes to protected and shared paths" \
-        "echo planted > .tool-versions && mkdir -p sub tools .vscode && echo planted > sub/.tool-versions &&
+        "echo planted > .sdkmanrc && mkdir -p sub tools .vscode && echo planted > sub/.sdkmanrc &&
          echo planted > tools/deploy.sh && echo shared > tools/other.sh && echo '{}' > .vscode/tasks.json &&
          echo planted > .envrc"
-[[ ! -e $LT_WS/.tool-versions ]] || lt_fail ".tool-versions (protected_paths) reached the host"
-[[ ! -e $LT_WS/sub/.tool-versions ]] || lt_fail "sub/.tool-versions (a protected name at depth) reached the host"
+[[ ! -e $LT_WS/.sdkmanrc ]] || lt_fail ".sdkmanrc (protected_paths) reached the host"
+[[ ! -e $LT_WS/sub/.sdkmanrc ]] || lt_fail "sub/.sdkmanrc (a protected name at depth) reached the host"
 [[ ! -e $LT_WS/tools/deploy.sh ]] || lt_fail "tools/deploy.sh (a protected path) reached the host"
 [[ ! -e $LT_WS/.envrc ]] || lt_fail ".envrc (built-in, kept) reached the host"
 lt_assert_eq "tools/other.sh on the host (shared)" shared "$(cat "$LT_WS/tools/other.sh" 2>/dev/null)"
 lt_assert_eq ".vscode/tasks.json on the host (removed from the built-ins)" "{}" "$(cat "$LT_WS/.vscode/tasks.json" 2>/dev/null)"
-lt_assert_eq ".tool-versions inside" planted "$(inside 'cat .tool-versions')"
+lt_assert_eq ".sdkmanrc inside" planted "$(inside 'cat .sdkmanrc')"
 
 # A protected path's parents stay directories where they are: no symbolic
 # link, no directory the sandbox filled, takes their place.
@@ -99,13 +99,17 @@ no_marks "included git configuration"
 lt_log "ok: the host's included git configuration keeps the host's version"
 
 status=$(lazaretctl --workspace "$LT_WS" status 2>&1) || lt_fail "lazaretctl status failed: $status"
-for want in ".tool-versions" "protected path: tools/deploy.sh" "shared by the profile: .vscode" \
+for want in ".sdkmanrc" "protected path: tools/deploy.sh" "shared by the profile: .vscode" \
         "git configuration names: team.gitconfig" "git configuration names: conf/if.gitconfig"; do
         [[ $status == *"$want"* ]] || lt_fail "lazaretctl status lacks '$want': $status"
 done
 json=$(lazaretctl --workspace "$LT_WS" status --json) || lt_fail "lazaretctl status --json failed"
-lt_assert_eq "status --json protected_names" '.envrc .idea .mcp.json .claude .devcontainer .tool-versions' \
-        "$(jq -r '.View.protected_names | join(" ")' <<<"$json")"
+names=$(jq -r '.View.protected_names | join(" ")' <<<"$json")
+for want in .envrc .idea .claude .pre-commit-config.yaml .husky lefthook.yml AGENTS.md .tool-versions; do
+        [[ " $names " == *" $want "* ]] || lt_fail "status --json protected_names lacks the built-in $want: $names"
+done
+[[ " $names " != *" .vscode "* ]] || lt_fail "status --json protected_names has .vscode, which the profile shares: $names"
+lt_assert_eq "status --json protected_names, the profile's last" .sdkmanrc "${names##* }"
 lt_assert_eq "status --json unprotected_names" .vscode "$(jq -r '.View.unprotected_names | join(" ")' <<<"$json")"
 lt_assert_eq "status --json protected_paths" "/tools/deploy.sh /ci/run.sh" "$(jq -r '.View.protected_paths | join(" ")' <<<"$json")"
 lt_log "ok: lazaretctl status lists the protections in effect"

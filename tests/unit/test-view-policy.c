@@ -191,11 +191,86 @@ Test(view_policy, integration_files) {
         EXPECT(".envrcx", NONE, false, VIEW_SHARED);
 }
 
+/* Issue 32: what a host hook, editor, agent or environment manager runs or obeys by itself. */
+Test(view_policy, hook_managers) {
+        /* pre-commit and prek: the hook in .git/hooks reads the config at every commit. */
+        EXPECT(".pre-commit-config.yaml", NONE, false, VIEW_PROTECTED);
+        EXPECT(".pre-commit-config.yml", NONE, false, VIEW_PROTECTED);
+        EXPECT(".pre-commit-config.yaml.lock", NONE, false, VIEW_PROTECTED);
+        EXPECT("sub/prek.toml", NONE, false, VIEW_PROTECTED);
+        /* husky: all of .husky/, the wrappers in _/ and the hooks they run. */
+        EXPECT(".husky", NONE, true, VIEW_PROTECTED);
+        EXPECT(".husky/pre-push", NONE, false, VIEW_PROTECTED);
+        EXPECT(".husky/_/h", NONE, false, VIEW_PROTECTED);
+        EXPECT(".huskyrc.json", NONE, false, VIEW_PROTECTED);
+        /* lefthook: every name it looks up, .config/ too, and its script directories. */
+        EXPECT("lefthook.yml", NONE, false, VIEW_PROTECTED);
+        EXPECT(".lefthook.toml", NONE, false, VIEW_PROTECTED);
+        EXPECT(".config/lefthook.yaml", NONE, false, VIEW_PROTECTED);
+        EXPECT("lefthook-local.json", NONE, false, VIEW_PROTECTED);
+        EXPECT(".lefthook-local.yml", NONE, false, VIEW_PROTECTED);
+        EXPECT(".lefthook/pre-commit/check.sh", NONE, false, VIEW_PROTECTED);
+        EXPECT(".lefthook-local/pre-push/x", NONE, false, VIEW_PROTECTED);
+        /* overcommit, hk, captainhook, grumphp, rusty-hook, hooks directories. */
+        EXPECT(".overcommit.yml", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git-hooks/pre_commit/x.rb", NONE, false, VIEW_PROTECTED);
+        EXPECT(".githooks/pre-commit", NONE, false, VIEW_PROTECTED);
+        EXPECT("hk.pkl", NONE, false, VIEW_PROTECTED);
+        EXPECT(".config/hk.local.pkl", NONE, false, VIEW_PROTECTED);
+        EXPECT("captainhook.json", NONE, false, VIEW_PROTECTED);
+        EXPECT("grumphp.yml.dist", NONE, false, VIEW_PROTECTED);
+        EXPECT(".rusty-hook.toml", NONE, false, VIEW_PROTECTED);
+        /* What a hook runs by name. */
+        EXPECT(".lintstagedrc.json", NONE, false, VIEW_PROTECTED);
+        EXPECT("lint-staged.config.mjs", NONE, false, VIEW_PROTECTED);
+        EXPECT("commitlint.config.js", NONE, false, VIEW_PROTECTED);
+        EXPECT(".commitlintrc.yml", NONE, false, VIEW_PROTECTED);
+        /* Judged and left open (spec §6.3). */
+        EXPECT(".pre-commit-hooks.yaml", NONE, false, VIEW_SHARED);
+        EXPECT(".simple-git-hooks.json", NONE, false, VIEW_SHARED);
+        EXPECT("package.json", NONE, false, VIEW_SHARED);
+        EXPECT("husky", NONE, true, VIEW_SHARED);
+        EXPECT("lefthook.yml.orig", NONE, false, VIEW_SHARED);
+}
+
+Test(view_policy, editors_agents_environments) {
+        EXPECT(".cursor/mcp.json", NONE, false, VIEW_PROTECTED);
+        EXPECT(".gemini/settings.json", NONE, false, VIEW_PROTECTED);
+        EXPECT(".codex/config.toml", NONE, false, VIEW_PROTECTED);
+        EXPECT(".continue/config.yaml", NONE, false, VIEW_PROTECTED);
+        EXPECT(".windsurf/rules/a.md", NONE, false, VIEW_PROTECTED);
+        EXPECT(".zed/settings.json", NONE, false, VIEW_PROTECTED);
+        EXPECT(".helix/languages.toml", NONE, false, VIEW_PROTECTED);
+        EXPECT(".aider.conf.yml", NONE, false, VIEW_PROTECTED);
+        EXPECT("AGENTS.md", NONE, false, VIEW_PROTECTED);
+        EXPECT("pkg/AGENTS.md", NONE, false, VIEW_PROTECTED);
+        EXPECT("CLAUDE.md", NONE, false, VIEW_PROTECTED);
+        EXPECT("GEMINI.md", NONE, false, VIEW_PROTECTED);
+        EXPECT(".cursorrules", NONE, false, VIEW_PROTECTED);
+        EXPECT(".github/copilot-instructions.md", NONE, false, VIEW_PROTECTED);
+        EXPECT(".nvim.lua", NONE, false, VIEW_PROTECTED);
+        EXPECT(".dir-locals.el", NONE, false, VIEW_PROTECTED);
+        EXPECT("mise.toml", NONE, false, VIEW_PROTECTED);
+        EXPECT(".config/mise.toml", NONE, false, VIEW_PROTECTED);
+        EXPECT(".mise/config.toml", NONE, false, VIEW_PROTECTED);
+        EXPECT(".tool-versions", NONE, false, VIEW_PROTECTED);
+        EXPECT(".lfsconfig", NONE, false, VIEW_PROTECTED);
+        /* Judged and left open (spec §6.3). */
+        EXPECT(".env", NONE, false, VIEW_SHARED);
+        EXPECT(".python-version", NONE, false, VIEW_SHARED);
+        EXPECT(".nvmrc", NONE, false, VIEW_SHARED);
+        EXPECT(".github/workflows/ci.yml", NONE, false, VIEW_SHARED);
+        EXPECT("README.md", NONE, false, VIEW_SHARED);
+        EXPECT("agents.md", NONE, false, VIEW_SHARED);
+        /* Names count in ordinary directories only: a git dir's files keep its own rule. */
+        EXPECT(".git/AGENTS.md", NONE, false, VIEW_SHARED);
+}
+
 Test(view_policy, configured_paths) {
         ViewDir top = VIEW_DIR_TOP;
 
-        cr_expect_eq(view_name_class(&top, NULL, ".husky", true, true), VIEW_PROTECTED);
-        cr_expect_eq(view_name_class(&top, NULL, ".husky", true, false), VIEW_SHARED);
+        cr_expect_eq(view_name_class(&top, NULL, "tools", true, true), VIEW_PROTECTED);
+        cr_expect_eq(view_name_class(&top, NULL, "tools", true, false), VIEW_SHARED);
 }
 
 Test(view_policy, facts_asked_only_where_they_matter) {
@@ -246,14 +321,14 @@ static ViewClass classify_listed(const char *path, const ViewLists *l, bool is_d
 
 Test(view_policy, profile_lists) {
         char *paths[] = { (char *) "tools/deploy.sh", (char *) ".git/extra.cfg", (char *) "cfg/included", NULL };
-        char *names[] = { (char *) ".tool-versions", NULL };
+        char *names[] = { (char *) ".deploy-settings", NULL };
         char *unprotect[] = { (char *) ".vscode", NULL };
         ViewLists l = { .paths = paths, .names = names, .unprotect = unprotect };
 
         /* A name at any depth, its lock file too. */
-        cr_expect_eq(classify_listed(".tool-versions", &l, false), VIEW_PROTECTED);
-        cr_expect_eq(classify_listed("a/b/.tool-versions", &l, false), VIEW_PROTECTED);
-        cr_expect_eq(classify_listed("a/.tool-versions.lock", &l, false), VIEW_PROTECTED);
+        cr_expect_eq(classify_listed(".deploy-settings", &l, false), VIEW_PROTECTED);
+        cr_expect_eq(classify_listed("a/b/.deploy-settings", &l, false), VIEW_PROTECTED);
+        cr_expect_eq(classify_listed("a/.deploy-settings.lock", &l, false), VIEW_PROTECTED);
         /* A path only there. */
         cr_expect_eq(classify_listed("tools/deploy.sh", &l, false), VIEW_PROTECTED);
         cr_expect_eq(classify_listed("tools/deploy.sh.lock", &l, false), VIEW_PROTECTED);
@@ -269,10 +344,21 @@ Test(view_policy, profile_lists) {
         cr_expect_eq(classify_listed(".git/other.cfg", &l, false), VIEW_SHARED);
         cr_expect_eq(classify_listed("cfg/included", &l, false), VIEW_PROTECTED);
         /* Names and removals apply to ordinary directories only: a .vscode in a git dir is the git dir's. */
-        cr_expect_eq(classify_listed(".git/.tool-versions", &l, false), VIEW_SHARED);
+        cr_expect_eq(classify_listed(".git/.deploy-settings", &l, false), VIEW_SHARED);
         /* Without lists, as before. */
         cr_expect_eq(classify_listed(".vscode/settings.json", NULL, false), VIEW_PROTECTED);
-        cr_expect_eq(classify_listed(".tool-versions", NULL, false), VIEW_SHARED);
+        cr_expect_eq(classify_listed(".deploy-settings", NULL, false), VIEW_SHARED);
+}
+
+Test(view_policy, new_names_removed_by_the_profile) {
+        char *unprotect[] = { (char *) "AGENTS.md", (char *) ".husky", NULL };
+        ViewLists l = { .unprotect = unprotect };
+
+        cr_expect_eq(classify_listed("AGENTS.md", &l, false), VIEW_SHARED);
+        cr_expect_eq(classify_listed("sub/AGENTS.md", &l, false), VIEW_SHARED);
+        cr_expect_eq(classify_listed(".husky/pre-push", &l, false), VIEW_SHARED);
+        cr_expect_eq(classify_listed("CLAUDE.md", &l, false), VIEW_PROTECTED);
+        cr_expect_eq(classify_listed(".pre-commit-config.yaml", &l, false), VIEW_PROTECTED);
 }
 
 static void normal(const char *in, const char *want) {
@@ -301,6 +387,9 @@ Test(view_policy, protect_entries) {
         normal("/tools//", "/tools");
         normal("!.vscode", "!.vscode");
         normal("!.claude", "!.claude");
+        normal("!AGENTS.md", "!AGENTS.md");
+        normal("!.husky", "!.husky");
+        normal("!.pre-commit-config.yaml", "!.pre-commit-config.yaml");
 
         abnormal("", "empty");
         abnormal("/", "the workspace itself");
