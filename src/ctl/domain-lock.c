@@ -85,7 +85,7 @@ static bool sandbox_scope_active(sd_bus *bus, const char *id) {
         char scope[UNIT_NAME_MAX];
         const char *path;
 
-        domain_unit_name(id, "sandbox.scope", scope);
+        domain_scope_name(id, scope);
         if (sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                                "org.freedesktop.systemd1.Manager", "GetUnit", &error, &reply, "s", scope) < 0)
                 return false;   /* NoSuchUnit: never started, or collected */
