@@ -20,6 +20,7 @@
 #include <json-c/json.h>
 
 #include "changes.h"
+#include "checkout.h"
 #include "cleanup.h"
 #include "ctl.h"
 #include "domain-lock.h"
@@ -120,11 +121,20 @@ static int derive_protect(const Domain *d, int wfd, char ***ret, GitLinked *ret_
         return 0;
 }
 
-/* A view's state directory below the Domain Root (O_PATH), or -ENOENT in *ret when it has none (yet). Prints why on failure. */
-static int open_state(const Domain *d, const char *name, const char *what, int *ret) {
-        _cleanup_free_ char *state = path_join(d->domain_dir, name);
+/*
+ * A view's state directory of the current checkout (checkout.h: found below
+ * the Domain Root by the identity of the checkout at the workspace path now),
+ * O_PATH, or -ENOENT in *ret when it has none (yet). Prints why on failure.
+ */
+static int open_state(const char *checkout_dir, const char *name, const char *what, int *ret) {
+        _cleanup_free_ char *state = NULL;
         int fd;
 
+        if (!checkout_dir) {
+                *ret = -ENOENT;
+                return 0;
+        }
+        state = path_join(checkout_dir, name);
         if (!state)
                 return -ENOMEM;
         fd = open(state, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -140,7 +150,8 @@ static int open_state(const Domain *d, const char *name, const char *what, int *
 static int view_context_open(const Config *config, const char *profile, const char *workspace, bool lock,
                              ViewContext *ret) {
         _cleanup_(view_context_done) ViewContext c = VIEW_CONTEXT_NULL_FIELDS;
-        _cleanup_free_ char *error = NULL;
+        _cleanup_free_ char *error = NULL, *checkout_dir = NULL;
+        CheckoutId id;
         int r;
 
         r = domain_new(config, &arg_host, profile, workspace, &c.domain, &error);
@@ -158,18 +169,30 @@ static int view_context_open(const Config *config, const char *profile, const ch
                 fprintf(stderr, "Cannot open the workspace %s: %m\n", c.domain->workspace);
                 return -errno;
         }
-        r = open_state(c.domain, VIEW_STATE_DIR, "view", &c.state_fd);
-        if (r < 0)
-                return r;
         r = derive_protect(c.domain, c.workspace_fd, &c.protect, &c.linked, &error);
         if (r < 0) {
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
                 return r;
         }
+        /* The state of the checkout now at this path, by the git dirs the Sentry judged; another's is set aside. */
+        r = checkout_id_of_workspace(c.workspace_fd, &c.linked, &id);
+        if (r >= 0) {
+                r = checkout_state_find(c.domain->domain_dir, &id, &checkout_dir);
+                if (r == -ENOENT)
+                        r = 0;
+        }
+        if (r < 0) {
+                fprintf(stderr, "Cannot find the state of the checkout at %s in %s: %s\n", c.domain->workspace,
+                        c.domain->domain_dir, strerror(-r));
+                return r;
+        }
+        r = open_state(checkout_dir, VIEW_STATE_DIR, "view", &c.state_fd);
+        if (r < 0)
+                return r;
         c.git_state_fd = -ENOENT;
         if (c.linked.root) {
                 /* The git dir view's state: its changes are named by their host paths. */
-                r = open_state(c.domain, VIEW_GIT_STATE_DIR, "git dir view", &c.git_state_fd);
+                r = open_state(checkout_dir, VIEW_GIT_STATE_DIR, "git dir view", &c.git_state_fd);
                 if (r < 0)
                         return r;
         }

@@ -17,6 +17,7 @@
 #include "macro.h"
 #include "path-util.h"
 #include "util.h"
+#include "view-policy.h"
 
 int checkout_dir_id_of_fd(int fd, CheckoutDirId *ret) {
         struct statx sx;
@@ -199,6 +200,79 @@ int checkout_state_path(const char *domain_dir, const char *key, const char *sub
                 return -ENOMEM;
         *ret = s;
         return 0;
+}
+
+/* ------------------------------------------------------- state of older Lazarets */
+
+static int btime_cmp(const CheckoutDirId *a, const CheckoutDirId *b) {
+        if (a->btime_sec != b->btime_sec)
+                return a->btime_sec < b->btime_sec ? -1 : 1;
+        return a->btime_nsec < b->btime_nsec ? -1 : a->btime_nsec > b->btime_nsec;
+}
+
+bool checkout_legacy_belongs(const CheckoutId *id, const CheckoutDirId *legacy, size_t n_legacy) {
+        const CheckoutDirId *newest;
+
+        if (!id->repository || !has_btime(id) || n_legacy == 0)
+                return false;
+        newest = id->linked && btime_cmp(&id->common_dir, &id->git_dir) > 0 ? &id->common_dir : &id->git_dir;
+        for (size_t i = 0; i < n_legacy; i++)
+                if (!legacy[i].has_btime || btime_cmp(&legacy[i], newest) <= 0)
+                        return false;
+        return true;
+}
+
+int checkout_legacy_scan(int domain_fd, CheckoutDirId ret[static 3], const char *ret_names[static 3], size_t *ret_n) {
+        static const char *const names[] = { VIEW_STATE_DIR, VIEW_GIT_STATE_DIR, VIEW_IGNORED_DIR };
+        size_t n = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                _cleanup_close_ int fd = openat(domain_fd, names[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int r;
+
+                if (fd < 0 && errno == ENOENT)
+                        continue;
+                if (fd < 0)
+                        return -errno;
+                r = checkout_dir_id_of_fd(fd, &ret[n]);
+                if (r < 0)
+                        return r;
+                ret_names[n++] = names[i];
+        }
+        *ret_n = n;
+        return 0;
+}
+
+int checkout_state_find(const char *domain_dir, const CheckoutId *id, char **ret_dir) {
+        _cleanup_free_ char *dir = NULL;
+        _cleanup_close_ int dfd = -EBADF;
+        char key[CHECKOUT_KEY_MAX];
+        CheckoutDirId legacy[3];
+        const char *names[3];
+        struct stat st;
+        size_t n = 0;
+        int r;
+
+        checkout_id_key(id, key);
+        if (!key[0])
+                return -ENOMEM;
+        r = checkout_state_path(domain_dir, key, NULL, &dir);
+        if (r < 0)
+                return r;
+        if (lstat(dir, &st) >= 0 && S_ISDIR(st.st_mode)) {
+                *ret_dir = TAKE_PTR(dir);
+                return 1;
+        }
+        dfd = open(domain_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return errno == ENOENT ? -ENOENT : -errno;
+        r = checkout_legacy_scan(dfd, legacy, names, &n);
+        if (r < 0)
+                return r;
+        if (!checkout_legacy_belongs(id, legacy, n))
+                return -ENOENT;
+        *ret_dir = strdup(domain_dir);
+        return *ret_dir ? 2 : -ENOMEM;
 }
 
 /* ---------------------------------------------------------------- the record */

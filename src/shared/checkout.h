@@ -97,6 +97,28 @@ int checkout_id_describe(const CheckoutId *id, char **ret);
 int checkout_state_path(const char *domain_dir, const char *key, const char *sub, char **ret);
 
 /*
+ * State of a Lazaret without checkout identities: view/, view-git/ and
+ * ignored/ directly in the Domain Root. It belongs to the checkout id when it
+ * was begun after that checkout was made: every one of those directories was
+ * born after the git dir (and common dir), so the checkout already lay at this
+ * path when the state began, and the Domain's path never held another since.
+ * Pure; false where a birth time is missing (then it cannot be told).
+ */
+bool checkout_legacy_belongs(const CheckoutId *id, const CheckoutDirId *legacy, size_t n_legacy);
+
+/* The legacy directories that exist in the Domain Root (domain_fd), at most 3, with their identities. */
+int checkout_legacy_scan(int domain_fd, CheckoutDirId ret[static 3], const char *ret_names[static 3], size_t *ret_n);
+
+/*
+ * Where the current checkout's state lies (the directory that holds view/,
+ * view-git/ and ignored/): checkouts/<key> when it exists (1), else the
+ * Domain Root itself when it holds legacy state that belongs to this
+ * checkout and that its next launch adopts (2), else -ENOENT (none yet: the
+ * next launch begins it). For lazaretctl, which never creates or moves state.
+ */
+int checkout_state_find(const char *domain_dir, const CheckoutId *id, char **ret_dir);
+
+/*
  * The record in each checkout directory: {"version": 1, "key", "identity"
  * (checkout_id_to_json(), null for legacy state), "workspace" (the path it
  * was last used at), "first_used", "last_used" (seconds since the epoch),

@@ -221,3 +221,27 @@ Test(checkout, of_workspace) {
         cr_assert_eq(unlink(git), 0);
         cr_assert_eq(rmdir(dir), 0);
 }
+
+/* Legacy state begun after the checkout was made is its own; begun before (a re-clone since), or unknown, is not. */
+Test(checkout, legacy_belongs) {
+        CheckoutId a = plain(5, 1000, 0);
+        CheckoutDirId after = { .has_btime = true, .btime_sec = 1000, .btime_nsec = 1 },
+                      before = { .has_btime = true, .btime_sec = 999, .btime_nsec = 999999999 },
+                      same = { .has_btime = true, .btime_sec = 1000 }, unknown = { .ino = 9 };
+        CheckoutId none = {};
+
+        cr_assert(checkout_legacy_belongs(&a, &after, 1));
+        cr_assert_not(checkout_legacy_belongs(&a, &before, 1));
+        cr_assert_not(checkout_legacy_belongs(&a, &same, 1));
+        cr_assert_not(checkout_legacy_belongs(&a, &unknown, 1));
+        cr_assert_not(checkout_legacy_belongs(&a, (CheckoutDirId[]) { after, before }, 2));
+        cr_assert_not(checkout_legacy_belongs(&a, NULL, 0));
+        cr_assert_not(checkout_legacy_belongs(&none, &after, 1));
+        /* a linked worktree: after both its registration and its common dir */
+        a.linked = true;
+        a.common_dir = (CheckoutDirId) { .has_btime = true, .btime_sec = 2000 };
+        cr_assert_not(checkout_legacy_belongs(&a, &after, 1));
+        cr_assert(checkout_legacy_belongs(&a, &(CheckoutDirId) { .has_btime = true, .btime_sec = 2001 }, 1));
+        a.git_dir.has_btime = false;
+        cr_assert_not(checkout_legacy_belongs(&a, &(CheckoutDirId) { .has_btime = true, .btime_sec = 2001 }, 1));
+}
