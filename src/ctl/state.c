@@ -1150,6 +1150,106 @@ static int read_leased(StorageCatalog *catalog, char ***ret) {
         return r;
 }
 
+/*
+ * The state of set-aside checkouts (checkout.h): every checkout directory of a
+ * stopped Domain (its lock held by the caller) but the one of the checkout now
+ * at its workspace. A Domain whose workspace cannot be identified keeps all
+ * (it may be moved away for a while); a running Domain is not touched.
+ */
+static int gc_checkouts(const Config *config, const char *domains, char **stopped, char **running) {
+        _cleanup_strv_free_ char **doomed = NULL, **lines = NULL;
+        _cleanup_free_ char *question = NULL, *list = NULL;
+        size_t removed = 0;
+        int r;
+
+        STRV_FOREACH(id, running) {
+                _cleanup_free_ char *dir = path_join(domains, *id);
+                _cleanup_strv_free_ char **keys = NULL;
+
+                if (!dir)
+                        return -ENOMEM;
+                if (list_checkouts(dir, &keys) >= 0 && strv_length(keys) > 1)
+                        printf("Not looking at the checkouts of Domain %s: it runs (stop it to remove a set-aside "
+                               "checkout's state).\n", *id);
+        }
+        STRV_FOREACH(id, stopped) {
+                _cleanup_free_ char *dir = path_join(domains, *id), *why = NULL;
+                _cleanup_strv_free_ char **keys = NULL;
+                char current[CHECKOUT_KEY_MAX];
+
+                if (!dir)
+                        return -ENOMEM;
+                r = list_checkouts(dir, &keys);
+                if (r < 0) {
+                        fprintf(stderr, "Cannot list %s/%s: %s\n", dir, CHECKOUTS_DIR, strerror(-r));
+                        continue;
+                }
+                if (!keys)
+                        continue;
+                r = current_checkout_key(config, *id, current, &why);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        printf("Keeping every checkout's state of Domain %s: %s, so which one is current cannot be "
+                               "told.\n", *id, why ?: strerror(-r));
+                        continue;
+                }
+                STRV_FOREACH(k, keys) {
+                        _cleanup_json_ json_object *o = NULL;
+                        _cleanup_free_ char *ws = NULL;
+                        char b[32];
+
+                        if (streq(*k, current))
+                                continue;
+                        r = checkout_json(dir, *k, current, &o);
+                        if (r < 0)
+                                return r;
+                        ws = get_str(o, "workspace") ? escape_control(get_str(o, "workspace")) : NULL;
+                        if (strv_extendf(&doomed, "%s/%s", *id, *k) < 0 ||
+                            strv_extendf(&lines, "Domain %s, checkout %s (%s, last at %s)", *id, *k,
+                                         human_size(get_u64(o, "bytes"), b), ws ?: "?") < 0)
+                                return -ENOMEM;
+                }
+        }
+        if (!doomed) {
+                printf("No set-aside checkout state to remove.\n");
+                return 0;
+        }
+        list = strv_join(lines, "\n  ");
+        if (!list || asprintf(&question, "Remove the Domain state of these %zu set-aside checkouts (protected changes "
+                              "never applied, ignored files, git state kept inside)?\n  %s", strv_length(doomed), list) < 0)
+                return -ENOMEM;
+        r = confirm(question);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(d, doomed) {
+                _cleanup_free_ char *id = strndup(*d, strcspn(*d, "/")), *trash = NULL;
+                _cleanup_(target_done) Target t = {};
+                _cleanup_close_ int rootfd = -EBADF, csfd = -EBADF;
+                const char *key = *d + strcspn(*d, "/") + 1;
+
+                if (!id || !(t.domain_dir = path_join(domains, id)) || !(trash = path_join(t.domain_dir, STATE_ANCHOR_TRASH_DIR)))
+                        return -ENOMEM;
+                snprintf(t.id, sizeof(t.id), "%s", id);
+                rootfd = open(t.domain_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                csfd = rootfd >= 0 ? openat(rootfd, CHECKOUTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -EBADF;
+                if (csfd < 0) {
+                        fprintf(stderr, "Cannot open %s/%s: %m\n", t.domain_dir, CHECKOUTS_DIR);
+                        continue;
+                }
+                r = move_to_trash(rootfd, &t, csfd, key);
+                if (r < 0) {
+                        fprintf(stderr, "Cannot move %s/%s/%s out of use: %s\n", t.domain_dir, CHECKOUTS_DIR, key,
+                                strerror(-r));
+                        continue;
+                }
+                if (remove_mapped(trash, config) >= 0)
+                        removed++;
+        }
+        printf("Removed the state of %zu set-aside checkouts.\n", removed);
+        return removed == strv_length(doomed) ? 0 : 1;
+}
+
 static int state_gc(int argc, char *argv[], const Config *config) {
         _cleanup_free_ char *domains = path_join(config->data_root, "domains"),
                             *prepared = path_join(config->data_root, STORAGE_PREPARED_DIR), *list = NULL,
@@ -1218,6 +1318,11 @@ static int state_gc(int argc, char *argv[], const Config *config) {
                         goto finish;
                 }
         }
+
+        /* Set-aside checkouts' state of the stopped Domains (their locks are held). */
+        r = gc_checkouts(config, domains, stopped, running);
+        if (r < 0)
+                goto finish;
 
         /* The Storage Catalog's leases, shared by every Domain (what a running Domain's store says counts too). */
         r = storage_catalog_open(catalog_path, &catalog, &catalog_why);
