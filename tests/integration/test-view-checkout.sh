@@ -1,0 +1,101 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# test-view-checkout (issue 31 item 2): Domain state belongs to its checkout.
+# Inside a clone: a protected file changed (.vscode/settings.json) and an
+# ignored node_modules/x written. A plain restart keeps both and says
+# nothing. Then the repository is deleted on the host and cloned again at
+# the same path: `lazaretctl changes` shows nothing pending; the launch
+# says once that the earlier checkout's state was set aside; inside, the
+# protected file is the host's, node_modules/x is gone and `git checkout`
+# of another branch works; `lazaretctl state list` shows the set-aside
+# checkout and `state gc` removes it; the next launch says nothing.
+# shellcheck source=../harness/lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
+
+lt_install
+lt_domain_setup
+lt_use_git_image
+
+ORIGIN=$HOME/lt-ws/test-view-checkout-origin
+NOTICE="earlier state of another checkout at this path was set aside"
+err=$HOME/lt-view-checkout.err
+
+ogit() { git -C "$ORIGIN" -c user.name=host -c user.email=host@example.invalid "$@"; }
+inside() {      # inside SCRIPT: its output; the launch's standard error in $err
+        lt_launch -- /bin/env PATH=/usr/bin:/bin HOME=/root /bin/sh -c "cd /workspace && $1" </dev/null 2>"$err"
+}
+ctl() { (cd "$LT_WS" && lazaretctl "$@"); }
+stop() {
+        ctl stop >/dev/null 2>&1 || true
+        lt_wait_inactive
+}
+notices() { grep -c "$NOTICE" "$err" || true; }
+checkouts() { ctl state list --json | jq -c --arg id "$LT_DOMAIN" '[.[] | select(.domain_id == $id) | .checkouts[] | .current]'; }
+
+# The repository the test clones from: a tracked .vscode/settings.json, node_modules/ ignored, a second branch.
+rm -rf "$ORIGIN"
+git init -q -b main "$ORIGIN"
+mkdir -p "$ORIGIN/.vscode"
+echo '{"host": 1}' >"$ORIGIN/.vscode/settings.json"
+echo 'node_modules/' >"$ORIGIN/.gitignore"
+ogit add -A
+ogit commit -q -m one
+ogit checkout -q -b other
+echo other >"$ORIGIN/other.txt"
+ogit add other.txt
+ogit commit -q -m other
+ogit checkout -q main
+rm -rf "$LT_WS"
+git clone -q "$ORIGIN" "$LT_WS" || lt_fail "cannot clone $ORIGIN"
+
+# 1. The first checkout's state.
+out=$(inside 'echo "{\"inside\": 1}" >.vscode/settings.json && mkdir -p node_modules && echo x >node_modules/x && echo done') ||
+        lt_fail "the writes inside failed: $out $(cat "$err")"
+lt_assert_eq "the writes inside" done "$out"
+lt_assert_eq "set-aside lines of the first launch" 0 "$(notices)"
+lt_assert_eq "the host's .vscode/settings.json" '{"host": 1}' "$(cat "$LT_WS/.vscode/settings.json")"
+[[ ! -e $LT_WS/node_modules ]] || lt_fail "node_modules/ reached the host"
+stop
+
+# 2. A plain restart of the same checkout keeps its state and says nothing.
+out=$(inside 'cat .vscode/settings.json node_modules/x') || lt_fail "the restart's reads failed: $out $(cat "$err")"
+lt_assert_eq "the state after a restart" $'{"inside": 1}\nx' "$out"
+lt_assert_eq "set-aside lines of a restart" 0 "$(notices)"
+stop
+lt_assert_eq "the pending change of the first checkout" changed \
+        "$(ctl changes --json | jq -r '.changes[] | select(.path == ".vscode/settings.json") | .kind')"
+lt_assert_eq "checkouts after a restart" '[true]' "$(checkouts)"
+
+# 3. Deleted and cloned again at the same path (a moment later: file systems stamp times by the tick).
+ino_before=$(stat -c %i "$LT_WS/.git")
+rm -rf "$LT_WS"
+sleep 0.1
+git clone -q "$ORIGIN" "$LT_WS" || lt_fail "cannot clone $ORIGIN again"
+lt_log "git dir inode before $ino_before, after $(stat -c %i "$LT_WS/.git")"
+lt_assert_eq "pending changes of the new clone" 0 "$(ctl changes --json | jq '.changes | length')"
+out=$(inside 'cat .vscode/settings.json; [ -e node_modules/x ] && echo node_modules/x is there;
+        git checkout -q other && cat other.txt') || lt_fail "inside the new clone: $out $(cat "$err")"
+lt_assert_eq "inside the new clone" $'{"host": 1}\nother' "$out"
+lt_assert_eq "set-aside lines of the first launch of the new clone" 1 "$(notices)"
+lt_log "the launch said: $(grep "$NOTICE" "$err")"
+grep -q "lazaretctl state list" "$err" && grep -q "lazaretctl state gc" "$err" ||
+        lt_fail "the set-aside line does not say how to see and remove it: $(cat "$err")"
+lt_assert_eq "the host's branch after the checkout inside" other "$(git -C "$LT_WS" branch --show-current)"
+stop
+
+# 4. state list shows the set-aside checkout; the next launch says nothing.
+lt_assert_eq "checkouts after the re-clone" '[false,true]' "$(checkouts | jq -c 'sort')"
+text=$(ctl state list) || lt_fail "state list failed: $text"
+[[ $text == *"(set aside)"* && $text == *"(current)"* ]] || lt_fail "state list does not show both checkouts: $text"
+lt_log "state list: $text"
+out=$(inside 'cat other.txt') || lt_fail "the second launch of the new clone failed: $out $(cat "$err")"
+lt_assert_eq "set-aside lines of the second launch of the new clone" 0 "$(notices)"
+stop
+
+# 5. state gc removes the set-aside checkout's state, and only that.
+out=$(ctl state gc --yes 2>&1) || lt_fail "state gc failed: $out"
+[[ $out == *"Removed the state of 1 set-aside checkouts."* ]] || lt_fail "state gc did not remove the checkout: $out"
+lt_assert_eq "checkouts after gc" '[true]' "$(checkouts)"
+out=$(ctl state gc --yes 2>&1) || lt_fail "a second state gc failed: $out"
+[[ $out == *"No set-aside checkout state to remove."* ]] || lt_fail "a second state gc: $out"
