@@ -104,6 +104,9 @@ static int sort_legacy(int dfd, int csfd, const CheckoutId *id, const char *key,
         if (kept == 0)
                 return 0;
         adopt = checkout_legacy_belongs(id, legacy, kept);
+        /* This checkout already has state of its own (an older Lazaret ran again since): that one stays, this goes aside. */
+        if (adopt && faccessat(csfd, key, F_OK, AT_SYMLINK_NOFOLLOW) >= 0)
+                adopt = false;
         if (adopt)
                 snprintf(dest, sizeof(dest), "%s", key);
         else {
