@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # test-view-checkout (issue 31 item 2): Domain state belongs to its checkout.
+# First, an older Lazaret's view/ in the Domain Root, begun after the clone,
+# is adopted (seen inside, no line).
 # Inside a clone: a protected file changed (.vscode/settings.json) and an
 # ignored node_modules/x written. A plain restart keeps both and says
 # nothing. Then the repository is deleted on the host and cloned again at
@@ -9,7 +11,8 @@
 # says once that the earlier checkout's state was set aside; inside, the
 # protected file is the host's, node_modules/x is gone and `git checkout`
 # of another branch works; `lazaretctl state list` shows the set-aside
-# checkout and `state gc` removes it; the next launch says nothing.
+# checkout (and an older Lazaret's ignored/, begun before the re-clone, set
+# aside with it) and `state gc` removes both; the next launch says nothing.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -54,6 +57,19 @@ clone() {
 }
 clone
 
+# 0. State of a Lazaret without checkout keys (view/ in the Domain Root), begun after this clone was made: adopted.
+ddir=$(ctl config check --json | jq -r .data_root)/domains/$LT_DOMAIN
+out=$(inside 'echo started') || lt_fail "the first launch failed: $out $(cat "$err")"
+stop
+rm -rf "$ddir/checkouts"
+mkdir -p "$ddir/view/.vscode"
+echo '{"legacy": 1}' >"$ddir/view/.vscode/settings.json"
+out=$(inside 'cat .vscode/settings.json') || lt_fail "the launch with legacy state failed: $out $(cat "$err")"
+lt_assert_eq "legacy state begun after the clone, inside" '{"legacy": 1}' "$out"
+lt_assert_eq "set-aside lines when legacy state is adopted" 0 "$(notices)"
+[[ ! -e $ddir/view ]] || lt_fail "the legacy view/ was left in the Domain Root"
+stop
+
 # 1. The first checkout's state.
 out=$(inside 'echo "{\"inside\": 1}" >.vscode/settings.json && mkdir -p node_modules && echo x >node_modules/x && echo done') ||
         lt_fail "the writes inside failed: $out $(cat "$err")"
@@ -74,6 +90,8 @@ lt_assert_eq "checkouts after a restart" '[true]' "$(checkouts)"
 
 # 3. Deleted and cloned again at the same path (a moment later: file systems stamp times by the tick).
 ino_before=$(stat -c %i "$LT_WS/.git")
+# Legacy state older than the clone to come (an older Lazaret's ignored/): set aside at its launch, in the same line.
+mkdir -p "$ddir/ignored/e/old"
 sleep 0.1
 clone
 lt_log "git dir inode before $ino_before, after $(stat -c %i "$LT_WS/.git")"
@@ -89,7 +107,9 @@ lt_assert_eq "the host's branch after the checkout inside" other "$(git -C "$LT_
 stop
 
 # 4. state list shows the set-aside checkout; the next launch says nothing.
-lt_assert_eq "checkouts after the re-clone" '[false,true]' "$(checkouts | jq -c 'sort')"
+lt_assert_eq "checkouts after the re-clone" '[false,false,true]' "$(checkouts | jq -c 'sort')"
+[[ ! -e $ddir/ignored ]] || lt_fail "the legacy ignored/ was left in the Domain Root"
+ls -d "$ddir"/checkouts/legacy-*/ignored/e/old >/dev/null || lt_fail "the legacy ignored/ was not set aside"
 text=$(ctl state list) || lt_fail "state list failed: $text"
 [[ $text == *"(set aside)"* && $text == *"(current)"* ]] || lt_fail "state list does not show both checkouts: $text"
 lt_log "state list: $text"
@@ -99,7 +119,7 @@ stop
 
 # 5. state gc removes the set-aside checkout's state, and only that.
 out=$(ctl state gc --yes 2>&1) || lt_fail "state gc failed: $out"
-[[ $out == *"Removed the state of 1 set-aside checkouts."* ]] || lt_fail "state gc did not remove the checkout: $out"
+[[ $out == *"Removed the state of 2 set-aside checkouts."* ]] || lt_fail "state gc did not remove the checkout: $out"
 lt_assert_eq "checkouts after gc" '[true]' "$(checkouts)"
 out=$(ctl state gc --yes 2>&1) || lt_fail "a second state gc failed: $out"
 [[ $out == *"No set-aside checkout state to remove."* ]] || lt_fail "a second state gc: $out"
