@@ -245,3 +245,48 @@ Test(checkout, legacy_belongs) {
         a.git_dir.has_btime = false;
         cr_assert_not(checkout_legacy_belongs(&a, &(CheckoutDirId) { .has_btime = true, .btime_sec = 2001 }, 1));
 }
+
+/* lazaretctl's look-up: the checkout's own directory, else an older Lazaret's state that the rule adopts, else none. */
+Test(checkout, state_find) {
+        char tmpl[] = "/tmp/lazaret-checkout-find-XXXXXX";
+        char *dir = mkdtemp(tmpl);
+        _cleanup_free_ char *git = NULL, *dd = NULL, *view = NULL, *own = NULL, *cks = NULL, *found = NULL;
+        _cleanup_close_ int wfd = -EBADF;
+        char key[CHECKOUT_KEY_MAX];
+        CheckoutId id;
+
+        cr_assert_not_null(dir);
+        cr_assert(asprintf(&dd, "%s/domain", dir) > 0 && asprintf(&git, "%s/.git", dir) > 0 &&
+                  asprintf(&view, "%s/domain/view", dir) > 0 && asprintf(&cks, "%s/domain/checkouts", dir) > 0);
+        cr_assert_eq(mkdir(dd, 0700), 0);
+        /* legacy state older than the checkout: not this checkout's */
+        cr_assert_eq(mkdir(view, 0700), 0);
+        usleep(30 * 1000);
+        cr_assert_eq(mkdir(git, 0755), 0);
+        wfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        cr_assert_eq(checkout_id_of_workspace(wfd, NULL, &id), 0);
+        if (!id.git_dir.has_btime)
+                cr_skip_test("no birth time on %s", dir);
+        cr_assert_eq(checkout_state_find(dd, &id, &found), -ENOENT);
+        /* begun after it: adopted, the Domain Root itself holds it */
+        cr_assert_eq(rmdir(view), 0);
+        usleep(30 * 1000);
+        cr_assert_eq(mkdir(view, 0700), 0);
+        cr_assert_eq(checkout_state_find(dd, &id, &found), 2);
+        cr_assert_str_eq(found, dd);
+        free(found);
+        found = NULL;
+        /* its own directory wins */
+        checkout_id_key(&id, key);
+        cr_assert_eq(checkout_state_path(dd, key, NULL, &own), 0);
+        cr_assert_eq(mkdir(cks, 0700), 0);
+        cr_assert_eq(mkdir(own, 0700), 0);
+        cr_assert_eq(checkout_state_find(dd, &id, &found), 1);
+        cr_assert_str_eq(found, own);
+        cr_assert_eq(rmdir(own), 0);
+        cr_assert_eq(rmdir(cks), 0);
+        cr_assert_eq(rmdir(view), 0);
+        cr_assert_eq(rmdir(dd), 0);
+        cr_assert_eq(rmdir(git), 0);
+        cr_assert_eq(rmdir(dir), 0);
+}
