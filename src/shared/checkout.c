@@ -332,22 +332,21 @@ int checkout_id_to_json(const CheckoutId *id, json_object **ret) {
 
 static int get_u64(json_object *o, const char *key, uint64_t max, bool required, uint64_t *ret) {
         json_object *v;
+        uint64_t u;
         int64_t x;
 
         if (!json_object_object_get_ex(o, key, &v))
                 return required ? -EBADMSG : 0;
         if (!json_object_is_type(v, json_type_int))
                 return -EBADMSG;
+        /* json-c keeps a value past INT64_MAX as unsigned: get_int64 clamps it, get_uint64 gives it whole. */
         x = json_object_get_int64(v);
-        if (x < 0 && json_object_get_uint64(v) > (uint64_t) INT64_MAX) {
-                if (max != UINT64_MAX)
-                        return -EBADMSG;
-                *ret = json_object_get_uint64(v);
-                return 1;
-        }
-        if (x < 0 || (uint64_t) x > max)
+        if (x < 0)
                 return -EBADMSG;
-        *ret = (uint64_t) x;
+        u = x == INT64_MAX ? json_object_get_uint64(v) : (uint64_t) x;
+        if (u > max)
+                return -EBADMSG;
+        *ret = u;
         return 1;
 }
 

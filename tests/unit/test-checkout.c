@@ -131,7 +131,7 @@ Test(checkout, record_round_trip) {
         char key[CHECKOUT_KEY_MAX];
 
         rec.id.linked = true;
-        rec.id.common_dir = (CheckoutDirId) { .ino = 78, .dev_major = 254, .dev_minor = 3 };
+        rec.id.common_dir = (CheckoutDirId) { .ino = UINT64_MAX - 1, .dev_major = 254, .dev_minor = 3 };
         checkout_id_key(&rec.id, key);
         rec.key = key;
         cr_assert_eq(checkout_record_to_string(&rec, &text), 0);
@@ -142,6 +142,7 @@ Test(checkout, record_round_trip) {
         cr_assert_eq(back.id.git_dir.btime_nsec, 123456789);
         cr_assert(back.id.linked);
         cr_assert_not(back.id.common_dir.has_btime);
+        cr_assert_eq(back.id.common_dir.ino, UINT64_MAX - 1);
         cr_assert_str_eq(back.workspace, rec.workspace);
         cr_assert_eq(back.first_used, 10);
         cr_assert_eq(back.last_used, 20);
