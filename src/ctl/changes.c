@@ -7,6 +7,7 @@
  * (so they refuse while the Domain runs, and no coordinator starts while
  * they work). Nothing here talks to the bus.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -74,6 +75,8 @@ typedef struct ViewContext {
         char **protect;                 /* the core.hooksPath directories and included files inside the workspace */
         char **paths, **names, **unprotect; /* those and the profile's protected_paths, as the view takes them */
         GitLinked linked;               /* a linked worktree's or a submodule's git dirs (root NULL otherwise) */
+        char checkout_key[CHECKOUT_KEY_MAX]; /* the checkout now at the workspace path (checkout.h) */
+        unsigned set_aside;             /* the Domain's other checkouts' state directories */
 } ViewContext;
 
 /* Every fd closed (-EBADF), nothing held. */
@@ -185,6 +188,17 @@ static int view_context_open(const Config *config, const char *profile, const ch
                 fprintf(stderr, "Cannot find the state of the checkout at %s in %s: %s\n", c.domain->workspace,
                         c.domain->domain_dir, strerror(-r));
                 return r;
+        }
+        checkout_id_key(&id, c.checkout_key);
+        {
+                /* The other checkouts' state, said by status (lazaretctl state list names them). */
+                _cleanup_free_ char *cks = path_join(c.domain->domain_dir, CHECKOUTS_DIR);
+                _cleanup_(closedirp) DIR *d = cks ? opendir(cks) : NULL;
+                struct dirent *de;
+
+                while (d && (de = readdir(d)))
+                        if (checkout_key_is_valid(de->d_name) && !streq(de->d_name, c.checkout_key))
+                                c.set_aside++;
         }
         r = open_state(checkout_dir, VIEW_STATE_DIR, "view", &c.state_fd);
         if (r < 0)
@@ -767,6 +781,10 @@ static int status_json(const ViewContext *c, size_t n_pending, char *const *ops,
                 r = json_add_string(o, "git_dirs", "control files protected");
         if (r >= 0)
                 r = json_add_string(o, "top_git_config", "read-only");
+        if (r >= 0)
+                r = json_add_string(o, "checkout", c->checkout_key);
+        if (r >= 0)
+                r = json_add_uint64(o, "set_aside_checkouts", c->set_aside);
         if (r >= 0 && c->linked.root) {
                 /* A linked worktree's or a submodule's git dir, served by the git dir view. */
                 _cleanup_json_ json_object *g = json_object_new_object();
@@ -853,6 +871,10 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                         print_escaped("                  git dir view protects: ", *p, "\n");
         }
         printf("  %-16sremotes/, branches/, sequencer state, alternates, info/grafts: kept in Domain state\n", "");
+        printf("  %-16s%s", "Checkout:", c.checkout_key);
+        if (c.set_aside)
+                printf("; the state of %u other checkouts at this path is set aside (lazaretctl state list)", c.set_aside);
+        printf("\n");
         printf("  %-16s%zu%s\n", "Pending:", l.n, l.n > 0 ? " (lazaretctl changes)" : "");
         STRV_FOREACH(p, ops)
                 print_escaped("  Git:            ", *p, "\n");

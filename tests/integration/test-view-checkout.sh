@@ -113,6 +113,10 @@ ls -d "$ddir"/checkouts/legacy-*/ignored/e/old >/dev/null || lt_fail "the legacy
 text=$(ctl state list) || lt_fail "state list failed: $text"
 [[ $text == *"(set aside)"* && $text == *"(current)"* ]] || lt_fail "state list does not show both checkouts: $text"
 lt_log "state list: $text"
+lt_assert_eq "status: the checkout in use" \
+        "$(ctl state list --json | jq -r --arg id "$LT_DOMAIN" '.[] | select(.domain_id == $id) | .checkouts[] | select(.current) | .key')" \
+        "$(ctl status --json | jq -r .View.checkout)"
+lt_assert_eq "status: set-aside checkouts" 2 "$(ctl status --json | jq -r .View.set_aside_checkouts)"
 out=$(inside 'cat other.txt') || lt_fail "the second launch of the new clone failed: $out $(cat "$err")"
 lt_assert_eq "set-aside lines of the second launch of the new clone" 0 "$(notices)"
 stop
@@ -121,5 +125,6 @@ stop
 out=$(ctl state gc --yes 2>&1) || lt_fail "state gc failed: $out"
 [[ $out == *"Removed the state of 2 set-aside checkouts."* ]] || lt_fail "state gc did not remove the checkout: $out"
 lt_assert_eq "checkouts after gc" '[true]' "$(checkouts)"
+lt_assert_eq "status: set-aside checkouts after gc" 0 "$(ctl status --json | jq -r .View.set_aside_checkouts)"
 out=$(ctl state gc --yes 2>&1) || lt_fail "a second state gc failed: $out"
 [[ $out == *"No set-aside checkout state to remove."* ]] || lt_fail "a second state gc: $out"
