@@ -1222,7 +1222,8 @@ static int gc_checkouts(const Config *config, const char *domains, char **stoppe
         r = confirm(question);
         if (r < 0)
                 return r;
-        STRV_FOREACH(d, doomed) {
+        for (size_t i = 0; doomed[i]; i++) {
+                const char *const *d = (const char *const *) doomed + i;
                 _cleanup_free_ char *id = strndup(*d, strcspn(*d, "/")), *trash = NULL;
                 _cleanup_(target_done) Target t = {};
                 _cleanup_close_ int rootfd = -EBADF, csfd = -EBADF;
@@ -1243,8 +1244,10 @@ static int gc_checkouts(const Config *config, const char *domains, char **stoppe
                                 strerror(-r));
                         continue;
                 }
-                if (remove_mapped(trash, config) >= 0)
+                if (remove_mapped(trash, config) >= 0) {
+                        printf("Removed: %s\n", lines[i]);
                         removed++;
+                }
         }
         printf("Removed the state of %zu set-aside checkouts.\n", removed);
         return removed == strv_length(doomed) ? 0 : 1;
