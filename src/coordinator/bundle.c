@@ -8,6 +8,8 @@
 
 #include "anchor.h"
 #include "bundle.h"
+#include "checkout-state.h"
+#include "checkout.h"
 #include "cleanup.h"
 #include "escalation-proto.h"
 #include "fs-util.h"
@@ -146,13 +148,17 @@ static int copy_host_excludes(const char *control_dir, char **ret_path, char **r
 }
 
 /* Ignored Workspace State's arguments for the view (isolate_ignored): its directory, the excludes file, shared_ignored. */
-static int add_view_ignored(json_object *args, const Domain *d, const char *control_dir, char **ret_error) {
+static int add_view_ignored(json_object *args, const Domain *d, const char *key, const char *control_dir,
+                            char **ret_error) {
         _cleanup_json_ json_object *o = json_object_new_object();
-        _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_IGNORED_DIR), *excludes = NULL;
+        _cleanup_free_ char *state = NULL, *excludes = NULL;
         int r;
 
-        if (!o || !state)
+        if (!o)
                 return -ENOMEM;
+        r = checkout_state_path(d->domain_dir, key, VIEW_IGNORED_DIR, &state);
+        if (r < 0)
+                return r;
         r = copy_host_excludes(control_dir, &excludes, ret_error);
         if (r < 0)
                 return r;
@@ -179,17 +185,19 @@ static int add_view_ignored(json_object *args, const Domain *d, const char *cont
  * (paths in "protect", names in "protect_names", removed built-in names
  * in "unprotect").
  */
-static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *derived, const char *control_dir,
-                    char **ret_error) {
+static int add_view(MountPlan *plan, const Domain *d, const char *key, int wfd, char *const *derived,
+                    const char *control_dir, char **ret_error) {
         _cleanup_json_ json_object *args = json_object_new_object();
-        _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_STATE_DIR), *data = NULL;
+        _cleanup_free_ char *state = NULL, *data = NULL;
         _cleanup_strv_free_ char **protect = NULL, **names = NULL, **unprotect = NULL;
         struct stat st;
         int r;
 
-        if (!args || !state)
+        if (!args)
                 return -ENOMEM;
-        r = strv_extend_strv(&protect, derived);
+        r = checkout_state_path(d->domain_dir, key, VIEW_STATE_DIR, &state);
+        if (r >= 0)
+                r = strv_extend_strv(&protect, derived);
         if (r >= 0)
                 r = view_lists_add_profile(d->profile->protected_paths, &protect, &names, &unprotect);
         if (r < 0)
@@ -205,7 +213,7 @@ static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *deri
         if (r >= 0)
                 r = json_add_strv(args, "unprotect", (const char *const *) unprotect);
         if (r >= 0)
-                r = add_view_ignored(args, d, control_dir, ret_error);
+                r = add_view_ignored(args, d, key, control_dir, ret_error);
         if (r >= 0)
                 r = json_to_string(args, JSON_C_TO_STRING_PLAIN, &data);
         if (r < 0)
@@ -232,16 +240,19 @@ static int add_view(MountPlan *plan, const Domain *d, int wfd, char *const *deri
  * relatively (a submodule's) is shown inside with its absolute path, from
  * the view's Domain state.
  */
-static int add_git_view(MountPlan *plan, const Domain *d, const GitLinked *l, const char *control_dir,
-                        char **ret_error) {
+static int add_git_view(MountPlan *plan, const Domain *d, const char *key, const GitLinked *l,
+                        const char *control_dir, char **ret_error) {
         _cleanup_json_ json_object *args = json_object_new_object();
-        _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_GIT_STATE_DIR), *data = NULL,
+        _cleanup_free_ char *state = NULL, *data = NULL,
                             *alias = path_join(control_dir, LAZARET_WORKSPACE_PATH_FILE), *line = NULL;
         struct stat st;
         int r;
 
-        if (!args || !state || !alias)
+        if (!args || !alias)
                 return -ENOMEM;
+        r = checkout_state_path(d->domain_dir, key, VIEW_GIT_STATE_DIR, &state);
+        if (r < 0)
+                return r;
         if (!l->root) {
                 if (unlink(alias) < 0 && errno != ENOENT)
                         return errorf(ret_error, -errno, "cannot remove %s: %m", alias);
@@ -277,9 +288,11 @@ static int add_git_view(MountPlan *plan, const Domain *d, const GitLinked *l, co
         if (r < 0)
                 return errorf(ret_error, r, "cannot write %s: %s", alias, strerror(-r));
         if (l->relative) {
-                _cleanup_free_ char *vstate = path_join(d->domain_dir, VIEW_STATE_DIR), *gitfile = NULL,
-                                    *text = NULL;
-                if (!vstate || asprintf(&text, "gitdir: %s\n", l->git_dir) < 0)
+                _cleanup_free_ char *vstate = NULL, *gitfile = NULL, *text = NULL;
+                r = checkout_state_path(d->domain_dir, key, VIEW_STATE_DIR, &vstate);
+                if (r < 0)
+                        return r;
+                if (asprintf(&text, "gitdir: %s\n", l->git_dir) < 0)
                         return -ENOMEM;
                 gitfile = path_join(vstate, ".git");
                 if (!gitfile)
@@ -300,15 +313,18 @@ static int add_git_view(MountPlan *plan, const Domain *d, const GitLinked *l, co
  * and the kept names the host's own git dirs already hold. Said, never
  * fatal: a Domain whose state cannot be read still starts.
  */
-static int git_notices(const Domain *d, int wfd, const GitLinked *l, char *const *derived, char ***ret) {
-        _cleanup_free_ char *state = path_join(d->domain_dir, VIEW_STATE_DIR),
-                            *git_state = path_join(d->domain_dir, VIEW_GIT_STATE_DIR), *line = NULL;
+static int git_notices(const Domain *d, const char *key, int wfd, const GitLinked *l, char *const *derived,
+                       char ***ret) {
+        _cleanup_free_ char *state = NULL, *git_state = NULL, *line = NULL;
         _cleanup_strv_free_ char **ops = NULL, **host = NULL, **dirs = NULL, **hooks = NULL;
         _cleanup_close_ int sfd = -EBADF, gsfd = -EBADF;
         int r;
 
-        if (!state || !git_state)
-                return -ENOMEM;
+        r = checkout_state_path(d->domain_dir, key, VIEW_STATE_DIR, &state);
+        if (r >= 0)
+                r = checkout_state_path(d->domain_dir, key, VIEW_GIT_STATE_DIR, &git_state);
+        if (r < 0)
+                return r;
         sfd = open(state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (l->root)
                 gsfd = open(git_state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -427,10 +443,25 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         if (r < 0)
                 goto finish;
         if (view) {
-                r = add_view(&plan, d, wfd, protect, p->control_dir, ret_error);
+                CheckoutId id;
+                char key[CHECKOUT_KEY_MAX];
+
+                /* The Domain state of the checkout now at this path, by the git dirs the Sentry judged (checkout.h). */
+                r = checkout_id_of_workspace(wfd, &linked, &id);
+                if (r < 0) {
+                        r = errorf(ret_error, r, "cannot identify the checkout at %s (its git dir): %s", d->workspace,
+                                   strerror(-r));
+                        goto finish;
+                }
+                r = checkout_state_prepare(d->domain_dir, d->workspace, &id, key, p->ret_checkout_notice, ret_error);
                 if (r < 0)
                         goto finish;
-                r = add_git_view(&plan, d, &linked, p->control_dir, ret_error);
+                if (p->ret_checkout_key)
+                        memcpy(p->ret_checkout_key, key, CHECKOUT_KEY_MAX);
+                r = add_view(&plan, d, key, wfd, protect, p->control_dir, ret_error);
+                if (r < 0)
+                        goto finish;
+                r = add_git_view(&plan, d, key, &linked, p->control_dir, ret_error);
                 if (r < 0)
                         goto finish;
                 if (p->ret_git_root && linked.root && !(*p->ret_git_root = strdup(linked.root))) {
@@ -438,7 +469,7 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                         goto finish;
                 }
                 if (p->ret_git_notices) {
-                        r = git_notices(d, wfd, &linked, protect, p->ret_git_notices);
+                        r = git_notices(d, key, wfd, &linked, protect, p->ret_git_notices);
                         if (r == -ENOMEM)
                                 goto finish;
                         r = 0;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "checkout.h"
 #include "domain.h"
 
 #define SANDBOX_CONTROL_MOUNT "/run/lazaret"
@@ -25,6 +26,8 @@ typedef struct BundleParams {
         char **ret_state_notice;        /* optional: what the State Anchor has to say at launch (anchor.h) */
         char ***ret_git_notices;        /* optional: git operations under way inside, kept names the host holds (view-git-kept.h) */
         char **ret_git_root;            /* optional: a linked workspace's git dir view's root (its host path), else NULL */
+        char *ret_checkout_key;         /* optional, CHECKOUT_KEY_MAX bytes: the current checkout's key (checkout.h); "" without the view */
+        char **ret_checkout_notice;     /* optional: another checkout's state at this path was set aside (checkout-state.h) */
         bool mailbox;                   /* the Escalation Mailbox's mounts (escalation.enabled) */
 } BundleParams;
 

@@ -14,6 +14,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-id128.h>
 
+#include "checkout.h"
 #include "cleanup.h"
 #include "hash.h"
 #include "json-util.h"
@@ -130,13 +131,14 @@ static void waiter_add(Manager *m, int fd) {
  * bounded walk of a small local tree; what cannot be read says nothing.
  */
 static char **git_ops_now(Manager *m) {
-        _cleanup_free_ char *state = path_join(m->domain->domain_dir, VIEW_STATE_DIR),
-                            *git_state = path_join(m->domain->domain_dir, VIEW_GIT_STATE_DIR);
+        _cleanup_free_ char *state = NULL, *git_state = NULL;
         _cleanup_strv_free_ char **ops = NULL, **host = NULL;
         _cleanup_close_ int sfd = -EBADF, gsfd = -EBADF;
-        const char *root = sandbox_git_root(m->sandbox);
+        const char *root = sandbox_git_root(m->sandbox), *key = sandbox_checkout_key(m->sandbox);
 
-        if (!state || !git_state)
+        /* The checkout this start serves (checkout.h), not whatever lies at the path now. */
+        if (!key || checkout_state_path(m->domain->domain_dir, key, VIEW_STATE_DIR, &state) < 0 ||
+            checkout_state_path(m->domain->domain_dir, key, VIEW_GIT_STATE_DIR, &git_state) < 0)
                 return NULL;
         sfd = open(state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (root)
@@ -176,6 +178,8 @@ static int answer_line(Manager *m, bool started, char **ret) {
                 r = json_add_string(o, "unenforced_limits", sandbox_unenforced_limits(m->sandbox));
         if (r >= 0 && started && sandbox_state_notice(m->sandbox))
                 r = json_add_string(o, "state_notice", sandbox_state_notice(m->sandbox));
+        if (r >= 0 && started && sandbox_checkout_notice(m->sandbox))
+                r = json_add_string(o, "checkout_notice", sandbox_checkout_notice(m->sandbox));
         if (r >= 0 && started && sandbox_git_notices(m->sandbox))
                 r = json_add_strv(o, "git_notices", (const char *const *) sandbox_git_notices(m->sandbox));
         else if (r >= 0 && !started && m->state == DOMAIN_RUNNING) {

@@ -20,6 +20,7 @@
 #include "anchor.h"
 #include "storage-catalog.h"
 #include "bundle.h"
+#include "checkout.h"
 #include "bus-job.h"
 #include "bus-names.h"
 #include "cgroup-util.h"
@@ -101,6 +102,8 @@ struct Sandbox {
         char *state_notice;             /* what the State Anchor had to say at this start, or NULL */
         char **git_notices;             /* what the view's git state had to say at this start (view-git-kept.h), or NULL */
         char *git_root;                 /* a linked workspace's git dir view's root at this start, or NULL */
+        char checkout_key[CHECKOUT_KEY_MAX]; /* the checkout whose Domain state this start serves (checkout.h), or "" */
+        char *checkout_notice;          /* another checkout's state was set aside at this start, or NULL */
         DomainStore *store;             /* borrowed */
         char *coordinator_id;
         uint64_t generation;            /* in the Domain Store; 0 before it is recorded */
@@ -159,6 +162,14 @@ char *const *sandbox_git_notices(const Sandbox *sb) {
 
 const char *sandbox_git_root(const Sandbox *sb) {
         return sb && sb->state == SANDBOX_RUNNING ? sb->git_root : NULL;
+}
+
+const char *sandbox_checkout_key(const Sandbox *sb) {
+        return sb && sb->state == SANDBOX_RUNNING && sb->checkout_key[0] ? sb->checkout_key : NULL;
+}
+
+const char *sandbox_checkout_notice(const Sandbox *sb) {
+        return sb && sb->state == SANDBOX_RUNNING ? sb->checkout_notice : NULL;
 }
 
 const char *sandbox_unenforced_limits(const Sandbox *sb) {
@@ -244,6 +255,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->state_notice);
         strv_free(sb->git_notices);
         free(sb->git_root);
+        free(sb->checkout_notice);
         free(sb->coordinator_id);
         free(sb->netns_path);
         free(sb->policy_path);
@@ -712,6 +724,8 @@ static void step_bundle(Sandbox *sb) {
         sb->state_notice = mfree(sb->state_notice);
         sb->git_notices = strv_free(sb->git_notices);
         sb->git_root = mfree(sb->git_root);
+        sb->checkout_notice = mfree(sb->checkout_notice);
+        sb->checkout_key[0] = 0;
         r = bundle_write(&(BundleParams) {
                                  .domain = sb->domain,
                                  .bundle_dir = sb->bundle,
@@ -724,10 +738,15 @@ static void step_bundle(Sandbox *sb) {
                                  .ret_state_notice = &sb->state_notice,
                                  .ret_git_notices = &sb->git_notices,
                                  .ret_git_root = &sb->git_root,
+                                 .ret_checkout_key = sb->checkout_key,
+                                 .ret_checkout_notice = &sb->checkout_notice,
                                  .mailbox = sb->escalation,
                          }, &sb->mount_plan, &why);
         if (r >= 0 && sb->state_notice)
                 log_warning("State Anchor: %s", sb->state_notice);
+        if (r >= 0 && sb->checkout_notice)
+                log_warning("%s (this checkout's state: %s/%s/%s)", sb->checkout_notice, sb->domain->domain_dir,
+                            CHECKOUTS_DIR, sb->checkout_key);
         STRV_FOREACH(n, sb->git_notices)
                 if (r >= 0)
                         log_warning("git: %s", *n);

@@ -107,5 +107,9 @@ const char *sandbox_state_notice(const Sandbox *sb);
 char *const *sandbox_git_notices(const Sandbox *sb);
 /* The host path of a linked workspace's git dir view, as this start served it, or NULL. */
 const char *sandbox_git_root(const Sandbox *sb);
+/* The key of the checkout whose Domain state the running sandbox serves (checkout.h), or NULL. */
+const char *sandbox_checkout_key(const Sandbox *sb);
+/* Once, at the start that set another checkout's state aside: the launch's line (checkout-state.h), or NULL. */
+const char *sandbox_checkout_notice(const Sandbox *sb);
 /* The mount plan the sandbox was started with, as JSON (mount-plan.h); NULL unless it runs. */
 const char *sandbox_mount_plan(const Sandbox *sb);

@@ -7,6 +7,7 @@
  * (so they refuse while the Domain runs, and no coordinator starts while
  * they work). Nothing here talks to the bus.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <json-c/json.h>
 
 #include "changes.h"
+#include "checkout.h"
 #include "cleanup.h"
 #include "ctl.h"
 #include "domain-lock.h"
@@ -74,6 +76,8 @@ typedef struct ViewContext {
         char **protect;                 /* the core.hooksPath directories and included files inside the workspace */
         char **paths, **names, **unprotect; /* those and the profile's protected_paths, as the view takes them */
         GitLinked linked;               /* a linked worktree's or a submodule's git dirs (root NULL otherwise) */
+        char checkout_key[CHECKOUT_KEY_MAX]; /* the checkout now at the workspace path (checkout.h) */
+        unsigned set_aside;             /* the Domain's other checkouts' state directories */
 } ViewContext;
 
 /* Every fd closed (-EBADF), nothing held. */
@@ -121,11 +125,20 @@ static int derive_protect(const Domain *d, int wfd, char ***ret, GitLinked *ret_
         return 0;
 }
 
-/* A view's state directory below the Domain Root (O_PATH), or -ENOENT in *ret when it has none (yet). Prints why on failure. */
-static int open_state(const Domain *d, const char *name, const char *what, int *ret) {
-        _cleanup_free_ char *state = path_join(d->domain_dir, name);
+/*
+ * A view's state directory of the current checkout (checkout.h: found below
+ * the Domain Root by the identity of the checkout at the workspace path now),
+ * O_PATH, or -ENOENT in *ret when it has none (yet). Prints why on failure.
+ */
+static int open_state(const char *checkout_dir, const char *name, const char *what, int *ret) {
+        _cleanup_free_ char *state = NULL;
         int fd;
 
+        if (!checkout_dir) {
+                *ret = -ENOENT;
+                return 0;
+        }
+        state = path_join(checkout_dir, name);
         if (!state)
                 return -ENOMEM;
         fd = open(state, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -141,7 +154,8 @@ static int open_state(const Domain *d, const char *name, const char *what, int *
 static int view_context_open(const Config *config, const char *profile, const char *workspace, bool lock,
                              ViewContext *ret) {
         _cleanup_(view_context_done) ViewContext c = VIEW_CONTEXT_NULL_FIELDS;
-        _cleanup_free_ char *error = NULL;
+        _cleanup_free_ char *error = NULL, *checkout_dir = NULL;
+        CheckoutId id;
         int r;
 
         r = domain_new(config, &arg_host, profile, workspace, &c.domain, &error);
@@ -159,18 +173,41 @@ static int view_context_open(const Config *config, const char *profile, const ch
                 fprintf(stderr, "Cannot open the workspace %s: %m\n", c.domain->workspace);
                 return -errno;
         }
-        r = open_state(c.domain, VIEW_STATE_DIR, "view", &c.state_fd);
-        if (r < 0)
-                return r;
         r = derive_protect(c.domain, c.workspace_fd, &c.protect, &c.linked, &error);
         if (r < 0) {
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
                 return r;
         }
+        /* The state of the checkout now at this path, by the git dirs the Sentry judged; another's is set aside. */
+        r = checkout_id_of_workspace(c.workspace_fd, &c.linked, &id);
+        if (r >= 0) {
+                r = checkout_state_find(c.domain->domain_dir, &id, &checkout_dir);
+                if (r == -ENOENT)
+                        r = 0;
+        }
+        if (r < 0) {
+                fprintf(stderr, "Cannot find the state of the checkout at %s in %s: %s\n", c.domain->workspace,
+                        c.domain->domain_dir, strerror(-r));
+                return r;
+        }
+        checkout_id_key(&id, c.checkout_key);
+        {
+                /* The other checkouts' state, said by status (lazaretctl state list names them). */
+                _cleanup_free_ char *cks = path_join(c.domain->domain_dir, CHECKOUTS_DIR);
+                _cleanup_(closedirp) DIR *d = cks ? opendir(cks) : NULL;
+                struct dirent *de;
+
+                while (d && (de = readdir(d)))
+                        if (checkout_key_is_valid(de->d_name) && !streq(de->d_name, c.checkout_key))
+                                c.set_aside++;
+        }
+        r = open_state(checkout_dir, VIEW_STATE_DIR, "view", &c.state_fd);
+        if (r < 0)
+                return r;
         c.git_state_fd = -ENOENT;
         if (c.linked.root) {
                 /* The git dir view's state: its changes are named by their host paths. */
-                r = open_state(c.domain, VIEW_GIT_STATE_DIR, "git dir view", &c.git_state_fd);
+                r = open_state(checkout_dir, VIEW_GIT_STATE_DIR, "git dir view", &c.git_state_fd);
                 if (r < 0)
                         return r;
         }
@@ -760,6 +797,10 @@ static int status_json(const ViewContext *c, size_t n_pending, char *const *ops,
                 r = json_add_string(o, "git_dirs", "control files protected");
         if (r >= 0)
                 r = json_add_string(o, "top_git_config", "read-only");
+        if (r >= 0)
+                r = json_add_string(o, "checkout", c->checkout_key);
+        if (r >= 0)
+                r = json_add_uint64(o, "set_aside_checkouts", c->set_aside);
         if (r >= 0 && c->linked.root) {
                 /* A linked worktree's or a submodule's git dir, served by the git dir view. */
                 _cleanup_json_ json_object *g = json_object_new_object();
@@ -862,6 +903,10 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                         print_escaped("                  git dir view protects: ", *p, "\n");
         }
         printf("  %-16sremotes/, branches/, sequencer state, alternates, info/grafts: kept in Domain state\n", "");
+        printf("  %-16s%s", "Checkout:", c.checkout_key);
+        if (c.set_aside)
+                printf("; the state of %u other checkouts at this path is set aside (lazaretctl state list)", c.set_aside);
+        printf("\n");
         printf("  %-16s%zu%s\n", "Pending:", l.n, l.n > 0 ? " (lazaretctl changes)" : "");
         STRV_FOREACH(p, ops)
                 print_escaped("  Git:            ", *p, "\n");

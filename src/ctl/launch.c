@@ -497,6 +497,12 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                         _cleanup_free_ char *n = escape_control(json_object_get_string(unenforced));
                         fprintf(stderr, "lazaretctl: warning: %s\n", n ?: "(unprintable)");
                 }
+                /* Said once, by the launch that began this checkout's state (checkout-state.h): always. */
+                if (json_object_object_get_ex(o, "checkout_notice", &unenforced) &&
+                    json_object_is_type(unenforced, json_type_string)) {
+                        _cleanup_free_ char *n = escape_control(json_object_get_string(unenforced));
+                        fprintf(stderr, "lazaretctl: %s\n", n ?: "(unprintable)");
+                }
                 /* As the State Anchor's: what git on the host or inside will find (view-git-kept.h). */
                 if (json_object_object_get_ex(o, "git_notices", &notices) &&
                     json_object_is_type(notices, json_type_array))

@@ -460,7 +460,8 @@ static const Verb verbs[] = {
         { "unshare",   2, UINT_MAX, VERB_COMMAND,                      verb_unshare,   "unshare [--] CMD [ARG...]   Run a host command in a user namespace mapped like the sandbox's" },
         { "state",     2, 4,        VERB_CONFIG | VERB_YES,            verb_state,     "state list|inspect|verify|reset|gc [DOMAIN-ID] [PATH]\n"
           "                              List, inspect, verify, reset persistent state (a PATH below /workspace:\n"
-          "                              the ignored state there); gc unleased lowers (--yes: do not ask)" },
+          "                              the ignored state there); gc unleased lowers and set-aside checkouts'\n"
+          "                              state (--yes: do not ask)" },
 };
 
 static int help(void) {

@@ -14,12 +14,14 @@
 
 #include <systemd/sd-id128.h>
 
+#include "checkout.h"
 #include "cleanup.h"
 #include "ctl.h"
 #include "domain-lock.h"
 #include "domain.h"
 #include "domain-store.h"
 #include "fs-util.h"
+#include "git-sentry.h"
 #include "json-util.h"
 #include "path-util.h"
 #include "state-anchor.h"
@@ -191,6 +193,161 @@ static int resolve_target(int argc, char *argv[], const Config *config, bool all
         return 0;
 }
 
+/* ------------------------------------------------------------- checkouts */
+
+/*
+ * The key of the checkout now at the Domain's workspace (checkout.h), found
+ * as the coordinator finds it: the Git Sentry's resolution of a .git file,
+ * else .git beneath the workspace, never through a link. The workspace is
+ * the Domain record's. *ret_why says why not (a deleted workspace).
+ */
+static int current_checkout_key(const Config *config, const char *id, char ret_key[static CHECKOUT_KEY_MAX],
+                                char **ret_why) {
+        _cleanup_(domain_record_done) DomainRecord rec = {};
+        _cleanup_(git_linked_done) GitLinked linked = { .root_fd = -EBADF };
+        _cleanup_close_ int wfd = -EBADF;
+        CheckoutId cid;
+        int r;
+
+        r = domain_record_load(config->data_root, id, &rec, ret_why);
+        if (r < 0)
+                return r;
+        wfd = open(rec.workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (wfd < 0)
+                return errorf(ret_why, -errno, "cannot open the workspace %s: %m", rec.workspace);
+        r = git_sentry_resolve_linked(rec.workspace, wfd, &linked, ret_why);
+        if (r < 0)
+                return r;
+        r = checkout_id_of_workspace(wfd, &linked, &cid);
+        if (r < 0)
+                return errorf(ret_why, r, "cannot identify the checkout at %s: %s", rec.workspace, strerror(-r));
+        checkout_id_key(&cid, ret_key);
+        if (!ret_key[0])
+                return -ENOMEM;
+        return 0;
+}
+
+/* The checkout directories below <domain_dir>/checkouts/ (sorted). */
+static int list_checkouts(const char *domain_dir, char ***ret) {
+        _cleanup_free_ char *dir = path_join(domain_dir, CHECKOUTS_DIR);
+        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        struct dirent *de;
+
+        if (!dir)
+                return -ENOMEM;
+        d = opendir(dir);
+        if (!d && errno == ENOENT) {
+                *ret = NULL;
+                return 0;
+        }
+        if (!d)
+                return -errno;
+        while ((de = readdir(d)))
+                if (checkout_key_is_valid(de->d_name) && strv_extend(&l, de->d_name) < 0)
+                        return -ENOMEM;
+        strv_sort(l);
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* Bytes below dfd (st_blocks), without following anything; consumes dfd. */
+static uint64_t tree_bytes(int dfd, unsigned depth) {
+        _cleanup_(closedirp) DIR *d = fdopendir(dfd);
+        struct dirent *de;
+        uint64_t n = 0;
+
+        if (!d) {
+                safe_close(dfd);
+                return 0;
+        }
+        while ((de = readdir(d))) {
+                struct stat st;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, "..") ||
+                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                n += (uint64_t) st.st_blocks * 512;
+                if (S_ISDIR(st.st_mode) && depth < STATE_WALK_DEPTH_MAX) {
+                        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0)
+                                n += tree_bytes(sub, depth + 1);
+                }
+        }
+        return n;
+}
+
+/* One checkout of a Domain as JSON: key, current, workspace, identity, first/last use, bytes, note. */
+static int checkout_json(const char *domain_dir, const char *key, const char *current, json_object **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_free_ char *dir = NULL, *rec_path = NULL, *text = NULL, *why = NULL, *desc = NULL;
+        _cleanup_(checkout_record_done) CheckoutRecord rec = {};
+        size_t n;
+        int fd, r;
+
+        if (!o)
+                return -ENOMEM;
+        r = checkout_state_path(domain_dir, key, NULL, &dir);
+        if (r >= 0)
+                r = checkout_state_path(domain_dir, key, CHECKOUT_RECORD_FILE, &rec_path);
+        if (r < 0)
+                return r;
+        r = json_add_string(o, "key", key);
+        if (r >= 0)
+                r = json_add_string(o, "dir", dir);
+        if (r >= 0)
+                r = json_add_bool(o, "current", current && streq(current, key));
+        if (r >= 0 && read_full_file(rec_path, 64 * 1024, &text, &n) >= 0 &&
+            checkout_record_parse(text, n, &rec, &why) >= 0) {
+                if (rec.workspace)
+                        r = json_add_bytes(o, "workspace", rec.workspace);
+                if (r >= 0 && rec.has_id && checkout_id_describe(&rec.id, &desc) >= 0)
+                        r = json_add_string(o, "identity", desc);
+                if (r >= 0)
+                        r = json_add_int64(o, "first_used", rec.first_used);
+                if (r >= 0)
+                        r = json_add_int64(o, "last_used", rec.last_used);
+                if (r >= 0 && rec.note)
+                        r = json_add_string(o, "note", rec.note);
+        }
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (r >= 0)
+                r = json_add_uint64(o, "bytes", fd >= 0 ? tree_bytes(fd, 0) : 0);
+        else
+                safe_close(fd);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+/* The Domain's checkouts as a JSON array, the current one marked (none when the workspace cannot be identified). */
+static int checkouts_json(const Config *config, const char *id, const char *domain_dir, json_object **ret) {
+        _cleanup_json_ json_object *a = json_object_new_array();
+        _cleanup_strv_free_ char **keys = NULL;
+        _cleanup_free_ char *why = NULL;
+        char current[CHECKOUT_KEY_MAX];
+        bool known;
+        int r;
+
+        if (!a)
+                return -ENOMEM;
+        r = list_checkouts(domain_dir, &keys);
+        if (r < 0)
+                return r;
+        known = keys && current_checkout_key(config, id, current, &why) >= 0;
+        STRV_FOREACH(k, keys) {
+                json_object *x = NULL;
+                r = checkout_json(domain_dir, *k, known ? current : NULL, &x);
+                if (r >= 0)
+                        r = json_append(a, x);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
 /* The names of the layers in state_dir (sorted), and the count of entries that are no layer. */
 static int list_layers(const char *state_dir, char ***ret, unsigned *ret_strays) {
         _cleanup_(closedirp) DIR *d = opendir(state_dir);
@@ -347,6 +504,23 @@ static int domain_json(const Config *config, const char *id, const char *state_d
         if (r >= 0)
                 r = json_add(o, "layers", TAKE_PTR(a));
         if (r >= 0) {
+                /* Domain state per checkout (checkout.h): the current one's and any set aside. */
+                _cleanup_free_ char *domain_dir = path_join(config->data_root, "domains"), *dd = NULL, *legacy = NULL;
+                json_object *c = NULL;
+                struct stat st;
+
+                dd = domain_dir ? path_join(domain_dir, id) : NULL;
+                legacy = dd ? path_join(dd, VIEW_STATE_DIR) : NULL;
+                if (!legacy)
+                        return -ENOMEM;
+                r = checkouts_json(config, id, dd, &c);
+                if (r >= 0)
+                        r = json_add(o, "checkouts", c);
+                /* view/ of a Lazaret without checkout identities: sorted to its checkout at the next launch. */
+                if (r >= 0 && lstat(legacy, &st) >= 0)
+                        r = json_add_bool(o, "unsorted_view_state", true);
+        }
+        if (r >= 0) {
                 /* The coordinator's verdict at the last launch (anchor.c). */
                 _cleanup_free_ char *stale = path_join(state_dir, STATE_ANCHOR_DPKG_STALE), *text = NULL;
                 size_t n;
@@ -363,6 +537,35 @@ static int domain_json(const Config *config, const char *id, const char *state_d
         return 0;
 }
 
+static void print_checkouts(json_object *o) {
+        json_object *cs, *v;
+        char b[32];
+
+        if (json_object_object_get_ex(o, "unsorted_view_state", &v))
+                printf("  view state of a Lazaret without checkout identities: sorted to its checkout at the next launch\n");
+        if (!json_object_object_get_ex(o, "checkouts", &cs))
+                return;
+        for (size_t i = 0; i < json_object_array_length(cs); i++) {
+                json_object *c = json_object_array_get_idx(cs, i), *cur;
+                bool current = json_object_object_get_ex(c, "current", &cur) && json_object_get_boolean(cur);
+                _cleanup_free_ char *ws = get_str(c, "workspace") ? escape_control(get_str(c, "workspace")) : NULL;
+                char when[32] = "?";
+                time_t t = (time_t) get_u64(c, "last_used");
+                struct tm tm;
+
+                if (t > 0 && localtime_r(&t, &tm))
+                        strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
+                printf("  checkout %s %s %8s  last used %s at %s\n", get_str(c, "key"),
+                       current ? "(current)  " : "(set aside)", human_size(get_u64(c, "bytes"), b), when, ws ?: "?");
+                if (get_str(c, "identity"))
+                        printf("    %s\n", get_str(c, "identity"));
+                if (get_str(c, "note"))
+                        printf("    %s\n", get_str(c, "note"));
+                if (!current)
+                        printf("    %s (remove with: lazaretctl state gc)\n", get_str(c, "dir"));
+        }
+}
+
 static void print_domain(json_object *o, bool detailed) {
         json_object *layers;
         char b[32];
@@ -373,6 +576,7 @@ static void print_domain(json_object *o, bool detailed) {
         printf("\n");
         if (get_str(o, "package_database_stale"))
                 printf("  warning: %s\n", get_str(o, "package_database_stale"));
+        print_checkouts(o);
         if (!json_object_object_get_ex(o, "layers", &layers) || json_object_array_length(layers) == 0) {
                 printf("  no State Anchor layers\n");
                 return;
@@ -422,9 +626,13 @@ static int state_list(const Config *config) {
                 json_object *o = NULL;
                 struct stat st;
 
-                if (!state)
+                _cleanup_free_ char *cks = dir ? path_join(dir, CHECKOUTS_DIR) : NULL,
+                                    *legacy = dir ? path_join(dir, VIEW_STATE_DIR) : NULL;
+
+                if (!state || !cks || !legacy)
                         return -ENOMEM;
-                if (lstat(state, &st) < 0 || !S_ISDIR(st.st_mode))
+                if ((lstat(state, &st) < 0 || !S_ISDIR(st.st_mode)) && (lstat(cks, &st) < 0 || !S_ISDIR(st.st_mode)) &&
+                    lstat(legacy, &st) < 0)
                         continue;
                 r = domain_json(config, *id, state, false, &o);
                 if (r < 0)
@@ -436,7 +644,7 @@ static int state_list(const Config *config) {
         if (arg_json)
                 return ctl_print_json(a);
         if (json_object_array_length(a) == 0)
-                printf("No Domain has State Anchor layers.\n");
+                printf("No Domain has State Anchor layers or workspace state.\n");
         for (size_t i = 0; i < json_object_array_length(a); i++)
                 print_domain(json_object_array_get_idx(a, i), false);
         return 0;
@@ -722,21 +930,51 @@ static int find_ignored(int ignfd, const char *rel, int *ret_dirfd, char **ret_n
  * The host's files are never touched. Crash-consistent like a layer's reset:
  * one rename takes it out of use, the trash is emptied after.
  */
-static int reset_ignored(const Target *t, const char *rel, int rootfd) {
-        _cleanup_free_ char *question = NULL, *shown = NULL, *base = NULL;
-        _cleanup_close_ int ignfd = -EBADF, dirfd = -EBADF;
+static int reset_ignored(const Config *config, const Target *t, const char *rel, int rootfd) {
+        _cleanup_free_ char *question = NULL, *shown = NULL, *base = NULL, *why = NULL, *ckdir = NULL;
+        _cleanup_close_ int ignfd = -EBADF, dirfd = -EBADF, ckfd = -EBADF;
+        char key[CHECKOUT_KEY_MAX];
+        const char *ck;
         int r;
 
         shown = rel[0] ? path_join(SANDBOX_WORKSPACE, rel) : strdup(SANDBOX_WORKSPACE);
         if (!shown)
                 return -ENOMEM;
-        ignfd = openat(rootfd, VIEW_IGNORED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* The current checkout's (checkout.h); another checkout's set-aside state is gc's. */
+        r = current_checkout_key(config, t->id, key, &why);
+        if (r < 0) {
+                fprintf(stderr, "Cannot tell which checkout's ignored state to reset: %s\n"
+                        "The state of each checkout of Domain %s: lazaretctl state list; a set-aside one is removed by "
+                        "lazaretctl state gc.\n", why ?: strerror(-r), t->id);
+                return r;
+        }
+        r = checkout_state_path(t->domain_dir, key, NULL, &ckdir);
+        if (r < 0)
+                return r;
+        ck = ckdir + strlen(t->domain_dir) + 1;
+        ckfd = openat(rootfd, ck, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ckfd < 0 && errno == ENOENT) {
+                /* State of a Lazaret without checkout identities: its next launch sorts it (adopts or sets aside). */
+                if (faccessat(rootfd, VIEW_IGNORED_DIR, F_OK, AT_SYMLINK_NOFOLLOW) >= 0) {
+                        printf("Domain %s's ignored state was written by a Lazaret without checkout identities; "
+                               "launch once (it is sorted to its checkout then), stop, and reset again.\n", t->id);
+                        return 0;
+                }
+                printf("Domain %s has no ignored workspace state for the checkout at its workspace; nothing to reset.\n",
+                       t->id);
+                return 0;
+        }
+        if (ckfd < 0) {
+                fprintf(stderr, "Cannot open %s: %m\n", ckdir);
+                return -errno;
+        }
+        ignfd = openat(ckfd, VIEW_IGNORED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (ignfd < 0 && errno == ENOENT) {
                 printf("Domain %s has no ignored workspace state; nothing to reset.\n", t->id);
                 return 0;
         }
         if (ignfd < 0) {
-                fprintf(stderr, "Cannot open %s/%s: %m\n", t->domain_dir, VIEW_IGNORED_DIR);
+                fprintf(stderr, "Cannot open %s/%s: %m\n", ckdir, VIEW_IGNORED_DIR);
                 return -errno;
         }
         if (rel[0]) {
@@ -756,7 +994,7 @@ static int reset_ignored(const Target *t, const char *rel, int rootfd) {
         r = confirm(question);
         if (r < 0)
                 return r;
-        r = rel[0] ? move_to_trash(rootfd, t, dirfd, base) : move_to_trash(rootfd, t, rootfd, VIEW_IGNORED_DIR);
+        r = rel[0] ? move_to_trash(rootfd, t, dirfd, base) : move_to_trash(rootfd, t, ckfd, VIEW_IGNORED_DIR);
         if (r < 0) {
                 fprintf(stderr, "Cannot move the ignored state of %s out of use: %s\n", shown, strerror(-r));
                 return r;
@@ -801,7 +1039,7 @@ static int state_reset(int argc, char *argv[], const Config *config) {
                 return -errno;
         }
         if (ignored) {
-                r = reset_ignored(&t, ignored, rootfd);
+                r = reset_ignored(config, &t, ignored, rootfd);
                 if (r <= 0)
                         return r;
                 goto clean_trash;
@@ -912,6 +1150,109 @@ static int read_leased(StorageCatalog *catalog, char ***ret) {
         return r;
 }
 
+/*
+ * The state of set-aside checkouts (checkout.h): every checkout directory of a
+ * stopped Domain (its lock held by the caller) but the one of the checkout now
+ * at its workspace. A Domain whose workspace cannot be identified keeps all
+ * (it may be moved away for a while); a running Domain is not touched.
+ */
+static int gc_checkouts(const Config *config, const char *domains, char **stopped, char **running) {
+        _cleanup_strv_free_ char **doomed = NULL, **lines = NULL;
+        _cleanup_free_ char *question = NULL, *list = NULL;
+        size_t removed = 0;
+        int r;
+
+        STRV_FOREACH(id, running) {
+                _cleanup_free_ char *dir = path_join(domains, *id);
+                _cleanup_strv_free_ char **keys = NULL;
+
+                if (!dir)
+                        return -ENOMEM;
+                if (list_checkouts(dir, &keys) >= 0 && strv_length(keys) > 1)
+                        printf("Not looking at the checkouts of Domain %s: it runs (stop it to remove a set-aside "
+                               "checkout's state).\n", *id);
+        }
+        STRV_FOREACH(id, stopped) {
+                _cleanup_free_ char *dir = path_join(domains, *id), *why = NULL;
+                _cleanup_strv_free_ char **keys = NULL;
+                char current[CHECKOUT_KEY_MAX];
+
+                if (!dir)
+                        return -ENOMEM;
+                r = list_checkouts(dir, &keys);
+                if (r < 0) {
+                        fprintf(stderr, "Cannot list %s/%s: %s\n", dir, CHECKOUTS_DIR, strerror(-r));
+                        continue;
+                }
+                if (!keys)
+                        continue;
+                r = current_checkout_key(config, *id, current, &why);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        printf("Keeping every checkout's state of Domain %s: %s, so which one is current cannot be "
+                               "told.\n", *id, why ?: strerror(-r));
+                        continue;
+                }
+                STRV_FOREACH(k, keys) {
+                        _cleanup_json_ json_object *o = NULL;
+                        _cleanup_free_ char *ws = NULL;
+                        char b[32];
+
+                        if (streq(*k, current))
+                                continue;
+                        r = checkout_json(dir, *k, current, &o);
+                        if (r < 0)
+                                return r;
+                        ws = get_str(o, "workspace") ? escape_control(get_str(o, "workspace")) : NULL;
+                        if (strv_extendf(&doomed, "%s/%s", *id, *k) < 0 ||
+                            strv_extendf(&lines, "Domain %s, checkout %s (%s, last at %s)", *id, *k,
+                                         human_size(get_u64(o, "bytes"), b), ws ?: "?") < 0)
+                                return -ENOMEM;
+                }
+        }
+        if (!doomed) {
+                printf("No set-aside checkout state to remove.\n");
+                return 0;
+        }
+        list = strv_join(lines, "\n  ");
+        if (!list || asprintf(&question, "Remove the Domain state of these %zu set-aside checkouts (protected changes "
+                              "never applied, ignored files, git state kept inside)?\n  %s", strv_length(doomed), list) < 0)
+                return -ENOMEM;
+        r = confirm(question);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; doomed[i]; i++) {
+                const char *const *d = (const char *const *) doomed + i;
+                _cleanup_free_ char *id = strndup(*d, strcspn(*d, "/")), *trash = NULL;
+                _cleanup_(target_done) Target t = {};
+                _cleanup_close_ int rootfd = -EBADF, csfd = -EBADF;
+                const char *key = *d + strcspn(*d, "/") + 1;
+
+                if (!id || !(t.domain_dir = path_join(domains, id)) || !(trash = path_join(t.domain_dir, STATE_ANCHOR_TRASH_DIR)))
+                        return -ENOMEM;
+                snprintf(t.id, sizeof(t.id), "%s", id);
+                rootfd = open(t.domain_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                csfd = rootfd >= 0 ? openat(rootfd, CHECKOUTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -EBADF;
+                if (csfd < 0) {
+                        fprintf(stderr, "Cannot open %s/%s: %m\n", t.domain_dir, CHECKOUTS_DIR);
+                        continue;
+                }
+                r = move_to_trash(rootfd, &t, csfd, key);
+                if (r < 0) {
+                        fprintf(stderr, "Cannot move %s/%s/%s out of use: %s\n", t.domain_dir, CHECKOUTS_DIR, key,
+                                strerror(-r));
+                        continue;
+                }
+                if (remove_mapped(trash, config) >= 0) {
+                        printf("Removed: %s\n", lines[i]);
+                        removed++;
+                }
+        }
+        printf("Removed the state of %zu set-aside checkouts.\n", removed);
+        return removed == strv_length(doomed) ? 0 : 1;
+}
+
 static int state_gc(int argc, char *argv[], const Config *config) {
         _cleanup_free_ char *domains = path_join(config->data_root, "domains"),
                             *prepared = path_join(config->data_root, STORAGE_PREPARED_DIR), *list = NULL,
@@ -980,6 +1321,11 @@ static int state_gc(int argc, char *argv[], const Config *config) {
                         goto finish;
                 }
         }
+
+        /* Set-aside checkouts' state of the stopped Domains (their locks are held). */
+        r = gc_checkouts(config, domains, stopped, running);
+        if (r < 0)
+                goto finish;
 
         /* The Storage Catalog's leases, shared by every Domain (what a running Domain's store says counts too). */
         r = storage_catalog_open(catalog_path, &catalog, &catalog_why);

@@ -985,6 +985,21 @@ done:
         return 0;
 }
 
+int git_sentry_resolve_linked(const char *workspace, int workspace_fd, GitLinked *ret, char **ret_error) {
+        _cleanup_close_ int wfd = -EBADF;
+        struct stat st;
+
+        wfd = openat(workspace_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (wfd < 0)
+                return errorf(ret_error, -errno, "cannot open the workspace %s: %m", workspace);
+        if (fstatat(wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+                *ret = (GitLinked) { .root_fd = -EBADF };
+                return 0;
+        }
+        return resolve_linked(&(GitSentryParams) { .workspace = workspace, .workspace_fd = workspace_fd, .view = true },
+                              wfd, ret, ret_error);
+}
+
 /*
  * Reads the trusted git configuration file at abs (absolute, simplified)
  * and, depth first, every file it includes (include.path and every

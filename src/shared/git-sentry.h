@@ -100,6 +100,14 @@ typedef struct GitSentryParams {
  */
 int git_sentry_check_workspace(int workspace_fd, const char *workspace, char **ret_error);
 
+/*
+ * A linked workspace's git dir and common dir alone, resolved and judged as
+ * git_sentry_plan() does (for lazaretctl state, which needs the checkout's
+ * identity, checkout.h, and nothing else of the Sentry); *ret's root is
+ * NULL when .git is no file.
+ */
+int git_sentry_resolve_linked(const char *workspace, int workspace_fd, GitLinked *ret, char **ret_error);
+
 /* Adds the mounts to plan; on failure plan is as it was. */
 int git_sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error);
 

@@ -40,7 +40,7 @@
  * until the sandbox writes (copy-up), deletes (whiteout) or replaces it.
  */
 
-/* Below the Domain directory: the view's Domain state (the shadow tree). */
+/* Below a checkout's state directory (checkout.h, checkout_state_path()): the view's Domain state (the shadow tree). */
 #define VIEW_STATE_DIR "view"
 /* ... and that of the git dir view of a linked worktree or a submodule (git-sentry.h, GitLinked). */
 #define VIEW_GIT_STATE_DIR "view-git"
@@ -51,7 +51,7 @@
 #define VIEW_DIR_GIT_ROOT ((ViewDir) { .zone = VIEW_ZONE_GIT_TOP, .gitpos = true, .head_allowed = true })
 /* On a copied-up file in it: the host file it was copied from ("SIZE MTIME-S MTIME-NS"). */
 #define VIEW_BASE_XATTR "user.lazaret.base"
-/* Below the Domain directory: Ignored Workspace State (spec §4.6), opaque over the host. */
+/* Below a checkout's state directory (checkout.h): Ignored Workspace State (spec §4.6), opaque over the host. */
 #define VIEW_IGNORED_DIR "ignored"
 /* In the control directory (read-only inside at /run/lazaret): the host user's core.excludesFile, copied. */
 #define VIEW_EXCLUDES_FILE "git-excludes"

@@ -219,16 +219,29 @@ lt_domain_setup() {
         LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id) || lt_fail "lazaretctl domain-id failed"
         export LT_IMAGE LT_CONFIG LT_WS LT_LOGDIR LT_DOMAIN
         trap lt_domain_cleanup EXIT
+        # The workspace is a new repository each run: an earlier run's checkout state would only be set aside.
+        lt_reset_view_state
 }
 
 # lt_reset_view_state [WORKSPACE]: removes the workspace view's Domain state
-# (protected files the sandbox wrote, whiteouts, ignored state) of WORKSPACE's Domain (default
-# $LT_WS), left by an earlier run of the test on a workspace made anew.
+# (protected files the sandbox wrote, whiteouts, ignored state, the git dir
+# view's; of every checkout, and an older layout's) of WORKSPACE's Domain
+# (default $LT_WS), left by an earlier run of the test on a workspace made anew.
 lt_reset_view_state() {
         local ws=${1:-$LT_WS} id root
         id=$(cd "$ws" && lazaretctl domain-id) || lt_fail "lazaretctl domain-id failed in $ws"
         root=$(cd "$ws" && lazaretctl config check --json | jq -r .data_root) || lt_fail "lazaretctl config check failed"
-        rm -rf "$root/domains/$id/view" "$root/domains/$id/ignored"
+        rm -rf "$root/domains/$id/view" "$root/domains/$id/view-git" "$root/domains/$id/ignored" \
+                "$root/domains/$id/checkouts"
+}
+
+# lt_checkout_dir [WORKSPACE]: the Domain state directory of the checkout now
+# at WORKSPACE (default $LT_WS), as lazaretctl state list names it (current).
+lt_checkout_dir() {
+        local ws=${1:-$LT_WS} id
+        id=$(cd "$ws" && lazaretctl domain-id) || lt_fail "lazaretctl domain-id failed in $ws"
+        (cd "$ws" && lazaretctl state list --json) |
+                jq -r --arg id "$id" '.[] | select(.domain_id == $id) | .checkouts[] | select(.current) | .dir'
 }
 
 # lt_use_git_image: after lt_domain_setup, builds (once per user and set of

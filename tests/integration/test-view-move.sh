@@ -41,9 +41,8 @@ restart() {
         lt_wait_inactive
 }
 state_of() {    # state_of NAME: the one path of that name in the Domain's ignored state
-        local root hits
-        root=$(cd "$LT_WS" && lazaretctl config check --json | jq -r .data_root)
-        hits=$(find "$root/domains/$LT_DOMAIN/ignored" -name "$1")
+        local hits
+        hits=$(find "$(lt_checkout_dir)/ignored" -name "$1")
         [[ -n $hits && $hits != *$'\n'* ]] || lt_fail "expected one $1 in ignored state, found: ${hits:-none}"
         printf '%s\n' "$hits"
 }

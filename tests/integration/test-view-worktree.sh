@@ -69,7 +69,7 @@ reset_states() {        # the view's and the git dir view's Domain state of an e
         local id root
         id=$(cd "$LT_WS" && lazaretctl domain-id) || lt_fail "lazaretctl domain-id failed"
         root=$(cd "$LT_WS" && lazaretctl config check --json | jq -r .data_root) || lt_fail "lazaretctl config check failed"
-        rm -rf "$root/domains/$id/view" "$root/domains/$id/view-git"
+        rm -rf "$root/domains/$id/view" "$root/domains/$id/view-git" "$root/domains/$id/checkouts"
 }
 
 # ---------------------------------------------------------------- a linked worktree
