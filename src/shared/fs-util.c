@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <linux/openat2.h>
@@ -331,4 +332,35 @@ int opendir_at(int dirfd, DIR **ret) {
         }
         *ret = d;
         return 0;
+}
+
+int stat_birth_at(int dirfd, const char *name, int flags, struct stat *ret, FileBirth *ret_birth) {
+        struct statx sx;
+
+        if (statx(dirfd, name, flags, STATX_BASIC_STATS | STATX_BTIME, &sx) < 0)
+                return -errno;
+        *ret = (struct stat) {
+                .st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor),
+                .st_ino = sx.stx_ino,
+                .st_mode = sx.stx_mode,
+                .st_nlink = sx.stx_nlink,
+                .st_uid = sx.stx_uid,
+                .st_gid = sx.stx_gid,
+                .st_rdev = makedev(sx.stx_rdev_major, sx.stx_rdev_minor),
+                .st_size = (off_t) sx.stx_size,
+                .st_blksize = (blksize_t) sx.stx_blksize,
+                .st_blocks = (blkcnt_t) sx.stx_blocks,
+                .st_atim = { .tv_sec = sx.stx_atime.tv_sec, .tv_nsec = sx.stx_atime.tv_nsec },
+                .st_mtim = { .tv_sec = sx.stx_mtime.tv_sec, .tv_nsec = sx.stx_mtime.tv_nsec },
+                .st_ctim = { .tv_sec = sx.stx_ctime.tv_sec, .tv_nsec = sx.stx_ctime.tv_nsec },
+        };
+        if (ret_birth)
+                *ret_birth = (sx.stx_mask & STATX_BTIME)
+                                     ? (FileBirth) { .sec = sx.stx_btime.tv_sec, .nsec = sx.stx_btime.tv_nsec, .known = true }
+                                     : (FileBirth) {};
+        return 0;
+}
+
+bool file_birth_same(const FileBirth *a, const FileBirth *b) {
+        return !a->known || !b->known || (a->sec == b->sec && a->nsec == b->nsec);
 }

@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /*
@@ -88,3 +90,24 @@ int copy_file(const char *from, const char *to, mode_t mode);
  * -ENOENT when there is none, -ENOMEM: a NULL would not say which.
  */
 int find_program(const char *name, char **ret);
+
+/* A file's birth time (statx(2)'s STATX_BTIME), where its file system keeps one. */
+typedef struct FileBirth {
+        int64_t sec;
+        uint32_t nsec;
+        bool known;
+} FileBirth;
+
+/*
+ * fstatat(dirfd, name, ret, flags) by one statx(2), which also gives the
+ * birth time where the file system keeps one (ext4, xfs, btrfs, tmpfs):
+ * ret_birth (may be NULL) unknown otherwise. With AT_EMPTY_PATH and "",
+ * fstat() of dirfd. 0, or -errno.
+ */
+int stat_birth_at(int dirfd, const char *name, int flags, struct stat *ret, FileBirth *ret_birth);
+
+/*
+ * Whether a and b may be the births of one object: false only where both
+ * are known and differ (an inode number given again is a new birth).
+ */
+bool file_birth_same(const FileBirth *a, const FileBirth *b);

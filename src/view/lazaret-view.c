@@ -95,6 +95,9 @@ struct Node {
         bool in_state;                  /* fd is in Domain state */
         bool is_dir;
         mode_t type;                    /* S_IFMT of the object (node_denotes()) */
+        FileBirth birth;                /* the object's birth time, where its file system keeps one (node_denotes()) */
+        bool stale;                     /* its object is gone, its number given to another (node_get()) */
+        uint8_t gen;                    /* nodes before it that stood for objects with its number (node_hash()) */
         ViewClass cls;
         ViewDir dir;                    /* directories: what lies in them */
         dev_t dev;
@@ -474,15 +477,22 @@ static int state_parent(Node *n) {
 
 /* ---- nodes ---------------------------------------------------------------- */
 
+static bool node_denotes(const Node *n, const struct stat *st, const FileBirth *birth);
+
 /*
  * n opened by name from its parent's directory pfd with flags (which
- * include O_NOFOLLOW) and insisted on; by its other name when its name is
- * gone or leads elsewhere, which then becomes its name. -ESTALE when
- * neither leads to it. With v.lock held.
+ * include O_NOFOLLOW) and insisted on (device, inode number and
+ * node_denotes(): a new object given a deleted one's number and name is
+ * not it); by its other name when its name is gone or leads elsewhere,
+ * which then becomes its name. -ESTALE when neither leads to it. With
+ * v.lock held.
  */
 static int open_by_name(Node *n, int pfd, int flags, struct stat *ret_st) {
+        if (n->stale)
+                return -ESTALE;
         for (int i = 0; i < 2; i++) {
                 const char *name = i == 0 ? n->name : n->alt_name;
+                FileBirth birth;
                 struct stat st;
                 int fd;
 
@@ -494,7 +504,9 @@ static int open_by_name(Node *n, int pfd, int flags, struct stat *ret_st) {
                                 return -errno;
                         continue;
                 }
-                if (fstat(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino) {
+                /* statx(), where fstat() would do, for the birth time: one syscall all the same. */
+                if (stat_birth_at(fd, "", AT_EMPTY_PATH, &st, &birth) < 0 || st.st_dev != n->dev ||
+                    st.st_ino != n->ino || !node_denotes(n, &st, &birth)) {
                         safe_close(fd);
                         continue;
                 }
@@ -769,16 +781,16 @@ static ViewClass class_of(Node *dir, const char *name, bool is_dir) {
 
 /* An ignored name: in Domain state alone, the host's never seen. */
 static int find_ignored(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state,
-                        struct stat *ret_st) {
-        int efd = ign_entries(dir, false), fd;
+                        struct stat *ret_st, FileBirth *ret_birth) {
+        int efd = ign_entries(dir, false), fd, r;
 
         if (efd < 0)
                 return -ENOENT;
         fd = openat(efd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        if (fstat(fd, ret_st) < 0) {
-                int r = -errno;
+        r = stat_birth_at(fd, "", AT_EMPTY_PATH, ret_st, ret_birth);
+        if (r < 0) {
                 safe_close(fd);
                 return r;
         }
@@ -791,12 +803,14 @@ static int find_ignored(Node *dir, const char *name, ViewClass *ret_cls, int *re
 /*
  * Finds name in dir on its side: a protected name in Domain state first
  * (a whiteout hides the host's), then on the host; others on the host
- * only. The result is an O_PATH fd and where it is.
+ * only. The result is an O_PATH fd and where it is, its attributes and
+ * its birth time (node_denotes()).
  */
-static int find(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state, struct stat *ret_st) {
+static int find(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state, struct stat *ret_st,
+                FileBirth *ret_birth) {
         bool is_dir = false;
         ViewClass c;
-        int fd;
+        int fd, r;
 
         if (strlen(name) > NAME_MAX || strchr(name, '/') || streq(name, ".") || streq(name, ".."))
                 return -EINVAL;
@@ -820,7 +834,7 @@ static int find(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bo
         }
         c = dir->in_state ? dir->cls : class_of(dir, name, is_dir);
         if (c == VIEW_IGNORED)
-                return find_ignored(dir, name, ret_cls, ret_fd, ret_in_state, ret_st);
+                return find_ignored(dir, name, ret_cls, ret_fd, ret_in_state, ret_st, ret_birth);
         if (c == VIEW_PROTECTED) {
                 int sfd = state_dir(dir, false);
                 if (sfd >= 0) {
@@ -848,10 +862,12 @@ static int find(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bo
                         return -ENOENT;
         }
 host:
-        /* The common case, a file: one fstatat(). Only a directory is held open
-         * (and insisted on: the name may have been swapped in between). */
-        if (fstatat(dir->fd, name, ret_st, AT_SYMLINK_NOFOLLOW) < 0)
-                return -errno;
+        /* The common case, a file: one statx() (an fstatat() that gives the
+         * birth time too). Only a directory is held open (and insisted on: the
+         * name may have been swapped in between). */
+        r = stat_birth_at(dir->fd, name, AT_SYMLINK_NOFOLLOW, ret_st, ret_birth);
+        if (r < 0)
+                return r;
         *ret_in_state = false;
         *ret_cls = c;
         if (!S_ISDIR(ret_st->st_mode)) {
@@ -871,8 +887,8 @@ host:
         *ret_fd = fd;
         return 0;
 found:
-        if (fstatat(*ret_fd, "", ret_st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
-                int r = -errno;
+        r = stat_birth_at(*ret_fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, ret_st, ret_birth);
+        if (r < 0) {
                 *ret_fd = safe_close(*ret_fd);
                 return r;
         }
@@ -881,39 +897,64 @@ found:
 }
 
 /*
- * Whether n, found by the identity of st, still stands for that object. A
- * file the kernel still holds (gVisor keeps the dentries of what it looked
- * up, and so the kernel its inodes) may be deleted on the host, and the
- * host's file system then gives its inode number to a new object: ext4
- * takes the lowest free one of a group, so after a host `git repack -a -d`
- * the next directory made inside had the number of a pack that git inside
- * had read. Taken for the directory, the file's node, which holds no fd,
- * answered lookups in it with EBADF. A node of another type stands for a
- * deleted object. (A directory's node cannot: its fd keeps the number in
- * use. A file deleted and a file made with its number cannot be told from
- * a file renamed; both are reached by name.) With v.lock held.
+ * Whether n, found by the device and inode number of st, still stands for
+ * that object (born at birth). A file the kernel still holds (gVisor
+ * keeps the dentries of what it looked up, and so the kernel its inodes)
+ * may be deleted on the host, and the host's file system then gives its
+ * inode number to a new object: ext4 takes the lowest free one of a
+ * group, so after a host `git repack -a -d` the next directory made
+ * inside had the number of a pack that git inside had read. Taken for the
+ * directory, the file's node, which holds no fd, answered lookups in it
+ * with EBADF; taken for a new file, it read that file's data for a
+ * descriptor the sandbox held on the deleted one. A node of another type,
+ * or of another birth time, stands for a deleted object. The birth time
+ * (statx's STATX_BTIME, taken where the view stats anyway) is recorded
+ * when the node is made and again where the node is deliberately bound
+ * to another object (copy_up(), node_rebind()); where the file system
+ * keeps none, a file deleted and a file made with its number cannot be
+ * told from a file renamed. (A directory's node is never deleted under
+ * it: its fd keeps the number in use.) With v.lock held.
  */
-static bool node_denotes(const Node *n, const struct stat *st) {
-        return n->type == (st->st_mode & S_IFMT);
+static bool node_denotes(const Node *n, const struct stat *st, const FileBirth *birth) {
+        return n->type == (st->st_mode & S_IFMT) && file_birth_same(&n->birth, birth);
+}
+
+/*
+ * Enters n in the hash by its identity. Stale nodes of the same identity
+ * stay there as long as the kernel holds them, and n's generation is one
+ * more than theirs: the inode number the kernel is told (fill_stat())
+ * differs from theirs. gVisor takes a name whose inode number did not
+ * change for the object it knew (its revalidation compares device and
+ * inode number), and would go on asking through the stale node. With
+ * v.lock held.
+ */
+static void node_hash(Node *n) {
+        unsigned h = hash_of(n->dev, n->ino, n->in_state, n->cls);
+
+        n->gen = 0;
+        for (Node *m = v.hash[h]; m; m = m->hnext)
+                if (m != n && m->stale && m->dev == n->dev && m->ino == n->ino && m->in_state == n->in_state &&
+                    m->cls == n->cls && (uint8_t) (m->gen + 1) > n->gen)
+                        n->gen = (uint8_t) (m->gen + 1);
+        n->hnext = v.hash[h];
+        v.hash[h] = n;
 }
 
 /* Takes fd. With v.lock held. */
-static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_state, const struct stat *st) {
-        unsigned h = hash_of(st->st_dev, st->st_ino, in_state, c);
+static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_state, const struct stat *st,
+                      const FileBirth *birth) {
         Node *n;
 
-        for (Node **p = &v.hash[h]; (n = *p);) {
-                if (n->dev == st->st_dev && n->ino == st->st_ino && n->in_state == in_state && n->cls == c) {
-                        if (node_denotes(n, st))
+        for (n = v.hash[hash_of(st->st_dev, st->st_ino, in_state, c)]; n; n = n->hnext)
+                if (!n->stale && n->dev == st->st_dev && n->ino == st->st_ino && n->in_state == in_state && n->cls == c) {
+                        if (node_denotes(n, st, birth))
                                 break;
-                        /* Its object is gone: it leaves the hash and lives on only for
-                         * the kernel's references, whose requests fail as on a deleted
-                         * object (by name: ESTALE). A new node stands for the new one. */
-                        *p = n->hnext;
-                        continue;
+                        /* Its object is gone: it lives on only for the kernel's
+                         * references, whose requests fail as on a deleted object
+                         * (ESTALE), and stays in the hash only for node_hash(). A new
+                         * node stands for the new object. */
+                        n->stale = true;
                 }
-                p = &n->hnext;
-        }
         if (n) {
                 safe_close(fd);
                 if (n->parent != dir || !streq(n->name, name)) {
@@ -944,6 +985,7 @@ static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_
         }
         n->is_dir = S_ISDIR(st->st_mode);
         n->type = st->st_mode & S_IFMT;
+        n->birth = *birth;
         n->fd = n->is_dir ? fd : safe_close(fd);
         n->in_state = in_state;
         n->cls = c;
@@ -956,17 +998,19 @@ static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_
         if (n->is_dir)
                 n->dir = view_child_dir(&dir->dir, name, c);
         n->nlookup = 1;
-        n->hnext = v.hash[h];
-        v.hash[h] = n;
+        node_hash(n);
         watch_add(n);
         return n;
 }
 
-static void fill_stat(struct stat *st) {
+/* The attributes the kernel is told of n, whose host object's are st. */
+static void fill_stat(const Node *n, struct stat *st) {
         /* No set-ID program reaches the sandbox from the host either. A set-group-ID
          * directory stays one: gVisor must see it to make new directories the way
          * the host's kernel does (they inherit the bit). */
         st->st_mode &= ~(mode_t) (S_ISDIR(st->st_mode) ? S_ISUID : S_ISUID | S_ISGID);
+        /* A new object with a number a stale node had: another number (node_hash()). */
+        st->st_ino ^= (ino_t) n->gen << 56;
 }
 
 static uint64_t now_ms(void) {
@@ -1074,18 +1118,19 @@ static bool told_matches(const Node *n, const struct stat *st) {
 static int lookup_locked(Node *dir, const char *name, struct fuse_entry_param *e) {
         bool in_state = false;
         ViewClass c = VIEW_SHARED;
+        FileBirth birth = {};
         int fd = -EBADF, r;
         Node *n;
 
         memset(e, 0, sizeof(*e));
-        r = find(dir, name, &c, &fd, &in_state, &e->attr);
+        r = find(dir, name, &c, &fd, &in_state, &e->attr, &birth);
         if (r < 0)
                 return r;
-        n = node_get(dir, name, c, fd, in_state, &e->attr);
+        n = node_get(dir, name, c, fd, in_state, &e->attr, &birth);
         if (!n)
                 return -ENOMEM;
         told(n, &e->attr);
-        fill_stat(&e->attr);
+        fill_stat(n, &e->attr);
         e->ino = id_of(n);
         e->attr_timeout = e->entry_timeout = timeout_in(dir);
         return 0;
@@ -1133,7 +1178,7 @@ static void reply_attr(fuse_req_t req, Node *n, struct stat *st) {
         pthread_mutex_lock(&v.lock);
         told(n, st);
         pthread_mutex_unlock(&v.lock);
-        fill_stat(st);
+        fill_stat(n, st);
         fuse_reply_attr(req, st, n == &v.root ? timeout_in(n) : timeout_in(n->parent));
 }
 
@@ -1193,6 +1238,7 @@ static int copy_up(Node *n) {
         _cleanup_(pin_done) Pin p = {};
         char tmp[64], pp[32];
         struct stat st, nst;
+        FileBirth birth;
         int sfd, r;
 
         if (n->cls != VIEW_PROTECTED || n->in_state)
@@ -1243,23 +1289,23 @@ static int copy_up(Node *n) {
                 }
         } else
                 return -EPERM;
-        if (renameat(sfd, tmp, sfd, n->name) < 0 || fstatat(sfd, n->name, &nst, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (renameat(sfd, tmp, sfd, n->name) < 0) {
                 r = -errno;
                 (void) unlinkat(sfd, tmp, 0);
                 return r;
         }
+        r = stat_birth_at(sfd, n->name, AT_SYMLINK_NOFOLLOW, &nst, &birth);
+        if (r < 0)
+                return r;
 
-        /* The node now stands for the copy; it keeps its identity for the kernel. */
+        /* The node now stands for the copy, born now; it keeps its identity for the kernel. */
         inval_later(n, NULL);
         unhash(n);
         n->in_state = true;
         n->dev = nst.st_dev;
         n->ino = nst.st_ino;
-        {
-                unsigned h = hash_of(n->dev, n->ino, n->in_state, n->cls);
-                n->hnext = v.hash[h];
-                v.hash[h] = n;
-        }
+        n->birth = birth;
+        node_hash(n);
         return 0;
 }
 
@@ -1913,10 +1959,13 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
  * was or a copy of it; it keeps its identity for the kernel.
  */
 static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClass tc) {
+        FileBirth birth;
         struct stat st;
+        int r;
 
-        if (fstatat(tfd, newname, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return -errno;
+        r = stat_birth_at(tfd, newname, AT_SYMLINK_NOFOLLOW, &st, &birth);
+        if (r < 0)
+                return r;
         inval_later(n, NULL);
         if (n->is_dir)
                 inval_below(n);
@@ -1937,6 +1986,7 @@ static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClas
         n->in_state = tc == VIEW_IGNORED;
         n->dev = st.st_dev;
         n->ino = st.st_ino;
+        n->birth = birth;       /* a copy's is new */
         if (n->is_dir) {
                 n->dir = view_child_dir(&to->dir, newname, tc);
                 if (n->in_state)
@@ -1944,11 +1994,7 @@ static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClas
                 else
                         watch_add(n);
         }
-        {
-                unsigned h = hash_of(n->dev, n->ino, n->in_state, n->cls);
-                n->hnext = v.hash[h];
-                v.hash[h] = n;
-        }
+        node_hash(n);
         return 0;
 }
 
@@ -1992,7 +2038,7 @@ static void ign_promote_tracked(void) {
                         char rel[VIEW_PATH_MAX];
 
                         next = m->hnext;
-                        if (m->cls != VIEW_IGNORED || !m->in_state || m->is_dir || !m->parent || m->parent->in_state ||
+                        if (m->stale || m->cls != VIEW_IGNORED || !m->in_state || m->is_dir || !m->parent || m->parent->in_state ||
                             move_covers(m) ||
                             node_relpath(m->parent, m->name, rel, sizeof(rel)) < 0 ||
                             !git_index_is_tracked(ign.index, rel))
@@ -2812,7 +2858,7 @@ static EchoVerdict echo_verdict(Node *dir, const char *name, struct stat *ret_st
         *ret_exists = true;
         for (ViewClass c = 0; c < _VIEW_CLASS_MAX; c++)
                 for (Node *n = v.hash[hash_of(st.st_dev, st.st_ino, false, c)]; n; n = n->hnext) {
-                        if (n->in_state || n->parent != dir || !streq(n->name, name))
+                        if (n->stale || n->in_state || n->parent != dir || !streq(n->name, name))
                                 continue;
                         if (__atomic_load_n(&n->busy, __ATOMIC_SEQ_CST) > 0)
                                 return BUSY;

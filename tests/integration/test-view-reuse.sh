@@ -11,7 +11,13 @@
 # inode number, which the view answered with the pack's node, a file's,
 # which holds no directory fd: "Invalid path '/workspace/n/.git': Bad file
 # descriptor", or "unable to create temporary file: Bad file descriptor".
-# In one sandbox, a few rounds of:
+# First, a file held open inside on a descriptor (exec 3<), deleted on the
+# host, its inode number given to a new file (made until one gets it),
+# which is renamed to the deleted one's name or looked up inside under its
+# own: a read through the descriptor must fail (ESTALE) or return the old
+# data, never the new file's (before the view compared birth times, it
+# returned the new file's data in both cases).
+# Then, in one sandbox, a few rounds of:
 #   - the host commits and packs (git repack -d) a few times;
 #   - git inside reads every pack (and the host's files in pool/);
 #   - the host repacks all (git repack -a -d) and deletes the files in pool/;
@@ -45,7 +51,83 @@ hg config gc.auto 0
 mkdir -p "$LT_WS/pool"
 lt_keeper_start
 
-rounds=${LT_REUSE_ROUNDS:-4}
+# held_case K HOW: inside, a file held open on descriptor 3 (exec 3<) and
+# not read yet; on the host, the file deleted and new files made until one
+# gets its inode number (ext4 hands out the lowest free one, so at once,
+# unless another process on the machine frees a lower one or takes it: up
+# to 2000 files, in up to 3 attempts, and the test fails if it never comes
+# back); then inside, a read through descriptor 3 must not return the new
+# file's data: an error (ESTALE, EIO) or the old data. HOW: "same", the
+# new file renamed on the host to the deleted one's name (the view
+# reaches a file by name), then also opened by that name inside, where
+# gVisor still knows the deleted file's: it must read the new data; or
+# "other", the new file under its own name, looked up inside (ls -l)
+# before the read. Without the birth-time check both read the new file's
+# data through descriptor 3; without the view's own inode number for the
+# new file, "same" could not open it by name (ESTALE).
+held_case() {
+        local k=$1 how=$2 a
+        for a in 1 2 3; do
+                held_try "$k" "$how" "$k-$a" && return 0
+        done
+        lt_fail "held file $k: in 3 attempts, the host's file system gave the deleted file's inode number to none of 2000 new files"
+}
+# held_try K HOW NAME: one attempt of held_case in held-NAME/; 1: the number did not come back.
+held_try() {
+        local k=$1 how=$2 d=held-$3 out=$HOME/held-$3.out dir old ino i found= client lookup= by_name= fd3 named
+        dir=$LT_WS/$d
+        mkdir -p "$dir"
+        echo "old data $k" >"$dir/victim"
+        [[ $how == other ]] && lookup="ls -l /workspace/$d >/dev/null;"
+        [[ $how == same ]] && by_name="echo by-name; cat /workspace/$d/victim; "'echo "name-status=$?"'
+        : >"$out"
+        (cd "$LT_WS" && exec lazaretctl launch -- /bin/sh -c "exec 3</workspace/$d/victim || exit 9; echo opened
+                i=0; while [ ! -e /workspace/$d/go ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done
+                $lookup cat <&3; echo \"read-status=\$?\"; $by_name") >"$out" 2>&1 </dev/null &
+        client=$!
+        for _ in $(seq 1 150); do
+                grep -qx opened "$out" && break
+                sleep 0.1
+        done
+        grep -qx opened "$out" || lt_fail "held file $k: the process inside did not open it: $(cat "$out")"
+        old=$(stat -c %i "$dir/victim")
+        rm "$dir/victim"
+        for i in $(seq 1 2000); do
+                echo "NEW data $k.$i, never opened inside" >"$dir/c$i"
+                ino=$(stat -c %i "$dir/c$i")
+                if [[ $ino == "$old" ]]; then
+                        found=$i
+                        break
+                fi
+        done
+        if [[ -z $found ]]; then
+                : >"$dir/go"
+                wait "$client" || true
+                lt_log "held file $k ($how): inode number $old did not come back in 2000 new files"
+                return 1
+        fi
+        [[ $how == same ]] && mv "$dir/c$found" "$dir/victim"
+        : >"$dir/go"
+        wait "$client" || true
+        lt_log "held file $k ($how): inode $old back at new file $found; read inside: $(tr '\n' ';' <"$out")"
+        fd3=$(sed '/^by-name$/,$d' "$out")
+        named=$(sed -n '/^by-name$/,$p' "$out")
+        [[ $fd3 == *read-status=* ]] || lt_fail "held file $k ($how): the process inside did not finish: $(cat "$out")"
+        [[ $fd3 != *"NEW data"* ]] ||
+                lt_fail "held file $k ($how): a read through a descriptor on the deleted file returned the new file's data: $(cat "$out")"
+        [[ $fd3 == *"old data $k"* || $fd3 != *read-status=0* ]] ||
+                lt_fail "held file $k ($how): the read succeeded with neither the old data nor an error: $(cat "$out")"
+        if [[ $how == same ]]; then
+                [[ $named == *name-status=0* && $named == *"NEW data $k"* ]] ||
+                        lt_fail "held file $k ($how): the new file at the old name, opened by name inside, is not read: $(cat "$out")"
+        fi
+        return 0
+}
+held_case 1 same
+held_case 2 other
+lt_log "ok: reads through descriptors on deleted files whose inode numbers went to new files never returned the new files' data"
+
+rounds=${LAZARET_TEST_REUSE_ROUNDS:-${LT_REUSE_ROUNDS:-4}}
 met_dirs=0 met_all=0
 for r in $(seq 1 "$rounds"); do
         # Packs and plain files of the host's, all read inside.
