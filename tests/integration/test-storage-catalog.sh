@@ -67,7 +67,9 @@ lower=$(q "SELECT lower_id FROM leases WHERE domain_id = '$d1'")
 lt_assert_eq "lowers recorded for the image" 1 "$(q "SELECT count(*) FROM lowers WHERE id = '$lower'")"
 lt_assert_eq "leases of the lower" "$(printf '%s\n' "$d1" "$d2" | sort)" \
         "$(q "SELECT domain_id FROM leases WHERE lower_id = '$lower'" | sort)"
-lt_assert_eq "generations with a lease per Domain" 2 "$(q "SELECT count(DISTINCT domain_id || '/' || generation) FROM leases")"
+# (Only this test's Domains: an earlier test's coordinator killed on purpose leaves its lease to the next start or gc.)
+lt_assert_eq "generations with a lease per Domain" 2 \
+        "$(q "SELECT count(DISTINCT domain_id || '/' || generation) FROM leases WHERE domain_id IN ('$d1', '$d2')")"
 [[ -d $prepared/$lower/rootfs ]] || lt_fail "the leased lower $lower is not in $prepared"
 (cd "$LT_WS" && lazaretctl launch -- /bin/sh -c 'echo one >/root/mine') || lt_fail "cannot write /root in Domain $d1"
 out=$(cd "$ws2" && lazaretctl launch -- /bin/sh -c 'cat /etc/lt-catalog; ls /root') || lt_fail "a session in Domain $d2 failed"
@@ -87,7 +89,7 @@ out=$(cd "$ws2" && lazaretctl launch -- /bin/cat /etc/lt-catalog) || lt_fail "Do
 lt_assert_eq "Domain $d2 after gc" v1 "$out"
 kill "${keepers[1]}" 2>/dev/null || true
 stop "$ws2" "$d2"
-lt_assert_eq "leases once both stopped" 0 "$(q "SELECT count(*) FROM leases")"
+lt_assert_eq "leases once both stopped" 0 "$(q "SELECT count(*) FROM leases WHERE domain_id IN ('$d1', '$d2')")"
 out=$(cd "$LT_WS" && lazaretctl state gc --yes 2>&1) || lt_fail "state gc failed: $out"
 [[ ! -e $prepared/$lower ]] || lt_fail "state gc kept a lower nobody leases: $out"
 lt_assert_eq "the catalog after gc" 0 "$(q "SELECT count(*) FROM lowers WHERE id = '$lower'")"
