@@ -51,11 +51,12 @@ read -r -a CC <<< "${SPEC_CC:-cc}"
 # set, is used for every check.
 REAL_PAN_CFLAGS=${PAN_CFLAGS:--O2 -w}
 MUTANT_PAN_CFLAGS=${PAN_CFLAGS:--O0 -w}
-# The searches are batch work: they run at a lower priority than the
-# other tests of the same meson run (whose sandboxes wait on timers and
-# terminals), and take the CPU those leave idle.  PAN_NICE=0 runs them at
-# the caller's priority.
+# The checks are batch work: spin, cc and pan run 10 nice levels below
+# the caller (PAN_NICE), under the other tests of the same meson run,
+# whose sandboxes wait on timers and terminals, and take the CPU those
+# leave idle.
 PAN_NICE=${PAN_NICE:-10}
+NICE=(nice -n "$PAN_NICE")
 MEMLIM=${MEMLIM:-2048}        # MiB per pan run
 DEPTH=${DEPTH:-200000}        # pan -m: search depth limit
 
@@ -106,7 +107,7 @@ run_pan() {
 	truncated=0
 	reason=
 	stats=
-	if ! (cd "$dir" && "$SPIN" -a "${defs[@]}" lazaret.pml) > "$dir/spin.log" 2>&1; then
+	if ! (cd "$dir" && "${NICE[@]}" "$SPIN" -a "${defs[@]}" lazaret.pml) > "$dir/spin.log" 2>&1; then
 		reason="spin -a failed: $(head -n 3 "$dir/spin.log" | tr '\n' ' ')"
 		return 1
 	fi
@@ -122,13 +123,13 @@ run_pan() {
 		panargs=(-a -f -N "$claim" -m"$DEPTH" -n)
 	fi
 	# shellcheck disable=SC2086
-	if ! (cd "$dir" && "${CC[@]}" $cflags "${mode_cflags[@]}" -DMEMLIM="$MEMLIM" -o pan pan.c) > "$dir/cc.log" 2>&1; then
+	if ! (cd "$dir" && "${NICE[@]}" "${CC[@]}" $cflags "${mode_cflags[@]}" -DMEMLIM="$MEMLIM" -o pan pan.c) > "$dir/cc.log" 2>&1; then
 		reason="compiling pan.c failed: $(head -n 3 "$dir/cc.log" | tr '\n' ' ')"
 		return 1
 	fi
 	local t0 t1
 	t0=$(date +%s.%N)
-	(cd "$dir" && exec nice -n "$PAN_NICE" ./pan "${panargs[@]}") > "$pan_out" 2>&1
+	(cd "$dir" && "${NICE[@]}" ./pan "${panargs[@]}") > "$pan_out" 2>&1
 	t1=$(date +%s.%N)
 	errors=$(sed -n 's/.*errors: \([0-9][0-9]*\).*/\1/p' "$pan_out" | tail -n 1)
 	if grep -qE 'max search depth too small|Search not completed|reached -DMEMLIM|out of memory' "$pan_out"; then
