@@ -78,8 +78,9 @@ lt_unit_pids() {
 
 # Without --test-hooks the installation is the README's: the test
 # substitutions are not compiled in. Each flavour has its own build directory,
-# so that switching between them (tests run one at a time) reinstalls but does
-# not rebuild; $base.installed names the tree and flavour in place.
+# so that switching between them (a test user runs one test at a time:
+# run-as-test-user) reinstalls but does not rebuild; $base.installed names
+# the tree and flavour in place.
 lt_install() {   # [--test-hooks]
         local mode=${LAZARET_TEST_INSTALL:-home} opts base flavour=product hash
         : "${LAZARET_SOURCE_ROOT:?run through tests/harness/run-as-test-user}"
