@@ -705,11 +705,15 @@ int verb_stop(int argc, char *argv[], const Config *config) {
                 return -ENOMEM;
         r = sd_bus_call_method(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Stop", &error, NULL, "");
         if (r < 0) {
-                /* No owner, or an owner that withdrew the Domain object: it is going down, or gone. */
-                if (!sd_bus_error_has_names(&error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER,
-                                            SD_BUS_ERROR_UNKNOWN_OBJECT)) {
-                        if (ctl_bus_not_responding(bus, name, &error))
-                                return ctl_not_responding(id);
+                /* No owner, an owner that withdrew the Domain object, or one that left without answering
+                 * (killed): it is going down, or gone. */
+                bool gone = sd_bus_error_has_names(&error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER,
+                                                   SD_BUS_ERROR_UNKNOWN_OBJECT);
+                if (!gone && ctl_bus_not_responding(bus, name, &error))
+                        return ctl_not_responding(id);
+                if (!gone && sd_bus_error_has_name(&error, SD_BUS_ERROR_NO_REPLY))
+                        gone = true;    /* not "not responding": the name has no owner any more */
+                if (!gone) {
                         fprintf(stderr, "Cannot stop Domain %s: %s\n", id, error.message ?: strerror(-r));
                         return r;
                 }
