@@ -1007,11 +1007,10 @@ static int state_reset(int argc, char *argv[], const Config *config) {
         _cleanup_(target_done) Target t = {};
         const char *ignored = NULL;
         _cleanup_strv_free_ char **layers = NULL, **paths = NULL;
-        _cleanup_free_ char *name = NULL, *question = NULL, *scope = NULL, *trash = NULL, *dest = NULL;
-        _cleanup_close_ int lock = -EBADF, rootfd = -EBADF, trashfd = -EBADF;
+        _cleanup_free_ char *name = NULL, *question = NULL, *scope = NULL, *trash = NULL;
+        _cleanup_close_ int lock = -EBADF, rootfd = -EBADF;
         _cleanup_(domain_record_done) DomainRecord rec = {};
         _cleanup_free_ char *why = NULL;
-        sd_id128_t rnd;
         struct stat st;
         int r;
 
@@ -1084,32 +1083,20 @@ static int state_reset(int argc, char *argv[], const Config *config) {
                 return r;
 
         /* One rename takes the layer (or all of them) out of use: the old generation or a new empty one. */
-        if (mkdirat(rootfd, STATE_ANCHOR_TRASH_DIR, 0700) < 0 && errno != EEXIST) {
-                fprintf(stderr, "Cannot create %s/%s: %m\n", t.domain_dir, STATE_ANCHOR_TRASH_DIR);
-                return -errno;
-        }
-        trashfd = openat(rootfd, STATE_ANCHOR_TRASH_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (trashfd < 0) {
-                fprintf(stderr, "Cannot open %s/%s: %m\n", t.domain_dir, STATE_ANCHOR_TRASH_DIR);
-                return -errno;
-        }
-        r = sd_id128_randomize(&rnd);
-        if (r < 0)
-                return r;
-        if (asprintf(&dest, SD_ID128_FORMAT_STR, SD_ID128_FORMAT_VAL(rnd)) < 0)
-                return -ENOMEM;
         if (name) {
                 _cleanup_close_ int sfd = openat(rootfd, STATE_ANCHOR_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (sfd < 0 || renameat(sfd, name, trashfd, dest) < 0 || fsync(sfd) < 0) {
-                        fprintf(stderr, "Cannot move %s/%s out of use: %m\n", t.state_dir, name);
-                        return -errno;
+                r = sfd < 0 ? -errno : move_to_trash(rootfd, &t, sfd, name);
+                if (r < 0) {
+                        fprintf(stderr, "Cannot move %s/%s out of use: %s\n", t.state_dir, name, strerror(-r));
+                        return r;
                 }
-        } else if (renameat(rootfd, STATE_ANCHOR_DIR, trashfd, dest) < 0) {
-                fprintf(stderr, "Cannot move %s out of use: %m\n", t.state_dir);
-                return -errno;
+        } else {
+                r = move_to_trash(rootfd, &t, rootfd, STATE_ANCHOR_DIR);
+                if (r < 0) {
+                        fprintf(stderr, "Cannot move %s out of use: %s\n", t.state_dir, strerror(-r));
+                        return r;
+                }
         }
-        (void) fsync(trashfd);
-        (void) fsync(rootfd);
         printf("Reset %s of Domain %s; the next launch starts %s from the image.\n",
                t.path ?: "every persistent path", t.id, t.path ? "it" : "them");
 
