@@ -53,15 +53,13 @@ static int flock_within(int fd, int op, unsigned timeout_s) {
  * A coordinator still starting has no name yet either; it is waited for
  * like one going down, and the wait says so if it runs out.
  */
-static bool going_down(const char *id) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+static bool going_down(sd_bus *bus, const char *id) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *state = NULL;
         char name[BUS_NAME_MAX];
 
-        if (sd_bus_open_user(&bus) < 0)
+        if (!bus)
                 return true;    /* no bus: nobody can be using it as a running Domain */
-        (void) sd_bus_set_method_call_timeout(bus, CTL_REPLY_TIMEOUT_USEC);
         domain_bus_name(id, name);
         if (sd_bus_get_property_string(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "State", &error, &state) < 0)
                 /* No owner, or an owner without the Domain object: starting, or withdrawn by teardown. */
@@ -98,12 +96,9 @@ static bool sandbox_scope_active(sd_bus *bus, const char *id) {
 }
 
 /* Waits, at most timeout_s, until the sandbox scope has ended; -ETIMEDOUT otherwise. Says so once if it waits. */
-static int wait_sandbox_scope(const char *id, unsigned timeout_s) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-
-        if (sd_bus_open_user(&bus) < 0)
+static int wait_sandbox_scope(sd_bus *bus, const char *id, unsigned timeout_s) {
+        if (!bus)
                 return 0;       /* no user manager: no scope of ours either */
-        (void) sd_bus_set_method_call_timeout(bus, CTL_REPLY_TIMEOUT_USEC);
         for (unsigned i = 0; i < timeout_s * 10; i++) {
                 if (!sandbox_scope_active(bus, id))
                         return 0;
@@ -115,6 +110,16 @@ static int wait_sandbox_scope(const char *id, unsigned timeout_s) {
         fprintf(stderr, "The sandbox scope of Domain %s is still there after %u s: see systemctl --user status "
                 "lazaret-%s-sandbox.scope.\n", id, timeout_s, id);
         return -ETIMEDOUT;
+}
+
+/* One connection to the user bus for all of a verb's looks; NULL where there is none. */
+static sd_bus *open_user_bus(void) {
+        sd_bus *bus = NULL;
+
+        if (sd_bus_open_user(&bus) < 0)
+                return NULL;
+        (void) sd_bus_set_method_call_timeout(bus, CTL_REPLY_TIMEOUT_USEC);
+        return bus;
 }
 
 static int open_lock(const char *domain_dir, bool create, int *ret_fd) {
@@ -131,6 +136,7 @@ static int open_lock(const char *domain_dir, bool create, int *ret_fd) {
 }
 
 int ctl_domain_wait_stopped(const char *domain_dir, const char *id, unsigned timeout_s, bool say) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = open_user_bus();
         _cleanup_close_ int fd = -EBADF;
         int r;
 
@@ -142,7 +148,7 @@ int ctl_domain_wait_stopped(const char *domain_dir, const char *id, unsigned tim
                 return r;
         }
         if (flock(fd, LOCK_SH | LOCK_NB) == 0)
-                return wait_sandbox_scope(id, timeout_s);
+                return wait_sandbox_scope(bus, id, timeout_s);
         if (errno != EWOULDBLOCK) {
                 fprintf(stderr, "Cannot lock the Domain lock of %s: %m\n", id);
                 return -errno;
@@ -152,7 +158,7 @@ int ctl_domain_wait_stopped(const char *domain_dir, const char *id, unsigned tim
                         timeout_s);
         r = flock_within(fd, LOCK_SH, timeout_s);
         if (r == 0) {
-                r = wait_sandbox_scope(id, timeout_s);
+                r = wait_sandbox_scope(bus, id, timeout_s);
                 return r < 0 ? r : 1;
         }
         if (r == -ETIMEDOUT)
@@ -164,6 +170,7 @@ int ctl_domain_wait_stopped(const char *domain_dir, const char *id, unsigned tim
 }
 
 int ctl_domain_lock_stopped(const char *domain_dir, const char *id, const char *verb, bool create, int *ret_fd) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = open_user_bus();
         _cleanup_close_ int fd = -EBADF;
         int r;
 
@@ -185,7 +192,7 @@ int ctl_domain_lock_stopped(const char *domain_dir, const char *id, const char *
                 r = -EBUSY;
                 for (unsigned waited = 0; waited < CTL_STOP_WAIT_SEC; waited++) {
                         /* Re-judged each second: one that was starting and now runs is refused. */
-                        if (!going_down(id)) {
+                        if (!going_down(bus, id)) {
                                 fprintf(stderr, "Domain %s is active: its coordinator holds the Domain lock, and its "
                                         "sessions, sandbox and overlay mounts may be using the state. Stop it first "
                                         "(lazaretctl stop %s), then %s again.\n", id, id, verb);
@@ -210,7 +217,7 @@ int ctl_domain_lock_stopped(const char *domain_dir, const char *id, const char *
                 }
         }
         /* The lock is ours: no coordinator can start. What a killed one left is waited for too. */
-        r = wait_sandbox_scope(id, CTL_STOP_WAIT_SEC);
+        r = wait_sandbox_scope(bus, id, CTL_STOP_WAIT_SEC);
         if (r < 0)
                 return -EBUSY;
         *ret_fd = TAKE_FD(fd);
