@@ -119,11 +119,9 @@ static int sort_legacy(int dfd, int csfd, const CheckoutId *id, const char *key,
                 sd_id128_to_string(rnd, hex);
                 snprintf(dest, sizeof(dest), CHECKOUT_LEGACY_PREFIX "%.*s", CHECKOUT_KEY_HEX_LEN, hex);
         }
-        if (mkdirat(csfd, dest, 0700) < 0 && errno != EEXIST)
-                return errorf(ret_error, -errno, "cannot create %s/%s: %m", CHECKOUTS_DIR, dest);
-        tfd = openat(csfd, dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        tfd = mkdir_open_at(csfd, dest, 0700);
         if (tfd < 0)
-                return errorf(ret_error, -errno, "cannot open %s/%s: %m", CHECKOUTS_DIR, dest);
+                return errorf(ret_error, tfd, "cannot make or open %s/%s: %s", CHECKOUTS_DIR, dest, strerror(-tfd));
         if (!adopt) {
                 time_t now = time(NULL);
                 CheckoutRecord rec = {
@@ -179,11 +177,10 @@ int checkout_state_prepare(const char *domain_dir, const char *workspace, const 
         dfd = open(domain_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return errorf(ret_error, -errno, "cannot open the Domain Root %s: %m", domain_dir);
-        if (mkdirat(dfd, CHECKOUTS_DIR, 0700) < 0 && errno != EEXIST)
-                return errorf(ret_error, -errno, "cannot create %s/%s: %m", domain_dir, CHECKOUTS_DIR);
-        csfd = openat(dfd, CHECKOUTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        csfd = mkdir_open_at(dfd, CHECKOUTS_DIR, 0700);
         if (csfd < 0)
-                return errorf(ret_error, -errno, "cannot open %s/%s: %m", domain_dir, CHECKOUTS_DIR);
+                return errorf(ret_error, csfd, "cannot make or open %s/%s: %s", domain_dir, CHECKOUTS_DIR,
+                              strerror(-csfd));
 
         r = sort_legacy(dfd, csfd, id, key, workspace, &set_aside, ret_error);
         if (r < 0)

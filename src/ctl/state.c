@@ -819,14 +819,11 @@ static int move_to_trash(int rootfd, const Target *t, int dirfd, const char *nam
         sd_id128_t rnd;
         int r;
 
-        if (mkdirat(rootfd, STATE_ANCHOR_TRASH_DIR, 0700) < 0 && errno != EEXIST) {
-                fprintf(stderr, "Cannot create %s/%s: %m\n", t->domain_dir, STATE_ANCHOR_TRASH_DIR);
-                return -errno;
-        }
-        trashfd = openat(rootfd, STATE_ANCHOR_TRASH_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        trashfd = mkdir_open_at(rootfd, STATE_ANCHOR_TRASH_DIR, 0700);
         if (trashfd < 0) {
-                fprintf(stderr, "Cannot open %s/%s: %m\n", t->domain_dir, STATE_ANCHOR_TRASH_DIR);
-                return -errno;
+                fprintf(stderr, "Cannot make or open %s/%s: %s\n", t->domain_dir, STATE_ANCHOR_TRASH_DIR,
+                        strerror(-trashfd));
+                return trashfd;
         }
         r = sd_id128_randomize(&rnd);
         if (r < 0)

@@ -150,6 +150,15 @@ int mkdir_parents(const char *path, mode_t mode) {
         }
 }
 
+int mkdir_open_at(int dirfd, const char *name, mode_t mode) {
+        int fd;
+
+        if (mkdirat(dirfd, name, mode) < 0 && errno != EEXIST)
+                return -errno;
+        fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
 int mkdir_mode(const char *path, mode_t mode) {
         _cleanup_close_ int fd = -EBADF;
 

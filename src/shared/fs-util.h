@@ -52,6 +52,13 @@ int mkdir_parents(const char *path, mode_t mode);
  */
 int mkdir_mode(const char *path, mode_t mode);
 
+/*
+ * dirfd/name as a directory, made with mode when missing, opened without
+ * following a symlink (O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC): the fd,
+ * or -errno (-ENOTDIR/-ELOOP for anything but a directory there).
+ */
+int mkdir_open_at(int dirfd, const char *name, mode_t mode);
+
 /* Writes to a new or truncated file, never through a symlink; mode as open(2) gets it. */
 int write_file_bytes(const char *path, const void *data, size_t len, mode_t mode);
 /* write_file_bytes() of a string. */

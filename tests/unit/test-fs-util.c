@@ -214,3 +214,26 @@ Test(fs_util, stat_birth_at_is_fstatat_with_birth) {
         cr_assert(!file_birth_same(&b2, &(FileBirth) { .sec = 8, .nsec = 1, .known = true }));
         cr_assert_eq(rm_rf(d), 0);
 }
+
+Test(fs_util, mkdir_open_at_makes_or_opens_a_directory_only) {
+        _cleanup_free_ char *base = tmpdir(), *target = path_join(base, "target");
+        _cleanup_close_ int dfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int fd;
+
+        cr_assert_geq(dfd, 0);
+        fd = mkdir_open_at(dfd, "d", 0700);
+        cr_assert_geq(fd, 0);
+        cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        close(fd);
+        fd = mkdir_open_at(dfd, "d", 0700);     /* there already: opened */
+        cr_assert_geq(fd, 0);
+        close(fd);
+        /* A symlink or a file in its place: refused, nothing made through it. */
+        cr_assert_eq(mkdir(target, 0700), 0);
+        cr_assert_eq(symlinkat(target, dfd, "link"), 0);
+        fd = mkdir_open_at(dfd, "link", 0700);
+        cr_assert(fd == -ELOOP || fd == -ENOTDIR, "a symlink gave %d", fd);
+        cr_assert_eq(close(openat(dfd, "file", O_WRONLY | O_CREAT | O_CLOEXEC, 0600)), 0);
+        cr_assert_eq(mkdir_open_at(dfd, "file", 0700), -ENOTDIR);
+        cr_assert_eq(rm_rf(base), 0);
+}
