@@ -344,3 +344,22 @@ lt_wait_inactive() {
         done
         lt_fail "$unit still $state after 10 s"
 }
+
+# --- the approval prompt on a terminal that tmux drives -------------------------
+#
+# For the escalation prompt's tests: the caller sets T (its tmux command,
+# e.g. "tmux -L lt-$$") and runs its session in pane t:0. The prompt counts
+# a key only once it was written and 400 ms passed without one (spec 5.6),
+# so lt_press waits 0.6 s first; the approve key is drawn anew for each
+# drawing and printed at the end of the command's line.
+lt_screen() { $T capture-pane -t t:0 -p; }
+lt_wait_screen() {      # TEXT: until the pane shows it (15 s)
+        for _ in $(seq 1 150); do
+                lt_screen | grep -qF -- "$1" && return 0
+                sleep 0.1
+        done
+        lt_screen >&2
+        lt_fail "the screen never showed '$1'"
+}
+lt_press() { sleep 0.6; $T send-keys -t t:0 "$@"; }
+lt_approve_key() { lt_screen | sed -n 's/.*<- press \(.\) to run it.*/\1/p' | tail -n1; }

@@ -30,21 +30,10 @@ T="tmux -L lt-$$"
 cleanup_tmux() { $T kill-server 2>/dev/null || true; }
 trap 'rc=$?; cleanup_tmux; lt_domain_cleanup "$rc"' EXIT
 
-screen() { $T capture-pane -t t:0 -p; }
-wait_for() {
-        for _ in $(seq 1 150); do
-                screen | grep -qF -- "$1" && return 0
-                sleep 0.1
-        done
-        screen >&2
-        lt_fail "the screen never showed '$1'"
-}
-press() { sleep 0.6; $T send-keys -t t:0 "$@"; }
-approve_key() { screen | sed -n 's/.*<- press \(.\) to run it.*/\1/p' | tail -n1; }
 ESC=/usr/local/bin/lazaret-escalate
 
 $T new-session -d -s t -x 120 -y 30 "cd '$LT_WS' && lazaretctl launch; echo LAUNCH-EXIT=\$?; sleep 60"
-wait_for ':/workspace#'
+lt_wait_screen ':/workspace#'
 
 # visible NAME: the prompt for $H/NAME waits and can be read whole: its
 # title, its Why and its Command lines are on the screen, the command's
@@ -53,9 +42,9 @@ wait_for ':/workspace#'
 visible() {
         local name=$1 cmd line cells
         cmd="Command:   /usr/bin/touch $H/$name   <- press "
-        wait_for "$cmd"
+        lt_wait_screen "$cmd"
         local s
-        s=$(screen)
+        s=$(lt_screen)
         grep -qF '[lazaret] The sandbox asks to run a command on the host' <<<"$s" ||
                 { echo "$s" >&2; lt_fail "$name: the prompt's title is not visible"; }
         grep -qF "Why:       (none given)" <<<"$s" || { echo "$s" >&2; lt_fail "$name: the Why line is not visible"; }
@@ -74,8 +63,8 @@ visible() {
 deny_and_check() {
         sleep 0.5
         [[ ! -e $H/$1 ]] || lt_fail "$1: the command ran without the human's approve key"
-        press d
-        wait_for "RC-$1-122"
+        lt_press d
+        lt_wait_screen "RC-$1-122"
         [[ ! -e $H/$1 ]] || lt_fail "$1: a denied command ran"
         $T send-keys -t t:0 "printf '\\033c'; clear" Enter
         sleep 0.5
@@ -90,10 +79,10 @@ ask() {
 # 1. The issue's reproduction: a forged header, a two-row scroll region with the cursor in it.
 ask scroll '\033[2J\033[1;1H[lazaret] The sandbox asks to run a command on the host\r\n  Command:   /usr/bin/ls -la\r\n\033[8;9r\033[9;1H'
 visible scroll
-k=$(approve_key)
+k=$(lt_approve_key)
 # Approving what the prompt really shows works: the human saw the real command.
-press "$k"
-wait_for "RC-scroll-0"
+lt_press "$k"
+lt_wait_screen "RC-scroll-0"
 [[ -e $H/scroll ]] || lt_fail "the approved command did not run"
 $T send-keys -t t:0 "clear" Enter
 sleep 0.5
@@ -127,7 +116,7 @@ lt_log "ok: origin mode, alternate screen, colours, conceal, DEC graphics, inser
 # ESC [ M, the button, then the column byte, which is the approve key.
 ask mouse '\033 G\033[?1000h'
 visible mouse
-k=$(approve_key)
+k=$(lt_approve_key)
 sleep 0.6
 $T send-keys -t t:0 -H 1b 5b 4d 20 "$(printf '%x' "'$k")" 21
 # The same click with an 8-bit CSI (a terminal after S8C1T), and a UTF-8 (1005) one.
@@ -151,7 +140,7 @@ rm -f "$H/typist.stop"
 ( while [[ ! -e $H/typist.stop ]]; do $T send-keys -t t:0 x 2>/dev/null; sleep 0.05; done ) &
 typist=$!
 visible stream
-k=$(approve_key)
+k=$(lt_approve_key)
 $T send-keys -t t:0 "$k"
 sleep 0.3
 touch "$H/typist.stop"
@@ -199,4 +188,4 @@ jq -e --argjson t0 "$T0" --argjson b "[$want,155,45,255]" 'any(.[]; .TimeUSec >=
 lt_log "ok: a non-UTF-8 request is listed with the others (human, JSON, version 1) and audited with its bytes"
 
 $T send-keys -t t:0 'exit 0' Enter
-wait_for 'LAUNCH-EXIT=0'
+lt_wait_screen 'LAUNCH-EXIT=0'

@@ -344,108 +344,95 @@ lt_assert_eq "spares without a session" "" "$(spares)"
 lt_log "ok: one spare waited in a scope of its own, running nothing, and went with the last session"
 
 # --- the prompt on the asking session's terminal
-screen() { $T capture-pane -t t:0 -p; }
 # fresh: clears the first terminal, and waits until it is clear, so that the
 # clear's output is not still on its way when the next request's prompt goes up
 # (it would be held and shown after the prompt, erasing it).
 fresh() {
         $T send-keys -t t:0 clear Enter
         for _ in $(seq 1 50); do
-                screen | grep -q 'RC-' || return 0
+                lt_screen | grep -q 'RC-' || return 0
                 sleep 0.1
         done
         lt_fail "the terminal was not cleared"
 }
-wait_for() {
-        for _ in $(seq 1 100); do
-                screen | grep -qF -- "$1" && return 0
-                sleep 0.1
-        done
-        screen >&2
-        lt_fail "the screen never showed '$1'"
-}
-# The prompt counts a key only after it was written and 400 ms passed
-# without one (spec 5.6); its approve key is drawn anew for each drawing.
-press() { sleep 0.6; $T send-keys -t t:0 "$@"; }
-approve_key() { screen | sed -n 's/.*<- press \(.\) to run it.*/\1/p' | tail -n1; }
 approve() {
         local k
-        k=$(approve_key)
-        [[ $k =~ ^[a-z]$ ]] || { screen >&2; lt_fail "no approve key on the prompt"; }
-        press "$k"
+        k=$(lt_approve_key)
+        [[ $k =~ ^[a-z]$ ]] || { lt_screen >&2; lt_fail "no approve key on the prompt"; }
+        lt_press "$k"
 }
 $T new-session -d -s t -x 160 -y 40 "cd '$LT_WS' && lazaretctl launch; echo LAUNCH-EXIT=\$?; sleep 60"
-wait_for ':/workspace#'
+lt_wait_screen ':/workspace#'
 # The test image's /etc/profile sets PATH=/bin; images with the usual PATH find it by name.
 $T send-keys -t t:0 "/usr/local/bin/lazaret-escalate --why 'needs the host' -- /usr/bin/touch $H/approved; echo RC-\$?" Enter
-wait_for 'to run it'
-wait_for "Why:       'needs the host'"
-wait_for "Command:   /usr/bin/touch $H/approved"
+lt_wait_screen 'to run it'
+lt_wait_screen "Why:       'needs the host'"
+lt_wait_screen "Command:   /usr/bin/touch $H/approved"
 [[ ! -e $H/approved ]] || lt_fail "the command ran before it was approved"
 # 'a' approves nothing unless it was drawn.
-[[ $(approve_key) == a ]] || { press a; sleep 0.5; [[ ! -e $H/approved ]] || lt_fail "'a' approved though the key drawn was $(approve_key)"; }
+[[ $(lt_approve_key) == a ]] || { lt_press a; sleep 0.5; [[ ! -e $H/approved ]] || lt_fail "'a' approved though the key drawn was $(lt_approve_key)"; }
 approve
-wait_for 'RC-0'
+lt_wait_screen 'RC-0'
 [[ -e $H/approved ]] || lt_fail "the approved command did not run on the host"
 
 fresh
 $T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/denied; echo RC-\$?" Enter
-wait_for "Command:   /usr/bin/touch $H/denied"
-press d
-wait_for 'RC-122'
-wait_for 'lazaret-escalate: denied'
+lt_wait_screen "Command:   /usr/bin/touch $H/denied"
+lt_press d
+lt_wait_screen 'RC-122'
+lt_wait_screen 'lazaret-escalate: denied'
 [[ ! -e $H/denied ]] || lt_fail "the denied command ran"
 
 # Edit: the developer's argv runs, shown again and confirmed first.
 fresh
 $T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/asked; echo RC-\$?" Enter
-wait_for "Command:   /usr/bin/touch $H/asked"
-press e
-wait_for 'New command'
+lt_wait_screen "Command:   /usr/bin/touch $H/asked"
+lt_press e
+lt_wait_screen 'New command'
 $T send-keys -t t:0 -l "/usr/bin/touch '$H/edited'"
 $T send-keys -t t:0 Enter
-wait_for '(as edited)'
+lt_wait_screen '(as edited)'
 approve
-wait_for 'RC-0'
+lt_wait_screen 'RC-0'
 [[ -e $H/edited && ! -e $H/asked ]] || lt_fail "the edited command did not replace the request"
 
 # Keys typed as escape sequences (a terminal's reply) never count: only the real 'd' decides.
 fresh
 $T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/escseq; echo RC-\$?" Enter
-wait_for "Command:   /usr/bin/touch $H/escseq"
+lt_wait_screen "Command:   /usr/bin/touch $H/escseq"
 $T send-keys -t t:0 -l $'\e[?1;2c\e]11;rgb:a/a/a\a'
 sleep 0.5
 [[ ! -e $H/escseq ]] || lt_fail "an escape sequence approved the request"
-press d
-wait_for 'RC-122'
+lt_press d
+lt_wait_screen 'RC-122'
 
 # What the sandbox prints while the prompt is up is held, and shown after it.
 fresh
 $T send-keys -t t:0 "(sleep 1; echo HELD-OUT''PUT) & /usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/held; echo RC-\$?" Enter
-wait_for "Command:   /usr/bin/touch $H/held"
+lt_wait_screen "Command:   /usr/bin/touch $H/held"
 sleep 2
-if screen | grep -q 'HELD-OUTPUT'; then
+if lt_screen | grep -q 'HELD-OUTPUT'; then
         lt_fail "the sandbox's output reached the terminal while the prompt was up"
 fi
-press d
-wait_for 'RC-122'
-wait_for 'HELD-OUTPUT'
+lt_press d
+lt_wait_screen 'RC-122'
+lt_wait_screen 'HELD-OUTPUT'
 
 # A decision from lazaretctl withdraws the prompt: the first decision wins.
 fresh
 $T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/ctl-prompted; echo RC-\$?" Enter
-wait_for "Command:   /usr/bin/touch $H/ctl-prompted"
+lt_wait_screen "Command:   /usr/bin/touch $H/ctl-prompted"
 (cd "$LT_WS" && lazaretctl escalations approve "$(pending_id)") || lt_fail "approving a prompted request failed"
-wait_for 'was approved from bus'
-wait_for 'RC-0'
+lt_wait_screen 'was approved from bus'
+lt_wait_screen 'RC-0'
 [[ -e $H/ctl-prompted ]] || lt_fail "the prompted request approved with lazaretctl did not run"
 
 # The deadline withdraws the prompt: timed out (124), nothing runs.
 fresh
 $T send-keys -t t:0 "/usr/local/bin/lazaret-escalate --timeout 2 -- /usr/bin/touch $H/late; echo RC-\$?" Enter
-wait_for "Command:   /usr/bin/touch $H/late"
-wait_for 'RC-124'
-wait_for 'no decision in time'
+lt_wait_screen "Command:   /usr/bin/touch $H/late"
+lt_wait_screen 'RC-124'
+lt_wait_screen 'no decision in time'
 [[ ! -e $H/late ]] || lt_fail "a request that timed out ran"
 
 # A second session's terminal is never touched while the first is prompted.
@@ -456,24 +443,24 @@ for _ in $(seq 1 100); do
 done
 fresh
 $T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/first; echo RC-\$?" Enter
-wait_for "Command:   /usr/bin/touch $H/first"
+lt_wait_screen "Command:   /usr/bin/touch $H/first"
 $T send-keys -t t:two "echo SECOND-AL''IVE" Enter
 sleep 1
 $T capture-pane -t t:two -p | grep -q 'SECOND-ALIVE' || lt_fail "the second session's terminal did not work while the first was prompted"
 if $T capture-pane -t t:two -p | grep -q 'to run it'; then
         lt_fail "the prompt appeared on the second session's terminal"
 fi
-press d
-wait_for 'RC-122'
+lt_press d
+lt_wait_screen 'RC-122'
 $T send-keys -t t:two 'exit 0' Enter
 $T kill-window -t t:two
 
 # Abort: the request is denied and the session ends.
 fresh
 $T send-keys -t t:0 "/usr/local/bin/lazaret-escalate -- /usr/bin/touch $H/aborted; echo RC-\$?" Enter
-wait_for "Command:   /usr/bin/touch $H/aborted"
-press q
-wait_for 'LAUNCH-EXIT='
+lt_wait_screen "Command:   /usr/bin/touch $H/aborted"
+lt_press q
+lt_wait_screen 'LAUNCH-EXIT='
 [[ ! -e $H/aborted ]] || lt_fail "the aborted request ran"
 
 # --- a timeout from the host's deadline, and the audit trail
