@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "cleanup.h"
+#include "audit-queue.h"
 #include "domain-store.h"
 #include "fs-util.h"
 #include "path-util.h"
@@ -324,5 +325,52 @@ Test(store, retention, .init = setup, .fini = teardown) {
         cr_assert_eq(count("SELECT count(*) FROM generations WHERE id = 6"), 1);
         cr_assert_eq(count("SELECT count(*) FROM generations WHERE id = 1"), 1);
         cr_assert_eq(count("SELECT count(*) FROM generations"), 2);
+        domain_store_close(s);
+}
+
+/* The audit queue: copies, order across the ring's wrap, batches, the bound, a bad batch not retried. */
+Test(store, audit_queue, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **list = NULL;
+        _cleanup_free_ char *error = NULL;
+        DomainStore *s = NULL;
+        AuditQueue *q = audit_queue_new();
+        size_t lost;
+        int r;
+
+        cr_assert_not_null(q);
+        cr_assert_eq(domain_store_open(path, &s, &error), 0, "%s", error ?: "");
+        cr_assert_eq(audit_queue_flush(q, s, &lost, &error), 0, "nothing pending");
+
+        /* Strings are copied: the caller's buffer changes after the push. */
+        for (unsigned i = 0; i < AUDIT_QUEUE_MAX + 10; i++) {
+                char id[32];
+                snprintf(id, sizeof(id), "r%u", i);
+                r = audit_queue_push(q, &(EscalationEvent) { .time_usec = i, .request = id, .event = "requested" });
+                cr_assert_eq(r, i < AUDIT_QUEUE_MAX ? 0 : -ENOBUFS, "push %u: %d", i, r);
+                memset(id, 'x', sizeof(id) - 1);
+        }
+        cr_assert_eq(audit_queue_pending(q), AUDIT_QUEUE_MAX);
+        cr_assert_eq(audit_queue_take_dropped(q), 10);
+        cr_assert_eq(audit_queue_take_dropped(q), 0);
+
+        /* One batch at a time, oldest first. */
+        cr_assert_eq(audit_queue_flush(q, s, &lost, &error), (int) AUDIT_BATCH);
+        cr_assert_eq(audit_queue_pending(q), AUDIT_QUEUE_MAX - AUDIT_BATCH);
+        /* Room again, at the ring's start: pushed after the rest, flushed after them. */
+        cr_assert_eq(audit_queue_push(q, &(EscalationEvent) { .time_usec = 9, .request = "last", .event = "result",
+                                                              .by = "rule", .outcome = "completed", .status = 3 }), 0);
+        /* A bad event (the table refuses it) loses its batch alone. */
+        while (audit_queue_pending(q) > 1 + AUDIT_BATCH)
+                cr_assert_gt(audit_queue_flush(q, s, &lost, &error), 0);
+        cr_assert_eq(audit_queue_push(q, &(EscalationEvent) { .time_usec = 9, .event = "bogus" }), 0);
+        cr_assert_eq(audit_queue_flush(q, s, &lost, &error), (int) AUDIT_BATCH);
+        cr_assert_lt(audit_queue_flush(q, s, &lost, &error), 0);
+        cr_assert_eq(lost, 2, "the batch with the bad event: the last good one and the bad one");
+        error = mfree(error);
+        cr_assert_eq(audit_queue_pending(q), 0);
+        cr_assert_eq(count("SELECT count(*) FROM escalation_events"), AUDIT_QUEUE_MAX, "all but the lost batch");
+        cr_assert_eq(domain_store_escalation_events(s, 1, collect, &list, &error), 0);
+        cr_assert_str_eq(list[0], "r4095 requested - - 0", "in order; the copy, not the caller's changed buffer");
+        audit_queue_free(q);
         domain_store_close(s);
 }
