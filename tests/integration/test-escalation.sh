@@ -11,7 +11,8 @@
 # the audit trail records it all; a test notification server gets a
 # notification it can approve or deny. The host command really runs on the
 # host: it creates files in $HOME, outside the workspace. Requests carrying
-# another session's or another generation's credential are refused too.
+# another session's or another generation's credential are refused too. A
+# cancel record that comes after a request's result changes nothing.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 

@@ -15,7 +15,8 @@
 #      /etc/resolv.conf, /etc/hosts, /etc/hostname are Lazaret's and are not
 #      in the upper layer; the prepared lower is unchanged.
 #   3. lazaretctl state: list --json and inspect --json name the layers and
-#      what changed (paths only); verify and reset are refused while the
+#      what changed (paths only), inspect's human form too; reset's question
+#      names the Domain and the layers; verify and reset are refused while the
 #      Domain runs (naming that it is active); without --yes and a terminal
 #      reset refuses; reset of /root empties only /root; a reset whose
 #      deletion was cut short leaves trash that verify reports and the next
@@ -24,7 +25,7 @@
 #      empty, verify passes and the next launch works; after the coordinator
 #      is killed with SIGKILL while the Domain runs, the next launch has the
 #      state mounted again and the Domain Store says the killed generation
-#      was abandoned; a corrupt Domain Store fails the launch by name and is
+#      was abandoned (and the next one's attested policy digest); a corrupt Domain Store fails the launch by name and is
 #      left unchanged.
 #      Another Domain (another workspace) never sees any of it.
 #   4. An image whose layer gives a file to UID 42: the prepared lower

@@ -19,6 +19,8 @@
 # changes a tracked .vscode/settings.json works inside and leaves the
 # host's file alone; what the sandbox wrote there is still there after a
 # Domain restart. Host edits of .git/config are seen inside at once.
+# Killing lazaret-view fails the Domain with one line, which the session's
+# client prints; no view is left, and the next launch works.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
