@@ -544,7 +544,7 @@ static void escalation_resolved(const char *request_id, void *userdata) {
 static void notification_decided(const char *request_id, bool approve, void *userdata) {
         Manager *m = userdata;
 
-        (void) escalations_decide(m->escalations, request_id, approve, NULL, "notification");
+        (void) escalations_decide(m->escalations, request_id, approve, NULL, ESC_BY_NOTIFICATION);
 }
 
 /* Host escalation (spec section 5.6), when the configuration enables it. */
