@@ -236,12 +236,57 @@ static int startup_fail(char **ret_why, int r, const char *fmt, ...) {
         return errorf(ret_why, r, "%s", line ?: "the coordinator could not start the Domain");
 }
 
+/*
+ * The configuration the launching client validated (its launch request
+ * names the file and the fingerprint it saw), loaded again: the very file,
+ * and refused if it changed since.
+ */
+static int load_config(Manager *m, const HostContext *host, const char *runtime_root, char **ret_why) {
+        _cleanup_free_ char *error = NULL;
+        LaunchRequest req = {};
+        char fp[SHA256_HEX_LEN + 1];
+        int r;
+
+        r = launch_request_read(runtime_root, m->id, &req, &error);
+        if (r < 0)
+                return startup_fail(ret_why, r, "%s", error ?: "Cannot read the launch request");
+        if (req.config_path)
+                r = config_load(host, req.config_path, &m->config, &error);
+        else
+                r = config_load_builtin(host, &m->config, &error);
+        if (r < 0) {
+                launch_request_done(&req);
+                return startup_fail(ret_why, r, "%s", error ?: "Cannot load the configuration");
+        }
+        config_fingerprint_hex(m->config, fp);
+        if (!streq(fp, req.fingerprint)) {
+                r = startup_fail(ret_why, -ESTALE,
+                                 "The configuration %s changed between lazaretctl's check and the coordinator's start (fingerprint %s, expected %s)",
+                                 m->config->path ?: "(built-in)", fp, req.fingerprint);
+                launch_request_done(&req);
+                return r;
+        }
+        memcpy(m->fingerprint, fp, sizeof(fp));
+        launch_request_done(&req);
+        return 0;
+}
+
+/* The Domain's own log file, in the runtime directory (lazaretctl log), beside the journal. */
+static void open_log_file(Manager *m, const char *runtime_root) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (asprintf(&path, "%s/%s.log", runtime_root, m->id) < 0)
+                return;
+        r = log_open_file(path);
+        if (r < 0)
+                log_warning_errno(r, "Cannot open the Domain's log file %s; logging to standard error only", path);
+}
+
 static int load_domain(Manager *m, char **ret_why) {
         _cleanup_(host_context_done) HostContext host = {};
         _cleanup_free_ char *error = NULL, *runtime_root = NULL, *user_name = NULL, *why = NULL;
-        LaunchRequest req = {};
         DomainRecord rec = {};
-        char fp[SHA256_HEX_LEN + 1];
         int r;
 
         /* The user manager's environment, read once; nothing below reads it again. */
@@ -251,37 +296,10 @@ static int load_domain(Manager *m, char **ret_why) {
         r = runtime_dir_prepare(&host, &runtime_root, &error);
         if (r < 0)
                 return startup_fail(ret_why, r, "%s", error ?: "Cannot prepare the runtime directory");
-        {
-                _cleanup_free_ char *logp = NULL;
-                if (asprintf(&logp, "%s/%s.log", runtime_root, m->id) < 0)
-                        return -ENOMEM;
-                r = log_open_file(logp);
-                if (r < 0)
-                        log_warning_errno(r, "Cannot open the Domain's log file %s; logging to standard error only", logp);
-        }
-
-        r = launch_request_read(runtime_root, m->id, &req, &error);
+        open_log_file(m, runtime_root);
+        r = load_config(m, &host, runtime_root, ret_why);
         if (r < 0)
-                return startup_fail(ret_why, r, "%s", error ?: "Cannot read the launch request");
-
-        /* The very file the client validated, and nothing else. */
-        if (req.config_path)
-                r = config_load(&host, req.config_path, &m->config, &error);
-        else
-                r = config_load_builtin(&host, &m->config, &error);
-        if (r < 0) {
-                launch_request_done(&req);
-                return startup_fail(ret_why, r, "%s", error ?: "Cannot load the configuration");
-        }
-        config_fingerprint_hex(m->config, fp);
-        if (!streq(fp, req.fingerprint)) {
-                launch_request_done(&req);
-                return startup_fail(ret_why, -ESTALE,
-                                       "The configuration %s changed between lazaretctl's check and the coordinator's start (fingerprint %s, expected %s)",
-                                       m->config->path ?: "(built-in)", fp, req.fingerprint);
-        }
-        memcpy(m->fingerprint, fp, sizeof(fp));
-        launch_request_done(&req);
+                return r;
 
         r = domain_record_load(m->config->data_root, m->id, &rec, &error);
         if (r < 0)
