@@ -9,14 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-id128.h>
 
 #include "checkout.h"
 #include "cleanup.h"
 #include "hash.h"
-#include "json-util.h"
 #include "launch-request.h"
 #include "log.h"
 #include "manager.h"
