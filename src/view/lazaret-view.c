@@ -34,7 +34,8 @@
 #include "view.h"
 
 static void op_init(void *userdata, struct fuse_conn_info *conn) {
-        (void) userdata;
+        View *v = userdata;
+
         if (conn->capable & FUSE_CAP_SPLICE_READ)
                 conn->want |= FUSE_CAP_SPLICE_READ;
         if (conn->capable & FUSE_CAP_SPLICE_WRITE)
@@ -49,7 +50,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn) {
          * page cache through the watch's invalidation and the changed mtime. */
         if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
                 conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
-                v.no_open = true;
+                v->no_open = true;
         }
         if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
                 conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
@@ -165,8 +166,6 @@ finish:
 
 /* ---- main ------------------------------------------------------------------ */
 
-View v = { .lock = PTHREAD_MUTEX_INITIALIZER, .moved = PTHREAD_COND_INITIALIZER, .ifd = -1, .inval_pipe = { -1, -1 } };
-
 #define VIEW_WORKERS 4
 
 /*
@@ -175,37 +174,32 @@ View v = { .lock = PTHREAD_MUTEX_INITIALIZER, .moved = PTHREAD_COND_INITIALIZER,
  * op_init wants (src/shared/fuse-init.h), so the reply is written with them
  * added where the kernel offered them.
  */
-static struct {
-        pthread_mutex_t lock;
-        FuseInitPatch patch;
-        bool done;
-} init_io = { .lock = PTHREAD_MUTEX_INITIALIZER, .patch = { .want = FUSE_INIT_WANT } };
-
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata) {
+        View *v = userdata;
         ssize_t k = read(fd, buf, len);
 
-        (void) userdata;
-        if (k > 0 && !__atomic_load_n(&init_io.done, __ATOMIC_ACQUIRE)) {
-                pthread_mutex_lock(&init_io.lock);
-                fuse_init_saw_request(&init_io.patch, buf, (size_t) k);
-                pthread_mutex_unlock(&init_io.lock);
+        if (k > 0 && !__atomic_load_n(&v->init_io.done, __ATOMIC_ACQUIRE)) {
+                pthread_mutex_lock(&v->init_io.lock);
+                fuse_init_saw_request(&v->init_io.patch, buf, (size_t) k);
+                pthread_mutex_unlock(&v->init_io.lock);
         }
         return k;
 }
 
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata) {
-        (void) userdata;
-        if (!__atomic_load_n(&init_io.done, __ATOMIC_ACQUIRE)) {
+        View *v = userdata;
+
+        if (!__atomic_load_n(&v->init_io.done, __ATOMIC_ACQUIRE)) {
                 char copy[256];
                 uint32_t flags;
                 size_t off;
                 bool patch;
 
-                pthread_mutex_lock(&init_io.lock);
-                patch = fuse_init_reply_flags(&init_io.patch, iov, count, &flags, &off);
-                if (init_io.patch.seen && init_io.patch.unique == 0)
-                        __atomic_store_n(&init_io.done, true, __ATOMIC_RELEASE);
-                pthread_mutex_unlock(&init_io.lock);
+                pthread_mutex_lock(&v->init_io.lock);
+                patch = fuse_init_reply_flags(&v->init_io.patch, iov, count, &flags, &off);
+                if (v->init_io.patch.seen && v->init_io.patch.unique == 0)
+                        __atomic_store_n(&v->init_io.done, true, __ATOMIC_RELEASE);
+                pthread_mutex_unlock(&v->init_io.lock);
                 if (patch && iov[1].iov_len <= sizeof(copy)) {
                         struct iovec mine[2] = { iov[0], { copy, iov[1].iov_len } };
 
@@ -305,7 +299,7 @@ static int parse_argv(int argc, char *argv[]) {
 }
 
 /* Ignored Workspace State, when the supervisor passed its directory (isolate_ignored). */
-static int ign_setup(void) {
+static int ign_setup(View *v) {
         struct stat st;
         int r;
 
@@ -314,13 +308,13 @@ static int ign_setup(void) {
         if (fstat(arg_ignored_fd, &st) < 0 || !S_ISDIR(st.st_mode))
                 return -ENOTDIR;
         (void) fcntl(arg_ignored_fd, F_SETFD, FD_CLOEXEC);
-        ign.fd = arg_ignored_fd;
-        ign.shared = arg_shared_ignored;
-        r = ignore_cache_new(ign_read_dir, NULL, &ign.cache);
+        v->ign.fd = arg_ignored_fd;
+        v->ign.shared = arg_shared_ignored;
+        r = ignore_cache_new(ign_read_dir, v, &v->ign.cache);
         if (r < 0)
                 return r;
         /* The workspace's own git dir (not a gitfile: its index would be elsewhere). */
-        ign.git_fd = openat(v.root.fd, ".git", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        v->ign.git_fd = openat(v->root.fd, ".git", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (arg_excludes_fd >= 0) {
                 _cleanup_free_ char *text = NULL, *error = NULL;
                 size_t len;
@@ -328,26 +322,51 @@ static int ign_setup(void) {
                 (void) fcntl(arg_excludes_fd, F_SETFD, FD_CLOEXEC);
                 r = read_full_fd(arg_excludes_fd, IGNORE_FILE_MAX, &text, &len);
                 if (r >= 0)
-                        r = ignore_list_parse(text, len, "", "core.excludesFile", &ign.excludes, &error);
+                        r = ignore_list_parse(text, len, "", "core.excludesFile", &v->ign.excludes, &error);
                 if (r < 0)
-                        ign_warn("core.excludesFile", r, error);
+                        ign_warn(v, "core.excludesFile", r, error);
                 safe_close(arg_excludes_fd);
         }
-        ign.on = true;
+        v->ign.on = true;
         return 0;
+}
+
+/*
+ * The view's state, nothing open yet. It is never freed: the workers and
+ * the watcher thread use it until the process ends.
+ */
+static View *view_new(void) {
+        View *v = calloc(1, sizeof(*v));
+
+        if (!v)
+                return NULL;
+        (void) pthread_mutex_init(&v->lock, NULL);
+        (void) pthread_cond_init(&v->moved, NULL);
+        v->ifd = -1;
+        v->inval_pipe[0] = v->inval_pipe[1] = -1;
+        v->ign.fd = v->ign.git_fd = -1;
+        v->relay.fd = -1;
+        v->notify_fd = v->notify_ack_fd = -1;
+        (void) pthread_mutex_init(&v->init_io.lock, NULL);
+        v->init_io.patch.want = FUSE_INIT_WANT;
+        return v;
 }
 
 int main(int argc, char *argv[]) {
         struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
         struct fuse_session *se;
         struct stat st;
+        View *v;
         int r;
 
-        main_argc = argc;
-        main_argv = argv;
         if (parse_argv(argc, argv) < 0) {
                 fprintf(stderr, "lazaret-view is started by lazaret-supervisor only.\n");
                 return 2;
+        }
+        v = view_new();
+        if (!v) {
+                fprintf(stderr, "lazaret-view: out of memory\n");
+                return 1;
         }
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
                 return 2;
@@ -358,39 +377,39 @@ int main(int argc, char *argv[]) {
         }
         (void) fcntl(arg_workspace_fd, F_SETFD, FD_CLOEXEC);
         (void) fcntl(arg_state_fd, F_SETFD, FD_CLOEXEC);
-        v.root = (Node) { .nlookup = 1, .fd = arg_workspace_fd, .is_dir = true, .cls = VIEW_SHARED,
+        v->root = (Node) { .nlookup = 1, .fd = arg_workspace_fd, .is_dir = true, .cls = VIEW_SHARED,
                           .dir = arg_git_dir ? VIEW_DIR_GIT_ROOT : VIEW_DIR_TOP,
                           .dev = st.st_dev, .ino = st.st_ino, .state_dirfd = -1, .name = (char *) "" };
-        v.root.ign_mfd = v.root.ign_efd = -1;
-        v.state_fd = arg_state_fd;
-        v.lists = (ViewLists) { .paths = arg_protect, .names = arg_protect_names, .unprotect = arg_unprotect };
-        r = ign_setup();
+        v->root.ign_mfd = v->root.ign_efd = -1;
+        v->state_fd = arg_state_fd;
+        v->lists = (ViewLists) { .paths = arg_protect, .names = arg_protect_names, .unprotect = arg_unprotect };
+        r = ign_setup(v);
         if (r < 0) {
                 fprintf(stderr, "lazaret-view: cannot set up ignored workspace state: %s\n", strerror(-r));
                 return 1;
         }
-        v.timeout = arg_timeout;
-        v.ifd = inotify_init1(IN_CLOEXEC);
-        if (v.ifd < 0 || pipe2(v.inval_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+        v->timeout = arg_timeout;
+        v->ifd = inotify_init1(IN_CLOEXEC);
+        if (v->ifd < 0 || pipe2(v->inval_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
                 /* Without news of host changes nothing may be cached. */
                 fprintf(stderr, "lazaret-view: no inotify (%m): the kernel caches nothing of the workspace\n");
-                v.ifd = safe_close(v.ifd);
-                v.timeout = 0;
+                v->ifd = safe_close(v->ifd);
+                v->timeout = 0;
         }
         if (arg_relay_fd >= 0) {
                 /* Without news of host changes there is nothing to relay: init's copy
                  * of the channel then just stays quiet. */
-                relay.buf = malloc(RELAY_OUT_MAX);
-                relay.size = RELAY_OUT_MAX;
-                if (v.ifd >= 0 && relay.buf && fcntl(arg_relay_fd, F_SETFL, O_NONBLOCK) >= 0 &&
+                v->relay.buf = malloc(RELAY_OUT_MAX);
+                v->relay.size = RELAY_OUT_MAX;
+                if (v->ifd >= 0 && v->relay.buf && fcntl(arg_relay_fd, F_SETFL, O_NONBLOCK) >= 0 &&
                     fcntl(arg_relay_fd, F_SETFD, FD_CLOEXEC) >= 0 && signal(SIGPIPE, SIG_IGN) != SIG_ERR)
-                        relay.fd = arg_relay_fd;
+                        v->relay.fd = arg_relay_fd;
                 else {
                         safe_close(arg_relay_fd);
-                        relay.buf = mfree(relay.buf);
+                        v->relay.buf = mfree(v->relay.buf);
                 }
         }
-        watch_add(&v.root);
+        watch_add(v, &v->root);
         umask(0);
         {
                 /* One fd per node the kernel holds: as many as the hard limit allows. */
@@ -403,7 +422,7 @@ int main(int argc, char *argv[]) {
 
         if (fuse_opt_add_arg(&args, "lazaret-view") < 0)
                 return 1;
-        se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
+        se = fuse_session_new(&args, &ops, sizeof(ops), v);
         if (!se) {
                 fprintf(stderr, "lazaret-view: cannot create the FUSE session\n");
                 return 1;
@@ -414,18 +433,18 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "lazaret-view: cannot take over the FUSE connection\n");
                 return 1;
         }
-        v.se = se;
-        if (v.ifd >= 0)
-                notifier_start(arg_fuse_fd);
+        v->se = se;
+        if (v->ifd >= 0)
+                notifier_start(v, arg_fuse_fd, argc, argv);
         r = harden();
         if (r < 0) {
                 fprintf(stderr, "lazaret-view: cannot drop its privileges: %s\n", strerror(-r));
                 return 1;
         }
-        if (v.ifd >= 0) {
+        if (v->ifd >= 0) {
                 pthread_t t;
                 /* The reader end blocks; the handlers' end never does. */
-                (void) fcntl(v.inval_pipe[0], F_SETFL, 0);
+                (void) fcntl(v->inval_pipe[0], F_SETFL, 0);
                 if (pthread_create(&t, NULL, watcher, NULL) != 0) {
                         fprintf(stderr, "lazaret-view: cannot start the watcher thread\n");
                         return 1;

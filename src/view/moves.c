@@ -25,9 +25,9 @@ static void record_base(int fd, const struct stat *st) {
  * A protected node still backed by the host's object moves to Domain
  * state before its first change: a copy (a directory: an empty one, its
  * entries stay merged), made under a temporary name and renamed into
- * place. The node keeps its identity for the kernel. With v.lock held.
+ * place. The node keeps its identity for the kernel. With v->lock held.
  */
-static int copy_up(Node *n) {
+static int copy_up(View *v, Node *n) {
         _cleanup_(pin_done) Pin p = {};
         char tmp[64], pp[32];
         struct stat st, nst;
@@ -40,13 +40,13 @@ static int copy_up(Node *n) {
                 return -EPERM;
         if (n->is_dir) {
                 /* A directory of the host's stays merged: its Domain state directory is made. */
-                r = state_dir(n, true);
+                r = state_dir(v, n, true);
                 return r < 0 ? r : 0;
         }
-        sfd = state_dir(n->parent, true);
+        sfd = state_dir(v, n->parent, true);
         if (sfd < 0)
                 return sfd;
-        r = pin_locked(n, &p.fd, &p.owned, NULL);
+        r = pin_locked(v, n, &p.fd, &p.owned, NULL);
         if (r < 0)
                 return r;
         if (fstatat(p.fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
@@ -92,13 +92,13 @@ static int copy_up(Node *n) {
                 return r;
 
         /* The node now stands for the copy, born now; it keeps its identity for the kernel. */
-        inval_later(n, NULL);
-        unhash(n);
+        inval_later(v, n, NULL);
+        unhash(v, n);
         n->in_state = true;
         n->dev = nst.st_dev;
         n->ino = nst.st_ino;
         n->birth = birth;
-        node_hash(n);
+        node_hash(v, n);
         return 0;
 }
 
@@ -107,14 +107,14 @@ static int copy_up(Node *n) {
  * one is copied up. 1: a protected directory of the host's, whose own
  * attributes stay the host's (the change is accepted and has no effect).
  */
-int prepare_change(Node *n) {
+int prepare_change(View *v, Node *n) {
         int r;
 
         if (n->cls == VIEW_READONLY)
                 return -EROFS;
-        pthread_mutex_lock(&v.lock);
-        r = copy_up(n);
-        pthread_mutex_unlock(&v.lock);
+        pthread_mutex_lock(&v->lock);
+        r = copy_up(v, n);
+        pthread_mutex_unlock(&v->lock);
         if (r >= 0 && n->cls == VIEW_PROTECTED && n->is_dir && !n->in_state)
                 return 1;
         return r;
@@ -139,16 +139,16 @@ static int copy_tree(int from, const char *fname, int to, const char *tname) {
  * leave the hash (a rename keeps the inodes, and a move back must not
  * find them), and their host watches go.
  */
-static void inval_below(Node *n) {
+static void inval_below(View *v, Node *n) {
         for (size_t b = 0; b < HASH_SIZE; b++)
-                for (Node *m = v.hash[b], *next; m; m = next) {
+                for (Node *m = v->hash[b], *next; m; m = next) {
                         next = m->hnext;
-                        for (Node *p = m->parent; p && p != &v.root; p = p->parent)
+                        for (Node *p = m->parent; p && p != &v->root; p = p->parent)
                                 if (p == n) {
-                                        inval_later(m->parent, m->name);
-                                        unhash(m);
+                                        inval_later(v, m->parent, m->name);
+                                        unhash(v, m);
                                         if (m->is_dir)
-                                                watch_forget(m, true);
+                                                watch_forget(v, m, true);
                                         break;
                                 }
                 }
@@ -168,7 +168,7 @@ static void inval_below(Node *n) {
  * all shared; 0: not, or too deep or too many entries to tell (*budget);
  * -errno.
  */
-static int tree_lands_shared(int dfd, const char *name, const ViewDir *d, const char *rel, unsigned depth,
+static int tree_lands_shared(View *v, int dfd, const char *name, const ViewDir *d, const char *rel, unsigned depth,
                              unsigned *budget) {
         _cleanup_(closedirp) DIR *dir = NULL;
         ViewFacts f = {};
@@ -209,12 +209,12 @@ static int tree_lands_shared(int dfd, const char *name, const ViewDir *d, const 
                         is_dir = de->d_type == DT_DIR;
                 if ((size_t) snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name) >= sizeof(sub))
                         return 0;
-                c = view_name_class(d, &f, de->d_name, is_dir, view_listed(&v.lists, d, sub, de->d_name));
+                c = view_name_class(d, &f, de->d_name, is_dir, view_listed(&v->lists, d, sub, de->d_name));
                 if (c != VIEW_SHARED)
                         return 0;
                 if (is_dir) {
                         ViewDir child = view_child_dir(d, de->d_name, c);
-                        r = tree_lands_shared(dirfd(dir), de->d_name, &child, sub, depth + 1, budget);
+                        r = tree_lands_shared(v, dirfd(dir), de->d_name, &child, sub, depth + 1, budget);
                         if (r <= 0)
                                 return r;
                 }
@@ -222,41 +222,41 @@ static int tree_lands_shared(int dfd, const char *name, const ViewDir *d, const 
         return 1;
 }
 
-/* Whether a request is changing the moving source or anything below it now (busy_begin()). With v.lock held. */
-static bool move_busy(void) {
+/* Whether a request is changing the moving source or anything below it now (busy_begin()). With v->lock held. */
+static bool move_busy(View *v) {
         for (size_t b = 0; b < HASH_SIZE; b++)
-                for (Node *m = v.hash[b]; m; m = m->hnext)
-                        if (__atomic_load_n(&m->busy, __ATOMIC_SEQ_CST) > 0 && move_covers(m))
+                for (Node *m = v->hash[b]; m; m = m->hnext)
+                        if (__atomic_load_n(&m->busy, __ATOMIC_SEQ_CST) > 0 && move_covers(v, m))
                                 return true;
         return false;
 }
 
 /* Whether the view's Domain state holds anything at or below name in host directory dir (or the path is too long to tell). */
-static bool state_below(Node *dir, const char *name) {
+static bool state_below(View *v, Node *dir, const char *name) {
         char rel[VIEW_PATH_MAX];
         struct stat st;
 
-        return node_relpath(dir, name, rel, sizeof(rel)) < 0 || fstatat(v.state_fd, rel, &st, AT_SYMLINK_NOFOLLOW) >= 0;
+        return node_relpath(v, dir, name, rel, sizeof(rel)) < 0 || fstatat(v->state_fd, rel, &st, AT_SYMLINK_NOFOLLOW) >= 0;
 }
 
 /*
- * The move of n begins (v.moving): requests that would change n or what
+ * The move of n begins (v->moving): requests that would change n or what
  * lies below it wait from now on, and those under way end first (each
  * busy_end() wakes it while a move is set). -EAGAIN while another move
- * holds it. With v.lock held, which the wait releases.
+ * holds it. With v->lock held, which the wait releases.
  */
-static int move_begin(Node *n) {
-        if (v.moving)
+static int move_begin(View *v, Node *n) {
+        if (v->moving)
                 return -EAGAIN;
-        __atomic_store_n(&v.moving, n, __ATOMIC_SEQ_CST);
-        while (move_busy())
-                pthread_cond_wait(&v.moved, &v.lock);
+        __atomic_store_n(&v->moving, n, __ATOMIC_SEQ_CST);
+        while (move_busy(v))
+                pthread_cond_wait(&v->moved, &v->lock);
         return 0;
 }
 
-static void move_end(void) {
-        __atomic_store_n(&v.moving, NULL, __ATOMIC_SEQ_CST);
-        pthread_cond_broadcast(&v.moved);
+static void move_end(View *v) {
+        __atomic_store_n(&v->moving, NULL, __ATOMIC_SEQ_CST);
+        pthread_cond_broadcast(&v->moved);
 }
 
 /*
@@ -271,18 +271,18 @@ static void move_end(void) {
  * lies. Elsewhere, a copy under a temporary name on the target's side,
  * renamed into place atomically, then the source removed, as mv does
  * across file systems. n, the source's node, stands for the result from
- * then on. With v.lock held; a copy and its removal run without it, so
+ * then on. With v->lock held; a copy and its removal run without it, so
  * that the view's watcher and its other requests go on (inside, gVisor
  * holds its own path walks and file I/O on the mount while its rename is
  * under way, so the sandbox waits anyway). Meanwhile the kernel keeps
  * every other request for the two directories and for a moving file (the
  * rename holds their inode locks); what it does not hold, a change below
  * a moving directory, waits in wait_unmoved(), and changes under way there
- * end before the check and the move begin. One move at a time (v.moving):
+ * end before the check and the move begin. One move at a time (v->moving):
  * -EAGAIN while another runs.
  */
-static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClass tc);
-static int rename_across(Node *from, const char *name, Node *n, Node *to, const char *newname, int tfd, ViewClass tc,
+static int node_rebind(View *v, Node *n, Node *to, const char *newname, int tfd, ViewClass tc);
+static int rename_across(View *v, Node *from, const char *name, Node *n, Node *to, const char *newname, int tfd, ViewClass tc,
                          unsigned flags) {
         _cleanup_close_ int sdup = -EBADF, tdup = -EBADF;
         char tmp[64];
@@ -290,22 +290,22 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
 
         if (flags & ~(unsigned) RENAME_NOREPLACE)
                 return -EINVAL;
-        sfd = n->in_state ? state_parent(n) : from->fd;
+        sfd = n->in_state ? state_parent(v, n) : from->fd;
         if (sfd < 0)
                 return sfd;
-        /* Its own fds of the two directories: the nodes' may be replaced while it waits or copies without v.lock. */
+        /* Its own fds of the two directories: the nodes' may be replaced while it waits or copies without v->lock. */
         sdup = fcntl(sfd, F_DUPFD_CLOEXEC, 3);
         tdup = fcntl(tfd, F_DUPFD_CLOEXEC, 3);
         if (sdup < 0 || tdup < 0)
                 return -errno;
         /* From here to its end nothing below the source changes: what the checks saw is what moves. */
-        r = move_begin(n);
+        r = move_begin(v, n);
         if (r < 0)
                 return r;
-        if (n->is_dir && !n->in_state && state_below(from, name)) {
+        if (n->is_dir && !n->in_state && state_below(v, from, name)) {
                 /* A host directory that something protected lies below stays where
                  * it is, as on its own side (its Domain state would be left behind). */
-                move_end();
+                move_end(v);
                 return -EXDEV;
         }
         if (n->is_dir && tc == VIEW_SHARED) {
@@ -315,25 +315,25 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
                 char rel[VIEW_PATH_MAX];
                 unsigned budget = MOVE_CHECK_MAX;
 
-                r = node_relpath(to, newname, rel, sizeof(rel));
+                r = node_relpath(v, to, newname, rel, sizeof(rel));
                 if (r >= 0)
-                        r = tree_lands_shared(sdup, name, &d, rel, 0, &budget);
+                        r = tree_lands_shared(v, sdup, name, &d, rel, 0, &budget);
                 if (r <= 0) {
-                        move_end();
+                        move_end(v);
                         return r < 0 ? r : -EXDEV;
                 }
         }
         if (syscall(SYS_renameat2, sdup, name, tdup, newname, flags) >= 0) {
-                r = node_rebind(n, to, newname, tdup, tc);
-                move_end();
+                r = node_rebind(v, n, to, newname, tdup, tc);
+                move_end(v);
                 return r;
         }
         if (errno != EXDEV) {
                 r = -errno;
-                move_end();
+                move_end(v);
                 return r;
         }
-        pthread_mutex_unlock(&v.lock);
+        pthread_mutex_unlock(&v->lock);
 
         snprintf(tmp, sizeof(tmp), RENAME_TMP_PREFIX "%d.%lu", getpid(), (unsigned long) pthread_self());
         (void) rm_rf_at(tdup, tmp);
@@ -345,10 +345,10 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
         else
                 r = rm_rf_at(sdup, name);
 
-        pthread_mutex_lock(&v.lock);
+        pthread_mutex_lock(&v->lock);
         if (r >= 0)
-                r = node_rebind(n, to, newname, tdup, tc);
-        move_end();
+                r = node_rebind(v, n, to, newname, tdup, tc);
+        move_end(v);
         return r;
 }
 
@@ -356,7 +356,7 @@ static int rename_across(Node *from, const char *name, Node *n, Node *to, const 
  * n now stands for newname in to (tfd: its directory on side tc), what it
  * was or a copy of it; it keeps its identity for the kernel.
  */
-static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClass tc) {
+static int node_rebind(View *v, Node *n, Node *to, const char *newname, int tfd, ViewClass tc) {
         FileBirth birth;
         struct stat st;
         int r;
@@ -364,15 +364,15 @@ static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClas
         r = stat_birth_at(tfd, newname, AT_SYMLINK_NOFOLLOW, &st, &birth);
         if (r < 0)
                 return r;
-        inval_later(n, NULL);
+        inval_later(v, n, NULL);
         if (n->is_dir)
-                inval_below(n);
-        unhash(n);
+                inval_below(v, n);
+        unhash(v, n);
         if (n->is_dir) {
                 int fd = openat(tfd, newname, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0)
                         return -errno;
-                watch_forget(n, true);
+                watch_forget(v, n, true);
                 safe_close(n->fd);
                 n->state_dirfd = safe_close(n->state_dirfd);
                 n->ign_mfd = safe_close(n->ign_mfd);
@@ -390,9 +390,9 @@ static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClas
                 if (n->in_state)
                         n->state_dirfd = fcntl(n->fd, F_DUPFD_CLOEXEC, 3);
                 else
-                        watch_add(n);
+                        watch_add(v, n);
         }
-        node_hash(n);
+        node_hash(v, n);
         return 0;
 }
 
@@ -401,12 +401,12 @@ static int node_rebind(Node *n, Node *to, const char *newname, int tfd, ViewClas
  * inside creates a file before it writes the index that tracks it) goes
  * to the host's side, where tracked files live: copied under a temporary
  * name, renamed into place only if the host has no such name, then
- * removed from ignored state. 1: moved. With v.lock held.
+ * removed from ignored state. 1: moved. With v->lock held.
  */
-int ign_promote(Node *dir, const char *name) {
+int ign_promote(View *v, Node *dir, const char *name) {
         char tmp[64];
         struct stat st;
-        int efd = ign_entries(dir, false), r;
+        int efd = ign_entries(v, dir, false), r;
 
         if (efd < 0 || dir->in_state || fstatat(efd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode) ||
             fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0)
@@ -421,44 +421,44 @@ int ign_promote(Node *dir, const char *name) {
                 return r;
         }
         (void) unlinkat(efd, name, 0);
-        own_name_note(dir, name);
+        own_name_note(v, dir, name);
         return 1;
 }
 
 /* After the index changed: the files the kernel holds from ignored state that it now tracks go to the host's side. */
-void ign_promote_tracked(void) {
-        ign.checked_ns = 0;
-        ign_refresh();
-        if (!ign.index)
+void ign_promote_tracked(View *v) {
+        v->ign.checked_ns = 0;
+        ign_refresh(v);
+        if (!v->ign.index)
                 return;
         for (size_t b = 0; b < HASH_SIZE; b++)
-                for (Node *m = v.hash[b], *next; m; m = next) {
+                for (Node *m = v->hash[b], *next; m; m = next) {
                         char rel[VIEW_PATH_MAX];
 
                         next = m->hnext;
                         if (m->stale || m->cls != VIEW_IGNORED || !m->in_state || m->is_dir || !m->parent || m->parent->in_state ||
-                            move_covers(m) ||
-                            node_relpath(m->parent, m->name, rel, sizeof(rel)) < 0 ||
-                            !git_index_is_tracked(ign.index, rel))
+                            move_covers(v, m) ||
+                            node_relpath(v, m->parent, m->name, rel, sizeof(rel)) < 0 ||
+                            !git_index_is_tracked(v->ign.index, rel))
                                 continue;
-                        if (ign_promote(m->parent, m->name) > 0) {
-                                (void) node_rebind(m, m->parent, m->name, m->parent->fd, VIEW_SHARED);
-                                inval_later(m->parent, m->name);
+                        if (ign_promote(v, m->parent, m->name) > 0) {
+                                (void) node_rebind(v, m, m->parent, m->name, m->parent->fd, VIEW_SHARED);
+                                inval_later(v, m->parent, m->name);
                         }
                 }
 }
 
 /* After a host directory moved: its ignored state moves with it (best effort: left behind, it stays reachable at the old name). */
-static void ign_follow_rename(Node *from, const char *name, Node *to, const char *newname) {
+static void ign_follow_rename(View *v, Node *from, const char *name, Node *to, const char *newname) {
         _cleanup_close_ int fsub = -EBADF, tsub = -EBADF;
         struct stat st;
         int fm, tm;
 
-        if (!ign.on || (fm = ign_mirror(from, false)) < 0 ||
+        if (!v->ign.on || (fm = ign_mirror(v, from, false)) < 0 ||
             (fsub = openat(fm, "d", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
             fstatat(fsub, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return;
-        tm = ign_mirror(to, true);
+        tm = ign_mirror(v, to, true);
         if (tm < 0 || (mkdirat(tm, "d", 0700) < 0 && errno != EEXIST) ||
             (tsub = openat(tm, "d", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
                 return;
@@ -467,38 +467,39 @@ static void ign_follow_rename(Node *from, const char *name, Node *to, const char
 
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
                       unsigned int flags) {
-        Node *from = node_of(parent), *to = node_of(newparent), *n = NULL;
+        View *v = fuse_req_userdata(req);
+        Node *from = node_of(v, parent), *to = node_of(v, newparent), *n = NULL;
         struct fuse_entry_param e;
         ViewClass tc;
         int r, tfd, sfd;
 
-        pthread_mutex_lock(&v.lock);
+        pthread_mutex_lock(&v->lock);
 again:
         /* Nothing below a source of a rename between the sides under way moves, and nothing moves into it. */
-        wait_unmoved(from, to);
-        r = lookup_locked(from, name, &e);
+        wait_unmoved(v, from, to);
+        r = lookup_locked(v, from, name, &e);
         if (r < 0)
                 goto finish;
-        n = node_of(e.ino);
-        if (move_covers(n)) {
-                forget_one(n, 1);
+        n = node_of(v, e.ino);
+        if (move_covers(v, n)) {
+                forget_one(v, n, 1);
                 n = NULL;
-                wait_unmoved(from, to);
+                wait_unmoved(v, from, to);
                 goto again;
         }
-        if (n->cls == VIEW_READONLY || (from == &v.root && streq(name, ".git") && !from->in_state)) {
+        if (n->cls == VIEW_READONLY || (from == &v->root && streq(name, ".git") && !from->in_state)) {
                 r = n->cls == VIEW_READONLY ? -EROFS : -EBUSY;
                 goto finish;
         }
-        if (holds_listed(from, name) || holds_listed(to, newname)) {
+        if (holds_listed(v, from, name) || holds_listed(v, to, newname)) {
                 /* A protected path's parent stays where it is, and nothing takes its place. */
                 r = -EBUSY;
                 goto finish;
         }
-        tfd = create_side(to, newname, n->is_dir, &tc);
+        tfd = create_side(v, to, newname, n->is_dir, &tc);
         if (tfd == -EEXIST) {
                 /* Replacing an entry of the host's that is protected: on its side. */
-                tfd = state_dir(to, true);
+                tfd = state_dir(v, to, true);
                 tc = VIEW_PROTECTED;
         }
         if (tfd < 0) {
@@ -511,12 +512,12 @@ again:
         }
         if (n->cls != tc && (n->cls == VIEW_IGNORED || tc == VIEW_IGNORED) && n->cls != VIEW_PROTECTED &&
             tc != VIEW_PROTECTED && !(n->cls == VIEW_SHARED && n->is_dir && from->dir.zone != VIEW_ZONE_WORK)) {
-                r = rename_across(from, name, n, to, newname, tfd, tc, flags);
+                r = rename_across(v, from, name, n, to, newname, tfd, tc, flags);
                 if (r == -EAGAIN) {
                         /* One move at a time: another one, in other directories, is running. */
-                        forget_one(n, 1);
+                        forget_one(v, n, 1);
                         n = NULL;
-                        pthread_cond_wait(&v.moved, &v.lock);
+                        pthread_cond_wait(&v->moved, &v->lock);
                         goto again;
                 }
                 if (r < 0)
@@ -535,7 +536,7 @@ again:
                         /* A directory that something protected lies below stays where it
                          * is (its Domain state would be left behind), and so does one that
                          * would change what git may take it for. */
-                        if (state_below(from, name) || !view_dir_equal(&a, &b)) {
+                        if (state_below(v, from, name) || !view_dir_equal(&a, &b)) {
                                 r = -EXDEV;
                                 goto finish;
                         }
@@ -545,10 +546,10 @@ again:
                         goto finish;
                 }
                 if (n->is_dir)
-                        ign_follow_rename(from, name, to, newname);
+                        ign_follow_rename(v, from, name, to, newname);
         } else if (tc == VIEW_IGNORED) {
                 /* Both ignored: within ignored state. */
-                sfd = state_parent(n);
+                sfd = state_parent(v, n);
                 if (sfd < 0) {
                         r = sfd;
                         goto finish;
@@ -565,10 +566,10 @@ again:
                         r = -EBUSY;
                         goto finish;
                 }
-                r = copy_up(n);
+                r = copy_up(v, n);
                 if (r < 0)
                         goto finish;
-                sfd = state_dir(from, true);
+                sfd = state_dir(v, from, true);
                 if (sfd < 0) {
                         r = sfd;
                         goto finish;
@@ -591,18 +592,18 @@ moved:
                         free(n->name);
                         n->name = copy;
                         n->alt_name = mfree(n->alt_name);
-                        set_parent(n, to);
+                        set_parent(v, n, to);
                 }
         }
-        own_name_note(from, name);
-        own_name_note(to, newname);
+        own_name_note(v, from, name);
+        own_name_note(v, to, newname);
         note_changed(n);
-        inval_facts(from, name);
-        inval_facts(to, newname);
+        inval_facts(v, from, name);
+        inval_facts(v, to, newname);
         r = 0;
 finish:
         if (n)
-                forget_one(n, 1);
-        pthread_mutex_unlock(&v.lock);
+                forget_one(v, n, 1);
+        pthread_mutex_unlock(&v->lock);
         fuse_reply_err(req, -r);
 }

@@ -16,7 +16,7 @@ static bool node_denotes(const Node *n, const struct stat *st, const FileBirth *
  * node_denotes(): a new object given a deleted one's number and name is
  * not it); by its other name when its name is gone or leads elsewhere,
  * which then becomes its name. -ESTALE when neither leads to it. With
- * v.lock held.
+ * v->lock held.
  */
 int open_by_name(Node *n, int pfd, int flags, struct stat *ret_st) {
         if (n->stale)
@@ -58,9 +58,9 @@ int open_by_name(Node *n, int pfd, int flags, struct stat *ret_st) {
  * false), anything else opened again from its parent's directory on its
  * side, by name, without following it, and insisted on: -ESTALE when the
  * name now leads elsewhere. Opened by name, it returns 1 and, with ret_st,
- * the stat that the identity was checked on. With v.lock held.
+ * the stat that the identity was checked on. With v->lock held.
  */
-int pin_locked(Node *n, int *ret_fd, bool *ret_owned, struct stat *ret_st) {
+int pin_locked(View *v, Node *n, int *ret_fd, bool *ret_owned, struct stat *ret_st) {
         int pfd, fd;
 
         if (n->fd >= 0) {
@@ -70,7 +70,7 @@ int pin_locked(Node *n, int *ret_fd, bool *ret_owned, struct stat *ret_st) {
         }
         if (!n->parent)
                 return -ESTALE;
-        pfd = n->in_state ? state_parent(n) : n->parent->fd;
+        pfd = n->in_state ? state_parent(v, n) : n->parent->fd;
         if (pfd < 0)
                 return -ESTALE;
         fd = open_by_name(n, pfd, O_PATH | O_NOFOLLOW | O_CLOEXEC, ret_st);
@@ -87,26 +87,26 @@ void pin_done(Pin *p) {
 }
 
 /* Pins n; for a change (busy), once no rename between the sides covers it, and busy_begin(n) with it. */
-int pin_for(Node *n, Pin *ret, bool busy) {
+int pin_for(View *v, Node *n, Pin *ret, bool busy) {
         int r;
 
-        pthread_mutex_lock(&v.lock);
+        pthread_mutex_lock(&v->lock);
         if (busy)
-                wait_unmoved(n, NULL);
-        r = pin_locked(n, &ret->fd, &ret->owned, &ret->st);
+                wait_unmoved(v, n, NULL);
+        r = pin_locked(v, n, &ret->fd, &ret->owned, &ret->st);
         if (r >= 0 && busy)
                 busy_begin(n);
-        pthread_mutex_unlock(&v.lock);
+        pthread_mutex_unlock(&v->lock);
         ret->has_st = r > 0;
         return r < 0 ? r : 0;
 }
 
-int pin(Node *n, Pin *ret) {
-        return pin_for(n, ret, false);
+int pin(View *v, Node *n, Pin *ret) {
+        return pin_for(v, n, ret, false);
 }
 
-static void node_free(Node *n) {
-        watch_forget(n, true);
+static void node_free(View *v, Node *n) {
+        watch_forget(v, n, true);
         safe_close(n->fd);
         safe_close(n->state_dirfd);
         safe_close(n->ign_mfd);
@@ -116,28 +116,28 @@ static void node_free(Node *n) {
         free(n);
 }
 
-void unhash(Node *n) {
-        for (Node **p = &v.hash[hash_of(n->dev, n->ino, n->in_state, n->cls)]; *p; p = &(*p)->hnext)
+void unhash(View *v, Node *n) {
+        for (Node **p = &v->hash[hash_of(n->dev, n->ino, n->in_state, n->cls)]; *p; p = &(*p)->hnext)
                 if (*p == n) {
                         *p = n->hnext;
                         return;
                 }
 }
 
-/* A node goes when the kernel forgot it and no node has it for a parent. With v.lock held. */
-static void node_release(Node *n) {
-        while (n && n != &v.root && n->nlookup == 0 && n->children == 0) {
+/* A node goes when the kernel forgot it and no node has it for a parent. With v->lock held. */
+static void node_release(View *v, Node *n) {
+        while (n && n != &v->root && n->nlookup == 0 && n->children == 0) {
                 Node *parent = n->parent;
 
-                unhash(n);
-                node_free(n);
+                unhash(v, n);
+                node_free(v, n);
                 if (parent)
                         parent->children--;
                 n = parent;
         }
 }
 
-void set_parent(Node *n, Node *parent) {
+void set_parent(View *v, Node *n, Node *parent) {
         Node *old = n->parent;
 
         if (old == parent)
@@ -146,15 +146,15 @@ void set_parent(Node *n, Node *parent) {
         n->parent = parent;
         if (old) {
                 old->children--;
-                node_release(old);
+                node_release(v, old);
         }
 }
 
-void forget_one(Node *n, uint64_t count) {
-        if (n == &v.root)
+void forget_one(View *v, Node *n, uint64_t count) {
+        if (n == &v->root)
                 return;
         n->nlookup = n->nlookup > count ? n->nlookup - count : 0;
-        node_release(n);
+        node_release(v, n);
 }
 
 /*
@@ -174,7 +174,7 @@ void forget_one(Node *n, uint64_t count) {
  * to another object (copy_up(), node_rebind()); where the file system
  * keeps none, a file deleted and a file made with its number cannot be
  * told from a file renamed. (A directory's node is never deleted under
- * it: its fd keeps the number in use.) With v.lock held.
+ * it: its fd keeps the number in use.) With v->lock held.
  */
 static bool node_denotes(const Node *n, const struct stat *st, const FileBirth *birth) {
         return n->type == (st->st_mode & S_IFMT) && file_birth_same(&n->birth, birth);
@@ -187,26 +187,26 @@ static bool node_denotes(const Node *n, const struct stat *st, const FileBirth *
  * differs from theirs. gVisor takes a name whose inode number did not
  * change for the object it knew (its revalidation compares device and
  * inode number), and would go on asking through the stale node. With
- * v.lock held.
+ * v->lock held.
  */
-void node_hash(Node *n) {
+void node_hash(View *v, Node *n) {
         unsigned h = hash_of(n->dev, n->ino, n->in_state, n->cls);
 
         n->gen = 0;
-        for (Node *m = v.hash[h]; m; m = m->hnext)
+        for (Node *m = v->hash[h]; m; m = m->hnext)
                 if (m != n && m->stale && m->dev == n->dev && m->ino == n->ino && m->in_state == n->in_state &&
                     m->cls == n->cls && (uint8_t) (m->gen + 1) > n->gen)
                         n->gen = (uint8_t) (m->gen + 1);
-        n->hnext = v.hash[h];
-        v.hash[h] = n;
+        n->hnext = v->hash[h];
+        v->hash[h] = n;
 }
 
-/* Takes fd. With v.lock held. */
-static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_state, const struct stat *st,
+/* Takes fd. With v->lock held. */
+static Node *node_get(View *v, Node *dir, const char *name, ViewClass c, int fd, bool in_state, const struct stat *st,
                       const FileBirth *birth) {
         Node *n;
 
-        for (n = v.hash[hash_of(st->st_dev, st->st_ino, in_state, c)]; n; n = n->hnext)
+        for (n = v->hash[hash_of(st->st_dev, st->st_ino, in_state, c)]; n; n = n->hnext)
                 if (!n->stale && n->dev == st->st_dev && n->ino == st->st_ino && n->in_state == in_state && n->cls == c) {
                         if (node_denotes(n, st, birth))
                                 break;
@@ -232,7 +232,7 @@ static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_
                                 else
                                         free(n->name);
                                 n->name = copy;
-                                set_parent(n, dir);
+                                set_parent(v, n, dir);
                         }
                 }
                 n->nlookup++;
@@ -259,8 +259,8 @@ static Node *node_get(Node *dir, const char *name, ViewClass c, int fd, bool in_
         if (n->is_dir)
                 n->dir = view_child_dir(&dir->dir, name, c);
         n->nlookup = 1;
-        node_hash(n);
-        watch_add(n);
+        node_hash(v, n);
+        watch_add(v, n);
         return n;
 }
 
@@ -296,71 +296,71 @@ bool changed_lately(const Node *n, uint64_t now) {
         return at != 0 && now - at < WATCH_ECHO_WINDOW_MS;
 }
 
-static void own_name_key(Node *dir, const char *name, char buf[static NAME_MAX + 24]) {
-        snprintf(buf, NAME_MAX + 24, "%" PRIx64 "/%s", (uint64_t) id_of(dir), name);
+static void own_name_key(View *v, Node *dir, const char *name, char buf[static NAME_MAX + 24]) {
+        snprintf(buf, NAME_MAX + 24, "%" PRIx64 "/%s", (uint64_t) id_of(v, dir), name);
 }
 
-/* With v.lock held. */
-void own_name_note(Node *dir, const char *name) {
+/* With v->lock held. */
+void own_name_note(View *v, Node *dir, const char *name) {
         char key[NAME_MAX + 24];
 
-        own_name_key(dir, name, key);
-        watch_recent_note(&v.own_names, key, now_ms());
+        own_name_key(v, dir, name, key);
+        watch_recent_note(&v->own_names, key, now_ms());
 }
 
-bool own_name_seen(Node *dir, const char *name, uint64_t now) {
+bool own_name_seen(View *v, Node *dir, const char *name, uint64_t now) {
         char key[NAME_MAX + 24];
 
-        own_name_key(dir, name, key);
-        return watch_recent_seen(&v.own_names, key, now, WATCH_ECHO_WINDOW_MS);
+        own_name_key(v, dir, name, key);
+        return watch_recent_seen(&v->own_names, key, now, WATCH_ECHO_WINDOW_MS);
 }
 
 /*
  * Brackets a request's change of n on the host (of a directory: of its
- * entries) that is made outside v.lock: until busy_end(), after the
+ * entries) that is made outside v->lock: until busy_end(), after the
  * kernel's new view of n is recorded (told()), the watcher holds back the
  * events naming n, which are the change's own echo.
  */
 void busy_begin(Node *n) {
-        /* Atomic, not under v.lock: the hot path of every write takes no lock for it. */
+        /* Atomic, not under v->lock: the hot path of every write takes no lock for it. */
         __atomic_add_fetch(&n->busy, 1, __ATOMIC_SEQ_CST);
 }
 
-/* Never with v.lock held: a move waiting for changes to end (move_begin()) is woken here. */
-void busy_end(Node *n) {
+/* Never with v->lock held: a move waiting for changes to end (move_begin()) is woken here. */
+void busy_end(View *v, Node *n) {
         note_changed(n);
         __atomic_sub_fetch(&n->busy, 1, __ATOMIC_SEQ_CST);
-        /* After the count, as move_begin() sets v.moving before it counts: one of the two sees the other. */
-        if (__atomic_load_n(&v.moving, __ATOMIC_SEQ_CST)) {
-                pthread_mutex_lock(&v.lock);
-                pthread_cond_broadcast(&v.moved);
-                pthread_mutex_unlock(&v.lock);
+        /* After the count, as move_begin() sets v->moving before it counts: one of the two sees the other. */
+        if (__atomic_load_n(&v->moving, __ATOMIC_SEQ_CST)) {
+                pthread_mutex_lock(&v->lock);
+                pthread_cond_broadcast(&v->moved);
+                pthread_mutex_unlock(&v->lock);
         }
 }
 
-/* Whether n is the source of the rename between the sides under way, or lies below it. With v.lock held. */
-bool move_covers(const Node *n) {
-        if (!v.moving)
+/* Whether n is the source of the rename between the sides under way, or lies below it. With v->lock held. */
+bool move_covers(View *v, const Node *n) {
+        if (!v->moving)
                 return false;
         for (; n; n = n->parent)
-                if (n == v.moving)
+                if (n == v->moving)
                         return true;
         return false;
 }
 
 /*
  * Before a request changes a or b (NULL: none) on the host or in Domain
- * state, outside v.lock or not: it waits while the rename between the
+ * state, outside v->lock or not: it waits while the rename between the
  * sides under way covers either, so that nothing changes below a source
  * between the check of what may move and the end of the move. With
- * v.lock held, which the wait releases.
+ * v->lock held, which the wait releases.
  */
-void wait_unmoved(const Node *a, const Node *b) {
-        while (move_covers(a) || move_covers(b))
-                pthread_cond_wait(&v.moved, &v.lock);
+void wait_unmoved(View *v, const Node *a, const Node *b) {
+        while (move_covers(v, a) || move_covers(v, b))
+                pthread_cond_wait(&v->moved, &v->lock);
 }
 
-/* Records what the kernel is about to be told of n. With v.lock held. */
+/* Records what the kernel is about to be told of n. With v->lock held. */
 void told(Node *n, const struct stat *st) {
         n->told_valid = !n->in_state;
         n->told_mode = st->st_mode;
@@ -376,7 +376,7 @@ bool told_matches(const Node *n, const struct stat *st) {
                n->told_ctime.tv_nsec == st->st_ctim.tv_nsec;
 }
 
-int lookup_locked(Node *dir, const char *name, struct fuse_entry_param *e) {
+int lookup_locked(View *v, Node *dir, const char *name, struct fuse_entry_param *e) {
         bool in_state = false;
         ViewClass c = VIEW_SHARED;
         FileBirth birth = {};
@@ -384,15 +384,15 @@ int lookup_locked(Node *dir, const char *name, struct fuse_entry_param *e) {
         Node *n;
 
         memset(e, 0, sizeof(*e));
-        r = find(dir, name, &c, &fd, &in_state, &e->attr, &birth);
+        r = find(v, dir, name, &c, &fd, &in_state, &e->attr, &birth);
         if (r < 0)
                 return r;
-        n = node_get(dir, name, c, fd, in_state, &e->attr, &birth);
+        n = node_get(v, dir, name, c, fd, in_state, &e->attr, &birth);
         if (!n)
                 return -ENOMEM;
         told(n, &e->attr);
         fill_stat(n, &e->attr);
-        e->ino = id_of(n);
-        e->attr_timeout = e->entry_timeout = timeout_in(dir);
+        e->ino = id_of(v, n);
+        e->attr_timeout = e->entry_timeout = timeout_in(v, dir);
         return 0;
 }

@@ -6,45 +6,39 @@
 
 /*
  * The kernel is told by the notifier, a process of the view's own
- * (notifier_start()), through this pipe of Inval records; the view's
- * threads never make a notification.
+ * (notifier_start()), through a pipe of Inval records (v->notify_fd); the
+ * view's threads never make a notification while it runs.
  */
-static int notify_fd = -1;              /* or -1: made here */
-/* The notifier's answers to fences (notify_fence()), and whether an
- * invalidation went to it since the last one was answered. */
-static int notify_ack_fd = -1;
-bool notify_fence_owed;
-static uint64_t notify_fence_seq;
 
 /* A fence record: no name can be this long. Its node is a sequence number the notifier writes back. */
 #define INVAL_FENCE UINT16_MAX
 /* How long the watcher waits for a fence's answer: a notification waits while a request holds its directory. */
 #define FENCE_WAIT_MS 100
 
-void apply_inval(fuse_ino_t node, const char *name, size_t len, bool listing) {
-        if (notify_fd >= 0) {
+void apply_inval(View *v, fuse_ino_t node, const char *name, size_t len, bool listing) {
+        if (v->notify_fd >= 0) {
                 Inval rec = { .node = node, .len = (uint16_t) len, .listing = listing };
                 ssize_t k;
 
                 memcpy(rec.name, name, len);
                 /* One write of less than PIPE_BUF: whole, or not at all. It may wait
-                 * for the notifier, never with v.lock held. */
+                 * for the notifier, never with v->lock held. */
                 do
-                        k = write(notify_fd, &rec, sizeof(rec));
+                        k = write(v->notify_fd, &rec, sizeof(rec));
                 while (k < 0 && errno == EINTR);
                 if (k == (ssize_t) sizeof(rec)) {
-                        notify_fence_owed = true;
+                        v->notify_fence_owed = true;
                         return;
                 }
                 fprintf(stderr, "lazaret-view: the notifier is gone (%s); the kernel is told of host changes "
                         "from the view itself from now on\n", k < 0 ? strerror(errno) : "short write");
-                notify_fd = safe_close(notify_fd);
+                v->notify_fd = safe_close(v->notify_fd);
         }
         if (len > 0)
-                (void) fuse_lowlevel_notify_inval_entry(v.se, node, name, len);
+                (void) fuse_lowlevel_notify_inval_entry(v->se, node, name, len);
         /* The node's attributes and cached data: for a directory, its listing. */
         if (len == 0 || listing)
-                (void) fuse_lowlevel_notify_inval_inode(v.se, node, 0, 0);
+                (void) fuse_lowlevel_notify_inval_inode(v->se, node, 0, 0);
 }
 
 /*
@@ -57,33 +51,33 @@ void apply_inval(fuse_ino_t node, const char *name, size_t len, bool listing) {
  * FENCE_WAIT_MS the lines go anyway, and the relay's own gathering inside
  * is the margin then (spec 6.4). Watcher thread only.
  */
-void notify_fence(void) {
-        Inval rec = { .node = ++notify_fence_seq, .len = INVAL_FENCE };
+void notify_fence(View *v) {
+        Inval rec = { .node = ++v->notify_fence_seq, .len = INVAL_FENCE };
         uint64_t until = now_ms() + FENCE_WAIT_MS;
         ssize_t k;
 
-        notify_fence_owed = false;
-        if (notify_fd < 0 || notify_ack_fd < 0)
+        v->notify_fence_owed = false;
+        if (v->notify_fd < 0 || v->notify_ack_fd < 0)
                 return;
         do
-                k = write(notify_fd, &rec, sizeof(rec));
+                k = write(v->notify_fd, &rec, sizeof(rec));
         while (k < 0 && errno == EINTR);
         if (k != (ssize_t) sizeof(rec))
                 return;
         for (uint64_t now; (now = now_ms()) < until;) {
-                struct pollfd p = { .fd = notify_ack_fd, .events = POLLIN };
+                struct pollfd p = { .fd = v->notify_ack_fd, .events = POLLIN };
                 uint64_t seq;
 
                 if (poll(&p, 1, (int) (until - now)) <= 0)
                         continue;
-                k = read(notify_ack_fd, &seq, sizeof(seq));
+                k = read(v->notify_ack_fd, &seq, sizeof(seq));
                 if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) {
                         /* The notifier is gone: apply_inval() finds out on its next write. */
-                        notify_ack_fd = safe_close(notify_ack_fd);
+                        v->notify_ack_fd = safe_close(v->notify_ack_fd);
                         return;
                 }
                 /* An answer to an earlier fence that came after its wait: skipped. */
-                if (k == (ssize_t) sizeof(seq) && seq == notify_fence_seq)
+                if (k == (ssize_t) sizeof(seq) && seq == v->notify_fence_seq)
                         return;
         }
 }
@@ -140,24 +134,21 @@ static int notifier_harden(void) {
         return r < 0 ? r : harden_load_allowlist(allowed, ELEMENTSOF(allowed));
 }
 
-int main_argc;
-char **main_argv;
-
 /*
  * The notifier's command line, where ps and systemctl status show it:
  * the view's program, then --notifier, in the memory of the view's own
  * arguments (which it no longer needs).
  */
-static void notifier_retitle(void) {
+static void notifier_retitle(int argc, char **argv) {
         char *lo = NULL, *hi = NULL;
         size_t a0;
 
-        if (main_argc < 1)
+        if (argc < 1)
                 return;
-        for (int i = 0; i < main_argc; i++) {
-                char *e = main_argv[i] + strlen(main_argv[i]);
-                if (!lo || main_argv[i] < lo)
-                        lo = main_argv[i];
+        for (int i = 0; i < argc; i++) {
+                char *e = argv[i] + strlen(argv[i]);
+                if (!lo || argv[i] < lo)
+                        lo = argv[i];
                 if (!hi || e > hi)
                         hi = e;
         }
@@ -175,7 +166,7 @@ static void notifier_retitle(void) {
  * made (no /dev/fuse here), the view notifies the kernel itself, with
  * one line that says so.
  */
-void notifier_start(int fuse) {
+void notifier_start(View *v, int fuse, int argc, char **argv) {
         _cleanup_close_ int clone_fd = fuse_dev_clone(fuse);
         int p[2], a[2];
         pid_t view = getpid(), pid;
@@ -217,7 +208,7 @@ void notifier_start(int fuse) {
                     prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != view ||
                     prctl(PR_SET_NAME, "lazaret-notify") < 0 || notifier_harden() < 0)
                         _exit(1);
-                notifier_retitle();
+                notifier_retitle(argc, argv);
                 notifier_run(3, 4, 5);
         }
         safe_close(p[0]);
@@ -226,6 +217,6 @@ void notifier_start(int fuse) {
          * notifies itself), not kill the view: with no relay channel
          * nothing else ignores SIGPIPE. */
         (void) signal(SIGPIPE, SIG_IGN);
-        notify_fd = p[1];
-        notify_ack_fd = a[0];
+        v->notify_fd = p[1];
+        v->notify_ack_fd = a[0];
 }

@@ -5,17 +5,18 @@
 #include "view.h"
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
+        View *v = fuse_req_userdata(req);
         struct fuse_entry_param e;
         int r;
 
-        pthread_mutex_lock(&v.lock);
-        r = lookup_locked(node_of(parent), name, &e);
+        pthread_mutex_lock(&v->lock);
+        r = lookup_locked(v, node_of(v, parent), name, &e);
         if (r == -ENOENT) {
                 /* A negative entry, cached like a positive one. */
                 memset(&e, 0, sizeof(e));
-                e.entry_timeout = timeout_in(node_of(parent));
+                e.entry_timeout = timeout_in(v, node_of(v, parent));
         }
-        pthread_mutex_unlock(&v.lock);
+        pthread_mutex_unlock(&v->lock);
         if (r == -ENOENT) {
                 fuse_reply_entry(req, &e);
                 return;
@@ -27,27 +28,29 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
 }
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
-        pthread_mutex_lock(&v.lock);
-        forget_one(node_of(ino), nlookup);
-        pthread_mutex_unlock(&v.lock);
+        View *v = fuse_req_userdata(req);
+        pthread_mutex_lock(&v->lock);
+        forget_one(v, node_of(v, ino), nlookup);
+        pthread_mutex_unlock(&v->lock);
         fuse_reply_none(req);
 }
 
 void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets) {
-        pthread_mutex_lock(&v.lock);
+        View *v = fuse_req_userdata(req);
+        pthread_mutex_lock(&v->lock);
         for (size_t i = 0; i < count; i++)
-                forget_one(node_of(forgets[i].ino), forgets[i].nlookup);
-        pthread_mutex_unlock(&v.lock);
+                forget_one(v, node_of(v, forgets[i].ino), forgets[i].nlookup);
+        pthread_mutex_unlock(&v->lock);
         fuse_reply_none(req);
 }
 
 /* The reply to a GETATTR or SETATTR: st, what the host object of n is now. */
-static void reply_attr(fuse_req_t req, Node *n, struct stat *st) {
-        pthread_mutex_lock(&v.lock);
+static void reply_attr(View *v, fuse_req_t req, Node *n, struct stat *st) {
+        pthread_mutex_lock(&v->lock);
         told(n, st);
-        pthread_mutex_unlock(&v.lock);
+        pthread_mutex_unlock(&v->lock);
         fill_stat(n, st);
-        fuse_reply_attr(req, st, n == &v.root ? timeout_in(n) : timeout_in(n->parent));
+        fuse_reply_attr(req, st, n == &v->root ? timeout_in(v, n) : timeout_in(v, n->parent));
 }
 
 /* The attributes of n's host object through fd (pinned for this request) or the handle. */
@@ -58,7 +61,8 @@ static int stat_pinned(int fd, const struct fuse_file_info *fi, struct stat *ret
 }
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-        Node *n = node_of(ino);
+        View *v = fuse_req_userdata(req);
+        Node *n = node_of(v, ino);
         struct stat st;
         Pin p = {};
         int r;
@@ -67,7 +71,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                 r = stat_pinned(-EBADF, fi, &st);
         else {
                 /* Opened by name, the pin's identity check saw the attributes already. */
-                r = pin(n, &p);
+                r = pin(v, n, &p);
                 if (r >= 0 && p.has_st)
                         st = p.st;
                 else if (r >= 0)
@@ -78,15 +82,16 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                 fuse_reply_err(req, -r);
                 return;
         }
-        reply_attr(req, n, &st);
+        reply_attr(v, req, n, &st);
 }
 
 /* ---- attributes ---------------------------------------------------------- */
 
-static void setattr_apply(fuse_req_t req, Node *n, int fd, struct stat *attr, int to_set, struct fuse_file_info *fi);
+static void setattr_apply(View *v, fuse_req_t req, Node *n, int fd, struct stat *attr, int to_set, struct fuse_file_info *fi);
 
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
-        Node *n = node_of(ino);
+        View *v = fuse_req_userdata(req);
+        Node *n = node_of(v, ino);
         _cleanup_(pin_done) Pin p = {};
         int r;
 
@@ -94,7 +99,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
                 /* A chmod to the mode it has (the host-edit relay's trigger) changes
                  * nothing: no copy-up, no host ctime. */
                 struct stat st;
-                r = pin(n, &p);
+                r = pin(v, n, &p);
                 if (r >= 0 && !p.has_st)
                         r = stat_pinned(p.fd, NULL, &p.st);
                 if (r >= 0 && (p.st.st_mode & 07777) == (attr->st_mode & 07777)) {
@@ -103,15 +108,15 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
                         if (r < 0)
                                 fuse_reply_err(req, -r);
                         else
-                                reply_attr(req, n, &st);
+                                reply_attr(v, req, n, &st);
                         return;
                 }
                 pin_done(&p);
                 p = (Pin) {};
         }
-        r = prepare_change(n);
+        r = prepare_change(v, n);
         if (r == 0)
-                r = pin_for(n, &p, true);
+                r = pin_for(v, n, &p, true);
         if (fi && !fi->fh)
                 fi = NULL;      /* opened by the kernel alone: by node */
         if (r < 0) {
@@ -122,12 +127,12 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
                 op_getattr(req, ino, fi);
                 return;
         }
-        setattr_apply(req, n, p.fd, attr, to_set, fi);
-        busy_end(n);
+        setattr_apply(v, req, n, p.fd, attr, to_set, fi);
+        busy_end(v, n);
 }
 
 /* The changes of a SETATTR, on the pinned fd (or the handle), then the reply. */
-static void setattr_apply(fuse_req_t req, Node *n, int fd, struct stat *attr, int to_set, struct fuse_file_info *fi) {
+static void setattr_apply(View *v, fuse_req_t req, Node *n, int fd, struct stat *attr, int to_set, struct fuse_file_info *fi) {
         struct stat st;
         char pp[32];
         int r;
@@ -172,19 +177,20 @@ static void setattr_apply(fuse_req_t req, Node *n, int fd, struct stat *attr, in
                 fuse_reply_err(req, -r);
                 return;
         }
-        reply_attr(req, n, &st);
+        reply_attr(v, req, n, &st);
         return;
 fail:
         fuse_reply_err(req, errno);
 }
 
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {
+        View *v = fuse_req_userdata(req);
         _cleanup_(pin_done) Pin p = {};
         char buf[VIEW_PATH_MAX];
         ssize_t k;
         int r;
 
-        r = pin(node_of(ino), &p);
+        r = pin(v, node_of(v, ino), &p);
         if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;

@@ -48,18 +48,18 @@ static bool dh_has(const DirHandle *h, const char *name) {
 }
 
 /* The ignored entries of host directory n, as its listing shows them. */
-static int list_ignored(Node *n, DirHandle *h) {
+static int list_ignored(View *v, Node *n, DirHandle *h) {
         _cleanup_(closedirp) DIR *d = NULL;
         struct dirent *de;
         int efd, r;
 
-        if (!ign.on || (efd = ign_entries(n, false)) < 0 || opendir_at(efd, &d) < 0)
+        if (!v->ign.on || (efd = ign_entries(v, n, false)) < 0 || opendir_at(efd, &d) < 0)
                 return 0;
         while ((de = readdir(d))) {
                 if (streq(de->d_name, ".") || streq(de->d_name, "..") || startswith(de->d_name, RENAME_TMP_PREFIX))
                         continue;
                 /* Only what is still on the ignored side (shared_ignored may say otherwise). */
-                if (class_of(n, de->d_name, de->d_type == DT_DIR) != VIEW_IGNORED)
+                if (class_of(v, n, de->d_name, de->d_type == DT_DIR) != VIEW_IGNORED)
                         continue;
                 r = dh_add(h, de->d_name, de->d_ino, de->d_type);
                 if (r < 0)
@@ -72,12 +72,12 @@ static int list_ignored(Node *n, DirHandle *h) {
  * The listing as the sandbox sees it: the host's entries that are on the
  * host's side or not shadowed, then Domain state's protected entries.
  */
-static int list_dir(Node *n, DirHandle *h) {
+static int list_dir(View *v, Node *n, DirHandle *h) {
         _cleanup_(closedirp) DIR *hd = NULL, *sd = NULL;
         struct dirent *de;
         int sfd, r;
 
-        sfd = n->in_state ? n->fd : state_dir(n, false);
+        sfd = n->in_state ? n->fd : state_dir(v, n, false);
         if (!n->in_state) {
                 r = opendir_at(n->fd, &hd);
                 if (r < 0)
@@ -86,8 +86,8 @@ static int list_dir(Node *n, DirHandle *h) {
         if (sfd >= 0 && opendir_at(sfd, &sd) < 0)
                 sd = NULL;
         while (hd && (de = readdir(hd))) {
-                if (!streq(de->d_name, ".") && !streq(de->d_name, "..") && (sd || ign.on)) {
-                        ViewClass c = class_of(n, de->d_name, de->d_type == DT_DIR);
+                if (!streq(de->d_name, ".") && !streq(de->d_name, "..") && (sd || v->ign.on)) {
+                        ViewClass c = class_of(v, n, de->d_name, de->d_type == DT_DIR);
                         struct stat st;
                         if (c == VIEW_IGNORED)
                                 continue;       /* listed from ignored state, if there */
@@ -104,7 +104,7 @@ static int list_dir(Node *n, DirHandle *h) {
                 if (strncmp(de->d_name, ".lazaret-copy-up.", 17) == 0)
                         continue;
                 /* Directories there that only carry protected entries further down are the host's. */
-                if (!n->in_state && class_of(n, de->d_name, de->d_type == DT_DIR) != VIEW_PROTECTED)
+                if (!n->in_state && class_of(v, n, de->d_name, de->d_type == DT_DIR) != VIEW_PROTECTED)
                         continue;
                 if (n->in_state && (streq(de->d_name, ".") || streq(de->d_name, "..")))
                         continue;
@@ -115,7 +115,7 @@ static int list_dir(Node *n, DirHandle *h) {
                 }
         }
         if (!n->in_state) {
-                r = list_ignored(n, h);
+                r = list_ignored(v, n, h);
                 if (r < 0)
                         return r;
         }
@@ -125,6 +125,7 @@ static int list_dir(Node *n, DirHandle *h) {
 }
 
 void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        View *v = fuse_req_userdata(req);
         DirHandle *h = calloc(1, sizeof(*h));
         int r;
 
@@ -137,18 +138,18 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         fi->fh = (uint64_t) (uintptr_t) h;
         /* The kernel may keep the listing of a host directory whose changes the
          * watch reports (apply_inval() drops it); not of anything else. */
-        pthread_mutex_lock(&v.lock);
-        fi->cache_readdir = fi->keep_cache = node_of(ino)->wd >= 0 && v.timeout > 0;
-        pthread_mutex_unlock(&v.lock);
+        pthread_mutex_lock(&v->lock);
+        fi->cache_readdir = fi->keep_cache = node_of(v, ino)->wd >= 0 && v->timeout > 0;
+        pthread_mutex_unlock(&v->lock);
         if (fuse_reply_open(req, fi) == -ENOENT)
                 dir_handle_free(h);
 }
 
-static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi, bool plus) {
+static void do_readdir(View *v, fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi, bool plus) {
         DirHandle *h = (DirHandle *) (uintptr_t) fi->fh;
         _cleanup_free_ char *buf = calloc(1, size);
         size_t used = 0;
-        Node *dir = node_of(ino);
+        Node *dir = node_of(v, ino);
 
         if (!buf) {
                 fuse_reply_err(req, ENOMEM);
@@ -159,9 +160,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
                 DirHandle fresh = {};
                 int r;
 
-                pthread_mutex_lock(&v.lock);
-                r = list_dir(dir, &fresh);
-                pthread_mutex_unlock(&v.lock);
+                pthread_mutex_lock(&v->lock);
+                r = list_dir(v, dir, &fresh);
+                pthread_mutex_unlock(&v->lock);
                 if (r < 0) {
                         for (size_t i = 0; i < fresh.n; i++)
                                 free(fresh.entries[i]);
@@ -184,9 +185,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 
                         if (!dot) {
                                 int r;
-                                pthread_mutex_lock(&v.lock);
-                                r = lookup_locked(dir, de->d_name, &e);
-                                pthread_mutex_unlock(&v.lock);
+                                pthread_mutex_lock(&v->lock);
+                                r = lookup_locked(v, dir, de->d_name, &e);
+                                pthread_mutex_unlock(&v->lock);
                                 if (r < 0)
                                         continue;       /* gone meanwhile */
                         } else {
@@ -196,9 +197,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
                         k = fuse_add_direntry_plus(req, buf + used, size - used, de->d_name, &e, (off_t) i + 1);
                         if (k > size - used) {
                                 if (!dot) {
-                                        pthread_mutex_lock(&v.lock);
-                                        forget_one(node_of(e.ino), 1);
-                                        pthread_mutex_unlock(&v.lock);
+                                        pthread_mutex_lock(&v->lock);
+                                        forget_one(v, node_of(v, e.ino), 1);
+                                        pthread_mutex_unlock(&v->lock);
                                 }
                                 break;
                         }
@@ -214,11 +215,13 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 }
 
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
-        do_readdir(req, ino, size, off, fi, false);
+        View *v = fuse_req_userdata(req);
+        do_readdir(v, req, ino, size, off, fi, false);
 }
 
 void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
-        do_readdir(req, ino, size, off, fi, true);
+        View *v = fuse_req_userdata(req);
+        do_readdir(v, req, ino, size, off, fi, true);
 }
 
 void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -228,11 +231,12 @@ void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
 }
 
 void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
+        View *v = fuse_req_userdata(req);
         char pp[32];
         int fd;
 
         (void) datasync, (void) fi;
-        proc_path(node_of(ino)->fd, pp);
+        proc_path(node_of(v, ino)->fd, pp);
         fd = open(pp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) {
                 fuse_reply_err(req, errno);
@@ -243,10 +247,11 @@ void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 }
 
 void op_statfs(fuse_req_t req, fuse_ino_t ino) {
+        View *v = fuse_req_userdata(req);
         struct statvfs s;
         char pp[32];
 
-        proc_path(node_of(ino)->fd, pp);
+        proc_path(node_of(v, ino)->fd, pp);
         if (statvfs(pp, &s) < 0)
                 fuse_reply_err(req, errno);
         else

@@ -10,7 +10,7 @@
  * Where a new entry name in dir goes: the directory fd on its side, after
  * removing a whiteout there; *ret_cls its class. -EROFS for a read-only name.
  */
-int create_side(Node *dir, const char *name, bool is_dir, ViewClass *ret_cls) {
+int create_side(View *v, Node *dir, const char *name, bool is_dir, ViewClass *ret_cls) {
         ViewClass c;
         int sfd;
 
@@ -18,7 +18,7 @@ int create_side(Node *dir, const char *name, bool is_dir, ViewClass *ret_cls) {
                 return -EINVAL;
         if (dir->cls == VIEW_READONLY)
                 return -EROFS;
-        c = dir->in_state ? dir->cls : class_of(dir, name, is_dir);
+        c = dir->in_state ? dir->cls : class_of(v, dir, name, is_dir);
         *ret_cls = c;
         if (c == VIEW_READONLY)
                 return -EROFS;
@@ -26,15 +26,15 @@ int create_side(Node *dir, const char *name, bool is_dir, ViewClass *ret_cls) {
                 return dir->fd;
         if (c == VIEW_IGNORED)
                 /* Opaque: whatever the host has at that name is not there. */
-                return ign_entries(dir, true);
+                return ign_entries(v, dir, true);
         /* Protected: in Domain state, whatever the host has there. */
-        if (!dir->in_state && host_has(dir, name) && !state_has(dir, name)) {
+        if (!dir->in_state && host_has(dir, name) && !state_has(v, dir, name)) {
                 /* Replacing the host's entry: mknod/mkdir would fail on it too. */
-                sfd = state_dir(dir, false);
+                sfd = state_dir(v, dir, false);
                 if (sfd < 0 || !is_whiteout(sfd, name))
                         return -EEXIST;
         }
-        sfd = state_dir(dir, true);
+        sfd = state_dir(v, dir, true);
         if (sfd < 0)
                 return sfd;
         if (is_whiteout(sfd, name) && unlinkat(sfd, name, 0) < 0)
@@ -42,15 +42,15 @@ int create_side(Node *dir, const char *name, bool is_dir, ViewClass *ret_cls) {
         return sfd;
 }
 
-static void reply_new_entry(fuse_req_t req, Node *dir, const char *name) {
+static void reply_new_entry(View *v, fuse_req_t req, Node *dir, const char *name) {
         struct fuse_entry_param e;
         int r;
 
-        pthread_mutex_lock(&v.lock);
-        own_name_note(dir, name);
-        inval_facts(dir, name);
-        r = lookup_locked(dir, name, &e);
-        pthread_mutex_unlock(&v.lock);
+        pthread_mutex_lock(&v->lock);
+        own_name_note(v, dir, name);
+        inval_facts(v, dir, name);
+        r = lookup_locked(v, dir, name, &e);
+        pthread_mutex_unlock(&v->lock);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
@@ -71,15 +71,15 @@ int create_mode(mode_t mode, mode_t *ret) {
  * answers the request. A protected path's parent is a directory for good:
  * no symbolic link takes its place.
  */
-static void make_entry(fuse_req_t req, Node *dir, const char *name, mode_t mode, const char *target) {
+static void make_entry(View *v, fuse_req_t req, Node *dir, const char *name, mode_t mode, const char *target) {
         ViewClass c;
         int fd, r;
 
-        pthread_mutex_lock(&v.lock);
-        wait_unmoved(dir, NULL);
-        fd = S_ISLNK(mode) && holds_listed(dir, name) ? -EPERM : create_side(dir, name, S_ISDIR(mode), &c);
+        pthread_mutex_lock(&v->lock);
+        wait_unmoved(v, dir, NULL);
+        fd = S_ISLNK(mode) && holds_listed(v, dir, name) ? -EPERM : create_side(v, dir, name, S_ISDIR(mode), &c);
         busy_begin(dir);
-        pthread_mutex_unlock(&v.lock);
+        pthread_mutex_unlock(&v->lock);
         if (fd < 0)
                 r = fd;
         else if (S_ISDIR(mode))
@@ -91,12 +91,13 @@ static void make_entry(fuse_req_t req, Node *dir, const char *name, mode_t mode,
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
-                reply_new_entry(req, dir, name);
-        busy_end(dir);
+                reply_new_entry(v, req, dir, name);
+        busy_end(v, dir);
 }
 
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
-        Node *dir = node_of(parent);
+        View *v = fuse_req_userdata(req);
+        Node *dir = node_of(v, parent);
         mode_t m;
 
         (void) rdev;
@@ -113,11 +114,12 @@ void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, 
                 fuse_reply_err(req, EPERM);
                 return;
         }
-        make_entry(req, dir, name, S_IFREG | m, NULL);
+        make_entry(v, req, dir, name, S_IFREG | m, NULL);
 }
 
 void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
-        Node *dir = node_of(parent);
+        View *v = fuse_req_userdata(req);
+        Node *dir = node_of(v, parent);
         mode_t m;
 
         /* S_ISGID on a directory comes from the kernel (a set-group-ID parent), never from the caller. */
@@ -125,31 +127,33 @@ void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) 
                 fuse_reply_err(req, EPERM);
                 return;
         }
-        make_entry(req, dir, name, S_IFDIR | m, NULL);
+        make_entry(v, req, dir, name, S_IFDIR | m, NULL);
 }
 
 void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name) {
-        Node *dir = node_of(parent);
+        View *v = fuse_req_userdata(req);
+        Node *dir = node_of(v, parent);
 
         if (streq(target, WHITEOUT_TARGET)) {
                 fuse_reply_err(req, EINVAL);
                 return;
         }
-        make_entry(req, dir, name, S_IFLNK, target);
+        make_entry(v, req, dir, name, S_IFLNK, target);
 }
 
 void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name) {
-        Node *n = node_of(ino), *dir = node_of(parent);
+        View *v = fuse_req_userdata(req);
+        Node *n = node_of(v, ino), *dir = node_of(v, parent);
         char pp[32];
         _cleanup_(pin_done) Pin p = {};
         ViewClass c;
         int fd, r;
 
-        pthread_mutex_lock(&v.lock);
-        wait_unmoved(dir, NULL);
-        fd = create_side(dir, name, false, &c);
+        pthread_mutex_lock(&v->lock);
+        wait_unmoved(v, dir, NULL);
+        fd = create_side(v, dir, name, false, &c);
         busy_begin(dir);
-        pthread_mutex_unlock(&v.lock);
+        pthread_mutex_unlock(&v->lock);
         if (fd < 0) {
                 r = fd;
                 goto finish;
@@ -159,7 +163,7 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name
                 r = -EXDEV;
                 goto finish;
         }
-        r = pin(n, &p);
+        r = pin(v, n, &p);
         if (r < 0)
                 goto finish;
         proc_path(p.fd, pp);
@@ -168,26 +172,26 @@ finish:
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
-                reply_new_entry(req, dir, name);
-        busy_end(dir);
+                reply_new_entry(v, req, dir, name);
+        busy_end(v, dir);
 }
 
 /* Removes name from dir on its side; a protected name the host also has gets a whiteout. */
-static int remove_entry(Node *dir, const char *name, bool is_dir) {
+static int remove_entry(View *v, Node *dir, const char *name, bool is_dir) {
         ViewClass c;
         int sfd;
 
         if (dir->cls == VIEW_READONLY)
                 return -EROFS;
-        c = dir->in_state ? dir->cls : class_of(dir, name, is_dir);
+        c = dir->in_state ? dir->cls : class_of(v, dir, name, is_dir);
         if (c == VIEW_READONLY)
                 return -EROFS;
-        if (!dir->in_state && dir == &v.root && streq(name, ".git"))
+        if (!dir->in_state && dir == &v->root && streq(name, ".git"))
                 return -EBUSY;
-        if (is_dir && holds_listed(dir, name))
+        if (is_dir && holds_listed(v, dir, name))
                 return -EBUSY;
         if (c == VIEW_IGNORED) {
-                sfd = ign_entries(dir, false);
+                sfd = ign_entries(v, dir, false);
                 if (sfd < 0)
                         return -ENOENT;
                 return unlinkat(sfd, name, is_dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
@@ -195,7 +199,7 @@ static int remove_entry(Node *dir, const char *name, bool is_dir) {
         if (c == VIEW_SHARED)
                 return unlinkat(dir->fd, name, is_dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
 
-        sfd = state_dir(dir, false);
+        sfd = state_dir(v, dir, false);
         if (sfd >= 0 && !is_whiteout(sfd, name)) {
                 struct stat st;
                 if (fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0) {
@@ -251,33 +255,35 @@ static int remove_entry(Node *dir, const char *name, bool is_dir) {
                         if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
                                 return -ENOTEMPTY;
         }
-        sfd = state_dir(dir, true);
+        sfd = state_dir(v, dir, true);
         if (sfd < 0)
                 return sfd;
         return make_whiteout(sfd, name);
 }
 
 void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
+        View *v = fuse_req_userdata(req);
         int r;
 
-        pthread_mutex_lock(&v.lock);
-        wait_unmoved(node_of(parent), NULL);
-        r = remove_entry(node_of(parent), name, false);
+        pthread_mutex_lock(&v->lock);
+        wait_unmoved(v, node_of(v, parent), NULL);
+        r = remove_entry(v, node_of(v, parent), name, false);
         if (r >= 0)
-                own_name_note(node_of(parent), name);
-        inval_facts(node_of(parent), name);
-        pthread_mutex_unlock(&v.lock);
+                own_name_note(v, node_of(v, parent), name);
+        inval_facts(v, node_of(v, parent), name);
+        pthread_mutex_unlock(&v->lock);
         fuse_reply_err(req, -r);
 }
 
 void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
+        View *v = fuse_req_userdata(req);
         int r;
 
-        pthread_mutex_lock(&v.lock);
-        wait_unmoved(node_of(parent), NULL);
-        r = remove_entry(node_of(parent), name, true);
+        pthread_mutex_lock(&v->lock);
+        wait_unmoved(v, node_of(v, parent), NULL);
+        r = remove_entry(v, node_of(v, parent), name, true);
         if (r >= 0)
-                own_name_note(node_of(parent), name);
-        pthread_mutex_unlock(&v.lock);
+                own_name_note(v, node_of(v, parent), name);
+        pthread_mutex_unlock(&v->lock);
         fuse_reply_err(req, -r);
 }

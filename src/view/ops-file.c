@@ -16,84 +16,85 @@ static int open_flags(int flags) {
  * sides covers n, and busy_begin(n) with it: a rename that starts later
  * waits for the change to end (rename_across()).
  */
-static int node_open(Node *n, int flags, bool busy) {
+static int node_open(View *v, Node *n, int flags, bool busy) {
         char pp[32];
         int pfd, fd;
 
-        pthread_mutex_lock(&v.lock);
+        pthread_mutex_lock(&v->lock);
         if (busy)
-                wait_unmoved(n, NULL);
+                wait_unmoved(v, n, NULL);
         if (n->fd >= 0) {
                 proc_path(n->fd, pp);
                 fd = open(pp, open_flags(flags));
                 if (fd < 0)
                         fd = -errno;
         } else {
-                pfd = !n->parent ? -ESTALE : n->in_state ? state_parent(n) : n->parent->fd;
+                pfd = !n->parent ? -ESTALE : n->in_state ? state_parent(v, n) : n->parent->fd;
                 fd = pfd < 0 ? -ESTALE : open_by_name(n, pfd, open_flags(flags) | O_NOFOLLOW, NULL);
         }
         if (fd >= 0 && busy)
                 busy_begin(n);
-        pthread_mutex_unlock(&v.lock);
+        pthread_mutex_unlock(&v->lock);
         return fd;
 }
 
 /*
  * The fd a request on an open file uses: the handle's, or, where the
- * kernel opens files without asking (v.no_open), one opened for this
+ * kernel opens files without asking (v->no_open), one opened for this
  * request (*ret_owned), after the checks an open for writing makes. With
  * flags for writing, the request is busy on n from then on (node_open()):
  * the caller ends it with busy_end(n).
  */
-static int request_fd(Node *n, struct fuse_file_info *fi, int flags, bool *ret_owned) {
+static int request_fd(View *v, Node *n, struct fuse_file_info *fi, int flags, bool *ret_owned) {
         bool change = (flags & O_ACCMODE) != O_RDONLY;
         int r;
 
         *ret_owned = false;
         if (fi && fi->fh) {
                 if (change) {
-                        pthread_mutex_lock(&v.lock);
-                        wait_unmoved(n, NULL);
+                        pthread_mutex_lock(&v->lock);
+                        wait_unmoved(v, n, NULL);
                         busy_begin(n);
-                        pthread_mutex_unlock(&v.lock);
+                        pthread_mutex_unlock(&v->lock);
                 }
                 return (int) fi->fh;
         }
         if (change) {
-                r = prepare_change(n);
+                r = prepare_change(v, n);
                 if (r < 0)
                         return r;
         }
-        r = node_open(n, flags, change);
+        r = node_open(v, n, flags, change);
         if (r >= 0)
                 *ret_owned = true;
         return r;
 }
 
 void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-        Node *n = node_of(ino);
+        View *v = fuse_req_userdata(req);
+        Node *n = node_of(v, ino);
         int fd, r;
 
-        if (v.no_open) {
+        if (v->no_open) {
                 /* The kernel opens files itself from now on: reads and writes come
                  * without a handle (request_fd()). */
                 fuse_reply_err(req, ENOSYS);
                 return;
         }
         if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-                r = prepare_change(n);
+                r = prepare_change(v, n);
                 if (r < 0) {
                         fuse_reply_err(req, -r);
                         return;
                 }
         }
-        fd = node_open(n, fi->flags, (fi->flags & O_TRUNC) != 0);
+        fd = node_open(v, n, fi->flags, (fi->flags & O_TRUNC) != 0);
         if (fd < 0) {
                 fuse_reply_err(req, -fd);
                 return;
         }
         if (fi->flags & O_TRUNC)
-                busy_end(n);
+                busy_end(v, n);
         fi->fh = (uint64_t) fd;
         fi->keep_cache = 0;
         if (fuse_reply_open(req, fi) == -ENOENT)
@@ -101,16 +102,17 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
 }
 
 void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {
-        Node *dir = node_of(parent);
+        View *v = fuse_req_userdata(req);
+        Node *dir = node_of(v, parent);
         struct fuse_entry_param e;
         ViewClass c;
         int dfd, fd, r;
 
-        pthread_mutex_lock(&v.lock);
-        wait_unmoved(dir, NULL);
-        dfd = create_side(dir, name, false, &c);
+        pthread_mutex_lock(&v->lock);
+        wait_unmoved(v, dir, NULL);
+        dfd = create_side(v, dir, name, false, &c);
         if (dfd < 0) {
-                pthread_mutex_unlock(&v.lock);
+                pthread_mutex_unlock(&v->lock);
                 fuse_reply_err(req, -dfd);
                 return;
         }
@@ -121,20 +123,20 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
         }
         if (fd < 0) {
                 r = -errno;
-                pthread_mutex_unlock(&v.lock);
+                pthread_mutex_unlock(&v->lock);
                 fuse_reply_err(req, -r);
                 return;
         }
-        own_name_note(dir, name);
-        inval_facts(dir, name);
-        r = lookup_locked(dir, name, &e);
-        pthread_mutex_unlock(&v.lock);
+        own_name_note(v, dir, name);
+        inval_facts(v, dir, name);
+        r = lookup_locked(v, dir, name, &e);
+        pthread_mutex_unlock(&v->lock);
         if (r < 0) {
                 safe_close(fd);
                 fuse_reply_err(req, -r);
                 return;
         }
-        if (v.no_open) {
+        if (v->no_open) {
                 /* The kernel sends no RELEASE where it opens files itself: the
                  * handle would stay open for good. Requests open it again. */
                 fd = safe_close(fd);
@@ -147,8 +149,9 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 }
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        View *v = fuse_req_userdata(req);
         bool owned;
-        int fd = request_fd(node_of(ino), fi, O_RDONLY, &owned);
+        int fd = request_fd(v, node_of(v, ino), fi, O_RDONLY, &owned);
 
         if (fd < 0) {
                 fuse_reply_err(req, -fd);
@@ -160,9 +163,10 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 }
 
 void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off, struct fuse_file_info *fi) {
-        Node *n = node_of(ino);
+        View *v = fuse_req_userdata(req);
+        Node *n = node_of(v, ino);
         bool owned;
-        int fd = request_fd(n, fi, O_WRONLY, &owned);
+        int fd = request_fd(v, n, fi, O_WRONLY, &owned);
         struct stat st;
         ssize_t k;
 
@@ -174,11 +178,11 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
         /* The kernel asks for the new size and times anyway; recorded now, the
          * write's own host events are known for its echo. */
         if (k >= 0 && fstat(fd, &st) >= 0) {
-                pthread_mutex_lock(&v.lock);
+                pthread_mutex_lock(&v->lock);
                 told(n, &st);
-                pthread_mutex_unlock(&v.lock);
+                pthread_mutex_unlock(&v->lock);
         }
-        busy_end(n);
+        busy_end(v, n);
         if (owned)
                 safe_close(fd);
         if (k < 0)
@@ -188,8 +192,9 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
 }
 
 void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
+        View *v = fuse_req_userdata(req);
         bool owned;
-        int fd = request_fd(node_of(ino), fi, O_RDONLY, &owned), r;
+        int fd = request_fd(v, node_of(v, ino), fi, O_RDONLY, &owned), r;
 
         if (fd < 0) {
                 fuse_reply_err(req, -fd);
@@ -202,23 +207,25 @@ void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 }
 
 void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi) {
+        View *v = fuse_req_userdata(req);
         bool owned;
-        int fd = request_fd(node_of(ino), fi, O_WRONLY, &owned), r;
+        int fd = request_fd(v, node_of(v, ino), fi, O_WRONLY, &owned), r;
 
         if (fd < 0) {
                 fuse_reply_err(req, -fd);
                 return;
         }
         r = fallocate(fd, mode, off, len) < 0 ? errno : 0;
-        busy_end(node_of(ino));
+        busy_end(v, node_of(v, ino));
         if (owned)
                 safe_close(fd);
         fuse_reply_err(req, r);
 }
 
 void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi) {
+        View *v = fuse_req_userdata(req);
         bool owned;
-        int fd = request_fd(node_of(ino), fi, O_RDONLY, &owned);
+        int fd = request_fd(v, node_of(v, ino), fi, O_RDONLY, &owned);
         off_t r;
 
         if (fd < 0) {

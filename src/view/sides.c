@@ -8,11 +8,11 @@
 /* ---- paths and Domain state ---------------------------------------------- */
 
 /* The workspace-relative path of a directory node (or of name in it), "" for the top. */
-int node_relpath(Node *dir, const char *name, char *buf, size_t size) {
+int node_relpath(View *v, Node *dir, const char *name, char *buf, size_t size) {
         const char *parts[256];
         size_t n = 0, len = 0;
 
-        for (Node *p = dir; p && p != &v.root; p = p->parent) {
+        for (Node *p = dir; p && p != &v->root; p = p->parent) {
                 if (n == ELEMENTSOF(parts) - 1)
                         return -ENAMETOOLONG;
                 parts[n++] = p->name;
@@ -34,16 +34,16 @@ int node_relpath(Node *dir, const char *name, char *buf, size_t size) {
 }
 
 /* The Domain state directory of dir, if it exists (create: made, with its parents). */
-int state_dir(Node *dir, bool create) {
+int state_dir(View *v, Node *dir, bool create) {
         char rel[VIEW_PATH_MAX];
         int fd, r;
 
         if (dir->state_dirfd >= 0)
                 return dir->state_dirfd;
-        if (dir == &v.root)
-                return v.state_fd;
+        if (dir == &v->root)
+                return v->state_fd;
         if (create) {
-                int pfd = state_dir(dir->parent, true);
+                int pfd = state_dir(v, dir->parent, true);
                 struct stat st;
 
                 if (pfd < 0)
@@ -54,10 +54,10 @@ int state_dir(Node *dir, bool create) {
                 if (mkdirat(pfd, dir->name, (st.st_mode & 07755) | 0700) < 0 && errno != EEXIST)
                         return -errno;
         }
-        r = node_relpath(dir, NULL, rel, sizeof(rel));
+        r = node_relpath(v, dir, NULL, rel, sizeof(rel));
         if (r < 0)
                 return r;
-        fd = openat_beneath(v.state_fd, rel, O_PATH | O_DIRECTORY, 0, true);
+        fd = openat_beneath(v->state_fd, rel, O_PATH | O_DIRECTORY, 0, true);
         if (fd < 0)
                 return fd;
         dir->state_dirfd = fd;
@@ -79,25 +79,25 @@ int make_whiteout(int dirfd, const char *name) {
 }
 
 /* Where a node of Domain state lives: its parent's Domain state directory, protected or ignored. */
-int state_parent(Node *n) {
+int state_parent(View *v, Node *n) {
         if (n->cls == VIEW_IGNORED)
-                return ign_entries(n->parent, false);
-        return state_dir(n->parent, false);
+                return ign_entries(v, n->parent, false);
+        return state_dir(v, n->parent, false);
 }
 
 /* Whether a protected path lies below name in dir (view_lists_hold_below()). */
-bool holds_listed(Node *dir, const char *name) {
+bool holds_listed(View *v, Node *dir, const char *name) {
         char rel[VIEW_PATH_MAX];
 
-        return v.lists.paths && v.lists.paths[0] && node_relpath(dir, name, rel, sizeof(rel)) >= 0 &&
-               view_lists_hold_below(&v.lists, rel);
+        return v->lists.paths && v->lists.paths[0] && node_relpath(v, dir, name, rel, sizeof(rel)) >= 0 &&
+               view_lists_hold_below(&v->lists, rel);
 }
 
-static ViewListed listed_of(Node *dir, const char *name) {
+static ViewListed listed_of(View *v, Node *dir, const char *name) {
         char rel[VIEW_PATH_MAX];
-        bool paths = v.lists.paths && v.lists.paths[0];
+        bool paths = v->lists.paths && v->lists.paths[0];
 
-        return view_listed(&v.lists, &dir->dir, paths && node_relpath(dir, name, rel, sizeof(rel)) >= 0 ? rel : NULL,
+        return view_listed(&v->lists, &dir->dir, paths && node_relpath(v, dir, name, rel, sizeof(rel)) >= 0 ? rel : NULL,
                            name);
 }
 
@@ -106,41 +106,41 @@ bool host_has(Node *dir, const char *name) {
         return !dir->in_state && fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0;
 }
 
-bool state_has(Node *dir, const char *name) {
+bool state_has(View *v, Node *dir, const char *name) {
         struct stat st;
-        int fd = state_dir(dir, false);
+        int fd = state_dir(v, dir, false);
         return fd >= 0 && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && !is_whiteout(fd, name);
 }
 
 /* Whether Domain state has anything at name in dir, a whiteout too: the host's entry is not seen there. */
-bool state_holds(Node *dir, const char *name) {
+bool state_holds(View *v, Node *dir, const char *name) {
         struct stat st;
-        int fd = state_dir(dir, false);
+        int fd = state_dir(v, dir, false);
         return fd >= 0 && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0;
 }
 
-static ViewFacts facts_of(Node *dir) {
+static ViewFacts facts_of(View *v, Node *dir) {
         ViewFacts f = {};
 
         f.host_head = host_has(dir, "HEAD");
-        f.holds_head = f.host_head || state_has(dir, "HEAD");
+        f.holds_head = f.host_head || state_has(v, dir, "HEAD");
         for (const char *const *p = view_fact_names(); *p && !f.host_control; p++)
                 f.host_control = host_has(dir, *p);
         return f;
 }
 
-ViewClass class_of(Node *dir, const char *name, bool is_dir) {
+ViewClass class_of(View *v, Node *dir, const char *name, bool is_dir) {
         ViewFacts f = {};
 
         if (view_name_needs_facts(&dir->dir, name))
-                f = facts_of(dir);
-        return ign_class(dir, name, is_dir, view_name_class(&dir->dir, &f, name, is_dir, listed_of(dir, name)));
+                f = facts_of(v, dir);
+        return ign_class(v, dir, name, is_dir, view_name_class(&dir->dir, &f, name, is_dir, listed_of(v, dir, name)));
 }
 
 /* An ignored name: in Domain state alone, the host's never seen. */
-static int find_ignored(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state,
+static int find_ignored(View *v, Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state,
                         struct stat *ret_st, FileBirth *ret_birth) {
-        int efd = ign_entries(dir, false), fd, r;
+        int efd = ign_entries(v, dir, false), fd, r;
 
         if (efd < 0)
                 return -ENOENT;
@@ -164,7 +164,7 @@ static int find_ignored(Node *dir, const char *name, ViewClass *ret_cls, int *re
  * only. The result is an O_PATH fd and where it is, its attributes and
  * its birth time (node_denotes()).
  */
-int find(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state, struct stat *ret_st,
+int find(View *v, Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state, struct stat *ret_st,
                 FileBirth *ret_birth) {
         bool is_dir = false;
         ViewClass c;
@@ -181,20 +181,20 @@ int find(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret
                 int sfd;
 
                 is_dir = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
-                if (!is_dir && (sfd = state_dir(dir, false)) >= 0 && fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 &&
+                if (!is_dir && (sfd = state_dir(v, dir, false)) >= 0 && fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 &&
                     S_ISDIR(st.st_mode))
                         return -ENOENT;
         }
-        if (ign.on && !dir->in_state && dir->dir.zone == VIEW_ZONE_WORK && !streq(name, ".git")) {
+        if (v->ign.on && !dir->in_state && dir->dir.zone == VIEW_ZONE_WORK && !streq(name, ".git")) {
                 /* An ignore pattern may speak of directories only. */
                 struct stat st;
                 is_dir = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
         }
-        c = dir->in_state ? dir->cls : class_of(dir, name, is_dir);
+        c = dir->in_state ? dir->cls : class_of(v, dir, name, is_dir);
         if (c == VIEW_IGNORED)
-                return find_ignored(dir, name, ret_cls, ret_fd, ret_in_state, ret_st, ret_birth);
+                return find_ignored(v, dir, name, ret_cls, ret_fd, ret_in_state, ret_st, ret_birth);
         if (c == VIEW_PROTECTED) {
-                int sfd = state_dir(dir, false);
+                int sfd = state_dir(v, dir, false);
                 if (sfd >= 0) {
                         if (is_whiteout(sfd, name))
                                 return -ENOENT;

@@ -14,7 +14,7 @@
  *   ops-file.c      requests on files: OPEN, CREATE, READ, WRITE, FSYNC, FALLOCATE, LSEEK
  *   ops-dir.c       requests on directories: OPENDIR, READDIR(PLUS), FSYNCDIR; STATFS
  *   watcher.c       host changes: the watches, the verdict on each event, the watcher thread
- *   relay.c         the host-edit relay's channel
+ *   v->relay.c         the host-edit relay's channel
  *   notifier.c      the notifier, the process that tells the kernel of invalidations
  */
 #define FUSE_USE_VERSION 35
@@ -107,6 +107,55 @@ struct Node {
         Node *wnext;                    /* in the watch table */
 };
 
+/* A record of the handlers' invalidation pipe, and of the notifier's (apply_inval()). */
+typedef struct Inval {
+        uint64_t node;                  /* fuse_ino_t */
+        uint16_t len;                   /* 0: the node itself */
+        bool listing;                   /* also the node's attributes and cached data (a directory's listing) */
+        char name[NAME_MAX + 1];
+} Inval;
+
+/* Ignored Workspace State (ignored.c). With v->lock held. */
+typedef struct IgnoredState {
+        bool on;                        /* isolate_ignored */
+        int fd;                         /* <Domain Root>/ignored, M(top); -1 when off */
+        char **shared;                  /* shared_ignored: the host's, read-only */
+        int git_fd;                     /* the workspace's .git directory, or -1 */
+        IgnoreCache *cache;             /* each host directory's .gitignore */
+        IgnoreList *excludes;           /* the host user's core.excludesFile, as the coordinator copied it */
+        IgnoreList *info;               /* .git/info/exclude */
+        struct stat info_st, index_st;
+        GitIndex *index;
+        long long checked_ns;
+        bool warned;
+} IgnoredState;
+
+/* An event of a watched directory, as the watcher gathers and holds them back (watcher.c). */
+#define INVAL_PENDING_MAX 512
+typedef struct PendingInval {
+        fuse_ino_t node;
+        int wd;
+        bool listing;                   /* the node's attributes and listing too */
+        bool relay;                     /* a change the watchers inside are told of, if the host made it */
+        uint16_t len;
+        char name[NAME_MAX + 1];
+} PendingInval;
+
+/*
+ * The host-edit relay's channel (spec 4.6), when the supervisor gave the
+ * view its write end: the workspace-relative path of every host change the
+ * watcher judged not to be the sandbox's own, one per line (watch-proto.h,
+ * WatchOut: never blocking, the root "." for what did not fit), written by
+ * the watcher thread alone.
+ */
+#define RELAY_OUT_MAX (256u * 1024u)
+
+/*
+ * The view: everything its request handlers, its watcher thread and its
+ * notifier share, made by main() and handed to each (the handlers through
+ * the request's user data, fuse_req_userdata(); the watcher through its
+ * start argument). Nodes and their hash are guarded by lock.
+ */
 typedef struct View {
         pthread_mutex_t lock;
         Node *hash[HASH_SIZE];
@@ -128,53 +177,51 @@ typedef struct View {
          * sandbox's own, never relayed to the watchers inside. */
         WatchRecent own_names;
         /* The one rename between the sides under way (rename_across(), from
-         * its check to its end, a copy outside v.lock): its source, which
+         * its check to its end, a copy outside v->lock): its source, which
          * the rename holds a reference of. Requests that would change it or
          * anything below it wait for moved (wait_unmoved()). */
         Node *moving;
         pthread_cond_t moved;
+        /* Ignored Workspace State (ignored.c). */
+        IgnoredState ign;
+        /* The watcher thread's own (watcher.c): the events held back while a
+         * request changes what they name, and the batch of one read. */
+        PendingInval pending[INVAL_PENDING_MAX];
+        size_t n_pending;
+        PendingInval batch[INVAL_PENDING_MAX];
+        WatchOut relay;                 /* the host-edit relay's channel (relay.c), fd -1 when there is none */
+        /* The notifier (notifier.c): the pipe of Inval records it reads (-1:
+         * the view notifies the kernel itself); its answers to fences
+         * (notify_fence()), and whether an invalidation went to it since the
+         * last one was answered. The watcher thread's, once it runs. */
+        int notify_fd;
+        int notify_ack_fd;
+        bool notify_fence_owed;
+        uint64_t notify_fence_seq;
+        /* The connection's INIT request and reply as they pass (io_read(), io_writev()). */
+        struct {
+                pthread_mutex_t lock;
+                FuseInitPatch patch;
+                bool done;
+        } init_io;
 } View;
-extern View v;
-
-/* A record of the handlers' invalidation pipe, and of the notifier's (apply_inval()). */
-typedef struct Inval {
-        uint64_t node;                  /* fuse_ino_t */
-        uint16_t len;                   /* 0: the node itself */
-        bool listing;                   /* also the node's attributes and cached data (a directory's listing) */
-        char name[NAME_MAX + 1];
-} Inval;
 
 static inline unsigned hash_of(dev_t dev, ino_t ino, bool in_state, ViewClass c) {
         uint64_t h = (uint64_t) ino * 0x9E3779B97F4A7C15ull ^ (uint64_t) dev ^ ((uint64_t) in_state << 1) ^ (uint64_t) c;
         return (unsigned) (h >> 20) % HASH_SIZE;
 }
 
-static inline Node *node_of(fuse_ino_t ino) {
-        return ino == FUSE_ROOT_ID ? &v.root : (Node *) (uintptr_t) ino;
+static inline Node *node_of(View *v, fuse_ino_t ino) {
+        return ino == FUSE_ROOT_ID ? &v->root : (Node *) (uintptr_t) ino;
 }
 
-static inline fuse_ino_t id_of(Node *n) {
-        return n == &v.root ? FUSE_ROOT_ID : (fuse_ino_t) (uintptr_t) n;
+static inline fuse_ino_t id_of(View *v, Node *n) {
+        return n == &v->root ? FUSE_ROOT_ID : (fuse_ino_t) (uintptr_t) n;
 }
 
 static inline void proc_path(int fd, char buf[static 32]) {
         snprintf(buf, 32, "/proc/self/fd/%d", fd);
 }
-
-typedef struct IgnoredState {
-        bool on;                        /* isolate_ignored */
-        int fd;                         /* <Domain Root>/ignored, M(top); -1 when off */
-        char **shared;                  /* shared_ignored: the host's, read-only */
-        int git_fd;                     /* the workspace's .git directory, or -1 */
-        IgnoreCache *cache;             /* each host directory's .gitignore */
-        IgnoreList *excludes;           /* the host user's core.excludesFile, as the coordinator copied it */
-        IgnoreList *info;               /* .git/info/exclude */
-        struct stat info_st, index_st;
-        GitIndex *index;
-        long long checked_ns;
-        bool warned;
-} IgnoredState;
-extern IgnoredState ign;
 
 typedef struct Pin {
         int fd;
@@ -183,73 +230,57 @@ typedef struct Pin {
         struct stat st;
 } Pin;
 
-/*
- * The host-edit relay's channel (spec 4.6), when the supervisor gave the
- * view its write end: the workspace-relative path of every host change the
- * watcher judged not to be the sandbox's own, one per line (watch-proto.h,
- * WatchOut: never blocking, the root "." for what did not fit), written by
- * the watcher thread alone.
- */
-#define RELAY_OUT_MAX (256u * 1024u)
-
-extern WatchOut relay;
-
-/* Written by notifier.c, read by relay.c; main()'s arguments, for the notifier's title. */
-extern bool notify_fence_owed;
-extern int main_argc;
-extern char **main_argv;
-
 /* node.c */
 int open_by_name(Node *n, int pfd, int flags, struct stat *ret_st);
-int pin_locked(Node *n, int *ret_fd, bool *ret_owned, struct stat *ret_st);
+int pin_locked(View *v, Node *n, int *ret_fd, bool *ret_owned, struct stat *ret_st);
 void pin_done(Pin *p);
-int pin_for(Node *n, Pin *ret, bool busy);
-int pin(Node *n, Pin *ret);
-void unhash(Node *n);
-void set_parent(Node *n, Node *parent);
-void forget_one(Node *n, uint64_t count);
-void node_hash(Node *n);
+int pin_for(View *v, Node *n, Pin *ret, bool busy);
+int pin(View *v, Node *n, Pin *ret);
+void unhash(View *v, Node *n);
+void set_parent(View *v, Node *n, Node *parent);
+void forget_one(View *v, Node *n, uint64_t count);
+void node_hash(View *v, Node *n);
 void fill_stat(const Node *n, struct stat *st);
 uint64_t now_ms(void);
 void note_changed(Node *n);
 bool changed_lately(const Node *n, uint64_t now);
-void own_name_note(Node *dir, const char *name);
-bool own_name_seen(Node *dir, const char *name, uint64_t now);
+void own_name_note(View *v, Node *dir, const char *name);
+bool own_name_seen(View *v, Node *dir, const char *name, uint64_t now);
 void busy_begin(Node *n);
-void busy_end(Node *n);
-bool move_covers(const Node *n);
-void wait_unmoved(const Node *a, const Node *b);
+void busy_end(View *v, Node *n);
+bool move_covers(View *v, const Node *n);
+void wait_unmoved(View *v, const Node *a, const Node *b);
 void told(Node *n, const struct stat *st);
 bool told_matches(const Node *n, const struct stat *st);
-int lookup_locked(Node *dir, const char *name, struct fuse_entry_param *e);
+int lookup_locked(View *v, Node *dir, const char *name, struct fuse_entry_param *e);
 
 /* sides.c */
-int node_relpath(Node *dir, const char *name, char *buf, size_t size);
-int state_dir(Node *dir, bool create);
+int node_relpath(View *v, Node *dir, const char *name, char *buf, size_t size);
+int state_dir(View *v, Node *dir, bool create);
 bool is_whiteout(int dirfd, const char *name);
 int make_whiteout(int dirfd, const char *name);
-int state_parent(Node *n);
-bool holds_listed(Node *dir, const char *name);
+int state_parent(View *v, Node *n);
+bool holds_listed(View *v, Node *dir, const char *name);
 bool host_has(Node *dir, const char *name);
-bool state_has(Node *dir, const char *name);
-bool state_holds(Node *dir, const char *name);
-ViewClass class_of(Node *dir, const char *name, bool is_dir);
-int find(Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state, struct stat *ret_st,
+bool state_has(View *v, Node *dir, const char *name);
+bool state_holds(View *v, Node *dir, const char *name);
+ViewClass class_of(View *v, Node *dir, const char *name, bool is_dir);
+int find(View *v, Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state, struct stat *ret_st,
                 FileBirth *ret_birth);
 
 /* ignored.c */
-void ign_warn(const char *what, int r, const char *error);
+void ign_warn(View *v, const char *what, int r, const char *error);
 int ign_read_dir(void *userdata, const char *dir, IgnoreList **ret, char **ret_error);
-void ign_refresh(void);
-void ign_note_change(Node *dir, const char *name);
-int ign_mirror(Node *dir, bool create);
-int ign_entries(Node *dir, bool create);
-ViewClass ign_class(Node *dir, const char *name, bool is_dir, ViewClass c);
+void ign_refresh(View *v);
+void ign_note_change(View *v, Node *dir, const char *name);
+int ign_mirror(View *v, Node *dir, bool create);
+int ign_entries(View *v, Node *dir, bool create);
+ViewClass ign_class(View *v, Node *dir, const char *name, bool is_dir, ViewClass c);
 
 /* moves.c */
-int prepare_change(Node *n);
-int ign_promote(Node *dir, const char *name);
-void ign_promote_tracked(void);
+int prepare_change(View *v, Node *n);
+int ign_promote(View *v, Node *dir, const char *name);
+void ign_promote_tracked(View *v);
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
                       unsigned int flags);
 
@@ -262,7 +293,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 void op_readlink(fuse_req_t req, fuse_ino_t ino);
 
 /* ops-entry.c */
-int create_side(Node *dir, const char *name, bool is_dir, ViewClass *ret_cls);
+int create_side(View *v, Node *dir, const char *name, bool is_dir, ViewClass *ret_cls);
 int create_mode(mode_t mode, mode_t *ret);
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
 void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
@@ -289,18 +320,18 @@ void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 void op_statfs(fuse_req_t req, fuse_ino_t ino);
 
 /* watcher.c */
-void watch_add(Node *n);
-void watch_forget(Node *n, bool remove);
-double timeout_in(const Node *dir);
-void inval_later(Node *dir, const char *name);
-void inval_facts(Node *dir, const char *name);
+void watch_add(View *v, Node *n);
+void watch_forget(View *v, Node *n, bool remove);
+double timeout_in(View *v, const Node *dir);
+void inval_later(View *v, Node *dir, const char *name);
+void inval_facts(View *v, Node *dir, const char *name);
 void *watcher(void *arg);
 
-/* relay.c */
-bool relay_path(Node *dir, const char *name, const struct stat *st, bool exists, char *buf, size_t size);
-void relay_flush(void);
+/* v->relay.c */
+bool relay_path(View *v, Node *dir, const char *name, const struct stat *st, bool exists, char *buf, size_t size);
+void relay_flush(View *v);
 
 /* notifier.c */
-void apply_inval(fuse_ino_t node, const char *name, size_t len, bool listing);
-void notify_fence(void);
-void notifier_start(int fuse);
+void apply_inval(View *v, fuse_ino_t node, const char *name, size_t len, bool listing);
+void notify_fence(View *v);
+void notifier_start(View *v, int fuse, int argc, char **argv);
