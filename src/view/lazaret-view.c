@@ -230,13 +230,15 @@ static const struct fuse_custom_io view_io = {
         .splice_send = io_splice_send,
 };
 
-static int arg_workspace_fd = -1, arg_state_fd = -1, arg_fuse_fd = -1, arg_ignored_fd = -1, arg_excludes_fd = -1,
-           arg_relay_fd = -1;
-static double arg_timeout = 3600;
-static char **arg_protect, **arg_protect_names, **arg_unprotect, **arg_shared_ignored;
-static bool arg_git_dir;
+/* The command line, as main() holds it. */
+typedef struct Options {
+        int workspace_fd, state_fd, fuse_fd, ignored_fd, excludes_fd, relay_fd;
+        double timeout;
+        char **protect, **protect_names, **unprotect, **shared_ignored;
+        bool git_dir;
+} Options;
 
-static int parse_argv(int argc, char *argv[]) {
+static int parse_argv(int argc, char *argv[], Options *o) {
         static const struct option options[] = {
                 { "workspace-fd",  required_argument, NULL, 'w' },
                 { "state-fd",      required_argument, NULL, 's' },
@@ -261,71 +263,71 @@ static int parse_argv(int argc, char *argv[]) {
                 case 'f':
                         if (parse_int(optarg, 3, 1024, &k) < 0)
                                 return -EINVAL;
-                        *(c == 'w' ? &arg_workspace_fd : c == 's' ? &arg_state_fd : &arg_fuse_fd) = k;
+                        *(c == 'w' ? &o->workspace_fd : c == 's' ? &o->state_fd : &o->fuse_fd) = k;
                         break;
                 case 'p':
                 case 'S':
                         if (isempty(optarg) || optarg[0] == '/' || strlen(optarg) >= VIEW_PATH_MAX ||
-                            strv_extend(c == 'p' ? &arg_protect : &arg_shared_ignored, optarg) < 0)
+                            strv_extend(c == 'p' ? &o->protect : &o->shared_ignored, optarg) < 0)
                                 return -EINVAL;
                         break;
                 case 'n':
                 case 'u':
                         if (isempty(optarg) || strchr(optarg, '/') || strlen(optarg) > NAME_MAX ||
-                            strv_extend(c == 'n' ? &arg_protect_names : &arg_unprotect, optarg) < 0)
+                            strv_extend(c == 'n' ? &o->protect_names : &o->unprotect, optarg) < 0)
                                 return -EINVAL;
                         break;
                 case 'g':
-                        arg_git_dir = true;
+                        o->git_dir = true;
                         break;
                 case 'i':
                 case 'x':
                 case 'r':
                         if (parse_int(optarg, 3, 1024, &k) < 0)
                                 return -EINVAL;
-                        *(c == 'i' ? &arg_ignored_fd : c == 'x' ? &arg_excludes_fd : &arg_relay_fd) = k;
+                        *(c == 'i' ? &o->ignored_fd : c == 'x' ? &o->excludes_fd : &o->relay_fd) = k;
                         break;
                 case 't':
                         if (parse_int(optarg, 0, 3600, &k) < 0)
                                 return -EINVAL;
-                        arg_timeout = k;
+                        o->timeout = k;
                         break;
                 default:
                         return -EINVAL;
                 }
-        if (optind != argc || arg_workspace_fd < 0 || arg_state_fd < 0 || arg_fuse_fd < 0)
+        if (optind != argc || o->workspace_fd < 0 || o->state_fd < 0 || o->fuse_fd < 0)
                 return -EINVAL;
         return 0;
 }
 
 /* Ignored Workspace State, when the supervisor passed its directory (isolate_ignored). */
-static int ign_setup(View *v) {
+static int ign_setup(View *v, const Options *o) {
         struct stat st;
         int r;
 
-        if (arg_ignored_fd < 0)
+        if (o->ignored_fd < 0)
                 return 0;
-        if (fstat(arg_ignored_fd, &st) < 0 || !S_ISDIR(st.st_mode))
+        if (fstat(o->ignored_fd, &st) < 0 || !S_ISDIR(st.st_mode))
                 return -ENOTDIR;
-        (void) fcntl(arg_ignored_fd, F_SETFD, FD_CLOEXEC);
-        v->ign.fd = arg_ignored_fd;
-        v->ign.shared = arg_shared_ignored;
+        (void) fcntl(o->ignored_fd, F_SETFD, FD_CLOEXEC);
+        v->ign.fd = o->ignored_fd;
+        v->ign.shared = o->shared_ignored;
         r = ignore_cache_new(ign_read_dir, v, &v->ign.cache);
         if (r < 0)
                 return r;
         /* The workspace's own git dir (not a gitfile: its index would be elsewhere). */
         v->ign.git_fd = openat(v->root.fd, ".git", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (arg_excludes_fd >= 0) {
+        if (o->excludes_fd >= 0) {
                 _cleanup_free_ char *text = NULL, *error = NULL;
                 size_t len;
 
-                (void) fcntl(arg_excludes_fd, F_SETFD, FD_CLOEXEC);
-                r = read_full_fd(arg_excludes_fd, IGNORE_FILE_MAX, &text, &len);
+                (void) fcntl(o->excludes_fd, F_SETFD, FD_CLOEXEC);
+                r = read_full_fd(o->excludes_fd, IGNORE_FILE_MAX, &text, &len);
                 if (r >= 0)
                         r = ignore_list_parse(text, len, "", "core.excludesFile", &v->ign.excludes, &error);
                 if (r < 0)
                         ign_warn(v, "core.excludesFile", r, error);
-                safe_close(arg_excludes_fd);
+                safe_close(o->excludes_fd);
         }
         v->ign.on = true;
         return 0;
@@ -355,11 +357,13 @@ static View *view_new(void) {
 int main(int argc, char *argv[]) {
         struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
         struct fuse_session *se;
+        Options o = { .workspace_fd = -1, .state_fd = -1, .fuse_fd = -1, .ignored_fd = -1, .excludes_fd = -1,
+                      .relay_fd = -1, .timeout = 3600 };
         struct stat st;
         View *v;
         int r;
 
-        if (parse_argv(argc, argv) < 0) {
+        if (parse_argv(argc, argv, &o) < 0) {
                 fprintf(stderr, "lazaret-view is started by lazaret-supervisor only.\n");
                 return 2;
         }
@@ -370,25 +374,25 @@ int main(int argc, char *argv[]) {
         }
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
                 return 2;
-        if (fstat(arg_workspace_fd, &st) < 0 || !S_ISDIR(st.st_mode) || fstat(arg_state_fd, &st) < 0 ||
+        if (fstat(o.workspace_fd, &st) < 0 || !S_ISDIR(st.st_mode) || fstat(o.state_fd, &st) < 0 ||
             !S_ISDIR(st.st_mode)) {
                 fprintf(stderr, "lazaret-view: the workspace and state fds must be directories\n");
                 return 2;
         }
-        (void) fcntl(arg_workspace_fd, F_SETFD, FD_CLOEXEC);
-        (void) fcntl(arg_state_fd, F_SETFD, FD_CLOEXEC);
-        v->root = (Node) { .nlookup = 1, .fd = arg_workspace_fd, .is_dir = true, .cls = VIEW_SHARED,
-                          .dir = arg_git_dir ? VIEW_DIR_GIT_ROOT : VIEW_DIR_TOP,
-                          .dev = st.st_dev, .ino = st.st_ino, .state_dirfd = -1, .name = (char *) "" };
+        (void) fcntl(o.workspace_fd, F_SETFD, FD_CLOEXEC);
+        (void) fcntl(o.state_fd, F_SETFD, FD_CLOEXEC);
+        v->root = (Node) { .nlookup = 1, .fd = o.workspace_fd, .is_dir = true, .cls = VIEW_SHARED,
+                           .dir = o.git_dir ? VIEW_DIR_GIT_ROOT : VIEW_DIR_TOP,
+                           .dev = st.st_dev, .ino = st.st_ino, .state_dirfd = -1, .name = (char *) "" };
         v->root.ign_mfd = v->root.ign_efd = -1;
-        v->state_fd = arg_state_fd;
-        v->lists = (ViewLists) { .paths = arg_protect, .names = arg_protect_names, .unprotect = arg_unprotect };
-        r = ign_setup(v);
+        v->state_fd = o.state_fd;
+        v->lists = (ViewLists) { .paths = o.protect, .names = o.protect_names, .unprotect = o.unprotect };
+        r = ign_setup(v, &o);
         if (r < 0) {
                 fprintf(stderr, "lazaret-view: cannot set up ignored workspace state: %s\n", strerror(-r));
                 return 1;
         }
-        v->timeout = arg_timeout;
+        v->timeout = o.timeout;
         v->ifd = inotify_init1(IN_CLOEXEC);
         if (v->ifd < 0 || pipe2(v->inval_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
                 /* Without news of host changes nothing may be cached. */
@@ -396,16 +400,16 @@ int main(int argc, char *argv[]) {
                 v->ifd = safe_close(v->ifd);
                 v->timeout = 0;
         }
-        if (arg_relay_fd >= 0) {
+        if (o.relay_fd >= 0) {
                 /* Without news of host changes there is nothing to relay: init's copy
                  * of the channel then just stays quiet. */
                 v->relay.buf = malloc(RELAY_OUT_MAX);
                 v->relay.size = RELAY_OUT_MAX;
-                if (v->ifd >= 0 && v->relay.buf && fcntl(arg_relay_fd, F_SETFL, O_NONBLOCK) >= 0 &&
-                    fcntl(arg_relay_fd, F_SETFD, FD_CLOEXEC) >= 0 && signal(SIGPIPE, SIG_IGN) != SIG_ERR)
-                        v->relay.fd = arg_relay_fd;
+                if (v->ifd >= 0 && v->relay.buf && fcntl(o.relay_fd, F_SETFL, O_NONBLOCK) >= 0 &&
+                    fcntl(o.relay_fd, F_SETFD, FD_CLOEXEC) >= 0 && signal(SIGPIPE, SIG_IGN) != SIG_ERR)
+                        v->relay.fd = o.relay_fd;
                 else {
-                        safe_close(arg_relay_fd);
+                        safe_close(o.relay_fd);
                         v->relay.buf = mfree(v->relay.buf);
                 }
         }
@@ -429,13 +433,13 @@ int main(int argc, char *argv[]) {
         }
         /* Already mounted by the supervisor: the connection's fd, read and
          * written through the view's own callbacks (io_*). */
-        if (fuse_session_custom_io(se, &view_io, arg_fuse_fd) < 0) {
+        if (fuse_session_custom_io(se, &view_io, o.fuse_fd) < 0) {
                 fprintf(stderr, "lazaret-view: cannot take over the FUSE connection\n");
                 return 1;
         }
         v->se = se;
         if (v->ifd >= 0)
-                notifier_start(v, arg_fuse_fd, argc, argv);
+                notifier_start(v, o.fuse_fd, argc, argv);
         r = harden();
         if (r < 0) {
                 fprintf(stderr, "lazaret-view: cannot drop its privileges: %s\n", strerror(-r));
