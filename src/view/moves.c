@@ -465,13 +465,117 @@ static void ign_follow_rename(View *v, Node *from, const char *name, Node *to, c
         (void) renameat(fsub, name, tsub, newname);
 }
 
+/*
+ * Where a rename of n (name in from) to newname in to may go: the fd of the
+ * target directory on newname's side (*ret_tc), or -errno for a rename
+ * that is refused. With v->lock held.
+ */
+static int rename_target(View *v, Node *from, const char *name, Node *n, Node *to, const char *newname,
+                         ViewClass *ret_tc) {
+        int tfd;
+
+        if (n->cls == VIEW_READONLY || (from == &v->root && streq(name, ".git") && !from->in_state))
+                return n->cls == VIEW_READONLY ? -EROFS : -EBUSY;
+        if (holds_listed(v, from, name) || holds_listed(v, to, newname))
+                /* A protected path's parent stays where it is, and nothing takes its place. */
+                return -EBUSY;
+        tfd = create_side(v, to, newname, n->is_dir, ret_tc);
+        if (tfd == -EEXIST) {
+                /* Replacing an entry of the host's that is protected: on its side. */
+                tfd = state_dir(v, to, true);
+                *ret_tc = VIEW_PROTECTED;
+        }
+        if (tfd < 0)
+                return tfd;
+        if (n->cls == VIEW_PROTECTED && n->is_dir && !n->in_state)
+                return -EBUSY;
+        return tfd;
+}
+
+/* Whether a rename of n (in from) to side tc moves it between ignored state and the host's side (rename_across()). */
+static bool rename_crosses(const Node *from, const Node *n, ViewClass tc) {
+        return n->cls != tc && (n->cls == VIEW_IGNORED || tc == VIEW_IGNORED) && n->cls != VIEW_PROTECTED &&
+               tc != VIEW_PROTECTED && !(n->cls == VIEW_SHARED && n->is_dir && from->dir.zone != VIEW_ZONE_WORK);
+}
+
+/*
+ * A rename of n that stays on its side (tc, whose target directory is
+ * tfd): on the host, in ignored state or in Domain state. With v->lock
+ * held.
+ */
+static int rename_within(View *v, Node *from, const char *name, Node *n, Node *to, const char *newname, int tfd,
+                         ViewClass tc, unsigned flags) {
+        int r, sfd;
+
+        if (n->cls != tc)
+                /* Across the sides: mv copies; git never renames so. */
+                return -EXDEV;
+        if (tc == VIEW_SHARED) {
+                if (n->is_dir) {
+                        ViewDir a = view_child_dir(&from->dir, name, n->cls), b = view_child_dir(&to->dir, newname, tc);
+
+                        /* A directory that something protected lies below stays where it
+                         * is (its Domain state would be left behind), and so does one that
+                         * would change what git may take it for. */
+                        if (state_below(v, from, name) || !view_dir_equal(&a, &b))
+                                return -EXDEV;
+                }
+                if (syscall(SYS_renameat2, from->fd, name, to->fd, newname, flags) < 0)
+                        return -errno;
+                if (n->is_dir)
+                        ign_follow_rename(v, from, name, to, newname);
+                return 0;
+        }
+        if (tc == VIEW_IGNORED) {
+                /* Both ignored: within ignored state. */
+                sfd = state_parent(v, n);
+                if (sfd < 0)
+                        return sfd;
+                return syscall(SYS_renameat2, sfd, name, tfd, newname, flags) < 0 ? -errno : 0;
+        }
+        /* Both protected: in Domain state. A directory the host has stays
+         * where it is: EBUSY, as for a mount point, so that mv does not
+         * fall back to copying and deleting it. */
+        if (n->is_dir && !n->in_state)
+                return -EBUSY;
+        r = copy_up(v, n);
+        if (r < 0)
+                return r;
+        sfd = state_dir(v, from, true);
+        if (sfd < 0)
+                return sfd;
+        if (syscall(SYS_renameat2, sfd, name, tfd, newname, flags) < 0)
+                return -errno;
+        if (!from->in_state && host_has(from, name))
+                return make_whiteout(sfd, name);
+        return 0;
+}
+
+/* After n moved from name in from to newname in to. With v->lock held. */
+static void rename_record(View *v, Node *from, const char *name, Node *n, Node *to, const char *newname) {
+        /* The node is now found at its new place (its path matters below it). */
+        char *copy = strdup(newname);
+
+        if (copy) {
+                free(n->name);
+                n->name = copy;
+                n->alt_name = mfree(n->alt_name);
+                set_parent(v, n, to);
+        }
+        own_name_note(v, from, name);
+        own_name_note(v, to, newname);
+        note_changed(n);
+        inval_facts(v, from, name);
+        inval_facts(v, to, newname);
+}
+
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
-                      unsigned int flags) {
+               unsigned int flags) {
         View *v = fuse_req_userdata(req);
         Node *from = node_of(v, parent), *to = node_of(v, newparent), *n = NULL;
         struct fuse_entry_param e;
         ViewClass tc;
-        int r, tfd, sfd;
+        int r, tfd;
 
         pthread_mutex_lock(&v->lock);
 again:
@@ -487,31 +591,10 @@ again:
                 wait_unmoved(v, from, to);
                 goto again;
         }
-        if (n->cls == VIEW_READONLY || (from == &v->root && streq(name, ".git") && !from->in_state)) {
-                r = n->cls == VIEW_READONLY ? -EROFS : -EBUSY;
+        r = tfd = rename_target(v, from, name, n, to, newname, &tc);
+        if (r < 0)
                 goto finish;
-        }
-        if (holds_listed(v, from, name) || holds_listed(v, to, newname)) {
-                /* A protected path's parent stays where it is, and nothing takes its place. */
-                r = -EBUSY;
-                goto finish;
-        }
-        tfd = create_side(v, to, newname, n->is_dir, &tc);
-        if (tfd == -EEXIST) {
-                /* Replacing an entry of the host's that is protected: on its side. */
-                tfd = state_dir(v, to, true);
-                tc = VIEW_PROTECTED;
-        }
-        if (tfd < 0) {
-                r = tfd;
-                goto finish;
-        }
-        if (n->cls == VIEW_PROTECTED && n->is_dir && !n->in_state) {
-                r = -EBUSY;
-                goto finish;
-        }
-        if (n->cls != tc && (n->cls == VIEW_IGNORED || tc == VIEW_IGNORED) && n->cls != VIEW_PROTECTED &&
-            tc != VIEW_PROTECTED && !(n->cls == VIEW_SHARED && n->is_dir && from->dir.zone != VIEW_ZONE_WORK)) {
+        if (rename_crosses(from, n, tc)) {
                 r = rename_across(v, from, name, n, to, newname, tfd, tc, flags);
                 if (r == -EAGAIN) {
                         /* One move at a time: another one, in other directories, is running. */
@@ -520,87 +603,12 @@ again:
                         pthread_cond_wait(&v->moved, &v->lock);
                         goto again;
                 }
-                if (r < 0)
-                        goto finish;
-                goto moved;
+        } else
+                r = rename_within(v, from, name, n, to, newname, tfd, tc, flags);
+        if (r >= 0) {
+                rename_record(v, from, name, n, to, newname);
+                r = 0;
         }
-        if (n->cls != tc) {
-                /* Across the sides: mv copies; git never renames so. */
-                r = -EXDEV;
-                goto finish;
-        }
-        if (tc == VIEW_SHARED) {
-                if (n->is_dir) {
-                        ViewDir a = view_child_dir(&from->dir, name, n->cls), b = view_child_dir(&to->dir, newname, tc);
-
-                        /* A directory that something protected lies below stays where it
-                         * is (its Domain state would be left behind), and so does one that
-                         * would change what git may take it for. */
-                        if (state_below(v, from, name) || !view_dir_equal(&a, &b)) {
-                                r = -EXDEV;
-                                goto finish;
-                        }
-                }
-                if (syscall(SYS_renameat2, from->fd, name, to->fd, newname, flags) < 0) {
-                        r = -errno;
-                        goto finish;
-                }
-                if (n->is_dir)
-                        ign_follow_rename(v, from, name, to, newname);
-        } else if (tc == VIEW_IGNORED) {
-                /* Both ignored: within ignored state. */
-                sfd = state_parent(v, n);
-                if (sfd < 0) {
-                        r = sfd;
-                        goto finish;
-                }
-                if (syscall(SYS_renameat2, sfd, name, tfd, newname, flags) < 0) {
-                        r = -errno;
-                        goto finish;
-                }
-        } else {
-                /* Both protected: in Domain state. A directory the host has stays
-                 * where it is: EBUSY, as for a mount point, so that mv does not
-                 * fall back to copying and deleting it. */
-                if (n->is_dir && !n->in_state) {
-                        r = -EBUSY;
-                        goto finish;
-                }
-                r = copy_up(v, n);
-                if (r < 0)
-                        goto finish;
-                sfd = state_dir(v, from, true);
-                if (sfd < 0) {
-                        r = sfd;
-                        goto finish;
-                }
-                if (syscall(SYS_renameat2, sfd, name, tfd, newname, flags) < 0) {
-                        r = -errno;
-                        goto finish;
-                }
-                if (!from->in_state && host_has(from, name)) {
-                        r = make_whiteout(sfd, name);
-                        if (r < 0)
-                                goto finish;
-                }
-        }
-moved:
-        /* The node is now found at its new place (its path matters below it). */
-        {
-                char *copy = strdup(newname);
-                if (copy) {
-                        free(n->name);
-                        n->name = copy;
-                        n->alt_name = mfree(n->alt_name);
-                        set_parent(v, n, to);
-                }
-        }
-        own_name_note(v, from, name);
-        own_name_note(v, to, newname);
-        note_changed(n);
-        inval_facts(v, from, name);
-        inval_facts(v, to, newname);
-        r = 0;
 finish:
         if (n)
                 forget_one(v, n, 1);
