@@ -354,45 +354,27 @@ static View *view_new(void) {
         return v;
 }
 
-int main(int argc, char *argv[]) {
-        struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-        struct fuse_session *se;
-        Options o = { .workspace_fd = -1, .state_fd = -1, .fuse_fd = -1, .ignored_fd = -1, .excludes_fd = -1,
-                      .relay_fd = -1, .timeout = 3600 };
+/* The workspace and Domain state, as the supervisor passed them: the root node and where its shadows live. */
+static int view_open(View *v, const Options *o) {
         struct stat st;
-        View *v;
-        int r;
 
-        if (parse_argv(argc, argv, &o) < 0) {
-                fprintf(stderr, "lazaret-view is started by lazaret-supervisor only.\n");
-                return 2;
-        }
-        v = view_new();
-        if (!v) {
-                fprintf(stderr, "lazaret-view: out of memory\n");
-                return 1;
-        }
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
-                return 2;
-        if (fstat(o.workspace_fd, &st) < 0 || !S_ISDIR(st.st_mode) || fstat(o.state_fd, &st) < 0 ||
-            !S_ISDIR(st.st_mode)) {
-                fprintf(stderr, "lazaret-view: the workspace and state fds must be directories\n");
-                return 2;
-        }
-        (void) fcntl(o.workspace_fd, F_SETFD, FD_CLOEXEC);
-        (void) fcntl(o.state_fd, F_SETFD, FD_CLOEXEC);
-        v->root = (Node) { .nlookup = 1, .fd = o.workspace_fd, .is_dir = true, .cls = VIEW_SHARED,
-                           .dir = o.git_dir ? VIEW_DIR_GIT_ROOT : VIEW_DIR_TOP,
+        if (fstat(o->workspace_fd, &st) < 0 || !S_ISDIR(st.st_mode) || fstat(o->state_fd, &st) < 0 ||
+            !S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        (void) fcntl(o->workspace_fd, F_SETFD, FD_CLOEXEC);
+        (void) fcntl(o->state_fd, F_SETFD, FD_CLOEXEC);
+        v->root = (Node) { .nlookup = 1, .fd = o->workspace_fd, .is_dir = true, .cls = VIEW_SHARED,
+                           .dir = o->git_dir ? VIEW_DIR_GIT_ROOT : VIEW_DIR_TOP,
                            .dev = st.st_dev, .ino = st.st_ino, .state_dirfd = -1, .name = (char *) "" };
         v->root.ign_mfd = v->root.ign_efd = -1;
-        v->state_fd = o.state_fd;
-        v->lists = (ViewLists) { .paths = o.protect, .names = o.protect_names, .unprotect = o.unprotect };
-        r = ign_setup(v, &o);
-        if (r < 0) {
-                fprintf(stderr, "lazaret-view: cannot set up ignored workspace state: %s\n", strerror(-r));
-                return 1;
-        }
-        v->timeout = o.timeout;
+        v->state_fd = o->state_fd;
+        v->lists = (ViewLists) { .paths = o->protect, .names = o->protect_names, .unprotect = o->unprotect };
+        return 0;
+}
+
+/* News of host changes (inotify, the handlers' pipe of invalidations) and the relay's channel, where they can be had. */
+static void watch_setup(View *v, const Options *o) {
+        v->timeout = o->timeout;
         v->ifd = inotify_init1(IN_CLOEXEC);
         if (v->ifd < 0 || pipe2(v->inval_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
                 /* Without news of host changes nothing may be cached. */
@@ -400,44 +382,98 @@ int main(int argc, char *argv[]) {
                 v->ifd = safe_close(v->ifd);
                 v->timeout = 0;
         }
-        if (o.relay_fd >= 0) {
+        if (o->relay_fd >= 0) {
                 /* Without news of host changes there is nothing to relay: init's copy
                  * of the channel then just stays quiet. */
                 v->relay.buf = malloc(RELAY_OUT_MAX);
                 v->relay.size = RELAY_OUT_MAX;
-                if (v->ifd >= 0 && v->relay.buf && fcntl(o.relay_fd, F_SETFL, O_NONBLOCK) >= 0 &&
-                    fcntl(o.relay_fd, F_SETFD, FD_CLOEXEC) >= 0 && signal(SIGPIPE, SIG_IGN) != SIG_ERR)
-                        v->relay.fd = o.relay_fd;
+                if (v->ifd >= 0 && v->relay.buf && fcntl(o->relay_fd, F_SETFL, O_NONBLOCK) >= 0 &&
+                    fcntl(o->relay_fd, F_SETFD, FD_CLOEXEC) >= 0 && signal(SIGPIPE, SIG_IGN) != SIG_ERR)
+                        v->relay.fd = o->relay_fd;
                 else {
-                        safe_close(o.relay_fd);
+                        safe_close(o->relay_fd);
                         v->relay.buf = mfree(v->relay.buf);
                 }
         }
         watch_add(v, &v->root);
-        umask(0);
-        {
-                /* One fd per node the kernel holds: as many as the hard limit allows. */
-                struct rlimit rl;
-                if (getrlimit(RLIMIT_NOFILE, &rl) >= 0) {
-                        rl.rlim_cur = rl.rlim_max;
-                        (void) setrlimit(RLIMIT_NOFILE, &rl);
-                }
+}
+
+/* One fd per node the kernel holds: as many as the hard limit allows. */
+static void raise_fd_limit(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) >= 0) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
         }
+}
+
+/*
+ * The FUSE session on the connection the supervisor mounted (fuse_fd),
+ * read and written through the view's own callbacks (io_*), its user data
+ * the view.
+ */
+static struct fuse_session *session_new(View *v, int fuse_fd) {
+        struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+        struct fuse_session *se;
 
         if (fuse_opt_add_arg(&args, "lazaret-view") < 0)
-                return 1;
+                return NULL;
         se = fuse_session_new(&args, &ops, sizeof(ops), v);
         if (!se) {
                 fprintf(stderr, "lazaret-view: cannot create the FUSE session\n");
-                return 1;
+                return NULL;
         }
-        /* Already mounted by the supervisor: the connection's fd, read and
-         * written through the view's own callbacks (io_*). */
-        if (fuse_session_custom_io(se, &view_io, o.fuse_fd) < 0) {
+        if (fuse_session_custom_io(se, &view_io, fuse_fd) < 0) {
                 fprintf(stderr, "lazaret-view: cannot take over the FUSE connection\n");
-                return 1;
+                return NULL;
         }
         v->se = se;
+        return se;
+}
+
+static int watcher_start(View *v) {
+        pthread_t t;
+
+        /* The reader end blocks; the handlers' end never does. */
+        (void) fcntl(v->inval_pipe[0], F_SETFL, 0);
+        return -pthread_create(&t, NULL, watcher, v);
+}
+
+int main(int argc, char *argv[]) {
+        Options o = { .workspace_fd = -1, .state_fd = -1, .fuse_fd = -1, .ignored_fd = -1, .excludes_fd = -1,
+                      .relay_fd = -1, .timeout = 3600 };
+        struct fuse_session *se;
+        View *v;
+        int r;
+
+        if (parse_argv(argc, argv, &o) < 0) {
+                fprintf(stderr, "lazaret-view is started by lazaret-supervisor only.\n");
+                return 2;
+        }
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+                return 2;
+        v = view_new();
+        if (!v) {
+                fprintf(stderr, "lazaret-view: out of memory\n");
+                return 1;
+        }
+        if (view_open(v, &o) < 0) {
+                fprintf(stderr, "lazaret-view: the workspace and state fds must be directories\n");
+                return 2;
+        }
+        r = ign_setup(v, &o);
+        if (r < 0) {
+                fprintf(stderr, "lazaret-view: cannot set up ignored workspace state: %s\n", strerror(-r));
+                return 1;
+        }
+        watch_setup(v, &o);
+        umask(0);
+        raise_fd_limit();
+
+        se = session_new(v, o.fuse_fd);
+        if (!se)
+                return 1;
         if (v->ifd >= 0)
                 notifier_start(v, o.fuse_fd, argc, argv);
         r = harden();
@@ -445,14 +481,9 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "lazaret-view: cannot drop its privileges: %s\n", strerror(-r));
                 return 1;
         }
-        if (v->ifd >= 0) {
-                pthread_t t;
-                /* The reader end blocks; the handlers' end never does. */
-                (void) fcntl(v->inval_pipe[0], F_SETFL, 0);
-                if (pthread_create(&t, NULL, watcher, NULL) != 0) {
-                        fprintf(stderr, "lazaret-view: cannot start the watcher thread\n");
-                        return 1;
-                }
+        if (v->ifd >= 0 && watcher_start(v) < 0) {
+                fprintf(stderr, "lazaret-view: cannot start the watcher thread\n");
+                return 1;
         }
         /* Ready: the supervisor may let runsc bind the mount. */
         (void) !write(3, "1", 1);
