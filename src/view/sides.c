@@ -165,7 +165,7 @@ static int find_ignored(View *v, Node *dir, const char *name, ViewClass *ret_cls
  * its birth time (node_denotes()).
  */
 int find(View *v, Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state, struct stat *ret_st,
-                FileBirth *ret_birth) {
+         FileBirth *ret_birth) {
         bool is_dir = false;
         ViewClass c;
         int fd, r;

@@ -266,7 +266,7 @@ bool state_has(View *v, Node *dir, const char *name);
 bool state_holds(View *v, Node *dir, const char *name);
 ViewClass class_of(View *v, Node *dir, const char *name, bool is_dir);
 int find(View *v, Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state, struct stat *ret_st,
-                FileBirth *ret_birth);
+         FileBirth *ret_birth);
 
 /* ignored.c */
 void ign_warn(View *v, const char *what, int r, const char *error);
@@ -282,7 +282,7 @@ int prepare_change(View *v, Node *n);
 int ign_promote(View *v, Node *dir, const char *name);
 void ign_promote_tracked(View *v);
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
-                      unsigned int flags);
+               unsigned int flags);
 
 /* ops-attr.c */
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
