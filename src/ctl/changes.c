@@ -28,6 +28,7 @@
 #include "domain.h"
 #include "fs-util.h"
 #include "git-sentry.h"
+#include "host-git.h"
 #include "host-hooks.h"
 #include "json-util.h"
 #include "macro.h"
@@ -393,11 +394,13 @@ static int list_changes(const ViewContext *c, const ViewChanges *l) {
 
 static int scan_ignored(const ViewContext *c, ViewIgnored *ret) {
         _cleanup_ignore_list_ IgnoreList *excludes = NULL;
-        _cleanup_free_ char *text = NULL, *error = NULL;
+        _cleanup_free_ char *source = NULL, *text = NULL, *error = NULL;
         size_t len;
         int r;
 
-        r = view_host_excludes_text(&text, &len, &error);
+        r = host_git_excludes_source(&source, &error);
+        if (r >= 0)
+                r = view_excludes_text(source, &text, &len, &error);
         if (r >= 0)
                 r = ignore_list_parse(text, len, "", "core.excludesFile", &excludes, &error);
         if (r >= 0)

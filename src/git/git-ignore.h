@@ -176,17 +176,9 @@ void ignore_cache_forget(IgnoreCache *c, const char *dir);
 int ignore_cache_load(void *userdata, const char *dir, const IgnoreList **ret, char **ret_error);
 
 /*
- * The host user's core.excludesFile, as host git finds it: the host's git
- * is run as `git config --path --get core.excludesFile` in "/" with an
- * environment that names no repository (so only the system and global
- * files, includes followed, are read; nothing from a workspace), and when
- * it is unset, git's default: $XDG_CONFIG_HOME/git/ignore, or
- * $HOME/.config/git/ignore. *ret = NULL when neither applies (no HOME).
- * The value is git's, "~" expanded; a relative one (git would take it from
- * the work tree's top) is returned as is. -ENOENT when git is not
- * installed. The repository's own .git/config can set core.excludesFile
- * too; that one is not read here (the caller has the Git Sentry's reader).
+ * git's default core.excludesFile from the given environment values (NULL:
+ * unset): $XDG_CONFIG_HOME/git/ignore, or $HOME/.config/git/ignore; *ret =
+ * NULL when neither applies. The caller read them (host-git.h asks the
+ * host's git itself).
  */
-int ignore_host_excludes_file(char **ret, char **ret_error);
-/* The default alone, from the given environment values (NULL: unset). */
 int ignore_default_excludes_file(const char *xdg_config_home, const char *home, char **ret);

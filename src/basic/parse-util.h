@@ -35,6 +35,16 @@ int parse_uint32(const char *s, uint32_t min, uint32_t max, uint32_t *ret);
 int parse_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 
 /*
+ * A decimal floating-point number as JSON spells it (RFC 8259, section 6):
+ * an optional '-', "0" or digits with no leading zero, then optionally a
+ * '.' and digits, then optionally 'e' or 'E', a sign and digits. No '+' in
+ * front, no spaces, no hex, no "inf" or "nan": -EINVAL. -ERANGE when it is
+ * too large for a double; one too small becomes 0 or a subnormal, as
+ * strtod() rounds it. Lazaret sets no locale: the decimal point is '.'.
+ */
+int parse_double(const char *s, double *ret);
+
+/*
  * Splits line in place at runs of the bytes in sep (leading and trailing
  * ones ignored) into fields[0..max). Returns the number of fields, or
  * -E2BIG when there are more than max: for the columns of /proc files.

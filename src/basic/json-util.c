@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -11,6 +10,7 @@
 #include "cleanup.h"
 #include "json-util.h"
 #include "macro.h"
+#include "parse-util.h"
 #include "util.h"
 
 /* ---- a growing byte buffer, always NUL-terminated once it holds anything ---- */
@@ -472,7 +472,6 @@ static int read_number(Reader *rd, json_object **ret) {
         size_t start = rd->pos;
         bool integer = true;
         json_object *o;
-        char *end;
         int r;
 
         if (peek(rd) == '-')
@@ -510,25 +509,28 @@ static int read_number(Reader *rd, json_object **ret) {
         if (r < 0)
                 return r;
 
-        errno = 0;
+        /* The one number parser converts what the grammar above took; "-0" is JSON's too. */
         if (integer && rd->str.p[0] == '-') {
-                long long v = strtoll(rd->str.p, &end, 10);
-                if (errno == ERANGE)
+                int64_t v;
+                r = parse_signed(rd->str.p, PARSE_LEADING_ZEROS, INT64_MIN, INT64_MAX, &v);
+                if (r == -ERANGE)
                         return refuse(rd, start, -ERANGE, "integer out of range");
-                o = json_object_new_int64(v);
+                o = r < 0 ? NULL : json_object_new_int64(v);
         } else if (integer) {
-                unsigned long long v = strtoull(rd->str.p, &end, 10);
-                if (errno == ERANGE)
+                uint64_t v;
+                r = parse_unsigned(rd->str.p, 0, 0, UINT64_MAX, &v);
+                if (r == -ERANGE)
                         return refuse(rd, start, -ERANGE, "integer out of range");
-                o = v <= INT64_MAX ? json_object_new_int64((int64_t) v) : json_object_new_uint64(v);
+                o = r < 0 ? NULL : v <= INT64_MAX ? json_object_new_int64((int64_t) v) : json_object_new_uint64(v);
         } else {
-                double v = strtod(rd->str.p, &end);
-                if (isinf(v))
+                double v;
+                r = parse_double(rd->str.p, &v);
+                if (r == -ERANGE)
                         return refuse(rd, start, -ERANGE, "number out of range");
                 /* json-c writes it back as it was written. */
-                o = json_object_new_double_s(v, rd->str.p);
+                o = r < 0 ? NULL : json_object_new_double_s(v, rd->str.p);
         }
-        if (*end != 0)
+        if (r < 0)
                 return refuse(rd, start, -EINVAL, "invalid JSON: invalid number");
         if (!o)
                 return -ENOMEM;

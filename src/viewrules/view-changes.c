@@ -14,6 +14,7 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "parse-util.h"
 #include "path-util.h"
 #include "macro.h"
 #include "strv.h"
@@ -29,28 +30,24 @@ void view_changes_done(ViewChanges *c) {
 }
 
 int view_base_parse(const char *s, size_t n, ViewBase *ret) {
-        char buf[96], *end;
-        unsigned long long size;
-        long long sec;
-        long nsec;
+        const char *field[3];
+        size_t len[3], k = 0, start = 0;
+        uint64_t size, sec, nsec;
 
-        if (n == 0 || n >= sizeof(buf))
+        /* Three numbers, one space between each, as the view writes them (a NUL is garbage to the parser). */
+        for (size_t i = 0; i <= n; i++)
+                if (i == n || s[i] == ' ') {
+                        if (k == ELEMENTSOF(field))
+                                return -EINVAL;
+                        field[k] = s + start;
+                        len[k++] = i - start;
+                        start = i + 1;
+                }
+        if (k != ELEMENTSOF(field) || parse_unsigned_n(field[0], len[0], 0, 0, UINT64_MAX, &size) < 0 ||
+            parse_unsigned_n(field[1], len[1], 0, 0, INT64_MAX, &sec) < 0 ||
+            parse_unsigned_n(field[2], len[2], 0, 0, 999999999, &nsec) < 0)
                 return -EINVAL;
-        memcpy(buf, s, n);
-        buf[n] = 0;
-        if (memchr(buf, 0, n) || buf[0] < '0' || buf[0] > '9')
-                return -EINVAL;
-        errno = 0;
-        size = strtoull(buf, &end, 10);
-        if (errno || *end != ' ' || end[1] < '0' || end[1] > '9')
-                return -EINVAL;
-        sec = strtoll(end + 1, &end, 10);
-        if (errno || *end != ' ' || end[1] < '0' || end[1] > '9')
-                return -EINVAL;
-        nsec = strtol(end + 1, &end, 10);
-        if (errno || *end || nsec >= 1000000000L)
-                return -EINVAL;
-        *ret = (ViewBase) { .size = size, .mtime_sec = sec, .mtime_nsec = nsec };
+        *ret = (ViewBase) { .size = size, .mtime_sec = (int64_t) sec, .mtime_nsec = (long) nsec };
         return 0;
 }
 

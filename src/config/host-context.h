@@ -2,11 +2,13 @@
 #pragma once
 
 /*
- * Everything the shared library would otherwise read from the process
+ * Everything the libraries would otherwise read from the process
  * environment, collected once by the caller (lazaretctl from the shell, the
- * coordinator from the user manager) and passed in. No function of
- * src/shared reads the environment or the current directory behind its
- * caller's back; what it judged with is what it was given.
+ * coordinator from the user manager) and passed in. No function of the
+ * libraries of src/ reads the environment or the current directory behind
+ * its caller's back (src/host/host-git.c hands the caller's environment to
+ * the host's git, which is what it asks); what it judged with is what it was
+ * given.
  *
  * A field is NULL when the input is missing or unusable; the function that
  * needs it says so then, as it would have when reading it itself.

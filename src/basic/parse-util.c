@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "parse-util.h"
@@ -125,6 +127,52 @@ int parse_uint32(const char *s, uint32_t min, uint32_t max, uint32_t *ret) {
 
 int parse_uint64(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
         return parse_unsigned(s, 0, min, max, ret);
+}
+
+static size_t digits(const char *s) {
+        size_t n = 0;
+
+        while (s[n] >= '0' && s[n] <= '9')
+                n++;
+        return n;
+}
+
+int parse_double(const char *s, double *ret) {
+        const char *p = s;
+        size_t n;
+        double v;
+
+        if (!s)
+                return -EINVAL;
+        if (*p == '-')
+                p++;
+        n = digits(p);
+        if (n == 0 || (n > 1 && p[0] == '0'))
+                return -EINVAL;
+        p += n;
+        if (*p == '.') {
+                n = digits(++p);
+                if (n == 0)
+                        return -EINVAL;
+                p += n;
+        }
+        if (*p == 'e' || *p == 'E') {
+                p++;
+                if (*p == '+' || *p == '-')
+                        p++;
+                n = digits(p);
+                if (n == 0)
+                        return -EINVAL;
+                p += n;
+        }
+        if (*p)
+                return -EINVAL;
+        /* The grammar is strtod()'s decimal form less its extensions: it reads it all. */
+        v = strtod(s, NULL);
+        if (isinf(v))
+                return -ERANGE;
+        *ret = v;
+        return 0;
 }
 
 int split_fields(char *line, const char *sep, char **fields, size_t max) {

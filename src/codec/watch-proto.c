@@ -2,11 +2,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "parse-util.h"
 #include "watch-proto.h"
 
 bool watch_path_valid(const char *p, size_t len) {
@@ -226,13 +228,11 @@ int watch_inotify_held(const char *proc_root, int self) {
                 char path[sizeof(de->d_name) + 4], target[64];
                 struct dirent *fe;
                 DIR *fds;
-                char *end;
-                long pid;
+                int pid;
                 int dfd;
 
-                errno = 0;
-                pid = strtol(de->d_name, &end, 10);
-                if (errno != 0 || end == de->d_name || *end || pid <= 0 || pid == self)
+                /* Names that are not a process's ("self", "net", ...) are no number. */
+                if (parse_int(de->d_name, 1, INT_MAX, &pid) < 0 || pid == self)
                         continue;
                 /* Processes count towards the bound too: the sandbox decides how many there are. */
                 if (++looked > WATCH_SCAN_MAX) {

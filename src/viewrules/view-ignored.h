@@ -56,12 +56,8 @@ int view_ignored_scan(int workspace_fd, const IgnoreList *excludes, char *const 
 int view_read_gitignore(int workspace_fd, const char *dir, IgnoreList **ret, char **ret_error);
 
 /*
- * The host user's core.excludesFile (ignore_host_excludes_file()), read
- * (at most IGNORE_FILE_MAX bytes); "" when there is none, it is missing,
- * or its value is relative (a file of the workspace's, which the sandbox
- * writes, is never taken).
+ * The text of the host user's core.excludesFile at source, the absolute
+ * path host_git_excludes_source() (host-git.h) found, or NULL for none
+ * (at most IGNORE_FILE_MAX bytes); "" when there is none or it is missing.
  */
-int view_host_excludes_text(char **ret_text, size_t *ret_len, char **ret_error);
-/* The two halves: where it is (runs git config, waits for it; NULL: none), and its text. */
-int view_host_excludes_source(char **ret_source, char **ret_error);
 int view_excludes_text(const char *source, char **ret_text, size_t *ret_len, char **ret_error);

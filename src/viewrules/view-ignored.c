@@ -217,17 +217,6 @@ int view_ignored_scan(int workspace_fd, const IgnoreList *excludes, char *const 
         return 0;
 }
 
-int view_host_excludes_source(char **ret_source, char **ret_error) {
-        _cleanup_free_ char *source = NULL, *why = NULL;
-        int r;
-
-        r = ignore_host_excludes_file(&source, &why);
-        if (r < 0 && r != -ENOENT)
-                return errorf(ret_error, r, "cannot find the host's core.excludesFile: %s", why ?: strerror(-r));
-        *ret_source = source && path_is_absolute(source) ? TAKE_PTR(source) : NULL;
-        return 0;
-}
-
 int view_excludes_text(const char *source, char **ret_text, size_t *ret_len, char **ret_error) {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
@@ -248,14 +237,4 @@ int view_excludes_text(const char *source, char **ret_text, size_t *ret_len, cha
         *ret_text = TAKE_PTR(text);
         *ret_len = len;
         return 0;
-}
-
-int view_host_excludes_text(char **ret_text, size_t *ret_len, char **ret_error) {
-        _cleanup_free_ char *source = NULL;
-        int r;
-
-        r = view_host_excludes_source(&source, ret_error);
-        if (r < 0)
-                return r;
-        return view_excludes_text(source, ret_text, ret_len, ret_error);
 }
