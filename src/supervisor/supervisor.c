@@ -372,6 +372,17 @@ static int bound_overlay(char **ret_error) {
         return 0;
 }
 
+/* Every option the coordinator always passes is there, the paths absolute. */
+static int check_args(void) {
+        if (!arg_netns || !arg_slirp || !arg_slirp_api || !arg_policy || !arg_policy_digest || arg_canary_port == 0 || arg_netns[0] != '/' ||
+            arg_slirp[0] != '/')
+                return -EINVAL;
+        if (arg_control_fd < 3 || !arg_runsc || !arg_root || !arg_bundle || !arg_container ||
+            !arg_overlay || arg_runsc[0] != '/' || !startswith(arg_overlay, "root:dir=/"))
+                return -EINVAL;
+        return 0;
+}
+
 static int parse_argv(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "control-fd", required_argument, NULL, 'f' },
@@ -472,13 +483,9 @@ static int parse_argv(int argc, char *argv[]) {
                 default:
                         return -EINVAL;
                 }
-        if (!arg_netns || !arg_slirp || !arg_slirp_api || !arg_policy || !arg_policy_digest || arg_canary_port == 0 || arg_netns[0] != '/' ||
-            arg_slirp[0] != '/')
+        if (optind != argc)
                 return -EINVAL;
-        if (optind != argc || arg_control_fd < 3 || !arg_runsc || !arg_root || !arg_bundle || !arg_container ||
-            !arg_overlay || arg_runsc[0] != '/' || !startswith(arg_overlay, "root:dir=/"))
-                return -EINVAL;
-        return 0;
+        return check_args();
 }
 
 /*
