@@ -357,18 +357,13 @@ static int open_witness(SupNet *n, char **ret_error) {
         return 0;
 }
 
-int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error) {
+/* The policy the coordinator derived, strictly decoded, its digest as announced. */
+static int read_policy(SupNet *n, const SupNetParams *p, char **ret_error) {
         _cleanup_free_ char *bytes = NULL;
-        _cleanup_netlink_ Netlink *nl = NULL;
-        _cleanup_free_ char *mismatch = NULL, *problem = NULL;
-        uint8_t digest[SHA256_DIGEST_LEN], rnd[16];
-        char rndhex[33];
-        NetlinkLinks links;
-        struct stat st;
-        size_t len = 0, failed = 0;
-        int r, fd, idx, lo;
+        uint8_t digest[SHA256_DIGEST_LEN];
+        size_t len = 0;
+        int r, fd;
 
-        /* The policy the coordinator derived, strictly decoded, its digest as announced. */
         fd = open(p->policy_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         r = fd < 0 ? -errno : read_full_fd(fd, 4u << 20, &bytes, &len);
         if (fd >= 0)
@@ -385,15 +380,28 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
         if (!streq(n->digest_hex, p->policy_digest))
                 return errorf(ret_error, -EBADMSG, "the network policy's digest %s is not the announced %s",
                             n->digest_hex, p->policy_digest);
+        return 0;
+}
+
+/* What the allowed canary answers and the probe must report: this generation's ID and 16 random bytes. */
+static int make_challenge(SupNet *n, const SupNetParams *p, char **ret_error) {
+        uint8_t rnd[16];
+        char rndhex[33];
 
         if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
                 return errorf(ret_error, -EIO, "getrandom failed");
         hexify(rnd, sizeof(rnd), rndhex);
         snprintf(n->challenge, sizeof(n->challenge), "%s:%s", p->generation, rndhex);
         n->port = p->canary_port;
+        return 0;
+}
 
-        /* 1. The enforcement namespace, IPv6 off in it before anything else
-         * exists there; reachable by path in our mount namespace only. */
+/* The enforcement namespace, IPv6 off in it before anything else exists there; reachable by path in our mount namespace only. */
+static int make_enforcement_netns(SupNet *n, const SupNetParams *p, char **ret_error) {
+        char src[64];
+        struct stat st;
+        int r, fd;
+
         r = new_netns(true, &n->enforcement_fd);
         if (r < 0)
                 return errorf(ret_error, r, "cannot create the enforcement network namespace: %s", strerror(-r));
@@ -401,27 +409,29 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
         if (fd < 0)
                 return errorf(ret_error, -errno, "cannot create %s: %s", p->netns_path, strerror(errno));
         close(fd);
-        {
-                char src[64];
-                snprintf(src, sizeof(src), "/proc/self/fd/%d", n->enforcement_fd);
-                if (mount(src, p->netns_path, NULL, MS_BIND, NULL) < 0)
-                        return errorf(ret_error, -errno, "cannot bind the enforcement namespace to %s: %s", p->netns_path,
-                                    strerror(errno));
-        }
+        snprintf(src, sizeof(src), "/proc/self/fd/%d", n->enforcement_fd);
+        if (mount(src, p->netns_path, NULL, MS_BIND, NULL) < 0)
+                return errorf(ret_error, -errno, "cannot bind the enforcement namespace to %s: %s", p->netns_path,
+                            strerror(errno));
         if (fstat(n->enforcement_fd, &st) < 0)
                 return errorf(ret_error, -errno, "fstat: %s", strerror(errno));
         n->netns_ino = (unsigned long long) st.st_ino;
+        return 0;
+}
 
-        /* 2. The connectivity helper stays where we are, its tap inside. */
-        r = start_slirp(n, p, helpers, ret_error);
-        if (r < 0)
-                return r;
+/*
+ * From here on the supervisor (and runsc) live in the enforcement
+ * namespace: entered, /proc/sys/net/core hidden from runsc, a netlink
+ * socket in it (*ret_nl) and lo up (*ret_lo, its index).
+ */
+static int enter_enforcement_netns(SupNet *n, Netlink **ret_nl, int *ret_lo, char **ret_error) {
+        _cleanup_netlink_ Netlink *nl = NULL;
+        int r, lo = -1;
 
-        /* 3. From here on the supervisor (and runsc) live in the enforcement namespace. */
         if (setns(n->enforcement_fd, CLONE_NEWNET) < 0)
                 return errorf(ret_error, -errno, "cannot enter the enforcement namespace: %s", strerror(errno));
         /* IPv6 is off here since new_netns(): tap0 came up with the default
-         * off; netlink_ipv6_absent() below checks that it stayed so. */
+         * off; netlink_ipv6_absent() in install_policy() checks that it stayed so. */
         /* This runsc takes a namespace with /proc/sys/net/core/rmem_default for
          * the host's: hide it, in our mount namespace and for this network
          * namespace only (/proc/sys/net shows the reader's namespace). */
@@ -435,8 +445,15 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
                 r = netlink_link_set_up(nl, lo);
         if (r < 0)
                 return errorf(ret_error, r, "cannot bring up lo in the enforcement namespace: %s", strerror(-r));
+        *ret_nl = TAKE_PTR(nl);
+        *ret_lo = lo;
+        return 0;
+}
 
-        /* 4. The links: tap0, the dead end deny0/sink, the canaries. */
+/* The links: tap0, the dead end deny0/sink, the canaries. */
+static int make_links(SupNet *n, Netlink *nl, char **ret_error) {
+        int r, idx;
+
         r = idx = netlink_link_index(net_links[NET_LINK_TAP].name);
         if (r >= 0)
                 r = netlink_link_set_mtu(nl, idx, SLIRP_MTU);
@@ -467,23 +484,23 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
                 r = netlink_address_add(nl, idx, &net_links[NET_LINK_CANARY].address, true);
         if (r < 0)
                 return errorf(ret_error, r, "cannot configure the canary link: %s", strerror(-r));
+        return 0;
+}
 
-        r = netlink_resolve_links(nl, &links);
-        if (r < 0)
-                return errorf(ret_error, r, "cannot resolve the policy links: %s", strerror(-r));
-        r = check_denied_live(n, nl, &links, ret_error);
-        if (r < 0)
-                return r;
+/* The policy, installed and read back exactly; no IPv6 anywhere in the namespace. */
+static int install_policy(SupNet *n, Netlink *nl, const NetlinkLinks *links, char **ret_error) {
+        _cleanup_free_ char *mismatch = NULL, *problem = NULL;
+        size_t failed = 0;
+        int r;
 
-        /* 5. The policy, installed and read back exactly. */
-        r = netlink_policy_install(nl, n->policy, &links, &failed);
+        r = netlink_policy_install(nl, n->policy, links, &failed);
         if (r < 0) {
                 char b[NET_ROUTE_STRING_MAX];
                 return errorf(ret_error, r, "cannot install the network policy route %s: %s",
                             failed < n->policy->n_routes ? net_route_to_string(&n->policy->routes[failed], b) : "?",
                             strerror(-r));
         }
-        r = netlink_policy_verify(nl, n->policy, &links, &mismatch);
+        r = netlink_policy_verify(nl, n->policy, links, &mismatch);
         if (r < 0)
                 return errorf(ret_error, r, "cannot read the network policy back: %s", strerror(-r));
         if (r == 0) {
@@ -497,8 +514,41 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
                 return errorf(ret_error, r, "cannot look for IPv6 in the enforcement namespace: %s", strerror(-r));
         if (r == 0)
                 return errorf(ret_error, -EPERM, "IPv6 is present in the enforcement namespace: %s", strna(problem));
+        return 0;
+}
+
+int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error) {
+        _cleanup_netlink_ Netlink *nl = NULL;
+        NetlinkLinks links;
+        int r, lo = -1;
+
+        r = read_policy(n, p, ret_error);
+        if (r >= 0)
+                r = make_challenge(n, p, ret_error);
+        /* 1. The enforcement namespace. */
+        if (r >= 0)
+                r = make_enforcement_netns(n, p, ret_error);
+        /* 2. The connectivity helper stays where we are, its tap inside. */
+        if (r >= 0)
+                r = start_slirp(n, p, helpers, ret_error);
+        /* 3. The supervisor moves into the enforcement namespace. */
+        if (r >= 0)
+                r = enter_enforcement_netns(n, &nl, &lo, ret_error);
+        /* 4. The links. */
+        if (r >= 0)
+                r = make_links(n, nl, ret_error);
+        if (r < 0)
+                return r;
+        r = netlink_resolve_links(nl, &links);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot resolve the policy links: %s", strerror(-r));
+        r = check_denied_live(n, nl, &links, ret_error);
+        /* 5. The policy. */
+        if (r >= 0)
+                r = install_policy(n, nl, &links, ret_error);
         /* Last: nothing of the set-up above is seen by the witness. */
-        r = open_witness(n, ret_error);
+        if (r >= 0)
+                r = open_witness(n, ret_error);
         if (r < 0)
                 return r;
 #if ENABLE_TEST_HOOKS
