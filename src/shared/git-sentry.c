@@ -427,6 +427,121 @@ static int alias_place(const GitHostMounts *h, int fd, const char *abs, char **r
         return GIT_PLACE_OUTSIDE;
 }
 
+/* host_place()'s walk: the directory reached so far, by fd and by its path, and what is left to resolve. */
+typedef struct HostWalk {
+        int rootfd;                     /* "/" */
+        int cur;                        /* the directory reached so far */
+        char *resolved;                 /* its absolute path, which holds no symlink */
+        char *todo;                     /* the path being resolved; the walk's position points into it */
+        unsigned links;                 /* host symlinks followed so far */
+} HostWalk;
+
+static void host_walk_done(HostWalk *w) {
+        w->rootfd = safe_close(w->rootfd);
+        w->cur = safe_close(w->cur);
+        w->resolved = mfree(w->resolved);
+        w->todo = mfree(w->todo);
+}
+
+/* "..": resolved holds no symlink, so going up is lexical, then opened again without following any. */
+static int walk_up(HostWalk *w) {
+        char *slash = strrchr(w->resolved, '/');
+
+        *(slash == w->resolved ? slash + 1 : slash) = 0;
+        safe_close(w->cur);
+        w->cur = openat_beneath(w->rootfd, w->resolved[1] ? w->resolved + 1 : NULL, O_PATH | O_DIRECTORY, 0, false);
+        return w->cur < 0 ? w->cur : 0;
+}
+
+/* Down into the directory name, opened as dirfd. */
+static int walk_into(HostWalk *w, const char *name, int dirfd) {
+        _cleanup_close_ int fd = dirfd;
+        char *next = path_join(w->resolved, name);
+
+        if (!next)
+                return -ENOMEM;
+        free(w->resolved);
+        w->resolved = next;
+        safe_close(w->cur);
+        w->cur = TAKE_FD(fd);
+        return 0;
+}
+
+/*
+ * The symlink fd, met with rest left to resolve after it: its target read,
+ * the walk back at "/" for an absolute one, and target/rest the path left.
+ */
+static int follow_link(HostWalk *w, int fd, const char *rest) {
+        _cleanup_free_ char *target = calloc(LAZARET_PATH_MAX + 1, 1), *todo = NULL;
+        ssize_t k;
+
+        if (!target)
+                return -ENOMEM;
+        k = readlinkat(fd, "", target, LAZARET_PATH_MAX + 1);
+        if (k < 0)
+                return -errno;
+        if (k == 0 || k > LAZARET_PATH_MAX)
+                return -EINVAL;
+        if (target[0] == '/') {
+                strcpy(w->resolved, "/");
+                safe_close(w->cur);
+                w->cur = fcntl(w->rootfd, F_DUPFD_CLOEXEC, 3);
+                if (w->cur < 0)
+                        return -errno;
+        }
+        todo = join3(target, "/", rest);
+        if (!todo)
+                return -ENOMEM;
+        if (strlen(todo) > (size_t) LAZARET_PATH_MAX * GIT_SYMLINKS_MAX)
+                return -ENAMETOOLONG;
+        free(w->todo);
+        w->todo = TAKE_PTR(todo);
+        return 0;
+}
+
+/*
+ * The GitPlace of the directory reached: the workspace (ws) or the served
+ * dir (gd, or NULL) by device and inode, else by its place in its file
+ * system (alias_place(), which puts its path below that dir in *ret_below).
+ */
+static int place_reached(const HostWalk *w, const struct stat *ws, const struct stat *gd, const GitHostMounts *hm,
+                         char **ret_below) {
+        struct stat st;
+
+        if (fstat(w->cur, &st) < 0)
+                return -errno;
+        if (same_inode(&st, ws))
+                return GIT_PLACE_WORKSPACE;
+        if (gd && same_inode(&st, gd))
+                return GIT_PLACE_GIT_DIR;
+        /* Another mount of the same files, a bind of a part of them elsewhere. */
+        return alias_place(hm, w->cur, w->resolved, ret_below);
+}
+
+/*
+ * The sandbox's part of the path: rest judged lexically (-ELOOP for a ".."
+ * out of it) and, in *ret_rel if wanted, joined to below, the dir's own
+ * path below the one it lies in (NULL or "" for that dir itself).
+ */
+static int rel_in_place(const char *below, const char *rest, char **ret_rel) {
+        _cleanup_free_ char *path = join3("/", rest, ""), *out = NULL;
+        char *rel;
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        r = path_simplify(path, "/", &out);
+        if (r < 0)
+                return r;
+        if (!ret_rel)
+                return 0;
+        rel = isempty(below) ? strdup(out + 1) : out[1] ? path_join(below, out + 1) : strdup(below);
+        if (!rel)
+                return -ENOMEM;
+        *ret_rel = rel;
+        return 0;
+}
+
 /*
  * A path lexically outside the workspace may still lead into it, or into
  * the dir the git dir view serves, through a host symlink, even a dangling
@@ -444,25 +559,25 @@ static int alias_place(const GitHostMounts *h, int fd, const char *abs, char **r
  * Returns the GitPlace, or -errno (-EINVAL for a loop of host symlinks).
  */
 static int host_place(const char *abs, int wfd, int gfd, const GitHostMounts *hm, char **ret_rel) {
-        _cleanup_free_ char *resolved = strdup("/"), *todo = strdup(abs);
-        _cleanup_close_ int rootfd = -EBADF, cur = -EBADF;
+        _cleanup_(host_walk_done) HostWalk w = { .rootfd = -EBADF, .cur = -EBADF };
         struct stat ws, gd;
-        unsigned links = 0;
 
-        if (!resolved || !todo)
+        w.resolved = strdup("/");
+        w.todo = strdup(abs);
+        if (!w.resolved || !w.todo)
                 return -ENOMEM;
         if (fstat(wfd, &ws) < 0 || (gfd >= 0 && fstat(gfd, &gd) < 0))
                 return -errno;
-        rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        cur = rootfd >= 0 ? fcntl(rootfd, F_DUPFD_CLOEXEC, 3) : -EBADF;
-        if (cur < 0)
+        w.rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        w.cur = w.rootfd >= 0 ? fcntl(w.rootfd, F_DUPFD_CLOEXEC, 3) : -EBADF;
+        if (w.cur < 0)
                 return -errno;
-        for (const char *s = todo;;) {
+        for (const char *s = w.todo;;) {
                 _cleanup_free_ char *name = NULL, *below = NULL;
                 _cleanup_close_ int fd = -EBADF;
-                GitPlace place;
                 struct stat st;
                 const char *e;
+                int r;
 
                 while (*s == '/')
                         s++;
@@ -472,43 +587,21 @@ static int host_place(const char *abs, int wfd, int gfd, const GitHostMounts *hm
                         continue;
                 }
                 if (e - s == 2 && s[0] == '.' && s[1] == '.') {
-                        /* resolved holds no symlink: going up is lexical, then opened again without following any. */
-                        char *slash = strrchr(resolved, '/');
-                        *(slash == resolved ? slash + 1 : slash) = 0;
-                        safe_close(cur);
-                        cur = openat_beneath(rootfd, resolved[1] ? resolved + 1 : NULL, O_PATH | O_DIRECTORY, 0, false);
-                        if (cur < 0)
-                                return cur;
+                        r = walk_up(&w);
+                        if (r < 0)
+                                return r;
                         s = e;
                         continue;
                 }
-                if (fstat(cur, &st) < 0)
-                        return -errno;
-                place = same_inode(&st, &ws) ? GIT_PLACE_WORKSPACE :
-                        gfd >= 0 && same_inode(&st, &gd) ? GIT_PLACE_GIT_DIR : GIT_PLACE_OUTSIDE;
-                if (place == GIT_PLACE_OUTSIDE) {
-                        /* Another mount of the same files, a bind of a part of them elsewhere. */
-                        int k = alias_place(hm, cur, resolved, &below);
-                        if (k < 0)
-                                return k;
-                        place = k;
-                }
-                if (place != GIT_PLACE_OUTSIDE) {
-                        _cleanup_free_ char *rest = join3("/", s, ""), *out = NULL;
-                        int r;
+                r = place_reached(&w, &ws, gfd >= 0 ? &gd : NULL, hm, &below);
+                if (r < 0)
+                        return r;
+                if (r != GIT_PLACE_OUTSIDE) {
+                        GitPlace place = r;
 
-                        if (!rest)
-                                return -ENOMEM;
-                        r = path_simplify(rest, "/", &out);
+                        r = rel_in_place(below, s, ret_rel);
                         if (r < 0)
                                 return r;
-                        if (ret_rel) {
-                                char *rel = isempty(below) ? strdup(out + 1)
-                                            : out[1] ? path_join(below, out + 1) : strdup(below);
-                                if (!rel)
-                                        return -ENOMEM;
-                                *ret_rel = rel;
-                        }
                         return place;
                 }
                 if (s == e)
@@ -517,49 +610,23 @@ static int host_place(const char *abs, int wfd, int gfd, const GitHostMounts *hm
                 if (!name)
                         return -ENOMEM;
                 s = e;
-                fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                fd = openat(w.cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0 || fstat(fd, &st) < 0)
                         return GIT_PLACE_OUTSIDE;       /* missing or unreadable here: not the sandbox's to make */
                 if (S_ISDIR(st.st_mode)) {
-                        _cleanup_free_ char *next = path_join(resolved, name);
-                        if (!next)
-                                return -ENOMEM;
-                        free(resolved);
-                        resolved = TAKE_PTR(next);
-                        safe_close(cur);
-                        cur = TAKE_FD(fd);
+                        r = walk_into(&w, name, TAKE_FD(fd));
+                        if (r < 0)
+                                return r;
                         continue;
                 }
                 if (!S_ISLNK(st.st_mode))
                         return GIT_PLACE_OUTSIDE;       /* a file: the rest, if any, does not exist */
-                if (++links > GIT_SYMLINKS_MAX)
+                if (++w.links > GIT_SYMLINKS_MAX)
                         return -EINVAL;                 /* the host cannot resolve it either; refuse, to be safe */
-
-                _cleanup_free_ char *target = calloc(LAZARET_PATH_MAX + 1, 1), *rest = NULL;
-                ssize_t k;
-
-                if (!target)
-                        return -ENOMEM;
-                k = readlinkat(fd, "", target, LAZARET_PATH_MAX + 1);
-                if (k < 0)
-                        return -errno;
-                if (k == 0 || k > LAZARET_PATH_MAX)
-                        return -EINVAL;
-                if (target[0] == '/') {
-                        strcpy(resolved, "/");
-                        safe_close(cur);
-                        cur = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
-                        if (cur < 0)
-                                return -errno;
-                }
-                rest = join3(target, "/", s);
-                if (!rest)
-                        return -ENOMEM;
-                if (strlen(rest) > (size_t) LAZARET_PATH_MAX * GIT_SYMLINKS_MAX)
-                        return -ENAMETOOLONG;
-                free(todo);
-                todo = TAKE_PTR(rest);
-                s = todo;
+                r = follow_link(&w, fd, s);
+                if (r < 0)
+                        return r;
+                s = w.todo;
         }
 }
 
