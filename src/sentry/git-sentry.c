@@ -427,6 +427,121 @@ static int alias_place(const GitHostMounts *h, int fd, const char *abs, char **r
         return GIT_PLACE_OUTSIDE;
 }
 
+/* host_place()'s walk: the directory reached so far, by fd and by its path, and what is left to resolve. */
+typedef struct HostWalk {
+        int rootfd;                     /* "/" */
+        int cur;                        /* the directory reached so far */
+        char *resolved;                 /* its absolute path, which holds no symlink */
+        char *todo;                     /* the path being resolved; the walk's position points into it */
+        unsigned links;                 /* host symlinks followed so far */
+} HostWalk;
+
+static void host_walk_done(HostWalk *w) {
+        w->rootfd = safe_close(w->rootfd);
+        w->cur = safe_close(w->cur);
+        w->resolved = mfree(w->resolved);
+        w->todo = mfree(w->todo);
+}
+
+/* "..": resolved holds no symlink, so going up is lexical, then opened again without following any. */
+static int walk_up(HostWalk *w) {
+        char *slash = strrchr(w->resolved, '/');
+
+        *(slash == w->resolved ? slash + 1 : slash) = 0;
+        safe_close(w->cur);
+        w->cur = openat_beneath(w->rootfd, w->resolved[1] ? w->resolved + 1 : NULL, O_PATH | O_DIRECTORY, 0, false);
+        return w->cur < 0 ? w->cur : 0;
+}
+
+/* Down into the directory name, opened as dirfd. */
+static int walk_into(HostWalk *w, const char *name, int dirfd) {
+        _cleanup_close_ int fd = dirfd;
+        char *next = path_join(w->resolved, name);
+
+        if (!next)
+                return -ENOMEM;
+        free(w->resolved);
+        w->resolved = next;
+        safe_close(w->cur);
+        w->cur = TAKE_FD(fd);
+        return 0;
+}
+
+/*
+ * The symlink fd, met with rest left to resolve after it: its target read,
+ * the walk back at "/" for an absolute one, and target/rest the path left.
+ */
+static int follow_link(HostWalk *w, int fd, const char *rest) {
+        _cleanup_free_ char *target = calloc(LAZARET_PATH_MAX + 1, 1), *todo = NULL;
+        ssize_t k;
+
+        if (!target)
+                return -ENOMEM;
+        k = readlinkat(fd, "", target, LAZARET_PATH_MAX + 1);
+        if (k < 0)
+                return -errno;
+        if (k == 0 || k > LAZARET_PATH_MAX)
+                return -EINVAL;
+        if (target[0] == '/') {
+                strcpy(w->resolved, "/");
+                safe_close(w->cur);
+                w->cur = fcntl(w->rootfd, F_DUPFD_CLOEXEC, 3);
+                if (w->cur < 0)
+                        return -errno;
+        }
+        todo = join3(target, "/", rest);
+        if (!todo)
+                return -ENOMEM;
+        if (strlen(todo) > (size_t) LAZARET_PATH_MAX * GIT_SYMLINKS_MAX)
+                return -ENAMETOOLONG;
+        free(w->todo);
+        w->todo = TAKE_PTR(todo);
+        return 0;
+}
+
+/*
+ * The GitPlace of the directory reached: the workspace (ws) or the served
+ * dir (gd, or NULL) by device and inode, else by its place in its file
+ * system (alias_place(), which puts its path below that dir in *ret_below).
+ */
+static int place_reached(const HostWalk *w, const struct stat *ws, const struct stat *gd, const GitHostMounts *hm,
+                         char **ret_below) {
+        struct stat st;
+
+        if (fstat(w->cur, &st) < 0)
+                return -errno;
+        if (same_inode(&st, ws))
+                return GIT_PLACE_WORKSPACE;
+        if (gd && same_inode(&st, gd))
+                return GIT_PLACE_GIT_DIR;
+        /* Another mount of the same files, a bind of a part of them elsewhere. */
+        return alias_place(hm, w->cur, w->resolved, ret_below);
+}
+
+/*
+ * The sandbox's part of the path: rest judged lexically (-ELOOP for a ".."
+ * out of it) and, in *ret_rel if wanted, joined to below, the dir's own
+ * path below the one it lies in (NULL or "" for that dir itself).
+ */
+static int rel_in_place(const char *below, const char *rest, char **ret_rel) {
+        _cleanup_free_ char *path = join3("/", rest, ""), *out = NULL;
+        char *rel;
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        r = path_simplify(path, "/", &out);
+        if (r < 0)
+                return r;
+        if (!ret_rel)
+                return 0;
+        rel = isempty(below) ? strdup(out + 1) : out[1] ? path_join(below, out + 1) : strdup(below);
+        if (!rel)
+                return -ENOMEM;
+        *ret_rel = rel;
+        return 0;
+}
+
 /*
  * A path lexically outside the workspace may still lead into it, or into
  * the dir the git dir view serves, through a host symlink, even a dangling
@@ -444,25 +559,25 @@ static int alias_place(const GitHostMounts *h, int fd, const char *abs, char **r
  * Returns the GitPlace, or -errno (-EINVAL for a loop of host symlinks).
  */
 static int host_place(const char *abs, int wfd, int gfd, const GitHostMounts *hm, char **ret_rel) {
-        _cleanup_free_ char *resolved = strdup("/"), *todo = strdup(abs);
-        _cleanup_close_ int rootfd = -EBADF, cur = -EBADF;
+        _cleanup_(host_walk_done) HostWalk w = { .rootfd = -EBADF, .cur = -EBADF };
         struct stat ws, gd;
-        unsigned links = 0;
 
-        if (!resolved || !todo)
+        w.resolved = strdup("/");
+        w.todo = strdup(abs);
+        if (!w.resolved || !w.todo)
                 return -ENOMEM;
         if (fstat(wfd, &ws) < 0 || (gfd >= 0 && fstat(gfd, &gd) < 0))
                 return -errno;
-        rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        cur = rootfd >= 0 ? fcntl(rootfd, F_DUPFD_CLOEXEC, 3) : -EBADF;
-        if (cur < 0)
+        w.rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        w.cur = w.rootfd >= 0 ? fcntl(w.rootfd, F_DUPFD_CLOEXEC, 3) : -EBADF;
+        if (w.cur < 0)
                 return -errno;
-        for (const char *s = todo;;) {
+        for (const char *s = w.todo;;) {
                 _cleanup_free_ char *name = NULL, *below = NULL;
                 _cleanup_close_ int fd = -EBADF;
-                GitPlace place;
                 struct stat st;
                 const char *e;
+                int r;
 
                 while (*s == '/')
                         s++;
@@ -472,43 +587,21 @@ static int host_place(const char *abs, int wfd, int gfd, const GitHostMounts *hm
                         continue;
                 }
                 if (e - s == 2 && s[0] == '.' && s[1] == '.') {
-                        /* resolved holds no symlink: going up is lexical, then opened again without following any. */
-                        char *slash = strrchr(resolved, '/');
-                        *(slash == resolved ? slash + 1 : slash) = 0;
-                        safe_close(cur);
-                        cur = openat_beneath(rootfd, resolved[1] ? resolved + 1 : NULL, O_PATH | O_DIRECTORY, 0, false);
-                        if (cur < 0)
-                                return cur;
+                        r = walk_up(&w);
+                        if (r < 0)
+                                return r;
                         s = e;
                         continue;
                 }
-                if (fstat(cur, &st) < 0)
-                        return -errno;
-                place = same_inode(&st, &ws) ? GIT_PLACE_WORKSPACE :
-                        gfd >= 0 && same_inode(&st, &gd) ? GIT_PLACE_GIT_DIR : GIT_PLACE_OUTSIDE;
-                if (place == GIT_PLACE_OUTSIDE) {
-                        /* Another mount of the same files, a bind of a part of them elsewhere. */
-                        int k = alias_place(hm, cur, resolved, &below);
-                        if (k < 0)
-                                return k;
-                        place = k;
-                }
-                if (place != GIT_PLACE_OUTSIDE) {
-                        _cleanup_free_ char *rest = join3("/", s, ""), *out = NULL;
-                        int r;
+                r = place_reached(&w, &ws, gfd >= 0 ? &gd : NULL, hm, &below);
+                if (r < 0)
+                        return r;
+                if (r != GIT_PLACE_OUTSIDE) {
+                        GitPlace place = r;
 
-                        if (!rest)
-                                return -ENOMEM;
-                        r = path_simplify(rest, "/", &out);
+                        r = rel_in_place(below, s, ret_rel);
                         if (r < 0)
                                 return r;
-                        if (ret_rel) {
-                                char *rel = isempty(below) ? strdup(out + 1)
-                                            : out[1] ? path_join(below, out + 1) : strdup(below);
-                                if (!rel)
-                                        return -ENOMEM;
-                                *ret_rel = rel;
-                        }
                         return place;
                 }
                 if (s == e)
@@ -517,49 +610,23 @@ static int host_place(const char *abs, int wfd, int gfd, const GitHostMounts *hm
                 if (!name)
                         return -ENOMEM;
                 s = e;
-                fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                fd = openat(w.cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0 || fstat(fd, &st) < 0)
                         return GIT_PLACE_OUTSIDE;       /* missing or unreadable here: not the sandbox's to make */
                 if (S_ISDIR(st.st_mode)) {
-                        _cleanup_free_ char *next = path_join(resolved, name);
-                        if (!next)
-                                return -ENOMEM;
-                        free(resolved);
-                        resolved = TAKE_PTR(next);
-                        safe_close(cur);
-                        cur = TAKE_FD(fd);
+                        r = walk_into(&w, name, TAKE_FD(fd));
+                        if (r < 0)
+                                return r;
                         continue;
                 }
                 if (!S_ISLNK(st.st_mode))
                         return GIT_PLACE_OUTSIDE;       /* a file: the rest, if any, does not exist */
-                if (++links > GIT_SYMLINKS_MAX)
+                if (++w.links > GIT_SYMLINKS_MAX)
                         return -EINVAL;                 /* the host cannot resolve it either; refuse, to be safe */
-
-                _cleanup_free_ char *target = calloc(LAZARET_PATH_MAX + 1, 1), *rest = NULL;
-                ssize_t k;
-
-                if (!target)
-                        return -ENOMEM;
-                k = readlinkat(fd, "", target, LAZARET_PATH_MAX + 1);
-                if (k < 0)
-                        return -errno;
-                if (k == 0 || k > LAZARET_PATH_MAX)
-                        return -EINVAL;
-                if (target[0] == '/') {
-                        strcpy(resolved, "/");
-                        safe_close(cur);
-                        cur = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
-                        if (cur < 0)
-                                return -errno;
-                }
-                rest = join3(target, "/", s);
-                if (!rest)
-                        return -ENOMEM;
-                if (strlen(rest) > (size_t) LAZARET_PATH_MAX * GIT_SYMLINKS_MAX)
-                        return -ENAMETOOLONG;
-                free(todo);
-                todo = TAKE_PTR(rest);
-                s = todo;
+                r = follow_link(&w, fd, s);
+                if (r < 0)
+                        return r;
+                s = w.todo;
         }
 }
 
@@ -1153,87 +1220,125 @@ static int judge_git_path(const char *workspace, const char *rel, const struct s
         return path_repair_error(NULL, path, &w, -EPERM, "what host git runs", ret_error);
 }
 
-static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error) {
-        _cleanup_close_ int wfd = -EBADF, gfd = -EBADF, cfd = -EBADF, hfd = -EBADF, mfd = -EBADF;
-        _cleanup_free_ char *text = NULL, *gitdir = NULL, *host = NULL, *dest = NULL, *mask = NULL;
-        _cleanup_strv_free_ char **hooks = NULL, **rels = NULL, **inside = NULL, **host_configs = NULL;
-        _cleanup_(git_linked_done) GitLinked linked = { .root_fd = -EBADF };
-        _cleanup_(git_host_mounts_done) GitHostMounts hm = {};
-        GitConfigPaths paths = {};
+/* What the steps of sentry_plan() share: the repository as opened and judged, and what its configuration names. */
+typedef struct SentryRun {
+        const GitSentryParams *p;
+        int wfd;                        /* the workspace, as its check opened it */
+        int gfd;                        /* the git dir: .git, or a linked workspace's, which the git dir view serves */
+        int cfd;                        /* the git dir's config */
+        char *gitdir;                   /* the git dir's host path, for messages */
+        GitLinked linked;               /* a linked worktree's or submodule's git dirs; root NULL otherwise */
+        GitHostMounts hm;
+        char **hooks;                   /* every core.hooksPath read */
+        char **inside;                  /* included configuration files inside the workspace, workspace-relative */
+} SentryRun;
+
+static void sentry_run_done(SentryRun *s) {
+        git_host_mounts_done(&s->hm);
+        git_linked_done(&s->linked);
+        s->hooks = strv_free(s->hooks);
+        s->inside = strv_free(s->inside);
+        s->gitdir = mfree(s->gitdir);
+        s->wfd = safe_close(s->wfd);
+        s->gfd = safe_close(s->gfd);
+        s->cfd = safe_close(s->cfd);
+}
+
+/*
+ * The workspace as its check opened it, never by its path again, its
+ * mounts judged, and its git dir: .git, or for a linked worktree or a
+ * submodule the git dir its gitfile names (resolve_linked()).
+ */
+static int open_git_dir(SentryRun *s, char **ret_error) {
+        const GitSentryParams *p = s->p;
         struct stat st;
         int r;
 
-        /* The workspace as its check opened it, never by its path again. */
-        wfd = openat(p->workspace_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (wfd < 0)
+        s->wfd = openat(p->workspace_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (s->wfd < 0)
                 return errorf(ret_error, -errno, "cannot open the workspace %s: %m", p->workspace);
-        r = git_sentry_check_workspace(wfd, p->workspace, ret_error);
+        r = git_sentry_check_workspace(s->wfd, p->workspace, ret_error);
         if (r < 0)
                 return r;
-        r = host_mounts_judge(&hm, "the workspace", p->workspace, wfd, false, ret_error);
+        r = host_mounts_judge(&s->hm, "the workspace", p->workspace, s->wfd, false, ret_error);
         if (r < 0)
                 return r;
-        if (fstatat(wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISREG(st.st_mode)) {
+        if (fstatat(s->wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISREG(st.st_mode)) {
                 /* A linked worktree or a submodule: the repository's configuration is its git dir's. */
                 if (!p->view || !p->ret_linked)
                         return errorf(ret_error, -EPERM, "%s/.git is a file (a linked worktree or a submodule); only "
                                       "the workspace view protects such a workspace", p->workspace);
-                r = resolve_linked(p, wfd, &linked, ret_error);
+                r = resolve_linked(p, s->wfd, &s->linked, ret_error);
                 if (r < 0)
                         return r;
-                gfd = openat(linked.root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (gfd < 0)
-                        return errorf(ret_error, -errno, "cannot open %s: %m", linked.root);
-                r = host_mounts_judge(&hm, "the git dir", linked.root, linked.root_fd, true, ret_error);
+                s->gfd = openat(s->linked.root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (s->gfd < 0)
+                        return errorf(ret_error, -errno, "cannot open %s: %m", s->linked.root);
+                r = host_mounts_judge(&s->hm, "the git dir", s->linked.root, s->linked.root_fd, true, ret_error);
                 if (r < 0)
                         return r;
-                gitdir = strdup(linked.root);
+                s->gitdir = strdup(s->linked.root);
         } else {
-                gfd = openat_beneath(wfd, ".git", O_RDONLY | O_DIRECTORY, 0, false);
-                if (gfd < 0)
-                        return errorf(ret_error, gfd, "cannot open %s/.git: %s", p->workspace, strerror(-gfd));
-                if (fstat(gfd, &st) < 0)
+                s->gfd = openat_beneath(s->wfd, ".git", O_RDONLY | O_DIRECTORY, 0, false);
+                if (s->gfd < 0)
+                        return errorf(ret_error, s->gfd, "cannot open %s/.git: %s", p->workspace, strerror(-s->gfd));
+                if (fstat(s->gfd, &st) < 0)
                         return errorf(ret_error, -errno, "cannot inspect %s/.git: %m", p->workspace);
                 r = judge_git_path(p->workspace, ".git", &st, ret_error);
                 if (r < 0)
                         return r;
-                gitdir = join3(p->workspace, "/.git", "");
+                s->gitdir = join3(p->workspace, "/.git", "");
                 /* Linked worktrees' registrations: no prune inside drops them (their checkouts are not there). */
                 if (p->view && p->ret_protect) {
-                        r = protect_registrations(gfd, ".git/", NULL, p->ret_protect);
+                        r = protect_registrations(s->gfd, ".git/", NULL, p->ret_protect);
                         if (r < 0)
                                 return errorf(ret_error, r, "cannot list %s/.git/worktrees: %s", p->workspace, strerror(-r));
                 }
         }
-        if (!gitdir)
+        if (!s->gitdir)
                 return -ENOMEM;
+        return 0;
+}
 
-        cfd = openat_beneath(gfd, "config", O_RDONLY | O_NOCTTY, 0, false);
-        if (cfd < 0 || fstat(cfd, &st) < 0 || !S_ISREG(st.st_mode))
-                return errorf(ret_error, -EPERM, "%s/config is missing or not a regular file", gitdir);
-        r = judge_git_path(gitdir, "config", &st, ret_error);
+/*
+ * The repository's configuration: the git dir's config, judged and read,
+ * the files it includes, and a linked worktree's config.worktree; their
+ * core.hooksPath values into s->hooks.
+ */
+static int read_repo_config(SentryRun *s, char **ret_error) {
+        const GitSentryParams *p = s->p;
+        _cleanup_free_ char *text = NULL;
+        GitConfigPaths paths = {};
+        struct stat st;
+        int r;
+
+        s->cfd = openat_beneath(s->gfd, "config", O_RDONLY | O_NOCTTY, 0, false);
+        if (s->cfd < 0 || fstat(s->cfd, &st) < 0 || !S_ISREG(st.st_mode))
+                return errorf(ret_error, -EPERM, "%s/config is missing or not a regular file", s->gitdir);
+        r = judge_git_path(s->gitdir, "config", &st, ret_error);
         if (r < 0)
                 return r;
-        r = read_full_fd(cfd, GIT_CONFIG_MAX, &text, NULL);
+        r = read_full_fd(s->cfd, GIT_CONFIG_MAX, &text, NULL);
         if (r < 0)
-                return errorf(ret_error, r, "cannot read %s/config: %s", gitdir, strerror(-r));
+                return errorf(ret_error, r, "cannot read %s/config: %s", s->gitdir, strerror(-r));
         r = git_config_parse_paths(text, &paths, ret_error);
         if (r < 0) {
                 git_config_paths_done(&paths);
-                return errorf(ret_error, r, "cannot parse %s/config", gitdir);
+                return errorf(ret_error, r, "cannot parse %s/config", s->gitdir);
         }
-        hooks = TAKE_PTR(paths.hooks_paths);
+        s->hooks = TAKE_PTR(paths.hooks_paths);
 
         /* An included file inside the workspace would be a writable config;
          * the files it includes outside may still name a core.hooksPath. */
         STRV_FOREACH(inc, paths.include_paths) {
                 _cleanup_free_ char *abs = NULL;
-                r = git_path_in_workspace(*inc, gitdir, p->home, p->workspace, &abs, NULL);
+                r = git_path_in_workspace(*inc, s->gitdir, p->home, p->workspace, &abs, NULL);
                 if (r == 0)     /* it judges again where a host symlink leads, and refuses the workspace */
-                        r = read_config_tree(p, wfd, &linked, &hm, abs, gitdir, 1, true, &hooks, &inside, ret_error);
+                        r = read_config_tree(p, s->wfd, &s->linked, &s->hm, abs, s->gitdir, 1, true, &s->hooks,
+                                             &s->inside, ret_error);
                 else if (r != -ENOMEM)
                         r = errorf(ret_error, -EPERM, "%s/config includes '%s', which the sandbox could write; "
-                                   "the Git Sentry does not support that", gitdir, *inc);
+                                   "the Git Sentry does not support that", s->gitdir, *inc);
                 if (r < 0) {
                         git_config_paths_done(&paths);
                         return r;
@@ -1241,17 +1346,24 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         }
         git_config_paths_done(&paths);
 
-        if (linked.worktree) {
+        if (s->linked.worktree) {
                 /* The worktree's own configuration (extensions.worktreeConfig). */
-                _cleanup_free_ char *wcfg = join3(linked.git_dir, "/config.worktree", "");
+                _cleanup_free_ char *wcfg = join3(s->linked.git_dir, "/config.worktree", "");
                 if (!wcfg)
                         return -ENOMEM;
-                r = read_config_tree(p, wfd, &linked, &hm, wcfg, wcfg, 0, true, &hooks, &inside, ret_error);
+                r = read_config_tree(p, s->wfd, &s->linked, &s->hm, wcfg, wcfg, 0, true, &s->hooks, &s->inside, ret_error);
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
 
-        /* The host's own files, and all they include: those inside the workspace become protected paths. */
+/* The host's own files, and all they include: those inside the workspace become protected paths (s->inside). */
+static int read_host_configs(SentryRun *s, char **ret_error) {
+        const GitSentryParams *p = s->p;
+        _cleanup_strv_free_ char **host_configs = NULL;
+        int r;
+
         if (!p->global_configs) {
                 _cleanup_free_ char *gitconfig = p->home ? path_join(p->home, ".gitconfig") : NULL,
                                     *xdggit = p->xdg_config_home ? path_join(p->xdg_config_home, "git/config") : NULL;
@@ -1269,24 +1381,29 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
                 r = path_simplify(*g, p->workspace, &abs);
                 if (r < 0)
                         return errorf(ret_error, r, "the git configuration file %s is not an absolute path", *g);
-                r = read_config_tree(p, wfd, &linked, &hm, abs, abs, 0, false, &hooks, &inside, ret_error);
+                r = read_config_tree(p, s->wfd, &s->linked, &s->hm, abs, abs, 0, false, &s->hooks, &s->inside, ret_error);
                 if (r < 0)
                         return r;
         }
-        if (!p->view && inside)
+        if (!p->view && s->inside)
                 return errorf(ret_error, -EPERM, "the host's git configuration includes %s/%s, inside the workspace; "
-                              "only the workspace view protects that", p->workspace, inside[0]);
+                              "only the workspace view protects that", p->workspace, s->inside[0]);
+        return 0;
+}
 
-        if (p->view)
-                /* The workspace view keeps .git, its config and hooks itself (view-policy.h). */
-                goto hooks_paths;
+/* Without the workspace view: .git pinned, its config read-only, its hooks masked. */
+static int mount_git_dir(SentryRun *s, MountPlan *plan, char **ret_error) {
+        const GitSentryParams *p = s->p;
+        _cleanup_close_ int hfd = -EBADF, mfd = -EBADF;
+        _cleanup_free_ char *host = NULL, *dest = NULL, *mask = NULL;
+        struct stat st;
+        int r;
 
-        /* .git, pinned; its config read-only; its hooks masked. */
         host = join3(p->workspace, "/.git", "");
         dest = join3(p->sandbox_workspace, "/.git", "");
         if (!host || !dest)
                 return -ENOMEM;
-        r = add_mount(plan, dest, host, gfd, false, ret_error);
+        r = add_mount(plan, dest, host, s->gfd, false, ret_error);
         if (r < 0)
                 return r;
         free(host);
@@ -1295,15 +1412,15 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         dest = join3(p->sandbox_workspace, "/.git/config", "");
         if (!host || !dest)
                 return -ENOMEM;
-        r = add_mount(plan, dest, host, cfd, true, ret_error);
+        r = add_mount(plan, dest, host, s->cfd, true, ret_error);
         if (r < 0)
                 return r;
 
-        hfd = openat_beneath(gfd, "hooks", O_RDONLY | O_DIRECTORY, 0, false);
+        hfd = openat_beneath(s->gfd, "hooks", O_RDONLY | O_DIRECTORY, 0, false);
         if (hfd == -ENOENT) {
-                if (mkdirat(gfd, "hooks", 0755) < 0 && errno != EEXIST)
+                if (mkdirat(s->gfd, "hooks", 0755) < 0 && errno != EEXIST)
                         return errorf(ret_error, -errno, "cannot create %s/.git/hooks: %m", p->workspace);
-                hfd = openat_beneath(gfd, "hooks", O_RDONLY | O_DIRECTORY, 0, false);
+                hfd = openat_beneath(s->gfd, "hooks", O_RDONLY | O_DIRECTORY, 0, false);
         }
         if (hfd < 0)
                 return errorf(ret_error, -EPERM, "%s/.git/hooks is not a directory (%s)", p->workspace,
@@ -1320,22 +1437,28 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         dest = join3(p->sandbox_workspace, "/.git/hooks", "");
         if (!dest)
                 return -ENOMEM;
-        r = add_mount(plan, dest, mask, mfd, false, ret_error);
-        if (r < 0)
-                return r;
+        return add_mount(plan, dest, mask, mfd, false, ret_error);
+}
 
-hooks_paths:
-        /* Every core.hooksPath that lands inside the workspace. */
-        STRV_FOREACH(h, hooks) {
+/*
+ * Every core.hooksPath that lands inside the workspace, workspace-relative
+ * in *rels; one in the git dir that the git dir view serves is protected
+ * there (linked_protect()).
+ */
+static int judge_hooks_paths(SentryRun *s, char ***rels, char **ret_error) {
+        const GitSentryParams *p = s->p;
+        int r;
+
+        STRV_FOREACH(h, s->hooks) {
                 _cleanup_free_ char *abs = NULL, *rel = NULL;
 
                 /* Relative to the worktree's top, where git runs hooks. */
                 r = git_path_in_workspace(*h, p->workspace, p->home, p->workspace, &abs, &rel);
                 if (r == 0) {   /* outside lexically; a host symlink may still lead in */
-                        r = host_place(abs, wfd, linked.root ? linked.root_fd : -EBADF, &hm, &rel);
+                        r = host_place(abs, s->wfd, s->linked.root ? s->linked.root_fd : -EBADF, &s->hm, &rel);
                         if (r == GIT_PLACE_GIT_DIR) {
                                 /* In the git dir that the git dir view serves. */
-                                r = linked_protect(&linked, rel, "core.hooksPath", *h, ret_error);
+                                r = linked_protect(&s->linked, rel, "core.hooksPath", *h, ret_error);
                                 if (r < 0)
                                         return r;
                                 continue;
@@ -1350,23 +1473,48 @@ hooks_paths:
                         return errorf(ret_error, -EPERM, "core.hooksPath %s cannot be interpreted safely (%s)", *h,
                                       strerror(-r));
                 if (r > 0) {
-                        r = strv_push(&rels, TAKE_PTR(rel));
+                        r = strv_push(rels, TAKE_PTR(rel));
                         if (r < 0)
                                 return r;
                 }
         }
-        r = protect_hooks_paths(plan, p, wfd, rels, ret_error);
+        return 0;
+}
+
+static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_error) {
+        _cleanup_(sentry_run_done) SentryRun s = {
+                .p = p,
+                .wfd = -EBADF,
+                .gfd = -EBADF,
+                .cfd = -EBADF,
+                .linked = { .root_fd = -EBADF },
+        };
+        _cleanup_strv_free_ char **rels = NULL;
+        int r;
+
+        r = open_git_dir(&s, ret_error);
+        if (r >= 0)
+                r = read_repo_config(&s, ret_error);
+        if (r >= 0)
+                r = read_host_configs(&s, ret_error);
+        /* The workspace view keeps .git, its config and hooks itself (view-policy.h). */
+        if (r >= 0 && !p->view)
+                r = mount_git_dir(&s, plan, ret_error);
+        if (r >= 0)
+                r = judge_hooks_paths(&s, &rels, ret_error);
+        if (r >= 0)
+                r = protect_hooks_paths(plan, p, s.wfd, rels, ret_error);
         if (r < 0)
                 return r;
         /* The included files inside the workspace, protected by path like the hooks directories. */
         if (p->view && p->ret_protect) {
-                r = strv_extend_strv(p->ret_protect, inside);
+                r = strv_extend_strv(p->ret_protect, s.inside);
                 if (r < 0)
                         return r;
         }
         if (p->ret_linked) {
-                *p->ret_linked = linked;
-                linked = (GitLinked) { .root_fd = -EBADF };
+                *p->ret_linked = s.linked;
+                s.linked = (GitLinked) { .root_fd = -EBADF };
         }
         return 0;
 }
