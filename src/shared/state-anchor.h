@@ -11,6 +11,8 @@
  *                                   upper/     the overlay's upper layer (mode of the lower's directory)
  *                                   work/      the overlay's work directory
  *                                   empty/     the lower, when the image has no such directory
+ *                                   owners-kept  the layer keeps owners and modes as written
+ *                                              (made with the layer; an older layer lacks it)
  *
  *   <Domain Root>/state/.dpkg-base             the image's dpkg status hash the persisted
  *                                              package database was made over
@@ -25,6 +27,9 @@
 #define STATE_ANCHOR_UPPER "upper"
 #define STATE_ANCHOR_WORK "work"
 #define STATE_ANCHOR_EMPTY_LOWER "empty"
+/* Present in a layer made by a Lazaret that keeps owners and modes inside
+ * (issue 33); a layer with an upper and without it was written before. */
+#define STATE_ANCHOR_OWNERS_KEPT "owners-kept"
 /* Records of the Domain's own: a leading dot, which no layer name has. */
 #define STATE_ANCHOR_DPKG_BASE ".dpkg-base"
 #define STATE_ANCHOR_DPKG_STALE ".package-database-stale"

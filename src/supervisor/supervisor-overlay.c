@@ -32,6 +32,21 @@ typedef enum OverlayFormat {
 /* What this supervisor's first overlay found works (one check per start). */
 static OverlayFormat chosen = OVERLAY_UNDECIDED;
 
+/* The file systems of the overlays staged so far, for the set-ID responder. */
+static AnchorId anchor_ids[SUPOVERLAY_ANCHORS_MAX];
+static size_t n_anchor_ids;
+
+size_t supoverlay_anchor_ids(const AnchorId **ret) {
+        *ret = anchor_ids;
+        return n_anchor_ids;
+}
+
+/* Records the file system of a staged overlay (fd: its root); 0 if there is no room (owners then not kept). */
+static void remember_anchor(int fd) {
+        if (n_anchor_ids < SUPOVERLAY_ANCHORS_MAX && anchor_id_of_fd(fd, &anchor_ids[n_anchor_ids]) >= 0)
+                n_anchor_ids++;
+}
+
 /* An O_RDONLY directory fd of a host path, opened one component at a time without following anything. */
 static int open_dir(const char *path, const char *what, int *ret, char **ret_error) {
         _cleanup_(path_walk_result_done) PathWalkResult w = {};
@@ -119,6 +134,7 @@ static int set_layer(int fsfd, const char *key, int fd) {
 
 static int mount_kernel(int lower, int upper, int work, int stagefd, const char *name, char **ret_error) {
         _cleanup_close_ int fsfd = -EBADF, mfd = -EBADF;
+        bool uuid = false;
         int r;
 
         fsfd = fsopen("overlay", FSOPEN_CLOEXEC);
@@ -131,6 +147,14 @@ static int mount_kernel(int lower, int upper, int work, int stagefd, const char 
                 r = set_layer(fsfd, "workdir", work);
         if (r >= 0 && fsconfig(fsfd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
                 r = -errno;
+        /* An overlay UUID of its own (kept in the upper's root, Linux 6.6),
+         * from which the overlay's f_fsid comes: how the set-ID responder
+         * tells this overlay's files from any other's (AnchorId). Without
+         * it f_fsid is the upper file system's, shared with other
+         * overlays, and the overlay is not given to the responder: owners
+         * and modes there follow the rules of host files (spec 6.3). */
+        if (r >= 0)
+                uuid = fsconfig(fsfd, FSCONFIG_SET_STRING, "uuid", "on", 0) >= 0;
         if (r >= 0 && fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
                 r = -errno;
         if (r < 0)
@@ -140,6 +164,8 @@ static int mount_kernel(int lower, int upper, int work, int stagefd, const char 
                 return errorf(ret_error, -errno, "kernel overlayfs: cannot make the mount: %m");
         if (move_mount(mfd, "", stagefd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 return errorf(ret_error, -errno, "kernel overlayfs: cannot stage the mount: %m");
+        if (uuid)
+                remember_anchor(mfd);
         return 0;
 }
 
@@ -241,6 +267,11 @@ fuse:
                 return r;
         }
         chosen = OVERLAY_FUSE;
+        {
+                _cleanup_close_ int root = open(target, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (root >= 0)
+                        remember_anchor(root);
+        }
 done:
         if (recorded == OVERLAY_UNDECIDED) {
                 r = write_format(layer, chosen);

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stddef.h>
+
+#include "setid-mode.h"
+
 #include "mount-plan.h"
 
 /*
@@ -21,4 +25,9 @@
  * The sandbox reaches the merged tree as a bind of the staged path, like
  * any other supervisor mount. Every failure is one line in *ret_error.
  */
+/* The file systems of the overlays staged so far (at most SUPOVERLAY_ANCHORS_MAX;
+ * one whose overlay has no UUID of its own is left out), for lazaret-setid-responder. */
+#define SUPOVERLAY_ANCHORS_MAX 32
+size_t supoverlay_anchor_ids(const AnchorId **ret);
+
 int supoverlay_stage(const MountEntry *e, int stagefd, const char *stage, const char *name, char **ret_error);
