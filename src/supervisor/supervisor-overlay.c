@@ -12,6 +12,7 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "helper.h"
 #include "path-util.h"
 #include "spawn-util.h"
 #include "state-anchor.h"
@@ -170,37 +171,51 @@ static int mount_kernel(int lower, int upper, int work, int stagefd, const char 
 }
 
 /*
- * fuse-overlayfs on the same fds (as /proc/self/fd/3..5 in it). It mounts,
- * then goes to the background; its parent's exit status says whether the
- * mount is there. The daemon stays in the sandbox scope and ends with it,
- * killed with the rest: so no kernel writeback cache (writeback=0), whose
- * dirty pages would die with it. Measured: with it, what `cp` and `echo >`
- * wrote inside was an empty file after a restart; only fsync'd files kept.
+ * fuse-overlayfs on the same fds, as a supervised helper (issue 33): the
+ * supervisor mounts the FUSE file system on target itself, with the
+ * options fuse-overlayfs gives its own mounts as root of a user namespace,
+ * and runs fuse-overlayfs in the foreground on that /dev/fuse fd
+ * ("/dev/fd/N", which libfuse takes for a mounted session). Requests wait
+ * in the kernel until it serves them, so it is ready once it runs; its
+ * death is the Domain's failure, said by the helper runner. No kernel
+ * writeback cache (writeback=0): the daemon ends with the sandbox scope,
+ * and dirty pages would die with it. Measured: with it, what `cp` and
+ * `echo >` wrote inside was an empty file after a restart; only fsync'd
+ * files kept.
  */
-static int mount_fuse(int lower, int upper, int work, const char *target, char **ret_error) {
-        _cleanup_free_ char *program = NULL;
-        SpawnOptions o = SPAWN_OPTIONS_INIT;
-        int fds[] = { lower, upper, work }, status, r;
-        pid_t pid;
+static int mount_fuse(int lower, int upper, int work, const char *target, Helpers *helpers, char **ret_error) {
+        _cleanup_free_ char *program = NULL, *options = NULL, *devpath = NULL;
+        _cleanup_close_ int dev = -EBADF;
+        int r;
 
         r = find_program("fuse-overlayfs", &program);
         if (r < 0)
                 return errorf(ret_error, r, "fuse-overlayfs: %s", r == -ENOENT ? "not installed (install the fuse-overlayfs package)"
                                                                              : strerror(-r));
-        o.argv = (char *[]) { program, (char *) "-o",
-                              (char *) "lowerdir=/proc/self/fd/3,upperdir=/proc/self/fd/4,workdir=/proc/self/fd/5,writeback=0",
-                              (char *) target, NULL };
-        o.pass_fds = fds;
-        o.n_pass_fds = ELEMENTSOF(fds);
-        r = spawn(&o, &pid, NULL);
+        dev = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+        if (dev < 0)
+                return errorf(ret_error, -errno, "fuse-overlayfs: cannot open /dev/fuse: %m");
+        if (asprintf(&options, "fd=%d,rootmode=40000,user_id=0,group_id=0,default_permissions,allow_other", dev) < 0 ||
+            asprintf(&devpath, "/dev/fd/%d", HELPER_FIRST_PASS_FD + 3) < 0)
+                return -ENOMEM;
+        if (mount("fuse-overlayfs", target, "fuse.fuse-overlayfs", MS_NOSUID | MS_NODEV | MS_NOATIME, options) < 0)
+                return errorf(ret_error, -errno, "fuse-overlayfs: cannot mount FUSE on %s: %m", target);
+        r = helper_start(helpers, &(HelperSpec) {
+                                 .name = "fuse-overlayfs",
+                                 .role = "the persistent directories' overlay",
+                                 .death_means = "the persistent directories are gone; the sandbox is stopped",
+                                 .argv = (char *[]) { program, (char *) "-f", (char *) "-o",
+                                                      (char *) "lowerdir=/proc/self/fd/4,upperdir=/proc/self/fd/5,"
+                                                               "workdir=/proc/self/fd/6,writeback=0",
+                                                      devpath, NULL },
+                                 .pass_fds = (int[]) { lower, upper, work, dev },
+                                 .n_pass_fds = 4,
+                                 .ready_at_exec = true,
+                                 .keep_stderr = true,
+                         }, NULL, ret_error);
         if (r < 0)
-                return errorf(ret_error, r, "cannot run %s: %s", program, strerror(-r));
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return errorf(ret_error, -errno, "cannot wait for %s: %m", program);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                return errorf(ret_error, -EIO, "fuse-overlayfs failed (status %d)", status);
-        return 0;
+                (void) umount2(target, MNT_DETACH);
+        return r;
 }
 
 static OverlayFormat forced_format(void) {
@@ -214,7 +229,7 @@ static OverlayFormat forced_format(void) {
         return OVERLAY_UNDECIDED;
 }
 
-int supoverlay_stage(const MountEntry *e, int stagefd, const char *stage, const char *name, char **ret_error) {
+int supoverlay_stage(const MountEntry *e, int stagefd, const char *stage, const char *name, Helpers *helpers, char **ret_error) {
         _cleanup_close_ int lower = -EBADF, layer = -EBADF, upper = -EBADF, work = -EBADF;
         _cleanup_free_ char *target = path_join(stage, name), *kernel_why = NULL;
         OverlayFormat recorded = OVERLAY_UNDECIDED;
@@ -257,7 +272,7 @@ int supoverlay_stage(const MountEntry *e, int stagefd, const char *stage, const 
         if (recorded == OVERLAY_KERNEL || chosen == OVERLAY_KERNEL)
                 return errorf(ret_error, r, "cannot mount the persistent %s: %s", e->destination, kernel_why);
 fuse:
-        r = mount_fuse(lower, upper, work, target, ret_error);
+        r = mount_fuse(lower, upper, work, target, helpers, ret_error);
         if (r < 0) {
                 if (kernel_why) {
                         _cleanup_free_ char *fuse_why = ret_error ? TAKE_PTR(*ret_error) : NULL;
