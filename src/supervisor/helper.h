@@ -35,7 +35,7 @@
 
 #define HELPER_READY_FD 3
 #define HELPER_FIRST_PASS_FD 4
-#define HELPERS_MAX 16
+#define HELPERS_MAX 40        /* up to 32 fuse-overlayfs (persistent_dirs), the responder, slirp4netns, the view or lazaret-watch */
 #define HELPER_PASS_FDS_MAX 16
 #define HELPER_READY_TIMEOUT_MAX_MS 60000u
 
