@@ -20,6 +20,9 @@
 #   3. A layer written before owners were kept (its record removed): the
 #      launch says so in one line, with the repair; state reset of a layer
 #      holding subordinate IDs' 0700 directories works.
+#   5. The prepared lower after all of the above is what umoci unpacks from
+#      the image, plus Lazaret's own mount points made at preparation: no
+#      launch changed it (its content hash).
 #   4. With fuse-overlayfs (forced by a test hook), in a Domain of its own:
 #      the issue's commands keep owners and modes there too; fuse-overlayfs
 #      is one of the supervisor's helpers, and killing it ends the Domain
@@ -33,9 +36,12 @@ command -v dpkg-deb >/dev/null || lt_skip "dpkg-deb is not installed on the host
 useradd=$(PATH=$PATH:/usr/sbin:/sbin command -v useradd) || lt_skip "useradd is not installed on the host"
 command -v setpriv >/dev/null || lt_skip "setpriv is not installed on the host"
 command -v gcc >/dev/null || lt_skip "gcc is not installed on the host (the test's daemon is built with it)"
-img=$HOME/lt-image-owners
+img=$HOME/lt-image-owners-varlib
 [[ $(command -v setpriv) == /usr/bin/setpriv ]] || lt_skip "setpriv is not /usr/bin/setpriv on the host"
-lt_build_image "$img" "$(command -v dpkg) $(command -v dpkg-deb) $(command -v dpkg-split) $(command -v tar) $useradd $(command -v setpriv)"
+# /var/lib in the image (a file in it): a persistent path the image lacks is
+# a mount point runsc still makes in the prepared lower (spec 6.3), see 5.
+lt_build_image "$img" "$(command -v dpkg) $(command -v dpkg-deb) $(command -v dpkg-split) $(command -v tar) $useradd $(command -v setpriv)" \
+        "/var/lib/lt-keep:0:0:kept"
 printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s",
   "persistent_dirs": [ "/usr", "/etc", "/var/lib" ] } } }\n' "$img" >"$LT_CONFIG"
 ctl() { (cd "$LT_WS" && lazaretctl "$@"); }
@@ -209,6 +215,31 @@ ctl state reset --yes /etc >/dev/null || lt_fail "state reset of /etc failed"
 out=$(lt_launch -- /bin/sh -c 'test -e /var/lib/lt-daemon || echo gone' 2>&1) || lt_fail "a launch after the resets failed: $out"
 lt_assert_eq "a launch after the resets" gone "$out"
 lt_log "ok: an older layer is named at launch with its repair; state reset removes what the user cannot own"
+
+# 5. The prepared lower is what preparation made: no launch changed it, not
+# the ones above, nor one with nothing persistent (runsc then binds Lazaret's
+# /etc files over the image's own /etc).
+restart
+printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s" } } }\n' "$img" >"$LT_CONFIG"
+out=$(lt_launch -- /bin/sh -c 'grep -c nameserver /etc/resolv.conf' 2>&1) || lt_fail "a launch with nothing persistent failed: $out"
+restart
+printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s",
+  "persistent_dirs": [ "/usr", "/etc", "/var/lib" ] } } }\n' "$img" >"$LT_CONFIG"
+lower=
+for r in "$data_root"/images/prepared/*/rootfs; do
+        [[ -e $r/usr/bin/setpriv && -e $r/var/lib/lt-keep ]] && lower=$r
+done
+[[ -n $lower ]] || lt_fail "no prepared lower of $img"
+ref=$HOME/lt-owners-ref
+rm -rf "$ref"
+umoci unpack --rootless --image "$img:latest" "$ref" >/dev/null 2>&1 || lt_fail "umoci unpack of $img failed"
+mkdir -p "$ref"/rootfs/{proc,dev,sys,tmp,workspace,run/lazaret,usr/local/bin}
+touch "$ref"/rootfs/etc/{resolv.conf,hosts,hostname} "$ref/rootfs/usr/local/bin/lazaret-escalate"
+if [[ $(lt_tree_hash "$ref/rootfs") != "$(lt_tree_hash "$lower")" ]]; then
+        diff <(cd "$ref/rootfs" && find . | sort) <(cd "$lower" && find . | sort) >&2 || true
+        lt_fail "the prepared lower $lower is not what umoci unpacks plus Lazaret's mount points"
+fi
+lt_log "ok: the prepared lower is unchanged by the launches ($(lt_tree_hash "$lower"))"
 
 # 4. fuse-overlayfs: owners kept; its death is the Domain's failure.
 if ! command -v fuse-overlayfs >/dev/null; then
