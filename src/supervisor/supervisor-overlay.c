@@ -7,14 +7,12 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "fs-util.h"
 #include "helper.h"
 #include "path-util.h"
-#include "spawn-util.h"
 #include "state-anchor.h"
 #include "strv.h"
 #include "supervisor-overlay.h"
