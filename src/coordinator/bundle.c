@@ -352,24 +352,16 @@ static int git_notices(const Domain *d, const char *key, int wfd, const GitLinke
         return 0;
 }
 
-int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
-        const Domain *d = p->domain;
-        _cleanup_free_ char *json = NULL, *cfg = NULL, *init_src = NULL, *init_dst = NULL, *terminfo = NULL,
-                            *error = NULL;
-        _cleanup_free_ char *resolv = NULL, *stage = NULL, *staged_root = NULL,
-                            *plan_json = NULL, *plan_path = NULL;
-        _cleanup_(mount_plan_done) MountPlan plan = {};
-        _cleanup_strv_free_ char **mount_strings = NULL, **protect = NULL;
-        _cleanup_(git_linked_done) GitLinked linked = { .root_fd = -EBADF };
-        bool view = true;
-        _cleanup_close_ int rootfd = -EBADF, wfd = -EBADF;
-        char port[16];
-        _cleanup_free_ OciMount *mounts = NULL;
-        ResolvedVolume *vols = NULL;
-        size_t n_vols = 0, n = 0;
+/*
+ * The control directory, read inside by the sandbox's processes (mounted
+ * read-only at SANDBOX_CONTROL_MOUNT): the container's init, terminfo, the
+ * Escalation Client, and the resolver's file (*ret_resolv), the helper's
+ * DNS address.
+ */
+static int control_dir_write(const BundleParams *p, char **ret_resolv, char **ret_error) {
+        _cleanup_free_ char *init_src = NULL, *init_dst = NULL, *terminfo = NULL, *resolv = NULL;
         int r;
 
-        /* The control directory is read inside by the sandbox's processes. */
         r = mkdir_mode(p->control_dir, 0755);
         if (r < 0)
                 return errorf(ret_error, r, "cannot create %s: %s", p->control_dir, strerror(-r));
@@ -390,13 +382,174 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                 if (r < 0)
                         return r;
         }
-        /* The resolver: the helper's DNS address. */
         resolv = path_join(p->control_dir, "resolv.conf");
         if (!resolv)
                 return -ENOMEM;
         r = write_file(resolv, "# Written by Lazaret: the network helper's DNS forwarder.\nnameserver " NET_DNS_STR "\n", 0644);
         if (r < 0)
                 return errorf(ret_error, r, "cannot write %s: %s", resolv, strerror(-r));
+        *ret_resolv = TAKE_PTR(resolv);
+        return 0;
+}
+
+/*
+ * SR-4: the Git Sentry's checks of the workspace at wfd (and, without the
+ * view, its mounts after the workspace bind); with the view, the Domain
+ * state of the checkout now at this path, by the git dirs the Sentry
+ * judged (checkout.h), the workspace view and a linked workspace's git dir
+ * view, and what the launch says about git.
+ */
+static int plan_workspace(const BundleParams *p, MountPlan *plan, int wfd, bool view, char **ret_error) {
+        const Domain *d = p->domain;
+        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_(git_linked_done) GitLinked linked = { .root_fd = -EBADF };
+        CheckoutId id;
+        char key[CHECKOUT_KEY_MAX];
+        int r;
+
+        r = git_sentry_plan(&(GitSentryParams) {
+                                    .workspace = d->workspace,
+                                    .workspace_fd = wfd,
+                                    .sandbox_workspace = SANDBOX_WORKSPACE,
+                                    .domain_dir = d->domain_dir,
+                                    .home = d->host.home,
+                                    .xdg_config_home = d->host.xdg_config_home,
+                                    .view = view,
+                                    .ret_protect = &protect,
+                                    .ret_linked = &linked,
+                            }, plan, ret_error);
+        if (r < 0 || !view)
+                return r;
+
+        r = checkout_id_of_workspace(wfd, &linked, &id);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot identify the checkout at %s (its git dir): %s", d->workspace,
+                              strerror(-r));
+        r = checkout_state_prepare(d->domain_dir, d->workspace, &id, key, p->ret_checkout_notice, ret_error);
+        if (r < 0)
+                return r;
+        if (p->ret_checkout_key)
+                memcpy(p->ret_checkout_key, key, CHECKOUT_KEY_MAX);
+        r = add_view(plan, d, key, wfd, protect, p->control_dir, ret_error);
+        if (r < 0)
+                return r;
+        r = add_git_view(plan, d, key, &linked, p->control_dir, ret_error);
+        if (r < 0)
+                return r;
+        if (p->ret_git_root && linked.root && !(*p->ret_git_root = strdup(linked.root)))
+                return -ENOMEM;
+        /* What cannot be read says nothing; only memory fails the start. */
+        if (p->ret_git_notices && git_notices(d, key, wfd, &linked, protect, p->ret_git_notices) == -ENOMEM)
+                return -ENOMEM;
+        return 0;
+}
+
+/*
+ * SR-10: the mailbox, on file systems of the Domain's own that the
+ * supervisor makes (escalation-proto.h): requests/ writable, results/ and
+ * trust/ (the sessions' credentials, SR-9) read-only; the client also at
+ * /usr/local/bin, on every shell's PATH (a login shell resets PATH).
+ */
+static int plan_mailbox(MountPlan *plan, const char *control_dir, char **ret_error) {
+        _cleanup_free_ char *client = path_join(control_dir, "bin/lazaret-escalate");
+        int r;
+
+        if (!client)
+                return -ENOMEM;
+        r = add_mailbox_dir(plan, ESC_REQUESTS_DIR, false, ESC_REQUESTS_FS_OPTIONS, ret_error);
+        if (r >= 0)
+                r = add_mailbox_dir(plan, ESC_RESULTS_DIR, true, ESC_MAILBOX_FS_OPTIONS, ret_error);
+        if (r >= 0)
+                r = add_mailbox_dir(plan, ESC_TRUST_DIR, true, ESC_MAILBOX_FS_OPTIONS, ret_error);
+        if (r >= 0)
+                r = add_own(plan, MOUNT_PART_MAILBOX, "/usr/local/bin/lazaret-escalate", client, true,
+                            MOUNT_PART_BIT(MOUNT_PART_STATE_ANCHOR), ret_error);
+        return r;
+}
+
+/*
+ * The plan made: the staging directory, mounts.json for the supervisor and
+ * config.json for runsc, which sees only what the supervisor staged (spec
+ * C19). *ret_plan (optional) is the plan as JSON.
+ */
+static int spec_write(const BundleParams *p, const MountPlan *plan, bool view, char **ret_plan, char **ret_error) {
+        const Domain *d = p->domain;
+        _cleanup_free_ char *json = NULL, *cfg = NULL, *stage = NULL, *staged_root = NULL, *plan_json = NULL,
+                            *plan_path = NULL;
+        _cleanup_strv_free_ char **mount_strings = NULL;
+        _cleanup_free_ OciMount *mounts = NULL;
+        char port[16];
+        size_t n = 0;
+        int r;
+
+        stage = path_join(p->bundle_dir, MOUNT_PLAN_STAGE_DIR);
+        if (!stage)
+                return -ENOMEM;
+        r = mkdir_mode(stage, 0700);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot create %s: %s", stage, strerror(-r));
+        r = mount_plan_oci_mounts(plan, stage, &mounts, &n, &mount_strings);
+        if (r >= 0)
+                r = mount_plan_to_string(plan, &plan_json);
+        if (r < 0)
+                return r;
+        staged_root = mount_plan_staged_path(stage, (size_t) (mount_plan_find(plan, "/") - plan->entries));
+        if (!staged_root)
+                return -ENOMEM;
+
+        snprintf(port, sizeof(port), "%u", p->canary_port);
+
+        /* Writable, but only through runsc's root overlay, whose upper layer
+         * lives in a Domain-owned directory (--overlay2=root:dir=): the
+         * prepared lower on the host is never written. */
+        OciContainer c = {
+                .rootfs = staged_root,
+                .rootfs_readonly = false,
+                .hostname = d->profile->name,
+                /* The init's first act is the network attestation's probe. */
+                .args = (char *[]) { (char *) SANDBOX_CONTROL_MOUNT "/init", (char *) "--attest",
+                                     (char *) NET_CANARY_ALLOWED_STR, (char *) p->probe_denied, port,
+                                     /* The view is the host-edit relay's source (spec 4.6). */
+                                     view ? (char *) "--judged-relay" : NULL, NULL },
+                .env = p->env,
+                .cwd = "/",
+                .mounts = mounts,
+                .n_mounts = n,
+                .netns_path = p->netns_path,
+                .tmp_size = d->profile->limits.tmp_size,
+                .rlimits = { .nproc = d->profile->limits.processes, .as = d->profile->limits.address_space },
+        };
+        r = oci_container_json(&c, &json);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot build the OCI specification: %s", strerror(-r));
+        plan_path = path_join(p->bundle_dir, MOUNT_PLAN_FILE);
+        cfg = path_join(p->bundle_dir, "config.json");
+        if (!cfg || !plan_path)
+                return -ENOMEM;
+        r = write_file(plan_path, plan_json, 0600);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot write %s: %s", plan_path, strerror(-r));
+        r = write_file(cfg, json, 0600);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot write %s: %s", cfg, strerror(-r));
+        if (ret_plan)
+                *ret_plan = TAKE_PTR(plan_json);
+        return 0;
+}
+
+int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
+        const Domain *d = p->domain;
+        _cleanup_free_ char *resolv = NULL, *error = NULL;
+        _cleanup_(mount_plan_done) MountPlan plan = {};
+        _cleanup_close_ int rootfd = -EBADF, wfd = -EBADF;
+        ResolvedVolume *vols = NULL;
+        size_t n_vols = 0;
+        bool view = true;
+        int r;
+
+        r = control_dir_write(p, &resolv, ret_error);
+        if (r < 0)
+                return r;
 
         /* The mount plan, in mount order: each part adds what it checked, by fd. */
         r = mount_plan_init(&plan);
@@ -427,75 +580,14 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
                 if (r < 0)
                         goto finish;
         }
-
-        /* SR-4: the Git Sentry's checks (and, without the view, its mounts after the workspace bind). */
-        r = git_sentry_plan(&(GitSentryParams) {
-                                    .workspace = d->workspace,
-                                    .workspace_fd = wfd,
-                                    .sandbox_workspace = SANDBOX_WORKSPACE,
-                                    .domain_dir = d->domain_dir,
-                                    .home = d->host.home,
-                                    .xdg_config_home = d->host.xdg_config_home,
-                                    .view = view,
-                                    .ret_protect = &protect,
-                                    .ret_linked = &linked,
-                            }, &plan, ret_error);
+        r = plan_workspace(p, &plan, wfd, view, ret_error);
         if (r < 0)
                 goto finish;
-        if (view) {
-                CheckoutId id;
-                char key[CHECKOUT_KEY_MAX];
-
-                /* The Domain state of the checkout now at this path, by the git dirs the Sentry judged (checkout.h). */
-                r = checkout_id_of_workspace(wfd, &linked, &id);
-                if (r < 0) {
-                        r = errorf(ret_error, r, "cannot identify the checkout at %s (its git dir): %s", d->workspace,
-                                   strerror(-r));
-                        goto finish;
-                }
-                r = checkout_state_prepare(d->domain_dir, d->workspace, &id, key, p->ret_checkout_notice, ret_error);
-                if (r < 0)
-                        goto finish;
-                if (p->ret_checkout_key)
-                        memcpy(p->ret_checkout_key, key, CHECKOUT_KEY_MAX);
-                r = add_view(&plan, d, key, wfd, protect, p->control_dir, ret_error);
-                if (r < 0)
-                        goto finish;
-                r = add_git_view(&plan, d, key, &linked, p->control_dir, ret_error);
-                if (r < 0)
-                        goto finish;
-                if (p->ret_git_root && linked.root && !(*p->ret_git_root = strdup(linked.root))) {
-                        r = -ENOMEM;
-                        goto finish;
-                }
-                if (p->ret_git_notices) {
-                        r = git_notices(d, key, wfd, &linked, protect, p->ret_git_notices);
-                        if (r == -ENOMEM)
-                                goto finish;
-                        r = 0;
-                }
-        }
-
         r = add_own(&plan, MOUNT_PART_CONTROL, SANDBOX_CONTROL_MOUNT, p->control_dir, true, 0, ret_error);
         if (r < 0)
                 goto finish;
-        /* SR-10: the mailbox, on file systems of the Domain's own that the supervisor makes (escalation-proto.h):
-         * requests/ writable, results/ and trust/ (the sessions' credentials, SR-9) read-only; the client
-         * also at /usr/local/bin, on every shell's PATH (a login shell resets PATH). */
         if (p->mailbox) {
-                _cleanup_free_ char *client = path_join(p->control_dir, "bin/lazaret-escalate");
-                if (!client) {
-                        r = -ENOMEM;
-                        goto finish;
-                }
-                r = add_mailbox_dir(&plan, ESC_REQUESTS_DIR, false, ESC_REQUESTS_FS_OPTIONS, ret_error);
-                if (r >= 0)
-                        r = add_mailbox_dir(&plan, ESC_RESULTS_DIR, true, ESC_MAILBOX_FS_OPTIONS, ret_error);
-                if (r >= 0)
-                        r = add_mailbox_dir(&plan, ESC_TRUST_DIR, true, ESC_MAILBOX_FS_OPTIONS, ret_error);
-                if (r >= 0)
-                        r = add_own(&plan, MOUNT_PART_MAILBOX, "/usr/local/bin/lazaret-escalate", client, true,
-                                    MOUNT_PART_BIT(MOUNT_PART_STATE_ANCHOR), ret_error);
+                r = plan_mailbox(&plan, p->control_dir, ret_error);
                 if (r < 0)
                         goto finish;
         }
@@ -510,75 +602,7 @@ int bundle_write(const BundleParams *p, char **ret_plan, char **ret_error) {
         r = add_etc_files(&plan, p->control_dir, resolv, d->profile->name, ret_error);
         if (r < 0)
                 goto finish;
-
-        /* runsc sees only what the supervisor staged (spec C19). */
-        stage = path_join(p->bundle_dir, MOUNT_PLAN_STAGE_DIR);
-        if (!stage) {
-                r = -ENOMEM;
-                goto finish;
-        }
-        r = mkdir_mode(stage, 0700);
-        if (r < 0) {
-                r = errorf(ret_error, r, "cannot create %s: %s", stage, strerror(-r));
-                goto finish;
-        }
-        r = mount_plan_oci_mounts(&plan, stage, &mounts, &n, &mount_strings);
-        if (r >= 0)
-                r = mount_plan_to_string(&plan, &plan_json);
-        if (r < 0)
-                goto finish;
-        staged_root = mount_plan_staged_path(stage, (size_t) (mount_plan_find(&plan, "/") - plan.entries));
-        if (!staged_root) {
-                r = -ENOMEM;
-                goto finish;
-        }
-
-        snprintf(port, sizeof(port), "%u", p->canary_port);
-
-        /* Writable, but only through runsc's root overlay, whose upper layer
-         * lives in a Domain-owned directory (--overlay2=root:dir=): the
-         * prepared lower on the host is never written. */
-        OciContainer c = {
-                .rootfs = staged_root,
-                .rootfs_readonly = false,
-                .hostname = d->profile->name,
-                /* The init's first act is the network attestation's probe. */
-                .args = (char *[]) { (char *) SANDBOX_CONTROL_MOUNT "/init", (char *) "--attest",
-                                     (char *) NET_CANARY_ALLOWED_STR, (char *) p->probe_denied, port,
-                                     /* The view is the host-edit relay's source (spec 4.6). */
-                                     view ? (char *) "--judged-relay" : NULL, NULL },
-                .env = p->env,
-                .cwd = "/",
-                .mounts = mounts,
-                .n_mounts = n,
-                .netns_path = p->netns_path,
-                .tmp_size = d->profile->limits.tmp_size,
-                .rlimits = { .nproc = d->profile->limits.processes, .as = d->profile->limits.address_space },
-        };
-        r = oci_container_json(&c, &json);
-        if (r < 0) {
-                r = errorf(ret_error, r, "cannot build the OCI specification: %s", strerror(-r));
-                goto finish;
-        }
-        plan_path = path_join(p->bundle_dir, MOUNT_PLAN_FILE);
-        cfg = path_join(p->bundle_dir, "config.json");
-        if (!cfg || !plan_path) {
-                r = -ENOMEM;
-                goto finish;
-        }
-        r = write_file(plan_path, plan_json, 0600);
-        if (r < 0) {
-                r = errorf(ret_error, r, "cannot write %s: %s", plan_path, strerror(-r));
-                goto finish;
-        }
-        r = write_file(cfg, json, 0600);
-        if (r < 0) {
-                r = errorf(ret_error, r, "cannot write %s: %s", cfg, strerror(-r));
-                goto finish;
-        }
-        if (ret_plan)
-                *ret_plan = TAKE_PTR(plan_json);
-        r = 0;
+        r = spec_write(p, &plan, view, ret_plan, ret_error);
 finish:
         resolved_volumes_free(vols, n_vols);
         return r;

@@ -27,6 +27,7 @@
 #include "bus-names.h"
 #include "domain-store.h"
 #include "escalation.h"
+#include "escalation-judge.h"
 #include "escalation-proto.h"
 #include "escalation-spare.h"
 #include "fs-util.h"
@@ -41,17 +42,9 @@
 
 #define SANDBOX_WORKSPACE_DIR "/workspace"
 #define MAX_PENDING 32                  /* accepted, unresolved requests per Domain */
-#define SEEN_MAX 4096                   /* request IDs remembered against replay */
-#define CLOCK_SKEW_USEC (10ULL * 60 * 1000000)  /* a request's time may differ from ours this much */
 #define EDIT_MAX 4096
 #define REFUSALS_LOGGED_PER_SEC 10
 #define CREDENTIAL_LIFETIME_S (366ULL * 24 * 3600)  /* the CA goes with its generation long before */
-
-typedef enum RequestState {
-        REQUEST_WAITING,                /* for a prompt (or, without a terminal, for its deadline) */
-        REQUEST_PROMPTING,
-        REQUEST_RUNNING,
-} RequestState;
 
 typedef struct Request Request;
 
@@ -69,7 +62,7 @@ struct Request {
         Request *next, *prev;
         EscRequest q;
         Session *session;               /* borrowed; the request goes before the session does */
-        RequestState state;
+        EscRequestState state;
         char **argv;                    /* what runs: the request's, or the developer's edit */
         char *program;                  /* argv[0] resolved; NULL when there is none */
         int cwd_fd;                     /* the host directory it runs in */
@@ -115,8 +108,7 @@ struct Escalations {
         Bell *bells;
         Spare *spare;                   /* for the next approved command, while a session is open */
 
-        char (*seen)[ESC_ID_LEN + 1];
-        size_t n_seen, seen_next;
+        EscSeen seen;                   /* request IDs, against replay */
 
         uint64_t refusal_sec;
         unsigned refusals;
@@ -124,7 +116,7 @@ struct Escalations {
 
 static void request_prompt(Request *r);
 static void session_next_prompt(Escalations *e, Session *s);
-static int request_decide(Request *r, bool approve, char **argv, const char *by);
+static int request_decide(Request *r, EscDecision d, char **argv, const char *by);
 static void spare_prepare(Escalations *e);
 
 /* ----------------------------------------------------------------- audit */
@@ -423,7 +415,7 @@ static void result_publish(Escalations *e, Request *r, const EscResult *res) {
 static void request_finish(Request *r, EscOutcome outcome, int status, const char *message) {
         Escalations *e = r->e;
         Session *s = r->session;
-        bool prompting = r->state == REQUEST_PROMPTING;
+        bool prompting = r->state == ESC_REQUEST_PROMPTING;
         char text[ESC_MESSAGE_MAX + 1];
         EscResult res = {
                 .outcome = outcome,
@@ -460,8 +452,7 @@ static void request_finish(Request *r, EscOutcome outcome, int status, const cha
 static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {
         Request *r = userdata;
 
-        request_finish(r, ESC_TIMEOUT, 0, r->state == REQUEST_RUNNING ? "the host command ran out of time and was killed"
-                                                                      : "no decision in time");
+        (void) request_decide(r, ESC_DECIDE_EXPIRE, NULL, NULL);
         return 0;
 }
 
@@ -664,7 +655,7 @@ static void request_run(Request *r, const char *by, bool requested_too) {
                 return;
         }
         r->spare = TAKE_PTR(spare);
-        r->state = REQUEST_RUNNING;
+        r->state = ESC_REQUEST_RUNNING;
         {
                 _cleanup_free_ char *shown = esc_string_to_display(r->program);
                 log_session(LOG_INFO, r->q.session, "Escalation request %s approved (%s): running %s", r->q.id, by,
@@ -745,6 +736,18 @@ static int resolve_program(const char *argv0, char **ret) {
         return find_program(argv0, ret);
 }
 
+/* An edit by the developer (the prompt's 'e', or one sent with a decision): what runs from now on. argv is taken. */
+static void request_set_argv(Request *r, char **argv) {
+        _cleanup_free_ char *program = NULL;
+
+        (void) resolve_program(argv[0], &program);
+        strv_free(r->argv);
+        r->argv = argv;
+        free(r->program);
+        r->program = TAKE_PTR(program);
+        r->edited = true;
+}
+
 static void prompt_redraw(Request *r) {
         _cleanup_(prompt_texts_done) PromptTexts t = {};
         TermPrompt p;
@@ -757,7 +760,6 @@ static void prompt_redraw(Request *r) {
 static void on_edit_key(Request *r, unsigned char c) {
         char echo[2] = { (char) c, 0 };
         _cleanup_strv_free_ char **words = NULL;
-        _cleanup_free_ char *program = NULL;
 
         if (c == 0x03 || c == 0x07) {   /* ^C, ^G: leave the edit */
                 r->editing = false;
@@ -790,12 +792,7 @@ static void on_edit_key(Request *r, unsigned char c) {
                 prompt_redraw(r);
                 return;
         }
-        (void) resolve_program(words[0], &program);
-        strv_free(r->argv);
-        r->argv = TAKE_PTR(words);
-        free(r->program);
-        r->program = TAKE_PTR(program);
-        r->edited = true;
+        request_set_argv(r, TAKE_PTR(words));
         /* Shown again whole, and confirmed with another key. */
         prompt_redraw(r);
 }
@@ -810,7 +807,7 @@ static void on_prompt_key(Session *s, unsigned char c, void *userdata) {
         if (r->approve_key && c == (unsigned char) r->approve_key) {
                 char echo[] = { (char) c, 0 };
                 session_prompt_write(s, echo);
-                (void) request_decide(r, true, NULL, "terminal");
+                (void) request_decide(r, ESC_DECIDE_APPROVE, NULL, ESC_BY_TERMINAL);
                 return;
         }
         switch (c) {
@@ -820,7 +817,7 @@ static void on_prompt_key(Session *s, unsigned char c, void *userdata) {
                 break;
         case 'd':
         case 'D':
-                (void) request_decide(r, false, NULL, "terminal");
+                (void) request_decide(r, ESC_DECIDE_DENY, NULL, ESC_BY_TERMINAL);
                 break;
         case 'e':
         case 'E':
@@ -831,14 +828,9 @@ static void on_prompt_key(Session *s, unsigned char c, void *userdata) {
                                         "ends, ^C leaves):\r\n> ");
                 break;
         case 'q':
-        case 'Q': {
-                Escalations *e = r->e;
-                r->decided_by = "terminal";
-                audit(e, &r->q, r->argv, "aborted", "terminal", NULL, 0, "the developer ended the session");
-                request_finish(r, ESC_DENIED, 0, "the developer aborted the session");
-                e->cb.abort_session(s, e->userdata);
+        case 'Q':
+                (void) request_decide(r, ESC_DECIDE_ABORT, NULL, ESC_BY_TERMINAL);
                 break;
-        }
         default:
                 break;          /* every other key means nothing here */
         }
@@ -861,7 +853,7 @@ static void request_prompt(Request *r) {
                             "Escalation request %s waits: its session has no terminal to ask on (it times out)", r->q.id);
                 return;
         }
-        r->state = REQUEST_PROMPTING;
+        r->state = ESC_REQUEST_PROMPTING;
 }
 
 /* The oldest waiting request of s, if its terminal is free. */
@@ -871,7 +863,7 @@ static void session_next_prompt(Escalations *e, Session *s) {
         if (!e || !s || s->prompting)
                 return;
         for (Request *r = e->requests; r; r = r->next)
-                if (r->session == s && r->state == REQUEST_WAITING)
+                if (r->session == s && r->state == ESC_REQUEST_WAITING)
                         oldest = r;     /* the list is newest first */
         if (oldest)
                 request_prompt(oldest);
@@ -879,30 +871,11 @@ static void session_next_prompt(Escalations *e, Session *s) {
 
 /* ------------------------------------------------------------- decisions */
 
-/* SR-8: the exact argv (a prefix with trailing_args), the program by its absolute path and what it resolves to. */
+/* SR-8 (escalation-judge.h): the rule that approves the request as it came, judged by what its program resolves to now. */
 static const AutoApproveRule *rule_match(Escalations *e, Request *r) {
-        _cleanup_free_ char *real = NULL;
+        _cleanup_free_ char *real = r->argv[0][0] == '/' ? realpath(r->argv[0], NULL) : NULL;
 
-        if (esc_argv_has_metachar(r->argv, NULL) || r->argv[0][0] != '/')
-                return NULL;
-        real = realpath(r->argv[0], NULL);
-        for (size_t i = 0; i < e->config->n_auto_approve; i++) {
-                const AutoApproveRule *rule = &e->config->auto_approve[i];
-                size_t n = strv_length(rule->argv), k;
-
-                if (r->q.argc < n || (r->q.argc > n && !rule->trailing_args))
-                        continue;
-                for (k = 0; k < n; k++)
-                        if (!streq(rule->argv[k], r->argv[k]))
-                                break;
-                if (k < n)
-                        continue;
-                /* The file it names now is the one the configuration judged. */
-                if (!rule->program || !real || !streq(rule->program, real))
-                        continue;
-                return rule;
-        }
-        return NULL;
+        return esc_rule_match(e->config->auto_approve, e->config->n_auto_approve, r->argv, real);
 }
 
 /* The request's directory beneath the host workspace, without following a symlink; else the workspace itself. */
@@ -997,16 +970,10 @@ static void request_accept(Escalations *e, EscRequest *q, Session *s) {
 }
 
 int escalations_list(Escalations *e, EscalationVisit fn, void *userdata) {
-        static const char *const states[] = {
-                [REQUEST_WAITING] = "waiting",
-                [REQUEST_PROMPTING] = "prompting",
-                [REQUEST_RUNNING] = "running",
-        };
-
         if (!e)
                 return 0;
         for (Request *r = e->requests; r; r = r->next) {
-                int k = fn(r->q.id, r->q.session, states[r->state], r->q.why, r->argv, r->q.cwd, userdata);
+                int k = fn(r->q.id, r->q.session, esc_request_state_to_string(r->state), r->q.why, r->argv, r->q.cwd, userdata);
                 if (k < 0)
                         return k;
         }
@@ -1014,45 +981,49 @@ int escalations_list(Escalations *e, EscalationVisit fn, void *userdata) {
 }
 
 /*
- * The one way a request is decided by a human, whoever relays it: the
- * prompt's keys ("terminal"), DecideEscalation and lazaretctl ("bus"),
- * a notification's action ("notification"). argv, when not NULL, is an
- * edit that replaces the request's vector first.
+ * The one way a request is decided, whoever relays it: the prompt's keys
+ * (ESC_BY_TERMINAL: approve, deny, abort), DecideEscalation and lazaretctl
+ * (ESC_BY_BUS), a notification's action (ESC_BY_NOTIFICATION), and its
+ * deadline (ESC_DECIDE_EXPIRE). What each does is esc_decide()'s table;
+ * this carries it out. argv, when not NULL, is an edit that replaces the
+ * request's vector first.
  */
-static int request_decide(Request *r, bool approve, char **argv, const char *by) {
+static int request_decide(Request *r, EscDecision d, char **argv, const char *by) {
         Escalations *e = r->e;
         Session *s = r->session;
+        EscStep step;
+        int k;
 
-        if (r->state == REQUEST_RUNNING)
-                return -EBUSY;
+        k = esc_decide(r->state, d, by, &step);
+        if (k < 0)
+                return k;
         if (argv) {
-                _cleanup_strv_free_ char **copy = strv_copy(argv);
-                _cleanup_free_ char *program = NULL;
+                char **copy = strv_copy(argv);
                 if (!copy)
                         return -ENOMEM;
-                (void) resolve_program(copy[0], &program);
-                strv_free(r->argv);
-                r->argv = TAKE_PTR(copy);
-                free(r->program);
-                r->program = TAKE_PTR(program);
-                r->edited = true;
+                request_set_argv(r, copy);
         }
-        if (!approve) {
-                r->decided_by = by;
-                audit(e, &r->q, r->argv, "denied", by, NULL, 0, NULL);
-                request_finish(r, ESC_DENIED, 0, "the developer denied the request");
+        if (!step.run) {
+                if (by)
+                        r->decided_by = by;
+                if (step.event)
+                        audit(e, &r->q, r->argv, step.event, by, NULL, 0, step.detail);
+                /* Its prompt, if it is up, goes with its result; the session's next request may ask. */
+                request_finish(r, step.outcome, 0, step.message);
+                if (step.abort_session)
+                        e->cb.abort_session(s, e->userdata);
                 return 0;
         }
-        /* The first decision wins: the prompt for it goes (on the terminal, the key's echo was its last line). */
-        if (r->state == REQUEST_PROMPTING && s) {
+        /* The first decision wins: the prompt for it goes. */
+        if (step.end_prompt && s) {
                 _cleanup_free_ char *line = NULL;
-                if (!streq(by, "terminal") &&
-                    asprintf(&line, "\r\n[lazaret] Request %.8s was approved from %s.\r\n", r->q.id, by) < 0)
+                if (step.say_who && asprintf(&line, "\r\n[lazaret] Request %.8s was approved from %s.\r\n", r->q.id, by) < 0)
                         line = NULL;
                 session_prompt_end(s, line ?: "\r\n");
         }
-        r->state = REQUEST_WAITING;
+        r->state = ESC_REQUEST_WAITING;
         request_run(r, by, false);
+        /* The terminal is free again: the next request of this session may ask. */
         if (s)
                 session_next_prompt(e, s);
         return 0;
@@ -1066,7 +1037,7 @@ int escalations_decide(Escalations *e, const char *id, bool approve, char **argv
                         r = x;
         if (!r)
                 return -ENOENT;
-        return request_decide(r, approve, argv, by);
+        return request_decide(r, approve ? ESC_DECIDE_APPROVE : ESC_DECIDE_DENY, argv, by);
 }
 
 static void request_cancel(Escalations *e, const char *id) {
@@ -1077,41 +1048,16 @@ static void request_cancel(Escalations *e, const char *id) {
                 }
 }
 
-static bool seen_check_add(Escalations *e, const char *id) {
-        for (size_t i = 0; i < e->n_seen; i++)
-                if (streq(e->seen[i], id))
-                        return true;
-        memcpy(e->seen[e->seen_next], id, ESC_ID_LEN + 1);
-        e->seen_next = (e->seen_next + 1) % SEEN_MAX;
-        if (e->n_seen < SEEN_MAX)
-                e->n_seen++;
-        return false;
-}
-
-static bool is_id_name(const char *name) {
-        if (strlen(name) != ESC_ID_LEN)
-                return false;
-        for (const char *p = name; *p; p++)
-                if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-                        return false;
-        return true;
-}
-
 /*
  * A new name in requests/ (SR-10). Hostile input: opened without following
  * a link, a regular file within the size limit, read once and removed,
  * then verified and routed only by what the registry says.
  */
 static int mailbox_handle(Escalations *e, const char *name) {
-        _cleanup_free_ char *buf = NULL, *error = NULL, *safe_name = escape_control(name);
-        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL, *why = NULL;
         EscRequest q = {};
         const char *dot;
-        struct stat st;
         Session *s;
-        uint8_t certified[ESC_KEY_LEN];
-        TrustBinding binding;
-        uint64_t now;
         size_t len;
         int k;
 
@@ -1121,64 +1067,47 @@ static int mailbox_handle(Escalations *e, const char *name) {
         if (dot && streq(dot, ".cancel")) {
                 _cleanup_free_ char *id = strndup(name, (size_t) (dot - name));
                 (void) unlinkat(e->requests_fd, name, 0);
-                if (id && is_id_name(id))
+                if (id && esc_is_id_name(id))
                         request_cancel(e, id);
                 return 0;
         }
-        fd = openat(e->requests_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-        k = fd < 0 ? -errno : 0;
-        (void) unlinkat(e->requests_fd, name, 0);
-        if (!is_id_name(name))
-                return refuse(e, strna(safe_name), NULL, "not a request name");
+        k = esc_mailbox_take(e->requests_fd, name, &buf, &len, &why);
+        if (k == -EINVAL) {
+                _cleanup_free_ char *safe_name = escape_control(name);
+                return refuse(e, strna(safe_name), NULL, "%s", strna(why));
+        }
         if (k < 0)
-                return refuse(e, name, NULL, "cannot be opened (a symlink?): %s", strerror(-k));
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                return refuse(e, name, NULL, "not a regular file");
-        if (st.st_size > ESC_REQUEST_MAX)
-                return refuse(e, name, NULL, "larger than %d bytes", ESC_REQUEST_MAX);
-        k = read_full_fd(fd, ESC_REQUEST_MAX, &buf, &len);
+                return refuse(e, name, NULL, "%s", strna(why));
+        k = esc_request_parse(buf, len, &q, &why);
         if (k < 0)
-                return refuse(e, name, NULL, "cannot be read: %s", strerror(-k));
-        k = esc_request_parse(buf, len, &q, &error);
-        if (k < 0)
-                return refuse(e, name, NULL, "malformed: %s", strna(error));
-        if (!streq(q.id, name))
-                refuse(e, name, &q, "its ID is not its name");
-        else if (!streq(q.sandbox, e->sandbox_id))
-                refuse(e, name, &q, "it names another sandbox (another generation?)");
-        else if (!(s = e->cb.find_session(q.session, e->userdata)))
-                refuse(e, name, &q, "it names no session of this Domain");
-        else if (!e->trust)
-                refuse(e, name, &q, "this generation has no Trust Anchor yet");
-        /* SR-9: the credential binds (session, profile, Domain, generation, the session named) to a key ... */
-        else if (binding = session_binding(e, q.session),
-                 (k = trust_anchor_verify(e->trust, q.cred, q.cred_len, &binding, certified, &error)) != TRUST_OK)
-                refuse(e, name, &q, "%s", k < 0 ? "out of memory" : strna(error));
-        /* ... which is the one registered for that session ... */
-        else if (memcmp(certified, s->anchor_pub, ESC_KEY_LEN) != 0)
-                refuse(e, name, &q, "its credential certifies another key than the session's");
-        /* ... and which signed these exact bytes. */
-        else if (!esc_request_verify(buf, &q, certified))
-                refuse(e, name, &q, "its signature is not the session's (not by the key its credential certifies)");
-        else if ((now = now_realtime_usec(), q.time_usec + CLOCK_SKEW_USEC < now || q.time_usec > now + CLOCK_SKEW_USEC))
-                refuse(e, name, &q, "its time is too far from the host's");
-        else if (seen_check_add(e, q.id))
-                refuse(e, name, &q, "replayed (its ID was seen before)");
-        else if (e->n_requests >= MAX_PENDING)
-                refuse(e, name, &q, "too many requests are pending");
-        else {
-                /* One request of a session waits at a time (the client locks the bell): an earlier one still
-                 * pending lost its client, which was killed. It ends as a cancel would have ended it, and its
-                 * result lands before this one's in the session's one result file (spec 5.6 step 5). */
-                for (Request *r = e->requests, *next; r; r = next) {
-                        next = r->next;
-                        if (r->session == s)
-                                request_finish(r, ESC_CANCELLED, 0, "superseded by a later request of its session");
-                }
-                request_accept(e, &q, s);
+                return refuse(e, name, NULL, "malformed: %s", strna(why));
+        s = e->cb.find_session(q.session, e->userdata);
+        k = esc_request_check(&(EscCheck) {
+                                      .name = name,
+                                      .sandbox_id = e->sandbox_id,
+                                      .profile = e->profile,
+                                      .domain_id = e->domain_id,
+                                      .trust = e->trust,
+                                      .session_key = s ? s->anchor_pub : NULL,
+                                      .now_usec = now_realtime_usec(),
+                                      .n_pending = e->n_requests,
+                                      .max_pending = MAX_PENDING,
+                                      .seen = &e->seen,
+                              }, buf, &q, &why);
+        if (k < 0) {
+                refuse(e, name, &q, "%s", strna(why));
+                esc_request_done(&q);
                 return 0;
         }
-        esc_request_done(&q);
+        /* One request of a session waits at a time (the client locks the bell): an earlier one still
+         * pending lost its client, which was killed. It ends as a cancel would have ended it, and its
+         * result lands before this one's in the session's one result file (spec 5.6 step 5). */
+        for (Request *r = e->requests, *next; r; r = next) {
+                next = r->next;
+                if (r->session == s)
+                        request_finish(r, ESC_CANCELLED, 0, "superseded by a later request of its session");
+        }
+        request_accept(e, &q, s);
         return 0;
 }
 
@@ -1255,8 +1184,8 @@ void escalations_session_closed(Escalations *e, Session *s) {
                 /* OR-2: no result for a session that is gone; OR-3: its command stops. */
                 log_session(LOG_INFO, r->q.session, "Escalation request %s ends with its session", r->q.id);
                 audit(e, &r->q, r->argv, "session-ended", NULL, NULL, 0,
-                      r->state == REQUEST_RUNNING ? "the host command was killed" : NULL);
-                if (r->state == REQUEST_PROMPTING)
+                      r->state == ESC_REQUEST_RUNNING ? "the host command was killed" : NULL);
+                if (r->state == ESC_REQUEST_PROMPTING)
                         session_prompt_end(s, "\r\n");
                 request_free(r);
         }
@@ -1304,7 +1233,7 @@ Escalations *escalations_free(Escalations *e) {
         safe_close(e->results_fd);
         safe_close(e->trust_fd);
         trust_anchor_free(e->trust);
-        free(e->seen);
+        esc_seen_done(&e->seen);
         free(e->domain_id);
         free(e->profile);
         free(e->workspace);
@@ -1329,8 +1258,7 @@ int escalations_new(const EscalationsParams *p, Escalations **ret, char **ret_er
         e->domain_id = strdup(p->domain_id);
         e->profile = strdup(p->profile);
         e->workspace = strdup(p->workspace);
-        e->seen = calloc(SEEN_MAX, sizeof(*e->seen));
-        if (!e->domain_id || !e->profile || !e->workspace || !e->seen)
+        if (!e->domain_id || !e->profile || !e->workspace || esc_seen_init(&e->seen) < 0)
                 return -ENOMEM;
         /* The supervisor made them, in a mount namespace we are not in: reached only below its descriptor. */
         e->requests_fd = openat(p->dir_fd, ESC_REQUESTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -7,6 +7,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "domain-store.h"
+#include "escalation-judge.h"
 #include "session.h"
 
 /*
@@ -64,10 +65,12 @@ typedef int (*EscalationVisit)(const char *id, const char *session, const char *
 int escalations_list(Escalations *e, EscalationVisit fn, void *userdata);
 
 /*
- * A decision from elsewhere than the prompt (D-Bus, lazaretctl): approve
- * (with argv, the developer's edit, when not NULL) or deny. The first
- * decision wins: a prompt up for it is withdrawn. -ENOENT: no such pending
- * request; -EBUSY: it is running already.
+ * A decision from elsewhere than the prompt, by ESC_BY_BUS (D-Bus,
+ * lazaretctl) or ESC_BY_NOTIFICATION: approve (with argv, the developer's
+ * edit, when not NULL) or deny. It goes through the one function the
+ * prompt's keys and the deadline decide through too (esc_decide()'s
+ * table). The first decision wins: a prompt up for it is withdrawn.
+ * -ENOENT: no such pending request; -EBUSY: it is running already.
  */
 int escalations_decide(Escalations *e, const char *id, bool approve, char **argv, const char *by);
 

@@ -260,51 +260,65 @@ static void on_unpacked(UsernsChild *c, int status, void *userdata) {
         free(why);
 }
 
-int image_prepare(sd_event *e, const Domain *d, const SubidRange *uids, const SubidRange *gids, ImagePrepDone done,
-                  void *userdata, ImagePrep **ret_prep, PreparedImage *ret_image, char **ret_why) {
-        _cleanup_free_ char *dir = NULL, *tag = NULL, *index = NULL, *buf = NULL, *digest = NULL,
-                            *prepared = NULL, *final = NULL, *why = NULL, *umoci = NULL;
-        _cleanup_(image_prep_freep) ImagePrep *ip = NULL;
-        _cleanup_close_ int devnull = -EBADF;
+/* Which prepared lower an image needs: named by what makes it (SR-15), not by the image alone. */
+typedef struct LowerName {
+        char *dir, *tag;                /* the image layout and its tag */
+        char *index;                    /* its index.json, for messages */
+        char *digest;                   /* the tag's manifest digest */
+        char *prepared;                 /* <data_root>/STORAGE_PREPARED_DIR, made */
         char id[PREPARED_ID_LEN + 1];
-        mode_t old_umask;
-        sd_id128_t rnd;
-        struct stat st;
-        size_t n;
+} LowerName;
+
+static void lower_name_done(LowerName *n) {
+        free(n->dir);
+        free(n->tag);
+        free(n->index);
+        free(n->digest);
+        free(n->prepared);
+}
+
+static int lower_name(const Domain *d, const SubidRange *uids, const SubidRange *gids, LowerName *ret, char **ret_why) {
+        _cleanup_(lower_name_done) LowerName n = {};
+        _cleanup_free_ char *buf = NULL, *why = NULL;
+        size_t len;
         int r;
 
-        r = domain_resolve_image(d, &dir, &tag, &why);
+        r = domain_resolve_image(d, &n.dir, &n.tag, &why);
         if (r < 0)
                 return errorf(ret_why, r, "%s", why ?: "cannot resolve the image");
-        index = path_join(dir, "index.json");
-        if (!index)
+        n.index = path_join(n.dir, "index.json");
+        if (!n.index)
                 return -ENOMEM;
-        r = read_full_file(index, JSON_DOC_MAX_BYTES, &buf, &n);
+        r = read_full_file(n.index, JSON_DOC_MAX_BYTES, &buf, &len);
         if (r < 0)
-                return errorf(ret_why, r, "%s: %s%s", index, strerror(-r),
+                return errorf(ret_why, r, "%s: %s%s", n.index, strerror(-r),
                               r == -ENOENT ? " (build the default image with: lazaretctl image build-default)" : "");
-        r = oci_index_digest(buf, n, tag, &digest, &why);
+        r = oci_index_digest(buf, len, n.tag, &n.digest, &why);
         if (r < 0)
-                return errorf(ret_why, r, "%s: %s", index, why);
+                return errorf(ret_why, r, "%s: %s", n.index, why);
+        n.prepared = path_join(d->config->data_root, STORAGE_PREPARED_DIR);
+        if (!n.prepared)
+                return -ENOMEM;
+        r = mkdir_parents(n.prepared, 0700);
+        if (r < 0)
+                return errorf(ret_why, r, "cannot create %s: %s", n.prepared, strerror(-r));
+        r = prepared_artifact_id(n.digest, PREPARER_VERSION, (uint32_t) getuid(), uids, (uint32_t) getgid(), gids, n.id);
+        if (r < 0)
+                return errorf(ret_why, r, "%s: cannot name the prepared lower of manifest %s", n.index, n.digest);
+        *ret = n;
+        n = (LowerName) {};
+        return 0;
+}
 
-        prepared = path_join(d->config->data_root, STORAGE_PREPARED_DIR);
-        if (!prepared)
-                return -ENOMEM;
-        r = mkdir_parents(prepared, 0700);
-        if (r < 0)
-                return errorf(ret_why, r, "cannot create %s: %s", prepared, strerror(-r));
-        /* SR-15: the tree is named by what made it, not by the image alone. */
-        r = prepared_artifact_id(digest, PREPARER_VERSION, (uint32_t) getuid(), uids, (uint32_t) getgid(), gids, id);
-        if (r < 0)
-                return errorf(ret_why, r, "%s: cannot name the prepared lower of manifest %s", index, digest);
-        final = path_join(prepared, id);
-        if (!final)
-                return -ENOMEM;
-        remove_stale_staging(prepared);
-        if (stat(final, &st) >= 0) {
-                r = load_prepared(final, ret_image, ret_why);
-                return r < 0 ? r : 1;
-        }
+/* umoci unpacks the image into a staging tree of n.prepared, published as final when it succeeded (on_unpacked()). */
+static int unpack_start(sd_event *e, const LowerName *n, const char *final, const SubidRange *uids, const SubidRange *gids,
+                        ImagePrepDone done, void *userdata, ImagePrep **ret_prep, char **ret_why) {
+        _cleanup_free_ char *umoci = NULL;
+        _cleanup_(image_prep_freep) ImagePrep *ip = NULL;
+        _cleanup_close_ int devnull = -EBADF;
+        mode_t old_umask;
+        sd_id128_t rnd;
+        int r;
 
         r = find_program("umoci", &umoci);
         if (r == -ENOENT)
@@ -320,13 +334,13 @@ int image_prepare(sd_event *e, const Domain *d, const SubidRange *uids, const Su
         r = sd_id128_randomize(&rnd);
         if (r < 0)
                 return r;
-        if (asprintf(&ip->staging, "%s/.staging-" SD_ID128_FORMAT_STR, prepared, SD_ID128_FORMAT_VAL(rnd)) < 0 ||
+        if (asprintf(&ip->staging, "%s/.staging-" SD_ID128_FORMAT_STR, n->prepared, SD_ID128_FORMAT_VAL(rnd)) < 0 ||
             asprintf(&ip->lock_path, "%s.lock", ip->staging) < 0 ||
             asprintf(&ip->record, "{\"artifact_id\":\"%s\",\"manifest_digest\":\"sha256:%s\",\"preparer\":\"%s\","
                      "\"uid_map\":[[0,%u,1],[1,%" PRIu32 ",%" PRIu32 "]],\"gid_map\":[[0,%u,1],[1,%" PRIu32 ",%" PRIu32 "]]}\n",
-                     id, digest, PREPARER_VERSION, (unsigned) getuid(), uids->start, uids->count, (unsigned) getgid(),
+                     n->id, n->digest, PREPARER_VERSION, (unsigned) getuid(), uids->start, uids->count, (unsigned) getgid(),
                      gids->start, gids->count) < 0 ||
-            asprintf(&ip->image_arg, "%s:%s", dir, tag) < 0)
+            asprintf(&ip->image_arg, "%s:%s", n->dir, n->tag) < 0 || !(ip->final = strdup(final)))
                 return -ENOMEM;
         ip->lock_fd = open(ip->lock_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
         if (ip->lock_fd < 0 || flock(ip->lock_fd, LOCK_EX | LOCK_NB) < 0)
@@ -336,8 +350,7 @@ int image_prepare(sd_event *e, const Domain *d, const SubidRange *uids, const Su
         devnull = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
         if (ip->log_fd < 0 || devnull < 0)
                 return errorf(ret_why, -errno, "cannot open a log for umoci: %m");
-        ip->final = TAKE_PTR(final);
-        log_info("Preparing image %s (manifest %.12s) as %.12s in %s", ip->image_arg, digest, id, ip->final);
+        log_info("Preparing image %s (manifest %.12s) as %.12s in %s", ip->image_arg, n->digest, n->id, ip->final);
         /* As root of a namespace mapped like the sandbox's: the image's owners are kept (ns 42 stays 42 inside).
          * Under umask 022, not the coordinator's 077: a directory a layer implies without an entry of its own
          * is made with it (0700 would shut the sandbox's other users out of /var/lib, say). */
@@ -353,6 +366,27 @@ int image_prepare(sd_event *e, const Domain *d, const SubidRange *uids, const Su
                 return errorf(ret_why, r, "cannot run umoci in a mapped user namespace: %s", strerror(-r));
         *ret_prep = TAKE_PTR(ip);
         return 0;
+}
+
+int image_prepare(sd_event *e, const Domain *d, const SubidRange *uids, const SubidRange *gids, ImagePrepDone done,
+                  void *userdata, ImagePrep **ret_prep, PreparedImage *ret_image, char **ret_why) {
+        _cleanup_(lower_name_done) LowerName n = {};
+        _cleanup_free_ char *final = NULL;
+        struct stat st;
+        int r;
+
+        r = lower_name(d, uids, gids, &n, ret_why);
+        if (r < 0)
+                return r;
+        final = path_join(n.prepared, n.id);
+        if (!final)
+                return -ENOMEM;
+        remove_stale_staging(n.prepared);
+        if (stat(final, &st) >= 0) {
+                r = load_prepared(final, ret_image, ret_why);
+                return r < 0 ? r : 1;
+        }
+        return unpack_start(e, &n, final, uids, gids, done, userdata, ret_prep, ret_why);
 }
 
 const char *image_prep_name(const ImagePrep *ip) {

@@ -637,7 +637,7 @@ static int decide_escalation(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_
                         return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "An argument is empty or too long");
         if (!m->escalations)
                 return sd_bus_error_set(error, LAZARET_ERROR_INVALID_ARGS, "Host escalation is disabled in this Domain");
-        r = escalations_decide(m->escalations, id, approve, strv_length(argv) > 0 ? argv : NULL, "bus");
+        r = escalations_decide(m->escalations, id, approve, strv_length(argv) > 0 ? argv : NULL, ESC_BY_BUS);
         if (r == -ENOENT)
                 return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "No escalation request %.32s is pending", id);
         if (r == -EBUSY)

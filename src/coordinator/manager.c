@@ -6,18 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-id128.h>
 
 #include "checkout.h"
 #include "cleanup.h"
 #include "hash.h"
-#include "json-util.h"
 #include "launch-request.h"
 #include "log.h"
 #include "manager.h"
@@ -59,7 +56,6 @@ int manager_new(const char *id, Manager **ret) {
         if (!m)
                 return -ENOMEM;
         m->lock_fd = -EBADF;
-        m->listen_fd = -EBADF;
         memcpy(m->id, id, sizeof(m->id));
         domain_bus_name(id, m->bus_name);
         r = sd_id128_randomize(&rnd);
@@ -71,57 +67,6 @@ int manager_new(const char *id, Manager **ret) {
                 return r;
         *ret = TAKE_PTR(m);
         return 0;
-}
-
-static Waiter *waiter_free(Waiter *w) {
-        if (!w)
-                return NULL;
-        sd_event_source_disable_unref(w->source);
-        safe_close(w->fd);
-        free(w);
-        return NULL;
-}
-
-static void waiter_unlink(Manager *m, Waiter *w) {
-        for (Waiter **p = &m->waiters; *p; p = &(*p)->next)
-                if (*p == w) {
-                        *p = w->next;
-                        return;
-                }
-}
-
-/*
- * A client waiting for the Domain hung up before it was answered (a killed
- * or cancelled `lazaretctl launch`). When none is left and the Domain is
- * still starting (so no session was ever opened), nobody will use it: stop.
- */
-static int on_waiter_hangup(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Waiter *w = userdata;
-        Manager *m = w->manager;
-
-        waiter_unlink(m, w);
-        waiter_free(w);
-        if (!m->waiters && m->state == DOMAIN_STARTING) {
-                log_info("Every client that asked for Domain %s has gone; stopping", m->id);
-                manager_stop(m, NULL);
-        }
-        return 0;
-}
-
-static void waiter_add(Manager *m, int fd) {
-        Waiter *w = calloc(1, sizeof(Waiter));
-
-        if (!w) {
-                safe_close(fd);
-                return;
-        }
-        w->manager = m;
-        w->fd = fd;
-        /* Only the peer's hang-up matters; what it might send is never read. */
-        if (sd_event_add_io(m->event, &w->source, fd, EPOLLRDHUP, on_waiter_hangup, w) < 0)
-                w->source = NULL;
-        w->next = m->waiters;
-        m->waiters = w;
 }
 
 /*
@@ -149,127 +94,38 @@ static char **git_ops_now(Manager *m) {
 }
 
 /*
- * The one JSON line each launching client reads: checked whole, or not
- * built. started: the clients waited for this start, and hear which limits
- * are not enforced here; later ones (the Domain already runs) do not.
+ * What the launching clients hear (activation.h). started: they waited for
+ * this start, and hear which limits are not enforced here and the start's
+ * notices; later ones (the Domain already runs) hear the git operations
+ * under way now.
  */
-static int answer_line(Manager *m, bool started, char **ret) {
-        _cleanup_json_ json_object *o = json_object_new_object();
-        _cleanup_free_ char *s = NULL;
+static void waiters_answer(Manager *m, bool started) {
+        _cleanup_strv_free_ char **ops = NULL;
+        ActivationAnswer a = {
+                .state = domain_state_to_string(m->state),
+                .domain_id = m->id,
+                .bus_name = m->bus_name,
+                .coordinator_id = m->coordinator_id,
+                .error = m->failure,
+        };
         int r;
 
-        if (!o)
-                return -ENOMEM;
-        r = json_add_string(o, "state", domain_state_to_string(m->state));
-        if (r >= 0)
-                r = json_add_string(o, "domain_id", m->id);
-        if (r >= 0)
-                r = json_add_string(o, "bus_name", m->bus_name);
-        if (r >= 0)
-                r = json_add_string(o, "coordinator_id", m->coordinator_id);
-        if (r >= 0 && m->failure) {
-                r = json_add_string(o, "error", m->failure);
-                /* Not UTF-8 (it may quote a repository's git configuration):
-                 * the clients still hear that it failed, the words are in the log. */
-                if (r == -EILSEQ)
-                        r = json_add_string(o, "error", "the reason is not valid UTF-8; see: lazaretctl log");
-        }
-        if (r >= 0 && started && !isempty(sandbox_unenforced_limits(m->sandbox)))
-                r = json_add_string(o, "unenforced_limits", sandbox_unenforced_limits(m->sandbox));
-        if (r >= 0 && started && sandbox_state_notice(m->sandbox))
-                r = json_add_string(o, "state_notice", sandbox_state_notice(m->sandbox));
-        if (r >= 0 && started && sandbox_checkout_notice(m->sandbox))
-                r = json_add_string(o, "checkout_notice", sandbox_checkout_notice(m->sandbox));
-        if (r >= 0 && started && sandbox_git_notices(m->sandbox))
-                r = json_add_strv(o, "git_notices", (const char *const *) sandbox_git_notices(m->sandbox));
-        else if (r >= 0 && !started && m->state == DOMAIN_RUNNING) {
-                _cleanup_strv_free_ char **ops = git_ops_now(m);
-                if (ops)
-                        r = json_add_strv(o, "git_notices", (const char *const *) ops);
-        }
-        if (r >= 0)
-                r = json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
+        if (started) {
+                a.unenforced_limits = sandbox_unenforced_limits(m->sandbox);
+                a.state_notice = sandbox_state_notice(m->sandbox);
+                a.checkout_notice = sandbox_checkout_notice(m->sandbox);
+                a.git_notices = sandbox_git_notices(m->sandbox);
+        } else if (m->state == DOMAIN_RUNNING && activation_n_waiting(m->activation) > 0)
+                a.git_notices = ops = git_ops_now(m);
+        r = activation_answer(m->activation, &a);
         if (r < 0)
-                return r;
-        if (asprintf(ret, "%s\n", s) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
-/*
- * When a start fails: the connections queued until then (the loop was busy
- * starting) waited for this start, and hear that it failed; left queued,
- * they would activate a coordinator again and again. Connections that come
- * later, while it is torn down, and those left by a stopping coordinator
- * or by a published Domain that failed (its sandbox died) stay queued for
- * the coordinator that the socket starts next: a launch right after a
- * crash gets a new Domain, not the old one's failure.
- */
-static void waiters_take_queued(Manager *m) {
-        if (m->listen_fd < 0)
-                return;
-        for (unsigned i = 0; i < 256; i++) {
-                int cfd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-                if (cfd < 0)
-                        break;
-                waiter_add(m, cfd);
-        }
-}
-
-/*
- * While the start does long work (an image's first preparation), each
- * waiting client hears it in a line of its own before the answer:
- * {"progress":"Preparing image ..."}, and {"progress":""} when it ended.
- */
-static int progress_line(const char *what, char **ret) {
-        _cleanup_json_ json_object *o = json_object_new_object();
-        _cleanup_free_ char *s = NULL;
-        int r;
-
-        if (!o)
-                return -ENOMEM;
-        r = json_add_string(o, "progress", what ?: "");
-        if (r >= 0)
-                r = json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
-        if (r < 0)
-                return r;
-        return asprintf(ret, "%s\n", s) < 0 ? -ENOMEM : 0;
-}
-
-static void waiter_tell_progress(Waiter *w, const char *what) {
-        _cleanup_free_ char *line = NULL;
-
-        /* Best effort, like the answer: a few bytes into an empty socket buffer. */
-        if (progress_line(what, &line) >= 0)
-                (void) send(w->fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT);
+                log_error("Cannot build the answer to launching clients: %s", strerror(-r));
 }
 
 static void sandbox_progress(Sandbox *sb, const char *what, void *userdata) {
         Manager *m = userdata;
 
-        free(m->progress);
-        m->progress = what ? strdup(what) : NULL;
-        for (Waiter *w = m->waiters; w; w = w->next)
-                waiter_tell_progress(w, what);
-}
-
-static void waiters_answer(Manager *m, bool started) {
-        _cleanup_free_ char *line = NULL;
-        int r;
-
-        r = answer_line(m, started, &line);
-        if (r < 0) {
-                log_error("Cannot build the answer to launching clients: %s", strerror(-r));
-                return;
-        }
-
-        while (m->waiters) {
-                Waiter *w = m->waiters;
-                m->waiters = w->next;
-                /* Best effort: a client that left does not matter. */
-                (void) send(w->fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT);
-                waiter_free(w);
-        }
+        activation_progress(m->activation, what);
 }
 
 /* Unlinks s from the Domain's sessions and frees it. */
@@ -293,16 +149,10 @@ Manager *manager_free(Manager *m) {
         escalations_free(m->escalations);
         notifier_free(m->notifier);
         sandbox_free(m->sandbox);
-        while (m->waiters) {
-                Waiter *w = m->waiters;
-                m->waiters = w->next;
-                waiter_free(w);
-        }
-        sd_event_source_disable_unref(m->listen_source);
+        activation_free(m->activation);
         sd_event_source_disable_unref(m->idle_timer);
         sd_event_source_disable_unref(m->teardown);
         sd_event_source_disable_unref(m->name_timer);
-        safe_close(m->listen_fd);
         sd_bus_slot_unref(m->object_slot);
         sd_bus_slot_unref(m->name_slot);
         sd_bus_slot_unref(m->name_acquired_slot);
@@ -314,7 +164,6 @@ Manager *manager_free(Manager *m) {
         free(m->runtime_root);
         free(m->runtime_dir);
         free(m->failure);
-        free(m->progress);
         domain_store_close(m->store);
         safe_close(m->lock_fd);
         free(m);
@@ -331,51 +180,37 @@ void manager_update_status(Manager *m) {
 
 /* ------------------------------------------------------ activation socket */
 
-static int on_connection(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+/* A client connected after the start ended: it hears the Domain's state now. */
+static void activation_connected(Activation *a, void *userdata) {
         Manager *m = userdata;
-        _cleanup_close_ int cfd = -EBADF;
-        unsigned n = 0;
 
-        cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (cfd < 0)
-                return 0;
-
-        /* Bounded: a flood of connections is answered "busy" by closing. */
-        for (Waiter *w = m->waiters; w; w = w->next)
-                n++;
-        if (n >= 256)
-                return 0;
-
-        waiter_add(m, TAKE_FD(cfd));
         if (m->state != DOMAIN_STARTING)
                 waiters_answer(m, /* started= */ false);
-        else if (m->progress)
-                waiter_tell_progress(m->waiters, m->progress);
-        return 0;
 }
 
-static int setup_listen_socket(Manager *m) {
-        int n, r;
+/* Every client that asked for a Domain still starting has gone (so no session was ever opened): nobody will use it. */
+static void activation_abandoned(Activation *a, void *userdata) {
+        Manager *m = userdata;
 
-        n = sd_listen_fds(true);
+        if (m->state != DOMAIN_STARTING)
+                return;
+        log_info("Every client that asked for Domain %s has gone; stopping", m->id);
+        manager_stop(m, NULL);
+}
+
+static int setup_activation(Manager *m) {
+        _cleanup_free_ char *error = NULL;
+        int n;
+
+        n = activation_new(m->event,
+                           &(ActivationCallbacks) { .connected = activation_connected, .abandoned = activation_abandoned },
+                           m, &m->activation, &error);
         if (n < 0)
-                return log_error_errno(n, "Failed to read passed file descriptors");
-        if (n == 0) {
+                return log_error_errno(n, "%s", error ?: "Cannot take the activation socket");
+        if (n == 0)
                 log_info("Started without an activation socket; clients must use the bus");
-                return 0;
-        }
-        if (n > 1)
+        else if (n > 1)
                 log_warning("Expected one activation socket, got %d; using the first", n);
-        for (int i = 1; i < n; i++)
-                safe_close(SD_LISTEN_FDS_START + i);
-        m->listen_fd = SD_LISTEN_FDS_START;
-        r = sd_is_socket_unix(m->listen_fd, SOCK_STREAM, 1, NULL, 0);
-        if (r <= 0)
-                return log_error_errno(r < 0 ? r : -EINVAL, "The passed fd is not a listening stream socket");
-        (void) fcntl(m->listen_fd, F_SETFL, O_NONBLOCK);
-        r = sd_event_add_io(m->event, &m->listen_source, m->listen_fd, EPOLLIN, on_connection, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to watch the activation socket");
         return 0;
 }
 
@@ -399,12 +234,57 @@ static int startup_fail(char **ret_why, int r, const char *fmt, ...) {
         return errorf(ret_why, r, "%s", line ?: "the coordinator could not start the Domain");
 }
 
+/*
+ * The configuration the launching client validated (its launch request
+ * names the file and the fingerprint it saw), loaded again: the very file,
+ * and refused if it changed since.
+ */
+static int load_config(Manager *m, const HostContext *host, const char *runtime_root, char **ret_why) {
+        _cleanup_free_ char *error = NULL;
+        LaunchRequest req = {};
+        char fp[SHA256_HEX_LEN + 1];
+        int r;
+
+        r = launch_request_read(runtime_root, m->id, &req, &error);
+        if (r < 0)
+                return startup_fail(ret_why, r, "%s", error ?: "Cannot read the launch request");
+        if (req.config_path)
+                r = config_load(host, req.config_path, &m->config, &error);
+        else
+                r = config_load_builtin(host, &m->config, &error);
+        if (r < 0) {
+                launch_request_done(&req);
+                return startup_fail(ret_why, r, "%s", error ?: "Cannot load the configuration");
+        }
+        config_fingerprint_hex(m->config, fp);
+        if (!streq(fp, req.fingerprint)) {
+                r = startup_fail(ret_why, -ESTALE,
+                                 "The configuration %s changed between lazaretctl's check and the coordinator's start (fingerprint %s, expected %s)",
+                                 m->config->path ?: "(built-in)", fp, req.fingerprint);
+                launch_request_done(&req);
+                return r;
+        }
+        memcpy(m->fingerprint, fp, sizeof(fp));
+        launch_request_done(&req);
+        return 0;
+}
+
+/* The Domain's own log file, in the runtime directory (lazaretctl log), beside the journal. */
+static void open_log_file(Manager *m, const char *runtime_root) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (asprintf(&path, "%s/%s.log", runtime_root, m->id) < 0)
+                return;
+        r = log_open_file(path);
+        if (r < 0)
+                log_warning_errno(r, "Cannot open the Domain's log file %s; logging to standard error only", path);
+}
+
 static int load_domain(Manager *m, char **ret_why) {
         _cleanup_(host_context_done) HostContext host = {};
         _cleanup_free_ char *error = NULL, *runtime_root = NULL, *user_name = NULL, *why = NULL;
-        LaunchRequest req = {};
         DomainRecord rec = {};
-        char fp[SHA256_HEX_LEN + 1];
         int r;
 
         /* The user manager's environment, read once; nothing below reads it again. */
@@ -414,37 +294,10 @@ static int load_domain(Manager *m, char **ret_why) {
         r = runtime_dir_prepare(&host, &runtime_root, &error);
         if (r < 0)
                 return startup_fail(ret_why, r, "%s", error ?: "Cannot prepare the runtime directory");
-        {
-                _cleanup_free_ char *logp = NULL;
-                if (asprintf(&logp, "%s/%s.log", runtime_root, m->id) < 0)
-                        return -ENOMEM;
-                r = log_open_file(logp);
-                if (r < 0)
-                        log_warning_errno(r, "Cannot open the Domain's log file %s; logging to standard error only", logp);
-        }
-
-        r = launch_request_read(runtime_root, m->id, &req, &error);
+        open_log_file(m, runtime_root);
+        r = load_config(m, &host, runtime_root, ret_why);
         if (r < 0)
-                return startup_fail(ret_why, r, "%s", error ?: "Cannot read the launch request");
-
-        /* The very file the client validated, and nothing else. */
-        if (req.config_path)
-                r = config_load(&host, req.config_path, &m->config, &error);
-        else
-                r = config_load_builtin(&host, &m->config, &error);
-        if (r < 0) {
-                launch_request_done(&req);
-                return startup_fail(ret_why, r, "%s", error ?: "Cannot load the configuration");
-        }
-        config_fingerprint_hex(m->config, fp);
-        if (!streq(fp, req.fingerprint)) {
-                launch_request_done(&req);
-                return startup_fail(ret_why, -ESTALE,
-                                       "The configuration %s changed between lazaretctl's check and the coordinator's start (fingerprint %s, expected %s)",
-                                       m->config->path ?: "(built-in)", fp, req.fingerprint);
-        }
-        memcpy(m->fingerprint, fp, sizeof(fp));
-        launch_request_done(&req);
+                return r;
 
         r = domain_record_load(m->config->data_root, m->id, &rec, &error);
         if (r < 0)
@@ -636,7 +489,7 @@ int manager_startup(Manager *m, char **ret_why) {
         log_set_domain(m->id);
         m->state = DOMAIN_STARTING;
 
-        r = setup_listen_socket(m);
+        r = setup_activation(m);
         if (r < 0)
                 return r;
         r = load_domain(m, ret_why);
@@ -707,7 +560,7 @@ static void escalation_resolved(const char *request_id, void *userdata) {
 static void notification_decided(const char *request_id, bool approve, void *userdata) {
         Manager *m = userdata;
 
-        (void) escalations_decide(m->escalations, request_id, approve, NULL, "notification");
+        (void) escalations_decide(m->escalations, request_id, approve, NULL, ESC_BY_NOTIFICATION);
 }
 
 /* Host escalation (spec section 5.6), when the configuration enables it. */
@@ -817,7 +670,7 @@ static int on_teardown(sd_event_source *s, void *userdata) {
 
         /* Waiting clients are told; new ones wait for the next coordinator. */
         waiters_answer(m, /* started= */ false);
-        m->listen_source = sd_event_source_disable_unref(m->listen_source);
+        activation_stop_listening(m->activation);
 
         if (!m->sandbox || sandbox_stop(m->sandbox) == 0)
                 finish(m);
@@ -833,8 +686,13 @@ void manager_stop(Manager *m, const char *failure) {
                 return;
         if (failure) {
                 m->state = DOMAIN_FAILED;
+                /* The connections queued until now waited for this start and hear that it failed; those
+                 * that come later, while it is torn down, and those left by a stopping coordinator or by a
+                 * published Domain that failed (its sandbox died) stay queued for the coordinator the
+                 * socket starts next: a launch right after a crash gets a new Domain, not the old one's
+                 * failure. */
                 if (was_starting)
-                        waiters_take_queued(m);
+                        activation_take_queued(m->activation);
                 m->exit_code = 1;
                 free(m->failure);
                 m->failure = strdup(failure);

@@ -7,6 +7,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "activation.h"
 #include "bus-names.h"
 #include "config.h"
 #include "domain.h"
@@ -46,14 +47,6 @@ const char *domain_state_to_string(DomainState s);
 
 typedef struct Manager Manager;
 
-/* A pending connection on the activation socket, answered once published. */
-typedef struct Waiter {
-        Manager *manager;
-        int fd;
-        sd_event_source *source;        /* notices a client that hung up */
-        struct Waiter *next;
-} Waiter;
-
 struct Manager {
         sd_event *event;
         sd_bus *bus;
@@ -74,13 +67,10 @@ struct Manager {
         int lock_fd;
         DomainStore *store;             /* opened once the lock is held (FR-17) */
 
-        int listen_fd;          /* from socket activation, or -EBADF */
-        sd_event_source *listen_source;
-        Waiter *waiters;
+        Activation *activation; /* the clients of `lazaretctl launch` waiting for the start */
 
         DomainState state;
         char *failure;          /* why the Domain failed, for clients */
-        char *progress;         /* the long work of the start under way, for clients; NULL: none */
         int exit_code;
         sd_event_source *teardown;      /* defer: runs the teardown from the loop */
 

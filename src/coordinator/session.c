@@ -722,13 +722,84 @@ static int setup_terminal(Session *s, int passed_fd, uint16_t rows, uint16_t col
         return 0;
 }
 
+/* A new session's identity: its random ID and its Session Anchor key pair, the private half as hex (SR-9). */
+static int session_identity(Session *s, char anchor_hex[static 2 * ESC_KEY_LEN + 1]) {
+        uint8_t anchor[ESC_KEY_LEN];
+        sd_id128_t rnd;
+        int r;
+
+        r = sd_id128_randomize(&rnd);
+        if (r < 0)
+                return r;
+        sd_id128_to_string(rnd, s->id);
+        r = esc_key_generate(anchor, s->anchor_pub);
+        if (r < 0)
+                return r;
+        hexify(anchor, sizeof(anchor), anchor_hex);
+        explicit_bzero(anchor, sizeof(anchor));
+        return 0;
+}
+
+/*
+ * The three standard streams a client passed, checked for what runsc would
+ * only fail on later, with its own words, and made ready for the command
+ * (stdio_prepare()). On failure none is left open and error says why.
+ */
+static int session_stdio(Session *s, const int fds[3], int stdio[3], sd_bus_error *error) {
+        static const char *const names[] = { "standard input", "standard output", "standard error" };
+        int r;
+
+        for (int i = 0; i < 3; i++) {
+                struct stat st;
+                int fl = fcntl(fds[i], F_GETFL);
+
+                if (fl < 0 || fstat(fds[i], &st) < 0)
+                        r = sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "The %s passed is not an open file", names[i]);
+                else if (S_ISDIR(st.st_mode))
+                        r = sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "The %s passed is a directory", names[i]);
+                else if (i == 0 && (fl & O_ACCMODE) == O_WRONLY)
+                        r = sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "The standard input passed is not open for reading");
+                else if (i > 0 && (fl & O_ACCMODE) == O_RDONLY)
+                        r = sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "The %s passed is not open for writing", names[i]);
+                else
+                        r = stdio_prepare(s, i, fds[i], &stdio[i]);
+                if (r < 0) {
+                        for (int j = 0; j < i; j++)
+                                stdio[j] = safe_close(stdio[j]);
+                        if (sd_bus_error_is_set(error))
+                                return r;
+                        return sd_bus_error_set_errnof(error, -r, "Cannot set up the session's standard streams: %m");
+                }
+        }
+        return 0;
+}
+
+/* The started session's events: its command's exit (pidfd), its terminal's relay, its owner leaving the bus. */
+static int session_watch(Session *s, sd_bus *bus, int pidfd) {
+        int r;
+
+        r = event_watch_child(s->event, &s->child_source, s->pid, pidfd, on_child, s);
+        if (r < 0)
+                return r;
+        if (s->terminal) {
+                r = sd_event_add_io(s->event, &s->tty_source, s->client_tty, EPOLLIN, on_tty, s);
+                if (r >= 0)
+                        r = sd_event_add_io(s->event, &s->pty_source, s->pty_master, EPOLLIN, on_pty, s);
+                if (r < 0)
+                        return r;
+                relay_update(s);
+        }
+        r = sd_bus_track_new(bus, &s->track, on_owner_gone, s);
+        if (r >= 0)
+                r = sd_bus_track_add_name(s->track, s->owner);
+        return r;
+}
+
 int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
         _cleanup_(session_freep) Session *s = NULL;
         _cleanup_close_ int slave = -EBADF, pidfd = -EBADF;
         int stdio[3] = { -EBADF, -EBADF, -EBADF };
         struct timespec ts;
-        sd_id128_t rnd;
-        uint8_t anchor[ESC_KEY_LEN];
         char anchor_hex[2 * ESC_KEY_LEN + 1];
         int r;
 
@@ -747,50 +818,27 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
         s->owner_pid = p->owner_pid;
         (void) clock_gettime(CLOCK_REALTIME, &ts);
         s->started_usec = (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-        r = sd_id128_randomize(&rnd);
+        r = session_identity(s, anchor_hex);
         if (r < 0)
                 return r;
-        sd_id128_to_string(rnd, s->id);
-        r = esc_key_generate(anchor, s->anchor_pub);
-        if (r < 0)
-                return r;
-        hexify(anchor, sizeof(anchor), anchor_hex);
-        explicit_bzero(anchor, sizeof(anchor));
         s->owner = strdup(p->owner ?: "");
         s->argv = strv_copy(p->argv);
-        if (!s->owner || !s->argv)
+        if (!s->owner || !s->argv) {
+                explicit_bzero(anchor_hex, sizeof(anchor_hex));
                 return -ENOMEM;
+        }
 
         if (p->terminal) {
                 r = setup_terminal(s, p->fds[0], p->rows, p->cols, &slave);
                 if (r < 0)
-                        return sd_bus_error_set_errnof(error, -r, "Cannot set up the session's terminal: %m");
+                        r = sd_bus_error_set_errnof(error, -r, "Cannot set up the session's terminal: %m");
                 stdio[0] = stdio[1] = stdio[2] = slave;
         } else
-                for (int i = 0; i < 3; i++) {
-                        static const char *const names[] = { "standard input", "standard output", "standard error" };
-                        struct stat st;
-                        int fl = fcntl(p->fds[i], F_GETFL);
-
-                        /* What runsc would only fail on later, with its own words. */
-                        if (fl < 0 || fstat(p->fds[i], &st) < 0)
-                                r = sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "The %s passed is not an open file", names[i]);
-                        else if (S_ISDIR(st.st_mode))
-                                r = sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "The %s passed is a directory", names[i]);
-                        else if (i == 0 && (fl & O_ACCMODE) == O_WRONLY)
-                                r = sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "The standard input passed is not open for reading");
-                        else if (i > 0 && (fl & O_ACCMODE) == O_RDONLY)
-                                r = sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "The %s passed is not open for writing", names[i]);
-                        else
-                                r = stdio_prepare(s, i, p->fds[i], &stdio[i]);
-                        if (r < 0) {
-                                for (int j = 0; j < i; j++)
-                                        safe_close(stdio[j]);
-                                if (sd_bus_error_is_set(error))
-                                        return r;
-                                return sd_bus_error_set_errnof(error, -r, "Cannot set up the session's standard streams: %m");
-                        }
-                }
+                r = session_stdio(s, p->fds, stdio, error);
+        if (r < 0) {
+                explicit_bzero(anchor_hex, sizeof(anchor_hex));
+                return r;
+        }
 
         r = sandbox_exec(p->runtime,
                          &(SandboxExecParams) { .session_id = s->id, .argv = s->argv, .client_env = p->env,
@@ -807,25 +855,9 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
                 return sd_bus_error_setf(error, LAZARET_ERROR_SPAWN, "Cannot start the session's command: %s", strerror(-r));
         slave = safe_close(slave);
 
-        r = event_watch_child(s->event, &s->child_source, s->pid, TAKE_FD(pidfd), on_child, s);
+        r = session_watch(s, p->bus, TAKE_FD(pidfd));
         if (r < 0)
                 return r;
-
-        if (p->terminal) {
-                r = sd_event_add_io(s->event, &s->tty_source, s->client_tty, EPOLLIN, on_tty, s);
-                if (r >= 0)
-                        r = sd_event_add_io(s->event, &s->pty_source, s->pty_master, EPOLLIN, on_pty, s);
-                if (r < 0)
-                        return r;
-                relay_update(s);
-        }
-
-        r = sd_bus_track_new(p->bus, &s->track, on_owner_gone, s);
-        if (r >= 0)
-                r = sd_bus_track_add_name(s->track, s->owner);
-        if (r < 0)
-                return r;
-
         log_session(LOG_INFO, s->id, "Session opened for %s (pid %d)%s: %s", s->owner, (int) s->owner_pid,
                     s->terminal ? " with a terminal" : "", s->argv[0]);
         *ret = TAKE_PTR(s);

@@ -1066,9 +1066,10 @@ static int state_reset(int argc, char *argv[], const Config *config) {
                         return -ENOMEM;
         }
         (void) domain_record_load(config->data_root, t.id, &rec, &why);
-        if (asprintf(&question, "Reset %s of Domain %s%s%s%s%s? Everything installed or changed there is lost.",
+        if (asprintf(&question, "Reset %s of Domain %s%s%s%s%s%s? Everything installed or changed there is lost.",
                      t.path ? t.path : "every persistent path", t.id, rec.profile ? " (profile " : "",
-                     strempty(rec.profile), rec.profile ? ", workspace " : "", rec.profile ? strempty(rec.workspace) : "") < 0)
+                     strempty(rec.profile), rec.profile ? ", workspace " : "", rec.profile ? strempty(rec.workspace) : "",
+                     rec.profile ? ")" : "") < 0)
                 return -ENOMEM;
         if (scope) {
                 _cleanup_free_ char *q = question;

@@ -939,6 +939,41 @@ static const ConfigKey runtime_keys[] = {
         {}
 };
 
+/* An integer in [min, max] into an unsigned field; unit names it in the message. */
+typedef struct UintRange {
+        int64_t min, max;
+        const char *unit;
+} UintRange;
+
+static int parse_bounded_uint(ConfigParser *p, json_object *v, const char *path, void *field, const void *data) {
+        const UintRange *range = data;
+        int64_t t;
+        int r;
+
+        r = config_expect_type(p, v, path, json_type_int, "an integer");
+        if (r < 0)
+                return r;
+        r = config_get_int64(p, v, path, &t);
+        if (r < 0)
+                return r;
+        if (t < range->min || t > range->max)
+                return config_error(p, path, -ERANGE, "%" PRIi64 " is out of range; use %" PRIi64 " to %" PRIi64 " %s", t,
+                                    range->min, range->max, range->unit);
+        *(unsigned *) field = (unsigned) t;
+        return 0;
+}
+
+static const UintRange retention_days = { 1, 36500, "days" };
+static const UintRange retention_events = { 100, 100000000, "events" };
+static const UintRange retention_generations = { 1, 1000000, "generations" };
+
+static const ConfigKey retention_keys[] = {
+        { "audit_days",   parse_bounded_uint, offsetof(Config, retention.audit_days),   &retention_days },
+        { "audit_events", parse_bounded_uint, offsetof(Config, retention.audit_events), &retention_events },
+        { "generations",  parse_bounded_uint, offsetof(Config, retention.generations),  &retention_generations },
+        {}
+};
+
 /* data_root is held as written until config_parse() expands it. */
 static const ConfigKey top_keys[] = {
         { "data_root",       parse_host_template, offsetof(Config, data_root),       &tokens_tilde },
@@ -946,6 +981,7 @@ static const ConfigKey top_keys[] = {
         { "network",         config_parse_object, 0,                                 network_keys },
         { "escalation",      config_parse_object, 0,                                 config_escalation_keys },
         { "profiles",        parse_profiles,      0 },
+        { "retention",       config_parse_object, 0,                                 retention_keys },
         { "runtime",         config_parse_object, 0,                                 runtime_keys },
         {}
 };
@@ -1137,6 +1173,9 @@ int config_parse(const char *text, size_t len, const char *filename, const Confi
                 return -ENOMEM;
         c->escalation_enabled = true;
         c->escalation_timeout_s = ESCALATION_TIMEOUT_DEFAULT;
+        c->retention.audit_days = RETENTION_AUDIT_DAYS_DEFAULT;
+        c->retention.audit_events = RETENTION_AUDIT_EVENTS_DEFAULT;
+        c->retention.generations = RETENTION_GENERATIONS_DEFAULT;
         if (filename) {
                 c->path = strdup(filename);
                 if (!c->path)

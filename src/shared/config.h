@@ -29,6 +29,10 @@
 #define CONFIG_MAX_STRING 4096       /* bytes in any one string value */
 #define ESCALATION_TIMEOUT_DEFAULT 300
 #define ESCALATION_TIMEOUT_MAX 86400
+/* retention: what a Domain Store keeps (issue 31 item 4); not part of the fingerprint. */
+#define RETENTION_AUDIT_DAYS_DEFAULT 180
+#define RETENTION_AUDIT_EVENTS_DEFAULT 100000
+#define RETENTION_GENERATIONS_DEFAULT 1000
 
 /* Fixed paths inside the sandbox that configuration may not claim. */
 #define SANDBOX_WORKSPACE "/workspace"
@@ -111,6 +115,9 @@ typedef struct Config {
         unsigned escalation_timeout_s;
         AutoApproveRule *auto_approve;
         size_t n_auto_approve;
+        struct {
+                unsigned audit_days, audit_events, generations;
+        } retention;            /* the Domain Store's bound: not part of the fingerprint (it shapes no sandbox) */
         Profile *profiles;      /* sorted by name */
         size_t n_profiles;
         bool resolved;          /* config_resolve() ran: program, runsc judged, fingerprint set */

@@ -274,6 +274,53 @@ int domain_store_end_generation(DomainStore *s, uint64_t generation, const char 
         return transaction_end(s, r, ret_error);
 }
 
+int domain_store_apply_retention(DomainStore *s, const StoreRetention *keep, uint64_t now_usec, StoreRemoved *ret,
+                                 char **ret_error) {
+        uint64_t day = UINT64_C(86400) * UINT64_C(1000000), age = (uint64_t) keep->audit_days * day;
+        int64_t before = (int64_t) (now_usec > age ? now_usec - age : 0);
+        int64_t events = keep->audit_events, gens = keep->generations;
+        StoreRemoved removed = {};
+        int r;
+
+        if (keep->audit_days == 0 || keep->audit_events == 0 || keep->generations == 0)
+                return errorf(ret_error, -EINVAL, "a retention of nothing would empty the Domain Store");
+        r = exec(s, "BEGIN IMMEDIATE", "cannot begin a transaction", ret_error);
+        if (r >= 0)
+                r = run(s, "DELETE FROM escalation_events WHERE time_usec < ?", "i", NULL, &before, ret_error);
+        if (r >= 0) {
+                removed.events = (uint64_t) sqlite3_changes(s->db);
+                r = run(s, "DELETE FROM escalation_events WHERE id NOT IN "
+                           "(SELECT id FROM escalation_events ORDER BY id DESC LIMIT ?)",
+                        "i", NULL, &events, ret_error);
+        }
+        if (r >= 0) {
+                removed.events += (uint64_t) sqlite3_changes(s->db);
+                /* The generations that go: beyond the newest, ended, no lease held. */
+                r = exec(s, "CREATE TEMP TABLE IF NOT EXISTS retention_gone (id INTEGER PRIMARY KEY); "
+                            "DELETE FROM temp.retention_gone",
+                         "cannot prepare the retention", ret_error);
+        }
+        if (r >= 0)
+                r = run(s, "INSERT INTO temp.retention_gone SELECT id FROM generations WHERE ended_usec IS NOT NULL "
+                           "AND id NOT IN (SELECT id FROM generations ORDER BY id DESC LIMIT ?) "
+                           "AND NOT EXISTS (SELECT 1 FROM leases WHERE leases.generation = generations.id "
+                           "AND released_usec IS NULL)",
+                        "i", NULL, &gens, ret_error);
+        if (r >= 0)
+                r = exec(s, "DELETE FROM layers WHERE generation IN (SELECT id FROM temp.retention_gone); "
+                            "DELETE FROM leases WHERE generation IN (SELECT id FROM temp.retention_gone)",
+                         "cannot write", ret_error);
+        if (r >= 0)
+                r = exec(s, "DELETE FROM generations WHERE id IN (SELECT id FROM temp.retention_gone)", "cannot write",
+                         ret_error);
+        if (r >= 0)
+                removed.generations = (uint64_t) sqlite3_changes(s->db);
+        r = transaction_end(s, r, ret_error);
+        if (r >= 0 && ret)
+                *ret = removed;
+        return r;
+}
+
 int domain_store_leased_lowers(DomainStore *s, char ***ret, char **ret_error) {
         _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
         _cleanup_strv_free_ char **l = NULL;

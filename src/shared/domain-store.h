@@ -76,6 +76,24 @@ typedef struct EscalationEvent {
 int domain_store_add_escalation_event(DomainStore *s, const EscalationEvent *ev, char **ret_error);
 /* Several events in one transaction: all of them are written, or none. */
 int domain_store_add_escalation_events(DomainStore *s, const EscalationEvent *evs, size_t n, char **ret_error);
+/*
+ * What a store keeps (issue 31 item 4, lazaret.conf(5) "retention"): audit
+ * events younger than audit_days and at most the newest audit_events of
+ * them, and the newest `generations` generations; an older one goes only
+ * when it has ended and released its lease (with its lease and layer
+ * rows). One transaction. The counts removed in *ret (may be NULL).
+ */
+typedef struct StoreRetention {
+        unsigned audit_days, audit_events, generations;
+} StoreRetention;
+
+typedef struct StoreRemoved {
+        uint64_t events, generations;
+} StoreRemoved;
+
+int domain_store_apply_retention(DomainStore *s, const StoreRetention *keep, uint64_t now_usec, StoreRemoved *ret,
+                                 char **ret_error);
+
 typedef int (*EscalationEventVisit)(const EscalationEvent *ev, void *userdata);
 /* The newest limit events, oldest first; stops at fn's first error. */
 int domain_store_escalation_events(DomainStore *s, unsigned limit, EscalationEventVisit fn, void *userdata,

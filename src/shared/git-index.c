@@ -82,12 +82,23 @@ typedef struct Builder {
         size_t n_names, cap_names;
         size_t *paths, *gitlinks;
         size_t n_paths, n_gitlinks;
+        uint8_t (*digests)[32];
+        struct sha256_ctx digest;       /* of the current path's entries */
 } Builder;
 
 static void builder_done(Builder *b) {
         free(b->names);
         free(b->paths);
         free(b->gitlinks);
+        free(b->digests);
+}
+
+/* The entry's mode, stage and object name, into its path's digest. */
+static void digest_entry(Builder *b, uint32_t mode, unsigned stage, const uint8_t *oid, size_t hash_len) {
+        uint8_t head[5] = { mode >> 24, mode >> 16, mode >> 8, mode, (uint8_t) stage };
+
+        sha256_update(&b->digest, sizeof(head), head);
+        sha256_update(&b->digest, hash_len, oid);
 }
 
 static int builder_add_name(Builder *b, const char *s, size_t n, size_t *ret) {
@@ -211,6 +222,9 @@ static int parse_entries(const uint8_t *data, size_t end, size_t hash_len, unsig
                 }
                 if (!have_prev || strcmp(prev, name) != 0) {
                         size_t at;
+                        if (b->n_paths > 0)
+                                sha256_digest(&b->digest, 32, b->digests[b->n_paths - 1]);
+                        sha256_init(&b->digest);
                         r = builder_add_name(b, name, name_len, &at);
                         if (r == -E2BIG)
                                 return errorf(ret_error, r, "paths longer than %u bytes in all", GIT_INDEX_NAMES_MAX);
@@ -220,11 +234,14 @@ static int parse_entries(const uint8_t *data, size_t end, size_t hash_len, unsig
                         if (mode == MODE_GITLINK)
                                 b->gitlinks[b->n_gitlinks++] = at;
                 }
+                digest_entry(b, mode, stage, e + ENTRY_STAT_SIZE, hash_len);
                 memcpy(prev, name, name_len + 1);
                 prev_len = name_len;
                 prev_stage = stage;
                 have_prev = true;
         }
+        if (b->n_paths > 0)
+                sha256_digest(&b->digest, 32, b->digests[b->n_paths - 1]);
         *ret_off = off;
         return 0;
 }
@@ -260,7 +277,8 @@ int git_index_parse(const void *buf, size_t size, GitHashAlgo algo, GitIndex **r
                 return errorf(ret_error, -EBADMSG, "index claims %u entries, more than its size holds", n_entries);
         b.paths = calloc((size_t) n_entries + 1, sizeof(size_t));
         b.gitlinks = calloc((size_t) n_entries + 1, sizeof(size_t));
-        if (!b.paths || !b.gitlinks)
+        b.digests = calloc((size_t) n_entries + 1, 32);
+        if (!b.paths || !b.gitlinks || !b.digests)
                 return -ENOMEM;
         r = parse_entries(data, end, hash_len, version, n_entries, &b, &off, ret_error);
         if (r < 0)
@@ -314,6 +332,7 @@ int git_index_parse(const void *buf, size_t size, GitHashAlgo algo, GitIndex **r
         }
         idx->n_paths = b.n_paths;
         idx->n_gitlinks = b.n_gitlinks;
+        idx->entry_digests = TAKE_PTR(b.digests);
         idx->names = TAKE_PTR(b.names);
         *ret = TAKE_PTR(idx);
         return 0;
@@ -346,6 +365,7 @@ GitIndex *git_index_free(GitIndex *i) {
                 return NULL;
         free(i->paths);
         free(i->gitlinks);
+        free(i->entry_digests);
         free(i->names);
         free(i);
         return NULL;
@@ -410,4 +430,41 @@ bool git_index_has_tracked_below(const GitIndex *i, const char *dir) {
 
 bool git_index_is_gitlink(const GitIndex *i, const char *path) {
         return contains(i->gitlinks, i->n_gitlinks, path);
+}
+
+int git_index_first_change(const GitIndex *before, const GitIndex *after, bool (*want)(const char *path, void *userdata),
+                           void *userdata, char **ret_path) {
+        size_t i = 0, j = 0;
+
+        /* Both lists are sorted (strcmp) and hold each path once: one merge walk. */
+        while (i < before->n_paths || j < after->n_paths) {
+                const char *a = i < before->n_paths ? before->paths[i] : NULL,
+                           *b = j < after->n_paths ? after->paths[j] : NULL, *path;
+                int c = !a ? 1 : !b ? -1 : strcmp(a, b);
+                bool differs;
+
+                if (c < 0) {
+                        path = a;               /* removed */
+                        differs = true;
+                        i++;
+                } else if (c > 0) {
+                        path = b;               /* added */
+                        differs = true;
+                        j++;
+                } else {
+                        path = a;
+                        differs = memcmp(before->entry_digests[i], after->entry_digests[j], 32) != 0;
+                        i++;
+                        j++;
+                }
+                if (differs && want(path, userdata)) {
+                        char *p = strdup(path);
+                        if (!p)
+                                return -ENOMEM;
+                        *ret_path = p;
+                        return 1;
+                }
+        }
+        *ret_path = NULL;
+        return 0;
 }

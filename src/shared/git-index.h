@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cleanup.h"
 
@@ -46,6 +47,13 @@ typedef struct GitIndex {
         char **gitlinks;
         size_t n_gitlinks;
         size_t n_sparse_dirs;
+        /*
+         * For each path (same order): a SHA-256 of its entries' modes,
+         * stages and object names, so that two indexes can be compared by
+         * what they would check out (issue 32 item 3); stat data and flags
+         * are not in it.
+         */
+        uint8_t (*entry_digests)[32];
         char *names;            /* the storage the pointers point into */
 } GitIndex;
 
@@ -67,3 +75,14 @@ bool git_index_is_tracked(const GitIndex *i, const char *path);
 bool git_index_has_tracked_below(const GitIndex *i, const char *dir);
 /* Whether path is a gitlink entry. */
 bool git_index_is_gitlink(const GitIndex *i, const char *path);
+
+/*
+ * The first path, in git's order, for which want() is true and whose
+ * entries differ between before and after: added, removed, or another
+ * mode, object or set of stages. Returns 1 with the path in *ret_path, 0
+ * when there is none, -ENOMEM. A sparse directory entry ("dir/") is asked
+ * about with its trailing '/': want() says whether anything it protects
+ * lies below.
+ */
+int git_index_first_change(const GitIndex *before, const GitIndex *after, bool (*want)(const char *path, void *userdata),
+                           void *userdata, char **ret_path);

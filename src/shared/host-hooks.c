@@ -13,6 +13,7 @@
 #include "fs-util.h"
 #include "host-hooks.h"
 #include "macro.h"
+#include "path-util.h"
 #include "strv.h"
 #include "util.h"
 
@@ -252,4 +253,219 @@ int host_hooks_scan(int workspace_fd, char *const *hook_dirs, char ***ret_lines)
                 }
         *ret_lines = TAKE_PTR(lines);
         return 0;
+}
+
+/* Every hook git may run in a clone (githooks(5)), for the paths they name. */
+static const char *const all_hooks[] = {
+        "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
+        "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge",
+        "pre-push", "pre-receive", "update", "proc-receive", "post-receive", "post-update",
+        "reference-transaction", "push-to-checkout", "pre-auto-gc", "post-rewrite", "sendemail-validate",
+        "fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit",
+        "post-index-change", NULL,
+};
+
+static bool is_path_sep(char c) {
+        return isspace((unsigned char) c) || strchr(";&|<>()'\"", c);
+}
+
+/* The end of one word from s: separators count only outside $(...), ${...} and `...`. */
+static const char *word_end(const char *s, const char *end) {
+        unsigned depth = 0;
+        bool tick = false;
+
+        for (; s < end; s++) {
+                if (*s == '`') {
+                        tick = !tick;
+                        continue;
+                }
+                if (*s == '$' && s + 1 < end && (s[1] == '(' || s[1] == '{')) {
+                        depth++;
+                        s++;
+                        continue;
+                }
+                if (depth > 0 && (*s == ')' || *s == '}')) {
+                        depth--;
+                        continue;
+                }
+                if (depth == 0 && !tick && is_path_sep(*s))
+                        break;
+        }
+        return s;
+}
+
+static bool path_chars_ok(const char *p) {
+        for (; *p; p++)
+                if (!isalnum((unsigned char) *p) && !strchr("._-+@,/", *p))
+                        return false;
+        return true;
+}
+
+/*
+ * One word, quotes removed, as a workspace-relative path in *ret (NULL: it
+ * names none). The rules are host_hooks_named_paths()'s.
+ */
+static int word_path(const char *w, size_t n, const char *hook_dir, const char *workspace_path, char **ret) {
+        _cleanup_free_ char *word = NULL, *joined = NULL, *simple = NULL;
+        const char *rest, *e;
+        bool beside_hook = false;
+        size_t k = 0;
+
+        *ret = NULL;
+        word = malloc(n + 1);
+        if (!word)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (w[i] != '"' && w[i] != '\'')
+                        word[k++] = w[i];
+        word[k] = 0;
+        rest = word;
+
+        if (rest[0] == '-') {
+                /* --config=tools/x.yml: the value. */
+                e = strchr(rest, '=');
+                if (!e)
+                        return 0;
+                rest = e + 1;
+        }
+        e = strrchr(rest, '$');
+        if (e || strchr(rest, '`')) {
+                /* After the last expansion: "$(git rev-parse --show-toplevel)/x", "$ROOT/x", "$(dirname "$0")/x". */
+                const char *after = NULL;
+
+                for (const char *p = rest; *p; p++)
+                        if ((*p == ')' || *p == '}' || *p == '`') && p[1] == '/')
+                                after = p + 1;
+                if (e) {
+                        const char *v = e + 1;
+                        while (isalnum((unsigned char) *v) || *v == '_')
+                                v++;
+                        if (v > e + 1 && *v == '/' && (!after || v > after))
+                                after = v;
+                }
+                if (!after)
+                        return 0;
+                beside_hook = strstr(rest, "dirname") && strstr(rest, "$0") && after > strstr(rest, "dirname");
+                rest = after + 1;
+                if (beside_hook && !hook_dir)
+                        return 0;
+        } else if (rest[0] == '/') {
+                size_t wn = workspace_path ? strlen(workspace_path) : 0;
+
+                if (wn == 0 || strncmp(rest, workspace_path, wn) != 0 || rest[wn] != '/')
+                        return 0;
+                rest += wn + 1;
+        } else if (!strchr(rest, '/'))
+                return 0;               /* a bare word: a program, an argument */
+
+        if (!*rest || rest[0] == '/' || rest[0] == '~' || strstr(rest, "://") || !path_chars_ok(rest))
+                return 0;
+        /* Lexically below the workspace, as a path from its top. */
+        if (asprintf(&joined, "/w/%s/%s", beside_hook ? hook_dir : ".", rest) < 0)
+                return -ENOMEM;
+        if (path_simplify(joined, NULL, &simple) < 0)
+                return 0;
+        if (strncmp(simple, "/w/", 3) != 0)
+                return 0;       /* it left the workspace ("/.." simplifies to "/") */
+        if (streq(simple + 3, ".git") || strncmp(simple + 3, ".git/", 5) == 0)
+                return 0;       /* the git dir: the view's own to protect */
+        *ret = strdup(simple + 3);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int host_hooks_named_paths(const char *text, const char *only_after, const char *hook_dir,
+                           const char *workspace_path, char ***paths) {
+        int added = 0;
+
+        for (const char *l = text; *l;) {
+                const char *end = strchrnul(l, '\n'), *s = l, *next = *end ? end + 1 : end;
+
+                while (s < end && isspace((unsigned char) *s))
+                        s++;
+                if (only_after) {
+                        size_t k = strlen(only_after);
+
+                        if (s < end && *s == '-')
+                                for (s++; s < end && isspace((unsigned char) *s); s++)
+                                        ;
+                        if ((size_t) (end - s) < k || memcmp(s, only_after, k) != 0) {
+                                l = next;
+                                continue;
+                        }
+                        s += k;
+                }
+                while (s < end) {
+                        const char *e;
+
+                        while (s < end && is_path_sep(*s))
+                                s++;
+                        if (s >= end || *s == '#')
+                                break;  /* a comment from here */
+                        e = word_end(s, end);
+                        if (e == s)
+                                e++;
+                        if (strv_length(*paths) >= HOST_HOOKS_PATHS_MAX)
+                                return added;
+                        _cleanup_free_ char *p = NULL;
+                        int r = word_path(s, e - s, hook_dir, workspace_path, &p);
+                        if (r < 0)
+                                return r;
+                        if (p && !strv_contains((const char *const *) *paths, p)) {
+                                r = strv_consume(paths, TAKE_PTR(p));
+                                if (r < 0)
+                                        return r;
+                                added++;
+                        }
+                        s = e;
+                }
+                l = next;
+        }
+        return added;
+}
+
+int host_hooks_scan_paths(int workspace_fd, int dir_fd, const char *hook_dir, const char *workspace_path,
+                          char ***paths) {
+        static const char *const pre_commit[] = { ".pre-commit-config.yaml", ".pre-commit-config.yml", NULL };
+        static const char *const lefthook[] = { "lefthook.yml", ".lefthook.yml", "lefthook.yaml", ".lefthook.yaml",
+                                                ".config/lefthook.yml", ".config/lefthook.yaml", NULL };
+        bool pre_commit_seen = false, lefthook_seen = false;
+        int added = 0, r;
+
+        for (const char *const *h = all_hooks; *h; h++) {
+                _cleanup_free_ char *text = NULL;
+                const char *const *config = NULL, *key = NULL;
+
+                r = read_beneath(dir_fd, *h, &text);
+                if (r < 0)
+                        return r;
+                if (!text)
+                        continue;
+                r = host_hooks_named_paths(text, NULL, hook_dir, workspace_path, paths);
+                if (r < 0)
+                        return r;
+                added += r;
+                if (!pre_commit_seen && (strstr(text, "pre_commit") || strstr(text, "pre-commit.com"))) {
+                        pre_commit_seen = true;
+                        config = pre_commit;
+                        key = "entry:";
+                } else if (!lefthook_seen && strstr(text, "lefthook")) {
+                        lefthook_seen = true;
+                        config = lefthook;
+                        key = "run:";
+                }
+                for (const char *const *f = config; f && *f; f++) {
+                        _cleanup_free_ char *conf = NULL;
+
+                        r = read_beneath(workspace_fd, *f, &conf);
+                        if (r < 0)
+                                return r;
+                        if (!conf)
+                                continue;
+                        r = host_hooks_named_paths(conf, key, NULL, workspace_path, paths);
+                        if (r < 0)
+                                return r;
+                        added += r;
+                }
+        }
+        return added;
 }

@@ -38,3 +38,45 @@ int host_hooks_command(const char *text, const char *only_after, char **ret);
  * followed: a hook that is a symbolic link is not read.
  */
 int host_hooks_scan(int workspace_fd, char *const *hook_dirs, char ***ret_lines);
+
+/*
+ * Issue 32 item 2: the workspace files a hook names by path, which the view
+ * then protects (a write inside lands in Domain state), so that the host's
+ * next commit or push cannot run what the sandbox wrote there. Git runs a
+ * hook in the top of the working tree, so a relative path in it is a
+ * workspace path. Read, never run; a guess by words, erring towards
+ * protecting: every word of a non-comment line that is a relative path with
+ * a '/' ("scripts/check.sh", "./gradlew"), the value of an "--opt=PATH", the
+ * part after an expansion ("$(git rev-parse --show-toplevel)/tools/x"), the
+ * part after "$(dirname "$0")/" joined to the hook's directory when that is
+ * in the workspace, and an absolute path below workspace_path. Never one
+ * that leaves the workspace, one in .git, or one with glob or expansion
+ * characters left in it.
+ */
+
+/* Paths named at most, for all hooks of a Domain together. */
+#define HOST_HOOKS_PATHS_MAX 64U
+
+/*
+ * Adds to *paths (without duplicates, up to HOST_HOOKS_PATHS_MAX in all)
+ * the workspace-relative paths text names. hook_dir is the
+ * workspace-relative directory the hook is in, or NULL when it is outside
+ * the workspace; workspace_path is the workspace's normalised absolute host
+ * path, or NULL. only_after as for host_hooks_command(): when not NULL,
+ * only lines with that key ("entry:", "run:") are read. Returns how many
+ * were added, or -ENOMEM.
+ */
+int host_hooks_named_paths(const char *text, const char *only_after, const char *hook_dir,
+                           const char *workspace_path, char ***paths);
+
+/*
+ * The paths every hook in a hook directory names, and the configuration of
+ * the hook managers its hooks run (pre-commit's entry:, lefthook's run:),
+ * added to *paths as host_hooks_named_paths() does. dir_fd is the hook
+ * directory (opened by the caller, who judged it); hook_dir its
+ * workspace-relative path or NULL when it is outside the workspace;
+ * workspace_fd the workspace, for the managers' configuration. Nothing is
+ * followed. Returns the number added or -ENOMEM.
+ */
+int host_hooks_scan_paths(int workspace_fd, int dir_fd, const char *hook_dir, const char *workspace_path,
+                          char ***paths);

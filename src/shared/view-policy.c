@@ -162,6 +162,30 @@ ViewListed view_listed(const ViewLists *l, const ViewDir *d, const char *rel, co
         return VIEW_LISTED_NONE;
 }
 
+bool view_index_path_protected(const ViewLists *l, const char *rel) {
+        char prefix[PATH_MAX], name[NAME_MAX + 1];
+        size_t n = strlen(rel);
+
+        if (n == 0 || n >= sizeof(prefix) || rel[n - 1] == '/')
+                return true;    /* a sparse directory entry, or nothing git writes */
+        for (const char *s = rel; *s;) {
+                const char *e = strchrnul(s, '/');
+                ViewListed listed;
+
+                if ((size_t) (e - s) > NAME_MAX)
+                        return true;
+                memcpy(name, s, e - s);
+                name[e - s] = 0;
+                memcpy(prefix, rel, e - rel);
+                prefix[e - rel] = 0;
+                listed = view_listed(l, &(ViewDir) { .zone = VIEW_ZONE_WORK, .top = s == rel }, prefix, name);
+                if (listed == VIEW_LISTED_PROTECTED || (listed != VIEW_LISTED_SHARED && view_is_integration_name(name)))
+                        return true;
+                s = *e ? e + 1 : e;
+        }
+        return false;
+}
+
 bool view_lists_hold_below(const ViewLists *l, const char *rel) {
         size_t n = strlen(rel);
 

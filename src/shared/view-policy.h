@@ -224,6 +224,16 @@ typedef struct ViewIgnoreFacts {
  */
 ViewClass view_ignored_class(const ViewDir *d, ViewClass c, const ViewIgnoreFacts *f);
 
+/*
+ * Whether a path of the index (workspace-relative, as git writes it) is
+ * protected in the workspace: it, or a directory above it, is a listed
+ * path, a listed name, or a built-in integration name the profile did not
+ * remove (issue 32 item 3: what the host's index may not take from the
+ * sandbox). A sparse directory entry ("dir/") counts as protected: what it
+ * holds is not known.
+ */
+bool view_index_path_protected(const ViewLists *l, const char *rel);
+
 /* Whether the workspace-relative path rel is one of list's entries or lies below one. */
 bool view_path_listed(char *const *list, const char *rel);
 

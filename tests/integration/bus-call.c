@@ -5,12 +5,20 @@
  *
  *   bus-call open BUS FINGERPRINT TERMINAL(0|1) NFDS [-e NAME=VALUE]... -- ARGV...
  *            (an argument "@big:N" is sent as N times 'x')
+ *   bus-call stop-open PID BUS FINGERPRINT ...
+ *            as open, for a coordinator PID that the caller stopped with
+ *            SIGSTOP: sends Stop(), then the OpenSession, asks the bus
+ *            daemon for its ID (once it answers, it has queued both for
+ *            the coordinator, in that order), then sends PID SIGCONT;
+ *            prints OpenSession's answer
  *   bus-call resize BUS SESSION ROWS COLS
  *   bus-call signal BUS SESSION EVENT
  *   bus-call close BUS SESSION
  *
  * Built by the test that uses it, with cc and libsystemd.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +28,28 @@
 #define PATH "/org/lazaret/Domain"
 #define IFACE "org.lazaret.Domain1"
 
+static sd_bus_message *async_reply;
+
+static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        async_reply = sd_bus_message_ref(m);
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         sd_bus_message *m = NULL, *reply = NULL;
         sd_bus *bus = NULL;
+        int stopped_pid = 0;
         int r;
 
+        if (argc >= 3 && strcmp(argv[1], "stop-open") == 0) {
+                stopped_pid = atoi(argv[2]);
+                if (stopped_pid <= 0)
+                        return 2;
+                argv++;
+                argc--;
+                argv[1] = "open";
+        }
         if (argc < 4)
                 return 2;
         if (sd_bus_open_user(&bus) < 0)
@@ -84,7 +108,31 @@ int main(int argc, char *argv[]) {
         } else
                 return 2;
 
-        r = sd_bus_call(bus, m, 0, &error, &reply);
+        if (stopped_pid > 0) {
+                sd_bus_message *stop = NULL;
+                sd_bus_message_new_method_call(bus, &stop, argv[2], PATH, IFACE, "Stop");
+                if (!stop || sd_bus_send(bus, stop, NULL) < 0 || sd_bus_call_async(bus, NULL, m, on_reply, NULL, 0) < 0 ||
+                    sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                       "GetId", &error, NULL, "") < 0 ||
+                    kill(stopped_pid, SIGCONT) < 0) {
+                        fprintf(stderr, "cannot send Stop and OpenSession to the stopped coordinator\n");
+                        return 2;
+                }
+                while (!async_reply) {
+                        r = sd_bus_process(bus, NULL);
+                        if (r < 0)
+                                return 2;
+                        if (r == 0 && sd_bus_wait(bus, UINT64_MAX) < 0)
+                                return 2;
+                }
+                reply = async_reply;
+                r = sd_bus_message_get_errno(reply);
+                if (sd_bus_message_is_method_error(reply, NULL)) {
+                        sd_bus_error_copy(&error, sd_bus_message_get_error(reply));
+                        r = -(r ?: EIO);
+                }
+        } else
+                r = sd_bus_call(bus, m, 0, &error, &reply);
         if (r < 0) {
                 printf("ERROR %s: %s\n", error.name ? error.name : "?", error.message ? error.message : strerror(-r));
                 return 1;

@@ -11,7 +11,8 @@
 # the audit trail records it all; a test notification server gets a
 # notification it can approve or deny. The host command really runs on the
 # host: it creates files in $HOME, outside the workspace. Requests carrying
-# another session's or another generation's credential are refused too.
+# another session's or another generation's credential are refused too. A
+# cancel record that comes after a request's result changes nothing.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -53,6 +54,24 @@ out=$(in_sandbox "lazaret-escalate -- /bin/echo hello from the host; echo rc=\$?
 lt_assert_eq "auto-approved output with trailing arguments" $'hello from the host\nrc=0' "$out"
 out=$(in_sandbox "lazaret-escalate -- /usr/bin/false; echo rc=\$?")
 lt_assert_eq "auto-approved exit status" "rc=1" "$out"
+
+# --- a cancel record that comes after the result finds nothing: the request
+# keeps its one result (ResultDeliveryStateConsistent). Written in the same
+# session, whose end would drop a request still held anyway.
+mark
+out=$(in_sandbox "
+lazaret-escalate -- /bin/echo hello cancel-late >/dev/null || exit 1
+id=\$(sed -n 's/^id 32://p' /run/lazaret/mailbox/results/\$LAZARET_SESSION_ID.result)
+R=/run/lazaret/mailbox/requests
+: > \$R/.c && mv \$R/.c \$R/\$id.cancel
+sleep 1
+echo \$id") || lt_fail "the late cancel script failed: $out"
+[[ $out =~ ^[0-9a-f]{32}$ ]] || lt_fail "no request ID from the result file: $out"
+late=$out
+since_mark | grep -q "Escalation request $late: completed" || lt_fail "the request $late did not complete: $(since_mark | tail -n 5)"
+! since_mark | grep -q "Escalation request $late: cancelled" || lt_fail "a cancel after the result gave request $late a second result"
+lt_assert_eq "results of request $late in the audit trail" 1 \
+        "$(cd "$LT_WS" && lazaretctl escalations history --json | jq --arg id "$late" '[.[] | select(.RequestId == $id and .Event == "result")] | length')"
 
 # --- near misses go to a human; without a terminal they time out (124), nothing runs
 near_miss() {   # WHAT ARGV...

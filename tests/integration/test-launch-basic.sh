@@ -99,7 +99,7 @@ lt_assert_eq "socket still listening for the next launch" active "$(systemctl --
 [[ ! -e $XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN.launch ]] || lt_fail "the launch request outlived its Domain"
 
 # status, list and stop while a session runs.
-(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 30) &
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 30) 2>"$HOME/stopped.err" &
 bg=$!
 for _ in $(seq 1 100); do
         state=$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)
@@ -208,6 +208,10 @@ wait "$bg"
 rc=$?
 set -e
 [[ $rc -ne 0 ]] || lt_fail "a session ended by stop must not exit 0"
+# Its client heard why from SessionEnded, sent before the name was released
+# (SessionEndAnnounced), not only that the name lost its owner.
+lt_assert_eq "what the client of a session ended by stop says" "Session failed: the Domain is stopping" \
+        "$(cat "$HOME/stopped.err")"
 lt_wait_inactive
 lt_assert_eq "status after stop" inactive "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
 

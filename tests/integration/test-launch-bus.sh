@@ -5,7 +5,8 @@
 # busctl. Introspection and properties; every bad call gets the named error
 # it is documented to get and changes nothing (no session appears); a
 # session can only be touched by the connection that owns it;
-# `systemctl --user status` shows the coordinator's STATUS=.
+# `systemctl --user status` shows the coordinator's STATUS=; an OpenSession
+# that reaches a stopping Domain is refused (SessionsOnlyWhenPublished).
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -84,7 +85,23 @@ status=$(systemctl --user status "lazaret@$LT_DOMAIN.service" --no-pager 2>&1 ||
         lt_fail "systemctl status does not show the coordinator's STATUS=: $status"
 lt_log "ok: systemctl --user status shows the Domain's status"
 
-kill "$holder" 2>/dev/null || true
-wait "$holder" 2>/dev/null || true
+# SessionsOnlyWhenPublished: an OpenSession that reaches a stopping Domain
+# is refused. The coordinator is stopped (SIGSTOP) while a Stop() and then
+# an OpenSession are queued for it on one connection, so it starts checking
+# the OpenSession's caller before the Stop() is verified and acted on, and
+# runs it only afterwards: it must get Error.Stopping, never a session (nor
+# another error that only a later check gives).
+main=$(systemctl --user show -P MainPID "lazaret@$LT_DOMAIN.service")
+[[ $main -gt 0 ]] || lt_fail "no coordinator process"
+kill -STOP "$main"
+out=$("$call" stop-open "$main" "$name" "$fp" 0 3 -- /bin/true </dev/null 2>&1) && rc=0 || rc=$?
+kill -CONT "$main" 2>/dev/null || true
+[[ $rc -ne 0 ]] || lt_fail "an OpenSession queued right after Stop() opened a session: $out"
+[[ $out == "ERROR org.lazaret.Domain1.Error.Stopping: Domain $LT_DOMAIN is stopping" ]] ||
+        lt_fail "an OpenSession queued right after Stop(): expected Error.Stopping, got: $out"
+lt_log "ok: OpenSession queued right after Stop() -> $out"
+rc=0
+wait "$holder" 2>/dev/null || rc=$?
+[[ $rc -ne 0 ]] || lt_fail "the session ended by Stop() exited 0"
 lt_wait_inactive
-echo "PASS: bus interface: properties, named errors, ownership, STATUS="
+echo "PASS: bus interface: properties, named errors, ownership, STATUS=, no session while stopping"

@@ -3,8 +3,8 @@
 #
 # test-launch-recovery: a coordinator killed with SIGKILL in the middle of
 # starting (after its sandbox scope exists) leaves nothing that stops the
-# next launch (FR-7); and a client killed with SIGKILL ends only its own
-# session, not the others'.
+# next launch (FR-7) and no workspace view running; and a client killed
+# with SIGKILL ends only its own session, not the others'.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -13,6 +13,12 @@ lt_domain_setup
 
 scope=lazaret-$LT_DOMAIN-sandbox.scope
 lt_wait_inactive
+
+no_view_left() {        # WHEN: no lazaret-view of the test user runs (one Domain per test user)
+        local left
+        left=$(pgrep -u "$(id -u)" -af -- 'lazaret-view --' | cut -c1-120) || true
+        [[ -z $left ]] || lt_fail "$1: a lazaret-view outlived its generation: $left"
+}
 
 # 1. SIGKILL the coordinator at three points of its life: as soon as it runs
 #    (still activating: lock, bus name, image), once its sandbox scope exists
@@ -36,11 +42,22 @@ for round in activating scope published; do
         kill -KILL "$pid"
         lt_log "round $round: killed coordinator $pid (service was $state)"
         wait "$client" || true
+        # The dead coordinator's sandbox scope goes with its service
+        # (BindsTo=), and every process of the generation with it, the
+        # workspace view and its notifier included (ViewNeverOutlivesGeneration).
+        for _ in $(seq 1 100); do
+                state=$(systemctl --user is-active "$scope" 2>/dev/null) || true
+                [[ $state == active || $state == activating || $state == deactivating ]] || break
+                sleep 0.1
+        done
+        [[ $state != active && $state != deactivating ]] || lt_fail "round $round: the dead coordinator's sandbox scope is still $state"
+        no_view_left "round $round: after SIGKILL of the coordinator"
         out=$(lt_launch -- /bin/echo recovered) || lt_fail "round $round: launch after the SIGKILL failed"
         lt_assert_eq "round $round: output after recovery" recovered "$out"
         lt_wait_inactive
         state=$(systemctl --user is-active "$scope" 2>/dev/null) || true
         [[ $state != active ]] || lt_fail "round $round: a sandbox scope is still active after teardown"
+        no_view_left "round $round: after the teardown of the next generation"
 done
 [[ ! -e $XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN ]] || lt_fail "runtime files left after recovery"
 

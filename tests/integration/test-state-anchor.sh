@@ -15,7 +15,8 @@
 #      /etc/resolv.conf, /etc/hosts, /etc/hostname are Lazaret's and are not
 #      in the upper layer; the prepared lower is unchanged.
 #   3. lazaretctl state: list --json and inspect --json name the layers and
-#      what changed (paths only); verify and reset are refused while the
+#      what changed (paths only), inspect's human form too; reset's question
+#      names the Domain and the layers; verify and reset are refused while the
 #      Domain runs (naming that it is active); without --yes and a terminal
 #      reset refuses; reset of /root empties only /root; a reset whose
 #      deletion was cut short leaves trash that verify reports and the next
@@ -24,7 +25,7 @@
 #      empty, verify passes and the next launch works; after the coordinator
 #      is killed with SIGKILL while the Domain runs, the next launch has the
 #      state mounted again and the Domain Store says the killed generation
-#      was abandoned; a corrupt Domain Store fails the launch by name and is
+#      was abandoned (and the next one's attested policy digest); a corrupt Domain Store fails the launch by name and is
 #      left unchanged.
 #      Another Domain (another workspace) never sees any of it.
 #   4. An image whose layer gives a file to UID 42: the prepared lower
@@ -159,6 +160,12 @@ lt_assert_eq "state inspect: the copied binary" written \
         "$(jq -r '.layers[] | select(.path == "/usr") | .changed[] | select(.path == "/usr/local/bin/busybox-lt") | .change' <<<"$out")"
 lt_assert_eq "state inspect: the deleted image file" deleted \
         "$(jq -r '.layers[] | select(.path == "/etc") | .changed[] | select(.path == "/etc/profile") | .change' <<<"$out")"
+# DX-6: the human form says the same, changed paths by name and no file's contents.
+out=$(ctl state inspect) || lt_fail "state inspect (human) failed: $out"
+[[ $out == "Domain $LT_DOMAIN (profile test, workspace $LT_WS)"* ]] || lt_fail "state inspect does not begin with the Domain: $out"
+grep -Eq '^ +written +/usr/local/bin/busybox-lt$' <<<"$out" || lt_fail "state inspect does not list the copied binary: $out"
+grep -Eq '^ +deleted +/etc/profile$' <<<"$out" || lt_fail "state inspect does not list the deleted image file: $out"
+! grep -qx kept <<<"$out" || lt_fail "state inspect shows the contents of /root/note: $out"
 ctl state verify >/dev/null || lt_fail "state verify of a stopped Domain failed: $(ctl state verify 2>&1)"
 
 lt_keeper_start
@@ -181,6 +188,9 @@ out=$(ctl state reset /root 2>&1 </dev/null)
 rc=$?
 set -e
 [[ $rc -ne 0 && $out == *"add --yes"* ]] || lt_fail "state reset without --yes and without a terminal: exit $rc, '$out'"
+# DX-6: what it would have asked names the resolved Domain and the one layer.
+[[ $out == "Reset /root of Domain $LT_DOMAIN (profile test, workspace $LT_WS)? "* ]] ||
+        lt_fail "state reset does not name the Domain and the layer it would reset: '$out'"
 [[ -e $state/root/upper/note ]] || lt_fail "a refused reset removed /root/note"
 ctl state reset --yes /root >/dev/null || lt_fail "state reset /root failed"
 out=$(lt_launch -- /bin/sh -c 'cat /root/note 2>/dev/null || echo no-note; /usr/local/bin/busybox-lt echo tool-stays') ||
@@ -205,6 +215,14 @@ mkdir -p "$data_root/domains/$LT_DOMAIN/state-trash/left/upper/d"
 echo x >"$data_root/domains/$LT_DOMAIN/state-trash/left/upper/d/f"
 out=$(ctl state verify) || lt_fail "state verify with trash failed: $out"
 [[ $out == *"interrupted reset"* ]] || lt_fail "state verify does not report the trash: $out"
+# DX-6: asked about every layer, it names each (as state list does) and where they are.
+layers=$(ctl state list --json | jq -r --arg id "$LT_DOMAIN" '[.[] | select(.domain_id == $id) | .layers[].path] | join(", ")')
+[[ $layers == /etc,* ]] || lt_fail "state list --json shows no layers before the reset of everything: '$layers'"
+set +e
+out=$(ctl state reset 2>&1 </dev/null)
+set -e
+[[ $out == "Reset every persistent path of Domain $LT_DOMAIN (profile test, workspace $LT_WS)? "*$'\nLayers: '"$layers ($state)"$'\n'* ]] ||
+        lt_fail "state reset of everything does not name the Domain and its layers: '$out'"
 ctl state reset --yes >/dev/null || lt_fail "state reset of everything failed"
 [[ ! -e $data_root/domains/$LT_DOMAIN/state-trash ]] || lt_fail "state reset left $data_root/domains/$LT_DOMAIN/state-trash"
 ctl state verify >/dev/null || lt_fail "state verify after a reset failed: $(ctl state verify 2>&1)"
@@ -258,6 +276,9 @@ if command -v sqlite3 >/dev/null; then
                 "$(sqlite3 -readonly "$store" 'SELECT state FROM generations ORDER BY id DESC LIMIT 2' | tr '\n' ' ' | sed 's/ $//')"
         lt_assert_eq "open leases of a stopped Domain" 0 \
                 "$(sqlite3 -readonly "$store" 'SELECT count(*) FROM leases WHERE released_usec IS NULL')"
+        # The generation that ran recorded the policy digest it attested (FR-18).
+        [[ $(sqlite3 -readonly "$store" 'SELECT network_fingerprint FROM generations ORDER BY id DESC LIMIT 1') =~ ^[0-9a-f]{64}$ ]] ||
+                lt_fail "the last generation recorded no attested policy digest: $(sqlite3 -readonly "$store" 'SELECT * FROM generations ORDER BY id DESC LIMIT 1')"
 fi
 # state gc: unleased old lowers and quarantined preparations go; the lower a
 # running Domain leased stays, however old, and the Domain keeps working.

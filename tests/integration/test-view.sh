@@ -19,6 +19,8 @@
 # changes a tracked .vscode/settings.json works inside and leaves the
 # host's file alone; what the sandbox wrote there is still there after a
 # Domain restart. Host edits of .git/config are seen inside at once.
+# Killing lazaret-view fails the Domain with one line, which the session's
+# client prints; no view is left, and the next launch works.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -202,14 +204,19 @@ lt_assert_eq "the nested repository's config, after a restart" "touch $(mark nes
         "$(inside 'git -C sub config --get core.fsmonitor')"
 host_git_everywhere "after a restart"
 
-# The view's death fails the Domain with one line; the next launch works.
-lt_keeper_start
+# The view's death fails the Domain with one line, which the session's
+# client prints; the next launch works.
+lt_keeper_start "$HOME/keeper.out"
 view_pid=$(pgrep -u "$(id -u)" -f -- 'lazaret-view --workspace-fd' | head -n1) || true
 [[ -n $view_pid ]] || lt_fail "no lazaret-view process while the Domain runs"
 kill -9 "$view_pid"
 lt_wait_inactive
-wait "$LT_KEEPER" 2>/dev/null || true
+rc=0
+wait "$LT_KEEPER" 2>/dev/null || rc=$?
 LT_KEEPER=
+[[ $rc -ne 0 ]] || lt_fail "the session of a Domain whose view was killed exited 0"
+grep -q "^Session failed: .*the workspace view lazaret-view (pid $view_pid)" "$HOME/keeper.out" ||
+        lt_fail "the session's client does not name the view's death: $(cat "$HOME/keeper.out")"
 log=$( (cd "$LT_WS" && lazaretctl log) 2>/dev/null || cat "$LT_LOGDIR/$LT_DOMAIN.log" 2>/dev/null || true)
 grep -q "the workspace view lazaret-view (pid $view_pid)" <<<"$log" ||
         lt_fail "the view's death is not named in the Domain's log: $(tail -n 5 <<<"$log")"

@@ -51,7 +51,7 @@ typedef struct BadCase {
  */
 static const BadCase bad_cases[] = {
         { "[]", "expected an object, got an array" },
-        { "{\"dat_root\": \"/x\"}", "dat_root: unknown key (known keys here: data_root, default_profile, network, escalation, profiles, runtime)" },
+        { "{\"dat_root\": \"/x\"}", "dat_root: unknown key (known keys here: data_root, default_profile, network, escalation, profiles, retention, runtime)" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"imgae\": 1}}}", "profiles.dev.imgae: unknown key" },
         { "{\"network\": {\"allow\": [], \"block\": []}}", "network.block: unknown key" },
         { "{\"escalation\": {\"auto_approve\": [{\"argv\": [\"/usr/bin/make\"], \"trailing\": true}]}}", "escalation.auto_approve[0].trailing: unknown key" },
@@ -210,6 +210,10 @@ static const BadCase bad_cases[] = {
         { "{\"a\": 1,,}", "line 1, column 9: invalid JSON" },
         { "{\"profiles\": {}} trailing", "unexpected text after the top-level value" },
         { "", "document is empty or incomplete" },
+        { "{\"retention\": {\"audit_days\": 0}}", "retention.audit_days: 0 is out of range; use 1 to 36500 days" },
+        { "{\"retention\": {\"audit_events\": 99}}", "retention.audit_events: 99 is out of range; use 100 to 100000000 events" },
+        { "{\"retention\": {\"generations\": \"5\"}}", "retention.generations: expected an integer, got a string" },
+        { "{\"retention\": {\"days\": 5}}", "retention.days: unknown key (known keys here: audit_days, audit_events, generations)" },
 };
 
 /*
@@ -717,6 +721,20 @@ Test(config, limits_change_the_fingerprint) {
         _cleanup_config_ Config *a = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\"}}}");
         _cleanup_config_ Config *b = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"limits\": {\"tmp_size\": \"2G\"}}}}");
         cr_assert_neq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0);
+}
+
+Test(config, retention_defaults_settings_and_no_fingerprint) {
+        _cleanup_config_ Config *a = parse_ok("{}");
+        _cleanup_config_ Config *b = parse_ok("{\"retention\": {\"audit_days\": 7, \"audit_events\": 500, \"generations\": 3}}");
+
+        cr_assert_eq(a->retention.audit_days, RETENTION_AUDIT_DAYS_DEFAULT);
+        cr_assert_eq(a->retention.audit_events, RETENTION_AUDIT_EVENTS_DEFAULT);
+        cr_assert_eq(a->retention.generations, RETENTION_GENERATIONS_DEFAULT);
+        cr_assert_eq(b->retention.audit_days, 7);
+        cr_assert_eq(b->retention.audit_events, 500);
+        cr_assert_eq(b->retention.generations, 3);
+        /* What the store keeps shapes no sandbox: a running Domain is not "configured otherwise" by it. */
+        cr_assert_eq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0);
 }
 
 Test(limits, size_parsing_and_formatting) {

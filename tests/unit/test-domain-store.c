@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "cleanup.h"
+#include "audit-queue.h"
 #include "domain-store.h"
 #include "fs-util.h"
 #include "path-util.h"
@@ -248,5 +250,127 @@ Test(store, escalation_events, .init = setup, .fini = teardown) {
         cr_assert_eq(domain_store_escalation_events(s, 2, collect, &list, &error), 0);
         cr_assert_eq(strv_length(list), 2);
         cr_assert_str_eq(list[0], "r1 result rule completed 3", "the newest two, oldest first");
+        domain_store_close(s);
+}
+
+static uint64_t count(const char *sql) {
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        uint64_t n = UINT64_MAX;
+
+        cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s", sql);
+        if (sqlite3_step(st) == SQLITE_ROW)
+                n = (uint64_t) sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+}
+
+#define DAY_USEC (UINT64_C(86400) * UINT64_C(1000000))
+
+/* Issue 31 item 4: what a store keeps is bounded, by age and count of events and by generations. */
+Test(store, retention, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *error = NULL;
+        DomainStore *s = NULL;
+        StoreRemoved removed;
+        uint64_t g[6], now = 1000 * DAY_USEC;
+
+        cr_assert_eq(domain_store_open(path, &s, &error), 0, "%s", error ?: "");
+        /* Six generations: five ended, one of them still holding its lease (a crashed owner's is closed as
+         * abandoned by the next begin, which releases it); the newest running. */
+        for (int i = 0; i < 6; i++) {
+                cr_assert_eq(domain_store_begin_generation(s, "c", now + i, "lowerA",
+                                                           (char *[]) { (char *) "/usr", NULL }, &g[i], &error), 0, "%s",
+                             error ?: "");
+                if (i < 5 && i != 1)
+                        cr_assert_eq(domain_store_end_generation(s, g[i], "stopped", now + i, &error), 0);
+        }
+        /* g[1] was abandoned by g[2]'s begin: ended, lease released. Hold a lease on g[0] by hand. */
+        {
+                sqlite3 *db = NULL;
+                cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+                cr_assert_eq(sqlite3_exec(db, "UPDATE leases SET released_usec = NULL WHERE generation = 1", NULL, NULL, NULL),
+                             SQLITE_OK);
+                sqlite3_close(db);
+        }
+        /* Events: 300 ten days old, 300 from today. */
+        for (int i = 0; i < 600; i++)
+                cr_assert_eq(domain_store_add_escalation_event(s, &(EscalationEvent) {
+                                                                   .time_usec = i < 300 ? now - 10 * DAY_USEC : now - (600 - i),
+                                                                   .request = "r", .event = "requested" },
+                                                               &error), 0);
+
+        /* Refused: a retention of nothing. */
+        cr_assert_eq(domain_store_apply_retention(s, &(StoreRetention) { 0, 100, 1 }, now, NULL, &error), -EINVAL);
+        cr_assert_str_eq(error, "a retention of nothing would empty the Domain Store");
+        error = mfree(error);
+        cr_assert_eq(count("SELECT count(*) FROM escalation_events"), 600);
+
+        /* Seven days, 200 events, three generations. */
+        cr_assert_eq(domain_store_apply_retention(s, &(StoreRetention) { 7, 200, 3 }, now, &removed, &error), 0, "%s",
+                     error ?: "");
+        cr_assert_eq(removed.events, 400, "%" PRIu64, removed.events);
+        cr_assert_eq(count("SELECT count(*) FROM escalation_events"), 200);
+        cr_assert_eq(count("SELECT min(time_usec) FROM escalation_events"), now - 200, "the newest are kept");
+        /* Generations 4, 5, 6 are the newest three; 2 and 3 go (ended, released); 1 stays (its lease is held). */
+        cr_assert_eq(removed.generations, 2);
+        cr_assert_eq(count("SELECT count(*) FROM generations"), 4);
+        cr_assert_eq(count("SELECT count(*) FROM generations WHERE id IN (2, 3)"), 0);
+        cr_assert_eq(count("SELECT count(*) FROM leases WHERE generation IN (2, 3)"), 0);
+        cr_assert_eq(count("SELECT count(*) FROM layers WHERE generation IN (2, 3)"), 0);
+        cr_assert_eq(count("SELECT count(*) FROM layers WHERE generation = 1"), 1);
+        /* The running generation is never removed, however small the bound. */
+        cr_assert_eq(domain_store_apply_retention(s, &(StoreRetention) { 1, 100, 1 }, now, &removed, &error), 0);
+        cr_assert_eq(count("SELECT count(*) FROM generations WHERE id = 6"), 1);
+        cr_assert_eq(count("SELECT count(*) FROM generations WHERE id = 1"), 1);
+        cr_assert_eq(count("SELECT count(*) FROM generations"), 2);
+        domain_store_close(s);
+}
+
+/* The audit queue: copies, order across the ring's wrap, batches, the bound, a bad batch not retried. */
+Test(store, audit_queue, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **list = NULL;
+        _cleanup_free_ char *error = NULL;
+        DomainStore *s = NULL;
+        AuditQueue *q = audit_queue_new();
+        size_t lost;
+        int r;
+
+        cr_assert_not_null(q);
+        cr_assert_eq(domain_store_open(path, &s, &error), 0, "%s", error ?: "");
+        cr_assert_eq(audit_queue_flush(q, s, &lost, &error), 0, "nothing pending");
+
+        /* Strings are copied: the caller's buffer changes after the push. */
+        for (unsigned i = 0; i < AUDIT_QUEUE_MAX + 10; i++) {
+                char id[32];
+                snprintf(id, sizeof(id), "r%u", i);
+                r = audit_queue_push(q, &(EscalationEvent) { .time_usec = i, .request = id, .event = "requested" });
+                cr_assert_eq(r, i < AUDIT_QUEUE_MAX ? 0 : -ENOBUFS, "push %u: %d", i, r);
+                memset(id, 'x', sizeof(id) - 1);
+        }
+        cr_assert_eq(audit_queue_pending(q), AUDIT_QUEUE_MAX);
+        cr_assert_eq(audit_queue_take_dropped(q), 10);
+        cr_assert_eq(audit_queue_take_dropped(q), 0);
+
+        /* One batch at a time, oldest first. */
+        cr_assert_eq(audit_queue_flush(q, s, &lost, &error), (int) AUDIT_BATCH);
+        cr_assert_eq(audit_queue_pending(q), AUDIT_QUEUE_MAX - AUDIT_BATCH);
+        /* Room again, at the ring's start: pushed after the rest, flushed after them. */
+        cr_assert_eq(audit_queue_push(q, &(EscalationEvent) { .time_usec = 9, .request = "last", .event = "result",
+                                                              .by = "rule", .outcome = "completed", .status = 3 }), 0);
+        /* A bad event (the table refuses it) loses its batch alone. */
+        while (audit_queue_pending(q) > 1 + AUDIT_BATCH)
+                cr_assert_gt(audit_queue_flush(q, s, &lost, &error), 0);
+        cr_assert_eq(audit_queue_push(q, &(EscalationEvent) { .time_usec = 9, .event = "bogus" }), 0);
+        cr_assert_eq(audit_queue_flush(q, s, &lost, &error), (int) AUDIT_BATCH);
+        cr_assert_lt(audit_queue_flush(q, s, &lost, &error), 0);
+        cr_assert_eq(lost, 2, "the batch with the bad event: the last good one and the bad one");
+        error = mfree(error);
+        cr_assert_eq(audit_queue_pending(q), 0);
+        cr_assert_eq(count("SELECT count(*) FROM escalation_events"), AUDIT_QUEUE_MAX, "all but the lost batch");
+        cr_assert_eq(domain_store_escalation_events(s, 1, collect, &list, &error), 0);
+        cr_assert_str_eq(list[0], "r4095 requested - - 0", "in order; the copy, not the caller's changed buffer");
+        audit_queue_free(q);
         domain_store_close(s);
 }

@@ -39,6 +39,7 @@ typedef struct Entry {
         uint32_t mode;
         unsigned stage;
         uint16_t extended;      /* written when nonzero */
+        uint8_t oid;            /* every byte of its object name; 0: 0xab */
 } Entry;
 
 static char prev[2 * GIT_INDEX_PATH_MAX];
@@ -52,7 +53,7 @@ static void entry(Buf *b, unsigned version, Entry e) {
         put32(b, e.mode);
         for (int i = 0; i < 3; i++)
                 put32(b, 0);
-        memset(b->d + b->n, 0xab, 20);
+        memset(b->d + b->n, e.oid ? e.oid : 0xab, 20);
         b->n += 20;
         put16(b, (uint16_t) ((e.extended ? 0x4000 : 0) | e.stage << 12 | (len < 0xfff ? len : 0xfff)));
         if (e.extended)
@@ -349,4 +350,65 @@ Test(git_index, long_names) {
         finish(b);
         parse_bad(b, -EBADMSG, "path not terminated");
         free(b);
+}
+
+static bool protected_husky(const char *path, void *userdata) {
+        (void) userdata;
+        return strncmp(path, ".husky/", 7) == 0 || strcmp(path, ".husky") == 0;
+}
+
+static char *first_change(const Entry *a, size_t na, const Entry *b, size_t nb) {
+        _cleanup_(git_index_freep) GitIndex *x = NULL, *y = NULL;
+        Buf *ba = build(2, a, na), *bb;
+        char *path = NULL;
+        int r;
+
+        finish(ba);
+        x = parse_ok(ba);
+        bb = build(2, b, nb);
+        finish(bb);
+        y = parse_ok(bb);
+        free(ba);
+        free(bb);
+        r = git_index_first_change(x, y, protected_husky, NULL, &path);
+        cr_assert_geq(r, 0);
+        cr_assert_eq(r == 1, path != NULL);
+        return path;
+}
+
+/* Issue 32 item 3: what a new index would check out for protected paths, against the old one. */
+Test(git_index, first_change) {
+        const Entry host[] = { { ".husky/pre-push", 0100755 }, { "README", 0100644 }, { "src/a.c", 0100644 } };
+        const Entry same_but_other[] = { { ".husky/pre-push", 0100755 }, { "README", 0100644, 0, 0, 0x11 },
+                                         { "src/a.c", 0100644, 0, 0, 0x12 }, { "src/b.c", 0100644 } };
+        const Entry other_blob[] = { { ".husky/pre-push", 0100755, 0, 0, 0x66 }, { "README", 0100644 },
+                                     { "src/a.c", 0100644 } };
+        const Entry other_mode[] = { { ".husky/pre-push", 0100644 }, { "README", 0100644 }, { "src/a.c", 0100644 } };
+        const Entry added[] = { { ".husky/pre-commit", 0100755 }, { ".husky/pre-push", 0100755 },
+                                { "README", 0100644 }, { "src/a.c", 0100644 } };
+        const Entry removed[] = { { "README", 0100644 }, { "src/a.c", 0100644 } };
+        const Entry conflict[] = { { ".husky/pre-push", 0100755, 1 }, { ".husky/pre-push", 0100755, 2, 0, 0x66 },
+                                   { "README", 0100644 }, { "src/a.c", 0100644 } };
+        const Entry skip_worktree[] = { { ".husky/pre-push", 0100755, 0, 0x4000 }, { "README", 0100644 },
+                                        { "src/a.c", 0100644 } };
+        char *p;
+
+        cr_expect_null(first_change(host, 3, host, 3));
+        cr_expect_null(first_change(host, 3, same_but_other, 4), "unprotected paths change freely");
+        p = first_change(host, 3, other_blob, 3);
+        cr_expect(p && strcmp(p, ".husky/pre-push") == 0, "another object: %s", p);
+        free(p);
+        p = first_change(host, 3, other_mode, 3);
+        cr_expect(p && strcmp(p, ".husky/pre-push") == 0, "another mode: %s", p);
+        free(p);
+        p = first_change(host, 3, added, 4);
+        cr_expect(p && strcmp(p, ".husky/pre-commit") == 0, "added: %s", p);
+        free(p);
+        p = first_change(host, 3, removed, 2);
+        cr_expect(p && strcmp(p, ".husky/pre-push") == 0, "removed: %s", p);
+        free(p);
+        p = first_change(host, 3, conflict, 4);
+        cr_expect(p && strcmp(p, ".husky/pre-push") == 0, "stages: %s", p);
+        free(p);
+        cr_expect_null(first_change(host, 3, skip_worktree, 3), "flags are not what is checked out");
 }

@@ -488,3 +488,29 @@ Test(view_policy, listed_paths) {
         cr_expect_not(view_path_listed(list, "x/.env"));
         cr_expect_not(view_path_listed(NULL, ".env"));
 }
+
+/* Issue 32 item 3: the index's paths that the host's index may not take from the sandbox. */
+Test(view_policy, index_path_protected) {
+        char *paths[] = { (char *) "ci/hooks", (char *) "tools/check.sh", NULL };
+        char *names[] = { (char *) "secrets.toml", NULL };
+        char *unprotect[] = { (char *) ".vscode", NULL };
+        const ViewLists l = { .paths = paths, .names = names, .unprotect = unprotect };
+
+        /* Built-in integration names at any depth, and below them. */
+        cr_expect(view_index_path_protected(NULL, ".husky/pre-push"));
+        cr_expect(view_index_path_protected(NULL, ".pre-commit-config.yaml"));
+        cr_expect(view_index_path_protected(NULL, "sub/dir/.envrc"));
+        cr_expect(view_index_path_protected(NULL, ".vscode/settings.json"));
+        cr_expect_not(view_index_path_protected(NULL, "src/main.c"));
+        cr_expect_not(view_index_path_protected(NULL, "README.md"));
+        /* Listed paths exactly there and below; listed names anywhere; removed names not. */
+        cr_expect(view_index_path_protected(&l, "ci/hooks/pre-commit"));
+        cr_expect(view_index_path_protected(&l, "tools/check.sh"));
+        cr_expect_not(view_index_path_protected(&l, "tools/check.sh.orig"));
+        cr_expect_not(view_index_path_protected(&l, "x/ci/hooks/pre-commit"));
+        cr_expect(view_index_path_protected(&l, "a/b/secrets.toml"));
+        cr_expect_not(view_index_path_protected(&l, ".vscode/settings.json"));
+        cr_expect(view_index_path_protected(&l, ".husky/pre-push"));
+        /* A sparse directory entry: what it holds is unknown. */
+        cr_expect(view_index_path_protected(&l, "docs/"));
+}
