@@ -346,6 +346,17 @@ static int check_one_mount(const Domain *d, const char *what, const char *m, boo
                               "%s \"%s\" lies inside the Lazaret data root; only this profile's {profile_dir} and this Domain's {domain_dir} may be mounted",
                               what, m);
 
+        /* Issue 33: the State Anchor's layers keep owners and set-ID bits as
+         * written inside; no mount of the sandbox's may reach them. */
+        if (d->domain_dir && path_is_at_or_below(m, d->domain_dir))
+                for (const char *const *sub = (const char *const[]) { STATE_ANCHOR_DIR, STATE_ANCHOR_TRASH_DIR, NULL }; *sub; sub++) {
+                        _cleanup_free_ char *layers = path_join(d->domain_dir, *sub);
+                        if (!layers)
+                                return -ENOMEM;
+                        if (path_is_at_or_below(layers, m) || path_is_at_or_below(m, layers))
+                                return errorf(ret_error, -EPERM, "%s \"%s\" reaches the Domain's persistent layers \"%s\"",
+                                              what, m, layers);
+                }
         if (runtime && (path_is_at_or_below(runtime, m) || path_is_at_or_below(m, runtime)))
                 return errorf(ret_error, -EPERM, "%s \"%s\" overlaps the Lazaret runtime directory \"%s\"", what, m, runtime);
         return 0;

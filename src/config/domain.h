@@ -26,6 +26,9 @@
 #define DOMAIN_ID_LEN 12
 #define DOMAIN_RECORD_NAME "domain.json"
 #define DOMAIN_RECORD_MAX 65536
+/* In the Domain Root: the State Anchor's layers (state-anchor.h), and where a reset moves them before they are deleted (<Domain Root>/state-trash/<random>/). */
+#define STATE_ANCHOR_DIR "state"
+#define STATE_ANCHOR_TRASH_DIR "state-trash"
 
 int domain_id_compute(const char *profile, const char *canonical_workspace, char ret[DOMAIN_ID_LEN + 1]);
 bool domain_id_is_valid(const char *s);

@@ -3,6 +3,8 @@
 
 #include <stdbool.h>
 
+#include "domain.h"      /* STATE_ANCHOR_DIR, STATE_ANCHOR_TRASH_DIR: the Domain Root's layout */
+
 /*
  * The State Anchor's layout in the Domain Root (spec §4.6), pure:
  *
@@ -11,6 +13,8 @@
  *                                   upper/     the overlay's upper layer (mode of the lower's directory)
  *                                   work/      the overlay's work directory
  *                                   empty/     the lower, when the image has no such directory
+ *                                   owners-kept  the layer keeps owners and modes as written
+ *                                              (made with the layer; an older layer lacks it)
  *
  *   <Domain Root>/state/.dpkg-base             the image's dpkg status hash the persisted
  *                                              package database was made over
@@ -21,10 +25,12 @@
  * one directory name per path, different paths never share one.
  */
 
-#define STATE_ANCHOR_DIR "state"
 #define STATE_ANCHOR_UPPER "upper"
 #define STATE_ANCHOR_WORK "work"
 #define STATE_ANCHOR_EMPTY_LOWER "empty"
+/* Present in a layer made by a Lazaret that keeps owners and modes inside
+ * (issue 33); a layer with an upper and without it was written before. */
+#define STATE_ANCHOR_OWNERS_KEPT "owners-kept"
 /* Records of the Domain's own: a leading dot, which no layer name has. */
 #define STATE_ANCHOR_DPKG_BASE ".dpkg-base"
 #define STATE_ANCHOR_DPKG_STALE ".package-database-stale"
@@ -44,8 +50,6 @@ int state_anchor_layer_path(const char *name, char **ret);
 /* Whether path is one of state_anchor_excluded[]. */
 bool state_anchor_is_excluded(const char *path);
 
-/* Where a reset moves layers before they are deleted: <Domain Root>/state-trash/<random>/. */
-#define STATE_ANCHOR_TRASH_DIR "state-trash"
 
 typedef enum StateChange {
         STATE_CHANGE_NONE,              /* not a change of its own (an opaque marker, the layer's root) */

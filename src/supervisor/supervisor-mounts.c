@@ -443,7 +443,7 @@ int supmounts_stage(const char *bundle, const char *view, int relay_fd, Helpers 
                         break;
                 case MOUNT_SUPERVISOR:
                         if (streq(e->fstype, STATE_ANCHOR_FSTYPE))
-                                r = supoverlay_stage(e, stagefd, stage, name, ret_error);
+                                r = supoverlay_stage(e, stagefd, stage, name, helpers, ret_error);
                         else if (streq(e->fstype, ESC_MAILBOX_FSTYPE))
                                 r = stage_mailbox(e, stagefd, stage, name, &mailbox, ret_error);
                         else

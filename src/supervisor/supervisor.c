@@ -60,10 +60,12 @@
 #include "path-util.h"
 #include "runsc-output.h"
 #include "setid-filter.h"
+#include "setid-responder.h"
 #include "spawn-util.h"
 #include "supervisor-mounts.h"
 #include "strv.h"
 #include "supervisor-net.h"
+#include "supervisor-overlay.h"
 #include "supervisor-proto.h"
 #include "util.h"
 
@@ -253,23 +255,63 @@ static int start_watcher(Helpers *helpers, int channel_w, char **ret_error) {
                             }, NULL, ret_error);
 }
 
-/* The set-ID filter's responder (setid-responder.h), served from before runsc starts. */
-static int start_setid_responder(Helpers *helpers, int notify_fd, char **ret_error) {
+/*
+ * The set-ID filter's responder (setid-responder.h), started before the
+ * filter is loaded (its own chown and chmod on a State Anchor would
+ * otherwise come back to it), with the file systems of the State Anchor's
+ * overlays staged so far; it gets the listener over sock.
+ */
+static int start_setid_responder(Helpers *helpers, int sock, char **ret_error) {
         _cleanup_free_ char *exe = path_join(LIBEXECDIR, "lazaret-setid-responder");
+        _cleanup_strv_free_ char **argv = NULL;
+        const AnchorId *ids;
+        size_t n = supoverlay_anchor_ids(&ids);
 
-        if (!exe)
+        if (!exe || strv_extend(&argv, exe) < 0)
                 return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                char id[ANCHOR_ID_STRING_MAX];
+
+                anchor_id_format(&ids[i], id);
+                if (strv_extendf(&argv, "--anchor=%s", id) < 0)
+                        return -ENOMEM;
+        }
         return helper_start(helpers, &(HelperSpec) {
                                     .name = "lazaret-setid-responder",
                                     .role = "the set-ID filter's responder",
-                                    .death_means = "chmod and extended attributes of host files would wait for ever; "
+                                    .death_means = "chmod, chown and extended attributes of host files would wait for ever; "
                                                    "the sandbox is stopped",
-                                    .argv = (char *[]) { exe, NULL },
-                                    .pass_fds = (int[]) { notify_fd },
+                                    .argv = argv,
+                                    .pass_fds = (int[]) { sock },
                                     .n_pass_fds = 1,
                                     .ready_timeout_ms = 10000,
                                     .keep_stderr = true,
                             }, NULL, ret_error);
+}
+
+/* SR-2: the set-ID filter, with its responder served from before runsc starts. */
+static int load_setid_filter(Helpers *helpers, char **ret_error) {
+        _cleanup_close_ int notify_fd = -EBADF;
+        _cleanup_close_ int sock0 = -EBADF, sock1 = -EBADF;
+        int sock[2], r;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sock) < 0)
+                return errorf(ret_error, -errno, "cannot create a socket pair: %m");
+        sock0 = sock[0];
+        sock1 = sock[1];
+        r = start_setid_responder(helpers, sock1, ret_error);
+        if (r < 0)
+                return r;
+        /* Before runsc, so that runsc, its gofer and the gVisor kernel are
+         * all bound by it (filters are inherited and survive exec). */
+        r = setid_filter_load(&notify_fd);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot load the set-ID seccomp filter: %s", strerror(-r));
+        /* Only the responder holds the listener: its death is seen (ENOSYS), not waited on. */
+        r = setid_listener_send(sock0, notify_fd);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot hand the set-ID filter's listener to its responder: %s", strerror(-r));
+        return 0;
 }
 
 /*
@@ -615,16 +657,9 @@ static int stage_mounts(Supervisor *s) {
  */
 static int start_setid_filter(Supervisor *s) {
         _cleanup_free_ char *why = NULL;
-        int r, notify_fd = -EBADF;
+        int r;
 
-        r = setid_filter_load(&notify_fd);
-        if (r < 0) {
-                report_failed("cannot load the set-ID seccomp filter: %s", strerror(-r));
-                return r;
-        }
-        r = start_setid_responder(&s->helpers, notify_fd, &why);
-        /* Only the responder holds the listener: its death is seen (ENOSYS), not waited on. */
-        notify_fd = safe_close(notify_fd);
+        r = load_setid_filter(&s->helpers, &why);
         if (r < 0) {
                 report_failed("%s", strna(why));
                 return r;
