@@ -13,6 +13,8 @@
 . "$LAZARET_SOURCE_ROOT/bench/lib.sh"
 
 [[ -z ${LAZARET_TEST_BENCH_TRACE:-} ]] || set -x
+# A command that fails outside lt_fail says where, before the cleanup.
+trap 'lt_log "bench/workspace: failed at line $LINENO: $BASH_COMMAND"' ERR
 RUNS=${LAZARET_TEST_BENCH_RUNS:-5}
 MAKE_RUNS=${LAZARET_TEST_BENCH_MAKE_RUNS:-3}
 MODE=${LAZARET_TEST_BENCH_MODE:-full}
@@ -496,7 +498,8 @@ own_busy() {
         for p in $(pgrep -u "$(id -u)"); do
                 [[ $p == "$$" || $p == "$BASHPID" ]] || files+=("/proc/$p/stat")
         done
-        cat "${files[@]}" 2>/dev/null | awk '{ sub(/^.*\) /, ""); s += $12 + $13 + $14 + $15 } END { print s + 0 }'
+        # A process may end between pgrep and cat: what cat still read counts.
+        { cat "${files[@]}" 2>/dev/null || true; } | awk '{ sub(/^.*\) /, ""); s += $12 + $13 + $14 + $15 } END { print s + 0 }'
 }
 settle() {
         local a b n t0=${EPOCHREALTIME/[.,]/} t1 hz tries=100 busy=cpu_busy
