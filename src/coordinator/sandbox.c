@@ -899,7 +899,7 @@ static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, i
                 memcpy(sb->network.policy_digest, msg->digest, sizeof(sb->network.policy_digest));
                 sb->network.helper_pid = msg->helper_pid;
                 sb->network.netns = msg->netns;
-                log_info("Network attested from inside the sandbox: policy %s, slirp4netns pid %d, namespace %llu",
+                log_info("Network attested from inside the sandbox: policy %s, network helper pid %d, namespace %llu",
                          msg->digest, msg->helper_pid, msg->netns);
                 return;
         case SUPERVISOR_READY:

@@ -35,8 +35,9 @@ JSON
 (cd "$LT_WS" && lazaretctl config check >/dev/null) || lt_fail "config check refused allow_hosts"
 
 lt_keeper_start
-helper=$(cd "$LT_WS" && lazaretctl status --json | jq -r '.. | strings | select(test("^(lazaret-egress|slirp4netns):"))' | head -n1) || true
-pgrep -u "$USER" -x lazaret-egress >/dev/null || lt_fail "no lazaret-egress runs for the Domain (helper: ${helper:-?})"
+helper=$(cd "$LT_WS" && lazaretctl status --json | jq -r .NetworkReadiness.HelperId) || true
+[[ $helper == lazaret-egress:* ]] || lt_fail "the Domain's network helper is '${helper:-?}', not lazaret-egress"
+pgrep -u "$USER" -x lazaret-egress >/dev/null || lt_fail "no lazaret-egress process runs ($helper)"
 lt_log "ok: the Domain runs, its network helper is lazaret-egress"
 
 out=$(lt_launch -- /bin/nslookup "$NAME" 2>&1) || lt_fail "nslookup $NAME inside failed: $out"
