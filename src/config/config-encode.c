@@ -259,6 +259,11 @@ static int enc_profile(Encoder *e, const Profile *prof) {
         enc_object_begin(e);
         enc_key(e, "allow_egress");
         enc_cidrs(e, &prof->allow_egress);
+        /* Only when set, canonical: the fingerprints of configurations without host rules stay. */
+        if (prof->allow_hosts && prof->allow_hosts[0]) {
+                enc_key(e, "allow_hosts");
+                enc_strv(e, prof->allow_hosts);
+        }
         enc_key(e, "command");
         if (prof->command)
                 enc_strv(e, prof->command);

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "config-escalation.h"
 #include "config-parse.h"
+#include "host-rule.h"
 #include "json-util.h"
 #include "macro.h"
 #include "path-util.h"
@@ -825,12 +826,61 @@ static int parse_publish_ports(ConfigParser *p, json_object *v, const char *path
         return 0;
 }
 
+/*
+ * char ***: host rules, "NAME", "*.NAME", each optionally ":PORT[,PORT...]"
+ * (host-rule.h), in their canonical form, each pattern once.
+ */
+static int parse_allow_hosts(ConfigParser *p, json_object *v, const char *path, void *field, const void *data) {
+        static const ConfigStrvSpec spec = { .max = HOST_RULE_LIST_MAX, .allow_empty_list = true };
+        _cleanup_strv_free_ char **l = NULL, **out = NULL;
+        HostRuleList rules = {};
+        int r = 0;
+
+        r = config_parse_strv(p, v, path, &l, &spec);
+        if (r < 0)
+                return r;
+        out = calloc(strv_length(l) + 1, sizeof(char *));
+        if (!out)
+                return config_oom(p);
+        for (size_t i = 0; l[i]; i++) {
+                _cleanup_free_ char *ip = keypath_index(path, i), *why = NULL;
+                char buf[HOST_RULE_STRING_MAX];
+
+                if (!ip) {
+                        r = config_oom(p);
+                        break;
+                }
+                r = host_rule_list_add(&rules, l[i], &why);
+                if (r == -ENOMEM) {
+                        r = config_oom(p);
+                        break;
+                }
+                if (r < 0) {
+                        r = config_error(p, ip, r, "%s", why ?: "not a host rule");
+                        break;
+                }
+                host_rule_format(&rules.items[rules.n - 1], buf);
+                out[i] = strdup(buf);
+                if (!out[i]) {
+                        r = config_oom(p);
+                        break;
+                }
+        }
+        host_rule_list_done(&rules);
+        if (r < 0)
+                return r;
+        strv_free(*(char ***) field);
+        *(char ***) field = TAKE_PTR(out);
+        return 0;
+}
+
 static const ConfigKey profile_keys[] = {
         { "image",           parse_image,           0,                                   NULL, CONFIG_KEY_REQUIRED },
         { "command",         config_parse_strv,     offsetof(Profile, command),          &command_spec },
         { "persistent_dirs", parse_persistent_dirs, offsetof(Profile, persistent_dirs) },
         { "allow_egress",    parse_cidr_list,       offsetof(Profile, allow_egress) },
         { "deny_egress",     parse_cidr_list,       offsetof(Profile, deny_egress) },
+        { "allow_hosts",     parse_allow_hosts,     offsetof(Profile, allow_hosts) },
         { "env",             parse_env,             0 },
         { "volumes",         parse_volumes,         0 },
         { "isolate_ignored", config_parse_bool,     offsetof(Profile, isolate_ignored) },
@@ -851,6 +901,7 @@ static void profile_done(Profile *prof) {
         strv_free(prof->persistent_dirs);
         strv_free(prof->protected_paths);
         strv_free(prof->shared_ignored);
+        strv_free(prof->allow_hosts);
         free(prof->publish_ports);
         free(prof->allow_egress.items);
         free(prof->deny_egress.items);

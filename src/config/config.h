@@ -84,6 +84,7 @@ typedef struct Profile {
         char **protected_paths; /* the workspace view's: "NAME", "/PATH", "!NAME" (view-policy.h), normalised */
         CidrList allow_egress;
         CidrList deny_egress;
+        char **allow_hosts;     /* host rules (spec 4.5 "Egress by name"), canonical (host_rule_format()) */
         EnvEntry *env;
         size_t n_env;
         Volume *volumes;

@@ -201,10 +201,43 @@ int net_policy_derive(const CidrList *allow_global, const CidrList *deny_global,
         return 0;
 }
 
+/*
+ * With host rules (spec 4.5, "Egress by name"): the egress helper's
+ * synthetic pool via the gateway, and the default route denied, so that a
+ * public address no allowed name resolved to is not reached by address;
+ * prefixes allow_egress lists stay reachable.
+ */
+static int policy_for_names(NetPolicy *p) {
+        const Cidr everything = { 0, 0 }, pool = { NET_EGRESS_POOL, NET_EGRESS_POOL_PREFIXLEN };
+        NetRoute route = route_for(&pool, NET_ALLOW);
+        int r;
+
+        for (size_t i = 0; i < p->n_routes; i++)
+                if (cidr_equal(&p->routes[i].dst, &everything) && p->routes[i].verdict == NET_ALLOW)
+                        p->routes[i] = route_for(&everything, NET_DENY);
+        r = add_route(p, &route, NULL);
+        if (r < 0)
+                return r;
+        qsort(p->routes, p->n_routes, sizeof(NetRoute), route_compare_qsort);
+        return 0;
+}
+
 int net_policy_derive_for_profile(const Config *c, const Profile *prof, NetPolicy **ret) {
-        return net_policy_derive(&c->allow, &c->deny,
-                                 prof ? &prof->allow_egress : NULL, prof ? &prof->deny_egress : NULL,
-                                 ret, NULL);
+        _cleanup_net_policy_ NetPolicy *p = NULL;
+        int r;
+
+        r = net_policy_derive(&c->allow, &c->deny,
+                              prof ? &prof->allow_egress : NULL, prof ? &prof->deny_egress : NULL,
+                              &p, NULL);
+        if (r < 0)
+                return r;
+        if (prof && prof->allow_hosts && prof->allow_hosts[0]) {
+                r = policy_for_names(p);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(p);
+        return 0;
 }
 
 static uint8_t *put_u32(uint8_t *b, uint32_t v) {

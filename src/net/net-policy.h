@@ -52,6 +52,9 @@ extern const NetLinkSpec net_links[_NET_LINK_MAX];
 #define NET_CANARY_DENIED_STR   "10.137.55.3"
 #define NET_GATEWAY_STR         "10.137.54.2"
 #define NET_DNS_STR             "10.137.54.3"
+/* The egress helper's synthetic addresses (spec 4.5, "Egress by name"), routed via the gateway with host rules. */
+#define NET_EGRESS_POOL         NET_IP4(10, 137, 64, 0)
+#define NET_EGRESS_POOL_PREFIXLEN 18
 /* deny0 is 10.137.55.9/30; 10.137.55.10 is the deny next hop, which no one owns. */
 #define NET_DENY_ADDRESS        NET_IP4(10, 137, 55, 9)
 #define NET_DENY_NEXTHOP        NET_IP4(10, 137, 55, 10)

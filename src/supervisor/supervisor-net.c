@@ -29,6 +29,7 @@
 #include "macro.h"
 #include "netlink-routes.h"
 #include "parse-util.h"
+#include "strv.h"
 #include "supervisor-net.h"
 #include "util.h"
 
@@ -120,6 +121,63 @@ static int start_slirp(SupNet *n, const SupNetParams *p, Helpers *helpers, char 
                                  .pass_fds = &exit_r,
                                  .n_pass_fds = 1,
                                  .ready_timeout_ms = 10000,
+                         }, &n->slirp_pid, ret_error);
+}
+
+/*
+ * lazaret-egress in slirp4netns' place, for a profile with host rules (spec
+ * 4.5, "Egress by name"): the same readiness and exit fds and API socket
+ * protocol, so the rest of the start, the attestation and published ports
+ * do not change. Its listeners go to a private directory beside the API
+ * socket; the address floor is the policy's own prefixes.
+ */
+static int start_egress(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error) {
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_free_ char *run_dir = NULL;
+        _cleanup_close_ int exit_r = -EBADF;
+        const char *slash = strrchr(p->api_socket, '/');
+        int exitp[2];
+
+        if (!slash || asprintf(&run_dir, "%.*s/egress", (int) (slash - p->api_socket), p->api_socket) < 0)
+                return errorf(ret_error, -ENOMEM, "out of memory");
+        if (mkdir(run_dir, 0700) < 0 && errno != EEXIST)
+                return errorf(ret_error, -errno, "cannot create %s: %s", run_dir, strerror(errno));
+        if (strv_extend(&argv, p->egress) < 0 || strv_extendf(&argv, "--run-dir=%s", run_dir) < 0 ||
+            strv_extendf(&argv, "--api-socket=%s", p->api_socket) < 0 || strv_extend(&argv, "--ready-fd=3") < 0 ||
+            strv_extend(&argv, "--exit-fd=4") < 0)
+                return errorf(ret_error, -ENOMEM, "out of memory");
+        for (char *const *h = p->allow_hosts; *h; h++)
+                if (strv_extendf(&argv, "--allow-host=%s", *h) < 0)
+                        return errorf(ret_error, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < n->policy->n_routes; i++) {
+                const NetRoute *r = &n->policy->routes[i];
+                const Cidr own = { NET_IP4(10, 137, 0, 0), 16 };
+                char buf[CIDR_STRING_MAX];
+
+                /* The default route and Lazaret's own topology are not the floor's. */
+                if (r->dst.prefixlen == 0 || cidr_contains(&own, &r->dst))
+                        continue;
+                if (strv_extendf(&argv, "--%s-prefix=%s", r->verdict == NET_ALLOW ? "allow" : "deny",
+                                 cidr_to_string(&r->dst, buf)) < 0)
+                        return errorf(ret_error, -ENOMEM, "out of memory");
+        }
+        if (strv_extend(&argv, p->netns_path) < 0 || strv_extend(&argv, net_links[NET_LINK_TAP].name) < 0)
+                return errorf(ret_error, -ENOMEM, "out of memory");
+        if (pipe2(exitp, O_CLOEXEC) < 0)
+                return errorf(ret_error, -errno, "cannot create the exit pipe for lazaret-egress: %s", strerror(errno));
+        exit_r = exitp[0];
+        n->slirp_exit_fd = exitp[1];
+        return helper_start(helpers, &(HelperSpec) {
+                                 .name = "lazaret-egress",
+                                 .role = "the network helper",
+                                 .death_means = "network readiness withdrawn; the sandbox cannot get its network back "
+                                                "and is stopped",
+                                 .not_ready_hint = "does /dev/net/tun exist and may this user open it?",
+                                 .argv = argv,
+                                 .pass_fds = &exit_r,
+                                 .n_pass_fds = 1,
+                                 .ready_timeout_ms = 10000,
+                                 .keep_stderr = true,
                          }, &n->slirp_pid, ret_error);
 }
 
@@ -528,9 +586,11 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
         /* 1. The enforcement namespace. */
         if (r >= 0)
                 r = make_enforcement_netns(n, p, ret_error);
-        /* 2. The connectivity helper stays where we are, its tap inside. */
+        /* 2. The connectivity helper stays where we are, its tap inside: lazaret-egress for a
+         * profile with host rules, slirp4netns otherwise. */
         if (r >= 0)
-                r = start_slirp(n, p, helpers, ret_error);
+                r = p->allow_hosts && p->allow_hosts[0] ? start_egress(n, p, helpers, ret_error)
+                                                         : start_slirp(n, p, helpers, ret_error);
         /* 3. The supervisor moves into the enforcement namespace. */
         if (r >= 0)
                 r = enter_enforcement_netns(n, &nl, &lo, ret_error);

@@ -54,6 +54,7 @@
 #include "fs-util.h"
 #include "harden.h"
 #include "helper.h"
+#include "host-rule.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "resource-limits.h"
@@ -72,6 +73,10 @@
 static int arg_control_fd = -EBADF;
 static const char *arg_runsc, *arg_root, *arg_bundle, *arg_container, *arg_overlay;
 static const char *arg_netns, *arg_slirp, *arg_slirp_api, *arg_policy, *arg_policy_digest, *arg_view;
+/* lazaret-egress in slirp4netns' place, and the host rules it enforces (spec 4.5, "Egress by name"). */
+static const char *arg_egress;
+static char *arg_allow_hosts[HOST_RULE_LIST_MAX + 1];
+static size_t arg_n_allow_hosts;
 static int arg_canary_port;
 #if ENABLE_TEST_HOOKS
 static bool arg_fault_deny_on_lo;
@@ -417,7 +422,7 @@ static int bound_overlay(char **ret_error) {
 /* Every option the coordinator always passes is there, the paths absolute. */
 static int check_args(void) {
         if (!arg_netns || !arg_slirp || !arg_slirp_api || !arg_policy || !arg_policy_digest || arg_canary_port == 0 || arg_netns[0] != '/' ||
-            arg_slirp[0] != '/')
+            arg_slirp[0] != '/' || (arg_n_allow_hosts > 0 && !arg_egress))
                 return -EINVAL;
         if (arg_control_fd < 3 || !arg_runsc || !arg_root || !arg_bundle || !arg_container ||
             !arg_overlay || arg_runsc[0] != '/' || !startswith(arg_overlay, "root:dir=/"))
@@ -443,6 +448,8 @@ static int parse_argv(int argc, char *argv[]) {
                 { "policy-digest", required_argument, NULL, 'g' },
                 { "canary-port", required_argument, NULL, 'P' },
                 { "view",       required_argument, NULL, 'v' },
+                { "egress",     required_argument, NULL, 'e' },
+                { "allow-host", required_argument, NULL, 'A' },
 #if ENABLE_TEST_HOOKS
                 { "test-fault", required_argument, NULL, 'F' },
 #endif
@@ -509,6 +516,16 @@ static int parse_argv(int argc, char *argv[]) {
                         if (optarg[0] != '/')
                                 return -EINVAL;
                         arg_view = optarg;
+                        break;
+                case 'e':
+                        if (optarg[0] != '/')
+                                return -EINVAL;
+                        arg_egress = optarg;
+                        break;
+                case 'A':
+                        if (arg_n_allow_hosts >= HOST_RULE_LIST_MAX)
+                                return -E2BIG;
+                        arg_allow_hosts[arg_n_allow_hosts++] = optarg;
                         break;
                 case 'P':
                         if (parse_int(optarg, 1024, 65535, &arg_canary_port) < 0)
@@ -676,6 +693,8 @@ static int prepare_network(Supervisor *s) {
                                    .netns_path = arg_netns,
                                    .slirp4netns = arg_slirp,
                                    .api_socket = arg_slirp_api,
+                                   .egress = arg_egress,
+                                   .allow_hosts = arg_allow_hosts,
                                    .policy_path = arg_policy,
                                    .policy_digest = arg_policy_digest,
                                    .generation = arg_container,
