@@ -18,10 +18,17 @@
  * 2: ListEscalationRequests, whose requests carry the sandbox's bytes
  * (argv, why, cwd as ay) beside their display form; PublishPort,
  * UnpublishPort and PublishedPorts.
+ * 3: the Domain Store's owner answers for it (only the lock's holder opens
+ * it): EscalationHistory, ApplyRetention, LeasedLowers; the "maintenance"
+ * state of a coordinator that serves only those (lazaretctl(1)).
  */
-#define LAZARET_BUS_INTERFACE_VERSION 2
+#define LAZARET_BUS_INTERFACE_VERSION 3
 /* request_id, session_id, state, kind, argv, argv shown, why, why shown, cwd, cwd shown */
 #define ESCALATION_REQUEST_V2_SIGNATURE "ssssaaysaysays"
+/* One audit event: time (µs), request_id, session_id, event, by, argv as JSON, cwd, why, outcome, status, detail */
+#define ESCALATION_EVENT_SIGNATURE "tsssssayaysiay"
+/* The most events one EscalationHistory call returns. */
+#define ESCALATION_HISTORY_MAX 1000
 
 #define LAZARET_ERROR_INVALID_ARGS "org.lazaret.Domain1.Error.InvalidArguments"
 #define LAZARET_ERROR_NOT_READY "org.lazaret.Domain1.Error.NotReady"
@@ -34,6 +41,8 @@
 #define LAZARET_ERROR_SPAWN "org.lazaret.Domain1.Error.SpawnFailed"
 #define LAZARET_ERROR_PORT_IN_USE "org.lazaret.Domain1.Error.PortInUse"
 #define LAZARET_ERROR_NETWORK_HELPER "org.lazaret.Domain1.Error.NetworkHelperFailed"
+#define LAZARET_ERROR_MAINTENANCE "org.lazaret.Domain1.Error.Maintenance"
+#define LAZARET_ERROR_STORE "org.lazaret.Domain1.Error.StoreFailed"
 
 /* Limits on what a client may send in one call. */
 #define SESSION_MAX_ARGV 1024

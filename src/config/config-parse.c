@@ -1014,9 +1014,9 @@ static int parse_bounded_uint(ConfigParser *p, json_object *v, const char *path,
         return 0;
 }
 
-static const UintRange retention_days = { 1, 36500, "days" };
-static const UintRange retention_events = { 100, 100000000, "events" };
-static const UintRange retention_generations = { 1, 1000000, "generations" };
+static const UintRange retention_days = { RETENTION_AUDIT_DAYS_MIN, RETENTION_AUDIT_DAYS_MAX, "days" };
+static const UintRange retention_events = { RETENTION_AUDIT_EVENTS_MIN, RETENTION_AUDIT_EVENTS_MAX, "events" };
+static const UintRange retention_generations = { RETENTION_GENERATIONS_MIN, RETENTION_GENERATIONS_MAX, "generations" };
 
 static const ConfigKey retention_keys[] = {
         { "audit_days",   parse_bounded_uint, offsetof(Config, retention.audit_days),   &retention_days },

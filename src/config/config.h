@@ -33,6 +33,19 @@
 #define RETENTION_AUDIT_DAYS_DEFAULT 180
 #define RETENTION_AUDIT_EVENTS_DEFAULT 100000
 #define RETENTION_GENERATIONS_DEFAULT 1000
+#define RETENTION_AUDIT_DAYS_MIN 1
+#define RETENTION_AUDIT_DAYS_MAX 36500
+#define RETENTION_AUDIT_EVENTS_MIN 100
+#define RETENTION_AUDIT_EVENTS_MAX 100000000
+#define RETENTION_GENERATIONS_MIN 1
+#define RETENTION_GENERATIONS_MAX 1000000
+
+/* The bounds lazaret.conf(5) accepts, also for a retention given on the bus (ApplyRetention). */
+static inline bool retention_is_valid(unsigned days, unsigned events, unsigned generations) {
+        return days >= RETENTION_AUDIT_DAYS_MIN && days <= RETENTION_AUDIT_DAYS_MAX &&
+               events >= RETENTION_AUDIT_EVENTS_MIN && events <= RETENTION_AUDIT_EVENTS_MAX &&
+               generations >= RETENTION_GENERATIONS_MIN && generations <= RETENTION_GENERATIONS_MAX;
+}
 
 /* Fixed paths inside the sandbox that configuration may not claim. */
 #define SANDBOX_WORKSPACE "/workspace"

@@ -62,6 +62,8 @@ int launch_request_write(const char *runtime_dir, const char *id, const LaunchRe
                 r = req->config_path ? json_add_string(o, "config", req->config_path) : json_add_null(o, "config");
         if (r >= 0)
                 r = json_add_string(o, "fingerprint", req->fingerprint);
+        if (r >= 0 && req->maintenance)
+                r = json_add_string(o, "mode", "maintenance");
         if (r >= 0)
                 r = json_to_string(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &s);
         if (r == -EILSEQ)
@@ -122,7 +124,8 @@ int launch_request_remove(const char *runtime_dir, const char *id, ino_t ino) {
 int launch_request_parse(const char *buf, size_t n, const char *where, LaunchRequest *ret, char **ret_error) {
         _cleanup_free_ char *why = NULL;
         _cleanup_json_ json_object *o = NULL;
-        json_object *v, *cfg, *fp;
+        json_object *v, *cfg, *fp, *mode = NULL;
+        size_t keys = 3;
         int r;
 
         *ret_error = NULL;
@@ -131,7 +134,14 @@ int launch_request_parse(const char *buf, size_t n, const char *where, LaunchReq
         r = json_parse_strict(buf, n, &o, &why);
         if (r < 0)
                 return errorf(ret_error, -EBADMSG, "%s: %s", where, why ?: "invalid");
-        if (!json_object_is_type(o, json_type_object) || json_object_object_length(o) != 3 ||
+        /* "mode" is optional: "launch" (the default) or "maintenance". */
+        if (json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, "mode", &mode)) {
+                if (!json_object_is_type(mode, json_type_string) ||
+                    (!streq(json_object_get_string(mode), "launch") && !streq(json_object_get_string(mode), "maintenance")))
+                        return errorf(ret_error, -EBADMSG, "%s: mode is neither \"launch\" nor \"maintenance\"", where);
+                keys++;
+        }
+        if (!json_object_is_type(o, json_type_object) || json_object_object_length(o) != (int) keys ||
             !json_object_object_get_ex(o, "version", &v) || !json_object_is_type(v, json_type_int) || json_object_get_int(v) != 1 ||
             !json_object_object_get_ex(o, "config", &cfg) ||
             !(cfg == NULL || json_object_is_type(cfg, json_type_string)) ||
@@ -150,6 +160,7 @@ int launch_request_parse(const char *buf, size_t n, const char *where, LaunchReq
                         return -ENOMEM;
         }
         memcpy(ret->fingerprint, json_object_get_string(fp), SHA256_HEX_LEN + 1);
+        ret->maintenance = mode && streq(json_object_get_string(mode), "maintenance");
         return 0;
 }
 

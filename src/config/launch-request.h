@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "hash.h"
@@ -12,11 +13,17 @@
  * coordinator, started by the user manager with its own environment, reads
  * it to load the same file, and refuses to start when the file no longer has
  * that fingerprint. The runtime directory is private to the user (SR-10).
+ *
+ * A maintenance request ("mode": "maintenance") asks for a coordinator
+ * that starts no sandbox: it takes the Domain lock, opens the Domain Store
+ * and answers lazaretctl's calls about it on the bus, then exits when idle
+ * (lazaretctl(1), "escalations history" and "state gc" of a stopped Domain).
  */
 
 typedef struct LaunchRequest {
         char *config_path;      /* NULL: the built-in configuration */
         char fingerprint[SHA256_HEX_LEN + 1];
+        bool maintenance;       /* no sandbox: the store's owner only, until idle */
 } LaunchRequest;
 
 void launch_request_done(LaunchRequest *r);

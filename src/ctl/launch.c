@@ -554,7 +554,9 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                 *ret_running = true;
                 return 0;
         }
-        if (streq(json_object_get_string(state), "stopping")) {
+        /* "maintenance": a coordinator that serves lazaretctl's questions about the store, started
+         * from another request than ours; it leaves when we connect again (lazaretctl(1)). */
+        if (streq(json_object_get_string(state), "stopping") || streq(json_object_get_string(state), "maintenance")) {
                 *ret_running = false;
                 return 0;
         }
@@ -916,6 +918,10 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
                         fprintf(stderr, "Domain %s keeps stopping; giving up.\n", d->id);
                         return -EAGAIN;
                 }
+                /* The next coordinator reads the request: ours, again, in case a maintenance one replaced it. */
+                r = write_launch_request(c, config, runtime, d->id, fp);
+                if (r < 0)
+                        return r;
         }
         if (r < 0)
                 return r;

@@ -94,6 +94,15 @@ size_t audit_queue_pending(const AuditQueue *q) {
         return q ? q->n : 0;
 }
 
+int audit_queue_visit(const AuditQueue *q, size_t skip, EscalationEventVisit fn, void *userdata) {
+        for (size_t k = skip; q && k < q->n; k++) {
+                int r = fn(&q->ring[(q->head + k) % AUDIT_QUEUE_MAX].ev, userdata);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 uint64_t audit_queue_take_dropped(AuditQueue *q) {
         uint64_t d = q->dropped;
 

@@ -31,6 +31,13 @@ int audit_queue_push(AuditQueue *q, const EscalationEvent *ev);
 
 size_t audit_queue_pending(const AuditQueue *q);
 
+/*
+ * The pending events from the skip-th oldest on, oldest first, for a
+ * reader of the audit trail that must not wait for the store (the events
+ * not written yet are the newest). Stops at fn's first error.
+ */
+int audit_queue_visit(const AuditQueue *q, size_t skip, EscalationEventVisit fn, void *userdata);
+
 /* The events dropped since the last call, and the count reset. */
 uint64_t audit_queue_take_dropped(AuditQueue *q);
 
