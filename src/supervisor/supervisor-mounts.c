@@ -198,9 +198,10 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
                 if (git_dir && strv_extend(&argv, "--git-dir") < 0)
                         return -ENOMEM;
         }
-        /* The protected paths, and the profile's names (optional keys). */
+        /* The protected paths, and the profile's names, the git dir view's index paths (optional keys). */
         static const char *const lists[][2] = {
                 { "protect", "--protect" }, { "protect_names", "--protect-name" }, { "unprotect", "--unprotect" },
+                { "index_protect", "--index-protect" },
         };
         for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
                 json_object *a;
