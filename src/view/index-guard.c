@@ -12,12 +12,15 @@
  * rename_index()): it parses the new file and the host's current one with
  * the fuzzed reader (git-index.h) and refuses the rename with EPERM when
  * the first entry that differs, git_index_first_change(), is a protected
- * path (view_index_path_protected()). Every other way to put content at
- * that name (writing it in place, truncating it, creating it, a link to it
- * or from it, exchanging it) is refused outright: git never does those.
- * Each refusal is one line on the view's standard error, which the
- * supervisor passes to the Domain's journal; git inside says only "unable
- * to write new index file".
+ * path (view_index_path_protected()). Only the entries are judged, so what
+ * lands is the new file without the extensions that cache what entries
+ * say (TREE, REUC: git_index_without_caches()): a cached tree that
+ * disagreed with them would be what the host's next commit records.
+ * Every other way to put content at that name (writing it in place,
+ * truncating it, creating it, a link to it or from it, exchanging it) is
+ * refused outright: git never does those. Each refusal is one line on the
+ * view's standard error, which the supervisor passes to the Domain's
+ * journal; git inside says only "Unable to write new index file".
  */
 #include "view.h"
 
@@ -128,15 +131,15 @@ static int load_old(int dirfd, GitIndex **ret, GitHashAlgo *ret_algo, char **ret
         return r;
 }
 
-int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_why) {
-        _cleanup_git_index_ GitIndex *old = NULL;
+int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_data, size_t *ret_size, char **ret_why) {
+        _cleanup_git_index_ GitIndex *old = NULL, *first = NULL;
         _cleanup_free_ char *error = NULL;
         IndexWant want = { .lists = &j->lists, .prefix = j->prefix };
         GitIndex none = {};
-        GitHashAlgo algo;
-        bool parsed = false;
+        GitHashAlgo algo, first_algo = GIT_HASH_SHA1;
         int r;
 
+        *ret_data = NULL;
         r = load_old(j->dirfd, &old, &algo, &error);
         if (r == -ENOMEM)
                 return r;
@@ -160,18 +163,22 @@ int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_w
                         return r;
                 if (r < 0) {
                         /* Fail closed: what git would read in it is not known. */
-                        if (old || (a == GIT_HASH_SHA256 && !parsed))
+                        if (old || (a == GIT_HASH_SHA256 && !first))
                                 return asprintf(ret_why, "it cannot be read completely (%s)", error ?: strerror(-r)) < 0 ?
                                                -ENOMEM : -EPERM;
                         continue;
                 }
-                parsed = true;
                 r = git_index_first_change(old ?: &none, new, index_want, &want, &path);
                 if (r < 0)
                         return r;
                 if (r > 0)
                         return asprintf(ret_why, "it stages %s%s, a protected path (stage it on the host, after "
                                         "lazaretctl changes apply)", j->prefix, path) < 0 ? -ENOMEM : -EPERM;
+                if (!first) {
+                        first = TAKE_PTR(new);
+                        first_algo = a;
+                }
         }
-        return 0;
+        /* What lands keeps no cached trees or resolve-undo stages: the entries alone were judged. */
+        return git_index_without_caches(data, size, first, first_algo, ret_data, ret_size);
 }

@@ -554,8 +554,9 @@ static int rename_within(View *v, Node *from, const char *name, Node *n, Node *t
 /*
  * A rename of n (name in from) onto the index that dir holds (index_name()):
  * the new file is read whole and judged (index_judge()), and what was
- * judged is what lands: the view writes the bytes it read under a
- * temporary name and renames that onto index, then removes the source. No
+ * judged is what lands: the view writes the bytes it read (less the cached
+ * trees) under a temporary name and renames that onto index, then removes
+ * the source. No
  * other name or open file of the sandbox's reaches the new index, and
  * writes to the source wait from the judging on (v->moving, as for a move
  * between the sides). n stands for the new index from then on. With
@@ -564,11 +565,11 @@ static int rename_within(View *v, Node *from, const char *name, Node *n, Node *t
 static int rename_index(View *v, Node *from, const char *name, Node *n, Node *to, unsigned flags) {
         _cleanup_(pin_done) Pin p = {};
         _cleanup_(index_judge_done) IndexJudge j = { .dirfd = -EBADF };
-        _cleanup_free_ char *data = NULL, *why = NULL;
+        _cleanup_free_ char *data = NULL, *why = NULL, *judged = NULL;
         _cleanup_close_ int fd = -EBADF, tfd = -EBADF;
         char pp[32], tmp[64];
         struct stat st = {};
-        size_t size = 0;
+        size_t size = 0, judged_size = 0;
         int r;
 
         if ((flags & ~(unsigned) RENAME_NOREPLACE) || n->is_dir || n->cls != VIEW_SHARED || n->in_state)
@@ -592,12 +593,12 @@ static int rename_index(View *v, Node *from, const char *name, Node *n, Node *to
                         r = asprintf(&why, "it is larger than %u bytes", GIT_INDEX_SIZE_MAX) < 0 ? -ENOMEM : -EPERM;
         }
         if (r >= 0)
-                r = index_judge(&j, data, size, &why);
+                r = index_judge(&j, data, size, &judged, &judged_size, &why);
         if (r >= 0) {
                 snprintf(tmp, sizeof(tmp), RENAME_TMP_PREFIX "%d.%lu", getpid(), (unsigned long) pthread_self());
                 (void) unlinkat(j.dirfd, tmp, 0);
                 tfd = openat(j.dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, st.st_mode & 0755);
-                r = tfd < 0 ? -errno : write_all(tfd, data, size);
+                r = tfd < 0 ? -errno : judged ? write_all(tfd, judged, judged_size) : write_all(tfd, data, size);
                 if (r < 0 && tfd >= 0)
                         (void) unlinkat(j.dirfd, tmp, 0);
         }

@@ -342,7 +342,7 @@ int index_refuse(View *v, Node *dir, const char *name, const char *what);
 int index_check_node(View *v, Node *n, const char *what);
 int index_judge_prepare(View *v, Node *dir, IndexJudge *ret);
 void index_judge_done(IndexJudge *j);
-int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_why);
+int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_data, size_t *ret_size, char **ret_why);
 
 /* v->relay.c */
 bool relay_path(View *v, Node *dir, const char *name, const struct stat *st, bool exists, char *buf, size_t size);
