@@ -13,7 +13,9 @@
 #     fail ("Unable to write new index file"), the host's index is
 #     unchanged byte for byte, the Domain's log names the path and the
 #     rule; the host's `git commit` and `git checkout -- .` afterwards run
-#     and write nothing of the sandbox's;
+#     and write nothing of the sandbox's; an index with the host's entries
+#     but a cached tree (TREE) the sandbox made lands without it, so the
+#     host's next commit records its own tree;
 #   - legitimate use keeps working: git add and commit of an ordinary file
 #     inside, a checkout inside of a branch that differs only in
 #     unprotected files, a rebase inside, the host's own git add and commit
@@ -134,6 +136,36 @@ for f in .husky/pre-push .pre-commit-config.yaml; do
         hgit show "HEAD:$f" | grep -q "$marks" && lt_fail "the host's commit holds the sandbox's $f"
 done
 no_marks "the host's git commit and git checkout -- ."
+
+# A crafted index whose entries are the host's but whose cached tree (the TREE
+# extension) is one the sandbox made, with its own .husky/pre-push: git's
+# commit takes a valid cached tree as it is. The view judges the entries and
+# drops the cached trees from what lands.
+tree=$(inside "export GIT_INDEX_FILE=/tmp/private-index && git read-tree HEAD &&
+               blob=\$(printf 'touch $marks/tree\n' | git hash-object -w --stdin) &&
+               git update-index --cacheinfo 100644,\$blob,.husky/pre-push && git write-tree" 2>/dev/null | tail -n 1) ||
+        lt_fail "a tree made inside through a private index failed: $tree"
+python3 - "$LT_WS/.git/index" "$tree" "$LT_WS/crafted-index" <<'PY' || lt_fail "cannot craft the index"
+import hashlib, struct, sys
+d = open(sys.argv[1], 'rb').read()
+n = struct.unpack('>I', d[8:12])[0]
+off = 12
+for _ in range(n):
+    flags = struct.unpack('>H', d[off + 60:off + 62])[0]
+    p = off + 62 + (2 if flags & 0x4000 else 0)
+    off += ((p - off) + (d.index(b'\0', p) - p) + 8) & ~7
+t = b'\0' + b'%d 0\n' % n + bytes.fromhex(sys.argv[2])
+body = d[:off] + b'TREE' + struct.pack('>I', len(t)) + t
+open(sys.argv[3], 'wb').write(body + hashlib.sha1(body).digest())
+PY
+expect_inside "replacing the index with one whose cached tree is the sandbox's" \
+        "cp crafted-index .git/index.lock && mv .git/index.lock .git/index"
+rm -f "$LT_WS/crafted-index"
+hgit commit -q --allow-empty -m host-after-crafted || lt_fail "the host's commit after the crafted index failed"
+ran "the host's hook after the crafted index" check
+hgit show HEAD:.husky/pre-push | grep -q "$marks" && lt_fail "the host's commit recorded the sandbox's cached tree"
+lt_assert_eq "the host's commit's tree" "$(hgit rev-parse HEAD~1^{tree})" "$(hgit rev-parse HEAD^{tree})"
+no_marks "the host's commit after a crafted cached tree"
 
 # --- Legitimate use --------------------------------------------------------
 expect_inside "git add and commit of an ordinary file" \
