@@ -75,6 +75,7 @@ typedef struct ViewContext {
         int git_state_fd;               /* the git dir view's (linked.root); -ENOENT: none */
         int lock_fd;
         char **protect;                 /* the core.hooksPath directories and included files inside the workspace */
+        char **hook_named;              /* the workspace paths the host's hooks name (issue 32 item 2) */
         char **paths, **names, **unprotect; /* those and the profile's protected_paths, as the view takes them */
         GitLinked linked;               /* a linked worktree's or a submodule's git dirs (root NULL otherwise) */
         char checkout_key[CHECKOUT_KEY_MAX]; /* the checkout now at the workspace path (checkout.h) */
@@ -93,6 +94,7 @@ static void view_context_done(ViewContext *c) {
         safe_close(c->git_state_fd);
         safe_close(c->lock_fd);
         strv_free(c->protect);
+        strv_free(c->hook_named);
         strv_free(c->paths);
         strv_free(c->names);
         strv_free(c->unprotect);
@@ -100,10 +102,16 @@ static void view_context_done(ViewContext *c) {
         *c = (ViewContext) VIEW_CONTEXT_NULL_FIELDS;
 }
 
-/* The workspace-relative core.hooksPath directories, as the coordinator passes them to the view. */
-static int derive_protect(const Domain *d, int wfd, char ***ret, GitLinked *ret_linked, char **ret_error) {
+/*
+ * The workspace-relative core.hooksPath directories, and the paths the
+ * host's hooks name, as the coordinator passes them to the view (bundle.c,
+ * plan_workspace()); the latter as the hooks are now, the view's as they
+ * were at the Domain's start.
+ */
+static int derive_protect(const Domain *d, int wfd, char ***ret, char ***ret_named, GitLinked *ret_linked,
+                          char **ret_error) {
         _cleanup_(mount_plan_done) MountPlan plan = {};
-        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_strv_free_ char **protect = NULL, **named = NULL;
         int r;
 
         r = mount_plan_init(&plan);
@@ -118,11 +126,13 @@ static int derive_protect(const Domain *d, int wfd, char ***ret, GitLinked *ret_
                                     .xdg_config_home = d->host.xdg_config_home,
                                     .view = true,
                                     .ret_protect = &protect,
+                                    .ret_hook_named = &named,
                                     .ret_linked = ret_linked,
                             }, &plan, ret_error);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(protect);
+        *ret_named = TAKE_PTR(named);
         return 0;
 }
 
@@ -174,7 +184,7 @@ static int view_context_open(const Config *config, const char *profile, const ch
                 fprintf(stderr, "Cannot open the workspace %s: %m\n", c.domain->workspace);
                 return -errno;
         }
-        r = derive_protect(c.domain, c.workspace_fd, &c.protect, &c.linked, &error);
+        r = derive_protect(c.domain, c.workspace_fd, &c.protect, &c.hook_named, &c.linked, &error);
         if (r < 0) {
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
                 return r;
@@ -213,6 +223,8 @@ static int view_context_open(const Config *config, const char *profile, const ch
                         return r;
         }
         r = strv_extend_strv(&c.paths, c.protect);
+        if (r >= 0)
+                r = strv_extend_strv(&c.paths, c.hook_named);
         if (r >= 0)
                 r = view_lists_add_profile(c.domain->profile->protected_paths, &c.paths, &c.names, &c.unprotect);
         if (r < 0)
@@ -828,6 +840,9 @@ static int status_json(const ViewContext *c, size_t n_pending, char *const *ops,
         if (r >= 0)
                 r = json_add_strv(o, "protected_git_paths", (const char *const *) c->protect);
         if (r >= 0)
+                r = json_add_strv(o, "protected_hook_paths",
+                                  (const char *const *) (c->hook_named ?: (char *[]) { NULL }));
+        if (r >= 0)
                 r = json_add_string(o, "git_dirs", "control files protected");
         if (r >= 0)
                 r = json_add_string(o, "top_git_config", "read-only");
@@ -930,6 +945,11 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                 printf("  %-16score.hooksPath, included git config: none inside the workspace\n", "");
         STRV_FOREACH(p, c.protect)
                 print_escaped("                  git configuration names: ", *p, "\n");
+        STRV_FOREACH(p, c.hook_named)
+                print_escaped("                  the host's hooks name: ", *p, "\n");
+        if (!strv_is_empty(c.hook_named))
+                printf("  %-16s(read from the hooks when the Domain starts; after a hook changes, restart the Domain "
+                       "to protect what it names)\n", "");
         if (c.linked.root) {
                 print_escaped("                  git dir view: ", c.linked.root, " at its host path (config, commondir, "
                               "gitdir read-only; hooks protected)\n");

@@ -248,7 +248,7 @@ static int parse_entries(const uint8_t *data, size_t end, size_t hash_len, unsig
 
 int git_index_parse(const void *buf, size_t size, GitHashAlgo algo, GitIndex **ret, char **ret_error) {
         const uint8_t *data = buf;
-        size_t hash_len = algo == GIT_HASH_SHA256 ? SHA256_DIGEST_SIZE : SHA1_DIGEST_SIZE, end, off;
+        size_t hash_len = algo == GIT_HASH_SHA256 ? SHA256_DIGEST_SIZE : SHA1_DIGEST_SIZE, end, off, entries_end;
         _cleanup_(builder_done) Builder b = {};
         _cleanup_free_ GitIndex *idx = NULL;
         bool zero = true, sparse = false;
@@ -283,6 +283,7 @@ int git_index_parse(const void *buf, size_t size, GitHashAlgo algo, GitIndex **r
         r = parse_entries(data, end, hash_len, version, n_entries, &b, &off, ret_error);
         if (r < 0)
                 return r;
+        entries_end = off;
 
         while (off < end) {
                 const uint8_t *x = data + off;
@@ -333,6 +334,7 @@ int git_index_parse(const void *buf, size_t size, GitHashAlgo algo, GitIndex **r
         idx->n_paths = b.n_paths;
         idx->n_gitlinks = b.n_gitlinks;
         idx->entry_digests = TAKE_PTR(b.digests);
+        idx->entries_end = entries_end;
         idx->names = TAKE_PTR(b.names);
         *ret = TAKE_PTR(idx);
         return 0;
@@ -466,5 +468,49 @@ int git_index_first_change(const GitIndex *before, const GitIndex *after, bool (
                 }
         }
         *ret_path = NULL;
+        return 0;
+}
+
+int git_index_without_caches(const void *buf, size_t size, const GitIndex *i, GitHashAlgo algo, char **ret,
+                             size_t *ret_size) {
+        const uint8_t *data = buf;
+        size_t hash_len = algo == GIT_HASH_SHA256 ? SHA256_DIGEST_SIZE : SHA1_DIGEST_SIZE, end, off = i->entries_end, n;
+        _cleanup_free_ uint8_t *out = NULL;
+
+        if (size < INDEX_HEADER_SIZE + hash_len || off < INDEX_HEADER_SIZE || off > size - hash_len)
+                return -EINVAL;
+        end = size - hash_len;
+        out = malloc(size);
+        if (!out)
+                return -ENOMEM;
+        memcpy(out, data, off);
+        n = off;
+        /* The extensions, bounds checked again: data must be what i was parsed from. */
+        while (off < end) {
+                uint32_t len;
+
+                if (end - off < 8 || (len = be32(data + off + 4)) > end - off - 8)
+                        return -EINVAL;
+                if (memcmp(data + off, "TREE", 4) != 0 && memcmp(data + off, "REUC", 4) != 0) {
+                        memcpy(out + n, data + off, 8 + (size_t) len);
+                        n += 8 + (size_t) len;
+                }
+                off += 8 + (size_t) len;
+        }
+        if (!i->checksum_verified)
+                memset(out + n, 0, hash_len);
+        else if (algo == GIT_HASH_SHA256) {
+                struct sha256_ctx c;
+                sha256_init(&c);
+                sha256_update(&c, n, out);
+                sha256_digest(&c, SHA256_DIGEST_SIZE, out + n);
+        } else {
+                struct sha1_ctx c;
+                sha1_init(&c);
+                sha1_update(&c, n, out);
+                sha1_digest(&c, SHA1_DIGEST_SIZE, out + n);
+        }
+        *ret_size = n + hash_len;
+        *ret = (char *) TAKE_PTR(out);
         return 0;
 }

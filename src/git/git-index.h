@@ -54,6 +54,7 @@ typedef struct GitIndex {
          * are not in it.
          */
         uint8_t (*entry_digests)[32];
+        size_t entries_end;     /* the file's offset where its extensions begin */
         char *names;            /* the storage the pointers point into */
 } GitIndex;
 
@@ -86,3 +87,16 @@ bool git_index_is_gitlink(const GitIndex *i, const char *path);
  */
 int git_index_first_change(const GitIndex *before, const GitIndex *after, bool (*want)(const char *path, void *userdata),
                            void *userdata, char **ret_path);
+
+/*
+ * The index file at data (size bytes, which git_index_parse() read as i
+ * with algo) without the extensions that cache what its entries say
+ * elsewhere: TREE (cached tree objects, which git's commit takes as they
+ * are when they look valid) and REUC (resolve-undo stages, which
+ * `checkout -m` writes back). A writer that is not trusted could make them
+ * disagree with the entries (issue 32 item 3); git rebuilds them. The
+ * checksum is computed again, or left all zero where it was (index.skipHash).
+ * *ret is malloc()ed. -EINVAL when i does not fit data, -ENOMEM.
+ */
+int git_index_without_caches(const void *data, size_t size, const GitIndex *i, GitHashAlgo algo, char **ret,
+                             size_t *ret_size);

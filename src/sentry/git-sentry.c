@@ -17,6 +17,7 @@
 #include "fs-util.h"
 #include "git-sentry.h"
 #include "hash.h"
+#include "host-hooks.h"
 #include "mountinfo.h"
 #include "path-util.h"
 #include "strv.h"
@@ -1220,6 +1221,49 @@ static int judge_git_path(const char *workspace, const char *rel, const struct s
         return path_repair_error(NULL, path, &w, -EPERM, "what host git runs", ret_error);
 }
 
+/* The paths one hook directory's hooks name (rel: workspace-relative, or NULL outside), added to *named. */
+static int scan_hook_dir(const GitSentryParams *p, int wfd, int dirfd, const char *path, const char *rel, char ***named) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        /* Beneath dirfd without following anything, or (dirfd < 0) the host's own path, as judged outside. */
+        fd = dirfd >= 0 ? openat_beneath(dirfd, path, O_RDONLY | O_DIRECTORY, 0, false) :
+                          open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;       /* none there: git runs nothing from it */
+        r = host_hooks_scan_paths(wfd, fd, rel, p->workspace, named);
+        return r == -ENOMEM ? r : 0;
+}
+
+/*
+ * Issue 32 item 2: the workspace paths named by the hooks git would run,
+ * from every directory it may run them from: the git dir's hooks/ (a
+ * linked workspace's common dir's, where git looks), and every
+ * core.hooksPath (git uses the last one; all are read, erring towards
+ * protecting) inside the workspace (rels), in the served git dir
+ * (git_rels) or outside both (outside). Each is opened where it was
+ * judged to lie.
+ */
+static int scan_hook_dirs(const GitSentryParams *p, int wfd, int gfd, const GitLinked *linked, char **rels,
+                          char **git_rels, char **outside, char ***named) {
+        int r;
+
+        if (linked->root)
+                r = scan_hook_dir(p, wfd, linked->root_fd, "hooks", NULL, named);
+        else
+                r = scan_hook_dir(p, wfd, gfd, "hooks", ".git/hooks", named);
+        STRV_FOREACH(rel, rels)
+                if (r >= 0)
+                        r = scan_hook_dir(p, wfd, wfd, *rel, *rel, named);
+        STRV_FOREACH(rel, git_rels)
+                if (r >= 0)
+                        r = scan_hook_dir(p, wfd, linked->root_fd, *rel, NULL, named);
+        STRV_FOREACH(abs, outside)
+                if (r >= 0)
+                        r = scan_hook_dir(p, wfd, -EBADF, *abs, NULL, named);
+        return r;
+}
+
 /* What the steps of sentry_plan() share: the repository as opened and judged, and what its configuration names. */
 typedef struct SentryRun {
         const GitSentryParams *p;
@@ -1231,6 +1275,8 @@ typedef struct SentryRun {
         GitHostMounts hm;
         char **hooks;                   /* every core.hooksPath read */
         char **inside;                  /* included configuration files inside the workspace, workspace-relative */
+        char **git_rels;                /* core.hooksPath directories in the served git dir, relative to it */
+        char **outside;                 /* core.hooksPath directories outside the workspace and the git dir */
 } SentryRun;
 
 static void sentry_run_done(SentryRun *s) {
@@ -1238,6 +1284,8 @@ static void sentry_run_done(SentryRun *s) {
         git_linked_done(&s->linked);
         s->hooks = strv_free(s->hooks);
         s->inside = strv_free(s->inside);
+        s->git_rels = strv_free(s->git_rels);
+        s->outside = strv_free(s->outside);
         s->gitdir = mfree(s->gitdir);
         s->wfd = safe_close(s->wfd);
         s->gfd = safe_close(s->gfd);
@@ -1461,6 +1509,15 @@ static int judge_hooks_paths(SentryRun *s, char ***rels, char **ret_error) {
                                 r = linked_protect(&s->linked, rel, "core.hooksPath", *h, ret_error);
                                 if (r < 0)
                                         return r;
+                                r = strv_extend(&s->git_rels, rel);
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        if (r == GIT_PLACE_OUTSIDE && p->ret_hook_named) {
+                                r = strv_extend(&s->outside, abs);
+                                if (r < 0)
+                                        return r;
                                 continue;
                         }
                 }
@@ -1509,6 +1566,11 @@ static int sentry_plan(const GitSentryParams *p, MountPlan *plan, char **ret_err
         /* The included files inside the workspace, protected by path like the hooks directories. */
         if (p->view && p->ret_protect) {
                 r = strv_extend_strv(p->ret_protect, s.inside);
+                if (r < 0)
+                        return r;
+        }
+        if (p->view && p->ret_hook_named) {
+                r = scan_hook_dirs(p, s.wfd, s.gfd, &s.linked, rels, s.git_rels, s.outside, p->ret_hook_named);
                 if (r < 0)
                         return r;
         }

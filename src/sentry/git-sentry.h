@@ -90,6 +90,15 @@ typedef struct GitSentryParams {
         const char *const *global_configs;
         bool view;                      /* the workspace view serves it: no mounts, only checks and ret_protect */
         char ***ret_protect;            /* view: the workspace-relative core.hooksPath directories are appended */
+        /*
+         * view: the workspace paths the hooks git would run name
+         * (host_hooks_scan_paths(), issue 32 item 2) are appended: the
+         * hooks of the git dir's hooks/ (a linked workspace's common
+         * dir's), and of every core.hooksPath the configuration names,
+         * inside the workspace, in the served git dir or outside both,
+         * each directory opened as it was judged. Read, never run.
+         */
+        char ***ret_hook_named;
         GitLinked *ret_linked;          /* view: a linked workspace's dirs (root NULL when .git is a directory) */
 } GitSentryParams;
 

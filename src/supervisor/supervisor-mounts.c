@@ -183,6 +183,7 @@ static int mount_view(const MountEntry *e, int stagefd, const char *name, const 
 static int view_rule_args(json_object *args, char ***argv, bool *ret_git_dir, char **ret_error) {
         static const char *const lists[][2] = {
                 { "protect", "--protect" }, { "protect_names", "--protect-name" }, { "unprotect", "--unprotect" },
+                { "index_protect", "--index-protect" },
         };
         json_object *o;
 
@@ -194,7 +195,7 @@ static int view_rule_args(json_object *args, char ***argv, bool *ret_git_dir, ch
                 if (*ret_git_dir && strv_extend(argv, "--git-dir") < 0)
                         return -ENOMEM;
         }
-        /* The protected paths, and the profile's names (optional keys). */
+        /* The protected paths, and the profile's names, the git dir view's index paths (optional keys). */
         for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
                 json_object *a;
 

@@ -17,7 +17,7 @@
  * set-ID filter does for gVisor's own files).
  *
  *   lazaret-view --workspace-fd N --state-fd N --fuse-fd N [--protect PATH]... [--protect-name NAME]...
- *                [--unprotect NAME]... [--git-dir]
+ *                [--unprotect NAME]... [--git-dir [--index-protect PATH]...]
  *                [--entry-timeout S] [--ignored-fd N [--excludes-fd N] [--shared-ignored PATH]...]
  *                [--relay-fd N]
  *
@@ -27,6 +27,9 @@
  *
  * --git-dir: the served directory is a git dir of the host's own (a linked
  * worktree's common dir, a submodule's git dir), not a workspace.
+ * --index-protect: there, the workspace's protected paths, which its
+ * indexes may not take from the sandbox (index-guard.c); the names count
+ * for them too.
  *
  * Readiness: one byte on fd 3 once the session is mounted and served.
  */
@@ -234,7 +237,7 @@ static const struct fuse_custom_io view_io = {
 typedef struct Options {
         int workspace_fd, state_fd, fuse_fd, ignored_fd, excludes_fd, relay_fd;
         double timeout;
-        char **protect, **protect_names, **unprotect, **shared_ignored;
+        char **protect, **protect_names, **unprotect, **shared_ignored, **index_protect;
         bool git_dir;
 } Options;
 
@@ -252,6 +255,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "excludes-fd",   required_argument, NULL, 'x' },
                 { "shared-ignored", required_argument, NULL, 'S' },
                 { "relay-fd",      required_argument, NULL, 'r' },
+                { "index-protect", required_argument, NULL, 'I' },
                 {}
         };
         int c, k;
@@ -267,8 +271,10 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case 'p':
                 case 'S':
+                case 'I':
                         if (isempty(optarg) || optarg[0] == '/' || strlen(optarg) >= VIEW_PATH_MAX ||
-                            strv_extend(c == 'p' ? &o->protect : &o->shared_ignored, optarg) < 0)
+                            strv_extend(c == 'p' ? &o->protect : c == 'S' ? &o->shared_ignored : &o->index_protect,
+                                        optarg) < 0)
                                 return -EINVAL;
                         break;
                 case 'n':
@@ -369,6 +375,8 @@ static int view_open(View *v, const Options *o) {
         v->root.ign_mfd = v->root.ign_efd = -1;
         v->state_fd = o->state_fd;
         v->lists = (ViewLists) { .paths = o->protect, .names = o->protect_names, .unprotect = o->unprotect };
+        v->git_dir = o->git_dir;
+        v->index_lists = (ViewLists) { .paths = o->index_protect, .names = o->protect_names, .unprotect = o->unprotect };
         return 0;
 }
 

@@ -114,6 +114,10 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
                 pin_done(&p);
                 p = (Pin) {};
         }
+        if ((to_set & FUSE_SET_ATTR_SIZE) && (r = index_check_node(v, n, "a truncation of")) < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
         r = prepare_change(v, n);
         if (r == 0)
                 r = pin_for(v, n, &p, true);

@@ -75,6 +75,10 @@ static void make_entry(View *v, fuse_req_t req, Node *dir, const char *name, mod
         ViewClass c;
         int fd, r;
 
+        if (index_name(dir, name)) {
+                fuse_reply_err(req, -index_refuse(v, dir, name, "the creation of"));
+                return;
+        }
         pthread_mutex_lock(&v->lock);
         wait_unmoved(v, dir, NULL);
         fd = S_ISLNK(mode) && holds_listed(v, dir, name) ? -EPERM : create_side(v, dir, name, S_ISDIR(mode), &c);
@@ -149,6 +153,13 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name
         ViewClass c;
         int fd, r;
 
+        /* A second name of an index: writes through it would change the host's in place. */
+        r = index_name(dir, name) ? index_refuse(v, dir, name, "a link to or from") :
+                                    index_check_node(v, n, "a link to or from");
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
         pthread_mutex_lock(&v->lock);
         wait_unmoved(v, dir, NULL);
         fd = create_side(v, dir, name, false, &c);

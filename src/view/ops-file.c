@@ -82,6 +82,13 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                 return;
         }
         if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+                r = index_check_node(v, n, "an open for writing of");
+                if (r < 0) {
+                        fuse_reply_err(req, -r);
+                        return;
+                }
+        }
+        if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
                 r = prepare_change(v, n);
                 if (r < 0) {
                         fuse_reply_err(req, -r);
@@ -108,6 +115,10 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
         ViewClass c;
         int dfd, fd, r;
 
+        if (index_name(dir, name)) {
+                fuse_reply_err(req, -index_refuse(v, dir, name, "the creation of"));
+                return;
+        }
         pthread_mutex_lock(&v->lock);
         wait_unmoved(v, dir, NULL);
         dfd = create_side(v, dir, name, false, &c);
@@ -166,7 +177,9 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
         View *v = fuse_req_userdata(req);
         Node *n = node_of(v, ino);
         bool owned;
-        int fd = request_fd(v, n, fi, O_WRONLY, &owned);
+        int fd = index_check_node(v, n, "a write in place to");
+        if (fd >= 0)
+                fd = request_fd(v, n, fi, O_WRONLY, &owned);
         struct stat st;
         ssize_t k;
 
@@ -208,8 +221,12 @@ void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 
 void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi) {
         View *v = fuse_req_userdata(req);
+        Node *n = node_of(v, ino);
         bool owned;
-        int fd = request_fd(v, node_of(v, ino), fi, O_WRONLY, &owned), r;
+        int fd = index_check_node(v, n, "a write in place to"), r;
+
+        if (fd >= 0)
+                fd = request_fd(v, n, fi, O_WRONLY, &owned);
 
         if (fd < 0) {
                 fuse_reply_err(req, -fd);

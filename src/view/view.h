@@ -14,6 +14,7 @@
  *   ops-file.c      requests on files: OPEN, CREATE, READ, WRITE, FSYNC, FALLOCATE, LSEEK
  *   ops-dir.c       requests on directories: OPENDIR, READDIR(PLUS), FSYNCDIR; STATFS
  *   watcher.c       host changes: the watches, the verdict on each event, the watcher thread
+ *   index-guard.c   the host's index: what the sandbox may stage there (issue 32 item 3)
  *   v->relay.c         the host-edit relay's channel
  *   notifier.c      the notifier, the process that tells the kernel of invalidations
  */
@@ -161,7 +162,9 @@ typedef struct View {
         Node *hash[HASH_SIZE];
         Node root;
         int state_fd;                   /* Domain state: the shadow tree's root */
-        ViewLists lists;                /* protected paths (the host's git configuration, the profile), names, removed names */
+        ViewLists lists;                /* protected paths (the host's git configuration and hooks, the profile), names, removed names */
+        bool git_dir;                   /* it serves a git dir of the host's (--git-dir), not the workspace */
+        ViewLists index_lists;          /* what an index may not take from the sandbox (index-guard.c) */
         double timeout;
         bool no_open;                   /* the kernel opens files without asking (FUSE_CAP_NO_OPEN_SUPPORT) */
         /* Host changes: an inotify watch on every host directory the kernel
@@ -326,6 +329,20 @@ double timeout_in(View *v, const Node *dir);
 void inval_later(View *v, Node *dir, const char *name);
 void inval_facts(View *v, Node *dir, const char *name);
 void *watcher(void *arg);
+
+/* index-guard.c */
+typedef struct IndexJudge {
+        int dirfd;                      /* the directory holding the host's index */
+        ViewLists lists;
+        char prefix[VIEW_PATH_MAX];     /* where its working tree lies in the workspace: "" or "dir/" */
+} IndexJudge;
+bool index_name(const Node *dir, const char *name);
+int index_refuse_locked(View *v, Node *dir, const char *name, const char *what);
+int index_refuse(View *v, Node *dir, const char *name, const char *what);
+int index_check_node(View *v, Node *n, const char *what);
+int index_judge_prepare(View *v, Node *dir, IndexJudge *ret);
+void index_judge_done(IndexJudge *j);
+int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_data, size_t *ret_size, char **ret_why);
 
 /* v->relay.c */
 bool relay_path(View *v, Node *dir, const char *name, const struct stat *st, bool exists, char *buf, size_t size);
