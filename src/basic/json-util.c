@@ -730,7 +730,9 @@ int json_parse_strict(const char *text, size_t len, json_object **ret, char **re
         _cleanup_json_ json_object *o = NULL;
         int r;
 
-        *ret_error = NULL;
+        /* ret_error may be NULL: a caller that only needs to know whether it was read. */
+        if (ret_error)
+                *ret_error = NULL;
         if (len > JSON_DOC_MAX_BYTES)
                 return errorf(ret_error, -EFBIG, "document is larger than %d bytes", JSON_DOC_MAX_BYTES);
 
@@ -744,7 +746,8 @@ int json_parse_strict(const char *text, size_t len, json_object **ret, char **re
         if (r >= 0 && !o)
                 r = refuse(&rd, 0, -EINVAL, "the document is null");
         if (r < 0) {
-                *ret_error = TAKE_PTR(rd.error);
+                if (ret_error)
+                        *ret_error = TAKE_PTR(rd.error);
                 return r;
         }
         *ret = TAKE_PTR(o);

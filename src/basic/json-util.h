@@ -28,7 +28,8 @@
  * characters) and the key path where there is one, for example
  * "line 7, column 3: profiles.dev.image: duplicate key", or
  * "line 1, column 18: profiles[\"dev\x00a\"]: key contains a NUL character (\u0000)".
- * *ret is written only on success.
+ * *ret is written only on success; ret_error may be NULL (the reason then
+ * goes unsaid).
  */
 int json_parse_strict(const char *text, size_t len, json_object **ret, char **ret_error);
 

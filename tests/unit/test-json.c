@@ -337,3 +337,17 @@ Test(json, utf8_validity_and_escape) {
         cr_assert_str_eq(a, "caf\xc3\xa9 ok");
         cr_assert_str_eq(b, "x\\xff\\xc3(\\x01\\x7f\xe2\x82\xac");
 }
+
+/* A caller that needs no reason may pass NULL for it (lazaretctl escalations history reads each argv so). */
+Test(json, parse_without_a_reason) {
+        json_object *o = NULL;
+
+        cr_assert_eq(json_parse_strict("[\"a\"]", 5, &o, NULL), 0);
+        cr_assert_not_null(o);
+        json_object_put(o);
+        o = NULL;
+        cr_assert_lt(json_parse_strict("[\"a\",", 5, &o, NULL), 0);
+        cr_assert_null(o);
+        cr_assert_lt(json_parse_strict("{} x", 4, &o, NULL), 0);
+        cr_assert_null(o);
+}
