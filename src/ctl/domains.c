@@ -221,6 +221,7 @@ static int properties_reply_json(sd_bus_message *reply, json_object **ret, sd_bu
         while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
                 const char *name, *contents;
                 json_object *v = NULL;
+                bool added = false;
                 size_t i;
 
                 r = sd_bus_message_read_basic(reply, 's', &name);
@@ -253,6 +254,11 @@ static int properties_reply_json(sd_bus_message *reply, json_object **ret, sd_bu
                         r = sd_bus_message_read_basic(reply, 's', &s);
                         if (r >= 0)
                                 r = plan_json(s, &v);
+                        /* No sandbox (a maintenance coordinator's): null, not an allocation that failed. */
+                        if (r >= 0 && !v) {
+                                r = json_add_null(o, name) < 0 ? -ENOMEM : 0;
+                                added = true;
+                        }
                 } else if (streq(contents, "t")) {
                         uint64_t t;
                         r = sd_bus_message_read_basic(reply, 't', &t);
@@ -270,7 +276,7 @@ static int properties_reply_json(sd_bus_message *reply, json_object **ret, sd_bu
                         r = published_ports_json(reply, &v);
                 else
                         r = dict_json(reply, contents[3], &v);
-                if (r >= 0)
+                if (r >= 0 && !added)
                         /* A NULL v is the allocation that failed: never a property left out or null. */
                         r = json_add(o, name, v);
                 if (r == -ENOMEM)
