@@ -7,12 +7,14 @@
 #   2. lazaretctl escalations history of the stopped Domain is answered by a
 #      maintenance coordinator (no sandbox), which then exits by itself;
 #      lazaretctl itself opens no store.sqlite (strace of its process tree).
-#   3. A launch right after a maintenance call works: the maintenance
+#   3. A maintenance coordinator says so (status) and refuses a session by
+#      name; a launch right after a maintenance call works: the maintenance
 #      coordinator gives way to it.
 #   4. lazaretctl state gc with a small retention in lazaret.conf applies it
 #      through the Domain's coordinator; afterwards (the Domain stopped, no
 #      coordinator left) the store's rows, read with the sqlite3 shell, are
-#      bounded; gc opened no store.sqlite either.
+#      bounded; gc opened no store.sqlite either (traced until a child
+#      executes another program).
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -49,11 +51,13 @@ wait_gone() {
         lt_fail "$unit is still $state after 20 s: $(tail -n 5 "$LOG")"
 }
 
-# traced FILE ARGS...: lazaretctl ARGS in the workspace, its process tree's file calls in FILE.
+# traced FILE ARGS...: lazaretctl ARGS in the workspace, its process tree's file calls in FILE. A
+# child is let go when it executes another program (-b execve): newuidmap, which gc's removals run,
+# is set-user-ID and fails when traced; what runs lazaretctl's own code stays traced.
 traced() {
         local out=$1
         shift
-        (cd "$LT_WS" && exec strace -f -qq -e trace=%file -o "$out" lazaretctl "$@")
+        (cd "$LT_WS" && exec strace -f -b execve -qq -e trace=%file -o "$out" lazaretctl "$@")
 }
 # no_store FILE WHAT: the trace names no Domain Store (and the trace did record file calls).
 no_store() {
@@ -90,7 +94,14 @@ since_mark | grep -q "No maintenance call for 5 s; stopping" ||
         lt_fail "the maintenance coordinator did not end by its idle timeout: $(since_mark | tail -n 5)"
 lt_log "ok: the maintenance coordinator answered the history and exited by itself"
 
-# --- 3. a launch right after a maintenance call
+# --- 3. what a maintenance coordinator shows and refuses, then a launch right after a maintenance call
+(cd "$LT_WS" && lazaretctl escalations history) >/dev/null || lt_fail "the history failed"
+lt_assert_eq "the state of a maintenance coordinator" maintenance \
+        "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
+out=$(lt_busctl call "org.lazaret.Domain.d$LT_DOMAIN" /org/lazaret/Domain org.lazaret.Domain1 OpenSession \
+        asasbahqqs 1 /bin/true 0 false 0 24 80 x 2>&1) && lt_fail "a maintenance coordinator opened a session: $out"
+grep -q "is in maintenance" <<<"$out" || lt_fail "the session was not refused as maintenance: $out"
+lt_log "ok: a maintenance coordinator shows its state and refuses sessions by name"
 mark
 (cd "$LT_WS" && lazaretctl escalations history) >/dev/null || lt_fail "the second history failed"
 [[ $(systemctl --user is-active "$unit") == active ]] || lt_fail "no maintenance coordinator after the history"
