@@ -15,6 +15,7 @@
 #include "fs-util.h"
 #include "view-ignored.h"
 #include "git-sentry.h"
+#include "host-git.h"
 #include "host-hooks.h"
 #include "json-util.h"
 #include "mount-plan.h"
@@ -125,7 +126,7 @@ static char *host_excludes_source, *host_excludes_error;
 static int host_excludes_errno;
 
 void bundle_find_host_excludes(void) {
-        host_excludes_errno = view_host_excludes_source(&host_excludes_source, &host_excludes_error);
+        host_excludes_errno = host_git_excludes_source(&host_excludes_source, &host_excludes_error);
 }
 
 static int copy_host_excludes(const char *control_dir, char **ret_path, char **ret_error) {
@@ -181,25 +182,20 @@ static int add_view_ignored(json_object *args, const Domain *d, const char *key,
  * The workspace through the view (spec §4.6.2): one MOUNT_VIEW entry with
  * the identity of the workspace fd that was checked, and the view's
  * arguments: its Domain state directory, the protected paths that the
- * host's git configuration names and the profile's protected_paths
- * (paths in "protect", names in "protect_names", removed built-in names
- * in "unprotect").
+ * host's git configuration and hooks name and the profile's
+ * protected_paths (paths in "protect", names in "protect_names", removed
+ * built-in names in "unprotect"), as view_lists() made them.
  */
-static int add_view(MountPlan *plan, const Domain *d, const char *key, int wfd, char *const *derived,
-                    const char *control_dir, char **ret_error) {
+static int add_view(MountPlan *plan, const Domain *d, const char *key, int wfd, char *const *protect,
+                    char *const *names, char *const *unprotect, const char *control_dir, char **ret_error) {
         _cleanup_json_ json_object *args = json_object_new_object();
         _cleanup_free_ char *state = NULL, *data = NULL;
-        _cleanup_strv_free_ char **protect = NULL, **names = NULL, **unprotect = NULL;
         struct stat st;
         int r;
 
         if (!args)
                 return -ENOMEM;
         r = checkout_state_path(d->domain_dir, key, VIEW_STATE_DIR, &state);
-        if (r >= 0)
-                r = strv_extend_strv(&protect, derived);
-        if (r >= 0)
-                r = view_lists_add_profile(d->profile->protected_paths, &protect, &names, &unprotect);
         if (r < 0)
                 return r;
         r = mkdir_mode(state, 0700);
@@ -240,8 +236,8 @@ static int add_view(MountPlan *plan, const Domain *d, const char *key, int wfd, 
  * relatively (a submodule's) is shown inside with its absolute path, from
  * the view's Domain state.
  */
-static int add_git_view(MountPlan *plan, const Domain *d, const char *key, const GitLinked *l,
-                        const char *control_dir, char **ret_error) {
+static int add_git_view(MountPlan *plan, const Domain *d, const char *key, const GitLinked *l, char *const *paths,
+                        char *const *names, char *const *unprotect, const char *control_dir, char **ret_error) {
         _cleanup_json_ json_object *args = json_object_new_object();
         _cleanup_free_ char *state = NULL, *data = NULL,
                             *alias = path_join(control_dir, LAZARET_WORKSPACE_PATH_FILE), *line = NULL;
@@ -266,6 +262,14 @@ static int add_git_view(MountPlan *plan, const Domain *d, const char *key, const
                 r = json_add_strv(args, "protect", (const char *const *) l->protect);
         if (r >= 0)
                 r = json_add_bool(args, "git_dir", true);
+        /* What the workspace's index may not take from the sandbox (issue 32 item 3): the workspace
+         * view's lists, for the indexes of this git dir; names count in no directory of a git dir. */
+        if (r >= 0)
+                r = json_add_strv(args, "index_protect", (const char *const *) paths);
+        if (r >= 0)
+                r = json_add_strv(args, "protect_names", (const char *const *) names);
+        if (r >= 0)
+                r = json_add_strv(args, "unprotect", (const char *const *) unprotect);
         if (r >= 0)
                 r = json_to_string(args, JSON_C_TO_STRING_PLAIN, &data);
         if (r < 0)
@@ -314,10 +318,11 @@ static int add_git_view(MountPlan *plan, const Domain *d, const char *key, const
  * fatal: a Domain whose state cannot be read still starts.
  */
 static int git_notices(const Domain *d, const char *key, int wfd, const GitLinked *l, char *const *derived,
-                       char ***ret) {
+                       char *const *named, char ***ret) {
         _cleanup_free_ char *state = NULL, *git_state = NULL, *line = NULL;
         _cleanup_strv_free_ char **ops = NULL, **host = NULL, **dirs = NULL, **hooks = NULL;
         _cleanup_close_ int sfd = -EBADF, gsfd = -EBADF;
+        size_t n;
         int r;
 
         r = checkout_state_path(d->domain_dir, key, VIEW_STATE_DIR, &state);
@@ -346,6 +351,13 @@ static int git_notices(const Domain *d, const char *key, int wfd, const GitLinke
                 r = host_hooks_scan(wfd, dirs, &hooks);
         if (r >= 0)
                 r = strv_extend_strv(&ops, hooks);
+        /* Issue 32 item 2: what the hooks name is protected as they are now; the view's set is fixed. */
+        n = strv_length(named);
+        if (r >= 0 && n > 0)
+                r = strv_extendf(&ops, "%zu workspace path%s that the host's hooks name (%s%s) %s protected as the "
+                                 "hooks are now; after a hook changes, restart the Domain (lazaretctl stop) to protect "
+                                 "what it names", n, n == 1 ? "" : "s", named[0], n > 1 ? ", ..." : "",
+                                 n == 1 ? "is" : "are");
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(ops);
@@ -401,7 +413,7 @@ static int control_dir_write(const BundleParams *p, char **ret_resolv, char **re
  */
 static int plan_workspace(const BundleParams *p, MountPlan *plan, int wfd, bool view, char **ret_error) {
         const Domain *d = p->domain;
-        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_strv_free_ char **protect = NULL, **named = NULL, **paths = NULL, **names = NULL, **unprotect = NULL;
         _cleanup_(git_linked_done) GitLinked linked = { .root_fd = -EBADF };
         CheckoutId id;
         char key[CHECKOUT_KEY_MAX];
@@ -416,9 +428,18 @@ static int plan_workspace(const BundleParams *p, MountPlan *plan, int wfd, bool 
                                     .xdg_config_home = d->host.xdg_config_home,
                                     .view = view,
                                     .ret_protect = &protect,
+                                    .ret_hook_named = view ? &named : NULL,
                                     .ret_linked = &linked,
                             }, plan, ret_error);
         if (r < 0 || !view)
+                return r;
+        /* The view's lists: the Sentry's paths, the paths the hooks name, the profile's. */
+        r = strv_extend_strv(&paths, protect);
+        if (r >= 0)
+                r = strv_extend_strv(&paths, named);
+        if (r >= 0)
+                r = view_lists_add_profile(d->profile->protected_paths, &paths, &names, &unprotect);
+        if (r < 0)
                 return r;
 
         r = checkout_id_of_workspace(wfd, &linked, &id);
@@ -430,16 +451,16 @@ static int plan_workspace(const BundleParams *p, MountPlan *plan, int wfd, bool 
                 return r;
         if (p->ret_checkout_key)
                 memcpy(p->ret_checkout_key, key, CHECKOUT_KEY_MAX);
-        r = add_view(plan, d, key, wfd, protect, p->control_dir, ret_error);
+        r = add_view(plan, d, key, wfd, paths, names, unprotect, p->control_dir, ret_error);
         if (r < 0)
                 return r;
-        r = add_git_view(plan, d, key, &linked, p->control_dir, ret_error);
+        r = add_git_view(plan, d, key, &linked, paths, names, unprotect, p->control_dir, ret_error);
         if (r < 0)
                 return r;
         if (p->ret_git_root && linked.root && !(*p->ret_git_root = strdup(linked.root)))
                 return -ENOMEM;
         /* What cannot be read says nothing; only memory fails the start. */
-        if (p->ret_git_notices && git_notices(d, key, wfd, &linked, protect, p->ret_git_notices) == -ENOMEM)
+        if (p->ret_git_notices && git_notices(d, key, wfd, &linked, protect, named, p->ret_git_notices) == -ENOMEM)
                 return -ENOMEM;
         return 0;
 }

@@ -164,7 +164,10 @@ static int property_get_network(sd_bus *bus, const char *path, const char *inter
         r = sd_bus_message_open_container(reply, 'a', "{ss}");
         if (r < 0 || !n)
                 return r < 0 ? r : sd_bus_message_close_container(reply);
-        snprintf(helper, sizeof(helper), "slirp4netns:%d", n->helper_pid);
+        /* The helper the supervisor started: lazaret-egress for a profile with host rules. */
+        snprintf(helper, sizeof(helper), "%s:%d",
+                 m->domain->profile->allow_hosts && m->domain->profile->allow_hosts[0] ? "lazaret-egress" : "slirp4netns",
+                 n->helper_pid);
         snprintf(ns, sizeof(ns), "net:[%llu]", n->netns);
         if (asprintf(&joined, "%s\n%s\n%s\n%s\n%s\n%s", m->id, sandbox_id(m->sandbox), m->fingerprint, helper,
                      n->policy_digest, ns) < 0)

@@ -28,6 +28,7 @@
 #include "domain.h"
 #include "fs-util.h"
 #include "git-sentry.h"
+#include "host-git.h"
 #include "host-hooks.h"
 #include "json-util.h"
 #include "macro.h"
@@ -74,6 +75,7 @@ typedef struct ViewContext {
         int git_state_fd;               /* the git dir view's (linked.root); -ENOENT: none */
         int lock_fd;
         char **protect;                 /* the core.hooksPath directories and included files inside the workspace */
+        char **hook_named;              /* the workspace paths the host's hooks name (issue 32 item 2) */
         char **paths, **names, **unprotect; /* those and the profile's protected_paths, as the view takes them */
         GitLinked linked;               /* a linked worktree's or a submodule's git dirs (root NULL otherwise) */
         char checkout_key[CHECKOUT_KEY_MAX]; /* the checkout now at the workspace path (checkout.h) */
@@ -92,6 +94,7 @@ static void view_context_done(ViewContext *c) {
         safe_close(c->git_state_fd);
         safe_close(c->lock_fd);
         strv_free(c->protect);
+        strv_free(c->hook_named);
         strv_free(c->paths);
         strv_free(c->names);
         strv_free(c->unprotect);
@@ -99,10 +102,16 @@ static void view_context_done(ViewContext *c) {
         *c = (ViewContext) VIEW_CONTEXT_NULL_FIELDS;
 }
 
-/* The workspace-relative core.hooksPath directories, as the coordinator passes them to the view. */
-static int derive_protect(const Domain *d, int wfd, char ***ret, GitLinked *ret_linked, char **ret_error) {
+/*
+ * The workspace-relative core.hooksPath directories, and the paths the
+ * host's hooks name, as the coordinator passes them to the view (bundle.c,
+ * plan_workspace()); the latter as the hooks are now, the view's as they
+ * were at the Domain's start.
+ */
+static int derive_protect(const Domain *d, int wfd, char ***ret, char ***ret_named, GitLinked *ret_linked,
+                          char **ret_error) {
         _cleanup_(mount_plan_done) MountPlan plan = {};
-        _cleanup_strv_free_ char **protect = NULL;
+        _cleanup_strv_free_ char **protect = NULL, **named = NULL;
         int r;
 
         r = mount_plan_init(&plan);
@@ -117,11 +126,13 @@ static int derive_protect(const Domain *d, int wfd, char ***ret, GitLinked *ret_
                                     .xdg_config_home = d->host.xdg_config_home,
                                     .view = true,
                                     .ret_protect = &protect,
+                                    .ret_hook_named = &named,
                                     .ret_linked = ret_linked,
                             }, &plan, ret_error);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(protect);
+        *ret_named = TAKE_PTR(named);
         return 0;
 }
 
@@ -173,7 +184,7 @@ static int view_context_open(const Config *config, const char *profile, const ch
                 fprintf(stderr, "Cannot open the workspace %s: %m\n", c.domain->workspace);
                 return -errno;
         }
-        r = derive_protect(c.domain, c.workspace_fd, &c.protect, &c.linked, &error);
+        r = derive_protect(c.domain, c.workspace_fd, &c.protect, &c.hook_named, &c.linked, &error);
         if (r < 0) {
                 fprintf(stderr, "%s\n", error ?: strerror(-r));
                 return r;
@@ -212,6 +223,8 @@ static int view_context_open(const Config *config, const char *profile, const ch
                         return r;
         }
         r = strv_extend_strv(&c.paths, c.protect);
+        if (r >= 0)
+                r = strv_extend_strv(&c.paths, c.hook_named);
         if (r >= 0)
                 r = view_lists_add_profile(c.domain->profile->protected_paths, &c.paths, &c.names, &c.unprotect);
         if (r < 0)
@@ -393,11 +406,13 @@ static int list_changes(const ViewContext *c, const ViewChanges *l) {
 
 static int scan_ignored(const ViewContext *c, ViewIgnored *ret) {
         _cleanup_ignore_list_ IgnoreList *excludes = NULL;
-        _cleanup_free_ char *text = NULL, *error = NULL;
+        _cleanup_free_ char *source = NULL, *text = NULL, *error = NULL;
         size_t len;
         int r;
 
-        r = view_host_excludes_text(&text, &len, &error);
+        r = host_git_excludes_source(&source, &error);
+        if (r >= 0)
+                r = view_excludes_text(source, &text, &len, &error);
         if (r >= 0)
                 r = ignore_list_parse(text, len, "", "core.excludesFile", &excludes, &error);
         if (r >= 0)
@@ -510,16 +525,11 @@ static void put_diff_line(const char *s, size_t n) {
         putchar('\n');
 }
 
-static int show_diff(const ViewContext *c, const ViewChanges *l, const char *path) {
-        _cleanup_close_ int hfd = -EBADF, sfd = -EBADF, pipe_r = -EBADF, pipe_w = -EBADF;
-        _cleanup_free_ char *diff = NULL, *la = NULL, *lb = NULL, *out = NULL;
+/* Exactly one change: the path as listed ("./" before it and "/" after it aside), its shown name in *ret_shown. */
+static int find_change(const ViewChanges *l, const char *path, const ViewChange **ret, char **ret_shown) {
         _cleanup_free_ char *shown = NULL;
         const ViewChange *ch = NULL;
-        int p[2], status, r;
-        pid_t pid;
-        size_t n;
 
-        /* Exactly one change: the path as listed ("./" before it and "/" after it aside). */
         while (startswith(path, "./"))
                 path += 2;
         for (size_t i = 0, len = strlen(path); i < l->n; i++) {
@@ -537,11 +547,16 @@ static int show_diff(const ViewContext *c, const ViewChanges *l, const char *pat
                 fprintf(stderr, "No pending change at %s; see lazaretctl changes.\n", strna(e));
                 return -ENOENT;
         }
-        if (ch->type == S_IFDIR) {
-                fprintf(stderr, "%s is a directory; --diff shows one text file.\n", shown);
-                return -EISDIR;
-        }
-        /* Both sides by fd, never following a symbolic link; a missing side is empty. */
+        *ret = ch;
+        *ret_shown = TAKE_PTR(shown);
+        return 0;
+}
+
+/* Both sides by fd, never following a symbolic link, each judged text; a missing side is /dev/null. */
+static int open_sides(const ViewContext *c, const ViewChange *ch, const char *shown, int *ret_hfd, int *ret_sfd) {
+        _cleanup_close_ int hfd = -EBADF, sfd = -EBADF;
+        int r;
+
         if (ch->kind != VIEW_CHANGE_DELETED) {
                 sfd = openat_beneath(state_fd_of(c, ch), ch->path, O_RDONLY | O_NOCTTY, 0, false);
                 if (sfd < 0)
@@ -567,6 +582,18 @@ static int show_diff(const ViewContext *c, const ViewChanges *l, const char *pat
                 sfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (hfd < 0 || sfd < 0)
                 return -errno;
+        *ret_hfd = TAKE_FD(hfd);
+        *ret_sfd = TAKE_FD(sfd);
+        return 0;
+}
+
+/* diff -u of the two sides, labelled host/... and sandbox/..., its output shown line by line (put_diff_line()). */
+static int print_diff(const ViewChange *ch, const char *shown, int hfd, int sfd) {
+        _cleanup_close_ int pipe_r = -EBADF, pipe_w = -EBADF;
+        _cleanup_free_ char *diff = NULL, *la = NULL, *lb = NULL, *out = NULL;
+        int p[2], status, r;
+        pid_t pid;
+        size_t n;
 
         r = find_program("diff", &diff);
         if (r < 0) {
@@ -619,6 +646,25 @@ static int show_diff(const ViewContext *c, const ViewChanges *l, const char *pat
                 return -EIO;
         }
         return 0;
+}
+
+static int show_diff(const ViewContext *c, const ViewChanges *l, const char *path) {
+        _cleanup_close_ int hfd = -EBADF, sfd = -EBADF;
+        _cleanup_free_ char *shown = NULL;
+        const ViewChange *ch;
+        int r;
+
+        r = find_change(l, path, &ch, &shown);
+        if (r < 0)
+                return r;
+        if (ch->type == S_IFDIR) {
+                fprintf(stderr, "%s is a directory; --diff shows one text file.\n", shown);
+                return -EISDIR;
+        }
+        r = open_sides(c, ch, shown, &hfd, &sfd);
+        if (r < 0)
+                return r;
+        return print_diff(ch, shown, hfd, sfd);
 }
 
 /* ------------------------------------------------------------ apply, discard */
@@ -794,6 +840,9 @@ static int status_json(const ViewContext *c, size_t n_pending, char *const *ops,
         if (r >= 0)
                 r = json_add_strv(o, "protected_git_paths", (const char *const *) c->protect);
         if (r >= 0)
+                r = json_add_strv(o, "protected_hook_paths",
+                                  (const char *const *) (c->hook_named ?: (char *[]) { NULL }));
+        if (r >= 0)
                 r = json_add_string(o, "git_dirs", "control files protected");
         if (r >= 0)
                 r = json_add_string(o, "top_git_config", "read-only");
@@ -896,6 +945,11 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                 printf("  %-16score.hooksPath, included git config: none inside the workspace\n", "");
         STRV_FOREACH(p, c.protect)
                 print_escaped("                  git configuration names: ", *p, "\n");
+        STRV_FOREACH(p, c.hook_named)
+                print_escaped("                  the host's hooks name: ", *p, "\n");
+        if (!strv_is_empty(c.hook_named))
+                printf("  %-16s(read from the hooks when the Domain starts; after a hook changes, restart the Domain "
+                       "to protect what it names)\n", "");
         if (c.linked.root) {
                 print_escaped("                  git dir view: ", c.linked.root, " at its host path (config, commondir, "
                               "gitdir read-only; hooks protected)\n");

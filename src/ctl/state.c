@@ -588,7 +588,8 @@ static void print_domain(json_object *o, bool detailed) {
                        human_size(get_u64(l, "bytes"), b), get_u64(l, "entries"), get_u64(l, "changes"),
                        get_str(l, "format") ? ", " : "", strempty(get_str(l, "format")));
                 if (get_u64(l, "unreadable_directories"))
-                        printf("    %" PRIu64 " directories not readable by you (owned by a subordinate ID)\n",
+                        printf("    %" PRIu64 " directories not readable by you (a package's own user inside, a subordinate ID "
+                               "on the host), not counted; all of it: lazaretctl unshare du -sh <layer>\n",
                                get_u64(l, "unreadable_directories"));
                 if (!detailed || !json_object_object_get_ex(l, "changed", &changed))
                         continue;

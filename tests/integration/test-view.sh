@@ -180,14 +180,22 @@ host_git_everywhere "submodule update"
 
 # Integration files: created and changed inside, never on the host.
 expect_inside "integration files written" \
-        "echo 'echo envrc' > .envrc && echo '{}' > .mcp.json && echo '{\"tasks\":1}' > .vscode/tasks.json &&
-         git checkout -q other && grep -q other .vscode/settings.json && git checkout -q main"
+        "echo 'echo envrc' > .envrc && echo '{}' > .mcp.json && echo '{\"tasks\":1}' > .vscode/tasks.json"
+# A branch switch that would change a tracked protected file's staged
+# version is refused (issue 32 item 3: the host's index never takes it from
+# the sandbox); git has written the working tree by then, and a forced
+# checkout of the branch it was on puts it back.
+out=$(inside "git checkout -q other" 2>&1) && lt_fail "a branch switch changing the staged .vscode/settings.json succeeded: $out"
+[[ $out == *"nable to write new index file"* ]] || lt_fail "the branch switch failed otherwise: $out"
+expect_inside "a forced checkout of main after the refused switch" \
+        "git checkout -f -q main && test -z \"\$(git status --porcelain --untracked-files=no)\""
+lt_assert_eq "the host's branch" main "$(hgit rev-parse --abbrev-ref HEAD)"
 for f in .envrc .mcp.json .vscode/tasks.json; do
         [[ ! -e $LT_WS/$f ]] || lt_fail "$f was created on the host from inside"
 done
 lt_assert_eq "the host's .vscode/settings.json" "$settings_before" "$(sha256sum <"$LT_WS/.vscode/settings.json")"
 expect_inside "integration files seen inside" "grep -q envrc .envrc && grep -q tasks .vscode/tasks.json"
-lt_log "ok: .envrc, .mcp.json, .vscode/ stay in Domain state; a branch switch of a tracked .vscode file works inside"
+lt_log "ok: .envrc, .mcp.json, .vscode/ stay in Domain state; a branch switch inside that changes a tracked .vscode file is refused"
 
 # Host edits of the repository's config: seen inside at once; writes refused.
 hgit config lt.probe 42

@@ -412,3 +412,56 @@ Test(git_index, first_change) {
         free(p);
         cr_expect_null(first_change(host, 3, skip_worktree, 3), "flags are not what is checked out");
 }
+
+static void extension(Buf *b, const char *sig, const char *payload) {
+        memcpy(b->d + b->n, sig, 4);
+        b->n += 4;
+        put32(b, (uint32_t) strlen(payload));
+        memcpy(b->d + b->n, payload, strlen(payload));
+        b->n += strlen(payload);
+}
+
+/* TREE and REUC go, the other extensions stay in order, the checksum is git's again. */
+Test(git_index, without_caches) {
+        for (unsigned v = 2; v <= 4; v++) {
+                _cleanup_free_ Buf *b = build(v, sample, sizeof(sample) / sizeof(sample[0]));
+                _cleanup_git_index_ GitIndex *i = NULL, *j = NULL;
+                _cleanup_free_ char *out = NULL, *error = NULL;
+                size_t entries_end = b->n, n = 0;
+
+                extension(b, "TREE", "\0011 0\n");
+                extension(b, "UNTR", "untracked");
+                extension(b, "REUC", "a\0100644 100644 100644\n");
+                extension(b, "FSMN", "token");
+                finish(b);
+                i = parse_ok(b);
+                cr_assert_eq(i->entries_end, entries_end);
+                cr_assert_eq(git_index_without_caches(b->d, b->n, i, GIT_HASH_SHA1, &out, &n), 0);
+                cr_assert_eq(n, entries_end + 8 + 9 + 8 + 5 + SHA1_DIGEST_SIZE);
+                cr_assert_eq(memcmp(out, b->d, entries_end), 0);
+                cr_assert_eq(memcmp(out + entries_end, "UNTR", 4), 0);
+                cr_assert_eq(memcmp(out + entries_end + 17, "FSMN", 4), 0);
+                cr_assert_eq(git_index_parse(out, n, GIT_HASH_SHA1, &j, &error), 0, "%s", error ? error : "");
+                cr_assert(j->checksum_verified);
+                cr_assert_eq(j->n_paths, i->n_paths);
+                cr_assert_eq(memcmp(j->entry_digests, i->entry_digests, 32 * i->n_paths), 0);
+                check_sample(j);
+        }
+}
+
+Test(git_index, without_caches_skip_hash) {
+        _cleanup_free_ Buf *b = build(2, sample, 3);
+        _cleanup_git_index_ GitIndex *i = NULL;
+        _cleanup_free_ char *out = NULL;
+        static const uint8_t zero[SHA1_DIGEST_SIZE];
+        size_t n = 0;
+
+        extension(b, "TREE", "x");
+        b->n += SHA1_DIGEST_SIZE; /* all zero */
+        i = parse_ok(b);
+        cr_assert_eq(git_index_without_caches(b->d, b->n, i, GIT_HASH_SHA1, &out, &n), 0);
+        cr_assert_eq(n, i->entries_end + SHA1_DIGEST_SIZE);
+        cr_assert_eq(memcmp(out + i->entries_end, zero, SHA1_DIGEST_SIZE), 0);
+        /* Data that is not what i was parsed from is refused. */
+        cr_assert_eq(git_index_without_caches(b->d, 20, i, GIT_HASH_SHA1, &out, &n), -EINVAL);
+}

@@ -812,3 +812,75 @@ Test(git_sentry, included_fifo_does_not_stall, .init = setup, .fini = teardown, 
         cr_assert_eq(protect_of((const char *const[]) { global, NULL }, &protect, &error), -EINVAL);
         cr_assert(strstr(error, "fifo.cfg"), "%s", error);
 }
+
+/* git_sentry_plan() as the coordinator asks it for the view: the paths the host's hooks name (issue 32 item 2). */
+static int named_of(const char *const *globals, GitLinked *l, char ***ret, char **error) {
+        _cleanup_close_ int wfd = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_(mount_plan_done) MountPlan plan = {};
+        _cleanup_strv_free_ char **protect = NULL;
+
+        cr_assert(wfd >= 0);
+        cr_assert_eq(mount_plan_init(&plan), 0);
+        return git_sentry_plan(&(GitSentryParams) { .workspace = ws, .workspace_fd = wfd, .sandbox_workspace = "/workspace",
+                                                    .domain_dir = dom, .home = home, .global_configs = globals,
+                                                    .view = true, .ret_protect = &protect, .ret_hook_named = ret,
+                                                    .ret_linked = l },
+                               &plan, error);
+}
+
+static void assert_named(char **named, const char *want) {
+        _cleanup_free_ char *all = strv_join(named, " ");
+        cr_assert(strv_contains((const char *const *) named, want), "'%s' not in '%s'", want, all);
+}
+
+Test(git_sentry, hook_named_paths, .init = setup, .fini = teardown) {
+        _cleanup_(git_linked_done) GitLinked l = { .root_fd = -EBADF };
+        _cleanup_strv_free_ char **named = NULL;
+        _cleanup_free_ char *error = NULL, *global = sub("home/.gitconfig"), *text = NULL;
+
+        /* .git/hooks, a core.hooksPath inside (the repository's), one outside (the global
+         * configuration's), and pre-commit's configuration, which the hook runs. */
+        put_file("ws/.git/hooks/pre-commit", "#!/bin/sh\n# pre-commit.com\nexec ./scripts/check.sh\n");
+        put_file("ws/.pre-commit-config.yaml", "repos:\n  - repo: local\n    hooks:\n      - id: x\n        entry: tools/x.py\n");
+        write_config("[core]\n\thooksPath = .hooks\n");
+        sh("mkdir -p '%1$s/ws/.hooks' '%1$s/home/hooks'", top);
+        put_file("ws/.hooks/pre-push", "#!/bin/sh\n\"$(dirname \"$0\")/helper\" && bin/lint --config=conf/lint.yml\n");
+        cr_assert(asprintf(&text, "[core]\n\thooksPath = %s/home/hooks\n", top) > 0);
+        put_file("home/.gitconfig", text);
+        free(text);
+        cr_assert(asprintf(&text, "#!/bin/sh\nsh %s/ws/ci/run.sh\nsh ../outside.sh\n", top) > 0);
+        put_file("home/hooks/commit-msg", text);
+        cr_assert_eq(named_of((const char *const[]) { global, NULL }, &l, &named, &error), 0, "%s", error ? error : "");
+        assert_named(named, "scripts/check.sh");
+        assert_named(named, "tools/x.py");
+        assert_named(named, ".hooks/helper");
+        assert_named(named, "bin/lint");
+        assert_named(named, "conf/lint.yml");
+        assert_named(named, "ci/run.sh");
+        cr_assert_eq(strv_length(named), 6, "%s", strv_join(named, " "));
+}
+
+Test(git_sentry, hook_named_paths_of_a_linked_worktree, .init = setup, .fini = teardown) {
+        _cleanup_(git_linked_done) GitLinked l = { .root_fd = -EBADF };
+        _cleanup_strv_free_ char **named = NULL;
+        _cleanup_free_ char *error = NULL;
+
+        /* git runs a linked worktree's hooks from the common dir's hooks/, and from a
+         * core.hooksPath in it; a hook that is a symbolic link is not read. */
+        make_worktree();
+        put_file("main/.git/hooks/pre-commit", "#!/bin/sh\n./scripts/common.sh\n");
+        sh("ln -s pre-commit '%s/main/.git/hooks/pre-push'", top);
+        {
+                _cleanup_free_ char *text = NULL;
+                cr_assert(asprintf(&text, "[core]\n\thooksPath = %s/main/.git/my-hooks\n", top) > 0);
+                put_file("main/.git/worktrees/wt/config.worktree", text);
+        }
+        sh("mkdir -p '%s/main/.git/my-hooks'", top);
+        put_file("main/.git/my-hooks/post-checkout", "#!/bin/sh\nmake -C build/dir check\nsh gen/make.sh\n");
+        cr_assert_eq(named_of((const char *const[]) { NULL }, &l, &named, &error), 0, "%s", error ? error : "");
+        cr_assert_not_null(l.root);
+        assert_named(named, "scripts/common.sh");
+        assert_named(named, "build/dir");
+        assert_named(named, "gen/make.sh");
+        cr_assert_eq(strv_length(named), 3, "%s", strv_join(named, " "));
+}

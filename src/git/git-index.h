@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * A reader of git's index file ($GIT_DIR/index, gitformat-index(5)),
+ * versions 2, 3 and 4, for one question: which paths are tracked. The
+ * sandbox writes the index, so the reader treats it as hostile: every
+ * length is checked before it is used, totals are bounded, the trailing
+ * checksum is verified (an all-zero one, which git writes with
+ * index.skipHash, is accepted and reported), entries must be in git's order,
+ * and anything it cannot read completely is refused with -EBADMSG (malformed,
+ * with a message), -EFBIG / -E2BIG (a bound below), or -EOPNOTSUPP (a split
+ * index, an unknown required extension: the tracked set would be incomplete).
+ * Optional extensions (TREE, REUC, UNTR, ...) are skipped.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cleanup.h"
+
+/* An index file larger than this is refused (-EFBIG). */
+#define GIT_INDEX_SIZE_MAX (128U * 1024U * 1024U)
+/* More entries than this are refused (-E2BIG). */
+#define GIT_INDEX_ENTRIES_MAX (2U * 1024U * 1024U)
+/* A path longer than this (bytes) is refused (-EBADMSG). */
+#define GIT_INDEX_PATH_MAX 4096U
+/* All paths together, after version 4 expands them, at most this many bytes (-E2BIG). */
+#define GIT_INDEX_NAMES_MAX (256U * 1024U * 1024U)
+
+typedef enum GitHashAlgo {
+        GIT_HASH_SHA1,          /* 20-byte object names, the default */
+        GIT_HASH_SHA256,        /* extensions.objectFormat = sha256 */
+} GitHashAlgo;
+
+typedef struct GitIndex {
+        unsigned version;
+        bool checksum_verified; /* false: the file's checksum is all zero (index.skipHash) */
+        /*
+         * Every tracked path once (whatever its stages), in git's order
+         * (strcmp). A sparse-index directory entry keeps its trailing '/'.
+         */
+        char **paths;
+        size_t n_paths;
+        /* The entries of mode 160000 (submodules, nested repositories), in order. */
+        char **gitlinks;
+        size_t n_gitlinks;
+        size_t n_sparse_dirs;
+        /*
+         * For each path (same order): a SHA-256 of its entries' modes,
+         * stages and object names, so that two indexes can be compared by
+         * what they would check out (issue 32 item 3); stat data and flags
+         * are not in it.
+         */
+        uint8_t (*entry_digests)[32];
+        size_t entries_end;     /* the file's offset where its extensions begin */
+        char *names;            /* the storage the pointers point into */
+} GitIndex;
+
+/* Parses size bytes at data. algo: the repository's object format. */
+int git_index_parse(const void *data, size_t size, GitHashAlgo algo, GitIndex **ret, char **ret_error);
+/* Reads name beneath dirfd (O_NOFOLLOW: a symlink is refused with -ELOOP) and parses it. */
+int git_index_load_at(int dirfd, const char *name, GitHashAlgo algo, GitIndex **ret, char **ret_error);
+
+GitIndex *git_index_free(GitIndex *i);
+static inline void git_index_freep(GitIndex **i) {
+        if (*i)
+                git_index_free(*i);
+}
+#define _cleanup_git_index_ _cleanup_(git_index_freep)
+
+/* Whether path (relative, no trailing '/') is tracked: an entry, or below a sparse directory entry. */
+bool git_index_is_tracked(const GitIndex *i, const char *path);
+/* Whether anything is tracked strictly below directory dir ("": the whole tree). */
+bool git_index_has_tracked_below(const GitIndex *i, const char *dir);
+/* Whether path is a gitlink entry. */
+bool git_index_is_gitlink(const GitIndex *i, const char *path);
+
+/*
+ * The first path, in git's order, for which want() is true and whose
+ * entries differ between before and after: added, removed, or another
+ * mode, object or set of stages. Returns 1 with the path in *ret_path, 0
+ * when there is none, -ENOMEM. A sparse directory entry ("dir/") is asked
+ * about with its trailing '/': want() says whether anything it protects
+ * lies below.
+ */
+int git_index_first_change(const GitIndex *before, const GitIndex *after, bool (*want)(const char *path, void *userdata),
+                           void *userdata, char **ret_path);
+
+/*
+ * The index file at data (size bytes, which git_index_parse() read as i
+ * with algo) without the extensions that cache what its entries say
+ * elsewhere: TREE (cached tree objects, which git's commit takes as they
+ * are when they look valid) and REUC (resolve-undo stages, which
+ * `checkout -m` writes back). A writer that is not trusted could make them
+ * disagree with the entries (issue 32 item 3); git rebuilds them. The
+ * checksum is computed again, or left all zero where it was (index.skipHash).
+ * *ret is malloc()ed. -EINVAL when i does not fit data, -ENOMEM.
+ */
+int git_index_without_caches(const void *data, size_t size, const GitIndex *i, GitHashAlgo algo, char **ret,
+                             size_t *ret_size);
