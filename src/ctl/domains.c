@@ -911,7 +911,8 @@ static int history_show(const EscalationEvent *ev, void *userdata) {
                 /* Each argument a string, or an array of byte values where it was not UTF-8 (json_new_bytes()),
                  * read by the one JSON reader; a record it refuses shows no command. */
                 _cleanup_json_ json_object *a = NULL;
-                if (json_parse_strict(ev->argv_json, strlen(ev->argv_json), &a, NULL) == -ENOMEM)
+                _cleanup_free_ char *why = NULL;       /* json_parse_strict() always writes it */
+                if (json_parse_strict(ev->argv_json, strlen(ev->argv_json), &a, &why) == -ENOMEM)
                         return -ENOMEM;
                 for (size_t i = 0; a && json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++) {
                         char *arg = NULL;
