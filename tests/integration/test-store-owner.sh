@@ -13,8 +13,9 @@
 #   4. lazaretctl state gc with a small retention in lazaret.conf applies it
 #      through the Domain's coordinator; afterwards (the Domain stopped, no
 #      coordinator left) the store's rows, read with the sqlite3 shell, are
-#      bounded; gc opened no store.sqlite either (traced until a child
-#      executes another program).
+#      bounded; gc opened no store.sqlite either. The test has a data
+#      root of its own, so that gc has no image to remove (its removal runs
+#      the set-user-ID newuidmap, which strace would break).
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -24,21 +25,24 @@ command -v sqlite3 >/dev/null || lt_skip "sqlite3 (the command) is not installed
 command -v strace >/dev/null || lt_skip "strace is not installed (.ci/install-deps installs it)"
 
 BURST=40        # requests, three audit events each (requested, approved, result)
+# A data root of this test's own: gc then finds only this run's prepared lower, too new to
+# remove, and runs no newuidmap, which is set-user-ID and fails under strace.
+data_root=$HOME/lt-store-owner-data
 conf() {        # conf [RETENTION-JSON]
-        printf '{ "default_profile": "test",
+        printf '{ "default_profile": "test", "data_root": "%s",
   "escalation": { "timeout_s": 30, "auto_approve": [ { "argv": ["/bin/echo", "store-owner"], "trailing_args": true } ] },
   %s
-  "profiles": { "test": { "image": "oci:%s" } } }\n' "${1:+\"retention\": $1,}" "$LT_IMAGE" >"$LT_CONFIG"
+  "profiles": { "test": { "image": "oci:%s" } } }\n' "$data_root" "${1:+\"retention\": $1,}" "$LT_IMAGE" >"$LT_CONFIG"
 }
 conf
-store=$HOME/.local/share/lazaret/domains/$LT_DOMAIN/store.sqlite
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+# An earlier run's (its files are of subordinate IDs).
+[[ ! -e $data_root ]] || lazaretctl unshare -- rm -rf -- "$data_root" || lt_fail "cannot remove $data_root"
+store=$data_root/domains/$LT_DOMAIN/store.sqlite
 unit=lazaret@$LT_DOMAIN.service
 LOG=$LT_LOGDIR/$LT_DOMAIN.log
 mark() { MARK=$(wc -l <"$LOG" 2>/dev/null || echo 0); }
 since_mark() { tail -n +"$((MARK + 1))" "$LOG"; }
-# A store of an earlier run of this test would blur the counts.
-lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
-rm -f "$store" "$store-wal" "$store-shm"
 
 # wait_gone: the Domain's coordinator has exited (bounded; the maintenance one's idle timeout is 5 s).
 wait_gone() {
@@ -51,13 +55,11 @@ wait_gone() {
         lt_fail "$unit is still $state after 20 s: $(tail -n 5 "$LOG")"
 }
 
-# traced FILE ARGS...: lazaretctl ARGS in the workspace, its process tree's file calls in FILE. A
-# child is let go when it executes another program (-b execve): newuidmap, which gc's removals run,
-# is set-user-ID and fails when traced; what runs lazaretctl's own code stays traced.
+# traced FILE ARGS...: lazaretctl ARGS in the workspace, its process tree's file calls in FILE.
 traced() {
         local out=$1
         shift
-        (cd "$LT_WS" && exec strace -f -b execve -qq -e trace=%file -o "$out" lazaretctl "$@")
+        (cd "$LT_WS" && exec strace -f -qq -e trace=%file -o "$out" lazaretctl "$@")
 }
 # no_store FILE WHAT: the trace names no Domain Store (and the trace did record file calls).
 no_store() {
