@@ -217,7 +217,8 @@ static int property_get_limits(sd_bus *bus, const char *path, const char *interf
         r = sd_bus_message_open_container(reply, 'a', "{st}");
         if (r < 0)
                 return r;
-        for (size_t i = 0; limit_names[i]; i++) {
+        /* A maintenance coordinator has no profile of its own: none. */
+        for (size_t i = 0; m->domain && limit_names[i]; i++) {
                 r = sd_bus_message_append(reply, "{st}", limit_names[i], limits_get(&m->domain->profile->limits, i));
                 if (r < 0)
                         return r;
@@ -831,16 +832,28 @@ static int method_open_session_maintenance(sd_bus_message *msg, void *userdata, 
                                 SD_BUS_RESULT("as", lowers),                                            \
                                 method_leased_lowers, SD_BUS_VTABLE_UNPRIVILEGED)
 
-/* What a maintenance coordinator exports: who it is, the store's methods, Stop. */
+/* Every property, in both vtables: a maintenance coordinator's sandbox ones are empty (UINT64_MAX for RootUsage). */
+#define DOMAIN_PROPERTIES \
+        SD_BUS_PROPERTY("InterfaceVersion", "u", property_get_interface_version, 0, SD_BUS_VTABLE_PROPERTY_CONST), \
+        SD_BUS_PROPERTY("DomainId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST), \
+        SD_BUS_PROPERTY("Profile", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST), \
+        SD_BUS_PROPERTY("Workspace", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST), \
+        SD_BUS_PROPERTY("State", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE), \
+        SD_BUS_PROPERTY("CoordinatorId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST), \
+        SD_BUS_PROPERTY("SandboxId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST), \
+        SD_BUS_PROPERTY("ConfigurationFingerprint", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST), \
+        SD_BUS_PROPERTY("Sessions", "a(ssusbt)", property_get_sessions, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE), \
+        SD_BUS_PROPERTY("Limits", "a{st}", property_get_limits, 0, SD_BUS_VTABLE_PROPERTY_CONST), \
+        SD_BUS_PROPERTY("NetworkReadiness", "a{ss}", property_get_network, 0, SD_BUS_VTABLE_PROPERTY_CONST), \
+        SD_BUS_PROPERTY("MountPlan", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST), \
+        SD_BUS_PROPERTY("UnenforcedLimits", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST), \
+        SD_BUS_PROPERTY("RootUsage", "t", property_get_root_usage, 0, 0), \
+        SD_BUS_PROPERTY("PublishedPorts", "a(sqq)", property_get_published_ports, 0, 0)
+
+/* What a maintenance coordinator exports: the properties, the store's methods, Stop; sessions refused by name. */
 static const sd_bus_vtable maintenance_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_PROPERTY("InterfaceVersion", "u", property_get_interface_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("DomainId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Profile", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Workspace", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("State", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("CoordinatorId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("ConfigurationFingerprint", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        DOMAIN_PROPERTIES,
         SD_BUS_METHOD_WITH_ARGS("OpenSession",
                                 SD_BUS_ARGS("as", argv, "as", environment, "b", terminal, "ah", fds,
                                             "q", rows, "q", cols, "s", fingerprint),
@@ -853,21 +866,7 @@ static const sd_bus_vtable maintenance_vtable[] = {
 
 static const sd_bus_vtable domain_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_PROPERTY("InterfaceVersion", "u", property_get_interface_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("DomainId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Profile", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Workspace", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("State", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("CoordinatorId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("SandboxId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("ConfigurationFingerprint", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Sessions", "a(ssusbt)", property_get_sessions, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("Limits", "a{st}", property_get_limits, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("NetworkReadiness", "a{ss}", property_get_network, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("MountPlan", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("UnenforcedLimits", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("RootUsage", "t", property_get_root_usage, 0, 0),
-        SD_BUS_PROPERTY("PublishedPorts", "a(sqq)", property_get_published_ports, 0, 0),
+        DOMAIN_PROPERTIES,
         SD_BUS_METHOD_WITH_ARGS("OpenSession",
                                 SD_BUS_ARGS("as", argv, "as", environment, "b", terminal, "ah", fds,
                                             "q", rows, "q", cols, "s", fingerprint),

@@ -319,8 +319,15 @@ static int load_domain(Manager *m, char **ret_why) {
         m->domain_dir = domains ? path_join(domains, m->id) : NULL;
         if (!m->domain_dir)
                 return -ENOMEM;
-        /* Maintenance needs the Domain's directory only: its workspace may be gone, its profile renamed. */
+        /* Maintenance needs the Domain's directory only: its workspace may be gone, its profile renamed.
+         * The directory must be one of ours, not a link elsewhere (the record in it was read already). */
         if (m->maintenance) {
+                struct stat st;
+
+                if (lstat(m->domain_dir, &st) < 0)
+                        return startup_fail(ret_why, -errno, "Cannot find the Domain directory %s", m->domain_dir);
+                if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077))
+                        return startup_fail(ret_why, -EPERM, "%s is not a private directory of yours", m->domain_dir);
                 m->runtime_root = TAKE_PTR(runtime_root);
                 m->runtime_dir = path_join(m->runtime_root, m->id);
                 return m->runtime_dir ? 0 : -ENOMEM;
@@ -332,6 +339,11 @@ static int load_domain(Manager *m, char **ret_why) {
                 return startup_fail(ret_why, r, "%s", error ?: "Invalid Domain");
         if (!streq(m->domain->id, m->id))
                 return startup_fail(ret_why, -EBADMSG, "Domain record for %s resolves to Domain %s", m->id, m->domain->id);
+        /* The directory the Domain's checks judged. */
+        free(m->domain_dir);
+        m->domain_dir = strdup(m->domain->domain_dir);
+        if (!m->domain_dir)
+                return -ENOMEM;
         r = domain_validate(m->domain, &error);
         if (r >= 0)
                 r = domain_storage_prepare(m->domain, &error);

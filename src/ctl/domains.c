@@ -221,6 +221,7 @@ static int properties_reply_json(sd_bus_message *reply, json_object **ret, sd_bu
         while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
                 const char *name, *contents;
                 json_object *v = NULL;
+                bool added = false;
                 size_t i;
 
                 r = sd_bus_message_read_basic(reply, 's', &name);
@@ -253,6 +254,11 @@ static int properties_reply_json(sd_bus_message *reply, json_object **ret, sd_bu
                         r = sd_bus_message_read_basic(reply, 's', &s);
                         if (r >= 0)
                                 r = plan_json(s, &v);
+                        /* No sandbox (a maintenance coordinator's): null, not an allocation that failed. */
+                        if (r >= 0 && !v) {
+                                r = json_add_null(o, name) < 0 ? -ENOMEM : 0;
+                                added = true;
+                        }
                 } else if (streq(contents, "t")) {
                         uint64_t t;
                         r = sd_bus_message_read_basic(reply, 't', &t);
@@ -270,7 +276,7 @@ static int properties_reply_json(sd_bus_message *reply, json_object **ret, sd_bu
                         r = published_ports_json(reply, &v);
                 else
                         r = dict_json(reply, contents[3], &v);
-                if (r >= 0)
+                if (r >= 0 && !added)
                         /* A NULL v is the allocation that failed: never a property left out or null. */
                         r = json_add(o, name, v);
                 if (r == -ENOMEM)
@@ -905,7 +911,8 @@ static int history_show(const EscalationEvent *ev, void *userdata) {
                 /* Each argument a string, or an array of byte values where it was not UTF-8 (json_new_bytes()),
                  * read by the one JSON reader; a record it refuses shows no command. */
                 _cleanup_json_ json_object *a = NULL;
-                if (json_parse_strict(ev->argv_json, strlen(ev->argv_json), &a, NULL) == -ENOMEM)
+                _cleanup_free_ char *why = NULL;       /* json_parse_strict() always writes it */
+                if (json_parse_strict(ev->argv_json, strlen(ev->argv_json), &a, &why) == -ENOMEM)
                         return -ENOMEM;
                 for (size_t i = 0; a && json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++) {
                         char *arg = NULL;

@@ -7,12 +7,15 @@
 #   2. lazaretctl escalations history of the stopped Domain is answered by a
 #      maintenance coordinator (no sandbox), which then exits by itself;
 #      lazaretctl itself opens no store.sqlite (strace of its process tree).
-#   3. A launch right after a maintenance call works: the maintenance
+#   3. A maintenance coordinator says so (status) and refuses a session by
+#      name; a launch right after a maintenance call works: the maintenance
 #      coordinator gives way to it.
 #   4. lazaretctl state gc with a small retention in lazaret.conf applies it
 #      through the Domain's coordinator; afterwards (the Domain stopped, no
 #      coordinator left) the store's rows, read with the sqlite3 shell, are
-#      bounded; gc opened no store.sqlite either.
+#      bounded; gc opened no store.sqlite either. The test has a data
+#      root of its own, so that gc has no image to remove (its removal runs
+#      the set-user-ID newuidmap, which strace would break).
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -22,21 +25,24 @@ command -v sqlite3 >/dev/null || lt_skip "sqlite3 (the command) is not installed
 command -v strace >/dev/null || lt_skip "strace is not installed (.ci/install-deps installs it)"
 
 BURST=40        # requests, three audit events each (requested, approved, result)
+# A data root of this test's own: gc then finds only this run's prepared lower, too new to
+# remove, and runs no newuidmap, which is set-user-ID and fails under strace.
+data_root=$HOME/lt-store-owner-data
 conf() {        # conf [RETENTION-JSON]
-        printf '{ "default_profile": "test",
+        printf '{ "default_profile": "test", "data_root": "%s",
   "escalation": { "timeout_s": 30, "auto_approve": [ { "argv": ["/bin/echo", "store-owner"], "trailing_args": true } ] },
   %s
-  "profiles": { "test": { "image": "oci:%s" } } }\n' "${1:+\"retention\": $1,}" "$LT_IMAGE" >"$LT_CONFIG"
+  "profiles": { "test": { "image": "oci:%s" } } }\n' "$data_root" "${1:+\"retention\": $1,}" "$LT_IMAGE" >"$LT_CONFIG"
 }
 conf
-store=$HOME/.local/share/lazaret/domains/$LT_DOMAIN/store.sqlite
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
+# An earlier run's (its files are of subordinate IDs).
+[[ ! -e $data_root ]] || lazaretctl unshare -- rm -rf -- "$data_root" || lt_fail "cannot remove $data_root"
+store=$data_root/domains/$LT_DOMAIN/store.sqlite
 unit=lazaret@$LT_DOMAIN.service
 LOG=$LT_LOGDIR/$LT_DOMAIN.log
 mark() { MARK=$(wc -l <"$LOG" 2>/dev/null || echo 0); }
 since_mark() { tail -n +"$((MARK + 1))" "$LOG"; }
-# A store of an earlier run of this test would blur the counts.
-lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || true
-rm -f "$store" "$store-wal" "$store-shm"
 
 # wait_gone: the Domain's coordinator has exited (bounded; the maintenance one's idle timeout is 5 s).
 wait_gone() {
@@ -90,7 +96,14 @@ since_mark | grep -q "No maintenance call for 5 s; stopping" ||
         lt_fail "the maintenance coordinator did not end by its idle timeout: $(since_mark | tail -n 5)"
 lt_log "ok: the maintenance coordinator answered the history and exited by itself"
 
-# --- 3. a launch right after a maintenance call
+# --- 3. what a maintenance coordinator shows and refuses, then a launch right after a maintenance call
+(cd "$LT_WS" && lazaretctl escalations history) >/dev/null || lt_fail "the history failed"
+lt_assert_eq "the state of a maintenance coordinator" maintenance \
+        "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
+out=$(lt_busctl call "org.lazaret.Domain.d$LT_DOMAIN" /org/lazaret/Domain org.lazaret.Domain1 OpenSession \
+        asasbahqqs 1 /bin/true 0 false 0 24 80 x 2>&1) && lt_fail "a maintenance coordinator opened a session: $out"
+grep -q "is in maintenance" <<<"$out" || lt_fail "the session was not refused as maintenance: $out"
+lt_log "ok: a maintenance coordinator shows its state and refuses sessions by name"
 mark
 (cd "$LT_WS" && lazaretctl escalations history) >/dev/null || lt_fail "the second history failed"
 [[ $(systemctl --user is-active "$unit") == active ]] || lt_fail "no maintenance coordinator after the history"
