@@ -4,6 +4,11 @@
 # bench/lib.sh: what the benchmarks that compare Lazaret with bare runsc
 # share. Source it after tests/harness/lib.sh, once lt_domain_setup ran.
 #
+#   bench_install TREE KEY [--test-hooks]
+#                           lt_install of another source tree TREE (a copy
+#                           the test user owns): built in a build directory
+#                           of its own (KEY names it), installed where
+#                           lt_install installs; sets what lt_install sets
 #   bench_prepared_rootfs   launches once so that Lazaret's prepared rootfs
 #                           exists; sets BENCH_ROOTFS and BENCH_RUNSC
 #   bench_runsc_flags ROOT OVERLAY NETWORK [EXTRA...]
@@ -16,6 +21,47 @@
 #                           the command ARGS-JSON, private PID, IPC, UTS and
 #                           mount namespaces, and the network namespace at
 #                           the path NETNS if given (else runsc's own)
+
+bench_install() {   # TREE KEY [--test-hooks]
+        local tree=$1 key=$2 flavour=product opts=(-Dtests=disabled) hash
+        case ${3:-} in
+        "") opts+=(-Dtest_hooks=false) ;;
+        --test-hooks) flavour=test-hooks opts+=(-Dtest_hooks=true) ;;
+        *) lt_fail "bench_install: unknown argument '$3'" ;;
+        esac
+        [[ ${LAZARET_TEST_INSTALL:-home} == home ]] || lt_fail "bench_install: only for the harness's home installs"
+        # What lt_install would set, but a build directory per tree and
+        # flavour: switching between two trees reinstalls, and rebuilds only
+        # what changed in either since it was last built.
+        LT_PREFIX=$HOME/.local
+        LT_UNITDIR=$LT_PREFIX/share/systemd/user
+        LT_BINDIR=$LT_PREFIX/bin
+        LT_BUILDDIR=$HOME/lazaret-bench-build/$key-$flavour
+        export LT_PREFIX LT_BUILDDIR LT_UNITDIR LT_BINDIR
+        export PATH=$LT_BINDIR:$PATH
+        mkdir -p "$HOME/lazaret-bench-build"
+        hash=$(lt_tree_hash "$tree")
+        (
+                flock 9
+                # In place unless lt_install installed since (its mark is back).
+                [[ $(cat "$HOME/lazaret-bench-build/installed" 2>/dev/null) == "$hash $flavour" && -x $LT_BINDIR/lazaretctl &&
+                        ! -e $HOME/lazaret-build.installed && ! -e $HOME/lazaret-build-test-hooks.installed ]] && exit 0
+                lt_log "installing Lazaret ($flavour build) from $tree into $LT_PREFIX"
+                rm -f "$HOME/lazaret-bench-build/installed"
+                # ~/.local is about to hold another tree's build than the one
+                # lt_install put there: it is to install its own again.
+                rm -f "$HOME/lazaret-build.installed" "$HOME/lazaret-build-test-hooks.installed"
+                if [[ ! -e $LT_BUILDDIR/meson-private/coredata.dat ]]; then
+                        rm -rf "$LT_BUILDDIR"
+                        meson setup "$LT_BUILDDIR" "$tree" --prefix="$LT_PREFIX" "${opts[@]}" >"$LT_BUILDDIR.log" 2>&1 ||
+                                { cat "$LT_BUILDDIR.log" >&2; exit 1; }
+                fi
+                meson install -C "$LT_BUILDDIR" --quiet >>"$LT_BUILDDIR.log" 2>&1 ||
+                        { cat "$LT_BUILDDIR.log" >&2; exit 1; }
+                systemctl --user daemon-reload
+                echo "$hash $flavour" >"$HOME/lazaret-bench-build/installed"
+        ) 9>"$HOME/lazaret-bench-build/lock" || lt_fail "installing Lazaret from $tree failed (log: $LT_BUILDDIR.log)"
+}
 
 bench_prepared_rootfs() {
         local digest data_root

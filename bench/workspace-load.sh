@@ -9,15 +9,27 @@
 #
 # Usage: workspace-load.sh DIR WORKLOAD RUNS
 #   DIR holds what bench/workspace-run.sh generated: repo/ (a git repository),
-#   small.tar, cproj/ (a C project with a Makefile); writes/ and untar/ are
-#   scratch directories.
+#   small.tar, npm.tar.gz (node_modules/ of 500 packages), cproj/ (a C
+#   project with a Makefile, full mode only). The rows that make files make
+#   them in a new directory each run (untar/, writes/, ignored-writes/,
+#   npm/), which nothing removes: the benchmark's file system is thrown
+#   away at the end, and no environment spends its time unlinking what it
+#   made between runs.
 #   WORKLOAD is one of:
 #     git-warm    git status in repo/, once untimed, then RUNS timed runs
 #     git-once    one timed git status (RUNS is ignored)
-#     tar         tar x of small.tar into an empty directory
+#     git-diff    200 of repo/'s files changed (the same content each time,
+#                 untimed), git diff once untimed, then RUNS timed git diffs
+#     tar         tar x of small.tar into a new directory in untar/
 #     writes      5,000 small files written by a shell loop (builtins only)
+#                 into a new directory in writes/
 #     writes-ignored  the same in ignored-writes/, which the workspace's
 #                 .gitignore names (Ignored Workspace State with the view)
+#     npm         npm.tar.gz unpacked into a new npm/*/node_modules/
+#                 (git-ignored: Ignored Workspace State with the view) as
+#                 npm unpacks, without restoring owners, modes or times,
+#                 then every file of it read (cat); prints "UNPACK READ"
+#                 in ms
 #     make        make -j2 of cproj/ after make clean
 #     git-config  prints core.checkStat as git sees it here, who set it,
 #                 and LD_PRELOAD (Lazaret's statx shim, when it is used)
@@ -49,10 +61,31 @@ timed() {
 
 git_status() { git -C "$dir/repo" status >/dev/null; }
 
-untar() { tar -xf "$dir/small.tar" -C "$dir/untar"; }
+git_diff() { git -C "$dir/repo" --no-pager diff >/dev/null; }
 
-writes() {   # [DIR]
-        local i=0 to=${1:-$dir/writes}
+# change_files: 200 tracked files (two in each directory) differ from the
+# index, with the same content whichever run wrote them.
+change_files() {
+        local d
+        for ((d = 0; d < 100; d++)); do
+                printf 'file %d/0\nchanged by the benchmark\n' "$d" >"$dir/repo/d$d/f0.txt"
+                printf 'file %d/1\nchanged by the benchmark\n' "$d" >"$dir/repo/d$d/f1.txt"
+        done
+}
+
+# npm (pacote) extracts with node-tar's noMtime and noChmod, and owners are
+# not restored below root: neither here.
+npm_unpack() { tar --no-same-owner --no-same-permissions -m -xzf "$dir/npm.tar.gz" -C "$to"; }
+
+npm_read() { find "$to/node_modules" -type f -exec cat -- {} + >/dev/null; }
+
+# fresh PARENT: a new, empty directory in PARENT, in $to.
+fresh() { mkdir -p "$dir/$1" && to=$(mktemp -d "$dir/$1/run.XXXXXX"); }
+
+untar() { tar -xf "$dir/small.tar" -C "$to"; }
+
+writes() {
+        local i=0
         while ((i < 5000)); do
                 echo "small write $i" >"$to/f$i"
                 i=$((i + 1))
@@ -79,26 +112,35 @@ git-warm)
 git-once)
         timed git_status
         ;;
+git-diff)
+        change_files
+        git_diff
+        for ((r = 0; r < runs; r++)); do timed git_diff; done
+        ;;
+npm)
+        for ((r = 0; r < runs; r++)); do
+                fresh npm
+                u=$(timed npm_unpack)
+                echo "$u $(timed npm_read)"
+        done
+        ;;
 tar)
         for ((r = 0; r < runs; r++)); do
-                rm -rf "$dir/untar" && mkdir "$dir/untar"
+                fresh untar
                 timed untar
         done
-        rm -rf "$dir/untar"
         ;;
 writes)
         for ((r = 0; r < runs; r++)); do
-                rm -rf "$dir/writes" && mkdir "$dir/writes"
+                fresh writes
                 timed writes
         done
-        rm -rf "$dir/writes"
         ;;
 writes-ignored)
         for ((r = 0; r < runs; r++)); do
-                rm -rf "$dir/ignored-writes" && mkdir "$dir/ignored-writes"
-                timed writes "$dir/ignored-writes"
+                fresh ignored-writes
+                timed writes
         done
-        rm -rf "$dir/ignored-writes"
         ;;
 make)
         for ((r = 0; r < runs; r++)); do

@@ -4,16 +4,37 @@
 # The body of bench/workspace, run as the unprivileged test user inside the
 # harness's network namespace (see bench/workspace). LAZARET_TEST_BENCH_DIR
 # is the directory to benchmark in (bench/workspace makes a journaled ext4
-# or a tmpfs for it) and LAZARET_TEST_BENCH_FS says what it is.
+# or a tmpfs for it) and LAZARET_TEST_BENCH_FS says what it is;
+# LAZARET_TEST_BENCH_MODE is quick or full, LAZARET_TEST_BENCH_SOURCE the copy
+# of another tree to measure (--source).
 # shellcheck source=../tests/harness/lib.sh
 . "$LAZARET_SOURCE_ROOT/tests/harness/lib.sh"
+# shellcheck source=lib.sh
+. "$LAZARET_SOURCE_ROOT/bench/lib.sh"
 
 [[ -z ${LAZARET_TEST_BENCH_TRACE:-} ]] || set -x
+# A command that fails outside lt_fail says where, before the cleanup.
+trap 'lt_log "bench/workspace: failed at line $LINENO: $BASH_COMMAND"' ERR
 RUNS=${LAZARET_TEST_BENCH_RUNS:-5}
 MAKE_RUNS=${LAZARET_TEST_BENCH_MAKE_RUNS:-3}
-# LAZARET_TEST_BENCH_LOADS: the workloads to measure (keys of the table,
-# space-separated); all by default.
-all_loads="git-warm git-first tar writes writes-ignored make"
+MODE=${LAZARET_TEST_BENCH_MODE:-full}
+# The environments, and the workloads to measure (keys of the table; all by
+# default, or those LAZARET_TEST_BENCH_LOADS names, space-separated). The
+# quick mode leaves out the plain bind (a second Domain, and a test-hooks
+# build) and make.
+case $MODE in
+quick)
+        envs=(host bare fuse lazaret)
+        all_loads="git-warm git-first git-diff tar writes writes-ignored npm"
+        ;;
+full)
+        envs=(host bare fuse plain lazaret)
+        all_loads="git-warm git-first git-diff tar writes writes-ignored npm make"
+        ;;
+*) lt_fail "LAZARET_TEST_BENCH_MODE must be quick or full, not '$MODE'" ;;
+esac
+SETTLE=${LAZARET_TEST_BENCH_SETTLE:-$([[ $MODE == quick ]] && echo own || echo machine)}
+[[ $SETTLE == own || $SETTLE == machine ]] || lt_fail "LAZARET_TEST_BENCH_SETTLE must be own or machine, not '$SETTLE'"
 LOADS=${LAZARET_TEST_BENCH_LOADS:-$all_loads}
 for l in $LOADS; do
         [[ " $all_loads " == *" $l "* ]] || lt_fail "LAZARET_TEST_BENCH_LOADS: '$l' is not one of: $all_loads"
@@ -25,10 +46,19 @@ for tool in git make gcc jq umoci dpkg-query; do
         command -v "$tool" >/dev/null || lt_fail "$tool is not installed on the host"
 done
 
-# A build with test hooks: the second Lazaret Domain serves /workspace as
-# the plain bind the workspace view replaced (LAZARET_TEST_PLAIN_WORKSPACE),
-# so that the view's own cost is measured in the same run.
-lt_install --test-hooks
+# The full mode needs a build with test hooks: its second Lazaret Domain
+# serves /workspace as the plain bind the workspace view replaced
+# (LAZARET_TEST_PLAIN_WORKSPACE), so that the view's own cost is measured in
+# the same run. The quick mode measures the build a user installs.
+t_install=$SECONDS
+hooks=()
+[[ $MODE == quick ]] || hooks=(--test-hooks)
+if [[ -n ${LAZARET_TEST_BENCH_SOURCE:-} ]]; then
+        bench_install "$LAZARET_TEST_BENCH_SOURCE" "${LAZARET_TEST_BENCH_SOURCE_KEY:?}" "${hooks[@]}"
+else
+        lt_install "${hooks[@]}"
+fi
+t_install=$((SECONDS - t_install))
 # Its launches start slirp4netns: only inside the harness's network namespace.
 lt_require_isolated_network
 mkdir -p "$BENCH"
@@ -46,10 +76,14 @@ mkdir -p "$ws/.bench" "$work"
 # Lazaret launches only in a workspace that is a git repository (the Git
 # Sentry); the 20,000-file repository below is one of its own, nested.
 git -C "$ws" init -q
-# The ignored writes' directory: ignored state through the view.
-echo ignored-writes/ >"$ws/.gitignore"
+# The ignored writes' directory and every node_modules/: ignored state
+# through the view.
+printf '%s\n' ignored-writes/ node_modules/ >"$ws/.gitignore"
 cp "$here/workspace-load.sh" "$ws/.bench/load.sh"
 t_start=$SECONDS
+# blog MSG: lt_log with the seconds since the start, so that a run shows
+# where its time went.
+blog() { lt_log "[$((SECONDS - t_start)) s] $*"; }
 
 # --- the sandbox image: the host's own git, make, gcc ------------------------
 #
@@ -84,11 +118,18 @@ closure() {
         printf '%s\n' "${!seen[@]}" | sort | grep -v -e '^git-man$' -e '^perl-modules'
 }
 make_image() {
-        local pkgs stamp root
+        local pkgs stamp root dpkg_stamp
+        # Unless dpkg's database changed since, the packages are those the
+        # image was made of (working their closure out takes a while).
+        dpkg_stamp=$(stat -c '%Y %s' /var/lib/dpkg/status)
+        [[ $(cat "$image.dpkg" 2>/dev/null) == "$dpkg_stamp" && -e $image/index.json ]] && return 0
         pkgs=$(closure bash coreutils dash git make gcc libc6-dev tar findutils grep sed gzip)
         # shellcheck disable=SC2086
         stamp=$( (echo v1; dpkg-query -W -f='${Package} ${Version}\n' $pkgs) | sha256sum | cut -d' ' -f1)
-        [[ $(cat "$image.stamp" 2>/dev/null) == "$stamp" && -e $image/index.json ]] && return 0
+        if [[ $(cat "$image.stamp" 2>/dev/null) == "$stamp" && -e $image/index.json ]]; then
+                echo "$dpkg_stamp" >"$image.dpkg"
+                return 0
+        fi
         lt_log "building the benchmark image from $(wc -w <<<"$pkgs") host packages"
         rm -rf "$image" "$image.build"
         root=$image.build/rootfs
@@ -123,12 +164,13 @@ make_image() {
         mv "$image.build/layout" "$image"
         rm -rf "$image.build"
         echo "$stamp" >"$image.stamp"
+        echo "$dpkg_stamp" >"$image.dpkg"
 }
 make_image
 
 # --- the workloads' data -----------------------------------------------------
 
-lt_log "generating a 20,000-file git repository, 5,000 small files and a 50-file C project in $ws"
+blog "generating a 20,000-file git repository, 5,000 small files, 500 npm-like packages and (full mode) a 50-file C project in $ws"
 repo=$ws/repo
 mkdir -p "$repo"
 (
@@ -153,9 +195,42 @@ mkdir -p "$repo"
         tar -cf "$ws/small.tar" small
         rm -rf small
 )
-cproj=$ws/cproj
-mkdir -p "$cproj"
+# What `npm install` unpacks: 500 packages of 40 files each (package.json,
+# README.md, LICENSE, index.js, 28 modules in lib/, 8 in lib/internal/),
+# 100 bytes to 4 KB, as a registry's small packages are; one gzipped tar of
+# node_modules/ (npm unpacks a tarball per package: the same files, and
+# the sandbox's work per file is the same). awk writes them, one process.
 (
+        cd "$work"
+        mkdir node_modules
+        for ((p = 0; p < 500; p++)); do printf 'node_modules/pkg%d/lib/internal\0' "$p"; done | xargs -0 mkdir -p
+        awk 'BEGIN {
+                text = ""
+                for (i = 0; length(text) < 4200; i++)
+                        text = text sprintf("module.exports.f%d = function (a, b) { return a * %d + b; };\n", i, i)
+                for (p = 0; p < 500; p++) {
+                        d = "node_modules/pkg" p
+                        f = d "/package.json"
+                        printf "{ \"name\": \"pkg%d\", \"version\": \"1.%d.0\", \"main\": \"index.js\", \"license\": \"MIT\" }\n", p, p % 7 > f
+                        close(f)
+                        f = d "/README.md"; printf "# pkg%d\n\n%s", p, substr(text, 1, 300 + (p * 37) % 1500) > f; close(f)
+                        f = d "/LICENSE"; printf "MIT License\n\n%s", substr(text, 1, 1000) > f; close(f)
+                        f = d "/index.js"; printf "module.exports = require(\"./lib/m0.js\");\n" > f; close(f)
+                        for (i = 0; i < 28; i++) {
+                                f = d "/lib/m" i ".js"; printf "%s", substr(text, 1, 100 + (p * 131 + i * 977) % 4000) > f; close(f)
+                        }
+                        for (i = 0; i < 8; i++) {
+                                f = d "/lib/internal/i" i ".js"; printf "%s", substr(text, 1, 100 + (p * 71 + i * 563) % 2000) > f; close(f)
+                        }
+                }
+        }'
+        [[ $(find node_modules -type f | wc -l) == 20000 ]] || lt_fail "the npm packages are not 20,000 files"
+        tar --owner=0 --group=0 --numeric-owner -czf "$ws/npm.tar.gz" node_modules
+        rm -rf node_modules
+)
+cproj=$ws/cproj
+[[ $MODE != full ]] || mkdir -p "$cproj"
+[[ $MODE != full ]] || (
         cd "$cproj"
         for ((i = 0; i < 50; i++)); do
                 {
@@ -194,7 +269,7 @@ EOF
 # in an ignored one, which no other Domain sees, and bare runsc 5.3 s against
 # the plain bind's 3.0 s). Nothing watches across the copies.
 declare -A wsof=([host]=$ws)
-for env in bare fuse plain lazaret; do
+for env in "${envs[@]:1}"; do
         wsof[$env]=$BENCH/ws-$env
         cp -a "$ws" "${wsof[$env]}"
 done
@@ -224,7 +299,7 @@ cleanup() {
                 kill "$h" 2>/dev/null || true
                 wait "$h" 2>/dev/null || true
         done
-        lzp stop >/dev/null 2>&1 || true
+        [[ -z ${wsof[plain]:-} ]] || lzp stop >/dev/null 2>&1 || true
         if [[ -n $bare ]]; then
                 "${rs[@]}" kill bench-bare KILL 2>/dev/null || kill "$bare" 2>/dev/null || true
                 wait "$bare" 2>/dev/null || true
@@ -240,7 +315,7 @@ trap cleanup EXIT
 lz stop >/dev/null 2>&1 || true
 lt_wait_inactive
 
-lzp stop >/dev/null 2>&1 || true
+[[ -z ${wsof[plain]:-} ]] || lzp stop >/dev/null 2>&1 || true
 wait_running() {   # FUNCTION HOLDER-PID
         local state=
         for _ in $(seq 1 600); do
@@ -251,16 +326,18 @@ wait_running() {   # FUNCTION HOLDER-PID
         done
         lt_fail "the Domain is not running after 60 s (state: $state)"
 }
-# First the Domain without the view: its coordinator alone starts with the switch.
-lt_log "preparing the image for Lazaret and starting a warm Domain without the view (plain bind)"
-systemctl --user set-environment LAZARET_TEST_PLAIN_WORKSPACE=1
-(exec lazaretctl --config "$conf" --workspace "${wsof[plain]}" --profile plain launch -- /bin/sleep 3600) &
-holder_plain=$!
-wait_running lzp "$holder_plain"
-systemctl --user unset-environment LAZARET_TEST_PLAIN_WORKSPACE
-lzp status --json | jq -e '.MountPlan.entries[] | select(.destination == "/workspace" and .kind == "bind")' >/dev/null ||
-        lt_fail "the plain Domain does not serve /workspace as a bind"
-lt_log "starting a warm Domain with the workspace view"
+if [[ $MODE == full ]]; then
+        # First the Domain without the view: its coordinator alone starts with the switch.
+        blog "preparing the image for Lazaret and starting a warm Domain without the view (plain bind)"
+        systemctl --user set-environment LAZARET_TEST_PLAIN_WORKSPACE=1
+        (exec lazaretctl --config "$conf" --workspace "${wsof[plain]}" --profile plain launch -- /bin/sleep 3600) &
+        holder_plain=$!
+        wait_running lzp "$holder_plain"
+        systemctl --user unset-environment LAZARET_TEST_PLAIN_WORKSPACE
+        lzp status --json | jq -e '.MountPlan.entries[] | select(.destination == "/workspace" and .kind == "bind")' >/dev/null ||
+                lt_fail "the plain Domain does not serve /workspace as a bind"
+fi
+blog "starting a warm Domain with the workspace view"
 (exec lazaretctl --config "$conf" --workspace "${wsof[lazaret]}" launch -- /bin/sleep 3600) &
 holder=$!
 wait_running lz "$holder"
@@ -400,32 +477,55 @@ run_in() {
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# settle: waits (at most 30 s) until the machine is quiet, under a fifth of a
-# CPU busy over 300 ms, so that what the run before left to do (the host's
-# writeback, gVisor's and the view's freeing of what it held) is not paid
-# for by the next one; the waits are summed and printed.
-settle_ms=0
+# settle: waits until what the run before left to do (the host's writeback,
+# gVisor's and the view's freeing of what it held, a watcher's work on what
+# it heard) is done, so that the next run does not pay for it; the waits are
+# summed and printed. Two ways (LAZARET_TEST_BENCH_SETTLE):
+#   machine  (the full mode's) until the whole machine is quiet, under a fifth
+#            of a CPU busy over 300 ms, at most 30 s: on a machine of its own
+#            that is everything the benchmark left;
+#   own      (the quick mode's) the benchmark's file system synced, then until
+#            the test user's own processes (the Domain, the sandboxes, the
+#            view, the reference) use under a fifth of a CPU over 300 ms, at
+#            most 10 s: what others run on a shared machine does not stall
+#            it, and what they leave to the kernel is not waited for.
+settle_ms=0 settle_cut=0
 cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8; exit }' /proc/stat; }
+# own_busy: the clock ticks the test user's processes used, their reaped
+# children's included; not this script's (whose children are this sampling).
+own_busy() {
+        local p files=()
+        for p in $(pgrep -u "$(id -u)"); do
+                [[ $p == "$$" || $p == "$BASHPID" ]] || files+=("/proc/$p/stat")
+        done
+        # A process may end between pgrep and cat: what cat still read counts.
+        { cat "${files[@]}" 2>/dev/null || true; } | awk '{ sub(/^.*\) /, ""); s += $12 + $13 + $14 + $15 } END { print s + 0 }'
+}
 settle() {
-        local a b t0=${EPOCHREALTIME/[.,]/} hz
+        local a b n t0=${EPOCHREALTIME/[.,]/} t1 hz tries=100 busy=cpu_busy
         hz=$(getconf CLK_TCK)
-        for _ in $(seq 1 100); do
-                a=$(cpu_busy)
+        if [[ $SETTLE == own ]]; then
+                sync -f "$BENCH"
+                tries=33 busy=own_busy
+        fi
+        for ((n = 0; ; n++)); do
+                ((n < tries)) || { settle_cut=$((settle_cut + 1)); break; }
+                a=$($busy)
+                t1=${EPOCHREALTIME/[.,]/}
                 sleep 0.3
-                b=$(cpu_busy)
-                # busy ticks in 0.3 s below 0.2 CPU: 0.06 s worth of ticks
-                (((b - a) * 100 < 6 * hz)) && break
+                b=$($busy)
+                # busy ticks below a fifth of a CPU over the time that passed
+                (((b - a) * 1000000 * 5 < hz * (${EPOCHREALTIME/[.,]/} - t1))) && break
         done
         settle_ms=$((settle_ms + (${EPOCHREALTIME/[.,]/} - t0) / 1000))
 }
 
 # One run of each environment in turn, round after round, in an order that
-# rotates, so that a change in the machine's load touches all three alike.
-envs=(host bare fuse plain lazaret)
+# rotates, so that a change in the machine's load touches all alike.
 measure() {   # KEY WORKLOAD ROUNDS WHAT
         local r i env
         [[ " $LOADS " == *" $1 "* ]] || return 0
-        lt_log "measuring: $4"
+        blog "measuring: $4"
         for ((r = 0; r < $3; r++)); do
                 for ((i = 0; i < ${#envs[@]}; i++)); do
                         env=${envs[(r + i) % ${#envs[@]}]}
@@ -438,15 +538,31 @@ measure() {   # KEY WORKLOAD ROUNDS WHAT
                 done
         done
 }
+t_measure=$SECONDS
+load_measure=$(cut -d' ' -f1 /proc/loadavg)
 measure git-warm git-warm "$RUNS" "git status, warm"
 measure git-first git-once "$RUNS" "git status after the host's"
+measure git-diff git-diff "$RUNS" "git diff, 200 files changed"
 measure tar tar "$RUNS" "tar x"
 measure writes writes "$RUNS" "small writes"
 measure writes-ignored writes-ignored "$RUNS" "small writes in an ignored directory"
+measure npm npm "$RUNS" "npm-shaped: 20,000 files unpacked into node_modules/, read back"
 measure make make "$MAKE_RUNS" "make -j2"
+t_measure=$((SECONDS - t_measure))
+# The npm row's runs print "UNPACK READ": three rows of medians.
+keys=$LOADS
+if [[ " $LOADS " == *" npm "* ]]; then
+        keys+=" npm-unpack npm-read"
+        for env in "${envs[@]}"; do
+                awk '{ print $1 }' "$work/$env.npm" >"$work/$env.npm-unpack"
+                awk '{ print $2 }' "$work/$env.npm" >"$work/$env.npm-read"
+                awk '{ printf "%.3f\n", $1 + $2 }' "$work/$env.npm" >"$work/$env.npm.sum"
+                mv "$work/$env.npm.sum" "$work/$env.npm"
+        done
+fi
 declare -A ms
 for env in "${envs[@]}"; do
-        for key in $LOADS; do
+        for key in $keys; do
                 if [[ $env == fuse && $key == git-first ]]; then
                         ms[$env,$key]=
                         continue
@@ -459,32 +575,68 @@ git_lz=$(run_in lazaret git-config 1)
 
 # --- the table ------------------------------------------------------------------
 
+ratio() { [[ -n $1 && -n $2 ]] || { echo -; return; }; awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+num() { [[ -n $1 ]] && printf '%.1f' "$1" || echo -; }
+# verdict RATIO GOAL: "<= GOAL met" or "MISSED"; "-" without a figure.
+verdict() {
+        [[ $1 != - ]] || { echo -; return; }
+        awk -v r="$1" -v g="$2" 'BEGIN { printf "<= %s %s", g, (r <= g ? "met" : "MISSED") }'
+}
+load_end=$(cut -d' ' -f1 /proc/loadavg)
 echo
-echo "bench/workspace: medians of $RUNS runs ($MAKE_RUNS for make), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg), $((SECONDS - t_start)) s"
-echo "  settling:     $((settle_ms / 1000)) s in all waiting, before each timed run, for the machine to be quiet"
-echo "  file system:  $FS (the workspace, the data root and both overlays)"
+if [[ $MODE == quick ]]; then
+        echo "bench/workspace --quick: medians of $RUNS runs, $(nproc) CPUs, load $load_measure at the first timed run, $load_end at the end"
+else
+        echo "bench/workspace: medians of $RUNS runs ($MAKE_RUNS for make), $(nproc) CPUs, load $load_measure at the first timed run, $load_end at the end"
+fi
+((RUNS >= 5)) || echo "  (fewer than 5 runs: a trial of the benchmark, not figures to quote)"
+echo "  wall time:    $((SECONDS - t_start + t_install)) s: install $t_install s, data and sandboxes $((SECONDS - t_start - t_measure)) s, timed runs $t_measure s"
+echo "  settling:     $((settle_ms / 1000)) s in all waiting, before each timed run, for $([[ $SETTLE == own ]] && echo "the test user's processes" || echo "the machine") to be quiet ($settle_cut waits cut short)"
+echo "  lazaret:      ${LAZARET_TEST_BENCH_LAZARET:-$LAZARET_SOURCE_ROOT}, $([[ $MODE == quick ]] && echo "the product build" || echo "a test-hooks build"), $LT_BUILDDIR"
+echo "  file system:  $FS (the workspaces, the data root and the overlays)"
 echo "  runsc:        $runsc ($("$runsc" --version 2>/dev/null | head -n1))"
 echo "  runsc flags (Lazaret's sandbox, used for bare too): ${flags[*]}"
 echo "  runsc boot flag differences: $flag_diff"
 echo "  git in bare:    ${git_bare//$'\n'/; }"
 echo "  git in Lazaret: ${git_lz//$'\n'/; }"
 echo "  image:        host packages (git, make, gcc), $image"
-echo "  plain:        Lazaret with /workspace a plain bind (the view off; a test-hooks switch, never a product setting)"
+[[ $MODE == quick ]] || echo "  plain:        Lazaret with /workspace a plain bind (the view off; a test-hooks switch, never a product setting)"
 echo "  fuse:         bare runsc with /workspace served by the smallest FUSE passthrough (bench/fuse-ref.c): the view's mount and kernel settings but libfuse's own INIT reply, none of its rules"
-printf '  %-26s %8s %8s %8s %8s %8s %10s %9s %9s %9s  %s\n' workload "host ms" "bare ms" "fuse ms" "plain ms" "view ms" view/plain \
-        view/fuse fuse/bare plain/bare "goal (view/plain)"
-ratio() { [[ -n $1 && -n $2 ]] || { echo -; return; }; awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-row() {   # KEY NAME VIEW-GOAL
-        [[ " $LOADS " == *" $1 "* ]] || return 0
-        local h=${ms[host,$1]} b=${ms[bare,$1]} f=${ms[fuse,$1]} p=${ms[plain,$1]} l=${ms[lazaret,$1]} lp verdict
-        lp=$(ratio "$l" "$p")
-        verdict=$(awk -v lp="$lp" -v g="$3" 'BEGIN { printf "<= %s %s", g, (lp <= g ? "met" : "MISSED") }')
-        printf '  %-26s %8.1f %8.1f %8s %8.1f %8.1f %10s %9s %9s %9s  %s\n' "$2" "$h" "$b" "$([[ -n $f ]] && printf '%.1f' "$f" || echo -)" "$p" "$l" "$lp" \
-                "$(ratio "$l" "$f")" "$(ratio "$f" "$b")" "$(ratio "$p" "$b")" "$verdict"
+if [[ $MODE == quick ]]; then
+        echo "  goals:        issue 34's: git status warm view/host, after the host's view/bare, every other row view/fuse"
+        printf '  %-30s %8s %8s %8s %8s %9s %9s %9s %9s %9s %9s  %s\n' workload "host ms" "bare ms" "fuse ms" "view ms" \
+                bare/host fuse/host view/host fuse/bare view/bare view/fuse goal
+else
+        printf '  %-30s %8s %8s %8s %8s %8s %10s %9s %9s %9s  %s\n' workload "host ms" "bare ms" "fuse ms" "plain ms" "view ms" view/plain \
+                view/fuse fuse/bare plain/bare "goal (view/plain)"
+fi
+row() {   # KEY NAME FULL-GOAL QUICK-GOAL-RATIO QUICK-GOAL
+        local key=$1 h b f p l g
+        [[ " $keys " == *" $key "* ]] || return 0
+        h=${ms[host,$key]} b=${ms[bare,$key]} f=${ms[fuse,$key]} l=${ms[lazaret,$key]}
+        if [[ $MODE == quick ]]; then
+                case $4 in
+                view/host) g=$(ratio "$l" "$h") ;;
+                view/bare) g=$(ratio "$l" "$b") ;;
+                view/fuse) g=$(ratio "$l" "$f") ;;
+                esac
+                printf '  %-30s %8s %8s %8s %8s %9s %9s %9s %9s %9s %9s  %s\n' "$2" "$(num "$h")" "$(num "$b")" "$(num "$f")" "$(num "$l")" \
+                        "$(ratio "$b" "$h")" "$(ratio "$f" "$h")" "$(ratio "$l" "$h")" "$(ratio "$f" "$b")" "$(ratio "$l" "$b")" \
+                        "$(ratio "$l" "$f")" "$4 $(verdict "$g" "$5")"
+        else
+                p=${ms[plain,$key]}
+                g=$(ratio "$l" "$p")
+                printf '  %-30s %8s %8s %8s %8s %8s %10s %9s %9s %9s  %s\n' "$2" "$(num "$h")" "$(num "$b")" "$(num "$f")" "$(num "$p")" "$(num "$l")" \
+                        "$g" "$(ratio "$l" "$f")" "$(ratio "$f" "$b")" "$(ratio "$p" "$b")" "$(verdict "$g" "$3")"
+        fi
 }
-row git-warm "git status, warm" 1.2
-row git-first "git status, after host's" 1.2
-row tar "tar x, 5,000 files" 1.5
-row writes "5,000 small writes" 1.5
-row writes-ignored "5,000 writes, ignored dir" 1.5
-row make "make -j2, 51 files" 1.2
+row git-warm "git status, warm" 1.2 view/host 3
+row git-first "git status, after host's" 1.2 view/bare 1
+row git-diff "git diff, 200 files changed" 1.2 view/fuse 1.1
+row tar "tar x, 5,000 files" 1.5 view/fuse 1.1
+row writes "5,000 small writes" 1.5 view/fuse 1.1
+row writes-ignored "5,000 writes, ignored dir" 1.5 view/fuse 1.1
+row npm "npm-shaped, 20,000 files" 1.5 view/fuse 1.1
+row npm-unpack "  unpack to node_modules/" 1.5 view/fuse 1.1
+row npm-read "  read back" 1.5 view/fuse 1.1
+row make "make -j2, 51 files" 1.2 - -

@@ -6,8 +6,8 @@
 #include <systemd/sd-bus.h>
 
 /*
- * sd-bus helpers shared by lazaretctl and the coordinator (src/shared knows
- * nothing of sd-bus).
+ * sd-bus helpers shared by lazaretctl and the coordinator (no other library
+ * of src/ knows sd-bus: src/layers.txt).
  */
 
 typedef int (*BusAppend)(sd_bus_message *m, void *userdata);

@@ -40,8 +40,27 @@ static int open_lower(int rootfd, const char *rootfs, const char *dir, char **re
         return 0;
 }
 
+/*
+ * Issue 33: a layer made now keeps owners and modes as written inside, and
+ * says so with STATE_ANCHOR_OWNERS_KEPT, written before its upper exists.
+ * 1 for a layer written before (an upper, no record): what its packages
+ * gave to their own users was left root's, and stays so until it is reset.
+ */
+static int layer_written_before_owners(const char *layer) {
+        _cleanup_free_ char *upper = path_join(layer, STATE_ANCHOR_UPPER), *kept = path_join(layer, STATE_ANCHOR_OWNERS_KEPT);
+        struct stat st;
+
+        if (!upper || !kept)
+                return -ENOMEM;
+        if (lstat(kept, &st) >= 0)
+                return 0;
+        if (lstat(upper, &st) >= 0)
+                return 1;
+        return write_file(kept, "", 0600);
+}
+
 static int add_layer(int rootfd, const char *rootfs, const char *state, const char *dir,
-                     MountPlan *plan, char **ret_error) {
+                     MountPlan *plan, char **legacy, char **ret_error) {
         _cleanup_free_ char *name = NULL, *layer = NULL, *lower = NULL;
         int r;
 
@@ -54,6 +73,16 @@ static int add_layer(int rootfd, const char *rootfs, const char *state, const ch
         r = mkdir_mode(layer, 0700);
         if (r < 0)
                 return errorf(ret_error, r, "cannot create the State Anchor layer %s: %s", layer, strerror(-r));
+        r = layer_written_before_owners(layer);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot record in %s that it keeps owners: %s", layer, strerror(-r));
+        if (r > 0) {
+                char *more = NULL;
+                if (asprintf(&more, "%s%s%s", strempty(*legacy), *legacy ? ", " : "", dir) < 0)
+                        return -ENOMEM;
+                free(*legacy);
+                *legacy = more;
+        }
 
         r = open_lower(rootfd, rootfs, dir, &lower, ret_error);
         if (r < 0)
@@ -147,7 +176,7 @@ static void check_package_database(const Domain *d, int rootfd, const char *stat
 }
 
 int anchor_plan(const Domain *d, int rootfd, const char *rootfs, MountPlan *plan, char **ret_notice, char **ret_error) {
-        _cleanup_free_ char *state = NULL;
+        _cleanup_free_ char *state = NULL, *legacy = NULL;
         size_t n0 = plan->n_entries;
         int r;
 
@@ -160,13 +189,21 @@ int anchor_plan(const Domain *d, int rootfd, const char *rootfs, MountPlan *plan
         if (r < 0)
                 return errorf(ret_error, r, "cannot create %s: %s", state, strerror(-r));
         for (char **dir = d->profile->persistent_dirs; *dir; dir++) {
-                r = add_layer(rootfd, rootfs, state, *dir, plan, ret_error);
+                r = add_layer(rootfd, rootfs, state, *dir, plan, &legacy, ret_error);
                 if (r < 0) {
                         mount_plan_truncate(plan, n0);
                         return r;
                 }
         }
         check_package_database(d, rootfd, state, ret_notice);
+        /* One line, on every launch that starts the Domain, until reset. The
+         * package database's notice, when there is one, says more. */
+        if (legacy && ret_notice && !*ret_notice) {
+                bool several = strchr(legacy, ',');
+                (void) !asprintf(ret_notice, "the persistent %s %s written before Lazaret kept owners and modes there: "
+                                 "what packages gave to their own users is root's; start over with: lazaretctl state reset %s",
+                                 legacy, several ? "were" : "was", several ? "PATH, for each" : legacy);
+        }
         return 0;
 }
 

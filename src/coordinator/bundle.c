@@ -15,6 +15,7 @@
 #include "fs-util.h"
 #include "view-ignored.h"
 #include "git-sentry.h"
+#include "host-git.h"
 #include "host-hooks.h"
 #include "json-util.h"
 #include "mount-plan.h"
@@ -125,7 +126,7 @@ static char *host_excludes_source, *host_excludes_error;
 static int host_excludes_errno;
 
 void bundle_find_host_excludes(void) {
-        host_excludes_errno = view_host_excludes_source(&host_excludes_source, &host_excludes_error);
+        host_excludes_errno = host_git_excludes_source(&host_excludes_source, &host_excludes_error);
 }
 
 static int copy_host_excludes(const char *control_dir, char **ret_path, char **ret_error) {

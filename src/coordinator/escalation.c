@@ -92,7 +92,6 @@ struct Escalations {
         sd_event *event;
         sd_bus *bus;                    /* the user manager's bus, for the commands' scopes */
         char *domain_id, *profile, *workspace;
-        DomainStore *store;             /* borrowed: the audit trail */
         const Config *config;
         EscalationsCallbacks cb;
         void *userdata;
@@ -147,10 +146,10 @@ typedef struct AuditRow {
  * event also gets one journal line with DOMAIN_ID, SESSION_ID and
  * ESCALATION_AUDIT_MESSAGE_ID (refusals are logged, rate-limited, by refuse()).
  * Events that happen together (a request and its approval by a rule) are
- * one transaction: one commit, one sync of the store's log.
+ * handed over together. The owner writes them (cb.audit, audit.h): nothing here
+ * waits for the store.
  */
 static void audit_rows(Escalations *e, const EscRequest *q, const AuditRow *rows, size_t n) {
-        _cleanup_free_ char *error = NULL;
         char *argv_json[AUDIT_ROWS_MAX] = {};
         EscalationEvent ev[AUDIT_ROWS_MAX];
         uint64_t now = now_realtime_usec();
@@ -185,8 +184,8 @@ static void audit_rows(Escalations *e, const EscRequest *q, const AuditRow *rows
                                        rows[i].by ? " by " : "", strempty(rows[i].by), rows[i].outcome ? ", " : "",
                                        strempty(rows[i].outcome));
         }
-        if (e->store && domain_store_add_escalation_events(e->store, ev, n, &error) < 0)
-                log_warning("Cannot record an escalation event in the Domain Store: %s", strna(error));
+        if (e->cb.audit)
+                e->cb.audit(ev, n, e->userdata);
         for (size_t i = 0; i < n; i++)
                 free(argv_json[i]);
 }
@@ -1254,7 +1253,6 @@ int escalations_new(const EscalationsParams *p, Escalations **ret, char **ret_er
         e->config = p->config;
         e->cb = p->cb;
         e->userdata = p->userdata;
-        e->store = p->store;
         e->domain_id = strdup(p->domain_id);
         e->profile = strdup(p->profile);
         e->workspace = strdup(p->workspace);

@@ -32,13 +32,14 @@ typedef struct EscalationsCallbacks {
         void (*resolved)(const char *request_id, void *userdata);
         /* The mailbox names of an ended session were removed: have the sandbox forget them. */
         void (*forget_session)(const char *session_id, void *userdata);
+        /* Events of the audit trail, for the Domain Store (their journal lines are written): the owner keeps copies. */
+        void (*audit)(const EscalationEvent *evs, size_t n, void *userdata);
 } EscalationsCallbacks;
 
 typedef struct EscalationsParams {
         sd_event *event;
         sd_bus *bus;                    /* the user bus: each host command gets a transient scope */
         int dir_fd;                     /* the mailbox's root directory (sandbox_mailbox_fd()), borrowed */
-        DomainStore *store;             /* the audit trail (escalation_events); borrowed, may be NULL */
         const char *domain_id;
         const char *profile;
         const char *workspace;          /* the host workspace, canonical */

@@ -26,7 +26,7 @@
 #include "util.h"
 
 /* Part of the prepared-artifact ID: how a lower is made. Change it when that changes. */
-#define PREPARER_VERSION "umoci-unpack-userns-1"
+#define PREPARER_VERSION "umoci-unpack-userns-2"      /* 2: with Lazaret's own mount points */
 #define PREPARED_RECORD "prepared.json"
 
 struct ImagePrep {
@@ -186,6 +186,46 @@ static void on_unpack_failed(UsernsChild *c, const char *why, void *userdata) {
         ip->done(ip, -EPERM, why, ip->userdata);
 }
 
+/*
+ * The mount points every sandbox has (oci-spec.c, bundle.c), made in the
+ * tree before it is published: runsc makes a missing bind target in the
+ * tree that holds it, and the prepared lower is not to change after this
+ * (issue 33). Best effort, one component at a time, nothing followed: a
+ * path the image has as a symbolic link or a file stays as it is, and
+ * runsc resolves it as before. Mount points that depend on the profile
+ * (a persistent path or a volume the image lacks) are not known here.
+ */
+static void make_mount_points(const char *staging) {
+        /* A trailing slash: a directory; else an empty file (a bind of a file). */
+        static const char *const points[] = { "proc/", "dev/", "sys/", "tmp/", "workspace/", "run/lazaret/",
+                                              "etc/resolv.conf", "etc/hosts", "etc/hostname",
+                                              "usr/local/bin/lazaret-escalate" };
+        _cleanup_free_ char *rootfs = path_join(staging, "rootfs");
+        _cleanup_close_ int rootfd = -EBADF;
+        mode_t old_umask;
+
+        rootfd = rootfs ? open(rootfs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -EBADF;
+        if (rootfd < 0)
+                return;
+        /* The modes an image would have (a /run of 0700 would shut non-root users out), not the coordinator's 077. */
+        old_umask = umask(022);
+        for (size_t i = 0; i < ELEMENTSOF(points); i++) {
+                _cleanup_close_ int dir = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+                const char *p = points[i];
+
+                for (const char *slash; dir >= 0 && (slash = strchr(p, '/')); p = slash + 1) {
+                        _cleanup_free_ char *name = strndup(p, (size_t) (slash - p));
+                        int next = name ? mkdir_open_at(dir, name, 0755) : -ENOMEM;
+
+                        safe_close(dir);
+                        dir = next;
+                }
+                if (dir >= 0 && *p)
+                        safe_close(openat(dir, p, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644));
+        }
+        (void) umask(old_umask);
+}
+
 static void on_unpacked(UsernsChild *c, int status, void *userdata) {
         ImagePrep *ip = userdata;
         _cleanup_free_ char *record = NULL;
@@ -195,6 +235,8 @@ static void on_unpacked(UsernsChild *c, int status, void *userdata) {
 
         ip->unpack = userns_child_free(ip->unpack);
         record = path_join(ip->staging, PREPARED_RECORD);
+        if (status == 0)
+                make_mount_points(ip->staging);
         if (status != 0) {
                 unpack_message(ip, msg, sizeof(msg));
                 (void) !asprintf(&why, "umoci unpack %s failed (status %d): %s", ip->image_arg, status,
@@ -274,6 +316,7 @@ static int unpack_start(sd_event *e, const LowerName *n, const char *final, cons
         _cleanup_free_ char *umoci = NULL;
         _cleanup_(image_prep_freep) ImagePrep *ip = NULL;
         _cleanup_close_ int devnull = -EBADF;
+        mode_t old_umask;
         sd_id128_t rnd;
         int r;
 
@@ -308,13 +351,17 @@ static int unpack_start(sd_event *e, const LowerName *n, const char *final, cons
         if (ip->log_fd < 0 || devnull < 0)
                 return errorf(ret_why, -errno, "cannot open a log for umoci: %m");
         log_info("Preparing image %s (manifest %.12s) as %.12s in %s", ip->image_arg, n->digest, n->id, ip->final);
-        /* As root of a namespace mapped like the sandbox's: the image's owners are kept (ns 42 stays 42 inside). */
+        /* As root of a namespace mapped like the sandbox's: the image's owners are kept (ns 42 stays 42 inside).
+         * Under umask 022, not the coordinator's 077: a directory a layer implies without an entry of its own
+         * is made with it (0700 would shut the sandbox's other users out of /var/lib, say). */
+        old_umask = umask(022);
         r = userns_child_start(e, (char *[]) { umoci, (char *) "--log", (char *) "error", (char *) "unpack",
                                                (char *) "--image", ip->image_arg, ip->staging, NULL },
                                devnull, ip->log_fd, uids, gids,
                                &(UsernsCallbacks) { .mapped = on_unpack_mapped, .failed = on_unpack_failed,
                                                     .exited = on_unpacked },
                                ip, &ip->unpack);
+        (void) umask(old_umask);
         if (r < 0)
                 return errorf(ret_why, r, "cannot run umoci in a mapped user namespace: %s", strerror(-r));
         *ret_prep = TAKE_PTR(ip);

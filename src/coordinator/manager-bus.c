@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -106,9 +107,9 @@ static int property_get_string(sd_bus *bus, const char *path, const char *interf
         if (streq(property, "DomainId"))
                 v = m->id;
         else if (streq(property, "Profile"))
-                v = m->domain->profile->name;
+                v = strempty(m->record.profile);
         else if (streq(property, "Workspace"))
-                v = m->domain->workspace;
+                v = strempty(m->record.workspace);
         else if (streq(property, "State"))
                 v = domain_state_to_string(m->state);
         else if (streq(property, "CoordinatorId"))
@@ -163,7 +164,10 @@ static int property_get_network(sd_bus *bus, const char *path, const char *inter
         r = sd_bus_message_open_container(reply, 'a', "{ss}");
         if (r < 0 || !n)
                 return r < 0 ? r : sd_bus_message_close_container(reply);
-        snprintf(helper, sizeof(helper), "slirp4netns:%d", n->helper_pid);
+        /* The helper the supervisor started: lazaret-egress for a profile with host rules. */
+        snprintf(helper, sizeof(helper), "%s:%d",
+                 m->domain->profile->allow_hosts && m->domain->profile->allow_hosts[0] ? "lazaret-egress" : "slirp4netns",
+                 n->helper_pid);
         snprintf(ns, sizeof(ns), "net:[%llu]", n->netns);
         if (asprintf(&joined, "%s\n%s\n%s\n%s\n%s\n%s", m->id, sandbox_id(m->sandbox), m->fingerprint, helper,
                      n->policy_digest, ns) < 0)
@@ -675,6 +679,178 @@ static int method_stop(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         return verify_caller_then(msg, userdata, stop);
 }
 
+/* ------------------------------------------------- the Domain Store's owner */
+
+/*
+ * The methods lazaretctl asks instead of opening the store (only the
+ * lock's holder opens it, FR-17): served by a running coordinator and by
+ * a maintenance one (manager.h), whose idle timeout each call restarts.
+ */
+
+/* One audit event: (time, request, session, event, by, argv as JSON, cwd, why, outcome, status, detail). */
+static int append_audit_event(const EscalationEvent *ev, void *userdata) {
+        sd_bus_message *reply = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'r', ESCALATION_EVENT_SIGNATURE);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "tssss", ev->time_usec, strempty(ev->request), strempty(ev->session),
+                                          strempty(ev->event), strempty(ev->by));
+        if (r >= 0)
+                r = append_utf8(reply, strempty(ev->argv_json));
+        if (r >= 0)
+                r = append_bytes(reply, strempty(ev->cwd));
+        if (r >= 0)
+                r = append_bytes(reply, strempty(ev->why));
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "si", strempty(ev->outcome), (int32_t) ev->status);
+        if (r >= 0)
+                r = append_bytes(reply, strempty(ev->detail));
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+static int escalation_history(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *why = NULL;
+        uint32_t limit;
+        int r;
+
+        r = sd_bus_message_read(msg, "u", &limit);
+        if (r < 0)
+                return r;
+        if (limit < 1 || limit > ESCALATION_HISTORY_MAX)
+                return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "limit must be 1 to %d events",
+                                         ESCALATION_HISTORY_MAX);
+        manager_maintenance_touch(m);
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(" ESCALATION_EVENT_SIGNATURE ")");
+        if (r >= 0)
+                r = audit_writer_history(m->audit, limit, append_audit_event, reply, &why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return sd_bus_error_setf(error, LAZARET_ERROR_STORE, "Cannot read the audit trail of Domain %s: %s", m->id,
+                                         why ?: strerror(-r));
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int apply_retention(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+        _cleanup_free_ char *why = NULL;
+        StoreRemoved removed = {};
+        struct timespec ts;
+        uint32_t days, events, generations;
+        int r;
+
+        r = sd_bus_message_read(msg, "uuu", &days, &events, &generations);
+        if (r < 0)
+                return r;
+        if (!retention_is_valid(days, events, generations))
+                return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS,
+                                         "a retention is %d to %d days, %d to %d audit events and %d to %d generations",
+                                         RETENTION_AUDIT_DAYS_MIN, RETENTION_AUDIT_DAYS_MAX, RETENTION_AUDIT_EVENTS_MIN,
+                                         RETENTION_AUDIT_EVENTS_MAX, RETENTION_GENERATIONS_MIN, RETENTION_GENERATIONS_MAX);
+        manager_maintenance_touch(m);
+        /* The queued events first, so that the bound holds for them too. */
+        audit_writer_flush_all(m->audit);
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        r = domain_store_apply_retention(m->store,
+                                         &(StoreRetention) { .audit_days = days, .audit_events = events,
+                                                             .generations = generations },
+                                         (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000, &removed, &why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return sd_bus_error_setf(error, LAZARET_ERROR_STORE, "Cannot apply the retention to the Domain Store of %s: %s",
+                                         m->id, why ?: strerror(-r));
+        if (removed.events > 0 || removed.generations > 0)
+                log_info("Retention asked on the bus: removed %llu audit events and %llu generations from the Domain Store",
+                         (unsigned long long) removed.events, (unsigned long long) removed.generations);
+        return sd_bus_reply_method_return(msg, "tt", removed.events, removed.generations);
+}
+
+static int leased_lowers(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_strv_free_ char **leased = NULL;
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        manager_maintenance_touch(m);
+        r = domain_store_leased_lowers(m->store, &leased, &why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return sd_bus_error_setf(error, LAZARET_ERROR_STORE, "Cannot read the leases of Domain %s: %s", m->id,
+                                         why ?: strerror(-r));
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(reply, leased);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_escalation_history(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, escalation_history);
+}
+
+static int method_apply_retention(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, apply_retention);
+}
+
+static int method_leased_lowers(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, leased_lowers);
+}
+
+/* A maintenance coordinator has no sandbox: a session is refused by name, not as an unknown method. */
+static int method_open_session_maintenance(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+
+        return sd_bus_error_setf(error, LAZARET_ERROR_MAINTENANCE,
+                                 "Domain %s is in maintenance: its coordinator serves lazaretctl's questions about its "
+                                 "store and runs no sandbox; it stops within %llu s, or at once when lazaretctl launch "
+                                 "connects", m->id, (unsigned long long) (MAINTENANCE_IDLE_USEC / 1000000));
+}
+
+#define STORE_METHODS                                                                                   \
+        SD_BUS_METHOD_WITH_ARGS("EscalationHistory",                                                    \
+                                SD_BUS_ARGS("u", limit),                                                \
+                                SD_BUS_RESULT("a(" ESCALATION_EVENT_SIGNATURE ")", events),             \
+                                method_escalation_history, SD_BUS_VTABLE_UNPRIVILEGED),                 \
+        SD_BUS_METHOD_WITH_ARGS("ApplyRetention",                                                       \
+                                SD_BUS_ARGS("u", audit_days, "u", audit_events, "u", generations),      \
+                                SD_BUS_RESULT("t", events_removed, "t", generations_removed),           \
+                                method_apply_retention, SD_BUS_VTABLE_UNPRIVILEGED),                    \
+        SD_BUS_METHOD_WITH_ARGS("LeasedLowers",                                                         \
+                                SD_BUS_NO_ARGS,                                                         \
+                                SD_BUS_RESULT("as", lowers),                                            \
+                                method_leased_lowers, SD_BUS_VTABLE_UNPRIVILEGED)
+
+/* What a maintenance coordinator exports: who it is, the store's methods, Stop. */
+static const sd_bus_vtable maintenance_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("InterfaceVersion", "u", property_get_interface_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("DomainId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Profile", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Workspace", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("State", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("CoordinatorId", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("ConfigurationFingerprint", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_METHOD_WITH_ARGS("OpenSession",
+                                SD_BUS_ARGS("as", argv, "as", environment, "b", terminal, "ah", fds,
+                                            "q", rows, "q", cols, "s", fingerprint),
+                                SD_BUS_RESULT("s", session_id),
+                                method_open_session_maintenance, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Stop", NULL, NULL, method_stop, SD_BUS_VTABLE_UNPRIVILEGED),
+        STORE_METHODS,
+        SD_BUS_VTABLE_END
+};
+
 static const sd_bus_vtable domain_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("InterfaceVersion", "u", property_get_interface_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -730,6 +906,7 @@ static const sd_bus_vtable domain_vtable[] = {
                                 SD_BUS_ARGS("s", request_id, "b", approve, "as", argv),
                                 SD_BUS_NO_RESULT,
                                 method_decide_escalation, SD_BUS_VTABLE_UNPRIVILEGED),
+        STORE_METHODS,
         SD_BUS_SIGNAL_WITH_ARGS("EscalationRequested",
                                 SD_BUS_ARGS("s", request_id, "s", session_id), 0),
         SD_BUS_SIGNAL_WITH_ARGS("SessionEnded",
@@ -740,7 +917,8 @@ static const sd_bus_vtable domain_vtable[] = {
 int manager_publish(Manager *m) {
         int r;
 
-        r = sd_bus_add_object_vtable(m->bus, &m->object_slot, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, domain_vtable, m);
+        r = sd_bus_add_object_vtable(m->bus, &m->object_slot, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
+                                     m->maintenance ? maintenance_vtable : domain_vtable, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot export %s", LAZARET_BUS_PATH);
         return 0;

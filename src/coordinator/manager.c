@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -39,6 +40,7 @@ static const char *const state_names[] = {
         [DOMAIN_RUNNING] = "running",
         [DOMAIN_STOPPING] = "stopping",
         [DOMAIN_FAILED] = "failed",
+        [DOMAIN_MAINTENANCE] = "maintenance",
 };
 
 const char *domain_state_to_string(DomainState s) {
@@ -148,6 +150,9 @@ Manager *manager_free(Manager *m) {
                 manager_remove_session(m, m->sessions);
         escalations_free(m->escalations);
         notifier_free(m->notifier);
+        /* What the trail still queues goes in before the store closes. */
+        audit_writer_flush_all(m->audit);
+        audit_writer_free(m->audit);
         sandbox_free(m->sandbox);
         activation_free(m->activation);
         sd_event_source_disable_unref(m->idle_timer);
@@ -164,6 +169,8 @@ Manager *manager_free(Manager *m) {
         free(m->runtime_root);
         free(m->runtime_dir);
         free(m->failure);
+        free(m->domain_dir);
+        domain_record_done(&m->record);
         domain_store_close(m->store);
         safe_close(m->lock_fd);
         free(m);
@@ -173,8 +180,7 @@ Manager *manager_free(Manager *m) {
 void manager_update_status(Manager *m) {
         (void) sd_notifyf(false, "STATUS=%s: profile %s, workspace %s, %u session%s",
                           domain_state_to_string(m->state),
-                          m->domain ? m->domain->profile->name : "?",
-                          m->domain ? m->domain->workspace : "?",
+                          m->record.profile ?: "?", m->record.workspace ?: "?",
                           m->n_sessions, m->n_sessions == 1 ? "" : "s");
 }
 
@@ -184,6 +190,13 @@ void manager_update_status(Manager *m) {
 static void activation_connected(Activation *a, void *userdata) {
         Manager *m = userdata;
 
+        /* A launch (a client that found no coordinator on the bus): maintenance gives way. The
+         * teardown tells it "stopping", and its next connection waits for the next coordinator. */
+        if (m->state == DOMAIN_MAINTENANCE) {
+                log_info("A client connected to the activation socket; leaving maintenance for the next coordinator");
+                manager_stop(m, NULL);
+                return;
+        }
         if (m->state != DOMAIN_STARTING)
                 waiters_answer(m, /* started= */ false);
 }
@@ -265,6 +278,7 @@ static int load_config(Manager *m, const HostContext *host, const char *runtime_
                 return r;
         }
         memcpy(m->fingerprint, fp, sizeof(fp));
+        m->maintenance = req.maintenance;
         launch_request_done(&req);
         return 0;
 }
@@ -283,8 +297,7 @@ static void open_log_file(Manager *m, const char *runtime_root) {
 
 static int load_domain(Manager *m, char **ret_why) {
         _cleanup_(host_context_done) HostContext host = {};
-        _cleanup_free_ char *error = NULL, *runtime_root = NULL, *user_name = NULL, *why = NULL;
-        DomainRecord rec = {};
+        _cleanup_free_ char *error = NULL, *runtime_root = NULL, *user_name = NULL, *why = NULL, *domains = NULL;
         int r;
 
         /* The user manager's environment, read once; nothing below reads it again. */
@@ -299,13 +312,22 @@ static int load_domain(Manager *m, char **ret_why) {
         if (r < 0)
                 return r;
 
-        r = domain_record_load(m->config->data_root, m->id, &rec, &error);
+        r = domain_record_load(m->config->data_root, m->id, &m->record, &error);
         if (r < 0)
                 return startup_fail(ret_why, r, "%s", error ?: "Cannot load the Domain record");
+        domains = path_join(m->config->data_root, "domains");
+        m->domain_dir = domains ? path_join(domains, m->id) : NULL;
+        if (!m->domain_dir)
+                return -ENOMEM;
+        /* Maintenance needs the Domain's directory only: its workspace may be gone, its profile renamed. */
+        if (m->maintenance) {
+                m->runtime_root = TAKE_PTR(runtime_root);
+                m->runtime_dir = path_join(m->runtime_root, m->id);
+                return m->runtime_dir ? 0 : -ENOMEM;
+        }
 
         /* Recompute the identity from the record: the instance name must match (SR-11). */
-        r = domain_new(m->config, &host, rec.profile, rec.workspace, &m->domain, &error);
-        domain_record_done(&rec);
+        r = domain_new(m->config, &host, m->record.profile, m->record.workspace, &m->domain, &error);
         if (r < 0)
                 return startup_fail(ret_why, r, "%s", error ?: "Invalid Domain");
         if (!streq(m->domain->id, m->id))
@@ -336,7 +358,7 @@ static int load_domain(Manager *m, char **ret_why) {
 
 /* OR-1: the Domain lock, held for the coordinator's whole life. */
 static int take_lock(Manager *m, char **ret_why) {
-        _cleanup_free_ char *path = path_join(m->domain->domain_dir, "coordinator.lock");
+        _cleanup_free_ char *path = path_join(m->domain_dir, "coordinator.lock");
 
         if (!path)
                 return -ENOMEM;
@@ -353,7 +375,7 @@ static int take_lock(Manager *m, char **ret_why) {
 
 /* FR-17: the Domain Store, only ever opened by the lock's holder; a few rows per call. */
 static int open_store(Manager *m, char **ret_why) {
-        _cleanup_free_ char *path = path_join(m->domain->domain_dir, DOMAIN_STORE_FILE), *why = NULL;
+        _cleanup_free_ char *path = path_join(m->domain_dir, DOMAIN_STORE_FILE), *why = NULL;
         int r;
 
         if (!path)
@@ -361,7 +383,61 @@ static int open_store(Manager *m, char **ret_why) {
         r = domain_store_open(path, &m->store, &why);
         if (r < 0)
                 return startup_fail(ret_why, r, "%s", why ?: "Cannot open the Domain Store");
+        r = audit_writer_new(m->event, m->store, &m->audit);
+        if (r < 0)
+                return startup_fail(ret_why, r, "Cannot set up the audit trail's queue");
         return 0;
+}
+
+static uint64_t realtime_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/*
+ * lazaret.conf(5) "retention", at each start of the Domain: one
+ * transaction, before this generation begins (a generation still open or
+ * leasing is kept). A store that cannot be trimmed is said, not fatal.
+ */
+static void apply_retention(Manager *m) {
+        const StoreRetention keep = { .audit_days = m->config->retention.audit_days,
+                                      .audit_events = m->config->retention.audit_events,
+                                      .generations = m->config->retention.generations };
+        _cleanup_free_ char *why = NULL;
+        StoreRemoved removed = {};
+        int r;
+
+        r = domain_store_apply_retention(m->store, &keep, realtime_usec(), &removed, &why);
+        if (r < 0)
+                log_warning("Cannot apply the retention to the Domain Store: %s", why ?: strerror(-r));
+        else if (removed.events > 0 || removed.generations > 0)
+                log_info("Retention: removed %llu audit events and %llu generations from the Domain Store",
+                         (unsigned long long) removed.events, (unsigned long long) removed.generations);
+}
+
+/*
+ * Maintenance (launch-request.h): published with the store's methods
+ * only, the launching clients told "maintenance", and stopped when idle.
+ */
+static void enter_maintenance(Manager *m) {
+        int r;
+
+        m->name_timer = sd_event_source_disable_unref(m->name_timer);
+        m->name_acquired_slot = sd_bus_slot_unref(m->name_acquired_slot);
+        r = manager_publish(m);
+        if (r < 0) {
+                manager_stop(m, "cannot publish the Domain on the bus");
+                return;
+        }
+        m->state = DOMAIN_MAINTENANCE;
+        (void) sd_notify(false, "READY=1");
+        manager_update_status(m);
+        log_info("Coordinator %s serves Domain %s's store in maintenance (no sandbox); it stops when idle",
+                 m->coordinator_id, m->id);
+        waiters_answer(m, /* started= */ false);
+        manager_maintenance_touch(m);
 }
 
 static void sandbox_ready(Sandbox *sb, void *userdata);
@@ -375,6 +451,10 @@ static void name_owned(Manager *m) {
 
         if (m->state != DOMAIN_STARTING || m->sandbox)
                 return;
+        if (m->maintenance) {
+                enter_maintenance(m);
+                return;
+        }
         m->name_timer = sd_event_source_disable_unref(m->name_timer);
         m->name_acquired_slot = sd_bus_slot_unref(m->name_acquired_slot);
 
@@ -502,6 +582,8 @@ int manager_startup(Manager *m, char **ret_why) {
         r = open_store(m, ret_why);
         if (r < 0)
                 return r;
+        if (!m->maintenance)
+                apply_retention(m);
         return connect_bus(m);
 }
 
@@ -521,6 +603,37 @@ static int on_idle(sd_event_source *s, uint64_t usec, void *userdata) {
 static void arm_idle_timer(Manager *m) {
         m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
         (void) sd_event_add_time_relative(m->event, &m->idle_timer, CLOCK_MONOTONIC, IDLE_TIMEOUT_USEC, 0, on_idle, m);
+}
+
+static int on_maintenance_idle(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
+        if (m->state == DOMAIN_MAINTENANCE) {
+                log_info("No maintenance call for %llu s; stopping", (unsigned long long) (MAINTENANCE_IDLE_USEC / 1000000));
+                manager_stop(m, NULL);
+        }
+        return 0;
+}
+
+void manager_maintenance_touch(Manager *m) {
+        int r;
+
+        if (m->state != DOMAIN_MAINTENANCE)
+                return;
+        m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
+        r = sd_event_add_time_relative(m->event, &m->idle_timer, CLOCK_MONOTONIC, MAINTENANCE_IDLE_USEC, 0,
+                                       on_maintenance_idle, m);
+        if (r < 0) {
+                log_error_errno(r, "Cannot arm the maintenance idle timer; stopping");
+                manager_stop(m, NULL);
+        }
+}
+
+static void escalation_audit(const EscalationEvent *evs, size_t n, void *userdata) {
+        Manager *m = userdata;
+
+        audit_writer_add(m->audit, evs, n);
 }
 
 static Session *escalation_find_session(const char *id, void *userdata) {
@@ -577,7 +690,6 @@ static int start_escalations(Manager *m) {
                                     .event = m->event,
                                     .bus = m->bus,
                                     .dir_fd = sandbox_mailbox_fd(m->sandbox),
-                                    .store = m->store,
                                     .domain_id = m->id,
                                     .profile = m->domain->profile->name,
                                     .workspace = m->domain->workspace,
@@ -586,7 +698,8 @@ static int start_escalations(Manager *m) {
                                             .abort_session = escalation_abort_session,
                                             .pending = escalation_pending,
                                             .resolved = escalation_resolved,
-                                            .forget_session = escalation_forget_session },
+                                            .forget_session = escalation_forget_session,
+                                            .audit = escalation_audit },
                                     .userdata = m,
                             }, &m->escalations, &error);
         if (r < 0)
@@ -660,6 +773,8 @@ static int on_teardown(sd_event_source *s, void *userdata) {
         /* Before the sandbox goes: the mailbox's file system goes with it. */
         m->escalations = escalations_free(m->escalations);
         m->notifier = notifier_free(m->notifier);
+        /* The audit trail's last events are in the store before the Domain is said to be gone. */
+        audit_writer_flush_all(m->audit);
         manager_emit_state_changed(m);
         m->object_slot = sd_bus_slot_unref(m->object_slot);
         m->name_slot = sd_bus_slot_unref(m->name_slot);

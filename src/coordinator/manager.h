@@ -8,6 +8,7 @@
 #include <systemd/sd-event.h>
 
 #include "activation.h"
+#include "audit.h"
 #include "bus-names.h"
 #include "config.h"
 #include "domain.h"
@@ -29,6 +30,12 @@
  *   STOPPING  no new sessions; sessions ended, sandbox and supervisor being
  *             stopped, runtime files removed; then the process exits
  *   FAILED    like STOPPING, entered from an error; exit status is non-zero
+ *   MAINTENANCE  a maintenance request's coordinator (launch-request.h):
+ *             lock held, store open, bus name owned, published with the
+ *             store's methods only; no sandbox, no session. It stops
+ *             after MAINTENANCE_IDLE_USEC without a call, and at once when
+ *             a launching client connects (that client, told "stopping",
+ *             connects again and waits for the next coordinator)
  *
  * The manager owns its parts (Sandbox, Session) and hears from them only
  * through their callbacks, from the event loop. manager_stop() only records
@@ -39,11 +46,14 @@ typedef enum DomainState {
         DOMAIN_RUNNING,
         DOMAIN_STOPPING,
         DOMAIN_FAILED,
+        DOMAIN_MAINTENANCE,
 } DomainState;
 
 const char *domain_state_to_string(DomainState s);
 
 #define COORDINATOR_ID_LEN 32
+/* A maintenance coordinator stops this long after its last call. */
+#define MAINTENANCE_IDLE_USEC (5ULL * 1000 * 1000)
 
 typedef struct Manager Manager;
 
@@ -59,13 +69,17 @@ struct Manager {
         char coordinator_id[COORDINATOR_ID_LEN + 1];
         char fingerprint[SHA256_HEX_LEN + 1];
         Config *config;
-        Domain *domain;
+        Domain *domain;                 /* NULL in maintenance: the workspace need not exist any more */
+        DomainRecord record;            /* the Domain record's profile and workspace */
+        char *domain_dir;               /* <data_root>/domains/<id> */
+        bool maintenance;               /* the launch request asked for maintenance (launch-request.h) */
 
         SubidRange subuids, subgids;    /* what the sandbox's user namespace maps to, looked up once */
         char *runtime_root;     /* $XDG_RUNTIME_DIR/lazaret */
         char *runtime_dir;      /* $XDG_RUNTIME_DIR/lazaret/ID: runsc state, specs */
         int lock_fd;
         DomainStore *store;             /* opened once the lock is held (FR-17) */
+        AuditWriter *audit;             /* the escalation audit trail's queue into the store */
 
         Activation *activation; /* the clients of `lazaretctl launch` waiting for the start */
 
@@ -80,7 +94,7 @@ struct Manager {
 
         Session *sessions;
         unsigned n_sessions;
-        sd_event_source *idle_timer;
+        sd_event_source *idle_timer;    /* also the maintenance coordinator's */
 };
 
 int manager_new(const char *id, Manager **ret);
@@ -99,6 +113,9 @@ int manager_open_session(Manager *m, const SessionParams *p, Session **ret, sd_b
 Session *manager_find_session(Manager *m, const char *id);
 
 void manager_update_status(Manager *m);
+
+/* A maintenance call was served: the idle timeout starts again. */
+void manager_maintenance_touch(Manager *m);
 
 /* manager-bus.c */
 int manager_publish(Manager *m);

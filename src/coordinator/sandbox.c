@@ -899,7 +899,7 @@ static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, i
                 memcpy(sb->network.policy_digest, msg->digest, sizeof(sb->network.policy_digest));
                 sb->network.helper_pid = msg->helper_pid;
                 sb->network.netns = msg->netns;
-                log_info("Network attested from inside the sandbox: policy %s, slirp4netns pid %d, namespace %llu",
+                log_info("Network attested from inside the sandbox: policy %s, network helper pid %d, namespace %llu",
                          msg->digest, msg->helper_pid, msg->netns);
                 return;
         case SUPERVISOR_READY:
@@ -1048,6 +1048,16 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
             strv_extend(&argv, port) < 0 ||
             strv_extend(&argv, "--view") < 0 || strv_extend(&argv, TEST_HOOK_PATH("LAZARET_VIEW", view)) < 0)
                 return -ENOMEM;
+        /* Host rules: lazaret-egress in slirp4netns' place (spec 4.5, "Egress by name"). */
+        if (sb->domain->profile->allow_hosts && sb->domain->profile->allow_hosts[0]) {
+                _cleanup_free_ char *egress = path_join(LIBEXECDIR, "lazaret-egress");
+
+                if (!egress || strv_extend(&argv, "--egress") < 0 || strv_extend(&argv, egress) < 0)
+                        return -ENOMEM;
+                for (char **h = sb->domain->profile->allow_hosts; *h; h++)
+                        if (strv_extend(&argv, "--allow-host") < 0 || strv_extend(&argv, *h) < 0)
+                                return -ENOMEM;
+        }
 #if ENABLE_TEST_HOOKS
         if (sb->network_fault == NETWORK_FAULT_DENY_ON_LO && strv_extend(&argv, "--test-fault=deny-on-lo") < 0)
                 return -ENOMEM;

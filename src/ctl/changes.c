@@ -28,6 +28,7 @@
 #include "domain.h"
 #include "fs-util.h"
 #include "git-sentry.h"
+#include "host-git.h"
 #include "host-hooks.h"
 #include "json-util.h"
 #include "macro.h"
@@ -405,11 +406,13 @@ static int list_changes(const ViewContext *c, const ViewChanges *l) {
 
 static int scan_ignored(const ViewContext *c, ViewIgnored *ret) {
         _cleanup_ignore_list_ IgnoreList *excludes = NULL;
-        _cleanup_free_ char *text = NULL, *error = NULL;
+        _cleanup_free_ char *source = NULL, *text = NULL, *error = NULL;
         size_t len;
         int r;
 
-        r = view_host_excludes_text(&text, &len, &error);
+        r = host_git_excludes_source(&source, &error);
+        if (r >= 0)
+                r = view_excludes_text(source, &text, &len, &error);
         if (r >= 0)
                 r = ignore_list_parse(text, len, "", "core.excludesFile", &excludes, &error);
         if (r >= 0)
@@ -522,16 +525,11 @@ static void put_diff_line(const char *s, size_t n) {
         putchar('\n');
 }
 
-static int show_diff(const ViewContext *c, const ViewChanges *l, const char *path) {
-        _cleanup_close_ int hfd = -EBADF, sfd = -EBADF, pipe_r = -EBADF, pipe_w = -EBADF;
-        _cleanup_free_ char *diff = NULL, *la = NULL, *lb = NULL, *out = NULL;
+/* Exactly one change: the path as listed ("./" before it and "/" after it aside), its shown name in *ret_shown. */
+static int find_change(const ViewChanges *l, const char *path, const ViewChange **ret, char **ret_shown) {
         _cleanup_free_ char *shown = NULL;
         const ViewChange *ch = NULL;
-        int p[2], status, r;
-        pid_t pid;
-        size_t n;
 
-        /* Exactly one change: the path as listed ("./" before it and "/" after it aside). */
         while (startswith(path, "./"))
                 path += 2;
         for (size_t i = 0, len = strlen(path); i < l->n; i++) {
@@ -549,11 +547,16 @@ static int show_diff(const ViewContext *c, const ViewChanges *l, const char *pat
                 fprintf(stderr, "No pending change at %s; see lazaretctl changes.\n", strna(e));
                 return -ENOENT;
         }
-        if (ch->type == S_IFDIR) {
-                fprintf(stderr, "%s is a directory; --diff shows one text file.\n", shown);
-                return -EISDIR;
-        }
-        /* Both sides by fd, never following a symbolic link; a missing side is empty. */
+        *ret = ch;
+        *ret_shown = TAKE_PTR(shown);
+        return 0;
+}
+
+/* Both sides by fd, never following a symbolic link, each judged text; a missing side is /dev/null. */
+static int open_sides(const ViewContext *c, const ViewChange *ch, const char *shown, int *ret_hfd, int *ret_sfd) {
+        _cleanup_close_ int hfd = -EBADF, sfd = -EBADF;
+        int r;
+
         if (ch->kind != VIEW_CHANGE_DELETED) {
                 sfd = openat_beneath(state_fd_of(c, ch), ch->path, O_RDONLY | O_NOCTTY, 0, false);
                 if (sfd < 0)
@@ -579,6 +582,18 @@ static int show_diff(const ViewContext *c, const ViewChanges *l, const char *pat
                 sfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (hfd < 0 || sfd < 0)
                 return -errno;
+        *ret_hfd = TAKE_FD(hfd);
+        *ret_sfd = TAKE_FD(sfd);
+        return 0;
+}
+
+/* diff -u of the two sides, labelled host/... and sandbox/..., its output shown line by line (put_diff_line()). */
+static int print_diff(const ViewChange *ch, const char *shown, int hfd, int sfd) {
+        _cleanup_close_ int pipe_r = -EBADF, pipe_w = -EBADF;
+        _cleanup_free_ char *diff = NULL, *la = NULL, *lb = NULL, *out = NULL;
+        int p[2], status, r;
+        pid_t pid;
+        size_t n;
 
         r = find_program("diff", &diff);
         if (r < 0) {
@@ -631,6 +646,25 @@ static int show_diff(const ViewContext *c, const ViewChanges *l, const char *pat
                 return -EIO;
         }
         return 0;
+}
+
+static int show_diff(const ViewContext *c, const ViewChanges *l, const char *path) {
+        _cleanup_close_ int hfd = -EBADF, sfd = -EBADF;
+        _cleanup_free_ char *shown = NULL;
+        const ViewChange *ch;
+        int r;
+
+        r = find_change(l, path, &ch, &shown);
+        if (r < 0)
+                return r;
+        if (ch->type == S_IFDIR) {
+                fprintf(stderr, "%s is a directory; --diff shows one text file.\n", shown);
+                return -EISDIR;
+        }
+        r = open_sides(c, ch, shown, &hfd, &sfd);
+        if (r < 0)
+                return r;
+        return print_diff(ch, shown, hfd, sfd);
 }
 
 /* ------------------------------------------------------------ apply, discard */

@@ -49,7 +49,8 @@ static int flock_within(int fd, int op, unsigned timeout_s) {
 /*
  * Whether the Domain whose lock is held is going down rather than running:
  * its coordinator no longer owns the bus name (it releases it when teardown
- * begins, after the sessions ended), or says it is stopping or failed.
+ * begins, after the sessions ended), or says it is stopping or failed, or
+ * serves only the store's questions (maintenance), which it is told to end.
  * A coordinator still starting has no name yet either; it is waited for
  * like one going down, and the wait says so if it runs out.
  */
@@ -66,6 +67,12 @@ static bool going_down(sd_bus *bus, const char *id) {
                 return sd_bus_error_has_names(&error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER,
                                               SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_UNKNOWN_OBJECT,
                                               SD_BUS_ERROR_UNKNOWN_INTERFACE, SD_BUS_ERROR_UNKNOWN_PROPERTY);
+        /* A maintenance coordinator (lazaretctl's questions about a stopped Domain's store) is asked
+         * to end now rather than after its idle timeout: the Domain is stopped. */
+        if (streq(state, "maintenance")) {
+                (void) sd_bus_call_method(bus, name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Stop", NULL, NULL, "");
+                return true;
+        }
         return streq(state, "stopping") || streq(state, "failed");
 }
 

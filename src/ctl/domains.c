@@ -29,6 +29,7 @@
 #include "domain-lock.h"
 #include "domain.h"
 #include "domain-store.h"
+#include "maintenance.h"
 #include "domains.h"
 #include "escalation-proto.h"
 #include "fs-util.h"
@@ -889,7 +890,7 @@ static int escalation_show(sd_bus_message *reply, json_object *list) {
         return 1;
 }
 
-#define ESCALATION_HISTORY_MAX 200      /* audit events lazaretctl escalations history shows */
+#define ESCALATION_HISTORY_SHOWN 200    /* audit events lazaretctl escalations history shows */
 
 /* One audit event, as a human line or a JSON object. */
 static int history_show(const EscalationEvent *ev, void *userdata) {
@@ -901,8 +902,11 @@ static int history_show(const EscalationEvent *ev, void *userdata) {
         struct tm tm;
 
         if (ev->argv_json) {
-                /* Each argument a string, or an array of byte values where it was not UTF-8 (json_new_bytes()). */
-                _cleanup_json_ json_object *a = json_tokener_parse(ev->argv_json);
+                /* Each argument a string, or an array of byte values where it was not UTF-8 (json_new_bytes()),
+                 * read by the one JSON reader; a record it refuses shows no command. */
+                _cleanup_json_ json_object *a = NULL;
+                if (json_parse_strict(ev->argv_json, strlen(ev->argv_json), &a, NULL) == -ENOMEM)
+                        return -ENOMEM;
                 for (size_t i = 0; a && json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++) {
                         char *arg = NULL;
                         if (json_get_bytes(json_object_array_get_idx(a, i), &arg) < 0 && !(arg = strdup("?")))
@@ -937,44 +941,92 @@ static int history_show(const EscalationEvent *ev, void *userdata) {
         return 0;
 }
 
-/* lazaretctl escalations history: the audit trail in the Domain Store, which needs no running Domain. */
+static const char *empty_to_null(const char *s) {
+        return s && *s ? s : NULL;
+}
+
+/* One event of EscalationHistory's reply (ESCALATION_EVENT_SIGNATURE); 0 at the array's end. */
+static int history_read(sd_bus_message *reply, json_object *list) {
+        _cleanup_free_ char *cwd = NULL, *why = NULL, *detail = NULL;
+        const char *request, *session, *event, *by, *argv_json, *outcome;
+        uint64_t t;
+        int32_t status;
+        int r;
+
+        r = sd_bus_message_enter_container(reply, 'r', ESCALATION_EVENT_SIGNATURE);
+        if (r <= 0)
+                return r;
+        r = sd_bus_message_read(reply, "tsssss", &t, &request, &session, &event, &by, &argv_json);
+        if (r >= 0)
+                r = read_bytes(reply, &cwd);
+        if (r >= 0)
+                r = read_bytes(reply, &why);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "si", &outcome, &status);
+        if (r >= 0)
+                r = read_bytes(reply, &detail);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r < 0)
+                return r;
+        /* Empty is absent (the store's NULL). */
+        r = history_show(&(EscalationEvent) {
+                                 .time_usec = t,
+                                 .request = empty_to_null(request),
+                                 .session = empty_to_null(session),
+                                 .event = event,
+                                 .by = empty_to_null(by),
+                                 .argv_json = empty_to_null(argv_json),
+                                 .cwd = empty_to_null(cwd),
+                                 .why = empty_to_null(why),
+                                 .outcome = empty_to_null(outcome),
+                                 .status = status,
+                                 .detail = empty_to_null(detail),
+                         }, list);
+        return r < 0 ? r : 1;
+}
+
+/*
+ * lazaretctl escalations history: the audit trail in the Domain Store, told
+ * by the Domain's coordinator (only it opens the store), or by a
+ * maintenance coordinator when the Domain is stopped (maintenance.h).
+ */
 static int escalations_history(int argc, char *argv[], const Config *config) {
-        _cleanup_free_ char *domains = NULL, *dir = NULL, *store = NULL, *why = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_json_ json_object *list = NULL;
         char id[DOMAIN_ID_LEN + 1];
-        DomainStore *st = NULL;
+        unsigned n = 0;
         int r;
 
         r = target_domain_id(1, argv, config, id);
         if (r < 0)
                 return r;
-        domains = path_join(config->data_root, "domains");
-        dir = domains ? path_join(domains, id) : NULL;
-        store = dir ? path_join(dir, DOMAIN_STORE_FILE) : NULL;
-        if (!store)
-                return -ENOMEM;
-        r = domain_store_open_readonly(store, &st, &why);
+        r = ctl_bus_open(&bus);
+        if (r < 0)
+                return r;
+        r = ctl_domain_call(config, bus, id, &reply, "EscalationHistory", "u", (uint32_t) ESCALATION_HISTORY_SHOWN);
         if (r == -ENOENT) {
                 printf(arg_json ? "[]\n" : "Domain %s has no record of escalation requests.\n", id);
                 return 0;
         }
-        if (r < 0) {
-                fprintf(stderr, "Cannot read the audit trail of Domain %s: %s\n", id, why ?: strerror(-r));
+        if (r == -EHOSTDOWN)
+                return CTL_EXIT_NOT_RESPONDING;
+        if (r < 0)
                 return r;
-        }
-        if (arg_json && !(list = json_object_new_array())) {
-                domain_store_close(st);
+        if (arg_json && !(list = json_object_new_array()))
                 return ctl_json_failed(-ENOMEM);
-        }
-        why = mfree(why);
-        r = domain_store_escalation_events(st, ESCALATION_HISTORY_MAX, history_show, list, &why);
-        domain_store_close(st);
+        r = sd_bus_message_enter_container(reply, 'a', "(" ESCALATION_EVENT_SIGNATURE ")");
+        while (r >= 0 && (r = history_read(reply, list)) > 0)
+                n++;
         if (r < 0) {
-                fprintf(stderr, "Cannot read the audit trail of Domain %s: %s\n", id, why ?: strerror(-r));
+                fprintf(stderr, "Cannot read the audit trail of Domain %s: %s\n", id, strerror(-r));
                 return r;
         }
         if (list)
                 return ctl_print_json(list);
+        if (n == 0)
+                printf("Domain %s has no record of escalation requests.\n", id);
         return 0;
 }
 

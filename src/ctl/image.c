@@ -760,13 +760,58 @@ static int find_mirror(Build *b) {
         return 0;
 }
 
+/* --source: a mirror's URL (http or https, nothing apt's sources line would split at) or a local directory (check_source_dir()). */
+static int take_source(Build *b, const char *source) {
+        if (source && (startswith(source, "http://") || startswith(source, "https://"))) {
+                if (source[strcspn(source, " \t\n\"'[]")]) {
+                        fprintf(stderr, "--source %s: not a valid mirror URL.\n", source);
+                        return -EINVAL;
+                }
+                b->source_url = source;
+        } else if (source)
+                return check_source_dir(source, &b->source_dir);
+        return 0;
+}
+
+/*
+ * The build's three phases, in a staging directory, with the handled
+ * signals caught: an interrupted build stops before the image is moved
+ * into place, and build_done() removes what it made.
+ */
+static int build_phases(Build *b, bool replace) {
+        struct sigaction saved[ELEMENTSOF(handled_signals) + 1];
+        int r;
+
+        interrupted = 0;
+        signals_catch(saved);
+        r = make_staging(b);
+        if (r >= 0) {
+                phase(b, 1, 3, "Resolving, downloading and installing Debian %s minbase + %s with mmdebstrap "
+                      "(unshare mode)...", b->suite, IMAGE_DEFAULT_PACKAGES);
+                r = build_rootfs(b);
+        }
+        if (r >= 0)
+                r = add_dev_dir(b);
+        if (r >= 0) {
+                phase(b, 2, 3, "Writing the OCI image layout with umoci...");
+                r = write_layout(b);
+        }
+        if (r >= 0 && interrupted)
+                r = -EINTR;
+        if (r >= 0) {
+                phase(b, 3, 3, "Moving the image into place%s...", replace ? ", replacing the old one" : "");
+                r = install_layout(b, replace);
+        }
+        signals_restore(saved);
+        return r;
+}
+
 static int build_default(const Config *config, const char *source, bool force) {
         _cleanup_(build_done) Build b = {
                 .images_fd = -EBADF,
                 .lock_fd = -EBADF,
                 .staging_fd = -EBADF,
         };
-        struct sigaction saved[ELEMENTSOF(handled_signals) + 1];
         struct timespec t0, t1;
         uint64_t size = 0;
         bool replace;
@@ -784,17 +829,9 @@ static int build_default(const Config *config, const char *source, bool force) {
         free(b.final);
         b.final = NULL;
 
-        if (source && (startswith(source, "http://") || startswith(source, "https://"))) {
-                if (source[strcspn(source, " \t\n\"'[]")]) {
-                        fprintf(stderr, "--source %s: not a valid mirror URL.\n", source);
-                        return -EINVAL;
-                }
-                b.source_url = source;
-        } else if (source) {
-                r = check_source_dir(source, &b.source_dir);
-                if (r < 0)
-                        return r;
-        }
+        r = take_source(&b, source);
+        if (r < 0)
+                return r;
         r = host_suite(&b.suite);
         if (r < 0)
                 return r;
@@ -829,27 +866,7 @@ static int build_default(const Config *config, const char *source, bool force) {
                 BUILTIN_IMAGE, b.final, b.suite, source_description(&b),
                 isempty(b.proxy) ? "" : ", through apt's proxy");
 
-        interrupted = 0;
-        signals_catch(saved);
-        r = make_staging(&b);
-        if (r >= 0) {
-                phase(&b, 1, 3, "Resolving, downloading and installing Debian %s minbase + %s with mmdebstrap "
-                      "(unshare mode)...", b.suite, IMAGE_DEFAULT_PACKAGES);
-                r = build_rootfs(&b);
-        }
-        if (r >= 0)
-                r = add_dev_dir(&b);
-        if (r >= 0) {
-                phase(&b, 2, 3, "Writing the OCI image layout with umoci...");
-                r = write_layout(&b);
-        }
-        if (r >= 0 && interrupted)
-                r = -EINTR;
-        if (r >= 0) {
-                phase(&b, 3, 3, "Moving the image into place%s...", replace ? ", replacing the old one" : "");
-                r = install_layout(&b, replace);
-        }
-        signals_restore(saved);
+        r = build_phases(&b, replace);
         if (r < 0) {
                 fprintf(stderr, "Building the default image failed; %s.\n",
                         replace ? "the existing image is unchanged" : "nothing was installed");

@@ -389,20 +389,15 @@ static int on_ping_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 /*
- * Connects to the activation socket and reads the coordinator's answer: one
- * JSON line, sent once the Domain is published (or has failed). Returns 0
- * with *ret_running set, -ECANCELED when a signal cancelled the wait, or
- * another negative errno after printing why.
+ * The Domain's activation socket, connected, non-blocking from the start:
+ * a full backlog (nobody accepts) must not block connect() either.
+ * -ENOTCONN when the Domain must be activated again; any other error
+ * after printing why.
  */
-static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
-        _cleanup_(sd_event_source_unrefp) sd_event_source *source = NULL, *pinger = NULL;
-        _cleanup_free_ char *path = NULL, *why = NULL;
+static int connect_activation(const char *runtime_dir, const char *id, int *ret_fd) {
+        _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -EBADF;
-        _cleanup_json_ json_object *o = NULL;
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        json_object *state, *err;
-        const char *id = c->id;
-        char *nl;
         int r;
 
         if (asprintf(&path, "%s/%s.sock", runtime_dir, id) < 0)
@@ -413,8 +408,6 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
         }
         strcpy(sa.sun_path, path);
 
-        /* Non-blocking from the start: a full backlog (nobody accepts)
-         * must not block connect() either. */
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
@@ -432,6 +425,21 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                 fprintf(stderr, "Cannot connect to %s: %s\n", path, strerror(-r));
                 return r;
         }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/*
+ * The coordinator's answer on fd, its first line in c->answer without the
+ * newline, waited for while the coordinator is pinged. -ENOTCONN when the
+ * connection closed unanswered (activate again), -ECANCELED when a signal
+ * cancelled the wait, any other error after printing why.
+ */
+static int read_answer(Client *c, int fd) {
+        _cleanup_(sd_event_source_unrefp) sd_event_source *source = NULL, *pinger = NULL;
+        const char *id = c->id;
+        char *nl;
+        int r;
 
         c->answer_done = false;
         c->answer_len = 0;
@@ -474,6 +482,66 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                 return -ECONNRESET;
         }
         *nl = 0;
+        return 0;
+}
+
+/* What a running Domain's answer tells this launch's user, on standard error. */
+static void print_running_notices(json_object *o) {
+        json_object *unenforced, *notices;
+
+        /* Said once, when this launch started the Domain, and only to a
+         * person: on a terminal. A command's standard error stays its
+         * own; status and the Domain's log say it to everyone. */
+        if (isatty(STDERR_FILENO) && json_object_object_get_ex(o, "unenforced_limits", &unenforced) &&
+            json_object_is_type(unenforced, json_type_string))
+                fprintf(stderr, "lazaretctl: not enforced on this machine (no cgroup controller for the user manager): %s\n",
+                        json_object_get_string(unenforced));
+        /* The State Anchor's warning is about what the command will find: always said. */
+        if (json_object_object_get_ex(o, "state_notice", &unenforced) &&
+            json_object_is_type(unenforced, json_type_string)) {
+                _cleanup_free_ char *n = escape_control(json_object_get_string(unenforced));
+                fprintf(stderr, "lazaretctl: warning: %s\n", n ?: "(unprintable)");
+        }
+        /* Said once, by the launch that began this checkout's state (checkout-state.h): always. */
+        if (json_object_object_get_ex(o, "checkout_notice", &unenforced) &&
+            json_object_is_type(unenforced, json_type_string)) {
+                _cleanup_free_ char *n = escape_control(json_object_get_string(unenforced));
+                fprintf(stderr, "lazaretctl: %s\n", n ?: "(unprintable)");
+        }
+        /* As the State Anchor's: what git on the host or inside will find (view-git-kept.h). */
+        if (json_object_object_get_ex(o, "git_notices", &notices) &&
+            json_object_is_type(notices, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(notices); i++) {
+                        json_object *e = json_object_array_get_idx(notices, i);
+                        _cleanup_free_ char *n = NULL;
+
+                        if (!json_object_is_type(e, json_type_string))
+                                continue;
+                        n = escape_control(json_object_get_string(e));
+                        fprintf(stderr, "lazaretctl: git: %s\n", n ?: "(unprintable)");
+                }
+}
+
+/*
+ * Connects to the activation socket and reads the coordinator's answer: one
+ * JSON line, sent once the Domain is published (or has failed). Returns 0
+ * with *ret_running set, -ECANCELED when a signal cancelled the wait, or
+ * another negative errno after printing why.
+ */
+static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
+        _cleanup_free_ char *why = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_json_ json_object *o = NULL;
+        json_object *state, *err;
+        const char *id = c->id;
+        int r;
+
+        r = connect_activation(runtime_dir, id, &fd);
+        if (r < 0)
+                return r;
+        r = read_answer(c, fd);
+        if (r < 0)
+                return r;
 
         r = json_parse_strict(c->answer, strlen(c->answer), &o, &why);
         if (r < 0 || !json_object_object_get_ex(o, "state", &state) || !json_object_is_type(state, json_type_string)) {
@@ -482,43 +550,13 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
                 return -EBADMSG;
         }
         if (streq(json_object_get_string(state), "running")) {
-                json_object *unenforced, *notices;
-
-                /* Said once, when this launch started the Domain, and only to a
-                 * person: on a terminal. A command's standard error stays its
-                 * own; status and the Domain's log say it to everyone. */
-                if (isatty(STDERR_FILENO) && json_object_object_get_ex(o, "unenforced_limits", &unenforced) &&
-                    json_object_is_type(unenforced, json_type_string))
-                        fprintf(stderr, "lazaretctl: not enforced on this machine (no cgroup controller for the user manager): %s\n",
-                                json_object_get_string(unenforced));
-                /* The State Anchor's warning is about what the command will find: always said. */
-                if (json_object_object_get_ex(o, "state_notice", &unenforced) &&
-                    json_object_is_type(unenforced, json_type_string)) {
-                        _cleanup_free_ char *n = escape_control(json_object_get_string(unenforced));
-                        fprintf(stderr, "lazaretctl: warning: %s\n", n ?: "(unprintable)");
-                }
-                /* Said once, by the launch that began this checkout's state (checkout-state.h): always. */
-                if (json_object_object_get_ex(o, "checkout_notice", &unenforced) &&
-                    json_object_is_type(unenforced, json_type_string)) {
-                        _cleanup_free_ char *n = escape_control(json_object_get_string(unenforced));
-                        fprintf(stderr, "lazaretctl: %s\n", n ?: "(unprintable)");
-                }
-                /* As the State Anchor's: what git on the host or inside will find (view-git-kept.h). */
-                if (json_object_object_get_ex(o, "git_notices", &notices) &&
-                    json_object_is_type(notices, json_type_array))
-                        for (size_t i = 0; i < json_object_array_length(notices); i++) {
-                                json_object *e = json_object_array_get_idx(notices, i);
-                                _cleanup_free_ char *n = NULL;
-
-                                if (!json_object_is_type(e, json_type_string))
-                                        continue;
-                                n = escape_control(json_object_get_string(e));
-                                fprintf(stderr, "lazaretctl: git: %s\n", n ?: "(unprintable)");
-                        }
+                print_running_notices(o);
                 *ret_running = true;
                 return 0;
         }
-        if (streq(json_object_get_string(state), "stopping")) {
+        /* "maintenance": a coordinator that serves lazaretctl's questions about the store, started
+         * from another request than ours; it leaves when we connect again (lazaretctl(1)). */
+        if (streq(json_object_get_string(state), "stopping") || streq(json_object_get_string(state), "maintenance")) {
                 *ret_running = false;
                 return 0;
         }
@@ -880,6 +918,10 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
                         fprintf(stderr, "Domain %s keeps stopping; giving up.\n", d->id);
                         return -EAGAIN;
                 }
+                /* The next coordinator reads the request: ours, again, in case a maintenance one replaced it. */
+                r = write_launch_request(c, config, runtime, d->id, fp);
+                if (r < 0)
+                        return r;
         }
         if (r < 0)
                 return r;

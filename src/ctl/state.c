@@ -19,7 +19,7 @@
 #include "ctl.h"
 #include "domain-lock.h"
 #include "domain.h"
-#include "domain-store.h"
+#include "maintenance.h"
 #include "fs-util.h"
 #include "git-sentry.h"
 #include "json-util.h"
@@ -588,7 +588,8 @@ static void print_domain(json_object *o, bool detailed) {
                        human_size(get_u64(l, "bytes"), b), get_u64(l, "entries"), get_u64(l, "changes"),
                        get_str(l, "format") ? ", " : "", strempty(get_str(l, "format")));
                 if (get_u64(l, "unreadable_directories"))
-                        printf("    %" PRIu64 " directories not readable by you (owned by a subordinate ID)\n",
+                        printf("    %" PRIu64 " directories not readable by you (a package's own user inside, a subordinate ID "
+                               "on the host), not counted; all of it: lazaretctl unshare du -sh <layer>\n",
                                get_u64(l, "unreadable_directories"));
                 if (!detailed || !json_object_object_get_ex(l, "changed", &changed))
                         continue;
@@ -1238,6 +1239,50 @@ static int gc_checkouts(const Config *config, const char *domains, char **stoppe
         return removed == strv_length(doomed) ? 0 : 1;
 }
 
+/*
+ * One Domain's part of gc that needs its store, asked of its coordinator
+ * (maintenance.h; lazaretctl never opens a store): the retention of this
+ * configuration applied (lazaret.conf(5) "retention", said when it removed
+ * something), and the prepared lowers its store leases, in *ret_leased
+ * (*ret_known false when they could not be had: said; they count only if
+ * the Domain runs). A maintenance coordinator started for it is then
+ * ended and its lock waited for, so that the caller can take the lock.
+ * 1 done (a Domain that never ran here too); 0 the retention was not
+ * applied (said).
+ */
+static int gc_ask_coordinator(const Config *config, sd_bus *bus, const char *id, const char *dir, char ***ret_leased,
+                              bool *ret_known) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *leases = NULL;
+        uint64_t events = 0, generations = 0;
+        bool retained = true;
+        int r;
+
+        *ret_known = true;
+        r = ctl_domain_call(config, bus, id, &reply, "ApplyRetention", "uuu", (uint32_t) config->retention.audit_days,
+                            (uint32_t) config->retention.audit_events, (uint32_t) config->retention.generations);
+        if (r == -ENOENT)
+                return 1;       /* no record: no coordinator can start, and no store to trim */
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                retained = false;
+        else if (sd_bus_message_read(reply, "tt", &events, &generations) < 0)
+                retained = false;
+        else if (events > 0 || generations > 0)
+                printf("Domain %s: the retention removed %" PRIu64 " audit events and %" PRIu64 " generations from its "
+                       "store.\n", id, events, generations);
+        r = ctl_domain_call(config, bus, id, &leases, "LeasedLowers", NULL);
+        if (r >= 0)
+                r = sd_bus_message_read_strv(leases, ret_leased);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                *ret_known = false;
+        if (ctl_domain_end_maintenance(bus, id) > 0)
+                (void) ctl_domain_wait_stopped(dir, id, CTL_STOP_WAIT_SEC, false);
+        return retained ? 1 : 0;
+}
+
 static int state_gc(int argc, char *argv[], const Config *config) {
         _cleanup_free_ char *domains = path_join(config->data_root, "domains"),
                             *prepared = path_join(config->data_root, STORAGE_PREPARED_DIR), *list = NULL,
@@ -1246,8 +1291,10 @@ static int state_gc(int argc, char *argv[], const Config *config) {
         _cleanup_free_ char *catalog_path = path_join(config->data_root, STORAGE_IMAGES_DIR "/" STORAGE_CATALOG_FILE),
                             *catalog_why = NULL;
         _cleanup_(closedirp) DIR *dd = NULL, *pd = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         StorageCatalog *catalog = NULL;
         bool in_gc = false;     /* a catalog transaction is open */
+        bool retention_failed = false;
         _cleanup_close_ int tfd = -EBADF;
         int pfd = -EBADF;       /* pd's own */
         int locks[1024], n_locks = 0, r = 0;
@@ -1260,24 +1307,33 @@ static int state_gc(int argc, char *argv[], const Config *config) {
         }
         if (!domains || !prepared || !catalog_path)
                 return -ENOMEM;
-        /* Every Domain's lock that is free is held until the end: none of them starts meanwhile.
-         * A running Domain's leases are read from its store, beside its owner. */
+        r = ctl_bus_open(&bus);
+        if (r < 0)
+                return r;
+        /* Each Domain's store is trimmed and its leases told by its coordinator (a maintenance one for
+         * a stopped Domain, ended right after); then every Domain's lock that is free is held until
+         * the end: none of them starts meanwhile. */
         dd = opendir(domains);
         while (dd && (de = readdir(dd))) {
-                _cleanup_free_ char *dir = NULL, *lock = NULL, *store = NULL, *why = NULL;
+                _cleanup_free_ char *dir = NULL, *lock = NULL;
                 _cleanup_strv_free_ char **leased = NULL;
-                DomainStore *st = NULL;
+                bool known;
                 int fd;
 
                 if (!domain_id_is_valid(de->d_name))
                         continue;
                 dir = path_join(domains, de->d_name);
                 lock = dir ? path_join(dir, "coordinator.lock") : NULL;
-                store = dir ? path_join(dir, DOMAIN_STORE_FILE) : NULL;
-                if (!store) {
+                if (!lock) {
                         r = -ENOMEM;
                         goto finish;
                 }
+                r = gc_ask_coordinator(config, bus, de->d_name, dir, &leased, &known);
+                if (r < 0)
+                        goto finish;
+                if (r == 0)
+                        retention_failed = true;
+                r = 0;
                 fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
                 if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) >= 0 && n_locks < (int) ELEMENTSOF(locks)) {
                         locks[n_locks++] = fd;
@@ -1289,16 +1345,11 @@ static int state_gc(int argc, char *argv[], const Config *config) {
                         continue;
                 }
                 safe_close(fd);
-                r = domain_store_open_readonly(store, &st, &why);
-                if (r == -ENOENT)
-                        r = 0;  /* a coordinator of a version without a store */
-                else if (r >= 0) {
-                        r = domain_store_leased_lowers(st, &leased, &why);
-                        domain_store_close(st);
-                }
-                if (r < 0) {
-                        fprintf(stderr, "Cannot read the leases of the running Domain %s: %s; nothing was removed.\n",
-                                de->d_name, why ?: strerror(-r));
+                /* Running (or started since): what its coordinator said it leases counts. */
+                if (!known) {
+                        fprintf(stderr, "Cannot learn which prepared lowers the running Domain %s leases; nothing was "
+                                "removed.\n", de->d_name);
+                        r = -EIO;
                         goto finish;
                 }
                 if (strv_extend_strv(&keep, leased) < 0 || strv_extend(&running, de->d_name) < 0) {
@@ -1414,6 +1465,8 @@ static int state_gc(int argc, char *argv[], const Config *config) {
         if (r == 0)
                 printf("Removed %zu entries from %s.\n", strv_length(doomed), prepared);
 finish:
+        if (r == 0 && retention_failed)
+                r = 1;
         if (in_gc)
                 (void) storage_catalog_gc_end(catalog, false, NULL);
         storage_catalog_close(catalog);

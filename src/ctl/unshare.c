@@ -129,17 +129,80 @@ static int stdio_fd(int n) {
         return fcntl(n, F_GETFD) < 0 ? -EBADF : n;
 }
 
+/*
+ * CMD, prog with argv[2..] as its arguments (its own argv[0] kept through a
+ * copy: spawn() wants argv[0] absolute), started with the standard streams
+ * we have; its hook unshares the user namespace, says so on sync_w and
+ * waits on go_r for the maps we write (CHILD_SYNC_FD, CHILD_GO_FD).
+ * Prints why spawning failed.
+ */
+static int start_child(const char *prog, int argc, char *argv[], int sync_w, int go_r, pid_t *ret_pid, int *ret_err_fd) {
+        _cleanup_free_ char **v = calloc(argc, sizeof(char *));
+        SpawnOptions o = SPAWN_OPTIONS_INIT;
+        int pass[2], r;
+
+        if (!v)
+                return -ENOMEM;
+        pass[0] = sync_w;       /* fd 3 = CHILD_SYNC_FD */
+        pass[1] = go_r;         /* fd 4 = CHILD_GO_FD */
+        for (int i = 0; i < 3; i++)
+                o.stdio[i] = stdio_fd(i);
+        o.pass_fds = pass;
+        o.n_pass_fds = 2;
+        o.die_with_parent = true;
+        o.child_hook = userns_child_hook;
+        o.hook_userdata = &(UsernsHook) { .sync_fd = CHILD_SYNC_FD, .go_fd = CHILD_GO_FD };
+        v[0] = (char *) prog;
+        for (int i = 2; i < argc; i++)
+                v[i - 1] = argv[i];
+        o.argv = v;
+        /* Not spawn(): the hook waits for the maps we write. */
+        r = spawn_async(&o, ret_pid, NULL, ret_err_fd);
+        if (r < 0)
+                fprintf(stderr, "lazaretctl unshare: cannot start %s: %s\n", prog, strerror(-r));
+        return r;
+}
+
+/*
+ * The child's user namespace, once it says it has one on sync_r, mapped
+ * like a sandbox's (0 the user, 1.. the subordinate ranges) and the maps
+ * read back. Prints why it failed, but for the mappers, which say it
+ * themselves.
+ */
+static int map_child(pid_t pid, int sync_r, const SubidRange *uids, const SubidRange *gids) {
+        ssize_t k;
+        char c;
+        int r;
+
+        do
+                k = read(sync_r, &c, 1);
+        while (k < 0 && errno == EINTR);
+        if (k != 1 || c != 'u') {
+                fprintf(stderr, "lazaretctl unshare: cannot create a user namespace (are unprivileged user namespaces enabled?)\n");
+                return -EPERM;
+        }
+        r = run_mapper("newuidmap", pid, getuid(), uids);
+        if (r >= 0)
+                r = run_mapper("newgidmap", pid, getgid(), gids);
+        if (r < 0)
+                return r;
+        if (subid_map_check_pid(pid, "uid_map", getuid(), uids) < 0 ||
+            subid_map_check_pid(pid, "gid_map", getgid(), gids) < 0) {
+                fprintf(stderr, "lazaretctl unshare: the user namespace does not hold the expected mapping "
+                        "(0 %u 1, 1 %u %u)\n", getuid(), uids->start, SUBID_COUNT);
+                return -EPERM;
+        }
+        return 0;
+}
+
 int verb_unshare(int argc, char *argv[], const Config *config) {
         _cleanup_close_ int sync_r = -EBADF, sync_w = -EBADF, go_r = -EBADF, go_w = -EBADF, err_fd = -EBADF;
         _cleanup_free_ char *prog = NULL, *user = NULL, *why = NULL;
-        SpawnOptions o = SPAWN_OPTIONS_INIT;
         struct sigaction sa = { .sa_handler = forward_signal }, ign = { .sa_handler = SIG_IGN };
         SubidRange uids, gids;
         siginfo_t si = {};
         pid_t pid;
-        char c;
-        ssize_t k;
-        int p[2], pass[2], r;
+        int p[2], r;
 
         /* The verb table guarantees argv[1], the command. */
         r = resolve_command(argv[1], &prog);
@@ -174,55 +237,16 @@ int verb_unshare(int argc, char *argv[], const Config *config) {
         (void) sigaction(SIGTERM, &sa, NULL);
         (void) sigaction(SIGHUP, &sa, NULL);
 
-        pass[0] = sync_w;       /* fd 3 = CHILD_SYNC_FD */
-        pass[1] = go_r;         /* fd 4 = CHILD_GO_FD */
-        for (int i = 0; i < 3; i++)
-                o.stdio[i] = stdio_fd(i);
-        o.pass_fds = pass;
-        o.n_pass_fds = 2;
-        o.die_with_parent = true;
-        o.child_hook = userns_child_hook;
-        o.hook_userdata = &(UsernsHook) { .sync_fd = CHILD_SYNC_FD, .go_fd = CHILD_GO_FD };
-        /* spawn() wants argv[0] absolute: CMD keeps its own argv[0] through a copy. */
-        {
-                _cleanup_free_ char **v = calloc(argc, sizeof(char *));
-                if (!v)
-                        return -ENOMEM;
-                v[0] = prog;
-                for (int i = 2; i < argc; i++)
-                        v[i - 1] = argv[i];
-                o.argv = v;
-                /* Not spawn(): the hook waits for the maps we write. */
-                r = spawn_async(&o, &pid, NULL, &err_fd);
-        }
-        if (r < 0) {
-                fprintf(stderr, "lazaretctl unshare: cannot start %s: %s\n", prog, strerror(-r));
+        r = start_child(prog, argc, argv, sync_w, go_r, &pid, &err_fd);
+        if (r < 0)
                 return r;
-        }
         child_pid = pid;
         sync_w = safe_close(sync_w);
         go_r = safe_close(go_r);
 
-        do
-                k = read(sync_r, &c, 1);
-        while (k < 0 && errno == EINTR);
-        if (k != 1 || c != 'u') {
-                fprintf(stderr, "lazaretctl unshare: cannot create a user namespace (are unprivileged user namespaces enabled?)\n");
-                r = -EPERM;
-                goto kill_child;
-        }
-        r = run_mapper("newuidmap", pid, getuid(), &uids);
-        if (r >= 0)
-                r = run_mapper("newgidmap", pid, getgid(), &gids);
+        r = map_child(pid, sync_r, &uids, &gids);
         if (r < 0)
                 goto kill_child;
-        if (subid_map_check_pid(pid, "uid_map", getuid(), &uids) < 0 ||
-            subid_map_check_pid(pid, "gid_map", getgid(), &gids) < 0) {
-                fprintf(stderr, "lazaretctl unshare: the user namespace does not hold the expected mapping "
-                        "(0 %u 1, 1 %u %u)\n", getuid(), uids.start, SUBID_COUNT);
-                r = -EPERM;
-                goto kill_child;
-        }
         if (write(go_w, "g", 1) != 1) {
                 r = -errno;
                 goto kill_child;

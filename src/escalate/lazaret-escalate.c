@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "escalation-proto.h"
+#include "parse-util.h"
 
 /* Exit codes other than the host command's own status (lazaret-escalate(1)). */
 #define EXIT_DENIED 122
@@ -84,12 +85,9 @@ static int parse_args(int argc, char **argv) {
                         arg_why = optarg;
                         break;
                 case 't': {
-                        char *end;
-                        unsigned long t;
+                        uint32_t t;
 
-                        errno = 0;
-                        t = strtoul(optarg, &end, 10);
-                        if (errno || end == optarg || *end || optarg[0] == '-' || t < 1 || t > ESC_TIMEOUT_MAX)
+                        if (parse_uint32(optarg, 1, ESC_TIMEOUT_MAX, &t) < 0)
                                 return failf("invalid --timeout \"%s\"", optarg);
                         arg_timeout = (unsigned) t;
                         break;

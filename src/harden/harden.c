@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdint.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -10,11 +11,19 @@
 #include "harden.h"
 
 int harden_drop_privileges(void) {
+        return harden_drop_privileges_keep(0);
+}
+
+int harden_drop_privileges_keep(uint64_t keep) {
         struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-        struct __user_cap_data_struct d[2] = {};
+        struct __user_cap_data_struct d[2] = {
+                { .effective = (uint32_t) keep, .permitted = (uint32_t) keep },
+                { .effective = (uint32_t) (keep >> 32), .permitted = (uint32_t) (keep >> 32) },
+        };
 
         for (unsigned long cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
+                if (!(keep & (UINT64_C(1) << cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL &&
+                    errno != EPERM)
                         return -errno;
         if (syscall(SYS_capset, &h, d) < 0)
                 return -errno;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * How the Runtime Supervisor, its own helpers (lazaret-watch,
@@ -13,6 +14,12 @@
  * loads a seccomp filter that allows the syscalls numbered in nrs (as
  * SCMP_SYS() gives them; one this kernel's headers do not know is
  * skipped) and kills the process on any other.
+ *
+ * harden_drop_privileges_keep() keeps the capabilities whose bits are set
+ * in keep (1 << CAP_CHOWN, ...), effective and permitted, and drops the
+ * rest the same way: for lazaret-setid-responder, which applies a chown
+ * or chmod on a State Anchor overlay.
  */
 int harden_drop_privileges(void);
+int harden_drop_privileges_keep(uint64_t keep);
 int harden_load_allowlist(const int *nrs, size_t n);

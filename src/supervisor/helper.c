@@ -132,7 +132,7 @@ int helper_start(Helpers *hs, const HelperSpec *spec, pid_t *ret_pid, char **ret
 
         if (!spec->name || !spec->role || !spec->death_means || !spec->argv || !spec->argv[0] ||
             spec->n_pass_fds > HELPER_PASS_FDS_MAX || (spec->n_pass_fds > 0 && !spec->pass_fds) ||
-            spec->ready_timeout_ms == 0 || spec->ready_timeout_ms > HELPER_READY_TIMEOUT_MAX_MS) {
+            (!spec->ready_at_exec && (spec->ready_timeout_ms == 0 || spec->ready_timeout_ms > HELPER_READY_TIMEOUT_MAX_MS))) {
                 (void) errorf(ret_error, 0, "cannot start helper %s: invalid helper specification", strna(spec->name));
                 return -EINVAL;
         }
@@ -166,7 +166,7 @@ int helper_start(Helpers *hs, const HelperSpec *spec, pid_t *ret_pid, char **ret
                 return r;
         }
 
-        r = wait_ready(&h, ready_r, deadline);
+        r = spec->ready_at_exec ? 0 : wait_ready(&h, ready_r, deadline);
         if (r == -EPIPE) {
                 int q = wait_end(&h, now_msec() + 1000, &si);
                 if (q > 0) {

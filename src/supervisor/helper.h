@@ -8,8 +8,9 @@
 
 /*
  * Supervised helpers: the one way the Runtime Supervisor starts a helper
- * process (slirp4netns today; the workspace view and fuse-overlayfs next,
- * each one more HelperSpec and one more helper_start()).
+ * process (slirp4netns, the workspace view, lazaret-watch, the set-ID
+ * responder, fuse-overlayfs: each one more HelperSpec and one more
+ * helper_start()).
  *
  * helper_start() runs argv through spawn() (signals reset, no
  * NOTIFY_SOCKET, only the fds named, SIGKILL when the supervisor dies),
@@ -34,7 +35,7 @@
 
 #define HELPER_READY_FD 3
 #define HELPER_FIRST_PASS_FD 4
-#define HELPERS_MAX 8
+#define HELPERS_MAX 40        /* up to 32 fuse-overlayfs (persistent_dirs), the responder, slirp4netns, the view or lazaret-watch */
 #define HELPER_PASS_FDS_MAX 16
 #define HELPER_READY_TIMEOUT_MAX_MS 60000u
 
@@ -48,6 +49,9 @@ typedef struct HelperSpec {
         size_t n_pass_fds;
         unsigned ready_timeout_ms;      /* 1 to HELPER_READY_TIMEOUT_MAX_MS */
         bool keep_stderr;               /* its stderr is the supervisor's (the Domain's log), not /dev/null */
+        bool ready_at_exec;             /* ready once it has exec'd, no byte awaited (ready_timeout_ms unused):
+                                         * fuse-overlayfs on a FUSE mount the supervisor made, whose
+                                         * requests wait for it meanwhile */
 } HelperSpec;
 
 typedef struct Helper {

@@ -15,6 +15,15 @@
  * Success, not EPERM: `tar x` and `cp -a` as root fail on a chown error
  * that reaches them, and gVisor 0.0~20240729 hiding it (it does, as for
  * chmod) is not something to depend on (spec C24).
+ *
+ * Issue 33: a State Anchor overlay is the Domain's own state, not a host
+ * file host tools use, and there owners and modes are kept as written. A
+ * rule sees numbers, not the file, so the calls gVisor makes for a chown
+ * or chmod inside (fchownat(fd, "", ..., AT_EMPTY_PATH) and fchmod(fd, ...),
+ * seen on runsc 0.0~20240729 with and without directfs) go to the
+ * responder, which judges the file's file system by the fd and applies the
+ * call there, and answers as these rules did anywhere else
+ * (setid-responder.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -83,36 +92,52 @@ static int refuse_chmod_bits(scmp_filter_ctx ctx, int nr, unsigned mode_arg) {
 }
 
 /*
- * fchmod, the call gVisor makes for every chmod inside: write for group or
- * others is refused here, a set-ID bit goes to the responder, which applies
- * the rest of the mode (setid-responder.h). The rules do not overlap: the
- * responder's match only a mode without group or other write.
+ * fchmod, the call gVisor makes for every chmod inside: a mode with a
+ * set-ID bit or write for group or others goes to the responder, which
+ * applies it on a State Anchor overlay and elsewhere refuses the write
+ * bits and strips a new set-ID bit (setid-responder.h). One rule per bit,
+ * all with the same action, so any of them matches.
  */
 static int filter_fchmod(scmp_filter_ctx ctx) {
-        static const mode_t setid[] = { S_ISUID, S_ISGID, S_ISUID | S_ISGID };
-        const mode_t mask = S_ISUID | S_ISGID | S_IWGRP | S_IWOTH;
-        int r;
-
-        r = refuse_bits(ctx, SCMP_SYS(fchmod), 1, chmod_bits + 2, 2);
-        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(setid); i++)
-                r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(fchmod), 1,
-                                     SCMP_CMP(1, SCMP_CMP_MASKED_EQ, mask, setid[i]));
-        return r;
+        for (size_t i = 0; i < ELEMENTSOF(chmod_bits); i++) {
+                int r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(fchmod), 1,
+                                         SCMP_CMP(1, SCMP_CMP_MASKED_EQ, chmod_bits[i], chmod_bits[i]));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 /*
- * Every chown returns 0 and changes nothing. One to an owner or group other
- * than 0 (the developer, as root of the namespace) would give the file to a
- * subordinate ID; one to 0:0 can change nothing but the group, from another
- * group of the developer's (a set-group-ID project directory's) to the
- * primary one, which is not what the host's own rule for new files in such a
- * directory gives either. gVisor chowns every file it creates to the
- * creating task's IDs (getCreatedChild() of its directfs), and on the
- * workspace view each such chown was a FUSE round trip that changed nothing
- * (the view accepts UID/GID and keeps them, spec C24).
+ * A chown on an fd (fchown, and fchownat with AT_EMPTY_PATH, the form
+ * gVisor uses) goes to the responder, which applies it on a State Anchor
+ * overlay and elsewhere answers 0 and does nothing. Every chown by a path
+ * returns 0 and changes nothing: the rule cannot tell where the path leads.
+ * Anywhere but a State Anchor, one to an owner or group other than 0 (the
+ * developer, as root of the namespace) would give the file to a
+ * subordinate ID; one to 0:0 can change nothing but the group, from
+ * another group of the developer's (a set-group-ID project directory's) to
+ * the primary one, which is not what the host's own rule for new files in
+ * such a directory gives either. gVisor chowns every file it creates to the
+ * creating task's IDs (getCreatedChild() of its directfs): on the
+ * workspace view that is one answer of the responder, not a FUSE round
+ * trip (the view accepts UID/GID and keeps them, spec C24).
  */
-static int ignore_chown(scmp_filter_ctx ctx, int nr) {
-        return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), nr, 0);
+static int filter_chown(scmp_filter_ctx ctx) {
+        int r;
+
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(chown), 0);
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(lchown), 0);
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(fchown), 0);
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(fchownat), 1,
+                                     SCMP_A4(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH));
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(fchownat), 1,
+                                     SCMP_A4(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, 0));
+        return r;
 }
 
 static int fchmodat2_nr(void) {
@@ -126,31 +151,11 @@ static int fchmodat2_nr(void) {
         return -EOPNOTSUPP;
 }
 
-int setid_filter_load(int *ret_notify_fd) {
-        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
-        int r, nr, fd;
+/* Changing the mode of an existing file or directory. gVisor 0.0~20240729
+ * drops the EPERM of the path-based calls (the chmod returns 0 inside). */
+static int filter_chmod(scmp_filter_ctx ctx) {
+        int r, nr;
 
-        /* Native architecture only. A call made through another ABI (i386's
-         * int 0x80, x32) is refused: none of runsc's code uses one, and its
-         * chmod would otherwise pass unchecked. */
-        ctx = seccomp_init(SCMP_ACT_ALLOW);
-        if (!ctx)
-                return -ENOMEM;
-        r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(EPERM));
-        if (r < 0)
-                return r;
-        /* The caller is root of its user namespace (CAP_SYS_ADMIN there), so
-         * the filter needs no NO_NEW_PRIVS, which runsc is not started with. */
-        r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-        if (r < 0)
-                return r;
-        /* Every system call of gVisor's kernel and of the sandbox's stubs
-         * passes this filter: a binary search on the syscall number keeps
-         * the common case (no rule) to a few comparisons. */
-        (void) seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
-
-        /* Changing the mode of an existing file or directory. gVisor
-         * 0.0~20240729 drops this EPERM (the chmod returns 0 inside). */
         r = refuse_chmod_bits(ctx, SCMP_SYS(chmod), 1);
         if (r < 0)
                 return r;
@@ -163,32 +168,13 @@ int setid_filter_load(int *ret_notify_fd) {
         nr = fchmodat2_nr();
         if (nr < 0)
                 return nr;
-        r = refuse_chmod_bits(ctx, nr, 2);
-        if (r < 0)
-                return r;
+        return refuse_chmod_bits(ctx, nr, 2);
+}
 
-        /* Changing the owner: succeeds, does nothing (see above). */
-        r = ignore_chown(ctx, SCMP_SYS(chown));
-        if (r < 0)
-                return r;
-        r = ignore_chown(ctx, SCMP_SYS(lchown));
-        if (r < 0)
-                return r;
-        r = ignore_chown(ctx, SCMP_SYS(fchown));
-        if (r < 0)
-                return r;
-        r = ignore_chown(ctx, SCMP_SYS(fchownat));
-        if (r < 0)
-                return r;
+/* Creating a file with a set-ID bit: the kernel keeps it. */
+static int filter_create(scmp_filter_ctx ctx) {
+        int r;
 
-        /* The umask stays HOST_UMASK: runsc sets 0 for itself, and gVisor
-         * creates host files with the mode the sandbox asked for, which the
-         * host kernel then masks. umask(2) cannot fail; it returns 0 here. */
-        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(umask), 0);
-        if (r < 0)
-                return r;
-
-        /* Creating a file with the bits: the kernel keeps them. */
         r = refuse_mode_bits(ctx, SCMP_SYS(creat), 1);
         if (r < 0)
                 return r;
@@ -213,29 +199,72 @@ int setid_filter_load(int *ret_notify_fd) {
                              SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
         if (r < 0)
                 return r;
-        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mkdirat), 1,
-                             SCMP_A2(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
-        if (r < 0)
-                return r;
+        return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mkdirat), 1,
+                                SCMP_A2(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
+}
 
-        /* Calls whose mode seccomp cannot see: openat2(2) keeps it in a
-         * struct, io_uring's open requests bypass seccomp. runsc, its gofer
-         * and the gVisor kernel use neither (checked with strace on runsc
-         * 0.0~20240729), and every caller must expect ENOSYS from both on
-         * older kernels. */
+/* Calls whose mode seccomp cannot see: openat2(2) keeps it in a struct,
+ * io_uring's open requests bypass seccomp. runsc, its gofer and the gVisor
+ * kernel use neither (checked with strace on runsc 0.0~20240729), and every
+ * caller must expect ENOSYS from both on older kernels. */
+static int filter_unseen_modes(scmp_filter_ctx ctx) {
+        int r;
+
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
         if (r < 0)
                 return r;
-        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_uring_setup), 0);
+        return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_uring_setup), 0);
+}
+
+/* An empty filter that allows by default, for the native architecture only.
+ * A call made through another ABI (i386's int 0x80, x32) is refused: none
+ * of runsc's code uses one, and its chmod would otherwise pass unchecked. */
+static int filter_new(scmp_filter_ctx *ret) {
+        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        int r;
+
+        if (!ctx)
+                return -ENOMEM;
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(EPERM));
         if (r < 0)
                 return r;
+        /* The caller is root of its user namespace (CAP_SYS_ADMIN there), so
+         * the filter needs no NO_NEW_PRIVS, which runsc is not started with. */
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+        if (r < 0)
+                return r;
+        /* Every system call of gVisor's kernel and of the sandbox's stubs
+         * passes this filter: a binary search on the syscall number keeps
+         * the common case (no rule) to a few comparisons. */
+        (void) seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+        *ret = TAKE_PTR(ctx);
+        return 0;
+}
 
+int setid_filter_load(int *ret_notify_fd) {
+        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+        int r, fd;
+
+        r = filter_new(&ctx);
+        if (r >= 0)
+                r = filter_chmod(ctx);
+        if (r >= 0)
+                r = filter_chown(ctx);
+        /* The umask stays HOST_UMASK: runsc sets 0 for itself, and gVisor
+         * creates host files with the mode the sandbox asked for, which the
+         * host kernel then masks. umask(2) cannot fail; it returns 0 here. */
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(umask), 0);
+        if (r >= 0)
+                r = filter_create(ctx);
+        if (r >= 0)
+                r = filter_unseen_modes(ctx);
         /* gVisor asks for a symbolic link's attributes on an O_PATH fd, which
          * the host refuses with EBADF: the responder answers those. */
-        r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(fgetxattr), 0);
-        if (r < 0)
-                return r;
-        r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(flistxattr), 0);
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(fgetxattr), 0);
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(flistxattr), 0);
         if (r < 0)
                 return r;
 

@@ -4,8 +4,10 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <linux/seccomp.h>
@@ -18,8 +20,14 @@
 #  define PIDFD_THREAD O_EXCL
 #endif
 
+typedef struct Responder {
+        int notify_fd;
+        const AnchorId *anchors;
+        size_t n_anchors;
+} Responder;
+
 /* A copy of the caller's fd, or < 0. The notification carries the thread's ID. */
-static int caller_fd(int notify_fd, const struct seccomp_notif *req, int fd) {
+static int caller_fd(const Responder *rs, const struct seccomp_notif *req, int fd) {
         _cleanup_close_ int pidfd = -EBADF;
         int copy;
 
@@ -32,15 +40,23 @@ static int caller_fd(int notify_fd, const struct seccomp_notif *req, int fd) {
         if (copy < 0)
                 return -errno;
         /* The thread ID still names the thread that asked: the copy is its fd. */
-        if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
+        if (ioctl(rs->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
                 safe_close(copy);
                 return -ESRCH;
         }
         return copy;
 }
 
-static void answer_fchmod(int notify_fd, const struct seccomp_notif *req, struct seccomp_notif_resp *resp) {
-        _cleanup_close_ int fd = caller_fd(notify_fd, req, (int) req->data.args[0]);
+/* Is fd on one of the Domain's State Anchor overlays? */
+static bool on_anchor(const Responder *rs, int fd) {
+        AnchorId id;
+
+        return rs->n_anchors > 0 && anchor_id_of_fd(fd, &id) >= 0 && anchor_id_in(&id, rs->anchors, rs->n_anchors);
+}
+
+static void answer_fchmod(const Responder *rs, const struct seccomp_notif *req, struct seccomp_notif_resp *resp) {
+        _cleanup_close_ int fd = caller_fd(rs, req, (int) req->data.args[0]);
+        mode_t asked = (mode_t) req->data.args[1] & 07777;
         struct stat st;
         mode_t mode;
 
@@ -52,21 +68,46 @@ static void answer_fchmod(int notify_fd, const struct seccomp_notif *req, struct
                 resp->error = -EPERM;
                 return;
         }
-        mode = setid_permitted_mode((mode_t) req->data.args[1], st.st_mode);
-        if (mode == (st.st_mode & 07777))
-                return;
-        /* A set-ID bit kept with other changes would come back here through the
-         * filter: the old answer. */
-        if (mode & (S_ISUID | S_ISGID)) {
+        if (on_anchor(rs, fd))
+                mode = asked;
+        else if (asked & (S_IWGRP | S_IWOTH)) {
                 resp->error = -EPERM;
                 return;
-        }
-        if (fchmod(fd, mode) < 0)
+        } else
+                mode = setid_permitted_mode(asked, st.st_mode);
+        if (mode != (st.st_mode & 07777) && fchmod(fd, mode) < 0)
                 resp->error = -errno;
 }
 
-static void answer_xattr(int notify_fd, const struct seccomp_notif *req, struct seccomp_notif_resp *resp, bool list) {
-        _cleanup_close_ int fd = caller_fd(notify_fd, req, (int) req->data.args[0]);
+/* Is the path of fchownat() empty (its first byte NUL)? false if it cannot be read. */
+static bool path_empty(const struct seccomp_notif *req, uint64_t addr) {
+        char c = 1;
+        struct iovec local = { .iov_base = &c, .iov_len = 1 }, remote = { .iov_base = (void *) (uintptr_t) addr, .iov_len = 1 };
+
+        return syscall(SYS_process_vm_readv, (pid_t) req->pid, &local, 1UL, &remote, 1UL, 0UL) == 1 && c == 0;
+}
+
+static void answer_chown(const Responder *rs, const struct seccomp_notif *req, struct seccomp_notif_resp *resp, bool at) {
+        _cleanup_close_ int fd = -EBADF;
+        uid_t uid = (uid_t) req->data.args[at ? 2 : 1];
+        gid_t gid = (gid_t) req->data.args[at ? 3 : 2];
+        int flags = AT_EMPTY_PATH;
+
+        /* Elsewhere, and whatever cannot be judged: 0, nothing changed (C24). */
+        resp->val = 0;
+        if (rs->n_anchors == 0 || (at && !path_empty(req, req->data.args[1])))
+                return;
+        fd = caller_fd(rs, req, (int) req->data.args[0]);
+        if (fd < 0 || !on_anchor(rs, fd))
+                return;
+        if (at)
+                flags |= (int) req->data.args[4] & AT_SYMLINK_NOFOLLOW;
+        if (fchownat(fd, "", uid, gid, flags) < 0)
+                resp->error = -errno;
+}
+
+static void answer_xattr(const Responder *rs, const struct seccomp_notif *req, struct seccomp_notif_resp *resp, bool list) {
+        _cleanup_close_ int fd = caller_fd(rs, req, (int) req->data.args[0]);
         int flags = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
 
         if (flags < 0 || !(flags & O_PATH)) {
@@ -79,7 +120,9 @@ static void answer_xattr(int notify_fd, const struct seccomp_notif *req, struct 
                 resp->error = -ENODATA;
 }
 
-int setid_responder_serve(int notify_fd) {
+int setid_responder_serve(int notify_fd, const AnchorId *anchors, size_t n_anchors) {
+        const Responder rs = { .notify_fd = notify_fd, .anchors = anchors, .n_anchors = n_anchors };
+
         for (;;) {
                 struct seccomp_notif req;
                 struct seccomp_notif_resp resp;
@@ -93,15 +136,63 @@ int setid_responder_serve(int notify_fd) {
                 }
                 resp = (struct seccomp_notif_resp) { .id = req.id };
                 if (req.data.nr == SYS_fchmod)
-                        answer_fchmod(notify_fd, &req, &resp);
+                        answer_fchmod(&rs, &req, &resp);
+                else if (req.data.nr == SYS_fchown)
+                        answer_chown(&rs, &req, &resp, false);
+                else if (req.data.nr == SYS_fchownat)
+                        answer_chown(&rs, &req, &resp, true);
                 else if (req.data.nr == SYS_fgetxattr)
-                        answer_xattr(notify_fd, &req, &resp, false);
+                        answer_xattr(&rs, &req, &resp, false);
                 else if (req.data.nr == SYS_flistxattr)
-                        answer_xattr(notify_fd, &req, &resp, true);
+                        answer_xattr(&rs, &req, &resp, true);
                 else
                         resp.error = -ENOSYS;
                 /* ENOENT: the caller was interrupted or died meanwhile; nothing to answer. */
                 if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT && errno != EINTR)
                         return -errno;
         }
+}
+
+int setid_listener_send(int sock, int fd) {
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control = {};
+        struct iovec iov = { .iov_base = (char[]) { 'L' }, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof(control) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        if (sendmsg(sock, &mh, MSG_NOSIGNAL) != 1)
+                return -errno;
+        return 0;
+}
+
+int setid_listener_receive(int sock, int *ret_fd) {
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control = {};
+        char byte;
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof(control) };
+        struct cmsghdr *c;
+        ssize_t k;
+        int fd;
+
+        do
+                k = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+        while (k < 0 && errno == EINTR);
+        if (k < 0)
+                return -errno;
+        c = CMSG_FIRSTHDR(&mh);
+        if (k != 1 || !c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+            c->cmsg_len != CMSG_LEN(sizeof(int)))
+                return -EBADMSG;
+        memcpy(&fd, CMSG_DATA(c), sizeof(int));
+        *ret_fd = fd;
+        return 0;
 }

@@ -129,32 +129,14 @@ static int view_ignored_args(json_object *ignored, char ***argv, int *ret_ifd, i
 }
 
 /*
- * The workspace view: the FUSE connection mounted on the staged path, and
- * lazaret-view, a supervised helper, serving it from the checked
- * workspace fd and its Domain state directory. It is ready once it holds
- * the connection; requests that come earlier wait in the kernel.
+ * The view's two directories, readable (it reads them; O_PATH is not
+ * enough): the workspace as checked (open_checked()) and its state
+ * directory.
  */
-static int stage_view(const MountEntry *e, const char *stage, const char *name, int stagefd, const char *view,
-                      int relay_fd, Helpers *helpers, bool *ret_relays, char **ret_error) {
+static int open_view_dirs(const MountEntry *e, const char *state, int *ret_wfd, int *ret_sfd, char **ret_error) {
         _cleanup_(path_walk_result_done) PathWalkResult w = {};
-        _cleanup_json_ json_object *args = NULL;
-        _cleanup_free_ char *target = path_join(stage, name), *why = NULL, *opts = NULL;
-        _cleanup_close_ int wfd = -EBADF, sfd = -EBADF, fuse = -EBADF, ifd = -EBADF, xfd = -EBADF;
-        _cleanup_strv_free_ char **argv = NULL;
-        json_object *o, *ignored = NULL;
-        const char *state;
-        int r, pass[6];
-        size_t n_pass = 3;
-        bool git_dir = false;
-
-        if (!target)
-                return -ENOMEM;
-        r = json_parse_strict(e->data, strlen(e->data), &args, &why);
-        if (r < 0 || !json_object_is_type(args, json_type_object) || !json_object_object_get_ex(args, "state", &o) ||
-            !json_object_is_type(o, json_type_string) || !json_object_object_get_ex(args, "protect", NULL))
-                return errorf(ret_error, -EBADMSG, "the mount plan's workspace view arguments are malformed%s%s",
-                              why ? ": " : "", strempty(why));
-        state = json_object_get_string(o);
+        _cleanup_close_ int wfd = -EBADF, sfd = -EBADF;
+        int r, d;
 
         r = open_checked(e, &wfd, ret_error);
         if (r < 0)
@@ -162,19 +144,26 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
         r = path_walk(state, 0, &sfd, &w);
         if (r < 0)
                 return errorf(ret_error, r, "cannot open the workspace view's state directory %s: %s", state, strerror(-r));
-        {
-                /* The view reads its directories, O_PATH is not enough for it. */
-                int d = openat(wfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (d < 0)
-                        return errorf(ret_error, -errno, "cannot open the workspace %s: %m", e->source);
-                safe_close(wfd);
-                wfd = d;
-                d = openat(sfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (d < 0)
-                        return errorf(ret_error, -errno, "cannot open %s: %m", state);
-                safe_close(sfd);
-                sfd = d;
-        }
+        d = openat(wfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d < 0)
+                return errorf(ret_error, -errno, "cannot open the workspace %s: %m", e->source);
+        safe_close(wfd);
+        wfd = d;
+        d = openat(sfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d < 0)
+                return errorf(ret_error, -errno, "cannot open %s: %m", state);
+        safe_close(sfd);
+        sfd = d;
+        *ret_wfd = TAKE_FD(wfd);
+        *ret_sfd = TAKE_FD(sfd);
+        return 0;
+}
+
+/* The FUSE file system mounted on the staging point, its connection in *ret_fuse. */
+static int mount_view(const MountEntry *e, int stagefd, const char *name, const char *target, int *ret_fuse,
+                      char **ret_error) {
+        _cleanup_close_ int fuse = -EBADF;
+        _cleanup_free_ char *opts = NULL;
 
         fuse = open("/dev/fuse", O_RDWR | O_CLOEXEC);
         if (fuse < 0)
@@ -186,23 +175,27 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
                 return -ENOMEM;
         if (mount("lazaret-view", target, "fuse.lazaret-view", MS_NOSUID | MS_NODEV, opts) < 0)
                 return errorf(ret_error, -errno, "cannot mount the workspace view: %m");
+        *ret_fuse = TAKE_FD(fuse);
+        return 0;
+}
 
-        if (strv_extend_strv(&argv, (char *[]) { (char *) view, (char *) "--workspace-fd=4", (char *) "--state-fd=5",
-                                                 (char *) "--fuse-fd=6", NULL }) < 0)
-                return -ENOMEM;
-        /* A linked workspace's git dir, served as one (bundle.c, add_git_view()). */
-        if (json_object_object_get_ex(args, "git_dir", &o)) {
-                if (!json_object_is_type(o, json_type_boolean))
-                        return errorf(ret_error, -EBADMSG, "the mount plan's git_dir flag is malformed");
-                git_dir = json_object_get_boolean(o);
-                if (git_dir && strv_extend(&argv, "--git-dir") < 0)
-                        return -ENOMEM;
-        }
-        /* The protected paths, and the profile's names, the git dir view's index paths (optional keys). */
+/* The view's rule from the plan's arguments, as options in *argv: --git-dir (*ret_git_dir), the protected paths and the profile's names. */
+static int view_rule_args(json_object *args, char ***argv, bool *ret_git_dir, char **ret_error) {
         static const char *const lists[][2] = {
                 { "protect", "--protect" }, { "protect_names", "--protect-name" }, { "unprotect", "--unprotect" },
                 { "index_protect", "--index-protect" },
         };
+        json_object *o;
+
+        /* A linked workspace's git dir, served as one (bundle.c, add_git_view()). */
+        if (json_object_object_get_ex(args, "git_dir", &o)) {
+                if (!json_object_is_type(o, json_type_boolean))
+                        return errorf(ret_error, -EBADMSG, "the mount plan's git_dir flag is malformed");
+                *ret_git_dir = json_object_get_boolean(o);
+                if (*ret_git_dir && strv_extend(argv, "--git-dir") < 0)
+                        return -ENOMEM;
+        }
+        /* The protected paths, and the profile's names, the git dir view's index paths (optional keys). */
         for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
                 json_object *a;
 
@@ -214,10 +207,51 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
                         json_object *p = json_object_array_get_idx(a, i);
                         if (!json_object_is_type(p, json_type_string))
                                 return errorf(ret_error, -EBADMSG, "the mount plan's %s list is malformed", lists[l][0]);
-                        if (strv_extendf(&argv, "%s=%s", lists[l][1], json_object_get_string(p)) < 0)
+                        if (strv_extendf(argv, "%s=%s", lists[l][1], json_object_get_string(p)) < 0)
                                 return -ENOMEM;
                 }
         }
+        return 0;
+}
+
+/*
+ * The workspace view: the FUSE connection mounted on the staged path, and
+ * lazaret-view, a supervised helper, serving it from the checked
+ * workspace fd and its Domain state directory. It is ready once it holds
+ * the connection; requests that come earlier wait in the kernel.
+ */
+static int stage_view(const MountEntry *e, const char *stage, const char *name, int stagefd, const char *view,
+                      int relay_fd, Helpers *helpers, bool *ret_relays, char **ret_error) {
+        _cleanup_json_ json_object *args = NULL;
+        _cleanup_free_ char *target = path_join(stage, name), *why = NULL;
+        _cleanup_close_ int wfd = -EBADF, sfd = -EBADF, fuse = -EBADF, ifd = -EBADF, xfd = -EBADF;
+        _cleanup_strv_free_ char **argv = NULL;
+        json_object *o, *ignored = NULL;
+        int r, pass[6];
+        size_t n_pass = 3;
+        bool git_dir = false;
+
+        if (!target)
+                return -ENOMEM;
+        r = json_parse_strict(e->data, strlen(e->data), &args, &why);
+        if (r < 0 || !json_object_is_type(args, json_type_object) || !json_object_object_get_ex(args, "state", &o) ||
+            !json_object_is_type(o, json_type_string) || !json_object_object_get_ex(args, "protect", NULL))
+                return errorf(ret_error, -EBADMSG, "the mount plan's workspace view arguments are malformed%s%s",
+                              why ? ": " : "", strempty(why));
+
+        r = open_view_dirs(e, json_object_get_string(o), &wfd, &sfd, ret_error);
+        if (r < 0)
+                return r;
+        r = mount_view(e, stagefd, name, target, &fuse, ret_error);
+        if (r < 0)
+                return r;
+
+        if (strv_extend_strv(&argv, (char *[]) { (char *) view, (char *) "--workspace-fd=4", (char *) "--state-fd=5",
+                                                 (char *) "--fuse-fd=6", NULL }) < 0)
+                return -ENOMEM;
+        r = view_rule_args(args, &argv, &git_dir, ret_error);
+        if (r < 0)
+                return r;
         pass[0] = wfd, pass[1] = sfd, pass[2] = fuse;
         if (json_object_object_get_ex(args, "ignored", &ignored)) {
                 r = view_ignored_args(ignored, &argv, &ifd, &xfd, ret_error);
@@ -410,7 +444,7 @@ int supmounts_stage(const char *bundle, const char *view, int relay_fd, Helpers 
                         break;
                 case MOUNT_SUPERVISOR:
                         if (streq(e->fstype, STATE_ANCHOR_FSTYPE))
-                                r = supoverlay_stage(e, stagefd, stage, name, ret_error);
+                                r = supoverlay_stage(e, stagefd, stage, name, helpers, ret_error);
                         else if (streq(e->fstype, ESC_MAILBOX_FSTYPE))
                                 r = stage_mailbox(e, stagefd, stage, name, &mailbox, ret_error);
                         else

@@ -29,6 +29,7 @@
 #include "macro.h"
 #include "netlink-routes.h"
 #include "parse-util.h"
+#include "strv.h"
 #include "supervisor-net.h"
 #include "util.h"
 
@@ -120,6 +121,63 @@ static int start_slirp(SupNet *n, const SupNetParams *p, Helpers *helpers, char 
                                  .pass_fds = &exit_r,
                                  .n_pass_fds = 1,
                                  .ready_timeout_ms = 10000,
+                         }, &n->slirp_pid, ret_error);
+}
+
+/*
+ * lazaret-egress in slirp4netns' place, for a profile with host rules (spec
+ * 4.5, "Egress by name"): the same readiness and exit fds and API socket
+ * protocol, so the rest of the start, the attestation and published ports
+ * do not change. Its listeners go to a private directory beside the API
+ * socket; the address floor is the policy's own prefixes.
+ */
+static int start_egress(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error) {
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_free_ char *run_dir = NULL;
+        _cleanup_close_ int exit_r = -EBADF;
+        const char *slash = strrchr(p->api_socket, '/');
+        int exitp[2];
+
+        if (!slash || asprintf(&run_dir, "%.*s/egress", (int) (slash - p->api_socket), p->api_socket) < 0)
+                return errorf(ret_error, -ENOMEM, "out of memory");
+        if (mkdir(run_dir, 0700) < 0 && errno != EEXIST)
+                return errorf(ret_error, -errno, "cannot create %s: %s", run_dir, strerror(errno));
+        if (strv_extend(&argv, p->egress) < 0 || strv_extendf(&argv, "--run-dir=%s", run_dir) < 0 ||
+            strv_extendf(&argv, "--api-socket=%s", p->api_socket) < 0 || strv_extend(&argv, "--ready-fd=3") < 0 ||
+            strv_extend(&argv, "--exit-fd=4") < 0)
+                return errorf(ret_error, -ENOMEM, "out of memory");
+        for (char *const *h = p->allow_hosts; *h; h++)
+                if (strv_extendf(&argv, "--allow-host=%s", *h) < 0)
+                        return errorf(ret_error, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < n->policy->n_routes; i++) {
+                const NetRoute *r = &n->policy->routes[i];
+                const Cidr own = { NET_IP4(10, 137, 0, 0), 16 };
+                char buf[CIDR_STRING_MAX];
+
+                /* The default route and Lazaret's own topology are not the floor's. */
+                if (r->dst.prefixlen == 0 || cidr_contains(&own, &r->dst))
+                        continue;
+                if (strv_extendf(&argv, "--%s-prefix=%s", r->verdict == NET_ALLOW ? "allow" : "deny",
+                                 cidr_to_string(&r->dst, buf)) < 0)
+                        return errorf(ret_error, -ENOMEM, "out of memory");
+        }
+        if (strv_extend(&argv, p->netns_path) < 0 || strv_extend(&argv, net_links[NET_LINK_TAP].name) < 0)
+                return errorf(ret_error, -ENOMEM, "out of memory");
+        if (pipe2(exitp, O_CLOEXEC) < 0)
+                return errorf(ret_error, -errno, "cannot create the exit pipe for lazaret-egress: %s", strerror(errno));
+        exit_r = exitp[0];
+        n->slirp_exit_fd = exitp[1];
+        return helper_start(helpers, &(HelperSpec) {
+                                 .name = "lazaret-egress",
+                                 .role = "the network helper",
+                                 .death_means = "network readiness withdrawn; the sandbox cannot get its network back "
+                                                "and is stopped",
+                                 .not_ready_hint = "does /dev/net/tun exist and may this user open it?",
+                                 .argv = argv,
+                                 .pass_fds = &exit_r,
+                                 .n_pass_fds = 1,
+                                 .ready_timeout_ms = 10000,
+                                 .keep_stderr = true,
                          }, &n->slirp_pid, ret_error);
 }
 
@@ -357,18 +415,13 @@ static int open_witness(SupNet *n, char **ret_error) {
         return 0;
 }
 
-int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error) {
+/* The policy the coordinator derived, strictly decoded, its digest as announced. */
+static int read_policy(SupNet *n, const SupNetParams *p, char **ret_error) {
         _cleanup_free_ char *bytes = NULL;
-        _cleanup_netlink_ Netlink *nl = NULL;
-        _cleanup_free_ char *mismatch = NULL, *problem = NULL;
-        uint8_t digest[SHA256_DIGEST_LEN], rnd[16];
-        char rndhex[33];
-        NetlinkLinks links;
-        struct stat st;
-        size_t len = 0, failed = 0;
-        int r, fd, idx, lo;
+        uint8_t digest[SHA256_DIGEST_LEN];
+        size_t len = 0;
+        int r, fd;
 
-        /* The policy the coordinator derived, strictly decoded, its digest as announced. */
         fd = open(p->policy_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         r = fd < 0 ? -errno : read_full_fd(fd, 4u << 20, &bytes, &len);
         if (fd >= 0)
@@ -385,15 +438,28 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
         if (!streq(n->digest_hex, p->policy_digest))
                 return errorf(ret_error, -EBADMSG, "the network policy's digest %s is not the announced %s",
                             n->digest_hex, p->policy_digest);
+        return 0;
+}
+
+/* What the allowed canary answers and the probe must report: this generation's ID and 16 random bytes. */
+static int make_challenge(SupNet *n, const SupNetParams *p, char **ret_error) {
+        uint8_t rnd[16];
+        char rndhex[33];
 
         if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
                 return errorf(ret_error, -EIO, "getrandom failed");
         hexify(rnd, sizeof(rnd), rndhex);
         snprintf(n->challenge, sizeof(n->challenge), "%s:%s", p->generation, rndhex);
         n->port = p->canary_port;
+        return 0;
+}
 
-        /* 1. The enforcement namespace, IPv6 off in it before anything else
-         * exists there; reachable by path in our mount namespace only. */
+/* The enforcement namespace, IPv6 off in it before anything else exists there; reachable by path in our mount namespace only. */
+static int make_enforcement_netns(SupNet *n, const SupNetParams *p, char **ret_error) {
+        char src[64];
+        struct stat st;
+        int r, fd;
+
         r = new_netns(true, &n->enforcement_fd);
         if (r < 0)
                 return errorf(ret_error, r, "cannot create the enforcement network namespace: %s", strerror(-r));
@@ -401,27 +467,29 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
         if (fd < 0)
                 return errorf(ret_error, -errno, "cannot create %s: %s", p->netns_path, strerror(errno));
         close(fd);
-        {
-                char src[64];
-                snprintf(src, sizeof(src), "/proc/self/fd/%d", n->enforcement_fd);
-                if (mount(src, p->netns_path, NULL, MS_BIND, NULL) < 0)
-                        return errorf(ret_error, -errno, "cannot bind the enforcement namespace to %s: %s", p->netns_path,
-                                    strerror(errno));
-        }
+        snprintf(src, sizeof(src), "/proc/self/fd/%d", n->enforcement_fd);
+        if (mount(src, p->netns_path, NULL, MS_BIND, NULL) < 0)
+                return errorf(ret_error, -errno, "cannot bind the enforcement namespace to %s: %s", p->netns_path,
+                            strerror(errno));
         if (fstat(n->enforcement_fd, &st) < 0)
                 return errorf(ret_error, -errno, "fstat: %s", strerror(errno));
         n->netns_ino = (unsigned long long) st.st_ino;
+        return 0;
+}
 
-        /* 2. The connectivity helper stays where we are, its tap inside. */
-        r = start_slirp(n, p, helpers, ret_error);
-        if (r < 0)
-                return r;
+/*
+ * From here on the supervisor (and runsc) live in the enforcement
+ * namespace: entered, /proc/sys/net/core hidden from runsc, a netlink
+ * socket in it (*ret_nl) and lo up (*ret_lo, its index).
+ */
+static int enter_enforcement_netns(SupNet *n, Netlink **ret_nl, int *ret_lo, char **ret_error) {
+        _cleanup_netlink_ Netlink *nl = NULL;
+        int r, lo = -1;
 
-        /* 3. From here on the supervisor (and runsc) live in the enforcement namespace. */
         if (setns(n->enforcement_fd, CLONE_NEWNET) < 0)
                 return errorf(ret_error, -errno, "cannot enter the enforcement namespace: %s", strerror(errno));
         /* IPv6 is off here since new_netns(): tap0 came up with the default
-         * off; netlink_ipv6_absent() below checks that it stayed so. */
+         * off; netlink_ipv6_absent() in install_policy() checks that it stayed so. */
         /* This runsc takes a namespace with /proc/sys/net/core/rmem_default for
          * the host's: hide it, in our mount namespace and for this network
          * namespace only (/proc/sys/net shows the reader's namespace). */
@@ -435,8 +503,15 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
                 r = netlink_link_set_up(nl, lo);
         if (r < 0)
                 return errorf(ret_error, r, "cannot bring up lo in the enforcement namespace: %s", strerror(-r));
+        *ret_nl = TAKE_PTR(nl);
+        *ret_lo = lo;
+        return 0;
+}
 
-        /* 4. The links: tap0, the dead end deny0/sink, the canaries. */
+/* The links: tap0, the dead end deny0/sink, the canaries. */
+static int make_links(SupNet *n, Netlink *nl, char **ret_error) {
+        int r, idx;
+
         r = idx = netlink_link_index(net_links[NET_LINK_TAP].name);
         if (r >= 0)
                 r = netlink_link_set_mtu(nl, idx, SLIRP_MTU);
@@ -467,23 +542,23 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
                 r = netlink_address_add(nl, idx, &net_links[NET_LINK_CANARY].address, true);
         if (r < 0)
                 return errorf(ret_error, r, "cannot configure the canary link: %s", strerror(-r));
+        return 0;
+}
 
-        r = netlink_resolve_links(nl, &links);
-        if (r < 0)
-                return errorf(ret_error, r, "cannot resolve the policy links: %s", strerror(-r));
-        r = check_denied_live(n, nl, &links, ret_error);
-        if (r < 0)
-                return r;
+/* The policy, installed and read back exactly; no IPv6 anywhere in the namespace. */
+static int install_policy(SupNet *n, Netlink *nl, const NetlinkLinks *links, char **ret_error) {
+        _cleanup_free_ char *mismatch = NULL, *problem = NULL;
+        size_t failed = 0;
+        int r;
 
-        /* 5. The policy, installed and read back exactly. */
-        r = netlink_policy_install(nl, n->policy, &links, &failed);
+        r = netlink_policy_install(nl, n->policy, links, &failed);
         if (r < 0) {
                 char b[NET_ROUTE_STRING_MAX];
                 return errorf(ret_error, r, "cannot install the network policy route %s: %s",
                             failed < n->policy->n_routes ? net_route_to_string(&n->policy->routes[failed], b) : "?",
                             strerror(-r));
         }
-        r = netlink_policy_verify(nl, n->policy, &links, &mismatch);
+        r = netlink_policy_verify(nl, n->policy, links, &mismatch);
         if (r < 0)
                 return errorf(ret_error, r, "cannot read the network policy back: %s", strerror(-r));
         if (r == 0) {
@@ -497,8 +572,43 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
                 return errorf(ret_error, r, "cannot look for IPv6 in the enforcement namespace: %s", strerror(-r));
         if (r == 0)
                 return errorf(ret_error, -EPERM, "IPv6 is present in the enforcement namespace: %s", strna(problem));
+        return 0;
+}
+
+int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error) {
+        _cleanup_netlink_ Netlink *nl = NULL;
+        NetlinkLinks links;
+        int r, lo = -1;
+
+        r = read_policy(n, p, ret_error);
+        if (r >= 0)
+                r = make_challenge(n, p, ret_error);
+        /* 1. The enforcement namespace. */
+        if (r >= 0)
+                r = make_enforcement_netns(n, p, ret_error);
+        /* 2. The connectivity helper stays where we are, its tap inside: lazaret-egress for a
+         * profile with host rules, slirp4netns otherwise. */
+        if (r >= 0)
+                r = p->allow_hosts && p->allow_hosts[0] ? start_egress(n, p, helpers, ret_error)
+                                                         : start_slirp(n, p, helpers, ret_error);
+        /* 3. The supervisor moves into the enforcement namespace. */
+        if (r >= 0)
+                r = enter_enforcement_netns(n, &nl, &lo, ret_error);
+        /* 4. The links. */
+        if (r >= 0)
+                r = make_links(n, nl, ret_error);
+        if (r < 0)
+                return r;
+        r = netlink_resolve_links(nl, &links);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot resolve the policy links: %s", strerror(-r));
+        r = check_denied_live(n, nl, &links, ret_error);
+        /* 5. The policy. */
+        if (r >= 0)
+                r = install_policy(n, nl, &links, ret_error);
         /* Last: nothing of the set-up above is seen by the witness. */
-        r = open_witness(n, ret_error);
+        if (r >= 0)
+                r = open_witness(n, ret_error);
         if (r < 0)
                 return r;
 #if ENABLE_TEST_HOOKS
@@ -572,12 +682,7 @@ static int prefixlen_of(uint32_t mask) {
         return __builtin_popcount(mask);
 }
 
-/*
- * Reads the whole report first, then names the most telling difference:
- * gVisor's route table against the policy (the cause), then the canaries
- * (the effect), so that a deny route gVisor dropped is named as such even
- * when it also let the denied canary answer.
- */
+/* How many times c occurs in s. */
 static size_t count_char(const char *s, char c) {
         size_t n = 0;
 
@@ -596,23 +701,65 @@ static const char *excerpt(const char *line, char buf[static 64]) {
         return buf;
 }
 
-int supnet_judge(SupNet *n, const char *report, char **ret_error) {
-        _cleanup_free_ char *copy = strdup(report);
-        _cleanup_free_ bool *seen = NULL;
-        bool allowed = false, denied = false, denied_reached = false, end = false;
-        const char *allowed_failed = NULL, *allowed_wrong = NULL;
-        char extra[128] = "", *line, *next, ex[64];
-        size_t n_missing = 0, first_missing = SIZE_MAX;
-        unsigned n_allowed = 0, n_denied = 0;
+/* The probe's report as read, before it is judged. */
+typedef struct ProbeReport {
+        bool allowed;                   /* the allowed canary answered this generation's challenge */
+        bool denied;                    /* the denied canary did not answer */
+        bool denied_reached;            /* the denied canary answered */
+        bool end;
+        const char *allowed_failed;     /* why the allowed canary was not reached */
+        const char *allowed_wrong;      /* what the allowed canary answered instead of the challenge */
+        char extra[128];                /* the first route gVisor holds that the policy does not */
+        bool *seen;                     /* for each of the policy's routes: gVisor holds it */
+} ProbeReport;
 
-        if (!copy)
-                return -ENOMEM;
-        seen = calloc(n->policy->n_routes ?: 1, sizeof(bool));
-        if (!seen)
-                return -ENOMEM;
-        /* Strict: every line one the probe prints, each canary reported
-         * once, nothing after "end" (which ends with its newline). */
-        for (line = copy; *line; line = next) {
+/* One "route" line, the probe's own (iface dst gw flags mask metric), found in the policy or noted as extra. */
+static int read_route_line(SupNet *n, char *v, ProbeReport *rep, char **ret_error) {
+        char *f[6], ex[64];
+        const char *iface;
+        uint32_t d, g, m;
+        uint64_t flags, metric;
+        int plen;
+        bool found = false;
+
+        /* Single spaces: six fields and five spaces leave no room for another. */
+        (void) excerpt(v, ex);
+        if (count_char(v, ' ') != ELEMENTSOF(f) - 1 ||
+            split_fields(v, " ", f, ELEMENTSOF(f)) != (int) ELEMENTSOF(f) ||
+            strlen(f[0]) >= IFNAMSIZ || parse_hex32(f[1], &d) < 0 || parse_hex32(f[2], &g) < 0 ||
+            strlen(f[3]) != 4 || parse_unsigned(f[3], PARSE_HEX | PARSE_LEADING_ZEROS, 0, UINT16_MAX, &flags) < 0 ||
+            parse_hex32(f[4], &m) < 0 || parse_unsigned(f[5], 0, 0, UINT32_MAX, &metric) < 0)
+                return errorf(ret_error, -EBADMSG, "network attestation failed: unreadable route \"%s\"", ex);
+        iface = f[0];
+        plen = prefixlen_of(m);
+        for (size_t i = 0; i < n->policy->n_routes; i++) {
+                const NetRoute *pr = &n->policy->routes[i];
+                if (pr->dst.addr == d && pr->dst.prefixlen == plen && pr->gateway == g &&
+                    streq(net_links[pr->link].name, iface) && metric == pr->priority && !rep->seen[i]) {
+                        rep->seen[i] = found = true;
+                        break;
+                }
+        }
+        if (!found && !rep->extra[0]) {
+                char a[16], b[16];
+                ipv4_to_string(d, a);
+                ipv4_to_string(g, b);
+                snprintf(rep->extra, sizeof(rep->extra), "%s/%d via %s dev %.16s metric %" PRIu64, a, plen, b, iface, metric);
+        }
+        return 0;
+}
+
+/*
+ * Strict: every line one the probe prints, each canary reported once,
+ * nothing after "end" (which ends with its newline). text is cut into
+ * lines in place; *rep points into it.
+ */
+static int read_probe_report(SupNet *n, char *text, ProbeReport *rep, char **ret_error) {
+        unsigned n_allowed = 0, n_denied = 0;
+        char *line, *next, ex[64];
+        int r;
+
+        for (line = text; *line; line = next) {
                 const char *v;
 
                 next = strchr(line, '\n');
@@ -620,7 +767,7 @@ int supnet_judge(SupNet *n, const char *report, char **ret_error) {
                         return errorf(ret_error, -EBADMSG, "network attestation failed: the probe's report ends in an "
                                     "unfinished line \"%s\"", excerpt(line, ex));
                 *next++ = 0;
-                if (end)
+                if (rep->end)
                         return errorf(ret_error, -EBADMSG, "network attestation failed: the probe's report goes on after "
                                     "its end: \"%s\"", excerpt(line, ex));
                 if ((startswith(line, "allowed ") || startswith(line, "allowed-failed ")) && ++n_allowed > 1)
@@ -630,98 +777,102 @@ int supnet_judge(SupNet *n, const char *report, char **ret_error) {
 
                 if ((v = startswith(line, "allowed "))) {
                         if (streq(v, n->challenge))
-                                allowed = true;
+                                rep->allowed = true;
                         else
-                                allowed_wrong = v;
+                                rep->allowed_wrong = v;
                 } else if ((v = startswith(line, "allowed-failed ")))
-                        allowed_failed = v;
+                        rep->allowed_failed = v;
                 else if (startswith(line, "denied reached"))
-                        denied_reached = true;
+                        rep->denied_reached = true;
                 else if (streq(line, "denied pending") || startswith(line, "denied unreachable "))
                         /* Not answered: the witness decides whether it went to the sink. */
-                        denied = true;
+                        rep->denied = true;
                 else if ((v = startswith(line, "ipv6 ")))
                         return errorf(ret_error, -EPERM, "network attestation failed: the sandbox has IPv6 (%s)", excerpt(v, ex));
                 else if ((v = startswith(line, "route-error ")))
                         return errorf(ret_error, -EIO, "network attestation failed: the sandbox's route table is unreadable (%s)",
                                     excerpt(v, ex));
                 else if ((v = startswith(line, "route "))) {
-                        /* The probe's own line: iface dst gw flags mask metric. */
-                        char *f[6];
-                        const char *iface;
-                        uint32_t d, g, m;
-                        uint64_t flags, metric;
-                        int plen;
-                        bool found = false;
-
-                        /* Single spaces: six fields and five spaces leave no room for another. */
-                        (void) excerpt(v, ex);
-                        if (count_char(v, ' ') != ELEMENTSOF(f) - 1 ||
-                            split_fields((char *) v, " ", f, ELEMENTSOF(f)) != (int) ELEMENTSOF(f) ||
-                            strlen(f[0]) >= IFNAMSIZ || parse_hex32(f[1], &d) < 0 || parse_hex32(f[2], &g) < 0 ||
-                            strlen(f[3]) != 4 || parse_unsigned(f[3], PARSE_HEX | PARSE_LEADING_ZEROS, 0, UINT16_MAX, &flags) < 0 ||
-                            parse_hex32(f[4], &m) < 0 || parse_unsigned(f[5], 0, 0, UINT32_MAX, &metric) < 0)
-                                return errorf(ret_error, -EBADMSG, "network attestation failed: unreadable route \"%s\"", ex);
-                        iface = f[0];
-                        plen = prefixlen_of(m);
-                        for (size_t i = 0; i < n->policy->n_routes; i++) {
-                                const NetRoute *pr = &n->policy->routes[i];
-                                if (pr->dst.addr == d && pr->dst.prefixlen == plen && pr->gateway == g &&
-                                    streq(net_links[pr->link].name, iface) && metric == pr->priority && !seen[i]) {
-                                        seen[i] = found = true;
-                                        break;
-                                }
-                        }
-                        if (!found && !extra[0]) {
-                                char a[16], b[16];
-                                ipv4_to_string(d, a);
-                                ipv4_to_string(g, b);
-                                snprintf(extra, sizeof(extra), "%s/%d via %s dev %.16s metric %" PRIu64, a, plen, b, iface, metric);
-                        }
+                        r = read_route_line(n, (char *) v, rep, ret_error);
+                        if (r < 0)
+                                return r;
                 } else if (streq(line, "end"))
-                        end = true;
+                        rep->end = true;
                 else
                         return errorf(ret_error, -EBADMSG, "network attestation failed: the probe's report has an "
                                     "unknown line \"%s\"", excerpt(line, ex));
         }
-        if (!end)
-                return errorf(ret_error, -EBADMSG, "network attestation failed: the probe did not finish its report");
-        if (extra[0])
-                return errorf(ret_error, -EBADMSG, "network attestation failed: gVisor holds a route the policy does not: %s%s",
-                            extra, denied_reached ? "; the denied canary " NET_CANARY_DENIED_STR " answered" : "");
+        return 0;
+}
+
+/* The policy's routes gVisor lacks, the first named: one via a next hop (a real destination) rather than the next hop's own. */
+static int judge_missing_routes(SupNet *n, const ProbeReport *rep, char **ret_error) {
+        size_t n_missing = 0, first_missing = SIZE_MAX;
+        const NetRoute *pr;
+        char a[16], g[16] = "";
+
         for (size_t i = 0; i < n->policy->n_routes; i++)
-                if (!seen[i]) {
+                if (!rep->seen[i]) {
                         n_missing++;
-                        /* Name a route via a next hop (a real destination) rather than the next hop's own. */
                         if (first_missing == SIZE_MAX ||
                             (n->policy->routes[first_missing].gateway == 0 && n->policy->routes[i].gateway != 0))
                                 first_missing = i;
                 }
-        if (n_missing > 0) {
-                const NetRoute *pr = &n->policy->routes[first_missing];
-                char a[16], g[16] = "";
-
-                ipv4_to_string(pr->dst.addr, a);
-                if (pr->gateway != 0) {
-                        ipv4_to_string(pr->gateway, g);
-                        strcat(g, " ");
-                }
-                return errorf(ret_error, -EBADMSG, "network attestation failed: gVisor has no route for %s/%u (the policy %s "
-                            "it %s%sdev %s); %zu of the policy's %zu routes missing%s", a, (unsigned) pr->dst.prefixlen,
-                            pr->verdict == NET_DENY ? "denies" : "allows", pr->gateway ? "via " : "", g,
-                            net_links[pr->link].name, n_missing, n->policy->n_routes,
-                            denied_reached ? "; the denied canary " NET_CANARY_DENIED_STR " answered" : "");
+        if (n_missing == 0)
+                return 0;
+        pr = &n->policy->routes[first_missing];
+        ipv4_to_string(pr->dst.addr, a);
+        if (pr->gateway != 0) {
+                ipv4_to_string(pr->gateway, g);
+                strcat(g, " ");
         }
-        if (denied_reached)
+        return errorf(ret_error, -EBADMSG, "network attestation failed: gVisor has no route for %s/%u (the policy %s "
+                    "it %s%sdev %s); %zu of the policy's %zu routes missing%s", a, (unsigned) pr->dst.prefixlen,
+                    pr->verdict == NET_DENY ? "denies" : "allows", pr->gateway ? "via " : "", g,
+                    net_links[pr->link].name, n_missing, n->policy->n_routes,
+                    rep->denied_reached ? "; the denied canary " NET_CANARY_DENIED_STR " answered" : "");
+}
+
+/*
+ * Reads the whole report first, then names the most telling difference:
+ * gVisor's route table against the policy (the cause), then the canaries
+ * (the effect), so that a deny route gVisor dropped is named as such even
+ * when it also let the denied canary answer.
+ */
+int supnet_judge(SupNet *n, const char *report, char **ret_error) {
+        _cleanup_free_ char *copy = strdup(report);
+        _cleanup_free_ bool *seen = NULL;
+        ProbeReport rep = {};
+        char ex[64];
+        int r;
+
+        if (!copy)
+                return -ENOMEM;
+        seen = calloc(n->policy->n_routes ?: 1, sizeof(bool));
+        if (!seen)
+                return -ENOMEM;
+        rep.seen = seen;
+        r = read_probe_report(n, copy, &rep, ret_error);
+        if (r < 0)
+                return r;
+        if (!rep.end)
+                return errorf(ret_error, -EBADMSG, "network attestation failed: the probe did not finish its report");
+        if (rep.extra[0])
+                return errorf(ret_error, -EBADMSG, "network attestation failed: gVisor holds a route the policy does not: %s%s",
+                            rep.extra, rep.denied_reached ? "; the denied canary " NET_CANARY_DENIED_STR " answered" : "");
+        r = judge_missing_routes(n, &rep, ret_error);
+        if (r < 0)
+                return r;
+        if (rep.denied_reached)
                 return errorf(ret_error, -EPERM, "network attestation failed: the denied canary " NET_CANARY_DENIED_STR " "
                             "answered from inside the sandbox");
-        if (allowed_wrong)
+        if (rep.allowed_wrong)
                 return errorf(ret_error, -EBADMSG, "network attestation failed: the allowed canary "
-                            "answered \"%s\", not this generation's challenge", excerpt(allowed_wrong, ex));
-        if (allowed_failed)
+                            "answered \"%s\", not this generation's challenge", excerpt(rep.allowed_wrong, ex));
+        if (rep.allowed_failed)
                 return errorf(ret_error, -EHOSTUNREACH, "network attestation failed: the allowed canary " NET_CANARY_ALLOWED_STR " "
-                            "is unreachable from inside the sandbox (%s)", excerpt(allowed_failed, ex));
-        if (!allowed || !denied)
+                            "is unreachable from inside the sandbox (%s)", excerpt(rep.allowed_failed, ex));
+        if (!rep.allowed || !rep.denied)
                 return errorf(ret_error, -EBADMSG, "network attestation failed: the probe did not report both canaries");
         return 0;
 }

@@ -51,6 +51,8 @@ typedef struct SupNetParams {
         const char *netns_path;         /* an empty file to bind the namespace onto */
         const char *slirp4netns;
         const char *api_socket;         /* slirp4netns --api-socket: the coordinator's path, for published ports */
+        const char *egress;             /* lazaret-egress, started instead of slirp4netns when allow_hosts has rules */
+        char *const *allow_hosts;       /* host rules, NULL-terminated; NULL or empty: slirp4netns */
         const char *policy_path;        /* canonical bytes, written by the coordinator */
         const char *policy_digest;      /* what the coordinator derived */
         const char *generation;         /* the container ID: binds the challenge */

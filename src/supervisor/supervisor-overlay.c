@@ -7,13 +7,12 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "helper.h"
 #include "path-util.h"
-#include "spawn-util.h"
 #include "state-anchor.h"
 #include "strv.h"
 #include "supervisor-overlay.h"
@@ -31,6 +30,21 @@ typedef enum OverlayFormat {
 
 /* What this supervisor's first overlay found works (one check per start). */
 static OverlayFormat chosen = OVERLAY_UNDECIDED;
+
+/* The file systems of the overlays staged so far, for the set-ID responder. */
+static AnchorId anchor_ids[SUPOVERLAY_ANCHORS_MAX];
+static size_t n_anchor_ids;
+
+size_t supoverlay_anchor_ids(const AnchorId **ret) {
+        *ret = anchor_ids;
+        return n_anchor_ids;
+}
+
+/* Records the file system of a staged overlay (fd: its root); 0 if there is no room (owners then not kept). */
+static void remember_anchor(int fd) {
+        if (n_anchor_ids < SUPOVERLAY_ANCHORS_MAX && anchor_id_of_fd(fd, &anchor_ids[n_anchor_ids]) >= 0)
+                n_anchor_ids++;
+}
 
 /* An O_RDONLY directory fd of a host path, opened one component at a time without following anything. */
 static int open_dir(const char *path, const char *what, int *ret, char **ret_error) {
@@ -119,6 +133,7 @@ static int set_layer(int fsfd, const char *key, int fd) {
 
 static int mount_kernel(int lower, int upper, int work, int stagefd, const char *name, char **ret_error) {
         _cleanup_close_ int fsfd = -EBADF, mfd = -EBADF;
+        bool uuid = false;
         int r;
 
         fsfd = fsopen("overlay", FSOPEN_CLOEXEC);
@@ -131,6 +146,14 @@ static int mount_kernel(int lower, int upper, int work, int stagefd, const char 
                 r = set_layer(fsfd, "workdir", work);
         if (r >= 0 && fsconfig(fsfd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
                 r = -errno;
+        /* An overlay UUID of its own (kept in the upper's root, Linux 6.6),
+         * from which the overlay's f_fsid comes: how the set-ID responder
+         * tells this overlay's files from any other's (AnchorId). Without
+         * it f_fsid is the upper file system's, shared with other
+         * overlays, and the overlay is not given to the responder: owners
+         * and modes there follow the rules of host files (spec 6.3). */
+        if (r >= 0)
+                uuid = fsconfig(fsfd, FSCONFIG_SET_STRING, "uuid", "on", 0) >= 0;
         if (r >= 0 && fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
                 r = -errno;
         if (r < 0)
@@ -140,41 +163,57 @@ static int mount_kernel(int lower, int upper, int work, int stagefd, const char 
                 return errorf(ret_error, -errno, "kernel overlayfs: cannot make the mount: %m");
         if (move_mount(mfd, "", stagefd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 return errorf(ret_error, -errno, "kernel overlayfs: cannot stage the mount: %m");
+        if (uuid)
+                remember_anchor(mfd);
         return 0;
 }
 
 /*
- * fuse-overlayfs on the same fds (as /proc/self/fd/3..5 in it). It mounts,
- * then goes to the background; its parent's exit status says whether the
- * mount is there. The daemon stays in the sandbox scope and ends with it,
- * killed with the rest: so no kernel writeback cache (writeback=0), whose
- * dirty pages would die with it. Measured: with it, what `cp` and `echo >`
- * wrote inside was an empty file after a restart; only fsync'd files kept.
+ * fuse-overlayfs on the same fds, as a supervised helper (issue 33): the
+ * supervisor mounts the FUSE file system on target itself, with the
+ * options fuse-overlayfs gives its own mounts as root of a user namespace,
+ * and runs fuse-overlayfs in the foreground on that /dev/fuse fd
+ * ("/dev/fd/N", which libfuse takes for a mounted session). Requests wait
+ * in the kernel until it serves them, so it is ready once it runs; its
+ * death is the Domain's failure, said by the helper runner. No kernel
+ * writeback cache (writeback=0): the daemon ends with the sandbox scope,
+ * and dirty pages would die with it. Measured: with it, what `cp` and
+ * `echo >` wrote inside was an empty file after a restart; only fsync'd
+ * files kept.
  */
-static int mount_fuse(int lower, int upper, int work, const char *target, char **ret_error) {
-        _cleanup_free_ char *program = NULL;
-        SpawnOptions o = SPAWN_OPTIONS_INIT;
-        int fds[] = { lower, upper, work }, status, r;
-        pid_t pid;
+static int mount_fuse(int lower, int upper, int work, const char *target, Helpers *helpers, char **ret_error) {
+        _cleanup_free_ char *program = NULL, *options = NULL, *devpath = NULL;
+        _cleanup_close_ int dev = -EBADF;
+        int r;
 
         r = find_program("fuse-overlayfs", &program);
         if (r < 0)
                 return errorf(ret_error, r, "fuse-overlayfs: %s", r == -ENOENT ? "not installed (install the fuse-overlayfs package)"
                                                                              : strerror(-r));
-        o.argv = (char *[]) { program, (char *) "-o",
-                              (char *) "lowerdir=/proc/self/fd/3,upperdir=/proc/self/fd/4,workdir=/proc/self/fd/5,writeback=0",
-                              (char *) target, NULL };
-        o.pass_fds = fds;
-        o.n_pass_fds = ELEMENTSOF(fds);
-        r = spawn(&o, &pid, NULL);
+        dev = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+        if (dev < 0)
+                return errorf(ret_error, -errno, "fuse-overlayfs: cannot open /dev/fuse: %m");
+        if (asprintf(&options, "fd=%d,rootmode=40000,user_id=0,group_id=0,default_permissions,allow_other", dev) < 0 ||
+            asprintf(&devpath, "/dev/fd/%d", HELPER_FIRST_PASS_FD + 3) < 0)
+                return -ENOMEM;
+        if (mount("fuse-overlayfs", target, "fuse.fuse-overlayfs", MS_NOSUID | MS_NODEV | MS_NOATIME, options) < 0)
+                return errorf(ret_error, -errno, "fuse-overlayfs: cannot mount FUSE on %s: %m", target);
+        r = helper_start(helpers, &(HelperSpec) {
+                                 .name = "fuse-overlayfs",
+                                 .role = "the persistent directories' overlay",
+                                 .death_means = "the persistent directories are gone; the sandbox is stopped",
+                                 .argv = (char *[]) { program, (char *) "-f", (char *) "-o",
+                                                      (char *) "lowerdir=/proc/self/fd/4,upperdir=/proc/self/fd/5,"
+                                                               "workdir=/proc/self/fd/6,writeback=0",
+                                                      devpath, NULL },
+                                 .pass_fds = (int[]) { lower, upper, work, dev },
+                                 .n_pass_fds = 4,
+                                 .ready_at_exec = true,
+                                 .keep_stderr = true,
+                         }, NULL, ret_error);
         if (r < 0)
-                return errorf(ret_error, r, "cannot run %s: %s", program, strerror(-r));
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return errorf(ret_error, -errno, "cannot wait for %s: %m", program);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                return errorf(ret_error, -EIO, "fuse-overlayfs failed (status %d)", status);
-        return 0;
+                (void) umount2(target, MNT_DETACH);
+        return r;
 }
 
 static OverlayFormat forced_format(void) {
@@ -188,7 +227,7 @@ static OverlayFormat forced_format(void) {
         return OVERLAY_UNDECIDED;
 }
 
-int supoverlay_stage(const MountEntry *e, int stagefd, const char *stage, const char *name, char **ret_error) {
+int supoverlay_stage(const MountEntry *e, int stagefd, const char *stage, const char *name, Helpers *helpers, char **ret_error) {
         _cleanup_close_ int lower = -EBADF, layer = -EBADF, upper = -EBADF, work = -EBADF;
         _cleanup_free_ char *target = path_join(stage, name), *kernel_why = NULL;
         OverlayFormat recorded = OVERLAY_UNDECIDED;
@@ -231,7 +270,7 @@ int supoverlay_stage(const MountEntry *e, int stagefd, const char *stage, const 
         if (recorded == OVERLAY_KERNEL || chosen == OVERLAY_KERNEL)
                 return errorf(ret_error, r, "cannot mount the persistent %s: %s", e->destination, kernel_why);
 fuse:
-        r = mount_fuse(lower, upper, work, target, ret_error);
+        r = mount_fuse(lower, upper, work, target, helpers, ret_error);
         if (r < 0) {
                 if (kernel_why) {
                         _cleanup_free_ char *fuse_why = ret_error ? TAKE_PTR(*ret_error) : NULL;
@@ -241,6 +280,11 @@ fuse:
                 return r;
         }
         chosen = OVERLAY_FUSE;
+        {
+                _cleanup_close_ int root = open(target, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (root >= 0)
+                        remember_anchor(root);
+        }
 done:
         if (recorded == OVERLAY_UNDECIDED) {
                 r = write_format(layer, chosen);

@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stddef.h>
+
+#include "setid-mode.h"
+
+#include "helper.h"
 #include "mount-plan.h"
 
 /*
@@ -13,7 +18,10 @@
  *   directory's mode) and work/ are made in the layer when missing;
  *   kernel overlayfs with "userxattr", its layers given as fds, is tried
  *   first; where this kernel refuses it (no overlayfs in a user namespace),
- *   fuse-overlayfs is run on the same fds instead. The first overlay
+ *   fuse-overlayfs is run on the same fds instead: the supervisor mounts
+ *   the FUSE file system itself (/dev/fuse) and runs fuse-overlayfs in the
+ *   foreground on that fd as one of its supervised helpers (helper.h), so
+ *   its death is the Domain's failure, in one line. The first overlay
  *   decides for every later one of the same supervisor (a check, not a
  *   version number); a layer records the format it was first written in
  *   (<layer>/format) and is never mounted with the other one.
@@ -21,4 +29,9 @@
  * The sandbox reaches the merged tree as a bind of the staged path, like
  * any other supervisor mount. Every failure is one line in *ret_error.
  */
-int supoverlay_stage(const MountEntry *e, int stagefd, const char *stage, const char *name, char **ret_error);
+/* The file systems of the overlays staged so far (at most SUPOVERLAY_ANCHORS_MAX;
+ * one whose overlay has no UUID of its own is left out), for lazaret-setid-responder. */
+#define SUPOVERLAY_ANCHORS_MAX 32
+size_t supoverlay_anchor_ids(const AnchorId **ret);
+
+int supoverlay_stage(const MountEntry *e, int stagefd, const char *stage, const char *name, Helpers *helpers, char **ret_error);

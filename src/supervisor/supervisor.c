@@ -54,22 +54,29 @@
 #include "fs-util.h"
 #include "harden.h"
 #include "helper.h"
+#include "host-rule.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "resource-limits.h"
 #include "path-util.h"
 #include "runsc-output.h"
 #include "setid-filter.h"
+#include "setid-responder.h"
 #include "spawn-util.h"
 #include "supervisor-mounts.h"
 #include "strv.h"
 #include "supervisor-net.h"
+#include "supervisor-overlay.h"
 #include "supervisor-proto.h"
 #include "util.h"
 
 static int arg_control_fd = -EBADF;
 static const char *arg_runsc, *arg_root, *arg_bundle, *arg_container, *arg_overlay;
 static const char *arg_netns, *arg_slirp, *arg_slirp_api, *arg_policy, *arg_policy_digest, *arg_view;
+/* lazaret-egress in slirp4netns' place, and the host rules it enforces (spec 4.5, "Egress by name"). */
+static const char *arg_egress;
+static char *arg_allow_hosts[HOST_RULE_LIST_MAX + 1];
+static size_t arg_n_allow_hosts;
 static int arg_canary_port;
 #if ENABLE_TEST_HOOKS
 static bool arg_fault_deny_on_lo;
@@ -253,23 +260,63 @@ static int start_watcher(Helpers *helpers, int channel_w, char **ret_error) {
                             }, NULL, ret_error);
 }
 
-/* The set-ID filter's responder (setid-responder.h), served from before runsc starts. */
-static int start_setid_responder(Helpers *helpers, int notify_fd, char **ret_error) {
+/*
+ * The set-ID filter's responder (setid-responder.h), started before the
+ * filter is loaded (its own chown and chmod on a State Anchor would
+ * otherwise come back to it), with the file systems of the State Anchor's
+ * overlays staged so far; it gets the listener over sock.
+ */
+static int start_setid_responder(Helpers *helpers, int sock, char **ret_error) {
         _cleanup_free_ char *exe = path_join(LIBEXECDIR, "lazaret-setid-responder");
+        _cleanup_strv_free_ char **argv = NULL;
+        const AnchorId *ids;
+        size_t n = supoverlay_anchor_ids(&ids);
 
-        if (!exe)
+        if (!exe || strv_extend(&argv, exe) < 0)
                 return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                char id[ANCHOR_ID_STRING_MAX];
+
+                anchor_id_format(&ids[i], id);
+                if (strv_extendf(&argv, "--anchor=%s", id) < 0)
+                        return -ENOMEM;
+        }
         return helper_start(helpers, &(HelperSpec) {
                                     .name = "lazaret-setid-responder",
                                     .role = "the set-ID filter's responder",
-                                    .death_means = "chmod and extended attributes of host files would wait for ever; "
+                                    .death_means = "chmod, chown and extended attributes of host files would wait for ever; "
                                                    "the sandbox is stopped",
-                                    .argv = (char *[]) { exe, NULL },
-                                    .pass_fds = (int[]) { notify_fd },
+                                    .argv = argv,
+                                    .pass_fds = (int[]) { sock },
                                     .n_pass_fds = 1,
                                     .ready_timeout_ms = 10000,
                                     .keep_stderr = true,
                             }, NULL, ret_error);
+}
+
+/* SR-2: the set-ID filter, with its responder served from before runsc starts. */
+static int load_setid_filter(Helpers *helpers, char **ret_error) {
+        _cleanup_close_ int notify_fd = -EBADF;
+        _cleanup_close_ int sock0 = -EBADF, sock1 = -EBADF;
+        int sock[2], r;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sock) < 0)
+                return errorf(ret_error, -errno, "cannot create a socket pair: %m");
+        sock0 = sock[0];
+        sock1 = sock[1];
+        r = start_setid_responder(helpers, sock1, ret_error);
+        if (r < 0)
+                return r;
+        /* Before runsc, so that runsc, its gofer and the gVisor kernel are
+         * all bound by it (filters are inherited and survive exec). */
+        r = setid_filter_load(&notify_fd);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot load the set-ID seccomp filter: %s", strerror(-r));
+        /* Only the responder holds the listener: its death is seen (ENOSYS), not waited on. */
+        r = setid_listener_send(sock0, notify_fd);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot hand the set-ID filter's listener to its responder: %s", strerror(-r));
+        return 0;
 }
 
 /*
@@ -372,6 +419,17 @@ static int bound_overlay(char **ret_error) {
         return 0;
 }
 
+/* Every option the coordinator always passes is there, the paths absolute. */
+static int check_args(void) {
+        if (!arg_netns || !arg_slirp || !arg_slirp_api || !arg_policy || !arg_policy_digest || arg_canary_port == 0 || arg_netns[0] != '/' ||
+            arg_slirp[0] != '/' || (arg_n_allow_hosts > 0 && !arg_egress))
+                return -EINVAL;
+        if (arg_control_fd < 3 || !arg_runsc || !arg_root || !arg_bundle || !arg_container ||
+            !arg_overlay || arg_runsc[0] != '/' || !startswith(arg_overlay, "root:dir=/"))
+                return -EINVAL;
+        return 0;
+}
+
 static int parse_argv(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "control-fd", required_argument, NULL, 'f' },
@@ -390,6 +448,8 @@ static int parse_argv(int argc, char *argv[]) {
                 { "policy-digest", required_argument, NULL, 'g' },
                 { "canary-port", required_argument, NULL, 'P' },
                 { "view",       required_argument, NULL, 'v' },
+                { "egress",     required_argument, NULL, 'e' },
+                { "allow-host", required_argument, NULL, 'A' },
 #if ENABLE_TEST_HOOKS
                 { "test-fault", required_argument, NULL, 'F' },
 #endif
@@ -457,6 +517,16 @@ static int parse_argv(int argc, char *argv[]) {
                                 return -EINVAL;
                         arg_view = optarg;
                         break;
+                case 'e':
+                        if (optarg[0] != '/')
+                                return -EINVAL;
+                        arg_egress = optarg;
+                        break;
+                case 'A':
+                        if (arg_n_allow_hosts >= HOST_RULE_LIST_MAX)
+                                return -E2BIG;
+                        arg_allow_hosts[arg_n_allow_hosts++] = optarg;
+                        break;
                 case 'P':
                         if (parse_int(optarg, 1024, 65535, &arg_canary_port) < 0)
                                 return -EINVAL;
@@ -472,13 +542,9 @@ static int parse_argv(int argc, char *argv[]) {
                 default:
                         return -EINVAL;
                 }
-        if (!arg_netns || !arg_slirp || !arg_slirp_api || !arg_policy || !arg_policy_digest || arg_canary_port == 0 || arg_netns[0] != '/' ||
-            arg_slirp[0] != '/')
+        if (optind != argc)
                 return -EINVAL;
-        if (optind != argc || arg_control_fd < 3 || !arg_runsc || !arg_root || !arg_bundle || !arg_container ||
-            !arg_overlay || arg_runsc[0] != '/' || !startswith(arg_overlay, "root:dir=/"))
-                return -EINVAL;
-        return 0;
+        return check_args();
 }
 
 /*
@@ -526,16 +592,349 @@ static int read_report(int fd, char **ret) {
         }
 }
 
-int main(int argc, char *argv[]) {
+/*
+ * What the steps of the start share, from the staged mounts to the wait:
+ * the supervised helpers, the network, the pipes to the container's init
+ * and to runsc wait, and the Escalation Mailbox's descriptor until it is
+ * handed on. Each step reports its own failure (FAILED, one line) and
+ * returns < 0; exiting then kills and reaps the helpers (supervisor_done()).
+ */
+typedef struct Supervisor {
+        Helpers helpers;
+        SupNet net;
+        /* Host edits for the file watchers inside (spec section 4.6): the
+         * workspace view, or without it lazaret-watch, writes into [1]; the
+         * container's init reads [0] as its standard input. */
+        int relay_pipe[2];
+        bool view_relays;               /* the workspace view is the relay's source */
+        /* The container's init reports its network probe on its standard output: [1]. */
+        int probe_pipe[2];
+        /* runsc wait prints the container's exit status on [1]. */
+        int wait_pipe[2];
+        pid_t waiter;                   /* runsc wait, and its pidfd */
+        int waiter_pidfd;
+        int mailbox_fd;                 /* the Escalation Mailbox's own file system, for the coordinator */
+} Supervisor;
+
+#define SUPERVISOR_INIT                                                                                         \
+        {                                                                                                       \
+                .helpers = HELPERS_INIT, .net = SUPNET_INIT, .relay_pipe = { -EBADF, -EBADF },                  \
+                .probe_pipe = { -EBADF, -EBADF }, .wait_pipe = { -EBADF, -EBADF }, .waiter_pidfd = -EBADF,      \
+                .mailbox_fd = -EBADF,                                                                           \
+        }
+
+static void supervisor_done(Supervisor *s) {
+        s->mailbox_fd = safe_close(s->mailbox_fd);
+        helpers_kill(&s->helpers);
+        for (size_t i = 0; i < 2; i++) {
+                s->relay_pipe[i] = safe_close(s->relay_pipe[i]);
+                s->probe_pipe[i] = safe_close(s->probe_pipe[i]);
+                s->wait_pipe[i] = safe_close(s->wait_pipe[i]);
+        }
+        s->waiter_pidfd = safe_close(s->waiter_pidfd);
+}
+
+static int private_mount_namespace(void) {
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                int r = -errno;
+
+                report_failed("cannot set up a private mount namespace: %s", strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+/* Every mount source, staged from what was checked (spec C19), the mailbox's file system and the root overlay's bound. */
+static int stage_mounts(Supervisor *s) {
         _cleanup_free_ char *why = NULL;
-        char err[2048], *report = NULL;
-        _cleanup_(helpers_kill) Helpers helpers = HELPERS_INIT;
-        SupNet net = SUPNET_INIT;
-        pid_t waiter = 0;
-        int wait_pipe[2] = { -EBADF, -EBADF }, probe_pipe[2] = { -EBADF, -EBADF }, relay_pipe[2] = { -EBADF, -EBADF };
-        int r, status, pidfd, notify_fd = -EBADF;
-        _cleanup_close_ int mailbox_fd = -EBADF;
-        bool view_relays = false;
+        int r;
+
+        if (pipe2(s->relay_pipe, O_CLOEXEC) < 0) {
+                r = -errno;
+                report_failed("cannot create a pipe: %s", strerror(-r));
+                return r;
+        }
+        r = supmounts_stage(arg_bundle, arg_view, s->relay_pipe[1], &s->helpers, &s->view_relays, &why);
+        if (r >= 0)
+                /* The Escalation Mailbox's own file system, for the coordinator (SR-10). */
+                r = supmounts_open_mailbox(arg_bundle, &s->mailbox_fd, &why);
+        if (r >= 0)
+                r = bound_overlay(&why);
+        if (r < 0) {
+                report_failed("%s", strna(why));
+                return r;
+        }
+        return 0;
+}
+
+/*
+ * SR-2: before runsc, so that runsc, its gofer and the gVisor kernel are
+ * all bound by it (filters are inherited and survive exec); its responder
+ * a supervised helper.
+ */
+static int start_setid_filter(Supervisor *s) {
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        r = load_setid_filter(&s->helpers, &why);
+        if (r < 0) {
+                report_failed("%s", strna(why));
+                return r;
+        }
+        return 0;
+}
+
+/* The network: namespace, helper, links, policy read back in Linux. */
+static int prepare_network(Supervisor *s) {
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        r = supnet_prepare(&s->net, &(SupNetParams) {
+                                   .netns_path = arg_netns,
+                                   .slirp4netns = arg_slirp,
+                                   .api_socket = arg_slirp_api,
+                                   .egress = arg_egress,
+                                   .allow_hosts = arg_allow_hosts,
+                                   .policy_path = arg_policy,
+                                   .policy_digest = arg_policy_digest,
+                                   .generation = arg_container,
+                                   .canary_port = arg_canary_port,
+#if ENABLE_TEST_HOOKS
+                                   .fault_deny_on_lo = arg_fault_deny_on_lo,
+#endif
+                           }, &s->helpers, &why);
+        if (r < 0) {
+                report_start_failed(&s->helpers, strna(why));
+                return r;
+        }
+        return 0;
+}
+
+/* The view judges host changes itself; the plain bind needs lazaret-watch. Then only they hold the relay's write end. */
+static int start_relay_source(Supervisor *s) {
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        r = s->view_relays ? 0 : start_watcher(&s->helpers, s->relay_pipe[1], &why);
+        s->relay_pipe[1] = safe_close(s->relay_pipe[1]);
+        if (r < 0) {
+                report_failed("%s", strna(why));
+                return r;
+        }
+        return 0;
+}
+
+/*
+ * One runsc process creates and starts the container (as `runsc create` +
+ * `runsc start` would, one Go start-up less); returning is the readiness
+ * point. The container's init probes the network as its first act and
+ * reports on its standard output: the probe pipe. Then the control socket
+ * is checked (SR-1).
+ */
+static int run_container(Supervisor *s) {
+        _cleanup_free_ char *why = NULL;
+        char err[2048];
+        int r;
+
+        if (pipe2(s->probe_pipe, O_CLOEXEC) < 0) {
+                r = -errno;
+                report_failed("cannot create a pipe: %s", strerror(-r));
+                return r;
+        }
+        /* A helper that died since it was ready (the workspace view: runsc would
+         * bind a dead mount) fails the start here, not after READY (spec §7.1,
+         * SandboxOnlyBehindView). */
+        r = helpers_died_in_start(&s->helpers, 0, &why);
+        if (r != 0) {
+                report_failed("%s", r > 0 ? strna(why) : "cannot watch the supervised helpers");
+                return r > 0 ? -ECHILD : r;
+        }
+        r = runsc("run", (char *[]) { (char *) "--detach", (char *) "--bundle", (char *) arg_bundle,
+                                      (char *) arg_container, NULL },
+                  true, s->relay_pipe[0], s->probe_pipe[1], NULL, NULL, err, sizeof(err));
+        s->probe_pipe[1] = safe_close(s->probe_pipe[1]);
+        s->relay_pipe[0] = safe_close(s->relay_pipe[0]);
+        if (r != 0) {
+                explain_runsc_failure("run", err);
+                return r < 0 ? r : -EIO;
+        }
+        return check_control_socket();
+}
+
+/* runsc wait, attached: it prints the container's exit status as JSON; without it, runsc wait failed: the sandbox's kernel went away. */
+static int attach_wait(Supervisor *s) {
+        char err[2048];
+        int r;
+
+        if (pipe2(s->wait_pipe, O_CLOEXEC) < 0) {
+                r = -errno;
+                report_failed("cannot create a pipe: %s", strerror(-r));
+                return r;
+        }
+        r = runsc("wait", (char *[]) { (char *) arg_container, NULL }, false, -EBADF, s->wait_pipe[1], &s->waiter,
+                  &s->waiter_pidfd, err, sizeof(err));
+        s->wait_pipe[1] = safe_close(s->wait_pipe[1]);
+        if (r < 0) {
+                report_failed("runsc wait: %s", strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+/*
+ * The attestation, from inside gVisor's own network stack: the init's
+ * report judged against the policy, the deny link's witness, then the
+ * canaries removed.
+ */
+static int attest_network(Supervisor *s) {
+        _cleanup_free_ char *why = NULL, *report = NULL;
+        int r;
+
+        r = read_report(s->probe_pipe[0], &report);
+        s->probe_pipe[0] = safe_close(s->probe_pipe[0]);
+        if (r < 0 && r != -ETIMEDOUT && r != -EFBIG) {
+                /* The container's init ends before its probe when it cannot set the sandbox up: its own line says why. */
+                _cleanup_free_ char *errpath = NULL;
+                char line[SUPERVISOR_REASON_MAX] = "";
+
+                if (asprintf(&errpath, "%s/runsc-run.stderr", arg_bundle) < 0)
+                        return -ENOMEM;
+                telling_line(errpath, "lazaret-init: ", line, sizeof(line));
+                if (startswith(line, "lazaret-init: ")) {
+                        report_failed("%s", line);
+                        return r;
+                }
+        }
+        if (r < 0) {
+                report_start_failed(&s->helpers, r == -ETIMEDOUT ? "network attestation failed: the sandbox's probe did not report within 10 s"
+                                    : r == -EFBIG ? "network attestation failed: the sandbox's probe reported more than 64 KiB"
+                                    : "network attestation failed: the sandbox's probe stopped before the end of its report");
+                return r;
+        }
+        r = supnet_judge(&s->net, report, &why);
+        report = mfree(report);
+        if (r >= 0)
+                r = supnet_witness_denied(&s->net, 1000, &why);
+        if (r < 0) {
+                report_start_failed(&s->helpers, strna(why));
+                return r;
+        }
+        r = supnet_teardown_canary(&s->net, &why);
+        if (r < 0) {
+                report_start_failed(&s->helpers, strna(why));
+                return r;
+        }
+        return 0;
+}
+
+/*
+ * Steps 2 and 3: the namespaces' fds go, then every capability, network
+ * administration included, for good (SR-5), then the seccomp allowlist.
+ * The helpers' pidfds and slirp4netns' exit pipe stay: they are how their
+ * ends are seen and caused.
+ */
+static int enter_own_sandbox(Supervisor *s) {
+        int r;
+
+        supnet_done(&s->net);
+        /* Step 2: nothing left to gain, in this namespace or through exec. */
+        r = harden_drop_privileges();
+        if (r < 0) {
+                report_failed("cannot drop privileges: %s", strerror(-r));
+                return r;
+        }
+        r = load_seccomp();
+        if (r < 0) {
+                report_failed("cannot load the seccomp filter: %s", strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+/* Step 4: the mailbox's file system (the coordinator reaches it only through this descriptor), the network, then readiness. */
+static int report_ready(Supervisor *s) {
+        SupervisorMsg m = { .type = SUPERVISOR_NETWORK, .helper_pid = (int) s->net.slirp_pid, .netns = s->net.netns_ino };
+        int r;
+
+        if (s->mailbox_fd >= 0) {
+                r = supervisor_msg_send(arg_control_fd, &(SupervisorMsg) { .type = SUPERVISOR_MAILBOX }, s->mailbox_fd);
+                if (r < 0) {
+                        report_failed("cannot hand the Escalation Mailbox to the coordinator: %s", strerror(-r));
+                        return r;
+                }
+                s->mailbox_fd = safe_close(s->mailbox_fd);
+        }
+        memcpy(m.digest, s->net.digest_hex, sizeof(m.digest));
+        send_msg(&m);
+        send_msg(&(SupervisorMsg) { .type = SUPERVISOR_READY });
+        supnet_close_witness(&s->net);
+        return 0;
+}
+
+/* The container has ended: runsc wait's answer, as a shell reports it (the code, or 128+N), becomes EXITED. */
+static void report_exited(Supervisor *s) {
+        _cleanup_free_ char *unread = NULL;
+        char out[512];
+        size_t n = 0;
+        ssize_t k;
+        int code, status;
+
+        /* The writer has exited: read() ends at EOF. */
+        while (n < sizeof(out) - 1 && (k = read(s->wait_pipe[0], out + n, sizeof(out) - 1 - n)) > 0)
+                n += (size_t) k;
+        out[n] = 0;
+        (void) waitpid(s->waiter, &status, 0);
+        if (runsc_wait_status(out, n, &code, &unread) >= 0)
+                send_msg(&(SupervisorMsg) { .type = SUPERVISOR_EXITED, .status = code });
+        else
+                report_failed("the sandbox's kernel (runsc-sandbox) stopped unexpectedly");
+}
+
+/*
+ * The wait, under the seccomp allowlist: for the container to end, for a
+ * supervised helper to end, or for the coordinator to close the control
+ * socket. Returns the supervisor's exit status.
+ */
+static int wait_for_end(Supervisor *s) {
+        for (;;) {
+                _cleanup_free_ char *why = NULL;
+                struct pollfd p[2 + HELPERS_MAX] = {
+                        { .fd = arg_control_fd, .events = POLLIN },
+                        { .fd = s->waiter_pidfd, .events = POLLIN },
+                };
+                nfds_t n_fds = 2 + helpers_pollfds(&s->helpers, p + 2, HELPERS_MAX);
+                char buf[64];
+                int r;
+
+                r = poll(p, n_fds, -1);
+                if (r < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return 1;
+                }
+                /* A helper's end fails the Domain, whatever else happened. */
+                r = helpers_reap_dead(&s->helpers, &why);
+                if (r < 0)
+                        report_failed("cannot watch the supervised helpers: %s", strna(strerrorname_np(-r)));
+                else if (r > 0)
+                        report_failed("%s", strna(why));
+                if (r != 0)
+                        return 1;
+                if (p[1].revents) {
+                        report_exited(s);
+                        return 0;
+                }
+                if (p[0].revents) {
+                        ssize_t k = recv(arg_control_fd, buf, sizeof(buf), MSG_DONTWAIT);
+                        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
+                                /* The coordinator let go: the scope is being stopped. */
+                                return 0;
+                }
+        }
+}
+
+int main(int argc, char *argv[]) {
+        _cleanup_(supervisor_done) Supervisor s = SUPERVISOR_INIT;
 
         if (parse_argv(argc, argv) < 0) {
                 fprintf(stderr, "lazaret-supervisor is started by lazaret-coordinator only.\n");
@@ -551,232 +950,18 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
 
-        /* 1. Resources. */
-        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-                report_failed("cannot set up a private mount namespace: %s", strerror(errno));
+        /* 1. Resources, in this order. */
+        if (private_mount_namespace() < 0 || stage_mounts(&s) < 0)
                 return 1;
-        }
-        /* Host edits for the file watchers inside (spec section 4.6): the
-         * workspace view, or without it lazaret-watch, writes into this pipe;
-         * the container's init reads it as its standard input. */
-        if (pipe2(relay_pipe, O_CLOEXEC) < 0) {
-                report_failed("cannot create a pipe: %s", strerror(errno));
-                return 1;
-        }
-        /* Every mount source, staged from what was checked (spec C19). */
-        r = supmounts_stage(arg_bundle, arg_view, relay_pipe[1], &helpers, &view_relays, &why);
-        if (r >= 0)
-                /* The Escalation Mailbox's own file system, for the coordinator (SR-10). */
-                r = supmounts_open_mailbox(arg_bundle, &mailbox_fd, &why);
-        if (r < 0) {
-                report_failed("%s", strna(why));
-                return 1;
-        }
-        r = bound_overlay(&why);
-        if (r < 0) {
-                report_failed("%s", strna(why));
-                return 1;
-        }
         setup_files_limit();
-        /* SR-2: before runsc, so that runsc, its gofer and the gVisor kernel
-         * are all bound by it (filters are inherited and survive exec). */
-        r = setid_filter_load(&notify_fd);
-        if (r < 0) {
-                report_failed("cannot load the set-ID seccomp filter: %s", strerror(-r));
+        if (start_setid_filter(&s) < 0 || prepare_network(&s) < 0 || start_relay_source(&s) < 0 ||
+            run_container(&s) < 0 || attach_wait(&s) < 0 || attest_network(&s) < 0)
                 return 1;
-        }
-        r = start_setid_responder(&helpers, notify_fd, &why);
-        /* Only the responder holds the listener: its death is seen (ENOSYS), not waited on. */
-        notify_fd = safe_close(notify_fd);
-        if (r < 0) {
-                report_failed("%s", strna(why));
+        /* 2. and 3. */
+        if (enter_own_sandbox(&s) < 0)
                 return 1;
-        }
-
-        /* The network: namespace, helper, links, policy read back in Linux. */
-        r = supnet_prepare(&net, &(SupNetParams) {
-                                   .netns_path = arg_netns,
-                                   .slirp4netns = arg_slirp,
-                                   .api_socket = arg_slirp_api,
-                                   .policy_path = arg_policy,
-                                   .policy_digest = arg_policy_digest,
-                                   .generation = arg_container,
-                                   .canary_port = arg_canary_port,
-#if ENABLE_TEST_HOOKS
-                                   .fault_deny_on_lo = arg_fault_deny_on_lo,
-#endif
-                           }, &helpers, &why);
-        if (r < 0) {
-                report_start_failed(&helpers, strna(why));
+        /* 4. */
+        if (report_ready(&s) < 0)
                 return 1;
-        }
-
-        /* The view judges host changes itself; the plain bind needs lazaret-watch. */
-        r = view_relays ? 0 : start_watcher(&helpers, relay_pipe[1], &why);
-        relay_pipe[1] = safe_close(relay_pipe[1]);
-        if (r < 0) {
-                report_failed("%s", strna(why));
-                return 1;
-        }
-
-        /* One runsc process creates and starts the container (as `runsc
-         * create` + `runsc start` would, one Go start-up less); returning
-         * is the readiness point. The container's init probes the network
-         * as its first act and reports on its standard output: this pipe. */
-        if (pipe2(probe_pipe, O_CLOEXEC) < 0) {
-                report_failed("cannot create a pipe: %s", strerror(errno));
-                return 1;
-        }
-        /* A helper that died since it was ready (the workspace view: runsc would
-         * bind a dead mount) fails the start here, not after READY (spec §7.1,
-         * SandboxOnlyBehindView). */
-        r = helpers_died_in_start(&helpers, 0, &why);
-        if (r != 0) {
-                report_failed("%s", r > 0 ? strna(why) : "cannot watch the supervised helpers");
-                return 1;
-        }
-        r = runsc("run", (char *[]) { (char *) "--detach", (char *) "--bundle", (char *) arg_bundle,
-                                      (char *) arg_container, NULL },
-                  true, relay_pipe[0], probe_pipe[1], NULL, NULL, err, sizeof(err));
-        probe_pipe[1] = safe_close(probe_pipe[1]);
-        relay_pipe[0] = safe_close(relay_pipe[0]);
-        if (r != 0) {
-                explain_runsc_failure("run", err);
-                return 1;
-        }
-        if (check_control_socket() < 0)
-                return 1;
-        /* runsc wait prints the container's exit status as JSON; without
-         * it, runsc wait failed: the sandbox's kernel went away. */
-        if (pipe2(wait_pipe, O_CLOEXEC) < 0) {
-                report_failed("cannot create a pipe: %s", strerror(errno));
-                return 1;
-        }
-        r = runsc("wait", (char *[]) { (char *) arg_container, NULL }, false, -EBADF, wait_pipe[1], &waiter, &pidfd, err,
-                  sizeof(err));
-        wait_pipe[1] = safe_close(wait_pipe[1]);
-        if (r < 0) {
-                report_failed("runsc wait: %s", strerror(-r));
-                return 1;
-        }
-
-        /* The attestation, from inside gVisor's own network stack. */
-        r = read_report(probe_pipe[0], &report);
-        probe_pipe[0] = safe_close(probe_pipe[0]);
-        if (r < 0 && r != -ETIMEDOUT && r != -EFBIG) {
-                /* The container's init ends before its probe when it cannot set the sandbox up: its own line says why. */
-                _cleanup_free_ char *errpath = NULL;
-                char line[SUPERVISOR_REASON_MAX] = "";
-
-                if (asprintf(&errpath, "%s/runsc-run.stderr", arg_bundle) < 0)
-                        return 1;
-                telling_line(errpath, "lazaret-init: ", line, sizeof(line));
-                if (startswith(line, "lazaret-init: ")) {
-                        report_failed("%s", line);
-                        return 1;
-                }
-        }
-        if (r < 0) {
-                report_start_failed(&helpers, r == -ETIMEDOUT ? "network attestation failed: the sandbox's probe did not report within 10 s"
-                                    : r == -EFBIG ? "network attestation failed: the sandbox's probe reported more than 64 KiB"
-                                    : "network attestation failed: the sandbox's probe stopped before the end of its report");
-                return 1;
-        }
-        r = supnet_judge(&net, report, &why);
-        free(report);
-        if (r >= 0)
-                r = supnet_witness_denied(&net, 1000, &why);
-        if (r < 0) {
-                report_start_failed(&helpers, strna(why));
-                return 1;
-        }
-        r = supnet_teardown_canary(&net, &why);
-        if (r < 0) {
-                report_start_failed(&helpers, strna(why));
-                return 1;
-        }
-
-        /* 2. and 3.: the namespaces' fds go, then every capability, network
-         * administration included, for good (SR-5). The helpers' pidfds and
-         * slirp4netns' exit pipe stay: they are how their ends are seen and
-         * caused. */
-        supnet_done(&net);
-        /* Step 2: nothing left to gain, in this namespace or through exec. */
-        r = harden_drop_privileges();
-        if (r < 0) {
-                report_failed("cannot drop privileges: %s", strerror(-r));
-                return 1;
-        }
-        r = load_seccomp();
-        if (r < 0) {
-                report_failed("cannot load the seccomp filter: %s", strerror(-r));
-                return 1;
-        }
-
-        /* 4. The mailbox's file system (the coordinator reaches it only
-         * through this descriptor), the network, then readiness. */
-        if (mailbox_fd >= 0) {
-                r = supervisor_msg_send(arg_control_fd, &(SupervisorMsg) { .type = SUPERVISOR_MAILBOX }, mailbox_fd);
-                if (r < 0) {
-                        report_failed("cannot hand the Escalation Mailbox to the coordinator: %s", strerror(-r));
-                        return 1;
-                }
-                mailbox_fd = safe_close(mailbox_fd);
-        }
-        {
-                SupervisorMsg m = { .type = SUPERVISOR_NETWORK, .helper_pid = (int) net.slirp_pid, .netns = net.netns_ino };
-                memcpy(m.digest, net.digest_hex, sizeof(m.digest));
-                send_msg(&m);
-        }
-        send_msg(&(SupervisorMsg) { .type = SUPERVISOR_READY });
-        supnet_close_witness(&net);
-
-        for (;;) {
-                struct pollfd p[2 + HELPERS_MAX] = {
-                        { .fd = arg_control_fd, .events = POLLIN },
-                        { .fd = pidfd, .events = POLLIN },
-                };
-                nfds_t n_fds = 2 + helpers_pollfds(&helpers, p + 2, HELPERS_MAX);
-                char buf[64];
-
-                r = poll(p, n_fds, -1);
-                if (r < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return 1;
-                }
-                /* A helper's end fails the Domain, whatever else happened. */
-                r = helpers_reap_dead(&helpers, &why);
-                if (r < 0)
-                        report_failed("cannot watch the supervised helpers: %s", strna(strerrorname_np(-r)));
-                else if (r > 0)
-                        report_failed("%s", strna(why));
-                if (r != 0)
-                        return 1;
-                if (p[1].revents) {
-                        _cleanup_free_ char *unread = NULL;
-                        char out[512];
-                        size_t n = 0;
-                        ssize_t k;
-                        int code;
-
-                        /* The writer has exited: read() ends at EOF. */
-                        while (n < sizeof(out) - 1 && (k = read(wait_pipe[0], out + n, sizeof(out) - 1 - n)) > 0)
-                                n += (size_t) k;
-                        out[n] = 0;
-                        (void) waitpid(waiter, &status, 0);
-                        /* Already as a shell reports it: the code, or 128+N. */
-                        if (runsc_wait_status(out, n, &code, &unread) >= 0)
-                                send_msg(&(SupervisorMsg) { .type = SUPERVISOR_EXITED, .status = code });
-                        else
-                                report_failed("the sandbox's kernel (runsc-sandbox) stopped unexpectedly");
-                        return 0;
-                }
-                if (p[0].revents) {
-                        ssize_t k = recv(arg_control_fd, buf, sizeof(buf), MSG_DONTWAIT);
-                        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
-                                /* The coordinator let go: the scope is being stopped. */
-                                return 0;
-                }
-        }
+        return wait_for_end(&s);
 }

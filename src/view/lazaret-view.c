@@ -174,7 +174,7 @@ finish:
 /*
  * The connection's I/O, as libfuse would do it, except for the INIT reply:
  * libfuse 3.14 leaves out of it the PARALLEL_DIROPS and HANDLE_KILLPRIV that
- * op_init wants (src/shared/fuse-init.h), so the reply is written with them
+ * op_init wants (src/viewrules/fuse-init.h), so the reply is written with them
  * added where the kernel offered them.
  */
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Fuzz target: the reading of an unpacked image's config.json
- * (oci_bundle_process(), src/shared/oci-image.c), whose process.env and
+ * (oci_bundle_process(), src/runtime/oci-image.c), whose process.env and
  * process.args come from the image's own configuration, third-party
  * content. Accepted means at most 256 entries each, every environment entry
  * NAME=VALUE with a name and none of Lazaret's own (LAZARET_*), and no

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Fuzz target: the reading of an OCI image layout's index.json
- * (oci_index_digest(), src/shared/oci-image.c), third-party content, for the
+ * (oci_index_digest(), src/runtime/oci-image.c), third-party content, for the
  * tag "latest". Accepted means a sha256 digest of 64 lowercase hex digits and
  * no message; a refusal must explain itself and return nothing.
  */

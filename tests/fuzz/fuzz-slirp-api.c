@@ -2,7 +2,7 @@
 /*
  * Fuzz target: the coordinator's reader of slirp4netns' API answers
  * (slirp_api_parse_add_reply() and slirp_api_parse_remove_reply(),
- * src/shared/port-forward.c), one answer per input. An accepted add_hostfwd
+ * src/config/port-forward.c), one answer per input. An accepted add_hostfwd
  * answer names an ID in 1..INT32_MAX; an "error" answer's description is
  * printable ASCII only, at most 200 bytes.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Fuzz target: the coordinator's decoder of the Runtime Supervisor's reports
- * (supervisor_msg_decode(), src/shared/supervisor-proto.c), one datagram per
+ * (supervisor_msg_decode(), src/codec/supervisor-proto.c), one datagram per
  * input. The grammar has one spelling per message, so an accepted datagram
  * must encode back to exactly its own bytes: the decoder can neither accept
  * a variant spelling nor read a field other than the encoder wrote it.

@@ -210,9 +210,9 @@ done
 lt_log "ok: a session in the default image: $(tr '\n' ' ' <<<"$out")"
 # The built-in profile persists /usr, /etc, /var/lib, /root and /opt (SR-14):
 # a package with set-user-ID programs (mount's /usr/bin/mount) installs there
-# with dpkg -i, and its programs lose only the bit (C22: the set-ID filter's
-# responder strips it from dpkg's fchmod, so the mode is 0755, not 0000).
-# Nothing set-ID lands in the workspace it came from or in the Domain's state.
+# with dpkg -i, and keeps its bit there as on a normal system (issue 33: the
+# State Anchor keeps modes as written), in the 0700 Domain Root only; nothing
+# set-ID lands in the workspace it came from.
 debs=("$REPO"/mount_*.deb)
 [[ -f ${debs[0]} ]] || lt_fail "no mount package in $REPO"
 cp "${debs[0]}" "$ws/mount.deb"
@@ -233,13 +233,15 @@ out=$(cd "$ws" && lazaretctl --config "$conf" launch -- /bin/bash -c '
         echo kept >/root/lt-file
         stat -c %a /usr/bin/mount' 2>&1) ||
         lt_fail "installing into the persistent dirs of the built-in profile failed: $out"
-lt_assert_eq "mode of /usr/bin/mount after dpkg -i inside" 755 "$(tail -n 1 <<<"$out")"
+lt_assert_eq "mode of /usr/bin/mount after dpkg -i inside" 4755 "$(tail -n 1 <<<"$out")"
 lt_assert_eq "set-ID files in the workspace after dpkg -i" "" "$(find "$ws" -perm /6000)"
 state_dir=$data/domains/$domain/state
 for d in usr etc var-lib root opt; do
         [[ -d $state_dir/$d/upper ]] || lt_fail "no upper layer for $d in $state_dir"
 done
-lt_assert_eq "set-ID files in the Domain's persistent layers" "" "$(find "$state_dir" -perm /6000 2>/dev/null)"
+lt_assert_eq "set-ID files in the Domain's persistent layers" "$state_dir/usr/upper/bin/mount
+$state_dir/usr/upper/bin/umount" "$(find "$state_dir" -type f -perm /6000 2>/dev/null | sort)"
+lt_assert_eq "mode of the Domain Root" 700 "$(stat -c %a "$data/domains/$domain")"
 (cd "$ws" && lazaretctl --config "$conf" stop) >/dev/null 2>&1 || true
 lt_wait_inactive "$domain"
 # After the stop, a new launch: all of it is there, and ls -l / works over
@@ -257,7 +259,7 @@ out=$(cd "$ws" && lazaretctl --config "$conf" launch -- /bin/bash -c '
 for want in "lt-apt install ok installed" "mount install ok installed" "hello from lt-apt" "tool ok" "kept"; do
         [[ $out == *"$want"* ]] || lt_fail "after lazaretctl stop and a new launch: expected '$want' in: $out"
 done
-lt_assert_eq "mode of /usr/bin/mount after the restart" 755 "$(tail -n 1 <<<"$out")"
+lt_assert_eq "mode of /usr/bin/mount after the restart" 4755 "$(tail -n 1 <<<"$out")"
 lt_log "ok: dpkg -i, apt-get install, /usr/local/bin and /root persist in the built-in profile; ls -l / works"
 out=$(cd "$ws" && lazaretctl --config "$conf" launch 2>&1 </dev/null) || lt_fail "the default command of the default image failed: $out"
 lt_wait_inactive "$domain"

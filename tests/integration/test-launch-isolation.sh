@@ -72,12 +72,21 @@ check_host_processes() {
                 cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -d' ' -f1)
                 # The supervisor, runsc's own clients and the gofer are Lazaret's and runsc's side;
                 # slirp4netns too, in its own seccomp sandbox, and the host-edit watcher, with no
-                # capabilities, NO_NEW_PRIVS and its seccomp allowlist, as the set-ID filter's responder.
+                # capabilities, NO_NEW_PRIVS and its seccomp allowlist; the set-ID filter's responder
+                # likewise, with the three capabilities that applying a chown on a State Anchor takes.
                 case $cmd in
                 */slirp4netns)
                         [[ $(awk '/^Seccomp:/ { print $2 }' <<<"$st") == 2 ]] || lt_fail "slirp4netns runs without its seccomp filter"
                         continue ;;
-                */lazaret-watch | */lazaret-setid-responder)
+                */lazaret-setid-responder)
+                        # CAP_CHOWN, CAP_FOWNER and CAP_FSETID, for the State Anchor (issue 33).
+                        [[ $(awk '/^Seccomp:/ { print $2 }' <<<"$st") == 2 &&
+                           $(awk '/^NoNewPrivs:/ { print $2 }' <<<"$st") == 1 &&
+                           $(awk '/^CapEff:/ { print $2 }' <<<"$st") == 0000000000000019 &&
+                           $(awk '/^CapBnd:/ { print $2 }' <<<"$st") == 0000000000000019 ]] ||
+                                lt_fail "$cmd (pid $pid) is not hardened: $(grep -E '^(Seccomp|NoNewPrivs|CapEff|CapBnd):' <<<"$st" | tr '\n' ' ')"
+                        continue ;;
+                */lazaret-watch)
                         [[ $(awk '/^Seccomp:/ { print $2 }' <<<"$st") == 2 &&
                            $(awk '/^NoNewPrivs:/ { print $2 }' <<<"$st") == 1 &&
                            $(awk '/^CapEff:/ { print $2 }' <<<"$st") == 0000000000000000 &&

@@ -170,7 +170,12 @@ found=$(cd "$VOL" && find . -perm /6000 -print)
 lt_assert_eq "set-ID files in the volume" "./hostsuid" "$found"
 found=$(cd "$LT_WS/hostsgid" && find . \( -perm /4000 -o \! -type d -perm /2000 \) -print)
 lt_assert_eq "set-user-ID or set-group-ID non-directories in hostsgid" "" "$found"
-no_setid_under "the Domain's own storage" "${XDG_DATA_HOME:-$HOME/.local/share}/lazaret"
+# Outside the State Anchor's layers, which keep modes as written inside
+# (issue 33, test-state-owners.sh) below the 0700 Domain Root.
+data=${XDG_DATA_HOME:-$HOME/.local/share}/lazaret
+found=$(find "$data" \( -path "$data/domains/*/state" -o -path "$data/domains/*/state-trash" \) -prune -o -perm /6000 -printf '%m %p\n')
+[[ -z $found ]] || lt_fail "the Domain's own storage left set-ID files on the host outside its State Anchor: $found"
+lt_log "ok: the Domain's own storage left no set-ID file on the host outside its State Anchor"
 
 # --- no false positives -----------------------------------------------------
 

@@ -374,3 +374,35 @@ Test(store, audit_queue, .init = setup, .fini = teardown) {
         audit_queue_free(q);
         domain_store_close(s);
 }
+
+/* The pending events, read without the store: from the skip-th oldest, in order across the ring's wrap. */
+Test(store, audit_queue_visit, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **list = NULL;
+        _cleanup_free_ char *error = NULL;
+        DomainStore *s = NULL;
+        AuditQueue *q = audit_queue_new();
+
+        cr_assert_not_null(q);
+        cr_assert_eq(audit_queue_visit(q, 0, collect, &list), 0);
+        cr_assert_null(list, "nothing pending, nothing visited");
+        cr_assert_eq(domain_store_open(path, &s, &error), 0, "%s", error ?: "");
+        for (unsigned i = 0; i < AUDIT_QUEUE_MAX; i++) {
+                char id[32];
+                snprintf(id, sizeof(id), "r%u", i);
+                cr_assert_eq(audit_queue_push(q, &(EscalationEvent) { .time_usec = i, .request = id, .event = "requested" }), 0);
+        }
+        /* One batch out, two in at the ring's start: the pending ones wrap. */
+        cr_assert_eq(audit_queue_flush(q, s, NULL, &error), (int) AUDIT_BATCH);
+        cr_assert_eq(audit_queue_push(q, &(EscalationEvent) { .request = "w1", .event = "requested" }), 0);
+        cr_assert_eq(audit_queue_push(q, &(EscalationEvent) { .request = "w2", .event = "result", .outcome = "denied" }), 0);
+        cr_assert_eq(audit_queue_visit(q, audit_queue_pending(q) - 3, collect, &list), 0);
+        cr_assert_eq(strv_length(list), 3);
+        cr_assert_str_eq(list[0], "r4095 requested - - 0");
+        cr_assert_str_eq(list[1], "w1 requested - - 0");
+        cr_assert_str_eq(list[2], "w2 result - denied 0");
+        list = strv_free(list);
+        cr_assert_eq(audit_queue_visit(q, audit_queue_pending(q), collect, &list), 0);
+        cr_assert_null(list, "skipping all visits none");
+        audit_queue_free(q);
+        domain_store_close(s);
+}

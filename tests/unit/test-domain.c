@@ -269,6 +269,19 @@ Test(domain, exposure_other_domain, .init = setup, .fini = teardown) {
                          "home/proj", "only this profile's {profile_dir} and this Domain's {domain_dir} may be mounted");
 }
 
+/* Issue 33: the persistent layers keep subordinate IDs' set-ID files; no volume reaches them. */
+Test(domain, exposure_state_anchor, .init = setup, .fini = teardown) {
+        static const char *const hosts[] = { "{domain_dir}", "{domain_dir}/state", "{domain_dir}/state/usr/upper",
+                                             "{domain_dir}/state-trash" };
+
+        mkdirs("home/proj");
+        for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+                _cleanup_free_ char *text = NULL;
+                cr_assert(asprintf(&text, "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"volumes\": [{\"host\": \"%s\", \"container\": \"/c\"}]}}, \"default_profile\": \"dev\"}", hosts[i]) > 0);
+                exposure_refused(text, "home/proj", "reaches the Domain's persistent layers");
+        }
+}
+
 Test(domain, exposure_workspace_inside_data_root, .init = setup, .fini = teardown) {
         mkdirs("home/.local/share/lazaret/domains/x");
         exposure_refused(NULL, "home/.local/share/lazaret/domains/x", "lies inside the Lazaret data root");

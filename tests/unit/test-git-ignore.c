@@ -12,6 +12,7 @@
 #include "cleanup.h"
 #include "fs-util.h"
 #include "git-ignore.h"
+#include "host-git.h"
 #include "macro.h"
 
 static IgnoreList *parse(const char *text, const char *base) {
@@ -316,13 +317,13 @@ Test(git_ignore, excludes_file) {
         setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
         /* A repository named by the environment is not consulted. */
         setenv("GIT_DIR", "/nonexistent", 1);
-        cr_assert_eq(ignore_host_excludes_file(&f, &error), 0, "%s", error);
+        cr_assert_eq(host_git_excludes_file(&f, &error), 0, "%s", error);
         snprintf(p, sizeof(p), "%s/.config/git/ignore", tmp);
         cr_assert_str_eq(f, p);
         free(TAKE_PTR(f));
         snprintf(p, sizeof(p), "%s/.gitconfig", tmp);
         cr_assert_eq(write_file(p, "[core]\n\texcludesFile = ~/my-ignore\n", 0644), 0);
-        cr_assert_eq(ignore_host_excludes_file(&f, &error), 0, "%s", error);
+        cr_assert_eq(host_git_excludes_file(&f, &error), 0, "%s", error);
         snprintf(p, sizeof(p), "%s/my-ignore", tmp);
         cr_assert_str_eq(f, p);
         (void) rm_rf(tmp);

@@ -2,7 +2,7 @@
 /*
  * The JSON builders and the reader under injected allocation failure. This
  * binary is linked with --wrap for every json-c call (and strdup, strndup,
- * realloc) the shared library makes (tests/unit/meson.build), so each one can
+ * realloc) the libraries make (tests/unit/meson.build), so each one can
  * be made to fail as json-c reports it: NULL for a new value or a string, -1
  * for an insertion that did not happen. Failing the nth call, for every n up
  * to the number of calls a build makes, must give -ENOMEM and no document:

@@ -50,6 +50,10 @@ Test(launch_request, refuses_bad_content) {
                 /* json-c would read "config\u0000x" as "config", overriding the null before it. */
                 "{\"version\":1,\"config\":null,\"config\\u0000x\":\"/evil\",\"fingerprint\":\"" FP "\"}",
                 "{\"version\":1,\"config\":null,\"fingerprint\":\"" FP "\",\"fingerprint\\u0000\":\"" FP "\"}",
+                "{\"version\":1,\"config\":null,\"fingerprint\":\"" FP "\",\"mode\":\"repair\"}",
+                "{\"version\":1,\"config\":null,\"fingerprint\":\"" FP "\",\"mode\":true}",
+                "{\"version\":1,\"config\":null,\"mode\":\"maintenance\"}",
+                "{\"version\":1,\"config\":null,\"fingerprint\":\"" FP "\",\"mode\":\"maintenance\",\"extra\":1}",
                 NULL,
         };
         for (size_t i = 0; bad[i]; i++) {
@@ -59,6 +63,30 @@ Test(launch_request, refuses_bad_content) {
                 cr_assert_not_null(err);
                 cr_assert_null(r.config_path);
         }
+}
+
+/* A maintenance request round-trips; without "mode", or with "launch", it is a launch. */
+Test(launch_request, maintenance_mode) {
+        char tmpl[] = "/tmp/lazaret-unit-lr-XXXXXX";
+        _cleanup_free_ char *err = NULL, *path = NULL;
+        LaunchRequest w = { .maintenance = true }, r = {};
+        const char *launch = "{\"version\":1,\"config\":null,\"fingerprint\":\"" FP "\",\"mode\":\"launch\"}";
+
+        cr_assert_not_null(mkdtemp(tmpl));
+        memcpy(w.fingerprint, FP, sizeof(FP));
+        cr_assert_eq(launch_request_write(tmpl, "0123456789ab", &w, NULL, &err), 0, "%s", err ?: "");
+        cr_assert_eq(launch_request_read(tmpl, "0123456789ab", &r, &err), 0, "%s", err ?: "");
+        cr_assert(r.maintenance);
+        cr_assert_null(r.config_path);
+        w.maintenance = false;
+        cr_assert_eq(launch_request_write(tmpl, "0123456789ab", &w, NULL, &err), 0, "%s", err ?: "");
+        cr_assert_eq(launch_request_read(tmpl, "0123456789ab", &r, &err), 0, "%s", err ?: "");
+        cr_assert_not(r.maintenance, "a launch's request replaces a maintenance one");
+        cr_assert_eq(launch_request_parse(launch, strlen(launch), "t", &r, &err), 0, "%s", err ?: "");
+        cr_assert_not(r.maintenance);
+        cr_assert(asprintf(&path, "%s/0123456789ab.launch", tmpl) > 0);
+        unlink(path);
+        rmdir(tmpl);
 }
 
 Test(launch_request, nul_key_alias_named) {

@@ -213,6 +213,39 @@ Test(net_policy, profile_of_config) {
         cr_assert_eq(g->n_routes, p->n_routes - 2);
 }
 
+/* Host rules (spec 4.5, "Egress by name"): the pool via the gateway, the default route denied; without them nothing changes. */
+Test(net_policy, host_rules) {
+        static const ConfigEnv env = { .home = "/home/u", .xdg_data_home = "/nonexistent-lazaret-unit/share" };
+        const char *text =
+                "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"allow_egress\": [\"203.0.113.0/24\"],"
+                "                          \"allow_hosts\": [\"Example.COM\", \"*.example.org:22,443\"]},"
+                "              \"plain\": {\"image\": \"builtin:default\", \"allow_egress\": [\"203.0.113.0/24\"]}}}";
+        _cleanup_config_ Config *c = NULL;
+        _cleanup_free_ char *err = NULL;
+        _cleanup_net_policy_ NetPolicy *p = NULL, *q = NULL;
+        const Profile *dev;
+
+        cr_assert_eq(config_parse(text, strlen(text), "/x.json", &env, &c, &err), 0, "%s", err ?: "");
+        dev = config_find_profile(c, "dev");
+        cr_assert_str_eq(dev->allow_hosts[0], "example.com");
+        cr_assert_str_eq(dev->allow_hosts[1], "*.example.org:22,443");
+        cr_assert_null(dev->allow_hosts[2]);
+        cr_assert_eq(net_policy_derive_for_profile(c, dev, &p), 0);
+        assert_routes(p, L(FIXED_32,
+                           CANARY_DENY,
+                           "203.0.113.0/24 via 10.137.54.2 dev tap0 table 254 metric 0",
+                           "10.137.64.0/18 via 10.137.54.2 dev tap0 table 254 metric 0",
+                           "169.254.0.0/16 via 10.137.55.10 dev deny0 table 254 metric 0",
+                           "192.168.0.0/16 via 10.137.55.10 dev deny0 table 254 metric 0",
+                           "172.16.0.0/12 via 10.137.55.10 dev deny0 table 254 metric 0",
+                           "100.64.0.0/10 via 10.137.55.10 dev deny0 table 254 metric 0",
+                           "10.0.0.0/8 via 10.137.55.10 dev deny0 table 254 metric 0",
+                           "0.0.0.0/0 via 10.137.55.10 dev deny0 table 254 metric 0"));
+        cr_assert_eq(net_policy_derive_for_profile(c, config_find_profile(c, "plain"), &q), 0);
+        cr_assert_eq(q->n_routes, p->n_routes - 1);
+        cr_assert_str_eq(q->routes[q->n_routes - 1].verdict == NET_ALLOW ? "allow" : "deny", "allow");
+}
+
 Test(net_policy, encoding_round_trip) {
         _cleanup_net_policy_ NetPolicy *p = derive_ok(L("10.20.0.0/16"), L("203.0.113.0/24"), NULL, NULL), *q = NULL;
         _cleanup_free_ uint8_t *buf = NULL, *buf2 = NULL;

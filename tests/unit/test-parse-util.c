@@ -163,3 +163,27 @@ Test(parse_util, split_fields) {
         cr_assert_eq(split_fields(two, " ", f, 2), -E2BIG);
         cr_assert_eq(split_fields(empty, " \t", f, 3), 0);
 }
+
+Test(parse_util, double_json_grammar) {
+        static const char *const bad[] = { "", "-", "+1", " 1", "1 ", "01", "-01", "1.", ".5", "1e", "1e+", "0x10",
+                                           "inf", "-inf", "nan", "1.5f", "1,5", "1e5.0", "--1" };
+        double d = 7;
+
+        cr_assert_eq(parse_double("0", &d), 0);
+        cr_assert_eq(d, 0);
+        cr_assert_eq(parse_double("-0.5", &d), 0);
+        cr_assert_eq(d, -0.5);
+        cr_assert_eq(parse_double("1.25E+2", &d), 0);
+        cr_assert_eq(d, 125);
+        cr_assert_eq(parse_double("25e-2", &d), 0);
+        cr_assert_eq(d, 0.25);
+        cr_assert_eq(parse_double("1e-400", &d), 0);    /* underflow rounds to zero */
+        cr_assert_eq(d, 0);
+        d = 7;
+        cr_assert_eq(parse_double("1e400", &d), -ERANGE);
+        cr_assert_eq(parse_double("-1e400", &d), -ERANGE);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                cr_assert_eq(parse_double(bad[i], &d), -EINVAL, "%s", bad[i]);
+        cr_assert_eq(parse_double(NULL, &d), -EINVAL);
+        cr_assert_eq(d, 7);
+}

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -30,31 +31,50 @@ static char dir[] = "/tmp/lazaret-setid-XXXXXX";
 static int dfd = -1;
 static pid_t responder = -1;
 
-static void setup(void) {
-        int notify_fd = -1, fd;
+/* The responder, as the supervisor runs it: forked before the filter, the
+ * listener sent over a socket. anchored: the test directory's file system
+ * is a State Anchor to it. */
+static void setup_with(bool anchored) {
+        int notify_fd = -1, fd, sock[2];
+        AnchorId id;
 
         cr_assert_not_null(mkdtemp(dir));
         dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         cr_assert_geq(dfd, 0);
+        cr_assert_eq(anchor_id_of_fd(dfd, &id), 0);
         /* A set-user-ID file made before the filter: the host's own. */
         fd = openat(dfd, "hostsuid", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
         cr_assert_geq(fd, 0);
         cr_assert_eq(fchmod(fd, 04755), 0);
         close(fd);
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sock), 0);
+        responder = fork();
+        cr_assert_geq(responder, 0);
+        if (responder == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                close(sock[0]);
+                if (setid_listener_receive(sock[1], &notify_fd) < 0)
+                        _exit(2);
+                _exit(setid_responder_serve(notify_fd, &id, anchored ? 1 : 0) < 0 ? 1 : 0);
+        }
+        close(sock[1]);
         /* Any user may load a filter once NO_NEW_PRIVS is set. */
         cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
         /* The filter sets the umask it keeps, whatever the caller had. */
         umask(0);
         cr_assert_eq(setid_filter_load(&notify_fd), 0);
         cr_assert_geq(notify_fd, 0);
-        /* The responder, as the supervisor runs it: another process under the filter. */
-        responder = fork();
-        cr_assert_geq(responder, 0);
-        if (responder == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                _exit(setid_responder_serve(notify_fd) < 0 ? 1 : 0);
-        }
+        cr_assert_eq(setid_listener_send(sock[0], notify_fd), 0);
+        close(sock[0]);
         close(notify_fd);
+}
+
+static void setup(void) {
+        setup_with(false);
+}
+
+static void setup_anchored(void) {
+        setup_with(true);
 }
 
 static void teardown(void) {
@@ -200,8 +220,8 @@ Test(setid_filter, fchmod_stripped) {
         cr_assert_geq(host, 0);
         cr_assert_eq(fchmod(host, 04755), 0);
         cr_assert_eq(mode_of("hostsuid"), 04755);
-        assert_eperm(fchmod(host, 04750));
-        cr_assert_eq(mode_of("hostsuid"), 04755);
+        cr_assert_eq(fchmod(host, 04750), 0);
+        cr_assert_eq(mode_of("hostsuid"), 04750);
         cr_assert_eq(fchmod(host, 0750), 0);
         cr_assert_eq(mode_of("hostsuid"), 0750);
         errno = 0;
@@ -309,6 +329,59 @@ Test(setid_filter, chown_ignored) {
         cr_assert_eq(syscall(SYS_chown, "/nonexistent/x", 0, 0), 0);
         cr_assert_eq(syscall(SYS_lchown, "/nonexistent/x", -1, -1), 0);
         cr_assert_eq(fchown(-1, 0, 0), 0);
+}
+
+/*
+ * On a State Anchor (issue 33), the file system the responder was given:
+ * gVisor's calls, fchmod and fchownat(fd, "", AT_EMPTY_PATH), are applied
+ * as asked; calls by path still follow the host rules.
+ */
+TestSuite(setid_anchor, .init = setup_anchored, .fini = teardown);
+
+Test(setid_anchor, fchmod_as_asked) {
+        static const mode_t modes[] = { 01777, 02775, 04755, 06750, 0664, 0755 };
+        int fd;
+
+        cr_assert_eq(mkdirat(dfd, "d", 0755), 0);
+        fd = openat(dfd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cr_assert_geq(fd, 0);
+        for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+                cr_assert_eq(fchmod(fd, modes[i]), 0, "fchmod %04o: %s", (unsigned) modes[i], strerror(errno));
+                cr_assert_eq(mode_of("d"), modes[i]);
+        }
+        close(fd);
+        /* By path: the host rules, whatever the file system. */
+        assert_eperm(fchmodat(dfd, "d", 0777, 0));
+        assert_eperm(fchmodat(dfd, "d", 02755, 0));
+        cr_assert_eq(mode_of("d"), 0755);
+}
+
+Test(setid_anchor, fchown_applied) {
+        uint64_t before;
+        int fd;
+
+        make_file("f", 0644);
+        before = owner_of("f");
+        fd = openat(dfd, "f", O_RDONLY | O_CLOEXEC);
+        cr_assert_geq(fd, 0);
+        /* A chown by path, or fchownat with a name: 0, nothing changed. */
+        cr_assert_eq(fchownat(dfd, "f", 1234, 1234, 0), 0);
+        cr_assert_eq(fchownat(dfd, "f", 1234, 1234, AT_EMPTY_PATH), 0);
+        cr_assert_eq(owner_of("f"), before);
+        if (geteuid() != 0) {
+                /* Without CAP_CHOWN only the file's own owner and groups: still applied. */
+                cr_assert_eq(fchown(fd, (uid_t) -1, getegid()), 0);
+                close(fd);
+                return;
+        }
+        cr_assert_eq(fchown(fd, 1234, 1235), 0, "fchown: %s", strerror(errno));
+        cr_assert_eq(owner_of("f"), (uint64_t) 1234 << 32 | 1235);
+        cr_assert_eq(fchownat(fd, "", 105, (gid_t) -1, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW), 0);
+        cr_assert_eq(owner_of("f"), (uint64_t) 105 << 32 | 1235);
+        /* Go passes -1 sign-extended; the low half counts. */
+        cr_assert_eq(syscall(SYS_fchownat, fd, "", 0xffffffff00000000UL | 107, 0xffffffffffffffffUL, AT_EMPTY_PATH), 0);
+        cr_assert_eq(owner_of("f"), (uint64_t) 107 << 32 | 1235);
+        close(fd);
 }
 
 Test(setid_filter, unseen_modes) {

@@ -16,8 +16,8 @@
 
 #include <criterion/criterion.h>
 
-/* The supervisor's file, its main() renamed: load_seccomp(),
- * report_failed() and arg_control_fd are what is under test. */
+/* The supervisor's file, its main() renamed: load_seccomp(), its
+ * wait_for_end() and report_exited() are what is under test. */
 int supervisor_main(int argc, char *argv[]);
 #define main supervisor_main
 #include "supervisor.c"
@@ -28,25 +28,23 @@ enum {
         STEP_OK,
         STEP_START = 10,
         STEP_SECCOMP,
-        STEP_POLL,
         STEP_REAP,
-        STEP_PARSE,
 };
 
 static int loop_under_filter(int control_fd) {
-        _cleanup_(helpers_kill) Helpers hs = HELPERS_INIT;
+        _cleanup_(supervisor_done) Supervisor s = SUPERVISOR_INIT;
         char err_line[1024];
         int trigger[2], r;
 
         if (pipe2(trigger, O_CLOEXEC) < 0)
                 return STEP_START;
-        r = WITH_LINE(err_line, helper_start(&hs, &(HelperSpec) { .name = "stays", .role = "the test helper", .death_means = "x",
+        r = WITH_LINE(err_line, helper_start(&s.helpers, &(HelperSpec) { .name = "stays", .role = "the test helper", .death_means = "x",
                                               .argv = (char *[]) { (char *) "/bin/sh", (char *) "-c",
                                                                    (char *) "printf 1 >&3; exec sleep 30", NULL },
                                               .ready_timeout_ms = 5000 },
                          NULL, &line_));
         if (r >= 0)
-                r = WITH_LINE(err_line, helper_start(&hs, &(HelperSpec) { .name = "dies", .role = "the test helper",
+                r = WITH_LINE(err_line, helper_start(&s.helpers, &(HelperSpec) { .name = "dies", .role = "the test helper",
                                                       .death_means = "the Domain fails",
                                                       .argv = (char *[]) { (char *) "/bin/sh", (char *) "-c",
                                                                            (char *) "printf 1 >&3; read x <&4; exit 7",
@@ -62,22 +60,11 @@ static int loop_under_filter(int control_fd) {
         if (load_seccomp() < 0)
                 return STEP_SECCOMP;
 
-        /* From here on only what the supervisor's loop does. */
+        /* From here on only what the supervisor does after READY: its own
+         * wait (no runsc wait here: a pidfd of -EBADF is not polled), which
+         * reports the helper's death; then supervisor_done() on the way out. */
         close(trigger[1]);
-        for (;;) {
-                struct pollfd p[HELPERS_MAX];
-                nfds_t n = helpers_pollfds(&hs, p, HELPERS_MAX);
-
-                if (poll(p, n, 5000) <= 0)
-                        return STEP_POLL;
-                r = WITH_LINE(err_line, helpers_reap_dead(&hs, &line_));
-                if (r < 0)
-                        return STEP_REAP;
-                if (r > 0)
-                        break;
-        }
-        report_failed("%s", err_line);
-        return STEP_OK;         /* and helpers_kill() on the way out */
+        return wait_for_end(&s) == 1 ? STEP_OK : STEP_REAP;
 }
 
 /* body(control_fd) in a child; its one message on the control socket, after it exited with STEP_OK. */
@@ -115,15 +102,21 @@ Test(supervisor_seccomp, the_wait_loop_and_the_helpers_kill_pass_the_filter) {
 /* runsc wait's answer is read after the filter is loaded: the JSON reader allocates, and json-c seeds its hash. */
 static int wait_answer_under_filter(int control_fd) {
         static const char answer[] = "{\"id\":\"lazaret-0123456789ab-1\",\"exitStatus\":137}\n";
-        _cleanup_free_ char *why = NULL;
-        int code;
+        _cleanup_(supervisor_done) Supervisor s = SUPERVISOR_INIT;
 
+        /* runsc wait, ended after its answer: report_exited() reads it to EOF and reaps the writer. */
+        if (pipe2(s.wait_pipe, O_CLOEXEC) < 0 || write(s.wait_pipe[1], answer, sizeof(answer) - 1) != sizeof(answer) - 1)
+                return STEP_START;
+        s.wait_pipe[1] = safe_close(s.wait_pipe[1]);
+        s.waiter = fork();
+        if (s.waiter < 0)
+                return STEP_START;
+        if (s.waiter == 0)
+                _exit(0);
         arg_control_fd = control_fd;
         if (load_seccomp() < 0)
                 return STEP_SECCOMP;
-        if (runsc_wait_status(answer, sizeof(answer) - 1, &code, &why) < 0)
-                return STEP_PARSE;
-        send_msg(&(SupervisorMsg) { .type = SUPERVISOR_EXITED, .status = code });
+        report_exited(&s);
         return STEP_OK;
 }
 

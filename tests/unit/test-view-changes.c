@@ -108,6 +108,11 @@ Test(view_changes, base_parse) {
         cr_assert_lt(view_base_parse("-1 17 5", 7, &b), 0);
         cr_assert_lt(view_base_parse("", 0, &b), 0);
         cr_assert_lt(view_base_parse("1 2 3\0", 6, &b), 0);
+        cr_assert_lt(view_base_parse("1  2 3", 6, &b), 0);
+        cr_assert_lt(view_base_parse("1 2 +3", 6, &b), 0);
+        cr_assert_lt(view_base_parse("1 -2 3", 6, &b), 0);
+        cr_assert_eq(view_base_parse("0 0 999999999", 13, &b), 0);
+        cr_assert_eq(b.mtime_nsec, 999999999);
 }
 
 Test(view_changes, kinds_and_scaffolding) {

@@ -1,0 +1,1825 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * lazaret-egress: the egress helper (spec section 4.5, "Egress by name"), a
+ * supervised helper of the Runtime Supervisor (helper.h) in the place of
+ * slirp4netns when a profile has host rules.
+ *
+ * It embeds libslirp on the tap device of the enforcement namespace, as
+ * slirp4netns does, and puts a frame filter in front of slirp_input():
+ *   - UDP to 10.137.54.3:53 is answered here (A for allowed names with a
+ *     synthetic address of the pool, bound to the name asked; NXDOMAIN for
+ *     names no rule allows; the other answers as the spec says), after this
+ *     helper asked the host's resolver itself; every other UDP datagram is
+ *     refused with an ICMP port unreachable;
+ *   - a new TCP connection passes only to a synthetic address and a port
+ *     the name bound to it is allowed on (a libslirp Unix forward to this
+ *     helper's own listener, slirp_add_unix()), to 10.137.54.3:53 (DNS
+ *     over TCP, also answered here) or, when the profile allows prefixes by
+ *     address, to such a prefix; every other SYN gets a reset;
+ *   - ARP passes, ICMP only to prefixes allowed by address, nothing else.
+ * A connection that arrives on a listener is read before anything is
+ * dialled: on 443 its ClientHello must name the bound name, on 80 its
+ * request head's Host; on other ports (allowed by a name:port rule) the
+ * connection is dialled at once, and its first bytes, when they are a
+ * ClientHello, must name the bound name too. Only then does the helper
+ * connect to an address it resolved itself for that name, under the
+ * address floor (the default private ranges and the profile's denies).
+ *
+ * Published ports are libslirp host forwards on 127.0.0.1, asked for on
+ * --api-socket with slirp4netns 1.2's protocol (add_hostfwd,
+ * remove_hostfwd), so the coordinator's ports.c works with either helper.
+ *
+ * fds: --ready-fd gets one byte once the tap is open and every socket is
+ * bound; the helper exits when --exit-fd reaches EOF. It opens the tap from
+ * a short-lived child that joins the namespace (the helper itself stays in
+ * the outer one, where its sockets to the outside and the published ports
+ * live), then drops every capability and sets NO_NEW_PRIVS.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <slirp/libslirp.h>
+
+#include "cidr.h"
+#include "cleanup.h"
+#include "dns-codec.h"
+#include "egress-frame.h"
+#include "egress-util.h"
+#include "harden.h"
+#include "host-rule.h"
+#include "http-head.h"
+#include "json-util.h"
+#include "macro.h"
+#include "net-policy.h"
+#include "parse-util.h"
+#include "tls-hello.h"
+#include "util.h"
+
+/* libslirp's virtual network (spec: grown to hold the pool), its own DNS address nothing routes to. */
+#define EGRESS_VNETWORK NET_IP4(10, 137, 0, 0)
+#define EGRESS_VNETMASK NET_IP4(255, 255, 128, 0)
+#define EGRESS_SLIRP_DNS NET_IP4(10, 137, 54, 4)
+#define EGRESS_DHCP_START NET_IP4(10, 137, 54, 15)
+/* The synthetic pool, 10.137.64.0/18, its first and last usable address. */
+#define POOL_FIRST NET_IP4(10, 137, 64, 1)
+#define POOL_LAST NET_IP4(10, 137, 127, 254)
+#define POOL_PREFIX NET_IP4(10, 137, 64, 0)
+#define POOL_MASK NET_IP4(255, 255, 192, 0)
+#define SYNTH_TTL 60u
+
+#define NAME_PORTS_MAX 32
+#define NAME_ADDRS_MAX DNS_ANSWER_KEEP_MAX
+#define CONNS_MAX 512
+#define RELAY_BUF (64u * 1024u)
+#define PEEK_TIMEOUT_MS 10000u
+#define DIAL_TIMEOUT_MS 10000u
+#define PENDING_MAX 64
+#define PENDING_WAITERS 16
+#define UPSTREAM_RETRY_MS 1000u
+#define UPSTREAM_TIMEOUT_MS 4000u
+#define TIMERS_MAX 32
+#define API_REQUEST_MAX 4096u
+#define HOSTFWD_MAX 64
+#define FRAMES_PER_TURN 256
+
+static const char *arg_netns;
+static const char *arg_tap;
+static const char *arg_run_dir;
+static const char *arg_api_socket;
+static const char *arg_resolver;
+static int arg_ready_fd = -1;
+static int arg_exit_fd = -1;
+
+typedef struct Name {
+        char name[DNS_NAME_TEXT_MAX + 1];
+        uint32_t synth;
+        uint16_t ports[NAME_PORTS_MAX];
+        int listen_fd[NAME_PORTS_MAX];
+        size_t n_ports;
+        uint32_t real[NAME_ADDRS_MAX];          /* resolved by us, under the floor */
+        size_t n_real, next_real;
+        uint64_t expires;                       /* of real[], monotonic ms */
+} Name;
+
+typedef enum ConnKind {
+        CONN_NAME,              /* a connection to a name: peeked, checked, dialled, relayed */
+        CONN_DNS,               /* DNS over TCP from the sandbox */
+        CONN_API,               /* a request on --api-socket */
+} ConnKind;
+
+typedef enum ConnState {
+        CONN_PEEK,              /* reading the first bytes (80, 443) */
+        CONN_RESOLVE,           /* waiting for our own answer for the name */
+        CONN_DIAL,              /* connecting to the resolved address */
+        CONN_RELAY,
+        CONN_DNS_READ,
+        CONN_DNS_WAIT,          /* a query upstream */
+} ConnState;
+
+typedef struct Conn {
+        ConnKind kind;
+        ConnState state;
+        unsigned gen;
+        int in_fd;              /* toward the sandbox (libslirp's Unix connection) */
+        int out_fd;             /* toward the destination */
+        size_t name;            /* index into names */
+        uint16_t port;
+        bool check_first;       /* other ports: a ClientHello in the first bytes must name the name */
+        uint8_t *up;            /* sandbox -> destination (first the peeked bytes) */
+        size_t up_len;
+        uint8_t *down;          /* destination -> sandbox */
+        size_t down_len;
+        bool in_eof, out_eof, in_shut, out_shut;
+        uint64_t deadline;      /* 0: none */
+} Conn;
+
+typedef enum WaiterKind {
+        WAIT_UDP,               /* a DNS query that came in a frame */
+        WAIT_TCP,               /* a DNS query on a CONN_DNS */
+        WAIT_DIAL,              /* a CONN_NAME in CONN_RESOLVE */
+} WaiterKind;
+
+typedef struct Waiter {
+        WaiterKind kind;
+        DnsQuery q;
+        FrameInfo frame;        /* WAIT_UDP: addresses only, its pointers cleared */
+        size_t conn;
+        unsigned gen;
+} Waiter;
+
+typedef struct Pending {
+        bool used;
+        uint16_t id;
+        uint16_t qtype;
+        char asked[DNS_NAME_TEXT_MAX + 1];      /* the name asked upstream (a chain's end after a re-ask) */
+        char bound[DNS_NAME_TEXT_MAX + 1];      /* the name the sandbox asked */
+        size_t links;                           /* CNAME links followed so far */
+        uint64_t sent, deadline;
+        Waiter w[PENDING_WAITERS];
+        size_t n;
+} Pending;
+
+typedef struct Timer {
+        bool used, armed;
+        int64_t expire_ms;
+        SlirpTimerCb cb;
+        void *opaque;
+} Timer;
+
+typedef enum TagKind {
+        TAG_TAP,
+        TAG_EXIT,
+        TAG_UPSTREAM,
+        TAG_API,
+        TAG_DNS_LISTEN,
+        TAG_LISTEN,
+        TAG_CONN_IN,
+        TAG_CONN_OUT,
+        TAG_SLIRP,
+} TagKind;
+
+typedef struct Tag {
+        TagKind kind;
+        size_t idx;             /* name or conn */
+        size_t sub;             /* port index of a name */
+        unsigned gen;
+} Tag;
+
+typedef struct HostFwd {
+        int id;
+        uint16_t host_port;
+} HostFwd;
+
+typedef struct FloorRule {
+        Cidr c;
+        bool allow;
+} FloorRule;
+
+typedef struct Egress {
+        Slirp *slirp;
+        int tap_fd, upstream_fd, api_fd, dns_listen_fd;
+        HostRuleList rules;
+        FloorRule *floor;
+        size_t n_floor;
+        bool by_address;        /* some prefix is allowed by address: libslirp unrestricted */
+        Name *names;
+        size_t n_names, cap_names;
+        uint32_t next_synth;
+        Conn *conns[CONNS_MAX];
+        unsigned next_gen;
+        Pending pending[PENDING_MAX];
+        Timer timers[TIMERS_MAX];
+        HostFwd fwd[HOSTFWD_MAX];
+        size_t n_fwd;
+        int next_fwd_id;
+        struct pollfd *pfd;
+        Tag *tag;
+        size_t n_pfd, cap_pfd;
+        uint8_t frame[EGRESS_FRAME_MAX];
+        uint8_t out[EGRESS_FRAME_MAX];
+        uint64_t log_window;
+        unsigned log_count;
+} Egress;
+
+/* At most 20 refusal lines a second: the sandbox decides how many refusals there are. */
+_printf_(2, 3) static void log_refusal(Egress *e, const char *fmt, ...) {
+        uint64_t now = now_msec();
+        va_list ap;
+
+        if (now - e->log_window >= 1000) {
+                if (e->log_count > 20)
+                        fprintf(stderr, "lazaret-egress: %u refusals not shown\n", e->log_count - 20);
+                e->log_window = now;
+                e->log_count = 0;
+        }
+        if (++e->log_count > 20)
+                return;
+        fputs("lazaret-egress: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+}
+
+static const char *ip4(uint32_t a, char buf[static IPV4_STRING_MAX]) {
+        return ipv4_to_string(a, buf);
+}
+
+/* ---- the address floor ------------------------------------------------------------ */
+
+/* Never a destination, whatever is allowed: this host, "this network", multicast, reserved, Lazaret's own. */
+static const Cidr floor_never[] = {
+        { NET_IP4(0, 0, 0, 0), 8 },
+        { NET_IP4(127, 0, 0, 0), 8 },
+        { NET_IP4(10, 137, 0, 0), 16 },
+        { NET_IP4(224, 0, 0, 0), 3 },
+};
+
+static bool cidr_has(const Cidr *c, uint32_t a) {
+        uint32_t mask = c->prefixlen == 0 ? 0 : UINT32_MAX << (32 - c->prefixlen);
+        return (a & mask) == c->addr;
+}
+
+/* Longest prefix wins between allows and denies; no match: allowed (the floor is for what names resolve to). */
+static bool floor_allows(const Egress *e, uint32_t a) {
+        int best = -1;
+        bool allow = true;
+
+        for (size_t i = 0; i < ELEMENTSOF(floor_never); i++)
+                if (cidr_has(&floor_never[i], a))
+                        return false;
+        for (size_t i = 0; i < e->n_floor; i++)
+                if (cidr_has(&e->floor[i].c, a) && (int) e->floor[i].c.prefixlen > best) {
+                        best = e->floor[i].c.prefixlen;
+                        allow = e->floor[i].allow;
+                }
+        return allow;
+}
+
+/* Whether a is inside a prefix allowed by address (a direct connection may go there). */
+static bool allowed_by_address(const Egress *e, uint32_t a) {
+        int best = -1;
+        bool allow = false;
+
+        for (size_t i = 0; i < ELEMENTSOF(floor_never); i++)
+                if (cidr_has(&floor_never[i], a))
+                        return false;
+        for (size_t i = 0; i < e->n_floor; i++)
+                if (cidr_has(&e->floor[i].c, a) && (int) e->floor[i].c.prefixlen > best) {
+                        best = e->floor[i].c.prefixlen;
+                        allow = e->floor[i].allow;
+                }
+        return allow;
+}
+
+static int floor_add(Egress *e, const char *s, bool allow, char **ret_error) {
+        FloorRule *n;
+        Cidr c;
+        int r;
+
+        r = cidr_parse(s, &c);
+        if (r < 0)
+                return errorf(ret_error, r, "%s is not an IPv4 prefix", s);
+        n = realloc(e->floor, (e->n_floor + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        e->floor = n;
+        e->floor[e->n_floor++] = (FloorRule) { .c = c, .allow = allow };
+        if (allow)
+                e->by_address = true;
+        return 0;
+}
+
+/* ---- names and the pool ----------------------------------------------------------- */
+
+static ssize_t name_find(const Egress *e, const char *name) {
+        for (size_t i = 0; i < e->n_names; i++)
+                if (strcmp(e->names[i].name, name) == 0)
+                        return (ssize_t) i;
+        return -1;
+}
+
+static ssize_t name_by_synth(const Egress *e, uint32_t a) {
+        if ((a & POOL_MASK) != POOL_PREFIX)
+                return -1;
+        for (size_t i = 0; i < e->n_names; i++)
+                if (e->names[i].synth == a)
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void ports_add(Name *n, uint16_t p) {
+        size_t i;
+
+        for (i = 0; i < n->n_ports; i++)
+                if (n->ports[i] == p)
+                        return;
+        if (n->n_ports < NAME_PORTS_MAX)
+                n->ports[n->n_ports++] = p;
+}
+
+/* A listener at RUN_DIR/ADDR:PORT and libslirp's Unix forward of (synth, port) to it. */
+static int listener_open(Egress *e, uint32_t synth, uint16_t port, int *ret_fd, char **ret_error) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -EBADF;
+        struct in_addr guest = { htonl(synth) };
+        char a[IPV4_STRING_MAX];
+        int n;
+
+        n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s:%u", arg_run_dir, ip4(synth, a), port);
+        if (n < 0 || (size_t) n >= sizeof(sa.sun_path))
+                return errorf(ret_error, -ENAMETOOLONG, "the run directory %s is too long for a socket path",
+                              arg_run_dir);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return errorf(ret_error, -errno, "cannot create a listener for %s:%u: %m", a, port);
+        (void) unlink(sa.sun_path);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, SOMAXCONN) < 0)
+                return errorf(ret_error, -errno, "cannot listen on %s: %m", sa.sun_path);
+        if (slirp_add_unix(e->slirp, sa.sun_path, &guest, port) < 0)
+                return errorf(ret_error, -EINVAL, "libslirp refused a forward of %s:%u", a, port);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/*
+ * The binding of name (allowed by some rule): its synthetic address, made
+ * on first use with a listener per allowed port. Addresses are handed out
+ * in order and not reused (LRU reuse when the pool runs out: not yet).
+ */
+static int name_bind(Egress *e, const char *name, size_t *ret, char **ret_error) {
+        ssize_t i = name_find(e, name);
+        Name *n;
+        int r;
+
+        if (i >= 0) {
+                *ret = (size_t) i;
+                return 0;
+        }
+        if (e->next_synth > POOL_LAST)
+                return errorf(ret_error, -ENOSPC, "the synthetic address pool is exhausted");
+        if (e->n_names == e->cap_names) {
+                size_t cap = e->cap_names ? e->cap_names * 2 : 64;
+                Name *m = realloc(e->names, cap * sizeof(*m));
+                if (!m)
+                        return -ENOMEM;
+                e->names = m;
+                e->cap_names = cap;
+        }
+        n = &e->names[e->n_names];
+        *n = (Name) { .synth = e->next_synth };
+        snprintf(n->name, sizeof(n->name), "%s", name);
+        for (size_t k = 0; k < e->rules.n; k++) {
+                const HostRule *rule = &e->rules.items[k];
+                static const uint16_t defaults[] = HOST_RULE_DEFAULT_PORTS;
+
+                if (!host_rule_matches(rule, name))
+                        continue;
+                if (rule->n_ports == 0)
+                        for (size_t p = 0; p < ELEMENTSOF(defaults); p++)
+                                ports_add(n, defaults[p]);
+                for (size_t p = 0; p < rule->n_ports; p++)
+                        ports_add(n, rule->ports[p]);
+        }
+        for (size_t p = 0; p < n->n_ports; p++) {
+                r = listener_open(e, n->synth, n->ports[p], &n->listen_fd[p], ret_error);
+                if (r < 0) {
+                        for (size_t q = 0; q < p; q++)
+                                safe_close(n->listen_fd[q]);
+                        return r;
+                }
+        }
+        e->next_synth++;
+        *ret = e->n_names++;
+        return 0;
+}
+
+static bool name_allows_port(const Name *n, uint16_t port) {
+        for (size_t i = 0; i < n->n_ports; i++)
+                if (n->ports[i] == port)
+                        return true;
+        return false;
+}
+
+/* ---- connections -------------------------------------------------------------------- */
+
+static void conn_free(Egress *e, size_t i) {
+        Conn *c = e->conns[i];
+
+        if (!c)
+                return;
+        safe_close(c->in_fd);
+        safe_close(c->out_fd);
+        free(c->up);
+        free(c->down);
+        free(c);
+        e->conns[i] = NULL;
+}
+
+static Conn *conn_get(Egress *e, size_t i, unsigned gen) {
+        Conn *c = i < CONNS_MAX ? e->conns[i] : NULL;
+        return c && c->gen == gen ? c : NULL;
+}
+
+static int conn_new(Egress *e, ConnKind kind, int fd, size_t *ret) {
+        Conn *c;
+
+        for (size_t i = 0; i < CONNS_MAX; i++) {
+                if (e->conns[i])
+                        continue;
+                c = calloc(1, sizeof(*c));
+                if (!c)
+                        return -ENOMEM;
+                c->up = malloc(RELAY_BUF);
+                c->down = malloc(RELAY_BUF);
+                if (!c->up || !c->down) {
+                        free(c->up);
+                        free(c->down);
+                        free(c);
+                        return -ENOMEM;
+                }
+                c->kind = kind;
+                c->in_fd = fd;
+                c->out_fd = -EBADF;
+                c->gen = ++e->next_gen;
+                e->conns[i] = c;
+                *ret = i;
+                return 0;
+        }
+        return -EMFILE;
+}
+
+/* ---- upstream DNS ------------------------------------------------------------------- */
+
+static int upstream_send(Egress *e, Pending *p) {
+        uint8_t buf[DNS_NAME_WIRE_MAX + 64];
+        size_t len;
+        int r;
+
+        r = dns_query_build(p->id, p->asked, p->qtype, buf, sizeof(buf), &len);
+        if (r < 0)
+                return r;
+        if (send(e->upstream_fd, buf, len, MSG_DONTWAIT) < 0)
+                return -errno;
+        p->sent = now_msec();
+        return 0;
+}
+
+static uint16_t new_id(const Egress *e) {
+        uint16_t id;
+
+        for (;;) {
+                bool used = false;
+
+                if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+                        id = (uint16_t) now_msec();
+                for (size_t i = 0; i < PENDING_MAX; i++)
+                        used |= e->pending[i].used && e->pending[i].id == id;
+                if (!used)
+                        return id;
+        }
+}
+
+/* Queues w for the answer to (name, qtype), asking upstream when nobody does yet. */
+static int upstream_ask(Egress *e, const char *name, uint16_t qtype, const Waiter *w) {
+        Pending *free_slot = NULL;
+        int r;
+
+        for (size_t i = 0; i < PENDING_MAX; i++) {
+                Pending *p = &e->pending[i];
+                if (!p->used) {
+                        if (!free_slot)
+                                free_slot = p;
+                        continue;
+                }
+                if (p->qtype == qtype && strcmp(p->bound, name) == 0) {
+                        if (p->n >= PENDING_WAITERS)
+                                return -EBUSY;
+                        p->w[p->n++] = *w;
+                        return 0;
+                }
+        }
+        if (!free_slot)
+                return -EBUSY;
+        *free_slot = (Pending) { .used = true, .id = new_id(e), .qtype = qtype };
+        snprintf(free_slot->asked, sizeof(free_slot->asked), "%s", name);
+        snprintf(free_slot->bound, sizeof(free_slot->bound), "%s", name);
+        free_slot->w[0] = *w;
+        free_slot->n = 1;
+        free_slot->deadline = now_msec() + UPSTREAM_TIMEOUT_MS;
+        r = upstream_send(e, free_slot);
+        if (r < 0) {
+                free_slot->used = false;
+                return r;
+        }
+        return 0;
+}
+
+/* ---- answering the sandbox's DNS -------------------------------------------------- */
+
+static size_t udp_max(const DnsQuery *q) {
+        if (!q->edns)
+                return DNS_UDP_MAX;
+        return MAX(DNS_UDP_MAX, MIN((size_t) q->edns_udp_size, (size_t) DNS_EDNS_UDP_SIZE));
+}
+
+static void conn_relay_kick(Egress *e, size_t i);
+
+/* A frame of ours to the sandbox; a full tap drops it, as it drops libslirp's. */
+static void tap_write(Egress *e, const uint8_t *buf, size_t n) {
+        ssize_t k = write(e->tap_fd, buf, n);
+        (void) k;
+}
+
+/* Hands an answer built in buf to the waiter. */
+static void deliver(Egress *e, const Waiter *w, const uint8_t *msg, size_t len) {
+        if (w->kind == WAIT_UDP) {
+                size_t n = frame_build_udp_reply(&w->frame, msg, len, e->out, sizeof(e->out));
+                if (n > 0)
+                        tap_write(e, e->out, n);
+        } else if (w->kind == WAIT_TCP) {
+                Conn *c = conn_get(e, w->conn, w->gen);
+
+                if (!c || len > 0xffff || c->down_len + 2 + len > RELAY_BUF)
+                        return;
+                put_be16(c->down + c->down_len, (uint16_t) len);
+                memcpy(c->down + c->down_len + 2, msg, len);
+                c->down_len += 2 + len;
+                c->state = CONN_DNS_READ;
+        }
+}
+
+static size_t waiter_max(const Waiter *w) {
+        return w->kind == WAIT_UDP ? udp_max(&w->q) : 0xffff;
+}
+
+static void answer_rcode(Egress *e, const Waiter *w, uint8_t rcode) {
+        uint8_t buf[DNS_NAME_WIRE_MAX + 128];
+        size_t len;
+
+        if (dns_answer_build(&w->q, rcode, NULL, 0, waiter_max(w), buf, sizeof(buf), &len) >= 0)
+                deliver(e, w, buf, len);
+}
+
+static void answer_synth(Egress *e, const Waiter *w, uint32_t synth) {
+        uint8_t buf[DNS_NAME_WIRE_MAX + 128];
+        size_t len;
+
+        if (dns_answer_build_a(&w->q, synth, SYNTH_TTL, waiter_max(w), buf, sizeof(buf), &len) >= 0)
+                deliver(e, w, buf, len);
+}
+
+static void conn_dial(Egress *e, size_t i);
+
+/*
+ * A query from the sandbox. Answered at once (rcodes, AAAA, a name already
+ * bound) or queued upstream with w.
+ */
+static void dns_query(Egress *e, const uint8_t *msg, size_t len, Waiter *w) {
+        uint8_t buf[DNS_NAME_WIRE_MAX + 128];
+        _cleanup_free_ char *err = NULL;
+        size_t n;
+        ssize_t k;
+        int r;
+
+        r = dns_query_parse(msg, len, &w->q, &err);
+        if (r < 0) {
+                if (dns_formerr_build(msg, len, buf, sizeof(buf), &n) >= 0)
+                        deliver(e, w, buf, n);
+                return;
+        }
+        if (w->q.opcode != 0 || w->q.qclass != DNS_CLASS_IN || w->q.qtype == DNS_TYPE_AXFR ||
+            w->q.qtype == DNS_TYPE_IXFR) {
+                answer_rcode(e, w, DNS_RCODE_REFUSED);
+                return;
+        }
+        if (!host_rules_match(&e->rules, w->q.qname)) {
+                char shown[EGRESS_SHOW_MAX];
+                log_refusal(e, "denied name \"%s\": no host rule allows it (NXDOMAIN)",
+                            egress_show(w->q.qname, strlen(w->q.qname), shown));
+                answer_rcode(e, w, DNS_RCODE_NXDOMAIN);
+                return;
+        }
+        switch (w->q.qtype) {
+        case DNS_TYPE_A:
+                k = name_find(e, w->q.qname);
+                if (k >= 0) {
+                        /* The binding outlives the answer's TTL; a connection re-resolves when it needs to. */
+                        answer_synth(e, w, e->names[k].synth);
+                        return;
+                }
+                break;
+        case DNS_TYPE_HTTPS:
+        case DNS_TYPE_SVCB:
+                break;
+        default:
+                /* AAAA (IPv6 is off inside) and every other type: empty. */
+                answer_rcode(e, w, DNS_RCODE_NOERROR);
+                return;
+        }
+        r = upstream_ask(e, w->q.qname, w->q.qtype, w);
+        if (r < 0)
+                answer_rcode(e, w, DNS_RCODE_SERVFAIL);
+}
+
+static void pending_fail(Egress *e, Pending *p, uint8_t rcode) {
+        for (size_t i = 0; i < p->n; i++) {
+                Waiter *w = &p->w[i];
+                if (w->kind == WAIT_DIAL) {
+                        Conn *c = conn_get(e, w->conn, w->gen);
+                        if (c) {
+                                log_refusal(e, "connection to %s:%u closed: the name did not resolve (rcode %u)",
+                                            p->bound, c->port, rcode);
+                                conn_free(e, w->conn);
+                        }
+                } else
+                        answer_rcode(e, w, rcode);
+        }
+        p->used = false;
+}
+
+/* An A answer: the real addresses bound to p->bound, the waiters answered with its synthetic address. */
+static void pending_done_a(Egress *e, Pending *p, const DnsAnswer *a) {
+        uint32_t real[NAME_ADDRS_MAX];
+        _cleanup_free_ char *err = NULL;
+        size_t n_real = 0, idx = 0;
+        char s[IPV4_STRING_MAX];
+        Name *n;
+        int r;
+
+        for (size_t i = 0; i < a->n_records; i++) {
+                uint32_t addr = dns_record_a(&a->records[i]);
+                if (floor_allows(e, addr))
+                        real[n_real++] = addr;
+                else
+                        log_refusal(e, "%s resolved to %s, which the address floor denies: dropped", p->bound,
+                                    ip4(addr, s));
+        }
+        if (n_real == 0) {
+                pending_fail(e, p, a->n_records == 0 ? DNS_RCODE_NOERROR : DNS_RCODE_SERVFAIL);
+                return;
+        }
+        r = name_bind(e, p->bound, &idx, &err);
+        if (r < 0) {
+                fprintf(stderr, "lazaret-egress: cannot bind %s: %s\n", p->bound, err ?: strerror(-r));
+                pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                return;
+        }
+        n = &e->names[idx];
+        memcpy(n->real, real, n_real * sizeof(real[0]));
+        n->n_real = n_real;
+        n->expires = now_msec() + (uint64_t) MAX(a->ttl, 1u) * 1000u;
+        for (size_t i = 0; i < p->n; i++) {
+                Waiter *w = &p->w[i];
+                if (w->kind == WAIT_DIAL) {
+                        if (conn_get(e, w->conn, w->gen))
+                                conn_dial(e, w->conn);
+                } else
+                        answer_synth(e, w, n->synth);
+        }
+        p->used = false;
+}
+
+/* An HTTPS/SVCB answer: its records flattened onto the name asked, ech and the address hints removed. */
+static void pending_done_svcb(Egress *e, Pending *p, const DnsAnswer *a) {
+        uint8_t rdata[DNS_ANSWER_KEEP_MAX][1024];
+        DnsRecord rec[DNS_ANSWER_KEEP_MAX];
+        size_t n = 0;
+
+        for (size_t i = 0; i < a->n_records; i++) {
+                size_t len;
+
+                if (dns_svcb_sanitize(a->records[i].rdata, a->records[i].rdlen, rdata[n], sizeof(rdata[n]), &len,
+                                      NULL) <= 0)
+                        continue;
+                rec[n] = (DnsRecord) { .type = p->qtype, .ttl = MIN(a->ttl, SYNTH_TTL), .rdata = rdata[n],
+                                       .rdlen = (uint16_t) len };
+                n++;
+        }
+        for (size_t i = 0; i < p->n; i++) {
+                uint8_t buf[8192];
+                size_t len;
+
+                if (dns_answer_build(&p->w[i].q, DNS_RCODE_NOERROR, rec, n, waiter_max(&p->w[i]), buf, sizeof(buf),
+                                     &len) >= 0)
+                        deliver(e, &p->w[i], buf, len);
+        }
+        p->used = false;
+}
+
+static void upstream_read(Egress *e) {
+        uint8_t buf[4096];
+
+        for (;;) {
+                _cleanup_free_ char *err = NULL;
+                ssize_t k = recv(e->upstream_fd, buf, sizeof(buf), MSG_DONTWAIT);
+                Pending *p = NULL;
+                DnsAnswer a;
+                int r;
+
+                if (k < 0)
+                        return;
+                if (k < DNS_HEADER_SIZE)
+                        continue;
+                for (size_t i = 0; i < PENDING_MAX && !p; i++)
+                        if (e->pending[i].used && e->pending[i].id == get_be16(buf))
+                                p = &e->pending[i];
+                if (!p)
+                        continue;
+                r = dns_answer_parse(buf, (size_t) k, p->id, p->asked, p->qtype, &a, &err);
+                if (r == -EBADMSG && err && strstr(err, "question"))
+                        continue;       /* not the answer to this question: keep waiting */
+                if (r < 0) {
+                        /* Truncated (a TCP retry upstream is not built yet), a loop, a malformed answer. */
+                        fprintf(stderr, "lazaret-egress: the resolver's answer for %s: %s\n", p->bound,
+                                err ?: strerror(-r));
+                        pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                        continue;
+                }
+                if (a.rcode != DNS_RCODE_NOERROR) {
+                        pending_fail(e, p, a.rcode == DNS_RCODE_NXDOMAIN ? DNS_RCODE_NXDOMAIN : DNS_RCODE_SERVFAIL);
+                        continue;
+                }
+                /* A chain that ends without records in this answer: ask for its end, bound to the same name. */
+                if (a.n_records == 0 && a.n_cnames > 0 && strcmp(a.end_name, p->asked) != 0) {
+                        p->links += a.n_cnames;
+                        if (p->links > DNS_CNAME_MAX) {
+                                pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                                continue;
+                        }
+                        snprintf(p->asked, sizeof(p->asked), "%s", a.end_name);
+                        p->id = new_id(e);
+                        p->deadline = now_msec() + UPSTREAM_TIMEOUT_MS;
+                        if (upstream_send(e, p) < 0)
+                                pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                        continue;
+                }
+                if (p->qtype == DNS_TYPE_A)
+                        pending_done_a(e, p, &a);
+                else
+                        pending_done_svcb(e, p, &a);
+        }
+}
+
+static void pendings_tick(Egress *e) {
+        uint64_t now = now_msec();
+
+        for (size_t i = 0; i < PENDING_MAX; i++) {
+                Pending *p = &e->pending[i];
+                if (!p->used)
+                        continue;
+                if (now >= p->deadline)
+                        pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                else if (now - p->sent >= UPSTREAM_RETRY_MS)
+                        (void) upstream_send(e, p);
+        }
+}
+
+/* ---- the frame filter --------------------------------------------------------------- */
+
+static void refuse_syn(Egress *e, const FrameInfo *f) {
+        size_t n = frame_build_tcp_rst(f, e->out, sizeof(e->out));
+        if (n > 0)
+                tap_write(e, e->out, n);
+}
+
+static void frame_in(Egress *e, const uint8_t *buf, size_t len) {
+        char a[IPV4_STRING_MAX];
+        FrameInfo f;
+        ssize_t k;
+
+        frame_parse(buf, len, &f);
+        switch (f.kind) {
+        case FRAME_ARP:
+        case FRAME_TCP:
+                break;
+        case FRAME_TCP_SYN:
+                if (f.dst == NET_DNS && f.dport == DNS_PORT)
+                        break;
+                k = name_by_synth(e, f.dst);
+                if (k >= 0) {
+                        if (name_allows_port(&e->names[k], f.dport))
+                                break;
+                        log_refusal(e, "connection to %s:%u refused: no host rule allows that port", e->names[k].name,
+                                    f.dport);
+                        refuse_syn(e, &f);
+                        return;
+                }
+                if (e->by_address && allowed_by_address(e, f.dst))
+                        break;
+                log_refusal(e, "connection to %s:%u refused: no allowed name resolved to that address",
+                            ip4(f.dst, a), f.dport);
+                refuse_syn(e, &f);
+                return;
+        case FRAME_UDP:
+                if (f.dst == NET_DNS && f.dport == DNS_PORT) {
+                        Waiter w = { .kind = WAIT_UDP, .frame = f };
+                        w.frame.ip = w.frame.payload = NULL;
+                        dns_query(e, f.payload, f.payload_len, &w);
+                        return;
+                }
+                log_refusal(e, "UDP to %s:%u refused: only DNS to %s is carried", ip4(f.dst, a), f.dport,
+                            NET_DNS_STR);
+                {
+                        size_t n = frame_build_icmp_unreach(&f, ICMP_UNREACH_PORT, e->out, sizeof(e->out));
+                        if (n > 0)
+                                tap_write(e, e->out, n);
+                }
+                return;
+        case FRAME_ICMP:
+                if (e->by_address && allowed_by_address(e, f.dst))
+                        break;
+                return;
+        case FRAME_DROP:
+        default:
+                return;
+        }
+        slirp_input(e->slirp, buf, (int) len);
+}
+
+static void tap_read(Egress *e) {
+        for (int i = 0; i < FRAMES_PER_TURN; i++) {
+                ssize_t k = read(e->tap_fd, e->frame, sizeof(e->frame));
+                if (k <= 0)
+                        return;
+                frame_in(e, e->frame, (size_t) k);
+        }
+}
+
+/* ---- connections to names ------------------------------------------------------------ */
+
+/*
+ * The first bytes of a connection to name on port: 1 when they may go on,
+ * 0 to wait for more, < 0 (refused, logged) otherwise. On other ports only
+ * a ClientHello naming another host is refused.
+ */
+static int check_first_bytes(Egress *e, Conn *c) {
+        const Name *n = &e->names[c->name];
+        _cleanup_free_ char *err = NULL;
+        char shown[EGRESS_SHOW_MAX];
+        TlsHello h;
+        HttpHead head;
+        int r;
+
+        if (c->port == 80 && !c->check_first) {
+                r = http_head_parse(c->up, c->up_len, &head, &err);
+                if (r == -EAGAIN)
+                        return c->up_len >= HTTP_HEAD_MAX ? -E2BIG : 0;
+                if (r < 0) {
+                        log_refusal(e, "connection to %s:80 refused: %s", n->name, err ?: "not an HTTP request");
+                        return r;
+                }
+                if (strcmp(head.method, "CONNECT") == 0) {
+                        log_refusal(e, "connection to %s:80 refused: CONNECT is not carried", n->name);
+                        return -EPERM;
+                }
+                if (strcmp(head.host, n->name) != 0 || (head.port != 0 && head.port != 80)) {
+                        log_refusal(e, "connection to %s:80 refused: its request names host \"%s\"", n->name,
+                                    egress_show(head.host, strlen(head.host), shown));
+                        return -EPERM;
+                }
+                return 1;
+        }
+        r = tls_hello_parse(c->up, c->up_len, &h, &err);
+        if (r == -EAGAIN)
+                return c->up_len >= RELAY_BUF ? -E2BIG : 0;
+        if (c->check_first) {
+                if (r == TLS_HELLO_SNI && strcmp(h.server_name, n->name) != 0) {
+                        log_refusal(e, "connection to %s:%u refused: its ClientHello names \"%s\"", n->name, c->port,
+                                    egress_show(h.server_name, strlen(h.server_name), shown));
+                        return -EPERM;
+                }
+                return 1;
+        }
+        if (r < 0) {
+                log_refusal(e, "connection to %s:443 refused: %s", n->name, err ?: "not a TLS ClientHello");
+                return r;
+        }
+        if (r == TLS_HELLO_NO_SNI) {
+                log_refusal(e, "connection to %s:443 refused: its ClientHello names no server", n->name);
+                return -EPERM;
+        }
+        if (strcmp(h.server_name, n->name) != 0) {
+                log_refusal(e, "connection to %s:443 refused: its ClientHello names \"%s\"", n->name,
+                            egress_show(h.server_name, strlen(h.server_name), shown));
+                return -EPERM;
+        }
+        return 1;
+}
+
+/* Addresses for the conn's name: fresh ones dial at once, else we ask upstream first. */
+static void conn_resolve(Egress *e, size_t i) {
+        Conn *c = e->conns[i];
+        Name *n = &e->names[c->name];
+        Waiter w = { .kind = WAIT_DIAL, .conn = i, .gen = c->gen };
+
+        if (n->n_real > 0 && now_msec() < n->expires) {
+                conn_dial(e, i);
+                return;
+        }
+        c->state = CONN_RESOLVE;
+        c->deadline = 0;
+        if (upstream_ask(e, n->name, DNS_TYPE_A, &w) < 0) {
+                log_refusal(e, "connection to %s:%u closed: cannot ask the resolver", n->name, c->port);
+                conn_free(e, i);
+        }
+}
+
+static void conn_dial(Egress *e, size_t i) {
+        Conn *c = e->conns[i];
+        Name *n = &e->names[c->name];
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(c->port) };
+        char a[IPV4_STRING_MAX];
+        uint32_t addr;
+
+        addr = n->real[n->next_real++ % n->n_real];
+        sa.sin_addr.s_addr = htonl(addr);
+        c->out_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (c->out_fd < 0 || (connect(c->out_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 && errno != EINPROGRESS)) {
+                log_refusal(e, "connection to %s:%u (%s) failed: %m", n->name, c->port, ip4(addr, a));
+                conn_free(e, i);
+                return;
+        }
+        c->state = CONN_DIAL;
+        c->deadline = now_msec() + DIAL_TIMEOUT_MS;
+}
+
+/* After a read or write, what the relay does next: half-closes and the end. */
+static void conn_relay_kick(Egress *e, size_t i) {
+        Conn *c = e->conns[i];
+
+        if (c->in_eof && c->up_len == 0 && !c->out_shut && c->out_fd >= 0 && c->state == CONN_RELAY) {
+                (void) shutdown(c->out_fd, SHUT_WR);
+                c->out_shut = true;
+        }
+        if (c->out_eof && c->down_len == 0 && !c->in_shut) {
+                (void) shutdown(c->in_fd, SHUT_WR);
+                c->in_shut = true;
+        }
+        if (c->kind == CONN_DNS) {
+                if (c->in_eof && c->down_len == 0 && c->state == CONN_DNS_READ)
+                        conn_free(e, i);
+                return;
+        }
+        if (c->in_shut && c->out_shut)
+                conn_free(e, i);
+}
+
+/* Reads into buf (fill of RELAY_BUF); 1 on data, 0 on EOF, -EAGAIN, < 0 on error. */
+static int read_into(int fd, uint8_t *buf, size_t *fill) {
+        ssize_t k = read(fd, buf + *fill, RELAY_BUF - *fill);
+        if (k < 0)
+                return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+        if (k == 0)
+                return 0;
+        *fill += (size_t) k;
+        return 1;
+}
+
+static int write_from(int fd, uint8_t *buf, size_t *fill) {
+        ssize_t k = send(fd, buf, *fill, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (k < 0)
+                return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+        memmove(buf, buf + k, *fill - (size_t) k);
+        *fill -= (size_t) k;
+        return 0;
+}
+
+/* A DNS-over-TCP connection: one query at a time, each two length bytes and the message. */
+static void dns_tcp_process(Egress *e, size_t i) {
+        Conn *c = e->conns[i];
+
+        while (c->state == CONN_DNS_READ && c->up_len >= 2) {
+                size_t len = get_be16(c->up);
+                Waiter w = { .kind = WAIT_TCP, .conn = i, .gen = c->gen };
+
+                if (c->up_len < 2 + len)
+                        return;
+                c->state = CONN_DNS_WAIT;
+                dns_query(e, c->up + 2, len, &w);
+                /* Answered at once, or queued: the bytes are read either way. */
+                memmove(c->up, c->up + 2 + len, c->up_len - 2 - len);
+                c->up_len -= 2 + len;
+                if (!conn_get(e, i, w.gen))
+                        return;
+                if (c->state == CONN_DNS_WAIT && c->down_len > 0)
+                        c->state = CONN_DNS_READ;
+        }
+}
+
+static void conn_event_in(Egress *e, size_t i, short revents) {
+        Conn *c = e->conns[i];
+        int r;
+
+        if (revents & POLLOUT) {
+                if (write_from(c->in_fd, c->down, &c->down_len) < 0) {
+                        conn_free(e, i);
+                        return;
+                }
+        }
+        if (revents & (POLLIN | POLLHUP | POLLERR)) {
+                if (c->in_eof || c->up_len >= RELAY_BUF)
+                        goto kick;
+                r = read_into(c->in_fd, c->up, &c->up_len);
+                if (r == -EAGAIN)
+                        goto kick;
+                if (r < 0) {
+                        conn_free(e, i);
+                        return;
+                }
+                if (r == 0)
+                        c->in_eof = true;
+                if (c->kind == CONN_DNS) {
+                        /* A client may half-close after its query: the answer still goes out. */
+                        dns_tcp_process(e, i);
+                        goto kick;
+                }
+                if (c->state == CONN_PEEK || (c->state == CONN_RELAY && c->check_first)) {
+                        r = c->in_eof && c->up_len == 0 ? -ENODATA : check_first_bytes(e, c);
+                        if (r == 0 && c->in_eof)
+                                r = -ENODATA;
+                        if (r < 0) {
+                                conn_free(e, i);
+                                return;
+                        }
+                        if (r > 0) {
+                                c->check_first = false;
+                                if (c->state == CONN_PEEK) {
+                                        conn_resolve(e, i);
+                                        return;
+                                }
+                        }
+                }
+        }
+kick:
+        if (conn_get(e, i, c->gen))
+                conn_relay_kick(e, i);
+}
+
+static void conn_event_out(Egress *e, size_t i, short revents) {
+        Conn *c = e->conns[i];
+        int r;
+
+        if (c->state == CONN_DIAL) {
+                int err = 0;
+                socklen_t l = sizeof(err);
+
+                if (!(revents & (POLLOUT | POLLERR | POLLHUP)))
+                        return;
+                if (getsockopt(c->out_fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0 || err != 0) {
+                        log_refusal(e, "connection to %s:%u failed: %s", e->names[c->name].name, c->port,
+                                    strerror(err ?: errno));
+                        conn_free(e, i);
+                        return;
+                }
+                c->state = CONN_RELAY;
+                c->deadline = 0;
+                return;
+        }
+        if (revents & POLLOUT && !c->check_first) {
+                if (write_from(c->out_fd, c->up, &c->up_len) < 0) {
+                        conn_free(e, i);
+                        return;
+                }
+        }
+        if (revents & (POLLIN | POLLHUP | POLLERR) && !c->out_eof && c->down_len < RELAY_BUF) {
+                r = read_into(c->out_fd, c->down, &c->down_len);
+                if (r == 0)
+                        c->out_eof = true;
+                else if (r < 0 && r != -EAGAIN) {
+                        conn_free(e, i);
+                        return;
+                }
+        }
+        conn_relay_kick(e, i);
+}
+
+static void listener_accept(Egress *e, int fd, ConnKind kind, size_t name, uint16_t port) {
+        for (;;) {
+                int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                size_t i;
+
+                if (c < 0)
+                        return;
+                if (conn_new(e, kind, c, &i) < 0) {
+                        /* Accepted and closed: a full table must not leave libslirp's connect waiting. */
+                        log_refusal(e, "connection refused: %d connections are open", CONNS_MAX);
+                        close(c);
+                        continue;
+                }
+                if (kind == CONN_DNS) {
+                        e->conns[i]->state = CONN_DNS_READ;
+                        continue;
+                }
+                if (kind == CONN_API)
+                        continue;
+                e->conns[i]->name = name;
+                e->conns[i]->port = port;
+                if (port == 80 || port == 443) {
+                        e->conns[i]->state = CONN_PEEK;
+                        e->conns[i]->deadline = now_msec() + PEEK_TIMEOUT_MS;
+                } else {
+                        e->conns[i]->check_first = true;
+                        conn_resolve(e, i);
+                }
+        }
+}
+
+/* ---- the API socket (slirp4netns 1.2's add_hostfwd / remove_hostfwd) --------------- */
+
+static void api_reply(int fd, const char *json) {
+        (void) send(fd, json, strlen(json), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static void api_error(int fd, const char *desc) {
+        char buf[512];
+        snprintf(buf, sizeof(buf), "{\"error\":{\"desc\":\"%s\"}}", desc);
+        api_reply(fd, buf);
+}
+
+static int json_int(json_object *o, const char *key, int min, int max, int *ret) {
+        json_object *v;
+        int64_t x;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+                return -EINVAL;
+        x = json_object_get_int64(v);
+        if (x < min || x > max)
+                return -ERANGE;
+        *ret = (int) x;
+        return 0;
+}
+
+static void api_request(Egress *e, int fd, const char *text, size_t len) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        _cleanup_free_ char *err = NULL;
+        json_object *exec, *args, *v;
+        struct in_addr host = { htonl(NET_IP4(127, 0, 0, 1)) }, guest = { htonl(NET_SANDBOX) };
+        const char *verb;
+        char buf[128];
+        int h, g, id;
+
+        if (json_parse_strict(text, len, &o, &err) < 0 || !json_object_is_type(o, json_type_object) ||
+            !json_object_object_get_ex(o, "execute", &exec) || !json_object_is_type(exec, json_type_string)) {
+                api_error(fd, "bad request");
+                return;
+        }
+        verb = json_object_get_string(exec);
+        if (!json_object_object_get_ex(o, "arguments", &args) || !json_object_is_type(args, json_type_object)) {
+                api_error(fd, "bad arguments");
+                return;
+        }
+        if (strcmp(verb, "add_hostfwd") == 0) {
+                /* Only what the coordinator asks for: TCP on 127.0.0.1, to the sandbox's address. */
+                if (!json_object_object_get_ex(args, "proto", &v) || strcmp(json_object_get_string(v), "tcp") != 0 ||
+                    !json_object_object_get_ex(args, "host_addr", &v) ||
+                    strcmp(json_object_get_string(v), "127.0.0.1") != 0 ||
+                    json_int(args, "host_port", 1, 65535, &h) < 0 || json_int(args, "guest_port", 1, 65535, &g) < 0) {
+                        api_error(fd, "bad arguments");
+                        return;
+                }
+                if (e->n_fwd >= HOSTFWD_MAX) {
+                        api_error(fd, "too many forwards");
+                        return;
+                }
+                if (slirp_add_hostfwd(e->slirp, 0, host, h, guest, g) < 0) {
+                        api_error(fd, "add_hostfwd failed");
+                        return;
+                }
+                e->fwd[e->n_fwd++] = (HostFwd) { .id = ++e->next_fwd_id, .host_port = (uint16_t) h };
+                snprintf(buf, sizeof(buf), "{\"return\":{\"id\":%d}}", e->next_fwd_id);
+                api_reply(fd, buf);
+                return;
+        }
+        if (strcmp(verb, "remove_hostfwd") == 0) {
+                if (json_int(args, "id", 1, INT32_MAX, &id) < 0) {
+                        api_error(fd, "bad arguments");
+                        return;
+                }
+                for (size_t i = 0; i < e->n_fwd; i++) {
+                        if (e->fwd[i].id != id)
+                                continue;
+                        if (slirp_remove_hostfwd(e->slirp, 0, host, e->fwd[i].host_port) < 0) {
+                                api_error(fd, "remove_hostfwd failed");
+                                return;
+                        }
+                        e->fwd[i] = e->fwd[--e->n_fwd];
+                        api_reply(fd, "{\"return\":{}}");
+                        return;
+                }
+                api_error(fd, "no such forward");
+                return;
+        }
+        api_error(fd, "unsupported request");
+}
+
+static void api_event(Egress *e, size_t i) {
+        Conn *c = e->conns[i];
+        int r = read_into(c->in_fd, c->up, &c->up_len);
+
+        if (r == -EAGAIN)
+                return;
+        if (r > 0 && c->up_len < API_REQUEST_MAX) {
+                /* slirp4netns reads a request with one read: so do we, once it parses. */
+                _cleanup_(json_object_putp) json_object *o = NULL;
+                _cleanup_free_ char *err = NULL;
+
+                if (json_parse_strict((const char *) c->up, c->up_len, &o, &err) < 0)
+                        return;
+        }
+        if (c->up_len > 0 && c->up_len < API_REQUEST_MAX)
+                api_request(e, c->in_fd, (const char *) c->up, c->up_len);
+        else if (c->up_len > 0)
+                api_error(c->in_fd, "request too long");
+        conn_free(e, i);
+}
+
+/* ---- libslirp's callbacks ----------------------------------------------------------- */
+
+static ssize_t cb_send_packet(const void *buf, size_t len, void *opaque) {
+        Egress *e = opaque;
+        ssize_t k = write(e->tap_fd, buf, len);
+        /* A full tap drops the frame; TCP retransmits. */
+        return k < 0 && errno == EAGAIN ? (ssize_t) len : k;
+}
+
+static void cb_guest_error(const char *msg, void *opaque) {
+        fprintf(stderr, "lazaret-egress: libslirp: %s\n", msg);
+}
+
+static int64_t cb_clock_get_ns(void *opaque) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void *cb_timer_new(SlirpTimerCb cb, void *cb_opaque, void *opaque) {
+        Egress *e = opaque;
+
+        for (size_t i = 0; i < TIMERS_MAX; i++)
+                if (!e->timers[i].used) {
+                        e->timers[i] = (Timer) { .used = true, .cb = cb, .opaque = cb_opaque };
+                        return &e->timers[i];
+                }
+        fprintf(stderr, "lazaret-egress: out of timers\n");
+        abort();
+}
+
+static void cb_timer_free(void *t, void *opaque) {
+        if (t)
+                *(Timer *) t = (Timer) {};
+}
+
+static void cb_timer_mod(void *t, int64_t expire_ms, void *opaque) {
+        ((Timer *) t)->armed = true;
+        ((Timer *) t)->expire_ms = expire_ms;
+}
+
+static void cb_register_poll_fd(int fd, void *opaque) {
+}
+
+static void cb_unregister_poll_fd(int fd, void *opaque) {
+}
+
+static void cb_notify(void *opaque) {
+}
+
+static const SlirpCb slirp_callbacks = {
+        .send_packet = cb_send_packet,
+        .guest_error = cb_guest_error,
+        .clock_get_ns = cb_clock_get_ns,
+        .timer_new = cb_timer_new,
+        .timer_free = cb_timer_free,
+        .timer_mod = cb_timer_mod,
+        .register_poll_fd = cb_register_poll_fd,
+        .unregister_poll_fd = cb_unregister_poll_fd,
+        .notify = cb_notify,
+};
+
+/* ---- the loop ------------------------------------------------------------------------ */
+
+static int pfd_add(Egress *e, int fd, short events, Tag tag) {
+        if (e->n_pfd == e->cap_pfd) {
+                size_t cap = e->cap_pfd ? e->cap_pfd * 2 : 256;
+                struct pollfd *p = realloc(e->pfd, cap * sizeof(*p));
+                Tag *t;
+
+                if (!p)
+                        abort();
+                e->pfd = p;
+                t = realloc(e->tag, cap * sizeof(*t));
+                if (!t)
+                        abort();
+                e->tag = t;
+                e->cap_pfd = cap;
+        }
+        e->pfd[e->n_pfd] = (struct pollfd) { .fd = fd, .events = events };
+        e->tag[e->n_pfd] = tag;
+        return (int) e->n_pfd++;
+}
+
+static int cb_add_poll(int fd, int events, void *opaque) {
+        short ev = 0;
+
+        if (events & SLIRP_POLL_IN)
+                ev |= POLLIN;
+        if (events & SLIRP_POLL_OUT)
+                ev |= POLLOUT;
+        if (events & SLIRP_POLL_PRI)
+                ev |= POLLPRI;
+        return pfd_add(opaque, fd, ev, (Tag) { .kind = TAG_SLIRP });
+}
+
+static int cb_get_revents(int idx, void *opaque) {
+        Egress *e = opaque;
+        short rev = e->pfd[idx].revents;
+        int r = 0;
+
+        if (rev & POLLIN)
+                r |= SLIRP_POLL_IN;
+        if (rev & POLLOUT)
+                r |= SLIRP_POLL_OUT;
+        if (rev & POLLPRI)
+                r |= SLIRP_POLL_PRI;
+        if (rev & POLLERR)
+                r |= SLIRP_POLL_ERR;
+        if (rev & POLLHUP)
+                r |= SLIRP_POLL_HUP;
+        return r;
+}
+
+static void conns_tick(Egress *e) {
+        uint64_t now = now_msec();
+
+        for (size_t i = 0; i < CONNS_MAX; i++) {
+                Conn *c = e->conns[i];
+                if (!c || c->deadline == 0 || now < c->deadline)
+                        continue;
+                log_refusal(e, "connection to %s:%u closed: %s", c->kind == CONN_NAME ? e->names[c->name].name : "?",
+                            c->port, c->state == CONN_PEEK ? "no request within 10 s" : "the dial timed out");
+                conn_free(e, i);
+        }
+}
+
+static void timers_run(Egress *e) {
+        int64_t now = cb_clock_get_ns(e) / 1000000;
+
+        for (size_t i = 0; i < TIMERS_MAX; i++) {
+                Timer *t = &e->timers[i];
+                if (t->used && t->armed && t->expire_ms <= now) {
+                        t->armed = false;
+                        t->cb(t->opaque);
+                }
+        }
+}
+
+static int loop(Egress *e) {
+        for (;;) {
+                uint32_t timeout = UINT32_MAX;
+                int64_t now_ms = cb_clock_get_ns(e) / 1000000;
+                bool busy = false;
+                int r;
+
+                e->n_pfd = 0;
+                pfd_add(e, e->tap_fd, POLLIN, (Tag) { .kind = TAG_TAP });
+                pfd_add(e, arg_exit_fd, POLLIN, (Tag) { .kind = TAG_EXIT });
+                pfd_add(e, e->upstream_fd, POLLIN, (Tag) { .kind = TAG_UPSTREAM });
+                if (e->api_fd >= 0)
+                        pfd_add(e, e->api_fd, POLLIN, (Tag) { .kind = TAG_API });
+                pfd_add(e, e->dns_listen_fd, POLLIN, (Tag) { .kind = TAG_DNS_LISTEN });
+                for (size_t i = 0; i < e->n_names; i++)
+                        for (size_t p = 0; p < e->names[i].n_ports; p++)
+                                pfd_add(e, e->names[i].listen_fd[p], POLLIN,
+                                        (Tag) { .kind = TAG_LISTEN, .idx = i, .sub = p });
+                for (size_t i = 0; i < CONNS_MAX; i++) {
+                        Conn *c = e->conns[i];
+                        short ev = 0;
+
+                        if (!c)
+                                continue;
+                        busy |= c->deadline != 0;
+                        if (!c->in_eof && c->up_len < RELAY_BUF && c->state != CONN_DNS_WAIT &&
+                            c->state != CONN_RESOLVE && c->state != CONN_DIAL)
+                                ev |= POLLIN;
+                        if (c->down_len > 0)
+                                ev |= POLLOUT;
+                        /* A socket at EOF with nothing to write would only report POLLHUP, every turn. */
+                        if (ev != 0 || !c->in_eof)
+                                pfd_add(e, c->in_fd, ev, (Tag) { .kind = TAG_CONN_IN, .idx = i, .gen = c->gen });
+                        if (c->out_fd >= 0 && !(c->out_eof && c->up_len == 0 && c->state == CONN_RELAY)) {
+                                ev = 0;
+                                if (c->state == CONN_DIAL)
+                                        ev |= POLLOUT;
+                                else {
+                                        if (!c->out_eof && c->down_len < RELAY_BUF)
+                                                ev |= POLLIN;
+                                        if (c->up_len > 0 && !c->check_first)
+                                                ev |= POLLOUT;
+                                }
+                                pfd_add(e, c->out_fd, ev, (Tag) { .kind = TAG_CONN_OUT, .idx = i, .gen = c->gen });
+                        }
+                }
+                for (size_t i = 0; i < PENDING_MAX; i++)
+                        busy |= e->pending[i].used;
+                slirp_pollfds_fill(e->slirp, &timeout, cb_add_poll, e);
+                for (size_t i = 0; i < TIMERS_MAX; i++)
+                        if (e->timers[i].used && e->timers[i].armed)
+                                timeout = MIN(timeout, (uint32_t) MAX(e->timers[i].expire_ms - now_ms, 0));
+                if (busy)
+                        timeout = MIN(timeout, 250u);
+
+                r = poll(e->pfd, e->n_pfd, timeout == UINT32_MAX ? -1 : (int) MIN(timeout, (uint32_t) INT_MAX));
+                if (r < 0 && errno != EINTR)
+                        return -errno;
+                slirp_pollfds_poll(e->slirp, r < 0, cb_get_revents, e);
+                if (r > 0) {
+                        size_t n = e->n_pfd;
+                        for (size_t k = 0; k < n; k++) {
+                                short rev = e->pfd[k].revents;
+                                Tag t = e->tag[k];
+
+                                if (!rev)
+                                        continue;
+                                switch (t.kind) {
+                                case TAG_TAP:
+                                        tap_read(e);
+                                        break;
+                                case TAG_EXIT:
+                                        return 0;
+                                case TAG_UPSTREAM:
+                                        upstream_read(e);
+                                        break;
+                                case TAG_API:
+                                        listener_accept(e, e->api_fd, CONN_API, 0, 0);
+                                        break;
+                                case TAG_DNS_LISTEN:
+                                        listener_accept(e, e->dns_listen_fd, CONN_DNS, 0, 0);
+                                        break;
+                                case TAG_LISTEN:
+                                        listener_accept(e, e->names[t.idx].listen_fd[t.sub], CONN_NAME, t.idx,
+                                                        e->names[t.idx].ports[t.sub]);
+                                        break;
+                                case TAG_CONN_IN:
+                                        if (!conn_get(e, t.idx, t.gen))
+                                                break;
+                                        if (e->conns[t.idx]->kind == CONN_API)
+                                                api_event(e, t.idx);
+                                        else
+                                                conn_event_in(e, t.idx, rev);
+                                        break;
+                                case TAG_CONN_OUT:
+                                        if (conn_get(e, t.idx, t.gen))
+                                                conn_event_out(e, t.idx, rev);
+                                        break;
+                                case TAG_SLIRP:
+                                        break;
+                                }
+                        }
+                }
+                timers_run(e);
+                pendings_tick(e);
+                conns_tick(e);
+        }
+}
+
+/* ---- start-up ------------------------------------------------------------------------ */
+
+/* The tap, opened by a child in the namespace at netns_path and sent back: we stay outside. */
+static int open_tap(const char *netns_path, const char *name, int *ret, char **ret_error) {
+        int sp[2], fd = -EBADF, status;
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } u = {};
+        char c = 0;
+        struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        pid_t pid;
+
+        if (strlen(name) >= IFNAMSIZ)
+                return errorf(ret_error, -EINVAL, "tap name %s is too long", name);
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+                return errorf(ret_error, -errno, "socketpair: %m");
+        pid = fork();
+        if (pid < 0) {
+                close(sp[0]);
+                close(sp[1]);
+                return errorf(ret_error, -errno, "fork: %m");
+        }
+        if (pid == 0) {
+                struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI };
+                int ns, tap;
+
+                close(sp[0]);
+                ns = open(netns_path, O_RDONLY | O_CLOEXEC);
+                if (ns < 0 || setns(ns, CLONE_NEWNET) < 0)
+                        _exit(10);
+                tap = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+                if (tap < 0)
+                        _exit(11);
+                snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+                if (ioctl(tap, TUNSETIFF, &ifr) < 0)
+                        _exit(12);
+                m.msg_controllen = CMSG_SPACE(sizeof(int));
+                CMSG_FIRSTHDR(&m)->cmsg_level = SOL_SOCKET;
+                CMSG_FIRSTHDR(&m)->cmsg_type = SCM_RIGHTS;
+                CMSG_FIRSTHDR(&m)->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(CMSG_FIRSTHDR(&m)), &tap, sizeof(int));
+                _exit(sendmsg(sp[1], &m, 0) == 1 ? 0 : 13);
+        }
+        close(sp[1]);
+        if (recvmsg(sp[0], &m, MSG_CMSG_CLOEXEC) == 1 && CMSG_FIRSTHDR(&m) &&
+            CMSG_FIRSTHDR(&m)->cmsg_type == SCM_RIGHTS)
+                memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
+        close(sp[0]);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        if (fd < 0) {
+                static const char *const step[] = { "enter the network namespace", "open /dev/net/tun",
+                                                    "create the tap device", "send the tap back" };
+                int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+                return errorf(ret_error, -EPERM, "cannot open tap %s in %s: could not %s", name, netns_path,
+                              code >= 10 && code <= 13 ? step[code - 10] : "finish");
+        }
+        if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
+                return errorf(ret_error, -errno, "fcntl: %m");
+        *ret = fd;
+        return 0;
+}
+
+/* The first nameserver of /etc/resolv.conf, or 127.0.0.1 as glibc does without one. */
+static int default_resolver(char buf[static IPV4_STRING_MAX]) {
+        _cleanup_fclose_ FILE *f = fopen("/etc/resolv.conf", "re");
+        char line[256];
+
+        snprintf(buf, IPV4_STRING_MAX, "127.0.0.1");
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof(line), f)) {
+                char addr[64];
+                struct in_addr a;
+
+                if (sscanf(line, " nameserver %63s", addr) == 1 && inet_pton(AF_INET, addr, &a) == 1) {
+                        ipv4_to_string(ntohl(a.s_addr), buf);
+                        return 0;
+                }
+        }
+        return 0;
+}
+
+static int open_upstream(const char *resolver, int *ret, char **ret_error) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(DNS_PORT) };
+        int fd;
+
+        if (inet_pton(AF_INET, resolver, &sa.sin_addr) != 1)
+                return errorf(ret_error, -EINVAL, "--resolver %s is not an IPv4 address", resolver);
+        fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return errorf(ret_error, -errno, "socket: %m");
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int r = -errno;
+                close(fd);
+                return errorf(ret_error, r, "cannot connect to the resolver %s: %s", resolver, strerror(-r));
+        }
+        *ret = fd;
+        return 0;
+}
+
+static int listen_unix(const char *path, int *ret, char **ret_error) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return errorf(ret_error, -ENAMETOOLONG, "socket path %s is too long", path);
+        strcpy(sa.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return errorf(ret_error, -errno, "socket: %m");
+        (void) unlink(path);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, SOMAXCONN) < 0) {
+                int r = -errno;
+                close(fd);
+                return errorf(ret_error, r, "cannot listen on %s: %s", path, strerror(-r));
+        }
+        *ret = fd;
+        return 0;
+}
+
+static int parse_fd_arg(const char *s, int *ret) {
+        return parse_int(s, 0, INT_MAX, ret);
+}
+
+static void help(void) {
+        printf("lazaret-egress [OPTIONS] NETNS_PATH TAP\n\n"
+               "The egress helper of a Lazaret Domain with host rules (spec section 4.5).\n\n"
+               "  --allow-host=RULE     a host rule (NAME, *.NAME, optionally :PORT[,PORT...]); repeatable\n"
+               "  --allow-prefix=CIDR   a prefix allowed by address (libslirp then runs unrestricted)\n"
+               "  --deny-prefix=CIDR    a prefix resolved addresses may not lie in (beside the defaults)\n"
+               "  --resolver=ADDR       the upstream resolver (default: /etc/resolv.conf's first)\n"
+               "  --run-dir=DIR         a private directory for the helper's listeners\n"
+               "  --api-socket=PATH     slirp4netns 1.2's API socket (add_hostfwd, remove_hostfwd)\n"
+               "  --ready-fd=FD         one byte once ready\n"
+               "  --exit-fd=FD          exit when it reaches EOF\n");
+}
+
+static int parse_args(Egress *e, int argc, char **argv) {
+        enum { ARG_HOST = 0x100, ARG_ALLOW, ARG_DENY, ARG_RESOLVER, ARG_RUN, ARG_API, ARG_READY, ARG_EXIT };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "allow-host", required_argument, NULL, ARG_HOST },
+                { "allow-prefix", required_argument, NULL, ARG_ALLOW },
+                { "deny-prefix", required_argument, NULL, ARG_DENY },
+                { "resolver", required_argument, NULL, ARG_RESOLVER },
+                { "run-dir", required_argument, NULL, ARG_RUN },
+                { "api-socket", required_argument, NULL, ARG_API },
+                { "ready-fd", required_argument, NULL, ARG_READY },
+                { "exit-fd", required_argument, NULL, ARG_EXIT },
+                {},
+        };
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                _cleanup_free_ char *err = NULL;
+
+                switch (c) {
+                case 'h':
+                        help();
+                        exit(EXIT_SUCCESS);
+                case ARG_HOST:
+                        r = host_rule_list_add(&e->rules, optarg, &err);
+                        if (r < 0) {
+                                fprintf(stderr, "lazaret-egress: --allow-host: %s\n", err ?: strerror(-r));
+                                return r;
+                        }
+                        break;
+                case ARG_ALLOW:
+                case ARG_DENY:
+                        r = floor_add(e, optarg, c == ARG_ALLOW, &err);
+                        if (r < 0) {
+                                fprintf(stderr, "lazaret-egress: %s\n", err ?: strerror(-r));
+                                return r;
+                        }
+                        break;
+                case ARG_RESOLVER:
+                        arg_resolver = optarg;
+                        break;
+                case ARG_RUN:
+                        arg_run_dir = optarg;
+                        break;
+                case ARG_API:
+                        arg_api_socket = optarg;
+                        break;
+                case ARG_READY:
+                case ARG_EXIT:
+                        if (parse_fd_arg(optarg, c == ARG_READY ? &arg_ready_fd : &arg_exit_fd) < 0) {
+                                fprintf(stderr, "lazaret-egress: bad fd: %s\n", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                default:
+                        return -EINVAL;
+                }
+        }
+        if (argc - optind != 2 || !arg_run_dir || arg_exit_fd < 0) {
+                fprintf(stderr, "lazaret-egress: NETNS_PATH, TAP, --run-dir and --exit-fd are required (--help)\n");
+                return -EINVAL;
+        }
+        arg_netns = argv[optind];
+        arg_tap = argv[optind + 1];
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        _cleanup_free_ char *err = NULL;
+        char resolver[IPV4_STRING_MAX], path[PATH_MAX];
+        Egress *e;
+        int r;
+
+        e = calloc(1, sizeof(*e));
+        if (!e)
+                return EXIT_FAILURE;
+        e->tap_fd = e->upstream_fd = e->api_fd = e->dns_listen_fd = -EBADF;
+        e->next_synth = POOL_FIRST;
+        (void) signal(SIGPIPE, SIG_IGN);
+        /* The floor's defaults: the ranges the policy denies unless a profile opens part of them. */
+        e->floor = calloc(CIDR_N_DEFAULT_DENY, sizeof(*e->floor));
+        if (!e->floor)
+                return EXIT_FAILURE;
+        for (size_t i = 0; i < CIDR_N_DEFAULT_DENY; i++)
+                e->floor[e->n_floor++] = (FloorRule) { .c = cidr_default_deny[i], .allow = false };
+        if (parse_args(e, argc, argv) < 0)
+                return EXIT_FAILURE;
+        if (!arg_resolver) {
+                default_resolver(resolver);
+                arg_resolver = resolver;
+        }
+
+        r = open_tap(arg_netns, arg_tap, &e->tap_fd, &err);
+        if (r >= 0)
+                r = open_upstream(arg_resolver, &e->upstream_fd, &err);
+        if (r >= 0 && arg_api_socket)
+                r = listen_unix(arg_api_socket, &e->api_fd, &err);
+        if (r < 0) {
+                fprintf(stderr, "lazaret-egress: %s\n", err ?: strerror(-r));
+                return EXIT_FAILURE;
+        }
+
+        SlirpConfig cfg = {
+                .version = 4,
+                /* Restricted (only guest forwards and host forwards) unless a prefix is allowed by address. */
+                .restricted = !e->by_address,
+                .in_enabled = true,
+                .vnetwork = { htonl(EGRESS_VNETWORK) },
+                .vnetmask = { htonl(EGRESS_VNETMASK) },
+                .vhost = { htonl(NET_GATEWAY) },
+                .in6_enabled = false,
+                .vdhcp_start = { htonl(EGRESS_DHCP_START) },
+                .vnameserver = { htonl(EGRESS_SLIRP_DNS) },
+                .if_mtu = EGRESS_MTU,
+                .if_mru = EGRESS_MTU,
+                .disable_host_loopback = true,
+                .disable_dns = true,
+                .disable_dhcp = true,
+        };
+        e->slirp = slirp_new(&cfg, &slirp_callbacks, e);
+        if (!e->slirp) {
+                fprintf(stderr, "lazaret-egress: libslirp would not start\n");
+                return EXIT_FAILURE;
+        }
+        /* DNS over TCP to 10.137.54.3:53: a Unix forward to our own listener. */
+        {
+                struct sockaddr_un sa;
+                struct in_addr dns = { htonl(NET_DNS) };
+
+                if ((size_t) snprintf(path, sizeof(path), "%s/dns", arg_run_dir) >= sizeof(sa.sun_path)) {
+                        fprintf(stderr, "lazaret-egress: the run directory %s is too long\n", arg_run_dir);
+                        return EXIT_FAILURE;
+                }
+                r = listen_unix(path, &e->dns_listen_fd, &err);
+                if (r < 0 || slirp_add_unix(e->slirp, path, &dns, DNS_PORT) < 0) {
+                        fprintf(stderr, "lazaret-egress: %s\n", err ?: "libslirp refused the DNS forward");
+                        return EXIT_FAILURE;
+                }
+        }
+
+        r = harden_drop_privileges();
+        if (r < 0) {
+                fprintf(stderr, "lazaret-egress: cannot drop privileges: %s\n", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        if (arg_ready_fd >= 0) {
+                if (write(arg_ready_fd, "1", 1) != 1) {
+                        fprintf(stderr, "lazaret-egress: cannot signal readiness: %m\n");
+                        return EXIT_FAILURE;
+                }
+                arg_ready_fd = safe_close(arg_ready_fd);
+        }
+        r = loop(e);
+        if (r < 0) {
+                fprintf(stderr, "lazaret-egress: %s\n", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        return EXIT_SUCCESS;
+}

@@ -1,0 +1,413 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The egress helper alone (issue 35 item 2, spec section 4.5 "Egress by
+# name"): lazaret-egress on the tap of a "sandbox" network namespace whose
+# kernel stack stands in for gVisor's, with servers this test starts in the
+# "outside" namespace. Both namespaces are made here, in a user namespace of
+# the test user's own (unshare), inside the harness's namespace: the outside
+# one is fresh, with only lo, so nothing can leave it. The outside holds, on
+# 198.18.0.10 (RFC 2544's benchmarking range, on lo, outside the floor's
+# default denies) and 127.0.0.1:
+#   - a DNS server (Python) on 127.0.0.1:53, the helper's --resolver,
+#     answering from a hosts file: api.allowed.test, x.wild.test, git.allowed.test,
+#     denied.test, edge.cdn.test -> 198.18.0.10; alias.allowed.test a CNAME
+#     of edge.cdn.test; private.allowed.test -> 192.168.77.7 (the floor must
+#     drop it); every query logged;
+#   - openssl s_server on 198.18.0.10:443 with one certificate for every
+#     name (several names on one address), serving hello.txt;
+#   - python3 http.server on 198.18.0.10:80, serving hello.txt;
+#   - a banner server on 198.18.0.10:2222 (the name:port rule's service);
+#   - a UDP listener on 198.18.0.10:9999 that logs what it gets.
+# The rules: api.allowed.test, alias.allowed.test, private.allowed.test,
+# *.wild.test, git.allowed.test:2222. Checked from the sandbox namespace:
+#   allowed name (A synthetic from 10.137.64.0/18, HTTPS and HTTP fetched),
+#   wildcard (x.wild.test yes, wild.test NXDOMAIN), CNAME (one A owned by the
+#   name asked, no CNAME shown, fetch works; edge.cdn.test itself NXDOMAIN),
+#   denied name (NXDOMAIN, and the resolver never asked), AAAA empty, DNS
+#   over TCP, a name resolving into a denied range (SERVFAIL), direct IP to
+#   198.18.0.10 and to a pool address never handed out (refused at once),
+#   wrong SNI and wrong Host on a synthetic address (refused, the server
+#   never sees a request), UDP other than DNS (ICMP port unreachable, the
+#   listener gets nothing), the port rule (2222 carried, 443 of that name and
+#   2222 of another refused, a ClientHello naming another host on 2222
+#   refused), and a published port (slirp4netns' add_hostfwd on the API
+#   socket) fetched from the outside's 127.0.0.1.
+set -Eeuo pipefail
+. "$(dirname -- "$0")/../harness/lib.sh"
+
+if [[ ${1:-} != --inner ]]; then
+        lt_install
+        lt_require_isolated_network
+        for p in curl openssl python3 unshare nsenter ip; do
+                command -v "$p" >/dev/null || lt_fail "$p is needed on the host"
+        done
+        [[ -x $LT_PREFIX/libexec/lazaret-egress ]] || lt_fail "lazaret-egress is not installed in $LT_PREFIX/libexec"
+        exec unshare --user --map-root-user --net --mount --fork --kill-child bash "$0" --inner
+fi
+
+# --- inside our own user, network and mount namespaces ------------------------
+EGRESS=$LT_PREFIX/libexec/lazaret-egress
+T=$(mktemp -d)
+ADDR=198.18.0.10
+POOL_RE='^10\.137\.(6[4-9]|[7-9][0-9]|1[01][0-9]|12[0-7])\.[0-9]+$'
+pids=()
+cleanup() {
+        local rc=$? p
+        for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+        if ((rc != 0)); then
+                echo "--- lazaret-egress stderr ---" >&2
+                cat "$T/egress.log" >&2 2>/dev/null || true
+                echo "--- DNS server log ---" >&2
+                cat "$T/dns.log" >&2 2>/dev/null || true
+        fi
+        rm -rf "$T"
+}
+trap cleanup EXIT
+
+[[ -z $(ip -4 route show) ]] || lt_fail "the fresh outside namespace has routes: $(ip -4 route show)"
+ip link set lo up
+ip addr add "$ADDR/32" dev lo
+
+# --- the outside's servers ---------------------------------------------------------
+cat >"$T/hosts" <<EOF
+$ADDR api.allowed.test
+$ADDR x.wild.test
+$ADDR git.allowed.test
+$ADDR denied.test
+$ADDR edge.cdn.test
+192.168.77.7 private.allowed.test
+EOF
+# A DNS server of its own (dnsmasq changes its group at start, which a user
+# namespace with one mapped ID refuses): A records from the hosts file, one
+# CNAME, NXDOMAIN otherwise; every query logged as "query[TYPE] NAME".
+python3 - "$T/hosts" "$T/dns.log" <<'EOF' &
+import socket, struct, sys
+hosts = {}
+for line in open(sys.argv[1]):
+    addr, name = line.split()
+    hosts[name] = addr
+cnames = {"alias.allowed.test": "edge.cdn.test"}
+def wire(name):
+    return b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0"
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 53))
+while True:
+    q, peer = s.recvfrom(4096)
+    qid, flags, qd = struct.unpack(">HHH", q[:6])
+    off, labels = 12, []
+    while q[off]:
+        labels.append(q[off + 1:off + 1 + q[off]].decode())
+        off += 1 + q[off]
+    qtype, qclass = struct.unpack(">HH", q[off + 1:off + 5])
+    name = ".".join(labels).lower()
+    question = q[12:off + 5]
+    with open(sys.argv[2], "a") as log:
+        log.write("query[%d] %s from %s\n" % (qtype, name, peer[0]))
+    answers, rcode, target = [], 0, name
+    if name in cnames:
+        target = cnames[name]
+        answers.append(b"\xc0\x0c" + struct.pack(">HHIH", 5, 1, 300, len(wire(target))) + wire(target))
+    if target in hosts:
+        if qtype == 1:
+            owner = b"\xc0\x0c" if target == name else wire(target)
+            answers.append(owner + struct.pack(">HHIH", 1, 1, 300, 4) + socket.inet_aton(hosts[target]))
+    elif name not in cnames:
+        rcode = 3
+    s.sendto(struct.pack(">HHHHHH", qid, 0x8180 | rcode, 1, len(answers), 0, 0) + question + b"".join(answers), peer)
+EOF
+pids+=($!)
+
+mkdir "$T/www"
+echo "hello from the outside" >"$T/www/hello.txt"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=egress-test \
+        -addext "subjectAltName=DNS:api.allowed.test,DNS:x.wild.test,DNS:alias.allowed.test,DNS:git.allowed.test,DNS:evil.test" \
+        -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
+(cd "$T/www" && exec openssl s_server -quiet -accept "$ADDR:443" -cert "$T/cert.pem" -key "$T/key.pem" -WWW \
+        >"$T/tls.log" 2>&1) &
+pids+=($!)
+python3 -m http.server 80 --bind "$ADDR" --directory "$T/www" >"$T/http.log" 2>&1 &
+pids+=($!)
+python3 - "$ADDR" "$T/banner.log" <<'EOF' &
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 2222)); s.listen(16)
+while True:
+    c, _ = s.accept()
+    c.sendall(b"SSH-2.0-egress-test\r\n")
+    c.settimeout(5)
+    try:
+        data = c.recv(4096)
+    except OSError:
+        data = b""
+    with open(sys.argv[2], "ab") as f:
+        f.write(b"got:" + data.replace(b"\n", b"\\n") + b"\n")
+    if data:
+        c.sendall(b"echo:" + data)
+    c.close()
+EOF
+pids+=($!)
+python3 - "$ADDR" "$T/udp.log" <<'EOF' &
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 9999))
+while True:
+    d, a = s.recvfrom(4096)
+    with open(sys.argv[2], "a") as f:
+        f.write("udp from %s: %r\n" % (a, d))
+EOF
+pids+=($!)
+
+# --- the sandbox namespace and the helper --------------------------------------------
+unshare --net sleep infinity &
+guest=$!
+pids+=($guest)
+sleep 0.1
+G=/proc/$guest/ns/net
+in_guest() { nsenter --net="$G" "$@"; }
+
+mkdir -m 0700 "$T/run"
+mkfifo "$T/ready" "$T/exit"
+"$EGRESS" --run-dir="$T/run" --api-socket="$T/run/api.sock" --resolver=127.0.0.1 \
+        --allow-host=api.allowed.test --allow-host=alias.allowed.test --allow-host=private.allowed.test \
+        --allow-host='*.wild.test' --allow-host=git.allowed.test:2222 \
+        --ready-fd=3 --exit-fd=4 "$G" tap0 3<>"$T/ready" 4<"$T/exit" 2>"$T/egress.log" &
+egress=$!
+pids+=($egress)
+# Read-write opens of a FIFO do not wait for the other end; the helper's
+# exit fd reaches EOF when fd 9, its only writer, is closed.
+exec 9<>"$T/exit"
+ready=$(timeout 10 head -c1 "$T/ready") || true
+[[ $ready == 1 ]] || lt_fail "lazaret-egress did not become ready: $(cat "$T/egress.log")"
+lt_log "ok: lazaret-egress ready (pid $egress)"
+
+in_guest ip link set lo up
+in_guest ip link set tap0 up mtu 65520
+in_guest ip addr add 10.137.54.100/24 dev tap0
+in_guest ip route add default via 10.137.54.2 dev tap0
+echo "nameserver 10.137.54.3" >"$T/resolv.conf"
+mount --bind "$T/resolv.conf" /etc/resolv.conf
+# Names resolve through DNS only (our hosts file has none of them).
+[[ -z $(grep -E 'allowed\.test|wild\.test|cdn\.test' /etc/hosts || true) ]] || lt_fail "/etc/hosts names a test name"
+
+# --- DNS from the sandbox ------------------------------------------------------------
+# dnsq [--tcp] NAME [TYPE]: "rcode=N an=COUNT types=T,.. addrs=A,.." from 10.137.54.3.
+dnsq() {
+        in_guest python3 - "$@" <<'EOF'
+import random, socket, struct, sys
+args = sys.argv[1:]
+tcp = args[0] == "--tcp"
+if tcp:
+    args = args[1:]
+name = args[0]
+qtype = {"A": 1, "AAAA": 28, "HTTPS": 65, "TXT": 16}[args[1] if len(args) > 1 else "A"]
+qid = random.randrange(65536)
+q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+for label in name.split("."):
+    q += bytes([len(label)]) + label.encode()
+q += b"\0" + struct.pack(">HH", qtype, 1)
+if tcp:
+    s = socket.create_connection(("10.137.54.3", 53), timeout=5)
+    s.sendall(struct.pack(">H", len(q)) + q)
+    s.shutdown(socket.SHUT_WR)  # a half-closed client still gets its answer
+    buf = b""
+    while len(buf) < 2 or len(buf) < 2 + struct.unpack(">H", buf[:2])[0]:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        buf += chunk
+    r = buf[2:]
+else:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    s.sendto(q, ("10.137.54.3", 53))
+    r, _ = s.recvfrom(4096)
+rid, flags, qd, an, ns, ar = struct.unpack(">HHHHHH", r[:12])
+assert rid == qid, "answer ID differs"
+off = 12
+def skip_name(off):
+    while True:
+        l = r[off]
+        if l == 0:
+            return off + 1
+        if l & 0xc0 == 0xc0:
+            return off + 2
+        off += 1 + l
+for _ in range(qd):
+    off = skip_name(off) + 4
+types, addrs = [], []
+for _ in range(an):
+    off = skip_name(off)
+    t, c, ttl, rdl = struct.unpack(">HHIH", r[off:off + 10])
+    off += 10
+    types.append(str(t))
+    if t == 1:
+        addrs.append(socket.inet_ntoa(r[off:off + 4]))
+    off += rdl
+print("rcode=%d an=%d types=%s addrs=%s" % (flags & 0xf, an, ",".join(types), ",".join(addrs)))
+EOF
+}
+field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
+dns_logged() { grep -c "query\[[0-9]*\] $1 from" "$T/dns.log" || true; }
+
+out=$(dnsq api.allowed.test)
+[[ $(field rcode "$out") == 0 && $(field an "$out") == 1 ]] || lt_fail "api.allowed.test: $out"
+API=$(field addrs "$out")
+[[ $API =~ $POOL_RE ]] || lt_fail "api.allowed.test was answered $API, not a synthetic address: $out"
+out2=$(dnsq api.allowed.test)
+lt_assert_eq "api.allowed.test asked again" "$API" "$(field addrs "$out2")"
+lt_log "ok: allowed name api.allowed.test -> $API (synthetic, stable)"
+
+out=$(dnsq x.wild.test)
+WILD=$(field addrs "$out")
+[[ $(field rcode "$out") == 0 && $WILD =~ $POOL_RE && $WILD != "$API" ]] || lt_fail "x.wild.test: $out"
+out=$(dnsq wild.test)
+lt_assert_eq "wild.test (the wildcard's own name) rcode" 3 "$(field rcode "$out")"
+lt_log "ok: wildcard: x.wild.test -> $WILD, wild.test NXDOMAIN"
+
+out=$(dnsq alias.allowed.test)
+ALIAS=$(field addrs "$out")
+[[ $(field rcode "$out") == 0 && $(field types "$out") == 1 && $ALIAS =~ $POOL_RE ]] ||
+        lt_fail "alias.allowed.test (a CNAME of edge.cdn.test) should be one A record: $out"
+grep -q "query\[1\] alias.allowed.test from" "$T/dns.log" || lt_fail "the resolver was not asked for alias.allowed.test"
+out=$(dnsq edge.cdn.test)
+lt_assert_eq "edge.cdn.test (the CNAME's target, no rule) rcode" 3 "$(field rcode "$out")"
+lt_log "ok: CNAME: alias.allowed.test -> $ALIAS (no CNAME shown), edge.cdn.test NXDOMAIN"
+
+n_before=$(dns_logged denied.test)
+out=$(dnsq denied.test)
+lt_assert_eq "denied.test rcode" 3 "$(field rcode "$out")"
+lt_assert_eq "queries for denied.test that reached the resolver" "$n_before" "$(dns_logged denied.test)"
+grep -q 'denied name "denied.test"' "$T/egress.log" || lt_fail "the helper did not log the denied name"
+lt_log "ok: denied.test NXDOMAIN, never asked upstream"
+
+out=$(dnsq api.allowed.test AAAA)
+[[ $(field rcode "$out") == 0 && $(field an "$out") == 0 ]] || lt_fail "AAAA api.allowed.test should be empty: $out"
+out=$(dnsq --tcp api.allowed.test)
+lt_assert_eq "api.allowed.test over TCP" "$API" "$(field addrs "$out")"
+out=$(dnsq private.allowed.test)
+lt_assert_eq "private.allowed.test (192.168.77.7, under the floor) rcode" 2 "$(field rcode "$out")"
+lt_log "ok: AAAA empty, DNS over TCP, a name resolving into a denied range is SERVFAIL"
+
+# The C library's resolver, through /etc/resolv.conf.
+out=$(in_guest getent ahostsv4 api.allowed.test | awk 'NR==1{print $1}')
+lt_assert_eq "getent ahostsv4 api.allowed.test" "$API" "$out"
+
+# --- connections ------------------------------------------------------------------------
+CURL=(curl --noproxy '*' -sS --max-time 10 --cacert "$T/cert.pem")
+out=$(in_guest "${CURL[@]}" https://api.allowed.test/hello.txt) || lt_fail "https://api.allowed.test failed: $out"
+lt_assert_eq "https://api.allowed.test/hello.txt" "hello from the outside" "$out"
+out=$(in_guest "${CURL[@]}" http://api.allowed.test/hello.txt) || lt_fail "http://api.allowed.test failed: $out"
+lt_assert_eq "http://api.allowed.test/hello.txt" "hello from the outside" "$out"
+out=$(in_guest "${CURL[@]}" https://x.wild.test/hello.txt) || lt_fail "https://x.wild.test failed: $out"
+lt_assert_eq "https://x.wild.test/hello.txt" "hello from the outside" "$out"
+out=$(in_guest "${CURL[@]}" https://alias.allowed.test/hello.txt) || lt_fail "https://alias.allowed.test failed: $out"
+lt_assert_eq "https://alias.allowed.test/hello.txt (through the CNAME)" "hello from the outside" "$out"
+lt_log "ok: HTTPS and HTTP to allowed names, a wildcard's name and a CNAME's name"
+
+# refused WHAT PATTERN CMD...: CMD fails, and the helper logged PATTERN.
+refused() {
+        local what=$1 pattern=$2 out t0 t1
+        shift 2
+        t0=$(date +%s%N)
+        if out=$("$@" 2>&1); then
+                lt_fail "$what was carried: $out"
+        fi
+        t1=$(date +%s%N)
+        grep -qF -- "$pattern" "$T/egress.log" || lt_fail "$what: the helper logged no '$pattern' ($out)"
+        lt_log "ok: $what refused after $(((t1 - t0) / 1000000)) ms: $(tail -c 160 <<<"$out" | tr '\n' ' ')"
+}
+http_requests() { grep -c '"GET ' "$T/http.log" || true; }
+
+refused "a direct connection to $ADDR:443" "connection to $ADDR:443 refused: no allowed name resolved" \
+        in_guest "${CURL[@]}" --connect-timeout 5 "https://$ADDR/hello.txt"
+refused "a connection to a pool address never handed out" "connection to 10.137.127.200:443 refused" \
+        in_guest "${CURL[@]}" --connect-timeout 5 https://10.137.127.200/
+refused "SNI evil.test on api.allowed.test's address" 'its ClientHello names "evil.test"' \
+        in_guest "${CURL[@]}" --resolve "evil.test:443:$API" https://evil.test/hello.txt
+refused "SNI x.wild.test (allowed, bound elsewhere) on api.allowed.test's address" \
+        'connection to api.allowed.test:443 refused: its ClientHello names "x.wild.test"' \
+        in_guest "${CURL[@]}" --resolve "x.wild.test:443:$API" https://x.wild.test/hello.txt
+n=$(http_requests)
+refused "Host: evil.test on api.allowed.test's address, port 80" 'its request names host "evil.test"' \
+        in_guest "${CURL[@]}" -H "Host: evil.test" http://api.allowed.test/hello.txt
+lt_assert_eq "requests the HTTP server saw for the wrong Host" "$n" "$(http_requests)"
+
+# UDP other than DNS: an ICMP port unreachable, and nothing reaches the listener.
+out=$(in_guest python3 - "$ADDR" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(3)
+s.connect((sys.argv[1], 9999))
+s.send(b"hello udp")
+try:
+    s.recv(100)
+    print("answered")
+except ConnectionRefusedError:
+    print("refused")
+except socket.timeout:
+    print("timeout")
+EOF
+)
+lt_assert_eq "UDP to $ADDR:9999 from the sandbox" refused "$out"
+[[ ! -s $T/udp.log ]] || lt_fail "the UDP listener got a datagram: $(cat "$T/udp.log")"
+grep -qF "UDP to $ADDR:9999 refused" "$T/egress.log" || lt_fail "the helper logged no UDP refusal"
+lt_log "ok: UDP to $ADDR:9999 refused with ICMP port unreachable, nothing delivered"
+
+# The port rule: git.allowed.test:2222 only.
+out=$(in_guest python3 - <<'EOF'
+import socket
+s = socket.create_connection(("git.allowed.test", 2222), timeout=5)
+banner = s.recv(100)
+s.sendall(b"SSH-2.0-client\r\n")
+print(banner.decode().strip(), "|", s.recv(100).decode().strip())
+EOF
+) || lt_fail "git.allowed.test:2222 failed: $out"
+lt_assert_eq "git.allowed.test:2222 (banner | echo)" "SSH-2.0-egress-test | echo:SSH-2.0-client" "$out"
+refused "git.allowed.test:443 (the rule lists 2222 only)" "connection to git.allowed.test:443 refused: no host rule allows that port" \
+        in_guest "${CURL[@]}" --connect-timeout 5 https://git.allowed.test/
+refused "api.allowed.test:2222 (its rule has 80 and 443)" "connection to api.allowed.test:2222 refused" \
+        in_guest "${CURL[@]}" --connect-timeout 5 http://api.allowed.test:2222/
+n=$(grep -c . "$T/banner.log")
+GIT=$(field addrs "$(dnsq git.allowed.test)")
+refused "a ClientHello naming evil.test on git.allowed.test:2222" \
+        'connection to git.allowed.test:2222 refused: its ClientHello names "evil.test"' \
+        in_guest "${CURL[@]}" --resolve "evil.test:2222:$GIT" \
+        https://evil.test:2222/
+sleep 0.5
+if grep -q "got:.*evil" "$T/banner.log"; then lt_fail "the ClientHello naming evil.test reached the server"; fi
+lt_log "ok: port rule git.allowed.test:2222 carried, other ports and names refused ($n connections before)"
+
+# --- a published port: slirp4netns' API on the helper's socket -------------------------
+mkdir "$T/guest-www"
+echo "served from the sandbox" >"$T/guest-www/index.html"
+in_guest python3 -m http.server 8000 --bind 0.0.0.0 --directory "$T/guest-www" >/dev/null 2>&1 9>&- &
+pids+=($!)
+api() {
+        python3 - "$T/run/api.sock" "$1" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode())
+print(s.recv(4096).decode())
+EOF
+}
+out=$(api '{"execute":"add_hostfwd","arguments":{"proto":"tcp","host_addr":"127.0.0.1","host_port":18000,"guest_port":8000}}')
+[[ $out =~ ^\{\"return\":\{\"id\":([0-9]+)\}\}$ ]] || lt_fail "add_hostfwd: $out"
+id=${BASH_REMATCH[1]}
+for _ in $(seq 50); do
+        out=$(curl --noproxy '*' -sS --max-time 5 http://127.0.0.1:18000/index.html 2>&1) && break
+        sleep 0.1
+done
+lt_assert_eq "http://127.0.0.1:18000 (published from the sandbox's 8000)" "served from the sandbox" "$out"
+out=$(api '{"execute":"add_hostfwd","arguments":{"proto":"tcp","host_addr":"0.0.0.0","host_port":18001,"guest_port":8000}}')
+[[ $out == *'"error"'* ]] || lt_fail "add_hostfwd on 0.0.0.0 was accepted: $out"
+lt_assert_eq "remove_hostfwd" '{"return":{}}' "$(api "{\"execute\":\"remove_hostfwd\",\"arguments\":{\"id\":$id}}")"
+if curl --noproxy '*' -sS --max-time 2 http://127.0.0.1:18000/ >/dev/null 2>&1; then
+        lt_fail "the forward still answers after remove_hostfwd"
+fi
+lt_log "ok: published port 18000 -> 8000 through the API socket, removed again; 0.0.0.0 refused"
+
+# --- the exit fd ends it ------------------------------------------------------------------
+exec 9>&-
+for _ in $(seq 50); do kill -0 "$egress" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$egress" 2>/dev/null; then lt_fail "lazaret-egress did not exit when its exit fd closed"; fi
+wait "$egress" || lt_fail "lazaret-egress exited with status $? when its exit fd closed"
+lt_log "ok: the helper exits when its exit fd closes"

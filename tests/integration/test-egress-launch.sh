@@ -1,0 +1,61 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# A profile with host rules (allow_hosts, spec 4.5 "Egress by name") runs
+# with lazaret-egress in slirp4netns' place, in a real sandbox under the
+# real user manager, inside the harness's network namespace (no way out):
+#   - the Domain starts: the derived policy (the synthetic pool via the
+#     gateway, the default route denied) is installed, read back and
+#     attested from inside as every policy is;
+#   - the network helper is lazaret-egress (the Domain's bus property);
+#   - inside, probe.lazaret.test resolves through the helper to a synthetic
+#     address of 10.137.64.0/18 (the harness's resolver, asked by the
+#     helper, knows it as the test host 198.51.100.7), and busybox nc fetches
+#     the test host's page by that name on port 8080 (the rule
+#     probe.lazaret.test:8080);
+#   - the test host's own address, 198.51.100.7:8080, is not reached by
+#     address, and a name no rule allows does not resolve.
+# Traffic goes only to the harness's resolver (from the helper) and the test
+# host 198.51.100.7.
+set -Eeuo pipefail
+. "$(dirname -- "$0")/../harness/lib.sh"
+
+lt_install
+[[ ${LAZARET_TEST_INSTALL:-} != runtime ]] ||
+        lt_skip "desktop session: the harness's DNS test hosts exist only on a machine prepared as root"
+lt_domain_setup
+
+NAME=probe.lazaret.test
+HOST=198.51.100.7
+POOL_RE='^10\.137\.(6[4-9]|[7-9][0-9]|1[01][0-9]|12[0-7])\.[0-9]+$'
+cat >"$LT_CONFIG" <<JSON
+{ "default_profile": "test",
+  "profiles": { "test": { "image": "oci:$LT_IMAGE", "allow_hosts": ["$NAME:8080"] } } }
+JSON
+(cd "$LT_WS" && lazaretctl config check >/dev/null) || lt_fail "config check refused allow_hosts"
+
+lt_keeper_start
+helper=$(cd "$LT_WS" && lazaretctl status --json | jq -r .NetworkReadiness.HelperId) || true
+[[ $helper == lazaret-egress:* ]] || lt_fail "the Domain's network helper is '${helper:-?}', not lazaret-egress"
+pgrep -u "$USER" -x lazaret-egress >/dev/null || lt_fail "no lazaret-egress process runs ($helper)"
+lt_log "ok: the Domain runs, its network helper is lazaret-egress"
+
+out=$(lt_launch -- /bin/nslookup "$NAME" 2>&1) || lt_fail "nslookup $NAME inside failed: $out"
+addr=$(sed -n 's/^Address:[[:space:]]*\([0-9.]*\)$/\1/p' <<<"$out" | grep -v '^10\.137\.54\.3$' | head -n1)
+[[ $addr =~ $POOL_RE ]] || lt_fail "$NAME resolved inside to '$addr', not a synthetic address: $out"
+lt_log "ok: inside, $NAME = $addr (synthetic)"
+
+out=$(lt_launch -- /bin/sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 $NAME 8080 | tail -n 1" 2>&1) || true
+lt_assert_eq "HTTP by name on the rule's port 8080" "test host $HOST" "$out"
+
+out=$(lt_launch -- /bin/sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 $HOST 8080 | tail -n 1" 2>&1) || true
+[[ $out != "test host $HOST" ]] || lt_fail "the test host was reached by its address $HOST: $out"
+lt_log "ok: $HOST:8080 by address not reached (${out:-no answer})"
+
+set +e
+out=$(lt_launch -- /bin/nslookup other.lazaret.test 2>&1)
+rc=$?
+set -e
+((rc != 0)) || lt_fail "a name no rule allows resolved inside: $out"
+lt_log "ok: other.lazaret.test does not resolve inside"
+lt_log "PASS"
