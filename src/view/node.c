@@ -193,10 +193,17 @@ void node_hash(View *v, Node *n) {
         unsigned h = hash_of(n->dev, n->ino, n->in_state, n->cls);
 
         n->gen = 0;
-        for (Node *m = v->hash[h]; m; m = m->hnext)
-                if (m != n && m->stale && m->dev == n->dev && m->ino == n->ino && m->in_state == n->in_state &&
-                    m->cls == n->cls && (uint8_t) (m->gen + 1) > n->gen)
+        for (Node *m = v->hash[h]; m; m = m->hnext) {
+                if (m == n || m->dev != n->dev || m->ino != n->ino || m->in_state != n->in_state || m->cls != n->cls)
+                        continue;
+                /* A node of another object with this number (n was bound to a copy the
+                 * view made, which took a freed number: copy_up(), node_rebind()) is
+                 * stale from now on, as node_get() finds it at a lookup. */
+                if (!m->stale && (m->type != n->type || !file_birth_same(&m->birth, &n->birth)))
+                        m->stale = true;
+                if (m->stale && (uint8_t) (m->gen + 1) > n->gen)
                         n->gen = (uint8_t) (m->gen + 1);
+        }
         n->hnext = v->hash[h];
         v->hash[h] = n;
 }

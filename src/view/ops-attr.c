@@ -114,13 +114,15 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
                 pin_done(&p);
                 p = (Pin) {};
         }
-        if ((to_set & FUSE_SET_ATTR_SIZE) && (r = index_check_node(v, n, "a truncation of")) < 0) {
-                fuse_reply_err(req, -r);
-                return;
-        }
         r = prepare_change(v, n);
         if (r == 0)
                 r = pin_for(v, n, &p, true);
+        if (r == 0 && (to_set & FUSE_SET_ATTR_SIZE)) {
+                /* Checked while busy on n: no rename makes n an index meanwhile (rename_index()). */
+                r = index_check_node(v, n, "a truncation of");
+                if (r < 0)
+                        busy_end(v, n);
+        }
         if (fi && !fi->fh)
                 fi = NULL;      /* opened by the kernel alone: by node */
         if (r < 0) {

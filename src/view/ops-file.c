@@ -83,13 +83,8 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         }
         if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
                 r = index_check_node(v, n, "an open for writing of");
-                if (r < 0) {
-                        fuse_reply_err(req, -r);
-                        return;
-                }
-        }
-        if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-                r = prepare_change(v, n);
+                if (r >= 0)
+                        r = prepare_change(v, n);
                 if (r < 0) {
                         fuse_reply_err(req, -r);
                         return;
@@ -177,14 +172,21 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
         View *v = fuse_req_userdata(req);
         Node *n = node_of(v, ino);
         bool owned;
-        int fd = index_check_node(v, n, "a write in place to");
-        if (fd >= 0)
-                fd = request_fd(v, n, fi, O_WRONLY, &owned);
+        int fd = request_fd(v, n, fi, O_WRONLY, &owned);
         struct stat st;
         ssize_t k;
 
         if (fd < 0) {
                 fuse_reply_err(req, -fd);
+                return;
+        }
+        /* Checked while the write is busy on n: no rename makes n an index meanwhile (rename_index()). */
+        k = index_check_node(v, n, "a write in place to");
+        if (k < 0) {
+                busy_end(v, n);
+                if (owned)
+                        safe_close(fd);
+                fuse_reply_err(req, (int) -k);
                 return;
         }
         k = fuse_pool_write(in, fd, off);
@@ -223,16 +225,14 @@ void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
         View *v = fuse_req_userdata(req);
         Node *n = node_of(v, ino);
         bool owned;
-        int fd = index_check_node(v, n, "a write in place to"), r;
-
-        if (fd >= 0)
-                fd = request_fd(v, n, fi, O_WRONLY, &owned);
+        int fd = request_fd(v, n, fi, O_WRONLY, &owned), r;
 
         if (fd < 0) {
                 fuse_reply_err(req, -fd);
                 return;
         }
-        r = fallocate(fd, mode, off, len) < 0 ? errno : 0;
+        r = index_check_node(v, n, "a write in place to");
+        r = r < 0 ? -r : fallocate(fd, mode, off, len) < 0 ? errno : 0;
         busy_end(v, node_of(v, ino));
         if (owned)
                 safe_close(fd);
