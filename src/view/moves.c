@@ -554,20 +554,22 @@ static int rename_within(View *v, Node *from, const char *name, Node *n, Node *t
 /*
  * A rename of n (name in from) onto the index that dir holds (index_name()):
  * the new file is read whole and judged (index_judge()), and what was
- * judged is what lands: the view writes the bytes it read (less the cached
- * trees) under a temporary name and renames that onto index, then removes
- * the source. No
- * other name or open file of the sandbox's reaches the new index, and
- * writes to the source wait from the judging on (v->moving, as for a move
- * between the sides). n stands for the new index from then on. With
- * v->lock held, released while the file is read, judged and written.
+ * judged is what lands: the view writes what it judged (less the cached
+ * trees) into that same file, then renames it onto index. Writes, links
+ * and truncation of n wait from the judging on (v->moving, as for a move
+ * between the sides) and are refused once it is the index
+ * (index_check_node()); a file with another name (a hard link) is
+ * refused. The file keeps its identity: the kernel's node for it is not
+ * bound to another object, whose inode number might be one the kernel
+ * still holds for a deleted file. With v->lock held, released while the
+ * file is read, judged and written.
  */
 static int rename_index(View *v, Node *from, const char *name, Node *n, Node *to, unsigned flags) {
         _cleanup_(pin_done) Pin p = {};
         _cleanup_(index_judge_done) IndexJudge j = { .dirfd = -EBADF };
         _cleanup_free_ char *data = NULL, *why = NULL, *judged = NULL;
-        _cleanup_close_ int fd = -EBADF, tfd = -EBADF;
-        char pp[32], tmp[64];
+        _cleanup_close_ int fd = -EBADF;
+        char pp[32];
         struct stat st = {};
         size_t size = 0, judged_size = 0;
         int r;
@@ -584,9 +586,11 @@ static int rename_index(View *v, Node *from, const char *name, Node *n, Node *to
 
         if (r >= 0) {
                 proc_path(p.fd, pp);
-                fd = open(pp, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+                fd = open(pp, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
                 r = fd < 0 || fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EPERM;
         }
+        if (r >= 0 && st.st_nlink != 1)
+                r = asprintf(&why, "it has %ju names", (uintmax_t) st.st_nlink) < 0 ? -ENOMEM : -EPERM;
         if (r >= 0) {
                 r = read_full_fd(fd, GIT_INDEX_SIZE_MAX, &data, &size);
                 if (r == -EFBIG)
@@ -594,29 +598,26 @@ static int rename_index(View *v, Node *from, const char *name, Node *n, Node *to
         }
         if (r >= 0)
                 r = index_judge(&j, data, size, &judged, &judged_size, &why);
-        if (r >= 0) {
-                snprintf(tmp, sizeof(tmp), RENAME_TMP_PREFIX "%d.%lu", getpid(), (unsigned long) pthread_self());
-                (void) unlinkat(j.dirfd, tmp, 0);
-                tfd = openat(j.dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, st.st_mode & 0755);
-                r = tfd < 0 ? -errno : judged ? write_all(tfd, judged, judged_size) : write_all(tfd, data, size);
-                if (r < 0 && tfd >= 0)
-                        (void) unlinkat(j.dirfd, tmp, 0);
+        if (r >= 0 && judged) {
+                /* The cached trees left out, in the file itself. */
+                r = lseek(fd, 0, SEEK_SET) < 0 ? -errno : write_all(fd, judged, judged_size);
+                if (r >= 0 && ftruncate(fd, (off_t) judged_size) < 0)
+                        r = -errno;
         }
 
         pthread_mutex_lock(&v->lock);
-        if (r >= 0 && syscall(SYS_renameat2, j.dirfd, tmp, j.dirfd, "index", flags) < 0) {
-                r = -errno;
-                (void) unlinkat(j.dirfd, tmp, 0);
-        }
         if (r >= 0) {
                 struct stat now;
 
-                /* The sandbox's file goes (if it is still the one read); the node stands for the view's copy. */
-                if (fstatat(from->fd, name, &now, AT_SYMLINK_NOFOLLOW) >= 0 && now.st_dev == st.st_dev &&
-                    now.st_ino == st.st_ino)
-                        (void) unlinkat(from->fd, name, 0);
-                r = node_rebind(v, n, to, "index", j.dirfd, VIEW_SHARED);
+                /* The name still leads to the file judged (the host may have changed it meanwhile). */
+                if (fstatat(from->fd, name, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_dev != st.st_dev ||
+                    now.st_ino != st.st_ino)
+                        r = -ESTALE;
+                else if (syscall(SYS_renameat2, from->fd, name, j.dirfd, "index", flags) < 0)
+                        r = -errno;
         }
+        if (judged)
+                inval_later(v, n, NULL);        /* what the kernel cached of the file is not what landed */
         move_end(v);
         if (why) {
                 _cleanup_free_ char *shown = NULL;

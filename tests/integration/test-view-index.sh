@@ -137,6 +137,21 @@ for f in .husky/pre-push .pre-commit-config.yaml; do
 done
 no_marks "the host's git commit and git checkout -- ."
 
+# What lands is the file judged, as judged: one with a second name (which
+# could be written after the judging) is refused, and a descriptor held
+# open on it writes nothing once it is the index.
+index_sha=$(sha256sum <"$LT_WS/.git/index")
+out=$(inside "cp .git/index .git/two.lock && ln .git/two.lock .git/two-name && mv .git/two.lock .git/index" 2>&1) &&
+        lt_fail "an index with a second name was taken: $out"
+lt_assert_eq "the host's index after the rename of a linked file" "$index_sha" "$(sha256sum <"$LT_WS/.git/index")"
+inside 'rm -f .git/two.lock .git/two-name' || true
+out=$(inside "cp .git/index .git/held.lock && exec 3>>.git/held.lock && mv .git/held.lock .git/index &&
+              { printf junk >&3 && echo wrote-through-the-held-descriptor; }; exec 3>&-; true" 2>&1)
+[[ $out != *wrote-through-the-held-descriptor* ]] || lt_fail "a descriptor held on the new index wrote to it: $out"
+[[ $(tail -c 4 "$LT_WS/.git/index") != junk ]] || lt_fail "the host's index ends with what the held descriptor wrote"
+hgit status --porcelain >/dev/null || lt_fail "the host's git no longer reads its index"
+lt_log "ok: a linked file is refused as the index; a held descriptor writes nothing to the index it became"
+
 # A crafted index whose entries are the host's but whose cached tree (the TREE
 # extension) is one the sandbox made, with its own .husky/pre-push: git's
 # commit takes a valid cached tree as it is. The view judges the entries and
