@@ -89,6 +89,34 @@ static int new_netns(bool disable_ipv6, int *ret) {
 }
 
 /*
+ * The network helper (slirp4netns or lazaret-egress): its exit pipe (its
+ * read end passed as fd 4; closing the write end, kept in
+ * n->slirp_exit_fd, tells it to go) and its start as a supervised helper.
+ */
+static int start_network_helper(SupNet *n, Helpers *helpers, const char *name, char **argv, bool keep_stderr,
+                                char **ret_error) {
+        _cleanup_close_ int exit_r = -EBADF;
+        int exitp[2];
+
+        if (pipe2(exitp, O_CLOEXEC) < 0)
+                return errorf(ret_error, -errno, "cannot create the exit pipe for %s: %s", name, strerror(errno));
+        exit_r = exitp[0];
+        n->slirp_exit_fd = exitp[1];
+        return helper_start(helpers, &(HelperSpec) {
+                                 .name = name,
+                                 .role = "the network helper",
+                                 .death_means = "network readiness withdrawn; the sandbox cannot get its network back "
+                                                "and is stopped",
+                                 .not_ready_hint = "does /dev/net/tun exist and may this user open it?",
+                                 .argv = argv,
+                                 .pass_fds = &exit_r,
+                                 .n_pass_fds = 1,
+                                 .ready_timeout_ms = 10000,
+                                 .keep_stderr = keep_stderr,
+                         }, &n->slirp_pid, ret_error);
+}
+
+/*
  * slirp4netns, a supervised helper: readiness on --ready-fd (it writes "1"
  * once tap0 exists), and --exit-fd, whose write end the supervisor keeps
  * until it exits: closing it ends slirp4netns.
@@ -104,24 +132,8 @@ static int start_slirp(SupNet *n, const SupNetParams *p, Helpers *helpers, char 
                 (char *) "--api-socket", (char *) p->api_socket,
                 (char *) p->netns_path, (char *) net_links[NET_LINK_TAP].name, NULL,
         };
-        _cleanup_close_ int exit_r = -EBADF;
-        int exitp[2];
 
-        if (pipe2(exitp, O_CLOEXEC) < 0)
-                return errorf(ret_error, -errno, "cannot create the exit pipe for slirp4netns: %s", strerror(errno));
-        exit_r = exitp[0];
-        n->slirp_exit_fd = exitp[1];
-        return helper_start(helpers, &(HelperSpec) {
-                                 .name = "slirp4netns",
-                                 .role = "the network helper",
-                                 .death_means = "network readiness withdrawn; the sandbox cannot get its network back "
-                                                "and is stopped",
-                                 .not_ready_hint = "does /dev/net/tun exist and may this user open it?",
-                                 .argv = argv,
-                                 .pass_fds = &exit_r,
-                                 .n_pass_fds = 1,
-                                 .ready_timeout_ms = 10000,
-                         }, &n->slirp_pid, ret_error);
+        return start_network_helper(n, helpers, "slirp4netns", argv, false, ret_error);
 }
 
 /*
@@ -134,9 +146,7 @@ static int start_slirp(SupNet *n, const SupNetParams *p, Helpers *helpers, char 
 static int start_egress(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error) {
         _cleanup_strv_free_ char **argv = NULL;
         _cleanup_free_ char *run_dir = NULL;
-        _cleanup_close_ int exit_r = -EBADF;
         const char *slash = strrchr(p->api_socket, '/');
-        int exitp[2];
 
         if (!slash || asprintf(&run_dir, "%.*s/egress", (int) (slash - p->api_socket), p->api_socket) < 0)
                 return errorf(ret_error, -ENOMEM, "out of memory");
@@ -163,22 +173,7 @@ static int start_egress(SupNet *n, const SupNetParams *p, Helpers *helpers, char
         }
         if (strv_extend(&argv, p->netns_path) < 0 || strv_extend(&argv, net_links[NET_LINK_TAP].name) < 0)
                 return errorf(ret_error, -ENOMEM, "out of memory");
-        if (pipe2(exitp, O_CLOEXEC) < 0)
-                return errorf(ret_error, -errno, "cannot create the exit pipe for lazaret-egress: %s", strerror(errno));
-        exit_r = exitp[0];
-        n->slirp_exit_fd = exitp[1];
-        return helper_start(helpers, &(HelperSpec) {
-                                 .name = "lazaret-egress",
-                                 .role = "the network helper",
-                                 .death_means = "network readiness withdrawn; the sandbox cannot get its network back "
-                                                "and is stopped",
-                                 .not_ready_hint = "does /dev/net/tun exist and may this user open it?",
-                                 .argv = argv,
-                                 .pass_fds = &exit_r,
-                                 .n_pass_fds = 1,
-                                 .ready_timeout_ms = 10000,
-                                 .keep_stderr = true,
-                         }, &n->slirp_pid, ret_error);
+        return start_network_helper(n, helpers, "lazaret-egress", argv, true, ret_error);
 }
 
 static void responder(int fd2, int fd3, const char *challenge) {
