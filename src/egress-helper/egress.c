@@ -277,41 +277,34 @@ static const Cidr floor_never[] = {
         { NET_IP4(224, 0, 0, 0), 3 },
 };
 
-static bool cidr_has(const Cidr *c, uint32_t a) {
-        uint32_t mask = c->prefixlen == 0 ? 0 : UINT32_MAX << (32 - c->prefixlen);
-        return (a & mask) == c->addr;
-}
-
-/* Longest prefix wins between allows and denies; no match: allowed (the floor is for what names resolve to). */
-static bool floor_allows(const Egress *e, uint32_t a) {
+/*
+ * The verdict of the longest prefix of the floor that holds a (allows and
+ * denies alike), after the ranges never reached; unmatched when none does.
+ */
+static bool floor_verdict(const Egress *e, uint32_t a, bool unmatched) {
+        const Cidr host = { a, 32 };
         int best = -1;
-        bool allow = true;
+        bool allow = unmatched;
 
         for (size_t i = 0; i < ELEMENTSOF(floor_never); i++)
-                if (cidr_has(&floor_never[i], a))
+                if (cidr_contains(&floor_never[i], &host))
                         return false;
         for (size_t i = 0; i < e->n_floor; i++)
-                if (cidr_has(&e->floor[i].c, a) && (int) e->floor[i].c.prefixlen > best) {
+                if (cidr_contains(&e->floor[i].c, &host) && (int) e->floor[i].c.prefixlen > best) {
                         best = e->floor[i].c.prefixlen;
                         allow = e->floor[i].allow;
                 }
         return allow;
+}
+
+/* Whether a name may resolve to a: no match is allowed (the floor is for what names resolve to). */
+static bool floor_allows(const Egress *e, uint32_t a) {
+        return floor_verdict(e, a, true);
 }
 
 /* Whether a is inside a prefix allowed by address (a direct connection may go there). */
 static bool allowed_by_address(const Egress *e, uint32_t a) {
-        int best = -1;
-        bool allow = false;
-
-        for (size_t i = 0; i < ELEMENTSOF(floor_never); i++)
-                if (cidr_has(&floor_never[i], a))
-                        return false;
-        for (size_t i = 0; i < e->n_floor; i++)
-                if (cidr_has(&e->floor[i].c, a) && (int) e->floor[i].c.prefixlen > best) {
-                        best = e->floor[i].c.prefixlen;
-                        allow = e->floor[i].allow;
-                }
-        return allow;
+        return floor_verdict(e, a, false);
 }
 
 static int floor_add(Egress *e, const char *s, bool allow, char **ret_error) {
