@@ -167,6 +167,10 @@ in_guest() { nsenter --net="$G" "$@"; }
 
 mkdir -m 0700 "$T/run"
 mkfifo "$T/ready" "$T/exit"
+# The test holds the readiness FIFO open itself: a byte the helper writes
+# and then closes its end on would otherwise be lost if no reader had it
+# open yet (a FIFO's data goes with its last opener).
+exec 8<>"$T/ready"
 "$EGRESS" --run-dir="$T/run" --api-socket="$T/run/api.sock" --resolver=127.0.0.1 \
         --allow-host=api.allowed.test --allow-host=alias.allowed.test --allow-host=private.allowed.test \
         --allow-host='*.wild.test' --allow-host=git.allowed.test:2222 \
@@ -176,7 +180,8 @@ pids+=($egress)
 # Read-write opens of a FIFO do not wait for the other end; the helper's
 # exit fd reaches EOF when fd 9, its only writer, is closed.
 exec 9<>"$T/exit"
-ready=$(timeout 10 head -c1 "$T/ready") || true
+ready=$(timeout 10 head -c1 <&8) || true
+exec 8>&-
 [[ $ready == 1 ]] || lt_fail "lazaret-egress did not become ready: $(cat "$T/egress.log")"
 lt_log "ok: lazaret-egress ready (pid $egress)"
 
