@@ -34,6 +34,34 @@ static const char *const project_runners[] = {
         "gradle", "mvn", "rake", "bundle", "composer", "poetry", "uv", "hatch", "pdm", NULL,
 };
 
+/* The hook managers whose own hook runs what their configuration names: its files, and the key of a command line. */
+static const char *const pre_commit_files[] = { ".pre-commit-config.yaml", ".pre-commit-config.yml", NULL };
+static const char *const lefthook_files[] = { "lefthook.yml", ".lefthook.yml", "lefthook.yaml", ".lefthook.yaml",
+                                              ".config/lefthook.yml", ".config/lefthook.yaml", NULL };
+
+typedef enum HookManager {
+        HOOK_MANAGER_NONE,
+        HOOK_MANAGER_PRE_COMMIT,
+        HOOK_MANAGER_LEFTHOOK,
+} HookManager;
+
+/* Which manager a hook's text runs, and where its configuration is. */
+static HookManager hook_manager(const char *text, const char *const **ret_files, const char **ret_key) {
+        if (strstr(text, "pre_commit") || strstr(text, "pre-commit.com")) {
+                *ret_files = pre_commit_files;
+                *ret_key = "entry:";
+                return HOOK_MANAGER_PRE_COMMIT;
+        }
+        if (strstr(text, "lefthook")) {
+                *ret_files = lefthook_files;
+                *ret_key = "run:";
+                return HOOK_MANAGER_LEFTHOOK;
+        }
+        *ret_files = NULL;
+        *ret_key = NULL;
+        return HOOK_MANAGER_NONE;
+}
+
 static bool ends_with(const char *s, size_t n, const char *suffix) {
         size_t k = strlen(suffix);
         return n >= k && memcmp(s + n - k, suffix, k) == 0;
@@ -182,11 +210,8 @@ static int scan_config(int wfd, const char *hook, const char *action, const char
 }
 
 int host_hooks_scan(int workspace_fd, char *const *hook_dirs, char ***ret_lines) {
-        static const char *const pre_commit[] = { ".pre-commit-config.yaml", ".pre-commit-config.yml", NULL };
-        static const char *const lefthook[] = { "lefthook.yml", ".lefthook.yml", "lefthook.yaml", ".lefthook.yaml",
-                                                ".config/lefthook.yml", ".config/lefthook.yaml", NULL };
         _cleanup_strv_free_ char **lines = NULL;
-        bool pre_commit_seen = false, lefthook_seen = false;
+        bool seen[3] = {};
         int r;
 
         STRV_FOREACH(d, (char **) hook_dirs)
@@ -201,21 +226,12 @@ int host_hooks_scan(int workspace_fd, char *const *hook_dirs, char ***ret_lines)
                         if (!text)
                                 continue;
                         /* A hook manager's own hook runs the manager: its configuration says what runs. */
-                        if (strstr(text, "pre_commit") || strstr(text, "pre-commit.com")) {
-                                if (!pre_commit_seen) {
-                                        pre_commit_seen = true;
-                                        r = scan_config(workspace_fd, hooks[i].hook, hooks[i].action, pre_commit,
-                                                        "entry:", &lines);
-                                        if (r < 0)
-                                                return r;
-                                }
-                                continue;
-                        }
-                        if (strstr(text, "lefthook")) {
-                                if (!lefthook_seen) {
-                                        lefthook_seen = true;
-                                        r = scan_config(workspace_fd, hooks[i].hook, hooks[i].action, lefthook, "run:",
-                                                        &lines);
+                        const char *const *files, *key;
+                        HookManager m = hook_manager(text, &files, &key);
+                        if (m != HOOK_MANAGER_NONE) {
+                                if (!seen[m]) {
+                                        seen[m] = true;
+                                        r = scan_config(workspace_fd, hooks[i].hook, hooks[i].action, files, key, &lines);
                                         if (r < 0)
                                                 return r;
                                 }
@@ -425,15 +441,13 @@ int host_hooks_named_paths(const char *text, const char *only_after, const char 
 
 int host_hooks_scan_paths(int workspace_fd, int dir_fd, const char *hook_dir, const char *workspace_path,
                           char ***paths) {
-        static const char *const pre_commit[] = { ".pre-commit-config.yaml", ".pre-commit-config.yml", NULL };
-        static const char *const lefthook[] = { "lefthook.yml", ".lefthook.yml", "lefthook.yaml", ".lefthook.yaml",
-                                                ".config/lefthook.yml", ".config/lefthook.yaml", NULL };
-        bool pre_commit_seen = false, lefthook_seen = false;
+        bool seen[3] = {};
         int added = 0, r;
 
         for (const char *const *h = all_hooks; *h; h++) {
                 _cleanup_free_ char *text = NULL;
-                const char *const *config = NULL, *key = NULL;
+                const char *const *config, *key;
+                HookManager m;
 
                 r = read_beneath(dir_fd, *h, &text);
                 if (r < 0)
@@ -444,15 +458,10 @@ int host_hooks_scan_paths(int workspace_fd, int dir_fd, const char *hook_dir, co
                 if (r < 0)
                         return r;
                 added += r;
-                if (!pre_commit_seen && (strstr(text, "pre_commit") || strstr(text, "pre-commit.com"))) {
-                        pre_commit_seen = true;
-                        config = pre_commit;
-                        key = "entry:";
-                } else if (!lefthook_seen && strstr(text, "lefthook")) {
-                        lefthook_seen = true;
-                        config = lefthook;
-                        key = "run:";
-                }
+                m = hook_manager(text, &config, &key);
+                if (seen[m])
+                        config = NULL;          /* read once */
+                seen[m] = true;
                 for (const char *const *f = config; f && *f; f++) {
                         _cleanup_free_ char *conf = NULL;
 
