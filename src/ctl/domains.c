@@ -766,7 +766,7 @@ static int read_log(const char *path, char **ret) {
 int verb_log(int argc, char *argv[], const Config *config) {
         _cleanup_free_ char *root = NULL, *path = NULL, *old = NULL, *a = NULL, *b = NULL, *all = NULL;
         char id[DOMAIN_ID_LEN + 1];
-        const char *start;
+        char *start;
         size_t lines = 0;
         int r;
 
@@ -805,9 +805,18 @@ int verb_log(int argc, char *argv[], const Config *config) {
                         break;
                 }
         }
-        fputs(start, stdout);
-        if (*start && all[strlen(all) - 1] != '\n')
-                fputc('\n', stdout);
+        /* Each line with its control bytes escaped: helpers log what the sandbox named (paths, host names). */
+        for (char *l = start; *l;) {
+                char *nl = strchrnul(l, '\n'), *next = *nl ? nl + 1 : nl;
+                _cleanup_free_ char *esc = NULL;
+
+                *nl = 0;
+                esc = escape_control(l);
+                if (!esc)
+                        return -ENOMEM;
+                puts(esc);
+                l = next;
+        }
         return 0;
 }
 

@@ -302,6 +302,11 @@ if [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 70 ] && [ "$(printf 
 else bad "log --lines=all: rc=$rc: $(printf '%s\n' "$out" | head -n 2)"; fi
 out=$("$ctl" log -n 3 "$logid" 2>&1); rc=$?
 if [ $rc -eq 0 ] && [ "$out" = "$(printf 'new 38\nnew 39\nnew 40')" ]; then ok "log -n 3"; else bad "log -n 3: rc=$rc: $out"; fi
+# What a helper logged from the sandbox (a path, a host name) reaches the terminal escaped.
+printf 'lazaret-view: refused the sandbox'"'"'s new .git/index: it stages \033]0;pwned\007x, a protected path\n' >>"$top/run/lazaret/$logid.log"
+out=$("$ctl" log -n 1 "$logid" 2>&1); rc=$?
+if [ $rc -eq 0 ] && [[ $out == *'\x1b]0;pwned\x07x, a protected path' ]] && [[ $out != *$'\033'* ]]; then ok "log escapes control bytes"
+else bad "log with control bytes: rc=$rc: $(printf '%q' "$out")"; fi
 out=$("$ctl" log --lines=0 "$logid" 2>&1); rc=$?
 if [ $rc -eq 2 ] && [[ $out == '--lines: "0" is not a number of lines from 1 to 1000000, nor "all".' ]]; then ok "log --lines=0 refused by name"
 else bad "log --lines=0: rc=$rc: $out"; fi
