@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -300,6 +301,49 @@ static int credential_publish(Escalations *e, Session *s) {
         return 0;
 }
 
+/* Removes what a session has in the mailbox (its files emptied first: see empty_file()). */
+static void session_names_remove(Escalations *e, const char *session) {
+        char name[ESC_ID_LEN + sizeof(ESC_RESULT_SUFFIX)], cred[ESC_ID_LEN + sizeof(ESC_CRED_SUFFIX)];
+
+        snprintf(cred, sizeof(cred), "%s" ESC_CRED_SUFFIX, session);
+        (void) empty_file(e->trust_fd, cred);
+        (void) unlinkat(e->trust_fd, cred, 0);
+        snprintf(name, sizeof(name), "%s" ESC_BELL_SUFFIX, session);
+        (void) unlinkat(e->results_fd, name, 0);
+        snprintf(name, sizeof(name), "%s" ESC_RESULT_SUFFIX, session);
+        (void) empty_file(e->results_fd, name);
+        (void) unlinkat(e->results_fd, name, 0);
+}
+
+/*
+ * Whether the mailbox has names for one more session (escalation-proto.h):
+ * its three, and one for the replacement of its result and of each open
+ * session's, which a result being written takes for a while. -ENOSPC: no.
+ */
+static int session_room(Escalations *e) {
+        struct statvfs sv;
+        uint64_t need = ESC_SESSION_NAMES + 1;
+
+        for (Bell *b = e->bells; b; b = b->next)
+                need++;
+        if (fstatvfs(e->results_fd, &sv) < 0)
+                return -errno;
+        return sv.f_ffree >= need ? 0 : -ENOSPC;
+}
+
+/* The session's result file, empty until its first result replaces it: its name is the session's from the start. */
+static int result_reserve(Escalations *e, const char *session) {
+        char name[ESC_ID_LEN + sizeof(ESC_RESULT_SUFFIX)];
+        int fd;
+
+        snprintf(name, sizeof(name), "%s" ESC_RESULT_SUFFIX, session);
+        fd = openat(e->results_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        safe_close(fd);
+        return 0;
+}
+
 int escalations_session_opened(Escalations *e, Session *s) {
         _cleanup_free_ Bell *b = NULL;
         char name[ESC_ID_LEN + sizeof(ESC_BELL_SUFFIX)];
@@ -307,20 +351,31 @@ int escalations_session_opened(Escalations *e, Session *s) {
 
         if (!e)
                 return 0;
-        k = credential_publish(e, s);
+        k = session_room(e);
         if (k < 0)
                 return k;
         b = calloc(1, sizeof(Bell));
         if (!b)
                 return -ENOMEM;
+        b->fd = -EBADF;
         snprintf(b->session, sizeof(b->session), "%s", s->id);
         snprintf(name, sizeof(name), "%s" ESC_BELL_SUFFIX, s->id);
-        (void) unlinkat(e->results_fd, name, 0);
-        if (mkfifoat(e->results_fd, name, 0600) < 0)
-                return -errno;
-        b->fd = openat(e->results_fd, name, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-        if (b->fd < 0)
-                return -errno;
+        k = credential_publish(e, s);
+        if (k >= 0)
+                k = result_reserve(e, s->id);
+        if (k >= 0) {
+                (void) unlinkat(e->results_fd, name, 0);
+                k = mkfifoat(e->results_fd, name, 0600) < 0 ? -errno : 0;
+        }
+        if (k >= 0) {
+                b->fd = openat(e->results_fd, name, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+                k = b->fd < 0 ? -errno : 0;
+        }
+        if (k < 0) {
+                /* Nothing of a session that did not open stays behind (gVisor never saw it). */
+                session_names_remove(e, s->id);
+                return k;
+        }
         b->next = e->bells;
         e->bells = TAKE_PTR(b);
         spare_prepare(e);
@@ -1191,17 +1246,9 @@ void escalations_session_closed(Escalations *e, Session *s) {
         for (bp = &e->bells; *bp; bp = &(*bp)->next)
                 if (streq((*bp)->session, s->id)) {
                         Bell *b = *bp;
-                        char name[ESC_ID_LEN + sizeof(ESC_RESULT_SUFFIX)], cred[ESC_ID_LEN + sizeof(ESC_CRED_SUFFIX)];
 
-                        snprintf(cred, sizeof(cred), "%s" ESC_CRED_SUFFIX, b->session);
-                        (void) empty_file(e->trust_fd, cred);
-                        (void) unlinkat(e->trust_fd, cred, 0);
                         *bp = b->next;
-                        snprintf(name, sizeof(name), "%s" ESC_BELL_SUFFIX, b->session);
-                        (void) unlinkat(e->results_fd, name, 0);
-                        snprintf(name, sizeof(name), "%s" ESC_RESULT_SUFFIX, b->session);
-                        (void) empty_file(e->results_fd, name);
-                        (void) unlinkat(e->results_fd, name, 0);
+                        session_names_remove(e, b->session);
                         safe_close(b->fd);
                         /* gVisor keeps the three names until a lookup inside: one is made, off the loop. */
                         if (e->cb.forget_session)

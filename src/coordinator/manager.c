@@ -903,11 +903,16 @@ int manager_open_session(Manager *m, const SessionParams *p, Session **ret, sd_b
         if (r < 0) {
                 session_abandon(s);
                 session_free(s);
-                if (r == -ENOSPC)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
-                                                 "The Escalation Mailbox of Domain %s is full: gVisor keeps the files of "
-                                                 "ended sessions that used lazaret-escalate until the sandbox stops; "
-                                                 "run 'lazaretctl stop' and launch again", m->id);
+                if (r == -ENOSPC) {
+                        /* Every session open holds names, and one that ended holds them until gVisor forgets them. */
+                        r = sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                              "The Escalation Mailbox of Domain %s is full: its names are held by the "
+                                              "sessions open (%u) and, for a moment, by those that just ended; end a "
+                                              "session or wait, then launch again, or stop the Domain (lazaretctl stop)",
+                                              m->id, m->n_sessions);
+                        log_warning("Refused a session: %s", error->message);
+                        return r;
+                }
                 return sd_bus_error_set_errnof(error, -r, "Cannot create the session's escalation doorbell: %m");
         }
         s->next = m->sessions;

@@ -56,17 +56,27 @@
  * its mount namespace, never on the session-wide $XDG_RUNTIME_DIR: a tmpfs
  * for results/ and trust/ (written by the coordinator only: each session's
  * bell, one result and credential, so DOMAIN_MAX_SESSIONS results of
- * ESC_RESULT_MAX always fit; names for about 21,000 sessions that used
- * escalation, since gVisor holds an ended session's three names until the
- * sandbox stops, and a name costs memory only while it exists) with requests/, the one directory the sandbox
+ * ESC_RESULT_MAX always fit) with requests/, the one directory the sandbox
  * writes, a smaller tmpfs of its own mounted on it (64 records of the
  * largest size, ESC_REQUEST_MAX, and 256 names). Fixed bounds, not
  * configuration. The mount plan's mailbox entries are MOUNT_SUPERVISOR
  * entries of type ESC_MAILBOX_FSTYPE whose source names the directory and
  * whose data is the options of the file system it is on.
+ *
+ * Names: the mailbox tmpfs spends ESC_MAILBOX_DIRS on its root and its
+ * three directories, and each open session ESC_SESSION_NAMES (its bell,
+ * result and credential, all made when it opens), plus one more while its
+ * result is replaced (the new one is written beside it, and gVisor may
+ * still hold the one the client read until its next lookup). An ended
+ * session's names come back once gVisor has forgotten them
+ * (lazaret-init --forget-mailbox). A session opens only while that leaves
+ * room for every open session's replacement (escalations_session_opened()),
+ * so an accepted request's result always finds a name.
  */
 #define ESC_MAILBOX_FSTYPE "lazaret-mailbox"
 #define ESC_MAILBOX_FS_OPTIONS "mode=0700,size=40m,nr_inodes=65536"
+#define ESC_MAILBOX_DIRS 4              /* the tmpfs root, requests/ (a mount point), results/, trust/ */
+#define ESC_SESSION_NAMES 3             /* bell, result, credential */
 #define ESC_REQUESTS_FS_OPTIONS "mode=0700,size=4m,nr_inodes=256"
 
 /* The environment a session's processes get (sandbox-exec.c). */

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include "fs-util.h"
 #include "macro.h"
 #include "mount-plan.h"
+#include "parse-util.h"
 #include "path-util.h"
 #include "state-anchor.h"
 #include "supervisor-mounts.h"
@@ -300,6 +302,32 @@ static int stage_filesystem(const MountEntry *e, const char *stage, const char *
 }
 
 /*
+ * The options of the mailbox tmpfs: ESC_MAILBOX_FS_OPTIONS, or, in a test
+ * build only (test-hooks.h), with room for just LAZARET_TEST_MAILBOX_NAMES
+ * names besides its directories, from the user manager's environment,
+ * which nothing in the sandbox reaches: test-mailbox-limit.sh fills it
+ * with a few sessions. The mount plan still carries the fixed bounds.
+ */
+static int mailbox_fs_options(char buf[static 64], char **ret_error) {
+#if ENABLE_TEST_HOOKS
+        const char *names = getenv("LAZARET_TEST_MAILBOX_NAMES");
+        int n;
+
+        if (names) {
+                if (parse_int(names, 1, 4096, &n) < 0)
+                        return errorf(ret_error, -EINVAL, "LAZARET_TEST_MAILBOX_NAMES is not a number of names from 1 "
+                                      "to 4096: %s", names);
+                snprintf(buf, 64, "mode=0700,size=40m,nr_inodes=%d", n + ESC_MAILBOX_DIRS);
+                return 0;
+        }
+#else
+        (void) ret_error;
+#endif
+        snprintf(buf, 64, "%s", ESC_MAILBOX_FS_OPTIONS);
+        return 0;
+}
+
+/*
  * The Escalation Mailbox's file systems (escalation-proto.h), made once, on
  * <stage>/mailbox (a name no entry's index takes): the mailbox tmpfs with
  * requests/, results/ and trust/ in it, and the requests tmpfs on requests/.
@@ -309,13 +337,18 @@ static int make_mailbox(const char *stage, int stagefd, int *ret_fd, char **ret_
         _cleanup_free_ char *root = path_join(stage, SUPMOUNTS_MAILBOX), *req = NULL;
         _cleanup_close_ int fd = -EBADF;
         const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+        char options[64];
+        int r;
 
         req = root ? path_join(root, ESC_REQUESTS_DIR) : NULL;
         if (!req)
                 return -ENOMEM;
+        r = mailbox_fs_options(options, ret_error);
+        if (r < 0)
+                return r;
         if (mkdirat(stagefd, SUPMOUNTS_MAILBOX, 0700) < 0)
                 return errorf(ret_error, -errno, "cannot create the Escalation Mailbox's mount point: %m");
-        if (mount("lazaret-mailbox", root, "tmpfs", flags, ESC_MAILBOX_FS_OPTIONS) < 0)
+        if (mount("lazaret-mailbox", root, "tmpfs", flags, options) < 0)
                 return errorf(ret_error, -errno, "cannot mount the Escalation Mailbox's tmpfs: %m");
         fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)

@@ -6,18 +6,20 @@
 #   - A test build obeys each of them, set in the user manager's environment:
 #     LAZARET_SUPERVISOR runs another program as the supervisor, LAZARET_INIT
 #     installs another file as the sandbox's init, LAZARET_TEST_NETWORK_FAULT
-#     outside its two values is refused by name. This half shows that the
+#     outside its two values is refused by name, LAZARET_TEST_MAILBOX_NAMES
+#     that is no number of names likewise. This half shows that the
 #     variables do reach the coordinator, so that the next half cannot pass
 #     only because they never did.
 #   - The README's build (no option): none of the names is in an installed
-#     executable, and with all three set (the fault to deny-on-lo, which a
-#     test build turns into a refused attestation) a launch is a normal,
-#     attested one and runs no substitute.
+#     executable, and with all of them set (the fault to deny-on-lo, which a
+#     test build turns into a refused attestation, the mailbox to one name,
+#     which refuses every session there) a launch is a normal, attested one
+#     and runs no substitute.
 set -Eeuo pipefail
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
-hooks=(LAZARET_SUPERVISOR LAZARET_INIT LAZARET_TEST_NETWORK_FAULT)
+hooks=(LAZARET_SUPERVISOR LAZARET_INIT LAZARET_TEST_NETWORK_FAULT LAZARET_TEST_MAILBOX_NAMES)
 lt_cleanup_hook() { systemctl --user unset-environment "${hooks[@]}" || true; }
 
 # launch_with NAME=VALUE...: one launch of /bin/echo published with these in
@@ -59,6 +61,12 @@ grep -q "LAZARET_TEST_NETWORK_FAULT is set to something other than" <<<"$out" ||
         lt_fail "test build: an unknown network fault failed for another reason: $out"
 lt_log "ok: test build: LAZARET_TEST_NETWORK_FAULT was read"
 
+launch_with LAZARET_TEST_MAILBOX_NAMES=many
+((rc != 0)) || lt_fail "test build: the launch succeeded with a mailbox of 'many' names: $out"
+grep -q "LAZARET_TEST_MAILBOX_NAMES is not a number of names" <<<"$out" ||
+        lt_fail "test build: a mailbox of 'many' names failed for another reason: $out"
+lt_log "ok: test build: LAZARET_TEST_MAILBOX_NAMES was read"
+
 # --- the README's build: nothing of them is left ----------------------------------
 lt_install
 option=$(meson introspect --buildoptions "$LT_BUILDDIR" | jq -r '.[] | select(.name == "test_hooks") | .value')
@@ -81,7 +89,7 @@ rm -f "$marker"
 log=$LT_LOGDIR/$LT_DOMAIN.log
 seen=$(wc -l <"$log" 2>/dev/null || echo 0)
 systemctl --user set-environment LAZARET_SUPERVISOR="$substitute" LAZARET_INIT="$HOME/no-such-init" \
-        LAZARET_TEST_NETWORK_FAULT=deny-on-lo
+        LAZARET_TEST_NETWORK_FAULT=deny-on-lo LAZARET_TEST_MAILBOX_NAMES=1
 lt_keeper_start
 json=$(cd "$LT_WS" && lazaretctl status --json)
 [[ $(jq -r .NetworkReadiness.Fingerprint <<<"$json") =~ ^[0-9a-f]{64}$ ]] ||
@@ -92,4 +100,4 @@ lt_assert_eq "output of a launch with the hooks set" published "$out"
 if tail -n "+$((seen + 1))" "$log" | grep -q "Test fault"; then
         lt_fail "a build without test hooks put a test fault in effect"
 fi
-lt_log "ok: without test hooks, LAZARET_SUPERVISOR, LAZARET_INIT and LAZARET_TEST_NETWORK_FAULT change nothing"
+lt_log "ok: without test hooks, LAZARET_SUPERVISOR, LAZARET_INIT, LAZARET_TEST_NETWORK_FAULT and LAZARET_TEST_MAILBOX_NAMES change nothing"

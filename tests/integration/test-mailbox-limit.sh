@@ -11,11 +11,17 @@
 # the coordinator keeps serving throughout. results/ (32 MiB), which only
 # the coordinator writes, is filled with sessions' kept results of 256 KiB
 # each: a result that does not fit is answered with a short failure, and
-# once those sessions end, results fit again.
+# once those sessions end, results fit again. With the mailbox made small
+# (LAZARET_TEST_MAILBOX_NAMES, a test build's hook): three times as many
+# escalating sessions as it has names, one after another in one
+# generation, are all served (an ended session's names come back); then
+# sessions whose requests wait for a decision hold every name, the next
+# launch is refused with one line on its stderr and one in the log, and the
+# waiting requests, approved, get their results (nothing is lost).
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
-lt_install
+lt_install --test-hooks
 lt_domain_setup
 H=$HOME/mailbox-limit
 rm -rf "$H"
@@ -141,4 +147,99 @@ out=$(in_sandbox "[ -e /run/lazaret/mailbox ] && echo mailbox; lazaret-escalate 
 grep -q '^mailbox$' <<<"$out" && lt_fail "a Domain without escalation has a mailbox: $out"
 grep -q 'rc=12[57]' <<<"$out" || lt_fail "lazaret-escalate without escalation did not fail: $out"
 lt_log "ok: without escalation, no mailbox: $(tr '\n' ' ' <<<"$out")"
+
+# --- a mailbox made small: NAMES names besides its directories. A session holds
+# three (bell, result, credential) and opens only with one more free for each
+# open session's result replacement (its own included); an ended session's
+# names are back once gVisor forgot them. With the keeper open, 14 names
+# leave room for a new session beside two ended ones not yet forgotten, and
+# for two sessions beside the keeper.
+NAMES=14
+(cd "$LT_WS" && lazaretctl stop) >/dev/null 2>&1 || true
+lt_wait_inactive
+lt_cleanup_hook() { systemctl --user unset-environment LAZARET_TEST_MAILBOX_NAMES || true; }
+systemctl --user set-environment LAZARET_TEST_MAILBOX_NAMES=$NAMES
+printf '{ "default_profile": "test",
+  "escalation": { "timeout_s": 60, "auto_approve": [ { "argv": ["/usr/bin/touch", "%s/served"] } ] },
+  "profiles": { "test": { "image": "oci:%s" } } }\n' "$H" "$LT_IMAGE" >"$LT_CONFIG"
+lt_keeper_start
+total=$(in_sandbox "df -i $ESC_RESULTS | tail -n 1" | awk '{ print $2 }')
+lt_assert_eq "names of the small mailbox's tmpfs (its four directories and $NAMES)" $((NAMES + 4)) "$total"
+
+# Three times as many short escalating sessions as it has names, one after
+# another, in the keeper's generation (each session's sandbox ID shows it).
+gens=()
+for i in $(seq 1 $((3 * NAMES))); do
+        out=$(in_sandbox 'lazaret-escalate -- /usr/bin/touch '"$H"'/served >/dev/null && echo "$LAZARET_SANDBOX_ID"' 2>&1) ||
+                lt_fail "escalating session $i of $((3 * NAMES)) in a mailbox of $NAMES names failed: $out"
+        gens+=("$out")
+done
+lt_assert_eq "generations of the $((3 * NAMES)) sessions" 1 "$(printf '%s\n' "${gens[@]}" | sort -u | wc -l)"
+lt_log "ok: $((3 * NAMES)) escalating sessions one after another in one generation, in a mailbox of $NAMES names"
+
+# Beside the keeper, two sessions whose requests wait for a decision hold
+# the names. One may find an ended session's names not yet given back: it
+# tries again until both requests wait.
+pending() { (cd "$LT_WS" && lazaretctl escalations --json 2>/dev/null | jq -r '.[].RequestId') || true; }
+hold() {        # N: a session whose request waits; its output in $H/held-N.out
+        (cd "$LT_WS" && exec lazaretctl launch -- /bin/sh -c \
+                "lazaret-escalate -- /usr/bin/touch $H/held-$1; echo rc=\$?") >"$H/held-$1.out" 2>&1 &
+}
+rm -f "$H"/held-*
+holders=()
+for n in 1 2; do
+        for _ in $(seq 1 50); do
+                hold "$n"
+                bg=$!
+                waited=0
+                until (($(pending | wc -l) >= n)) || ! kill -0 "$bg" 2>/dev/null; do
+                        ((++waited < 150)) || lt_fail "holder $n neither waits nor ended in 15 s: $(cat "$H/held-$n.out")"
+                        sleep 0.1
+                done
+                (($(pending | wc -l) >= n)) && break
+                wait "$bg" 2>/dev/null || true
+                grep -q 'Escalation Mailbox .* is full' "$H/held-$n.out" ||
+                        lt_fail "holder $n ended without its request waiting: $(cat "$H/held-$n.out")"
+                sleep 0.2
+        done
+        (($(pending | wc -l) >= n)) || lt_fail "holder $n never got its request to wait"
+        holders+=("$bg")
+done
+
+# The mailbox is full: the next launch is refused with one line, and the log says so once.
+LOG=$LT_LOGDIR/$LT_DOMAIN.log
+mark=$(wc -l <"$LOG")
+if out=$(lt_launch -- /bin/true 2>&1); then
+        lt_fail "a launch into the full mailbox was not refused: $out"
+fi
+lt_log "the launch into the full mailbox: $out"
+lt_assert_eq "lines the refused launch printed" 1 "$(printf '%s\n' "$out" | wc -l)"
+[[ $out == *"The Escalation Mailbox of Domain $LT_DOMAIN is full: its names are held by the sessions open (3)"*"end a session or wait, then launch again, or stop the Domain (lazaretctl stop)" ]] ||
+        lt_fail "the refused launch does not name the full mailbox and what to do: $out"
+refusals=$(tail -n +"$((mark + 1))" "$LOG" | grep -c "Refused a session: The Escalation Mailbox of Domain $LT_DOMAIN is full: its names are held by the sessions open (3)") || true
+lt_assert_eq "log lines about the full mailbox" 1 "$refusals"
+
+# Nothing is lost: the waiting requests, approved, get their results.
+for id in $(pending); do
+        (cd "$LT_WS" && lazaretctl escalations approve "$id") >/dev/null || lt_fail "cannot approve $id"
+done
+for n in 1 2; do
+        wait "${holders[$((n - 1))]}" || true
+        lt_assert_eq "holder $n's request, approved while the mailbox was full" "rc=0" "$(grep -v '^lazaret: ' "$H/held-$n.out")"
+        [[ -e $H/held-$n ]] || lt_fail "holder $n's command did not run on the host"
+done
+
+# The holders ended: their names come back, and a session opens in the same generation.
+for attempt in $(seq 1 50); do
+        out=$(in_sandbox 'lazaret-escalate -- /usr/bin/touch '"$H"'/served >/dev/null && echo "$LAZARET_SANDBOX_ID"' 2>&1) && break
+        [[ $out == *"Escalation Mailbox"*"is full"* ]] || lt_fail "a session after the holders ended failed: $out"
+        sleep 0.2
+done
+lt_assert_eq "a session after the holders ended (attempt $attempt)" "${gens[0]}" "$out"
+lt_log "ok: a full mailbox refuses a launch in one line, the waiting requests still get their results"
+kill "$LT_KEEPER"
+wait "$LT_KEEPER" 2>/dev/null || true
+LT_KEEPER=
+lt_wait_inactive
+systemctl --user unset-environment LAZARET_TEST_MAILBOX_NAMES
 lt_log "ok: the mailbox is bounded, the host's runtime directory untouched, the Domain kept serving"
