@@ -603,7 +603,8 @@ static void print_domain(json_object *o, bool detailed) {
         }
 }
 
-static int state_list(const Config *config) {
+/* Every Domain with State Anchor layers or workspace state, as a JSON array of domain_json(). */
+static int domains_json(const Config *config, json_object **ret) {
         _cleanup_free_ char *domains = path_join(config->data_root, "domains");
         _cleanup_json_ json_object *a = json_object_new_array();
         _cleanup_(closedirp) DIR *d = NULL;
@@ -623,12 +624,11 @@ static int state_list(const Config *config) {
                         return -ENOMEM;
         strv_sort(ids);
         STRV_FOREACH(id, ids) {
-                _cleanup_free_ char *dir = path_join(domains, *id), *state = dir ? path_join(dir, STATE_ANCHOR_DIR) : NULL;
+                _cleanup_free_ char *dir = path_join(domains, *id), *state = dir ? path_join(dir, STATE_ANCHOR_DIR) : NULL,
+                                    *cks = dir ? path_join(dir, CHECKOUTS_DIR) : NULL,
+                                    *legacy = dir ? path_join(dir, VIEW_STATE_DIR) : NULL;
                 json_object *o = NULL;
                 struct stat st;
-
-                _cleanup_free_ char *cks = dir ? path_join(dir, CHECKOUTS_DIR) : NULL,
-                                    *legacy = dir ? path_join(dir, VIEW_STATE_DIR) : NULL;
 
                 if (!state || !cks || !legacy)
                         return -ENOMEM;
@@ -636,11 +636,59 @@ static int state_list(const Config *config) {
                     lstat(legacy, &st) < 0)
                         continue;
                 r = domain_json(config, *id, state, false, &o);
+                if (r >= 0)
+                        r = json_append(a, o);
                 if (r < 0)
                         return ctl_json_failed(r);
-                r = json_append(a, o);
+        }
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+/*
+ * What the state verbs show, measured as root of a user namespace mapped
+ * like the sandbox's (unshare_call()): below a directory that a package's
+ * own user inside owns with mode 0700 (a subordinate ID on the host), the
+ * sizes and changes are whole. When that namespace cannot be made, the
+ * caller measures as the user, and counts what it could not read.
+ */
+typedef struct MappedQuery {
+        const Config *config;
+        const char *id, *state_dir;     /* one Domain, detailed (inspect); NULL: every Domain (list) */
+} MappedQuery;
+
+static int mapped_query_write(int out_fd, void *userdata) {
+        const MappedQuery *q = userdata;
+        _cleanup_json_ json_object *o = NULL;
+        const char *text;
+        int r;
+
+        r = q->id ? domain_json(q->config, q->id, q->state_dir, true, &o) : domains_json(q->config, &o);
+        if (r < 0)
+                return r;
+        text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        return text ? write_all(out_fd, text, strlen(text)) : -ENOMEM;
+}
+
+static int mapped_query(const MappedQuery *q, json_object **ret) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r;
+
+        r = unshare_call(mapped_query_write, (void *) q, JSON_DOC_MAX_BYTES, &text, &len);
+        if (r < 0)
+                return r;
+        return json_parse_strict(text, len, ret, NULL);
+}
+
+static int state_list(const Config *config) {
+        _cleanup_json_ json_object *a = NULL;
+        int r;
+
+        if (mapped_query(&(MappedQuery) { .config = config }, &a) < 0) {
+                r = domains_json(config, &a);
                 if (r < 0)
-                        return ctl_json_failed(r);
+                        return r;
         }
         if (arg_json)
                 return ctl_print_json(a);
@@ -659,7 +707,9 @@ static int state_inspect(int argc, char *argv[], const Config *config) {
         r = resolve_target(argc, argv, config, false, &t);
         if (r < 0)
                 return r;
-        r = domain_json(config, t.id, t.state_dir, true, &o);
+        r = mapped_query(&(MappedQuery) { .config = config, .id = t.id, .state_dir = t.state_dir }, &o);
+        if (r < 0)
+                r = domain_json(config, t.id, t.state_dir, true, &o);
         if (r < 0) {
                 fprintf(stderr, "Cannot read the State Anchor of Domain %s in %s: %s\n", t.id, t.state_dir, strerror(-r));
                 return r;

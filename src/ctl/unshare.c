@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,8 +91,8 @@ static int resolve_command(const char *cmd, char **ret) {
         return -ENOENT;
 }
 
-/* newuidmap/newgidmap PID 0 ID 1 1 START 65536, waited for. Its messages go to our stderr. */
-static int run_mapper(const char *tool, pid_t pid, uint32_t id, const SubidRange *range) {
+/* newuidmap/newgidmap PID 0 ID 1 1 START 65536, waited for. Its messages and ours go to stderr, unless quiet. */
+static int run_mapper(const char *tool, pid_t pid, uint32_t id, const SubidRange *range, bool quiet) {
         _cleanup_strv_free_ char **argv = NULL;
         SpawnOptions o = SPAWN_OPTIONS_INIT;
         siginfo_t si = {};
@@ -99,26 +100,26 @@ static int run_mapper(const char *tool, pid_t pid, uint32_t id, const SubidRange
         int r;
 
         r = subid_mapper_argv(tool, pid, id, range, &argv);
-        if (r == -ENOENT) {
+        if (r == -ENOENT && !quiet)
                 fprintf(stderr, "lazaretctl unshare: %s is not installed; install the uidmap package.\n", tool);
-                return r;
-        }
         if (r < 0)
                 return r;
         o.argv = argv;
-        o.stdio[2] = STDERR_FILENO;
+        o.stdio[2] = quiet ? -EBADF : STDERR_FILENO;
         r = spawn(&o, &mapper, NULL);
         if (r < 0) {
-                fprintf(stderr, "lazaretctl unshare: cannot start %s: %s\n", argv[0], strerror(-r));
+                if (!quiet)
+                        fprintf(stderr, "lazaretctl unshare: cannot start %s: %s\n", argv[0], strerror(-r));
                 return r;
         }
         while (waitid(P_PID, mapper, &si, WEXITED) < 0)
                 if (errno != EINTR)
                         return -errno;
         if (si.si_code != CLD_EXITED || si.si_status != 0) {
-                fprintf(stderr, "lazaretctl unshare: %s failed (status %d); cannot map the user namespace "
-                        "(under NoNewPrivileges=yes the setuid %s cannot work).\n",
-                        tool, spawn_status_from_siginfo(si.si_code, si.si_status), tool);
+                if (!quiet)
+                        fprintf(stderr, "lazaretctl unshare: %s failed (status %d); cannot map the user namespace "
+                                "(under NoNewPrivileges=yes the setuid %s cannot work).\n",
+                                tool, spawn_status_from_siginfo(si.si_code, si.si_status), tool);
                 return -EPERM;
         }
         return 0;
@@ -166,10 +167,10 @@ static int start_child(const char *prog, int argc, char *argv[], int sync_w, int
 /*
  * The child's user namespace, once it says it has one on sync_r, mapped
  * like a sandbox's (0 the user, 1.. the subordinate ranges) and the maps
- * read back. Prints why it failed, but for the mappers, which say it
- * themselves.
+ * read back. Prints why it failed (the mappers say it themselves), unless
+ * quiet.
  */
-static int map_child(pid_t pid, int sync_r, const SubidRange *uids, const SubidRange *gids) {
+static int map_child(pid_t pid, int sync_r, const SubidRange *uids, const SubidRange *gids, bool quiet) {
         ssize_t k;
         char c;
         int r;
@@ -178,16 +179,20 @@ static int map_child(pid_t pid, int sync_r, const SubidRange *uids, const SubidR
                 k = read(sync_r, &c, 1);
         while (k < 0 && errno == EINTR);
         if (k != 1 || c != 'u') {
-                fprintf(stderr, "lazaretctl unshare: cannot create a user namespace (are unprivileged user namespaces enabled?)\n");
+                if (!quiet)
+                        fprintf(stderr, "lazaretctl unshare: cannot create a user namespace (are unprivileged user "
+                                "namespaces enabled?)\n");
                 return -EPERM;
         }
-        r = run_mapper("newuidmap", pid, getuid(), uids);
+        r = run_mapper("newuidmap", pid, getuid(), uids, quiet);
         if (r >= 0)
-                r = run_mapper("newgidmap", pid, getgid(), gids);
+                r = run_mapper("newgidmap", pid, getgid(), gids, quiet);
         if (r < 0)
                 return r;
         if (subid_map_check_pid(pid, "uid_map", getuid(), uids) < 0 ||
             subid_map_check_pid(pid, "gid_map", getgid(), gids) < 0) {
+                if (quiet)
+                        return -EPERM;
                 fprintf(stderr, "lazaretctl unshare: the user namespace does not hold the expected mapping "
                         "(0 %u 1, 1 %u %u)\n", getuid(), uids->start, SUBID_COUNT);
                 return -EPERM;
@@ -244,7 +249,7 @@ int verb_unshare(int argc, char *argv[], const Config *config) {
         sync_w = safe_close(sync_w);
         go_r = safe_close(go_r);
 
-        r = map_child(pid, sync_r, &uids, &gids);
+        r = map_child(pid, sync_r, &uids, &gids, false);
         if (r < 0)
                 goto kill_child;
         if (write(go_w, "g", 1) != 1) {
@@ -270,4 +275,90 @@ kill_child:
         while (waitid(P_PID, pid, &si, WEXITED) < 0 && errno == EINTR)
                 ;
         return r;
+}
+
+/* The user's subordinate ranges, as verb_unshare() picks them; quiet. */
+static int pick_ranges(SubidRange *ret_uids, SubidRange *ret_gids) {
+        _cleanup_free_ char *user = NULL;
+        int r;
+
+        r = subid_user_name(getuid(), &user);
+        if (r < 0 && r != -ESRCH)
+                return r;
+        return subid_pick_for_user(user, getuid(), ret_uids, ret_gids, NULL);
+}
+
+/* The child of unshare_call(): root of the mapped namespace once its parent wrote the maps, then fn. */
+static __attribute__((noreturn)) void call_child(UnshareFn fn, void *userdata, int sync_w, int go_r, int out_w) {
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+        /* Quiet: a failure here is the caller's to tell, once, when it falls back. */
+        if (null < 0 || dup2(null, STDERR_FILENO) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                _exit(EXIT_FAILURE);
+        if (userns_child_hook(&(UsernsHook) { .sync_fd = sync_w, .go_fd = go_r }) != 0)
+                _exit(EXIT_FAILURE);
+        _exit(fn(out_w, userdata) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+}
+
+int unshare_call(UnshareFn fn, void *userdata, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int sync_r = -EBADF, sync_w = -EBADF, go_r = -EBADF, go_w = -EBADF, out_r = -EBADF,
+                            out_w = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        SubidRange uids, gids;
+        siginfo_t si = {};
+        size_t len = 0;
+        pid_t pid;
+        int p[2], r;
+
+        r = pick_ranges(&uids, &gids);
+        if (r < 0)
+                return r;
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        sync_r = p[0];
+        sync_w = p[1];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        go_r = p[0];
+        go_w = p[1];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        out_r = p[0];
+        out_w = p[1];
+        /* What we have buffered is ours to print, not the child's (it leaves with _exit()). */
+        fflush(stdout);
+        fflush(stderr);
+        pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                sync_r = safe_close(sync_r);
+                go_w = safe_close(go_w);
+                out_r = safe_close(out_r);
+                call_child(fn, userdata, sync_w, go_r, out_w);
+        }
+        sync_w = safe_close(sync_w);
+        go_r = safe_close(go_r);
+        out_w = safe_close(out_w);
+
+        r = map_child(pid, sync_r, &uids, &gids, true);
+        if (r >= 0 && write(go_w, "g", 1) != 1)
+                r = -errno;
+        go_w = safe_close(go_w);
+        /* The child writes as long as it likes and ends; a child that never got its maps ends at go_w's close. */
+        if (r >= 0)
+                r = read_full_fd(out_r, max, &buf, &len);
+        if (r < 0)
+                (void) kill(pid, SIGKILL);
+        while (waitid(P_PID, pid, &si, WEXITED) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (r < 0)
+                return r;
+        if (si.si_code != CLD_EXITED || si.si_status != EXIT_SUCCESS)
+                return -EIO;
+        *ret = TAKE_PTR(buf);
+        if (ret_len)
+                *ret_len = len;
+        return 0;
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stddef.h>
+
 #include "config.h"
 
 /*
@@ -12,3 +14,15 @@
  * errno after printing why.
  */
 int verb_unshare(int argc, char *argv[], const Config *config);
+
+/*
+ * Runs fn(out_fd, userdata) in a child of ours that is root of a user
+ * namespace mapped as verb_unshare() maps it (only the user namespace is
+ * new), and returns what it wrote to out_fd, NUL-terminated, at most max
+ * bytes, in *ret. For reading what lies below a subordinate ID's 0700
+ * directory. Quiet: a namespace that cannot be made (no subordinate IDs,
+ * no newuidmap, NoNewPrivileges) is a negative errno and nothing printed,
+ * so that the caller can fall back; -EIO when fn failed.
+ */
+typedef int (*UnshareFn)(int out_fd, void *userdata);
+int unshare_call(UnshareFn fn, void *userdata, size_t max, char **ret, size_t *ret_len);

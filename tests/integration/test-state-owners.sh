@@ -18,8 +18,9 @@
 #      setgid directory, twice across a restart; another user cannot read
 #      the data directory nor remove the daemon's spool file.
 #   3. A layer written before owners were kept (its record removed): the
-#      launch says so in one line, with the repair; state reset of a layer
-#      holding subordinate IDs' 0700 directories works.
+#      launch says so in one line, with the repair; state list measures
+#      below a subordinate ID's 0700 directory (in the mapped namespace);
+#      state reset of a layer holding such directories works.
 #   5. The prepared lower after all of the above is what umoci unpacks from
 #      the image, plus Lazaret's own mount points made at preparation: no
 #      launch changed it (its content hash).
@@ -209,6 +210,23 @@ out=$(lt_launch -- /bin/true 2>&1) || lt_fail "a launch over an older layer fail
 [[ $out == *"persistent /etc was written before Lazaret kept owners and modes there"*"lazaretctl state reset /etc"* ]] ||
         lt_fail "no notice of the older /etc layer: '$out'"
 restart
+# The sizes state list shows are measured in the mapped namespace: a 4 MiB
+# file below the daemon's 0700 data directory (a subordinate ID's on the
+# host, which the user cannot enter) is counted, and nothing is unreadable.
+out=$(lt_launch -- /bin/sh -c 'head -c 4194304 /dev/zero >/var/lib/lt-daemon/lt-4m && stat -c %s /var/lib/lt-daemon/lt-4m') ||
+        lt_fail "cannot write the 4 MiB file: $out"
+lt_assert_eq "the 4 MiB file in the data directory" 4194304 "$out"
+restart
+if ls "$state/var-lib/upper/lt-daemon" >/dev/null 2>&1; then
+        lt_fail "the user can read the data directory on the host: the size check proves nothing"
+fi
+layer=$(ctl state list --json | jq -c --arg id "$LT_DOMAIN" '.[] | select(.domain_id == $id) | .layers[] | select(.path == "/var/lib")')
+lt_assert_eq "directories state list could not read in /var/lib" 0 "$(jq -r .unreadable_directories <<<"$layer")"
+bytes=$(jq -r .bytes <<<"$layer")
+((bytes >= 4194304)) || lt_fail "state list's size of /var/lib ($bytes bytes) leaves out the 4 MiB file below a subordinate ID's 0700 directory"
+text=$(ctl state list) || lt_fail "state list failed: $text"
+[[ $text != *"not readable by you"* ]] || lt_fail "state list still says it could not read: $text"
+lt_log "ok: state list measures below a subordinate ID's 0700 directory: /var/lib is $bytes bytes"
 ctl state reset --yes /var/lib >/dev/null || lt_fail "state reset of /var/lib (subordinate IDs' 0700 directories) failed"
 [[ ! -e $state/var-lib/upper/lt-daemon ]] || lt_fail "state reset left the data directory"
 ctl state reset --yes /etc >/dev/null || lt_fail "state reset of /etc failed"
