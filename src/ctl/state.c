@@ -1051,15 +1051,104 @@ static int reset_ignored(const Config *config, const Target *t, const char *rel,
         return 1;
 }
 
+/* The question state reset asks: what is reset, of which Domain, and which layers when it is all of them. */
+static int reset_question(const Config *config, const Target *t, bool all, char **layers, char **ret) {
+        _cleanup_(domain_record_done) DomainRecord rec = {};
+        _cleanup_strv_free_ char **paths = NULL;
+        _cleanup_free_ char *question = NULL, *scope = NULL, *why = NULL;
+
+        (void) domain_record_load(config->data_root, t->id, &rec, &why);
+        if (asprintf(&question, "Reset %s of Domain %s%s%s%s%s%s? Everything installed or changed there is lost.",
+                     t->path ? t->path : "every persistent path", t->id, rec.profile ? " (profile " : "",
+                     strempty(rec.profile), rec.profile ? ", workspace " : "", rec.profile ? strempty(rec.workspace) : "",
+                     rec.profile ? ")" : "") < 0)
+                return -ENOMEM;
+        if (all) {
+                _cleanup_free_ char *q = TAKE_PTR(question);
+
+                STRV_FOREACH(l, layers) {
+                        _cleanup_free_ char *p = NULL;
+                        if (state_anchor_layer_path(*l, &p) < 0 || strv_extend(&paths, p) < 0)
+                                return -ENOMEM;
+                }
+                scope = strv_join(paths, ", ");
+                if (!scope || asprintf(&question, "%s\nLayers: %s (%s)", q, isempty(scope) ? "none" : scope,
+                                       t->state_dir) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(question);
+        return 0;
+}
+
+/*
+ * The State Anchor's part of state reset: the layer name (NULL: all of
+ * them) out of use by one rename, once confirmed. 0 when done or when there
+ * was nothing to reset (said); the trash is emptied by the caller either way.
+ */
+static int reset_layers(const Config *config, const Target *t, int rootfd, const char *name) {
+        _cleanup_strv_free_ char **layers = NULL;
+        _cleanup_free_ char *question = NULL;
+        struct stat st;
+        int r;
+
+        /* Never through a symbolic link: the state directory and the layer are opened below the Domain Root. */
+        if (fstatat(rootfd, STATE_ANCHOR_DIR, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
+                printf("Domain %s has no State Anchor layers; nothing to reset.\n", t->id);
+                return 0;
+        }
+        r = list_layers(t->state_dir, &layers, NULL);
+        if (r < 0) {
+                fprintf(stderr, "Cannot read %s: %s\n", t->state_dir, strerror(-r));
+                return r;
+        }
+        if (name && !strv_contains((const char *const *) layers, name)) {
+                printf("Domain %s has no State Anchor layer for %s; nothing to reset.\n", t->id, t->path);
+                return 0;
+        }
+        r = reset_question(config, t, !name, layers, &question);
+        if (r < 0)
+                return r;
+        r = confirm(question);
+        if (r < 0)
+                return r;
+
+        /* One rename takes the layer (or all of them) out of use: the old generation or a new empty one. */
+        if (name) {
+                _cleanup_close_ int sfd = openat(rootfd, STATE_ANCHOR_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                r = sfd < 0 ? -errno : move_to_trash(rootfd, t, sfd, name);
+                if (r < 0) {
+                        fprintf(stderr, "Cannot move %s/%s out of use: %s\n", t->state_dir, name, strerror(-r));
+                        return r;
+                }
+        } else {
+                r = move_to_trash(rootfd, t, rootfd, STATE_ANCHOR_DIR);
+                if (r < 0) {
+                        fprintf(stderr, "Cannot move %s out of use: %s\n", t->state_dir, strerror(-r));
+                        return r;
+                }
+        }
+        printf("Reset %s of Domain %s; the next launch starts %s from the image.\n",
+               t->path ?: "every persistent path", t->id, t->path ? "it" : "them");
+        return 0;
+}
+
+/* The Domain's trash, emptied in the mapped namespace (its files are of subordinate IDs): 0, or 1 when some stayed. */
+static int empty_trash(const Config *config, const Target *t) {
+        _cleanup_free_ char *trash = path_join(t->domain_dir, STATE_ANCHOR_TRASH_DIR);
+        struct stat st;
+
+        if (!trash)
+                return -ENOMEM;
+        if (lstat(trash, &st) < 0 || !S_ISDIR(st.st_mode))
+                return 0;
+        return remove_mapped(trash, config) < 0 ? 1 : 0;
+}
+
 static int state_reset(int argc, char *argv[], const Config *config) {
         _cleanup_(target_done) Target t = {};
         const char *ignored = NULL;
-        _cleanup_strv_free_ char **layers = NULL, **paths = NULL;
-        _cleanup_free_ char *name = NULL, *question = NULL, *scope = NULL, *trash = NULL;
+        _cleanup_free_ char *name = NULL;
         _cleanup_close_ int lock = -EBADF, rootfd = -EBADF;
-        _cleanup_(domain_record_done) DomainRecord rec = {};
-        _cleanup_free_ char *why = NULL;
-        struct stat st;
         int r;
 
         r = resolve_target(argc, argv, config, true, &t);
@@ -1085,77 +1174,11 @@ static int state_reset(int argc, char *argv[], const Config *config) {
                 fprintf(stderr, "Cannot open the Domain Root %s: %m\n", t.domain_dir);
                 return -errno;
         }
-        if (ignored) {
-                r = reset_ignored(config, &t, ignored, rootfd);
-                if (r <= 0)
-                        return r;
-                goto clean_trash;
-        }
-        /* Never through a symbolic link: the state directory and the layer are opened below the Domain Root. */
-        if (fstatat(rootfd, STATE_ANCHOR_DIR, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
-                printf("Domain %s has no State Anchor layers; nothing to reset.\n", t.id);
-                goto clean_trash;
-        }
-        r = list_layers(t.state_dir, &layers, NULL);
-        if (r < 0) {
-                fprintf(stderr, "Cannot read %s: %s\n", t.state_dir, strerror(-r));
+        /* reset_ignored(): 1 when it reset something, 0 when there was nothing (said). */
+        r = ignored ? reset_ignored(config, &t, ignored, rootfd) : reset_layers(config, &t, rootfd, name);
+        if (r < 0 || (ignored && r == 0))
                 return r;
-        }
-        if (name && !strv_contains((const char *const *) layers, name)) {
-                printf("Domain %s has no State Anchor layer for %s; nothing to reset.\n", t.id, t.path);
-                goto clean_trash;
-        }
-        if (!name) {
-                STRV_FOREACH(l, layers) {
-                        _cleanup_free_ char *p = NULL;
-                        if (state_anchor_layer_path(*l, &p) < 0 || strv_extend(&paths, p) < 0)
-                                return -ENOMEM;
-                }
-                scope = strv_join(paths, ", ");
-                if (!scope)
-                        return -ENOMEM;
-        }
-        (void) domain_record_load(config->data_root, t.id, &rec, &why);
-        if (asprintf(&question, "Reset %s of Domain %s%s%s%s%s%s? Everything installed or changed there is lost.",
-                     t.path ? t.path : "every persistent path", t.id, rec.profile ? " (profile " : "",
-                     strempty(rec.profile), rec.profile ? ", workspace " : "", rec.profile ? strempty(rec.workspace) : "",
-                     rec.profile ? ")" : "") < 0)
-                return -ENOMEM;
-        if (scope) {
-                _cleanup_free_ char *q = question;
-                question = NULL;
-                if (asprintf(&question, "%s\nLayers: %s (%s)", q, isempty(scope) ? "none" : scope, t.state_dir) < 0)
-                        return -ENOMEM;
-        }
-        r = confirm(question);
-        if (r < 0)
-                return r;
-
-        /* One rename takes the layer (or all of them) out of use: the old generation or a new empty one. */
-        if (name) {
-                _cleanup_close_ int sfd = openat(rootfd, STATE_ANCHOR_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                r = sfd < 0 ? -errno : move_to_trash(rootfd, &t, sfd, name);
-                if (r < 0) {
-                        fprintf(stderr, "Cannot move %s/%s out of use: %s\n", t.state_dir, name, strerror(-r));
-                        return r;
-                }
-        } else {
-                r = move_to_trash(rootfd, &t, rootfd, STATE_ANCHOR_DIR);
-                if (r < 0) {
-                        fprintf(stderr, "Cannot move %s out of use: %s\n", t.state_dir, strerror(-r));
-                        return r;
-                }
-        }
-        printf("Reset %s of Domain %s; the next launch starts %s from the image.\n",
-               t.path ?: "every persistent path", t.id, t.path ? "it" : "them");
-
-clean_trash:
-        trash = path_join(t.domain_dir, STATE_ANCHOR_TRASH_DIR);
-        if (!trash)
-                return -ENOMEM;
-        if (lstat(trash, &st) < 0 || !S_ISDIR(st.st_mode))
-                return 0;
-        return remove_mapped(trash, config) < 0 ? 1 : 0;
+        return empty_trash(config, &t);
 }
 
 /* ------------------------------------------------------------------ gc */
@@ -1333,37 +1356,44 @@ static int gc_ask_coordinator(const Config *config, sd_bus *bus, const char *id,
         return retained ? 1 : 0;
 }
 
-static int state_gc(int argc, char *argv[], const Config *config) {
-        _cleanup_free_ char *domains = path_join(config->data_root, "domains"),
-                            *prepared = path_join(config->data_root, STORAGE_PREPARED_DIR), *list = NULL,
-                            *question = NULL, *trash_name = NULL, *trash = NULL;
-        _cleanup_strv_free_ char **keep = NULL, **doomed = NULL, **running = NULL, **stopped = NULL, **cataloged = NULL;
-        _cleanup_free_ char *catalog_path = path_join(config->data_root, STORAGE_IMAGES_DIR "/" STORAGE_CATALOG_FILE),
-                            *catalog_why = NULL;
-        _cleanup_(closedirp) DIR *dd = NULL, *pd = NULL;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        StorageCatalog *catalog = NULL;
-        bool in_gc = false;     /* a catalog transaction is open */
-        bool retention_failed = false;
-        _cleanup_close_ int tfd = -EBADF;
-        int pfd = -EBADF;       /* pd's own */
-        int locks[1024], n_locks = 0, r = 0;
-        struct dirent *de;
-        sd_id128_t rnd;
+/* What state gc holds while it works: the Domains' locks it took, and what it learned on the way. */
+typedef struct GcRun {
+        const Config *config;
+        char *domains, *prepared;
+        int locks[1024];
+        int n_locks;
+        char **stopped;                 /* the Domains whose locks we hold */
+        char **running;                 /* the others */
+        char **keep;                    /* the prepared lowers leased by running Domains or the Storage Catalog */
+        StorageCatalog *catalog;
+        bool in_gc;                     /* a catalog transaction is open */
+        bool retention_failed;
+} GcRun;
 
-        if (argc > 1) {
-                fprintf(stderr, "\"state gc\" takes no arguments.\n");
-                return -EINVAL;
-        }
-        if (!domains || !prepared || !catalog_path)
-                return -ENOMEM;
-        r = ctl_bus_open(&bus);
-        if (r < 0)
-                return r;
-        /* Each Domain's store is trimmed and its leases told by its coordinator (a maintenance one for
-         * a stopped Domain, ended right after); then every Domain's lock that is free is held until
-         * the end: none of them starts meanwhile. */
-        dd = opendir(domains);
+static void gc_run_done(GcRun *g) {
+        if (g->in_gc)
+                (void) storage_catalog_gc_end(g->catalog, false, NULL);
+        storage_catalog_close(g->catalog);
+        for (int i = 0; i < g->n_locks; i++)
+                safe_close(g->locks[i]);
+        strv_free(g->stopped);
+        strv_free(g->running);
+        strv_free(g->keep);
+        free(g->domains);
+        free(g->prepared);
+}
+
+/*
+ * Each Domain's store is trimmed and its leases told by its coordinator (a
+ * maintenance one for a stopped Domain, ended right after); then every
+ * Domain's lock that is free is held until the end: none of them starts
+ * meanwhile.
+ */
+static int gc_hold_domains(GcRun *g, sd_bus *bus) {
+        _cleanup_(closedirp) DIR *dd = opendir(g->domains);
+        struct dirent *de;
+        int r;
+
         while (dd && (de = readdir(dd))) {
                 _cleanup_free_ char *dir = NULL, *lock = NULL;
                 _cleanup_strv_free_ char **leased = NULL;
@@ -1372,26 +1402,21 @@ static int state_gc(int argc, char *argv[], const Config *config) {
 
                 if (!domain_id_is_valid(de->d_name))
                         continue;
-                dir = path_join(domains, de->d_name);
+                dir = path_join(g->domains, de->d_name);
                 lock = dir ? path_join(dir, "coordinator.lock") : NULL;
-                if (!lock) {
-                        r = -ENOMEM;
-                        goto finish;
-                }
-                r = gc_ask_coordinator(config, bus, de->d_name, dir, &leased, &known);
+                if (!lock)
+                        return -ENOMEM;
+                r = gc_ask_coordinator(g->config, bus, de->d_name, dir, &leased, &known);
                 if (r < 0)
-                        goto finish;
+                        return r;
                 if (r == 0)
-                        retention_failed = true;
-                r = 0;
+                        g->retention_failed = true;
                 fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-                if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) >= 0 && n_locks < (int) ELEMENTSOF(locks)) {
-                        locks[n_locks++] = fd;
+                if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) >= 0 && g->n_locks < (int) ELEMENTSOF(g->locks)) {
+                        g->locks[g->n_locks++] = fd;
                         /* stopped: it holds no lease that counts (a catalog lease of it is a dead owner's) */
-                        if (strv_extend(&stopped, de->d_name) < 0) {
-                                r = -ENOMEM;
-                                goto finish;
-                        }
+                        if (strv_extend(&g->stopped, de->d_name) < 0)
+                                return -ENOMEM;
                         continue;
                 }
                 safe_close(fd);
@@ -1399,129 +1424,177 @@ static int state_gc(int argc, char *argv[], const Config *config) {
                 if (!known) {
                         fprintf(stderr, "Cannot learn which prepared lowers the running Domain %s leases; nothing was "
                                 "removed.\n", de->d_name);
-                        r = -EIO;
-                        goto finish;
+                        return -EIO;
                 }
-                if (strv_extend_strv(&keep, leased) < 0 || strv_extend(&running, de->d_name) < 0) {
-                        r = -ENOMEM;
-                        goto finish;
-                }
+                if (strv_extend_strv(&g->keep, leased) < 0 || strv_extend(&g->running, de->d_name) < 0)
+                        return -ENOMEM;
         }
+        return 0;
+}
 
-        /* Set-aside checkouts' state of the stopped Domains (their locks are held). */
-        r = gc_checkouts(config, domains, stopped, running);
-        if (r < 0)
-                goto finish;
+/*
+ * The Storage Catalog's leases, shared by every Domain (what a running
+ * Domain's store says counts too), added to what is kept. 0 done; 1 there
+ * are no prepared lowers at all (said).
+ */
+static int gc_catalog_leases(GcRun *g) {
+        _cleanup_free_ char *catalog_path = path_join(g->config->data_root, STORAGE_IMAGES_DIR "/" STORAGE_CATALOG_FILE),
+                            *why = NULL;
+        _cleanup_strv_free_ char **cataloged = NULL;
+        int r;
 
-        /* The Storage Catalog's leases, shared by every Domain (what a running Domain's store says counts too). */
-        r = storage_catalog_open(catalog_path, &catalog, &catalog_why);
-        if (r < 0 && access(prepared, F_OK) < 0 && errno == ENOENT) {
-                printf("Nothing to remove: there are no prepared lowers in %s.\n", prepared);
-                r = 0;
-                goto finish;
+        if (!catalog_path)
+                return -ENOMEM;
+        r = storage_catalog_open(catalog_path, &g->catalog, &why);
+        if (r < 0 && access(g->prepared, F_OK) < 0 && errno == ENOENT) {
+                printf("Nothing to remove: there are no prepared lowers in %s.\n", g->prepared);
+                return 1;
         }
         /* A stopped Domain's lease is its dead owner's (a coordinator releases its own when its
          * sandbox has stopped): kept, since that sandbox's mounts may not be gone yet; the
          * Domain's next launch replaces it. */
         if (r >= 0)
-                r = storage_catalog_leases(catalog, &cataloged, &catalog_why);
+                r = storage_catalog_leases(g->catalog, &cataloged, &why);
         STRV_FOREACH(l, cataloged) {
                 const char *domain = strchr(*l, ' ');
                 size_t n = domain ? strcspn(domain + 1, " ") : 0;
 
-                STRV_FOREACH(d, stopped)
+                STRV_FOREACH(d, g->stopped)
                         if (n == strlen(*d) && strncmp(domain + 1, *d, n) == 0)
                                 printf("Keeping %.*s: leased by Domain %s, whose coordinator ended without releasing it "
                                        "(launch that Domain once to release it).\n", (int) (domain - *l), *l, *d);
         }
         if (r >= 0)
-                r = read_leased(catalog, &cataloged);
+                r = read_leased(g->catalog, &cataloged);
         if (r < 0)
-                goto finish;
-        if (strv_extend_strv(&keep, cataloged) < 0) {
-                r = -ENOMEM;
-                goto finish;
-        }
+                return r;
+        return strv_extend_strv(&g->keep, cataloged) < 0 ? -ENOMEM : 0;
+}
 
-        pd = opendir(prepared);
-        pfd = pd ? dirfd(pd) : -EBADF;
+/* The prepared lowers no one keeps and old enough, and failed preparations, sorted, in *ret (NULL: none). */
+static int gc_find_doomed(GcRun *g, char ***ret) {
+        _cleanup_(closedirp) DIR *pd = opendir(g->prepared);
+        _cleanup_strv_free_ char **doomed = NULL;
+        struct dirent *de;
+
         while (pd && (de = readdir(pd))) {
                 struct stat st;
 
-                if (fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                if (fstatat(dirfd(pd), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
                         continue;
                 if (startswith(de->d_name, ".quarantine-") ||
-                    (!strv_contains((const char *const *) keep, de->d_name) && de->d_name[0] != '.' &&
+                    (!strv_contains((const char *const *) g->keep, de->d_name) && de->d_name[0] != '.' &&
                      (!is_artifact_name(de->d_name) || st.st_mtime + GC_MIN_AGE_SEC < time(NULL))))
-                        if (strv_extend(&doomed, de->d_name) < 0) {
-                                r = -ENOMEM;
-                                goto finish;
-                        }
-        }
-        if (!doomed) {
-                printf("Nothing to remove: every prepared lower in %s is leased or new.\n", prepared);
-                goto finish;
+                        if (strv_extend(&doomed, de->d_name) < 0)
+                                return -ENOMEM;
         }
         strv_sort(doomed);
+        *ret = TAKE_PTR(doomed);
+        return 0;
+}
+
+/*
+ * The doomed prepared lowers, once confirmed, each out of use by one
+ * rename into a trash directory of prepared/, inside one catalog
+ * transaction (a Domain that leased one of them since the question keeps
+ * it; one that leases after the commit finds it gone and prepares it
+ * again), then deleted in the mapped namespace (their files are of
+ * subordinate IDs). 0, or 1 when something could not be removed.
+ */
+static int gc_remove_lowers(GcRun *g, char **doomed) {
+        _cleanup_free_ char *list = NULL, *question = NULL, *trash_name = NULL, *trash = NULL, *why = NULL;
+        _cleanup_strv_free_ char **cataloged = NULL;
+        _cleanup_close_ int pfd = -EBADF, tfd = -EBADF;
+        sd_id128_t rnd;
+        int r;
+
         list = strv_join(doomed, "\n  ");
         if (!list || asprintf(&question, "Remove these %zu unleased prepared lowers and failed preparations from %s?\n  %s",
-                              strv_length(doomed), prepared, list) < 0) {
-                r = -ENOMEM;
-                goto finish;
-        }
+                              strv_length(doomed), g->prepared, list) < 0)
+                return -ENOMEM;
         r = confirm(question);
         if (r < 0)
-                goto finish;
-        /* Each out of use by one rename, then deleted in the mapped namespace (their files are of subordinate IDs). */
+                return r;
         r = sd_id128_randomize(&rnd);
-        if (r < 0 || asprintf(&trash_name, ".gc-" SD_ID128_FORMAT_STR, SD_ID128_FORMAT_VAL(rnd)) < 0 ||
-            !(trash = path_join(prepared, trash_name))) {
-                r = r < 0 ? r : -ENOMEM;
-                goto finish;
-        }
-        if (mkdirat(pfd, trash_name, 0700) < 0 ||
+        if (r < 0)
+                return r;
+        if (asprintf(&trash_name, ".gc-" SD_ID128_FORMAT_STR, SD_ID128_FORMAT_VAL(rnd)) < 0 ||
+            !(trash = path_join(g->prepared, trash_name)))
+                return -ENOMEM;
+        pfd = open(g->prepared, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (pfd < 0 || mkdirat(pfd, trash_name, 0700) < 0 ||
             (tfd = openat(pfd, trash_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
                 r = -errno;
-                fprintf(stderr, "Cannot create %s: %m\n", trash);
-                goto finish;
+                fprintf(stderr, "Cannot create %s: %s\n", trash, strerror(-r));
+                return r;
         }
-        /* Out of use inside one catalog transaction: a Domain that leased one of them since the
-         * question keeps it; one that leases after the commit finds it gone and prepares it again. */
-        r = storage_catalog_gc_begin(catalog, &catalog_why);
-        in_gc = r >= 0;
-        if (r < 0)
+        r = storage_catalog_gc_begin(g->catalog, &why);
+        g->in_gc = r >= 0;
+        if (r < 0) {
                 fprintf(stderr, "Cannot begin a transaction of the Storage Catalog: %s; nothing was removed.\n",
-                        catalog_why ?: strerror(-r));
-        else
-                r = read_leased(catalog, &cataloged);
+                        why ?: strerror(-r));
+                return r;
+        }
+        r = read_leased(g->catalog, &cataloged);
         if (r < 0)
-                goto finish;
+                return r;
         STRV_FOREACH(d, doomed) {
                 if (strv_contains((const char *const *) cataloged, *d)) {
                         printf("Kept %s: a Domain leased it meanwhile.\n", *d);
                         continue;
                 }
                 if (renameat(pfd, *d, tfd, *d) < 0)
-                        fprintf(stderr, "Cannot move %s/%s out of use: %m\n", prepared, *d);
+                        fprintf(stderr, "Cannot move %s/%s out of use: %m\n", g->prepared, *d);
                 else
-                        (void) storage_catalog_forget(catalog, *d, NULL);
+                        (void) storage_catalog_forget(g->catalog, *d, NULL);
         }
         (void) fsync(pfd);
-        r = storage_catalog_gc_end(catalog, true, &catalog_why);
-        in_gc = false;
+        why = mfree(why);
+        r = storage_catalog_gc_end(g->catalog, true, &why);
+        g->in_gc = false;
         if (r < 0)
-                fprintf(stderr, "Cannot commit to the Storage Catalog: %s\n", catalog_why ?: strerror(-r));
-        r = remove_mapped(trash, config) < 0 ? 1 : 0;
+                fprintf(stderr, "Cannot commit to the Storage Catalog: %s\n", why ?: strerror(-r));
+        if (remove_mapped(trash, g->config) < 0)
+                return 1;
+        printf("Removed %zu entries from %s.\n", strv_length(doomed), g->prepared);
+        return 0;
+}
+
+static int state_gc(int argc, char *argv[], const Config *config) {
+        _cleanup_(gc_run_done) GcRun g = {
+                .config = config,
+                .domains = path_join(config->data_root, "domains"),
+                .prepared = path_join(config->data_root, STORAGE_PREPARED_DIR),
+        };
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_strv_free_ char **doomed = NULL;
+        int r;
+
+        if (argc > 1) {
+                fprintf(stderr, "\"state gc\" takes no arguments.\n");
+                return -EINVAL;
+        }
+        if (!g.domains || !g.prepared)
+                return -ENOMEM;
+        r = ctl_bus_open(&bus);
+        if (r < 0)
+                return r;
+        r = gc_hold_domains(&g, bus);
+        /* Set-aside checkouts' state of the stopped Domains (their locks are held). */
+        if (r >= 0)
+                r = gc_checkouts(config, g.domains, g.stopped, g.running);
+        if (r >= 0)
+                r = gc_catalog_leases(&g);
         if (r == 0)
-                printf("Removed %zu entries from %s.\n", strv_length(doomed), prepared);
-finish:
-        if (r == 0 && retention_failed)
+                r = gc_find_doomed(&g, &doomed);
+        if (r == 0 && !doomed)
+                printf("Nothing to remove: every prepared lower in %s is leased or new.\n", g.prepared);
+        else if (r == 0)
+                r = gc_remove_lowers(&g, doomed);
+        if (r == 1 && !doomed)
+                r = 0;          /* no prepared lowers at all */
+        if (r == 0 && g.retention_failed)
                 r = 1;
-        if (in_gc)
-                (void) storage_catalog_gc_end(catalog, false, NULL);
-        storage_catalog_close(catalog);
-        for (int i = 0; i < n_locks; i++)
-                safe_close(locks[i]);
         return r;
 }
 
