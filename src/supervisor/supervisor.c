@@ -430,118 +430,128 @@ static int check_args(void) {
         return 0;
 }
 
-static int parse_argv(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "control-fd", required_argument, NULL, 'f' },
-                { "runsc",      required_argument, NULL, 'r' },
-                { "root",       required_argument, NULL, 'R' },
-                { "bundle",     required_argument, NULL, 'b' },
-                { "container",  required_argument, NULL, 'c' },
-                { "overlay",    required_argument, NULL, 'o' },
-                { "overlay-size", required_argument, NULL, 'O' },
-                { "directfs",   required_argument, NULL, 'd' },
-                { "host-fifo",  no_argument,       NULL, 'H' },
-                { "netns",      required_argument, NULL, 'n' },
-                { "slirp4netns", required_argument, NULL, 's' },
-                { "slirp-api-socket", required_argument, NULL, 'a' },
-                { "policy",     required_argument, NULL, 'p' },
-                { "policy-digest", required_argument, NULL, 'g' },
-                { "canary-port", required_argument, NULL, 'P' },
-                { "view",       required_argument, NULL, 'v' },
-                { "egress",     required_argument, NULL, 'e' },
-                { "allow-host", required_argument, NULL, 'A' },
+static const struct option supervisor_options[] = {
+        { "control-fd", required_argument, NULL, 'f' },
+        { "runsc",      required_argument, NULL, 'r' },
+        { "root",       required_argument, NULL, 'R' },
+        { "bundle",     required_argument, NULL, 'b' },
+        { "container",  required_argument, NULL, 'c' },
+        { "overlay",    required_argument, NULL, 'o' },
+        { "overlay-size", required_argument, NULL, 'O' },
+        { "directfs",   required_argument, NULL, 'd' },
+        { "host-fifo",  no_argument,       NULL, 'H' },
+        { "netns",      required_argument, NULL, 'n' },
+        { "slirp4netns", required_argument, NULL, 's' },
+        { "slirp-api-socket", required_argument, NULL, 'a' },
+        { "policy",     required_argument, NULL, 'p' },
+        { "policy-digest", required_argument, NULL, 'g' },
+        { "canary-port", required_argument, NULL, 'P' },
+        { "view",       required_argument, NULL, 'v' },
+        { "egress",     required_argument, NULL, 'e' },
+        { "allow-host", required_argument, NULL, 'A' },
 #if ENABLE_TEST_HOOKS
-                { "test-fault", required_argument, NULL, 'F' },
+        { "test-fault", required_argument, NULL, 'F' },
 #endif
-                {}
-        };
-        int c;
+        {}
+};
 
-        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
-                switch (c) {
-                case 'f':
-                        if (parse_int(optarg, 0, 1024, &arg_control_fd) < 0)
-                                return -EINVAL;
-                        break;
-                case 'r':
-                        arg_runsc = optarg;
-                        break;
-                case 'R':
-                        arg_root = optarg;
-                        break;
-                case 'b':
-                        arg_bundle = optarg;
-                        break;
-                case 'c':
-                        arg_container = optarg;
-                        break;
-                case 'o':
-                        arg_overlay = optarg;
-                        break;
-                case 'O':
-                        if (limit_parse_size(optarg, &arg_overlay_size) < 0 || arg_overlay_size == LIMIT_INFINITY ||
-                            arg_overlay_size == 0)
-                                return -EINVAL;
-                        break;
-                case 'd':
-                        if (streq(optarg, "true"))
-                                arg_directfs = true;
-                        else if (streq(optarg, "false"))
-                                arg_directfs = false;
-                        else
-                                return -EINVAL;
-                        break;
-                case 'H':
-                        arg_host_fifo = true;
-                        break;
-                case 'n':
-                        arg_netns = optarg;
-                        break;
-                case 's':
-                        arg_slirp = optarg;
-                        break;
-                case 'a':
-                        /* sockaddr_un's sun_path holds 108 bytes with the NUL. */
-                        if (optarg[0] != '/' || strlen(optarg) >= 108)
-                                return -EINVAL;
-                        arg_slirp_api = optarg;
-                        break;
-                case 'p':
-                        arg_policy = optarg;
-                        break;
-                case 'g':
-                        arg_policy_digest = optarg;
-                        break;
-                case 'v':
-                        if (optarg[0] != '/')
-                                return -EINVAL;
-                        arg_view = optarg;
-                        break;
-                case 'e':
-                        if (optarg[0] != '/')
-                                return -EINVAL;
-                        arg_egress = optarg;
-                        break;
-                case 'A':
-                        if (arg_n_allow_hosts >= HOST_RULE_LIST_MAX)
-                                return -E2BIG;
-                        arg_allow_hosts[arg_n_allow_hosts++] = optarg;
-                        break;
-                case 'P':
-                        if (parse_int(optarg, 1024, 65535, &arg_canary_port) < 0)
-                                return -EINVAL;
-                        break;
-#if ENABLE_TEST_HOOKS
-                case 'F':
-                        /* Only the coordinator's environment reaches this (see sandbox.c). */
-                        if (!streq(optarg, "deny-on-lo"))
-                                return -EINVAL;
-                        arg_fault_deny_on_lo = true;
-                        break;
-#endif
-                default:
+/* One option of the command line, which the coordinator wrote (sandbox.c): -EINVAL (or -E2BIG) when it does not hold. */
+static int parse_option(int c, char *value) {
+        switch (c) {
+        case 'f':
+                if (parse_int(value, 0, 1024, &arg_control_fd) < 0)
                         return -EINVAL;
-                }
+                break;
+        case 'r':
+                arg_runsc = value;
+                break;
+        case 'R':
+                arg_root = value;
+                break;
+        case 'b':
+                arg_bundle = value;
+                break;
+        case 'c':
+                arg_container = value;
+                break;
+        case 'o':
+                arg_overlay = value;
+                break;
+        case 'O':
+                if (limit_parse_size(value, &arg_overlay_size) < 0 || arg_overlay_size == LIMIT_INFINITY ||
+                    arg_overlay_size == 0)
+                        return -EINVAL;
+                break;
+        case 'd':
+                if (streq(value, "true"))
+                        arg_directfs = true;
+                else if (streq(value, "false"))
+                        arg_directfs = false;
+                else
+                        return -EINVAL;
+                break;
+        case 'H':
+                arg_host_fifo = true;
+                break;
+        case 'n':
+                arg_netns = value;
+                break;
+        case 's':
+                arg_slirp = value;
+                break;
+        case 'a':
+                /* sockaddr_un's sun_path holds 108 bytes with the NUL. */
+                if (value[0] != '/' || strlen(value) >= 108)
+                        return -EINVAL;
+                arg_slirp_api = value;
+                break;
+        case 'p':
+                arg_policy = value;
+                break;
+        case 'g':
+                arg_policy_digest = value;
+                break;
+        case 'v':
+                if (value[0] != '/')
+                        return -EINVAL;
+                arg_view = value;
+                break;
+        case 'e':
+                if (value[0] != '/')
+                        return -EINVAL;
+                arg_egress = value;
+                break;
+        case 'A':
+                if (arg_n_allow_hosts >= HOST_RULE_LIST_MAX)
+                        return -E2BIG;
+                arg_allow_hosts[arg_n_allow_hosts++] = value;
+                break;
+        case 'P':
+                if (parse_int(value, 1024, 65535, &arg_canary_port) < 0)
+                        return -EINVAL;
+                break;
+#if ENABLE_TEST_HOOKS
+        case 'F':
+                /* Only the coordinator's environment reaches this (see sandbox.c). */
+                if (!streq(value, "deny-on-lo"))
+                        return -EINVAL;
+                arg_fault_deny_on_lo = true;
+                break;
+#endif
+        default:
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "", supervisor_options, NULL)) >= 0) {
+                r = parse_option(c, optarg);
+                if (r < 0)
+                        return r;
+        }
         if (optind != argc)
                 return -EINVAL;
         return check_args();
