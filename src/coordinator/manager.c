@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -580,6 +581,7 @@ int manager_startup(Manager *m, char **ret_why) {
 
         log_set_domain(m->id);
         m->state = DOMAIN_STARTING;
+        m->startup_usec = now_usec();
 
         r = setup_activation(m);
         if (r < 0)
@@ -742,7 +744,8 @@ static void sandbox_ready(Sandbox *sb, void *userdata) {
         manager_emit_state_changed(m);
         (void) sd_notify(false, "READY=1");
         manager_update_status(m);
-        log_info("Domain %s published", m->id);
+        log_info("Domain %s published %" PRIu64 " ms after the coordinator's start-up began", m->id,
+                 (now_usec() - m->startup_usec) / 1000);
         waiters_answer(m, /* started= */ true);
         arm_idle_timer(m);
 }

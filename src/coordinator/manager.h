@@ -73,6 +73,7 @@ struct Manager {
         DomainRecord record;            /* the Domain record's profile and workspace */
         char *domain_dir;               /* <data_root>/domains/<id> */
         bool maintenance;               /* the launch request asked for maintenance (launch-request.h) */
+        uint64_t startup_usec;          /* CLOCK_MONOTONIC when manager_startup() began, for the published line */
 
         SubidRange subuids, subgids;    /* what the sandbox's user namespace maps to, looked up once */
         char *runtime_root;     /* $XDG_RUNTIME_DIR/lazaret */
