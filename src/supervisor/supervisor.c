@@ -962,8 +962,8 @@ static const struct {
 
 static int run_start_steps(Supervisor *s) {
         uint64_t spent[ELEMENTSOF(start_steps)], start = now_usec(), last = start;
-        char line[512];
-        size_t n = 0;
+        SupervisorMsg msg = { .type = SUPERVISOR_STARTED };
+        size_t n;
 
         for (size_t i = 0; i < ELEMENTSOF(start_steps); i++) {
                 if (start_steps[i].run(s) < 0)
@@ -972,12 +972,17 @@ static int run_start_steps(Supervisor *s) {
                 spent[i] = t - last;
                 last = t;
         }
-        n = (size_t) snprintf(line, sizeof(line), "lazaret-supervisor: sandbox started in %" PRIu64 " ms:",
-                              (last - start) / 1000);
-        for (size_t i = 0; i < ELEMENTSOF(start_steps) && n < sizeof(line); i++)
-                n += (size_t) snprintf(line + n, sizeof(line) - n, "%s %s %" PRIu64 ".%" PRIu64, i ? "," : "",
+        n = (size_t) snprintf(msg.reason, sizeof(msg.reason), "sandbox started in %" PRIu64 " ms:", (last - start) / 1000);
+        for (size_t i = 0; i < ELEMENTSOF(start_steps) && n < sizeof(msg.reason); i++)
+                n += (size_t) snprintf(msg.reason + n, sizeof(msg.reason) - n, "%s %s %" PRIu64 ".%" PRIu64, i ? "," : "",
                                        start_steps[i].name, spent[i] / 1000, spent[i] % 1000 / 100);
-        fprintf(stderr, "%s ms\n", line);
+        /* The network's own first steps: its namespace, and its helper until ready. */
+        if (n < sizeof(msg.reason))
+                (void) snprintf(msg.reason + n, sizeof(msg.reason) - n,
+                                "; in network: namespace %" PRIu64 ".%" PRIu64 ", helper %" PRIu64 ".%" PRIu64,
+                                s->net.namespace_usec / 1000, s->net.namespace_usec % 1000 / 100,
+                                s->net.helper_usec / 1000, s->net.helper_usec % 1000 / 100);
+        send_msg(&msg);
         return 0;
 }
 
