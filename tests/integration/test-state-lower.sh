@@ -13,6 +13,10 @@
 #      lands in the persistent layer and the volumes, and is there after a
 #      restart; the missing directories exist inside, owned by root.
 #   3. The lower's content hash is what it was before these launches.
+#   3b. A symbolic link the sandbox writes in a persistent /etc, where the
+#      image has the directory a volume goes to, would lead runsc into the
+#      root: the root is read-only to runsc, so the launch fails and the
+#      lower is unchanged.
 #   4. With fuse-overlayfs (forced by a test hook; volumes only, so that the
 #      root's is the only fuse-overlayfs): the same, the hash unchanged;
 #      fuse-overlayfs is one of the supervisor's helpers, and killing it
@@ -27,10 +31,10 @@ lt_domain_setup
 lt_cleanup_hook() { systemctl --user unset-environment LAZARET_TEST_STATE_OVERLAY || true; }
 systemctl --user unset-environment LAZARET_TEST_STATE_OVERLAY
 
-# An image of this test's own (a file of its own: another manifest digest,
+# An image of this test's own (files of its own: another manifest digest,
 # so another prepared lower), without /srv and /opt.
 img=$HOME/lt-image-lower
-lt_build_image "$img" "" "/etc/lt-lower:0:0:lower"
+lt_build_image "$img" "" "/etc/lt-lower:0:0:lower /etc/lt-dir/cache/keep:0:0:keep"
 vol=$HOME/lt-lower-vol
 tvol=$HOME/lt-lower-tmpvol
 rm -rf "$vol" "$tvol"
@@ -71,7 +75,7 @@ lt_assert_eq "the root's mount with every mount point in the image" "" "$(root_m
 restart
 lower=
 for r in "$data_root"/images/prepared/*/rootfs; do
-        [[ -e $r/etc/lt-lower ]] && lower=$r
+        [[ -e $r/etc/lt-lower && -e $r/etc/lt-dir/cache/keep ]] && lower=$r
 done
 [[ -n $lower ]] || lt_fail "no prepared lower of $img"
 before=$(lt_tree_hash "$lower")
@@ -105,6 +109,27 @@ if [[ $after != "$before" ]]; then
 fi
 lt_log "ok: the prepared lower is unchanged by launches with mount points the image lacks ($after)"
 lt_assert_eq "the root's mount with mount points the image lacks" overlay "$mounted"
+
+# 3b. A symbolic link of the sandbox's on the way to a volume's destination.
+profile '[ "/etc" ]' '[]'
+out=$(lt_launch -- /bin/sh -c 'rm -r /etc/lt-dir && ln -s /srv/escape /etc/lt-dir && echo linked' 2>&1) ||
+        lt_fail "writing the link inside: $out"
+lt_assert_eq "the link inside" linked "$out"
+restart
+profile '[ "/etc" ]' '[ { "host": "'"$vol"'", "container": "/etc/lt-dir/cache", "mode": "rw" } ]'
+if out=$(lt_launch -- /bin/true 2>&1); then
+        lt_fail "a launch whose volume runsc would make through the sandbox's link into the root succeeded"
+fi
+[[ $out == *"/srv: read-only file system"* ]] || lt_fail "the launch through the link failed, but not on the read-only root: $out"
+lt_log "ok: the launch through the sandbox's link failed on the read-only root"
+restart
+ctl state reset --yes /etc >/dev/null || lt_fail "state reset of /etc failed"
+after=$(lt_tree_hash "$lower")
+if [[ $after != "$before" ]]; then
+        diff <(echo "$listing") <(cd "$lower" && find . | sort) >&2 || true
+        lt_fail "a launch through the sandbox's link changed the prepared lower $lower"
+fi
+lt_log "ok: the root is read-only to runsc: the sandbox's link led nothing into the prepared lower"
 
 # 4. fuse-overlayfs.
 if command -v fuse-overlayfs >/dev/null; then
