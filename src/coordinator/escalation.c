@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -316,19 +317,25 @@ static void session_names_remove(Escalations *e, const char *session) {
 }
 
 /*
- * Whether the mailbox has names for one more session (escalation-proto.h):
- * its three, and one for the replacement of its result and of each open
- * session's, which a result being written takes for a while. -ENOSPC: no.
+ * The names one more session needs free (escalation-proto.h): its three,
+ * and one for the replacement of its result and of each open session's,
+ * which a result being written takes for a while. session_room(): whether
+ * they are free; -ENOSPC: no.
  */
-static int session_room(Escalations *e) {
-        struct statvfs sv;
+static uint64_t session_need(Escalations *e) {
         uint64_t need = ESC_SESSION_NAMES + 1;
 
         for (Bell *b = e->bells; b; b = b->next)
                 need++;
+        return need;
+}
+
+static int session_room(Escalations *e) {
+        struct statvfs sv;
+
         if (fstatvfs(e->results_fd, &sv) < 0)
                 return -errno;
-        return sv.f_ffree >= need ? 0 : -ENOSPC;
+        return sv.f_ffree >= session_need(e) ? 0 : -ENOSPC;
 }
 
 /* The session's result file, empty until its first result replaces it: its name is the session's from the start. */
@@ -1259,6 +1266,23 @@ void escalations_session_closed(Escalations *e, Session *s) {
         /* Nobody can ask any more: no spare waits. */
         if (!e->bells)
                 e->spare = spare_free(e->spare);
+}
+
+static bool names_scarce(int fd, uint64_t need) {
+        struct statfs sf;
+
+        return fd >= 0 && fstatfs(fd, &sf) >= 0 && sf.f_files > 0 &&
+               (sf.f_ffree < sf.f_files / 4 || sf.f_ffree < need);
+}
+
+bool escalations_mailbox_scarce(Escalations *e) {
+        uint64_t need;
+
+        if (!e)
+                return false;
+        /* Room for the next session (session_room()) once two more have ended unforgotten. */
+        need = session_need(e) + 2 * ESC_SESSION_NAMES;
+        return names_scarce(e->results_fd, need) || names_scarce(e->trust_fd, need);
 }
 
 Escalations *escalations_free(Escalations *e) {
