@@ -25,6 +25,14 @@
  * connect to an address it resolved itself for that name, under the
  * address floor (the default private ranges and the profile's denies).
  *
+ * The network attestation's name canaries (net-policy.h): with
+ * --canary-socket, NET_CANARY_NAME_ALLOWED is allowed on its port, held
+ * apart from the rules (which refuse .invalid), and its connections, once
+ * checked as any other, are carried to the canary responder's Unix socket,
+ * never to an address. Every name under .invalid is answered here and never
+ * asked upstream (RFC 6761), and the pool's last address is never handed
+ * out, so that a direct connection to it is one no name resolved to.
+ *
  * Published ports are libslirp host forwards on 127.0.0.1, asked for on
  * --api-socket with slirp4netns 1.2's protocol (add_hostfwd,
  * remove_hostfwd), so the coordinator's ports.c works with either helper.
@@ -82,9 +90,9 @@
 #define EGRESS_VNETMASK NET_IP4(255, 255, 128, 0)
 #define EGRESS_SLIRP_DNS NET_IP4(10, 137, 54, 4)
 #define EGRESS_DHCP_START NET_IP4(10, 137, 54, 15)
-/* The synthetic pool, 10.137.64.0/18, its first and last usable address. */
+/* The synthetic pool, 10.137.64.0/18, its first and last address handed out (NET_EGRESS_UNBOUND, .254, never is). */
 #define POOL_FIRST NET_IP4(10, 137, 64, 1)
-#define POOL_LAST NET_IP4(10, 137, 127, 254)
+#define POOL_LAST NET_IP4(10, 137, 127, 253)
 #define POOL_PREFIX NET_IP4(10, 137, 64, 0)
 #define POOL_MASK NET_IP4(255, 255, 192, 0)
 #define SYNTH_TTL 60u
@@ -109,6 +117,7 @@ static const char *arg_tap;
 static const char *arg_run_dir;
 static const char *arg_api_socket;
 static const char *arg_resolver;
+static const char *arg_canary_socket;
 static int arg_ready_fd = -1;
 static int arg_exit_fd = -1;
 
@@ -121,6 +130,7 @@ typedef struct Name {
         uint32_t real[NAME_ADDRS_MAX];          /* resolved by us, under the floor */
         size_t n_real, next_real;
         uint64_t expires;                       /* of real[], monotonic ms */
+        bool canary;                            /* NET_CANARY_NAME_ALLOWED: dialled at arg_canary_socket */
 } Name;
 
 typedef enum ConnKind {
@@ -404,6 +414,10 @@ static int name_bind(Egress *e, const char *name, size_t *ret, char **ret_error)
         n = &e->names[e->n_names];
         *n = (Name) { .synth = e->next_synth };
         snprintf(n->name, sizeof(n->name), "%s", name);
+        if (arg_canary_socket && strcmp(name, NET_CANARY_NAME_ALLOWED) == 0) {
+                n->canary = true;
+                ports_add(n, NET_CANARY_NAME_PORT);
+        }
         for (size_t k = 0; k < e->rules.n; k++) {
                 const HostRule *rule = &e->rules.items[k];
                 static const uint16_t defaults[] = HOST_RULE_DEFAULT_PORTS;
@@ -427,6 +441,12 @@ static int name_bind(Egress *e, const char *name, size_t *ret, char **ret_error)
         e->next_synth++;
         *ret = e->n_names++;
         return 0;
+}
+
+/* Whether a rule allows name, or it is the allowed name canary while there is a canary socket. */
+static bool name_allowed(const Egress *e, const char *name) {
+        return host_rules_match(&e->rules, name) ||
+                (arg_canary_socket && strcmp(name, NET_CANARY_NAME_ALLOWED) == 0);
 }
 
 static bool name_allows_port(const Name *n, uint16_t port) {
@@ -628,11 +648,24 @@ static void dns_query(Egress *e, const uint8_t *msg, size_t len, Waiter *w) {
                 answer_rcode(e, w, DNS_RCODE_REFUSED);
                 return;
         }
-        if (!host_rules_match(&e->rules, w->q.qname)) {
+        if (!name_allowed(e, w->q.qname)) {
                 char shown[EGRESS_SHOW_MAX];
                 log_refusal(e, "denied name \"%s\": no host rule allows it (NXDOMAIN)",
                             egress_show(w->q.qname, strlen(w->q.qname), shown));
                 answer_rcode(e, w, DNS_RCODE_NXDOMAIN);
+                return;
+        }
+        /* The allowed name canary: bound here, never asked upstream (no other .invalid name is allowed). */
+        if (host_name_is_invalid(w->q.qname)) {
+                size_t idx;
+
+                if (w->q.qtype != DNS_TYPE_A)
+                        answer_rcode(e, w, DNS_RCODE_NOERROR);
+                else if (name_bind(e, w->q.qname, &idx, &err) < 0) {
+                        fprintf(stderr, "lazaret-egress: cannot bind %s: %s\n", w->q.qname, strna(err));
+                        answer_rcode(e, w, DNS_RCODE_SERVFAIL);
+                } else
+                        answer_synth(e, w, e->names[idx].synth);
                 return;
         }
         switch (w->q.qtype) {
@@ -948,7 +981,7 @@ static void conn_resolve(Egress *e, size_t i) {
         Name *n = &e->names[c->name];
         Waiter w = { .kind = WAIT_DIAL, .conn = i, .gen = c->gen };
 
-        if (n->n_real > 0 && now_msec() < n->expires) {
+        if (n->canary || (n->n_real > 0 && now_msec() < n->expires)) {
                 conn_dial(e, i);
                 return;
         }
@@ -960,6 +993,22 @@ static void conn_resolve(Egress *e, size_t i) {
         }
 }
 
+/* The name canary's connection: to the responder's Unix socket, the one destination that is no address. */
+static void conn_dial_canary(Egress *e, size_t i) {
+        Conn *c = e->conns[i];
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", arg_canary_socket);
+        c->out_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (c->out_fd < 0 || connect(c->out_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                log_refusal(e, "connection to %s:%u (the canary responder) failed: %m", e->names[c->name].name, c->port);
+                conn_free(e, i);
+                return;
+        }
+        c->state = CONN_DIAL;
+        c->deadline = now_msec() + DIAL_TIMEOUT_MS;
+}
+
 static void conn_dial(Egress *e, size_t i) {
         Conn *c = e->conns[i];
         Name *n = &e->names[c->name];
@@ -967,6 +1016,10 @@ static void conn_dial(Egress *e, size_t i) {
         char a[IPV4_STRING_MAX];
         uint32_t addr;
 
+        if (n->canary) {
+                conn_dial_canary(e, i);
+                return;
+        }
         addr = n->real[n->next_real++ % n->n_real];
         sa.sin_addr.s_addr = htonl(addr);
         c->out_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -1653,12 +1706,13 @@ static void help(void) {
                "  --resolver=ADDR       the upstream resolver (default: /etc/resolv.conf's first)\n"
                "  --run-dir=DIR         a private directory for the helper's listeners\n"
                "  --api-socket=PATH     slirp4netns 1.2's API socket (add_hostfwd, remove_hostfwd)\n"
+               "  --canary-socket=PATH  allow " NET_CANARY_NAME_ALLOWED ":%d, carried to this Unix socket\n"
                "  --ready-fd=FD         one byte once ready\n"
-               "  --exit-fd=FD          exit when it reaches EOF\n");
+               "  --exit-fd=FD          exit when it reaches EOF\n", NET_CANARY_NAME_PORT);
 }
 
 static int parse_args(Egress *e, int argc, char **argv) {
-        enum { ARG_HOST = 0x100, ARG_ALLOW, ARG_DENY, ARG_RESOLVER, ARG_RUN, ARG_API, ARG_READY, ARG_EXIT };
+        enum { ARG_HOST = 0x100, ARG_ALLOW, ARG_DENY, ARG_RESOLVER, ARG_RUN, ARG_API, ARG_CANARY, ARG_READY, ARG_EXIT };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "allow-host", required_argument, NULL, ARG_HOST },
@@ -1667,6 +1721,7 @@ static int parse_args(Egress *e, int argc, char **argv) {
                 { "resolver", required_argument, NULL, ARG_RESOLVER },
                 { "run-dir", required_argument, NULL, ARG_RUN },
                 { "api-socket", required_argument, NULL, ARG_API },
+                { "canary-socket", required_argument, NULL, ARG_CANARY },
                 { "ready-fd", required_argument, NULL, ARG_READY },
                 { "exit-fd", required_argument, NULL, ARG_EXIT },
                 {},
@@ -1703,6 +1758,13 @@ static int parse_args(Egress *e, int argc, char **argv) {
                         break;
                 case ARG_API:
                         arg_api_socket = optarg;
+                        break;
+                case ARG_CANARY:
+                        if (strlen(optarg) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
+                                fprintf(stderr, "lazaret-egress: --canary-socket %s is too long\n", optarg);
+                                return -ENAMETOOLONG;
+                        }
+                        arg_canary_socket = optarg;
                         break;
                 case ARG_READY:
                 case ARG_EXIT:
