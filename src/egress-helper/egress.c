@@ -9,7 +9,8 @@
  *   - UDP to 10.137.54.3:53 is answered here (A for allowed names with a
  *     synthetic address of the pool, bound to the name asked; NXDOMAIN for
  *     names no rule allows; the other answers as the spec says), after this
- *     helper asked the host's resolver itself; every other UDP datagram is
+ *     helper asked the host's resolver itself (again over TCP when its
+ *     answer comes truncated); every other UDP datagram is
  *     refused with an ICMP port unreachable;
  *   - a new TCP connection passes only to a synthetic address and a port
  *     the name bound to it is allowed on (a libslirp Unix forward to this
@@ -107,6 +108,8 @@
 #define PENDING_WAITERS 16
 #define UPSTREAM_RETRY_MS 1000u
 #define UPSTREAM_TIMEOUT_MS 4000u
+/* A DNS message over TCP: two length bytes and at most 65535 (RFC 1035 4.2.2). */
+#define UPSTREAM_TCP_BUF (2u + 65535u)
 #define TIMERS_MAX 32
 #define API_REQUEST_MAX 4096u
 #define HOSTFWD_MAX 64
@@ -189,6 +192,12 @@ typedef struct Pending {
         uint64_t sent, deadline;
         Waiter w[PENDING_WAITERS];
         size_t n;
+        /* The question again over TCP, after a truncated answer (RFC 7766): tcp_buf holds the
+         * length-prefixed question until sent, then the answer as it arrives. */
+        bool tcp, tcp_sent;
+        int tcp_fd;
+        uint8_t *tcp_buf;
+        size_t tcp_len, tcp_off;
 } Pending;
 
 typedef struct Timer {
@@ -202,6 +211,7 @@ typedef enum TagKind {
         TAG_TAP,
         TAG_EXIT,
         TAG_UPSTREAM,
+        TAG_UPSTREAM_TCP,
         TAG_API,
         TAG_DNS_LISTEN,
         TAG_LISTEN,
@@ -690,6 +700,60 @@ static void dns_query(Egress *e, const uint8_t *msg, size_t len, Waiter *w) {
                 answer_rcode(e, w, DNS_RCODE_SERVFAIL);
 }
 
+/* The TCP question of p, if any, closed. */
+static void upstream_tcp_close(Pending *p) {
+        if (!p->tcp)
+                return;
+        safe_close(p->tcp_fd);
+        p->tcp_buf = mfree(p->tcp_buf);
+        p->tcp = p->tcp_sent = false;
+}
+
+/* p answered or given up: its slot free again. */
+static void pending_release(Pending *p) {
+        upstream_tcp_close(p);
+        p->used = false;
+}
+
+/*
+ * The resolver truncated its answer: the same question over TCP to the same
+ * resolver (the UDP socket's peer), with a fresh deadline. The loop sends it
+ * once the connection is made and reads the answer (upstream_tcp_event()).
+ */
+static int upstream_tcp_start(Egress *e, Pending *p) {
+        struct sockaddr_in sa;
+        socklen_t sl = sizeof(sa);
+        size_t len;
+        int r;
+
+        upstream_tcp_close(p);
+        if (getpeername(e->upstream_fd, (struct sockaddr *) &sa, &sl) < 0)
+                return -errno;
+        p->tcp_buf = malloc(UPSTREAM_TCP_BUF);
+        if (!p->tcp_buf)
+                return -ENOMEM;
+        r = dns_query_build(p->id, p->asked, p->qtype, p->tcp_buf + 2, UPSTREAM_TCP_BUF - 2, &len);
+        if (r < 0) {
+                p->tcp_buf = mfree(p->tcp_buf);
+                return r;
+        }
+        put_be16(p->tcp_buf, (uint16_t) len);
+        p->tcp_len = 2 + len;
+        p->tcp_off = 0;
+        p->tcp_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (p->tcp_fd < 0 || (connect(p->tcp_fd, (struct sockaddr *) &sa, sl) < 0 && errno != EINPROGRESS)) {
+                r = -errno;
+                safe_close(p->tcp_fd);
+                p->tcp_buf = mfree(p->tcp_buf);
+                return r;
+        }
+        p->tcp = true;
+        p->tcp_sent = false;
+        p->sent = now_msec();
+        p->deadline = p->sent + UPSTREAM_TIMEOUT_MS;
+        return 0;
+}
+
 static void pending_fail(Egress *e, Pending *p, uint8_t rcode) {
         for (size_t i = 0; i < p->n; i++) {
                 Waiter *w = &p->w[i];
@@ -703,7 +767,7 @@ static void pending_fail(Egress *e, Pending *p, uint8_t rcode) {
                 } else
                         answer_rcode(e, w, rcode);
         }
-        p->used = false;
+        pending_release(p);
 }
 
 /* An A answer: the real addresses bound to p->bound, the waiters answered with its synthetic address. */
@@ -745,7 +809,7 @@ static void pending_done_a(Egress *e, Pending *p, const DnsAnswer *a) {
                 } else
                         answer_synth(e, w, n->synth);
         }
-        p->used = false;
+        pending_release(p);
 }
 
 /* An HTTPS/SVCB answer: its records flattened onto the name asked, ech and the address hints removed. */
@@ -772,18 +836,67 @@ static void pending_done_svcb(Egress *e, Pending *p, const DnsAnswer *a) {
                                      &len) >= 0)
                         deliver(e, &p->w[i], buf, len);
         }
-        p->used = false;
+        pending_release(p);
+}
+
+/*
+ * The resolver's answer to p, over UDP or (over_tcp) TCP: bound, passed on,
+ * or asked again (a CNAME chain's end; over TCP when truncated).
+ */
+static void upstream_answer(Egress *e, Pending *p, const uint8_t *buf, size_t len, bool over_tcp) {
+        _cleanup_free_ char *err = NULL;
+        DnsAnswer a;
+        int r;
+
+        r = dns_answer_parse(buf, len, p->id, p->asked, p->qtype, &a, &err);
+        if (r == -EBADMSG && err && strstr(err, "question") && !over_tcp)
+                return;         /* not the answer to this question: keep waiting */
+        if (r == -EMSGSIZE && !over_tcp) {
+                r = upstream_tcp_start(e, p);
+                if (r < 0) {
+                        fprintf(stderr, "lazaret-egress: cannot ask the resolver over TCP for %s: %s\n", p->bound,
+                                strerror(-r));
+                        pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                }
+                return;
+        }
+        if (r < 0) {
+                /* A loop, a malformed answer, a truncated one over TCP. */
+                fprintf(stderr, "lazaret-egress: the resolver's answer for %s: %s\n", p->bound, err ?: strerror(-r));
+                pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                return;
+        }
+        if (a.rcode != DNS_RCODE_NOERROR) {
+                pending_fail(e, p, a.rcode == DNS_RCODE_NXDOMAIN ? DNS_RCODE_NXDOMAIN : DNS_RCODE_SERVFAIL);
+                return;
+        }
+        /* A chain that ends without records in this answer: ask for its end, bound to the same name. */
+        if (a.n_records == 0 && a.n_cnames > 0 && strcmp(a.end_name, p->asked) != 0) {
+                p->links += a.n_cnames;
+                if (p->links > DNS_CNAME_MAX) {
+                        pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                        return;
+                }
+                upstream_tcp_close(p);
+                snprintf(p->asked, sizeof(p->asked), "%s", a.end_name);
+                p->id = new_id(e);
+                p->deadline = now_msec() + UPSTREAM_TIMEOUT_MS;
+                if (upstream_send(e, p) < 0)
+                        pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                return;
+        }
+        if (p->qtype == DNS_TYPE_A)
+                pending_done_a(e, p, &a);
+        else
+                pending_done_svcb(e, p, &a);
 }
 
 static void upstream_read(Egress *e) {
         uint8_t buf[4096];
 
         for (;;) {
-                _cleanup_free_ char *err = NULL;
                 ssize_t k = recv(e->upstream_fd, buf, sizeof(buf), MSG_DONTWAIT);
                 Pending *p = NULL;
-                DnsAnswer a;
-                int r;
 
                 if (k < 0)
                         return;
@@ -792,41 +905,56 @@ static void upstream_read(Egress *e) {
                 for (size_t i = 0; i < PENDING_MAX && !p; i++)
                         if (e->pending[i].used && e->pending[i].id == get_be16(buf))
                                 p = &e->pending[i];
-                if (!p)
+                /* Once over TCP, a late UDP answer (the truncated one, repeated) is not read. */
+                if (!p || p->tcp)
                         continue;
-                r = dns_answer_parse(buf, (size_t) k, p->id, p->asked, p->qtype, &a, &err);
-                if (r == -EBADMSG && err && strstr(err, "question"))
-                        continue;       /* not the answer to this question: keep waiting */
-                if (r < 0) {
-                        /* Truncated (a TCP retry upstream is not built yet), a loop, a malformed answer. */
-                        fprintf(stderr, "lazaret-egress: the resolver's answer for %s: %s\n", p->bound,
-                                err ?: strerror(-r));
-                        pending_fail(e, p, DNS_RCODE_SERVFAIL);
-                        continue;
-                }
-                if (a.rcode != DNS_RCODE_NOERROR) {
-                        pending_fail(e, p, a.rcode == DNS_RCODE_NXDOMAIN ? DNS_RCODE_NXDOMAIN : DNS_RCODE_SERVFAIL);
-                        continue;
-                }
-                /* A chain that ends without records in this answer: ask for its end, bound to the same name. */
-                if (a.n_records == 0 && a.n_cnames > 0 && strcmp(a.end_name, p->asked) != 0) {
-                        p->links += a.n_cnames;
-                        if (p->links > DNS_CNAME_MAX) {
-                                pending_fail(e, p, DNS_RCODE_SERVFAIL);
-                                continue;
-                        }
-                        snprintf(p->asked, sizeof(p->asked), "%s", a.end_name);
-                        p->id = new_id(e);
-                        p->deadline = now_msec() + UPSTREAM_TIMEOUT_MS;
-                        if (upstream_send(e, p) < 0)
-                                pending_fail(e, p, DNS_RCODE_SERVFAIL);
-                        continue;
-                }
-                if (p->qtype == DNS_TYPE_A)
-                        pending_done_a(e, p, &a);
-                else
-                        pending_done_svcb(e, p, &a);
+                upstream_answer(e, p, buf, (size_t) k, false);
         }
+}
+
+/* The TCP question of pending slot i: sent once connected, then its answer read whole. */
+static void upstream_tcp_event(Egress *e, size_t i, int fd, short revents) {
+        Pending *p = &e->pending[i];
+        uint8_t *answer;
+        size_t len;
+        ssize_t k;
+
+        if (!p->used || !p->tcp || p->tcp_fd != fd)
+                return;
+        if (!p->tcp_sent) {
+                k = send(p->tcp_fd, p->tcp_buf + p->tcp_off, p->tcp_len - p->tcp_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (k < 0 && (errno == EAGAIN || errno == EINTR))
+                        return;
+                if (k < 0) {
+                        fprintf(stderr, "lazaret-egress: the resolver over TCP, for %s: %m\n", p->bound);
+                        pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                        return;
+                }
+                p->tcp_off += (size_t) k;
+                if (p->tcp_off == p->tcp_len) {
+                        p->tcp_sent = true;
+                        p->tcp_len = 0;
+                }
+                return;
+        }
+        k = recv(p->tcp_fd, p->tcp_buf + p->tcp_len, UPSTREAM_TCP_BUF - p->tcp_len, MSG_DONTWAIT);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (k <= 0) {
+                fprintf(stderr, "lazaret-egress: the resolver over TCP, for %s: %s\n", p->bound,
+                        k == 0 ? "closed before the whole answer" : strerror(errno));
+                pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                return;
+        }
+        p->tcp_len += (size_t) k;
+        if (p->tcp_len < 2 || p->tcp_len < 2 + (size_t) get_be16(p->tcp_buf))
+                return;
+        /* The answer is read with the connection closed: its records point into the buffer we keep. */
+        len = get_be16(p->tcp_buf);
+        answer = TAKE_PTR(p->tcp_buf);
+        upstream_tcp_close(p);
+        upstream_answer(e, p, answer + 2, len, true);
+        free(answer);
 }
 
 static void pendings_tick(Egress *e) {
@@ -838,7 +966,7 @@ static void pendings_tick(Egress *e) {
                         continue;
                 if (now >= p->deadline)
                         pending_fail(e, p, DNS_RCODE_SERVFAIL);
-                else if (now - p->sent >= UPSTREAM_RETRY_MS)
+                else if (!p->tcp && now - p->sent >= UPSTREAM_RETRY_MS)
                         (void) upstream_send(e, p);
         }
 }
@@ -1507,8 +1635,14 @@ static int loop(Egress *e) {
                                 pfd_add(e, c->out_fd, ev, (Tag) { .kind = TAG_CONN_OUT, .idx = i, .gen = c->gen });
                         }
                 }
-                for (size_t i = 0; i < PENDING_MAX; i++)
-                        busy |= e->pending[i].used;
+                for (size_t i = 0; i < PENDING_MAX; i++) {
+                        Pending *p = &e->pending[i];
+
+                        busy |= p->used;
+                        if (p->used && p->tcp)
+                                pfd_add(e, p->tcp_fd, p->tcp_sent ? POLLIN : POLLOUT,
+                                        (Tag) { .kind = TAG_UPSTREAM_TCP, .idx = i });
+                }
                 slirp_pollfds_fill(e->slirp, &timeout, cb_add_poll, e);
                 for (size_t i = 0; i < TIMERS_MAX; i++)
                         if (e->timers[i].used && e->timers[i].armed)
@@ -1536,6 +1670,9 @@ static int loop(Egress *e) {
                                         return 0;
                                 case TAG_UPSTREAM:
                                         upstream_read(e);
+                                        break;
+                                case TAG_UPSTREAM_TCP:
+                                        upstream_tcp_event(e, t.idx, e->pfd[k].fd, rev);
                                         break;
                                 case TAG_API:
                                         listener_accept(e, e->api_fd, CONN_API, 0, 0);

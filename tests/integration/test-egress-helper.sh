@@ -30,7 +30,9 @@
 #   wildcard (x.wild.test yes, wild.test NXDOMAIN), CNAME (one A owned by the
 #   name asked, no CNAME shown, fetch works; edge.cdn.test itself NXDOMAIN),
 #   denied name (NXDOMAIN, and the resolver never asked), AAAA empty, DNS
-#   over TCP, a name resolving into a denied range (SERVFAIL), direct IP to
+#   over TCP, an upstream answer truncated over UDP (big.allowed.test: the
+#   helper asks again over TCP), a name resolving into a denied range
+#   (SERVFAIL), direct IP to
 #   198.18.0.10 and to a pool address never handed out (refused at once),
 #   wrong SNI and wrong Host on a synthetic address (refused, the server
 #   never sees a request), UDP other than DNS (ICMP port unreachable, the
@@ -95,9 +97,11 @@ $ADDR edge.cdn.test
 EOF
 # A DNS server of its own (dnsmasq changes its group at start, which a user
 # namespace with one mapped ID refuses): A records from the hosts file, one
-# CNAME, NXDOMAIN otherwise; every query logged as "query[TYPE] NAME".
+# CNAME, NXDOMAIN otherwise; big.allowed.test's answer (40 A records) only
+# over TCP, truncated over UDP; every query logged as "query[TYPE] NAME
+# from ADDR", with " over tcp" when it came over TCP.
 python3 - "$T/hosts" "$T/dns.log" <<'EOF' &
-import socket, struct, sys
+import socket, struct, sys, threading
 hosts = {}
 for line in open(sys.argv[1]):
     addr, name = line.split()
@@ -105,10 +109,7 @@ for line in open(sys.argv[1]):
 cnames = {"alias.allowed.test": "edge.cdn.test"}
 def wire(name):
     return b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0"
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("127.0.0.1", 53))
-while True:
-    q, peer = s.recvfrom(4096)
+def answer(q, peer, tcp):
     qid, flags, qd = struct.unpack(">HHH", q[:6])
     off, labels = 12, []
     while q[off]:
@@ -118,8 +119,13 @@ while True:
     name = ".".join(labels).lower()
     question = q[12:off + 5]
     with open(sys.argv[2], "a") as log:
-        log.write("query[%d] %s from %s\n" % (qtype, name, peer[0]))
+        log.write("query[%d] %s from %s%s\n" % (qtype, name, peer[0], " over tcp" if tcp else ""))
     answers, rcode, target = [], 0, name
+    if name == "big.allowed.test" and qtype == 1:
+        if not tcp:
+            return struct.pack(">HHHHHH", qid, 0x8380, 1, 0, 0, 0) + question
+        answers = [b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 300, 4) + socket.inet_aton("198.18.0.10")] * 40
+        return struct.pack(">HHHHHH", qid, 0x8180, 1, len(answers), 0, 0) + question + b"".join(answers)
     if name in cnames:
         target = cnames[name]
         answers.append(b"\xc0\x0c" + struct.pack(">HHIH", 5, 1, 300, len(wire(target))) + wire(target))
@@ -129,7 +135,30 @@ while True:
             answers.append(owner + struct.pack(">HHIH", 1, 1, 300, 4) + socket.inet_aton(hosts[target]))
     elif name not in cnames:
         rcode = 3
-    s.sendto(struct.pack(">HHHHHH", qid, 0x8180 | rcode, 1, len(answers), 0, 0) + question + b"".join(answers), peer)
+    return struct.pack(">HHHHHH", qid, 0x8180 | rcode, 1, len(answers), 0, 0) + question + b"".join(answers)
+def tcp_loop():
+    t = socket.socket()
+    t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    t.bind(("127.0.0.1", 53))
+    t.listen(8)
+    while True:
+        c, peer = t.accept()
+        data = b""
+        while len(data) < 2 or len(data) < 2 + struct.unpack(">H", data[:2])[0]:
+            chunk = c.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        if len(data) >= 2:
+            r = answer(data[2:2 + struct.unpack(">H", data[:2])[0]], peer, True)
+            c.sendall(struct.pack(">H", len(r)) + r)
+        c.close()
+threading.Thread(target=tcp_loop, daemon=True).start()
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 53))
+while True:
+    q, peer = s.recvfrom(4096)
+    s.sendto(answer(q, peer, False), peer)
 EOF
 pids+=($!)
 
@@ -227,6 +256,7 @@ mkfifo "$T/ready" "$T/exit"
 exec 8<>"$T/ready"
 "$EGRESS" --run-dir="$T/run" --api-socket="$T/run/api.sock" --resolver=127.0.0.1 \
         --allow-host=api.allowed.test --allow-host=alias.allowed.test --allow-host=private.allowed.test \
+        --allow-host=big.allowed.test \
         --allow-host='*.wild.test' --allow-host=git.allowed.test:22,2222 --canary-socket="$T/run-canary.sock" \
         --ready-fd=3 --exit-fd=4 "$G" tap0 3<>"$T/ready" 4<"$T/exit" 2>"$T/egress.log" &
 egress=$!
@@ -346,6 +376,15 @@ lt_assert_eq "api.allowed.test over TCP" "$API" "$(field addrs "$out")"
 out=$(dnsq private.allowed.test)
 lt_assert_eq "private.allowed.test (192.168.77.7, under the floor) rcode" 2 "$(field rcode "$out")"
 lt_log "ok: AAAA empty, DNS over TCP, a name resolving into a denied range is SERVFAIL"
+
+# An upstream answer too long for UDP: truncated, so the helper asks again over TCP.
+out=$(dnsq big.allowed.test)
+BIG=$(field addrs "$out")
+[[ $(field rcode "$out") == 0 && $(field an "$out") == 1 && $BIG =~ $POOL_RE ]] ||
+        lt_fail "big.allowed.test (truncated upstream over UDP): $out"
+grep -q "query\[1\] big.allowed.test from 127.0.0.1 over tcp" "$T/dns.log" ||
+        lt_fail "the helper did not ask the resolver again over TCP: $(grep big "$T/dns.log")"
+lt_log "ok: a truncated upstream answer asked again over TCP: big.allowed.test -> $BIG"
 
 # The C library's resolver, through /etc/resolv.conf.
 out=$(in_guest getent ahostsv4 api.allowed.test | awk 'NR==1{print $1}')
