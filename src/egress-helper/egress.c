@@ -32,7 +32,9 @@
  * checked as any other, are carried to the canary responder's Unix socket,
  * never to an address. Every name under .invalid is answered here and never
  * asked upstream (RFC 6761), and the pool's last address is never handed
- * out, so that a direct connection to it is one no name resolved to.
+ * out, so that a direct connection to it is one no name resolved to; on
+ * the canary's port it is a forward to a listener of ours behind the
+ * filter, so that a hole ends established here, never dialled outside.
  *
  * Published ports are libslirp host forwards on 127.0.0.1, asked for on
  * --api-socket with slirp4netns 1.2's protocol (add_hostfwd,
@@ -214,6 +216,7 @@ typedef enum TagKind {
         TAG_UPSTREAM_TCP,
         TAG_API,
         TAG_DNS_LISTEN,
+        TAG_UNBOUND,
         TAG_LISTEN,
         TAG_CONN_IN,
         TAG_CONN_OUT,
@@ -240,6 +243,7 @@ typedef struct FloorRule {
 typedef struct Egress {
         Slirp *slirp;
         int tap_fd, upstream_fd, api_fd, dns_listen_fd;
+        int unbound_fd;         /* with --canary-socket: behind the filter, NET_EGRESS_UNBOUND's port (below) */
         HostRuleList rules;
         FloorRule *floor;
         size_t n_floor;
@@ -1589,6 +1593,24 @@ static void timers_run(Egress *e) {
         }
 }
 
+/*
+ * A connection that reached NET_EGRESS_UNBOUND's canary port: the frame
+ * filter let a SYN to an address no name resolved to through. Accepted and
+ * closed: the probe then sees its direct connection established, and the
+ * attestation fails.
+ */
+static void unbound_accept(Egress *e) {
+        for (;;) {
+                int c = accept4(e->unbound_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+                if (c < 0)
+                        return;
+                fprintf(stderr, "lazaret-egress: a connection to %s:%d, an address no name resolved to, passed the "
+                        "frame filter\n", NET_EGRESS_UNBOUND_STR, NET_CANARY_NAME_PORT);
+                close(c);
+        }
+}
+
 static int loop(Egress *e) {
         for (;;) {
                 uint32_t timeout = UINT32_MAX;
@@ -1603,6 +1625,8 @@ static int loop(Egress *e) {
                 if (e->api_fd >= 0)
                         pfd_add(e, e->api_fd, POLLIN, (Tag) { .kind = TAG_API });
                 pfd_add(e, e->dns_listen_fd, POLLIN, (Tag) { .kind = TAG_DNS_LISTEN });
+                if (e->unbound_fd >= 0)
+                        pfd_add(e, e->unbound_fd, POLLIN, (Tag) { .kind = TAG_UNBOUND });
                 for (size_t i = 0; i < e->n_names; i++)
                         for (size_t p = 0; p < e->names[i].n_ports; p++)
                                 pfd_add(e, e->names[i].listen_fd[p], POLLIN,
@@ -1676,6 +1700,9 @@ static int loop(Egress *e) {
                                         break;
                                 case TAG_API:
                                         listener_accept(e, e->api_fd, CONN_API, 0, 0);
+                                        break;
+                                case TAG_UNBOUND:
+                                        unbound_accept(e);
                                         break;
                                 case TAG_DNS_LISTEN:
                                         listener_accept(e, e->dns_listen_fd, CONN_DNS, 0, 0);
@@ -1932,7 +1959,7 @@ int main(int argc, char **argv) {
         e = calloc(1, sizeof(*e));
         if (!e)
                 return EXIT_FAILURE;
-        e->tap_fd = e->upstream_fd = e->api_fd = e->dns_listen_fd = -EBADF;
+        e->tap_fd = e->upstream_fd = e->api_fd = e->dns_listen_fd = e->unbound_fd = -EBADF;
         e->next_synth = POOL_FIRST;
         (void) signal(SIGPIPE, SIG_IGN);
         /* The floor's defaults: the ranges the policy denies unless a profile opens part of them. */
@@ -1992,6 +2019,24 @@ int main(int argc, char **argv) {
                 r = listen_unix(path, &e->dns_listen_fd, &err);
                 if (r < 0 || slirp_add_unix(e->slirp, path, &dns, DNS_PORT) < 0) {
                         fprintf(stderr, "lazaret-egress: %s\n", err ?: "libslirp refused the DNS forward");
+                        return EXIT_FAILURE;
+                }
+        }
+        /*
+         * The attestation's direct canary, NET_EGRESS_UNBOUND on its port, is
+         * a libslirp forward to a listener of ours too, behind the frame
+         * filter, which must refuse it: should the filter let the SYN
+         * through, the connection ends here, established (so the probe
+         * reports it), and libslirp never dials that address on the outside,
+         * whatever mode it runs in.
+         */
+        if (arg_canary_socket) {
+                struct in_addr unbound = { htonl(NET_EGRESS_UNBOUND) };
+
+                snprintf(path, sizeof(path), "%s/unbound", arg_run_dir);
+                r = listen_unix(path, &e->unbound_fd, &err);
+                if (r < 0 || slirp_add_unix(e->slirp, path, &unbound, NET_CANARY_NAME_PORT) < 0) {
+                        fprintf(stderr, "lazaret-egress: %s\n", err ?: "libslirp refused the unbound canary's forward");
                         return EXIT_FAILURE;
                 }
         }

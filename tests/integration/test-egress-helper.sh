@@ -508,6 +508,10 @@ lt_assert_eq "queries under .invalid that reached the resolver" "$n_before" "$(g
 refused "allowed.canary.lazaret.invalid:80 (the canary is allowed on 443 only)" \
         "connection to allowed.canary.lazaret.invalid:80 refused" \
         in_guest "${CURL[@]}" --connect-timeout 5 http://allowed.canary.lazaret.invalid/
+refused "the direct canary's address 10.137.127.254:443 (a forward behind the filter)" \
+        "connection to 10.137.127.254:443 refused: no allowed name resolved to that address" \
+        in_guest "${CURL[@]}" --connect-timeout 5 https://10.137.127.254/
+grep -q "passed the frame filter" "$T/egress.log" && lt_fail "a connection to the unbound canary address passed the filter"
 lt_log "ok: name canary: allowed.canary.lazaret.invalid = $CANARY, carried to the canary socket; .invalid never asked upstream"
 
 # --- a published port: slirp4netns' API on the helper's socket -------------------------
