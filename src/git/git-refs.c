@@ -55,7 +55,7 @@ bool git_ref_name_is_valid(const char *s) {
 static int add_ref(GitRefs *r, const char *name, size_t name_len, const char *oid) {
         GitRef *a;
 
-        if (r->n >= GIT_REFS_MAX) {
+        if (r->n >= GIT_REFS_MAX || r->name_bytes + name_len > GIT_REFS_NAMES_MAX) {
                 r->cut = true;
                 return 0;
         }
@@ -68,6 +68,7 @@ static int add_ref(GitRefs *r, const char *name, size_t name_len, const char *oi
                 return -ENOMEM;
         snprintf(a[r->n].oid, sizeof(a[r->n].oid), "%s", oid);
         r->n++;
+        r->name_bytes += name_len;
         return 0;
 }
 
@@ -127,7 +128,9 @@ static int read_loose(int dfd, const char *prefix, unsigned depth, GitRefs *r) {
                 _cleanup_free_ char *name = NULL;
                 _cleanup_close_ int fd = -EBADF;
 
-                if (dot_or_dot_dot(de->d_name) || r->cut)
+                if (r->cut)
+                        break;          /* the bound is reached: nothing more is read */
+                if (dot_or_dot_dot(de->d_name))
                         continue;
                 name = path_join(prefix, de->d_name);
                 if (!name)
@@ -200,11 +203,18 @@ static int merge_refs(GitRefs *packed, GitRefs *loose, GitRefs *ret) {
                 m.refs[m.n++] = c < 0 ? packed->refs[i++] : loose->refs[j++];
         }
         packed->n = loose->n = 0;
-        if (m.n > GIT_REFS_MAX) {
-                for (size_t k = GIT_REFS_MAX; k < m.n; k++)
-                        free(m.refs[k].name);
-                m.n = GIT_REFS_MAX;
-                m.cut = true;
+        /* Each list was bounded alone; together they are bounded again, in name order. */
+        for (size_t k = 0; k < m.n; k++) {
+                size_t l = strlen(m.refs[k].name);
+
+                if (k >= GIT_REFS_MAX || m.name_bytes + l > GIT_REFS_NAMES_MAX) {
+                        for (size_t x = k; x < m.n; x++)
+                                free(m.refs[x].name);
+                        m.n = k;
+                        m.cut = true;
+                        break;
+                }
+                m.name_bytes += l;
         }
         *ret = m;
         return 0;

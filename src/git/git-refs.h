@@ -19,12 +19,15 @@
  * git's symbolic ref) and a symbolic ref ("ref: ...", a HEAD on a branch)
  * are skipped; what they point to is recorded under its own name. A ref
  * whose name or value is not one git writes is skipped. Bounded: at most
- * GIT_REFS_MAX refs (then cut is set, and the rest is not read),
+ * GIT_REFS_MAX refs and GIT_REFS_NAMES_MAX bytes of names (then cut is
+ * set, and the rest is not read),
  * packed-refs up to GIT_PACKED_REFS_MAX bytes, GIT_REFS_DEPTH_MAX
  * directories deep. A repository whose refs are in a reftable
  * (extensions.refStorage) is -EOPNOTSUPP. Pure.
  */
 #define GIT_REFS_MAX 4096U
+/* ... and names of at most this many bytes in all, so that the record stays far below JSON_DOC_MAX_BYTES. */
+#define GIT_REFS_NAMES_MAX (512U * 1024U)
 #define GIT_PACKED_REFS_MAX (16U * 1024U * 1024U)
 #define GIT_REFS_DEPTH_MAX 16U
 #define GIT_REF_NAME_MAX 1024U
@@ -39,7 +42,8 @@ typedef struct GitRef {
 typedef struct GitRefs {
         GitRef *refs;                   /* sorted by name, each name once */
         size_t n;
-        bool cut;                       /* more than GIT_REFS_MAX: the rest not read */
+        bool cut;                       /* past GIT_REFS_MAX or GIT_REFS_NAMES_MAX: the rest not read */
+        size_t name_bytes;              /* the names' bytes so far */
 } GitRefs;
 
 void git_refs_done(GitRefs *r);

@@ -140,6 +140,29 @@ Test(git_refs, read, .init = setup, .fini = teardown) {
         cr_expect_eq(git_refs_read(g, g, &r), -EOPNOTSUPP);
 }
 
+/* Bounded: the refs past GIT_REFS_MAX are not read, and the result says it was cut. */
+Test(git_refs, bounded, .init = setup, .fini = teardown) {
+        _cleanup_(git_refs_done) GitRefs r = {};
+        _cleanup_close_ int g = -EBADF;
+        _cleanup_free_ char *path = NULL;
+        FILE *f;
+
+        run("mkdir -p .git/refs/heads");
+        cr_assert_geq(asprintf(&path, "%s/.git/packed-refs", base), 0);
+        f = fopen(path, "w");
+        cr_assert_not_null(f);
+        for (unsigned i = 0; i < GIT_REFS_MAX + 100; i++)
+                fprintf(f, "1111111111111111111111111111111111111111 refs/tags/t%05u\n", i);
+        fclose(f);
+        put(".git/refs/heads/main", "2222222222222222222222222222222222222222\n", 0644);
+        g = open_dir(".git");
+        cr_assert_eq(git_refs_read(g, g, &r), 0);
+        cr_expect(r.cut);
+        cr_expect_eq(r.n, GIT_REFS_MAX);
+        /* In name order: the branch before the tags. */
+        cr_expect_str_eq(r.refs[0].name, "refs/heads/main");
+}
+
 Test(git_refs, names) {
         cr_expect(git_ref_name_is_valid("HEAD"));
         cr_expect(git_ref_name_is_valid("refs/heads/a-b_c/d.e"));
