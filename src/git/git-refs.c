@@ -79,6 +79,31 @@ static bool parse_value(char *text, size_t len) {
         return len == strlen(text) && git_oid_is_valid(text);
 }
 
+int git_packed_refs_parse(char *text, size_t len, GitRefs *r) {
+        int k;
+
+        for (char *l = text; l < text + len;) {
+                char *end = memchr(l, '\n', text + len - l), *sp;
+
+                if (!end)
+                        end = text + len;
+                *end = 0;
+                /* "# pack-refs with: ..." and "^<oid>" (the object a tag peels to) say nothing of a ref;
+                 * a line with a NUL in it is nothing git wrote. */
+                sp = strchr(l, ' ');
+                if (l[0] != '#' && l[0] != '^' && sp && strlen(l) == (size_t) (end - l)) {
+                        *sp = 0;
+                        if (git_oid_is_valid(l) && git_ref_name_is_valid(sp + 1) && strncmp(sp + 1, "refs/", 5) == 0) {
+                                k = add_ref(r, sp + 1, strlen(sp + 1), l);
+                                if (k < 0)
+                                        return k;
+                        }
+                }
+                l = end + 1;
+        }
+        return 0;
+}
+
 static int read_packed(int cfd, GitRefs *r) {
         _cleanup_close_ int fd = openat_beneath(cfd, "packed-refs", O_RDONLY | O_NONBLOCK, 0, false);
         _cleanup_free_ char *text = NULL;
@@ -92,25 +117,7 @@ static int read_packed(int cfd, GitRefs *r) {
         k = read_full_fd(fd, GIT_PACKED_REFS_MAX, &text, &len);
         if (k < 0)
                 return k;
-        for (char *l = text; l < text + len;) {
-                char *end = memchr(l, '\n', text + len - l), *sp;
-
-                if (!end)
-                        end = text + len;
-                *end = 0;
-                /* "# pack-refs with: ..." and "^<oid>" (the object a tag peels to) say nothing of a ref. */
-                sp = strchr(l, ' ');
-                if (l[0] != '#' && l[0] != '^' && sp) {
-                        *sp = 0;
-                        if (git_oid_is_valid(l) && git_ref_name_is_valid(sp + 1) && strncmp(sp + 1, "refs/", 5) == 0) {
-                                k = add_ref(r, sp + 1, strlen(sp + 1), l);
-                                if (k < 0)
-                                        return k;
-                        }
-                }
-                l = end + 1;
-        }
-        return 0;
+        return git_packed_refs_parse(text, len, r);
 }
 
 /* The loose refs below dfd (at prefix, "refs/..."), depth directories deep at most. */
@@ -169,7 +176,7 @@ static int cmp_ref(const void *a, const void *b) {
 }
 
 /* Sorted by name, each name once (of two, either: only a malformed file holds two). */
-static void sort_unique(GitRefs *r) {
+void git_refs_sort(GitRefs *r) {
         size_t k = 0;
 
         if (r->n == 0)
@@ -247,8 +254,8 @@ int git_refs_read(int git_dir_fd, int common_dir_fd, GitRefs *ret) {
                 if (k < 0)
                         return k;
         }
-        sort_unique(&packed);
-        sort_unique(&r);
+        git_refs_sort(&packed);
+        git_refs_sort(&r);
         return merge_refs(&packed, &r, ret);
 }
 
@@ -315,7 +322,7 @@ int git_refs_from_json(json_object *o, GitRefs *ret, int64_t *ret_taken) {
                 if (k < 0)
                         return k;
         }
-        sort_unique(&r);
+        git_refs_sort(&r);
         r.cut = json_object_get_boolean(c);
         *ret = r;
         r = (GitRefs) {};

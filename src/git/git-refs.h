@@ -61,6 +61,17 @@ bool git_ref_name_is_valid(const char *s);
  */
 int git_refs_read(int git_dir_fd, int common_dir_fd, GitRefs *ret);
 
+/*
+ * The refs of packed-refs text (text[len] a NUL; lines are cut in place)
+ * added to *r, unsorted, bounded as git_refs_read() bounds them: a line
+ * "<oid> refs/..." whose object name and ref name are valid; the header,
+ * peeled lines and anything else passed over. git_refs_sort() then.
+ */
+int git_packed_refs_parse(char *text, size_t len, GitRefs *r);
+
+/* Sorts *r by name and drops a second ref of one name. */
+void git_refs_sort(GitRefs *r);
+
 /* The ref of that name, or NULL. */
 const GitRef *git_refs_find(const GitRefs *r, const char *name);
 
