@@ -184,10 +184,12 @@ static int add_view_ignored(json_object *args, const Domain *d, const char *key,
  * arguments: its Domain state directory, the protected paths that the
  * host's git configuration and hooks name and the profile's
  * protected_paths (paths in "protect", names in "protect_names", removed
- * built-in names in "unprotect"), as view_lists() made them.
+ * built-in names in "unprotect"), as view_lists() made them; "hook_named",
+ * the paths of "protect" the hooks named, for lazaretctl status alone.
  */
 static int add_view(MountPlan *plan, const Domain *d, const char *key, int wfd, char *const *protect,
-                    char *const *names, char *const *unprotect, const char *control_dir, char **ret_error) {
+                    char *const *names, char *const *unprotect, char *const *hook_named, const char *control_dir,
+                    char **ret_error) {
         _cleanup_json_ json_object *args = json_object_new_object();
         _cleanup_free_ char *state = NULL, *data = NULL;
         struct stat st;
@@ -208,6 +210,10 @@ static int add_view(MountPlan *plan, const Domain *d, const char *key, int wfd, 
                 r = json_add_strv(args, "protect_names", (const char *const *) names);
         if (r >= 0)
                 r = json_add_strv(args, "unprotect", (const char *const *) unprotect);
+        /* Which of "protect" the host's hooks named at this start: the view does not read it; lazaretctl
+         * status does, through the MountPlan property, to show what the running view protects. */
+        if (r >= 0)
+                r = json_add_strv(args, "hook_named", (const char *const *) (hook_named ?: (char *[]) { NULL }));
         if (r >= 0)
                 r = add_view_ignored(args, d, key, control_dir, ret_error);
         if (r >= 0)
@@ -415,6 +421,7 @@ static int plan_workspace(const BundleParams *p, MountPlan *plan, int wfd, bool 
         const Domain *d = p->domain;
         _cleanup_strv_free_ char **protect = NULL, **named = NULL, **paths = NULL, **names = NULL, **unprotect = NULL;
         _cleanup_(git_linked_done) GitLinked linked = { .root_fd = -EBADF };
+        _cleanup_free_ char *refs_error = NULL;
         CheckoutId id;
         char key[CHECKOUT_KEY_MAX];
         int r;
@@ -451,7 +458,11 @@ static int plan_workspace(const BundleParams *p, MountPlan *plan, int wfd, bool 
                 return r;
         if (p->ret_checkout_key)
                 memcpy(p->ret_checkout_key, key, CHECKOUT_KEY_MAX);
-        r = add_view(plan, d, key, wfd, paths, names, unprotect, p->control_dir, ret_error);
+        /* Issue 32: the refs now, from which lazaretctl counts the commits made inside (never fatal: said). */
+        r = checkout_state_record_refs(d->domain_dir, key, wfd, &linked, &refs_error);
+        if (r == -ENOMEM)
+                return r;
+        r = add_view(plan, d, key, wfd, paths, names, unprotect, named, p->control_dir, ret_error);
         if (r < 0)
                 return r;
         r = add_git_view(plan, d, key, &linked, paths, names, unprotect, p->control_dir, ret_error);
@@ -461,6 +472,10 @@ static int plan_workspace(const BundleParams *p, MountPlan *plan, int wfd, bool 
                 return -ENOMEM;
         /* What cannot be read says nothing; only memory fails the start. */
         if (p->ret_git_notices && git_notices(d, key, wfd, &linked, protect, named, p->ret_git_notices) == -ENOMEM)
+                return -ENOMEM;
+        if (p->ret_git_notices && refs_error &&
+            strv_extendf(p->ret_git_notices, "%s: the commits made inside are not checked this time (lazaretctl "
+                         "changes)", refs_error) < 0)
                 return -ENOMEM;
         return 0;
 }

@@ -22,6 +22,7 @@
 #include "checkout.h"
 #include "cleanup.h"
 #include "fs-util.h"
+#include "git-refs.h"
 #include "util.h"
 
 #define CHECKOUT_SET_ASIDE_NOTICE \
@@ -217,5 +218,35 @@ int checkout_state_prepare(const char *domain_dir, const char *workspace, const 
         if (set_aside && ret_notice && !(*ret_notice = strdup(CHECKOUT_SET_ASIDE_NOTICE)))
                 return -ENOMEM;
         memcpy(ret_key, key, CHECKOUT_KEY_MAX);
+        return 0;
+}
+
+int checkout_state_record_refs(const char *domain_dir, const char *key, int workspace_fd, const GitLinked *linked,
+                               char **ret_error) {
+        _cleanup_(git_refs_done) GitRefs now = {}, old = {};
+        _cleanup_free_ char *dir = NULL;
+        _cleanup_close_ int cfd = -EBADF;
+        int r;
+
+        if (streq(key, CHECKOUT_KEY_NONE))
+                return 0;
+        r = checkout_state_path(domain_dir, key, NULL, &dir);
+        if (r < 0)
+                return r;
+        cfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (cfd < 0)
+                return errorf(ret_error, -errno, "cannot open %s: %m", dir);
+        /* Kept until the developer accepts the commits (lazaretctl changes accept-commits). */
+        r = checkout_refs_record_read(cfd, &old, NULL);
+        if (r >= 0 || r == -ENOMEM)
+                return r;
+        r = checkout_refs_now(workspace_fd, linked, &now);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return errorf(ret_error, r, "cannot read the repository's refs: %s", strerror(-r));
+        r = checkout_refs_record_write(cfd, &now, (int64_t) time(NULL));
+        if (r < 0)
+                return errorf(ret_error, r, "cannot write %s/%s: %s", dir, CHECKOUT_REFS_FILE, strerror(-r));
         return 0;
 }

@@ -15,3 +15,15 @@
  */
 int checkout_state_prepare(const char *domain_dir, const char *workspace, const CheckoutId *id,
                            char ret_key[static CHECKOUT_KEY_MAX], char **ret_notice, char **ret_error);
+
+/*
+ * At a Domain's start, after checkout_state_prepare(): when the checkout's
+ * state directory holds no CHECKOUT_REFS_FILE (its first start, or the
+ * developer accepted the commits counted so far), the refs of its
+ * repository now (checkout_refs_now(), by the git dirs the Git Sentry
+ * judged) are recorded there; an existing record stays, so that no start
+ * in between loses the commits made inside since. Nothing for a workspace
+ * that is no repository. Plain file work, nothing waited for.
+ */
+int checkout_state_record_refs(const char *domain_dir, const char *key, int workspace_fd, const GitLinked *linked,
+                               char **ret_error);

@@ -16,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -27,6 +28,7 @@
 #include "domain-lock.h"
 #include "domain.h"
 #include "fs-util.h"
+#include "git-refs.h"
 #include "git-sentry.h"
 #include "host-git.h"
 #include "host-hooks.h"
@@ -79,6 +81,7 @@ typedef struct ViewContext {
         char **paths, **names, **unprotect; /* those and the profile's protected_paths, as the view takes them */
         GitLinked linked;               /* a linked worktree's or a submodule's git dirs (root NULL otherwise) */
         char checkout_key[CHECKOUT_KEY_MAX]; /* the checkout now at the workspace path (checkout.h) */
+        char *checkout_dir;             /* its state directory, or NULL (none yet) */
         unsigned set_aside;             /* the Domain's other checkouts' state directories */
 } ViewContext;
 
@@ -98,6 +101,7 @@ static void view_context_done(ViewContext *c) {
         strv_free(c->paths);
         strv_free(c->names);
         strv_free(c->unprotect);
+        free(c->checkout_dir);
         git_linked_done(&c->linked);
         *c = (ViewContext) VIEW_CONTEXT_NULL_FIELDS;
 }
@@ -229,6 +233,7 @@ static int view_context_open(const Config *config, const char *profile, const ch
                 r = view_lists_add_profile(c.domain->profile->protected_paths, &c.paths, &c.names, &c.unprotect);
         if (r < 0)
                 return r;
+        c.checkout_dir = TAKE_PTR(checkout_dir);
         *ret = c;
         c = (ViewContext) VIEW_CONTEXT_NULL_FIELDS;
         return 0;
@@ -300,6 +305,184 @@ static int host_hooks(const ViewContext *c, char ***ret) {
         return r;
 }
 
+/*
+ * Issue 32: what the sandbox commits is shared. A commit made inside (a
+ * private GIT_INDEX_FILE, commit-tree and update-ref) can hold a protected
+ * path's new content and move a ref of the host's repository; a host
+ * checkout, reset --hard or merge of that ref would write it. The refs the
+ * coordinator recorded at the checkout's first Domain start, or since the
+ * last accept-commits (checkout.h, CHECKOUT_REFS_FILE), against the refs
+ * now: every commit reachable from a
+ * ref that moved and from no recorded ref, newest first, at most
+ * COMMITS_WALK_MAX, read by the host's git from the object store alone
+ * (host_git_commits_since()), and each changed path judged as the view
+ * judges what the index may take (view_index_path_protected()).
+ */
+#define COMMITS_WALK_MAX 1000U
+
+typedef struct CommitFinding {
+        char oid[GIT_OID_HEX_MAX + 1];
+        char *ref;
+        char *path;
+} CommitFinding;
+
+typedef struct CommitReport {
+        bool checked;                   /* a record to count from was found and the refs compared */
+        int64_t since;                  /* when that record was taken */
+        size_t moved;                   /* refs that moved since */
+        size_t walked;                  /* commits read */
+        bool cut;                       /* COMMITS_WALK_MAX reached: older ones not read */
+        bool refs_cut;                  /* a record or the refs now held more than GIT_REFS_MAX */
+        size_t n_commits;               /* commits with a protected change */
+        CommitFinding *findings;
+        size_t n;
+        char *error;                    /* why they could not be checked, or NULL */
+} CommitReport;
+
+static void commit_report_done(CommitReport *r) {
+        for (size_t i = 0; i < r->n; i++) {
+                free(r->findings[i].ref);
+                free(r->findings[i].path);
+        }
+        free(r->findings);
+        free(r->error);
+        *r = (CommitReport) {};
+}
+
+/* The record the count begins at (checkout.h, CHECKOUT_REFS_FILE), or -ENOENT. */
+static int read_refs_record(const char *checkout_dir, GitRefs *ret, int64_t *ret_taken) {
+        _cleanup_close_ int fd = open(checkout_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        return checkout_refs_record_read(fd, ret, ret_taken);
+}
+
+static int add_finding(CommitReport *rep, const char *oid, const char *ref, const char *path) {
+        CommitFinding *a = reallocarray(rep->findings, rep->n + 1, sizeof(CommitFinding));
+
+        if (!a)
+                return -ENOMEM;
+        rep->findings = a;
+        a[rep->n] = (CommitFinding) { .ref = strdup(ref), .path = strdup(path) };
+        snprintf(a[rep->n].oid, sizeof(a[rep->n].oid), "%s", oid);
+        rep->n++;
+        return a[rep->n - 1].ref && a[rep->n - 1].path ? 0 : -ENOMEM;
+}
+
+/* Fills *rep; a failure to check is said in rep->error, only memory fails. */
+static int protected_commits(const ViewContext *c, CommitReport *rep) {
+        _cleanup_(git_refs_done) GitRefs base = {}, now = {};
+        _cleanup_strv_free_ char **base_oids = NULL, **new_oids = NULL, **new_names = NULL;
+        _cleanup_free_ char *objects = NULL, *why = NULL;
+        HostGitCommit *commits = NULL;
+        size_t n_commits = 0;
+        bool cut = false;
+        int r;
+
+        *rep = (CommitReport) {};
+        if (!c->checkout_dir || streq(c->checkout_key, CHECKOUT_KEY_NONE))
+                return 0;
+        r = read_refs_record(c->checkout_dir, &base, &rep->since);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return 0;       /* nothing recorded yet (a Lazaret before this record) */
+        r = checkout_refs_now(c->workspace_fd, &c->linked, &now);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return asprintf(&rep->error, "cannot read the repository's refs: %s", strerror(-r)) < 0 ? -ENOMEM : 0;
+        rep->refs_cut = base.cut || now.cut;
+        for (size_t i = 0; i < base.n; i++)
+                if (strv_extend(&base_oids, base.refs[i].oid) < 0)
+                        return -ENOMEM;
+        for (size_t i = 0; i < now.n; i++) {
+                const GitRef *b = git_refs_find(&base, now.refs[i].name);
+
+                if (b && streq(b->oid, now.refs[i].oid))
+                        continue;
+                if (strv_extend(&new_oids, now.refs[i].oid) < 0 || strv_extend(&new_names, now.refs[i].name) < 0)
+                        return -ENOMEM;
+        }
+        rep->moved = strv_length(new_oids);
+        rep->checked = true;
+        if (rep->moved == 0)
+                return 0;
+        objects = c->linked.root ? path_join(c->linked.root, "objects") : path_join(c->domain->workspace, ".git/objects");
+        if (!objects)
+                return -ENOMEM;
+        r = host_git_commits_since(objects, base_oids, new_oids, COMMITS_WALK_MAX, &commits, &n_commits, &cut, &why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                rep->checked = false;
+                rep->error = TAKE_PTR(why);
+                return rep->error ? 0 : -ENOMEM;
+        }
+        rep->walked = n_commits;
+        rep->cut = cut;
+        r = 0;
+        for (size_t i = 0; r >= 0 && i < n_commits; i++) {
+                bool any = false;
+
+                STRV_FOREACH(p, commits[i].paths) {
+                        if (!view_index_path_protected(&(ViewLists) { .paths = c->paths, .names = c->names,
+                                                                      .unprotect = c->unprotect }, *p))
+                                continue;
+                        r = add_finding(rep, commits[i].oid, new_names[commits[i].ref], *p);
+                        if (r < 0)
+                                break;
+                        any = true;
+                }
+                rep->n_commits += any;
+        }
+        host_git_commits_free(commits, n_commits);
+        return r;
+}
+
+static int commit_report_json(const CommitReport *rep, json_object *o) {
+        _cleanup_json_ json_object *a = json_object_new_array(), *k = json_object_new_object();
+        int r = a && k ? 0 : -ENOMEM;
+
+        for (size_t i = 0; r >= 0 && i < rep->n; i++) {
+                _cleanup_json_ json_object *e = json_object_new_object();
+
+                r = e ? json_add_string(e, "commit", rep->findings[i].oid) : -ENOMEM;
+                if (r >= 0)
+                        r = json_add_bytes(e, "ref", rep->findings[i].ref);
+                if (r >= 0)
+                        r = json_add_bytes(e, "path", rep->findings[i].path);
+                if (r >= 0)
+                        r = json_append(a, TAKE_PTR(e));
+        }
+        if (r >= 0)
+                r = json_add_bool(k, "checked", rep->checked);
+        if (r >= 0)
+                r = rep->checked || rep->since ? json_add_int64(k, "since", rep->since) : json_add_null(k, "since");
+        if (r >= 0)
+                r = json_add_uint64(k, "moved_refs", rep->moved);
+        if (r >= 0)
+                r = json_add_uint64(k, "walked", rep->walked);
+        if (r >= 0)
+                r = json_add_bool(k, "cut", rep->cut || rep->refs_cut);
+        if (r >= 0)
+                r = rep->error ? json_add_string(k, "error", rep->error) : json_add_null(k, "error");
+        if (r >= 0)
+                r = json_add(o, "protected_commits", TAKE_PTR(a));
+        if (r >= 0)
+                r = json_add(o, "commits_checked", TAKE_PTR(k));
+        return r;
+}
+
+static void format_since(int64_t t, char buf[static 64]) {
+        time_t tt = (time_t) t;
+        struct tm tm;
+
+        if (!localtime_r(&tt, &tm) || strftime(buf, 64, "%Y-%m-%d %H:%M", &tm) == 0)
+                snprintf(buf, 64, "the Domain's start");
+}
+
 static void print_escaped(const char *prefix, const char *s, const char *suffix) {
         _cleanup_free_ char *e = escape_control(s);
         printf("%s%s%s", prefix, e ?: "?", suffix);
@@ -309,6 +492,76 @@ static void print_escaped(const char *prefix, const char *s, const char *suffix)
 static void print_change(const char *prefix, const ViewChange *ch, const char *suffix) {
         _cleanup_free_ char *shown = view_change_shown(ch);
         print_escaped(prefix, shown ?: "?", suffix);
+}
+
+/* The commits made inside that change protected paths, each with how to review it. */
+static void print_commits(const CommitReport *rep) {
+        char since[64];
+
+        if (rep->error)
+                print_escaped("Cannot check the commits made inside: ", rep->error, "\n");
+        format_since(rep->since, since);
+        if (rep->n == 0) {
+                if (rep->cut || rep->refs_cut)
+                        printf("No protected path changed by the newest %zu commits made since %s; older ones were not "
+                               "read (review them with git log).\n", rep->walked, since);
+                return;
+        }
+        printf("Commits made since %s (inside, or on the host: they cannot be told apart) that change protected paths; "
+               "a host checkout, reset --hard or merge of the ref writes them:\n", since);
+        for (size_t i = 0; i < rep->n; i++) {
+                printf("  commit %.12s on ", rep->findings[i].oid);
+                print_escaped("", rep->findings[i].ref, " changes protected ");
+                print_escaped("", rep->findings[i].path, "\n");
+        }
+        printf("Review: git show %.12s -- ", rep->findings[0].oid);
+        print_escaped("'", rep->findings[0].path, "'");
+        printf(" (each likewise); undo with git reset or git branch -f on the host before a checkout, merge or reset "
+               "--hard; once reviewed: lazaretctl changes accept-commits (counts from then on).\n");
+        if (rep->cut || rep->refs_cut)
+                printf("Only the newest %zu commits were read; older ones were not (review them with git log).\n",
+                       rep->walked);
+        printf("\n");
+}
+
+/*
+ * lazaretctl changes accept-commits: the count of commits made inside
+ * begins again at the refs now (CHECKOUT_REFS_FILE written, atomically):
+ * the developer has reviewed what it listed. Needs the checkout's state
+ * (a Domain started on it once).
+ */
+static int accept_commits(const ViewContext *c) {
+        _cleanup_(git_refs_done) GitRefs now = {};
+        _cleanup_free_ char *own = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        /* checkouts/<key> itself, not an older Lazaret's state that the next start adopts. */
+        r = checkout_state_path(c->domain->domain_dir, c->checkout_key, NULL, &own);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || !c->checkout_dir || !streq(c->checkout_dir, own) || streq(c->checkout_key, CHECKOUT_KEY_NONE)) {
+                fprintf(stderr, "Domain %s has no state of this checkout yet: there is nothing to accept.\n",
+                        c->domain->id);
+                return -ENOENT;
+        }
+        r = checkout_refs_now(c->workspace_fd, &c->linked, &now);
+        if (r < 0) {
+                fprintf(stderr, "Cannot read the repository's refs: %s\n", strerror(-r));
+                return r;
+        }
+        fd = open(c->checkout_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        r = fd < 0 ? -errno : checkout_refs_record_write(fd, &now, (int64_t) time(NULL));
+        if (r < 0) {
+                fprintf(stderr, "Cannot write %s/%s: %s\n", c->checkout_dir, CHECKOUT_REFS_FILE, strerror(-r));
+                return r;
+        }
+        if (arg_json)
+                printf("{\"domain_id\":\"%s\",\"accepted_refs\":%zu}\n", c->domain->id, now.n);
+        else
+                printf("Commits made inside are counted from now on (%zu refs recorded) in Domain %s.\n", now.n,
+                       c->domain->id);
+        return 0;
 }
 
 static bool strv_is_empty(char *const *l) {
@@ -350,9 +603,13 @@ static int change_json(const ViewChange *ch, json_object **ret) {
 
 static int list_changes(const ViewContext *c, const ViewChanges *l) {
         _cleanup_strv_free_ char **ops = NULL, **host = NULL;
+        _cleanup_(commit_report_done) CommitReport rep = {};
         int r;
 
         r = git_kept(c, &ops, &host);
+        if (r < 0)
+                return r;
+        r = protected_commits(c, &rep);
         if (r < 0)
                 return r;
         if (arg_json) {
@@ -373,12 +630,16 @@ static int list_changes(const ViewContext *c, const ViewChanges *l) {
                 }
                 if (r >= 0)
                         r = json_add(o, "changes", TAKE_PTR(a));
+                if (r >= 0)
+                        r = commit_report_json(&rep, o);
                 return r < 0 ? ctl_json_failed(r) : ctl_print_json(o);
         }
 
         /* First: such a change is not one to apply, but an operation to finish inside. */
         STRV_FOREACH(p, ops)
                 print_escaped("", *p, "\n");
+        /* Then what is already in the shared repository: nothing to apply or discard, a commit to review. */
+        print_commits(&rep);
         if (l->n == 0) {
                 printf("No pending protected changes in Domain %s.\n", c->domain->id);
                 return 0;
@@ -747,12 +1008,18 @@ int verb_changes(int argc, char *argv[], const Config *config) {
         _cleanup_(view_context_done) ViewContext c = VIEW_CONTEXT_NULL_FIELDS;
         _cleanup_(view_changes_done) ViewChanges l = {};
         const char *sub = argc > 1 ? argv[1] : NULL;
-        bool apply = streq_ptr(sub, "apply"), discard = streq_ptr(sub, "discard");
+        bool apply = streq_ptr(sub, "apply"), discard = streq_ptr(sub, "discard"),
+             accept = streq_ptr(sub, "accept-commits");
         int r;
 
-        if (sub && !apply && !discard) {
+        if (sub && !apply && !discard && !accept) {
                 _cleanup_free_ char *e = escape_control(sub);
-                fprintf(stderr, "Unknown \"changes\" command \"%s\": apply, discard, or none to list.\n", strna(e));
+                fprintf(stderr, "Unknown \"changes\" command \"%s\": apply, discard, accept-commits, or none to list.\n",
+                        strna(e));
+                return -EINVAL;
+        }
+        if (accept && argc > 2) {
+                fprintf(stderr, "\"changes accept-commits\" takes no argument.\n");
                 return -EINVAL;
         }
         if (!sub && (arg_all || arg_force || arg_git_control)) {
@@ -767,6 +1034,10 @@ int verb_changes(int argc, char *argv[], const Config *config) {
                 fprintf(stderr, "--diff goes with \"changes\" alone.\n");
                 return -EINVAL;
         }
+        if (accept && (arg_all || arg_force || arg_git_control)) {
+                fprintf(stderr, "--all, --force and --git-control go with \"changes apply\" or \"changes discard\".\n");
+                return -EINVAL;
+        }
         if (discard && (arg_force || arg_git_control)) {
                 fprintf(stderr, "--force and --git-control go with \"changes apply\".\n");
                 return -EINVAL;
@@ -776,6 +1047,8 @@ int verb_changes(int argc, char *argv[], const Config *config) {
                 return r;
         if (arg_ignored)
                 return list_ignored(&c);
+        if (accept)
+                return accept_commits(&c);
         r = scan(&c, &l);
         if (r < 0)
                 return r;
@@ -821,8 +1094,57 @@ static int profile_paths(const ViewContext *c, char ***ret) {
         return 0;
 }
 
+/*
+ * The paths the running view was given as the ones the host's hooks name
+ * (bundle.c, add_view(): "hook_named" in the workspace view's arguments),
+ * from the Domain's MountPlan property in props: 1 and *ret when found, 0
+ * when there is no such plan (the Domain does not run).
+ */
+static int running_hook_named(json_object *props, char ***ret) {
+        _cleanup_json_ json_object *args = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        json_object *plan, *entries, *data = NULL, *named;
+
+        if (!props || !json_object_object_get_ex(props, "MountPlan", &plan) ||
+            !json_object_object_get_ex(plan, "entries", &entries) || !json_object_is_type(entries, json_type_array))
+                return 0;
+        for (size_t i = 0; i < json_object_array_length(entries); i++) {
+                json_object *e = json_object_array_get_idx(entries, i), *k, *d;
+
+                if (json_object_object_get_ex(e, "kind", &k) && streq_ptr(json_object_get_string(k), "view") &&
+                    json_object_object_get_ex(e, "destination", &d) &&
+                    streq_ptr(json_object_get_string(d), "/workspace") && json_object_object_get_ex(e, "data", &data))
+                        break;
+                data = NULL;
+        }
+        if (!data || !json_object_is_type(data, json_type_string) ||
+            json_parse_strict(json_object_get_string(data), strlen(json_object_get_string(data)), &args, NULL) < 0)
+                return 0;
+        if (!json_object_object_get_ex(args, "hook_named", &named) || !json_object_is_type(named, json_type_array))
+                return 0;       /* a coordinator before the list */
+        for (size_t i = 0; i < json_object_array_length(named); i++) {
+                json_object *p = json_object_array_get_idx(named, i);
+
+                if (json_object_is_type(p, json_type_string) && strv_extend(&l, json_object_get_string(p)) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(l);
+        return 1;
+}
+
+/* What the hooks name now that the running view does not protect: protected from the Domain's next start. */
+static int hook_named_pending(char *const *now, char *const *running, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+
+        for (char *const *p = now; p && *p; p++)
+                if (!strv_contains((const char *const *) running, *p) && strv_extend(&l, *p) < 0)
+                        return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
 static int status_json(const ViewContext *c, size_t n_pending, char *const *ops, char *const *host, char *const *hooks,
-                       json_object **ret) {
+                       char *const *hook_named, char *const *hook_restart, const CommitReport *rep, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_strv_free_ char **names = NULL, **paths = NULL;
         int r = o ? 0 : -ENOMEM;
@@ -840,8 +1162,12 @@ static int status_json(const ViewContext *c, size_t n_pending, char *const *ops,
         if (r >= 0)
                 r = json_add_strv(o, "protected_git_paths", (const char *const *) c->protect);
         if (r >= 0)
-                r = json_add_strv(o, "protected_hook_paths",
-                                  (const char *const *) (c->hook_named ?: (char *[]) { NULL }));
+                r = json_add_strv(o, "protected_hook_paths", (const char *const *) (hook_named ?: (char *[]) { NULL }));
+        if (r >= 0)
+                r = json_add_strv(o, "hook_paths_after_restart",
+                                  (const char *const *) (hook_restart ?: (char *[]) { NULL }));
+        if (r >= 0)
+                r = json_add_uint64(o, "protected_commits", rep->n_commits);
         if (r >= 0)
                 r = json_add_string(o, "git_dirs", "control files protected");
         if (r >= 0)
@@ -880,11 +1206,13 @@ static int status_json(const ViewContext *c, size_t n_pending, char *const *ops,
         return 0;
 }
 
-int changes_status(const Config *config, const char *id, json_object *o) {
+int changes_status(const Config *config, const char *id, json_object *o, json_object *running) {
         _cleanup_(view_context_done) ViewContext c = VIEW_CONTEXT_NULL_FIELDS;
         _cleanup_(view_changes_done) ViewChanges l = {};
         _cleanup_(domain_record_done) DomainRecord rec = {};
-        _cleanup_strv_free_ char **ops = NULL, **host = NULL, **hooks = NULL;
+        _cleanup_(commit_report_done) CommitReport rep = {};
+        _cleanup_strv_free_ char **ops = NULL, **host = NULL, **hooks = NULL, **run_named = NULL, **restart = NULL;
+        bool is_running;
         _cleanup_free_ char *error = NULL, *notice = NULL;
         json_object *v = NULL;
         int r;
@@ -903,8 +1231,21 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                 r = host_hooks(&c, &hooks);
         if (r < 0)
                 return 0;               /* printed why */
+        /* Issue 32: what the running view protects as the hooks' paths is what the coordinator gave it. */
+        r = running_hook_named(running, &run_named);
+        if (r < 0)
+                return r;
+        is_running = r > 0;
+        if (is_running) {
+                r = hook_named_pending(c.hook_named, run_named, &restart);
+                if (r < 0)
+                        return r;
+        }
+        r = protected_commits(&c, &rep);
+        if (r < 0)
+                return r;
         if (o) {
-                r = status_json(&c, l.n, ops, host, hooks, &v);
+                r = status_json(&c, l.n, ops, host, hooks, is_running ? run_named : c.hook_named, restart, &rep, &v);
                 if (r >= 0)
                         r = json_add(o, "View", v);
                 return r;
@@ -945,9 +1286,15 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                 printf("  %-16score.hooksPath, included git config: none inside the workspace\n", "");
         STRV_FOREACH(p, c.protect)
                 print_escaped("                  git configuration names: ", *p, "\n");
-        STRV_FOREACH(p, c.hook_named)
+        STRV_FOREACH(p, is_running ? run_named : c.hook_named)
                 print_escaped("                  the host's hooks name: ", *p, "\n");
-        if (!strv_is_empty(c.hook_named))
+        if (!strv_is_empty(restart)) {
+                printf("  %-16srestart to protect:", "");
+                STRV_FOREACH(p, restart)
+                        print_escaped(" ", *p, "");
+                printf(" (the hooks name them now; the running view protects what they named at its start: "
+                       "lazaretctl stop, then launch)\n");
+        } else if (!strv_is_empty(c.hook_named))
                 printf("  %-16s(read from the hooks when the Domain starts; after a hook changes, restart the Domain "
                        "to protect what it names)\n", "");
         if (c.linked.root) {
@@ -962,6 +1309,15 @@ int changes_status(const Config *config, const char *id, json_object *o) {
                 printf("; the state of %u other checkouts at this path is set aside (lazaretctl state list)", c.set_aside);
         printf("\n");
         printf("  %-16s%zu%s\n", "Pending:", l.n, l.n > 0 ? " (lazaretctl changes)" : "");
+        if (rep.n_commits > 0) {
+                char since[64];
+
+                format_since(rep.since, since);
+                printf("  %-16s%zu made since %s change protected paths (lazaretctl changes)\n", "Commits:",
+                       rep.n_commits, since);
+        }
+        if (rep.error)
+                print_escaped("  Commits:        cannot be checked: ", rep.error, "\n");
         STRV_FOREACH(p, ops)
                 print_escaped("  Git:            ", *p, "\n");
         if (host) {
@@ -980,4 +1336,28 @@ int changes_status(const Config *config, const char *id, json_object *o) {
         } else
                 printf("  %-16sshared with the host (isolate_ignored: false)\n", "Ignored:");
         return 0;
+}
+
+void changes_launch_notice(const Config *config) {
+        _cleanup_(view_context_done) ViewContext c = VIEW_CONTEXT_NULL_FIELDS;
+        _cleanup_(commit_report_done) CommitReport rep = {};
+        char since[64];
+
+        if (view_context_open(config, arg_profile, arg_workspace, false, &c) < 0)
+                return;         /* printed why */
+        if (protected_commits(&c, &rep) < 0)
+                return;
+        if (rep.error) {
+                _cleanup_free_ char *e = escape_control(rep.error);
+                fprintf(stderr, "lazaretctl: git: cannot check the commits made inside: %s\n", e ?: "(unprintable)");
+        }
+        if (rep.n_commits == 0)
+                return;
+        format_since(rep.since, since);
+        _cleanup_free_ char *path = escape_control(rep.findings[0].path), *ref = escape_control(rep.findings[0].ref);
+        fprintf(stderr, "lazaretctl: git: %zu commit%s made since %s change%s protected paths (%.12s on %s: %s%s); a "
+                "host checkout, reset --hard or merge of the ref writes them; review: lazaretctl changes (then "
+                "lazaretctl changes accept-commits)\n",
+                rep.n_commits, rep.n_commits == 1 ? "" : "s", since, rep.n_commits == 1 ? "s" : "", rep.findings[0].oid,
+                ref ?: "?", path ?: "?", rep.n > 1 ? ", ..." : "");
 }

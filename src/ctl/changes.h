@@ -33,6 +33,18 @@ void changes_set_ignored(bool b);
  * The view's protections in effect for the Domain id (NULL: that of the
  * current profile and workspace) and the count of its pending changes:
  * added to o as "View" (when o is not NULL), else printed as lines of
- * `lazaretctl status`. Problems are reported in it, never fatal.
+ * `lazaretctl status`. running: the running Domain's properties (NULL when
+ * it does not run), whose MountPlan says what its view was given: the
+ * paths the hooks named at its start are shown, and those they name now
+ * beyond them as to protect after a restart. Problems are reported in it,
+ * never fatal.
  */
-int changes_status(const Config *config, const char *id, struct json_object *o);
+int changes_status(const Config *config, const char *id, struct json_object *o, struct json_object *running);
+
+/*
+ * For lazaretctl launch, once the Domain runs: one line on standard error
+ * when commits made since the Domain's earlier start change protected
+ * paths (how many, the first, where to review), or when they cannot be
+ * checked; nothing otherwise.
+ */
+void changes_launch_notice(const Config *config);

@@ -486,13 +486,13 @@ int verb_status(int argc, char *argv[], const Config *config) {
                         if (r >= 0)
                                 r = json_add_string(n, "State", unpublished ? "unpublished" : "inactive");
                         if (r >= 0)
-                                r = changes_status(config, argc > 1 ? id : NULL, n);
+                                r = changes_status(config, argc > 1 ? id : NULL, n, NULL);
                         return r < 0 ? ctl_json_failed(r) : ctl_print_json(n);
                 } else if (unpublished)
                         printf("Domain %s is not published: its coordinator is starting or stopping it.\n", id);
                 else
                         printf("Domain %s is not running.\n", id);
-                return changes_status(config, argc > 1 ? id : NULL, NULL);
+                return changes_status(config, argc > 1 ? id : NULL, NULL, NULL);
         }
         if (r < 0 && ctl_bus_not_responding(bus, name, &error))
                 return ctl_not_responding(id);
@@ -502,11 +502,11 @@ int verb_status(int argc, char *argv[], const Config *config) {
         }
         /* The workspace view's protections and pending changes (§4.6). */
         if (arg_json) {
-                r = changes_status(config, argc > 1 ? id : NULL, o);
+                r = changes_status(config, argc > 1 ? id : NULL, o, o);
                 return r < 0 ? ctl_json_failed(r) : ctl_print_json(o);
         }
         print_domain(o);
-        return changes_status(config, argc > 1 ? id : NULL, NULL);
+        return changes_status(config, argc > 1 ? id : NULL, NULL, o);
 }
 
 /* One Domain's GetAll, asked together with all the others by `list`. */

@@ -35,6 +35,7 @@
 #include "bus-job.h"
 #include "bus-names.h"
 #include "bus-util.h"
+#include "changes.h"
 #include "cleanup.h"
 #include "config.h"
 #include "ctl.h"
@@ -841,6 +842,7 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
         _cleanup_domain_ Domain *d = NULL;
         _cleanup_free_ char *runtime = NULL, *error = NULL;
         char fp[SHA256_HEX_LEN + 1];
+        bool commits_said = false;
         int r;
 
         r = prepare_domain(config, &d, &runtime);
@@ -910,6 +912,11 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
                 if (r < 0)
                         return r;
                 if (running) {
+                        /* Issue 32: commits made inside that change protected paths, said with the git notices. */
+                        if (!commits_said) {
+                                changes_launch_notice(config);
+                                commits_said = true;
+                        }
                         r = open_session(c, d, fp, argc > 1 ? argv + 1 : (char *[]) { NULL });
                         if (r != -EAGAIN)
                                 break;

@@ -454,7 +454,7 @@ static const Verb verbs[] = {
           "                              Sandbox ports published on the host's 127.0.0.1" },
         { "log",       1, 2,        VERB_CONFIG | VERB_LINES,          verb_log,       "log [DOMAIN-ID]             Show the last lines the Domain's coordinator logged" },
         { "image",     2, 2,        VERB_CONFIG | VERB_IMAGE_OPTIONS,  verb_image,     "image build-default         Build the built-in default image from Debian packages" },
-        { "changes",   1, UINT_MAX, VERB_CONFIG | VERB_CHANGES_OPTIONS, verb_changes,  "changes [apply|discard ...] List, apply or discard pending protected-file changes" },
+        { "changes",   1, UINT_MAX, VERB_CONFIG | VERB_CHANGES_OPTIONS, verb_changes,  "changes [apply|discard ...|accept-commits] List, apply or discard pending protected-file changes; commits made inside" },
         { "domain-id", 1, 1,        VERB_CONFIG,                       verb_domain_id, "domain-id                   Print the Domain ID of a profile and workspace" },
         { "config",    2, 2,        VERB_CONFIG,                       verb_config,    "config check                Validate the configuration and show resolved profiles" },
         { "unshare",   2, UINT_MAX, VERB_COMMAND,                      verb_unshare,   "unshare [--] CMD [ARG...]   Run a host command in a user namespace mapped like the sandbox's" },

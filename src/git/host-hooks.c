@@ -478,3 +478,110 @@ int host_hooks_scan_paths(int workspace_fd, int dir_fd, const char *hook_dir, co
         }
         return added;
 }
+
+/*
+ * The workspace path that link (the link's text), met at the
+ * workspace-relative path at (dir: at's directory, "" for the top), stands
+ * for, with rest (what followed at in the walked path, or "") after it:
+ * lexically simplified, below the top; NULL in *ret when it leaves the
+ * workspace, lies in .git or holds a control byte.
+ */
+static int link_resolved(const char *link, const char *dir, const char *rest, const char *workspace_path, char **ret) {
+        _cleanup_free_ char *joined = NULL, *simple = NULL;
+        const char *target = link;
+
+        *ret = NULL;
+        for (const char *c = link; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                        return 0;
+        if (target[0] == '/') {
+                size_t wn = workspace_path ? strlen(workspace_path) : 0;
+
+                if (wn == 0 || strncmp(target, workspace_path, wn) != 0 || (target[wn] != '/' && target[wn] != 0))
+                        return 0;       /* outside the workspace: not the view's to protect */
+                target += wn;
+                dir = "";
+        }
+        if (asprintf(&joined, "/w/%s/%s/%s", dir, target, rest) < 0)
+                return -ENOMEM;
+        if (path_simplify(joined, NULL, &simple) < 0)
+                return 0;
+        if (strncmp(simple, "/w/", 3) != 0)
+                return 0;
+        if (streq(simple + 3, ".git") || strncmp(simple + 3, ".git/", 5) == 0)
+                return 0;
+        *ret = strdup(simple + 3);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/*
+ * One step of path's walk: the first component (from the top) that is a
+ * symbolic link, and the path it resolves to in *ret (NULL when none is a
+ * link, when the walk cannot go on, or when it leaves what can be protected).
+ */
+static int link_step(int workspace_fd, const char *path, const char *workspace_path, char **ret) {
+        size_t len = strlen(path);
+
+        *ret = NULL;
+        for (size_t end = 0; end < len;) {
+                _cleanup_free_ char *dir = NULL;
+                _cleanup_close_ int dfd = -EBADF;
+                const char *name = path + end, *slash = strchr(name, '/');
+                size_t nlen = slash ? (size_t) (slash - name) : strlen(name);
+                char buf[4096], comp[256];
+                ssize_t n;
+
+                if (nlen == 0 || nlen >= sizeof(comp))
+                        return 0;
+                memcpy(comp, name, nlen);
+                comp[nlen] = 0;
+                dir = strndup(path, end > 0 ? end - 1 : 0);
+                if (!dir)
+                        return -ENOMEM;
+                /* The directories so far hold no link: opened without following one. */
+                dfd = openat_beneath(workspace_fd, dir, O_PATH | O_DIRECTORY, 0, false);
+                if (dfd < 0)
+                        return 0;
+                n = readlinkat(dfd, comp, buf, sizeof(buf) - 1);
+                if (n >= 0) {
+                        buf[n] = 0;
+                        return link_resolved(buf, dir, slash ? slash + 1 : "", workspace_path, ret);
+                }
+                if (errno != EINVAL)
+                        return 0;       /* missing or unreadable: git would run nothing there */
+                end += nlen + 1;
+        }
+        return 0;
+}
+
+int host_hooks_link_targets(int workspace_fd, const char *workspace_path, char ***paths) {
+        size_t n = strv_length(*paths);
+        int added = 0, r;
+
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *cur = strdup((*paths)[i]);
+
+                if (!cur)
+                        return -ENOMEM;
+                for (unsigned hop = 0; hop < HOST_HOOKS_LINK_HOPS; hop++) {
+                        char *next = NULL;
+
+                        r = link_step(workspace_fd, cur, workspace_path, &next);
+                        if (r < 0)
+                                return r;
+                        if (!next)
+                                break;
+                        free(cur);
+                        cur = next;
+                        if (strv_contains((const char *const *) *paths, cur))
+                                continue;
+                        if (strv_length(*paths) >= HOST_HOOKS_PATHS_MAX)
+                                return added;
+                        r = strv_extend(paths, cur);
+                        if (r < 0)
+                                return r;
+                        added++;
+                }
+        }
+        return added;
+}

@@ -80,3 +80,21 @@ int host_hooks_named_paths(const char *text, const char *only_after, const char 
  */
 int host_hooks_scan_paths(int workspace_fd, int dir_fd, const char *hook_dir, const char *workspace_path,
                           char ***paths);
+
+/*
+ * A named path that is, or lies below, a symbolic link in the workspace:
+ * the host's shell follows the link, so what it runs is the target. For
+ * each path of *paths (those already there; workspace-relative), the links
+ * on its way are read one component at a time beneath workspace_fd (each
+ * directory opened without following anything, each link read, never
+ * followed by the kernel), and every path it resolves to within the
+ * workspace is added (as host_hooks_named_paths() adds, up to
+ * HOST_HOOKS_PATHS_MAX in all): "scripts/check.sh" -> "../tools/check.sh"
+ * adds "tools/check.sh"; a link whose target is absolute counts when it
+ * lies below workspace_path. A target outside the workspace, in .git, or
+ * with a control byte ends that path's walk (nothing the view can
+ * protect); at most HOST_HOOKS_LINK_HOPS links per path. Returns how many
+ * were added, or -ENOMEM.
+ */
+#define HOST_HOOKS_LINK_HOPS 16U
+int host_hooks_link_targets(int workspace_fd, const char *workspace_path, char ***paths);

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
+
 /*
  * What the host's own git says about the host user's configuration: the
  * part of the ignore rules (git-ignore.h, which reads files only) that
  * runs git and reads the environment, for the callers that start a view
  * (the coordinator, once before its event loop) or scan for it
- * (lazaretctl changes --ignored).
+ * (lazaretctl changes --ignored); and about a repository's commits, read
+ * from its object store alone (lazaretctl changes, status and launch).
  */
 
 /*
@@ -31,3 +35,38 @@ int host_git_excludes_file(char **ret, char **ret_error);
  * taken). Its text: view_excludes_text() (view-ignored.h).
  */
 int host_git_excludes_source(char **ret_source, char **ret_error);
+
+/*
+ * Issue 32: the commits reachable from new_oids and from none of base_oids,
+ * with the paths each changes, as the host's git reads them from the
+ * object store at objects_dir (a repository's objects/, the host's own
+ * path) without reading anything else of that repository: git runs in a
+ * private, empty git dir of ours (made below $XDG_RUNTIME_DIR or /tmp,
+ * removed after) that names the object store by GIT_OBJECT_DIRECTORY, holds
+ * the object names as refs of its own (refs/lazaret/base/N, .../new/N),
+ * and a configuration of its own; with no system or global configuration
+ * and no git variable of ours, so no hook, filter, driver, pager, signature
+ * check, replace ref or commit-graph (which the sandbox can write) takes
+ * part: the commits are read from their objects. `git log` walks the
+ * newest first, at most max_commits (then *ret_cut), and gives each
+ * commit's changed paths against its parent (all of a root commit's; for a
+ * merge, the paths it differs in from every parent: what the merge itself
+ * brought); an object name that is missing is passed over. Each commit's
+ * ref is the index into new_oids of the one it was reached from.
+ * All object names must be of one length (SHA-1 or SHA-256). -ENOENT when
+ * git is not installed; -EFBIG when the output passes
+ * HOST_GIT_LOG_MAX bytes (a message says so).
+ */
+#define HOST_GIT_LOG_MAX (32U * 1024U * 1024U)
+
+typedef struct HostGitCommit {
+        char oid[65];
+        size_t ref;                     /* index into new_oids */
+        char **paths;
+} HostGitCommit;
+
+void host_git_commits_free(HostGitCommit *c, size_t n);
+
+int host_git_commits_since(const char *objects_dir, char *const *base_oids, char *const *new_oids,
+                           unsigned max_commits, HostGitCommit **ret, size_t *ret_n, bool *ret_cut,
+                           char **ret_error);

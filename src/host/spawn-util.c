@@ -188,6 +188,10 @@ int spawn_status_from_siginfo(int code, int status) {
 }
 
 int spawn_output(char *const *argv, char *const *envp, const char *cwd, size_t max, char **ret) {
+        return spawn_output_len(argv, envp, cwd, max, ret, NULL);
+}
+
+int spawn_output_len(char *const *argv, char *const *envp, const char *cwd, size_t max, char **ret, size_t *ret_len) {
         _cleanup_close_ int rfd = -EBADF, wfd = -EBADF;
         _cleanup_free_ char *out = NULL;
         SpawnOptions o = SPAWN_OPTIONS_INIT;
@@ -206,7 +210,7 @@ int spawn_output(char *const *argv, char *const *envp, const char *cwd, size_t m
         if (r < 0)
                 return r;
         wfd = safe_close(wfd);
-        r = read_full_fd(rfd, max, &out, NULL);
+        r = read_full_fd(rfd, max, &out, ret_len);
         rfd = safe_close(rfd);
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)

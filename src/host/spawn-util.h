@@ -70,6 +70,8 @@ int spawn_read_error(int fd);
  * spawn_status_from_siginfo() does, or a negative errno.
  */
 int spawn_output(char *const *argv, char *const *envp, const char *cwd, size_t max, char **ret);
+/* The same, for output that may hold NUL bytes: its length in *ret_len (optional). */
+int spawn_output_len(char *const *argv, char *const *envp, const char *cwd, size_t max, char **ret, size_t *ret_len);
 
 /* Exit status as a shell reports it: the code, or 128+N for signal N. */
 int spawn_status_from_siginfo(int code, int status);

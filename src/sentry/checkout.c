@@ -11,6 +11,7 @@
 #include "checkout.h"
 #include "cleanup.h"
 #include "fs-util.h"
+#include "git-refs.h"
 #include "git-sentry.h"
 #include "hash.h"
 #include "json-util.h"
@@ -59,30 +60,49 @@ int checkout_id_of_fds(int git_dir_fd, int common_dir_fd, CheckoutId *ret) {
         return 0;
 }
 
-int checkout_id_of_workspace(int workspace_fd, const GitLinked *linked, CheckoutId *ret) {
+int checkout_git_dirs_of_workspace(int workspace_fd, const GitLinked *linked, int *ret_git_dir_fd,
+                                   int *ret_common_dir_fd) {
         _cleanup_close_ int gfd = -EBADF, cfd = -EBADF;
 
         if (linked && linked->root) {
                 /* A submodule's git dir is the root itself; a linked worktree's is its registration below it. */
-                if (!linked->worktree)
-                        return checkout_id_of_fds(linked->root_fd, -EBADF, ret);
-                gfd = openat_beneath(linked->root_fd, "worktrees", O_PATH | O_DIRECTORY, 0, false);
-                if (gfd >= 0) {
-                        cfd = gfd;
-                        gfd = openat_beneath(cfd, linked->worktree, O_PATH | O_DIRECTORY, 0, false);
-                        safe_close(cfd);
-                        cfd = -EBADF;
+                if (!linked->worktree) {
+                        gfd = fcntl(linked->root_fd, F_DUPFD_CLOEXEC, 3);
+                        if (gfd < 0)
+                                return -errno;
+                } else {
+                        cfd = openat_beneath(linked->root_fd, "worktrees", O_PATH | O_DIRECTORY, 0, false);
+                        if (cfd >= 0) {
+                                gfd = openat_beneath(cfd, linked->worktree, O_PATH | O_DIRECTORY, 0, false);
+                                safe_close(cfd);
+                                cfd = -EBADF;
+                        }
+                        if (gfd < 0)
+                                return gfd;
+                        cfd = fcntl(linked->root_fd, F_DUPFD_CLOEXEC, 3);
+                        if (cfd < 0)
+                                return -errno;
                 }
+        } else {
+                gfd = openat_beneath(workspace_fd, ".git", O_PATH | O_DIRECTORY, 0, false);
                 if (gfd < 0)
                         return gfd;
-                return checkout_id_of_fds(gfd, linked->root_fd, ret);
         }
-        gfd = openat_beneath(workspace_fd, ".git", O_PATH | O_DIRECTORY, 0, false);
-        if (gfd == -ENOENT)
+        *ret_git_dir_fd = TAKE_FD(gfd);
+        *ret_common_dir_fd = TAKE_FD(cfd);
+        return 0;
+}
+
+int checkout_id_of_workspace(int workspace_fd, const GitLinked *linked, CheckoutId *ret) {
+        _cleanup_close_ int gfd = -EBADF, cfd = -EBADF;
+        int r;
+
+        r = checkout_git_dirs_of_workspace(workspace_fd, linked, &gfd, &cfd);
+        if (r == -ENOENT && !(linked && linked->root))
                 return checkout_id_of_fds(-EBADF, -EBADF, ret);
-        if (gfd < 0)
-                return gfd;
-        return checkout_id_of_fds(gfd, -EBADF, ret);
+        if (r < 0)
+                return r;
+        return checkout_id_of_fds(gfd, cfd, ret);
 }
 
 static bool has_btime(const CheckoutId *id) {
@@ -507,5 +527,58 @@ int checkout_record_parse(const char *text, size_t len, CheckoutRecord *ret, cha
         }
         *ret = rec;
         rec = (CheckoutRecord) {};
+        return 0;
+}
+
+/* ------------------------------------------------------- the refs record */
+
+int checkout_refs_now(int workspace_fd, const GitLinked *linked, GitRefs *ret) {
+        _cleanup_close_ int gfd = -EBADF, cfd = -EBADF;
+        int r;
+
+        r = checkout_git_dirs_of_workspace(workspace_fd, linked, &gfd, &cfd);
+        if (r < 0)
+                return r;
+        return git_refs_read(gfd, cfd >= 0 ? cfd : gfd, ret);
+}
+
+int checkout_refs_record_read(int dir_fd, GitRefs *ret, int64_t *ret_taken) {
+        _cleanup_close_ int fd = openat(dir_fd, CHECKOUT_REFS_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_free_ char *text = NULL;
+        _cleanup_json_ json_object *o = NULL;
+        size_t n;
+        int r;
+
+        if (fd < 0)
+                return -errno;
+        r = read_full_fd(fd, JSON_DOC_MAX_BYTES, &text, &n);
+        if (r >= 0)
+                r = json_parse_strict(text, n, &o, NULL);
+        if (r >= 0)
+                r = git_refs_from_json(o, ret, ret_taken);
+        return r;
+}
+
+int checkout_refs_record_write(int dir_fd, const GitRefs *refs, int64_t taken) {
+        _cleanup_json_ json_object *o = NULL;
+        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        r = git_refs_to_json(refs, taken, &o);
+        if (r >= 0)
+                r = json_to_string(o, JSON_C_TO_STRING_PLAIN, &text);
+        if (r < 0)
+                return r;
+        fd = openat(dir_fd, CHECKOUT_REFS_FILE ".new", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        r = write_all(fd, text, strlen(text));
+        if (r >= 0)
+                r = write_all(fd, "\n", 1);
+        if (r < 0)
+                return r;
+        if (renameat(dir_fd, CHECKOUT_REFS_FILE ".new", dir_fd, CHECKOUT_REFS_FILE) < 0)
+                return -errno;
         return 0;
 }

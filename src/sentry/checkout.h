@@ -32,6 +32,14 @@
 
 #define CHECKOUTS_DIR "checkouts"
 #define CHECKOUT_RECORD_FILE "checkout.json"
+/*
+ * The repository's refs when this checkout's count of commits made inside
+ * began (git-refs.h's record): written by the coordinator at a Domain's
+ * start when there is none, and by lazaretctl changes accept-commits;
+ * lazaretctl changes, status and launch report the commits made since that
+ * change protected paths (spec §4.6, "Commits made inside").
+ */
+#define CHECKOUT_REFS_FILE "refs.json"
 #define CHECKOUT_KEY_HEX_LEN 16
 /* The key of a workspace that is not a git repository (no git dir to identify). */
 #define CHECKOUT_KEY_NONE "none"
@@ -74,6 +82,24 @@ typedef struct GitLinked GitLinked;
  * workspace without .git is no repository.
  */
 int checkout_id_of_workspace(int workspace_fd, const GitLinked *linked, CheckoutId *ret);
+
+/*
+ * The git dir and (a linked worktree) the common dir of the checkout at
+ * workspace_fd as the Git Sentry resolved it, O_PATH, opened as
+ * checkout_id_of_workspace() opens them: *ret_common_dir_fd -EBADF when
+ * there is none. -ENOENT: no .git (no repository).
+ */
+int checkout_git_dirs_of_workspace(int workspace_fd, const GitLinked *linked, int *ret_git_dir_fd,
+                                   int *ret_common_dir_fd);
+
+typedef struct GitRefs GitRefs;
+
+/* The refs of the checkout at workspace_fd now (git_refs_read() of its git dirs); -ENOENT: no repository. */
+int checkout_refs_now(int workspace_fd, const GitLinked *linked, GitRefs *ret);
+
+/* CHECKOUT_REFS_FILE in the checkout directory dir_fd: read (-ENOENT: none), or written (atomically, 0600). */
+int checkout_refs_record_read(int dir_fd, GitRefs *ret, int64_t *ret_taken);
+int checkout_refs_record_write(int dir_fd, const GitRefs *refs, int64_t taken);
 
 /* Pure: whether two identities name the same checkout (the key's rule). */
 bool checkout_id_equal(const CheckoutId *a, const CheckoutId *b);

@@ -1261,6 +1261,9 @@ static int scan_hook_dirs(const GitSentryParams *p, int wfd, int gfd, const GitL
         STRV_FOREACH(abs, outside)
                 if (r >= 0)
                         r = scan_hook_dir(p, wfd, -EBADF, *abs, NULL, named);
+        /* A named path that is a symbolic link: the host runs its target, protected too when in the workspace. */
+        if (r >= 0)
+                r = host_hooks_link_targets(wfd, p->workspace, named);
         return r;
 }
 

@@ -349,6 +349,13 @@ else bad "changes --diff of a binary file: rc=$rc: $out"; fi
 out=$(cd "$top/proj" && "$ctl" changes discard --all 2>&1); rc=$?
 if [ $rc -eq 0 ] && [ "$(cd "$top/proj" && "$ctl" changes --json | jq '.changes | length')" = 0 ]; then ok "changes discard --all"
 else bad "changes discard --all: rc=$rc: $out"; fi
+out=$(cd "$top/proj" && "$ctl" changes accept-commits extra 2>&1); rc=$?
+if [ $rc -ne 0 ] && [[ $out == *'"changes accept-commits" takes no argument.'* ]]; then ok "changes accept-commits takes no argument"
+else bad "changes accept-commits extra: rc=$rc: $out"; fi
+out=$(cd "$top/proj" && "$ctl" changes accept-commits 2>&1); rc=$?
+if [ $rc -ne 0 ] && [[ $out == *"has no state of this checkout yet"* ]] && [ ! -e "$XDG_DATA_HOME/lazaret/domains/$cid/refs.json" ]; then
+        ok "changes accept-commits needs the checkout's own state"
+else bad "changes accept-commits without checkout state: rc=$rc: $out"; fi
 rm -rf "$XDG_DATA_HOME/lazaret/domains/$cid" "$top/proj/.vscode"
 
 if "$ctl" --help | grep -q "domain-id" && "$ctl" --version | grep -q "^lazaretctl "; then ok "--help and --version"; else bad "--help/--version"; fi

@@ -206,3 +206,67 @@ Test(host_hooks, scan_paths, .init = setup, .fini = teardown) {
         cr_assert_not_null(got);
         cr_expect_str_eq(got, "ci/lint.sh scripts/push-check.sh tools/ref.sh", "%s", got);
 }
+
+static char *links_of(const char *first) {
+        _cleanup_strv_free_ char **paths = NULL;
+
+        cr_assert_eq(strv_extend(&paths, first), 0);
+        cr_assert_geq(host_hooks_link_targets(root, base, &paths), 0);
+        return strv_join(paths + 1, " ") ?: strdup("");
+}
+
+/* A named path that is a symbolic link, or lies below one: its target in the workspace is protected too. */
+Test(host_hooks, link_targets, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *abs = NULL, *outside = NULL;
+        char *got;
+
+        cr_assert_eq(mkdirat(root, "tools", 0755), 0);
+        cr_assert_eq(mkdirat(root, ".husky", 0755), 0);
+        put("tools/check.sh", "#!/bin/sh\n");
+        put(".husky/real", "#!/bin/sh\n");
+        cr_assert_eq(symlinkat("../tools/check.sh", root, ".husky/pre-push"), 0);
+        got = links_of(".husky/pre-push");
+        cr_expect_str_eq(got, "tools/check.sh");
+        free(got);
+        /* A chain: each link's target. */
+        cr_assert_eq(symlinkat("pre-push", root, ".husky/pre-commit"), 0);
+        got = links_of(".husky/pre-commit");
+        cr_expect_str_eq(got, ".husky/pre-push tools/check.sh");
+        free(got);
+        /* A directory on the way that is a link. */
+        cr_assert_eq(symlinkat("tools", root, "scripts"), 0);
+        got = links_of("scripts/check.sh");
+        cr_expect_str_eq(got, "tools/check.sh");
+        free(got);
+        /* Absolute, below the workspace; absolute elsewhere, leaving it, into .git, a loop: nothing. */
+        cr_assert_geq(asprintf(&abs, "%s/.husky/real", base), 0);
+        cr_assert_eq(symlinkat(abs, root, "abs-link"), 0);
+        got = links_of("abs-link");
+        cr_expect_str_eq(got, ".husky/real");
+        free(got);
+        cr_assert_geq(asprintf(&outside, "%s-elsewhere/x", base), 0);
+        cr_assert_eq(symlinkat(outside, root, "out-abs"), 0);
+        cr_assert_eq(symlinkat("../../x", root, "out-rel"), 0);
+        cr_assert_eq(symlinkat(".git/hooks/x", root, "into-git"), 0);
+        cr_assert_eq(symlinkat("loop-b", root, "loop-a"), 0);
+        cr_assert_eq(symlinkat("loop-a", root, "loop-b"), 0);
+        got = links_of("out-abs");
+        cr_expect_str_eq(got, "");
+        free(got);
+        got = links_of("out-rel");
+        cr_expect_str_eq(got, "");
+        free(got);
+        got = links_of("into-git");
+        cr_expect_str_eq(got, "");
+        free(got);
+        got = links_of("loop-a");
+        cr_expect_str_eq(got, "loop-b");
+        free(got);
+        /* Not a link, or missing: nothing. */
+        got = links_of("tools/check.sh");
+        cr_expect_str_eq(got, "");
+        free(got);
+        got = links_of("missing/x.sh");
+        cr_expect_str_eq(got, "");
+        free(got);
+}
