@@ -277,6 +277,11 @@ static int enc_profile(Encoder *e, const Profile *prof) {
         r = enc_env(e, prof);
         if (r < 0)
                 return r;
+        /* Only when off: the fingerprints of earlier configurations stay. */
+        if (!prof->git_fsmonitor) {
+                enc_key(e, "git_fsmonitor");
+                enc_bool(e, false);
+        }
         enc_key(e, "image");
         enc_string(e, prof->image_raw);
         enc_key(e, "isolate_ignored");

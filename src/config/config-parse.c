@@ -888,6 +888,7 @@ static const ConfigKey profile_keys[] = {
         { "shared_ignored",  parse_shared_ignored,  offsetof(Profile, shared_ignored) },
         { "publish_ports",   parse_publish_ports,   0 },
         { "directfs",        config_parse_bool,     offsetof(Profile, directfs) },
+        { "git_fsmonitor",   config_parse_bool,     offsetof(Profile, git_fsmonitor) },
         { "limits",          parse_limits,          offsetof(Profile, limits) },
         {}
 };
@@ -929,6 +930,7 @@ static int profile_builtin(Profile *prof) {
                 .persistent_dirs = strv_copy((char **) dirs),
                 .isolate_ignored = true,
                 .directfs = true,
+                .git_fsmonitor = true,
                 .builtin = true,
         };
         limits_default(&prof->limits);
@@ -948,6 +950,7 @@ static int profile_entry(ConfigParser *p, const char *name, json_object *v, cons
                 return config_oom(p);
         prof->isolate_ignored = true;
         prof->directfs = true;
+        prof->git_fsmonitor = true;
         limits_default(&prof->limits);
         return config_dispatch(p, v, path, profile_keys, prof);
 }

@@ -107,6 +107,7 @@ typedef struct Profile {
         PortForward *publish_ports; /* published at each start (spec 4.5), host ports distinct */
         size_t n_publish_ports;
         bool directfs;          /* runsc --directfs; default true (gVisor's own default) */
+        bool git_fsmonitor;     /* git inside asks the workspace view what changed (spec 4.6); default true */
         Limits limits;          /* "limits"; unset keys have the defaults of resource-limits.h */
         bool builtin;
 } Profile;

@@ -13,6 +13,7 @@
 #include "cleanup.h"
 #include "escalation-proto.h"
 #include "fs-util.h"
+#include "fsmonitor-proto.h"
 #include "view-ignored.h"
 #include "git-sentry.h"
 #include "host-git.h"
@@ -179,6 +180,43 @@ static int add_view_ignored(json_object *args, const Domain *d, const char *key,
 }
 
 /*
+ * git's fsmonitor inside (spec §4.6, "git asks the view"), on with the view
+ * and the profile's git_fsmonitor: the journal the view writes (its path among the view's
+ * arguments; the supervisor makes it), the hook (init under
+ * FSMON_HOOK_FILE, a symbolic link that git runs without a shell) and the
+ * configuration naming it, which the sessions' git includes for
+ * repositories in /workspace (sandbox.c, sandbox-exec.c). Off, neither the
+ * configuration nor the hook exists: the includes find nothing, and git
+ * inside scans as it did before.
+ */
+static int add_view_fsmonitor(json_object *args, const Domain *d, const char *control_dir, char **ret_error) {
+        static const char config[] =
+                "# Written by Lazaret: git inside asks the workspace view what changed (spec 4.6).\n"
+                "# Included only for repositories in " SANDBOX_WORKSPACE " (GIT_CONFIG_SYSTEM and\n"
+                "# GIT_CONFIG_COUNT of the sessions); the profile's git_fsmonitor turns it off.\n"
+                "[core]\n"
+                "\tfsmonitor = " SANDBOX_CONTROL_MOUNT "/" FSMON_HOOK_FILE "\n"
+                "\tfsmonitorHookVersion = 2\n";
+        _cleanup_free_ char *journal = path_join(control_dir, FSMON_JOURNAL_FILE),
+                            *hook = path_join(control_dir, FSMON_HOOK_FILE),
+                            *conf = path_join(control_dir, FSMON_CONFIG_FILE);
+        int r;
+
+        if (!journal || !hook || !conf)
+                return -ENOMEM;
+        if ((unlink(hook) < 0 && errno != ENOENT) || (unlink(conf) < 0 && errno != ENOENT))
+                return errorf(ret_error, -errno, "cannot remove git's fsmonitor hook from %s: %m", control_dir);
+        if (!d->profile->git_fsmonitor)
+                return 0;
+        if (symlink("init", hook) < 0)
+                return errorf(ret_error, -errno, "cannot install git's fsmonitor hook %s: %m", hook);
+        r = write_file(conf, config, 0644);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot write %s: %s", conf, strerror(-r));
+        return json_add_string(args, "journal", journal);
+}
+
+/*
  * The workspace through the view (spec §4.6.2): one MOUNT_VIEW entry with
  * the identity of the workspace fd that was checked, and the view's
  * arguments: its Domain state directory, the protected paths that the
@@ -216,6 +254,8 @@ static int add_view(MountPlan *plan, const Domain *d, const char *key, int wfd, 
                 r = json_add_strv(args, "hook_named", (const char *const *) (hook_named ?: (char *[]) { NULL }));
         if (r >= 0)
                 r = add_view_ignored(args, d, key, control_dir, ret_error);
+        if (r >= 0)
+                r = add_view_fsmonitor(args, d, control_dir, ret_error);
         if (r >= 0)
                 r = json_to_string(args, JSON_C_TO_STRING_PLAIN, &data);
         if (r < 0)

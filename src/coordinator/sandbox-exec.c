@@ -10,6 +10,7 @@
 #include "cleanup.h"
 #include "escalation-proto.h"
 #include "fs-util.h"
+#include "fsmonitor-proto.h"
 #include "oci-spec.h"
 #include "parse-util.h"
 #include "process.h"
@@ -105,6 +106,18 @@ static int session_env(const SandboxRuntime *rt, const SandboxExecParams *p, cha
          * user's or the repository's configuration, win. */
         if (r >= 0 && !env_get(p->client_env, "GIT_CONFIG_SYSTEM"))
                 r = env_set(&env, "GIT_CONFIG_SYSTEM", SANDBOX_CONTROL_MOUNT "/gitconfig");
+        /* git's fsmonitor wins over a repository's own core.fsmonitor in the
+         * workspace (spec 4.6, "git asks the view"): the system
+         * configuration's include once more, at the level of `git -c`, which
+         * git reads after the repository's (and `git -c` itself after this).
+         * A client's own GIT_CONFIG_COUNT replaces it. */
+        if (r >= 0 && !env_get(p->client_env, "GIT_CONFIG_COUNT")) {
+                r = env_set(&env, "GIT_CONFIG_COUNT", "1");
+                if (r >= 0)
+                        r = env_set(&env, "GIT_CONFIG_KEY_0", "includeIf.gitdir:" SANDBOX_WORKSPACE "/.path");
+                if (r >= 0)
+                        r = env_set(&env, "GIT_CONFIG_VALUE_0", SANDBOX_CONTROL_MOUNT "/" FSMON_CONFIG_FILE);
+        }
         STRV_FOREACH(e, p->client_env) {
                 _cleanup_free_ char *name = strndup(*e, strchr(*e, '=') - *e);
                 if (!name)

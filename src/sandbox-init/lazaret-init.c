@@ -43,6 +43,11 @@
  * channel's source is the workspace view, which leaves out the echoes of
  * the sandbox's own changes itself: the relay then watches nothing inside.
  *
+ * Run as FSMON_HOOK_FILE (a symbolic link to it in the control directory),
+ * it is git's fsmonitor hook (fsmonitor-hook.h): git inside runs it for
+ * repositories in /workspace, and it answers from the workspace view's
+ * journal.
+ *
  * A workspace that git names by its host path (a linked worktree's
  * registration, a submodule's core.worktree) gets that path as a symbolic
  * link to /workspace, before anything else: the control directory's
@@ -64,6 +69,8 @@
 
 #include "escalation-proto.h"
 #include "fifo-filter.h"
+#include "fsmonitor-hook.h"
+#include "fsmonitor-proto.h"
 #include "netprobe.h"
 #include "parse-util.h"
 #include "session-kill.h"
@@ -240,7 +247,11 @@ int main(int argc, char *argv[]) {
         pid_t relay, pid;
         int sig, channel, status;
         bool judged = false;
+        const char *self = argc > 0 ? strrchr(argv[0], '/') : NULL;
 
+        /* git's fsmonitor hook (fsmonitor-hook.h): init under that name, which git runs without a shell. */
+        if (argc > 0 && strcmp(self ? self + 1 : argv[0], FSMON_HOOK_FILE) == 0)
+                return fsmonitor_hook(argc, argv);
         if (argc == 3 && strcmp(argv[1], "--kill-session") == 0) {
                 int sid;
 

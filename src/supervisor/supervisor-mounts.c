@@ -229,10 +229,10 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
                       int relay_fd, Helpers *helpers, bool *ret_relays, char **ret_error) {
         _cleanup_json_ json_object *args = NULL;
         _cleanup_free_ char *target = path_join(stage, name), *why = NULL;
-        _cleanup_close_ int wfd = -EBADF, sfd = -EBADF, fuse = -EBADF, ifd = -EBADF, xfd = -EBADF;
+        _cleanup_close_ int wfd = -EBADF, sfd = -EBADF, fuse = -EBADF, ifd = -EBADF, xfd = -EBADF, jfd = -EBADF;
         _cleanup_strv_free_ char **argv = NULL;
         json_object *o, *ignored = NULL;
-        int r, pass[6];
+        int r, pass[7];
         size_t n_pass = 3;
         bool git_dir = false;
 
@@ -265,6 +265,19 @@ static int stage_view(const MountEntry *e, const char *stage, const char *name, 
                 pass[n_pass++] = ifd;
                 if (xfd >= 0)
                         pass[n_pass++] = xfd;
+        }
+        /* git's fsmonitor (spec 4.6, "git asks the view"): the change journal, which the view writes. */
+        if (!git_dir && json_object_object_get_ex(args, "journal", &o)) {
+                if (!json_object_is_type(o, json_type_string))
+                        return errorf(ret_error, -EBADMSG, "the mount plan's journal path is malformed");
+                jfd = open(json_object_get_string(o), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+                           0644);
+                if (jfd < 0)
+                        return errorf(ret_error, -errno, "cannot create the view's change journal %s: %m",
+                                      json_object_get_string(o));
+                if (strv_extendf(&argv, "--journal-fd=%zu", HELPER_FIRST_PASS_FD + n_pass) < 0)
+                        return -ENOMEM;
+                pass[n_pass++] = jfd;
         }
         /* The workspace's view (not a git dir's) is the host-edit relay's source (spec 4.6). */
         if (!git_dir && relay_fd >= 0) {

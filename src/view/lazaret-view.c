@@ -19,11 +19,15 @@
  *   lazaret-view --workspace-fd N --state-fd N --fuse-fd N [--protect PATH]... [--protect-name NAME]...
  *                [--unprotect NAME]... [--git-dir [--index-protect PATH]...]
  *                [--entry-timeout S] [--ignored-fd N [--excludes-fd N] [--shared-ignored PATH]...]
- *                [--relay-fd N]
+ *                [--relay-fd N] [--journal-fd N]
  *
  * --relay-fd: the host-edit relay's write end (spec 4.6): the view is the
  * relay's source, and writes there the path of each host change it judged
  * not to be the sandbox's own.
+ *
+ * --journal-fd: the change journal's file (journal.c; spec 4.6, "git asks
+ * the view"), which the view empties and writes from the start; git's
+ * fsmonitor hook inside reads it.
  *
  * --git-dir: the served directory is a git dir of the host's own (a linked
  * worktree's common dir, a submodule's git dir), not a workspace.
@@ -235,7 +239,7 @@ static const struct fuse_custom_io view_io = {
 
 /* The command line, as main() holds it. */
 typedef struct Options {
-        int workspace_fd, state_fd, fuse_fd, ignored_fd, excludes_fd, relay_fd;
+        int workspace_fd, state_fd, fuse_fd, ignored_fd, excludes_fd, relay_fd, journal_fd;
         double timeout;
         char **protect, **protect_names, **unprotect, **shared_ignored, **index_protect;
         bool git_dir;
@@ -256,6 +260,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "shared-ignored", required_argument, NULL, 'S' },
                 { "relay-fd",      required_argument, NULL, 'r' },
                 { "index-protect", required_argument, NULL, 'I' },
+                { "journal-fd",    required_argument, NULL, 'j' },
                 {}
         };
         int c, k;
@@ -289,9 +294,10 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 case 'i':
                 case 'x':
                 case 'r':
+                case 'j':
                         if (parse_int(optarg, 3, 1024, &k) < 0)
                                 return -EINVAL;
-                        *(c == 'i' ? &o->ignored_fd : c == 'x' ? &o->excludes_fd : &o->relay_fd) = k;
+                        *(c == 'i' ? &o->ignored_fd : c == 'x' ? &o->excludes_fd : c == 'r' ? &o->relay_fd : &o->journal_fd) = k;
                         break;
                 case 't':
                         if (parse_int(optarg, 0, 3600, &k) < 0)
@@ -354,6 +360,8 @@ static View *view_new(void) {
         v->inval_pipe[0] = v->inval_pipe[1] = -1;
         v->ign.fd = v->ign.git_fd = -1;
         v->relay.fd = -1;
+        (void) pthread_mutex_init(&v->journal.lock, NULL);
+        v->journal.fd = -1;
         v->notify_fd = v->notify_ack_fd = -1;
         (void) pthread_mutex_init(&v->init_io.lock, NULL);
         v->init_io.patch.want = FUSE_INIT_WANT;
@@ -450,7 +458,7 @@ static int watcher_start(View *v) {
 
 int main(int argc, char *argv[]) {
         Options o = { .workspace_fd = -1, .state_fd = -1, .fuse_fd = -1, .ignored_fd = -1, .excludes_fd = -1,
-                      .relay_fd = -1, .timeout = 3600 };
+                      .relay_fd = -1, .journal_fd = -1, .timeout = 3600 };
         struct fuse_session *se;
         View *v;
         int r;
@@ -476,6 +484,10 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         watch_setup(v, &o);
+        /* Without news of host changes the journal would miss them: left empty, git inside then scans. */
+        if (o.journal_fd >= 0 && (v->ifd < 0 || o.git_dir))
+                o.journal_fd = safe_close(o.journal_fd);
+        journal_start(v, o.journal_fd);
         umask(0);
         raise_fd_limit();
 

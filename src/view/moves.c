@@ -700,6 +700,11 @@ again:
         } else
                 r = rename_within(v, from, name, n, to, newname, tfd, tc, flags);
         if (r >= 0) {
+                /* A directory moved, or exchanged: everything below both names. */
+                char type = n->is_dir || (flags & RENAME_EXCHANGE) ? 'd' : 'f';
+
+                journal_name_locked(v, from, name, type);
+                journal_name_locked(v, to, newname, type);
                 rename_record(v, from, name, n, to, newname);
                 r = 0;
         }

@@ -177,6 +177,7 @@ static void setattr_apply(View *v, fuse_req_t req, Node *n, int fd, struct stat 
                                 goto fail;
                 }
         }
+        journal_node(v, n);
         /* The reply from what the change left, through the fd it was made on. */
         r = stat_pinned(fd, fi, &st);
         if (r < 0) {
@@ -186,7 +187,10 @@ static void setattr_apply(View *v, fuse_req_t req, Node *n, int fd, struct stat 
         reply_attr(v, req, n, &st);
         return;
 fail:
-        fuse_reply_err(req, errno);
+        r = errno;
+        /* What came before the failure is changed. */
+        journal_node(v, n);
+        fuse_reply_err(req, r);
 }
 
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {

@@ -48,6 +48,8 @@ static void reply_new_entry(View *v, fuse_req_t req, Node *dir, const char *name
 
         pthread_mutex_lock(&v->lock);
         own_name_note(v, dir, name);
+        /* A new directory is empty: what was below its name went with records of its own. */
+        journal_name_locked(v, dir, name, 'f');
         inval_facts(v, dir, name);
         r = lookup_locked(v, dir, name, &e);
         pthread_mutex_unlock(&v->lock);
@@ -279,8 +281,10 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
         pthread_mutex_lock(&v->lock);
         wait_unmoved(v, node_of(v, parent), NULL);
         r = remove_entry(v, node_of(v, parent), name, false);
-        if (r >= 0)
+        if (r >= 0) {
                 own_name_note(v, node_of(v, parent), name);
+                journal_name_locked(v, node_of(v, parent), name, 'f');
+        }
         inval_facts(v, node_of(v, parent), name);
         pthread_mutex_unlock(&v->lock);
         fuse_reply_err(req, -r);
@@ -293,8 +297,10 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
         pthread_mutex_lock(&v->lock);
         wait_unmoved(v, node_of(v, parent), NULL);
         r = remove_entry(v, node_of(v, parent), name, true);
-        if (r >= 0)
+        if (r >= 0) {
                 own_name_note(v, node_of(v, parent), name);
+                journal_name_locked(v, node_of(v, parent), name, 'd');
+        }
         pthread_mutex_unlock(&v->lock);
         fuse_reply_err(req, -r);
 }

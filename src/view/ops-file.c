@@ -134,6 +134,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                 return;
         }
         own_name_note(v, dir, name);
+        journal_name_locked(v, dir, name, 'f');
         inval_facts(v, dir, name);
         r = lookup_locked(v, dir, name, &e);
         pthread_mutex_unlock(&v->lock);
@@ -192,9 +193,14 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
         k = fuse_pool_write(in, fd, off);
         /* The kernel asks for the new size and times anyway; recorded now, the
          * write's own host events are known for its echo. */
-        if (k >= 0 && fstat(fd, &st) >= 0) {
+        if (k >= 0) {
+                bool known = fstat(fd, &st) >= 0;
+
                 pthread_mutex_lock(&v->lock);
-                told(n, &st);
+                if (known)
+                        told(n, &st);
+                /* For git's fsmonitor, before the write is answered. */
+                journal_node_locked(v, n);
                 pthread_mutex_unlock(&v->lock);
         }
         busy_end(v, n);
@@ -233,6 +239,8 @@ void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
         }
         r = index_check_node(v, n, "a write in place to");
         r = r < 0 ? -r : fallocate(fd, mode, off, len) < 0 ? errno : 0;
+        if (r == 0)
+                journal_node(v, n);
         busy_end(v, node_of(v, ino));
         if (owned)
                 safe_close(fd);

@@ -15,7 +15,8 @@
  *   ops-dir.c       requests on directories: OPENDIR, READDIR(PLUS), FSYNCDIR; STATFS
  *   watcher.c       host changes: the watches, the verdict on each event, the watcher thread
  *   index-guard.c   the host's index: what the sandbox may stage there (issue 32 item 3)
- *   v->relay.c         the host-edit relay's channel
+ *   relay.c         the host-edit relay's channel
+ *   journal.c       the change journal, which git's fsmonitor hook inside answers from
  *   notifier.c      the notifier, the process that tells the kernel of invalidations
  */
 #define FUSE_USE_VERSION 35
@@ -49,6 +50,7 @@
 
 #include "cleanup.h"
 #include "fs-util.h"
+#include "fsmonitor-proto.h"
 #include "fuse-init.h"
 #include "fuse-pool.h"
 #include "git-ignore.h"
@@ -138,6 +140,7 @@ typedef struct PendingInval {
         int wd;
         bool listing;                   /* the node's attributes and listing too */
         bool relay;                     /* a change the watchers inside are told of, if the host made it */
+        bool dir;                       /* a directory came, went or moved (the journal's 'd') */
         uint16_t len;
         char name[NAME_MAX + 1];
 } PendingInval;
@@ -150,6 +153,24 @@ typedef struct PendingInval {
  * the watcher thread alone.
  */
 #define RELAY_OUT_MAX (256u * 1024u)
+
+/*
+ * The change journal (journal.c), when the supervisor gave the view its
+ * file: fd, the instance of its header and the offset of the next record;
+ * the directories whose watch is gone, written again after a reset (all of
+ * them: unwatched_lost makes the root stand for them). Guarded by lock,
+ * taken after v->lock where both are held.
+ */
+typedef struct Journal {
+        pthread_mutex_t lock;
+        int fd;
+        uint64_t instance;
+        uint64_t size;
+        char *unwatched[FSMON_UNWATCHED_MAX];
+        size_t n_unwatched;
+        bool unwatched_lost;
+        bool resetting;                 /* writing the unwatched directories after a new header */
+} Journal;
 
 /*
  * The view: everything its request handlers, its watcher thread and its
@@ -193,6 +214,7 @@ typedef struct View {
         size_t n_pending;
         PendingInval batch[INVAL_PENDING_MAX];
         WatchOut relay;                 /* the host-edit relay's channel (relay.c), fd -1 when there is none */
+        Journal journal;                /* the change journal (journal.c), fd -1 when there is none */
         /* The notifier (notifier.c): the pipe of Inval records it reads (-1:
          * the view notifies the kernel itself); its answers to fences
          * (notify_fence()), and whether an invalidation went to it since the
@@ -344,9 +366,19 @@ int index_judge_prepare(View *v, Node *dir, IndexJudge *ret);
 void index_judge_done(IndexJudge *j);
 int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_data, size_t *ret_size, char **ret_why);
 
-/* v->relay.c */
+/* relay.c */
 bool relay_path(View *v, Node *dir, const char *name, const struct stat *st, bool exists, char *buf, size_t size);
 void relay_flush(View *v);
+
+/* journal.c: type is fsmonitor-proto.h's 'f' (the path) or 'd' (the directory and all below) */
+void journal_start(View *v, int fd);
+void journal_reset(View *v);
+void journal_name_locked(View *v, Node *dir, const char *name, char type);
+void journal_name(View *v, Node *dir, const char *name, char type);
+void journal_node_locked(View *v, Node *n);
+void journal_node(View *v, Node *n);
+void journal_unwatched_locked(View *v, Node *n);
+void journal_watched_locked(View *v, Node *n);
 
 /* notifier.c */
 void apply_inval(View *v, fuse_ino_t node, const char *name, size_t len, bool listing);

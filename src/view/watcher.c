@@ -17,7 +17,9 @@ void watch_add(View *v, Node *n) {
                                   IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR |
                                   IN_EXCL_UNLINK);
         if (n->wd < 0) {
-                /* Out of watches: its entries are not cached (timeout 0), its host edits not relayed. */
+                /* Out of watches: its entries are not cached (timeout 0), its host edits not relayed
+                 * and, for git's fsmonitor, changed at any time. */
+                journal_unwatched_locked(v, n);
                 if (errno == ENOSPC && !v->told_no_watch) {
                         char rel[VIEW_PATH_MAX];
                         v->told_no_watch = true;
@@ -32,12 +34,16 @@ void watch_add(View *v, Node *n) {
         }
         for (Node *o = v->watches[(unsigned) n->wd % ELEMENTSOF(v->watches)]; o; o = o->wnext)
                 if (o->wd == n->wd) {
-                        /* The same directory as another node: that one keeps the watch. */
+                        /* The same directory as another node: that one keeps the watch,
+                         * and its events name that node's path, not this one's. */
                         n->wd = -1;
+                        journal_unwatched_locked(v, n);
                         return;
                 }
         n->wnext = v->watches[(unsigned) n->wd % ELEMENTSOF(v->watches)];
         v->watches[(unsigned) n->wd % ELEMENTSOF(v->watches)] = n;
+        /* What the host did in it before now was not seen. */
+        journal_watched_locked(v, n);
 }
 
 void watch_forget(View *v, Node *n, bool remove) {
@@ -176,7 +182,24 @@ static EchoVerdict event_verdict(View *v, int wd, fuse_ino_t node, const char *n
         return r;
 }
 
-static void judge(View *v, fuse_ino_t node, int wd, const char *name, size_t len, bool listing, bool relay_it) {
+/* A host change for the journal: name[len] in the directory of watch wd (node id node). */
+static void journal_event(View *v, int wd, fuse_ino_t node, const char *name, size_t len, bool dir_event) {
+        char buf[NAME_MAX + 1];
+        Node *dir;
+
+        if (v->journal.fd < 0 || len == 0 || len > NAME_MAX)
+                return;
+        memcpy(buf, name, len);
+        buf[len] = 0;
+        pthread_mutex_lock(&v->lock);
+        dir = watch_find(v, wd);
+        if (dir && id_of(v, dir) == node)
+                journal_name_locked(v, dir, buf, dir_event ? 'd' : 'f');
+        pthread_mutex_unlock(&v->lock);
+}
+
+static void judge(View *v, fuse_ino_t node, int wd, const char *name, size_t len, bool listing, bool relay_it,
+                  bool dir_event) {
         char rel[WATCH_PATH_MAX + 1];
 
         switch (event_verdict(v, wd, node, name, len, relay_it, rel)) {
@@ -185,7 +208,8 @@ static void judge(View *v, fuse_ino_t node, int wd, const char *name, size_t len
         case BUSY:
                 if (v->n_pending < ELEMENTSOF(v->pending)) {
                         v->pending[v->n_pending] = (PendingInval) { .node = node, .wd = wd, .listing = listing,
-                                                              .relay = relay_it, .len = (uint16_t) len };
+                                                              .relay = relay_it, .dir = dir_event,
+                                                              .len = (uint16_t) len };
                         memcpy(v->pending[v->n_pending].name, name, len);
                         v->n_pending++;
                         return;
@@ -196,6 +220,9 @@ static void judge(View *v, fuse_ino_t node, int wd, const char *name, size_t len
                 /* The kernel's cache first, then the watchers inside (whose relay
                  * gathers for a few ms before it acts): what they read is new. */
                 apply_inval(v, node, name, len, listing);
+                /* For git's fsmonitor: after the kernel's cache, before the
+                 * watchers inside, as an answer may follow what they do. */
+                journal_event(v, wd, node, name, len, dir_event);
                 if (rel[0])
                         (void) watch_out_add(&v->relay, rel);
                 return;
@@ -210,7 +237,7 @@ static void pending_retry(View *v) {
         memcpy(copy, v->pending, n * sizeof(copy[0]));
         v->n_pending = 0;
         for (size_t i = 0; i < n; i++) {
-                bool listing = copy[i].listing, relay_it = copy[i].relay, seen = false;
+                bool listing = copy[i].listing, relay_it = copy[i].relay, dir_event = copy[i].dir, seen = false;
 
                 for (size_t j = 0; j < i && !seen; j++)
                         seen = copy[j].node == copy[i].node && copy[j].len == copy[i].len &&
@@ -222,15 +249,16 @@ static void pending_retry(View *v) {
                             memcmp(copy[j].name, copy[i].name, copy[i].len) == 0) {
                                 listing = listing || copy[j].listing;
                                 relay_it = relay_it || copy[j].relay;
+                                dir_event = dir_event || copy[j].dir;
                         }
-                judge(v, copy[i].node, copy[i].wd, copy[i].name, copy[i].len, listing, relay_it);
+                judge(v, copy[i].node, copy[i].wd, copy[i].name, copy[i].len, listing, relay_it, dir_event);
         }
         relay_flush(v);
 }
 
 static void judge_all(View *v, const PendingInval *b, size_t n) {
         for (size_t j = 0; j < n; j++)
-                judge(v, b[j].node, b[j].wd, b[j].name, b[j].len, b[j].listing, b[j].relay);
+                judge(v, b[j].node, b[j].wd, b[j].name, b[j].len, b[j].listing, b[j].relay, b[j].dir);
         relay_flush(v);
 }
 
@@ -249,6 +277,8 @@ static void watch_batch(View *v, const char *buf, size_t size) {
                 bool listing = ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO), seen = false;
                 /* As lazaret-watch: a directory's own metadata is no news for watchers. */
                 bool relay_it = ev->len > 0 && !(!(ev->mask & ~(IN_ATTRIB | IN_ISDIR)) && (ev->mask & IN_ISDIR));
+                /* A directory came, went or moved: for the journal, all below it too. */
+                bool dir_event = listing && (ev->mask & IN_ISDIR);
                 size_t len = 0;
                 Node *n_dir;
 
@@ -257,13 +287,17 @@ static void watch_batch(View *v, const char *buf, size_t size) {
                         /* Events were lost: whatever the kernel holds may be stale. */
                         fprintf(stderr, "lazaret-view: host change events were lost; "
                                 "entries cached until their timeout may be stale\n");
+                        /* git's fsmonitor: everything changed. */
+                        journal_reset(v);
                         continue;
                 }
                 n_dir = watch_find(v, ev->wd);
                 if (!n_dir)
                         continue;
-                if (ev->mask & IN_IGNORED)
+                if (ev->mask & IN_IGNORED) {
+                        journal_unwatched_locked(v, n_dir);
                         watch_forget(v, n_dir, false);
+                }
                 if (ev->len > 0) {
                         ign_note_change(v, n_dir, ev->name);
                         len = strnlen(ev->name, ev->len);
@@ -274,6 +308,7 @@ static void watch_batch(View *v, const char *buf, size_t size) {
                         if (v->batch[j].wd == ev->wd && v->batch[j].len == len && memcmp(v->batch[j].name, ev->name, len) == 0) {
                                 v->batch[j].listing = v->batch[j].listing || listing;
                                 v->batch[j].relay = v->batch[j].relay || relay_it;
+                                v->batch[j].dir = v->batch[j].dir || dir_event;
                                 seen = true;
                         }
                 if (seen)
@@ -286,7 +321,7 @@ static void watch_batch(View *v, const char *buf, size_t size) {
                         pthread_mutex_lock(&v->lock);
                 }
                 v->batch[n] = (PendingInval) { .node = id_of(v, n_dir), .wd = ev->wd, .listing = listing, .relay = relay_it,
-                                            .len = (uint16_t) len };
+                                            .dir = dir_event, .len = (uint16_t) len };
                 memcpy(v->batch[n].name, ev->name, len);
                 n++;
         }

@@ -125,7 +125,7 @@ out=$(inside "mv node_modules/evil vendor-evil" 2>&1) && lt_fail "mv of a reposi
 expect_inside "mv of both trees (the repository without its index), and the repository added as a gitlink" \
         "rm -rf vendor-evil && rm node_modules/evil/.git/index && mv node_modules/evil vendor-evil &&
          git -C vendor-evil reset -q && mv node_modules/tools vendor-tools && [ -f vendor-tools/.vscode/tasks.json ] &&
-         [ \"\$(git -C vendor-evil config core.fsmonitor)\" = 'touch $pwned' ] && git add vendor-evil"
+         [ \"\$(git -C vendor-evil config --local core.fsmonitor)\" = 'touch $pwned' ] && git add vendor-evil"
 [[ ! -e $LT_WS/vendor-evil/.git/config ]] || lt_fail "the moved repository's config is on the host: $(cat "$LT_WS/vendor-evil/.git/config")"
 [[ ! -e $LT_WS/vendor-tools/.vscode/tasks.json ]] || lt_fail "the moved .vscode/tasks.json is on the host"
 lt_assert_eq "vendor-tools/t on the host" t "$(cat "$LT_WS/vendor-tools/t")"

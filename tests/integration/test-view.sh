@@ -108,8 +108,9 @@ lt_assert_eq "the nested repository's commit on the host" sub "$(git -C "$LT_WS/
 if git -C "$LT_WS/sub" config --get core.fsmonitor >/dev/null; then
         lt_fail "the nested repository's core.fsmonitor reached the host"
 fi
+# --local: the repository's own file (Lazaret's hook, at the level of `git -c`, wins over it: spec 4.6).
 lt_assert_eq "core.fsmonitor inside the nested repository" "touch $(mark nested)" \
-        "$(inside 'git -C sub config --get core.fsmonitor')"
+        "$(inside 'git -C sub config --local --get core.fsmonitor')"
 host_git_everywhere "nested repository"
 lt_log "ok: the nested repository's config lives in Domain state"
 
@@ -209,7 +210,7 @@ systemctl --user stop "lazaret@$LT_DOMAIN.service"
 lt_wait_inactive
 lt_assert_eq "the .envrc written inside, after a restart" "echo envrc" "$(inside 'cat .envrc')"
 lt_assert_eq "the nested repository's config, after a restart" "touch $(mark nested)" \
-        "$(inside 'git -C sub config --get core.fsmonitor')"
+        "$(inside 'git -C sub config --local --get core.fsmonitor')"
 host_git_everywhere "after a restart"
 
 # The view's death fails the Domain with one line, which the session's

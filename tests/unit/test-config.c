@@ -200,6 +200,7 @@ static const BadCase bad_cases[] = {
         { "{\"runtime\": {\"platform\": \"kvm\"}}", "runtime.platform: unknown key (known keys here: runsc)" },
         { "{\"runtime\": \"/usr/bin/runsc\"}", "runtime: expected an object, got a string" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"directfs\": \"yes\"}}}", "profiles.dev.directfs: expected true or false, got a string" },
+        { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"git_fsmonitor\": \"no\"}}}", "profiles.dev.git_fsmonitor: expected true or false, got a string" },
         /* egress allows that can never be reached (issue 18 item 5) */
         { "{\"network\": {\"allow\": [\"127.0.0.1/32\"]}}", "network.allow[0]: \"127.0.0.1/32\" lies in loopback, which the sandbox's network never reaches on the host; no egress can reach it" },
         { "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"allow_egress\": [\"10.0.0.0/8\", \"239.1.2.0/24\"]}}}", "profiles.dev.allow_egress[1]: \"239.1.2.0/24\" lies in multicast" },
@@ -669,6 +670,25 @@ Test(config, directfs_per_profile_default_true) {
         cr_assert_eq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0);
         cr_assert_eq(config_canonical_json(a, &j), 0);
         cr_assert_not_null(strstr(j, "\"slow\":{\"allow_egress\":[],\"command\":null,\"deny_egress\":[],\"directfs\":false,"), "%s", j);
+}
+
+Test(config, git_fsmonitor_per_profile_default_true) {
+        _cleanup_config_ Config *a = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\"}, \"scan\": {\"image\": \"builtin:default\", \"git_fsmonitor\": false}}}");
+        _cleanup_config_ Config *b = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"git_fsmonitor\": true}, \"scan\": {\"image\": \"builtin:default\", \"git_fsmonitor\": false}}}");
+        _cleanup_config_ Config *c = parse_ok("{\"profiles\": {\"dev\": {\"image\": \"builtin:default\"}, \"scan\": {\"image\": \"builtin:default\"}}}");
+        _cleanup_config_ Config *d = parse_ok(NULL);
+        _cleanup_free_ char *j = NULL;
+
+        cr_assert(config_find_profile(a, "dev")->git_fsmonitor);
+        cr_assert_not(config_find_profile(a, "scan")->git_fsmonitor);
+        cr_assert(config_find_profile(d, "default")->git_fsmonitor);
+        /* An explicit default is the same configuration; turning it off is not. */
+        cr_assert_eq(memcmp(a->fingerprint, b->fingerprint, SHA256_DIGEST_LEN), 0);
+        cr_assert_neq(memcmp(a->fingerprint, c->fingerprint, SHA256_DIGEST_LEN), 0);
+        cr_assert_eq(config_canonical_json(a, &j), 0);
+        cr_assert_not_null(strstr(j, "\"env\":{},\"git_fsmonitor\":false,\"image\""), "%s", j);
+        /* On, it is left out: the fingerprints of earlier configurations stay. */
+        cr_assert_null(strstr(strstr(j, "\"dev\":"), "\"git_fsmonitor\":true"), "%s", j);
 }
 
 Test(config, limits_defaults_and_settings) {

@@ -1,0 +1,228 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# test-view-fsmonitor (issue 34 item 2; spec 4.6, "git asks the view"): git
+# inside asks the workspace view what changed. In a real sandbox (the busybox image plus
+# the host's git):
+#   - git in /workspace runs Lazaret's hook (core.fsmonitor), which wins
+#     over a repository's own setting (a nested one's, which the sandbox
+#     wrote in Domain state), and git outside /workspace does not; the
+#     hook answers "everything" for a token it did not give;
+#   - randomized rounds of edits from both sides (create, modify, rename,
+#     delete, mode change, directories, ignored and tracked paths, bursts,
+#     host and sandbox at once): after each, `git status --porcelain`
+#     inside with the fsmonitor equals the reference, taken after it by
+#     `git --no-optional-locks -c core.fsmonitor= status --porcelain`,
+#     which neither asks the hook nor removes the index's fsmonitor
+#     extension; a repository nested in an ignored directory too;
+#   - nothing in the host's git configuration names a program, after the
+#     sandbox tried to set core.fsmonitor in the repository's config;
+#   - a restart of the Domain (a new view) answers "everything changed" to
+#     the last instance's token;
+#   - the profile's git_fsmonitor = false: no hook, no configuration, git
+#     inside scans as before.
+# LT_FSMON_SEED picks the rounds' random choices (printed at the start).
+# shellcheck source=../harness/lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
+
+lt_install
+lt_domain_setup
+lt_use_git_image
+
+seed=${LT_FSMON_SEED:-$((RANDOM * 32768 + RANDOM))}
+RANDOM=$seed
+lt_log "random seed $seed (LT_FSMON_SEED=$seed repeats this run)"
+rounds=${LT_FSMON_ROUNDS:-10}
+
+hgit() { git -C "$LT_WS" -c user.name=host -c user.email=host@example.invalid "$@"; }
+inside() {
+        lt_launch -- /bin/env PATH=/usr/bin:/bin HOME=/root /bin/sh -c "cd /workspace && $1" </dev/null
+}
+igit='git -c user.name=in -c user.email=in@example.invalid'
+
+# --- The host's repository ------------------------------------------------
+printf '*.log\nbuild/\n' >"$LT_WS/.gitignore"
+for d in 0 1 2 3 4 5; do
+        mkdir -p "$LT_WS/d$d/sub"
+        for f in 0 1 2 3 4 5 6 7; do
+                echo "d$d f$f" >"$LT_WS/d$d/f$f.txt"
+        done
+        echo "d$d sub" >"$LT_WS/d$d/sub/s.txt"
+done
+mkdir -p "$LT_WS/build"
+echo ignored >"$LT_WS/build/out.o"
+echo ignored >"$LT_WS/top.log"
+hgit add -A
+hgit commit -q -m base
+
+lt_keeper_start
+
+# --- The configuration: inside /workspace only, Lazaret's wins --------------
+out=$(inside 'git config --get core.fsmonitor; git config --get core.fsmonitorHookVersion') ||
+        lt_fail "git config inside failed: $out"
+lt_assert_eq "core.fsmonitor in /workspace" "/run/lazaret/fsmonitor
+2" "$out"
+out=$(inside 'mkdir -p /tmp/elsewhere && cd /tmp/elsewhere && git init -q && git config --get core.fsmonitor; echo "rc=$?"')
+lt_assert_eq "core.fsmonitor of a repository outside /workspace" "rc=1" "$out"
+lt_log "ok: the hook is git's fsmonitor in /workspace only"
+
+# The hook itself: a token not its own gets "everything" and a token of its own.
+hook_answer() {         # hook_answer TOKEN: "<token>|<first path>" as the hook answers
+        inside "/run/lazaret/fsmonitor 2 '$1' | tr '\\0' '\\n' | head -n 2 | tr '\\n' '|'"
+}
+out=$(hook_answer "") || lt_fail "the hook failed"
+[[ $out == lazaret:*:*:*'|/|' ]] || lt_fail "the hook's answer to git's first token: $out"
+token=${out%%|*}
+out=$(hook_answer "$token") || lt_fail "the hook failed"
+[[ $out == "lazaret:"* && $out != *'|/|' ]] || lt_fail "the hook answered its own token with everything: $out"
+lt_log "ok: the hook answers its own tokens, and everything to others"
+
+# --- Rounds of edits from both sides -----------------------------------------
+# Paths as the host sees them (listing()); the sandbox's edits are made by a script of the same
+# operations. Drawn in this shell, not in subshells, so that the seed repeats a run.
+files=() dirs=()
+listing() {
+        mapfile -t files < <(cd "$LT_WS" && find . -path ./.git -prune -o -type f -print | sed 's|^\./||' | sort)
+        mapfile -t dirs < <(cd "$LT_WS" && find . -path ./.git -prune -o -type d -print | sed 's|^\./||; /^\.$/d' | sort)
+}
+# One operation as shell text in OP (or nothing), run at the workspace's root on either side.
+op() {
+        local f= d= n=$RANDOM
+        if ((${#files[@]} > 0)); then f=${files[RANDOM % ${#files[@]}]}; fi
+        if ((${#dirs[@]} > 0)); then d=${dirs[RANDOM % ${#dirs[@]}]}; fi
+        OP=
+        case $((RANDOM % 12)) in
+        0 | 1) [[ -z $f ]] || OP="echo '$n' >>'$f'" ;;                                   # modify
+        2) OP="echo new >'${d:-.}/n$n.txt'" ;;                                            # create
+        3) [[ -z $f ]] || OP="rm -f '$f'" ;;                                              # delete
+        4) [[ -z $f ]] || OP="mv '$f' '${d:-.}/r$n.txt'" ;;                               # rename
+        5) [[ -z $f ]] || OP="chmod $((RANDOM % 2 ? 755 : 644)) '$f'" ;;                  # mode
+        6) OP="mkdir -p 'm$n/x' && for i in 1 2 3 4 5; do echo \$i >'m$n/x/'\$i.txt; done" ;; # a new tree
+        7) [[ -z $d || $d == build ]] || OP="rm -rf '$d'" ;;                              # a tree gone
+        8) [[ -z $d || $d == build ]] || OP="mv '$d' 'moved$n'" ;;                        # a tree moved
+        9) OP="echo '$n' >>top.log; mkdir -p build/b$n && echo '$n' >build/b$n/o.o" ;;    # ignored
+        10) OP="for i in \$(seq 1 20); do echo \$i >>'burst$((n % 3)).txt'; done" ;;    # a burst
+        11) [[ -z $f ]] || OP="printf 'same-size\\n' >'$f.tmp' && mv '$f.tmp' '$f'" ;;  # replaced
+        esac
+        return 0
+}
+ops() {         # ops N: N operations in OPS, one per line, each tolerant of what the other side did meanwhile
+        OPS=
+        listing
+        for ((i = 0; i < $1; i++)); do
+                op
+                if [[ -n $OP ]]; then OPS+="{ $OP; } 2>/dev/null || true"$'\n'; fi
+        done
+}
+compare() {     # compare WHAT [DIR]: git status with the fsmonitor first, then the reference
+        local dir=${2:-.} got want
+        got=$(inside "cd '$dir' && git status --porcelain --untracked-files=all | sort") ||
+                lt_fail "$1: git status inside failed: $got"
+        want=$(inside "cd '$dir' && git --no-optional-locks -c core.fsmonitor= status --porcelain --untracked-files=all | sort") ||
+                lt_fail "$1: the reference git status inside failed: $want"
+        if [[ $got != "$want" ]]; then
+                diff <(echo "$want") <(echo "$got") >&2 || true
+                lt_fail "$1: git status with the fsmonitor differs from the reference (above: - reference, + fsmonitor; seed $seed)"
+        fi
+}
+# Twice warm: git's first status records a token of its own, the second ours.
+compare "warm-up"
+compare "warm-up again"
+out=$(inside 'git ls-files -f | cut -c1 | sort | uniq -c | tr -s " " | tr "\n" ","')
+[[ $out == *" h,"* ]] || lt_fail "no index entry is marked valid by the fsmonitor after two statuses: $out"
+lt_log "ok: entries are marked valid by the fsmonitor ($out)"
+
+for ((round = 1; round <= rounds; round++)); do
+        ops $((RANDOM % 6 + 1))
+        host_ops=$OPS
+        ops $((RANDOM % 6 + 1))
+        inside_ops=$OPS
+        case $((round % 3)) in
+        0)      # the host, then the sandbox
+                (cd "$LT_WS" && eval "$host_ops")
+                inside "$inside_ops" >/dev/null 2>&1 || true ;;
+        1)      # the sandbox, then the host
+                inside "$inside_ops" >/dev/null 2>&1 || true
+                (cd "$LT_WS" && eval "$host_ops") ;;
+        2)      # both at once
+                inside "$inside_ops" >/dev/null 2>&1 &
+                (cd "$LT_WS" && eval "$host_ops")
+                wait $! || true ;;
+        esac
+        # Now and then some of it is staged or committed inside.
+        if ((RANDOM % 3 == 0)); then
+                inside "$igit add -A d0 d1 2>/dev/null; $igit commit -q -m r$round >/dev/null 2>&1; true" >/dev/null
+        fi
+        # A host change is in the journal once the view's watcher read it (a few ms).
+        sleep 0.2
+        compare "round $round"
+done
+lt_log "ok: $rounds rounds of edits from both sides: git status with the fsmonitor equals the reference"
+
+# A repository in an ignored directory (Domain state): its worktree's paths are answered relative to it.
+inside "mkdir -p build/nested && cd build/nested && git init -q && echo a >a && echo b >b && $igit add a b &&
+        $igit commit -q -m n && git status --porcelain >/dev/null && git status --porcelain >/dev/null" >/dev/null ||
+        lt_fail "a repository in an ignored directory failed"
+inside "cd build/nested && echo more >>a && rm b && echo c >c" >/dev/null
+compare "a repository in an ignored directory" build/nested
+lt_log "ok: a repository in an ignored directory"
+
+# A nested repository whose own configuration the sandbox wrote (its .git/config is a protected
+# name: Domain state, never the host's): Lazaret's hook wins, and the host never sees the setting.
+inside "git init -q inner && cd inner && $igit config core.fsmonitor /tmp/not-lazaret && echo x >x &&
+        $igit add x && $igit commit -q -m x" >/dev/null 2>&1 || lt_fail "a nested repository inside failed"
+out=$(inside 'cd inner && git config --get-all core.fsmonitor | tail -n 1') || lt_fail "git config in inner failed"
+lt_assert_eq "core.fsmonitor over the repository's own" "/run/lazaret/fsmonitor" "$out"
+inside "cd inner && echo y >>x && echo z >z" >/dev/null
+compare "a nested repository with its own core.fsmonitor" inner
+[[ ! -e $LT_WS/inner/.git/config ]] || ! grep -qi fsmonitor "$LT_WS/inner/.git/config" ||
+        lt_fail "the sandbox's core.fsmonitor reached the host: $(cat "$LT_WS/inner/.git/config")"
+lt_log "ok: Lazaret's hook wins over a repository's own core.fsmonitor, which stays in the Domain"
+
+# --- The host's configuration names no program -------------------------------
+hcfg=$(hgit config --show-origin --list 2>/dev/null | grep -iE 'fsmonitor|lazaret|^[^	]*	include' || true)
+[[ -z $hcfg ]] || lt_fail "the host's git configuration of the workspace names: $hcfg"
+grep -qi fsmonitor "$LT_WS/.git/config" && lt_fail "the host's .git/config names an fsmonitor: $(cat "$LT_WS/.git/config")"
+for scope in --global --system; do
+        hcfg=$(git config "$scope" --list 2>/dev/null | grep -iE 'fsmonitor|lazaret' || true)
+        [[ -z $hcfg ]] || lt_fail "the host's $scope git configuration names: $hcfg"
+done
+# The host's git with the index the sandbox wrote (our token in its fsmonitor extension) runs nothing.
+trace=$(GIT_TRACE=1 hgit status --porcelain 2>&1 >/dev/null | grep -E 'run_command|exec' || true)
+[[ -z $trace ]] || lt_fail "the host's git status ran a program: $trace"
+lt_log "ok: nothing in the host's git configuration names a program; the host's git status runs none"
+
+# --- A restart: the last instance's tokens get "everything" --------------------
+out=$(hook_answer "") || lt_fail "the hook failed"
+token=${out%%|*}
+kill "$LT_KEEPER" 2>/dev/null || true
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || lt_fail "lazaretctl stop failed"
+lt_wait_inactive
+echo "while stopped" >>"$LT_WS/top.log"
+echo "while stopped" >"$LT_WS/stopped.txt"
+lt_keeper_start
+out=$(hook_answer "$token") || lt_fail "the hook failed after the restart"
+[[ $out == *'|/|' && ${out%%|*} != "$token" ]] || lt_fail "the hook answered the last instance's token with: $out"
+compare "after a restart"
+compare "after a restart, again"
+lt_log "ok: after a restart the last instance's token gets everything, and git status stays right"
+
+# --- The off switch ---------------------------------------------------------
+kill "$LT_KEEPER" 2>/dev/null || true
+lazaretctl --workspace "$LT_WS" stop >/dev/null 2>&1 || lt_fail "lazaretctl stop failed"
+lt_wait_inactive
+printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s", "git_fsmonitor": false } } }\n' \
+        "$LT_GIT_IMAGE" >"$LT_CONFIG"
+lt_keeper_start
+out=$(inside 'git config --get core.fsmonitor; echo "rc=$?"; for f in /run/lazaret/fsmonitor /run/lazaret/fsmonitor.gitconfig; do
+        if [ -e $f ] || [ -L $f ]; then echo "present: $f"; fi; done')
+lt_assert_eq "core.fsmonitor with git_fsmonitor false" "rc=1" "$out"
+f=off.txt
+echo "on" >"$LT_WS/$f"
+hgit add "$f"
+hgit commit -q -m "$f"
+inside 'git status --porcelain >/dev/null' || lt_fail "git status with git_fsmonitor false failed"
+echo "off" >>"$LT_WS/$f"
+out=$(inside 'git status --porcelain --untracked-files=no') || lt_fail "git status with git_fsmonitor false failed"
+[[ $out == *"$f"* ]] || lt_fail "git status with git_fsmonitor false missed a host edit of $f: $out"
+lt_log "ok: git_fsmonitor false: no hook, git inside scans"
