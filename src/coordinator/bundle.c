@@ -499,8 +499,8 @@ static int spec_write(const BundleParams *p, const MountPlan *plan, bool view, c
                             *plan_path = NULL;
         _cleanup_strv_free_ char **mount_strings = NULL;
         _cleanup_free_ OciMount *mounts = NULL;
-        char port[16];
-        size_t n = 0;
+        char port[16], *args[12];
+        size_t n = 0, n_args = 0;
         int r;
 
         stage = path_join(p->bundle_dir, MOUNT_PLAN_STAGE_DIR);
@@ -519,6 +519,23 @@ static int spec_write(const BundleParams *p, const MountPlan *plan, bool view, c
                 return -ENOMEM;
 
         snprintf(port, sizeof(port), "%u", p->canary_port);
+        /* The init's first act is the network attestation's probe: the address canaries, and with
+         * host rules the name canaries too (the resolver, the two names, the unbound address). */
+        args[n_args++] = (char *) SANDBOX_CONTROL_MOUNT "/init";
+        args[n_args++] = (char *) "--attest";
+        args[n_args++] = (char *) NET_CANARY_ALLOWED_STR;
+        args[n_args++] = (char *) p->probe_denied;
+        args[n_args++] = port;
+        if (d->profile->allow_hosts && d->profile->allow_hosts[0]) {
+                args[n_args++] = (char *) NET_DNS_STR;
+                args[n_args++] = (char *) NET_CANARY_NAME_ALLOWED;
+                args[n_args++] = (char *) NET_CANARY_NAME_DENIED;
+                args[n_args++] = (char *) NET_EGRESS_UNBOUND_STR;
+        }
+        /* The view is the host-edit relay's source (spec 4.6). */
+        if (view)
+                args[n_args++] = (char *) "--judged-relay";
+        args[n_args] = NULL;
 
         /* Writable, but only through runsc's root overlay, whose upper layer
          * lives in a Domain-owned directory (--overlay2=root:dir=): the
@@ -527,11 +544,7 @@ static int spec_write(const BundleParams *p, const MountPlan *plan, bool view, c
                 .rootfs = staged_root,
                 .rootfs_readonly = false,
                 .hostname = d->profile->name,
-                /* The init's first act is the network attestation's probe. */
-                .args = (char *[]) { (char *) SANDBOX_CONTROL_MOUNT "/init", (char *) "--attest",
-                                     (char *) NET_CANARY_ALLOWED_STR, (char *) p->probe_denied, port,
-                                     /* The view is the host-edit relay's source (spec 4.6). */
-                                     view ? (char *) "--judged-relay" : NULL, NULL },
+                .args = args,
                 .env = p->env,
                 .cwd = "/",
                 .mounts = mounts,

@@ -92,6 +92,9 @@ struct Manager {
         Sandbox *sandbox;
         Escalations *escalations;       /* NULL unless escalation is enabled and the sandbox runs */
         Notifier *notifier;             /* desktop notifications of pending requests; with escalations */
+        /* Ended sessions whose mailbox names the sandbox must still forget, sent in one batch. */
+        char **forget_pending;
+        sd_event_source *forget_timer;
 
         Session *sessions;
         unsigned n_sessions;

@@ -68,12 +68,17 @@ typedef enum SandboxState {
  *                     Linux's read-back (gVisor does not import them);
  *   denied-elsewhere  the probe's "denied" connection goes to the helper's
  *                     gateway instead of the denied canary, so it never
- *                     reaches the deny link (the witness must refuse).
+ *                     reaches the deny link (the witness must refuse);
+ *   no-name-canary    with host rules, the supervisor starts lazaret-egress
+ *                     without the name canary's socket, so the helper
+ *                     refuses the allowed name canary as any name no rule
+ *                     allows (the probe's report must refuse).
  */
 typedef enum NetworkFault {
         NETWORK_FAULT_NONE,
         NETWORK_FAULT_DENY_ON_LO,
         NETWORK_FAULT_DENIED_ELSEWHERE,
+        NETWORK_FAULT_NO_NAME_CANARY,
 } NetworkFault;
 #endif
 
@@ -572,10 +577,18 @@ static int network_fault(void) {
                 return NETWORK_FAULT_DENY_ON_LO;
         if (streq(f, "denied-elsewhere"))
                 return NETWORK_FAULT_DENIED_ELSEWHERE;
+        if (streq(f, "no-name-canary"))
+                return NETWORK_FAULT_NO_NAME_CANARY;
         return -EINVAL;
 }
 
-#define NETWORK_FAULT_INVALID "LAZARET_TEST_NETWORK_FAULT is set to something other than deny-on-lo or denied-elsewhere"
+static const char *const network_fault_names[] = {
+        [NETWORK_FAULT_DENY_ON_LO] = "deny-on-lo",
+        [NETWORK_FAULT_DENIED_ELSEWHERE] = "denied-elsewhere",
+        [NETWORK_FAULT_NO_NAME_CANARY] = "no-name-canary",
+};
+
+#define NETWORK_FAULT_INVALID "LAZARET_TEST_NETWORK_FAULT is set to something other than deny-on-lo, denied-elsewhere or no-name-canary"
 #endif
 
 static uint64_t realtime_usec(void) {
@@ -695,8 +708,7 @@ static void step_bundle(Sandbox *sb) {
         }
         sb->network_fault = fault;
         if (fault != NETWORK_FAULT_NONE)
-                log_warning("Test fault %s in effect: the network attestation must fail",
-                            fault == NETWORK_FAULT_DENY_ON_LO ? "deny-on-lo" : "denied-elsewhere");
+                log_warning("Test fault %s in effect: the network attestation must fail", network_fault_names[fault]);
         if (fault == NETWORK_FAULT_DENIED_ELSEWHERE)
                 probe_denied = NET_GATEWAY_STR;
 #endif
@@ -1051,18 +1063,17 @@ static int supervisor_argv(Sandbox *sb, char ***ret) {
             strv_extend(&argv, port) < 0 ||
             strv_extend(&argv, "--view") < 0 || strv_extend(&argv, TEST_HOOK_PATH("LAZARET_VIEW", view)) < 0)
                 return -ENOMEM;
-        /* Host rules: lazaret-egress in slirp4netns' place (spec 4.5, "Egress by name"). */
+        /* Host rules: lazaret-egress in slirp4netns' place (spec 4.5, "Egress by name"). The rules
+         * themselves travel in the policy, whose digest the supervisor attests. */
         if (sb->domain->profile->allow_hosts && sb->domain->profile->allow_hosts[0]) {
                 _cleanup_free_ char *egress = path_join(LIBEXECDIR, "lazaret-egress");
 
                 if (!egress || strv_extend(&argv, "--egress") < 0 || strv_extend(&argv, egress) < 0)
                         return -ENOMEM;
-                for (char **h = sb->domain->profile->allow_hosts; *h; h++)
-                        if (strv_extend(&argv, "--allow-host") < 0 || strv_extend(&argv, *h) < 0)
-                                return -ENOMEM;
         }
 #if ENABLE_TEST_HOOKS
-        if (sb->network_fault == NETWORK_FAULT_DENY_ON_LO && strv_extend(&argv, "--test-fault=deny-on-lo") < 0)
+        if ((sb->network_fault == NETWORK_FAULT_DENY_ON_LO || sb->network_fault == NETWORK_FAULT_NO_NAME_CANARY) &&
+            strv_extendf(&argv, "--test-fault=%s", network_fault_names[sb->network_fault]) < 0)
                 return -ENOMEM;
 #endif
         *ret = TAKE_PTR(argv);

@@ -9,7 +9,8 @@
  *   - UDP to 10.137.54.3:53 is answered here (A for allowed names with a
  *     synthetic address of the pool, bound to the name asked; NXDOMAIN for
  *     names no rule allows; the other answers as the spec says), after this
- *     helper asked the host's resolver itself; every other UDP datagram is
+ *     helper asked the host's resolver itself (again over TCP when its
+ *     answer comes truncated); every other UDP datagram is
  *     refused with an ICMP port unreachable;
  *   - a new TCP connection passes only to a synthetic address and a port
  *     the name bound to it is allowed on (a libslirp Unix forward to this
@@ -24,6 +25,16 @@
  * ClientHello, must name the bound name too. Only then does the helper
  * connect to an address it resolved itself for that name, under the
  * address floor (the default private ranges and the profile's denies).
+ *
+ * The network attestation's name canaries (net-policy.h): with
+ * --canary-socket, NET_CANARY_NAME_ALLOWED is allowed on its port, held
+ * apart from the rules (which refuse .invalid), and its connections, once
+ * checked as any other, are carried to the canary responder's Unix socket,
+ * never to an address. Every name under .invalid is answered here and never
+ * asked upstream (RFC 6761), and the pool's last address is never handed
+ * out, so that a direct connection to it is one no name resolved to; on
+ * the canary's port it is a forward to a listener of ours behind the
+ * filter, so that a hole ends established here, never dialled outside.
  *
  * Published ports are libslirp host forwards on 127.0.0.1, asked for on
  * --api-socket with slirp4netns 1.2's protocol (add_hostfwd,
@@ -82,9 +93,9 @@
 #define EGRESS_VNETMASK NET_IP4(255, 255, 128, 0)
 #define EGRESS_SLIRP_DNS NET_IP4(10, 137, 54, 4)
 #define EGRESS_DHCP_START NET_IP4(10, 137, 54, 15)
-/* The synthetic pool, 10.137.64.0/18, its first and last usable address. */
+/* The synthetic pool, 10.137.64.0/18, its first and last address handed out (NET_EGRESS_UNBOUND, .254, never is). */
 #define POOL_FIRST NET_IP4(10, 137, 64, 1)
-#define POOL_LAST NET_IP4(10, 137, 127, 254)
+#define POOL_LAST NET_IP4(10, 137, 127, 253)
 #define POOL_PREFIX NET_IP4(10, 137, 64, 0)
 #define POOL_MASK NET_IP4(255, 255, 192, 0)
 #define SYNTH_TTL 60u
@@ -99,6 +110,8 @@
 #define PENDING_WAITERS 16
 #define UPSTREAM_RETRY_MS 1000u
 #define UPSTREAM_TIMEOUT_MS 4000u
+/* A DNS message over TCP: two length bytes and at most 65535 (RFC 1035 4.2.2). */
+#define UPSTREAM_TCP_BUF (2u + 65535u)
 #define TIMERS_MAX 32
 #define API_REQUEST_MAX 4096u
 #define HOSTFWD_MAX 64
@@ -109,6 +122,7 @@ static const char *arg_tap;
 static const char *arg_run_dir;
 static const char *arg_api_socket;
 static const char *arg_resolver;
+static const char *arg_canary_socket;
 static int arg_ready_fd = -1;
 static int arg_exit_fd = -1;
 
@@ -121,6 +135,7 @@ typedef struct Name {
         uint32_t real[NAME_ADDRS_MAX];          /* resolved by us, under the floor */
         size_t n_real, next_real;
         uint64_t expires;                       /* of real[], monotonic ms */
+        bool canary;                            /* NET_CANARY_NAME_ALLOWED: dialled at arg_canary_socket */
 } Name;
 
 typedef enum ConnKind {
@@ -179,6 +194,12 @@ typedef struct Pending {
         uint64_t sent, deadline;
         Waiter w[PENDING_WAITERS];
         size_t n;
+        /* The question again over TCP, after a truncated answer (RFC 7766): tcp_buf holds the
+         * length-prefixed question until sent, then the answer as it arrives. */
+        bool tcp, tcp_sent;
+        int tcp_fd;
+        uint8_t *tcp_buf;
+        size_t tcp_len, tcp_off;
 } Pending;
 
 typedef struct Timer {
@@ -192,8 +213,10 @@ typedef enum TagKind {
         TAG_TAP,
         TAG_EXIT,
         TAG_UPSTREAM,
+        TAG_UPSTREAM_TCP,
         TAG_API,
         TAG_DNS_LISTEN,
+        TAG_UNBOUND,
         TAG_LISTEN,
         TAG_CONN_IN,
         TAG_CONN_OUT,
@@ -220,6 +243,7 @@ typedef struct FloorRule {
 typedef struct Egress {
         Slirp *slirp;
         int tap_fd, upstream_fd, api_fd, dns_listen_fd;
+        int unbound_fd;         /* with --canary-socket: behind the filter, NET_EGRESS_UNBOUND's port (below) */
         HostRuleList rules;
         FloorRule *floor;
         size_t n_floor;
@@ -404,6 +428,10 @@ static int name_bind(Egress *e, const char *name, size_t *ret, char **ret_error)
         n = &e->names[e->n_names];
         *n = (Name) { .synth = e->next_synth };
         snprintf(n->name, sizeof(n->name), "%s", name);
+        if (arg_canary_socket && strcmp(name, NET_CANARY_NAME_ALLOWED) == 0) {
+                n->canary = true;
+                ports_add(n, NET_CANARY_NAME_PORT);
+        }
         for (size_t k = 0; k < e->rules.n; k++) {
                 const HostRule *rule = &e->rules.items[k];
                 static const uint16_t defaults[] = HOST_RULE_DEFAULT_PORTS;
@@ -427,6 +455,12 @@ static int name_bind(Egress *e, const char *name, size_t *ret, char **ret_error)
         e->next_synth++;
         *ret = e->n_names++;
         return 0;
+}
+
+/* Whether a rule allows name, or it is the allowed name canary while there is a canary socket. */
+static bool name_allowed(const Egress *e, const char *name) {
+        return host_rules_match(&e->rules, name) ||
+                (arg_canary_socket && strcmp(name, NET_CANARY_NAME_ALLOWED) == 0);
 }
 
 static bool name_allows_port(const Name *n, uint16_t port) {
@@ -628,11 +662,24 @@ static void dns_query(Egress *e, const uint8_t *msg, size_t len, Waiter *w) {
                 answer_rcode(e, w, DNS_RCODE_REFUSED);
                 return;
         }
-        if (!host_rules_match(&e->rules, w->q.qname)) {
+        if (!name_allowed(e, w->q.qname)) {
                 char shown[EGRESS_SHOW_MAX];
                 log_refusal(e, "denied name \"%s\": no host rule allows it (NXDOMAIN)",
                             egress_show(w->q.qname, strlen(w->q.qname), shown));
                 answer_rcode(e, w, DNS_RCODE_NXDOMAIN);
+                return;
+        }
+        /* The allowed name canary: bound here, never asked upstream (no other .invalid name is allowed). */
+        if (host_name_is_invalid(w->q.qname)) {
+                size_t idx;
+
+                if (w->q.qtype != DNS_TYPE_A)
+                        answer_rcode(e, w, DNS_RCODE_NOERROR);
+                else if (name_bind(e, w->q.qname, &idx, &err) < 0) {
+                        fprintf(stderr, "lazaret-egress: cannot bind %s: %s\n", w->q.qname, strna(err));
+                        answer_rcode(e, w, DNS_RCODE_SERVFAIL);
+                } else
+                        answer_synth(e, w, e->names[idx].synth);
                 return;
         }
         switch (w->q.qtype) {
@@ -657,6 +704,60 @@ static void dns_query(Egress *e, const uint8_t *msg, size_t len, Waiter *w) {
                 answer_rcode(e, w, DNS_RCODE_SERVFAIL);
 }
 
+/* The TCP question of p, if any, closed. */
+static void upstream_tcp_close(Pending *p) {
+        if (!p->tcp)
+                return;
+        safe_close(p->tcp_fd);
+        p->tcp_buf = mfree(p->tcp_buf);
+        p->tcp = p->tcp_sent = false;
+}
+
+/* p answered or given up: its slot free again. */
+static void pending_release(Pending *p) {
+        upstream_tcp_close(p);
+        p->used = false;
+}
+
+/*
+ * The resolver truncated its answer: the same question over TCP to the same
+ * resolver (the UDP socket's peer), with a fresh deadline. The loop sends it
+ * once the connection is made and reads the answer (upstream_tcp_event()).
+ */
+static int upstream_tcp_start(Egress *e, Pending *p) {
+        struct sockaddr_in sa;
+        socklen_t sl = sizeof(sa);
+        size_t len;
+        int r;
+
+        upstream_tcp_close(p);
+        if (getpeername(e->upstream_fd, (struct sockaddr *) &sa, &sl) < 0)
+                return -errno;
+        p->tcp_buf = malloc(UPSTREAM_TCP_BUF);
+        if (!p->tcp_buf)
+                return -ENOMEM;
+        r = dns_query_build(p->id, p->asked, p->qtype, p->tcp_buf + 2, UPSTREAM_TCP_BUF - 2, &len);
+        if (r < 0) {
+                p->tcp_buf = mfree(p->tcp_buf);
+                return r;
+        }
+        put_be16(p->tcp_buf, (uint16_t) len);
+        p->tcp_len = 2 + len;
+        p->tcp_off = 0;
+        p->tcp_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (p->tcp_fd < 0 || (connect(p->tcp_fd, (struct sockaddr *) &sa, sl) < 0 && errno != EINPROGRESS)) {
+                r = -errno;
+                safe_close(p->tcp_fd);
+                p->tcp_buf = mfree(p->tcp_buf);
+                return r;
+        }
+        p->tcp = true;
+        p->tcp_sent = false;
+        p->sent = now_msec();
+        p->deadline = p->sent + UPSTREAM_TIMEOUT_MS;
+        return 0;
+}
+
 static void pending_fail(Egress *e, Pending *p, uint8_t rcode) {
         for (size_t i = 0; i < p->n; i++) {
                 Waiter *w = &p->w[i];
@@ -670,7 +771,7 @@ static void pending_fail(Egress *e, Pending *p, uint8_t rcode) {
                 } else
                         answer_rcode(e, w, rcode);
         }
-        p->used = false;
+        pending_release(p);
 }
 
 /* An A answer: the real addresses bound to p->bound, the waiters answered with its synthetic address. */
@@ -712,7 +813,7 @@ static void pending_done_a(Egress *e, Pending *p, const DnsAnswer *a) {
                 } else
                         answer_synth(e, w, n->synth);
         }
-        p->used = false;
+        pending_release(p);
 }
 
 /* An HTTPS/SVCB answer: its records flattened onto the name asked, ech and the address hints removed. */
@@ -739,18 +840,67 @@ static void pending_done_svcb(Egress *e, Pending *p, const DnsAnswer *a) {
                                      &len) >= 0)
                         deliver(e, &p->w[i], buf, len);
         }
-        p->used = false;
+        pending_release(p);
+}
+
+/*
+ * The resolver's answer to p, over UDP or (over_tcp) TCP: bound, passed on,
+ * or asked again (a CNAME chain's end; over TCP when truncated).
+ */
+static void upstream_answer(Egress *e, Pending *p, const uint8_t *buf, size_t len, bool over_tcp) {
+        _cleanup_free_ char *err = NULL;
+        DnsAnswer a;
+        int r;
+
+        r = dns_answer_parse(buf, len, p->id, p->asked, p->qtype, &a, &err);
+        if (r == -EBADMSG && err && strstr(err, "question") && !over_tcp)
+                return;         /* not the answer to this question: keep waiting */
+        if (r == -EMSGSIZE && !over_tcp) {
+                r = upstream_tcp_start(e, p);
+                if (r < 0) {
+                        fprintf(stderr, "lazaret-egress: cannot ask the resolver over TCP for %s: %s\n", p->bound,
+                                strerror(-r));
+                        pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                }
+                return;
+        }
+        if (r < 0) {
+                /* A loop, a malformed answer, a truncated one over TCP. */
+                fprintf(stderr, "lazaret-egress: the resolver's answer for %s: %s\n", p->bound, err ?: strerror(-r));
+                pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                return;
+        }
+        if (a.rcode != DNS_RCODE_NOERROR) {
+                pending_fail(e, p, a.rcode == DNS_RCODE_NXDOMAIN ? DNS_RCODE_NXDOMAIN : DNS_RCODE_SERVFAIL);
+                return;
+        }
+        /* A chain that ends without records in this answer: ask for its end, bound to the same name. */
+        if (a.n_records == 0 && a.n_cnames > 0 && strcmp(a.end_name, p->asked) != 0) {
+                p->links += a.n_cnames;
+                if (p->links > DNS_CNAME_MAX) {
+                        pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                        return;
+                }
+                upstream_tcp_close(p);
+                snprintf(p->asked, sizeof(p->asked), "%s", a.end_name);
+                p->id = new_id(e);
+                p->deadline = now_msec() + UPSTREAM_TIMEOUT_MS;
+                if (upstream_send(e, p) < 0)
+                        pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                return;
+        }
+        if (p->qtype == DNS_TYPE_A)
+                pending_done_a(e, p, &a);
+        else
+                pending_done_svcb(e, p, &a);
 }
 
 static void upstream_read(Egress *e) {
         uint8_t buf[4096];
 
         for (;;) {
-                _cleanup_free_ char *err = NULL;
                 ssize_t k = recv(e->upstream_fd, buf, sizeof(buf), MSG_DONTWAIT);
                 Pending *p = NULL;
-                DnsAnswer a;
-                int r;
 
                 if (k < 0)
                         return;
@@ -759,41 +909,56 @@ static void upstream_read(Egress *e) {
                 for (size_t i = 0; i < PENDING_MAX && !p; i++)
                         if (e->pending[i].used && e->pending[i].id == get_be16(buf))
                                 p = &e->pending[i];
-                if (!p)
+                /* Once over TCP, a late UDP answer (the truncated one, repeated) is not read. */
+                if (!p || p->tcp)
                         continue;
-                r = dns_answer_parse(buf, (size_t) k, p->id, p->asked, p->qtype, &a, &err);
-                if (r == -EBADMSG && err && strstr(err, "question"))
-                        continue;       /* not the answer to this question: keep waiting */
-                if (r < 0) {
-                        /* Truncated (a TCP retry upstream is not built yet), a loop, a malformed answer. */
-                        fprintf(stderr, "lazaret-egress: the resolver's answer for %s: %s\n", p->bound,
-                                err ?: strerror(-r));
-                        pending_fail(e, p, DNS_RCODE_SERVFAIL);
-                        continue;
-                }
-                if (a.rcode != DNS_RCODE_NOERROR) {
-                        pending_fail(e, p, a.rcode == DNS_RCODE_NXDOMAIN ? DNS_RCODE_NXDOMAIN : DNS_RCODE_SERVFAIL);
-                        continue;
-                }
-                /* A chain that ends without records in this answer: ask for its end, bound to the same name. */
-                if (a.n_records == 0 && a.n_cnames > 0 && strcmp(a.end_name, p->asked) != 0) {
-                        p->links += a.n_cnames;
-                        if (p->links > DNS_CNAME_MAX) {
-                                pending_fail(e, p, DNS_RCODE_SERVFAIL);
-                                continue;
-                        }
-                        snprintf(p->asked, sizeof(p->asked), "%s", a.end_name);
-                        p->id = new_id(e);
-                        p->deadline = now_msec() + UPSTREAM_TIMEOUT_MS;
-                        if (upstream_send(e, p) < 0)
-                                pending_fail(e, p, DNS_RCODE_SERVFAIL);
-                        continue;
-                }
-                if (p->qtype == DNS_TYPE_A)
-                        pending_done_a(e, p, &a);
-                else
-                        pending_done_svcb(e, p, &a);
+                upstream_answer(e, p, buf, (size_t) k, false);
         }
+}
+
+/* The TCP question of pending slot i: sent once connected, then its answer read whole. */
+static void upstream_tcp_event(Egress *e, size_t i, int fd, short revents) {
+        Pending *p = &e->pending[i];
+        uint8_t *answer;
+        size_t len;
+        ssize_t k;
+
+        if (!p->used || !p->tcp || p->tcp_fd != fd)
+                return;
+        if (!p->tcp_sent) {
+                k = send(p->tcp_fd, p->tcp_buf + p->tcp_off, p->tcp_len - p->tcp_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (k < 0 && (errno == EAGAIN || errno == EINTR))
+                        return;
+                if (k < 0) {
+                        fprintf(stderr, "lazaret-egress: the resolver over TCP, for %s: %m\n", p->bound);
+                        pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                        return;
+                }
+                p->tcp_off += (size_t) k;
+                if (p->tcp_off == p->tcp_len) {
+                        p->tcp_sent = true;
+                        p->tcp_len = 0;
+                }
+                return;
+        }
+        k = recv(p->tcp_fd, p->tcp_buf + p->tcp_len, UPSTREAM_TCP_BUF - p->tcp_len, MSG_DONTWAIT);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (k <= 0) {
+                fprintf(stderr, "lazaret-egress: the resolver over TCP, for %s: %s\n", p->bound,
+                        k == 0 ? "closed before the whole answer" : strerror(errno));
+                pending_fail(e, p, DNS_RCODE_SERVFAIL);
+                return;
+        }
+        p->tcp_len += (size_t) k;
+        if (p->tcp_len < 2 || p->tcp_len < 2 + (size_t) get_be16(p->tcp_buf))
+                return;
+        /* The answer is read with the connection closed: its records point into the buffer we keep. */
+        len = get_be16(p->tcp_buf);
+        answer = TAKE_PTR(p->tcp_buf);
+        upstream_tcp_close(p);
+        upstream_answer(e, p, answer + 2, len, true);
+        free(answer);
 }
 
 static void pendings_tick(Egress *e) {
@@ -805,7 +970,7 @@ static void pendings_tick(Egress *e) {
                         continue;
                 if (now >= p->deadline)
                         pending_fail(e, p, DNS_RCODE_SERVFAIL);
-                else if (now - p->sent >= UPSTREAM_RETRY_MS)
+                else if (!p->tcp && now - p->sent >= UPSTREAM_RETRY_MS)
                         (void) upstream_send(e, p);
         }
 }
@@ -948,7 +1113,7 @@ static void conn_resolve(Egress *e, size_t i) {
         Name *n = &e->names[c->name];
         Waiter w = { .kind = WAIT_DIAL, .conn = i, .gen = c->gen };
 
-        if (n->n_real > 0 && now_msec() < n->expires) {
+        if (n->canary || (n->n_real > 0 && now_msec() < n->expires)) {
                 conn_dial(e, i);
                 return;
         }
@@ -960,6 +1125,22 @@ static void conn_resolve(Egress *e, size_t i) {
         }
 }
 
+/* The name canary's connection: to the responder's Unix socket, the one destination that is no address. */
+static void conn_dial_canary(Egress *e, size_t i) {
+        Conn *c = e->conns[i];
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", arg_canary_socket);
+        c->out_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (c->out_fd < 0 || connect(c->out_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                log_refusal(e, "connection to %s:%u (the canary responder) failed: %m", e->names[c->name].name, c->port);
+                conn_free(e, i);
+                return;
+        }
+        c->state = CONN_DIAL;
+        c->deadline = now_msec() + DIAL_TIMEOUT_MS;
+}
+
 static void conn_dial(Egress *e, size_t i) {
         Conn *c = e->conns[i];
         Name *n = &e->names[c->name];
@@ -967,6 +1148,10 @@ static void conn_dial(Egress *e, size_t i) {
         char a[IPV4_STRING_MAX];
         uint32_t addr;
 
+        if (n->canary) {
+                conn_dial_canary(e, i);
+                return;
+        }
         addr = n->real[n->next_real++ % n->n_real];
         sa.sin_addr.s_addr = htonl(addr);
         c->out_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -1408,6 +1593,24 @@ static void timers_run(Egress *e) {
         }
 }
 
+/*
+ * A connection that reached NET_EGRESS_UNBOUND's canary port: the frame
+ * filter let a SYN to an address no name resolved to through. Accepted and
+ * closed: the probe then sees its direct connection established, and the
+ * attestation fails.
+ */
+static void unbound_accept(Egress *e) {
+        for (;;) {
+                int c = accept4(e->unbound_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+                if (c < 0)
+                        return;
+                fprintf(stderr, "lazaret-egress: a connection to %s:%d, an address no name resolved to, passed the "
+                        "frame filter\n", NET_EGRESS_UNBOUND_STR, NET_CANARY_NAME_PORT);
+                close(c);
+        }
+}
+
 static int loop(Egress *e) {
         for (;;) {
                 uint32_t timeout = UINT32_MAX;
@@ -1422,6 +1625,8 @@ static int loop(Egress *e) {
                 if (e->api_fd >= 0)
                         pfd_add(e, e->api_fd, POLLIN, (Tag) { .kind = TAG_API });
                 pfd_add(e, e->dns_listen_fd, POLLIN, (Tag) { .kind = TAG_DNS_LISTEN });
+                if (e->unbound_fd >= 0)
+                        pfd_add(e, e->unbound_fd, POLLIN, (Tag) { .kind = TAG_UNBOUND });
                 for (size_t i = 0; i < e->n_names; i++)
                         for (size_t p = 0; p < e->names[i].n_ports; p++)
                                 pfd_add(e, e->names[i].listen_fd[p], POLLIN,
@@ -1454,8 +1659,14 @@ static int loop(Egress *e) {
                                 pfd_add(e, c->out_fd, ev, (Tag) { .kind = TAG_CONN_OUT, .idx = i, .gen = c->gen });
                         }
                 }
-                for (size_t i = 0; i < PENDING_MAX; i++)
-                        busy |= e->pending[i].used;
+                for (size_t i = 0; i < PENDING_MAX; i++) {
+                        Pending *p = &e->pending[i];
+
+                        busy |= p->used;
+                        if (p->used && p->tcp)
+                                pfd_add(e, p->tcp_fd, p->tcp_sent ? POLLIN : POLLOUT,
+                                        (Tag) { .kind = TAG_UPSTREAM_TCP, .idx = i });
+                }
                 slirp_pollfds_fill(e->slirp, &timeout, cb_add_poll, e);
                 for (size_t i = 0; i < TIMERS_MAX; i++)
                         if (e->timers[i].used && e->timers[i].armed)
@@ -1484,8 +1695,14 @@ static int loop(Egress *e) {
                                 case TAG_UPSTREAM:
                                         upstream_read(e);
                                         break;
+                                case TAG_UPSTREAM_TCP:
+                                        upstream_tcp_event(e, t.idx, e->pfd[k].fd, rev);
+                                        break;
                                 case TAG_API:
                                         listener_accept(e, e->api_fd, CONN_API, 0, 0);
+                                        break;
+                                case TAG_UNBOUND:
+                                        unbound_accept(e);
                                         break;
                                 case TAG_DNS_LISTEN:
                                         listener_accept(e, e->dns_listen_fd, CONN_DNS, 0, 0);
@@ -1653,12 +1870,13 @@ static void help(void) {
                "  --resolver=ADDR       the upstream resolver (default: /etc/resolv.conf's first)\n"
                "  --run-dir=DIR         a private directory for the helper's listeners\n"
                "  --api-socket=PATH     slirp4netns 1.2's API socket (add_hostfwd, remove_hostfwd)\n"
+               "  --canary-socket=PATH  allow " NET_CANARY_NAME_ALLOWED ":%d, carried to this Unix socket\n"
                "  --ready-fd=FD         one byte once ready\n"
-               "  --exit-fd=FD          exit when it reaches EOF\n");
+               "  --exit-fd=FD          exit when it reaches EOF\n", NET_CANARY_NAME_PORT);
 }
 
 static int parse_args(Egress *e, int argc, char **argv) {
-        enum { ARG_HOST = 0x100, ARG_ALLOW, ARG_DENY, ARG_RESOLVER, ARG_RUN, ARG_API, ARG_READY, ARG_EXIT };
+        enum { ARG_HOST = 0x100, ARG_ALLOW, ARG_DENY, ARG_RESOLVER, ARG_RUN, ARG_API, ARG_CANARY, ARG_READY, ARG_EXIT };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "allow-host", required_argument, NULL, ARG_HOST },
@@ -1667,6 +1885,7 @@ static int parse_args(Egress *e, int argc, char **argv) {
                 { "resolver", required_argument, NULL, ARG_RESOLVER },
                 { "run-dir", required_argument, NULL, ARG_RUN },
                 { "api-socket", required_argument, NULL, ARG_API },
+                { "canary-socket", required_argument, NULL, ARG_CANARY },
                 { "ready-fd", required_argument, NULL, ARG_READY },
                 { "exit-fd", required_argument, NULL, ARG_EXIT },
                 {},
@@ -1704,6 +1923,13 @@ static int parse_args(Egress *e, int argc, char **argv) {
                 case ARG_API:
                         arg_api_socket = optarg;
                         break;
+                case ARG_CANARY:
+                        if (strlen(optarg) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
+                                fprintf(stderr, "lazaret-egress: --canary-socket %s is too long\n", optarg);
+                                return -ENAMETOOLONG;
+                        }
+                        arg_canary_socket = optarg;
+                        break;
                 case ARG_READY:
                 case ARG_EXIT:
                         if (parse_fd_arg(optarg, c == ARG_READY ? &arg_ready_fd : &arg_exit_fd) < 0) {
@@ -1733,7 +1959,7 @@ int main(int argc, char **argv) {
         e = calloc(1, sizeof(*e));
         if (!e)
                 return EXIT_FAILURE;
-        e->tap_fd = e->upstream_fd = e->api_fd = e->dns_listen_fd = -EBADF;
+        e->tap_fd = e->upstream_fd = e->api_fd = e->dns_listen_fd = e->unbound_fd = -EBADF;
         e->next_synth = POOL_FIRST;
         (void) signal(SIGPIPE, SIG_IGN);
         /* The floor's defaults: the ranges the policy denies unless a profile opens part of them. */
@@ -1793,6 +2019,24 @@ int main(int argc, char **argv) {
                 r = listen_unix(path, &e->dns_listen_fd, &err);
                 if (r < 0 || slirp_add_unix(e->slirp, path, &dns, DNS_PORT) < 0) {
                         fprintf(stderr, "lazaret-egress: %s\n", err ?: "libslirp refused the DNS forward");
+                        return EXIT_FAILURE;
+                }
+        }
+        /*
+         * The attestation's direct canary, NET_EGRESS_UNBOUND on its port, is
+         * a libslirp forward to a listener of ours too, behind the frame
+         * filter, which must refuse it: should the filter let the SYN
+         * through, the connection ends here, established (so the probe
+         * reports it), and libslirp never dials that address on the outside,
+         * whatever mode it runs in.
+         */
+        if (arg_canary_socket) {
+                struct in_addr unbound = { htonl(NET_EGRESS_UNBOUND) };
+
+                snprintf(path, sizeof(path), "%s/unbound", arg_run_dir);
+                r = listen_unix(path, &e->unbound_fd, &err);
+                if (r < 0 || slirp_add_unix(e->slirp, path, &unbound, NET_CANARY_NAME_PORT) < 0) {
+                        fprintf(stderr, "lazaret-egress: %s\n", err ?: "libslirp refused the unbound canary's forward");
                         return EXIT_FAILURE;
                 }
         }

@@ -105,6 +105,10 @@ static bool has_suffix_label(const char *name, const char *suffix) {
         return n > m && name[n - m - 1] == '.' && streq(name + n - m, suffix);
 }
 
+bool host_name_is_invalid(const char *name) {
+        return has_suffix_label(name, "invalid");
+}
+
 int host_rule_parse(const char *s, HostRule *ret, char **ret_error) {
         char shown[EGRESS_SHOW_MAX];
         const char *colon, *name, *last;
@@ -162,7 +166,7 @@ int host_rule_parse(const char *s, HostRule *ret, char **ret_error) {
                               "a wildcard needs two labels after *.", shown);
         if (has_suffix_label(r.name, "localhost"))
                 return errorf(ret_error, -EINVAL, "\"%s\": localhost is the sandbox itself, not a destination", shown);
-        if (has_suffix_label(r.name, "invalid"))
+        if (host_name_is_invalid(r.name))
                 return errorf(ret_error, -EINVAL, "\"%s\": names under .invalid are kept for Lazaret's readiness canaries",
                               shown);
         *ret = r;

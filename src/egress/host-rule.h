@@ -38,6 +38,14 @@ typedef enum HostNameFlags {
 int host_name_normalize(const char *s, size_t n, HostNameFlags flags, char out[static DNS_NAME_TEXT_MAX + 1],
                         char **ret_error);
 
+/*
+ * Whether name (normalised) is "invalid" or a name under it: RFC 6761
+ * section 6.4 reserves .invalid, which resolves nowhere. No rule may name
+ * one: the network attestation's name canaries live there (net-policy.h),
+ * and the egress helper answers such names itself, never asking upstream.
+ */
+bool host_name_is_invalid(const char *name);
+
 typedef struct HostRule {
         char name[DNS_NAME_TEXT_MAX + 1];       /* without "*.", lower case */
         bool wildcard;                          /* "*.name": names below name, not name itself */

@@ -170,3 +170,57 @@ int tls_hello_parse(const uint8_t *buf, size_t len, TlsHello *ret, char **ret_er
         *ret = h;
         return h.has_sni ? TLS_HELLO_SNI : TLS_HELLO_NO_SNI;
 }
+
+int tls_hello_build(const char *server_name, uint8_t *buf, size_t size, size_t *ret_len) {
+        static const uint8_t tail_fixed[] = {
+                /* supported_versions: a list of one, TLS 1.3 */
+                0x00, 0x2b, 0x00, 0x03, 0x02, 0x03, 0x04,
+        };
+        size_t n = strlen(server_name), sni, exts, body, total;
+        uint8_t *p = buf;
+
+        if (n == 0 || n > DNS_NAME_TEXT_MAX)
+                return -EINVAL;
+        sni = 4 + 2 + 1 + 2 + n;
+        exts = sni + sizeof(tail_fixed);
+        body = 2 + 32 + 1 + 2 + 2 + 1 + 1 + 2 + exts;
+        total = TLS_RECORD_HEADER + 4 + body;
+        if (size < total)
+                return -ENOBUFS;
+        /* the record */
+        *p++ = TLS_RECORD_HANDSHAKE;
+        *p++ = 3;
+        *p++ = 1;
+        put_be16(p, (uint16_t) (4 + body));
+        p += 2;
+        /* the handshake message */
+        *p++ = TLS_HANDSHAKE_CLIENT_HELLO;
+        *p++ = 0;
+        put_be16(p, (uint16_t) body);
+        p += 2;
+        *p++ = 3;
+        *p++ = 3;
+        memset(p, 0, 32);
+        p += 32;
+        *p++ = 0;                       /* session ID */
+        put_be16(p, 2);                 /* cipher suites: TLS_AES_128_GCM_SHA256 */
+        p[2] = 0x13;
+        p[3] = 0x01;
+        p += 4;
+        *p++ = 1;                       /* compression: null */
+        *p++ = 0;
+        put_be16(p, (uint16_t) exts);
+        p += 2;
+        /* server_name: one host_name */
+        put_be16(p, TLS_EXT_SERVER_NAME);
+        put_be16(p + 2, (uint16_t) (sni - 4));
+        put_be16(p + 4, (uint16_t) (sni - 6));
+        p[6] = TLS_SNI_HOST_NAME;
+        put_be16(p + 7, (uint16_t) n);
+        memcpy(p + 9, server_name, n);
+        p += sni;
+        memcpy(p, tail_fixed, sizeof(tail_fixed));
+        p += sizeof(tail_fixed);
+        *ret_len = (size_t) (p - buf);
+        return 0;
+}

@@ -48,3 +48,15 @@ typedef struct TlsHello {
 #define TLS_HELLO_SNI 1
 #define TLS_HELLO_NO_SNI 0
 int tls_hello_parse(const uint8_t *buf, size_t len, TlsHello *ret, char **ret_error);
+
+/*
+ * A minimal ClientHello naming server_name (a normalised host name), as one
+ * handshake record: legacy version TLS 1.2, a zero random, no session ID,
+ * one cipher suite, no compression, and the server_name and
+ * supported_versions (TLS 1.3 only) extensions. It is what the network
+ * attestation's probe sends the egress helper, whose reader above must
+ * read its name; no server would finish a handshake with it. 0 and the
+ * record's length in *ret_len; -EINVAL for a name too long, -ENOBUFS when
+ * size is too small.
+ */
+int tls_hello_build(const char *server_name, uint8_t *buf, size_t size, size_t *ret_len);

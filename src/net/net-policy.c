@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host-rule.h"
 #include "macro.h"
 #include "net-policy.h"
+#include "strv.h"
 
 const NetLinkSpec net_links[_NET_LINK_MAX] = {
         [NET_LINK_TAP] = { "tap0", { NET_SANDBOX, 24 } },
@@ -30,6 +32,7 @@ NetPolicy *net_policy_free(NetPolicy *p) {
         if (!p)
                 return NULL;
         free(p->routes);
+        strv_free(p->hosts);
         free(p);
         return NULL;
 }
@@ -207,10 +210,23 @@ int net_policy_derive(const CidrList *allow_global, const CidrList *deny_global,
  * public address no allowed name resolved to is not reached by address;
  * prefixes allow_egress lists stay reachable.
  */
-static int policy_for_names(NetPolicy *p) {
+static int strcmp_qsort(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static int policy_for_names(NetPolicy *p, char *const *hosts) {
         const Cidr everything = { 0, 0 }, pool = { NET_EGRESS_POOL, NET_EGRESS_POOL_PREFIXLEN };
         NetRoute route = route_for(&pool, NET_ALLOW);
         int r;
+
+        /* The rules as configuration holds them (canonical, each pattern once), in canonical order. */
+        p->hosts = strv_copy(hosts);
+        if (!p->hosts)
+                return -ENOMEM;
+        p->n_hosts = strv_length(p->hosts);
+        if (p->n_hosts > HOST_RULE_LIST_MAX)
+                return -E2BIG;
+        qsort(p->hosts, p->n_hosts, sizeof(char *), strcmp_qsort);
 
         for (size_t i = 0; i < p->n_routes; i++)
                 if (cidr_equal(&p->routes[i].dst, &everything) && p->routes[i].verdict == NET_ALLOW)
@@ -232,7 +248,7 @@ int net_policy_derive_for_profile(const Config *c, const Profile *prof, NetPolic
         if (r < 0)
                 return r;
         if (prof && prof->allow_hosts && prof->allow_hosts[0]) {
-                r = policy_for_names(p);
+                r = policy_for_names(p, prof->allow_hosts);
                 if (r < 0)
                         return r;
         }
@@ -256,9 +272,16 @@ int net_policy_encode(const NetPolicy *p, uint8_t **ret, size_t *ret_len) {
         size_t len;
         uint8_t *buf, *b;
 
-        if (p->n_routes > NET_POLICY_MAX_ROUTES)
+        if (p->n_routes > NET_POLICY_MAX_ROUTES || p->n_hosts > HOST_RULE_LIST_MAX)
                 return -E2BIG;
         len = NET_POLICY_HEADER_SIZE + _NET_LINK_MAX * NET_POLICY_LINK_SIZE + p->n_routes * NET_POLICY_ROUTE_SIZE;
+        if (p->n_hosts > 0)
+                len += 4;
+        for (size_t i = 0; i < p->n_hosts; i++) {
+                if (strlen(p->hosts[i]) >= HOST_RULE_STRING_MAX)
+                        return -E2BIG;
+                len += 2 + strlen(p->hosts[i]);
+        }
         buf = calloc(1, len);
         if (!buf)
                 return -ENOMEM;
@@ -284,6 +307,16 @@ int net_policy_encode(const NetPolicy *p, uint8_t **ret, size_t *ret_len) {
                 b = put_u32(b + 4, r->table);
                 b = put_u32(b, r->gateway);
                 b = put_u32(b, r->priority);
+        }
+        if (p->n_hosts > 0)
+                b = put_u32(b, (uint32_t) p->n_hosts);
+        for (size_t i = 0; i < p->n_hosts; i++) {
+                size_t n = strlen(p->hosts[i]);
+
+                b[0] = (uint8_t) (n >> 8);
+                b[1] = (uint8_t) n;
+                memcpy(b + 2, p->hosts[i], n);
+                b += 2 + n;
         }
 
         *ret = buf;
@@ -314,6 +347,59 @@ static bool route_is_consistent(const NetRoute *r) {
         }
 }
 
+/*
+ * The host rules after the routes (see net-policy.h): each the canonical
+ * text of a rule configuration accepts, ascending, filling the rest
+ * exactly; only in a policy that routes the pool and denies the
+ * default route, as policy_for_names() makes it.
+ */
+static int decode_hosts(NetPolicy *p, const uint8_t *b, size_t left) {
+        const Cidr pool = { NET_EGRESS_POOL, NET_EGRESS_POOL_PREFIXLEN };
+        bool have_pool = false, default_denied = false;
+        uint32_t n;
+
+        for (size_t i = 0; i < p->n_routes; i++) {
+                if (cidr_equal(&p->routes[i].dst, &pool) && p->routes[i].verdict == NET_ALLOW)
+                        have_pool = true;
+                if (p->routes[i].dst.prefixlen == 0 && p->routes[i].verdict == NET_DENY)
+                        default_denied = true;
+        }
+        if (!have_pool || !default_denied || left < 4)
+                return -EBADMSG;
+        n = get_u32(b);
+        b += 4;
+        left -= 4;
+        if (n == 0 || n > HOST_RULE_LIST_MAX)
+                return -EBADMSG;
+        p->hosts = calloc(n + 1, sizeof(char *));
+        if (!p->hosts)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < n; i++) {
+                char canon[HOST_RULE_STRING_MAX];
+                HostRule rule;
+                size_t l;
+
+                if (left < 2)
+                        return -EBADMSG;
+                l = (size_t) b[0] << 8 | b[1];
+                if (l == 0 || l >= HOST_RULE_STRING_MAX || left - 2 < l)
+                        return -EBADMSG;
+                p->hosts[i] = strndup((const char *) b + 2, l);
+                if (!p->hosts[i])
+                        return -ENOMEM;
+                p->n_hosts++;
+                b += 2 + l;
+                left -= 2 + l;
+                /* host_rule_parse() refuses names under .invalid: the canaries' are never a profile's. */
+                if (strlen(p->hosts[i]) != l || host_rule_parse(p->hosts[i], &rule, NULL) < 0)
+                        return -EBADMSG;
+                host_rule_format(&rule, canon);
+                if (!streq(canon, p->hosts[i]) || (i > 0 && strcmp(p->hosts[i - 1], p->hosts[i]) >= 0))
+                        return -EBADMSG;
+        }
+        return left == 0 ? 0 : -EBADMSG;
+}
+
 int net_policy_decode(const uint8_t *buf, size_t len, NetPolicy **ret) {
         _cleanup_net_policy_ NetPolicy *p = NULL;
         uint32_t n_links, n_routes;
@@ -328,7 +414,7 @@ int net_policy_decode(const uint8_t *buf, size_t len, NetPolicy **ret) {
         n_routes = get_u32(buf + 16);
         if (n_links != _NET_LINK_MAX || n_routes > NET_POLICY_MAX_ROUTES)
                 return -EBADMSG;
-        if (len != NET_POLICY_HEADER_SIZE + (size_t) n_links * NET_POLICY_LINK_SIZE + (size_t) n_routes * NET_POLICY_ROUTE_SIZE)
+        if (len < NET_POLICY_HEADER_SIZE + (size_t) n_links * NET_POLICY_LINK_SIZE + (size_t) n_routes * NET_POLICY_ROUTE_SIZE)
                 return -EBADMSG;
 
         b = buf + NET_POLICY_HEADER_SIZE;
@@ -383,6 +469,11 @@ int net_policy_decode(const uint8_t *buf, size_t len, NetPolicy **ret) {
                         found = route_equal(&p->routes[j], &fixed_routes[i]);
                 if (!found)
                         return -EBADMSG;
+        }
+        if (b < buf + len) {
+                int r = decode_hosts(p, b, (size_t) (buf + len - b));
+                if (r < 0)
+                        return r;
         }
 
         *ret = TAKE_PTR(p);

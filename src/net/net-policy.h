@@ -55,6 +55,21 @@ extern const NetLinkSpec net_links[_NET_LINK_MAX];
 /* The egress helper's synthetic addresses (spec 4.5, "Egress by name"), routed via the gateway with host rules. */
 #define NET_EGRESS_POOL         NET_IP4(10, 137, 64, 0)
 #define NET_EGRESS_POOL_PREFIXLEN 18
+/*
+ * The network attestation's name canaries (spec 4.5), for a policy with host
+ * rules: names under .invalid (RFC 6761: resolved nowhere, and no host rule
+ * may name one), which the egress helper answers itself and whose
+ * connections it carries to the canary responder's Unix socket, never to an
+ * address. The helper allows the allowed one, on NET_CANARY_NAME_PORT only,
+ * when the supervisor gives it that socket (--canary-socket); no rule
+ * allows the denied one. The unbound address is the pool's last, which the
+ * helper never hands out: a direct connection to it must be refused.
+ */
+#define NET_CANARY_NAME_ALLOWED "allowed.canary.lazaret.invalid"
+#define NET_CANARY_NAME_DENIED  "denied.canary.lazaret.invalid"
+#define NET_CANARY_NAME_PORT    443
+#define NET_EGRESS_UNBOUND      NET_IP4(10, 137, 127, 254)
+#define NET_EGRESS_UNBOUND_STR  "10.137.127.254"
 /* deny0 is 10.137.55.9/30; 10.137.55.10 is the deny next hop, which no one owns. */
 #define NET_DENY_ADDRESS        NET_IP4(10, 137, 55, 9)
 #define NET_DENY_NEXTHOP        NET_IP4(10, 137, 55, 10)
@@ -88,6 +103,13 @@ typedef struct NetRoute {
 typedef struct NetPolicy {
         NetRoute *routes;
         size_t n_routes;
+        /* The host rules the egress helper enforces (spec 4.5, "Egress by
+         * name"), in their canonical text (host_rule_format()), ascending,
+         * each once; none (NULL) for a profile without them. Part of the
+         * canonical bytes, so the digest the supervisor attests and the
+         * coordinator keeps as the readiness fingerprint covers them. */
+        char **hosts;
+        size_t n_hosts;
 } NetPolicy;
 
 NetPolicy *net_policy_free(NetPolicy *p);
@@ -106,7 +128,7 @@ int net_policy_derive(const CidrList *allow_global, const CidrList *deny_global,
                       const CidrList *allow_profile, const CidrList *deny_profile,
                       NetPolicy **ret, Cidr *ret_bad);
 
-/* The policy of one profile of a validated configuration. */
+/* The policy of one profile of a validated configuration, with its host rules. */
 int net_policy_derive_for_profile(const Config *c, const Profile *prof, NetPolicy **ret);
 
 /*
@@ -115,6 +137,11 @@ int net_policy_derive_for_profile(const Config *c, const Profile *prof, NetPolic
  *   n_links x  { char name[16] NUL-padded | u32 address | u8 prefixlen | 3 zero bytes }
  *   n_routes x { u32 dst | u8 prefixlen | u8 link | u8 verdict | u8 zero
  *                | u32 table | u32 gateway | u32 priority }
+ * and, only when the policy has host rules:
+ *   u32 n_hosts (1 to HOST_RULE_LIST_MAX)
+ *   n_hosts x  { u16 length | the rule's canonical text, no NUL }
+ * in ascending byte order. A policy without host rules ends after its
+ * routes, so its bytes and digest are what they were before host rules.
  */
 #define NET_POLICY_MAGIC "LZNETPOL"
 #define NET_POLICY_VERSION 1u
@@ -127,7 +154,8 @@ int net_policy_encode(const NetPolicy *p, uint8_t **ret, size_t *ret_len);
 /*
  * Parses canonical bytes strictly: the fixed link table, valid prefixes,
  * consistent verdicts and links, the canonical order with no duplicate
- * destination. -EBADMSG on anything else.
+ * destination; host rules in canonical text and order, and only with the synthetic pool routed and the default route
+ * denied. -EBADMSG on anything else.
  */
 int net_policy_decode(const uint8_t *buf, size_t len, NetPolicy **ret);
 

@@ -5,7 +5,9 @@
  * zombie outlives its session. It exits on SIGTERM, SIGINT or SIGHUP, which
  * stops the container. Statically linked: it must not depend on the image.
  *
- * With --attest ALLOWED DENIED PORT (the coordinator always passes it) its
+ * With --attest ALLOWED DENIED PORT (the coordinator always passes it),
+ * followed for a profile with host rules by RESOLVER NAME-ALLOWED
+ * NAME-DENIED UNBOUND (the name canaries, netprobe.h), its
  * first act is the network attestation's probe: the report goes to its
  * standard output, a pipe the Runtime Supervisor reads, and then standard
  * input, output and error are pointed at /dev/null, so that the sandbox
@@ -138,12 +140,16 @@ static int link_host_path(void) {
         return -1;
 }
 
-static int attest(char *argv[]) {
+/* argv: ALLOWED DENIED PORT, and with n == 7 RESOLVER NAME-ALLOWED NAME-DENIED UNBOUND. */
+static int attest(char *argv[], int n) {
+        NetprobeNames names = {};
         int port, fd, r;
 
         if (parse_int(argv[2], 1, 65535, &port) < 0)
                 return -EINVAL;
-        r = netprobe_report(stdout, argv[0], argv[1], port);
+        if (n == 7)
+                names = (NetprobeNames) { .resolver = argv[3], .allowed = argv[4], .denied = argv[5], .unbound = argv[6] };
+        r = netprobe_report(stdout, argv[0], argv[1], port, n == 7 ? &names : NULL);
         fd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
@@ -264,8 +270,8 @@ int main(int argc, char *argv[]) {
                 judged = true;
                 argc--;
         }
-        if (argc == 5 && strcmp(argv[1], "--attest") == 0) {
-                if (attest(argv + 2) == -EINVAL)
+        if ((argc == 5 || argc == 9) && strcmp(argv[1], "--attest") == 0) {
+                if (attest(argv + 2, argc - 2) == -EINVAL)
                         return 2;
         } else if (argc != 1)
                 return 2;

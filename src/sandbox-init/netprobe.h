@@ -4,11 +4,25 @@
 #include <stdio.h>
 
 /*
- * Probes the canaries at ALLOWED and DENIED (dotted IPv4) on PORT from this
- * sandbox's network stack and writes the report, ending in "end", to OUT.
- * 0, or -EIO when the report could not be written.
+ * The name canaries of a profile with host rules (spec 4.5): the sandbox's
+ * resolver (the egress helper), a name it allows and carries to the canary
+ * responder, a name no rule allows, and a synthetic address no name
+ * resolved to (dotted IPv4).
  */
-int netprobe_report(FILE *out, const char *allowed, const char *denied, int port);
+typedef struct NetprobeNames {
+        const char *resolver;
+        const char *allowed;
+        const char *denied;
+        const char *unbound;
+} NetprobeNames;
+
+/*
+ * Probes the canaries at ALLOWED and DENIED (dotted IPv4) on PORT from this
+ * sandbox's network stack, and the name canaries when NAMES is not NULL,
+ * and writes the report, ending in "end", to OUT. 0, or -EIO when the
+ * report could not be written.
+ */
+int netprobe_report(FILE *out, const char *allowed, const char *denied, int port, const NetprobeNames *names);
 
 /*
  * Copies the routes of a /proc/net/route table read from IN to OUT as

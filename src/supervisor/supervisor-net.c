@@ -20,6 +20,7 @@
 #include <net/if_arp.h>
 #include <net/ethernet.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -137,27 +138,43 @@ static int start_slirp(SupNet *n, const SupNetParams *p, Helpers *helpers, char 
 }
 
 /*
- * lazaret-egress in slirp4netns' place, for a profile with host rules (spec
+ * lazaret-egress in slirp4netns' place, for a policy with host rules (spec
  * 4.5, "Egress by name"): the same readiness and exit fds and API socket
  * protocol, so the rest of the start, the attestation and published ports
  * do not change. Its listeners go to a private directory beside the API
- * socket; the address floor is the policy's own prefixes.
+ * socket; the host rules are the policy's own (so the digest attested
+ * covers what the helper enforces), and so is the address floor. The name
+ * canary's socket, in that directory, is bound later by the canary
+ * responder (canary_child()); the helper connects to it only when the
+ * probe's allowed name canary arrives.
  */
 static int start_egress(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error) {
         _cleanup_strv_free_ char **argv = NULL;
         _cleanup_free_ char *run_dir = NULL;
         const char *slash = strrchr(p->api_socket, '/');
+        int k;
 
+        if (!p->egress)
+                return errorf(ret_error, -EINVAL, "the network policy has host rules, but no egress helper was given");
         if (!slash || asprintf(&run_dir, "%.*s/egress", (int) (slash - p->api_socket), p->api_socket) < 0)
                 return errorf(ret_error, -ENOMEM, "out of memory");
         if (mkdir(run_dir, 0700) < 0 && errno != EEXIST)
                 return errorf(ret_error, -errno, "cannot create %s: %s", run_dir, strerror(errno));
+        k = snprintf(n->canary_socket, sizeof(n->canary_socket), "%s/canary", run_dir);
+        if (k < 0 || (size_t) k >= sizeof(n->canary_socket))
+                return errorf(ret_error, -ENAMETOOLONG, "the egress helper's directory %s is too long for a socket path",
+                              run_dir);
         if (strv_extend(&argv, p->egress) < 0 || strv_extendf(&argv, "--run-dir=%s", run_dir) < 0 ||
             strv_extendf(&argv, "--api-socket=%s", p->api_socket) < 0 || strv_extend(&argv, "--ready-fd=3") < 0 ||
             strv_extend(&argv, "--exit-fd=4") < 0)
                 return errorf(ret_error, -ENOMEM, "out of memory");
-        for (char *const *h = p->allow_hosts; *h; h++)
-                if (strv_extendf(&argv, "--allow-host=%s", *h) < 0)
+#if ENABLE_TEST_HOOKS
+        if (!p->fault_no_name_canary)
+#endif
+                if (strv_extendf(&argv, "--canary-socket=%s", n->canary_socket) < 0)
+                        return errorf(ret_error, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < n->policy->n_hosts; i++)
+                if (strv_extendf(&argv, "--allow-host=%s", n->policy->hosts[i]) < 0)
                         return errorf(ret_error, -ENOMEM, "out of memory");
         for (size_t i = 0; i < n->policy->n_routes; i++) {
                 const NetRoute *r = &n->policy->routes[i];
@@ -176,27 +193,83 @@ static int start_egress(SupNet *n, const SupNetParams *p, Helpers *helpers, char
         return start_network_helper(n, helpers, "lazaret-egress", argv, true, ret_error);
 }
 
-static void responder(int fd2, int fd3, const char *challenge) {
+/*
+ * A connection to the name canary, carried by the egress helper after it
+ * checked the probe's ClientHello: that record is read first (the probe
+ * sends one TLS record), because closing with bytes unread would reset the
+ * helper's end, which could drop the answer before it relays it; then the
+ * challenge. Anything else gets no answer, and the probe reports that.
+ */
+static void answer_name_canary(int c, const char *line, size_t len) {
+        uint8_t buf[5 + 16384];
+        size_t have = 0, need = 5;
+
+        while (have < need) {
+                struct pollfd p = { .fd = c, .events = POLLIN };
+                ssize_t k;
+
+                if (poll(&p, 1, 2000) <= 0)
+                        return;
+                k = read(c, buf + have, need - have);
+                if (k <= 0)
+                        return;
+                have += (size_t) k;
+                if (need == 5 && have == 5) {
+                        if (buf[0] != 22)
+                                return;
+                        need += (size_t) buf[3] << 8 | buf[4];
+                }
+        }
+        (void) !write(c, line, len);
+}
+
+/* fds[0..1]: the address canaries; fds[2], when >= 0: the name canary's Unix socket. */
+static void responder(const int fds[3], const char *challenge) {
         char line[96];
         size_t len = (size_t) snprintf(line, sizeof(line), "%s\n", challenge);
+        int n_fds = fds[2] >= 0 ? 3 : 2;
 
         for (;;) {
-                struct pollfd p[2] = { { .fd = fd2, .events = POLLIN }, { .fd = fd3, .events = POLLIN } };
+                struct pollfd p[3] = { { .fd = fds[0], .events = POLLIN }, { .fd = fds[1], .events = POLLIN },
+                                       { .fd = fds[2], .events = POLLIN } };
 
-                if (poll(p, 2, -1) < 0) {
+                if (poll(p, (nfds_t) n_fds, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         _exit(1);
                 }
-                for (int i = 0; i < 2; i++)
+                for (int i = 0; i < n_fds; i++)
                         if (p[i].revents) {
                                 int c = accept4(p[i].fd, NULL, NULL, SOCK_CLOEXEC);
-                                if (c >= 0) {
+                                if (c < 0)
+                                        continue;
+                                if (i == 2)
+                                        answer_name_canary(c, line, len);
+                                else
                                         (void) !write(c, line, len);
-                                        close(c);
-                                }
+                                close(c);
                         }
         }
+}
+
+/* The name canary's listener: a Unix socket at path, made by the responder in the canary namespace. */
+static int listen_unix_at(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        (void) unlink(path);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, 8) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
 }
 
 static int listen_on(uint32_t addr, int port) {
@@ -217,11 +290,12 @@ static int listen_on(uint32_t addr, int port) {
 /*
  * The product-owned canary endpoints: a child in its own network namespace
  * (the canary peer) configures its end of the veth, listens on both canaries
- * and answers each connection with this generation's challenge.
+ * (and, with host rules, on the name canary's socket) and answers each
+ * connection with this generation's challenge.
  */
 static int canary_child(int to_parent, int from_parent, const SupNet *n) {
         _cleanup_netlink_ Netlink *nl = NULL;
-        int r, lo, idx, fd2, fd3;
+        int r, lo, idx, fds[3] = { -1, -1, -1 };
         char c;
 
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || unshare(CLONE_NEWNET) < 0 || netlink_disable_ipv6() < 0)
@@ -243,13 +317,15 @@ static int canary_child(int to_parent, int from_parent, const SupNet *n) {
                 r = netlink_link_set_up(nl, idx);
         if (r < 0)
                 return 1;
-        fd2 = listen_on(NET_CANARY_ALLOWED, n->port);
-        fd3 = listen_on(NET_CANARY_DENIED, n->port);
-        if (fd2 < 0 || fd3 < 0 || write(to_parent, "s", 1) != 1)
+        fds[0] = listen_on(NET_CANARY_ALLOWED, n->port);
+        fds[1] = listen_on(NET_CANARY_DENIED, n->port);
+        if (n->canary_socket[0])
+                fds[2] = listen_unix_at(n->canary_socket);
+        if (fds[0] < 0 || fds[1] < 0 || (n->canary_socket[0] && fds[2] < 0) || write(to_parent, "s", 1) != 1)
                 return 1;
         close(to_parent);
         close(from_parent);
-        responder(fd2, fd3, n->challenge);
+        responder(fds, n->challenge);
         return 0;
 }
 
@@ -624,10 +700,9 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
                 r = make_enforcement_netns(n, p, ret_error);
         step_done(n, SUPNET_STEP_NAMESPACE, &last);
         /* 2. The connectivity helper stays where we are, its tap inside: lazaret-egress for a
-         * profile with host rules, slirp4netns otherwise. */
+         * policy with host rules, slirp4netns otherwise. */
         if (r >= 0)
-                r = p->allow_hosts && p->allow_hosts[0] ? start_egress(n, p, helpers, ret_error)
-                                                         : start_slirp(n, p, helpers, ret_error);
+                r = n->policy->n_hosts > 0 ? start_egress(n, p, helpers, ret_error) : start_slirp(n, p, helpers, ret_error);
         step_done(n, SUPNET_STEP_HELPER, &last);
         /* 3. The supervisor moves into the enforcement namespace. */
         if (r >= 0)
@@ -744,6 +819,32 @@ static const char *excerpt(const char *line, char buf[static 64]) {
         return buf;
 }
 
+/*
+ * The name canaries (a policy with host rules), in the order judged: the
+ * probe reports each as "KEY OK" or "KEY-failed WHY". OK is the challenge
+ * for the allowed name (ok NULL), the word given here for the others.
+ */
+typedef enum NameCanary {
+        NAME_CANARY_ALLOWED,
+        NAME_CANARY_DENIED,
+        NAME_CANARY_DIRECT,
+        NAME_CANARY_SNI,
+        _NAME_CANARY_MAX,
+} NameCanary;
+
+static const struct {
+        const char *key;
+        const char *ok;
+        const char *what;       /* the canary, as the one line of a failure names it */
+} name_canaries[_NAME_CANARY_MAX] = {
+        [NAME_CANARY_ALLOWED] = { "name-allowed", NULL, "the allowed name canary " NET_CANARY_NAME_ALLOWED },
+        [NAME_CANARY_DENIED] = { "name-denied", "nxdomain", "the denied name canary " NET_CANARY_NAME_DENIED },
+        [NAME_CANARY_DIRECT] = { "name-direct", "refused", "the direct connection canary to " NET_EGRESS_UNBOUND_STR
+                                                           " (an address no name resolved to)" },
+        [NAME_CANARY_SNI] = { "name-sni", "closed", "the ClientHello canary (naming " NET_CANARY_NAME_DENIED
+                                                     " on the allowed name's address)" },
+};
+
 /* The probe's report as read, before it is judged. */
 typedef struct ProbeReport {
         bool allowed;                   /* the allowed canary answered this generation's challenge */
@@ -754,7 +855,36 @@ typedef struct ProbeReport {
         const char *allowed_wrong;      /* what the allowed canary answered instead of the challenge */
         char extra[128];                /* the first route gVisor holds that the policy does not */
         bool *seen;                     /* for each of the policy's routes: gVisor holds it */
+        const char *name_ok[_NAME_CANARY_MAX];          /* what follows KEY */
+        const char *name_failed[_NAME_CANARY_MAX];      /* what follows KEY-failed */
 } ProbeReport;
+
+/* A "name-..." line: 1 when it is one, 0 when not, < 0 (with the line) when it is a second of its canary. */
+static int read_name_line(const char *line, ProbeReport *rep, char **ret_error) {
+        for (size_t i = 0; i < _NAME_CANARY_MAX; i++) {
+                const char *v = startswith(line, name_canaries[i].key);
+                bool failed;
+
+                if (!v)
+                        continue;
+                failed = startswith(v, "-failed ");
+                if (failed)
+                        v += strlen("-failed ");
+                else if (*v == ' ')
+                        v++;
+                else
+                        continue;
+                if (rep->name_ok[i] || rep->name_failed[i])
+                        return errorf(ret_error, -EBADMSG, "network attestation failed: the probe reported %s twice",
+                                      name_canaries[i].what);
+                if (failed)
+                        rep->name_failed[i] = v;
+                else
+                        rep->name_ok[i] = v;
+                return 1;
+        }
+        return 0;
+}
 
 /* One "route" line, the probe's own (iface dst gw flags mask metric), found in the policy or noted as extra. */
 static int read_route_line(SupNet *n, char *v, ProbeReport *rep, char **ret_error) {
@@ -841,7 +971,10 @@ static int read_probe_report(SupNet *n, char *text, ProbeReport *rep, char **ret
                                 return r;
                 } else if (streq(line, "end"))
                         rep->end = true;
-                else
+                else if (n->policy->n_hosts > 0 && (r = read_name_line(line, rep, ret_error)) != 0) {
+                        if (r < 0)
+                                return r;
+                } else
                         return errorf(ret_error, -EBADMSG, "network attestation failed: the probe's report has an "
                                     "unknown line \"%s\"", excerpt(line, ex));
         }
@@ -874,6 +1007,31 @@ static int judge_missing_routes(SupNet *n, const ProbeReport *rep, char **ret_er
                     pr->verdict == NET_DENY ? "denies" : "allows", pr->gateway ? "via " : "", g,
                     net_links[pr->link].name, n_missing, n->policy->n_routes,
                     rep->denied_reached ? "; the denied canary " NET_CANARY_DENIED_STR " answered" : "");
+}
+
+/*
+ * With host rules: each name canary reported once, each as it must be; the
+ * first that is not is named. The allowed name is judged first: when it
+ * fails, the name path itself is broken and the others say little.
+ */
+static int judge_name_canaries(SupNet *n, const ProbeReport *rep, char **ret_error) {
+        char ex[64];
+
+        for (size_t i = 0; i < _NAME_CANARY_MAX; i++) {
+                const char *ok = name_canaries[i].ok ?: n->challenge, *v = rep->name_ok[i];
+
+                if (rep->name_failed[i])
+                        return errorf(ret_error, -EPERM, "network attestation failed: %s: %s", name_canaries[i].what,
+                                      excerpt(rep->name_failed[i], ex));
+                if (!v)
+                        return errorf(ret_error, -EBADMSG, "network attestation failed: the probe did not report %s",
+                                      name_canaries[i].what);
+                if (!streq(v, ok))
+                        return errorf(ret_error, -EBADMSG, "network attestation failed: %s: the probe reported \"%s\"%s",
+                                      name_canaries[i].what, excerpt(v, ex),
+                                      i == NAME_CANARY_ALLOWED ? ", not this generation's challenge" : "");
+        }
+        return 0;
 }
 
 /*
@@ -917,6 +1075,8 @@ int supnet_judge(SupNet *n, const char *report, char **ret_error) {
                             "is unreachable from inside the sandbox (%s)", excerpt(rep.allowed_failed, ex));
         if (!rep.allowed || !rep.denied)
                 return errorf(ret_error, -EBADMSG, "network attestation failed: the probe did not report both canaries");
+        if (n->policy->n_hosts > 0)
+                return judge_name_canaries(n, &rep, ret_error);
         return 0;
 }
 
@@ -929,6 +1089,11 @@ int supnet_teardown_canary(SupNet *n, char **ret_error) {
                 (void) waitpid(n->responder_pid, NULL, 0);
                 n->responder_pid = 0;
         }
+        /* The allowed name canary now leads nowhere: the helper's connection to it is refused. */
+        if (n->canary_socket[0] && unlink(n->canary_socket) < 0 && errno != ENOENT)
+                return errorf(ret_error, -errno, "cannot remove the name canary's socket %s: %s", n->canary_socket,
+                              strerror(errno));
+        n->canary_socket[0] = 0;
         /* Deleting one end of the veth deletes the peer's too; the canary
          * namespace goes with its last reference. */
         r = netlink_open(&nl);

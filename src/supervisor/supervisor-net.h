@@ -15,20 +15,28 @@
  *
  *   supnet_prepare()   the enforcement namespace (bind-mounted at
  *                      netns_path, the supervisor now lives in it), IPv6 off,
- *                      slirp4netns started outside it as a supervised
+ *                      slirp4netns (or lazaret-egress, for a policy with
+ *                      host rules) started outside it as a supervised
  *                      helper (helper.h) of the set it is given, the canary peer
- *                      namespace with its responder, deny0/sink, tap0, the
- *                      policy installed and read back exactly, the denied
- *                      canary seen live;
+ *                      namespace with its responder (and, with host rules,
+ *                      the name canary's Unix socket, which the egress
+ *                      helper carries the allowed name canary to),
+ *                      deny0/sink, tap0, the policy installed and read
+ *                      back exactly, the denied canary seen live;
  *   (runsc run with --network=sandbox; the init's probe reports on a pipe)
  *   supnet_judge()     the probe's report against the policy: the allowed
  *                      canary answered with this generation's challenge,
  *                      the denied one did not, gVisor's own route table is
- *                      exactly the policy's, no IPv6;
+ *                      exactly the policy's, no IPv6; with host rules, the
+ *                      four name canaries too (the allowed name answered,
+ *                      the denied name NXDOMAIN, a direct connection to an
+ *                      address no name resolved to refused, a ClientHello
+ *                      naming the denied name on the allowed name's
+ *                      address closed unanswered);
  *   supnet_witness_denied()  the probe's packets for the denied canary
  *                      arrived at the deny link's sink: gVisor asked there
  *                      for the dead-end next hop (positive proof, no wait);
- *   supnet_teardown_canary()  the responder and the canary links removed.
+ *   supnet_teardown_canary()  the responder, its socket and the canary links removed.
  *
  * Every failure is one line in err (for FAILED).
  */
@@ -55,6 +63,7 @@ typedef struct SupNet {
         pid_t responder_pid;
         int port;
         char challenge[80];
+        char canary_socket[108];        /* the name canary's Unix socket (sun_path); "" without host rules */
         unsigned long long netns_ino;
         NetPolicy *policy;
         char digest_hex[SHA256_HEX_LEN + 1];
@@ -67,14 +76,14 @@ typedef struct SupNetParams {
         const char *netns_path;         /* an empty file to bind the namespace onto */
         const char *slirp4netns;
         const char *api_socket;         /* slirp4netns --api-socket: the coordinator's path, for published ports */
-        const char *egress;             /* lazaret-egress, started instead of slirp4netns when allow_hosts has rules */
-        char *const *allow_hosts;       /* host rules, NULL-terminated; NULL or empty: slirp4netns */
+        const char *egress;             /* lazaret-egress, started instead of slirp4netns when the policy has host rules */
         const char *policy_path;        /* canonical bytes, written by the coordinator */
         const char *policy_digest;      /* what the coordinator derived */
         const char *generation;         /* the container ID: binds the challenge */
         int canary_port;                /* the canaries listen there; the sandbox's init probes it */
 #if ENABLE_TEST_HOOKS
         bool fault_deny_on_lo;          /* test hook: after the read-back, move deny routes to lo */
+        bool fault_no_name_canary;      /* test hook: lazaret-egress without --canary-socket */
 #endif
 } SupNetParams;
 

@@ -54,7 +54,6 @@
 #include "fs-util.h"
 #include "harden.h"
 #include "helper.h"
-#include "host-rule.h"
 #include "macro.h"
 #include "parse-util.h"
 #include "resource-limits.h"
@@ -73,13 +72,11 @@
 static int arg_control_fd = -EBADF;
 static const char *arg_runsc, *arg_root, *arg_bundle, *arg_container, *arg_overlay;
 static const char *arg_netns, *arg_slirp, *arg_slirp_api, *arg_policy, *arg_policy_digest, *arg_view;
-/* lazaret-egress in slirp4netns' place, and the host rules it enforces (spec 4.5, "Egress by name"). */
+/* lazaret-egress, in slirp4netns' place when the policy has host rules (spec 4.5, "Egress by name"). */
 static const char *arg_egress;
-static char *arg_allow_hosts[HOST_RULE_LIST_MAX + 1];
-static size_t arg_n_allow_hosts;
 static int arg_canary_port;
 #if ENABLE_TEST_HOOKS
-static bool arg_fault_deny_on_lo;
+static bool arg_fault_deny_on_lo, arg_fault_no_name_canary;
 #endif
 static bool arg_directfs = true;
 /* runsc --host-fifo=open: the Escalation Mailbox's doorbells are host FIFOs (spec section 5.6). */
@@ -422,7 +419,7 @@ static int bound_overlay(char **ret_error) {
 /* Every option the coordinator always passes is there, the paths absolute. */
 static int check_args(void) {
         if (!arg_netns || !arg_slirp || !arg_slirp_api || !arg_policy || !arg_policy_digest || arg_canary_port == 0 || arg_netns[0] != '/' ||
-            arg_slirp[0] != '/' || (arg_n_allow_hosts > 0 && !arg_egress))
+            arg_slirp[0] != '/')
                 return -EINVAL;
         if (arg_control_fd < 3 || !arg_runsc || !arg_root || !arg_bundle || !arg_container ||
             !arg_overlay || arg_runsc[0] != '/' || !startswith(arg_overlay, "root:dir=/"))
@@ -449,7 +446,6 @@ static int parse_argv(int argc, char *argv[]) {
                 { "canary-port", required_argument, NULL, 'P' },
                 { "view",       required_argument, NULL, 'v' },
                 { "egress",     required_argument, NULL, 'e' },
-                { "allow-host", required_argument, NULL, 'A' },
 #if ENABLE_TEST_HOOKS
                 { "test-fault", required_argument, NULL, 'F' },
 #endif
@@ -522,11 +518,6 @@ static int parse_argv(int argc, char *argv[]) {
                                 return -EINVAL;
                         arg_egress = optarg;
                         break;
-                case 'A':
-                        if (arg_n_allow_hosts >= HOST_RULE_LIST_MAX)
-                                return -E2BIG;
-                        arg_allow_hosts[arg_n_allow_hosts++] = optarg;
-                        break;
                 case 'P':
                         if (parse_int(optarg, 1024, 65535, &arg_canary_port) < 0)
                                 return -EINVAL;
@@ -534,9 +525,12 @@ static int parse_argv(int argc, char *argv[]) {
 #if ENABLE_TEST_HOOKS
                 case 'F':
                         /* Only the coordinator's environment reaches this (see sandbox.c). */
-                        if (!streq(optarg, "deny-on-lo"))
+                        if (streq(optarg, "deny-on-lo"))
+                                arg_fault_deny_on_lo = true;
+                        else if (streq(optarg, "no-name-canary"))
+                                arg_fault_no_name_canary = true;
+                        else
                                 return -EINVAL;
-                        arg_fault_deny_on_lo = true;
                         break;
 #endif
                 default:
@@ -694,13 +688,13 @@ static int prepare_network(Supervisor *s) {
                                    .slirp4netns = arg_slirp,
                                    .api_socket = arg_slirp_api,
                                    .egress = arg_egress,
-                                   .allow_hosts = arg_allow_hosts,
                                    .policy_path = arg_policy,
                                    .policy_digest = arg_policy_digest,
                                    .generation = arg_container,
                                    .canary_port = arg_canary_port,
 #if ENABLE_TEST_HOOKS
                                    .fault_deny_on_lo = arg_fault_deny_on_lo,
+                                   .fault_no_name_canary = arg_fault_no_name_canary,
 #endif
                            }, &s->helpers, &why);
         if (r < 0) {

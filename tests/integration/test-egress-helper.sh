@@ -18,32 +18,47 @@
 #     name (several names on one address), serving hello.txt;
 #   - python3 http.server on 198.18.0.10:80, serving hello.txt;
 #   - a banner server on 198.18.0.10:2222 (the name:port rule's service);
-#   - a UDP listener on 198.18.0.10:9999 that logs what it gets.
+#   - a real ssh server, Debian's dropbear, on 198.18.0.10:22, with a bare
+#     git repository, logged into as this namespace's root (the test user)
+#     with a key made here;
+#   - a UDP listener on 198.18.0.10:9999 that logs what it gets;
+#   - the name canary's responder on a Unix socket (--canary-socket), as
+#     the supervisor's is during the attestation.
 # The rules: api.allowed.test, alias.allowed.test, private.allowed.test,
-# *.wild.test, git.allowed.test:2222. Checked from the sandbox namespace:
+# *.wild.test, git.allowed.test:22,2222. Checked from the sandbox namespace:
 #   allowed name (A synthetic from 10.137.64.0/18, HTTPS and HTTP fetched),
 #   wildcard (x.wild.test yes, wild.test NXDOMAIN), CNAME (one A owned by the
 #   name asked, no CNAME shown, fetch works; edge.cdn.test itself NXDOMAIN),
 #   denied name (NXDOMAIN, and the resolver never asked), AAAA empty, DNS
-#   over TCP, a name resolving into a denied range (SERVFAIL), direct IP to
+#   over TCP, an upstream answer truncated over UDP (big.allowed.test: the
+#   helper asks again over TCP), a name resolving into a denied range
+#   (SERVFAIL), direct IP to
 #   198.18.0.10 and to a pool address never handed out (refused at once),
 #   wrong SNI and wrong Host on a synthetic address (refused, the server
 #   never sees a request), UDP other than DNS (ICMP port unreachable, the
 #   listener gets nothing), the port rule (2222 carried, 443 of that name and
 #   2222 of another refused, a ClientHello naming another host on 2222
-#   refused), and a published port (slirp4netns' add_hostfwd on the API
-#   socket) fetched from the outside's 127.0.0.1.
+#   refused), ssh and git over ssh by name to git.allowed.test:22 (OpenSSH's
+#   client: a command, ls-remote, clone and push), the attestation's name
+#   canaries (allowed.canary.lazaret.invalid bound without asking upstream
+#   and carried, ClientHello and all, to the canary socket; any other name
+#   under .invalid NXDOMAIN, never asked upstream), and a published port
+#   (slirp4netns' add_hostfwd on the API socket) fetched from the outside's
+#   127.0.0.1. The ssh server needs setgroups(2) (dropbear's initgroups() as
+#   root), so the user namespace maps the test user's subordinate IDs too.
 set -Eeuo pipefail
 . "$(dirname -- "$0")/../harness/lib.sh"
 
+# dropbear lives in /usr/sbin, outside a plain user's PATH.
+export PATH=$PATH:/usr/sbin:/sbin
 if [[ ${1:-} != --inner ]]; then
         lt_install
         lt_require_isolated_network
-        for p in curl openssl python3 unshare nsenter ip; do
+        for p in curl openssl python3 unshare nsenter ip dropbear dropbearkey ssh ssh-keygen git; do
                 command -v "$p" >/dev/null || lt_fail "$p is needed on the host"
         done
         [[ -x $LT_PREFIX/libexec/lazaret-egress ]] || lt_fail "lazaret-egress is not installed in $LT_PREFIX/libexec"
-        exec unshare --user --map-root-user --net --mount --fork --kill-child bash "$0" --inner
+        exec unshare --user --map-root-user --map-auto --net --mount --fork --kill-child bash "$0" --inner
 fi
 
 # --- inside our own user, network and mount namespaces ------------------------
@@ -60,6 +75,8 @@ cleanup() {
                 cat "$T/egress.log" >&2 2>/dev/null || true
                 echo "--- DNS server log ---" >&2
                 cat "$T/dns.log" >&2 2>/dev/null || true
+                echo "--- dropbear log ---" >&2
+                cat "$T/dropbear.log" >&2 2>/dev/null || true
         fi
         rm -rf "$T"
 }
@@ -80,9 +97,11 @@ $ADDR edge.cdn.test
 EOF
 # A DNS server of its own (dnsmasq changes its group at start, which a user
 # namespace with one mapped ID refuses): A records from the hosts file, one
-# CNAME, NXDOMAIN otherwise; every query logged as "query[TYPE] NAME".
+# CNAME, NXDOMAIN otherwise; big.allowed.test's answer (40 A records) only
+# over TCP, truncated over UDP; every query logged as "query[TYPE] NAME
+# from ADDR", with " over tcp" when it came over TCP.
 python3 - "$T/hosts" "$T/dns.log" <<'EOF' &
-import socket, struct, sys
+import socket, struct, sys, threading
 hosts = {}
 for line in open(sys.argv[1]):
     addr, name = line.split()
@@ -90,10 +109,7 @@ for line in open(sys.argv[1]):
 cnames = {"alias.allowed.test": "edge.cdn.test"}
 def wire(name):
     return b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0"
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("127.0.0.1", 53))
-while True:
-    q, peer = s.recvfrom(4096)
+def answer(q, peer, tcp):
     qid, flags, qd = struct.unpack(">HHH", q[:6])
     off, labels = 12, []
     while q[off]:
@@ -103,8 +119,13 @@ while True:
     name = ".".join(labels).lower()
     question = q[12:off + 5]
     with open(sys.argv[2], "a") as log:
-        log.write("query[%d] %s from %s\n" % (qtype, name, peer[0]))
+        log.write("query[%d] %s from %s%s\n" % (qtype, name, peer[0], " over tcp" if tcp else ""))
     answers, rcode, target = [], 0, name
+    if name == "big.allowed.test" and qtype == 1:
+        if not tcp:
+            return struct.pack(">HHHHHH", qid, 0x8380, 1, 0, 0, 0) + question
+        answers = [b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 300, 4) + socket.inet_aton("198.18.0.10")] * 40
+        return struct.pack(">HHHHHH", qid, 0x8180, 1, len(answers), 0, 0) + question + b"".join(answers)
     if name in cnames:
         target = cnames[name]
         answers.append(b"\xc0\x0c" + struct.pack(">HHIH", 5, 1, 300, len(wire(target))) + wire(target))
@@ -114,7 +135,30 @@ while True:
             answers.append(owner + struct.pack(">HHIH", 1, 1, 300, 4) + socket.inet_aton(hosts[target]))
     elif name not in cnames:
         rcode = 3
-    s.sendto(struct.pack(">HHHHHH", qid, 0x8180 | rcode, 1, len(answers), 0, 0) + question + b"".join(answers), peer)
+    return struct.pack(">HHHHHH", qid, 0x8180 | rcode, 1, len(answers), 0, 0) + question + b"".join(answers)
+def tcp_loop():
+    t = socket.socket()
+    t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    t.bind(("127.0.0.1", 53))
+    t.listen(8)
+    while True:
+        c, peer = t.accept()
+        data = b""
+        while len(data) < 2 or len(data) < 2 + struct.unpack(">H", data[:2])[0]:
+            chunk = c.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        if len(data) >= 2:
+            r = answer(data[2:2 + struct.unpack(">H", data[:2])[0]], peer, True)
+            c.sendall(struct.pack(">H", len(r)) + r)
+        c.close()
+threading.Thread(target=tcp_loop, daemon=True).start()
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 53))
+while True:
+    q, peer = s.recvfrom(4096)
+    s.sendto(answer(q, peer, False), peer)
 EOF
 pids+=($!)
 
@@ -156,6 +200,45 @@ while True:
         f.write("udp from %s: %r\n" % (a, d))
 EOF
 pids+=($!)
+# The ssh server: dropbear as this namespace's root, whose home is ours for
+# the test (authorized_keys there), a host key of its own, no passwords.
+mkdir -m 0700 "$T/home" "$T/home/.ssh"
+mount --bind "$T/home" /root
+ssh-keygen -q -t ed25519 -N '' -C lazaret-egress-test -f "$T/id"
+install -m 0600 "$T/id.pub" "$T/home/.ssh/authorized_keys"
+dropbearkey -t ed25519 -f "$T/hostkey" >/dev/null 2>&1
+echo "git.allowed.test $(dropbearkey -y -f "$T/hostkey" | awk '/^ssh-ed25519 /{print $1, $2}')" >"$T/known_hosts"
+dropbear -F -E -s -j -k -p "$ADDR:22" -r "$T/hostkey" -P "$T/dropbear.pid" 2>"$T/dropbear.log" &
+pids+=($!)
+git init -q -b main "$T/src"
+git -C "$T/src" -c user.name=test -c user.email=test@lazaret.invalid commit -q --allow-empty -m "made outside"
+git clone -q --bare "$T/src" "$T/repo.git"
+# The name canary's responder, as the supervisor's: one TLS record read, then the answer.
+python3 - "$T/run-canary.sock" "$T/canary.log" <<'EOF' &
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
+while True:
+    c, _ = s.accept()
+    c.settimeout(5)
+    data = b""
+    try:
+        while len(data) < 5 or len(data) < 5 + struct.unpack(">H", data[3:5])[0]:
+            chunk = c.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    with open(sys.argv[2], "a") as f:
+        f.write("got %d bytes, first 0x%02x\n" % (len(data), data[0] if data else 0))
+    c.sendall(b"canary-answer\n")
+    c.close()
+EOF
+pids+=($!)
+for _ in $(seq 50); do
+        [[ -S $T/run-canary.sock ]] && timeout 1 bash -c "exec 3<>/dev/tcp/$ADDR/22" 2>/dev/null && break
+        sleep 0.1
+done
 
 # --- the sandbox namespace and the helper --------------------------------------------
 unshare --net sleep infinity &
@@ -173,7 +256,8 @@ mkfifo "$T/ready" "$T/exit"
 exec 8<>"$T/ready"
 "$EGRESS" --run-dir="$T/run" --api-socket="$T/run/api.sock" --resolver=127.0.0.1 \
         --allow-host=api.allowed.test --allow-host=alias.allowed.test --allow-host=private.allowed.test \
-        --allow-host='*.wild.test' --allow-host=git.allowed.test:2222 \
+        --allow-host=big.allowed.test \
+        --allow-host='*.wild.test' --allow-host=git.allowed.test:22,2222 --canary-socket="$T/run-canary.sock" \
         --ready-fd=3 --exit-fd=4 "$G" tap0 3<>"$T/ready" 4<"$T/exit" 2>"$T/egress.log" &
 egress=$!
 pids+=($egress)
@@ -293,6 +377,15 @@ out=$(dnsq private.allowed.test)
 lt_assert_eq "private.allowed.test (192.168.77.7, under the floor) rcode" 2 "$(field rcode "$out")"
 lt_log "ok: AAAA empty, DNS over TCP, a name resolving into a denied range is SERVFAIL"
 
+# An upstream answer too long for UDP: truncated, so the helper asks again over TCP.
+out=$(dnsq big.allowed.test)
+BIG=$(field addrs "$out")
+[[ $(field rcode "$out") == 0 && $(field an "$out") == 1 && $BIG =~ $POOL_RE ]] ||
+        lt_fail "big.allowed.test (truncated upstream over UDP): $out"
+grep -q "query\[1\] big.allowed.test from 127.0.0.1 over tcp" "$T/dns.log" ||
+        lt_fail "the helper did not ask the resolver again over TCP: $(grep big "$T/dns.log")"
+lt_log "ok: a truncated upstream answer asked again over TCP: big.allowed.test -> $BIG"
+
 # The C library's resolver, through /etc/resolv.conf.
 out=$(in_guest getent ahostsv4 api.allowed.test | awk 'NR==1{print $1}')
 lt_assert_eq "getent ahostsv4 api.allowed.test" "$API" "$out"
@@ -368,7 +461,7 @@ print(banner.decode().strip(), "|", s.recv(100).decode().strip())
 EOF
 ) || lt_fail "git.allowed.test:2222 failed: $out"
 lt_assert_eq "git.allowed.test:2222 (banner | echo)" "SSH-2.0-egress-test | echo:SSH-2.0-client" "$out"
-refused "git.allowed.test:443 (the rule lists 2222 only)" "connection to git.allowed.test:443 refused: no host rule allows that port" \
+refused "git.allowed.test:443 (the rule lists 22 and 2222)" "connection to git.allowed.test:443 refused: no host rule allows that port" \
         in_guest "${CURL[@]}" --connect-timeout 5 https://git.allowed.test/
 refused "api.allowed.test:2222 (its rule has 80 and 443)" "connection to api.allowed.test:2222 refused" \
         in_guest "${CURL[@]}" --connect-timeout 5 http://api.allowed.test:2222/
@@ -381,6 +474,45 @@ refused "a ClientHello naming evil.test on git.allowed.test:2222" \
 sleep 0.5
 if grep -q "got:.*evil" "$T/banner.log"; then lt_fail "the ClientHello naming evil.test reached the server"; fi
 lt_log "ok: port rule git.allowed.test:2222 carried, other ports and names refused ($n connections before)"
+
+# --- ssh and git over ssh, by name, to git.allowed.test:22 ------------------------------
+SSH="ssh -F /dev/null -i $T/id -o IdentitiesOnly=yes -o BatchMode=yes -o UserKnownHostsFile=$T/known_hosts \
+-o StrictHostKeyChecking=yes -o ConnectTimeout=10"
+out=$(in_guest $SSH root@git.allowed.test echo over-ssh 2>&1) || lt_fail "ssh root@git.allowed.test failed: $out"
+lt_assert_eq "ssh root@git.allowed.test echo over-ssh" over-ssh "$out"
+grep -q "auth succeeded for 'root'" "$T/dropbear.log" || lt_fail "dropbear logged no key login: $(cat "$T/dropbear.log")"
+out=$(in_guest env GIT_SSH_COMMAND="$SSH" git ls-remote "root@git.allowed.test:$T/repo.git" 2>&1) ||
+        lt_fail "git ls-remote over ssh failed: $out"
+[[ $out == *$'\trefs/heads/main'* ]] || lt_fail "git ls-remote over ssh listed no main: $out"
+out=$(in_guest env GIT_SSH_COMMAND="$SSH" git clone -q "root@git.allowed.test:$T/repo.git" "$T/clone" 2>&1) ||
+        lt_fail "git clone over ssh failed: $out"
+lt_assert_eq "the clone's commit" "made outside" "$(git -C "$T/clone" log -1 --format=%s)"
+git -C "$T/clone" -c user.name=test -c user.email=test@lazaret.invalid commit -q --allow-empty -m "made inside"
+out=$(in_guest env GIT_SSH_COMMAND="$SSH" git -C "$T/clone" push -q origin main 2>&1) ||
+        lt_fail "git push over ssh failed: $out"
+lt_assert_eq "the server's main after the push" "made inside" "$(git -C "$T/repo.git" log -1 --format=%s main)"
+refused "ssh to api.allowed.test:22 (its rule has 80 and 443)" "connection to api.allowed.test:22 refused" \
+        in_guest $SSH root@api.allowed.test true
+lt_log "ok: ssh, git ls-remote, clone and push over ssh to git.allowed.test:22 by name"
+
+# --- the attestation's name canaries (--canary-socket) ----------------------------------
+n_before=$(grep -c 'invalid from' "$T/dns.log" || true)
+out=$(dnsq allowed.canary.lazaret.invalid)
+CANARY=$(field addrs "$out")
+[[ $(field rcode "$out") == 0 && $CANARY =~ $POOL_RE ]] || lt_fail "allowed.canary.lazaret.invalid: $out"
+out=$(in_guest "${CURL[@]}" --connect-timeout 5 https://allowed.canary.lazaret.invalid/ 2>&1) || true
+grep -q "got [0-9]* bytes, first 0x16" "$T/canary.log" ||
+        lt_fail "the canary socket got no ClientHello (curl: $out; $(cat "$T/canary.log" 2>/dev/null))"
+lt_assert_eq "other.lazaret.invalid rcode" 3 "$(field rcode "$(dnsq other.lazaret.invalid)")"
+lt_assert_eq "queries under .invalid that reached the resolver" "$n_before" "$(grep -c 'invalid from' "$T/dns.log" || true)"
+refused "allowed.canary.lazaret.invalid:80 (the canary is allowed on 443 only)" \
+        "connection to allowed.canary.lazaret.invalid:80 refused" \
+        in_guest "${CURL[@]}" --connect-timeout 5 http://allowed.canary.lazaret.invalid/
+refused "the direct canary's address 10.137.127.254:443 (a forward behind the filter)" \
+        "connection to 10.137.127.254:443 refused: no allowed name resolved to that address" \
+        in_guest "${CURL[@]}" --connect-timeout 5 https://10.137.127.254/
+grep -q "passed the frame filter" "$T/egress.log" && lt_fail "a connection to the unbound canary address passed the filter"
+lt_log "ok: name canary: allowed.canary.lazaret.invalid = $CANARY, carried to the canary socket; .invalid never asked upstream"
 
 # --- a published port: slirp4netns' API on the helper's socket -------------------------
 mkdir "$T/guest-www"

@@ -14,13 +14,21 @@
 #     the test host's page by that name on port 8080 (the rule
 #     probe.lazaret.test:8080);
 #   - the test host's own address, 198.51.100.7:8080, is not reached by
-#     address, and a name no rule allows does not resolve.
-# Traffic goes only to the harness's resolver (from the helper) and the test
-# host 198.51.100.7.
+#     address, and a name no rule allows does not resolve;
+#   - the attestation's name canaries ran before publication: the helper
+#     refused the denied name, the direct connection to an address no name
+#     resolved to and the ClientHello naming the denied name on the allowed
+#     name's address (its log, in the coordinator's);
+#   - a name canary that fails stops the start with one line naming it
+#     (LAZARET_TEST_NETWORK_FAULT=no-name-canary: the helper is started
+#     without the canary's socket, so it refuses the allowed name canary).
+# Traffic goes only to the harness's resolver (from the helper), the test
+# host 198.51.100.7, and the canaries (names under .invalid, carried to a
+# Unix socket, and the helper's own pool).
 set -Eeuo pipefail
 . "$(dirname -- "$0")/../harness/lib.sh"
 
-lt_install
+lt_install --test-hooks
 [[ ${LAZARET_TEST_INSTALL:-} != runtime ]] ||
         lt_skip "desktop session: the harness's DNS test hosts exist only on a machine prepared as root"
 lt_domain_setup
@@ -33,12 +41,23 @@ cat >"$LT_CONFIG" <<JSON
   "profiles": { "test": { "image": "oci:$LT_IMAGE", "allow_hosts": ["$NAME:8080"] } } }
 JSON
 (cd "$LT_WS" && lazaretctl config check >/dev/null) || lt_fail "config check refused allow_hosts"
+LT_DOMAIN=$(cd "$LT_WS" && lazaretctl domain-id)
+lt_cleanup_hook() { systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT || true; }
 
 lt_keeper_start
 helper=$(cd "$LT_WS" && lazaretctl status --json | jq -r .NetworkReadiness.HelperId) || true
 [[ $helper == lazaret-egress:* ]] || lt_fail "the Domain's network helper is '${helper:-?}', not lazaret-egress"
 pgrep -u "$USER" -x lazaret-egress >/dev/null || lt_fail "no lazaret-egress process runs ($helper)"
 lt_log "ok: the Domain runs, its network helper is lazaret-egress"
+
+# The name canaries, as the helper refused them during the attestation.
+for want in 'denied name "denied.canary.lazaret.invalid"' \
+        'connection to 10.137.127.254:443 refused: no allowed name resolved to that address' \
+        'connection to allowed.canary.lazaret.invalid:443 refused: its ClientHello names "denied.canary.lazaret.invalid"'; do
+        grep -qF "$want" "$LT_LOGDIR/$LT_DOMAIN.log" ||
+                lt_fail "the egress helper logged no '$want' during the attestation"
+done
+lt_log "ok: the attestation's name canaries were refused by the helper before publication"
 
 out=$(lt_launch -- /bin/nslookup "$NAME" 2>&1) || lt_fail "nslookup $NAME inside failed: $out"
 addr=$(sed -n 's/^Address:[[:space:]]*\([0-9.]*\)$/\1/p' <<<"$out" | grep -v '^10\.137\.54\.3$' | head -n1)
@@ -58,4 +77,20 @@ rc=$?
 set -e
 ((rc != 0)) || lt_fail "a name no rule allows resolved inside: $out"
 lt_log "ok: other.lazaret.test does not resolve inside"
+
+# --- a failed name canary: no publication, one line naming it --------------------------
+kill "$LT_KEEPER" 2>/dev/null || true
+(cd "$LT_WS" && lazaretctl stop >/dev/null 2>&1) || true
+lt_wait_inactive
+systemctl --user set-environment LAZARET_TEST_NETWORK_FAULT=no-name-canary
+set +e
+out=$(lt_launch -- /bin/echo published 2>&1)
+rc=$?
+set -e
+systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT
+((rc != 0)) || lt_fail "the Domain was published although the allowed name canary was refused: $out"
+[[ $out != *published* ]] || lt_fail "the command ran: $out"
+want='network attestation failed: the allowed name canary allowed.canary.lazaret.invalid: the resolver answered rcode 3 without an address'
+grep -qF "$want" <<<"$out" || lt_fail "the client was not told which canary failed: $out"
+lt_log "ok: refused to publish: $want"
 lt_log "PASS"

@@ -88,6 +88,16 @@ Test(host_rule, refusals_name_the_fault) {
         check_refused("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example", "longer than 63");
 }
 
+/* RFC 6761's .invalid: the attestation's name canaries (net-policy.h) and nothing else. */
+Test(host_rule, invalid_names) {
+        cr_assert(host_name_is_invalid("invalid"));
+        cr_assert(host_name_is_invalid("denied.canary.lazaret.invalid"));
+        cr_assert(!host_name_is_invalid("notinvalid"));
+        cr_assert(!host_name_is_invalid("invalid.example.com"));
+        cr_assert(!host_name_is_invalid("x.notinvalid"));
+        check_refused("*.lazaret.invalid:443", "kept for Lazaret's readiness canaries");
+}
+
 Test(host_rule, control_bytes_are_shown_escaped) {
         _cleanup_free_ char *why = NULL;
         HostRule r;

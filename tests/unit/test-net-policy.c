@@ -313,3 +313,77 @@ Test(net_policy, decode_refuses) {
         m[19]--;
         decode_refuses(m, len - NET_POLICY_ROUTE_SIZE, "default route missing");
 }
+
+/* The host rules in the canonical bytes: ascending after the routes, so the digest covers them. */
+static NetPolicy *derive_with_hosts(const char *hosts_json) {
+        static const ConfigEnv env = { .home = "/home/u", .xdg_data_home = "/nonexistent-lazaret-unit/share" };
+        _cleanup_config_ Config *c = NULL;
+        _cleanup_free_ char *err = NULL, *text = NULL;
+        NetPolicy *p = NULL;
+
+        cr_assert_gt(asprintf(&text, "{\"profiles\": {\"dev\": {\"image\": \"builtin:default\", \"allow_hosts\": %s}}}",
+                              hosts_json), 0);
+        cr_assert_eq(config_parse(text, strlen(text), "/x.json", &env, &c, &err), 0, "%s", err ?: "");
+        cr_assert_eq(net_policy_derive_for_profile(c, config_find_profile(c, "dev"), &p), 0);
+        return p;
+}
+
+Test(net_policy, host_rules_encoded) {
+        _cleanup_net_policy_ NetPolicy *p = derive_with_hosts("[\"registry.npmjs.org\", \"*.Example.org:22,443\", \"a.example\"]"),
+                                       *same = derive_with_hosts("[\"a.example\", \"registry.npmjs.org\", \"*.example.org:443,22\"]"),
+                                       *other = derive_with_hosts("[\"a.example\", \"registry.npmjs.org\", \"*.example.org:443\"]"),
+                                       *q = NULL;
+        _cleanup_free_ uint8_t *buf = NULL, *buf2 = NULL, *m = NULL;
+        uint8_t dp[SHA256_DIGEST_LEN], ds[SHA256_DIGEST_LEN], dother[SHA256_DIGEST_LEN];
+        /* count, then each rule's length and text; '*' sorts before 'a': the order is the bytes' */
+        static const uint8_t tail[] = "\0\0\0\3" "\0\x14*.example.org:22,443" "\0\x09" "a.example" "\0\x12" "registry.npmjs.org";
+        size_t len, len2, end;
+
+        cr_assert_eq(p->n_hosts, 3);
+        cr_assert_str_eq(p->hosts[0], "*.example.org:22,443");
+        cr_assert_str_eq(p->hosts[1], "a.example");
+        cr_assert_str_eq(p->hosts[2], "registry.npmjs.org");
+        cr_assert_eq(net_policy_encode(p, &buf, &len), 0);
+        end = NET_POLICY_HEADER_SIZE + 3 * NET_POLICY_LINK_SIZE + p->n_routes * NET_POLICY_ROUTE_SIZE;
+        cr_assert_eq(len, end + sizeof(tail) - 1);
+        cr_assert_eq(memcmp(buf + end, tail, sizeof(tail) - 1), 0);
+        cr_assert_eq(net_policy_decode(buf, len, &q), 0);
+        cr_assert_eq(q->n_hosts, 3);
+        cr_assert_str_eq(q->hosts[2], "registry.npmjs.org");
+        cr_assert_eq(net_policy_encode(q, &buf2, &len2), 0);
+        cr_assert_eq(len2, len);
+        cr_assert_eq(memcmp(buf, buf2, len), 0);
+
+        /* The digest follows the rules, not the order they were written in. */
+        cr_assert_eq(net_policy_digest(p, dp), 0);
+        cr_assert_eq(net_policy_digest(same, ds), 0);
+        cr_assert_eq(net_policy_digest(other, dother), 0);
+        cr_assert_eq(memcmp(dp, ds, sizeof(dp)), 0);
+        cr_assert_neq(memcmp(dp, dother, sizeof(dp)), 0);
+
+        m = malloc(len + 1);
+        cr_assert_not_null(m);
+        MUTATE(m[end + 3] = 0, "a count of no host rules");
+        MUTATE(m[end + 3] = 4, "a count beyond the rules there are");
+        MUTATE(m[end + 6] = '!', "a rule that is none");
+        MUTATE(m[end + 8] = 'E', "a rule not in canonical text (upper case)");
+        MUTATE(m[end + 28] = 'z', "rules out of order (z.example after registry.npmjs.org)");
+        MUTATE(m[end + 5] = 0x13, "a rule's length off by one");
+        memcpy(m, buf, len);
+        m[len] = 0;
+        decode_refuses(m, len + 1, "a trailing byte after the host rules");
+        decode_refuses(buf, len - 1, "a host rule cut short");
+        /* Host rules in a policy that routes no pool: the default policy with this tail. */
+        {
+                _cleanup_net_policy_ NetPolicy *d = derive_ok(NULL, NULL, NULL, NULL);
+                _cleanup_free_ uint8_t *dbuf = NULL, *dm = NULL;
+                size_t dlen;
+
+                cr_assert_eq(net_policy_encode(d, &dbuf, &dlen), 0);
+                dm = malloc(dlen + sizeof(tail));
+                cr_assert_not_null(dm);
+                memcpy(dm, dbuf, dlen);
+                memcpy(dm + dlen, tail, sizeof(tail) - 1);
+                decode_refuses(dm, dlen + sizeof(tail) - 1, "host rules without the pool routed");
+        }
+}

@@ -209,3 +209,91 @@ Test(supnet_judge, route_lines_are_read_strictly) {
         EXPECT_UNREADABLE("route %s %s %s %s %s %s 0", i, d, g, f, m, x);         /* a seventh field */
         EXPECT_UNREADABLE("route %s %s %s %s %s", i, d, g, f, m);                 /* a field short */
 }
+
+/*
+ * The name canaries (a policy with host rules): the same report with the
+ * probe's name lines after the allowed canary's, as it prints them, then
+ * spoiled one at a time; each failure is one line naming its canary.
+ */
+static const char *const good_names[] = {
+        "name-allowed " CHALLENGE,
+        "name-denied nxdomain",
+        "name-direct refused",
+        "name-sni closed",
+};
+
+static void with_host_rules(void) {
+        net.policy->hosts = calloc(2, sizeof(char *));
+        cr_assert_not_null(net.policy->hosts);
+        net.policy->hosts[0] = strdup("example.com");
+        cr_assert_not_null(net.policy->hosts[0]);
+        net.policy->n_hosts = 1;
+}
+
+/* The exact report with the name lines (NULL: left out) inserted after its first line. */
+static int judge_names(const char *const names[4]) {
+        _cleanup_free_ char *r = report(SPOIL_NONE), *out = NULL;
+        char *nl = strchr(r, '\n') + 1;
+        size_t len;
+        FILE *f = open_memstream(&out, &len);
+
+        cr_assert_not_null(f);
+        fprintf(f, "%.*s", (int) (nl - r), r);
+        for (size_t i = 0; i < 4; i++)
+                if (names[i])
+                        fprintf(f, "%s\n", names[i]);
+        fputs(nl, f);
+        cr_assert_eq(fclose(f), 0);
+        return WITH_LINE(err, supnet_judge(&net, out, &line_));
+}
+
+static void expect_name_refusal(size_t i, const char *line, const char *why_part) {
+        const char *names[4] = { good_names[0], good_names[1], good_names[2], good_names[3] };
+
+        names[i] = line;
+        err[0] = 0;
+        cr_expect_lt(judge_names(names), 0, "accepted with \"%s\"", line ?: "(none)");
+        cr_expect_not_null(strstr(err, why_part), "\"%s\": %s", line ?: "(none)", err);
+        cr_expect_null(strchr(err, '\n'), "%s", err);
+}
+
+Test(supnet_judge, name_canaries) {
+        with_host_rules();
+        cr_assert_eq(judge_names(good_names), 0, "%s", err);
+
+        /* Without them, or with a policy that has no host rules, the report is refused. */
+        cr_assert_lt(judge(SPOIL_NONE), 0);
+        cr_assert_not_null(strstr(err, "the probe did not report the allowed name canary allowed.canary.lazaret.invalid"),
+                           "%s", err);
+
+        expect_name_refusal(0, NULL, "did not report the allowed name canary allowed.canary.lazaret.invalid");
+        expect_name_refusal(0, "name-allowed lz-other:ffff",
+                            "the allowed name canary allowed.canary.lazaret.invalid: the probe reported \"lz-other:ffff\", "
+                            "not this generation's challenge");
+        expect_name_refusal(0, "name-allowed-failed the resolver answered rcode 3 without an address",
+                            "network attestation failed: the allowed name canary allowed.canary.lazaret.invalid: "
+                            "the resolver answered rcode 3");
+        expect_name_refusal(1, "name-denied-failed it resolved to 10.137.64.2",
+                            "network attestation failed: the denied name canary denied.canary.lazaret.invalid: "
+                            "it resolved to 10.137.64.2");
+        expect_name_refusal(1, "name-denied servfail", "the denied name canary denied.canary.lazaret.invalid: the probe "
+                            "reported \"servfail\"");
+        expect_name_refusal(2, "name-direct-failed a connection to 10.137.127.254 was established",
+                            "network attestation failed: the direct connection canary to 10.137.127.254 (an address no "
+                            "name resolved to): a connection to 10.137.127.254 was established");
+        expect_name_refusal(2, NULL, "did not report the direct connection canary");
+        expect_name_refusal(3, "name-sni-failed it was answered \"" CHALLENGE "\"",
+                            "network attestation failed: the ClientHello canary (naming denied.canary.lazaret.invalid "
+                            "on the allowed name's address): it was answered");
+        expect_name_refusal(3, "name-sni-failed its connection to 10.137.64.1: Connection timed out",
+                            "the ClientHello canary");
+        expect_name_refusal(3, "name-sni closed\nname-sni closed", "the probe reported the ClientHello canary");
+        expect_name_refusal(3, "name-snix closed", "unknown line");
+}
+
+Test(supnet_judge, name_lines_without_host_rules) {
+        const char *names[4] = { good_names[0], NULL, NULL, NULL };
+
+        cr_assert_lt(judge_names(names), 0);
+        cr_assert_not_null(strstr(err, "unknown line \"name-allowed "), "%s", err);
+}

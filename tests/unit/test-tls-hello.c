@@ -246,3 +246,20 @@ Test(tls_hello, malformed) {
                 cr_assert_eq(tls_hello_parse(d, n, &t, NULL), -EBADMSG);
         }
 }
+
+/* The probe's ClientHello (tls_hello_build()) is read back by the helper's own reader, whole and in pieces. */
+Test(tls_hello, built_hello_reads_back) {
+        uint8_t buf[512];
+        size_t len;
+        TlsHello h;
+
+        cr_assert_eq(tls_hello_build("allowed.canary.lazaret.invalid", buf, sizeof(buf), &len), 0);
+        cr_assert_eq(tls_hello_parse(buf, len, &h, NULL), TLS_HELLO_SNI);
+        cr_assert_str_eq(h.server_name, "allowed.canary.lazaret.invalid");
+        cr_assert_eq(h.consumed, len);
+        cr_assert_not(h.has_ech);
+        for (size_t cut = 0; cut < len; cut++)
+                cr_assert_eq(tls_hello_parse(buf, cut, &h, NULL), -EAGAIN, "cut at %zu", cut);
+        cr_assert_eq(tls_hello_build("allowed.canary.lazaret.invalid", buf, len - 1, &len), -ENOBUFS);
+        cr_assert_eq(tls_hello_build("", buf, sizeof(buf), &len), -EINVAL);
+}
