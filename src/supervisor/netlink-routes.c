@@ -8,6 +8,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 #include <net/if.h>
+#include <linux/if.h>          /* IF_OPER_UP; after <net/if.h>, which it then defers to */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,66 @@ int netlink_link_delete(Netlink *nl, int ifindex) {
 
 int netlink_link_set_up(Netlink *nl, int ifindex) {
         return link_message(nl, RTM_NEWLINK, ifindex, IFF_UP, IFF_UP, 0);
+}
+
+typedef struct LinkState {
+        int ifindex;
+        int operstate;          /* IF_OPER_*, -1 until seen */
+} LinkState;
+
+static int link_state_attr(const struct nlattr *a, void *data) {
+        LinkState *st = data;
+
+        if (mnl_attr_get_type(a) == IFLA_OPERSTATE && mnl_attr_validate(a, MNL_TYPE_U8) >= 0)
+                st->operstate = mnl_attr_get_u8(a);
+        return MNL_CB_OK;
+}
+
+static int link_state_msg(const struct nlmsghdr *nlh, void *data) {
+        LinkState *st = data;
+        const struct ifinfomsg *ifm = mnl_nlmsg_get_payload(nlh);
+
+        if (nlh->nlmsg_type != RTM_NEWLINK || ifm->ifi_index != st->ifindex)
+                return MNL_CB_OK;
+        return mnl_attr_parse(nlh, sizeof(*ifm), link_state_attr, st);
+}
+
+/* The link's operational state (IF_OPER_*), by RTM_GETLINK for its index. */
+static int link_operstate(Netlink *nl, int ifindex) {
+        uint8_t buf[NL_REQUEST_SIZE];
+        struct nlmsghdr *nlh;
+        struct ifinfomsg *ifm;
+        LinkState st = { .ifindex = ifindex, .operstate = -1 };
+
+        nlh = mnl_nlmsg_put_header(buf);
+        nlh->nlmsg_type = RTM_GETLINK;
+        nlh->nlmsg_flags = NLM_F_REQUEST;
+        nlh->nlmsg_seq = ++nl->seq;
+        ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+        ifm->ifi_family = AF_UNSPEC;
+        ifm->ifi_index = ifindex;
+        if (mnl_socket_sendto(nl->sock, nlh, nlh->nlmsg_len) < 0)
+                return -errno;
+        /* One RTM_NEWLINK answers, or an error. */
+        ssize_t n = mnl_socket_recvfrom(nl->sock, buf, sizeof(buf));
+        if (n < 0)
+                return -errno;
+        errno = 0;
+        if (mnl_cb_run(buf, (size_t) n, nl->seq, nl->portid, link_state_msg, &st) < 0)
+                return errno > 0 ? -errno : -EPROTO;
+        return st.operstate < 0 ? -EBADMSG : st.operstate;
+}
+
+int netlink_link_wait_up(Netlink *nl, int ifindex, int timeout_ms) {
+        for (int waited = 0;; waited++) {
+                int r = link_operstate(nl, ifindex);
+
+                if (r < 0 || r == IF_OPER_UP)
+                        return r < 0 ? r : 0;
+                if (waited >= timeout_ms)
+                        return -ETIMEDOUT;
+                (void) usleep(1000);
+        }
 }
 
 int netlink_link_set_mtu(Netlink *nl, int ifindex, uint32_t mtu) {

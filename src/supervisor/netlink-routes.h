@@ -34,6 +34,17 @@ int netlink_link_delete(Netlink *nl, int ifindex);
 int netlink_link_set_up(Netlink *nl, int ifindex);
 int netlink_link_set_mtu(Netlink *nl, int ifindex, uint32_t mtu);
 
+/*
+ * Waits, polling every millisecond for up to timeout_ms, until the link's
+ * operational state is UP: 0, -ETIMEDOUT, or the kernel's -errno. A veth
+ * end brought up while its peer was still down gets carrier, and its
+ * transmit queue, only when the kernel's link watch work has run for it
+ * (net/core/link_watch.c, a work item on another thread); a frame it sends
+ * before that is dropped. The operational state turns UP in that same work,
+ * just before the queue is attached.
+ */
+int netlink_link_wait_up(Netlink *nl, int ifindex, int timeout_ms);
+
 /* Adds address/prefixlen to a link; with no_prefix_route the kernel adds no connected route. */
 int netlink_address_add(Netlink *nl, int ifindex, const Cidr *address, bool no_prefix_route);
 

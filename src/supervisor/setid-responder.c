@@ -19,6 +19,13 @@
 #ifndef PIDFD_THREAD
 #  define PIDFD_THREAD O_EXCL
 #endif
+/* Linux 6.6; the headers of older distributions lack them. */
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#  define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#  define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
 
 typedef struct Responder {
         int notify_fd;
@@ -122,6 +129,18 @@ static void answer_xattr(const Responder *rs, const struct seccomp_notif *req, s
 
 int setid_responder_serve(int notify_fd, const AnchorId *anchors, size_t n_anchors) {
         const Responder rs = { .notify_fd = notify_fd, .anchors = anchors, .n_anchors = n_anchors };
+
+        /* The caller waits while we answer, and we wait while it runs: with
+         * this flag the kernel hands the CPU over directly in both
+         * directions instead of waking the other side wherever the
+         * scheduler puts it. gVisor chowns every file it creates on a host
+         * mount, so in a State Anchor that is one round trip per file, and
+         * dpkg chowns each one again (dpkg -i of 300 files: 636 chowns, 645
+         * notifications in all); measured inside, a file created in a
+         * persistent /opt cost about 105 us more than with the chown
+         * answered by the filter, and about 40 us more with this flag
+         * (spec 6.3). Older kernels (EINVAL, ENOTTY) keep the plain wake-up. */
+        (void) ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
 
         for (;;) {
                 struct seccomp_notif req;

@@ -45,7 +45,9 @@
  * It keeps CAP_CHOWN, CAP_FOWNER and CAP_FSETID of the supervisor's user
  * namespace, which reach the developer's files and the subordinate IDs'.
  *
- * setid_responder_serve() answers until the listener fails; it needs only
+ * setid_responder_serve() asks for synchronous wake-ups on the listener
+ * (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, Linux 6.6: caller and responder
+ * hand the CPU to each other), and answers until the listener fails; it needs only
  * ioctl, pidfd_open, pidfd_getfd, process_vm_readv, fcntl, fstat, fstatfs,
  * fchmod, fchownat and close.
  */

@@ -329,6 +329,24 @@ static int canary_child(int to_parent, int from_parent, const SupNet *n) {
         return 0;
 }
 
+/*
+ * A veth end brought up while its peer is down gets its transmit queue
+ * only when the kernel's link watch work runs for it, on a kernel worker
+ * thread, after the peer came up; until then it drops what it sends. The
+ * end brought up second gets its queue at once. The liveness check's first
+ * frames are ARP, whose lost request or reply Linux sends again only after
+ * a second: about one cold start in ten to twenty took 1.0 s longer in the
+ * network step (issue 34), when that worker had not run yet. So the end
+ * that waits is always ours, and we wait for it (netlink_link_wait_up()):
+ * a millisecond or two, at most LINK_UP_TIMEOUT_MS, after which the start
+ * goes on as before (a lost frame then costs the second it always cost).
+ */
+#define LINK_UP_TIMEOUT_MS 1000
+
+static void link_wait_up(Netlink *nl, int ifindex) {
+        (void) netlink_link_wait_up(nl, ifindex, LINK_UP_TIMEOUT_MS);
+}
+
 static int start_canary(SupNet *n, Netlink *nl, char **ret_error) {
         int up[2], down[2], r, idx;
         char path[64], c = 0;
@@ -355,6 +373,11 @@ static int start_canary(SupNet *n, Netlink *nl, char **ret_error) {
         }
         if (r >= 0)
                 r = netlink_veth_create(nl, net_links[NET_LINK_CANARY].name, CANARY_PEER, n->canary_fd);
+        /* Our end up first, then the child's (LINK_UP_TIMEOUT_MS). */
+        if (r >= 0)
+                r = idx = netlink_link_index(net_links[NET_LINK_CANARY].name);
+        if (r >= 0)
+                r = netlink_link_set_up(nl, idx);
         if (r >= 0)
                 r = write(down[1], "l", 1) == 1 ? 0 : -EPIPE;
         if (r >= 0)
@@ -363,11 +386,7 @@ static int start_canary(SupNet *n, Netlink *nl, char **ret_error) {
         close(down[1]);
         if (r < 0)
                 return errorf(ret_error, r, "cannot set up the canary namespace and its responder: %s", strerror(-r));
-        r = idx = netlink_link_index(net_links[NET_LINK_CANARY].name);
-        if (r >= 0)
-                r = netlink_link_set_up(nl, idx);
-        if (r < 0)
-                return errorf(ret_error, r, "cannot bring up the canary link: %s", strerror(-r));
+        link_wait_up(nl, idx);
         return 0;
 }
 
@@ -605,6 +624,8 @@ static int make_links(SupNet *n, Netlink *nl, char **ret_error) {
                 r = netlink_link_set_up(nl, idx);
         if (r < 0)
                 return errorf(ret_error, r, "cannot configure the deny link: %s", strerror(-r));
+        /* deny0 came up first: gVisor's ARP on it is what the witness sees. */
+        link_wait_up(nl, netlink_link_index(net_links[NET_LINK_DENY].name));
         r = start_canary(n, nl, ret_error);
         if (r < 0)
                 return r;
@@ -646,10 +667,29 @@ static int install_policy(SupNet *n, Netlink *nl, const NetlinkLinks *links, cha
         return 0;
 }
 
+const char *supnet_step_name(SupNetStep step) {
+        static const char *const names[_SUPNET_STEP_MAX] = {
+                [SUPNET_STEP_NAMESPACE] = "namespace", [SUPNET_STEP_HELPER] = "helper",
+                [SUPNET_STEP_ENTER] = "enter",         [SUPNET_STEP_LINKS] = "links",
+                [SUPNET_STEP_LIVENESS] = "liveness",   [SUPNET_STEP_POLICY] = "policy",
+                [SUPNET_STEP_WITNESS] = "witness",
+        };
+
+        return step < _SUPNET_STEP_MAX ? names[step] : NULL;
+}
+
+/* The time since *last into n->step_usec[step]; *last moves on. */
+static void step_done(SupNet *n, SupNetStep step, uint64_t *last) {
+        uint64_t t = now_usec();
+
+        n->step_usec[step] = t - *last;
+        *last = t;
+}
+
 int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error) {
         _cleanup_netlink_ Netlink *nl = NULL;
         NetlinkLinks links;
-        uint64_t t0 = now_usec(), t1 = 0;
+        uint64_t last = now_usec();
         int r, lo = -1;
 
         r = read_policy(n, p, ret_error);
@@ -658,16 +698,16 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
         /* 1. The enforcement namespace. */
         if (r >= 0)
                 r = make_enforcement_netns(n, p, ret_error);
-        t1 = now_usec();
-        n->namespace_usec = t1 - t0;
+        step_done(n, SUPNET_STEP_NAMESPACE, &last);
         /* 2. The connectivity helper stays where we are, its tap inside: lazaret-egress for a
          * policy with host rules, slirp4netns otherwise. */
         if (r >= 0)
                 r = n->policy->n_hosts > 0 ? start_egress(n, p, helpers, ret_error) : start_slirp(n, p, helpers, ret_error);
-        n->helper_usec = now_usec() - t1;
+        step_done(n, SUPNET_STEP_HELPER, &last);
         /* 3. The supervisor moves into the enforcement namespace. */
         if (r >= 0)
                 r = enter_enforcement_netns(n, &nl, &lo, ret_error);
+        step_done(n, SUPNET_STEP_ENTER, &last);
         /* 4. The links. */
         if (r >= 0)
                 r = make_links(n, nl, ret_error);
@@ -676,13 +716,17 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
         r = netlink_resolve_links(nl, &links);
         if (r < 0)
                 return errorf(ret_error, r, "cannot resolve the policy links: %s", strerror(-r));
+        step_done(n, SUPNET_STEP_LINKS, &last);
         r = check_denied_live(n, nl, &links, ret_error);
+        step_done(n, SUPNET_STEP_LIVENESS, &last);
         /* 5. The policy. */
         if (r >= 0)
                 r = install_policy(n, nl, &links, ret_error);
+        step_done(n, SUPNET_STEP_POLICY, &last);
         /* Last: nothing of the set-up above is seen by the witness. */
         if (r >= 0)
                 r = open_witness(n, ret_error);
+        step_done(n, SUPNET_STEP_WITNESS, &last);
         if (r < 0)
                 return r;
 #if ENABLE_TEST_HOOKS

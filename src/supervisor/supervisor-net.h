@@ -40,6 +40,20 @@
  *
  * Every failure is one line in err (for FAILED).
  */
+/* The steps of supnet_prepare(), timed for the start's report (supnet_step_name()). */
+typedef enum SupNetStep {
+        SUPNET_STEP_NAMESPACE,          /* the enforcement namespace */
+        SUPNET_STEP_HELPER,             /* slirp4netns or lazaret-egress, until ready */
+        SUPNET_STEP_ENTER,              /* the supervisor into the namespace, lo up */
+        SUPNET_STEP_LINKS,              /* tap0, deny0 and sink, the canary namespace and its responder */
+        SUPNET_STEP_LIVENESS,           /* the denied canary answers before the policy */
+        SUPNET_STEP_POLICY,             /* the routes installed and read back, no IPv6 */
+        SUPNET_STEP_WITNESS,            /* the deny link's witness */
+        _SUPNET_STEP_MAX,
+} SupNetStep;
+
+const char *supnet_step_name(SupNetStep step);
+
 typedef struct SupNet {
         int enforcement_fd;
         int canary_fd;
@@ -53,7 +67,7 @@ typedef struct SupNet {
         unsigned long long netns_ino;
         NetPolicy *policy;
         char digest_hex[SHA256_HEX_LEN + 1];
-        uint64_t namespace_usec, helper_usec; /* what steps 1 and 2 took, for the start's report */
+        uint64_t step_usec[_SUPNET_STEP_MAX]; /* what each step of supnet_prepare() took, for the start's report */
 } SupNet;
 
 #define SUPNET_INIT { .enforcement_fd = -1, .canary_fd = -1, .witness_fd = -1, .slirp_exit_fd = -1 }

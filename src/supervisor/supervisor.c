@@ -980,12 +980,11 @@ static int run_start_steps(Supervisor *s) {
         for (size_t i = 0; i < ELEMENTSOF(start_steps) && n < sizeof(msg.reason); i++)
                 n += (size_t) snprintf(msg.reason + n, sizeof(msg.reason) - n, "%s %s %" PRIu64 ".%" PRIu64, i ? "," : "",
                                        start_steps[i].name, spent[i] / 1000, spent[i] % 1000 / 100);
-        /* The network's own first steps: its namespace, and its helper until ready. */
-        if (n < sizeof(msg.reason))
-                (void) snprintf(msg.reason + n, sizeof(msg.reason) - n,
-                                "; in network: namespace %" PRIu64 ".%" PRIu64 ", helper %" PRIu64 ".%" PRIu64,
-                                s->net.namespace_usec / 1000, s->net.namespace_usec % 1000 / 100,
-                                s->net.helper_usec / 1000, s->net.helper_usec % 1000 / 100);
+        /* The network's own steps (supnet_prepare()): its namespace, its helper until ready, ... */
+        for (SupNetStep i = 0; i < _SUPNET_STEP_MAX && n < sizeof(msg.reason); i++)
+                n += (size_t) snprintf(msg.reason + n, sizeof(msg.reason) - n, "%s %s %" PRIu64 ".%" PRIu64,
+                                       i ? "," : "; in network:", supnet_step_name(i), s->net.step_usec[i] / 1000,
+                                       s->net.step_usec[i] % 1000 / 100);
         send_msg(&msg);
         return 0;
 }
