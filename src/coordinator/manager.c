@@ -139,6 +139,7 @@ static void manager_remove_session(Manager *m, Session *s) {
         if (s->next)
                 s->next->prev = s->prev;
         m->n_sessions--;
+        manager_egress_session_gone(m, s);
         escalations_session_closed(m->escalations, s);
         session_free(s);
 }
@@ -148,6 +149,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         while (m->sessions)
                 manager_remove_session(m, m->sessions);
+        manager_egress_stop(m);
         escalations_free(m->escalations);
         notifier_free(m->notifier);
         /* What the trail still queues goes in before the store closes. */
@@ -733,6 +735,20 @@ static void sandbox_ready(Sandbox *sb, void *userdata) {
                 manager_stop(m, "cannot start host escalation (see the log)");
                 return;
         }
+        r = manager_egress_start(m);
+        if (r < 0) {
+                manager_stop(m, "cannot watch the egress helper's denied names (see the log)");
+                return;
+        }
+        if (r == 0)
+                manager_finish_start(m);
+}
+
+void manager_finish_start(Manager *m) {
+        int r;
+
+        if (m->state != DOMAIN_STARTING)
+                return;
         r = manager_publish(m);
         if (r < 0) {
                 manager_stop(m, "cannot publish the Domain on the bus");
@@ -782,6 +798,8 @@ static int on_teardown(sd_event_source *s, void *userdata) {
                 log_session(LOG_INFO, id, "Session ended by the Domain's teardown: %s", reason);
                 manager_emit_session_ended(m, id, -1, reason);
         }
+        /* Denied names: the helper goes with the sandbox. */
+        manager_egress_stop(m);
         /* Before the sandbox goes: the mailbox's file system goes with it. */
         m->escalations = escalations_free(m->escalations);
         m->notifier = notifier_free(m->notifier);
