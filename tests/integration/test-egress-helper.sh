@@ -413,8 +413,9 @@ fi
 lt_log "ok: published port 18000 -> 8000 through the API socket, removed again; 0.0.0.0 refused"
 
 # --- denied names to the coordinator's watch, live rules back (spec 4.5 "A denied name") --
-# The coordinator's side, played by a watcher that writes each line it gets to events.
-python3 - "$T/run/api.sock" "$T/events" <<'EOF' &
+# The coordinator's side, played by a watcher that writes each line it gets to events (not
+# holding fd 9, the helper's exit FIFO's only writer).
+python3 - "$T/run/api.sock" "$T/events" 9>&- <<'EOF' &
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
 s.sendall(b'{"execute":"watch_denied","arguments":{}}')
