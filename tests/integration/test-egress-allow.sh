@@ -66,7 +66,20 @@ audited() {
 log_since() { tail -c +$(($1 + 1)) "$LT_LOGDIR/$LT_DOMAIN.log" 2>/dev/null; }
 log_size() { stat -c %s "$LT_LOGDIR/$LT_DOMAIN.log" 2>/dev/null || echo 0; }
 # fetch: the test host's page by name on 8080, in a session of its own; prints the page or nothing.
-fetch() { lt_launch -- /bin/sh -c "wget -q -T 5 -O - http://$NAME:8080/ 2>/dev/null" 2>/dev/null || true; }
+# (busybox nc, as test-egress-launch: the static busybox's wget crashes resolving a name under gVisor.)
+GET="printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 $NAME 8080 | tail -n 1"
+fetch() { lt_launch -- /bin/sh -c "$GET" 2>/dev/null || true; }
+# wait_history TEXT: until the pane or its scrollback shows TEXT (a line above a prompt scrolls off
+# the top of the screen when the prompt is drawn at its bottom). A command's end is marked by an
+# echo typed as X""Y=$? and shown as XY=STATUS, so that the typed command line never matches.
+wait_history() {
+        for _ in $(seq 1 150); do
+                $T capture-pane -t t:0 -p -S -2000 | grep -qF -- "$1" && return 0
+                sleep 0.1
+        done
+        $T capture-pane -t t:0 -p -S -2000 >&2
+        lt_fail "the terminal never showed '$1'"
+}
 # egress_key: the approve key of the denied-name prompt on the pane.
 egress_key() { lt_screen | sed -n 's/.*<- press \(.\) to allow it.*/\1/p' | tail -n1; }
 
@@ -91,8 +104,8 @@ lt_wait_screen ':/workspace#'
 helper=$(ctl status --json | jq -r .NetworkReadiness.HelperId) || true
 [[ $helper == lazaret-egress:* ]] || lt_fail "the Domain's network helper is '${helper:-?}', not lazaret-egress"
 
-$T send-keys -t t:0 "nslookup $NAME; echo NS1-\$?" Enter
-lt_wait_screen "[lazaret] Refused a DNS question for $NAME: no host rule allows it"
+$T send-keys -t t:0 "nslookup $NAME; echo N\"\"S1=\$?" Enter
+wait_history "[lazaret] Refused a DNS question for $NAME: no host rule allows it"
 lt_wait_screen "<- press "
 s=$(lt_screen)
 grep -qF "[lazaret] The sandbox was refused a host no rule allows" <<<"$s" || { echo "$s" >&2; lt_fail "no prompt title"; }
@@ -119,23 +132,23 @@ k=$(egress_key)
 [[ -n $k ]] || { lt_screen >&2; lt_fail "no approve key on the prompt"; }
 lt_press "$k"
 lt_wait_screen "[lazaret] Allowed $NAME (once)."
-lt_wait_screen "NS1-"
-$T send-keys -t t:0 "clear; nslookup $NAME; echo NS2-\$?" Enter
-lt_wait_screen "NS2-"
+wait_history "NS1="
+$T send-keys -t t:0 "clear; nslookup $NAME; echo N\"\"S2=\$?" Enter
+wait_history "NS2="
 lt_screen | grep -qE "Address:? +(1: +)?$POOL_RE" || { lt_screen >&2; lt_fail "$NAME did not resolve to a synthetic address"; }
 lt_log "ok: allowed once from the prompt, $NAME resolves inside"
 
-$T send-keys -t t:0 "clear; wget -q -T 5 -O - http://$NAME:8080/; echo WG1-\$?" Enter
-lt_wait_screen "[lazaret] Refused a connection to port 8080 for $NAME:8080"
+$T send-keys -t t:0 "clear; $GET; echo W\"\"G1=\$?" Enter
+wait_history "[lazaret] Refused a connection to port 8080 for $NAME:8080"
 lt_wait_screen "<- press "
 lt_press s
 lt_wait_screen "to allow it for this Domain's life"
 k=$(egress_key)
 lt_press "$k"
 lt_wait_screen "[lazaret] Allowed $NAME:8080 (domain)."
-lt_wait_screen "WG1-"
-$T send-keys -t t:0 "clear; wget -q -T 5 -O - http://$NAME:8080/; echo WG2-\$?" Enter
-lt_wait_screen "WG2-"
+wait_history "WG1="
+$T send-keys -t t:0 "clear; $GET; echo W\"\"G2=\$?" Enter
+wait_history "WG2="
 lt_screen | grep -qF "test host $HOST" || { lt_screen >&2; lt_fail "the fetch after the allow from the prompt failed"; }
 audited egress-allowed terminal "$NAME:8080" || lt_fail "no egress-allowed audit event by terminal: $(ctl escalations history)"
 lt_log "ok: $NAME:8080 allowed from the prompt for the Domain's life: fetched, audited"
