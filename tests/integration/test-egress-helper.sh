@@ -34,7 +34,8 @@
 #   refused), a published port (slirp4netns' add_hostfwd on the API
 #   socket) fetched from the outside's 127.0.0.1, and denied names (issue 35
 #   item 4): a watcher on the API socket gets each refused name once a
-#   second, never one with ESC or '_', and add_host takes effect at once.
+#   second, never one with ESC or '_', add_host takes effect at once, and a
+#   once allow lapses 60 s after it was used.
 set -Eeuo pipefail
 . "$(dirname -- "$0")/../harness/lib.sh"
 
@@ -476,6 +477,11 @@ lt_assert_eq "add_host api.allowed.test:2222 for the Domain's life" '{"return":{
 out=$(in_guest timeout 5 bash -c 'exec 3<>/dev/tcp/api.allowed.test/2222; head -n1 <&3') || true
 [[ -n $out ]] || lt_fail "api.allowed.test:2222 after add_host gave nothing"
 lt_log "ok: add_host once and for the Domain's life take effect at once, for bound names too ($out)"
+# Once means once: 60 s (the synthetic answer's TTL) after the answer it allowed, the name is denied again.
+sleep 61
+out=$(dnsq denied.test)
+[[ $(field rcode "$out") == 3 ]] || lt_fail "denied.test 61 s after its once allow was used: $out"
+lt_log "ok: the once allow of denied.test lapsed 60 s after it was used"
 
 # --- the exit fd ends it ------------------------------------------------------------------
 exec 9>&-
