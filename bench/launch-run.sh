@@ -92,3 +92,26 @@ printf '  %-22s %8.1f ms  (± %.1f)\n' "bare runsc exec" "$(jq -n "$be*1000")" "
 printf '  %-22s %8.1f ms  (± %.1f)\n' "lazaret warm launch" "$(jq -n "$lw*1000")" "$(jq -n "$(sd "$work/warm.json" "lazaret warm launch")*1000")"
 printf '  cold ratio (lazaret cold / bare runsc run):  %.2f  (goal <= 1.5)\n' "$(jq -n "$lc/$br")"
 printf '  warm ratio (lazaret warm / bare runsc exec): %.2f  (goal <= 1.2)\n' "$(jq -n "$lw/$be")"
+
+# Where a cold start spends its time (issue 34 item 4): the supervisor's
+# report per start (run_start_steps() in src/supervisor/supervisor.c, which
+# the coordinator logs) and the coordinator's "published" line, medians over
+# the cold runs just made.
+log=$(lazaretctl log --lines 2000 2>/dev/null || true)
+steps=$(grep -o 'Runtime Supervisor: sandbox started in .*' <<<"$log" | tail -n "$COLD" || true)
+if [[ -n $steps ]]; then
+        median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+        echo "  cold start by step (medians of $(wc -l <<<"$steps") starts, ms):"
+        pub=$(grep -o 'published [0-9]* ms after' <<<"$log" | tail -n "$COLD" | awk '{ print $2 }' | median)
+        printf '    %-24s %8s\n' "coordinator to published" "${pub:-?}"
+        printf '    %-24s %8s\n' "supervisor, all steps" "$(sed 's/.*started in \([0-9]*\) ms.*/\1/' <<<"$steps" | median)"
+        IFS=, read -ra names <<<"$(sed 's/;.*//; s/.*ms: //; s/ [0-9.]*\( ms\)\{0,1\}\(,\|$\)/,/g; s/,$//; s/^ //' <<<"$(head -n1 <<<"$steps")")"
+        for n in "${names[@]}"; do
+                n=${n# }
+                printf '    %-24s %8s\n' "  $n" "$(sed 's/;.*//' <<<"$steps" | grep -o "[ :]$n [0-9.]*" | awk '{ print $NF }' | median)"
+        done
+        for n in namespace helper; do
+                printf '    %-24s %8s\n' "    network: $n" "$(grep -o "; in network:.*" <<<"$steps" | grep -o " $n [0-9.]*" | awk '{ print $NF }' | median)"
+        done
+        printf '    slowest start: %s\n' "$(sort -t' ' -k5,5n <<<"$steps" | tail -n 1 | sed 's/^Runtime Supervisor: //')"
+fi

@@ -143,3 +143,59 @@ printf '  %-28s %8.1f MiB/s  (median; %s)\n' "bare runsc+slirp4netns bulk" "$bb"
 printf '  %-28s %8.1f MiB/s  (median; %s)\n' "lazaret bulk" "$lb" "$(sort -n "$work/bulk-lz" | paste -sd' ')"
 printf '  cold ratio (lazaret cold / bare runsc+slirp4netns run):  %.2f  (goal <= 1.5)\n' "$(jq -n "$lc/$br")"
 printf '  bulk ratio (lazaret / bare runsc+slirp4netns download):  %.2f  (goal >= 0.9)\n' "$(jq -n "$lb/$bb")"
+
+# --- egress by name (issue 35) ------------------------------------------------
+# The same Domain with a host rule (allow_hosts): the egress helper,
+# lazaret-egress, takes slirp4netns' place, answers DNS for the allowed name
+# with a synthetic address and dials 198.51.100.7 itself. Its cold launch
+# against the one above, and its download by name against the plain path's,
+# alternating in one warm Domain each.
+NAME=probe.lazaret.test
+lt_wait_inactive
+cp "$LT_CONFIG" "$work/config-plain.json"
+jq --arg r "$NAME:8080" '.profiles.test.allow_hosts = [$r]' "$work/config-plain.json" >"$LT_CONFIG"
+hyperfine --style basic --export-json "$work/cold-names.json" -N --warmup 1 --runs "$COLD" \
+        --prepare "bash -c '. $LAZARET_SOURCE_ROOT/tests/harness/lib.sh; LT_DOMAIN=$LT_DOMAIN lt_wait_inactive'" \
+        -n "lazaret cold launch, names" "lazaretctl launch -- /bin/true" >&2
+cp "$work/config-plain.json" "$LT_CONFIG"
+lt_wait_inactive
+
+get_name="printf 'GET /bulk.bin HTTP/1.0\\r\\nHost: $NAME\\r\\n\\r\\n' | nc -w 5 $NAME 8080"
+download_name="t0=\$(echo | ts %.s); $get_name >/dev/null; t1=\$(echo | ts %.s); n=\$($get_name | wc -c); echo bulk \$n \$t0 \$t1"
+# Two workspaces, two Domains up at once: the plain one and the named one.
+ws_names=$HOME/bench-network-names
+rm -rf "$ws_names"
+cp -a "$LT_WS" "$ws_names"
+jq --arg r "$NAME:8080" '.profiles.names = (.profiles.test + { allow_hosts: [$r] })' "$work/config-plain.json" >"$LT_CONFIG"
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 3600) &
+holder=$!
+(cd "$ws_names" && exec lazaretctl launch --profile names -- /bin/sleep 3600) &
+holder_names=$!
+for _ in $(seq 1 100); do
+        [[ $(cd "$LT_WS" && lazaretctl status --json | jq -r .State) == running &&
+           $(cd "$ws_names" && lazaretctl status --profile names --json | jq -r .State) == running ]] && break
+        sleep 0.1
+done
+: >"$work/bulk-plain"
+: >"$work/bulk-names"
+for i in $(seq 0 "$DOWNLOADS"); do
+        p=$(rate "lazaret, slirp4netns" "$(cd "$LT_WS" && lazaretctl launch -- /bin/sh -c "$download")")
+        n=$(rate "lazaret, by name" "$(cd "$ws_names" && lazaretctl launch --profile names -- /bin/sh -c "$download_name")")
+        echo "# download $i: slirp4netns $p MiB/s, by name $n MiB/s" >&2
+        ((i == 0)) && continue
+        echo "$p" >>"$work/bulk-plain"
+        echo "$n" >>"$work/bulk-names"
+done
+kill "$holder" "$holder_names" 2>/dev/null || true
+wait "$holder" "$holder_names" 2>/dev/null || true
+cp "$work/config-plain.json" "$LT_CONFIG"
+
+ln=$(mean "$work/cold-names.json" "lazaret cold launch, names")
+pb=$(median "$work/bulk-plain")
+nb=$(median "$work/bulk-names")
+printf '  %-28s %8.1f ms  (± %.1f)\n' "lazaret cold, allow_hosts" "$(jq -n "$ln*1000")" "$(jq -n "$(sd "$work/cold-names.json" "lazaret cold launch, names")*1000")"
+printf '  %-28s %8.1f MiB/s  (median; %s)\n' "lazaret bulk, slirp4netns" "$pb" "$(sort -n "$work/bulk-plain" | paste -sd' ')"
+printf '  %-28s %8.1f MiB/s  (median; %s)\n' "lazaret bulk, by name" "$nb" "$(sort -n "$work/bulk-names" | paste -sd' ')"
+printf '  cold ratio (allow_hosts / without):                      %.2f  (goal <= 1.05)\n' "$(jq -n "$ln/$lc")"
+printf '  bulk ratio (by name / slirp4netns, same run):             %.2f  (goal >= 0.9)\n' "$(jq -n "$nb/$pb")"
+echo "  (connection setup by name: bench/egress-connect)"

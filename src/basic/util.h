@@ -25,3 +25,6 @@ int write_all(int fd, const void *buf, size_t n);
 
 /* CLOCK_MONOTONIC in milliseconds, for deadlines of poll() loops. */
 uint64_t now_msec(void);
+
+/* CLOCK_MONOTONIC in microseconds, for timing steps. */
+uint64_t now_usec(void);

@@ -45,6 +45,12 @@ int supervisor_msg_encode(const SupervisorMsg *msg, char buf[static SUPERVISOR_M
                 sanitize_copy(reason, sizeof(reason), msg->reason);
                 n = snprintf(buf, SUPERVISOR_MSG_MAX, "FAILED %s", reason[0] ? reason : "unknown error");
                 break;
+        case SUPERVISOR_STARTED:
+                sanitize_copy(reason, sizeof(reason), msg->reason);
+                if (!reason[0])
+                        return -EINVAL;
+                n = snprintf(buf, SUPERVISOR_MSG_MAX, "STARTED %s", reason);
+                break;
         case SUPERVISOR_EXITED:
                 if (msg->status < 0 || msg->status > 255)
                         return -EINVAL;
@@ -83,6 +89,11 @@ int supervisor_msg_decode(const char *buf, size_t n, SupervisorMsg *ret) {
                 if (!*arg || strlen(arg) > SUPERVISOR_REASON_MAX)
                         return -EBADMSG;
                 m.type = SUPERVISOR_FAILED;
+                memcpy(m.reason, arg, strlen(arg) + 1);
+        } else if ((arg = startswith(s, "STARTED "))) {
+                if (!*arg || strlen(arg) > SUPERVISOR_REASON_MAX)
+                        return -EBADMSG;
+                m.type = SUPERVISOR_STARTED;
                 memcpy(m.reason, arg, strlen(arg) + 1);
         } else if ((arg = startswith(s, "EXITED "))) {
                 m.type = SUPERVISOR_EXITED;

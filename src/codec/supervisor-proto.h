@@ -8,6 +8,8 @@
  * datagram, in text so that a person reading a trace understands them:
  *
  *   READY                 the container runs; the supervisor is confined
+ *   STARTED <line>        where the start spent its time, one printable line
+ *                         for the Domain's log (sent once, before READY)
  *   FAILED <reason>       start-up failed; reason is one printable line
  *   EXITED <status>       the container's init ended (0..255; 128+N: signal N)
  *   NETWORK <digest> <helper-pid> <netns>
@@ -37,6 +39,7 @@ typedef enum SupervisorMsgType {
         SUPERVISOR_EXITED,
         SUPERVISOR_NETWORK,
         SUPERVISOR_MAILBOX,
+        SUPERVISOR_STARTED,
 } SupervisorMsgType;
 
 #define SUPERVISOR_DIGEST_HEX_LEN 64
@@ -47,7 +50,7 @@ typedef struct SupervisorMsg {
         char digest[SUPERVISOR_DIGEST_HEX_LEN + 1]; /* NETWORK */
         int helper_pid;                         /* NETWORK */
         unsigned long long netns;               /* NETWORK */
-        char reason[SUPERVISOR_REASON_MAX + 1]; /* FAILED */
+        char reason[SUPERVISOR_REASON_MAX + 1]; /* FAILED, STARTED */
 } SupervisorMsg;
 
 /*

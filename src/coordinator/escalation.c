@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -1212,6 +1213,16 @@ void escalations_session_closed(Escalations *e, Session *s) {
         /* Nobody can ask any more: no spare waits. */
         if (!e->bells)
                 e->spare = spare_free(e->spare);
+}
+
+static bool names_scarce(int fd) {
+        struct statfs sf;
+
+        return fd >= 0 && fstatfs(fd, &sf) >= 0 && sf.f_files > 0 && sf.f_ffree < sf.f_files / 4;
+}
+
+bool escalations_mailbox_scarce(Escalations *e) {
+        return e && (names_scarce(e->results_fd) || names_scarce(e->trust_fd));
 }
 
 Escalations *escalations_free(Escalations *e) {

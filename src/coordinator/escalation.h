@@ -51,6 +51,13 @@ typedef struct EscalationsParams {
 /* Opens the mailbox's directories (requests/, results/, trust/) below dir_fd and starts watching requests/. */
 int escalations_new(const EscalationsParams *p, Escalations **ret, char **ret_error);
 Escalations *escalations_free(Escalations *e);
+
+/*
+ * Whether results/ or trust/ has less than a quarter of its names free:
+ * then the names ended sessions left must be forgotten now, not in the
+ * next batch. False when it cannot tell (and for NULL).
+ */
+bool escalations_mailbox_scarce(Escalations *e);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Escalations *, escalations_free);
 
 /*

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,8 @@ Manager *manager_free(Manager *m) {
         manager_egress_stop(m);
         escalations_free(m->escalations);
         notifier_free(m->notifier);
+        strv_free(m->forget_pending);
+        sd_event_source_disable_unref(m->forget_timer);
         /* What the trail still queues goes in before the store closes. */
         audit_writer_flush_all(m->audit);
         audit_writer_free(m->audit);
@@ -582,6 +585,7 @@ int manager_startup(Manager *m, char **ret_why) {
 
         log_set_domain(m->id);
         m->state = DOMAIN_STARTING;
+        m->startup_usec = now_usec();
 
         r = setup_activation(m);
         if (r < 0)
@@ -654,16 +658,52 @@ static Session *escalation_find_session(const char *id, void *userdata) {
         return manager_find_session(userdata, id);
 }
 
+/*
+ * The names an ended session left in the mailbox, forgotten in batches:
+ * each forgetting is a `runsc exec` (a Go start-up, about 50 ms of CPU),
+ * which after every session would compete with the next launch. A batch
+ * goes after FORGET_DELAY_USEC, at once when FORGET_BATCH_MAX sessions
+ * wait or the mailbox's file systems run short of names.
+ */
+#define FORGET_DELAY_USEC (2ULL * 1000 * 1000)
+#define FORGET_BATCH_MAX 32
+
+static void forget_flush(Manager *m) {
+        _cleanup_strv_free_ char **ids = TAKE_PTR(m->forget_pending);
+        int r;
+
+        m->forget_timer = sd_event_source_disable_unref(m->forget_timer);
+        /* A Domain going down takes its mailbox with it. */
+        if (!ids || m->state != DOMAIN_RUNNING || !m->sandbox)
+                return;
+        r = sandbox_forget_mailbox(sandbox_runtime(m->sandbox), ids);
+        if (r < 0)
+                log_warning("Cannot have the sandbox forget the mailbox names of %zu sessions: %s", strv_length(ids),
+                            strerror(-r));
+}
+
+static int on_forget_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        forget_flush(userdata);
+        return 0;
+}
+
 static void escalation_forget_session(const char *session_id, void *userdata) {
         Manager *m = userdata;
         int r;
 
-        /* A Domain going down takes its mailbox with it. */
         if (m->state != DOMAIN_RUNNING || !m->sandbox)
                 return;
-        r = sandbox_forget_mailbox(sandbox_runtime(m->sandbox), session_id);
+        r = strv_extend(&m->forget_pending, session_id);
+        if (r < 0 || strv_length(m->forget_pending) >= FORGET_BATCH_MAX || escalations_mailbox_scarce(m->escalations)) {
+                forget_flush(m);
+                return;
+        }
+        if (m->forget_timer)
+                return;
+        r = sd_event_add_time_relative(m->event, &m->forget_timer, CLOCK_MONOTONIC, FORGET_DELAY_USEC, 0,
+                                       on_forget_timer, m);
         if (r < 0)
-                log_warning("Cannot have the sandbox forget the mailbox names of session %s: %s", session_id, strerror(-r));
+                forget_flush(m);
 }
 
 static void escalation_abort_session(Session *s, void *userdata) {
@@ -758,7 +798,8 @@ void manager_finish_start(Manager *m) {
         manager_emit_state_changed(m);
         (void) sd_notify(false, "READY=1");
         manager_update_status(m);
-        log_info("Domain %s published", m->id);
+        log_info("Domain %s published %" PRIu64 " ms after the coordinator's start-up began", m->id,
+                 (now_usec() - m->startup_usec) / 1000);
         waiters_answer(m, /* started= */ true);
         arm_idle_timer(m);
 }
@@ -800,8 +841,10 @@ static int on_teardown(sd_event_source *s, void *userdata) {
         }
         /* Denied names: the helper goes with the sandbox. */
         manager_egress_stop(m);
-        /* Before the sandbox goes: the mailbox's file system goes with it. */
+        /* Before the sandbox goes: the mailbox's file system goes with it, and what it had to forget. */
         m->escalations = escalations_free(m->escalations);
+        m->forget_pending = strv_free(m->forget_pending);
+        m->forget_timer = sd_event_source_disable_unref(m->forget_timer);
         m->notifier = notifier_free(m->notifier);
         /* The audit trail's last events are in the store before the Domain is said to be gone. */
         audit_writer_flush_all(m->audit);

@@ -75,6 +75,7 @@ struct Manager {
         DomainRecord record;            /* the Domain record's profile and workspace */
         char *domain_dir;               /* <data_root>/domains/<id> */
         bool maintenance;               /* the launch request asked for maintenance (launch-request.h) */
+        uint64_t startup_usec;          /* CLOCK_MONOTONIC when manager_startup() began, for the published line */
 
         SubidRange subuids, subgids;    /* what the sandbox's user namespace maps to, looked up once */
         char *runtime_root;     /* $XDG_RUNTIME_DIR/lazaret */
@@ -97,6 +98,9 @@ struct Manager {
         EgressPrompt *egress_prompt;    /* the one denied-name prompt up, or NULL */
         bool egress_quiet;              /* the developer chose "no more such prompts" */
         unsigned egress_kept_pending;   /* kept rules sent to the helper, not yet answered: publication waits */
+        /* Ended sessions whose mailbox names the sandbox must still forget, sent in one batch. */
+        char **forget_pending;
+        sd_event_source *forget_timer;
 
         Session *sessions;
         unsigned n_sessions;

@@ -237,10 +237,17 @@ int sandbox_exec_kill_session(SandboxExec *x, ProcessDone done, void *userdata, 
         return process_run(x->rt->event, argv, done, userdata, ret);
 }
 
-int sandbox_forget_mailbox(const SandboxRuntime *rt, const char *session_id) {
-        char *const argv[] = { (char *) rt->runsc, (char *) "--root", (char *) rt->root, (char *) "exec",
-                               (char *) rt->container, (char *) SANDBOX_CONTROL_MOUNT "/init", (char *) "--forget-mailbox",
-                               (char *) session_id, NULL };
+int sandbox_forget_mailbox(const SandboxRuntime *rt, char *const *session_ids) {
+        _cleanup_strv_free_ char **argv = NULL;
+        int r;
 
+        r = strv_extend_strv(&argv, (char *const[]) { (char *) rt->runsc, (char *) "--root", (char *) rt->root,
+                                                       (char *) "exec", (char *) rt->container,
+                                                       (char *) SANDBOX_CONTROL_MOUNT "/init", (char *) "--forget-mailbox",
+                                                       NULL });
+        if (r >= 0)
+                r = strv_extend_strv(&argv, session_ids);
+        if (r < 0)
+                return r;
         return process_run_detached(rt->event, argv);
 }

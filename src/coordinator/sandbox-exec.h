@@ -43,6 +43,6 @@ int sandbox_exec_signal(SandboxExec *x, int sig);
  * is not waited for. -ESRCH when the command never started inside.
  */
 int sandbox_exec_kill_session(SandboxExec *x, ProcessDone done, void *userdata, Process **ret);
-/* Runs `lazaret-init --forget-mailbox SESSION-ID` in the sandbox, detached: gVisor then drops the names
- * of that session's mailbox files the host removed (spec 5.6 step 5). */
-int sandbox_forget_mailbox(const SandboxRuntime *rt, const char *session_id);
+/* Runs `lazaret-init --forget-mailbox SESSION-ID...` in the sandbox, detached: gVisor then drops the names
+ * of those sessions' mailbox files the host removed (spec 5.6 step 5). */
+int sandbox_forget_mailbox(const SandboxRuntime *rt, char *const *session_ids);

@@ -906,6 +906,9 @@ static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, i
                 log_info("Network attested from inside the sandbox: policy %s, network helper pid %d, namespace %llu",
                          msg->digest, msg->helper_pid, msg->netns);
                 return;
+        case SUPERVISOR_STARTED:
+                log_info("Runtime Supervisor: %s ms", msg->reason);
+                return;
         case SUPERVISOR_READY:
                 if (sb->state != SANDBOX_STARTING) {
                         sandbox_fail(sb, "the Runtime Supervisor reported READY twice");

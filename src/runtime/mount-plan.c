@@ -247,6 +247,25 @@ const MountEntry *mount_plan_find(const MountPlan *p, const char *destination) {
         return NULL;
 }
 
+bool mount_plan_point_in_image(const MountPlan *p, size_t i) {
+        const MountEntry *e;
+
+        if (i >= p->n_entries)
+                return false;
+        e = &p->entries[i];
+        if (e->kind == MOUNT_SANDBOX || e->part == MOUNT_PART_ROOT)
+                return false;
+        /* The plan refuses a mount above an earlier one: only an earlier entry can hold this one. */
+        for (size_t j = 0; j < i; j++) {
+                const MountEntry *x = &p->entries[j];
+
+                if (x->kind != MOUNT_SANDBOX && x->part != MOUNT_PART_ROOT && x->part != MOUNT_PART_STATE_ANCHOR &&
+                    !streq(x->destination, e->destination) && path_is_at_or_below(e->destination, x->destination))
+                        return false;
+        }
+        return true;
+}
+
 char *mount_plan_staged_path(const char *stage_dir, size_t i) {
         char *s;
 

@@ -136,6 +136,21 @@ void mount_plan_truncate(MountPlan *p, size_t n);
 /* The entry at destination, or NULL. */
 const MountEntry *mount_plan_find(const MountPlan *p, const char *destination);
 
+/*
+ * Whether entry i's mount point, when runsc makes it, may land in the
+ * image's own tree. runsc's gofer binds every MOUNT_BIND, MOUNT_SUPERVISOR
+ * and MOUNT_VIEW entry onto the root on the host, in plan order, making a
+ * missing destination (and its parents) first in whatever is mounted there
+ * by then, following symbolic links inside the root. That is the root
+ * unless an earlier such entry holds the destination; gVisor's own mounts
+ * (/tmp, /proc, ...) are made inside the sandbox and hold nothing on the
+ * host. A State Anchor's overlay holds its points in its upper, but its
+ * lower is the image's own directory, where a symbolic link can lead runsc
+ * back into the root: those count too. False for the root and gVisor's
+ * own entries.
+ */
+bool mount_plan_point_in_image(const MountPlan *p, size_t i);
+
 /* The staged path of entry i: "<stage_dir>/<i>". NULL on OOM. */
 char *mount_plan_staged_path(const char *stage_dir, size_t i);
 

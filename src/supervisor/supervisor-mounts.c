@@ -6,7 +6,10 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/openat2.h>
 
 #include "cleanup.h"
 #include "escalation-proto.h"
@@ -414,6 +417,62 @@ int supmounts_open_workspace(const char *bundle, int *ret_fd, char **ret_error) 
         return errorf(ret_error, -ENOENT, "the mount plan of %s has no workspace", bundle);
 }
 
+/* Whether path (absolute, as inside) is missing in the tree at rootfd, resolved as runsc resolves it: symbolic links stay inside. */
+static bool missing_in_root(int rootfd, const char *path) {
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+        };
+        long fd = syscall(SYS_openat2, rootfd, path + strspn(path, "/"), &how, sizeof(how));
+
+        if (fd >= 0) {
+                safe_close((int) fd);
+                return false;
+        }
+        /* Only an absent path is runsc's to make; where a file stands in the way, runsc fails by itself. */
+        return errno == ENOENT;
+}
+
+/*
+ * The root's mount points (issue 33): runsc makes a missing mount point in
+ * the tree that holds it, and the staged root is the prepared lower, which
+ * every Domain of the image shares. When a point that may land in the
+ * image's tree (mount_plan_point_in_image()) is missing there (a persistent
+ * path or a volume the image lacks: Lazaret's own were made at
+ * preparation), the root gets an overlay of this generation
+ * (supoverlay_stage_root()) and runsc makes them in its upper, resolving
+ * paths its own way: they are not resolved a second time here. Otherwise
+ * the root stays the bind it is: a profile whose mount points the image has
+ * pays nothing.
+ */
+static int stage_root_points(const MountPlan *plan, const char *stage, int stagefd, Helpers *helpers,
+                             char **ret_error) {
+        const MountEntry *root = mount_plan_find(plan, "/");
+        char name[MOUNT_PLAN_STAGE_NAME_MAX];
+        _cleanup_close_ int rootfd = -EBADF;
+        bool missing = false;
+
+        if (!root)
+                return 0;
+        snprintf(name, sizeof(name), "%zu", (size_t) (root - plan->entries));
+        rootfd = openat(stagefd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (rootfd < 0)
+                return errorf(ret_error, -errno, "cannot open the staged root file system: %m");
+        /* The image is read-only to runsc (and to the overlay, whose lower
+         * is a copy of this mount), so that a point this lookup did not
+         * foresee (a symbolic link the sandbox wrote in a persistent
+         * directory) fails the start instead of landing in the lower. runsc
+         * remounts its root read-only itself once its mounts are made. */
+        if (mount_setattr(rootfd, "", AT_EMPTY_PATH, &(struct mount_attr) { .attr_set = MOUNT_ATTR_RDONLY },
+                          sizeof(struct mount_attr)) < 0)
+                return errorf(ret_error, -errno, "cannot make the staged root file system read-only: %m");
+        for (size_t i = 0; i < plan->n_entries && !missing; i++)
+                missing = mount_plan_point_in_image(plan, i) && missing_in_root(rootfd, plan->entries[i].destination);
+        if (!missing)
+                return 0;
+        return supoverlay_stage_root(rootfd, stagefd, stage, name, helpers, ret_error);
+}
+
 int supmounts_stage(const char *bundle, const char *view, int relay_fd, Helpers *helpers, bool *ret_relays,
                     char **ret_error) {
         _cleanup_(mount_plan_done) MountPlan plan = {};
@@ -464,6 +523,10 @@ int supmounts_stage(const char *bundle, const char *view, int relay_fd, Helpers 
                 if (r < 0)
                         return r;
         }
+        /* After the State Anchor's overlays: the root's takes the format they chose. */
+        r = stage_root_points(&plan, stage, stagefd, helpers, ret_error);
+        if (r < 0)
+                return r;
         /* Nothing more is staged: the staging directory itself becomes read-only. */
         if (mount(NULL, stage, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 return errorf(ret_error, -errno, "cannot make the staging directory %s read-only: %m", stage);

@@ -573,6 +573,7 @@ static int install_policy(SupNet *n, Netlink *nl, const NetlinkLinks *links, cha
 int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error) {
         _cleanup_netlink_ Netlink *nl = NULL;
         NetlinkLinks links;
+        uint64_t t0 = now_usec(), t1 = 0;
         int r, lo = -1;
 
         r = read_policy(n, p, ret_error);
@@ -581,11 +582,14 @@ int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **re
         /* 1. The enforcement namespace. */
         if (r >= 0)
                 r = make_enforcement_netns(n, p, ret_error);
+        t1 = now_usec();
+        n->namespace_usec = t1 - t0;
         /* 2. The connectivity helper stays where we are, its tap inside: lazaret-egress for a
          * profile with host rules, slirp4netns otherwise. */
         if (r >= 0)
                 r = p->allow_hosts && p->allow_hosts[0] ? start_egress(n, p, helpers, ret_error)
                                                          : start_slirp(n, p, helpers, ret_error);
+        n->helper_usec = now_usec() - t1;
         /* 3. The supervisor moves into the enforcement namespace. */
         if (r >= 0)
                 r = enter_enforcement_netns(n, &nl, &lo, ret_error);

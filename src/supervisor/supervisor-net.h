@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "hash.h"
@@ -43,6 +44,7 @@ typedef struct SupNet {
         unsigned long long netns_ino;
         NetPolicy *policy;
         char digest_hex[SHA256_HEX_LEN + 1];
+        uint64_t namespace_usec, helper_usec; /* what steps 1 and 2 took, for the start's report */
 } SupNet;
 
 #define SUPNET_INIT { .enforcement_fd = -1, .canary_fd = -1, .witness_fd = -1, .slirp_exit_fd = -1 }

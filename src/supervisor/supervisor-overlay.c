@@ -46,6 +46,32 @@ static void remember_anchor(int fd) {
                 n_anchor_ids++;
 }
 
+/*
+ * What an overlay is for: its name in the mount table, the words of its
+ * fuse-overlayfs as a helper, and whether it is a State Anchor's (whose
+ * file system goes to the set-ID responder, with an overlay UUID of its
+ * own) or the root's mount points (supoverlay_stage_root()).
+ */
+typedef struct OverlayUse {
+        const char *source;
+        const char *role;
+        const char *death_means;
+        bool anchor;
+} OverlayUse;
+
+static const OverlayUse anchor_use = {
+        .source = "fuse-overlayfs",
+        .role = "the persistent directories' overlay",
+        .death_means = "the persistent directories are gone; the sandbox is stopped",
+        .anchor = true,
+};
+
+static const OverlayUse root_use = {
+        .source = SUPOVERLAY_ROOT_SOURCE,
+        .role = "the root file system's overlay",
+        .death_means = "the sandbox lost its root file system and is stopped",
+};
+
 /* An O_RDONLY directory fd of a host path, opened one component at a time without following anything. */
 static int open_dir(const char *path, const char *what, int *ret, char **ret_error) {
         _cleanup_(path_walk_result_done) PathWalkResult w = {};
@@ -131,7 +157,8 @@ static int set_layer(int fsfd, const char *key, int fd) {
         return -errno;
 }
 
-static int mount_kernel(int lower, int upper, int work, int stagefd, const char *name, char **ret_error) {
+static int mount_kernel(const OverlayUse *u, int lower, int upper, int work, int stagefd, const char *name,
+                        char **ret_error) {
         _cleanup_close_ int fsfd = -EBADF, mfd = -EBADF;
         bool uuid = false;
         int r;
@@ -152,8 +179,11 @@ static int mount_kernel(int lower, int upper, int work, int stagefd, const char 
          * it f_fsid is the upper file system's, shared with other
          * overlays, and the overlay is not given to the responder: owners
          * and modes there follow the rules of host files (spec 6.3). */
-        if (r >= 0)
+        if (r >= 0 && u->anchor)
                 uuid = fsconfig(fsfd, FSCONFIG_SET_STRING, "uuid", "on", 0) >= 0;
+        /* Named in the mount table, where the State Anchor's are "none". */
+        if (r >= 0 && !u->anchor && fsconfig(fsfd, FSCONFIG_SET_STRING, "source", u->source, 0) < 0)
+                r = -errno;
         if (r >= 0 && fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
                 r = -errno;
         if (r < 0)
@@ -181,11 +211,14 @@ static int mount_kernel(int lower, int upper, int work, int stagefd, const char 
  * `echo >` wrote inside was an empty file after a restart; only fsync'd
  * files kept.
  */
-static int mount_fuse(int lower, int upper, int work, const char *target, Helpers *helpers, char **ret_error) {
+static int mount_fuse(const OverlayUse *u, int lower, int upper, int work, const char *target, Helpers *helpers,
+                      char **ret_error) {
         _cleanup_free_ char *program = NULL, *options = NULL, *devpath = NULL;
         _cleanup_close_ int dev = -EBADF;
         int r;
 
+        if (!helpers)
+                return errorf(ret_error, -EOPNOTSUPP, "fuse-overlayfs: no helper runner to supervise it");
         r = find_program("fuse-overlayfs", &program);
         if (r < 0)
                 return errorf(ret_error, r, "fuse-overlayfs: %s", r == -ENOENT ? "not installed (install the fuse-overlayfs package)"
@@ -196,12 +229,12 @@ static int mount_fuse(int lower, int upper, int work, const char *target, Helper
         if (asprintf(&options, "fd=%d,rootmode=40000,user_id=0,group_id=0,default_permissions,allow_other", dev) < 0 ||
             asprintf(&devpath, "/dev/fd/%d", HELPER_FIRST_PASS_FD + 3) < 0)
                 return -ENOMEM;
-        if (mount("fuse-overlayfs", target, "fuse.fuse-overlayfs", MS_NOSUID | MS_NODEV | MS_NOATIME, options) < 0)
+        if (mount(u->source, target, "fuse.fuse-overlayfs", MS_NOSUID | MS_NODEV | MS_NOATIME, options) < 0)
                 return errorf(ret_error, -errno, "fuse-overlayfs: cannot mount FUSE on %s: %m", target);
         r = helper_start(helpers, &(HelperSpec) {
                                  .name = "fuse-overlayfs",
-                                 .role = "the persistent directories' overlay",
-                                 .death_means = "the persistent directories are gone; the sandbox is stopped",
+                                 .role = u->role,
+                                 .death_means = u->death_means,
                                  .argv = (char *[]) { program, (char *) "-f", (char *) "-o",
                                                       (char *) "lowerdir=/proc/self/fd/4,upperdir=/proc/self/fd/5,"
                                                                "workdir=/proc/self/fd/6,writeback=0",
@@ -227,10 +260,52 @@ static OverlayFormat forced_format(void) {
         return OVERLAY_UNDECIDED;
 }
 
+/*
+ * The overlay of lower, upper and work on <stage>/<name> (target), in the
+ * format that recorded names, else the one this supervisor chose, else
+ * kernel overlayfs and, where the kernel refuses it, fuse-overlayfs. what
+ * names the overlay in messages. *ret_format: the format mounted.
+ */
+static int mount_layers(const OverlayUse *u, const char *what, int lower, int upper, int work, OverlayFormat recorded,
+                        int stagefd, const char *target, const char *name, Helpers *helpers, OverlayFormat *ret_format,
+                        char **ret_error) {
+        _cleanup_free_ char *kernel_why = NULL;
+        int r;
+
+        if (chosen == OVERLAY_UNDECIDED)
+                chosen = forced_format();
+        if (recorded == OVERLAY_FUSE || (recorded == OVERLAY_UNDECIDED && chosen == OVERLAY_FUSE))
+                goto fuse;
+        r = mount_kernel(u, lower, upper, work, stagefd, name, &kernel_why);
+        if (r >= 0) {
+                *ret_format = chosen = OVERLAY_KERNEL;
+                return 0;
+        }
+        if (recorded == OVERLAY_KERNEL || chosen == OVERLAY_KERNEL)
+                return errorf(ret_error, r, "cannot mount %s: %s", what, kernel_why);
+fuse:
+        r = mount_fuse(u, lower, upper, work, target, helpers, ret_error);
+        if (r < 0) {
+                if (kernel_why) {
+                        _cleanup_free_ char *fuse_why = ret_error ? TAKE_PTR(*ret_error) : NULL;
+                        return errorf(ret_error, r, "cannot mount %s: %s; %s", what, kernel_why,
+                                      fuse_why ?: "fuse-overlayfs failed");
+                }
+                return r;
+        }
+        *ret_format = chosen = OVERLAY_FUSE;
+        if (u->anchor) {
+                _cleanup_close_ int root = open(target, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (root >= 0)
+                        remember_anchor(root);
+        }
+        return 0;
+}
+
 int supoverlay_stage(const MountEntry *e, int stagefd, const char *stage, const char *name, Helpers *helpers, char **ret_error) {
         _cleanup_close_ int lower = -EBADF, layer = -EBADF, upper = -EBADF, work = -EBADF;
-        _cleanup_free_ char *target = path_join(stage, name), *kernel_why = NULL;
-        OverlayFormat recorded = OVERLAY_UNDECIDED;
+        _cleanup_free_ char *target = path_join(stage, name), *what = NULL;
+        OverlayFormat recorded = OVERLAY_UNDECIDED, mounted;
         struct stat st;
         int r;
 
@@ -257,40 +332,62 @@ int supoverlay_stage(const MountEntry *e, int stagefd, const char *stage, const 
                               r == -EBADMSG ? "names no overlay format Lazaret knows" : strerror(-r));
         if (mkdirat(stagefd, name, 0700) < 0)
                 return errorf(ret_error, -errno, "cannot create the staging point for %s: %m", e->destination);
-
-        if (chosen == OVERLAY_UNDECIDED)
-                chosen = forced_format();
-        if (recorded == OVERLAY_FUSE || (recorded == OVERLAY_UNDECIDED && chosen == OVERLAY_FUSE))
-                goto fuse;
-        r = mount_kernel(lower, upper, work, stagefd, name, &kernel_why);
-        if (r >= 0) {
-                chosen = OVERLAY_KERNEL;
-                goto done;
-        }
-        if (recorded == OVERLAY_KERNEL || chosen == OVERLAY_KERNEL)
-                return errorf(ret_error, r, "cannot mount the persistent %s: %s", e->destination, kernel_why);
-fuse:
-        r = mount_fuse(lower, upper, work, target, helpers, ret_error);
-        if (r < 0) {
-                if (kernel_why) {
-                        _cleanup_free_ char *fuse_why = ret_error ? TAKE_PTR(*ret_error) : NULL;
-                        return errorf(ret_error, r, "cannot mount the persistent %s: %s; %s", e->destination, kernel_why,
-                                      fuse_why ?: "fuse-overlayfs failed");
-                }
+        if (asprintf(&what, "the persistent %s", e->destination) < 0)
+                return -ENOMEM;
+        r = mount_layers(&anchor_use, what, lower, upper, work, recorded, stagefd, target, name, helpers, &mounted,
+                         ret_error);
+        if (r < 0)
                 return r;
-        }
-        chosen = OVERLAY_FUSE;
-        {
-                _cleanup_close_ int root = open(target, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (root >= 0)
-                        remember_anchor(root);
-        }
-done:
         if (recorded == OVERLAY_UNDECIDED) {
-                r = write_format(layer, chosen);
+                r = write_format(layer, mounted);
                 if (r < 0)
                         return errorf(ret_error, r, "cannot record the overlay format in %s/%s: %s", e->data, FORMAT_FILE,
                                       strerror(-r));
         }
         return 0;
+}
+
+int supoverlay_stage_root(int rootfd, int stagefd, const char *stage, const char *name, Helpers *helpers,
+                          char **ret_error) {
+        _cleanup_close_ int layer = -EBADF, tree = -EBADF, lower = -EBADF, upper = -EBADF, work = -EBADF;
+        _cleanup_free_ char *target = path_join(stage, name), *dir = path_join(stage, SUPOVERLAY_ROOT_LAYER);
+        OverlayFormat mounted;
+        struct stat st;
+        int r;
+
+        if (!target || !dir)
+                return -ENOMEM;
+        if (fstat(rootfd, &st) < 0)
+                return errorf(ret_error, -errno, "cannot inspect the staged root file system: %m");
+        /* A tmpfs of its own: the staging directory turns read-only before
+         * fuse-overlayfs, which opens its layers by path, has started. */
+        if (mkdirat(stagefd, SUPOVERLAY_ROOT_LAYER, 0700) < 0)
+                return errorf(ret_error, -errno, "cannot create %s: %m", dir);
+        if (mount("lazaret-root-layer", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,size=1m") < 0)
+                return errorf(ret_error, -errno, "cannot mount the root overlay's layer on %s: %m", dir);
+        layer = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (layer < 0)
+                return errorf(ret_error, -errno, "cannot open %s: %m", dir);
+        /* The lower is a copy of the staged root's mount beside the layers,
+         * not the staged root itself, which the overlay covers: fuse-overlayfs
+         * would find its own mount at that path. */
+        tree = open_tree(rootfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (tree < 0)
+                return errorf(ret_error, -errno, "cannot take a copy of the staged root's mount: %m");
+        r = make_dir(layer, dir, SUPOVERLAY_ROOT_LOWER, 0700, &lower, ret_error);
+        if (r < 0)
+                return r;
+        if (move_mount(tree, "", layer, SUPOVERLAY_ROOT_LOWER, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return errorf(ret_error, -errno, "cannot place the root overlay's lower in %s: %m", dir);
+        safe_close(lower);
+        lower = openat(layer, SUPOVERLAY_ROOT_LOWER, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (lower < 0)
+                return errorf(ret_error, -errno, "cannot open %s/%s: %m", dir, SUPOVERLAY_ROOT_LOWER);
+        r = make_dir(layer, dir, STATE_ANCHOR_UPPER, st.st_mode & 07777, &upper, ret_error);
+        if (r >= 0)
+                r = make_dir(layer, dir, STATE_ANCHOR_WORK, 0700, &work, ret_error);
+        if (r < 0)
+                return r;
+        return mount_layers(&root_use, "the root file system's overlay", lower, upper, work, OVERLAY_UNDECIDED, stagefd,
+                            target, name, helpers, &mounted, ret_error);
 }

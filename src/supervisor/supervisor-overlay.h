@@ -35,3 +35,26 @@
 size_t supoverlay_anchor_ids(const AnchorId **ret);
 
 int supoverlay_stage(const MountEntry *e, int stagefd, const char *stage, const char *name, Helpers *helpers, char **ret_error);
+
+/*
+ * The root's overlay (spec 4.6, "Prepared lower"), for a plan with a mount
+ * point the image lacks: runsc makes a missing mount point in the tree that
+ * holds it, and the root's tree is the prepared lower, shared by every
+ * Domain of the image. rootfd (an O_RDONLY directory fd of the staged root,
+ * a read-only mount) is the lower layer (a copy of its mount, at
+ * <stage>/SUPOVERLAY_ROOT_LAYER/SUPOVERLAY_ROOT_LOWER) of an overlay
+ * mounted on <stage>/<name>, over the staged root; its upper and work
+ * directories are beside it, on a tmpfs of their own (1 MiB) in
+ * <stage>/SUPOVERLAY_ROOT_LAYER: per generation, gone with this mount
+ * namespace. runsc's root path is unchanged; what it makes
+ * there lands in the upper. Kernel overlayfs or fuse-overlayfs as for the
+ * State Anchor (the format this supervisor chose), named
+ * SUPOVERLAY_ROOT_SOURCE in the mount table; not a State Anchor's (its
+ * owners are not the set-ID responder's: gVisor's own root overlay takes
+ * every write of the sandbox).
+ */
+#define SUPOVERLAY_ROOT_LAYER "root-layer"
+#define SUPOVERLAY_ROOT_LOWER "lower"
+#define SUPOVERLAY_ROOT_SOURCE "lazaret-root"
+int supoverlay_stage_root(int rootfd, int stagefd, const char *stage, const char *name, Helpers *helpers,
+                          char **ret_error);

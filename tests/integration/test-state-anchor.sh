@@ -137,13 +137,13 @@ out=$(find "$state" -maxdepth 3 -type d ! -readable 2>&1) || true
 lt_assert_eq "unreadable entries in the stopped Domain's state" "" "$out"
 lt_assert_eq "format of the /usr layer" kernel-overlayfs-userxattr "$(cat "$state/usr/format")"
 lt_assert_eq "host owner of an upper file" "$(id -u)" "$(stat -c %u "$state/usr/upper/local/bin/busybox-lt")"
-# runsc makes an empty file where a bind's target is missing: in a persistent
-# /etc that is in the upper layer, always covered by Lazaret's read-only file;
-# the prepared lower has its own, made at preparation.
+# runsc makes an empty file where a bind's target is missing; the prepared
+# lower has its own, made at preparation, which a persistent /etc shows: none
+# lands in the upper layer (issue 33).
 lower=$(prepared_lower)
 [[ -n $lower && -e $lower/etc/profile ]] || lt_fail "the prepared lower lost /etc/profile (or is missing: '$lower')"
 for f in resolv.conf hosts hostname; do
-        [[ ! -s $state/etc/upper/$f ]] || lt_fail "/etc/$f was persisted in $state/etc/upper: $(cat "$state/etc/upper/$f")"
+        [[ ! -e $state/etc/upper/$f ]] || lt_fail "/etc/$f is in $state/etc/upper: '$(cat "$state/etc/upper/$f")'"
         # The mount point preparation makes (issue 33): an empty file, never written.
         [[ -f $lower/etc/$f && ! -s $lower/etc/$f ]] || lt_fail "/etc/$f in the prepared lower is not the empty mount point of preparation"
 done

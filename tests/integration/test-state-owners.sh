@@ -38,8 +38,8 @@ command -v setpriv >/dev/null || lt_skip "setpriv is not installed on the host"
 command -v gcc >/dev/null || lt_skip "gcc is not installed on the host (the test's daemon is built with it)"
 img=$HOME/lt-image-owners-varlib
 [[ $(command -v setpriv) == /usr/bin/setpriv ]] || lt_skip "setpriv is not /usr/bin/setpriv on the host"
-# /var/lib in the image (a file in it): a persistent path the image lacks is
-# a mount point runsc still makes in the prepared lower (spec 6.3), see 5.
+# /var/lib in the image (a file in it), as in a Debian image; part 5 finds the
+# lower by that file. Persistent paths the image lacks: test-state-lower.sh.
 lt_build_image "$img" "$(command -v dpkg) $(command -v dpkg-deb) $(command -v dpkg-split) $(command -v tar) $useradd $(command -v setpriv)" \
         "/var/lib/lt-keep:0:0:kept"
 printf '{ "default_profile": "test", "profiles": { "test": { "image": "oci:%s",

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "macro.h"
 #include "mount-plan.h"
 #include "strv.h"
 
@@ -74,6 +75,39 @@ Test(mount_plan, declared_nesting) {
         cr_assert_not_null(mount_plan_find(&p, "/workspace/.git/hooks"));
         /* A volume may cover /tmp or lie in it: it says so. */
         add_ok(&p, bind(MOUNT_PART_VOLUME, "/tmp/cache", "/home/u/cache", false, MOUNT_PART_BIT(MOUNT_PART_TMP)));
+}
+
+/* Where runsc may make a missing mount point in the image's tree: unless an earlier entry, not gVisor's own nor a persistent path, holds it. */
+Test(mount_plan, points_in_image) {
+        _cleanup_(mount_plan_done) MountPlan p = {};
+        static const bool want[] = {
+                false, false, false, false,     /* /proc /dev /sys /tmp: gVisor's own */
+                false,                          /* the root */
+                true,                           /* /workspace */
+                false, false,                   /* the Git Sentry's, in the workspace */
+                true,                           /* /run/lazaret */
+                true,                           /* the volume at /etc */
+                false,                          /* /etc/resolv.conf, in that volume */
+                true,                           /* a volume in /tmp: gVisor's tmpfs is not on the host */
+                true,                           /* a persistent /srv/data */
+                true,                           /* a volume in it: the persistent lower is the image's */
+                false,                          /* a file in that volume */
+        };
+        MountEntry anchor = { .part = MOUNT_PART_STATE_ANCHOR, .kind = MOUNT_SUPERVISOR, .destination = (char *) "/srv/data",
+                              .source = (char *) "/img/rootfs/srv/data", .fstype = (char *) "overlay",
+                              .data = (char *) "/d/state/srv-data" };
+
+        typical(&p);
+        add_ok(&p, bind(MOUNT_PART_VOLUME, "/tmp/cache", "/home/u/cache", false, MOUNT_PART_BIT(MOUNT_PART_TMP)));
+        add_ok(&p, anchor);
+        add_ok(&p, bind(MOUNT_PART_VOLUME, "/srv/data/cache", "/home/u/data-cache", false,
+                        MOUNT_PART_BIT(MOUNT_PART_STATE_ANCHOR)));
+        add_ok(&p, bind(MOUNT_PART_RESOLVER, "/srv/data/cache/hosts", "/run/user/1/hosts", true,
+                        MOUNT_PART_BIT(MOUNT_PART_VOLUME) | MOUNT_PART_BIT(MOUNT_PART_STATE_ANCHOR)));
+        cr_assert_eq(p.n_entries, ELEMENTSOF(want));
+        for (size_t i = 0; i < p.n_entries; i++)
+                cr_assert_eq(mount_plan_point_in_image(&p, i), want[i], "%s", p.entries[i].destination);
+        cr_assert(!mount_plan_point_in_image(&p, p.n_entries));
 }
 
 Test(mount_plan, undeclared_nesting_refused) {
