@@ -388,7 +388,8 @@ lt_log "ok: port rule git.allowed.test:2222 carried, other ports and names refus
 # --- a published port: slirp4netns' API on the helper's socket -------------------------
 mkdir "$T/guest-www"
 echo "served from the sandbox" >"$T/guest-www/index.html"
-in_guest python3 -m http.server 8000 --bind 0.0.0.0 --directory "$T/guest-www" >/dev/null 2>&1 9>&- &
+# nsenter itself, not the in_guest function: $! of a function is a subshell, and killing it left the server running.
+nsenter --net="$G" python3 -m http.server 8000 --bind 0.0.0.0 --directory "$T/guest-www" >/dev/null 2>&1 9>&- &
 pids+=($!)
 api() {
         python3 - "$T/run/api.sock" "$1" <<'EOF'
