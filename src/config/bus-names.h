@@ -21,8 +21,13 @@
  * 3: the Domain Store's owner answers for it (only the lock's holder opens
  * it): EscalationHistory, ApplyRetention, LeasedLowers; the "maintenance"
  * state of a coordinator that serves only those (lazaretctl(1)).
+ * 4: denied names (spec 4.5, "A denied name"): AllowEgress,
+ * ListDeniedEgress, the EgressDenied signal; the Domain Store's
+ * KeptEgress and ForgetEgress.
  */
-#define LAZARET_BUS_INTERFACE_VERSION 3
+#define LAZARET_BUS_INTERFACE_VERSION 4
+/* One denied name: rule, name, port (0 for a DNS question), kind ("dns", "port"), first and last seen (µs), count */
+#define EGRESS_DENIAL_SIGNATURE "ssqsttu"
 /* request_id, session_id, state, kind, argv, argv shown, why, why shown, cwd, cwd shown */
 #define ESCALATION_REQUEST_V2_SIGNATURE "ssssaaysaysays"
 /* One audit event: time (µs), request_id, session_id, event, by, argv as JSON, cwd, why, outcome, status, detail */

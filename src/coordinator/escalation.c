@@ -1351,3 +1351,7 @@ int escalations_new(const EscalationsParams *p, Escalations **ret, char **ret_er
         *ret = TAKE_PTR(e);
         return 0;
 }
+
+void escalations_terminal_free(Escalations *e, Session *s) {
+        session_next_prompt(e, s);
+}

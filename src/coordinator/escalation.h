@@ -83,6 +83,9 @@ int escalations_list(Escalations *e, EscalationVisit fn, void *userdata);
  */
 int escalations_decide(Escalations *e, const char *id, bool approve, char **argv, const char *by);
 
+/* Another prompt (a denied name's) left s's terminal: a request waiting for it is asked now. NULL e: nothing. */
+void escalations_terminal_free(Escalations *e, Session *s);
+
 /* A session opened: its credential is issued and published, its doorbell created and held open. */
 int escalations_session_opened(Escalations *e, Session *s);
 /*

@@ -518,6 +518,73 @@ static int method_publish_port(sd_bus_message *msg, void *userdata, sd_bus_error
         return verify_caller_then(msg, userdata, publish_port);
 }
 
+/* ------------------------------------------------- denied names (spec 4.5, "A denied name") */
+
+static void on_egress_allowed(int r, const char *why, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata;
+
+        if (r >= 0)
+                (void) sd_bus_reply_method_return(msg, NULL);
+        else
+                (void) sd_bus_reply_method_errorf(msg, r == -ECANCELED ? LAZARET_ERROR_STOPPING : LAZARET_ERROR_NETWORK_HELPER,
+                                                  "%s", why);
+}
+
+/* AllowEgress(rule, scope): only from the Domain's own user (verify_caller_then), never from the sandbox, which has no bus. */
+static int allow_egress(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+        _cleanup_free_ char *why = NULL;
+        const char *rule, *scope_s;
+        EgressScope scope;
+        int r;
+
+        r = sd_bus_message_read(msg, "ss", &rule, &scope_s);
+        if (r < 0)
+                return r;
+        if (egress_scope_from_string(scope_s, &scope) < 0)
+                return sd_bus_error_setf(error, LAZARET_ERROR_INVALID_ARGS, "The scope is \"once\", \"domain\" or \"keep\"");
+        if (m->state != DOMAIN_RUNNING)
+                return sd_bus_error_set(error, LAZARET_ERROR_NOT_READY, "The Domain's sandbox is not running");
+        r = manager_egress_allow(m, rule, scope, ESC_BY_BUS, on_egress_allowed, sd_bus_message_ref(msg), &why);
+        if (r < 0) {
+                sd_bus_message_unref(msg);
+                if (r == -ENOMEM)
+                        return r;
+                return sd_bus_error_setf(error, r == -EINVAL || r == -ENOTCONN ? LAZARET_ERROR_INVALID_ARGS
+                                                : r == -E2BIG ? LAZARET_ERROR_LIMIT : LAZARET_ERROR_STORE,
+                                         "%s", why ?: strerror(-r));
+        }
+        return 1;       /* answered by on_egress_allowed() */
+}
+
+/* ListDeniedEgress: (rule, name, port, kind, first seen, last seen, count), the table egress-watch.h keeps. */
+static int list_denied_egress(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const EgressDenial *d;
+        size_t n = egress_watch_denials(m->egress, &d);
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(" EGRESS_DENIAL_SIGNATURE ")");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "(" EGRESS_DENIAL_SIGNATURE ")", d[i].rule, d[i].ev.name, d[i].ev.port,
+                                          d[i].ev.kind == EGRESS_EVENT_DENIED_PORT ? "port" : "dns", d[i].first_usec,
+                                          d[i].last_usec, d[i].count);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_allow_egress(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, allow_egress);
+}
+
+static int method_list_denied_egress(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, list_denied_egress);
+}
+
 static int method_unpublish_port(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         return verify_caller_then(msg, userdata, unpublish_port);
 }
@@ -796,6 +863,55 @@ static int leased_lowers(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_erro
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* KeptEgress: the rules the Domain Store keeps allowed (a maintenance coordinator answers too). */
+static int kept_egress(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_strv_free_ char **kept = NULL;
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        manager_maintenance_touch(m);
+        r = domain_store_egress_kept(m->store, &kept, &why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return sd_bus_error_setf(error, LAZARET_ERROR_STORE, "Cannot read the kept egress rules of Domain %s: %s",
+                                         m->id, why ?: strerror(-r));
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(reply, kept);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+/* ForgetEgress(rule): no longer kept; a running helper holds it until the Domain stops. */
+static int forget_egress(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
+        _cleanup_free_ char *why = NULL;
+        const char *rule;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &rule);
+        if (r < 0)
+                return r;
+        manager_maintenance_touch(m);
+        r = manager_egress_forget(m, rule, ESC_BY_BUS, &why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return sd_bus_error_setf(error, r == -EINVAL || r == -ENOENT ? LAZARET_ERROR_INVALID_ARGS : LAZARET_ERROR_STORE,
+                                         "%s", why ?: strerror(-r));
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_kept_egress(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, kept_egress);
+}
+
+static int method_forget_egress(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return verify_caller_then(msg, userdata, forget_egress);
+}
+
 static int method_escalation_history(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         return verify_caller_then(msg, userdata, escalation_history);
 }
@@ -830,7 +946,15 @@ static int method_open_session_maintenance(sd_bus_message *msg, void *userdata, 
         SD_BUS_METHOD_WITH_ARGS("LeasedLowers",                                                         \
                                 SD_BUS_NO_ARGS,                                                         \
                                 SD_BUS_RESULT("as", lowers),                                            \
-                                method_leased_lowers, SD_BUS_VTABLE_UNPRIVILEGED)
+                                method_leased_lowers, SD_BUS_VTABLE_UNPRIVILEGED),                      \
+        SD_BUS_METHOD_WITH_ARGS("KeptEgress",                                                           \
+                                SD_BUS_NO_ARGS,                                                         \
+                                SD_BUS_RESULT("as", rules),                                             \
+                                method_kept_egress, SD_BUS_VTABLE_UNPRIVILEGED),                        \
+        SD_BUS_METHOD_WITH_ARGS("ForgetEgress",                                                         \
+                                SD_BUS_ARGS("s", rule),                                                 \
+                                SD_BUS_NO_RESULT,                                                       \
+                                method_forget_egress, SD_BUS_VTABLE_UNPRIVILEGED)
 
 /* Every property, in both vtables: a maintenance coordinator's sandbox ones are empty (UINT64_MAX for RootUsage). */
 #define DOMAIN_PROPERTIES \
@@ -905,11 +1029,21 @@ static const sd_bus_vtable domain_vtable[] = {
                                 SD_BUS_ARGS("s", request_id, "b", approve, "as", argv),
                                 SD_BUS_NO_RESULT,
                                 method_decide_escalation, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("AllowEgress",
+                                SD_BUS_ARGS("s", rule, "s", scope),
+                                SD_BUS_NO_RESULT,
+                                method_allow_egress, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListDeniedEgress",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a(" EGRESS_DENIAL_SIGNATURE ")", denials),
+                                method_list_denied_egress, SD_BUS_VTABLE_UNPRIVILEGED),
         STORE_METHODS,
         SD_BUS_SIGNAL_WITH_ARGS("EscalationRequested",
                                 SD_BUS_ARGS("s", request_id, "s", session_id), 0),
         SD_BUS_SIGNAL_WITH_ARGS("SessionEnded",
                                 SD_BUS_ARGS("s", session_id, "i", exit_status, "s", reason), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("EgressDenied",
+                                SD_BUS_ARGS("s", rule, "s", name, "q", port, "s", kind), 0),
         SD_BUS_VTABLE_END
 };
 
@@ -943,4 +1077,10 @@ void manager_emit_state_changed(Manager *m) {
 void manager_emit_sessions_changed(Manager *m) {
         if (m->bus && m->object_slot)
                 (void) sd_bus_emit_properties_changed(m->bus, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "Sessions", NULL);
+}
+
+void manager_emit_egress_denied(Manager *m, const EgressDenial *d) {
+        if (m->bus && m->object_slot)
+                (void) sd_bus_emit_signal(m->bus, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "EgressDenied", "ssqs", d->rule,
+                                          d->ev.name, d->ev.port, d->ev.kind == EGRESS_EVENT_DENIED_PORT ? "port" : "dns");
 }

@@ -140,6 +140,7 @@ static void manager_remove_session(Manager *m, Session *s) {
         if (s->next)
                 s->next->prev = s->prev;
         m->n_sessions--;
+        manager_egress_session_gone(m, s);
         escalations_session_closed(m->escalations, s);
         session_free(s);
 }
@@ -149,6 +150,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         while (m->sessions)
                 manager_remove_session(m, m->sessions);
+        manager_egress_stop(m);
         escalations_free(m->escalations);
         notifier_free(m->notifier);
         strv_free(m->forget_pending);
@@ -773,6 +775,20 @@ static void sandbox_ready(Sandbox *sb, void *userdata) {
                 manager_stop(m, "cannot start host escalation (see the log)");
                 return;
         }
+        r = manager_egress_start(m);
+        if (r < 0) {
+                manager_stop(m, "cannot watch the egress helper's denied names (see the log)");
+                return;
+        }
+        if (r == 0)
+                manager_finish_start(m);
+}
+
+void manager_finish_start(Manager *m) {
+        int r;
+
+        if (m->state != DOMAIN_STARTING)
+                return;
         r = manager_publish(m);
         if (r < 0) {
                 manager_stop(m, "cannot publish the Domain on the bus");
@@ -823,6 +839,8 @@ static int on_teardown(sd_event_source *s, void *userdata) {
                 log_session(LOG_INFO, id, "Session ended by the Domain's teardown: %s", reason);
                 manager_emit_session_ended(m, id, -1, reason);
         }
+        /* Denied names: the helper goes with the sandbox. */
+        manager_egress_stop(m);
         /* Before the sandbox goes: the mailbox's file system goes with it, and what it had to forget. */
         m->escalations = escalations_free(m->escalations);
         m->forget_pending = strv_free(m->forget_pending);

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "domain.h"
 #include "domain-store.h"
+#include "egress-watch.h"
 #include "escalation.h"
 #include "notify.h"
 #include "sandbox.h"
@@ -56,6 +57,7 @@ const char *domain_state_to_string(DomainState s);
 #define MAINTENANCE_IDLE_USEC (5ULL * 1000 * 1000)
 
 typedef struct Manager Manager;
+typedef struct EgressPrompt EgressPrompt;
 
 struct Manager {
         sd_event *event;
@@ -91,7 +93,11 @@ struct Manager {
 
         Sandbox *sandbox;
         Escalations *escalations;       /* NULL unless escalation is enabled and the sandbox runs */
-        Notifier *notifier;             /* desktop notifications of pending requests; with escalations */
+        Notifier *notifier;             /* desktop notifications: pending requests, denied names */
+        EgressWatch *egress;            /* denied names; NULL unless the profile has host rules and the sandbox runs */
+        EgressPrompt *egress_prompt;    /* the one denied-name prompt up, or NULL */
+        bool egress_quiet;              /* the developer chose "no more such prompts" */
+        unsigned egress_kept_pending;   /* kept rules sent to the helper, not yet answered: publication waits */
         /* Ended sessions whose mailbox names the sandbox must still forget, sent in one batch. */
         char **forget_pending;
         sd_event_source *forget_timer;
@@ -121,9 +127,28 @@ void manager_update_status(Manager *m);
 /* A maintenance call was served: the idle timeout starts again. */
 void manager_maintenance_touch(Manager *m);
 
+/* The sandbox is ready and every part that had to be (manager-egress.c's kept rules): publish the Domain. */
+void manager_finish_start(Manager *m);
+
+/*
+ * manager-egress.c: denied names (spec 4.5, "A denied name"). start() is
+ * called once the sandbox is ready: 1 when kept rules went to the helper
+ * and publication waits for their answers (manager_finish_start() then
+ * follows), 0 when it need not wait. allow() validates rule, keeps it
+ * (EGRESS_SCOPE_KEEP) and sends it; done() hears the helper's answer, by is
+ * who relayed the developer's decision (ESC_BY_TERMINAL, ESC_BY_BUS).
+ */
+int manager_egress_start(Manager *m);
+void manager_egress_stop(Manager *m);
+void manager_egress_session_gone(Manager *m, Session *s);
+int manager_egress_allow(Manager *m, const char *rule, EgressScope scope, const char *by, EgressAllowDone done,
+                         void *userdata, char **ret_error);
+int manager_egress_forget(Manager *m, const char *rule, const char *by, char **ret_error);
+
 /* manager-bus.c */
 int manager_publish(Manager *m);
 void manager_emit_session_ended(Manager *m, const char *session_id, int exit_status, const char *reason);
 void manager_emit_sessions_changed(Manager *m);
 void manager_emit_state_changed(Manager *m);
 void manager_emit_escalation_requested(Manager *m, const char *request_id, const char *session_id);
+void manager_emit_egress_denied(Manager *m, const EgressDenial *d);

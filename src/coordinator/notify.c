@@ -226,6 +226,15 @@ void notifier_withdraw(Notifier *n, const char *request_id) {
         note_drop(x);
 }
 
+void notifier_inform(Notifier *n, const char *summary, const char *body) {
+        if (!n)
+                return;
+        /* No actions: there is nothing for a sender of ActionInvoked to decide, so no owner to match. */
+        (void) sd_bus_call_method_async(n->bus, NULL, NOTIFICATIONS_NAME, NOTIFICATIONS_PATH, NOTIFICATIONS_IFACE, "Notify",
+                                        NULL, NULL, "susssasa{sv}i", "Lazaret", 0, "dialog-information", summary, body,
+                                        0, 1, "urgency", "y", 1, -1);
+}
+
 Notifier *notifier_new(sd_bus *bus, const char *profile, NotifierCallbacks cb, void *userdata) {
         Notifier *n = calloc(1, sizeof(Notifier));
 

@@ -892,6 +892,10 @@ Ports *sandbox_ports(const Sandbox *sb) {
         return sb && sb->state == SANDBOX_RUNNING ? sb->ports : NULL;
 }
 
+const char *sandbox_helper_api_socket(const Sandbox *sb) {
+        return sb && sb->state == SANDBOX_RUNNING ? sb->slirp_api : NULL;
+}
+
 static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, int fd, void *userdata) {
         Sandbox *sb = userdata;
 

@@ -97,6 +97,8 @@ const SandboxRuntime *sandbox_runtime(const Sandbox *sb);
 const SandboxNetwork *sandbox_network(const Sandbox *sb);
 /* The published ports (ports.h); NULL unless the sandbox runs. */
 Ports *sandbox_ports(const Sandbox *sb);
+/* The network helper's API socket, which the coordinator chose (ports, denied names); NULL unless it runs. */
+const char *sandbox_helper_api_socket(const Sandbox *sb);
 /* The names of the profile's scope limits the kernel does not enforce here ("" for none); NULL unless it runs. */
 const char *sandbox_unenforced_limits(const Sandbox *sb);
 /* Bytes held by the root overlay's file store (at most the profile's root_size); -ESRCH unless it runs. */

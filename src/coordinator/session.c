@@ -225,6 +225,12 @@ void session_prompt_end(Session *s, const char *text) {
                 (void) sd_event_source_send_child_signal(s->child_source, SIGWINCH, NULL, 0);
 }
 
+void session_notice(Session *s, const char *text) {
+        if (!s->terminal || s->client_tty < 0 || s->tty_eof)
+                return;
+        prompt_put(s, text);
+}
+
 static int on_tty(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         Session *s = userdata;
         ssize_t k;

@@ -162,6 +162,13 @@ int session_prompt_redraw(Session *s, const TermPrompt *p, char *ret_approve);
 void session_prompt_write(Session *s, const char *text);
 /* Ends it: text is written last, relaying resumes, the command gets SIGWINCH to redraw. */
 void session_prompt_end(Session *s, const char *text);
+/*
+ * A line of Lazaret's own between what the sandbox prints (a denied name,
+ * spec 4.5): through the prompt's buffer, which reaches the client's
+ * terminal before the sandbox's output and never blocks. Nothing without
+ * a terminal.
+ */
+void session_notice(Session *s, const char *text);
 
 Session *session_free(Session *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Session *, session_free);

@@ -7,6 +7,7 @@
 #include "bus-names.h"
 #include "config.h"
 #include "domain.h"
+#include "egress-proto.h"
 
 /*
  * The verbs about running Domains: each asks the Domain's coordinator over
@@ -30,3 +31,6 @@ int published_ports_json(sd_bus_message *m, json_object **ret);
 void published_ports_print(json_object *ports, const char *indent);
 /* ports [list] | publish [HOST_PORT:]PORT | unpublish HOST_PORT: of the profile and workspace's Domain. */
 int verb_ports(int argc, char *argv[], const Config *config);
+/* egress [denied] | allow RULE | kept | forget RULE (egress.c); --once, --domain, --keep set allow's scope. */
+int verb_egress(int argc, char *argv[], const Config *config);
+void egress_set_scope(EgressScope s, const char *option);

@@ -43,6 +43,7 @@ static const char *arg_changes_option = NULL;
 static bool arg_source_given = false;
 /* --lines/-n, of "log" only: how many of the last lines to show, 0 for all. */
 static const char *arg_lines_option = NULL;
+static const char *arg_scope_option = NULL;
 
 typedef enum VerbFlags {
         VERB_CONFIG = 1 << 0,           /* needs the validated configuration */
@@ -51,6 +52,7 @@ typedef enum VerbFlags {
         VERB_YES = 1 << 3,              /* takes --yes */
         VERB_CHANGES_OPTIONS = 1 << 4,  /* takes --diff, --all, --force and --git-control */
         VERB_LINES = 1 << 5,            /* takes --lines */
+        VERB_EGRESS_SCOPE = 1 << 6,     /* takes --once, --domain, --keep */
 } VerbFlags;
 
 typedef struct Verb {
@@ -452,6 +454,9 @@ static const Verb verbs[] = {
         { "escalations", 1, 3,      VERB_CONFIG,                       verb_escalations, "escalations [list|history|approve ID|deny ID] Host escalation requests: waiting ones, the audit trail" },
         { "ports",     1, 3,        VERB_CONFIG,                       verb_ports,     "ports [list|publish [HOST_PORT:]PORT|unpublish HOST_PORT]\n"
           "                              Sandbox ports published on the host's 127.0.0.1" },
+        { "egress",    1, 3,        VERB_CONFIG | VERB_EGRESS_SCOPE,   verb_egress,    "egress [denied|allow RULE [--once|--domain|--keep]|kept|forget RULE]\n"
+          "                              Names the sandbox was refused; allow one (once, for the Domain's\n"
+          "                              life, or kept in the Domain Store)" },
         { "log",       1, 2,        VERB_CONFIG | VERB_LINES,          verb_log,       "log [DOMAIN-ID]             Show the last lines the Domain's coordinator logged" },
         { "image",     2, 2,        VERB_CONFIG | VERB_IMAGE_OPTIONS,  verb_image,     "image build-default         Build the built-in default image from Debian packages" },
         { "changes",   1, UINT_MAX, VERB_CONFIG | VERB_CHANGES_OPTIONS, verb_changes,  "changes [apply|discard ...|accept-commits] List, apply or discard pending protected-file changes; commits made inside" },
@@ -502,6 +507,9 @@ enum {
         ARG_ALL,
         ARG_GIT_CONTROL,
         ARG_IGNORED,
+        ARG_ONCE,
+        ARG_DOMAIN,
+        ARG_KEEP,
 };
 
 static const struct option options[] = {
@@ -519,6 +527,9 @@ static const struct option options[] = {
         { "git-control", no_argument,       NULL, ARG_GIT_CONTROL },
         { "ignored",     no_argument,       NULL, ARG_IGNORED },
         { "lines",       required_argument, NULL, 'n'             },
+        { "once",        no_argument,       NULL, ARG_ONCE        },
+        { "domain",      no_argument,       NULL, ARG_DOMAIN      },
+        { "keep",        no_argument,       NULL, ARG_KEEP        },
         {}
 };
 
@@ -608,6 +619,20 @@ static int parse_options(int argc, char *argv[]) {
                         }
                         log_set_lines(n);
                         arg_lines_option = "--lines";
+                        break;
+                }
+                case ARG_ONCE:
+                case ARG_DOMAIN:
+                case ARG_KEEP: {
+                        const char *opt = c == ARG_ONCE ? "--once" : c == ARG_DOMAIN ? "--domain" : "--keep";
+
+                        if (arg_scope_option && !streq(arg_scope_option, opt)) {
+                                fprintf(stderr, "%s and %s cannot be given together.\n", arg_scope_option, opt);
+                                return -EINVAL;
+                        }
+                        arg_scope_option = opt;
+                        egress_set_scope(c == ARG_ONCE ? EGRESS_SCOPE_ONCE : c == ARG_DOMAIN ? EGRESS_SCOPE_DOMAIN
+                                                                                             : EGRESS_SCOPE_KEEP, opt);
                         break;
                 }
                 case '?':
@@ -706,6 +731,10 @@ int main(int argc, char *argv[]) {
 
         if (arg_lines_option && !(verb->flags & VERB_LINES)) {
                 fprintf(stderr, "%s is an option of \"log\" only, not of \"%s\".\n", arg_lines_option, verb->name);
+                return 2;
+        }
+        if (arg_scope_option && !(verb->flags & VERB_EGRESS_SCOPE)) {
+                fprintf(stderr, "%s is an option of \"egress allow\" only, not of \"%s\".\n", arg_scope_option, verb->name);
                 return 2;
         }
         if (arg_yes_given && !(verb->flags & VERB_YES)) {

@@ -39,6 +39,9 @@
  * Published ports are libslirp host forwards on 127.0.0.1, asked for on
  * --api-socket with slirp4netns 1.2's protocol (add_hostfwd,
  * remove_hostfwd), so the coordinator's ports.c works with either helper.
+ * The same socket carries denied names to the coordinator and its live
+ * rules back (egress-proto.h: watch_denied, add_host); nothing inside the
+ * sandbox reaches it.
  *
  * fds: --ready-fd gets one byte once the tap is open and every socket is
  * bound; the helper exits when --exit-fd reaches EOF. It opens the tap from
@@ -77,6 +80,7 @@
 #include "cleanup.h"
 #include "dns-codec.h"
 #include "egress-frame.h"
+#include "egress-proto.h"
 #include "egress-util.h"
 #include "harden.h"
 #include "host-rule.h"
@@ -116,6 +120,12 @@
 #define API_REQUEST_MAX 4096u
 #define HOSTFWD_MAX 64
 #define FRAMES_PER_TURN 256
+/* Live rules (add_host): at most this many at once. */
+#define LIVE_RULES_MAX 256
+/* Denied-name events: one per (kind, name, port) a second, at most EVENTS_PER_SEC in all. */
+#define EVENT_RECENT 64
+#define EVENT_REPEAT_MS 1000u
+#define EVENTS_PER_SEC 50u
 
 static const char *arg_netns;
 static const char *arg_tap;
@@ -142,6 +152,7 @@ typedef enum ConnKind {
         CONN_NAME,              /* a connection to a name: peeked, checked, dialled, relayed */
         CONN_DNS,               /* DNS over TCP from the sandbox */
         CONN_API,               /* a request on --api-socket */
+        CONN_WATCH,             /* the coordinator's watch_denied: event lines go out in down */
 } ConnKind;
 
 typedef enum ConnState {
@@ -240,6 +251,19 @@ typedef struct FloorRule {
         bool allow;
 } FloorRule;
 
+/* A rule the coordinator added while the helper runs (add_host), once or for the Domain's life. */
+typedef struct LiveRule {
+        HostRule rule;
+        EgressScope scope;      /* EGRESS_SCOPE_ONCE or EGRESS_SCOPE_DOMAIN */
+        uint64_t expires;       /* monotonic ms; 0: never */
+        bool used;              /* a once rule allowed an answer or a connection */
+} LiveRule;
+
+typedef struct RecentEvent {
+        EgressEvent ev;
+        uint64_t at;
+} RecentEvent;
+
 typedef struct Egress {
         Slirp *slirp;
         int tap_fd, upstream_fd, api_fd, dns_listen_fd;
@@ -265,6 +289,15 @@ typedef struct Egress {
         uint8_t out[EGRESS_FRAME_MAX];
         uint64_t log_window;
         unsigned log_count;
+        LiveRule live[LIVE_RULES_MAX];
+        size_t n_live;
+        size_t watch;           /* the watcher's conn, when conn_get(watch, watch_gen) finds it */
+        unsigned watch_gen;
+        RecentEvent recent[EVENT_RECENT];
+        size_t next_recent;
+        uint64_t event_window;
+        unsigned event_count;
+        uint32_t events_dropped;
 } Egress;
 
 /* At most 20 refusal lines a second: the sandbox decides how many refusals there are. */
@@ -377,6 +410,65 @@ static void ports_add(Name *n, uint16_t p) {
                 n->ports[n->n_ports++] = p;
 }
 
+/* The ports rule gives a name it matches: its list, or the defaults. */
+static void ports_add_rule(Name *n, const HostRule *rule) {
+        static const uint16_t defaults[] = HOST_RULE_DEFAULT_PORTS;
+
+        if (rule->n_ports == 0)
+                for (size_t p = 0; p < ELEMENTSOF(defaults); p++)
+                        ports_add(n, defaults[p]);
+        for (size_t p = 0; p < rule->n_ports; p++)
+                ports_add(n, rule->ports[p]);
+}
+
+/* ---- live rules (add_host) ------------------------------------------------------------ */
+
+static bool live_in_force(const LiveRule *l, uint64_t now) {
+        return l->expires == 0 || now < l->expires;
+}
+
+/*
+ * A once rule that allowed something: from now on it lasts as long as the
+ * synthetic answer it allowed (SYNTH_TTL), then the name is denied again
+ * (spec 4.5, "A denied name": "once").
+ */
+static void live_use(LiveRule *l, uint64_t now) {
+        if (l->scope == EGRESS_SCOPE_ONCE && !l->used) {
+                l->used = true;
+                l->expires = now + EGRESS_ONCE_USED_MS;
+        }
+}
+
+/* Whether a rule allows name at all: the question DNS asks. The profile's rules first; a once rule is used only when it is the reason. */
+static bool rules_match(Egress *e, const char *name) {
+        uint64_t now = now_msec();
+        bool any;
+
+        if (host_rules_match(&e->rules, name))
+                return true;
+        any = false;
+        for (size_t i = 0; i < e->n_live; i++)
+                if (live_in_force(&e->live[i], now) && host_rule_matches(&e->live[i].rule, name)) {
+                        live_use(&e->live[i], now);
+                        any = true;
+                }
+        return any;
+}
+
+/* Whether a rule allows name on port: the question a new connection asks. */
+static bool rules_allow(Egress *e, const char *name, uint16_t port) {
+        uint64_t now = now_msec();
+
+        if (host_rules_allow(&e->rules, name, port))
+                return true;
+        for (size_t i = 0; i < e->n_live; i++)
+                if (live_in_force(&e->live[i], now) && host_rule_allows(&e->live[i].rule, name, port)) {
+                        live_use(&e->live[i], now);
+                        return true;
+                }
+        return false;
+}
+
 /* A listener at RUN_DIR/ADDR:PORT and libslirp's Unix forward of (synth, port) to it. */
 static int listener_open(Egress *e, uint32_t synth, uint16_t port, int *ret_fd, char **ret_error) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -432,18 +524,13 @@ static int name_bind(Egress *e, const char *name, size_t *ret, char **ret_error)
                 n->canary = true;
                 ports_add(n, NET_CANARY_NAME_PORT);
         }
-        for (size_t k = 0; k < e->rules.n; k++) {
-                const HostRule *rule = &e->rules.items[k];
-                static const uint16_t defaults[] = HOST_RULE_DEFAULT_PORTS;
-
-                if (!host_rule_matches(rule, name))
-                        continue;
-                if (rule->n_ports == 0)
-                        for (size_t p = 0; p < ELEMENTSOF(defaults); p++)
-                                ports_add(n, defaults[p]);
-                for (size_t p = 0; p < rule->n_ports; p++)
-                        ports_add(n, rule->ports[p]);
-        }
+        for (size_t k = 0; k < e->rules.n; k++)
+                if (host_rule_matches(&e->rules.items[k], name))
+                        ports_add_rule(n, &e->rules.items[k]);
+        /* A listener for every port a live rule names, lapsed or not: the SYN's check decides (rules_allow()). */
+        for (size_t k = 0; k < e->n_live; k++)
+                if (host_rule_matches(&e->live[k].rule, name))
+                        ports_add_rule(n, &e->live[k].rule);
         for (size_t p = 0; p < n->n_ports; p++) {
                 r = listener_open(e, n->synth, n->ports[p], &n->listen_fd[p], ret_error);
                 if (r < 0) {
@@ -458,9 +545,8 @@ static int name_bind(Egress *e, const char *name, size_t *ret, char **ret_error)
 }
 
 /* Whether a rule allows name, or it is the allowed name canary while there is a canary socket. */
-static bool name_allowed(const Egress *e, const char *name) {
-        return host_rules_match(&e->rules, name) ||
-                (arg_canary_socket && strcmp(name, NET_CANARY_NAME_ALLOWED) == 0);
+static bool name_allowed(Egress *e, const char *name) {
+        return rules_match(e, name) || (arg_canary_socket && strcmp(name, NET_CANARY_NAME_ALLOWED) == 0);
 }
 
 static bool name_allows_port(const Name *n, uint16_t port) {
@@ -468,6 +554,131 @@ static bool name_allows_port(const Name *n, uint16_t port) {
                 if (n->ports[i] == port)
                         return true;
         return false;
+}
+
+static Conn *conn_get(Egress *e, size_t i, unsigned gen);
+
+static bool host_rule_same(const HostRule *a, const HostRule *b) {
+        return a->wildcard == b->wildcard && streq(a->name, b->name) && a->n_ports == b->n_ports &&
+               memcmp(a->ports, b->ports, a->n_ports * sizeof(a->ports[0])) == 0;
+}
+
+/*
+ * A rule from the coordinator (add_host, egress-proto.h), in force from
+ * now: names it matches that are bound already get listeners for its
+ * ports. The same rule again renews it (once) or makes it last (domain);
+ * a rule for the Domain's life is not shortened by a once.
+ */
+static int live_add(Egress *e, const HostRule *rule, EgressScope scope, char **ret_error) {
+        uint64_t now = now_msec();
+        LiveRule *l = NULL;
+        bool fresh = false;
+
+        for (size_t i = 0; i < e->n_live && !l; i++)
+                if (host_rule_same(&e->live[i].rule, rule))
+                        l = &e->live[i];
+        if (!l) {
+                /* Lapsed once rules make room first. */
+                for (size_t i = 0; i < e->n_live && e->n_live == LIVE_RULES_MAX;)
+                        if (!live_in_force(&e->live[i], now))
+                                e->live[i] = e->live[--e->n_live];
+                        else
+                                i++;
+                if (e->n_live == LIVE_RULES_MAX)
+                        return errorf(ret_error, -E2BIG, "the helper holds %d live rules already", LIVE_RULES_MAX);
+                l = &e->live[e->n_live++];
+                *l = (LiveRule) { .rule = *rule, .scope = scope };
+                fresh = true;
+                for (size_t k = 0; k < e->n_names; k++) {
+                        Name *n = &e->names[k];
+                        size_t had = n->n_ports;
+
+                        if (!host_rule_matches(rule, n->name))
+                                continue;
+                        ports_add_rule(n, rule);
+                        for (size_t p = had; p < n->n_ports; p++) {
+                                _cleanup_free_ char *err = NULL;
+
+                                if (listener_open(e, n->synth, n->ports[p], &n->listen_fd[p], &err) < 0) {
+                                        fprintf(stderr, "lazaret-egress: %s\n", err ?: "cannot open a listener");
+                                        n->n_ports = p;
+                                        break;
+                                }
+                        }
+                }
+        }
+        if (scope == EGRESS_SCOPE_DOMAIN) {
+                l->scope = EGRESS_SCOPE_DOMAIN;
+                l->expires = 0;
+        } else if (fresh || l->scope == EGRESS_SCOPE_ONCE) {
+                l->scope = EGRESS_SCOPE_ONCE;
+                l->used = false;
+                l->expires = now + EGRESS_ONCE_UNUSED_MS;
+        }
+        return 0;
+}
+
+/* ---- denied names, to the coordinator's watch (egress-proto.h) --------------------------- */
+
+/* One line into the watcher's buffer, whole or not at all; false when it did not fit or nobody watches. */
+static bool event_queue(Egress *e, const EgressEvent *ev) {
+        Conn *c = conn_get(e, e->watch, e->watch_gen);
+        char line[EGRESS_EVENT_LINE_MAX];
+        int n;
+
+        if (!c)
+                return false;
+        n = egress_event_format(ev, line);
+        if (n < 0 || c->down_len + (size_t) n > RELAY_BUF)
+                return false;
+        memcpy(c->down + c->down_len, line, (size_t) n);
+        c->down_len += (size_t) n;
+        return true;
+}
+
+/*
+ * A name the sandbox was refused, for the coordinator's line, signal,
+ * notification, audit event and prompt. The sandbox decides how often:
+ * the same event at most once a second, EVENTS_PER_SEC in all, the rest
+ * counted in a "dropped" line; never a wait. A name no event can carry
+ * (not a host name as host_name_normalize() writes it, such as one with
+ * '_') is only logged. Nobody watching (before publication: the
+ * attestation's canaries) means no event.
+ */
+static void report_denied(Egress *e, EgressEventKind kind, const char *name, uint16_t port) {
+        EgressEvent ev = { .kind = kind, .port = port };
+        char line[EGRESS_EVENT_LINE_MAX];
+        uint64_t now = now_msec();
+
+        if (!conn_get(e, e->watch, e->watch_gen) || strlen(name) > DNS_NAME_TEXT_MAX)
+                return;
+        /* Names under .invalid are the attestation's canaries (and never allowable): not the developer's business. */
+        if (host_name_is_invalid(name))
+                return;
+        strcpy(ev.name, name);
+        if (egress_event_format(&ev, line) < 0)
+                return;
+        for (size_t i = 0; i < EVENT_RECENT; i++) {
+                const RecentEvent *r = &e->recent[i];
+
+                if (r->at != 0 && now - r->at < EVENT_REPEAT_MS && r->ev.kind == kind && r->ev.port == port &&
+                    streq(r->ev.name, name))
+                        return;
+        }
+        e->recent[e->next_recent++ % EVENT_RECENT] = (RecentEvent) { .ev = ev, .at = now };
+        if (now - e->event_window >= 1000) {
+                e->event_window = now;
+                e->event_count = 0;
+        }
+        if (++e->event_count > EVENTS_PER_SEC) {
+                e->events_dropped++;
+                return;
+        }
+        if (e->events_dropped > 0 &&
+            event_queue(e, &(EgressEvent) { .kind = EGRESS_EVENT_DROPPED, .dropped = e->events_dropped }))
+                e->events_dropped = 0;
+        if (!event_queue(e, &ev) && e->events_dropped < UINT32_MAX)
+                e->events_dropped++;
 }
 
 /* ---- connections -------------------------------------------------------------------- */
@@ -653,6 +864,8 @@ static void dns_query(Egress *e, const uint8_t *msg, size_t len, Waiter *w) {
 
         r = dns_query_parse(msg, len, &w->q, &err);
         if (r < 0) {
+                /* err shows the sandbox's bytes escaped (egress_show()); nothing of it becomes an event. */
+                log_refusal(e, "a malformed DNS question refused (FORMERR): %s", err ?: "unreadable");
                 if (dns_formerr_build(msg, len, buf, sizeof(buf), &n) >= 0)
                         deliver(e, w, buf, n);
                 return;
@@ -666,6 +879,7 @@ static void dns_query(Egress *e, const uint8_t *msg, size_t len, Waiter *w) {
                 char shown[EGRESS_SHOW_MAX];
                 log_refusal(e, "denied name \"%s\": no host rule allows it (NXDOMAIN)",
                             egress_show(w->q.qname, strlen(w->q.qname), shown));
+                report_denied(e, EGRESS_EVENT_DENIED_DNS, w->q.qname, 0);
                 answer_rcode(e, w, DNS_RCODE_NXDOMAIN);
                 return;
         }
@@ -998,10 +1212,13 @@ static void frame_in(Egress *e, const uint8_t *buf, size_t len) {
                         break;
                 k = name_by_synth(e, f.dst);
                 if (k >= 0) {
-                        if (name_allows_port(&e->names[k], f.dport))
+                        /* A listener for the port, and a rule in force now (a once rule may have lapsed). */
+                        if (name_allows_port(&e->names[k], f.dport) &&
+                            (e->names[k].canary || rules_allow(e, e->names[k].name, f.dport)))
                                 break;
                         log_refusal(e, "connection to %s:%u refused: no host rule allows that port", e->names[k].name,
                                     f.dport);
+                        report_denied(e, EGRESS_EVENT_DENIED_PORT, e->names[k].name, f.dport);
                         refuse_syn(e, &f);
                         return;
                 }
@@ -1351,10 +1568,16 @@ static void api_reply(int fd, const char *json) {
         (void) send(fd, json, strlen(json), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+/* desc may quote a rule as given (host_rule_parse()'s sentences): json-c escapes it. */
 static void api_error(int fd, const char *desc) {
-        char buf[512];
-        snprintf(buf, sizeof(buf), "{\"error\":{\"desc\":\"%s\"}}", desc);
-        api_reply(fd, buf);
+        _cleanup_json_ json_object *o = json_object_new_object(), *err = json_object_new_object();
+
+        if (!o || !err || json_add_string(err, "desc", desc) < 0 || json_object_object_add(o, "error", err) < 0) {
+                api_reply(fd, "{\"error\":{\"desc\":\"out of memory\"}}");
+                return;
+        }
+        err = NULL;
+        api_reply(fd, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 }
 
 static int json_int(json_object *o, const char *key, int min, int max, int *ret) {
@@ -1370,11 +1593,48 @@ static int json_int(json_object *o, const char *key, int min, int max, int *ret)
         return 0;
 }
 
-static void api_request(Egress *e, int fd, const char *text, size_t len) {
+/* The coordinator's watch: conn i stays open as the one watcher (a newer one replaces it). */
+static void watch_begin(Egress *e, size_t i) {
+        Conn *c = e->conns[i], *old = conn_get(e, e->watch, e->watch_gen);
+        static const char ok[] = "{\"return\":{}}\n";
+
+        if (old && old != c)
+                conn_free(e, e->watch);
+        c->kind = CONN_WATCH;
+        c->up_len = 0;
+        memcpy(c->down, ok, sizeof(ok) - 1);
+        c->down_len = sizeof(ok) - 1;
+        e->watch = i;
+        e->watch_gen = c->gen;
+        e->events_dropped = 0;
+        fprintf(stderr, "lazaret-egress: the coordinator watches denied names\n");
+}
+
+/* An event of the watcher's connection: its lines go out; what it sends is read and dropped, its end ends it. */
+static void watch_event(Egress *e, size_t i, short revents) {
+        Conn *c = e->conns[i];
+        int r;
+
+        if ((revents & POLLOUT) && write_from(c->in_fd, c->down, &c->down_len) < 0) {
+                conn_free(e, i);
+                return;
+        }
+        if (revents & (POLLIN | POLLHUP | POLLERR)) {
+                c->up_len = 0;
+                r = read_into(c->in_fd, c->up, &c->up_len);
+                c->up_len = 0;
+                if (r == 0 || (r < 0 && r != -EAGAIN))
+                        conn_free(e, i);
+        }
+}
+
+/* One request on conn ci; true when the connection stays open (watch_denied), else the caller closes it. */
+static bool api_request(Egress *e, size_t ci, const char *text, size_t len) {
         _cleanup_(json_object_putp) json_object *o = NULL;
         _cleanup_free_ char *err = NULL;
         json_object *exec, *args, *v;
         struct in_addr host = { htonl(NET_IP4(127, 0, 0, 1)) }, guest = { htonl(NET_SANDBOX) };
+        int fd = e->conns[ci]->in_fd;
         const char *verb;
         char buf[128];
         int h, g, id;
@@ -1382,12 +1642,34 @@ static void api_request(Egress *e, int fd, const char *text, size_t len) {
         if (json_parse_strict(text, len, &o, &err) < 0 || !json_object_is_type(o, json_type_object) ||
             !json_object_object_get_ex(o, "execute", &exec) || !json_object_is_type(exec, json_type_string)) {
                 api_error(fd, "bad request");
-                return;
+                return false;
         }
         verb = json_object_get_string(exec);
         if (!json_object_object_get_ex(o, "arguments", &args) || !json_object_is_type(args, json_type_object)) {
                 api_error(fd, "bad arguments");
-                return;
+                return false;
+        }
+        if (strcmp(verb, "watch_denied") == 0) {
+                watch_begin(e, ci);
+                return true;
+        }
+        if (strcmp(verb, "add_host") == 0) {
+                char canon[HOST_RULE_STRING_MAX];
+                EgressScope scope;
+                HostRule rule;
+                int r;
+
+                r = egress_allow_parse(args, &rule, &scope, &err);
+                if (r >= 0)
+                        r = live_add(e, &rule, scope, &err);
+                if (r < 0) {
+                        api_error(fd, err ?: strerror(-r));
+                        return false;
+                }
+                host_rule_format(&rule, canon);
+                fprintf(stderr, "lazaret-egress: the coordinator allowed %s (%s)\n", canon, egress_scope_to_string(scope));
+                api_reply(fd, "{\"return\":{}}");
+                return false;
         }
         if (strcmp(verb, "add_hostfwd") == 0) {
                 /* Only what the coordinator asks for: TCP on 127.0.0.1, to the sandbox's address. */
@@ -1396,41 +1678,42 @@ static void api_request(Egress *e, int fd, const char *text, size_t len) {
                     strcmp(json_object_get_string(v), "127.0.0.1") != 0 ||
                     json_int(args, "host_port", 1, 65535, &h) < 0 || json_int(args, "guest_port", 1, 65535, &g) < 0) {
                         api_error(fd, "bad arguments");
-                        return;
+                        return false;
                 }
                 if (e->n_fwd >= HOSTFWD_MAX) {
                         api_error(fd, "too many forwards");
-                        return;
+                        return false;
                 }
                 if (slirp_add_hostfwd(e->slirp, 0, host, h, guest, g) < 0) {
                         api_error(fd, "add_hostfwd failed");
-                        return;
+                        return false;
                 }
                 e->fwd[e->n_fwd++] = (HostFwd) { .id = ++e->next_fwd_id, .host_port = (uint16_t) h };
                 snprintf(buf, sizeof(buf), "{\"return\":{\"id\":%d}}", e->next_fwd_id);
                 api_reply(fd, buf);
-                return;
+                return false;
         }
         if (strcmp(verb, "remove_hostfwd") == 0) {
                 if (json_int(args, "id", 1, INT32_MAX, &id) < 0) {
                         api_error(fd, "bad arguments");
-                        return;
+                        return false;
                 }
                 for (size_t i = 0; i < e->n_fwd; i++) {
                         if (e->fwd[i].id != id)
                                 continue;
                         if (slirp_remove_hostfwd(e->slirp, 0, host, e->fwd[i].host_port) < 0) {
                                 api_error(fd, "remove_hostfwd failed");
-                                return;
+                                return false;
                         }
                         e->fwd[i] = e->fwd[--e->n_fwd];
                         api_reply(fd, "{\"return\":{}}");
-                        return;
+                        return false;
                 }
                 api_error(fd, "no such forward");
-                return;
+                return false;
         }
         api_error(fd, "unsupported request");
+        return false;
 }
 
 static void api_event(Egress *e, size_t i) {
@@ -1447,9 +1730,10 @@ static void api_event(Egress *e, size_t i) {
                 if (json_parse_strict((const char *) c->up, c->up_len, &o, &err) < 0)
                         return;
         }
-        if (c->up_len > 0 && c->up_len < API_REQUEST_MAX)
-                api_request(e, c->in_fd, (const char *) c->up, c->up_len);
-        else if (c->up_len > 0)
+        if (c->up_len > 0 && c->up_len < API_REQUEST_MAX) {
+                if (api_request(e, i, (const char *) c->up, c->up_len))
+                        return;
+        } else if (c->up_len > 0)
                 api_error(c->in_fd, "request too long");
         conn_free(e, i);
 }
@@ -1716,6 +2000,8 @@ static int loop(Egress *e) {
                                                 break;
                                         if (e->conns[t.idx]->kind == CONN_API)
                                                 api_event(e, t.idx);
+                                        else if (e->conns[t.idx]->kind == CONN_WATCH)
+                                                watch_event(e, t.idx, rev);
                                         else
                                                 conn_event_in(e, t.idx, rev);
                                         break;

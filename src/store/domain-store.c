@@ -53,6 +53,30 @@ static const char *const migrations[DOMAIN_STORE_VERSION] = {
         "  status INTEGER,"
         "  detail TEXT);"
         "CREATE INDEX escalation_events_request ON escalation_events (request);",
+        /* 3: denied names in the audit trail, and the names the developer kept allowed (spec 4.5, "A denied
+         * name"). SQLite cannot change a CHECK: the table is made anew and its rows copied in order. */
+        "CREATE TABLE escalation_events_3 ("
+        "  id INTEGER PRIMARY KEY,"
+        "  time_usec INTEGER NOT NULL,"
+        "  request TEXT,"
+        "  session TEXT,"
+        "  event TEXT NOT NULL CHECK (event IN ('requested','refused','approved','denied','aborted','result',"
+        "                                       'session-ended','egress-denied','egress-allowed','egress-forgotten')),"
+        "  decided_by TEXT,"
+        "  argv TEXT,"
+        "  cwd TEXT,"
+        "  why TEXT,"
+        "  outcome TEXT,"
+        "  status INTEGER,"
+        "  detail TEXT);"
+        "INSERT INTO escalation_events_3 SELECT * FROM escalation_events ORDER BY id;"
+        "DROP TABLE escalation_events;"
+        "ALTER TABLE escalation_events_3 RENAME TO escalation_events;"
+        "CREATE INDEX escalation_events_request ON escalation_events (request);"
+        "CREATE TABLE egress_allows ("
+        "  rule TEXT PRIMARY KEY NOT NULL,"
+        "  added_usec INTEGER NOT NULL,"
+        "  added_by TEXT NOT NULL);",
 };
 
 #define LABEL "the Domain Store"
@@ -424,5 +448,40 @@ int domain_store_escalation_events(DomainStore *s, unsigned limit, EscalationEve
         }
         if (rc != SQLITE_DONE)
                 return db_error(s, rc, "cannot read the escalation events", ret_error);
+        return 0;
+}
+
+int domain_store_egress_keep(DomainStore *s, const char *rule, uint64_t now_usec, const char *by, char **ret_error) {
+        const char *texts[] = { rule, by };
+        int64_t ints[] = { (int64_t) now_usec };
+
+        return run(s, "INSERT INTO egress_allows (rule, added_usec, added_by) VALUES (?, ?, ?) "
+                      "ON CONFLICT (rule) DO NOTHING",
+                   "tit", texts, ints, ret_error);
+}
+
+int domain_store_egress_forget(DomainStore *s, const char *rule, char **ret_error) {
+        const char *texts[] = { rule };
+        int r;
+
+        r = run(s, "DELETE FROM egress_allows WHERE rule = ?", "t", texts, NULL, ret_error);
+        if (r < 0)
+                return r;
+        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+}
+
+int domain_store_egress_kept(DomainStore *s, char ***ret, char **ret_error) {
+        _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        int rc;
+
+        rc = sqlite3_prepare_v2(s->db, "SELECT rule FROM egress_allows ORDER BY added_usec, rule", -1, &st, NULL);
+        if (rc == SQLITE_OK)
+                while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+                        if (strv_extend(&l, (const char *) sqlite3_column_text(st, 0)) < 0)
+                                return -ENOMEM;
+        if (rc != SQLITE_DONE)
+                return db_error(s, rc, "cannot read the kept egress rules", ret_error);
+        *ret = TAKE_PTR(l);
         return 0;
 }

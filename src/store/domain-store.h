@@ -8,8 +8,9 @@
  * Root, opened only by the coordinator that holds the Domain lock. It holds
  * the durable record of each generation (coordinator ID, start and end,
  * state, network readiness fingerprint), the prepared lower it leased and
- * the State Anchor layers it mounted, and the audit trail of host
- * escalation (schema version 2). Every mutation is one transaction.
+ * the State Anchor layers it mounted, the audit trail of host escalation
+ * (schema version 2) and of denied names, and the host rules the developer
+ * kept allowed (version 3). Every mutation is one transaction.
  *
  * The schema is versioned with PRAGMA user_version: opening migrates an
  * older store (0, a new file, is the first migration) in one transaction;
@@ -23,7 +24,7 @@
  */
 
 #define DOMAIN_STORE_FILE "store.sqlite"
-#define DOMAIN_STORE_VERSION 2
+#define DOMAIN_STORE_VERSION 3
 #define DOMAIN_STORE_BUSY_MS 200
 
 typedef struct DomainStore DomainStore;
@@ -98,3 +99,14 @@ typedef int (*EscalationEventVisit)(const EscalationEvent *ev, void *userdata);
 /* The newest limit events, oldest first; stops at fn's first error. */
 int domain_store_escalation_events(DomainStore *s, unsigned limit, EscalationEventVisit fn, void *userdata,
                                    char **ret_error);
+
+/*
+ * The host rules the developer kept allowed (spec 4.5, "A denied name":
+ * "kept"), in the canonical text of host_rule_format(): the coordinator
+ * hands them to the egress helper at each start, after the profile's
+ * allow_hosts. keep() of a rule kept already changes nothing; forget() of
+ * one not kept is -ENOENT; kept() lists them oldest first (NULL if none).
+ */
+int domain_store_egress_keep(DomainStore *s, const char *rule, uint64_t now_usec, const char *by, char **ret_error);
+int domain_store_egress_forget(DomainStore *s, const char *rule, char **ret_error);
+int domain_store_egress_kept(DomainStore *s, char ***ret, char **ret_error);

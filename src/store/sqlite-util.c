@@ -71,6 +71,8 @@ int sqlite_migrate(sqlite3 *db, const char *label, const char *path, const char 
         sqlite3_reset(st);
         if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) == version)
                 return sqlite_exec(db, label, path, "COMMIT", "cannot commit", ret_error);
+        /* A statement left stepping holds its tables: a migration that drops one would fail (SQLITE_LOCKED). */
+        sqlite3_reset(st);
         for (int64_t i = v; i < version; i++) {
                 char sql[64];
 

@@ -360,5 +360,21 @@ rm -rf "$XDG_DATA_HOME/lazaret/domains/$cid" "$top/proj/.vscode"
 
 if "$ctl" --help | grep -q "domain-id" && "$ctl" --version | grep -q "^lazaretctl "; then ok "--help and --version"; else bad "--help/--version"; fi
 
+# --- egress (spec 4.5, "A denied name"): judged here before anything is asked -----
+out=$(cd "$top/proj" && "$ctl" egress allow "http://a.example" 2>&1); rc=$?
+if [ $rc -eq 1 ] && [[ $out == *"is a URL"* ]]; then ok "egress allow refuses a URL, naming why"; else bad "egress allow of a URL: rc=$rc: $out"; fi
+out=$(cd "$top/proj" && "$ctl" status --keep 2>&1); rc=$?
+if [ $rc -eq 2 ] && [[ $out == *'--keep is an option of "egress allow" only'* ]]; then ok "--keep belongs to egress allow"
+else bad "--keep on status: rc=$rc: $out"; fi
+out=$(cd "$top/proj" && "$ctl" egress allow a.example --once --keep 2>&1); rc=$?
+if [ $rc -eq 2 ] && [[ $out == *"--once and --keep cannot be given together"* ]]; then ok "one scope at a time"
+else bad "--once --keep: rc=$rc: $out"; fi
+out=$(cd "$top/proj" && "$ctl" egress denied --domain 2>&1); rc=$?
+if [ $rc -eq 1 ] && [[ $out == *'--domain is an option of "egress allow" only'* ]]; then ok "a scope only with egress allow"
+else bad "egress denied --domain: rc=$rc: $out"; fi
+out=$(cd "$top/proj" && "$ctl" egress bogus 2>&1); rc=$?
+if [ $rc -eq 1 ] && [[ $out == *'Unknown egress action "bogus"'* ]]; then ok "egress refuses an unknown action"
+else bad "egress bogus: rc=$rc: $out"; fi
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

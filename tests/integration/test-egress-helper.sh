@@ -42,10 +42,14 @@
 #   client: a command, ls-remote, clone and push), the attestation's name
 #   canaries (allowed.canary.lazaret.invalid bound without asking upstream
 #   and carried, ClientHello and all, to the canary socket; any other name
-#   under .invalid NXDOMAIN, never asked upstream), and a published port
+#   under .invalid NXDOMAIN, never asked upstream), a published port
 #   (slirp4netns' add_hostfwd on the API socket) fetched from the outside's
-#   127.0.0.1. The ssh server needs setgroups(2) (dropbear's initgroups() as
-#   root), so the user namespace maps the test user's subordinate IDs too.
+#   127.0.0.1, and denied names (issue 35 item 4): a watcher on the API
+#   socket gets each refused name once a second, never one with ESC or '_'
+#   nor one under .invalid, add_host takes effect at once, and a once allow
+#   lapses 60 s after it was used. The ssh server needs setgroups(2)
+#   (dropbear's initgroups() as root), so the user namespace maps the test
+#   user's subordinate IDs too.
 set -Eeuo pipefail
 . "$(dirname -- "$0")/../harness/lib.sh"
 
@@ -54,7 +58,7 @@ export PATH=$PATH:/usr/sbin:/sbin
 if [[ ${1:-} != --inner ]]; then
         lt_install
         lt_require_isolated_network
-        for p in curl openssl python3 unshare nsenter ip dropbear dropbearkey ssh ssh-keygen git; do
+        for p in curl openssl python3 jq unshare nsenter ip dropbear dropbearkey ssh ssh-keygen git; do
                 command -v "$p" >/dev/null || lt_fail "$p is needed on the host"
         done
         [[ -x $LT_PREFIX/libexec/lazaret-egress ]] || lt_fail "lazaret-egress is not installed in $LT_PREFIX/libexec"
@@ -517,7 +521,8 @@ lt_log "ok: name canary: allowed.canary.lazaret.invalid = $CANARY, carried to th
 # --- a published port: slirp4netns' API on the helper's socket -------------------------
 mkdir "$T/guest-www"
 echo "served from the sandbox" >"$T/guest-www/index.html"
-in_guest python3 -m http.server 8000 --bind 0.0.0.0 --directory "$T/guest-www" >/dev/null 2>&1 9>&- &
+# nsenter itself, not the in_guest function: $! of a function is a subshell, and killing it left the server running.
+nsenter --net="$G" python3 -m http.server 8000 --bind 0.0.0.0 --directory "$T/guest-www" >/dev/null 2>&1 9>&- &
 pids+=($!)
 api() {
         python3 - "$T/run/api.sock" "$1" <<'EOF'
@@ -541,6 +546,76 @@ if curl --noproxy '*' -sS --max-time 2 http://127.0.0.1:18000/ >/dev/null 2>&1; 
         lt_fail "the forward still answers after remove_hostfwd"
 fi
 lt_log "ok: published port 18000 -> 8000 through the API socket, removed again; 0.0.0.0 refused"
+
+# --- denied names to the coordinator's watch, live rules back (spec 4.5 "A denied name") --
+# The coordinator's side, played by a watcher that writes each line it gets to events (not
+# holding fd 9, the helper's exit FIFO's only writer).
+python3 - "$T/run/api.sock" "$T/events" 9>&- <<'EOF' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b'{"execute":"watch_denied","arguments":{}}')
+with open(sys.argv[2], "wb", buffering=0) as out:
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        out.write(b)
+EOF
+pids+=($!)
+for _ in $(seq 50); do grep -q '^{"return":{}}$' "$T/events" 2>/dev/null && break; sleep 0.1; done
+grep -q '^{"return":{}}$' "$T/events" || lt_fail "watch_denied was not answered: $(cat "$T/events" 2>/dev/null)"
+events() { tail -n +2 "$T/events"; }
+out=$(dnsq denied.test)
+[[ $(field rcode "$out") == 3 ]] || lt_fail "denied.test before the allow: $out"
+out=$(dnsq denied.test)
+for _ in $(seq 20); do [[ -n $(events) ]] && break; sleep 0.1; done
+lt_assert_eq "the events of two questions for denied.test within a second" "denied dns denied.test" "$(events)"
+# What no event may carry: a name with ESC (FORMERR, logged escaped) and one with '_' (logged only).
+out=$(in_guest python3 - <<'EOF'
+import socket, struct
+q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0) + b"\x03a\x1bb\x04test\x00" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5); s.sendto(q, ("10.137.54.3", 53))
+r, _ = s.recvfrom(512)
+print("rcode=%d" % (struct.unpack(">H", r[2:4])[0] & 0xf))
+EOF
+)
+lt_assert_eq "a question whose name holds ESC" "rcode=1" "$out"
+grep -F 'malformed DNS question refused (FORMERR)' "$T/egress.log" | grep -qF '\x1b' ||
+        lt_fail "the malformed question was not logged escaped: $(grep -a malformed "$T/egress.log")"
+! grep -q $'\e' "$T/egress.log" || lt_fail "a raw ESC reached the helper's log"
+out=$(dnsq under_score.test)
+[[ $(field rcode "$out") == 3 ]] || lt_fail "under_score.test: $out"
+# A port no rule allows for a bound name.
+in_guest curl --noproxy '*' -sS --max-time 3 "http://api.allowed.test:8443/" >/dev/null 2>&1 || true
+for _ in $(seq 20); do events | grep -q 'port' && break; sleep 0.1; done
+lt_assert_eq "the events after ESC, '_' and port 8443" "denied dns denied.test
+denied port api.allowed.test 8443" "$(events)"
+lt_log "ok: denied names reach the watcher once a second; ESC and '_' never do; a refused port does"
+
+# add_host: judged as allow_hosts is (a URL, and a scope the helper does not hold, refused as JSON).
+out=$(api '{"execute":"add_host","arguments":{"rule":"http://denied.test","scope":"once"}}')
+jq -e '.error.desc | test("is a URL")' <<<"$out" >/dev/null || lt_fail "add_host of a URL: $out"
+out=$(api '{"execute":"add_host","arguments":{"rule":"denied.test","scope":"keep"}}')
+jq -e '.error.desc' <<<"$out" >/dev/null || lt_fail "add_host with scope keep: $out"
+out=$(dnsq denied.test)
+[[ $(field rcode "$out") == 3 ]] || lt_fail "denied.test after refused add_host requests: $out"
+lt_assert_eq "add_host denied.test once" '{"return":{}}' \
+        "$(api '{"execute":"add_host","arguments":{"rule":"denied.test","scope":"once"}}')"
+out=$(dnsq denied.test)
+[[ $(field rcode "$out") == 0 && $(field addrs "$out") =~ $POOL_RE ]] || lt_fail "denied.test after add_host once: $out"
+out=$(in_guest "${CURL[@]}" http://denied.test/hello.txt) || lt_fail "http://denied.test after add_host: $out"
+lt_assert_eq "http://denied.test/hello.txt after add_host once" "hello from the outside" "$out"
+# A live rule with a port, for a name bound already: its listener is opened at once.
+lt_assert_eq "add_host api.allowed.test:2222 for the Domain's life" '{"return":{}}' \
+        "$(api '{"execute":"add_host","arguments":{"rule":"api.allowed.test:2222","scope":"domain"}}')"
+out=$(in_guest timeout 5 bash -c 'exec 3<>/dev/tcp/api.allowed.test/2222; head -n1 <&3') || true
+[[ -n $out ]] || lt_fail "api.allowed.test:2222 after add_host gave nothing"
+lt_log "ok: add_host once and for the Domain's life take effect at once, for bound names too ($out)"
+# Once means once: 60 s (the synthetic answer's TTL) after the answer it allowed, the name is denied again.
+sleep 61
+out=$(dnsq denied.test)
+[[ $(field rcode "$out") == 3 ]] || lt_fail "denied.test 61 s after its once allow was used: $out"
+lt_log "ok: the once allow of denied.test lapsed 60 s after it was used"
 
 # --- the exit fd ends it ------------------------------------------------------------------
 exec 9>&-

@@ -177,7 +177,7 @@ grep -qF "$H/plain" <<<"$human" || lt_fail "the plain request is not shown: $hum
 v1=$(busctl --user --json=short call "org.lazaret.Domain.d$LT_DOMAIN" /org/lazaret/Domain org.lazaret.Domain1 ListEscalations) ||
         lt_fail "ListEscalations failed with a non-UTF-8 request"
 jq -e '.data[0] | length == 2' <<<"$v1" >/dev/null || lt_fail "ListEscalations does not list both: $v1"
-lt_assert_eq "InterfaceVersion" "u 3" "$(busctl --user get-property "org.lazaret.Domain.d$LT_DOMAIN" /org/lazaret/Domain org.lazaret.Domain1 InterfaceVersion)"
+lt_assert_eq "InterfaceVersion" "u 4" "$(busctl --user get-property "org.lazaret.Domain.d$LT_DOMAIN" /org/lazaret/Domain org.lazaret.Domain1 InterfaceVersion)"
 for id in $(jq -r '.[].RequestId' <<<"$json"); do
         (cd "$LT_WS" && lazaretctl escalations deny "$id") >/dev/null || lt_fail "cannot deny $id"
 done

@@ -144,7 +144,7 @@ Test(store, newer_schema_refused, .init = setup, .fini = teardown) {
         cr_assert_eq(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
         cr_assert_eq(domain_store_open(path, &s, &error), -EPROTONOSUPPORT);
-        cr_assert(strstr(error, "schema version 99, newer than this Lazaret's 2"), "%s", error);
+        cr_assert(strstr(error, "schema version 99, newer than this Lazaret's 3"), "%s", error);
         cr_assert_eq(user_version(), 99, "the newer store was changed");
 }
 
@@ -219,7 +219,7 @@ Test(store, escalation_events, .init = setup, .fini = teardown) {
                                   NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
         cr_assert_eq(domain_store_open(path, &s, &error), 0, "%s", error ?: "");
-        cr_assert_eq(user_version(), 2);
+        cr_assert_eq(user_version(), DOMAIN_STORE_VERSION);
         /* Two in one transaction; with a bad one among them, none is written. */
         cr_assert_lt(domain_store_add_escalation_events(s, (EscalationEvent[]) {
                                                                 { .time_usec = 1, .request = "r0", .event = "requested" },
@@ -250,6 +250,63 @@ Test(store, escalation_events, .init = setup, .fini = teardown) {
         cr_assert_eq(domain_store_escalation_events(s, 2, collect, &list, &error), 0);
         cr_assert_eq(strv_length(list), 2);
         cr_assert_str_eq(list[0], "r1 result rule completed 3", "the newest two, oldest first");
+        domain_store_close(s);
+}
+
+/*
+ * Migration 3: a store at version 2 keeps its audit trail, in order, and
+ * its table now takes the denied-name events; the kept egress rules.
+ */
+Test(store, egress, .init = setup, .fini = teardown) {
+        _cleanup_strv_free_ char **list = NULL, **kept = NULL;
+        _cleanup_free_ char *error = NULL;
+        DomainStore *s = NULL;
+        sqlite3 *db = NULL;
+
+        cr_assert_eq(domain_store_open(path, &s, &error), 0, "%s", error ?: "");
+        domain_store_close(s);
+        s = NULL;
+        /* Back to version 2 as an older Lazaret left it: the old table, an event in it, no egress table. */
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_exec(db,
+                                  "DROP TABLE egress_allows; DROP TABLE escalation_events;"
+                                  "CREATE TABLE escalation_events (id INTEGER PRIMARY KEY, time_usec INTEGER NOT NULL,"
+                                  " request TEXT, session TEXT, event TEXT NOT NULL CHECK (event IN ('requested','refused',"
+                                  "'approved','denied','aborted','result','session-ended')), decided_by TEXT, argv TEXT,"
+                                  " cwd TEXT, why TEXT, outcome TEXT, status INTEGER, detail TEXT);"
+                                  "INSERT INTO escalation_events (time_usec, request, event) VALUES (7, 'r9', 'requested');"
+                                  "PRAGMA user_version = 2;",
+                                  NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        cr_assert_eq(domain_store_open(path, &s, &error), 0, "%s", error ?: "");
+        cr_assert_eq(user_version(), 3);
+        cr_assert_eq(domain_store_add_escalation_event(s, &(EscalationEvent) { .time_usec = 8, .event = "egress-denied",
+                                                       .why = "a DNS question", .detail = "a.example" }, &error), 0,
+                     "%s", error ?: "");
+        cr_assert_eq(domain_store_add_escalation_event(s, &(EscalationEvent) { .time_usec = 9, .event = "egress-allowed",
+                                                       .by = "terminal", .outcome = "keep", .detail = "a.example" },
+                                                       &error), 0, "%s", error ?: "");
+        cr_assert_eq(domain_store_escalation_events(s, 100, collect, &list, &error), 0);
+        cr_assert_eq(strv_length(list), 3);
+        cr_assert_str_eq(list[0], "r9 requested - - 0", "the old event kept, first");
+        cr_assert_str_eq(list[1], "- egress-denied - - 0");
+        cr_assert_str_eq(list[2], "- egress-allowed terminal keep 0");
+
+        cr_assert_eq(domain_store_egress_kept(s, &kept, &error), 0);
+        cr_assert_null(kept);
+        cr_assert_eq(domain_store_egress_keep(s, "b.example:8080", 2, "bus", &error), 0, "%s", error ?: "");
+        cr_assert_eq(domain_store_egress_keep(s, "a.example", 1, "terminal", &error), 0);
+        cr_assert_eq(domain_store_egress_keep(s, "a.example", 3, "bus", &error), 0, "a rule kept twice is kept once");
+        cr_assert_eq(domain_store_egress_kept(s, &kept, &error), 0);
+        cr_assert_eq(strv_length(kept), 2);
+        cr_assert_str_eq(kept[0], "a.example", "oldest first");
+        cr_assert_str_eq(kept[1], "b.example:8080");
+        kept = strv_free(kept);
+        cr_assert_eq(domain_store_egress_forget(s, "a.example", &error), 0);
+        cr_assert_eq(domain_store_egress_forget(s, "a.example", &error), -ENOENT);
+        cr_assert_eq(domain_store_egress_kept(s, &kept, &error), 0);
+        cr_assert_eq(strv_length(kept), 1);
+        cr_assert_str_eq(kept[0], "b.example:8080");
         domain_store_close(s);
 }
 
