@@ -143,13 +143,13 @@ int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_d
         r = load_old(j->dirfd, &old, &algo, &error);
         if (r == -ENOMEM)
                 return r;
-        if (r < 0) {
+        if (r < 0)
                 /* The host's own index cannot be read completely (a split index, an
-                 * extension the reader does not know): nothing to compare with. */
-                fprintf(stderr, "lazaret-view: the host's index cannot be read (%s): index writes inside are not "
-                        "judged\n", error ?: strerror(-r));
-                return 0;
-        }
+                 * extension the reader does not know): what the sandbox stages could
+                 * not be compared with it, so nothing lands (fail closed, issue 32). */
+                return asprintf(ret_why, "the host's index cannot be read (%s), so what it would stage cannot be "
+                                "judged (on the host: git update-index --no-split-index)", error ?: strerror(-r)) < 0 ?
+                               -ENOMEM : -EPERM;
         /* The repository's object format is the host index's; without one, every format the new file reads in. */
         for (GitHashAlgo a = GIT_HASH_SHA1; a <= GIT_HASH_SHA256; a++) {
                 _cleanup_git_index_ GitIndex *new = NULL;

@@ -180,11 +180,15 @@ compare "a nested repository with its own core.fsmonitor" inner
 lt_log "ok: Lazaret's hook wins over a repository's own core.fsmonitor, which stays in the Domain"
 
 # --- The host's configuration names no program -------------------------------
-hcfg=$(hgit config --show-origin --list 2>/dev/null | grep -iE 'fsmonitor|lazaret|^[^	]*	include' || true)
+# By key (an fsmonitor, an include) and by value (a path of the sandbox's): the
+# test user's own paths (/home/lazaret-test-N/...) are no finding.
+hcfg=$(hgit config --show-origin --list 2>/dev/null |
+        grep -iE '	(core\.fsmonitor|include\.|includeif\.)|=.*(/run/lazaret|fsmonitor)' || true)
 [[ -z $hcfg ]] || lt_fail "the host's git configuration of the workspace names: $hcfg"
 grep -qi fsmonitor "$LT_WS/.git/config" && lt_fail "the host's .git/config names an fsmonitor: $(cat "$LT_WS/.git/config")"
 for scope in --global --system; do
-        hcfg=$(git config "$scope" --list 2>/dev/null | grep -iE 'fsmonitor|lazaret' || true)
+        hcfg=$(git config "$scope" --list 2>/dev/null |
+                grep -iE '^(core\.fsmonitor|include\.|includeif\.)|=.*(/run/lazaret|fsmonitor)' || true)
         [[ -z $hcfg ]] || lt_fail "the host's $scope git configuration names: $hcfg"
 done
 # The host's git with the index the sandbox wrote (our token in its fsmonitor extension) runs nothing.

@@ -182,6 +182,30 @@ hgit show HEAD:.husky/pre-push | grep -q "$marks" && lt_fail "the host's commit 
 lt_assert_eq "the host's commit's tree" "$(hgit rev-parse HEAD~1^{tree})" "$(hgit rev-parse HEAD^{tree})"
 no_marks "the host's commit after a crafted cached tree"
 
+# --- A split index on the host: nothing to compare with, so nothing lands ----
+# The reader cannot read a split index's entries (they live in a
+# sharedindex file): an index the sandbox writes then cannot be judged
+# against the host's, and is refused (fail closed) with the repair named.
+hgit update-index --split-index || lt_fail "the host's git update-index --split-index failed"
+index_sha=$(sha256sum <"$LT_WS/.git/index")
+from=$(log_mark)
+out=$(inside "printf 'touch $marks/split\n' > .husky/pre-push && git add .husky/pre-push" 2>&1) &&
+        lt_fail "git add .husky/pre-push inside succeeded over the host's split index: $out"
+lt_assert_eq "the host's split index after the refused git add" "$index_sha" "$(sha256sum <"$LT_WS/.git/index")"
+hgit ls-files -s .husky/pre-push | grep -q "$(hgit rev-parse HEAD:.husky/pre-push)" ||
+        lt_fail "the host's index stages another .husky/pre-push: $(hgit ls-files -s .husky/pre-push)"
+out=$(inside "echo split > src.txt && git add src.txt" 2>&1) &&
+        lt_fail "git add of an ordinary file succeeded over the host's split index: $out"
+sleep 0.5
+line=$(log_since "$from" | grep -F "the host's index cannot be read" | head -n 1 || true)
+[[ $line == *"git update-index --no-split-index"* ]] ||
+        lt_fail "the Domain's log does not name the split index and its repair: $(log_since "$from" | tail -n 5)"
+lt_log "ok: over the host's split index, index writes inside are refused: $line"
+hgit update-index --no-split-index || lt_fail "the host's git update-index --no-split-index failed"
+expect_inside "git checkout -- of the files the sandbox changed, after the host's index is whole again" \
+        "$igit checkout -- .husky/pre-push && rm -f src.txt"
+no_marks "the split index"
+
 # --- Legitimate use --------------------------------------------------------
 expect_inside "git add and commit of an ordinary file" \
         "echo inside > src.txt && git add src.txt && $igit commit -q -m inside"
