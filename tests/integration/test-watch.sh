@@ -206,7 +206,9 @@ echo later >"$LT_WS/many/d50/later.txt"
 lt_assert_eq "a host file in an unwatched directory read inside" later "$(lt_launch -- /bin/cat /workspace/many/d50/later.txt)"
 sleep 0.5
 bound=$(tail -n +"$log_from" "$LT_LOGDIR/$LT_DOMAIN.log" | grep -o 'lazaret-view: the kernel.s limit on inotify watches.*' || true)
-grep -q '^lazaret-view: the kernel.s limit on inotify watches (fs.inotify.max_user_watches) is reached: host edits in /many/d[0-9]* and in directories opened after it do not reach file watchers inside the sandbox' \
+# The first directory left unwatched is /many itself or one below it: whether the
+# view's watcher took the host's mkdir of /many before the limit was lowered is a race.
+grep -Eq '^lazaret-view: the kernel.s limit on inotify watches \(fs.inotify.max_user_watches\) is reached: host edits in /many(/d[0-9]+)? and in directories opened after it do not reach file watchers inside the sandbox' \
         <<<"$bound" || lt_fail "the watch limit is not in the Domain's log: $(tail -n +"$log_from" "$LT_LOGDIR/$LT_DOMAIN.log" | tail -n 5)"
 lt_assert_eq "lines about the watch limit" 1 "$(wc -l <<<"$bound")"
 
