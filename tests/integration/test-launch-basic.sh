@@ -210,8 +210,21 @@ set -e
 [[ $rc -ne 0 ]] || lt_fail "a session ended by stop must not exit 0"
 # Its client heard why from SessionEnded, sent before the name was released
 # (SessionEndAnnounced), not only that the name lost its owner.
-lt_assert_eq "what the client of a session ended by stop says" "Session failed: the Domain is stopping" \
-        "$(cat "$HOME/stopped.err")"
+# Known race (seen in CI about once in ten loaded runs, not reproduced alone):
+# the session's runsc exec sometimes loses its WaitPID connection to the
+# sandbox before the teardown kills it and prints runsc's own line first
+# ("waiting on pid N: ... urpc method \"containerManager.WaitPID\" failed:
+# EOF"). That one line is tolerated and logged; the reason must still be the
+# last line, and nothing else may be there.
+stopped_err=$(cat "$HOME/stopped.err")
+lt_assert_eq "what the client of a session ended by stop says last" "Session failed: the Domain is stopping" \
+        "$(tail -n 1 <<<"$stopped_err")"
+other=$(head -n -1 <<<"$stopped_err")
+if [[ -n $other ]]; then
+        [[ $(wc -l <<<"$other") -eq 1 && $other == "waiting on pid "*'containerManager.WaitPID" failed: EOF' ]] ||
+                lt_fail "the client of a session ended by stop said more than its reason: $stopped_err"
+        lt_log "note: runsc exec's own WaitPID line came before the reason (the known race): $other"
+fi
 lt_wait_inactive
 lt_assert_eq "status after stop" inactive "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
 
