@@ -90,14 +90,23 @@ const char *const *view_fact_names(void) {
  * Whether name is kept in the Domain by where it lies, in any directory
  * that could belong to a git dir: an object store's alternates (git reads
  * objects from every directory they name, and a host repack or gc copies
- * those objects into the repository) and a git dir's info/grafts (it
- * rewrites the parents of commits for every host command, gc's pruning
- * too).
+ * those objects into the repository), its commit-graph files and its
+ * multi-pack-index (the host's git takes a commit's tree and parents from
+ * the first and where an object's bytes are from the second without
+ * checking them against the objects: a forged one would make a host
+ * checkout write another tree than the commit names, unseen by the report
+ * of commits made inside, which reads the objects), and a git dir's
+ * info/grafts (it rewrites the parents of commits for every host command,
+ * gc's pruning too). The sandbox's git writes its own; the host's stay the
+ * host's.
  */
 static bool kept_by_place(const ViewDir *d, const char *name) {
         switch (d->place) {
         case VIEW_PLACE_OBJECTS_INFO:
-                return streq(name, "alternates") || streq(name, "http-alternates");
+                return streq(name, "alternates") || streq(name, "http-alternates") || streq(name, "commit-graph") ||
+                        streq(name, "commit-graphs");
+        case VIEW_PLACE_OBJECTS_PACK:
+                return streq(name, "multi-pack-index") || startswith(name, "multi-pack-index-");
         case VIEW_PLACE_INFO:
                 return streq(name, "grafts");
         default:
@@ -328,12 +337,14 @@ ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name
         }
 }
 
-/* Where name, a directory in d, lies in an object store or a git dir's info/ (kept_by_place()). */
+/* Where name, a directory in d, lies in an object store (its info/ or pack/) or a git dir's info/ (kept_by_place()). */
 static ViewPlace place_of(const ViewDir *d, const char *name) {
         if (streq(name, "objects"))
                 return VIEW_PLACE_OBJECTS;
         if (streq(name, "info") && d->place == VIEW_PLACE_OBJECTS)
                 return VIEW_PLACE_OBJECTS_INFO;
+        if (streq(name, "pack") && d->place == VIEW_PLACE_OBJECTS)
+                return VIEW_PLACE_OBJECTS_PACK;
         if (streq(name, "info") && d->gitpos)
                 return VIEW_PLACE_INFO;
         return VIEW_PLACE_NONE;

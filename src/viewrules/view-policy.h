@@ -78,7 +78,8 @@ typedef enum ViewClass {
 typedef enum ViewPlace {
         VIEW_PLACE_NONE,
         VIEW_PLACE_OBJECTS,             /* a directory named objects: an object store, or may become one */
-        VIEW_PLACE_OBJECTS_INFO,        /* its info/: alternates, http-alternates */
+        VIEW_PLACE_OBJECTS_INFO,        /* its info/: alternates, http-alternates, commit-graph(s) */
+        VIEW_PLACE_OBJECTS_PACK,        /* its pack/: multi-pack-index */
         VIEW_PLACE_INFO,                /* a git dir's info/: grafts */
 } ViewPlace;
 

@@ -231,6 +231,18 @@ if hg cat-file -e "$blob" 2>/dev/null; then
         lt_fail "the host's repack -a copied the private repository's blob into the workspace's repository"
 fi
 lt_log "ok: the host's cat-file and repack -a do not reach the private repository"
+# The commit-graph and the multi-pack-index git writes inside stay inside: the
+# host's git would take commits' trees and objects' places from them unchecked.
+expect_inside "git commit-graph write and git multi-pack-index write" \
+        "git commit-graph write --reachable && test -s .git/objects/info/commit-graph &&
+         git multi-pack-index write && test -s .git/objects/pack/multi-pack-index &&
+         git commit-graph verify && git log -1 --format=%H >/dev/null"
+for f in objects/info/commit-graph objects/pack/multi-pack-index; do
+        [[ ! -e $LT_WS/.git/$f ]] || lt_fail ".git/$f written inside reached the host"
+done
+hg commit-graph write --reachable || lt_fail "the host's own commit-graph write failed"
+[[ -s $LT_WS/.git/objects/info/commit-graph ]] || lt_fail "the host's own commit-graph is not on the host"
+lt_log "ok: the commit-graph and multi-pack-index written inside stay inside; the host writes its own"
 # Right after the host's repack deleted packs git inside had read, a new .git inside (test-view-reuse).
 expect_inside "a nested repository made after the host's repack" \
         "git init -q nested2 && git -C nested2 commit -q --allow-empty -m n2 && git -C nested2 log -1 --format=%s >/dev/null"

@@ -139,10 +139,20 @@ Test(view_policy, kept_in_the_domain) {
         EXPECT("bare.git/objects/info/alternates", NONE, false, VIEW_PROTECTED);
         EXPECT(".git/logs/objects/info/alternates", NONE, false, VIEW_PROTECTED);
         EXPECT(".git/info/grafts", NONE, false, VIEW_PROTECTED);
+        /* Its commit-graph files and multi-pack-index: the host's git trusts what they say of objects. */
+        EXPECT(".git/objects/info/commit-graph", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/info/commit-graph.lock", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/info/commit-graphs", NONE, true, VIEW_PROTECTED);
+        EXPECT(".git/objects/info/commit-graphs/commit-graph-chain", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/pack/multi-pack-index", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/pack/multi-pack-index.lock", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/pack/multi-pack-index-0123abcd.bitmap", NONE, false, VIEW_PROTECTED);
+        EXPECT("sub/.git/objects/pack/multi-pack-index", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/pack/pack-0123abcd.idx", NONE, false, VIEW_SHARED);
+        EXPECT(".git/objects/info/packs", NONE, false, VIEW_SHARED);
         EXPECT(".git/modules/mod/info/grafts", NONE, false, VIEW_PROTECTED);
         /* What git needs to share the work, and info/ files that select only what the host defines. */
         EXPECT(".git/objects/info/packs", NONE, false, VIEW_SHARED);
-        EXPECT(".git/objects/info/commit-graph", NONE, false, VIEW_SHARED);
         EXPECT(".git/info/attributes", NONE, false, VIEW_SHARED);
         EXPECT(".git/info/exclude", NONE, false, VIEW_SHARED);
         EXPECT(".git/shallow", NONE, false, VIEW_SHARED);
