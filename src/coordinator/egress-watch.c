@@ -14,6 +14,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "macro.h"
+#include "util.h"
 
 #define WATCH_BUF 4096
 #define ALLOW_REPLY_MAX 1024
@@ -53,10 +54,11 @@ struct EgressWatch {
         Allow *allows;
 };
 
-static uint64_t clock_usec(clockid_t c) {
+/* CLOCK_REALTIME in microseconds, for the times a report shows; intervals use now_usec(). */
+static uint64_t realtime_usec(void) {
         struct timespec ts;
 
-        (void) clock_gettime(c, &ts);
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
         return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
 }
 
@@ -98,7 +100,7 @@ static EgressDenial *denial_slot(EgressWatch *w, const char *rule) {
 
 static void on_event(EgressWatch *w, const EgressEvent *ev) {
         char rule[HOST_RULE_STRING_MAX];
-        uint64_t now = clock_usec(CLOCK_MONOTONIC), real = clock_usec(CLOCK_REALTIME);
+        uint64_t now = now_usec(), real = realtime_usec();
         unsigned withheld = 0;
         bool report = false;
         EgressDenial *d;

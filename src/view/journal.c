@@ -48,7 +48,7 @@ static int journal_write_header(Journal *j) {
         /* An instance of 0 is the hook's "none". */
         while (instance == 0)
                 if (getrandom(&instance, sizeof(instance), 0) != (ssize_t) sizeof(instance))
-                        instance = (uint64_t) now_ms() ^ ((uint64_t) getpid() << 32);
+                        instance = (uint64_t) now_msec() ^ ((uint64_t) getpid() << 32);
         fsmon_header_format(instance, h);
         if (ftruncate(j->fd, 0) < 0 || pwrite(j->fd, h, sizeof(h), 0) != (ssize_t) sizeof(h))
                 return -errno ?: -EIO;

@@ -283,13 +283,6 @@ void fill_stat(const Node *n, struct stat *st) {
         st->st_ino ^= (ino_t) n->gen << 56;
 }
 
-uint64_t now_ms(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
 /*
  * The sandbox's own changes, for the host-edit relay (spec 4.6): the host
  * events of a node that a request changed, or of a name that one made,
@@ -297,7 +290,7 @@ uint64_t now_ms(void) {
  * relay inside does not relay what gVisor saw changed inside.
  */
 void note_changed(Node *n) {
-        __atomic_store_n(&n->changed_ms, now_ms(), __ATOMIC_RELAXED);
+        __atomic_store_n(&n->changed_ms, now_msec(), __ATOMIC_RELAXED);
 }
 
 bool changed_lately(const Node *n, uint64_t now) {
@@ -314,7 +307,7 @@ void own_name_note(View *v, Node *dir, const char *name) {
         char key[NAME_MAX + 24];
 
         own_name_key(v, dir, name, key);
-        watch_recent_note(&v->own_names, key, now_ms());
+        watch_recent_note(&v->own_names, key, now_msec());
 }
 
 bool own_name_seen(View *v, Node *dir, const char *name, uint64_t now) {

@@ -53,7 +53,7 @@ void apply_inval(View *v, fuse_ino_t node, const char *name, size_t len, bool li
  */
 void notify_fence(View *v) {
         Inval rec = { .node = ++v->notify_fence_seq, .len = INVAL_FENCE };
-        uint64_t until = now_ms() + FENCE_WAIT_MS;
+        uint64_t until = now_msec() + FENCE_WAIT_MS;
         ssize_t k;
 
         v->notify_fence_owed = false;
@@ -64,7 +64,7 @@ void notify_fence(View *v) {
         while (k < 0 && errno == EINTR);
         if (k != (ssize_t) sizeof(rec))
                 return;
-        for (uint64_t now; (now = now_ms()) < until;) {
+        for (uint64_t now; (now = now_msec()) < until;) {
                 struct pollfd p = { .fd = v->notify_ack_fd, .events = POLLIN };
                 uint64_t seq;
 

@@ -266,7 +266,6 @@ void set_parent(View *v, Node *n, Node *parent);
 void forget_one(View *v, Node *n, uint64_t count);
 void node_hash(View *v, Node *n);
 void fill_stat(const Node *n, struct stat *st);
-uint64_t now_ms(void);
 void note_changed(Node *n);
 bool changed_lately(const Node *n, uint64_t now);
 void own_name_note(View *v, Node *dir, const char *name);

@@ -131,7 +131,7 @@ typedef enum EchoVerdict {
 
 /* With v->lock held. name: NUL-terminated, in the watched directory dir; *ret_st what it is now. */
 static EchoVerdict echo_verdict(View *v, Node *dir, const char *name, struct stat *ret_st, bool *ret_exists) {
-        uint64_t now = now_ms();
+        uint64_t now = now_msec();
         bool own = own_name_seen(v, dir, name, now);
         struct stat st;
 
@@ -359,7 +359,7 @@ void *watcher(void *arg) {
                 ssize_t k;
 
                 if (v->n_pending > 0) {
-                        uint64_t now = now_ms();
+                        uint64_t now = now_msec();
                         if (now >= retry_at) {
                                 pending_retry(v);
                                 retry_at = now + INVAL_RETRY_MS;
@@ -382,14 +382,14 @@ void *watcher(void *arg) {
                  * per file written: gathered for a moment, they cost one
                  * wakeup instead of one each. Invalidations asked for
                  * meanwhile are applied at once. */
-                for (uint64_t until = now_ms() + WATCH_GATHER_MS, now; (now = now_ms()) < until;)
+                for (uint64_t until = now_msec() + WATCH_GATHER_MS, now; (now = now_msec()) < until;)
                         if (poll(&p[1], 1, (int) (until - now)) > 0 && (p[1].revents & POLLIN))
                                 inval_pipe_apply(v);
                 k = read(v->ifd, buf, sizeof(buf));
                 if (k <= 0)
                         continue;
                 if (v->n_pending == 0)
-                        retry_at = now_ms() + INVAL_RETRY_MS;
+                        retry_at = now_msec() + INVAL_RETRY_MS;
                 watch_batch(v, buf, (size_t) k);
         }
 }
