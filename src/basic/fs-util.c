@@ -184,6 +184,26 @@ int write_file(const char *path, const char *content, mode_t mode) {
         return write_file_bytes(path, content, strlen(content), mode);
 }
 
+int write_line_file_replace_at(int dirfd, const char *name, const char *content, mode_t mode) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (asprintf(&tmp, "%s.new", name) < 0)
+                return -ENOMEM;
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd < 0)
+                return -errno;
+        r = write_all(fd, content, strlen(content));
+        if (r >= 0)
+                r = write_all(fd, "\n", 1);
+        if (r < 0)
+                return r;
+        if (renameat(dirfd, tmp, dirfd, name) < 0)
+                return -errno;
+        return 0;
+}
+
 int copy_file(const char *from, const char *to, mode_t mode) {
         _cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC), out = -EBADF;
 

@@ -63,6 +63,12 @@ int mkdir_open_at(int dirfd, const char *name, mode_t mode);
 int write_file_bytes(const char *path, const void *data, size_t len, mode_t mode);
 /* write_file_bytes() of a string. */
 int write_file(const char *path, const char *content, mode_t mode);
+/*
+ * Replaces name in dirfd with content and a final newline: written whole
+ * under name.new (never through a symlink), then renamed over name, so a
+ * reader sees the old file or the new one.
+ */
+int write_line_file_replace_at(int dirfd, const char *name, const char *content, mode_t mode);
 
 /* Copies what is left to read of from into to, to its end; -errno of the read or write that failed. */
 int copy_fd(int from, int to);

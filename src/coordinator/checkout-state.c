@@ -32,23 +32,12 @@
 /* Writes the record under a temporary name and renames it into place. */
 static int write_record(int cfd, const CheckoutRecord *rec) {
         _cleanup_free_ char *text = NULL;
-        _cleanup_close_ int fd = -EBADF;
         int r;
 
         r = checkout_record_to_string(rec, &text);
         if (r < 0)
                 return r;
-        fd = openat(cfd, CHECKOUT_RECORD_FILE ".new", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        r = write_all(fd, text, strlen(text));
-        if (r >= 0)
-                r = write_all(fd, "\n", 1);
-        if (r < 0)
-                return r;
-        if (renameat(cfd, CHECKOUT_RECORD_FILE ".new", cfd, CHECKOUT_RECORD_FILE) < 0)
-                return -errno;
-        return 0;
+        return write_line_file_replace_at(cfd, CHECKOUT_RECORD_FILE, text, 0600);
 }
 
 /* The record at cfd, or -errno (-ENOENT: none). */

@@ -562,7 +562,6 @@ int checkout_refs_record_read(int dir_fd, GitRefs *ret, int64_t *ret_taken) {
 int checkout_refs_record_write(int dir_fd, const GitRefs *refs, int64_t taken) {
         _cleanup_json_ json_object *o = NULL;
         _cleanup_free_ char *text = NULL;
-        _cleanup_close_ int fd = -EBADF;
         int r;
 
         r = git_refs_to_json(refs, taken, &o);
@@ -570,15 +569,5 @@ int checkout_refs_record_write(int dir_fd, const GitRefs *refs, int64_t taken) {
                 r = json_to_string(o, JSON_C_TO_STRING_PLAIN, &text);
         if (r < 0)
                 return r;
-        fd = openat(dir_fd, CHECKOUT_REFS_FILE ".new", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        r = write_all(fd, text, strlen(text));
-        if (r >= 0)
-                r = write_all(fd, "\n", 1);
-        if (r < 0)
-                return r;
-        if (renameat(dir_fd, CHECKOUT_REFS_FILE ".new", dir_fd, CHECKOUT_REFS_FILE) < 0)
-                return -errno;
-        return 0;
+        return write_line_file_replace_at(dir_fd, CHECKOUT_REFS_FILE, text, 0600);
 }
