@@ -200,9 +200,20 @@ static int map_child(pid_t pid, int sync_r, const SubidRange *uids, const SubidR
         return 0;
 }
 
+/* The user's subordinate ranges, as the sandbox's map takes them; why says what is missing. */
+static int pick_ranges(SubidRange *ret_uids, SubidRange *ret_gids, char **ret_why) {
+        _cleanup_free_ char *user = NULL;
+        int r;
+
+        r = subid_user_name(getuid(), &user);
+        if (r < 0 && r != -ESRCH)
+                return r;
+        return subid_pick_for_user(user, getuid(), ret_uids, ret_gids, ret_why);
+}
+
 int verb_unshare(int argc, char *argv[], const Config *config) {
         _cleanup_close_ int sync_r = -EBADF, sync_w = -EBADF, go_r = -EBADF, go_w = -EBADF, err_fd = -EBADF;
-        _cleanup_free_ char *prog = NULL, *user = NULL, *why = NULL;
+        _cleanup_free_ char *prog = NULL, *why = NULL;
         struct sigaction sa = { .sa_handler = forward_signal }, ign = { .sa_handler = SIG_IGN };
         SubidRange uids, gids;
         siginfo_t si = {};
@@ -217,10 +228,7 @@ int verb_unshare(int argc, char *argv[], const Config *config) {
                 return 127;
         }
 
-        r = subid_user_name(getuid(), &user);
-        if (r < 0 && r != -ESRCH)
-                return r;
-        r = subid_pick_for_user(user, getuid(), &uids, &gids, &why);
+        r = pick_ranges(&uids, &gids, &why);
         if (r < 0) {
                 fprintf(stderr, "lazaretctl unshare: %s\n", why ?: strerror(-r));
                 return r;
@@ -278,16 +286,6 @@ kill_child:
 }
 
 /* The user's subordinate ranges, as verb_unshare() picks them; quiet. */
-static int pick_ranges(SubidRange *ret_uids, SubidRange *ret_gids) {
-        _cleanup_free_ char *user = NULL;
-        int r;
-
-        r = subid_user_name(getuid(), &user);
-        if (r < 0 && r != -ESRCH)
-                return r;
-        return subid_pick_for_user(user, getuid(), ret_uids, ret_gids, NULL);
-}
-
 /* The child of unshare_call(): root of the mapped namespace once its parent wrote the maps, then fn. */
 static __attribute__((noreturn)) void call_child(UnshareFn fn, void *userdata, int sync_w, int go_r, int out_w) {
         int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -310,7 +308,7 @@ int unshare_call(UnshareFn fn, void *userdata, size_t max, char **ret, size_t *r
         pid_t pid;
         int p[2], r;
 
-        r = pick_ranges(&uids, &gids);
+        r = pick_ranges(&uids, &gids, NULL);
         if (r < 0)
                 return r;
         if (pipe2(p, O_CLOEXEC) < 0)
