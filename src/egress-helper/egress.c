@@ -148,6 +148,7 @@ typedef struct Name {
         uint64_t answered_until;                /* the last synthetic answer's TTL ends, monotonic ms */
         uint64_t last_used;                     /* its last answer or connection, monotonic ms (LRU) */
         unsigned gen;                           /* of the slot: a reused address is a new binding */
+        unsigned n_conns;                       /* CONN_NAME connections to it: while any, it is not reused */
         bool canary;                            /* NET_CANARY_NAME_ALLOWED: dialled at arg_canary_socket */
 } Name;
 
@@ -500,13 +501,6 @@ static int listener_open(Egress *e, uint32_t synth, uint16_t port, int *ret_fd, 
         return 0;
 }
 
-static bool name_has_conns(const Egress *e, size_t k) {
-        for (size_t i = 0; i < CONNS_MAX; i++)
-                if (e->conns[i] && e->conns[i]->kind == CONN_NAME && e->conns[i]->name == k)
-                        return true;
-        return false;
-}
-
 /*
  * The pool is exhausted: the binding to give up for a new one, the least
  * recently used of those that no connection holds and whose last
@@ -521,7 +515,7 @@ static ssize_t name_reusable(const Egress *e) {
         for (size_t k = 0; k < e->n_names; k++) {
                 const Name *n = &e->names[k];
 
-                if (n->canary || now < n->answered_until || name_has_conns(e, k))
+                if (n->canary || now < n->answered_until || n->n_conns > 0)
                         continue;
                 if (best < 0 || n->last_used < e->names[best].last_used)
                         best = (ssize_t) k;
@@ -803,6 +797,8 @@ static void conn_free(Egress *e, size_t i) {
 
         if (!c)
                 return;
+        if (c->kind == CONN_NAME)
+                e->names[c->name].n_conns--;
         safe_close(c->in_fd);
         safe_close(c->out_fd);
         free(c->up);
@@ -1673,6 +1669,7 @@ static void listener_accept(Egress *e, int fd, ConnKind kind, size_t name, uint1
                 e->conns[i]->name = name;
                 e->conns[i]->port = port;
                 e->names[name].last_used = now_msec();
+                e->names[name].n_conns++;
                 if (port == 80 || port == 443) {
                         e->conns[i]->state = CONN_PEEK;
                         e->conns[i]->deadline = now_msec() + PEEK_TIMEOUT_MS;
