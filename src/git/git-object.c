@@ -471,14 +471,22 @@ static int parse_entry(Pack *p, uint32_t i, char **ret_why) {
         return 0;
 }
 
+/* What deflate's best case makes of n bytes is at most this many (zlib's own bound is 1032:1). */
+#define INFLATE_RATIO_MAX 1040
+
 /* The entry's compressed stream inflated: exactly its size, ending exactly where the entry ends. */
 static int inflate_entry(Pack *p, const Entry *e, uint8_t **ret, char **ret_why) {
-        _cleanup_free_ uint8_t *out = malloc(e->size ?: 1);
+        _cleanup_free_ uint8_t *out = NULL;
         const uint8_t *in = p->pack + e->data;
         uint64_t in_left = e->end - e->data, out_done = 0;
         z_stream z = {};
         int zr;
 
+        /* A size its bytes cannot inflate to is not allocated. */
+        if (e->size > in_left * INFLATE_RATIO_MAX + 64)
+                return why(ret_why, "the entry at %ju says %ju bytes, more than its %ju bytes inflate to",
+                           (uintmax_t) e->off, (uintmax_t) e->size, (uintmax_t) in_left);
+        out = malloc(e->size ?: 1);
         if (!out)
                 return -ENOMEM;
         if (inflateInit(&z) != Z_OK)
@@ -538,6 +546,36 @@ static int apply_delta(const uint8_t *base, uint64_t base_size, const uint8_t *d
                 return -EBADMSG;
         if (dst > GIT_OBJECT_SIZE_MAX)
                 return -EFBIG;
+        /* What its instructions make, counted before anything is allocated: exactly dst. */
+        for (const uint8_t *c = q; c < end;) {
+                uint8_t cmd = *c++;
+                uint64_t size = 0;
+
+                if (cmd & 0x80) {
+                        for (unsigned b = 0; b < 4; b++)
+                                if (cmd & (1u << b) && c++ >= end)
+                                        return -EBADMSG;
+                        for (unsigned b = 0; b < 3; b++)
+                                if (cmd & (0x10u << b)) {
+                                        if (c >= end)
+                                                return -EBADMSG;
+                                        size |= (uint64_t) *c++ << (8 * b);
+                                }
+                        size = size ?: 0x10000;
+                } else if (cmd > 0) {
+                        if (cmd > (uint64_t) (end - c))
+                                return -EBADMSG;
+                        size = cmd;
+                        c += cmd;
+                } else
+                        return -EBADMSG;
+                if (size > dst - done)
+                        return -EBADMSG;
+                done += size;
+        }
+        if (done != dst)
+                return -EBADMSG;
+        done = 0;
         out = malloc(dst ?: 1);
         if (!out)
                 return -ENOMEM;
