@@ -300,6 +300,13 @@ static int read_worktrees(int cfd, GitRefs *r) {
         return 0;
 }
 
+const char *git_refs_strerror(int r) {
+        if (r == -EOPNOTSUPP)
+                return "its refs are in a reftable (extensions.refStorage), which Lazaret does not read, so commits "
+                       "made inside are not counted";
+        return strerror(-r);
+}
+
 int git_refs_read(int git_dir_fd, int common_dir_fd, GitRefs *ret) {
         _cleanup_(git_refs_done) GitRefs r = {}, packed = {};
         _cleanup_close_ int hfd = -EBADF, rfd = -EBADF;

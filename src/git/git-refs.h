@@ -65,6 +65,13 @@ bool git_ref_name_is_valid(const char *s);
 int git_refs_read(int git_dir_fd, int common_dir_fd, GitRefs *ret);
 
 /*
+ * What a failure of git_refs_read() means, for the line a person reads: a
+ * reftable is named as such (its refs are not read, so commits made inside
+ * are not counted), anything else by strerror().
+ */
+const char *git_refs_strerror(int r);
+
+/*
  * The refs of packed-refs text (text[len] a NUL; lines are cut in place)
  * added to *r, unsorted, bounded as git_refs_read() bounds them: a line
  * "<oid> refs/..." whose object name and ref name are valid; the header,

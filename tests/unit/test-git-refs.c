@@ -138,6 +138,9 @@ Test(git_refs, read, .init = setup, .fini = teardown) {
         run("mkdir .git/reftable");
         git_refs_done(&r);
         cr_expect_eq(git_refs_read(g, g, &r), -EOPNOTSUPP);
+        /* ... and said as such where a person reads it (lazaretctl status, changes, the launch line). */
+        cr_expect_not_null(strstr(git_refs_strerror(-EOPNOTSUPP), "reftable"));
+        cr_expect_not_null(strstr(git_refs_strerror(-EOPNOTSUPP), "not counted"));
 }
 
 /* Bounded: the refs past GIT_REFS_MAX are not read, and the result says it was cut. */
