@@ -15,8 +15,9 @@
 #     a pack copied in under a pack's name: refused; the host's index is
 #     unchanged byte for byte and a host checkout writes the commit's own tree;
 #   - legitimate use inside: git commit, git fetch of a pack from a local
-#     bare repository, git gc, git repack -ad; the host's git fsck --full is
-#     clean afterwards and reads what was fetched.
+#     bare repository, git gc, git repack -ad, git clone --no-local; the
+#     host's git fsck --full is clean afterwards and reads what was fetched;
+#     a git clone of a local path, which copies the objects, is refused.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -130,6 +131,16 @@ hg fsck --full --no-dangling >/dev/null 2>&1 || lt_fail "the host's git fsck aft
 [[ -z $(ls "$LT_WS"/.git/objects/pack/*.rev "$LT_WS"/.git/objects/pack/*.bitmap 2>/dev/null) ]] ||
         lt_fail "a reverse index or bitmap written inside reached the host"
 lt_log "ok: the host's git fsck --full is clean and reads what was fetched inside"
+# A clone of a local path links its objects, and copies them when that is refused: both are refused.
+expect_inside "git clone --no-local of the local bare repository" \
+        "git clone -q --no-local --upload-pack='git upload-pack' /workspace/remote.git cloned &&
+         git -C cloned log -1 --format=%s origin/other >/dev/null"
+git -C "$LT_WS/cloned" fsck --no-dangling >/dev/null 2>&1 || lt_fail "the host's git fsck of the clone made inside"
+out=$(inside "git clone -q --upload-pack='git upload-pack' /workspace/remote.git cloned-local" 2>&1) &&
+        lt_fail "a git clone of a local path succeeded inside: $out"
+[[ $out == *"failed to copy file"*"Operation not permitted"* ]] || lt_fail "a git clone of a local path failed otherwise: $out"
+lt_log "ok: a git clone of a local path is refused inside: $(tr '\n' ' ' <<<"$out" | cut -c1-200)"
+rm -rf "$LT_WS/cloned" "$LT_WS/cloned-local"
 head=$(hg rev-parse HEAD~1)     # the tests below: the host's history, now in one pack
 head1=$(hg rev-parse HEAD~2)
 tree=$(hg rev-parse HEAD~1^{tree})
