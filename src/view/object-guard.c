@@ -86,7 +86,10 @@ int guard_check_node(View *v, Node *n, const char *what) {
         pthread_mutex_lock(&v->lock);
         if (!n->is_dir && n->name && index_name(n->parent, n->name))
                 r = index_refuse_locked(v, n->parent, n->name, what);
-        else if (node_is_object(n))
+        else if (n->checking && n->name) {
+                refusal(v, n->parent, n->name, what, "the view is checking it for the object's name it is renamed onto");
+                r = -EPERM;
+        } else if (node_is_object(n))
                 r = object_refuse_locked(v, n->parent, n->name, what);
         pthread_mutex_unlock(&v->lock);
         return r;
@@ -120,11 +123,13 @@ static int object_judge(int fd, int dirfd, ViewObjectKind k, const char *hex, ch
 
 /*
  * A rename of n (name in from) onto newname in to, an object's, a pack's
- * or an index's name there (object_name(): kind k). The file is checked
- * whole while requests that would change it wait (v->moving, as for a
- * move between the sides), then renamed if its name still leads to it.
- * With v->lock held, released while the file is read; -EAGAIN while
- * another move holds v->moving.
+ * or an index's name there (object_name(): kind k). The changes of n under
+ * way end first (v->moving, held that long only), and later ones are
+ * refused while it is checked (n->checking, guard_check_node()): git has
+ * closed the file it renames. So the check of a large pack's index, which
+ * takes seconds, holds up no other move in the workspace. Then it is
+ * renamed if its name still leads to it. With v->lock held, released
+ * while the file is read; -EAGAIN while another move holds v->moving.
  */
 int object_rename(View *v, Node *from, const char *name, Node *n, Node *to, const char *newname, ViewObjectKind k,
                   const char *hex, unsigned flags) {
@@ -140,9 +145,13 @@ int object_rename(View *v, Node *from, const char *name, Node *n, Node *to, cons
         if ((flags & ~(unsigned) RENAME_NOREPLACE) || n->is_dir || n->cls != VIEW_SHARED || n->in_state ||
             from->in_state)
                 return object_refuse_locked(v, to, newname, "a rename of this kind onto");
+        if (n->checking)
+                return object_refuse_locked(v, to, newname, "a second rename under way of the file for");
         r = move_begin(v, n);
         if (r < 0)
                 return r;
+        n->checking = true;
+        move_end(v);
         r = pin_locked(v, n, &p.fd, &p.owned, NULL);
         if (r >= 0) {
                 dirfd = fcntl(to->fd, F_DUPFD_CLOEXEC, 3);
@@ -168,6 +177,7 @@ int object_rename(View *v, Node *from, const char *name, Node *n, Node *to, cons
                 why = NULL;
 
         pthread_mutex_lock(&v->lock);
+        n->checking = false;
         if (r >= 0) {
                 struct stat now;
 
@@ -178,7 +188,6 @@ int object_rename(View *v, Node *from, const char *name, Node *n, Node *to, cons
                 else if (syscall(SYS_renameat2, from->fd, name, dirfd, newname, flags) < 0)
                         r = -errno;
         }
-        move_end(v);
         if (why) {
                 refusal(v, to, newname, what, why);
                 r = -EPERM;

@@ -101,6 +101,7 @@ struct Node {
          * the sandbox's own change. */
         bool told_valid;
         unsigned busy;                  /* requests changing it (a directory: its entries) on the host now */
+        bool checking;                  /* files: being checked for an object's name (object_rename()): changes refused */
         uint64_t changed_ms;            /* when a request last changed it on the host (CLOCK_MONOTONIC) */
         mode_t told_mode;
         off_t told_size;
