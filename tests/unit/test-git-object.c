@@ -114,6 +114,11 @@ static void loose_objects(const char *format) {
         tree = out("cd r && git rev-parse HEAD^{tree}");
         check_loose(commit, true);
         check_loose(tree, true);
+        /* A blob that compresses to more than one read of the file. */
+        _cleanup_free_ char *big = NULL;
+        run("cd r && head -c 300000 /dev/urandom > big && git hash-object -w big");
+        big = out("cd r && git hash-object big");
+        check_loose(big, true);
         /* The tree's file under the commit's name. */
         run("cd r/.git/objects && cp %.2s/%s %.2s/%s", tree, tree + 2, commit, commit + 2);
         check_loose(commit, false);
