@@ -879,3 +879,141 @@ int git_pack_check_idx_fd(int pack_fd, int idx_fd, GitHashAlgo algo, char **ret_
                 return r;
         return git_pack_check_idx(pack.p ?: "", pack.size, idx.p ?: "", idx.size, algo, ret_why);
 }
+
+/* ---- a file checked as it is written -------------------------------------- */
+
+struct GitObjectStream {
+        GitStreamKind kind;
+        uint8_t oid[GIT_OID_MAX];
+        size_t hl;
+        uint64_t fed;
+        Loose loose;                    /* GIT_STREAM_LOOSE */
+        Hasher h;                       /* the others: every byte but the last hl */
+        uint8_t tail[GIT_OID_MAX];      /* ... which are these */
+        size_t n_tail;
+        uint8_t head[4];
+};
+
+GitObjectStream *git_stream_free(GitObjectStream *s) {
+        if (s)
+                loose_done(&s->loose);
+        free(s);
+        return NULL;
+}
+
+int git_stream_new(GitStreamKind kind, const char *hex, GitObjectStream **ret) {
+        _cleanup_free_ char *ignored = NULL;
+        GitObjectStream *s;
+        GitHashAlgo algo;
+        int r;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->kind = kind;
+        if (git_oid_from_hex(hex, strlen(hex), s->oid, &algo) < 0) {
+                free(s);
+                return -EINVAL;
+        }
+        s->hl = oid_len(algo);
+        if (kind == GIT_STREAM_LOOSE) {
+                r = loose_begin(&s->loose, hex, s->oid, &ignored);
+                if (r < 0) {
+                        git_stream_free(s);
+                        return r;
+                }
+        } else
+                hasher_init(&s->h, algo);
+        *ret = s;
+        return 0;
+}
+
+uint64_t git_stream_fed(const GitObjectStream *s) {
+        return s->fed;
+}
+
+/* Packs and indexes: the bytes so far hashed but for the last hl, which are kept; 1 when those are that hash. */
+static int trailed_feed(GitObjectStream *s, const uint8_t *p, size_t n) {
+        uint8_t got[GIT_OID_MAX];
+        Hasher copy;
+
+        for (size_t i = 0; i < n; i++) {
+                if (s->fed + i < sizeof(s->head))
+                        s->head[s->fed + i] = p[i];
+        }
+        while (n > 0) {
+                size_t room = s->hl - s->n_tail, k;
+
+                if (room > 0) {
+                        k = MIN(room, n);
+                        memcpy(s->tail + s->n_tail, p, k);
+                        s->n_tail += k;
+                        p += k;
+                        n -= k;
+                        s->fed += k;
+                        continue;
+                }
+                /* The tail is full: what goes beyond it pushes its oldest bytes into the hash. */
+                if (n >= s->hl) {
+                        hasher_update(&s->h, s->tail, s->hl);
+                        k = n - s->hl;
+                        hasher_update(&s->h, p, k);
+                        memcpy(s->tail, p + k, s->hl);
+                        s->fed += n;
+                        n = 0;
+                } else {
+                        hasher_update(&s->h, s->tail, n);
+                        memmove(s->tail, s->tail + n, s->hl - n);
+                        memcpy(s->tail + s->hl - n, p, n);
+                        s->fed += n;
+                        n = 0;
+                }
+        }
+        if (s->n_tail < s->hl || s->fed < 12 + s->hl)
+                return 0;
+        copy = s->h;
+        hasher_digest(&copy, got);
+        return memcmp(got, s->tail, s->hl) == 0;
+}
+
+int git_stream_feed(GitObjectStream *s, const void *data, size_t n, char **ret_why) {
+        const uint8_t *p = data;
+        uint64_t before = s->fed;
+        int r;
+
+        *ret_why = NULL;
+        if (s->kind == GIT_STREAM_LOOSE) {
+                if (s->loose.ended)
+                        return n > 0 ? why(ret_why, "bytes follow its compressed stream") : 1;
+                while (n > 0) {
+                        size_t k = MIN(n, (size_t) 1 << 30);
+
+                        if (s->fed + k > GIT_OBJECT_SIZE_MAX) {
+                                *ret_why = strdup("it is too large to check");
+                                return *ret_why ? -EFBIG : -ENOMEM;
+                        }
+                        r = loose_feed(&s->loose, p, k, ret_why);
+                        if (r < 0)
+                                return r;
+                        s->fed += k;
+                        p += k;
+                        n -= k;
+                }
+                if (!s->loose.ended)
+                        return 0;
+                r = loose_finish(&s->loose, s->oid, ret_why);
+                return r < 0 ? r : 1;
+        }
+        r = trailed_feed(s, p, n);
+        /* What it is shows in its first bytes: refused at once when it is not. */
+        if (before < sizeof(s->head) && s->fed >= sizeof(s->head)) {
+                if (s->kind == GIT_STREAM_PACK && memcmp(s->head, "PACK", 4) != 0)
+                        return why(ret_why, "it is not a pack");
+                if (s->kind == GIT_STREAM_TRAILED && memcmp(s->head, "\377tOc", 4) != 0)
+                        return why(ret_why, "it is not a pack index (version 2)");
+        }
+        if (r > 0 && s->kind == GIT_STREAM_PACK && memcmp(s->tail, s->oid, s->hl) != 0)
+                /* A whole pack (the chance that a longer one's bytes so far end in their own hash is 2^-160): another pack's name. */
+                return why(ret_why, "its checksum is not its name");
+        return r;
+}

@@ -53,3 +53,25 @@ int git_pack_check_name(const void *data, size_t size, const char *hex, char **r
 int git_pack_check_idx_fd(int pack_fd, int idx_fd, GitHashAlgo algo, char **ret_why);
 int git_pack_check_idx(const void *pack, size_t pack_size, const void *idx, size_t idx_size, GitHashAlgo algo,
                        char **ret_why);
+
+/*
+ * A file under an object's name checked as the sandbox writes it (the
+ * view's staging of a copy, src/view/object-guard.c): its bytes fed in
+ * order. git_stream_feed() returns 0 while more is to come, 1 once what
+ * was fed is whole: a loose object whose compressed stream ended and
+ * whose content hashes to its name (LOOSE); a pack whose trailing
+ * checksum is the hash of the bytes before it and its name (PACK); a
+ * file whose trailing checksum is the hash of the bytes before it (TRAILED,
+ * a pack index: then checked whole, git_pack_check_idx_fd()). A negative
+ * errno and *ret_why once it cannot be what its name says.
+ */
+typedef enum GitStreamKind {
+        GIT_STREAM_LOOSE,
+        GIT_STREAM_PACK,
+        GIT_STREAM_TRAILED,
+} GitStreamKind;
+typedef struct GitObjectStream GitObjectStream;
+int git_stream_new(GitStreamKind kind, const char *hex, GitObjectStream **ret);
+int git_stream_feed(GitObjectStream *s, const void *data, size_t n, char **ret_why);
+uint64_t git_stream_fed(const GitObjectStream *s);
+GitObjectStream *git_stream_free(GitObjectStream *s);

@@ -190,7 +190,7 @@ static int tree_lands_shared(View *v, int dfd, const char *name, const ViewDir *
                 f.holds_head = f.holds_head || streq(de->d_name, "HEAD");
         rewinddir(dir);
         while ((de = readdir(dir))) {
-                char sub[VIEW_PATH_MAX];
+                char sub[VIEW_PATH_MAX], hex[VIEW_OBJECT_HEX_MAX];
                 struct stat st;
                 bool is_dir;
                 ViewClass c;
@@ -211,6 +211,9 @@ static int tree_lands_shared(View *v, int dfd, const char *name, const ViewDir *
                         return 0;
                 c = view_name_class(d, &f, de->d_name, is_dir, view_listed(&v->lists, d, sub, de->d_name));
                 if (c != VIEW_SHARED)
+                        return 0;
+                /* An object's file lands only checked: mv's copy stages it (object-guard.c). */
+                if (!is_dir && view_object_kind(d, de->d_name, hex) != VIEW_OBJECT_NONE)
                         return 0;
                 if (is_dir) {
                         ViewDir child = view_child_dir(d, de->d_name, c);

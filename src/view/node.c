@@ -106,6 +106,8 @@ int pin(View *v, Node *n, Pin *ret) {
 }
 
 static void node_free(View *v, Node *n) {
+        if (n->staging)
+                object_staged_forget_locked(v, n);
         if (n->wd >= 0)
                 journal_unwatched_locked(v, n);
         watch_forget(v, n, true);

@@ -30,6 +30,25 @@
 
 #include "git-object.h"
 
+#ifndef MIN
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#endif
+
+/* A file staged under an object's name (the copies, below). */
+typedef struct Staging {
+        struct Staging *next;
+        Node *dir, *node;
+        ViewObjectKind kind;
+        char hex[VIEW_OBJECT_HEX_MAX];
+        char name[NAME_MAX + 1];        /* the object's name */
+        char tmp[64];                   /* the file's name until then */
+        int rfd;                        /* the file, for reading what was written */
+        GitObjectStream *stream;
+        bool unordered;                 /* a write not at the end of what was fed, or a truncation */
+        bool waiting;                   /* an index, whole, whose pack is not there yet */
+        bool checking;                  /* its index check runs, without v->lock */
+} Staging;
+
 ViewObjectKind object_name(const Node *dir, const char *name, char *ret_hex) {
         if (!dir || !dir->is_dir || dir->in_state)
                 return VIEW_OBJECT_NONE;
@@ -86,6 +105,12 @@ int guard_check_node(View *v, Node *n, const char *what) {
         pthread_mutex_lock(&v->lock);
         if (!n->is_dir && n->name && index_name(n->parent, n->name))
                 r = index_refuse_locked(v, n->parent, n->name, what);
+        else if (n->staging && startswith(what, "a link")) {
+                /* A second name of a staged file would stay writable once it is in place. */
+                refusal(v, n->parent, n->staging->name, what, "it is a copy not yet checked");
+                r = -EPERM;
+        } else if (n->staging && startswith(what, "a truncation"))
+                n->staging->unordered = true;   /* what was fed is not what the file holds */
         else if (n->checking && n->name) {
                 refusal(v, n->parent, n->name, what, "the view is checking it for the object's name it is renamed onto");
                 r = -EPERM;
@@ -200,4 +225,353 @@ int object_rename(View *v, Node *from, const char *name, Node *n, Node *to, cons
                         (double) (now_msec() - start) / 1000.0);
         }
         return r;
+}
+
+/* ---- copies: created under an object's name, put in place once whole and checked ---- */
+
+/*
+ * A file the sandbox creates under an object's, a pack's or an index's
+ * name (cp -r of a repository, mv's copy out of ignored state, git clone
+ * of a local path, which copies each file of objects/ with
+ * open(O_CREAT|O_EXCL), write and close) is staged: the view creates it
+ * under a temporary name in the same directory, one of git's own kind
+ * (tmp_obj_*, tmp_pack_*, tmp_idx_*, which git's prune removes when they
+ * are left over), and the kernel's node for the name is that file. The
+ * name itself does not exist on the host until what was written is whole
+ * and checked: host git never reads it unchecked.
+ *
+ * Whole is read from the bytes: the kernel here sends no RELEASE (the
+ * view runs without OPEN, FUSE_CAP_NO_OPEN_SUPPORT) and gVisor keeps its
+ * host file open past the sandbox's close, so nothing marks the close. So
+ * each write is fed, in order, to a check that knows when its file ends
+ * (git_stream_feed()): a loose object when its compressed stream ends, a
+ * pack or an index when its trailing checksum is the hash of what precedes
+ * it. Then a loose object's content must hash to its name and a pack's
+ * checksum be its name, and an index is checked whole against its pack
+ * (object_judge()), as at a rename. What passes is renamed onto its name
+ * (RENAME_NOREPLACE) and is an object's file from then on (changes
+ * refused); what fails is removed, the write that made it whole is refused
+ * (EPERM: cp and git say so) and one line says why. An index whose pack
+ * is not in place yet (a clone copies objects/pack/ in directory order)
+ * waits, staged, until a pack of its name lands there. A file that never
+ * becomes whole (cut short, or bytes that are no object) stays staged
+ * until the kernel forgets its node; then it is removed and a line says
+ * so. Writes out of order are checked whole after each one instead.
+ */
+
+#define STAGE_TAG "_lazaret."
+
+/* As ops-file.c opens a file for a request: never following, never a controlling tty. */
+static int open_flags_of(int flags) {
+        return (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC | O_NOCTTY;
+}
+
+bool object_staging_name(const char *name) {
+        return startswith(name, "tmp_") && strstr(name, STAGE_TAG);
+}
+
+static Staging *staging_find(View *v, Node *dir, const char *name) {
+        for (Staging *s = v->stagings; s; s = s->next)
+                if (s->dir == dir && streq(s->name, name))
+                        return s;
+        return NULL;
+}
+
+/* The record goes (the file stays where it is). With v->lock held. */
+static void staging_free(View *v, Staging *s) {
+        for (Staging **p = &v->stagings; *p; p = &(*p)->next)
+                if (*p == s) {
+                        *p = s->next;
+                        break;
+                }
+        if (s->node)
+                s->node->staging = NULL;
+        safe_close(s->rfd);
+        git_stream_free(s->stream);
+        free(s);
+}
+
+/* What was written goes, with a line saying why. With v->lock held. */
+static void staging_refuse(View *v, Staging *s, const char *why) {
+        char what[64];
+
+        snprintf(what, sizeof(what), "a copy under the %s", kind_what(s->kind));
+        (void) unlinkat(s->dir->fd, s->tmp, 0);
+        own_name_note(v, s->dir, s->tmp);
+        refusal(v, s->dir, s->name, what, why);
+        staging_free(v, s);
+}
+
+static GitStreamKind stream_kind(ViewObjectKind k) {
+        return k == VIEW_OBJECT_LOOSE ? GIT_STREAM_LOOSE : k == VIEW_OBJECT_PACK ? GIT_STREAM_PACK : GIT_STREAM_TRAILED;
+}
+
+void object_create(fuse_req_t req, View *v, Node *dir, const char *name, ViewObjectKind k, const char *hex, mode_t mode,
+                   struct fuse_file_info *fi) {
+        struct fuse_entry_param e;
+        Staging *s = NULL;
+        struct stat st;
+        ViewClass c;
+        mode_t m;
+        int dfd, fd = -EBADF, r;
+
+        pthread_mutex_lock(&v->lock);
+        wait_unmoved(v, dir, NULL);
+        dfd = create_side(v, dir, name, false, &c);
+        if (dfd >= 0 && c != VIEW_SHARED) {
+                /* Only the host's object stores are checked; nothing else takes an object's name. */
+                r = object_refuse_locked(v, dir, name, "the creation of");
+                goto fail;
+        }
+        if (dfd < 0) {
+                r = dfd;
+                goto fail;
+        }
+        if (fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 || staging_find(v, dir, name)) {
+                /* There (or on its way): git's O_EXCL finds it; anything else would change it in place. */
+                r = (fi->flags & O_EXCL) ? -EEXIST : object_refuse_locked(v, dir, name, "the creation of");
+                goto fail;
+        }
+        r = create_mode(mode, &m);
+        if (r < 0)
+                goto fail;
+        s = calloc(1, sizeof(*s));
+        if (!s) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        s->rfd = -EBADF;
+        s->dir = dir;
+        s->kind = k;
+        snprintf(s->hex, sizeof(s->hex), "%s", hex);
+        snprintf(s->name, sizeof(s->name), "%s", name);
+        snprintf(s->tmp, sizeof(s->tmp), "tmp_%s" STAGE_TAG "%d.%u",
+                 k == VIEW_OBJECT_LOOSE ? "obj" : k == VIEW_OBJECT_PACK ? "pack" : "idx", getpid(), ++v->staging_seq);
+        r = git_stream_new(stream_kind(k), hex, &s->stream);
+        if (r < 0)
+                goto fail;
+        fd = openat(dir->fd, s->tmp, open_flags_of(fi->flags) | O_CREAT | O_EXCL | O_NOFOLLOW, m);
+        if (fd < 0) {
+                r = -errno;
+                goto fail;
+        }
+        s->rfd = openat(dir->fd, s->tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (s->rfd < 0) {
+                r = -errno;
+                (void) unlinkat(dir->fd, s->tmp, 0);
+                goto fail;
+        }
+        own_name_note(v, dir, s->tmp);
+        r = lookup_locked(v, dir, s->tmp, &e);
+        if (r < 0) {
+                (void) unlinkat(dir->fd, s->tmp, 0);
+                goto fail;
+        }
+        s->node = node_of(v, e.ino);
+        s->node->staging = s;
+        s->next = v->stagings;
+        v->stagings = s;
+        pthread_mutex_unlock(&v->lock);
+
+        if (v->no_open) {
+                /* No RELEASE comes where the kernel opens files itself (op_create()). */
+                fd = safe_close(fd);
+                fi->fh = 0;
+        } else
+                fi->fh = (uint64_t) fd;
+        fi->keep_cache = 0;
+        if (fuse_reply_create(req, &e, fi) == -ENOENT)
+                safe_close(fd);
+        return;
+fail:
+        if (s) {
+                safe_close(s->rfd);
+                git_stream_free(s->stream);
+                free(s);
+        }
+        safe_close(fd);
+        pthread_mutex_unlock(&v->lock);
+        fuse_reply_err(req, -r);
+}
+
+/* The file read from off to its end (or to end) into the stream: what git_stream_feed() says. */
+static int staging_feed(Staging *s, uint64_t off, uint64_t end, char **ret_why) {
+        uint8_t buf[65536];
+        int r = 0;
+
+        while (off < end) {
+                ssize_t k = pread(s->rfd, buf, (size_t) MIN((uint64_t) sizeof(buf), end - off), (off_t) off);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                off += (uint64_t) k;
+                r = git_stream_feed(s->stream, buf, (size_t) k, ret_why);
+                if (r != 0)
+                        return r;
+        }
+        return r;
+}
+
+/* Out of order: the whole file fed again from its start; what does not check yet is not whole yet (0). */
+static int staging_feed_all(Staging *s, char **ret_why) {
+        struct stat st;
+        int r;
+
+        s->stream = git_stream_free(s->stream);
+        r = git_stream_new(stream_kind(s->kind), s->hex, &s->stream);
+        if (r < 0)
+                return r;
+        if (fstat(s->rfd, &st) < 0)
+                return -errno;
+        r = staging_feed(s, 0, (uint64_t) st.st_size, ret_why);
+        if (r < 0 || (r > 0 && (uint64_t) st.st_size != git_stream_fed(s->stream)))
+                *ret_why = mfree(*ret_why), r = 0;
+        return r;
+}
+
+/* Puts s's file in place under its name; the node stands for it there. With v->lock held. */
+static int staging_land(View *v, Staging *s) {
+        Node *n = s->node;
+        char *copy;
+
+        if (syscall(SYS_renameat2, s->dir->fd, s->tmp, s->dir->fd, s->name, RENAME_NOREPLACE) < 0)
+                return -errno;
+        own_name_note(v, s->dir, s->tmp);
+        own_name_note(v, s->dir, s->name);
+        if (n && (copy = strdup(s->name))) {
+                free(n->name);
+                n->name = copy;
+                n->alt_name = mfree(n->alt_name);
+                note_changed(n);
+        }
+        inval_facts(v, s->dir, s->name);
+        staging_free(v, s);
+        return 0;
+}
+
+static void staging_land_waiting(View *v, Node *dir, const char *pack_hex);
+
+/*
+ * s is whole: checked (an index against its pack, which may wait for it),
+ * then put in place or refused. With v->lock held, released while an
+ * index is checked. -EPERM when refused.
+ */
+static int staging_whole(View *v, Staging *s) {
+        _cleanup_free_ char *why = NULL;
+        _cleanup_close_ int dirfd = -EBADF;
+        char pack[VIEW_OBJECT_HEX_MAX + 16], hex[VIEW_OBJECT_HEX_MAX];
+        struct stat st;
+        Node *dir = s->dir;
+        int r;
+
+        if (s->kind == VIEW_OBJECT_IDX) {
+                snprintf(pack, sizeof(pack), "pack-%s.pack", s->hex);
+                if (fstatat(dir->fd, pack, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        s->waiting = true;
+                        return 0;
+                }
+                s->waiting = false;
+                s->checking = true;
+                dirfd = fcntl(dir->fd, F_DUPFD_CLOEXEC, 3);
+                pthread_mutex_unlock(&v->lock);
+                r = dirfd < 0 ? -errno : object_judge(s->rfd, dirfd, s->kind, s->hex, &why);
+                pthread_mutex_lock(&v->lock);
+                s->checking = false;
+                if (r < 0) {
+                        if (!why && asprintf(&why, "it cannot be read (%s)", strerror(-r)) < 0)
+                                why = NULL;
+                        staging_refuse(v, s, why ?: "out of memory");
+                        return -EPERM;
+                }
+        }
+        snprintf(hex, sizeof(hex), "%s", s->hex);
+        r = s->kind;
+        if (staging_land(v, s) < 0) {
+                /* Its name came meanwhile (another copy of the same object): this one goes. */
+                staging_refuse(v, s, "its name is taken meanwhile");
+                return -EPERM;
+        }
+        if (r == VIEW_OBJECT_PACK)
+                staging_land_waiting(v, dir, hex);
+        return 0;
+}
+
+/* A pack landed in dir: the indexes that waited for it are checked now. With v->lock held (released meanwhile). */
+static void staging_land_waiting(View *v, Node *dir, const char *pack_hex) {
+        bool again = true;
+
+        while (again) {
+                again = false;
+                for (Staging *s = v->stagings; s; s = s->next)
+                        if (s->dir == dir && s->waiting && !s->checking && streq(s->hex, pack_hex)) {
+                                (void) staging_whole(v, s);
+                                again = true;   /* the list changed */
+                                break;
+                        }
+        }
+}
+
+int object_staged_written(View *v, Node *n, off_t off, size_t size) {
+        _cleanup_free_ char *why = NULL;
+        Staging *s;
+        uint64_t fed;
+        int r;
+
+        pthread_mutex_lock(&v->lock);
+        s = n->staging;
+        if (!s || s->checking) {
+                pthread_mutex_unlock(&v->lock);
+                return 0;
+        }
+        fed = git_stream_fed(s->stream);
+        if (!s->unordered && (uint64_t) off != fed)
+                s->unordered = true;
+        if (s->unordered)
+                r = staging_feed_all(s, &why);
+        else
+                r = staging_feed(s, fed, (uint64_t) off + size, &why);
+        if (r < 0) {
+                if (!why && asprintf(&why, "it cannot be read (%s)", strerror(-r)) < 0)
+                        why = NULL;
+                staging_refuse(v, s, why ?: "out of memory");
+                r = -EPERM;
+        } else if (r > 0)
+                r = staging_whole(v, s);
+        pthread_mutex_unlock(&v->lock);
+        return r;
+}
+
+int object_staged_unlink_locked(View *v, Node *dir, const char *name) {
+        Staging *s = staging_find(v, dir, name);
+
+        if (!s)
+                return 0;
+        if (s->checking)
+                return -EBUSY;
+        (void) unlinkat(dir->fd, s->tmp, 0);
+        own_name_note(v, dir, s->tmp);
+        staging_free(v, s);
+        return 1;
+}
+
+void object_staged_forget_locked(View *v, Node *n) {
+        Staging *s = n->staging;
+        char why[128];
+
+        if (!s)
+                return;
+        if (s->checking) {
+                /* Its check still runs (the node is the kernel's no more): it ends the record. */
+                s->node = NULL;
+                n->staging = NULL;
+                return;
+        }
+        snprintf(why, sizeof(why), s->waiting ? "its pack never came" : "what was written (%ju bytes) never became whole",
+                 (uintmax_t) git_stream_fed(s->stream));
+        staging_refuse(v, s, why);
 }

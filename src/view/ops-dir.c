@@ -94,6 +94,8 @@ static int list_dir(View *v, Node *n, DirHandle *h) {
                         if (sd && c == VIEW_PROTECTED && fstatat(sfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0)
                                 continue;       /* listed from Domain state, or whited out */
                 }
+                if (n->dir.place != VIEW_PLACE_NONE && object_staging_name(de->d_name))
+                        continue;       /* a copy staged under an object's name (object-guard.c) */
                 r = dh_add(h, de->d_name, de->d_ino, de->d_type);
                 if (r < 0)
                         return r;

@@ -291,7 +291,10 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
 
         pthread_mutex_lock(&v->lock);
         wait_unmoved(v, node_of(v, parent), NULL);
-        r = remove_entry(v, node_of(v, parent), name, false);
+        /* A copy under an object's name not yet in place: it goes. */
+        r = object_staged_unlink_locked(v, node_of(v, parent), name);
+        if (r == 0)
+                r = remove_entry(v, node_of(v, parent), name, false);
         if (r >= 0) {
                 own_name_note(v, node_of(v, parent), name);
                 journal_name_locked(v, node_of(v, parent), name, 'f');

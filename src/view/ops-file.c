@@ -108,6 +108,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
         Node *dir = node_of(v, parent);
         struct fuse_entry_param e;
         char hex[VIEW_OBJECT_HEX_MAX];
+        ViewObjectKind kind;
         ViewClass c;
         int dfd, fd, r;
 
@@ -115,8 +116,10 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                 fuse_reply_err(req, -index_refuse(v, dir, name, "the creation of"));
                 return;
         }
-        if (object_name(dir, name, hex) != VIEW_OBJECT_NONE) {
-                fuse_reply_err(req, -object_refuse(v, dir, name, "the creation of"));
+        kind = object_name(dir, name, hex);
+        if (kind != VIEW_OBJECT_NONE) {
+                /* Staged until whole and checked (a copy of a repository, git clone of a local path). */
+                object_create(req, v, dir, name, kind, hex, mode, fi);
                 return;
         }
         pthread_mutex_lock(&v->lock);
@@ -211,6 +214,12 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
         busy_end(v, n);
         if (owned)
                 safe_close(fd);
+        /* A copy under an object's name: checked as it comes, put in place once whole (object-guard.c). */
+        if (k > 0 && __atomic_load_n(&n->staging, __ATOMIC_ACQUIRE)) {
+                int r = object_staged_written(v, n, off, (size_t) k);
+                if (r < 0)
+                        k = r;
+        }
         if (k < 0)
                 fuse_reply_err(req, (int) -k);
         else

@@ -102,6 +102,7 @@ struct Node {
         bool told_valid;
         unsigned busy;                  /* requests changing it (a directory: its entries) on the host now */
         bool checking;                  /* files: being checked for an object's name (object_rename()): changes refused */
+        struct Staging *staging;        /* files: a copy under an object's name, not yet in place (object-guard.c) */
         uint64_t changed_ms;            /* when a request last changed it on the host (CLOCK_MONOTONIC) */
         mode_t told_mode;
         off_t told_size;
@@ -208,6 +209,9 @@ typedef struct View {
          * anything below it wait for moved (wait_unmoved()). */
         Node *moving;
         pthread_cond_t moved;
+        /* Files created under an object's name, written under a temporary name until whole and checked (object-guard.c). */
+        struct Staging *stagings;
+        unsigned staging_seq;           /* the last temporary name's number */
         /* Ignored Workspace State (ignored.c). */
         IgnoredState ign;
         /* The watcher thread's own (watcher.c): the events held back while a
@@ -376,6 +380,17 @@ int object_refuse(View *v, Node *dir, const char *name, const char *what);
 int guard_check_node(View *v, Node *n, const char *what);
 int object_rename(View *v, Node *from, const char *name, Node *n, Node *to, const char *newname, ViewObjectKind k,
                   const char *hex, unsigned flags);
+/* CREATE of an object's name (k): answered, the file staged under a temporary name. */
+void object_create(fuse_req_t req, View *v, Node *dir, const char *name, ViewObjectKind k, const char *hex, mode_t mode,
+                   struct fuse_file_info *fi);
+/* After a write of [off, off + size) to n: 0, or -EPERM once the staged file cannot be what its name says. */
+int object_staged_written(View *v, Node *n, off_t off, size_t size);
+/* UNLINK of name in dir: 1 and done when it is a staged file's name. With v->lock held. */
+int object_staged_unlink_locked(View *v, Node *dir, const char *name);
+/* A staged file's node goes: what never became whole goes with it. With v->lock held. */
+void object_staged_forget_locked(View *v, Node *n);
+/* Whether name is a staged file's temporary name (never listed). */
+bool object_staging_name(const char *name);
 
 /* relay.c */
 bool relay_path(View *v, Node *dir, const char *name, const struct stat *st, bool exists, char *buf, size_t size);

@@ -223,6 +223,9 @@ static int scan_entry(Scan *s, int sfd, int hfd, const ViewDir *d, bool git, con
                 return scan_dir(s, sub, hsub, &child, false, rel, depth + 1);
         }
 
+        if (d->zone != VIEW_ZONE_PROTECTED && view_is_derived_cache(d, name))
+                /* The sandbox git's own caches of its objects: nothing to review or apply. */
+                return 0;
         if (whiteout)
                 return add_change(s, rel, VIEW_CHANGE_DELETED, child_git, NULL,
                                   host && S_ISREG(hst.st_mode) ? (uint64_t) hst.st_size : 0,

@@ -126,6 +126,20 @@ static bool kept_by_place(const ViewDir *d, const char *name) {
         }
 }
 
+bool view_is_derived_cache(const ViewDir *d, const char *name) {
+        switch (d->place) {
+        case VIEW_PLACE_OBJECTS_INFO:
+                return streq(name, "commit-graph") || streq(name, "commit-graphs") ||
+                        streq(name, "commit-graph.lock") || streq(name, "commit-graphs.lock");
+        case VIEW_PLACE_OBJECTS_PACK:
+                return streq(name, "multi-pack-index") || startswith(name, "multi-pack-index-") ||
+                        has_suffix(name, ".rev") || has_suffix(name, ".bitmap") || startswith(name, "tmp_rev_") ||
+                        startswith(name, "tmp_bitmap_");
+        default:
+                return false;
+        }
+}
+
 bool view_is_integration_name(const char *name) {
         for (size_t i = 0; integration_names[i]; i++)
                 if (streq(name, integration_names[i]))

@@ -194,6 +194,16 @@ int view_protect_entry_normalize(const char *s, char **ret, const char **ret_why
  */
 ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name, bool is_dir, ViewListed listed);
 
+/*
+ * Whether name in d is one of the caches kept in the Domain that git
+ * derives from the objects (commit-graph files, a multi-pack-index, a
+ * pack's reverse index and bitmap, and their temporary names): the
+ * sandbox's git writes its own, which are never applied to the host and
+ * need no review, so `lazaretctl changes` does not list them
+ * (view-changes.c). Alternates and grafts are no cache: they are listed.
+ */
+bool view_is_derived_cache(const ViewDir *d, const char *name);
+
 /* The ViewDir of the directory name in d (a directory of class c there). */
 ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c);
 

@@ -101,8 +101,41 @@ refused_inside "the tree's bytes renamed onto a new name" \
         "mkdir -p .git/objects/${new:0:2} && cp $(obj "$tree") .git/objects/${new:0:2}/tmp_obj_forged2 &&
          mv .git/objects/${new:0:2}/tmp_obj_forged2 $(obj "$new")"
 hg cat-file -e "$new" 2>/dev/null && lt_fail "the forged object $new reached the host"
+# A copy under an object's name is staged until whole: the tree's bytes under another name are refused
+# at the write that makes them whole.
 refused_inside "the tree's file copied under a new name" "cp $(obj "$tree") $(obj "$new")"
-log_says "$from" "refused the creation of $(obj "$new")"
+log_says "$from" "refused a copy under the object $(obj "$new"): its content is object $tree"
+[[ -z $(ls "$LT_WS/.git/objects/${new:0:2}/" | grep _lazaret.) ]] || lt_fail "a refused copy's temporary file is left on the host"
+# Written slowly: the host never sees the name while it is written (it is staged under git's kind of
+# temporary name), nor after it is refused.
+slow_copy() {           # slow_copy FILE NAME: FILE's first 10 bytes, a pause, the rest, to NAME inside
+        inside "{ head -c 10 $1; sleep 3; tail -c +11 $1; } > $2" >"$HOME/lt-obj-slow.out" 2>&1
+}
+host_polls() {          # host_polls PID NAME: NAME never on the host while PID runs; a staged temporary seen
+        local staged=
+        while kill -0 "$1" 2>/dev/null; do
+                [[ -e $LT_WS/$2 ]] && lt_fail "the host saw $2 while it was written inside"
+                ls "$LT_WS/$(dirname "$2")" 2>/dev/null | grep -q '^tmp_.*_lazaret\.' && staged=1
+                sleep 0.05
+        done
+        [[ -n $staged ]] || lt_fail "no staged temporary file seen on the host while $2 was written"
+}
+from=$(log_mark)
+slow_copy "$(obj "$tree")" "$(obj "$new")" &
+host_polls $! "$(obj "$new")"
+wait $! && lt_fail "a slow copy of the tree's bytes under a new name succeeded inside: $(cat "$HOME/lt-obj-slow.out")"
+[[ -e $LT_WS/$(obj "$new") ]] && lt_fail "the forged object $new reached the host after its slow copy"
+log_says "$from" "refused a copy under the object $(obj "$new"): its content is object $tree"
+lt_log "ok: a forged object written slowly inside is never on the host and is refused at its last write"
+# The same, an object's own bytes: in place once whole, only then.
+legit=$(echo legit | git hash-object --stdin)
+python3 -c 'import sys, zlib; sys.stdout.buffer.write(zlib.compress(b"blob 6\0legit\n"))' >"$LT_WS/legit.obj"
+slow_copy legit.obj "$(obj "$legit")" &
+host_polls $! "$(obj "$legit")"
+wait $! || lt_fail "a slow copy of an object under its name failed inside: $(cat "$HOME/lt-obj-slow.out")"
+lt_assert_eq "the object copied in slowly, on the host" legit "$(hg cat-file -p "$legit")"
+rm -f "$LT_WS/legit.obj" "$LT_WS/$(obj "$legit")"
+lt_log "ok: an object written slowly inside is on the host once whole, checked"
 refused_inside "the tree's file linked under a new name" \
         "ln .git/objects/${new:0:2}/tmp_obj_forged2 $(obj "$new")"
 refused_inside "a loose object's file linked elsewhere" "ln $(obj "$head") head-link"
@@ -136,11 +169,26 @@ expect_inside "git clone --no-local of the local bare repository" \
         "git clone -q --no-local --upload-pack='git upload-pack' /workspace/remote.git cloned &&
          git -C cloned log -1 --format=%s origin/other >/dev/null"
 git -C "$LT_WS/cloned" fsck --no-dangling >/dev/null 2>&1 || lt_fail "the host's git fsck of the clone made inside"
-out=$(inside "git clone -q --upload-pack='git upload-pack' /workspace/remote.git cloned-local" 2>&1) &&
-        lt_fail "a git clone of a local path succeeded inside: $out"
-[[ $out == *"failed to copy file"*"Operation not permitted"* ]] || lt_fail "a git clone of a local path failed otherwise: $out"
-lt_log "ok: a git clone of a local path is refused inside: $(tr '\n' ' ' <<<"$out" | cut -c1-200)"
-rm -rf "$LT_WS/cloned" "$LT_WS/cloned-local"
+# A clone of a local path links its objects, and copies them when that is refused: the copies are
+# staged and checked. So is a repository copied in with cp -r (its pack's index may come before the
+# pack: it waits for it) and one from outside the workspace (a local clone in the sandbox's /tmp).
+expect_inside "git clone of a local path, cp -r of a repository, git clone from outside the workspace" \
+        "git clone -q --upload-pack='git upload-pack' /workspace/remote.git cloned-local &&
+         git clone -q --no-local --upload-pack='git upload-pack' /workspace/remote.git /tmp/lt-src &&
+         echo more > /tmp/lt-src/more && git -C /tmp/lt-src add more && git -C /tmp/lt-src commit -q -m more &&
+         cp -r /tmp/lt-src copied && git clone -q /tmp/lt-src cloned-outside && rm -rf /tmp/lt-src &&
+         git -C copied log -1 --format=%s >/dev/null && git -C cloned-outside log -1 --format=%s >/dev/null"
+for r in cloned-local copied cloned-outside; do
+        git -C "$LT_WS/$r" fsck --full --no-dangling >/dev/null 2>&1 ||
+                lt_fail "the host's git fsck --full of $r: $(git -C "$LT_WS/$r" fsck --full 2>&1 | tail -n 3)"
+        git -C "$LT_WS/$r" log --format=%s >/dev/null 2>&1 || lt_fail "the host's git log of $r"
+        [[ -z $(find "$LT_WS/$r/.git/objects" -name 'tmp_*_lazaret.*') ]] || lt_fail "staged temporaries left in $r"
+done
+lt_assert_eq "the commit copied in by cp -r, on the host" more "$(git -C "$LT_WS/copied" log -1 --format=%s)"
+lt_assert_eq "the clone from outside, on the host" more "$(git -C "$LT_WS/cloned-outside" log -1 --format=%s)"
+lt_assert_eq "the local clone, on the host" r60 "$(git -C "$LT_WS/cloned-local" log -1 --format=%s origin/other)"
+lt_log "ok: repositories copied in by git clone of a local path and cp -r: the host's fsck --full and log are clean"
+rm -rf "$LT_WS/cloned" "$LT_WS/cloned-local" "$LT_WS/copied" "$LT_WS/cloned-outside"
 head=$(hg rev-parse HEAD~1)     # the tests below: the host's history, now in one pack
 head1=$(hg rev-parse HEAD~2)
 tree=$(hg rev-parse HEAD~1^{tree})
@@ -187,6 +235,23 @@ refused_inside "a pack copied in under a pack's name" \
         "cp .git/objects/pack/$(basename "$pack") .git/objects/pack/pack-$head.pack"
 refused_inside "a pack renamed onto a name that is not its checksum" \
         "cp .git/objects/pack/$(basename "$pack") .git/objects/pack/tmp_pack_x && mv .git/objects/pack/tmp_pack_x .git/objects/pack/pack-$head.pack"
+# Copied in: a pack lands once whole; the forged index under its index's name is refused at its last
+# write, the pack's own index then lands; an index copied before its pack waits for it.
+from=$(log_mark)
+refused_inside "the forged index copied in next to a copy of its pack" \
+        "mkdir -p fk/objects/pack && cp .git/objects/pack/$(basename "$pack") fk/objects/pack/ &&
+         cp forged.idx fk/objects/pack/$(basename "$idx")"
+log_says "$from" "refused a copy under the pack index fk/objects/pack/$(basename "$idx"): the index files object"
+[[ -e $LT_WS/fk/objects/pack/$(basename "$idx") ]] && lt_fail "the forged index copied in reached the host"
+lt_assert_eq "the pack copied in, on the host" "$(sha256sum <"$pack")" "$(sha256sum <"$LT_WS/fk/objects/pack/$(basename "$pack")")"
+expect_inside "the pack's own index copied in; an index copied before its pack" \
+        "cp .git/objects/pack/$(basename "$idx") fk/objects/pack/ && mkdir -p fk2/objects/pack &&
+         cp .git/objects/pack/$(basename "$idx") fk2/objects/pack/ && cp .git/objects/pack/$(basename "$pack") fk2/objects/pack/"
+for d in fk fk2; do
+        lt_assert_eq "the index copied into $d, on the host" "$idx_sha" "$(sha256sum <"$LT_WS/$d/objects/pack/$(basename "$idx")")"
+done
+rm -rf "$LT_WS/fk" "$LT_WS/fk2"
+lt_log "ok: a forged index copied in is refused; a pack and its index copied in land, in either order"
 rm -f "$LT_WS/.git/objects/pack/tmp_idx_forged" "$LT_WS/.git/objects/pack/tmp_pack_x" "$LT_WS/forged.idx"
 lt_assert_eq "the host's pack index after the forgeries" "$idx_sha" "$(sha256sum <"$idx")"
 host_intact "the forged pack index"

@@ -25,6 +25,10 @@
 #include "macro.h"
 #include "util.h"
 
+#ifndef MIN
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#endif
+
 static char *base;
 
 static void setup(void) {
@@ -242,4 +246,90 @@ Test(git_object, oid_from_hex) {
         cr_assert_eq(oid[0], 0x01);
         cr_assert_eq(git_oid_from_hex("0123456789ABCDEF0123456789abcdef01234567", 40, oid, &a), -EINVAL);
         cr_assert_eq(git_oid_from_hex("0123", 4, oid, &a), -EINVAL);
+}
+
+/* Fed in pieces of step bytes: what git_stream_feed() said at the last piece, and where it first said anything but 0. */
+static int stream_in_pieces(GitStreamKind k, const char *hex, const uint8_t *data, size_t size, size_t step,
+                            size_t *ret_at) {
+        GitObjectStream *s = NULL;
+        int r = 0;
+
+        cr_assert_eq(git_stream_new(k, hex, &s), 0);
+        *ret_at = SIZE_MAX;
+        for (size_t off = 0; off < size; off += step) {
+                _cleanup_free_ char *why = NULL;
+
+                r = git_stream_feed(s, data + off, MIN(step, size - off), &why);
+                if (r != 0) {
+                        *ret_at = MIN(off + step, size);
+                        cr_assert(r > 0 || why, "no reason given");
+                        break;
+                }
+        }
+        git_stream_free(s);
+        return r;
+}
+
+static void streams(const char *format) {
+        _cleanup_free_ char *tree = NULL, *commit = NULL, *path = NULL, *pack_hex = NULL, *pack_path = NULL,
+                            *idx_path = NULL, *big = NULL, *big_path = NULL;
+        _cleanup_free_ uint8_t *data = NULL, *pack = NULL, *idx = NULL, *bigdata = NULL;
+        size_t size, pack_size, idx_size, big_size, at;
+        size_t hl = streq(format, "sha256") ? 32 : 20;
+
+        make_repo(format);
+        run("cd r && head -c 300000 /dev/urandom > big && git hash-object -w big");
+        tree = out("cd r && git rev-parse HEAD^{tree}");
+        commit = out("cd r && git rev-parse HEAD");
+        big = out("cd r && git hash-object big");
+        cr_assert_geq(asprintf(&path, "r/.git/objects/%.2s/%s", tree, tree + 2), 0);
+        cr_assert_geq(asprintf(&big_path, "r/.git/objects/%.2s/%s", big, big + 2), 0);
+        data = slurp(path, &size);
+        bigdata = slurp(big_path, &big_size);
+
+        /* A loose object: whole at its last byte, in any pieces. */
+        for (size_t step = 1; step <= size; step = step * 3 + 1) {
+                cr_assert_eq(stream_in_pieces(GIT_STREAM_LOOSE, tree, data, size, step, &at), 1, "step %zu", step);
+                cr_assert_eq(at, size, "step %zu", step);
+        }
+        cr_assert_eq(stream_in_pieces(GIT_STREAM_LOOSE, big, bigdata, big_size, 131072, &at), 1);
+        cr_assert_eq(at, big_size);
+        /* Cut short: never whole. Under another name: refused at its last byte. */
+        cr_assert_eq(stream_in_pieces(GIT_STREAM_LOOSE, tree, data, size - 1, 7, &at), 0);
+        cr_assert_eq(stream_in_pieces(GIT_STREAM_LOOSE, commit, data, size, 7, &at), -EBADMSG);
+        cr_assert_eq(at, size);
+        /* Not zlib: refused at once. */
+        cr_assert_eq(stream_in_pieces(GIT_STREAM_LOOSE, tree, (const uint8_t *) "PACK\0\0\0\2junkjunk", 16, 16, &at),
+                     -EBADMSG);
+
+        run("cd r && git repack -adq");
+        pack_hex = out("cd r/.git/objects/pack && ls pack-*.pack | sed 's/^pack-//; s/\\.pack$//'");
+        cr_assert_geq(asprintf(&pack_path, "r/.git/objects/pack/pack-%s.pack", pack_hex), 0);
+        cr_assert_geq(asprintf(&idx_path, "r/.git/objects/pack/pack-%s.idx", pack_hex), 0);
+        pack = slurp(pack_path, &pack_size);
+        idx = slurp(idx_path, &idx_size);
+        /* A pack and its index: whole at their last byte. */
+        for (size_t step = 1; step <= pack_size; step = step * 5 + 3) {
+                cr_assert_eq(stream_in_pieces(GIT_STREAM_PACK, pack_hex, pack, pack_size, step, &at), 1, "step %zu", step);
+                cr_assert_eq(at, pack_size);
+                cr_assert_eq(stream_in_pieces(GIT_STREAM_TRAILED, pack_hex, idx, idx_size, step, &at), 1);
+                cr_assert_eq(at, idx_size);
+        }
+        /* Under another pack's name: refused at its last byte; cut short: never whole. */
+        cr_assert_eq(stream_in_pieces(GIT_STREAM_PACK, commit, pack, pack_size, 4096, &at), -EBADMSG);
+        cr_assert_eq(at, pack_size);
+        cr_assert_eq(stream_in_pieces(GIT_STREAM_PACK, pack_hex, pack, pack_size - 1, 4096, &at), 0);
+        /* A pack index fed as a pack, a pack as an index: refused at once. */
+        cr_assert_eq(stream_in_pieces(GIT_STREAM_PACK, pack_hex, idx, idx_size, 4096, &at), -EBADMSG);
+        cr_assert_eq(at, MIN((size_t) 4096, idx_size));
+        cr_assert_eq(stream_in_pieces(GIT_STREAM_TRAILED, pack_hex, pack, pack_size, 4096, &at), -EBADMSG);
+        (void) hl;
+}
+
+Test(git_object, stream_sha1, .init = setup, .fini = teardown) {
+        streams("sha1");
+}
+
+Test(git_object, stream_sha256, .init = setup, .fini = teardown) {
+        streams("sha256");
 }

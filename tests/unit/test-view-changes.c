@@ -441,3 +441,35 @@ Test(view_changes, git_dir_view) {
         cr_assert_eq(view_change_discard(t.state, find(&l, "worktrees/other"), NULL), 0);
         tree_done(&t);
 }
+
+/* The caches git derives from the objects, written by the sandbox's git and kept in the Domain, are not changes to review. */
+Test(view_changes, derived_caches_not_listed) {
+        _cleanup_(view_changes_done) ViewChanges l = {};
+        Tree t = tree();
+
+        md(t.host, ".git");
+        put(t.host, ".git/HEAD", "ref: refs/heads/main\n", 0644);
+        md(t.host, ".git/objects");
+        md(t.host, ".git/objects/pack");
+        md(t.host, ".git/objects/info");
+
+        md(t.state, ".git");
+        md(t.state, ".git/objects");
+        md(t.state, ".git/objects/pack");
+        md(t.state, ".git/objects/info");
+        put(t.state, ".git/objects/pack/pack-1234.rev", "RIDX", 0444);
+        put(t.state, ".git/objects/pack/pack-1234.bitmap", "BITM", 0444);
+        put(t.state, ".git/objects/pack/multi-pack-index", "MIDX", 0444);
+        put(t.state, ".git/objects/pack/tmp_rev_abc", "RIDX", 0444);
+        put(t.state, ".git/objects/info/commit-graph", "CGPH", 0444);
+        md(t.state, ".git/objects/info/commit-graphs");
+        put(t.state, ".git/objects/info/commit-graphs/graph-1234.graph", "CGPH", 0444);
+        /* Not a cache: what git follows to other object stores stays listed. */
+        put(t.state, ".git/objects/info/alternates", "/elsewhere\n", 0644);
+
+        cr_assert_eq(view_changes_scan(t.state, t.host, NULL, NULL, NULL, &l, NULL), 0);
+        cr_assert_eq(l.n, 1, "found %zu, the first %s", l.n, l.n ? l.changes[0].path : "");
+        cr_assert_str_eq(l.changes[0].path, ".git/objects/info/alternates");
+        cr_assert(l.changes[0].git_control);
+        tree_done(&t);
+}
