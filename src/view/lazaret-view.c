@@ -505,6 +505,7 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "lazaret-view: cannot start the watcher thread\n");
                 return 1;
         }
+        object_staging_sweep(v);
         /* Ready: the supervisor may let runsc bind the mount. */
         (void) !write(3, "1", 1);
         (void) close(3);

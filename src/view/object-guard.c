@@ -299,6 +299,8 @@ static void staging_refuse(View *v, Staging *s, const char *why) {
         (void) unlinkat(s->dir->fd, s->tmp, 0);
         own_name_note(v, s->dir, s->tmp);
         refusal(v, s->dir, s->name, what, why);
+        /* The kernel's entry for the name led to the file removed: looked up again, the name is free. */
+        inval_later(v, s->dir, s->name);
         staging_free(v, s);
 }
 
@@ -449,7 +451,7 @@ static int staging_land(View *v, Staging *s) {
                 n->alt_name = mfree(n->alt_name);
                 note_changed(n);
         }
-        inval_facts(v, s->dir, s->name);
+        inval_later(v, s->dir, s->name);
         staging_free(v, s);
         return 0;
 }
@@ -555,6 +557,7 @@ int object_staged_unlink_locked(View *v, Node *dir, const char *name) {
                 return -EBUSY;
         (void) unlinkat(dir->fd, s->tmp, 0);
         own_name_note(v, dir, s->tmp);
+        inval_later(v, dir, name);
         staging_free(v, s);
         return 1;
 }
@@ -574,4 +577,56 @@ void object_staged_forget_locked(View *v, Node *n) {
         snprintf(why, sizeof(why), s->waiting ? "its pack never came" : "what was written (%ju bytes) never became whole",
                  (uintmax_t) git_stream_fed(s->stream));
         staging_refuse(v, s, why);
+}
+
+/*
+ * A view that stopped while files were staged left them under their
+ * temporary names. At start, those of the workspace's own object store
+ * (<top>/.git/objects, or objects/ of a git dir view) are removed, in a
+ * thread of their own so that the view is ready meanwhile; the current
+ * run's own names (its process ID in them) are left alone. Elsewhere git's
+ * prune removes them as stale tmp_ files.
+ */
+static void sweep_dir(int objects, const char *sub, const char *own) {
+        _cleanup_close_ int fd = openat(objects, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+
+        if (fd < 0 || !(d = fdopendir(fd)))
+                return;
+        fd = -EBADF;
+        while ((de = readdir(d)))
+                if (object_staging_name(de->d_name) && !strstr(de->d_name, own) &&
+                    unlinkat(dirfd(d), de->d_name, 0) >= 0)
+                        fprintf(stderr, "lazaret-view: removed %s/%s, a copy an earlier run had staged\n", sub,
+                                de->d_name);
+}
+
+static void *sweep(void *arg) {
+        int objects = (int) (intptr_t) arg;
+        char own[32], sub[8];
+
+        snprintf(own, sizeof(own), STAGE_TAG "%d.", getpid());
+        sweep_dir(objects, "pack", own);
+        for (unsigned i = 0; i < 256; i++) {
+                snprintf(sub, sizeof(sub), "%02x", i);
+                sweep_dir(objects, sub, own);
+        }
+        safe_close(objects);
+        return NULL;
+}
+
+void object_staging_sweep(View *v) {
+        pthread_t t;
+        int fd;
+
+        /* Beneath the workspace, through no symbolic link. */
+        fd = openat_beneath(v->root.fd, v->git_dir ? "objects" : ".git/objects", O_RDONLY | O_DIRECTORY, 0, true);
+        if (fd < 0)
+                return;
+        if (pthread_create(&t, NULL, sweep, (void *) (intptr_t) fd) != 0) {
+                safe_close(fd);
+                return;
+        }
+        (void) pthread_detach(t);
 }

@@ -391,6 +391,8 @@ int object_staged_unlink_locked(View *v, Node *dir, const char *name);
 void object_staged_forget_locked(View *v, Node *n);
 /* Whether name is a staged file's temporary name (never listed). */
 bool object_staging_name(const char *name);
+/* At start: what an earlier run left staged in the workspace's own object store goes (in a thread of its own). */
+void object_staging_sweep(View *v);
 
 /* relay.c */
 bool relay_path(View *v, Node *dir, const char *name, const struct stat *st, bool exists, char *buf, size_t size);

@@ -109,7 +109,7 @@ log_says "$from" "refused a copy under the object $(obj "$new"): its content is 
 # Written slowly: the host never sees the name while it is written (it is staged under git's kind of
 # temporary name), nor after it is refused.
 slow_copy() {           # slow_copy FILE NAME: FILE's first 10 bytes, a pause, the rest, to NAME inside
-        inside "{ head -c 10 $1; sleep 3; tail -c +11 $1; } > $2" >"$HOME/lt-obj-slow.out" 2>&1
+        inside "mkdir -p $(dirname "$2") && { head -c 10 $1; sleep 3; tail -c +11 $1; } > $2" >"$HOME/lt-obj-slow.out" 2>&1
 }
 host_polls() {          # host_polls PID NAME: NAME never on the host while PID runs; a staged temporary seen
         local staged=
@@ -118,7 +118,7 @@ host_polls() {          # host_polls PID NAME: NAME never on the host while PID 
                 ls "$LT_WS/$(dirname "$2")" 2>/dev/null | grep -q '^tmp_.*_lazaret\.' && staged=1
                 sleep 0.05
         done
-        [[ -n $staged ]] || lt_fail "no staged temporary file seen on the host while $2 was written"
+        [[ -n $staged ]] || lt_fail "no staged temporary file seen on the host while $2 was written: $(cat "$HOME/lt-obj-slow.out")"
 }
 from=$(log_mark)
 slow_copy "$(obj "$tree")" "$(obj "$new")" &
@@ -171,17 +171,19 @@ expect_inside "git clone --no-local of the local bare repository" \
 git -C "$LT_WS/cloned" fsck --no-dangling >/dev/null 2>&1 || lt_fail "the host's git fsck of the clone made inside"
 # A clone of a local path links its objects, and copies them when that is refused: the copies are
 # staged and checked. So is a repository copied in with cp -r (its pack's index may come before the
-# pack: it waits for it) and one from outside the workspace (a local clone in the sandbox's /tmp).
+# pack: it waits for it; its .git/index is refused, as a creation of an index in place is) and one
+# from outside the workspace (a local clone in the sandbox's /tmp).
 expect_inside "git clone of a local path, cp -r of a repository, git clone from outside the workspace" \
         "git clone -q --upload-pack='git upload-pack' /workspace/remote.git cloned-local &&
          git clone -q --no-local --upload-pack='git upload-pack' /workspace/remote.git /tmp/lt-src &&
          echo more > /tmp/lt-src/more && git -C /tmp/lt-src add more && git -C /tmp/lt-src commit -q -m more &&
-         cp -r /tmp/lt-src copied && git clone -q /tmp/lt-src cloned-outside && rm -rf /tmp/lt-src &&
+         { cp -r /tmp/lt-src copied 2>/tmp/lt-cp.err || ! grep -v 'copied/.git/index' /tmp/lt-cp.err; } &&
+         git clone -q --upload-pack='git upload-pack' /tmp/lt-src cloned-outside && rm -rf /tmp/lt-src &&
          git -C copied log -1 --format=%s >/dev/null && git -C cloned-outside log -1 --format=%s >/dev/null"
 for r in cloned-local copied cloned-outside; do
         git -C "$LT_WS/$r" fsck --full --no-dangling >/dev/null 2>&1 ||
                 lt_fail "the host's git fsck --full of $r: $(git -C "$LT_WS/$r" fsck --full 2>&1 | tail -n 3)"
-        git -C "$LT_WS/$r" log --format=%s >/dev/null 2>&1 || lt_fail "the host's git log of $r"
+        git -C "$LT_WS/$r" log --all --format=%s >/dev/null 2>&1 || lt_fail "the host's git log of $r"
         [[ -z $(find "$LT_WS/$r/.git/objects" -name 'tmp_*_lazaret.*') ]] || lt_fail "staged temporaries left in $r"
 done
 lt_assert_eq "the commit copied in by cp -r, on the host" more "$(git -C "$LT_WS/copied" log -1 --format=%s)"
