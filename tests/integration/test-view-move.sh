@@ -139,6 +139,19 @@ hgit -C vendor-evil status >/dev/null 2>&1 || true
 hgit rm -q --cached vendor-evil >/dev/null 2>&1 || true
 rm -rf "$LT_WS/vendor-evil" "$LT_WS/vendor-tools"
 lt_log "ok: a git dir's config and a .vscode/ in a tree moved out of ignored state stay in Domain state; host git ran nothing"
+# A repository moved out of ignored state with its objects (loose and packed): mv copies it entry by
+# entry (its config is kept in the Domain), each object's file staged until whole and checked
+# (object-guard.c), so the host's git reads it whole; only its index is refused, made again by git reset.
+expect_inside "mv of a repository with its objects out of ignored state" \
+        "mkdir -p node_modules/objs && cd node_modules/objs && git init -q && echo a >a && git add a &&
+         git -c user.name=a -c user.email=a@example.invalid commit -q -m one && git repack -adq &&
+         echo b >b && git add b && git -c user.name=a -c user.email=a@example.invalid commit -q -m two &&
+         rm .git/index && cd /workspace && mv node_modules/objs vendor-objs && git -C vendor-objs reset -q"
+git -C "$LT_WS/vendor-objs" fsck --full --no-dangling >/dev/null 2>&1 ||
+        lt_fail "the host's fsck of the repository moved out of ignored state: $(git -C "$LT_WS/vendor-objs" fsck --full 2>&1 | tail -n 3)"
+lt_assert_eq "the host's log of the repository moved out of ignored state" "two one" \
+        "$(git -C "$LT_WS/vendor-objs" log --all --format=%s | tr '\n' ' ' | sed 's/ $//')"
+rm -rf "$LT_WS/vendor-objs"
 rm -f "$LT_WS/src/big" "$LT_WS/src/a.js"
 
 # --- Domain state on another file system: copied, renamed into place, the source removed.
