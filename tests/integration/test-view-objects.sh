@@ -90,7 +90,12 @@ for i in $(seq 1 60); do
 done
 git -C "$HOME/lt-obj-src" push -q origin HEAD:refs/heads/other
 rm -rf "$HOME/lt-obj-src"
+# A copy an earlier run of the view left staged (it stopped while the file was written): swept at start.
+mkdir -p "$LT_WS/.git/objects/ab" && echo partial >"$LT_WS/.git/objects/ab/tmp_obj_lazaret.1.1"
 lt_keeper_start "$HOME/lt-obj-launch"
+for _ in $(seq 1 50); do [[ -e $LT_WS/.git/objects/ab/tmp_obj_lazaret.1.1 ]] || break; sleep 0.1; done
+[[ ! -e $LT_WS/.git/objects/ab/tmp_obj_lazaret.1.1 ]] || lt_fail "a staged copy an earlier run left is still there after the start"
+lt_log "ok: a staged copy an earlier run left is removed at start"
 
 # ---------------------------------------------------------------- 1. forged loose objects
 from=$(log_mark)
