@@ -860,6 +860,13 @@ static int on_teardown(sd_event_source *s, void *userdata) {
         waiters_answer(m, /* started= */ false);
         activation_stop_listening(m->activation);
 
+        /* Only now, with every session ended: the user manager stops the
+         * scopes bound to the service (the sandbox's, the host commands')
+         * as soon as it hears STOPPING=1. Said earlier, it killed the
+         * sandbox under a session whose runsc exec then printed its own
+         * "urpc method containerManager.WaitPID failed: EOF" into the
+         * client's standard error before the reason reached it. */
+        (void) sd_notify(false, "STOPPING=1");
         if (!m->sandbox || sandbox_stop(m->sandbox) == 0)
                 finish(m);
         /* else: sandbox_stopped() finishes. */
@@ -893,7 +900,8 @@ void manager_stop(Manager *m, const char *failure) {
          * service manager hears READY=1 first, or it would call it one. */
         if (was_starting && !failure)
                 (void) sd_notify(false, "READY=1");
-        (void) sd_notifyf(false, "STOPPING=1\nSTATUS=%s%s", failure ? "failed: " : "stopping", strempty(failure));
+        /* STOPPING=1 waits for the teardown's sessions (on_teardown()). */
+        (void) sd_notifyf(false, "STATUS=%s%s", failure ? "failed: " : "stopping", strempty(failure));
         m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
         /* No new sessions from here on (OpenSession checks the state). */
         r = sd_event_add_defer(m->event, &m->teardown, on_teardown, m);
