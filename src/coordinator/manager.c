@@ -903,6 +903,12 @@ void manager_stop(Manager *m, const char *failure) {
         /* STOPPING=1 waits for the teardown's sessions (on_teardown()). */
         (void) sd_notifyf(false, "STATUS=%s%s", failure ? "failed: " : "stopping", strempty(failure));
         m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
+        /* No new client from here on either: one that connects now waits for
+         * the next coordinator, and so a launch that meets this Domain going
+         * down (its OpenSession refused, it launches again) gets a new Domain,
+         * not this one's failure as if its own start had failed. Those
+         * waiting already hear this one's answer from the teardown. */
+        activation_stop_listening(m->activation);
         /* No new sessions from here on (OpenSession checks the state). */
         r = sd_event_add_defer(m->event, &m->teardown, on_teardown, m);
         if (r < 0) {
@@ -922,9 +928,18 @@ Session *manager_find_session(Manager *m, const char *id) {
 
 static void session_ended(Session *s, int exit_status, const char *reason, void *userdata) {
         Manager *m = userdata;
-        _cleanup_free_ char *why = reason ? strdup(reason) : NULL;
+        _cleanup_free_ char *why = NULL;
         char id[SESSION_ID_LEN + 1];
 
+        /* runsc exec lost the sandbox, and the Domain's failure is known
+         * already, its teardown still to come: the session ends as the
+         * teardown would end it, with that reason, not with runsc exec's
+         * status alone. */
+        if (exit_status >= 128 && !reason && m->state == DOMAIN_FAILED && m->failure) {
+                exit_status = -1;
+                reason = m->failure;
+        }
+        why = reason ? strdup(reason) : NULL;
         memcpy(id, s->id, sizeof(id));
         manager_remove_session(m, s);
 
