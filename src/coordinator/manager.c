@@ -20,6 +20,7 @@
 #include "launch-request.h"
 #include "log.h"
 #include "manager.h"
+#include "parse-util.h"
 #include "path-util.h"
 #include "strv.h"
 #include "subid.h"
@@ -873,6 +874,45 @@ static int on_teardown(sd_event_source *s, void *userdata) {
         return 0;
 }
 
+#if ENABLE_TEST_HOOKS
+/*
+ * A test hook (test builds only, test-hooks.h): LAZARET_TEST_TEARDOWN_DELAY
+ * in the coordinator's environment, a number of milliseconds (1 to 10000)
+ * for which the teardown waits after manager_stop() decided it, as it may
+ * wait behind other work of a loaded machine. The tests use it to hold a
+ * Domain in "stopping" or "failed" with its sessions and sandbox still
+ * there (test-session-teardown.sh).
+ */
+static uint64_t teardown_delay_usec(void) {
+        const char *v = getenv("LAZARET_TEST_TEARDOWN_DELAY");
+        int ms;
+
+        if (!v)
+                return 0;
+        if (parse_int(v, 1, 10000, &ms) < 0) {
+                log_warning("LAZARET_TEST_TEARDOWN_DELAY is not a number of milliseconds from 1 to 10000; not delayed");
+                return 0;
+        }
+        log_warning("Test fault in effect: the teardown waits %d ms", ms);
+        return (uint64_t) ms * 1000;
+}
+
+static int on_teardown_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        return on_teardown(s, userdata);
+}
+#endif
+
+/* The teardown, from the loop: at once, or in a test build as late as the hook says. */
+static int schedule_teardown(Manager *m) {
+#if ENABLE_TEST_HOOKS
+        uint64_t delay = teardown_delay_usec();
+
+        if (delay > 0)
+                return sd_event_add_time_relative(m->event, &m->teardown, CLOCK_MONOTONIC, delay, 0, on_teardown_timer, m);
+#endif
+        return sd_event_add_defer(m->event, &m->teardown, on_teardown, m);
+}
+
 void manager_stop(Manager *m, const char *failure) {
         bool was_starting = m->state == DOMAIN_STARTING;
         int r;
@@ -910,7 +950,7 @@ void manager_stop(Manager *m, const char *failure) {
          * waiting already hear this one's answer from the teardown. */
         activation_stop_listening(m->activation);
         /* No new sessions from here on (OpenSession checks the state). */
-        r = sd_event_add_defer(m->event, &m->teardown, on_teardown, m);
+        r = schedule_teardown(m);
         if (r < 0) {
                 log_error_errno(r, "Cannot schedule the teardown; exiting");
                 (void) sd_event_exit(m->event, 1);
