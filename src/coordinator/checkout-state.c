@@ -233,7 +233,7 @@ int checkout_state_record_refs(const char *domain_dir, const char *key, int work
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
-                return errorf(ret_error, r, "cannot read the repository's refs: %s", strerror(-r));
+                return errorf(ret_error, r, "cannot read the repository's refs: %s", git_refs_strerror(r));
         r = checkout_refs_record_write(cfd, &now, (int64_t) time(NULL));
         if (r < 0)
                 return errorf(ret_error, r, "cannot write %s/%s: %s", dir, CHECKOUT_REFS_FILE, strerror(-r));

@@ -266,29 +266,13 @@ static void allow_finish(Allow *a, int r, const char *why) {
         done(r, why ? (copy ?: "out of memory") : NULL, userdata);
 }
 
-/* The helper's answer: {"return":{}} or {"error":{"desc":...}}. */
+/* The helper's answer, judged by egress_reply_parse(): 1 (removed), 0, or why not. */
 static void allow_answer(Allow *a) {
-        _cleanup_json_ json_object *o = NULL;
-        _cleanup_free_ char *err = NULL;
-        json_object *v, *desc;
+        _cleanup_free_ char *why = NULL;
+        int r;
 
-        if (json_parse_strict(a->reply, a->reply_len, &o, &err) < 0 || !json_object_is_type(o, json_type_object)) {
-                allow_finish(a, -EBADMSG, "the egress helper's answer is not JSON");
-                return;
-        }
-        if (json_object_object_get_ex(o, "return", &v)) {
-                allow_finish(a, 0, NULL);
-                return;
-        }
-        if (json_object_object_get_ex(o, "error", &v) && json_object_object_get_ex(v, "desc", &desc) &&
-            json_object_is_type(desc, json_type_string)) {
-                char shown[EGRESS_SHOW_MAX];
-                const char *t = json_object_get_string(desc);
-
-                allow_finish(a, -EINVAL, egress_show(t, strlen(t), shown));
-                return;
-        }
-        allow_finish(a, -EBADMSG, "the egress helper's answer is neither a return nor an error");
+        r = egress_reply_parse(a->reply, a->reply_len, &why);
+        allow_finish(a, r, r < 0 ? why ?: "out of memory" : NULL);
 }
 
 static int on_allow_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -328,15 +312,12 @@ static int on_allow_early(sd_event_source *s, void *userdata) {
         return 0;
 }
 
-int egress_watch_allow(EgressWatch *w, const char *rule, EgressScope scope, EgressAllowDone done, void *userdata) {
-        _cleanup_free_ char *text = NULL, *why = NULL;
+/* One request on a connection of its own (slirp4netns' protocol), its answer to done() from the loop. */
+static int request_send(EgressWatch *w, const char *text, EgressAllowDone done, void *userdata) {
         Allow *a;
         ssize_t k;
         int r;
 
-        r = egress_allow_request(rule, scope == EGRESS_SCOPE_KEEP ? EGRESS_SCOPE_DOMAIN : scope, &text, &why);
-        if (r < 0)
-                return r;
         a = calloc(1, sizeof(Allow));
         if (!a)
                 return -ENOMEM;
@@ -368,6 +349,26 @@ int egress_watch_allow(EgressWatch *w, const char *rule, EgressScope scope, Egre
                 }
         }
         return 0;
+}
+
+int egress_watch_allow(EgressWatch *w, const char *rule, EgressScope scope, EgressAllowDone done, void *userdata) {
+        _cleanup_free_ char *text = NULL, *why = NULL;
+        int r;
+
+        r = egress_allow_request(rule, scope == EGRESS_SCOPE_KEEP ? EGRESS_SCOPE_DOMAIN : scope, &text, &why);
+        if (r < 0)
+                return r;
+        return request_send(w, text, done, userdata);
+}
+
+int egress_watch_forget(EgressWatch *w, const char *rule, EgressAllowDone done, void *userdata) {
+        _cleanup_free_ char *text = NULL, *why = NULL;
+        int r;
+
+        r = egress_remove_request(rule, &text, &why);
+        if (r < 0)
+                return r;
+        return request_send(w, text, done, userdata);
 }
 
 /* ------------------------------------------------------------------- the rest */

@@ -16,7 +16,7 @@
  * helper's API socket (egress-proto.h): one connection watching the
  * helper's denied-name events, a table of what the sandbox was refused,
  * the bound on how often each is reported, and the rules sent to the
- * helper (add_host, one connection each, bounded by
+ * helper (add_host and remove_host, one connection each, bounded by
  * EGRESS_ALLOW_TIMEOUT_USEC). Everything runs from the event loop; nothing
  * waits. Every line the helper sends is judged again here by the same
  * reader (egress_event_parse()): one outside the grammar is logged, shown
@@ -77,6 +77,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(EgressWatch *, egress_watch_free);
  */
 typedef void (*EgressAllowDone)(int r, const char *why, void *userdata);
 int egress_watch_allow(EgressWatch *w, const char *rule, EgressScope scope, EgressAllowDone done, void *userdata);
+/*
+ * Ends rule (canonical) in the helper, whatever its scope (remove_host):
+ * done() hears r = 1 when the helper held it and removed it, 0 when it
+ * held no such rule, or < 0 and why; as egress_watch_allow() otherwise.
+ */
+int egress_watch_forget(EgressWatch *w, const char *rule, EgressAllowDone done, void *userdata);
 
 /* The denials, in the table's order (a replaced one's slot reused); borrowed. */
 size_t egress_watch_denials(const EgressWatch *w, const EgressDenial **ret);

@@ -885,7 +885,18 @@ static int kept_egress(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error 
         return sd_bus_send(NULL, reply, NULL);
 }
 
-/* ForgetEgress(rule): no longer kept; a running helper holds it until the Domain stops. */
+static void on_egress_forgotten(int r, const char *why, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata;
+
+        if (r >= 0)
+                (void) sd_bus_reply_method_return(msg, NULL);
+        else
+                (void) sd_bus_reply_method_errorf(msg, r == -ENOENT ? LAZARET_ERROR_INVALID_ARGS
+                                                  : r == -ECANCELED ? LAZARET_ERROR_STOPPING : LAZARET_ERROR_NETWORK_HELPER,
+                                                  "%s", why);
+}
+
+/* ForgetEgress(rule): no longer kept, and no longer allowed by a running helper, whatever its scope there. */
 static int forget_egress(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_error *error) {
         _cleanup_free_ char *why = NULL;
         const char *rule;
@@ -895,7 +906,10 @@ static int forget_egress(sd_bus_message *msg, Manager *m, pid_t pid, sd_bus_erro
         if (r < 0)
                 return r;
         manager_maintenance_touch(m);
-        r = manager_egress_forget(m, rule, ESC_BY_BUS, &why);
+        r = manager_egress_forget(m, rule, ESC_BY_BUS, on_egress_forgotten, sd_bus_message_ref(msg), &why);
+        if (r > 0)
+                return 1;       /* answered by on_egress_forgotten() */
+        sd_bus_message_unref(msg);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)

@@ -367,22 +367,75 @@ int manager_egress_allow(Manager *m, const char *rule, EgressScope scope, const 
         return 0;
 }
 
-int manager_egress_forget(Manager *m, const char *rule, const char *by, char **ret_error) {
+typedef struct ForgetCall {
+        Manager *m;
+        char rule[HOST_RULE_STRING_MAX];
+        bool kept;              /* the Domain Store kept it (and forgot it) */
+        char *by;
+        EgressAllowDone done;
+        void *userdata;
+} ForgetCall;
+
+static void on_forgotten(int r, const char *why, void *userdata) {
+        ForgetCall *c = userdata;
+        _cleanup_free_ char *msg = NULL;
+
+        if (r == 0 && !c->kept) {
+                r = -ENOENT;
+                if (asprintf(&msg, "%s is neither kept nor allowed in the running sandbox", c->rule) < 0)
+                        msg = NULL;
+                why = msg ?: "not allowed";
+        } else if (r < 0 && r != -ECANCELED) {
+                log_warning("Egress: the helper did not forget %s: %s", c->rule, why);
+                if (c->kept && asprintf(&msg, "%s is no longer kept, but the running sandbox may still allow it: %s",
+                                        c->rule, why) >= 0)
+                        why = msg;
+        }
+        if (r >= 0 || (r != -ENOENT && c->kept)) {
+                log_info("Egress: %s forgot %s (%s)", c->by, c->rule,
+                         r > 0 ? (c->kept ? "kept, and in the running sandbox" : "in the running sandbox") : "kept");
+                egress_audit(c->m, "egress-forgotten", c->by, NULL, NULL, c->rule);
+        }
+        c->done(r >= 0 ? 0 : r, why, c->userdata);
+        free(c->by);
+        free(c);
+}
+
+int manager_egress_forget(Manager *m, const char *rule, const char *by, EgressAllowDone done, void *userdata,
+                          char **ret_error) {
+        _cleanup_free_ ForgetCall *c = NULL;
         _cleanup_free_ char *why = NULL;
-        char canon[HOST_RULE_STRING_MAX];
         HostRule parsed;
         int r;
 
         r = host_rule_parse(rule, &parsed, ret_error);
         if (r < 0)
                 return r;
-        host_rule_format(&parsed, canon);
-        r = domain_store_egress_forget(m->store, canon, &why);
-        if (r == -ENOENT)
-                return errorf(ret_error, r, "%s is not kept", canon);
-        if (r < 0)
-                return errorf(ret_error, r, "cannot forget %s: %s", canon, why ?: strerror(-r));
-        egress_audit(m, "egress-forgotten", by, NULL, NULL, canon);
+        c = calloc(1, sizeof(ForgetCall));
+        if (!c)
+                return -ENOMEM;
+        *c = (ForgetCall) { .m = m, .done = done, .userdata = userdata };
+        host_rule_format(&parsed, c->rule);
+        r = domain_store_egress_forget(m->store, c->rule, &why);
+        if (r < 0 && r != -ENOENT)
+                return errorf(ret_error, r, "cannot forget %s: %s", c->rule, why ?: strerror(-r));
+        c->kept = r >= 0;
+        /* A running helper: the rule ends there too, kept or allowed for the Domain's life (spec 4.5, "Forgetting"). */
+        if (m->egress) {
+                c->by = strdup(by);
+                if (!c->by)
+                        return -ENOMEM;
+                r = egress_watch_forget(m->egress, c->rule, on_forgotten, c);
+                if (r < 0) {
+                        free(c->by);
+                        return errorf(ret_error, r, "cannot send %s to the egress helper: %s", c->rule, strerror(-r));
+                }
+                TAKE_PTR(c);
+                return 1;
+        }
+        if (!c->kept)
+                return errorf(ret_error, -ENOENT, "%s is not kept", c->rule);
+        egress_audit(m, "egress-forgotten", by, NULL, NULL, c->rule);
         return 0;
 }
 

@@ -143,7 +143,14 @@ void manager_egress_stop(Manager *m);
 void manager_egress_session_gone(Manager *m, Session *s);
 int manager_egress_allow(Manager *m, const char *rule, EgressScope scope, const char *by, EgressAllowDone done,
                          void *userdata, char **ret_error);
-int manager_egress_forget(Manager *m, const char *rule, const char *by, char **ret_error);
+/*
+ * Forgets rule: from the Domain Store when kept, and from the running
+ * helper whatever its scope. 0: done (no helper runs: a stopped Domain's
+ * maintenance coordinator); 1: done() hears the helper's answer from the
+ * loop (-ENOENT when neither held it); < 0 with a sentence: nothing done.
+ */
+int manager_egress_forget(Manager *m, const char *rule, const char *by, EgressAllowDone done, void *userdata,
+                          char **ret_error);
 
 /* manager-bus.c */
 int manager_publish(Manager *m);

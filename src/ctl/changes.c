@@ -392,7 +392,7 @@ static int protected_commits(const ViewContext *c, CommitReport *rep) {
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return asprintf(&rep->error, "cannot read the repository's refs: %s", strerror(-r)) < 0 ? -ENOMEM : 0;
+                return asprintf(&rep->error, "cannot read the repository's refs: %s", git_refs_strerror(r)) < 0 ? -ENOMEM : 0;
         rep->refs_cut = base.cut || now.cut;
         for (size_t i = 0; i < base.n; i++)
                 if (strv_extend(&base_oids, base.refs[i].oid) < 0)

@@ -170,7 +170,7 @@ static int forget(const Config *config, sd_bus *bus, const char *id, const char 
         if (r < 0)
                 return r;
         if (!arg_json)
-                printf("%s is no longer kept; a running Domain holds it until it stops.\n", rule);
+                printf("%s is forgotten: no longer kept, and no longer allowed in the running sandbox.\n", rule);
         return 0;
 }
 

@@ -79,10 +79,10 @@
 #include "cidr.h"
 #include "cleanup.h"
 #include "dns-codec.h"
+#include "egress-confine.h"
 #include "egress-frame.h"
 #include "egress-proto.h"
 #include "egress-util.h"
-#include "harden.h"
 #include "host-rule.h"
 #include "http-head.h"
 #include "json-util.h"
@@ -145,6 +145,10 @@ typedef struct Name {
         uint32_t real[NAME_ADDRS_MAX];          /* resolved by us, under the floor */
         size_t n_real, next_real;
         uint64_t expires;                       /* of real[], monotonic ms */
+        uint64_t answered_until;                /* the last synthetic answer's TTL ends, monotonic ms */
+        uint64_t last_used;                     /* its last answer or connection, monotonic ms (LRU) */
+        unsigned gen;                           /* of the slot: a reused address is a new binding */
+        unsigned n_conns;                       /* CONN_NAME connections to it: while any, it is not reused */
         bool canary;                            /* NET_CANARY_NAME_ALLOWED: dialled at arg_canary_socket */
 } Name;
 
@@ -275,6 +279,9 @@ typedef struct Egress {
         Name *names;
         size_t n_names, cap_names;
         uint32_t next_synth;
+        uint32_t pool_last;     /* POOL_LAST, or less (LAZARET_TEST_EGRESS_POOL) */
+        uint32_t synth_ttl;     /* SYNTH_TTL, or less (LAZARET_TEST_EGRESS_TTL) */
+        unsigned next_name_gen;
         Conn *conns[CONNS_MAX];
         unsigned next_gen;
         Pending pending[PENDING_MAX];
@@ -455,15 +462,16 @@ static bool rules_match(Egress *e, const char *name) {
         return any;
 }
 
-/* Whether a rule allows name on port: the question a new connection asks. */
-static bool rules_allow(Egress *e, const char *name, uint16_t port) {
+/* Whether a rule allows name on port: the question a new connection asks (use: a once rule that allows it is used). */
+static bool rules_allow(Egress *e, const char *name, uint16_t port, bool use) {
         uint64_t now = now_msec();
 
         if (host_rules_allow(&e->rules, name, port))
                 return true;
         for (size_t i = 0; i < e->n_live; i++)
                 if (live_in_force(&e->live[i], now) && host_rule_allows(&e->live[i].rule, name, port)) {
-                        live_use(&e->live[i], now);
+                        if (use)
+                                live_use(&e->live[i], now);
                         return true;
                 }
         return false;
@@ -494,12 +502,56 @@ static int listener_open(Egress *e, uint32_t synth, uint16_t port, int *ret_fd, 
 }
 
 /*
+ * The pool is exhausted: the binding to give up for a new one, the least
+ * recently used of those that no connection holds and whose last
+ * synthetic answer's TTL has run out (so that a resolver inside that
+ * honours the TTL no longer holds the address for the old name), never
+ * the name canary's. -ENOSPC when there is none.
+ */
+static ssize_t name_reusable(const Egress *e) {
+        uint64_t now = now_msec();
+        ssize_t best = -1;
+
+        for (size_t k = 0; k < e->n_names; k++) {
+                const Name *n = &e->names[k];
+
+                if (n->canary || now < n->answered_until || n->n_conns > 0)
+                        continue;
+                if (best < 0 || n->last_used < e->names[best].last_used)
+                        best = (ssize_t) k;
+        }
+        return best >= 0 ? best : -ENOSPC;
+}
+
+/* Gives up binding k: its listeners, libslirp's forwards to them and their paths go; the slot stays for reuse. */
+static void name_release(Egress *e, size_t k) {
+        Name *n = &e->names[k];
+        struct in_addr guest = { htonl(n->synth) };
+        char a[IPV4_STRING_MAX];
+
+        for (size_t p = 0; p < n->n_ports; p++) {
+                char path[sizeof(((struct sockaddr_un *) NULL)->sun_path)];
+
+                (void) slirp_remove_guestfwd(e->slirp, guest, n->ports[p]);
+                n->listen_fd[p] = safe_close(n->listen_fd[p]);
+                if ((size_t) snprintf(path, sizeof(path), "%s/%s:%u", arg_run_dir, ip4(n->synth, a), n->ports[p]) <
+                    sizeof(path))
+                        (void) unlink(path);
+        }
+        n->n_ports = 0;
+}
+
+/*
  * The binding of name (allowed by some rule): its synthetic address, made
  * on first use with a listener per allowed port. Addresses are handed out
- * in order and not reused (LRU reuse when the pool runs out: not yet).
+ * in order; once the pool is exhausted, a binding name_reusable() picks
+ * gives its address up to the new name.
  */
 static int name_bind(Egress *e, const char *name, size_t *ret, char **ret_error) {
-        ssize_t i = name_find(e, name);
+        ssize_t i = name_find(e, name), reuse = -1;
+        char was[DNS_NAME_TEXT_MAX + 1], a[IPV4_STRING_MAX];
+        uint32_t synth;
+        size_t k;
         Name *n;
         int r;
 
@@ -507,40 +559,60 @@ static int name_bind(Egress *e, const char *name, size_t *ret, char **ret_error)
                 *ret = (size_t) i;
                 return 0;
         }
-        if (e->next_synth > POOL_LAST)
-                return errorf(ret_error, -ENOSPC, "the synthetic address pool is exhausted");
-        if (e->n_names == e->cap_names) {
-                size_t cap = e->cap_names ? e->cap_names * 2 : 64;
-                Name *m = realloc(e->names, cap * sizeof(*m));
-                if (!m)
-                        return -ENOMEM;
-                e->names = m;
-                e->cap_names = cap;
+        if (e->next_synth > e->pool_last) {
+                reuse = name_reusable(e);
+                if (reuse < 0)
+                        return errorf(ret_error, -ENOSPC, "the synthetic address pool is exhausted, and every "
+                                      "address in it is held by a connection or within its answer's TTL");
+                k = (size_t) reuse;
+                synth = e->names[k].synth;
+                snprintf(was, sizeof(was), "%s", e->names[k].name);
+                name_release(e, k);
+        } else {
+                if (e->n_names == e->cap_names) {
+                        size_t cap = e->cap_names ? e->cap_names * 2 : 64;
+                        Name *m = realloc(e->names, cap * sizeof(*m));
+                        if (!m)
+                                return -ENOMEM;
+                        e->names = m;
+                        e->cap_names = cap;
+                }
+                k = e->n_names;
+                synth = e->next_synth;
         }
-        n = &e->names[e->n_names];
-        *n = (Name) { .synth = e->next_synth };
+        n = &e->names[k];
+        *n = (Name) { .synth = synth, .gen = ++e->next_name_gen, .last_used = now_msec() };
         snprintf(n->name, sizeof(n->name), "%s", name);
         if (arg_canary_socket && strcmp(name, NET_CANARY_NAME_ALLOWED) == 0) {
                 n->canary = true;
                 ports_add(n, NET_CANARY_NAME_PORT);
         }
-        for (size_t k = 0; k < e->rules.n; k++)
-                if (host_rule_matches(&e->rules.items[k], name))
-                        ports_add_rule(n, &e->rules.items[k]);
+        for (size_t q = 0; q < e->rules.n; q++)
+                if (host_rule_matches(&e->rules.items[q], name))
+                        ports_add_rule(n, &e->rules.items[q]);
         /* A listener for every port a live rule names, lapsed or not: the SYN's check decides (rules_allow()). */
-        for (size_t k = 0; k < e->n_live; k++)
-                if (host_rule_matches(&e->live[k].rule, name))
-                        ports_add_rule(n, &e->live[k].rule);
+        for (size_t q = 0; q < e->n_live; q++)
+                if (host_rule_matches(&e->live[q].rule, name))
+                        ports_add_rule(n, &e->live[q].rule);
         for (size_t p = 0; p < n->n_ports; p++) {
                 r = listener_open(e, n->synth, n->ports[p], &n->listen_fd[p], ret_error);
                 if (r < 0) {
-                        for (size_t q = 0; q < p; q++)
-                                safe_close(n->listen_fd[q]);
+                        n->n_ports = p;
+                        name_release(e, k);
+                        if (reuse >= 0)
+                                /* The slot stays, bound to nothing a name can match, its address reusable. */
+                                n->name[0] = 0;
                         return r;
                 }
         }
-        e->next_synth++;
-        *ret = e->n_names++;
+        if (reuse >= 0)
+                fprintf(stderr, "lazaret-egress: the pool is exhausted: %s now stands for %s (was %s)\n",
+                        ip4(synth, a), name, was);
+        else {
+                e->next_synth++;
+                e->n_names++;
+        }
+        *ret = k;
         return 0;
 }
 
@@ -557,6 +629,7 @@ static bool name_allows_port(const Name *n, uint16_t port) {
 }
 
 static Conn *conn_get(Egress *e, size_t i, unsigned gen);
+static void conn_free(Egress *e, size_t i);
 
 static bool host_rule_same(const HostRule *a, const HostRule *b) {
         return a->wildcard == b->wildcard && streq(a->name, b->name) && a->n_ports == b->n_ports &&
@@ -616,6 +689,42 @@ static int live_add(Egress *e, const HostRule *rule, EgressScope scope, char **r
                 l->expires = now + EGRESS_ONCE_UNUSED_MS;
         }
         return 0;
+}
+
+/*
+ * The coordinator forgot rule (remove_host, egress-proto.h): it ends at
+ * once, whatever its scope, and so does every connection to a name that no
+ * rule allows on its port any more (spec 4.5, "Forgetting": a forgotten
+ * name keeps nothing open). Listeners stay: the SYN's check decides, as
+ * for a lapsed once rule. The profile's rules are not the coordinator's
+ * to remove. Whether the helper held the rule in *ret_removed; the number
+ * of connections closed in *ret_closed.
+ */
+static void live_remove(Egress *e, const HostRule *rule, bool *ret_removed, unsigned *ret_closed) {
+        bool removed = false;
+        unsigned closed = 0;
+
+        for (size_t i = 0; i < e->n_live;)
+                if (host_rule_same(&e->live[i].rule, rule)) {
+                        e->live[i] = e->live[--e->n_live];
+                        removed = true;
+                } else
+                        i++;
+        for (size_t i = 0; removed && i < CONNS_MAX; i++) {
+                Conn *c = e->conns[i];
+                const Name *n;
+
+                if (!c || c->kind != CONN_NAME)
+                        continue;
+                n = &e->names[c->name];
+                if (n->canary || rules_allow(e, n->name, c->port, false))
+                        continue;
+                log_refusal(e, "connection to %s:%u closed: its rule was forgotten", n->name, c->port);
+                conn_free(e, i);
+                closed++;
+        }
+        *ret_removed = removed;
+        *ret_closed = closed;
 }
 
 /* ---- denied names, to the coordinator's watch (egress-proto.h) --------------------------- */
@@ -688,6 +797,8 @@ static void conn_free(Egress *e, size_t i) {
 
         if (!c)
                 return;
+        if (c->kind == CONN_NAME)
+                e->names[c->name].n_conns--;
         safe_close(c->in_fd);
         safe_close(c->out_fd);
         free(c->up);
@@ -841,11 +952,16 @@ static void answer_rcode(Egress *e, const Waiter *w, uint8_t rcode) {
                 deliver(e, w, buf, len);
 }
 
-static void answer_synth(Egress *e, const Waiter *w, uint32_t synth) {
+/* The synthetic address of name k; its TTL keeps the address from reuse until it ends (name_reusable()). */
+static void answer_synth(Egress *e, const Waiter *w, size_t k) {
         uint8_t buf[DNS_NAME_WIRE_MAX + 128];
+        Name *n = &e->names[k];
+        uint64_t now = now_msec();
         size_t len;
 
-        if (dns_answer_build_a(&w->q, synth, SYNTH_TTL, waiter_max(w), buf, sizeof(buf), &len) >= 0)
+        n->last_used = now;
+        n->answered_until = now + (uint64_t) e->synth_ttl * 1000u;
+        if (dns_answer_build_a(&w->q, n->synth, e->synth_ttl, waiter_max(w), buf, sizeof(buf), &len) >= 0)
                 deliver(e, w, buf, len);
 }
 
@@ -893,7 +1009,7 @@ static void dns_query(Egress *e, const uint8_t *msg, size_t len, Waiter *w) {
                         fprintf(stderr, "lazaret-egress: cannot bind %s: %s\n", w->q.qname, strna(err));
                         answer_rcode(e, w, DNS_RCODE_SERVFAIL);
                 } else
-                        answer_synth(e, w, e->names[idx].synth);
+                        answer_synth(e, w, idx);
                 return;
         }
         switch (w->q.qtype) {
@@ -901,7 +1017,7 @@ static void dns_query(Egress *e, const uint8_t *msg, size_t len, Waiter *w) {
                 k = name_find(e, w->q.qname);
                 if (k >= 0) {
                         /* The binding outlives the answer's TTL; a connection re-resolves when it needs to. */
-                        answer_synth(e, w, e->names[k].synth);
+                        answer_synth(e, w, (size_t) k);
                         return;
                 }
                 break;
@@ -1025,7 +1141,7 @@ static void pending_done_a(Egress *e, Pending *p, const DnsAnswer *a) {
                         if (conn_get(e, w->conn, w->gen))
                                 conn_dial(e, w->conn);
                 } else
-                        answer_synth(e, w, n->synth);
+                        answer_synth(e, w, idx);
         }
         pending_release(p);
 }
@@ -1042,7 +1158,7 @@ static void pending_done_svcb(Egress *e, Pending *p, const DnsAnswer *a) {
                 if (dns_svcb_sanitize(a->records[i].rdata, a->records[i].rdlen, rdata[n], sizeof(rdata[n]), &len,
                                       NULL) <= 0)
                         continue;
-                rec[n] = (DnsRecord) { .type = p->qtype, .ttl = MIN(a->ttl, SYNTH_TTL), .rdata = rdata[n],
+                rec[n] = (DnsRecord) { .type = p->qtype, .ttl = MIN(a->ttl, e->synth_ttl), .rdata = rdata[n],
                                        .rdlen = (uint16_t) len };
                 n++;
         }
@@ -1214,7 +1330,7 @@ static void frame_in(Egress *e, const uint8_t *buf, size_t len) {
                 if (k >= 0) {
                         /* A listener for the port, and a rule in force now (a once rule may have lapsed). */
                         if (name_allows_port(&e->names[k], f.dport) &&
-                            (e->names[k].canary || rules_allow(e, e->names[k].name, f.dport)))
+                            (e->names[k].canary || rules_allow(e, e->names[k].name, f.dport, true)))
                                 break;
                         log_refusal(e, "connection to %s:%u refused: no host rule allows that port", e->names[k].name,
                                     f.dport);
@@ -1552,6 +1668,8 @@ static void listener_accept(Egress *e, int fd, ConnKind kind, size_t name, uint1
                         continue;
                 e->conns[i]->name = name;
                 e->conns[i]->port = port;
+                e->names[name].last_used = now_msec();
+                e->names[name].n_conns++;
                 if (port == 80 || port == 443) {
                         e->conns[i]->state = CONN_PEEK;
                         e->conns[i]->deadline = now_msec() + PEEK_TIMEOUT_MS;
@@ -1671,6 +1789,52 @@ static bool api_request(Egress *e, size_t ci, const char *text, size_t len) {
                 api_reply(fd, "{\"return\":{}}");
                 return false;
         }
+        if (strcmp(verb, "remove_host") == 0) {
+                char canon[HOST_RULE_STRING_MAX];
+                unsigned closed;
+                bool removed;
+                HostRule rule;
+                int r;
+
+                r = egress_remove_parse(args, &rule, &err);
+                if (r < 0) {
+                        api_error(fd, err ?: strerror(-r));
+                        return false;
+                }
+                live_remove(e, &rule, &removed, &closed);
+                host_rule_format(&rule, canon);
+                if (removed)
+                        fprintf(stderr, "lazaret-egress: the coordinator forgot %s (%u connections closed)\n", canon,
+                                closed);
+                snprintf(buf, sizeof(buf), "{\"return\":{\"removed\":%s,\"closed\":%u}}", removed ? "true" : "false",
+                         closed);
+                api_reply(fd, buf);
+                return false;
+        }
+#if ENABLE_TEST_HOOKS
+        /*
+         * A forbidden system call made on request, to prove the confinement
+         * holds in the running helper (test-egress-confined): the seccomp
+         * allowlist kills the helper before an answer is sent.
+         */
+        if (strcmp(verb, "test_forbidden") == 0) {
+                char *const argv[] = { (char *) "/bin/true", NULL };
+                const char *what = json_object_object_get_ex(args, "call", &v) ? json_object_get_string(v) : "";
+                int k = -1;
+
+                if (streq(what, "execve"))
+                        k = execve(argv[0], argv, environ);
+                else if (streq(what, "open"))
+                        k = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+                else {
+                        api_error(fd, "call is execve or open");
+                        return false;
+                }
+                snprintf(buf, sizeof(buf), "{\"return\":{\"result\":%d,\"errno\":%d}}", k, k < 0 ? errno : 0);
+                api_reply(fd, buf);
+                return false;
+        }
+#endif
         if (strcmp(verb, "add_hostfwd") == 0) {
                 /* Only what the coordinator asks for: TCP on 127.0.0.1, to the sandbox's address. */
                 if (!json_object_object_get_ex(args, "proto", &v) || strcmp(json_object_get_string(v), "tcp") != 0 ||
@@ -1914,7 +2078,7 @@ static int loop(Egress *e) {
                 for (size_t i = 0; i < e->n_names; i++)
                         for (size_t p = 0; p < e->names[i].n_ports; p++)
                                 pfd_add(e, e->names[i].listen_fd[p], POLLIN,
-                                        (Tag) { .kind = TAG_LISTEN, .idx = i, .sub = p });
+                                        (Tag) { .kind = TAG_LISTEN, .idx = i, .sub = p, .gen = e->names[i].gen });
                 for (size_t i = 0; i < CONNS_MAX; i++) {
                         Conn *c = e->conns[i];
                         short ev = 0;
@@ -1992,6 +2156,9 @@ static int loop(Egress *e) {
                                         listener_accept(e, e->dns_listen_fd, CONN_DNS, 0, 0);
                                         break;
                                 case TAG_LISTEN:
+                                        /* A binding given up this turn (its address reused) is not this one. */
+                                        if (e->names[t.idx].gen != t.gen || t.sub >= e->names[t.idx].n_ports)
+                                                break;
                                         listener_accept(e, e->names[t.idx].listen_fd[t.sub], CONN_NAME, t.idx,
                                                         e->names[t.idx].ports[t.sub]);
                                         break;
@@ -2247,6 +2414,21 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         e->tap_fd = e->upstream_fd = e->api_fd = e->dns_listen_fd = e->unbound_fd = -EBADF;
         e->next_synth = POOL_FIRST;
+        e->pool_last = POOL_LAST;
+        e->synth_ttl = SYNTH_TTL;
+#if ENABLE_TEST_HOOKS
+        /* A pool of a few addresses and a short TTL, for the test of address reuse (test-egress-confined). */
+        {
+                const char *v = getenv("LAZARET_TEST_EGRESS_POOL");
+                int n;
+
+                if (v && parse_int(v, 1, (int) (POOL_LAST - POOL_FIRST + 1), &n) >= 0)
+                        e->pool_last = POOL_FIRST + (uint32_t) n - 1;
+                v = getenv("LAZARET_TEST_EGRESS_TTL");
+                if (v && parse_int(v, 1, SYNTH_TTL, &n) >= 0)
+                        e->synth_ttl = (uint32_t) n;
+        }
+#endif
         (void) signal(SIGPIPE, SIG_IGN);
         /* The floor's defaults: the ranges the policy denies unless a profile opens part of them. */
         e->floor = calloc(CIDR_N_DEFAULT_DENY, sizeof(*e->floor));
@@ -2327,9 +2509,10 @@ int main(int argc, char **argv) {
                 }
         }
 
-        r = harden_drop_privileges();
+        /* Every resource is ours: the sandbox (egress-confine.h), then readiness, then traffic. */
+        r = egress_confine(arg_run_dir, arg_canary_socket, &err);
         if (r < 0) {
-                fprintf(stderr, "lazaret-egress: cannot drop privileges: %s\n", strerror(-r));
+                fprintf(stderr, "lazaret-egress: cannot enter its sandbox: %s\n", err ?: strerror(-r));
                 return EXIT_FAILURE;
         }
         if (arg_ready_fd >= 0) {

@@ -167,3 +167,69 @@ int egress_allow_parse(json_object *args, HostRule *ret_rule, EgressScope *ret_s
         *ret_scope = s;
         return 0;
 }
+
+int egress_remove_request(const char *rule, char **ret, char **ret_error) {
+        _cleanup_json_ json_object *o = json_object_new_object(), *args = json_object_new_object();
+        char canon[HOST_RULE_STRING_MAX];
+        HostRule r;
+        char *text;
+        int k;
+
+        if (!o || !args)
+                return -ENOMEM;
+        k = host_rule_parse(rule, &r, ret_error);
+        if (k < 0)
+                return k;
+        host_rule_format(&r, canon);
+        k = json_add_string(args, "rule", canon);
+        if (k >= 0)
+                k = json_add_string(o, "execute", "remove_host");
+        if (k < 0)
+                return k;
+        if (json_object_object_add(o, "arguments", args) < 0)
+                return -ENOMEM;
+        args = NULL;
+        text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        if (!text)
+                return -ENOMEM;
+        *ret = text;
+        return 0;
+}
+
+int egress_remove_parse(json_object *args, HostRule *ret_rule, char **ret_error) {
+        json_object *rule;
+        HostRule r;
+        int k;
+
+        if (!json_object_is_type(args, json_type_object) || !json_object_object_get_ex(args, "rule", &rule) ||
+            !json_object_is_type(rule, json_type_string) || json_object_object_length(args) != 1)
+                return errorf(ret_error, -EINVAL, "remove_host takes a rule, a string");
+        k = host_rule_parse(json_object_get_string(rule), &r, ret_error);
+        if (k < 0)
+                return k;
+        *ret_rule = r;
+        return 0;
+}
+
+int egress_reply_parse(const char *text, size_t len, char **ret_error) {
+        _cleanup_json_ json_object *o = NULL;
+        _cleanup_free_ char *err = NULL;
+        json_object *v, *desc, *removed;
+
+        if (json_parse_strict(text, len, &o, &err) < 0 || !json_object_is_type(o, json_type_object))
+                return errorf(ret_error, -EBADMSG, "the egress helper's answer is not a JSON object");
+        if (json_object_object_get_ex(o, "return", &v)) {
+                if (!json_object_is_type(v, json_type_object))
+                        return errorf(ret_error, -EBADMSG, "the egress helper's return is not an object");
+                return json_object_object_get_ex(v, "removed", &removed) &&
+                       json_object_is_type(removed, json_type_boolean) && json_object_get_boolean(removed);
+        }
+        if (json_object_object_get_ex(o, "error", &v) && json_object_is_type(v, json_type_object) &&
+            json_object_object_get_ex(v, "desc", &desc) && json_object_is_type(desc, json_type_string)) {
+                char shown[EGRESS_SHOW_MAX];
+                const char *t = json_object_get_string(desc);
+
+                return errorf(ret_error, -EINVAL, "%s", egress_show(t, strlen(t), shown));
+        }
+        return errorf(ret_error, -EBADMSG, "the egress helper's answer is neither a return nor an error");
+}

@@ -19,6 +19,13 @@
  *       a live rule: RULE as a profile's allow_hosts entry reads it
  *       (host-rule.h), SCOPE "once" or "domain"; answered
  *       {"return": {}} or {"error": {"desc": ...}}
+ *   {"execute": "remove_host", "arguments": {"rule": RULE}}
+ *       the live rule RULE (canonical, as add_host took it) ends at once,
+ *       once or domain alike; connections to names no rule allows any more
+ *       on their port are closed (spec: "Forgetting"); answered
+ *       {"return": {"removed": BOOL, "closed": N}} (removed false: the
+ *       helper held no such rule; the profile's own rules are never
+ *       removed) or {"error": {"desc": ...}}
  *   {"execute": "watch_denied", "arguments": {}}
  *       answered {"return": {}} and a newline; the connection then stays
  *       open and the helper writes one event per line (below), never
@@ -85,3 +92,18 @@ int egress_scope_from_string(const char *s, EgressScope *ret);
 int egress_allow_request(const char *rule, EgressScope scope, char **ret, char **ret_error);
 /* add_host's arguments object, judged: the rule parsed, the scope once or domain. -EINVAL with a sentence. */
 int egress_allow_parse(json_object *args, HostRule *ret_rule, EgressScope *ret_scope, char **ret_error);
+
+/* The remove_host request for rule (checked with host_rule_parse()), as JSON text. */
+int egress_remove_request(const char *rule, char **ret, char **ret_error);
+/* remove_host's arguments object, judged: one rule. -EINVAL with a sentence. */
+int egress_remove_parse(json_object *args, HostRule *ret_rule, char **ret_error);
+
+/*
+ * The helper's answer to add_host or remove_host, as the coordinator reads
+ * it (the helper parses what the sandbox sent: its answers are judged,
+ * never trusted): 1 for a return that says "removed": true, 0 for any
+ * other return, -EINVAL for an error (*ret_error its description, shown
+ * escaped with egress_show()), -EBADMSG (with a sentence) for anything
+ * else.
+ */
+int egress_reply_parse(const char *text, size_t len, char **ret_error);

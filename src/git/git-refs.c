@@ -34,11 +34,30 @@ bool git_oid_is_valid(const char *s) {
         return n == 40 || n == 64;
 }
 
+/* A linked worktree's name as git makes it below worktrees/: one component, no dot first, no character refs forbid. */
+static bool worktree_name_is_valid(const char *s, size_t n) {
+        if (n == 0 || n > 255 || s[0] == '.' || (n >= 5 && strncmp(s + n - 5, ".lock", 5) == 0))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) s[i] <= ' ' || s[i] == 0x7f || s[i] == '/' || strchr("~^:?*[\\", s[i]))
+                        return false;
+        return true;
+}
+
 bool git_ref_name_is_valid(const char *s) {
+        const char *rest = startswith(s, "worktrees/"), *slash;
         size_t n = strlen(s);
 
         if (streq(s, "HEAD"))
                 return true;
+        if (rest) {
+                /* A linked worktree's own: "worktrees/<name>/HEAD" or "worktrees/<name>/refs/...", as git names them. */
+                slash = strchr(rest, '/');
+                if (!slash || !worktree_name_is_valid(rest, (size_t) (slash - rest)) || !utf8_is_valid(rest))
+                        return false;
+                return streq(slash + 1, "HEAD") ||
+                       (strncmp(slash + 1, "refs/", 5) == 0 && git_ref_name_is_valid(slash + 1));
+        }
         if (strncmp(s, "refs/", 5) != 0 || n <= 5 || n > GIT_REF_NAME_MAX || !utf8_is_valid(s))
                 return false;
         if (s[n - 1] == '/' || s[n - 1] == '.' || (n >= 5 && streq(s + n - 5, ".lock")))
@@ -227,6 +246,67 @@ static int merge_refs(GitRefs *packed, GitRefs *loose, GitRefs *ret) {
         return 0;
 }
 
+/* HEAD, when detached, of the git dir dfd, as name. */
+static int read_head(int dfd, const char *name, GitRefs *r) {
+        _cleanup_close_ int hfd = openat_beneath(dfd, "HEAD", O_RDONLY | O_NONBLOCK, 0, false);
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+
+        if (hfd < 0 || read_full_fd(hfd, 256, &text, &len) < 0 || !parse_value(text, len))
+                return 0;
+        return add_ref(r, name, strlen(name), text);
+}
+
+/*
+ * Each linked worktree's own refs, from the common dir's worktrees/<name>/:
+ * its HEAD when detached and its loose refs (refs/bisect/, refs/worktree/,
+ * refs/rewritten/; git never packs them), as "worktrees/<name>/...", the
+ * names git gives them from another worktree. A commit made inside on a
+ * detached HEAD of another worktree, or in its bisect, is then seen too.
+ */
+static int read_worktrees(int cfd, GitRefs *r) {
+        _cleanup_close_ int wfd = openat_beneath(cfd, "worktrees", O_RDONLY | O_DIRECTORY, 0, false);
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        int k;
+
+        if (wfd < 0)
+                return 0;
+        k = opendir_at(wfd, &d);
+        if (k < 0)
+                return k;
+        while ((de = readdir(d)) && !r->cut) {
+                _cleanup_free_ char *head = NULL, *prefix = NULL;
+                _cleanup_close_ int gfd = -EBADF, rfd = -EBADF;
+
+                if (!worktree_name_is_valid(de->d_name, strlen(de->d_name)))
+                        continue;
+                gfd = openat_beneath(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY, 0, false);
+                if (gfd < 0)
+                        continue;
+                if (asprintf(&head, "worktrees/%s/HEAD", de->d_name) < 0 ||
+                    asprintf(&prefix, "worktrees/%s/refs", de->d_name) < 0)
+                        return -ENOMEM;
+                k = read_head(gfd, head, r);
+                if (k < 0)
+                        return k;
+                rfd = openat_beneath(gfd, "refs", O_RDONLY | O_DIRECTORY, 0, false);
+                if (rfd >= 0) {
+                        k = read_loose(rfd, prefix, 1, r);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        return 0;
+}
+
+const char *git_refs_strerror(int r) {
+        if (r == -EOPNOTSUPP)
+                return "its refs are in a reftable (extensions.refStorage), which Lazaret does not read, so commits "
+                       "made inside are not counted";
+        return strerror(-r);
+}
+
 int git_refs_read(int git_dir_fd, int common_dir_fd, GitRefs *ret) {
         _cleanup_(git_refs_done) GitRefs r = {}, packed = {};
         _cleanup_close_ int hfd = -EBADF, rfd = -EBADF;
@@ -254,6 +334,9 @@ int git_refs_read(int git_dir_fd, int common_dir_fd, GitRefs *ret) {
                 if (k < 0)
                         return k;
         }
+        k = read_worktrees(common_dir_fd, &r);
+        if (k < 0)
+                return k;
         git_refs_sort(&packed);
         git_refs_sort(&r);
         return merge_refs(&packed, &r, ret);

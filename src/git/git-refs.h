@@ -11,7 +11,10 @@
  * A repository's refs as git stores them in files, read without git
  * (issue 32: what the sandbox commits is shared): the git dir's HEAD when it
  * is detached, every loose ref below the common dir's refs/ and its
- * packed-refs (a loose ref wins over a packed one of the same name). The
+ * packed-refs (a loose ref wins over a packed one of the same name), and
+ * each linked worktree's own: its HEAD when detached and its loose refs
+ * (refs/bisect/, refs/worktree/), named "worktrees/<name>/HEAD" and
+ * "worktrees/<name>/refs/..." as git names them from another worktree. The
  * Domain records them at its start (checkout-state.h) and lazaretctl
  * changes compares them with the refs now, to find the commits made since.
  *
@@ -51,7 +54,7 @@ void git_refs_done(GitRefs *r);
 /* Whether s is an object name as git writes it: 40 or 64 lowercase hex digits. */
 bool git_oid_is_valid(const char *s);
 
-/* Whether s is a ref name this reader keeps: "HEAD" or "refs/" and a name git could have made. */
+/* Whether s is a ref name this reader keeps: "HEAD" or "refs/" and a name git could have made, or either after "worktrees/<name>/". */
 bool git_ref_name_is_valid(const char *s);
 
 /*
@@ -60,6 +63,13 @@ bool git_ref_name_is_valid(const char *s);
  * worktree). O_PATH fds will do.
  */
 int git_refs_read(int git_dir_fd, int common_dir_fd, GitRefs *ret);
+
+/*
+ * What a failure of git_refs_read() means, for the line a person reads: a
+ * reftable is named as such (its refs are not read, so commits made inside
+ * are not counted), anything else by strerror().
+ */
+const char *git_refs_strerror(int r);
 
 /*
  * The refs of packed-refs text (text[len] a NUL; lines are cut in place)

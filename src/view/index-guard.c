@@ -51,16 +51,6 @@ int index_refuse(View *v, Node *dir, const char *name, const char *what) {
         return r;
 }
 
-int index_check_node(View *v, Node *n, const char *what) {
-        int r = 0;
-
-        pthread_mutex_lock(&v->lock);
-        if (!n->is_dir && n->name && index_name(n->parent, n->name))
-                r = index_refuse_locked(v, n->parent, n->name, what);
-        pthread_mutex_unlock(&v->lock);
-        return r;
-}
-
 typedef struct IndexWant {
         const ViewLists *lists;
         const char *prefix;             /* where the index's working tree lies in the workspace ("" or "dir/") */

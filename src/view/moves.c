@@ -245,7 +245,7 @@ static bool state_below(View *v, Node *dir, const char *name) {
  * busy_end() wakes it while a move is set). -EAGAIN while another move
  * holds it. With v->lock held, which the wait releases.
  */
-static int move_begin(View *v, Node *n) {
+int move_begin(View *v, Node *n) {
         if (v->moving)
                 return -EAGAIN;
         __atomic_store_n(&v->moving, n, __ATOMIC_SEQ_CST);
@@ -254,7 +254,7 @@ static int move_begin(View *v, Node *n) {
         return 0;
 }
 
-static void move_end(View *v) {
+void move_end(View *v) {
         __atomic_store_n(&v->moving, NULL, __ATOMIC_SEQ_CST);
         pthread_cond_broadcast(&v->moved);
 }
@@ -558,7 +558,7 @@ static int rename_within(View *v, Node *from, const char *name, Node *n, Node *t
  * trees) into that same file, then renames it onto index. Writes, links
  * and truncation of n wait from the judging on (v->moving, as for a move
  * between the sides) and are refused once it is the index
- * (index_check_node()); a file with another name (a hard link) is
+ * (guard_check_node()); a file with another name (a hard link) is
  * refused. The file keeps its identity: the kernel's node for it is not
  * bound to another object, whose inode number might be one the kernel
  * still holds for a deleted file. With v->lock held, released while the
@@ -655,6 +655,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
         View *v = fuse_req_userdata(req);
         Node *from = node_of(v, parent), *to = node_of(v, newparent), *n = NULL;
         struct fuse_entry_param e;
+        char hex[VIEW_OBJECT_HEX_MAX];
+        ViewObjectKind kind;
         ViewClass tc;
         int r, tfd;
 
@@ -676,10 +678,24 @@ again:
                 r = index_refuse_locked(v, to, newname, "an exchange with");
                 goto finish;
         }
+        if ((flags & RENAME_EXCHANGE) && object_name(from, name, hex) != VIEW_OBJECT_NONE) {
+                r = object_refuse_locked(v, from, name, "an exchange with");
+                goto finish;
+        }
         r = tfd = rename_target(v, from, name, n, to, newname, &tc);
         if (r < 0)
                 goto finish;
-        if (index_name(to, newname)) {
+        kind = object_name(to, newname, hex);
+        if (kind != VIEW_OBJECT_NONE && tc == VIEW_SHARED) {
+                /* An object's, a pack's or an index's name: checked (issue 32). */
+                r = object_rename(v, from, name, n, to, newname, kind, hex, flags);
+                if (r == -EAGAIN) {
+                        forget_one(v, n, 1);
+                        n = NULL;
+                        pthread_cond_wait(&v->moved, &v->lock);
+                        goto again;
+                }
+        } else if (index_name(to, newname)) {
                 /* The host's index: judged (issue 32 item 3). */
                 r = rename_index(v, from, name, n, to, flags);
                 if (r == -EAGAIN) {

@@ -122,7 +122,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
                 r = pin_for(v, n, &p, true);
         if (r == 0 && (to_set & FUSE_SET_ATTR_SIZE)) {
                 /* Checked while busy on n: no rename makes n an index meanwhile (rename_index()). */
-                r = index_check_node(v, n, "a truncation of");
+                r = guard_check_node(v, n, "a truncation of");
                 if (r < 0)
                         busy_end(v, n);
         }

@@ -79,8 +79,14 @@ static void make_entry(View *v, fuse_req_t req, Node *dir, const char *name, mod
         ViewClass c;
         int fd, r;
 
+        char hex[VIEW_OBJECT_HEX_MAX];
+
         if (index_name(dir, name)) {
                 fuse_reply_err(req, -index_refuse(v, dir, name, "the creation of"));
+                return;
+        }
+        if (object_name(dir, name, hex) != VIEW_OBJECT_NONE) {
+                fuse_reply_err(req, -object_refuse(v, dir, name, "the creation of"));
                 return;
         }
         pthread_mutex_lock(&v->lock);
@@ -152,14 +158,19 @@ void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const cha
 void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name) {
         View *v = fuse_req_userdata(req);
         Node *n = node_of(v, ino), *dir = node_of(v, parent);
-        char pp[32];
+        char pp[32], hex[VIEW_OBJECT_HEX_MAX];
         _cleanup_(pin_done) Pin p = {};
         ViewClass c;
         int fd, r;
 
-        /* A second name of an index: writes through it would change the host's in place. */
+        /* A link onto an object's name is refused without a word: git then renames, which the view checks. */
+        if (object_name(dir, name, hex) != VIEW_OBJECT_NONE) {
+                fuse_reply_err(req, EPERM);
+                return;
+        }
+        /* A second name of an index or of an object's file: writes through it would change the host's in place. */
         r = index_name(dir, name) ? index_refuse(v, dir, name, "a link to or from") :
-                                    index_check_node(v, n, "a link to or from");
+                                    guard_check_node(v, n, "a link to or from");
         if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;

@@ -82,7 +82,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                 return;
         }
         if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-                r = index_check_node(v, n, "an open for writing of");
+                r = guard_check_node(v, n, "an open for writing of");
                 if (r >= 0)
                         r = prepare_change(v, n);
                 if (r < 0) {
@@ -108,11 +108,16 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
         Node *dir = node_of(v, parent);
         struct fuse_entry_param e;
         JournalNote jn = {};
+        char hex[VIEW_OBJECT_HEX_MAX];
         ViewClass c;
         int dfd, fd, r;
 
         if (index_name(dir, name)) {
                 fuse_reply_err(req, -index_refuse(v, dir, name, "the creation of"));
+                return;
+        }
+        if (object_name(dir, name, hex) != VIEW_OBJECT_NONE) {
+                fuse_reply_err(req, -object_refuse(v, dir, name, "the creation of"));
                 return;
         }
         pthread_mutex_lock(&v->lock);
@@ -185,7 +190,7 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
                 return;
         }
         /* Checked while the write is busy on n: no rename makes n an index meanwhile (rename_index()). */
-        k = index_check_node(v, n, "a write in place to");
+        k = guard_check_node(v, n, "a write in place to");
         if (k < 0) {
                 busy_end(v, n);
                 if (owned)
@@ -242,7 +247,7 @@ void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
                 fuse_reply_err(req, -fd);
                 return;
         }
-        r = index_check_node(v, n, "a write in place to");
+        r = guard_check_node(v, n, "a write in place to");
         r = r < 0 ? -r : fallocate(fd, mode, off, len) < 0 ? errno : 0;
         if (r == 0)
                 journal_node(v, n);

@@ -15,6 +15,7 @@
  *   ops-dir.c       requests on directories: OPENDIR, READDIR(PLUS), FSYNCDIR; STATFS
  *   watcher.c       host changes: the watches, the verdict on each event, the watcher thread
  *   index-guard.c   the host's index: what the sandbox may stage there (issue 32 item 3)
+ *   object-guard.c  the host's object stores: what is filed under an object's name is that object (issue 32)
  *   relay.c         the host-edit relay's channel
  *   journal.c       the change journal, which git's fsmonitor hook inside answers from
  *   notifier.c      the notifier, the process that tells the kernel of invalidations
@@ -100,6 +101,7 @@ struct Node {
          * the sandbox's own change. */
         bool told_valid;
         unsigned busy;                  /* requests changing it (a directory: its entries) on the host now */
+        bool checking;                  /* files: being checked for an object's name (object_rename()): changes refused */
         uint64_t changed_ms;            /* when a request last changed it on the host (CLOCK_MONOTONIC) */
         mode_t told_mode;
         off_t told_size;
@@ -305,6 +307,8 @@ ViewClass ign_class(View *v, Node *dir, const char *name, bool is_dir, ViewClass
 
 /* moves.c */
 int prepare_change(View *v, Node *n);
+int move_begin(View *v, Node *n);
+void move_end(View *v);
 int ign_promote(View *v, Node *dir, const char *name);
 void ign_promote_tracked(View *v);
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
@@ -362,10 +366,18 @@ typedef struct IndexJudge {
 bool index_name(const Node *dir, const char *name);
 int index_refuse_locked(View *v, Node *dir, const char *name, const char *what);
 int index_refuse(View *v, Node *dir, const char *name, const char *what);
-int index_check_node(View *v, Node *n, const char *what);
 int index_judge_prepare(View *v, Node *dir, IndexJudge *ret);
 void index_judge_done(IndexJudge *j);
 int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_data, size_t *ret_size, char **ret_why);
+
+/* object-guard.c */
+ViewObjectKind object_name(const Node *dir, const char *name, char *ret_hex);
+int object_refuse_locked(View *v, Node *dir, const char *name, const char *what);
+int object_refuse(View *v, Node *dir, const char *name, const char *what);
+/* Before a change of n in place: refused (-EPERM, a line said) when n is an index (index-guard.c) or an object's file. */
+int guard_check_node(View *v, Node *n, const char *what);
+int object_rename(View *v, Node *from, const char *name, Node *n, Node *to, const char *newname, ViewObjectKind k,
+                  const char *hex, unsigned flags);
 
 /* relay.c */
 bool relay_path(View *v, Node *dir, const char *name, const struct stat *st, bool exists, char *buf, size_t size);

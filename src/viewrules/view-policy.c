@@ -86,6 +86,11 @@ const char *const *view_fact_names(void) {
         return fact_names;
 }
 
+static bool has_suffix(const char *s, const char *suffix) {
+        size_t n = strlen(s), k = strlen(suffix);
+        return n > k && streq(s + n - k, suffix);
+}
+
 /*
  * Whether name is kept in the Domain by where it lies, in any directory
  * that could belong to a git dir: an object store's alternates (git reads
@@ -106,7 +111,14 @@ static bool kept_by_place(const ViewDir *d, const char *name) {
                 return streq(name, "alternates") || streq(name, "http-alternates") || streq(name, "commit-graph") ||
                         streq(name, "commit-graphs");
         case VIEW_PLACE_OBJECTS_PACK:
-                return streq(name, "multi-pack-index") || startswith(name, "multi-pack-index-");
+                /* A reverse index maps offsets to objects, a bitmap objects to what
+                 * they reach: a host repack copies the bytes a forged one points at
+                 * under the names it meant, and a host push or served fetch sends
+                 * what a forged bitmap says is reachable. Their temporary files
+                 * too: git renames them into place, which stays on one side. */
+                return streq(name, "multi-pack-index") || startswith(name, "multi-pack-index-") ||
+                        has_suffix(name, ".rev") || has_suffix(name, ".bitmap") || startswith(name, "tmp_rev_") ||
+                        startswith(name, "tmp_bitmap_");
         case VIEW_PLACE_INFO:
                 return streq(name, "grafts");
         default:
@@ -337,10 +349,49 @@ ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name
         }
 }
 
-/* Where name, a directory in d, lies in an object store (its info/ or pack/) or a git dir's info/ (kept_by_place()). */
-static ViewPlace place_of(const ViewDir *d, const char *name) {
+static int hex_digit(char c) {
+        return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static bool all_hex(const char *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (hex_digit(s[i]) < 0)
+                        return false;
+        return true;
+}
+
+ViewObjectKind view_object_kind(const ViewDir *d, const char *name, char *ret_hex) {
+        static const char digits[] = "0123456789abcdef";
+        size_t n = strlen(name);
+
+        if (d->place == VIEW_PLACE_OBJECTS_LOOSE && (n == 38 || n == 62) && all_hex(name, n)) {
+                ret_hex[0] = digits[d->fan >> 4];
+                ret_hex[1] = digits[d->fan & 15];
+                memcpy(ret_hex + 2, name, n + 1);
+                return VIEW_OBJECT_LOOSE;
+        }
+        if (d->place == VIEW_PLACE_OBJECTS_PACK && startswith(name, "pack-")) {
+                const char *e = strchrnul(name + 5, '.');
+                size_t k = (size_t) (e - name - 5);
+
+                if ((k == 40 || k == 64) && all_hex(name + 5, k) && (streq(e, ".pack") || streq(e, ".idx"))) {
+                        memcpy(ret_hex, name + 5, k);
+                        ret_hex[k] = 0;
+                        return streq(e, ".pack") ? VIEW_OBJECT_PACK : VIEW_OBJECT_IDX;
+                }
+        }
+        return VIEW_OBJECT_NONE;
+}
+
+/* Where name, a directory in d, lies in an object store (its info/, pack/ or a fan-out directory) or a git dir's info/ (kept_by_place()). */
+static ViewPlace place_of(const ViewDir *d, const char *name, uint8_t *ret_fan) {
+        *ret_fan = 0;
         if (streq(name, "objects"))
                 return VIEW_PLACE_OBJECTS;
+        if (d->place == VIEW_PLACE_OBJECTS && strlen(name) == 2 && all_hex(name, 2)) {
+                *ret_fan = (uint8_t) (hex_digit(name[0]) << 4 | hex_digit(name[1]));
+                return VIEW_PLACE_OBJECTS_LOOSE;
+        }
         if (streq(name, "info") && d->place == VIEW_PLACE_OBJECTS)
                 return VIEW_PLACE_OBJECTS_INFO;
         if (streq(name, "pack") && d->place == VIEW_PLACE_OBJECTS)
@@ -351,7 +402,8 @@ static ViewPlace place_of(const ViewDir *d, const char *name) {
 }
 
 ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c) {
-        ViewPlace place = place_of(d, name);
+        uint8_t fan;
+        ViewPlace place = place_of(d, name, &fan);
 
         if (c == VIEW_PROTECTED || d->zone == VIEW_ZONE_PROTECTED)
                 return (ViewDir) { .zone = VIEW_ZONE_PROTECTED };
@@ -362,7 +414,7 @@ ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c) {
                         return (ViewDir) { .zone = d->top ? VIEW_ZONE_GIT_TOP : VIEW_ZONE_GIT, .gitpos = true,
                                            .head_allowed = true };
                 /* An object store anywhere: a bare repository of the host's may hold it. */
-                return (ViewDir) { .zone = VIEW_ZONE_WORK, .place = place };
+                return (ViewDir) { .zone = VIEW_ZONE_WORK, .place = place, .fan = fan };
 
         case VIEW_ZONE_GIT_TOP:
         case VIEW_ZONE_GIT:
@@ -374,7 +426,7 @@ ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c) {
                 if (d->gitpos && streq(name, "logs"))
                         return (ViewDir) { .zone = VIEW_ZONE_GIT, .head_allowed = true };
                 if (d->gitpos && (streq(name, "objects") || streq(name, "refs") || streq(name, "info")))
-                        return (ViewDir) { .zone = VIEW_ZONE_GIT, .place = place };
+                        return (ViewDir) { .zone = VIEW_ZONE_GIT, .place = place, .fan = fan };
                 if (d->modules)
                         /* A submodule's git dir, or one more component of a
                          * submodule name with a slash in it. */
@@ -382,7 +434,7 @@ ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c) {
                 if (d->worktrees)
                         /* A linked worktree's git dir. */
                         return (ViewDir) { .zone = VIEW_ZONE_GIT, .gitpos = true, .head_allowed = true };
-                return (ViewDir) { .zone = VIEW_ZONE_GIT, .place = place };
+                return (ViewDir) { .zone = VIEW_ZONE_GIT, .place = place, .fan = fan };
 
         default:
                 break;
@@ -392,7 +444,7 @@ ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c) {
 
 bool view_dir_equal(const ViewDir *a, const ViewDir *b) {
         return a->zone == b->zone && a->top == b->top && a->gitpos == b->gitpos && a->head_allowed == b->head_allowed &&
-               a->modules == b->modules && a->worktrees == b->worktrees && a->place == b->place;
+               a->modules == b->modules && a->worktrees == b->worktrees && a->place == b->place && a->fan == b->fan;
 }
 
 ViewClass view_ignored_class(const ViewDir *d, ViewClass c, const ViewIgnoreFacts *f) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /*
  * The workspace view's rule (spec §4.6.2): which side of the view each
@@ -79,13 +80,15 @@ typedef enum ViewPlace {
         VIEW_PLACE_NONE,
         VIEW_PLACE_OBJECTS,             /* a directory named objects: an object store, or may become one */
         VIEW_PLACE_OBJECTS_INFO,        /* its info/: alternates, http-alternates, commit-graph(s) */
-        VIEW_PLACE_OBJECTS_PACK,        /* its pack/: multi-pack-index */
+        VIEW_PLACE_OBJECTS_PACK,        /* its pack/: multi-pack-index, the packs' reverse indexes and bitmaps */
+        VIEW_PLACE_OBJECTS_LOOSE,       /* one of its fan-out directories (two hex digits, ViewDir.fan): loose objects */
         VIEW_PLACE_INFO,                /* a git dir's info/: grafts */
 } ViewPlace;
 
 typedef struct ViewDir {
         ViewZone zone;
         ViewPlace place;
+        uint8_t fan;                    /* VIEW_PLACE_OBJECTS_LOOSE: the first byte of its objects' names */
         bool top;                       /* the workspace's root directory */
         bool gitpos;                    /* git makes git dirs here: a .git, worktrees/<n>, below modules/ */
         bool head_allowed;              /* a new HEAD may reach the host here (gitpos, or a logs/ directory) */
@@ -193,6 +196,23 @@ ViewClass view_name_class(const ViewDir *d, const ViewFacts *f, const char *name
 
 /* The ViewDir of the directory name in d (a directory of class c there). */
 ViewDir view_child_dir(const ViewDir *d, const char *name, ViewClass c);
+
+/*
+ * Whether name in d is where the host's git reads an object's bytes or a
+ * pack's object map by its name, unchecked (issue 32): a loose object
+ * (d a fan-out directory, name 38 or 62 hex digits), a pack
+ * (pack-<hex>.pack) or its index (pack-<hex>.idx) in an object store's
+ * pack/. *ret_hex (2 * 32 + 1 bytes): the object's or pack's name in hex,
+ * which says the object format by its length.
+ */
+typedef enum ViewObjectKind {
+        VIEW_OBJECT_NONE,
+        VIEW_OBJECT_LOOSE,
+        VIEW_OBJECT_PACK,
+        VIEW_OBJECT_IDX,
+} ViewObjectKind;
+#define VIEW_OBJECT_HEX_MAX (2 * 32 + 1)
+ViewObjectKind view_object_kind(const ViewDir *d, const char *name, char *ret_hex);
 
 /* Whether two directories are the same to the rule (a rename may not change that). */
 bool view_dir_equal(const ViewDir *a, const ViewDir *b);

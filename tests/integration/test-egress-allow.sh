@@ -16,8 +16,11 @@
 #      fetch succeeds;
 #   3. after a restart the Domain-life allows are gone; `lazaretctl egress
 #      allow --domain` brings the fetch back without a restart;
+#      `lazaretctl egress forget` ends it at once, without a restart (the
+#      fetch fails), and a second forget is refused;
 #   4. `--keep`: kept in the Domain Store, in force after a restart before
-#      anything is asked; `forget` ends that from the next start;
+#      anything is asked; `forget` ends it at once in the running sandbox
+#      and at the next start;
 #   5. the sandbox cannot allow: no user bus and no API socket inside; a
 #      DNS question with a control byte in its name is refused (FORMERR),
 #      logged escaped, and never becomes an event; a name with '_' is
@@ -162,6 +165,14 @@ lt_keeper_start
 out=$(ctl egress allow "$NAME:8080" --domain) || lt_fail "lazaretctl egress allow --domain failed: $out"
 lt_assert_eq "fetched after lazaretctl egress allow --domain" "test host $HOST" "$(fetch)"
 lt_log "ok: a restart forgot the Domain-life allow; lazaretctl egress allow --domain allowed it again, no restart"
+# Forgetting ends a Domain-life allow in the running helper, at once.
+out=$(ctl egress forget "$NAME:8080") || lt_fail "lazaretctl egress forget of a Domain-life allow failed: $out"
+[[ $out == *"no longer allowed in the running sandbox"* ]] || lt_fail "egress forget said: $out"
+[[ -z $(fetch) ]] || lt_fail "$NAME:8080 was reached after its Domain-life allow was forgotten"
+audited egress-forgotten bus "$NAME:8080" || lt_fail "no egress-forgotten audit event: $(ctl escalations history)"
+if out=$(ctl egress forget "$NAME:8080" 2>&1); then lt_fail "a second forget of $NAME:8080 succeeded: $out"; fi
+[[ $out == *"neither kept nor allowed"* ]] || lt_fail "the second forget said: $out"
+lt_log "ok: forget ended the Domain-life allow in the running sandbox; a second forget is refused"
 
 # --- 4. kept ------------------------------------------------------------------------
 ctl egress allow "$NAME:8080" --keep >/dev/null || lt_fail "lazaretctl egress allow --keep failed"
@@ -174,10 +185,11 @@ lt_assert_eq "fetched after a restart with the rule kept" "test host $HOST" "$(f
 log_since "$off" | grep -q "Applying 1 kept egress rules" || lt_fail "the kept rule was not applied at start"
 ctl egress forget "$NAME:8080" >/dev/null || lt_fail "lazaretctl egress forget failed"
 lt_assert_eq "kept rules after forget" "Domain $LT_DOMAIN keeps no allowed name." "$(ctl egress kept)"
+[[ -z $(fetch) ]] || lt_fail "$NAME was reached after its kept rule was forgotten, without a restart"
 ctl stop >/dev/null
 lt_keeper_start
 [[ -z $(fetch) ]] || lt_fail "$NAME was reached after its kept rule was forgotten and the Domain restarted"
-lt_log "ok: kept across a restart, forgotten from the next start"
+lt_log "ok: kept across a restart; forgotten at once in the running sandbox and at the next start"
 
 # --- 5. the sandbox cannot allow ------------------------------------------------------------
 api=$XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN

@@ -116,14 +116,18 @@ out=$(inside "$rn node_modules/evil vendor-evil" 2>&1) && lt_fail "rename(2) mov
 grep -q "cross-device" <<<"$out" || lt_fail "rename(2) of a tree holding a git dir's config: expected EXDEV, got: $out"
 out=$(inside "$rn node_modules/tools vendor-tools" 2>&1) && lt_fail "rename(2) moved a tree holding .vscode/ out of ignored state"
 grep -q "cross-device" <<<"$out" || lt_fail "rename(2) of a tree holding .vscode/: expected EXDEV, got: $out"
-# mv's copy would write the nested repository's index in place, which the
-# view refuses (issue 32 item 3: an index changes only by git's rename of
-# index.lock, which is judged); so it goes without its index, and git
-# reset makes it again where it landed.
+# mv's copy would write the nested repository's index and its objects in
+# place, which the view refuses (issue 32: an index changes only by git's
+# rename of index.lock, which is judged; an object's file only by git's
+# rename onto its name, which is checked); so it goes without its index
+# and objects, git repack brings the objects in by its renames, and git
+# reset makes the index again where it landed.
 out=$(inside "mv node_modules/evil vendor-evil" 2>&1) && lt_fail "mv of a repository with its index succeeded: $out"
-[[ $out == *"vendor-evil/.git/index"*"not permitted"* ]] || lt_fail "mv of a repository with its index failed otherwise: $out"
-expect_inside "mv of both trees (the repository without its index), and the repository added as a gitlink" \
-        "rm -rf vendor-evil && rm node_modules/evil/.git/index && mv node_modules/evil vendor-evil &&
+[[ $out == *"vendor-evil/.git/"*"not permitted"* ]] || lt_fail "mv of a repository with its index failed otherwise: $out"
+expect_inside "mv of both trees (the repository without its index and objects), and the repository added as a gitlink" \
+        "rm -rf vendor-evil /tmp/evil-objects && rm node_modules/evil/.git/index &&
+         mv node_modules/evil/.git/objects /tmp/evil-objects && mv node_modules/evil vendor-evil &&
+         mkdir vendor-evil/.git/objects && GIT_ALTERNATE_OBJECT_DIRECTORIES=/tmp/evil-objects git -C vendor-evil repack -adq &&
          git -C vendor-evil reset -q && mv node_modules/tools vendor-tools && [ -f vendor-tools/.vscode/tasks.json ] &&
          [ \"\$(git -C vendor-evil config --local core.fsmonitor)\" = 'touch $pwned' ] && git add vendor-evil"
 [[ ! -e $LT_WS/vendor-evil/.git/config ]] || lt_fail "the moved repository's config is on the host: $(cat "$LT_WS/vendor-evil/.git/config")"

@@ -159,8 +159,10 @@ git -C "$LT_WS" status >/dev/null || lt_fail "the host worktree's git status fai
 no_marks "git worktree add ../wt2 inside"
 lt_log "ok: git worktree add inside a linked workspace: branch and commit on the host, its registration kept inside"
 # Last: the registration's commondir, which breaks git inside for the rest of this Domain.
+# (The fake common dir gets an empty objects/: an object's file is put in place only by git's
+# rename onto its name, which the view checks.)
 expect_inside "the registration's commondir written" \
-        "mkdir -p /workspace/.x && cp -r $main/.git/objects $main/.git/refs $main/.git/HEAD /workspace/.x/ &&
+        "mkdir -p /workspace/.x/objects && cp -r $main/.git/refs $main/.git/HEAD /workspace/.x/ &&
          printf '[core]\n\tfsmonitor = touch $(mark commondir)\n' > /workspace/.x/config && echo /workspace/.x > $gd/commondir"
 lt_assert_eq "the registration's commondir on the host" "../.." "$(cat "$gd/commondir")"
 git -C "$LT_WS" status >/dev/null 2>&1 || true

@@ -175,3 +175,77 @@ Test(egress_proto, scopes) {
         cr_assert_eq(egress_scope_from_string(NULL, &s), -EINVAL);
         cr_assert_null(egress_scope_to_string(_EGRESS_SCOPE_MAX));
 }
+
+Test(egress_proto, remove_request) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        _cleanup_free_ char *text = NULL, *why = NULL;
+        json_object *args;
+        HostRule r;
+
+        cr_assert_eq(egress_remove_request("Probe.Lazaret.Test:8080", &text, &why), 0, "%s", why);
+        cr_assert_str_eq(text, "{\"execute\":\"remove_host\",\"arguments\":{\"rule\":\"probe.lazaret.test:8080\"}}");
+        cr_assert_eq(json_parse_strict(text, strlen(text), &o, &why), 0);
+        cr_assert(json_object_object_get_ex(o, "arguments", &args));
+        cr_assert_eq(egress_remove_parse(args, &r, &why), 0, "%s", why);
+        cr_assert_str_eq(r.name, "probe.lazaret.test");
+        cr_assert_eq(r.n_ports, 1);
+        cr_assert_eq(r.ports[0], 8080);
+
+        free(text);
+        text = NULL;
+        cr_assert_lt(egress_remove_request("http://a.example", &text, &why), 0);
+        cr_assert_null(text);
+}
+
+Test(egress_proto, remove_parse_refuses) {
+        static const char *const bad[] = {
+                "{}",
+                "{\"rule\":1}",
+                "{\"rule\":\"a.example\",\"scope\":\"once\"}",
+                "{\"rule\":\"a b\"}",
+                "{\"rule\":\"*.\"}",
+        };
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                _cleanup_(json_object_putp) json_object *o = NULL;
+                _cleanup_free_ char *why = NULL;
+                HostRule r;
+
+                cr_assert_eq(json_parse_strict(bad[i], strlen(bad[i]), &o, &why), 0, "%s", bad[i]);
+                why = mfree(why);
+                cr_assert_lt(egress_remove_parse(o, &r, &why), 0, "%s was taken", bad[i]);
+                cr_assert_not_null(why);
+        }
+}
+
+/* The helper's answers as the coordinator reads them: 1 removed, 0 any other return, the error's words escaped. */
+Test(egress_proto, reply_parse) {
+        static const struct {
+                const char *text;
+                int want;
+                const char *why;
+        } cases[] = {
+                { "{\"return\":{}}", 0, NULL },
+                { "{\"return\":{\"removed\":true,\"closed\":2}}", 1, NULL },
+                { "{\"return\":{\"removed\":false,\"closed\":0}}", 0, NULL },
+                { "{\"return\":{\"removed\":\"yes\"}}", 0, NULL },
+                { "{\"error\":{\"desc\":\"no\\u001bway\"}}", -EINVAL, "no\\x1bway" },
+                { "{\"error\":{\"desc\":3}}", -EBADMSG, NULL },
+                { "{\"return\":[]}", -EBADMSG, NULL },
+                { "[]", -EBADMSG, NULL },
+                { "", -EBADMSG, NULL },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                _cleanup_free_ char *why = NULL;
+                int r = egress_reply_parse(cases[i].text, strlen(cases[i].text), &why);
+
+                cr_assert_eq(r, cases[i].want, "%s: %d", cases[i].text, r);
+                if (r >= 0)
+                        cr_assert_null(why, "%s", cases[i].text);
+                else
+                        cr_assert_not_null(why, "%s", cases[i].text);
+                if (cases[i].why)
+                        cr_assert_str_eq(why, cases[i].why);
+        }
+}

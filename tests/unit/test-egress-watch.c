@@ -199,3 +199,45 @@ Test(egress_watch, allows, .init = setup, .fini = teardown) {
         close(c);
         close(helper);
 }
+
+/* remove_host: the canonical rule sent; the helper's "removed" read as 1, any other return as 0. */
+Test(egress_watch, forget, .init = setup, .fini = teardown) {
+        State st = {};
+        EgressWatch *w = NULL;
+        int helper, c;
+
+        cr_assert_eq(egress_watch_new(event, path, &callbacks, &st, &w), 0);
+        helper = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+        cr_assert_geq(helper, 0);
+        (void) take_request(helper);
+
+        cr_assert_eq(egress_watch_forget(w, "A.Example:8080", on_allow_done, &st), 0);
+        c = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+        cr_assert_geq(c, 0);
+        cr_assert_str_eq(take_request(c), "{\"execute\":\"remove_host\",\"arguments\":{\"rule\":\"a.example:8080\"}}");
+        put(c, "{\"return\":{\"removed\":true,\"closed\":2}}");
+        close(c);
+        RUN_UNTIL(st.allows_done == 1);
+        cr_assert_eq(st.allow_r, 1);
+
+        cr_assert_eq(egress_watch_forget(w, "b.example", on_allow_done, &st), 0);
+        c = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+        (void) take_request(c);
+        put(c, "{\"return\":{\"removed\":false,\"closed\":0}}");
+        close(c);
+        RUN_UNTIL(st.allows_done == 2);
+        cr_assert_eq(st.allow_r, 0);
+
+        /* Not an answer of the protocol: refused, not read as "not held". */
+        cr_assert_eq(egress_watch_forget(w, "b.example", on_allow_done, &st), 0);
+        c = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+        (void) take_request(c);
+        put(c, "[\"removed\"]");
+        close(c);
+        RUN_UNTIL(st.allows_done == 3);
+        cr_assert_eq(st.allow_r, -EBADMSG);
+
+        cr_assert_lt(egress_watch_forget(w, "http://c.example", on_allow_done, &st), 0);
+        egress_watch_free(w);
+        close(helper);
+}

@@ -138,9 +138,42 @@ Test(git_refs, read, .init = setup, .fini = teardown) {
         run("mkdir .git/reftable");
         git_refs_done(&r);
         cr_expect_eq(git_refs_read(g, g, &r), -EOPNOTSUPP);
+        /* ... and said as such where a person reads it (lazaretctl status, changes, the launch line). */
+        cr_expect_not_null(strstr(git_refs_strerror(-EOPNOTSUPP), "reftable"));
+        cr_expect_not_null(strstr(git_refs_strerror(-EOPNOTSUPP), "not counted"));
 }
 
 /* Bounded: the refs past GIT_REFS_MAX are not read, and the result says it was cut. */
+/* A linked worktree's own refs: its detached HEAD and its bisect refs, under "worktrees/<name>/". */
+Test(git_refs, worktrees, .init = setup, .fini = teardown) {
+        _cleanup_(git_refs_done) GitRefs r = {};
+        _cleanup_close_ int g = -EBADF;
+        const char *a = "1111111111111111111111111111111111111111", *b = "2222222222222222222222222222222222222222";
+        const GitRef *x;
+
+        run("mkdir -p .git/refs/heads .git/worktrees/w/refs/bisect .git/worktrees/.hidden .git/worktrees/v");
+        put(".git/HEAD", "ref: refs/heads/main\n", 0644);
+        put(".git/refs/heads/main", "1111111111111111111111111111111111111111\n", 0644);
+        put(".git/worktrees/w/HEAD", "2222222222222222222222222222222222222222\n", 0644);
+        put(".git/worktrees/w/refs/bisect/bad", "1111111111111111111111111111111111111111\n", 0644);
+        put(".git/worktrees/v/HEAD", "ref: refs/heads/main\n", 0644);
+        put(".git/worktrees/.hidden/HEAD", "2222222222222222222222222222222222222222\n", 0644);
+        g = open_dir(".git");
+        cr_assert_eq(git_refs_read(g, g, &r), 0);
+        cr_assert_eq(r.n, 3);
+        cr_assert_not_null(x = git_refs_find(&r, "worktrees/w/HEAD"));
+        cr_expect_str_eq(x->oid, b);
+        cr_assert_not_null(x = git_refs_find(&r, "worktrees/w/refs/bisect/bad"));
+        cr_expect_str_eq(x->oid, a);
+        cr_expect_null(git_refs_find(&r, "worktrees/v/HEAD"));
+        cr_expect(git_ref_name_is_valid("worktrees/w/HEAD"));
+        cr_expect(!git_ref_name_is_valid("worktrees/w/heads/x"));
+        cr_expect(!git_ref_name_is_valid("worktrees/.w/HEAD"));
+        cr_expect(!git_ref_name_is_valid("worktrees//HEAD"));
+        cr_expect(!git_ref_name_is_valid("worktrees/w/refs/a..b"));
+        cr_expect(!git_ref_name_is_valid("worktrees/w"));
+}
+
 Test(git_refs, bounded, .init = setup, .fini = teardown) {
         _cleanup_(git_refs_done) GitRefs r = {};
         _cleanup_close_ int g = -EBADF;

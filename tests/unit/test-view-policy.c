@@ -150,6 +150,22 @@ Test(view_policy, kept_in_the_domain) {
         EXPECT("sub/.git/objects/pack/multi-pack-index", NONE, false, VIEW_PROTECTED);
         EXPECT(".git/objects/pack/pack-0123abcd.idx", NONE, false, VIEW_SHARED);
         EXPECT(".git/objects/info/packs", NONE, false, VIEW_SHARED);
+        /* A pack's reverse index and bitmap: a host repack or push trusts the objects they point at. */
+        EXPECT(".git/objects/pack/pack-0123abcd.rev", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/pack/pack-0123abcd.bitmap", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/pack/.tmp-12-pack-0123abcd.bitmap", NONE, false, VIEW_PROTECTED);
+        EXPECT("bare.git/objects/pack/pack-0123abcd.rev", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/pack/tmp_rev_AbC123", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/pack/tmp_bitmap_AbC123", NONE, false, VIEW_PROTECTED);
+        EXPECT(".git/objects/pack/tmp_idx_AbC123", NONE, false, VIEW_SHARED);
+        EXPECT(".git/objects/pack/tmp_pack_AbC123", NONE, false, VIEW_SHARED);
+        /* The pack itself, its index (checked when put in place), .keep, .promisor and .mtimes stay shared. */
+        EXPECT(".git/objects/pack/pack-0123abcd.pack", NONE, false, VIEW_SHARED);
+        EXPECT(".git/objects/pack/pack-0123abcd.keep", NONE, false, VIEW_SHARED);
+        EXPECT(".git/objects/pack/pack-0123abcd.promisor", NONE, false, VIEW_SHARED);
+        EXPECT(".git/objects/pack/pack-0123abcd.mtimes", NONE, false, VIEW_SHARED);
+        EXPECT(".git/objects/ab/0123456789abcdef0123456789abcdef012345", NONE, false, VIEW_SHARED);
+        EXPECT("src/rev/x.rev", NONE, false, VIEW_SHARED);
         EXPECT(".git/modules/mod/info/grafts", NONE, false, VIEW_PROTECTED);
         /* What git needs to share the work, and info/ files that select only what the host defines. */
         EXPECT(".git/objects/info/packs", NONE, false, VIEW_SHARED);
@@ -176,6 +192,46 @@ Test(view_policy, a_move_may_not_change_the_place) {
 
         cr_expect(!view_dir_equal(&a, &b));
         cr_expect(!view_dir_equal(&c, &d));
+
+        /* A fan-out directory: moved to another's name, its objects would be filed under other names. */
+        ViewDir ab = view_child_dir(&objects, "ab", VIEW_SHARED), cd = view_child_dir(&objects, "cd", VIEW_SHARED),
+                ab2 = view_child_dir(&c, "ab", VIEW_SHARED), plain = view_child_dir(&d, "ab", VIEW_SHARED);
+        cr_expect_eq(ab.place, VIEW_PLACE_OBJECTS_LOOSE);
+        cr_expect_eq(ab.fan, 0xab);
+        cr_expect(!view_dir_equal(&ab, &cd));
+        cr_expect(!view_dir_equal(&ab, &b));
+        cr_expect(!view_dir_equal(&ab, &plain));
+        cr_expect(view_dir_equal(&ab, &ab2) || ab.zone != ab2.zone);
+        cr_expect_eq(view_child_dir(&objects, "AB", VIEW_SHARED).place, VIEW_PLACE_NONE);
+        cr_expect_eq(view_child_dir(&objects, "abc", VIEW_SHARED).place, VIEW_PLACE_NONE);
+}
+
+Test(view_policy, object_names) {
+        ViewDir top = VIEW_DIR_TOP, git = view_child_dir(&top, ".git", VIEW_SHARED),
+                objects = view_child_dir(&git, "objects", VIEW_SHARED), ab = view_child_dir(&objects, "ab", VIEW_SHARED),
+                pack = view_child_dir(&objects, "pack", VIEW_SHARED), other = view_child_dir(&top, "ab", VIEW_SHARED);
+        char hex[VIEW_OBJECT_HEX_MAX];
+        const char *sha1 = "0123456789abcdef0123456789abcdef012345",
+                   *sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd";
+
+        cr_expect_eq(view_object_kind(&ab, sha1, hex), VIEW_OBJECT_LOOSE);
+        cr_expect_str_eq(hex, "ab0123456789abcdef0123456789abcdef012345");
+        cr_expect_eq(view_object_kind(&ab, sha256, hex), VIEW_OBJECT_LOOSE);
+        cr_expect_eq(strlen(hex), 64);
+        cr_expect_eq(view_object_kind(&ab, "tmp_obj_AbCdEf", hex), VIEW_OBJECT_NONE);
+        cr_expect_eq(view_object_kind(&ab, "0123456789ABCDEF0123456789abcdef012345", hex), VIEW_OBJECT_NONE);
+        cr_expect_eq(view_object_kind(&ab, "0123456789abcdef0123456789abcdef01234", hex), VIEW_OBJECT_NONE);
+        cr_expect_eq(view_object_kind(&other, sha1, hex), VIEW_OBJECT_NONE);
+        cr_expect_eq(view_object_kind(&pack, "pack-0123456789abcdef0123456789abcdef01234567.pack", hex),
+                     VIEW_OBJECT_PACK);
+        cr_expect_str_eq(hex, "0123456789abcdef0123456789abcdef01234567");
+        cr_expect_eq(view_object_kind(&pack, "pack-0123456789abcdef0123456789abcdef01234567.idx", hex),
+                     VIEW_OBJECT_IDX);
+        cr_expect_eq(view_object_kind(&pack, "pack-0123456789abcdef0123456789abcdef01234567.keep", hex),
+                     VIEW_OBJECT_NONE);
+        cr_expect_eq(view_object_kind(&pack, "tmp_pack_x.pack", hex), VIEW_OBJECT_NONE);
+        cr_expect_eq(view_object_kind(&pack, "pack-0123.idx", hex), VIEW_OBJECT_NONE);
+        cr_expect_eq(view_object_kind(&ab, "pack-0123456789abcdef0123456789abcdef01234567.idx", hex), VIEW_OBJECT_NONE);
 }
 
 Test(view_policy, ordinary_files_stay_shared) {
