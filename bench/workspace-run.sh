@@ -167,6 +167,7 @@ make_image() {
         echo "$dpkg_stamp" >"$image.dpkg"
 }
 make_image
+t_image=$((SECONDS - t_start))
 
 # --- the workloads' data -----------------------------------------------------
 
@@ -229,6 +230,7 @@ mkdir -p "$repo"
         rm -rf node_modules
 )
 cproj=$ws/cproj
+t_data=$SECONDS
 [[ $MODE != full ]] || mkdir -p "$cproj"
 [[ $MODE != full ]] || (
         cd "$cproj"
@@ -269,10 +271,14 @@ EOF
 # in an ignored one, which no other Domain sees, and bare runsc 5.3 s against
 # the plain bind's 3.0 s). Nothing watches across the copies.
 declare -A wsof=([host]=$ws)
+t_data=$((t_data - t_start - t_image))
+t_copies=$SECONDS
 for env in "${envs[@]:1}"; do
         wsof[$env]=$BENCH/ws-$env
         cp -a "$ws" "${wsof[$env]}"
 done
+t_copies=$((SECONDS - t_copies))
+t_domain=$SECONDS
 
 # --- Lazaret: a warm Domain held by a background session ----------------------
 
@@ -344,6 +350,8 @@ wait_running lz "$holder"
 lz status --json | jq -e '.MountPlan.entries[] | select(.destination == "/workspace" and .kind == "view")' >/dev/null ||
         lt_fail "the Domain does not serve /workspace through the view"
 
+t_domain=$((SECONDS - t_domain))
+t_sandboxes=$SECONDS
 # The sandbox Lazaret started: its runsc binary, global flags and bundle.
 lz_pid=
 for _ in $(seq 1 100); do
@@ -447,6 +455,7 @@ unshare --user --map-root-user --map-auto --mount -- bash -c '
 fuse=$!
 wait_started "$fuse" "$work/fuse.log" bench-fuse "${rf[@]}"
 
+t_sandboxes=$((SECONDS - t_sandboxes))
 # What the two sandboxes were booted with, paths left out: any difference is
 # printed with the figures.
 boot_flags() {   # PID
@@ -465,14 +474,14 @@ if [[ -n $bare_pid ]]; then
 fi
 
 git_env=(GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.checkStat GIT_CONFIG_VALUE_0=minimal)
-# run_in ENV WORKLOAD RUNS: the workload's timings (ms, one a line).
+# run_in ENV WORKLOAD RUNS [again]: the workload's timings (ms, one a line).
 run_in() {
         case $1 in
-        host) bash "$ws/.bench/load.sh" "$ws" "$2" "$3" ;;
-        bare) "${rs[@]}" exec bench-bare /usr/bin/env "${git_env[@]}" bash /workspace/.bench/load.sh /workspace "$2" "$3" ;;
-        fuse) "${rf[@]}" exec bench-fuse /usr/bin/env "${git_env[@]}" bash /workspace/.bench/load.sh /workspace "$2" "$3" ;;
-        lazaret) lz launch -- /usr/bin/env LAZARET_BENCH_GIT_MINIMAL=1 bash /workspace/.bench/load.sh /workspace "$2" "$3" ;;
-        plain) lzp launch -- /usr/bin/env LAZARET_BENCH_GIT_MINIMAL=1 bash /workspace/.bench/load.sh /workspace "$2" "$3" ;;
+        host) bash "$ws/.bench/load.sh" "$ws" "$2" "$3" ${4:-} ;;
+        bare) "${rs[@]}" exec bench-bare /usr/bin/env "${git_env[@]}" bash /workspace/.bench/load.sh /workspace "$2" "$3" ${4:-} ;;
+        fuse) "${rf[@]}" exec bench-fuse /usr/bin/env "${git_env[@]}" bash /workspace/.bench/load.sh /workspace "$2" "$3" ${4:-} ;;
+        lazaret) lz launch -- /usr/bin/env LAZARET_BENCH_GIT_MINIMAL=1 bash /workspace/.bench/load.sh /workspace "$2" "$3" ${4:-} ;;
+        plain) lzp launch -- /usr/bin/env LAZARET_BENCH_GIT_MINIMAL=1 bash /workspace/.bench/load.sh /workspace "$2" "$3" ${4:-} ;;
         esac
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -521,9 +530,13 @@ settle() {
 }
 
 # One run of each environment in turn, round after round, in an order that
-# rotates, so that a change in the machine's load touches all alike.
+# rotates, so that a change in the machine's load touches all alike. Each
+# row's wall time is kept, and what of it the timed runs and the settling
+# were (row_times, printed with the table): the rest is starting each
+# run's process in its environment and the untimed work of the workload.
+declare -A row_wall=() row_settle=() row_timed=()
 measure() {   # KEY WORKLOAD ROUNDS WHAT
-        local r i env
+        local r i env t0=${EPOCHREALTIME/[.,]/} s0=$settle_ms
         [[ " $LOADS " == *" $1 "* ]] || return 0
         blog "measuring: $4"
         for ((r = 0; r < $3; r++)); do
@@ -534,9 +547,16 @@ measure() {   # KEY WORKLOAD ROUNDS WHAT
                         [[ $env != fuse || $1 != git-first ]] || continue
                         [[ $1 != git-first ]] || git -C "${wsof[$env]}/repo" status >/dev/null
                         settle
-                        run_in "$env" "$2" 1 >>"$work/$env.$1" || lt_fail "$env: $2 failed"
+                        # From the second round on, the untimed preparation of the
+                        # git rows is still in place (workspace-load.sh, "again").
+                        run_in "$env" "$2" 1 "$([[ $r == 0 ]] || echo again)" >>"$work/$env.$1" || lt_fail "$env: $2 failed"
                 done
         done
+        row_wall[$1]=$(((${EPOCHREALTIME/[.,]/} - t0) / 1000))
+        row_settle[$1]=$((settle_ms - s0))
+        # Every figure the row's runs printed (the npm row's two a run), in ms.
+        row_timed[$1]=$(for env in "${envs[@]}"; do cat "$work/$env.$1" 2>/dev/null || true; done |
+                awk '{ for (i = 1; i <= NF; i++) s += $i } END { printf "%d", s }')
 }
 t_measure=$SECONDS
 load_measure=$(cut -d' ' -f1 /proc/loadavg)
@@ -591,6 +611,13 @@ else
 fi
 ((RUNS >= 5)) || echo "  (fewer than 5 runs: a trial of the benchmark, not figures to quote)"
 echo "  wall time:    $((SECONDS - t_start + t_install)) s: install $t_install s, data and sandboxes $((SECONDS - t_start - t_measure)) s, timed runs $t_measure s"
+echo "  set-up:       the image $t_image s, the data $t_data s, a workspace copy per environment $t_copies s, the Domain(s) $t_domain s, the bare sandboxes $t_sandboxes s"
+for key in $LOADS; do
+        [[ -n ${row_wall[$key]:-} ]] || continue
+        printf '  %-13s %d s: timed %d s, settling %d s, the rest %d s (each run'"'"'s start in its environment, untimed work)\n' "$key:" \
+                $((row_wall[$key] / 1000)) $((row_timed[$key] / 1000)) $((row_settle[$key] / 1000)) \
+                $(((row_wall[$key] - row_timed[$key] - row_settle[$key]) / 1000))
+done
 echo "  settling:     $((settle_ms / 1000)) s in all waiting, before each timed run, for $([[ $SETTLE == own ]] && echo "the test user's processes" || echo "the machine") to be quiet ($settle_cut waits cut short)"
 echo "  lazaret:      ${LAZARET_TEST_BENCH_LAZARET:-$LAZARET_SOURCE_ROOT}, $([[ $MODE == quick ]] && echo "the product build" || echo "a test-hooks build"), $LT_BUILDDIR"
 echo "  file system:  $FS (the workspaces, the data root and the overlays)"

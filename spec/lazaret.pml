@@ -8,7 +8,11 @@
  * coordinator, the Runtime Supervisor, the runsc client, slirp4netns, the
  * workspace view (lazaret-view) or a client, cut the coordinator off the
  * user bus, or (once) send Stop() or SIGTERM to the owner of a running
- * Domain.  run-model.sh checks
+ * Domain.  With -DHOSTRULES the profile has host rules (§4.5 "Egress by
+ * name"): the egress helper binds names to synthetic addresses, the agent
+ * inside the sandbox resolves and connects through it, the attestation
+ * runs the four name canaries before "attested", and the developer may
+ * allow a denied name live.  run-model.sh checks
  * several bounded configurations of these constants (spec/README.md).
  *
  * Roles (spec/lazaret.md §4.1) and the processes that model them:
@@ -20,6 +24,8 @@
  *                 also with the supervisor, PR_SET_PDEATHSIG)
  *   Client        lazaretctl launch
  *   Escalator     lazaret-escalate and the agent inside the sandbox
+ *   Agent         with -DHOSTRULES: the agent's DNS questions and
+ *                 connections, each answered by lazaret-egress in one step
  *   UserManager   systemd --user (socket activation, the sandbox scope
  *                 bound to the service) and dbus-daemon
  *   Faults        process deaths and bus loss, and Stop() / SIGTERM
@@ -87,6 +93,37 @@
 #define V_DENY    2      /* [D] deny                                     */
 
 #define BOGUS_KEY 7
+
+/* Egress by name (§4.5), -DHOSTRULES only.  The names the model knows, and
+ * their synthetic addresses: the helper gives each name one address of its
+ * pool for its life, handed out in order; the model gives name n the
+ * address n (which address a name gets is not what the invariants read).
+ * A_UNBOUND stands for every address no name resolved to: the pool's last,
+ * which the direct canary uses, and every real address. */
+#define N_OK        1    /* a name the profile's host rules allow         */
+#define N_DENIED    2    /* a name no rule allows, unless the developer allows it live */
+#define N_CANARY    3    /* allowed.canary.lazaret.invalid: --canary-socket, held apart from the rules */
+#define N_CDENIED   4    /* denied.canary.lazaret.invalid: no rule may name it */
+#define A_UNBOUND   5
+#define BIT(n)      (1 << (n))
+
+/* The helper's live rule for N_DENIED (add_host), by scope. */
+#define L_NONE      0
+#define L_ONCE      1    /* lapses (its TTL after one use, or unused)     */
+#define L_DOMAIN    2    /* until the helper exits; a kept rule is sent so */
+
+#define BY_DEVELOPER 1   /* the coordinator, on the developer's decision  */
+#define BY_SANDBOX   2   /* anything the sandbox chose                     */
+
+/* The name canaries (§4.5 "Proven from inside"), one bit each. */
+#define C_ALLOWED   1    /* the allowed name resolves, its ClientHello reaches the responder */
+#define C_DENIED    2    /* the denied name is NXDOMAIN                    */
+#define C_DIRECT    4    /* a connection to A_UNBOUND is reset             */
+#define C_HELLO     8    /* a ClientHello naming N_CDENIED on N_CANARY's address is refused */
+#define C_ALL       15
+
+#define MAXALLOW    1    /* the developer's allows per run                */
+#define OTHER_DIGEST 255 /* a rule set no policy digest covers            */
 
 /* ------------------------------------------------------------------ */
 /* Shared state                                                        */
@@ -169,9 +206,26 @@ bool stale_result;             /* a result was written over the file of a later 
 byte first_claim;              /* request 1 as written, for its replay   */
 byte first_key;
 
+#ifdef HOSTRULES
+/* Egress by name (§4.5).  The helper's memory dies with it: the cleanup
+ * step that stops the helper forgets it (a dead helper's is never read:
+ * every use needs helper == P_ALIVE). */
+byte bound;                    /* helper: names bound to their address by its own resolution (BIT(n)) */
+byte live;                     /* helper: its live rule for N_DENIED, L_*   */
+byte live_by;                  /* who added that rule, BY_*                 */
+byte helper_digest;            /* digest covering the rules the helper was started with */
+byte canary_ok;                /* the name canaries that passed, C_*        */
+byte names_digest;             /* the digest the passed canaries attested   */
+bool kept;                     /* Domain Store: the developer kept the rule for N_DENIED */
+byte nallow;                   /* the developer's allows so far             */
+#endif
+
 byte faults;
 #if defined(LIVENESS) || defined(WITNESS)
 byte view_died_gen;            /* ghost: generation whose view was killed */
+#endif
+#if defined(WITNESS) && defined(HOSTRULES)
+byte denied_used_gen;          /* ghost: generation in which a connection to N_DENIED passed under a live rule */
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -194,11 +248,21 @@ byte view_died_gen;            /* ghost: generation whose view was killed */
 /* Mutation points: each MUTANT switch breaks exactly one rule          */
 /* ------------------------------------------------------------------ */
 
+/* §5.2 step 6, with host rules: the rules the Domain Store keeps are sent
+ * to the helper once the sandbox is ready, and the Domain is published
+ * only when the helper holds them.  MUTANT publish_before_kept_rules
+ * publishes without waiting for the answers. */
+#if defined(HOSTRULES) && !defined(MUTANT_publish_before_kept_rules)
+#define KEPT_GATE      (!kept || live == L_DOMAIN)
+#else
+#define KEPT_GATE      (true)
+#endif
+
 /* §5.2 publication gate: sandbox started AND network attested. */
 #ifdef MUTANT_publish_before_network
 #define PUBLISH_GATE   (sandbox_ready)
 #else
-#define PUBLISH_GATE   (sandbox_ready && net_ready)
+#define PUBLISH_GATE   (sandbox_ready && net_ready && KEPT_GATE)
 #endif
 
 /* §5.2 MarkNetworkReady: attested from inside the live sandbox. */
@@ -353,6 +417,130 @@ byte view_died_gen;            /* ghost: generation whose view was killed */
 #define VIEW_DIED      (false)
 #else
 #define VIEW_DIED      (view == P_EXITED)
+#endif
+
+/* §4.5 "Egress by name", the helper's rules (-DHOSTRULES).  What the
+ * helper allows now: a profile rule, its live rule while in force, and the
+ * allowed name canary, held apart from the rules.  The assertions at a
+ * connection read the same macro: it is the developer's rules, and the
+ * gates below are the helper's code that must keep to them. */
+#define NAME_ALLOWED(n) (n == N_OK || n == N_CANARY || (n == N_DENIED && live != L_NONE))
+
+/* The frame filter resets a SYN to an address no name of the helper's own
+ * resolutions is bound to (frame_in(): name_by_synth() finds none).
+ * MUTANT admit_unbound_address lets it through (as if allowed by address). */
+#ifdef MUTANT_admit_unbound_address
+#define UNBOUND_PASSES (true)
+#else
+#define UNBOUND_PASSES (false)
+#endif
+
+/* A SYN to a bound address passes only while a rule allows its name now:
+ * a lapsed once rule still has its listener (rules_allow() decides).
+ * MUTANT admit_lapsed_rule takes the listener for the rule. */
+#ifdef MUTANT_admit_lapsed_rule
+#define SYN_IN_FORCE(a) (true)
+#else
+#define SYN_IN_FORCE(a) (NAME_ALLOWED(a))
+#endif
+
+/* The first bytes (ClientHello server_name on 443, Host on 80) must name
+ * the name bound to the address (check_first_bytes()).  MUTANT
+ * skip_sni_check carries whatever they name to the bound name's
+ * addresses, where the server answers for the name they carry. */
+#ifdef MUTANT_skip_sni_check
+#define SNI_MATCHES(a, s) (true)
+#else
+#define SNI_MATCHES(a, s) (s == a)
+#endif
+
+/* The rules reach the supervisor inside the policy's canonical bytes, so
+ * the helper holds the rules of the digest the coordinator derived and
+ * the attestation reports.  MUTANT rules_outside_digest passes them beside
+ * the policy: the helper may hold rules no attested digest covers. */
+#ifndef HOSTRULES
+#define HELPER_RULES(g)     /* nothing: not even a skip, which would be a step */
+#elif defined(MUTANT_rules_outside_digest)
+#define HELPER_RULES(g) if :: helper_digest = g :: helper_digest = OTHER_DIGEST fi
+#else
+#define HELPER_RULES(g) helper_digest = g
+#endif
+
+/* The coordinator derives each generation's policy anew (the
+ * configuration may have changed): each generation its own digest. */
+#define RULE_DIGEST    (gen)
+
+#ifdef HOSTRULES
+/* A DNS question for n from the sandbox: the helper answers an allowed
+ * name with its synthetic address, bound from then on; any other is
+ * NXDOMAIN, and for N_DENIED an event to the coordinator's watch.  The
+ * event only ever suggests a rule; MUTANT allow_on_denial makes it one. */
+inline helper_resolve(n, answered) {
+	if
+	:: NAME_ALLOWED(n) -> bound = bound | BIT(n); answered = true
+	:: else -> answered = false
+#ifdef MUTANT_allow_on_denial
+		; if :: n == N_DENIED && live == L_NONE -> live = L_DOMAIN; live_by = BY_SANDBOX :: else fi
+#endif
+	fi
+}
+
+/* A TCP connection from the sandbox to address a whose first bytes name s:
+ * the frame filter's SYN check, the first bytes' check and the dial, in
+ * one step of the helper.  An admitted connection reaches the server of
+ * the bound name's addresses, which answers for the name s. */
+inline helper_connect(a, s, admitted) {
+	if
+	:: bound & BIT(a) -> admitted = (SYN_IN_FORCE(a) && SNI_MATCHES(a, s))
+	:: else -> admitted = UNBOUND_PASSES
+	fi;
+	if
+	:: admitted ->
+		assert(bound & BIT(a));                           /* INV UnboundAddressNeverDialled */
+		assert(NAME_ALLOWED(a) && NAME_ALLOWED(s))        /* INV DeniedNameNeverReached */
+	:: else
+	fi
+}
+
+/* One name canary's verdict: a failure is FAILED, and the supervisor exits
+ * (the view with it, PR_SET_PDEATHSIG); the Domain is never published. */
+inline name_canary(c, pass) {
+	if
+	:: pass -> canary_ok = canary_ok | c
+	:: else -> sup = P_EXITED; if :: view == P_ALIVE -> view = P_EXITED :: else fi
+	fi;
+	ok = false
+}
+
+/* §4.5 "Proven from inside: the name canaries": run by the probe in the
+ * live sandbox through the live helper, each one step, in the order the
+ * supervisor judges them. */
+#define PROBE_GATE (!sup_stop && runsc == P_ALIVE && helper == P_ALIVE)
+inline name_canaries() {
+	atomic { PROBE_GATE ->
+		helper_resolve(N_CANARY, ok);
+		if :: ok -> helper_connect(N_CANARY, N_CANARY, ok) :: else fi;
+		name_canary(C_ALLOWED, ok) };
+	atomic { PROBE_GATE -> helper_resolve(N_CDENIED, ok); name_canary(C_DENIED, !ok) };
+	atomic { PROBE_GATE -> helper_connect(A_UNBOUND, N_CANARY, ok); name_canary(C_DIRECT, !ok) };
+	atomic { PROBE_GATE -> helper_connect(N_CANARY, N_CDENIED, ok); name_canary(C_HELLO, !ok) }
+}
+
+/* The helper's memory goes with it (the cleanup step stops it). */
+#define FORGET_HELPER  bound = 0; live = L_NONE; live_by = 0; helper_digest = 0; canary_ok = 0; names_digest = 0
+#define NAMES_ATTESTED names_digest = helper_digest
+/* The supervisor reports "attested" only once every name canary passed
+ * (supnet_judge() requires all four lines, in order).  MUTANT
+ * publish_without_name_canaries reports it first and runs them after. */
+#if defined(MUTANT_publish_without_name_canaries)
+#define CANARY_GATE    (true)
+#else
+#define CANARY_GATE    (canary_ok == C_ALL)
+#endif
+#else
+#define FORGET_HELPER
+#define NAMES_ATTESTED
+#define CANARY_GATE    (true)
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -555,6 +743,23 @@ proctype Coordinator(byte me)
 	:: atomic { phase == D_STARTING && PUBLISH_GATE ->
 		published = true;                        /* PublishDomain */
 		phase = D_RUNNING }
+#ifdef HOSTRULES
+	/* §5.2 step 6: the kept rules, sent as Domain-life rules once the
+	 * sandbox is ready (manager_egress_start()); answered, they are held */
+	:: atomic { phase == D_STARTING && sandbox_ready && net_ready && kept && live != L_DOMAIN && helper == P_ALIVE ->
+		live = L_DOMAIN; live_by = BY_DEVELOPER }
+	/* §4.5 "A denied name": the developer allows N_DENIED (the prompt's
+	 * key, AllowEgress, `lazaretctl egress allow`): once, for the
+	 * Domain's life, or kept (the Domain Store first), sent by add_host */
+	:: atomic { phase == D_RUNNING && helper == P_ALIVE && live != L_DOMAIN && nallow < MAXALLOW ->
+		nallow++;
+		if
+		:: live = L_ONCE
+		:: live = L_DOMAIN
+		:: kept = true; live = L_DOMAIN
+		fi;
+		live_by = BY_DEVELOPER }
+#endif
 
 	/* ---- §5.4 sessions: OpenSession and peer disconnects --------- */
 	:: atomic { ADMIT_GATE && cl[1] == CL_WAITING && cl_alive[1] ->
@@ -670,7 +875,8 @@ proctype Coordinator(byte me)
 		helper_gen = 0;
 		sup = P_NONE;
 		STOP_VIEW;
-		attested = 0 }
+		attested = 0;
+		FORGET_HELPER }
 	:: atomic { cleaning && UNMOUNT_GATE && anchor_gen != 0 ->
 		anchor_gen = 0 }        /* umount the State Anchor overlay */
 	:: atomic { cleaning && all_clean ->
@@ -704,6 +910,9 @@ quit:
 active proctype Supervisor()
 {
 	byte g = 0;
+#ifdef HOSTRULES
+	bool ok;                /* a name canary's outcome, false between steps */
+#endif
 end_sup:
 	do
 	:: atomic { sup == P_ALIVE && sup_gen != g -> g = sup_gen }
@@ -714,17 +923,24 @@ end_sup:
 		 * helper, ready byte, PR_SET_PDEATHSIG); network namespace,
 		 * deny routes on the deny0 veth, IPv6 off; then slirp4netns
 		 * (transient scope) with --ready-fd */
-		atomic { !sup_stop && LEASE_GATE -> anchor_gen = g; START_VIEW; helper = P_ALIVE; helper_gen = g };
+		atomic { !sup_stop && LEASE_GATE -> anchor_gen = g; START_VIEW; helper = P_ALIVE; helper_gen = g; HELPER_RULES(g) };
 		/* non-detached `runsc run` in its own transient scope */
 		atomic { !sup_stop && SANDBOX_GATE ->
 			runsc = P_ALIVE; sandbox_gen = g; sandbox_ready = true };
 #ifdef MUTANT_view_after_sandbox
 		atomic { !sup_stop -> view = P_ALIVE; view_gen = g };   /* MUTANT */
 #endif
+#if defined(HOSTRULES) && !defined(MUTANT_publish_without_name_canaries)
+		name_canaries();
+#endif
 		/* canary probe from inside the live sandbox through the live
-		 * helper; CAP_NET_ADMIN dropped; report "attested" */
-		atomic { !sup_stop && runsc == P_ALIVE && helper == P_ALIVE ->
-			attested = g };
+		 * helper (with host rules, after the name canaries);
+		 * CAP_NET_ADMIN dropped; report "attested" */
+		atomic { !sup_stop && runsc == P_ALIVE && helper == P_ALIVE && CANARY_GATE ->
+			attested = g; NAMES_ATTESTED };
+#if defined(HOSTRULES) && defined(MUTANT_publish_without_name_canaries)
+		name_canaries();    /* MUTANT: after the report, judged by no one */
+#endif
 end_sup_idle:
 		false               /* serve until told to stop or killed */
 		} unless { sup != P_ALIVE || sup_gen != g || sup_stop }
@@ -825,6 +1041,47 @@ end_esc:
 	:: break                    /* the agent stops escalating */
 	od
 }
+
+#ifdef HOSTRULES
+/* ------------------------------------------------------------------ */
+/* The agent's network traffic (§4.5 "Egress by name"), -DHOSTRULES.   */
+/* Untrusted: it asks for any name and connects to any address with    */
+/* first bytes naming any name.  Each question or connection is        */
+/* answered by the egress helper in one step.  The sandbox runs the    */
+/* agent once it is published (sessions); before that, only the probe. */
+/* ------------------------------------------------------------------ */
+
+#define TRAFFIC (phase == D_RUNNING && runsc == P_ALIVE && helper == P_ALIVE)
+
+active proctype Agent()
+{
+	bool ok;
+end_agent:
+	do
+	:: atomic { TRAFFIC -> helper_resolve(N_OK, ok); ok = false }
+	:: atomic { TRAFFIC -> helper_resolve(N_DENIED, ok); ok = false }
+	:: atomic { TRAFFIC -> helper_connect(N_OK, N_OK, ok); ok = false }
+	/* the allowed name's address, a ClientHello naming another name */
+	:: atomic { TRAFFIC -> helper_connect(N_OK, N_DENIED, ok); ok = false }
+	:: atomic { TRAFFIC -> helper_connect(N_DENIED, N_DENIED, ok);
+#ifdef WITNESS
+		if :: ok -> denied_used_gen = gen :: else fi;
+#endif
+		ok = false }
+	/* an address no name resolved to: a real one, or the pool's last */
+	:: atomic { TRAFFIC -> helper_connect(A_UNBOUND, N_OK, ok); ok = false }
+	/* §4.5 "The sandbox never adds a name": the helper's API socket is a
+	 * host path the sandbox's mounts do not hold, so an add_host of the
+	 * sandbox's is written out only for MUTANT sandbox_reaches_api_socket */
+#ifdef MUTANT_sandbox_reaches_api_socket
+	:: atomic { TRAFFIC && live == L_NONE -> live = L_DOMAIN; live_by = BY_SANDBOX }
+#endif
+	/* the helper's timer: a once rule lapses (used, after its answer's
+	 * TTL; unused, after 5 minutes) */
+	:: atomic { helper == P_ALIVE && live == L_ONCE -> live = L_NONE; live_by = 0 }
+	od
+}
+#endif
 
 /* ------------------------------------------------------------------ */
 /* systemd user manager and dbus-daemon (§4.1)                         */
@@ -1007,6 +1264,20 @@ init {
 /* A request's bytes are accepted at most once, however often they are written. */
 #define ReplayRefused (rq_copy_of[2] == 0 || !(rq_was_accepted[1] && rq_was_accepted[2]))
 
+#ifdef HOSTRULES
+/* Published with host rules: every name canary passed, for this
+ * generation's helper, holding the rules of this generation's digest. */
+#define NameCanariesBeforePublication \
+	(!published || (canary_ok == C_ALL && names_digest == RULE_DIGEST))
+
+/* Every live rule the helper holds was added by the coordinator on the
+ * developer's decision; nothing the sandbox chose is ever a rule. */
+#define SandboxNeverAddsRule (live_by != BY_SANDBOX)
+
+/* Published with a kept rule: the helper holds it. */
+#define KeptRulesBeforePublication (!published || !kept || live == L_DOMAIN)
+#endif
+
 #if !defined(LIVENESS) && !defined(WITNESS)
 /* Checked in every reachable state between atomic steps. */
 active proctype Invariants()
@@ -1029,6 +1300,11 @@ end_inv:
 	:: atomic { !ViewNeverOutlivesGeneration -> assert(ViewNeverOutlivesGeneration) }       /* INV ViewNeverOutlivesGeneration */
 	:: atomic { !LeaseProtectsLower -> assert(LeaseProtectsLower) }                         /* INV LeaseProtectsLower */
 	:: atomic { !ResultSlotHoldsNewest -> assert(ResultSlotHoldsNewest) }                   /* INV ResultSlotHoldsNewest */
+#ifdef HOSTRULES
+	:: atomic { !NameCanariesBeforePublication -> assert(NameCanariesBeforePublication) }   /* INV NameCanariesBeforePublication */
+	:: atomic { !SandboxNeverAddsRule -> assert(SandboxNeverAddsRule) }                     /* INV SandboxNeverAddsRule */
+	:: atomic { !KeptRulesBeforePublication -> assert(KeptRulesBeforePublication) }         /* INV KeptRulesBeforePublication */
+#endif
 	od
 }
 
@@ -1062,4 +1338,12 @@ ltl view_death_fails_domain {
 ltl reach_running_after_view_death {
 	[] !(view_died_gen == 1 && gen == 2 && phase == D_RUNNING)
 }
+#ifdef HOSTRULES
+/* With host rules: the name canaries pass and the Domain is published; a
+ * rule the developer kept in generation 1 is held by generation 2's
+ * helper, and a connection to that name passes there. */
+ltl reach_kept_rule_used {
+	[] !(kept && gen == 2 && published && denied_used_gen == 2)
+}
+#endif
 #endif

@@ -20,6 +20,7 @@
 #include "launch-request.h"
 #include "log.h"
 #include "manager.h"
+#include "parse-util.h"
 #include "path-util.h"
 #include "strv.h"
 #include "subid.h"
@@ -860,10 +861,56 @@ static int on_teardown(sd_event_source *s, void *userdata) {
         waiters_answer(m, /* started= */ false);
         activation_stop_listening(m->activation);
 
+        /* Only now, with every session ended: the user manager stops the
+         * scopes bound to the service (the sandbox's, the host commands')
+         * as soon as it hears STOPPING=1. Said earlier, it killed the
+         * sandbox under a session whose runsc exec then printed its own
+         * "urpc method containerManager.WaitPID failed: EOF" into the
+         * client's standard error before the reason reached it. */
+        (void) sd_notify(false, "STOPPING=1");
         if (!m->sandbox || sandbox_stop(m->sandbox) == 0)
                 finish(m);
         /* else: sandbox_stopped() finishes. */
         return 0;
+}
+
+#if ENABLE_TEST_HOOKS
+/*
+ * A test hook (test builds only, test-hooks.h): LAZARET_TEST_TEARDOWN_DELAY
+ * in the coordinator's environment, a number of milliseconds (1 to 10000)
+ * for which the teardown waits after manager_stop() decided it, as it may
+ * wait behind other work of a loaded machine. The tests use it to hold a
+ * Domain in "stopping" or "failed" with its sessions and sandbox still
+ * there (test-session-teardown.sh).
+ */
+static uint64_t teardown_delay_usec(void) {
+        const char *v = getenv("LAZARET_TEST_TEARDOWN_DELAY");
+        int ms;
+
+        if (!v)
+                return 0;
+        if (parse_int(v, 1, 10000, &ms) < 0) {
+                log_warning("LAZARET_TEST_TEARDOWN_DELAY is not a number of milliseconds from 1 to 10000; not delayed");
+                return 0;
+        }
+        log_warning("Test fault in effect: the teardown waits %d ms", ms);
+        return (uint64_t) ms * 1000;
+}
+
+static int on_teardown_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        return on_teardown(s, userdata);
+}
+#endif
+
+/* The teardown, from the loop: at once, or in a test build as late as the hook says. */
+static int schedule_teardown(Manager *m) {
+#if ENABLE_TEST_HOOKS
+        uint64_t delay = teardown_delay_usec();
+
+        if (delay > 0)
+                return sd_event_add_time_relative(m->event, &m->teardown, CLOCK_MONOTONIC, delay, 0, on_teardown_timer, m);
+#endif
+        return sd_event_add_defer(m->event, &m->teardown, on_teardown, m);
 }
 
 void manager_stop(Manager *m, const char *failure) {
@@ -893,10 +940,17 @@ void manager_stop(Manager *m, const char *failure) {
          * service manager hears READY=1 first, or it would call it one. */
         if (was_starting && !failure)
                 (void) sd_notify(false, "READY=1");
-        (void) sd_notifyf(false, "STOPPING=1\nSTATUS=%s%s", failure ? "failed: " : "stopping", strempty(failure));
+        /* STOPPING=1 waits for the teardown's sessions (on_teardown()). */
+        (void) sd_notifyf(false, "STATUS=%s%s", failure ? "failed: " : "stopping", strempty(failure));
         m->idle_timer = sd_event_source_disable_unref(m->idle_timer);
+        /* No new client from here on either: one that connects now waits for
+         * the next coordinator, and so a launch that meets this Domain going
+         * down (its OpenSession refused, it launches again) gets a new Domain,
+         * not this one's failure as if its own start had failed. Those
+         * waiting already hear this one's answer from the teardown. */
+        activation_stop_listening(m->activation);
         /* No new sessions from here on (OpenSession checks the state). */
-        r = sd_event_add_defer(m->event, &m->teardown, on_teardown, m);
+        r = schedule_teardown(m);
         if (r < 0) {
                 log_error_errno(r, "Cannot schedule the teardown; exiting");
                 (void) sd_event_exit(m->event, 1);
@@ -914,9 +968,18 @@ Session *manager_find_session(Manager *m, const char *id) {
 
 static void session_ended(Session *s, int exit_status, const char *reason, void *userdata) {
         Manager *m = userdata;
-        _cleanup_free_ char *why = reason ? strdup(reason) : NULL;
+        _cleanup_free_ char *why = NULL;
         char id[SESSION_ID_LEN + 1];
 
+        /* runsc exec lost the sandbox, and the Domain's failure is known
+         * already, its teardown still to come: the session ends as the
+         * teardown would end it, with that reason, not with runsc exec's
+         * status alone. */
+        if (exit_status >= 128 && !reason && m->state == DOMAIN_FAILED && m->failure) {
+                exit_status = -1;
+                reason = m->failure;
+        }
+        why = reason ? strdup(reason) : NULL;
         memcpy(id, s->id, sizeof(id));
         manager_remove_session(m, s);
 

@@ -187,11 +187,18 @@ int sandbox_exec(const SandboxRuntime *rt, const SandboxExecParams *p, SandboxEx
         if (r < 0)
                 return r;
 
+        /* The command's streams as fds 3 to 5, its 0 to 2 inside; runsc
+         * exec's own 1 and 2 are diag_fd, so that its words never mix with
+         * the command's output. */
         o.argv = (char *[]) { (char *) rt->runsc, (char *) "--root", (char *) rt->root, (char *) "exec",
                               (char *) "--process", x->spec_path, (char *) "--internal-pid-file", x->pid_path,
-                              (char *) rt->container, NULL };
-        for (int i = 0; i < 3; i++)
-                o.stdio[i] = p->stdio[i];
+                              (char *) "--pass-fd", (char *) "3:0", (char *) "--pass-fd", (char *) "4:1",
+                              (char *) "--pass-fd", (char *) "5:2", (char *) rt->container, NULL };
+        o.pass_fds = p->stdio;
+        o.n_pass_fds = 3;
+        /* Its standard input only as the controlling terminal; it reads nothing. */
+        o.stdio[0] = p->terminal ? p->stdio[0] : -EBADF;
+        o.stdio[1] = o.stdio[2] = p->diag_fd;
         /* With the PTY as its controlling terminal, the kernel sends this
          * runsc exec SIGINT/SIGQUIT/SIGTSTP/SIGWINCH, which it forwards to
          * the foreground process group inside. */

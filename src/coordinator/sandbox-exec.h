@@ -13,6 +13,10 @@
  * written to the sessions directory and a `runsc exec --process` client,
  * started as the plain user. The caller watches the client through the
  * pidfd it gets and owns the SandboxExec (which removes its files when freed).
+ * The command's standard streams reach it through `--pass-fd`, not as the
+ * client's own: what runsc exec itself says (of a sandbox gone under it,
+ * say) goes to diag_fd, for the Domain's log, never into the command's
+ * output.
  */
 typedef struct SandboxExec SandboxExec;
 
@@ -21,7 +25,8 @@ typedef struct SandboxExecParams {
         char **argv;
         char **client_env;      /* validated NAME=VALUE entries from the client */
         bool terminal;          /* stdio[0] is the PTY slave: it becomes the controlling terminal */
-        const int *stdio;       /* 3 fds */
+        const int *stdio;       /* 3 fds: the command's standard streams */
+        int diag_fd;            /* runsc exec's own standard output and error (-EBADF: /dev/null) */
         const char *session_key;        /* the Session Anchor's private half (hex), or NULL */
 } SandboxExecParams;
 

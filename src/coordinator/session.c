@@ -443,6 +443,53 @@ static void pumps_drain(Session *s) {
                                 ;
 }
 
+/* ------------------------------------------------- runsc exec's own words */
+
+static void diag_flush(Session *s) {
+        if (s->diag_len == 0)
+                return;
+        s->diag_line[s->diag_len] = 0;
+        log_session(LOG_WARNING, s->id, "runsc exec: %s", s->diag_line);
+        s->diag_len = 0;
+}
+
+/* Reads what is there; a line (or what fills the buffer) goes to the log. Returns 0 at EOF. */
+static ssize_t diag_read(Session *s) {
+        char b[4096];
+        ssize_t k = read(s->diag_fd, b, sizeof(b));
+
+        if (k < 0)
+                return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+        for (ssize_t i = 0; i < k; i++) {
+                if (b[i] == '\n') {
+                        diag_flush(s);
+                        continue;
+                }
+                s->diag_line[s->diag_len++] = b[i] >= ' ' && b[i] != 0x7f ? b[i] : '?';
+                if (s->diag_len == sizeof(s->diag_line) - 1)
+                        diag_flush(s);
+        }
+        return k;
+}
+
+static void diag_close(Session *s) {
+        if (s->diag_fd >= 0)
+                while (diag_read(s) > 0)
+                        ;
+        diag_flush(s);
+        s->diag_source = sd_event_source_disable_unref(s->diag_source);
+        s->diag_fd = safe_close(s->diag_fd);
+}
+
+static int on_diag(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Session *s = userdata;
+        ssize_t k = diag_read(s);
+
+        if (k == 0 || (k < 0 && k != -EAGAIN))
+                diag_close(s);
+        return 0;
+}
+
 /* -------------------------------------------------------------- lifetime */
 
 /* Restores the client's terminal and lets go of it. */
@@ -464,6 +511,7 @@ Session *session_free(Session *s) {
         sd_event_source_disable_unref(s->kill_timer);
         sd_event_source_disable_unref(s->settle_timer);
         process_free(s->killer);
+        diag_close(s);
         terminal_release(s);
         free(s->prompt_out);
         safe_close(s->pty_master);
@@ -787,6 +835,11 @@ static int session_watch(Session *s, sd_bus *bus, int pidfd) {
         r = event_watch_child(s->event, &s->child_source, s->pid, pidfd, on_child, s);
         if (r < 0)
                 return r;
+        if (s->diag_fd >= 0) {
+                r = sd_event_add_io(s->event, &s->diag_source, s->diag_fd, EPOLLIN, on_diag, s);
+                if (r < 0)
+                        return r;
+        }
         if (s->terminal) {
                 r = sd_event_add_io(s->event, &s->tty_source, s->client_tty, EPOLLIN, on_tty, s);
                 if (r >= 0)
@@ -804,7 +857,7 @@ static int session_watch(Session *s, sd_bus *bus, int pidfd) {
 int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
         _cleanup_(session_freep) Session *s = NULL;
         _cleanup_close_ int slave = -EBADF, pidfd = -EBADF;
-        int stdio[3] = { -EBADF, -EBADF, -EBADF };
+        int stdio[3] = { -EBADF, -EBADF, -EBADF }, diag[2];
         struct timespec ts;
         char anchor_hex[2 * ESC_KEY_LEN + 1];
         int r;
@@ -817,7 +870,7 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
         s->event = p->event;
         s->cb = p->cb;
         s->userdata = p->userdata;
-        s->client_tty = s->pty_master = -EBADF;
+        s->client_tty = s->pty_master = s->diag_fd = -EBADF;
         for (int i = 0; i < 3; i++)
                 s->pumps[i] = (FilePump) { .file = -EBADF, .pipe = -EBADF };
         s->terminal = p->terminal;
@@ -846,11 +899,18 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
                 return r;
         }
 
+        /* runsc exec's own words: into the log, not the command's output. */
+        if (pipe2(diag, O_CLOEXEC) < 0)
+                diag[0] = diag[1] = -EBADF;
+        else
+                (void) fcntl(diag[0], F_SETFL, O_NONBLOCK);     /* our end only */
+        s->diag_fd = diag[0];
         r = sandbox_exec(p->runtime,
                          &(SandboxExecParams) { .session_id = s->id, .argv = s->argv, .client_env = p->env,
-                                                .terminal = p->terminal, .stdio = stdio,
+                                                .terminal = p->terminal, .stdio = stdio, .diag_fd = diag[1],
                                                 .session_key = p->escalation ? anchor_hex : NULL },
                          &s->exec, &s->pid, &pidfd);
+        safe_close(diag[1]);
         /* Only the session's process has the private half now (its process spec is removed with it). */
         explicit_bzero(anchor_hex, sizeof(anchor_hex));
         /* The command has them now (or never will). */

@@ -115,6 +115,12 @@ struct Session {
         sd_event_source *kill_timer;
         sd_event_source *settle_timer;
         Process *killer;        /* lazaret-init --kill-session, after runsc exec was killed */
+
+        /* What runsc exec itself says, line by line into the Domain's log (never to the client). */
+        int diag_fd;
+        sd_event_source *diag_source;
+        char diag_line[512];
+        size_t diag_len;
 };
 
 typedef struct SessionParams {

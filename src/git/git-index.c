@@ -253,6 +253,8 @@ int git_index_parse(const void *buf, size_t size, GitHashAlgo algo, GitIndex **r
         _cleanup_free_ GitIndex *idx = NULL;
         bool zero = true, sparse = false;
         uint32_t version, n_entries;
+        struct sha256_ctx trees, untracked;
+        unsigned n_trees = 0, n_untracked = 0;
         int r;
 
         if (size > GIT_INDEX_SIZE_MAX)
@@ -285,6 +287,8 @@ int git_index_parse(const void *buf, size_t size, GitHashAlgo algo, GitIndex **r
                 return r;
         entries_end = off;
 
+        sha256_init(&trees);
+        sha256_init(&untracked);
         while (off < end) {
                 const uint8_t *x = data + off;
                 uint32_t len;
@@ -294,7 +298,14 @@ int git_index_parse(const void *buf, size_t size, GitHashAlgo algo, GitIndex **r
                 len = be32(x + 4);
                 if (len > end - off - 8)
                         return errorf(ret_error, -EBADMSG, "extension at offset %zu runs past the end", off);
-                if (memcmp(x, "sdir", 4) == 0)
+                /* The caches' bytes whole, header included: compared, never read. */
+                if (memcmp(x, "TREE", 4) == 0) {
+                        sha256_update(&trees, 8 + (size_t) len, x);
+                        n_trees++;
+                } else if (memcmp(x, "UNTR", 4) == 0) {
+                        sha256_update(&untracked, 8 + (size_t) len, x);
+                        n_untracked++;
+                } else if (memcmp(x, "sdir", 4) == 0)
                         sparse = true;
                 else if (memcmp(x, "link", 4) == 0)
                         return errorf(ret_error, -EOPNOTSUPP, "a split index (core.splitIndex): its entries are "
@@ -311,6 +322,10 @@ int git_index_parse(const void *buf, size_t size, GitHashAlgo algo, GitIndex **r
                 return -ENOMEM;
         idx->version = version;
         idx->checksum_verified = !zero;
+        idx->n_trees = n_trees;
+        sha256_digest(&trees, 32, idx->trees_digest);
+        idx->n_untracked = n_untracked;
+        sha256_digest(&untracked, 32, idx->untracked_digest);
         /* The offsets become pointers now that the storage no longer moves. */
         idx->paths = calloc(b.n_paths + 1, sizeof(char *));
         idx->gitlinks = calloc(b.n_gitlinks + 1, sizeof(char *));
@@ -471,11 +486,30 @@ int git_index_first_change(const GitIndex *before, const GitIndex *after, bool (
         return 0;
 }
 
-int git_index_without_caches(const void *buf, size_t size, const GitIndex *i, GitHashAlgo algo, char **ret,
-                             size_t *ret_size) {
+static bool want_any(const char *path, void *userdata) {
+        return true;
+}
+
+unsigned git_index_same_caches(const GitIndex *before, const GitIndex *after) {
+        _cleanup_free_ char *path = NULL;
+        unsigned same = 0;
+
+        if (!before || !after || git_index_first_change(before, after, want_any, NULL, &path) != 0)
+                return 0;
+        if (before->n_trees == 1 && after->n_trees == 1 && memcmp(before->trees_digest, after->trees_digest, 32) == 0)
+                same |= GIT_INDEX_KEEP_TREE;
+        if (before->n_untracked == 1 && after->n_untracked == 1 &&
+            memcmp(before->untracked_digest, after->untracked_digest, 32) == 0)
+                same |= GIT_INDEX_KEEP_UNTRACKED;
+        return same;
+}
+
+int git_index_without_caches(const void *buf, size_t size, const GitIndex *i, GitHashAlgo algo, unsigned keep,
+                             char **ret, size_t *ret_size) {
         const uint8_t *data = buf;
         size_t hash_len = algo == GIT_HASH_SHA256 ? SHA256_DIGEST_SIZE : SHA1_DIGEST_SIZE, end, off = i->entries_end, n;
         _cleanup_free_ uint8_t *out = NULL;
+        bool left_out = false;
 
         if (size < INDEX_HEADER_SIZE + hash_len || off < INDEX_HEADER_SIZE || off > size - hash_len)
                 return -EINVAL;
@@ -491,11 +525,19 @@ int git_index_without_caches(const void *buf, size_t size, const GitIndex *i, Gi
 
                 if (end - off < 8 || (len = be32(data + off + 4)) > end - off - 8)
                         return -EINVAL;
-                if (memcmp(data + off, "TREE", 4) != 0 && memcmp(data + off, "REUC", 4) != 0) {
+                if (memcmp(data + off, "REUC", 4) == 0 || (!(keep & GIT_INDEX_KEEP_TREE) && memcmp(data + off, "TREE", 4) == 0) ||
+                    (!(keep & GIT_INDEX_KEEP_UNTRACKED) && memcmp(data + off, "UNTR", 4) == 0))
+                        left_out = true;
+                else {
                         memcpy(out + n, data + off, 8 + (size_t) len);
                         n += 8 + (size_t) len;
                 }
                 off += 8 + (size_t) len;
+        }
+        if (!left_out) {
+                *ret = NULL;
+                *ret_size = size;
+                return 0;
         }
         if (!i->checksum_verified)
                 memset(out + n, 0, hash_len);

@@ -55,6 +55,9 @@ typedef struct GitIndex {
          */
         uint8_t (*entry_digests)[32];
         size_t entries_end;     /* the file's offset where its extensions begin */
+        /* Its TREE and UNTR extensions (git writes one of each at most), each kind's bytes' SHA-256, in order. */
+        unsigned n_trees, n_untracked;
+        uint8_t trees_digest[32], untracked_digest[32];
         char *names;            /* the storage the pointers point into */
 } GitIndex;
 
@@ -88,15 +91,35 @@ bool git_index_is_gitlink(const GitIndex *i, const char *path);
 int git_index_first_change(const GitIndex *before, const GitIndex *after, bool (*want)(const char *path, void *userdata),
                            void *userdata, char **ret_path);
 
+/* What git_index_without_caches() keeps. */
+#define GIT_INDEX_KEEP_TREE 1u
+#define GIT_INDEX_KEEP_UNTRACKED 2u
+
+/*
+ * Which of after's caches are before's: when both have the same entries
+ * (paths, modes, stages, object names; git_index_first_change() finds no
+ * path), GIT_INDEX_KEEP_TREE when each has one TREE extension, byte for
+ * byte the same, and GIT_INDEX_KEEP_UNTRACKED likewise for UNTR. What a
+ * trusted writer put in before then says of after what it said of before.
+ * 0 when either is NULL.
+ */
+unsigned git_index_same_caches(const GitIndex *before, const GitIndex *after);
+
 /*
  * The index file at data (size bytes, which git_index_parse() read as i
- * with algo) without the extensions that cache what its entries say
- * elsewhere: TREE (cached tree objects, which git's commit takes as they
- * are when they look valid) and REUC (resolve-undo stages, which
- * `checkout -m` writes back). A writer that is not trusted could make them
- * disagree with the entries (issue 32 item 3); git rebuilds them. The
- * checksum is computed again, or left all zero where it was (index.skipHash).
- * *ret is malloc()ed. -EINVAL when i does not fit data, -ENOMEM.
+ * with algo) without the extensions that cache what its entries or the
+ * working tree say elsewhere: TREE (cached tree objects, which git's
+ * commit takes as they are when they look valid; kept with
+ * GIT_INDEX_KEEP_TREE in keep), REUC (resolve-undo stages, which
+ * `checkout -m` writes back) and UNTR (the untracked cache, which git's
+ * status takes as it is for directories that look unchanged, and whose
+ * identity names the writer's worktree path: a foreign one makes git warn
+ * at every status; kept with GIT_INDEX_KEEP_UNTRACKED). A writer that is
+ * not trusted could make them disagree with what they cache (issue 32
+ * item 3); git rebuilds them. The checksum is computed again, or left all
+ * zero where it was (index.skipHash). *ret is malloc()ed, or NULL
+ * (*ret_size = size) when no extension is left out: data is what would
+ * land. -EINVAL when i does not fit data, -ENOMEM.
  */
-int git_index_without_caches(const void *data, size_t size, const GitIndex *i, GitHashAlgo algo, char **ret,
-                             size_t *ret_size);
+int git_index_without_caches(const void *data, size_t size, const GitIndex *i, GitHashAlgo algo, unsigned keep,
+                             char **ret, size_t *ret_size);

@@ -15,7 +15,13 @@
  * path (view_index_path_protected()). Only the entries are judged, so what
  * lands is the new file without the extensions that cache what entries
  * say (TREE, REUC: git_index_without_caches()): a cached tree that
- * disagreed with them would be what the host's next commit records.
+ * disagreed with them would be what the host's next commit records; an
+ * untracked cache (UNTR) the sandbox wrote would hide untracked files from
+ * the host's status, or, naming /workspace, make it warn at every run. A
+ * TREE or UNTR byte for byte the host's, over the host's entries
+ * unchanged, stays (git_index_same_caches()): it is the host's own, and
+ * without the trees a status inside would cost both sides every tree
+ * object once more.
  * Every other way to put content at that name (writing it in place,
  * truncating it, creating it, a link to it or from it, exchanging it) is
  * refused outright: git never does those. Each refusal is one line on the
@@ -169,6 +175,13 @@ int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_d
                         first_algo = a;
                 }
         }
-        /* What lands keeps no cached trees or resolve-undo stages: the entries alone were judged. */
-        return git_index_without_caches(data, size, first, first_algo, ret_data, ret_size);
+        /* What lands keeps no resolve-undo stages, cached trees or untracked cache: the entries
+         * alone were judged. Except for the caches the host's index has now, byte for byte,
+         * when the entries are the host's too (git status adding its fsmonitor token,
+         * refreshing stat data): they then say what they said. Without the trees, git inside
+         * and the host's next status read every tree object again (bench/workspace, git-warm;
+         * spec 6.4); an untracked cache written inside names /workspace, and the host's git
+         * would warn about it at every status. */
+        return git_index_without_caches(data, size, first, first_algo, git_index_same_caches(old, first), ret_data,
+                                        ret_size);
 }

@@ -174,12 +174,47 @@ void journal_node_locked(View *v, Node *n) {
                 journal_name_locked(v, n->parent, n->alt_name, 'f');
 }
 
+/*
+ * A request's records, taken in two steps: the paths under v->lock
+ * (journal_note_*_locked()), the writes after it is let go and before the
+ * request is answered (journal_note_write()). So the journal's pwrite()
+ * never holds up the watcher or another request waiting for v->lock, and
+ * a token given out after the answer still covers the change. A rename
+ * between the two steps journals both of its names itself.
+ */
+void journal_note_name_locked(View *v, JournalNote *jn, Node *dir, const char *name, char type) {
+        if (v->journal.fd < 0 || !dir || jn->n >= ELEMENTSOF(jn->path))
+                return;
+        jn->type[jn->n] = type;
+        if (path_of(v, dir, name, jn->path[jn->n], &jn->type[jn->n]) != jn->path[jn->n])
+                jn->path[jn->n][0] = 0;         /* no path: everything changed ('d' "") */
+        jn->n++;
+}
+
+void journal_note_node_locked(View *v, JournalNote *jn, Node *n) {
+        if (v->journal.fd < 0 || n == &v->root || !n->parent)
+                return;
+        journal_note_name_locked(v, jn, n->parent, n->name, 'f');
+        if (n->alt_name)
+                journal_note_name_locked(v, jn, n->parent, n->alt_name, 'f');
+}
+
+void journal_note_write(View *v, JournalNote *jn) {
+        for (size_t i = 0; i < jn->n; i++)
+                journal_append(v, jn->type[i], jn->path[i]);
+        jn->n = 0;
+}
+
 void journal_node(View *v, Node *n) {
+        JournalNote jn;
+
         if (v->journal.fd < 0)
                 return;
+        jn.n = 0;
         pthread_mutex_lock(&v->lock);
-        journal_node_locked(v, n);
+        journal_note_node_locked(v, &jn, n);
         pthread_mutex_unlock(&v->lock);
+        journal_note_write(v, &jn);
 }
 
 /*

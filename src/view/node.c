@@ -81,6 +81,50 @@ int pin_locked(View *v, Node *n, int *ret_fd, bool *ret_owned, struct stat *ret_
         return 1;
 }
 
+/*
+ * The attributes of n's object as they are now, without a descriptor: a
+ * directory's through its own, anything else by name from its parent on
+ * its side, insisted on as open_by_name() insists (its other name when
+ * the first is gone or leads elsewhere). One statx() where a pin would
+ * open, stat and close: what a GETATTR needs. With v->lock held.
+ */
+int stat_node_locked(View *v, Node *n, struct stat *ret) {
+        int pfd;
+
+        if (n->fd >= 0)
+                return fstatat(n->fd, "", ret, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+        if (!n->parent || n->stale)
+                return -ESTALE;
+        pfd = n->in_state ? state_parent(v, n) : n->parent->fd;
+        if (pfd < 0)
+                return -ESTALE;
+        for (int i = 0; i < 2; i++) {
+                const char *name = i == 0 ? n->name : n->alt_name;
+                FileBirth birth;
+                struct stat st;
+                int r;
+
+                if (!name)
+                        break;
+                r = stat_birth_at(pfd, name, AT_SYMLINK_NOFOLLOW, &st, &birth);
+                if (r < 0) {
+                        if (r != -ENOENT)
+                                return r;
+                        continue;
+                }
+                if (st.st_dev != n->dev || st.st_ino != n->ino || !node_denotes(n, &st, &birth))
+                        continue;
+                if (i == 1) {
+                        char *t = n->name;
+                        n->name = n->alt_name;
+                        n->alt_name = t;
+                }
+                *ret = st;
+                return 0;
+        }
+        return -ESTALE;
+}
+
 void pin_done(Pin *p) {
         if (p->owned)
                 safe_close(p->fd);
@@ -378,6 +422,35 @@ bool told_matches(const Node *n, const struct stat *st) {
                n->told_size == st->st_size && n->told_mtime.tv_sec == st->st_mtim.tv_sec &&
                n->told_mtime.tv_nsec == st->st_mtim.tv_nsec && n->told_ctime.tv_sec == st->st_ctim.tv_sec &&
                n->told_ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/*
+ * The entry of a file a CREATE just made as name in dir, on the side of
+ * class c (create_side()), through fd, its descriptor: what find() would
+ * find by name, without judging the name's side a second time and without
+ * going back to it by name. With v->lock held.
+ */
+int lookup_made_locked(View *v, Node *dir, const char *name, ViewClass c, int fd, struct fuse_entry_param *e) {
+        FileBirth birth = {};
+        Node *n;
+        int r;
+
+        /* Where find() has rules of its own (a ".git" of the work tree), it decides. */
+        if (streq(name, ".git"))
+                return lookup_locked(v, dir, name, e);
+        memset(e, 0, sizeof(*e));
+        r = stat_birth_at(fd, "", AT_EMPTY_PATH, &e->attr, &birth);
+        if (r < 0)
+                return r;
+        /* As find() places it: protected and ignored names in Domain state, others on the host. */
+        n = node_get(v, dir, name, c, -EBADF, c == VIEW_PROTECTED || c == VIEW_IGNORED, &e->attr, &birth);
+        if (!n)
+                return -ENOMEM;
+        told(n, &e->attr);
+        fill_stat(n, &e->attr);
+        e->ino = id_of(v, n);
+        e->attr_timeout = e->entry_timeout = timeout_in(v, dir);
+        return 0;
 }
 
 int lookup_locked(View *v, Node *dir, const char *name, struct fuse_entry_param *e) {

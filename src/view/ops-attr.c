@@ -64,25 +64,30 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         View *v = fuse_req_userdata(req);
         Node *n = node_of(v, ino);
         struct stat st;
-        Pin p = {};
         int r;
 
-        if (fi && fi->fh)
+        if (fi && fi->fh) {
                 r = stat_pinned(-EBADF, fi, &st);
-        else {
-                /* Opened by name, the pin's identity check saw the attributes already. */
-                r = pin(v, n, &p);
-                if (r >= 0 && p.has_st)
-                        st = p.st;
-                else if (r >= 0)
-                        r = stat_pinned(p.fd, NULL, &st);
-                pin_done(&p);
+                if (r < 0) {
+                        fuse_reply_err(req, -r);
+                        return;
+                }
+                reply_attr(v, req, n, &st);
+                return;
         }
+        /* By name, identity checked, no descriptor (a GETATTR follows each file a
+         * `tar x` or a shell's `echo >` makes); told under the same hold of the lock. */
+        pthread_mutex_lock(&v->lock);
+        r = stat_node_locked(v, n, &st);
+        if (r >= 0)
+                told(n, &st);
+        pthread_mutex_unlock(&v->lock);
         if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;
         }
-        reply_attr(v, req, n, &st);
+        fill_stat(n, &st);
+        fuse_reply_attr(req, &st, n == &v->root ? timeout_in(v, n) : timeout_in(v, n->parent));
 }
 
 /* ---- attributes ---------------------------------------------------------- */
@@ -97,13 +102,13 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 
         if (to_set == FUSE_SET_ATTR_MODE) {
                 /* A chmod to the mode it has (the host-edit relay's trigger) changes
-                 * nothing: no copy-up, no host ctime. */
+                 * nothing: no copy-up, no host ctime. Looked at by name, without a
+                 * descriptor: a chmod that changes the mode pins it below. */
                 struct stat st;
-                r = pin(v, n, &p);
-                if (r >= 0 && !p.has_st)
-                        r = stat_pinned(p.fd, NULL, &p.st);
-                if (r >= 0 && (p.st.st_mode & 07777) == (attr->st_mode & 07777)) {
-                        st = p.st;
+                pthread_mutex_lock(&v->lock);
+                r = stat_node_locked(v, n, &st);
+                pthread_mutex_unlock(&v->lock);
+                if (r >= 0 && (st.st_mode & 07777) == (attr->st_mode & 07777)) {
                         r = fi && fi->fh ? stat_pinned(-EBADF, fi, &st) : 0;
                         if (r < 0)
                                 fuse_reply_err(req, -r);
@@ -111,8 +116,6 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
                                 reply_attr(v, req, n, &st);
                         return;
                 }
-                pin_done(&p);
-                p = (Pin) {};
         }
         r = prepare_change(v, n);
         if (r == 0)

@@ -44,15 +44,17 @@ int create_side(View *v, Node *dir, const char *name, bool is_dir, ViewClass *re
 
 static void reply_new_entry(View *v, fuse_req_t req, Node *dir, const char *name) {
         struct fuse_entry_param e;
+        JournalNote jn = {};
         int r;
 
         pthread_mutex_lock(&v->lock);
         own_name_note(v, dir, name);
         /* A new directory is empty: what was below its name went with records of its own. */
-        journal_name_locked(v, dir, name, 'f');
+        journal_note_name_locked(v, &jn, dir, name, 'f');
         inval_facts(v, dir, name);
         r = lookup_locked(v, dir, name, &e);
         pthread_mutex_unlock(&v->lock);
+        journal_note_write(v, &jn);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
@@ -287,6 +289,7 @@ static int remove_entry(View *v, Node *dir, const char *name, bool is_dir) {
 
 void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
         View *v = fuse_req_userdata(req);
+        JournalNote jn = {};
         int r;
 
         pthread_mutex_lock(&v->lock);
@@ -297,15 +300,17 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
                 r = remove_entry(v, node_of(v, parent), name, false);
         if (r >= 0) {
                 own_name_note(v, node_of(v, parent), name);
-                journal_name_locked(v, node_of(v, parent), name, 'f');
+                journal_note_name_locked(v, &jn, node_of(v, parent), name, 'f');
         }
         inval_facts(v, node_of(v, parent), name);
         pthread_mutex_unlock(&v->lock);
+        journal_note_write(v, &jn);
         fuse_reply_err(req, -r);
 }
 
 void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
         View *v = fuse_req_userdata(req);
+        JournalNote jn = {};
         int r;
 
         pthread_mutex_lock(&v->lock);
@@ -313,8 +318,9 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
         r = remove_entry(v, node_of(v, parent), name, true);
         if (r >= 0) {
                 own_name_note(v, node_of(v, parent), name);
-                journal_name_locked(v, node_of(v, parent), name, 'd');
+                journal_note_name_locked(v, &jn, node_of(v, parent), name, 'd');
         }
         pthread_mutex_unlock(&v->lock);
+        journal_note_write(v, &jn);
         fuse_reply_err(req, -r);
 }

@@ -107,6 +107,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
         View *v = fuse_req_userdata(req);
         Node *dir = node_of(v, parent);
         struct fuse_entry_param e;
+        JournalNote jn = {};
         char hex[VIEW_OBJECT_HEX_MAX];
         ViewObjectKind kind;
         ViewClass c;
@@ -142,10 +143,12 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                 return;
         }
         own_name_note(v, dir, name);
-        journal_name_locked(v, dir, name, 'f');
+        journal_note_name_locked(v, &jn, dir, name, 'f');
         inval_facts(v, dir, name);
-        r = lookup_locked(v, dir, name, &e);
+        r = lookup_made_locked(v, dir, name, c, fd, &e);
         pthread_mutex_unlock(&v->lock);
+        /* For git's fsmonitor, before the create is answered (the file is made, whatever the lookup says). */
+        journal_note_write(v, &jn);
         if (r < 0) {
                 safe_close(fd);
                 fuse_reply_err(req, -r);
@@ -203,13 +206,15 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
          * write's own host events are known for its echo. */
         if (k >= 0) {
                 bool known = fstat(fd, &st) >= 0;
+                JournalNote jn = {};
 
                 pthread_mutex_lock(&v->lock);
                 if (known)
                         told(n, &st);
-                /* For git's fsmonitor, before the write is answered. */
-                journal_node_locked(v, n);
+                journal_note_node_locked(v, &jn, n);
                 pthread_mutex_unlock(&v->lock);
+                /* For git's fsmonitor, before the write is answered. */
+                journal_note_write(v, &jn);
         }
         busy_end(v, n);
         if (owned)

@@ -167,6 +167,10 @@ static int find_ignored(View *v, Node *dir, const char *name, ViewClass *ret_cls
 int find(View *v, Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, bool *ret_in_state, struct stat *ret_st,
          FileBirth *ret_birth) {
         bool is_dir = false;
+        /* The host's name, looked at once: r_host is 1 before the look, then its result. */
+        struct stat host_st;
+        FileBirth host_birth;
+        int r_host = 1;
         ViewClass c;
         int fd, r;
 
@@ -186,9 +190,11 @@ int find(View *v, Node *dir, const char *name, ViewClass *ret_cls, int *ret_fd, 
                         return -ENOENT;
         }
         if (v->ign.on && !dir->in_state && dir->dir.zone == VIEW_ZONE_WORK && !streq(name, ".git")) {
-                /* An ignore pattern may speak of directories only. */
-                struct stat st;
-                is_dir = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
+                /* An ignore pattern may speak of directories only. The same look
+                 * answers for the host's side below: one statx() a lookup, not two
+                 * (a negative LOOKUP, two of each file a `tar x` makes, is only this). */
+                r_host = stat_birth_at(dir->fd, name, AT_SYMLINK_NOFOLLOW, &host_st, &host_birth);
+                is_dir = r_host >= 0 && S_ISDIR(host_st.st_mode);
         }
         c = dir->in_state ? dir->cls : class_of(v, dir, name, is_dir);
         if (c == VIEW_IGNORED)
@@ -223,7 +229,16 @@ host:
         /* The common case, a file: one statx() (an fstatat() that gives the
          * birth time too). Only a directory is held open (and insisted on: the
          * name may have been swapped in between). */
-        r = stat_birth_at(dir->fd, name, AT_SYMLINK_NOFOLLOW, ret_st, ret_birth);
+        if (r_host > 0)
+                r = stat_birth_at(dir->fd, name, AT_SYMLINK_NOFOLLOW, ret_st, ret_birth);
+        else {
+                r = r_host;
+                if (r >= 0) {
+                        *ret_st = host_st;
+                        if (ret_birth)
+                                *ret_birth = host_birth;
+                }
+        }
         if (r < 0)
                 return r;
         *ret_in_state = false;

@@ -264,6 +264,7 @@ typedef struct Pin {
 /* node.c */
 int open_by_name(Node *n, int pfd, int flags, struct stat *ret_st);
 int pin_locked(View *v, Node *n, int *ret_fd, bool *ret_owned, struct stat *ret_st);
+int stat_node_locked(View *v, Node *n, struct stat *ret);
 void pin_done(Pin *p);
 int pin_for(View *v, Node *n, Pin *ret, bool busy);
 int pin(View *v, Node *n, Pin *ret);
@@ -283,6 +284,7 @@ void wait_unmoved(View *v, const Node *a, const Node *b);
 void told(Node *n, const struct stat *st);
 bool told_matches(const Node *n, const struct stat *st);
 int lookup_locked(View *v, Node *dir, const char *name, struct fuse_entry_param *e);
+int lookup_made_locked(View *v, Node *dir, const char *name, ViewClass c, int fd, struct fuse_entry_param *e);
 
 /* sides.c */
 int node_relpath(View *v, Node *dir, const char *name, char *buf, size_t size);
@@ -399,12 +401,20 @@ bool relay_path(View *v, Node *dir, const char *name, const struct stat *st, boo
 void relay_flush(View *v);
 
 /* journal.c: type is fsmonitor-proto.h's 'f' (the path) or 'd' (the directory and all below) */
+typedef struct JournalNote {
+        size_t n;
+        char type[2];
+        char path[2][VIEW_PATH_MAX];
+} JournalNote;
 void journal_start(View *v, int fd);
 void journal_reset(View *v);
 void journal_name_locked(View *v, Node *dir, const char *name, char type);
 void journal_name(View *v, Node *dir, const char *name, char type);
 void journal_node_locked(View *v, Node *n);
 void journal_node(View *v, Node *n);
+void journal_note_name_locked(View *v, JournalNote *jn, Node *dir, const char *name, char type);
+void journal_note_node_locked(View *v, JournalNote *jn, Node *n);
+void journal_note_write(View *v, JournalNote *jn);
 void journal_unwatched_locked(View *v, Node *n);
 void journal_watched_locked(View *v, Node *n);
 

@@ -7,19 +7,21 @@
 #     LAZARET_SUPERVISOR runs another program as the supervisor, LAZARET_INIT
 #     installs another file as the sandbox's init, LAZARET_TEST_NETWORK_FAULT
 #     outside its two values is refused by name, LAZARET_TEST_MAILBOX_NAMES
-#     that is no number of names likewise. This half shows that the
+#     that is no number of names likewise, LAZARET_TEST_TEARDOWN_DELAY that
+#     is no number of milliseconds is named in the log. This half shows that the
 #     variables do reach the coordinator, so that the next half cannot pass
 #     only because they never did.
 #   - The README's build (no option): none of the names is in an installed
 #     executable, and with all of them set (the fault to deny-on-lo, which a
 #     test build turns into a refused attestation, the mailbox to one name,
-#     which refuses every session there) a launch is a normal, attested one
-#     and runs no substitute.
+#     which refuses every session there, the teardown delay to 1 ms, which a
+#     test build logs as a test fault) a launch is a normal, attested one,
+#     runs no substitute and stops without a test fault.
 set -Eeuo pipefail
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
-hooks=(LAZARET_SUPERVISOR LAZARET_INIT LAZARET_TEST_NETWORK_FAULT LAZARET_TEST_MAILBOX_NAMES)
+hooks=(LAZARET_SUPERVISOR LAZARET_INIT LAZARET_TEST_NETWORK_FAULT LAZARET_TEST_MAILBOX_NAMES LAZARET_TEST_TEARDOWN_DELAY)
 lt_cleanup_hook() { systemctl --user unset-environment "${hooks[@]}" || true; }
 
 # launch_with NAME=VALUE...: one launch of /bin/echo published with these in
@@ -67,6 +69,14 @@ grep -q "LAZARET_TEST_MAILBOX_NAMES is not a number of names" <<<"$out" ||
         lt_fail "test build: a mailbox of 'many' names failed for another reason: $out"
 lt_log "ok: test build: LAZARET_TEST_MAILBOX_NAMES was read"
 
+seen=$(wc -l <"$LT_LOGDIR/$LT_DOMAIN.log" 2>/dev/null || echo 0)
+launch_with LAZARET_TEST_TEARDOWN_DELAY=soon
+((rc == 0)) || lt_fail "test build: a launch with a teardown delay of 'soon' failed: $out"
+tail -n "+$((seen + 1))" "$LT_LOGDIR/$LT_DOMAIN.log" |
+        grep -q "LAZARET_TEST_TEARDOWN_DELAY is not a number of milliseconds" ||
+        lt_fail "test build: a teardown delay of 'soon' was not named in the log"
+lt_log "ok: test build: LAZARET_TEST_TEARDOWN_DELAY was read"
+
 # --- the README's build: nothing of them is left ----------------------------------
 lt_install
 option=$(meson introspect --buildoptions "$LT_BUILDDIR" | jq -r '.[] | select(.name == "test_hooks") | .value')
@@ -89,7 +99,7 @@ rm -f "$marker"
 log=$LT_LOGDIR/$LT_DOMAIN.log
 seen=$(wc -l <"$log" 2>/dev/null || echo 0)
 systemctl --user set-environment LAZARET_SUPERVISOR="$substitute" LAZARET_INIT="$HOME/no-such-init" \
-        LAZARET_TEST_NETWORK_FAULT=deny-on-lo LAZARET_TEST_MAILBOX_NAMES=1
+        LAZARET_TEST_NETWORK_FAULT=deny-on-lo LAZARET_TEST_MAILBOX_NAMES=1 LAZARET_TEST_TEARDOWN_DELAY=1
 lt_keeper_start
 json=$(cd "$LT_WS" && lazaretctl status --json)
 [[ $(jq -r .NetworkReadiness.Fingerprint <<<"$json") =~ ^[0-9a-f]{64}$ ]] ||
@@ -97,7 +107,9 @@ json=$(cd "$LT_WS" && lazaretctl status --json)
 out=$(lt_launch -- /bin/echo published) || lt_fail "a launch with the hooks set failed: $out"
 lt_assert_eq "output of a launch with the hooks set" published "$out"
 [[ ! -e $marker ]] || lt_fail "LAZARET_SUPERVISOR was run by a build without test hooks"
+# The teardown too (a test build says "Test fault in effect" of its delay).
+(cd "$LT_WS" && lazaretctl stop) >/dev/null || lt_fail "lazaretctl stop failed"
 if tail -n "+$((seen + 1))" "$log" | grep -q "Test fault"; then
         lt_fail "a build without test hooks put a test fault in effect"
 fi
-lt_log "ok: without test hooks, LAZARET_SUPERVISOR, LAZARET_INIT, LAZARET_TEST_NETWORK_FAULT and LAZARET_TEST_MAILBOX_NAMES change nothing"
+lt_log "ok: without test hooks, LAZARET_SUPERVISOR, LAZARET_INIT, LAZARET_TEST_NETWORK_FAULT, LAZARET_TEST_MAILBOX_NAMES and LAZARET_TEST_TEARDOWN_DELAY change nothing"

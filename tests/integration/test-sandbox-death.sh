@@ -39,6 +39,9 @@ kill_part() {   # PROCESS-NAME EXPECTED-REASON
         wait "$bg" || rc=$?
         [[ $rc -ne 0 ]] || lt_fail "a session whose $name was killed exited 0"
         grep -q "$reason" "$HOME/death.err" || lt_fail "the client did not say '$reason': $(cat "$HOME/death.err")"
+        # Its reason only: what runsc exec says of the sandbox gone under it
+        # ("waiting on pid N: ... EOF") goes to the Domain's log.
+        lt_assert_eq "lines the client of a session whose $name was killed wrote" 1 "$(grep -c '' "$HOME/death.err")"
         lt_log "ok: $name killed: the client exited $rc and said: $(grep -m1 "$reason" "$HOME/death.err")"
         lt_wait_inactive
         out=$(systemctl --user status "$unit" --no-pager 2>&1 || true)

@@ -15,6 +15,9 @@
 #     `git --no-optional-locks -c core.fsmonitor= status --porcelain`,
 #     which neither asks the hook nor removes the index's fsmonitor
 #     extension; a repository nested in an ignored directory too;
+#   - the host's cached trees (TREE) survive the statuses inside; an
+#     untracked cache the sandbox turns on (its identity names /workspace)
+#     never reaches the host's index, whose git status never warns;
 #   - nothing in the host's git configuration names a program, after the
 #     sandbox tried to set core.fsmonitor in the repository's config;
 #   - a restart of the Domain (a new view) answers "everything changed" to
@@ -132,6 +135,32 @@ out=$(inside 'git ls-files -f | cut -c1 | sort | uniq -c | tr -s " " | tr "\n" "
 [[ $out == *" h,"* ]] || lt_fail "no index entry is marked valid by the fsmonitor after two statuses: $out"
 lt_log "ok: entries are marked valid by the fsmonitor ($out)"
 
+# The host's cached trees (the TREE extension its commit wrote) survive the
+# statuses inside, which wrote the index to add their token: the view keeps a
+# TREE that is byte for byte the host's over the host's entries (spec 4.6),
+# and the host's git then writes the tree it would have written.
+index_extensions() {    # the extension signatures of the host's index, in order
+        python3 - "$LT_WS/.git/index" <<'PY'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+assert d[:4] == b'DIRC' and struct.unpack('>I', d[4:8])[0] in (2, 3), 'index version 2 or 3 expected'
+n, off, end, out = struct.unpack('>I', d[8:12])[0], 12, len(d) - 20, []
+for _ in range(n):
+    flags = struct.unpack('>H', d[off + 60:off + 62])[0]
+    p = off + 62 + (2 if flags & 0x4000 else 0)
+    off += ((p - off) + (d.index(b'\0', p) - p) + 8) & ~7
+while off < end:
+    out.append(d[off:off + 4].decode('ascii', 'replace'))
+    off += 8 + struct.unpack('>I', d[off + 4:off + 8])[0]
+print(' '.join(out))
+PY
+}
+out=$(index_extensions) || lt_fail "cannot read the host's index"
+[[ " $out " == *" FSMN "* ]] || lt_fail "the statuses inside left no fsmonitor token in the index: $out"
+[[ " $out " == *" TREE "* ]] || lt_fail "the host's cached trees did not survive a status inside: $out"
+lt_assert_eq "the host's git write-tree after the statuses inside" "$(hgit rev-parse HEAD^{tree})" "$(hgit write-tree)"
+lt_log "ok: the host's cached trees survive the statuses inside ($out)"
+
 for ((round = 1; round <= rounds; round++)); do
         ops $((RANDOM % 6 + 1))
         host_ops=$OPS
@@ -158,6 +187,20 @@ for ((round = 1; round <= rounds; round++)); do
         compare "round $round"
 done
 lt_log "ok: $rounds rounds of edits from both sides: git status with the fsmonitor equals the reference"
+# Lazaret leaves git's untracked cache off (its identity names /workspace, not
+# the host's path: spec 4.6), and one the sandbox turns on never reaches the
+# host's index (the view lands an UNTR only byte for byte the host's): the
+# host's git never finds one it cannot use, or one that would hide files.
+out=$(hgit status 2>&1 >/dev/null) || lt_fail "the host's git status failed: $out"
+[[ $out != *"untracked cache"* ]] || lt_fail "the host's git status after the sandbox's: $out"
+inside 'git update-index --untracked-cache && git -c core.untrackedCache=true status --porcelain' >/dev/null 2>&1 ||
+        lt_fail "git update-index --untracked-cache inside failed"
+out=$(index_extensions) || lt_fail "cannot read the host's index"
+[[ " $out " != *" UNTR "* ]] || lt_fail "the sandbox's untracked cache reached the host's index: $out"
+out=$(hgit status 2>&1 >/dev/null) || lt_fail "the host's git status failed: $out"
+[[ $out != *"untracked cache"* ]] || lt_fail "the host's git status after the sandbox turned the untracked cache on: $out"
+compare "after the sandbox turned the untracked cache on"
+lt_log "ok: no untracked cache of the sandbox's reaches the host's index; the host's git status does not warn"
 
 # A repository in an ignored directory (Domain state): its worktree's paths are answered relative to it.
 inside "mkdir -p build/nested && cd build/nested && git init -q && echo a >a && echo b >b && $igit add a b &&

@@ -421,7 +421,7 @@ static void extension(Buf *b, const char *sig, const char *payload) {
         b->n += strlen(payload);
 }
 
-/* TREE and REUC go, the other extensions stay in order, the checksum is git's again. */
+/* TREE, REUC and UNTR go, the other extensions stay in order, the checksum is git's again. */
 Test(git_index, without_caches) {
         for (unsigned v = 2; v <= 4; v++) {
                 _cleanup_free_ Buf *b = build(v, sample, sizeof(sample) / sizeof(sample[0]));
@@ -436,11 +436,10 @@ Test(git_index, without_caches) {
                 finish(b);
                 i = parse_ok(b);
                 cr_assert_eq(i->entries_end, entries_end);
-                cr_assert_eq(git_index_without_caches(b->d, b->n, i, GIT_HASH_SHA1, &out, &n), 0);
-                cr_assert_eq(n, entries_end + 8 + 9 + 8 + 5 + SHA1_DIGEST_SIZE);
+                cr_assert_eq(git_index_without_caches(b->d, b->n, i, GIT_HASH_SHA1, 0, &out, &n), 0);
+                cr_assert_eq(n, entries_end + 8 + 5 + SHA1_DIGEST_SIZE);
                 cr_assert_eq(memcmp(out, b->d, entries_end), 0);
-                cr_assert_eq(memcmp(out + entries_end, "UNTR", 4), 0);
-                cr_assert_eq(memcmp(out + entries_end + 17, "FSMN", 4), 0);
+                cr_assert_eq(memcmp(out + entries_end, "FSMN", 4), 0);
                 cr_assert_eq(git_index_parse(out, n, GIT_HASH_SHA1, &j, &error), 0, "%s", error ? error : "");
                 cr_assert(j->checksum_verified);
                 cr_assert_eq(j->n_paths, i->n_paths);
@@ -459,9 +458,104 @@ Test(git_index, without_caches_skip_hash) {
         extension(b, "TREE", "x");
         b->n += SHA1_DIGEST_SIZE; /* all zero */
         i = parse_ok(b);
-        cr_assert_eq(git_index_without_caches(b->d, b->n, i, GIT_HASH_SHA1, &out, &n), 0);
+        cr_assert_eq(git_index_without_caches(b->d, b->n, i, GIT_HASH_SHA1, 0, &out, &n), 0);
         cr_assert_eq(n, i->entries_end + SHA1_DIGEST_SIZE);
         cr_assert_eq(memcmp(out + i->entries_end, zero, SHA1_DIGEST_SIZE), 0);
         /* Data that is not what i was parsed from is refused. */
-        cr_assert_eq(git_index_without_caches(b->d, 20, i, GIT_HASH_SHA1, &out, &n), -EINVAL);
+        cr_assert_eq(git_index_without_caches(b->d, 20, i, GIT_HASH_SHA1, 0, &out, &n), -EINVAL);
+}
+
+/* Kept: TREE and UNTR stay, REUC goes; with nothing to leave out, nothing is written. */
+Test(git_index, without_caches_keep_tree) {
+        _cleanup_free_ Buf *b = build(2, sample, sizeof(sample) / sizeof(sample[0])), *c = NULL;
+        _cleanup_git_index_ GitIndex *i = NULL, *k = NULL, *j = NULL;
+        _cleanup_free_ char *out = NULL, *none = NULL, *error = NULL;
+        size_t entries_end = b->n, n = 0, m = 0;
+
+        extension(b, "TREE", "\0011 0\n");
+        extension(b, "UNTR", "untracked");
+        c = malloc(sizeof(*c));
+        cr_assert_not_null(c);
+        memcpy(c, b, sizeof(*c));
+        extension(b, "REUC", "a\0100644 100644 100644\n");
+        finish(b);
+        i = parse_ok(b);
+        cr_assert_eq(git_index_without_caches(b->d, b->n, i, GIT_HASH_SHA1, GIT_INDEX_KEEP_TREE, &out, &n), 0);
+        cr_assert_not_null(out);
+        cr_assert_eq(n, entries_end + 8 + 5 + SHA1_DIGEST_SIZE);
+        cr_assert_eq(memcmp(out + entries_end, "TREE", 4), 0);
+        free(out);
+        cr_assert_eq(git_index_without_caches(b->d, b->n, i, GIT_HASH_SHA1,
+                                              GIT_INDEX_KEEP_TREE | GIT_INDEX_KEEP_UNTRACKED, &out, &n), 0);
+        cr_assert_not_null(out);
+        cr_assert_eq(n, entries_end + 8 + 5 + 8 + 9 + SHA1_DIGEST_SIZE);
+        cr_assert_eq(memcmp(out + entries_end + 13, "UNTR", 4), 0);
+        cr_assert_eq(git_index_parse(out, n, GIT_HASH_SHA1, &j, &error), 0, "%s", error ? error : "");
+        cr_assert_eq(j->n_trees, 1u);
+        cr_assert_eq(memcmp(j->trees_digest, i->trees_digest, 32), 0);
+
+        finish(c);
+        k = parse_ok(c);
+        cr_assert_eq(git_index_without_caches(c->d, c->n, k, GIT_HASH_SHA1, GIT_INDEX_KEEP_TREE | GIT_INDEX_KEEP_UNTRACKED,
+                                              &none, &m), 0);
+        cr_assert_null(none);
+        cr_assert_eq(m, c->n);
+}
+
+/* An index of e with the extensions exts ("SIG=payload" each), the first entry's stat data changed with other_stat. */
+static GitIndex *with_caches(const Entry *e, size_t n, bool other_stat, const char *const *exts) {
+        _cleanup_free_ Buf *b = build(2, e, n);
+
+        if (other_stat)
+                b->d[12 + 3] ^= 0x5a;   /* the first entry's ctime */
+        for (; exts && *exts; exts++)
+                extension(b, (char[5]) { (*exts)[0], (*exts)[1], (*exts)[2], (*exts)[3], 0 }, *exts + 5);
+        finish(b);
+        return parse_ok(b);
+}
+
+#define CACHES(...) ((const char *const[]) { __VA_ARGS__, NULL })
+
+/* The host's caches stay only over the host's entries, each byte for byte. */
+Test(git_index, same_caches) {
+        const Entry host[] = { { "README", 0100644 }, { "src/a.c", 0100644 } };
+        const Entry other_blob[] = { { "README", 0100644 }, { "src/a.c", 0100644, 0, 0, 0x66 } };
+        const Entry other_mode[] = { { "README", 0100644 }, { "src/a.c", 0100755 } };
+        const Entry added[] = { { "README", 0100644 }, { "src/a.c", 0100644 }, { "src/b.c", 0100644 } };
+        const unsigned both = GIT_INDEX_KEEP_TREE | GIT_INDEX_KEEP_UNTRACKED;
+        _cleanup_git_index_ GitIndex *a = with_caches(host, 2, false, CACHES("TREE=\0012 1\n", "UNTR=Location /h", "FSMN=t1"));
+        struct {
+                const char *what;
+                const Entry *e;
+                size_t n;
+                bool other_stat;
+                const char *const *exts;
+                unsigned want;
+        } cases[] = {
+                { "the same entries and caches", host, 2, false, CACHES("TREE=\0012 1\n", "UNTR=Location /h", "FSMN=t1"), both },
+                { "another token, stat data", host, 2, true, CACHES("TREE=\0012 1\n", "UNTR=Location /h", "FSMN=t2"), both },
+                { "other trees", host, 2, false, CACHES("TREE=\0012 0\n", "UNTR=Location /h"), GIT_INDEX_KEEP_UNTRACKED },
+                { "another untracked cache", host, 2, false, CACHES("TREE=\0012 1\n", "UNTR=Location /workspace"),
+                  GIT_INDEX_KEEP_TREE },
+                { "no caches", host, 2, false, NULL, 0 },
+                { "two TREE extensions", host, 2, false, CACHES("TREE=\0012 1\n", "TREE=\0012 1\n", "UNTR=Location /h"),
+                  GIT_INDEX_KEEP_UNTRACKED },
+                { "another object", other_blob, 2, false, CACHES("TREE=\0012 1\n", "UNTR=Location /h"), 0 },
+                { "another mode", other_mode, 2, false, CACHES("TREE=\0012 1\n", "UNTR=Location /h"), 0 },
+                { "an entry added", added, 3, false, CACHES("TREE=\0012 1\n", "UNTR=Location /h"), 0 },
+        };
+
+        cr_assert_eq(a->n_trees, 1u);
+        cr_assert_eq(a->n_untracked, 1u);
+        cr_expect_eq(git_index_same_caches(a, a), both);
+        for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+                _cleanup_git_index_ GitIndex *b = with_caches(cases[k].e, cases[k].n, cases[k].other_stat, cases[k].exts);
+                cr_expect_eq(git_index_same_caches(a, b), cases[k].want, "%s: %u", cases[k].what, git_index_same_caches(a, b));
+        }
+        {
+                _cleanup_git_index_ GitIndex *b = with_caches(host, 2, false, NULL);
+                cr_expect_eq(git_index_same_caches(b, a), 0u, "no caches in the host's index");
+        }
+        cr_expect_eq(git_index_same_caches(NULL, a), 0u);
+        cr_expect_eq(git_index_same_caches(a, NULL), 0u);
 }
