@@ -447,9 +447,17 @@ static int staging_feed_all(Staging *s, char **ret_why) {
 
 /* Puts s's file in place under its name; the node stands for it there. With v->lock held. */
 static int staging_land(View *v, Staging *s) {
+        struct stat st, now;
         Node *n = s->node;
         char *copy;
 
+        /* The temporary name still leads to the file checked: the sandbox can look it up, and
+         * rename another file onto it (rename_within()), between the check and this rename. */
+        if (fstat(s->rfd, &st) < 0)
+                return -errno;
+        if (fstatat(s->dir->fd, s->tmp, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_dev != st.st_dev ||
+            now.st_ino != st.st_ino)
+                return -ESTALE;
         if (syscall(SYS_renameat2, s->dir->fd, s->tmp, s->dir->fd, s->name, RENAME_NOREPLACE) < 0)
                 return -errno;
         own_name_note(v, s->dir, s->tmp);
@@ -476,6 +484,7 @@ static int staging_whole(View *v, Staging *s) {
         _cleanup_free_ char *why = NULL;
         _cleanup_close_ int dirfd = -EBADF;
         char pack[VIEW_OBJECT_HEX_MAX + 16], hex[VIEW_OBJECT_HEX_MAX];
+        ViewObjectKind kind;
         struct stat st;
         Node *dir = s->dir;
         int r;
@@ -516,13 +525,16 @@ static int staging_whole(View *v, Staging *s) {
                 }
         }
         snprintf(hex, sizeof(hex), "%s", s->hex);
-        r = s->kind;
-        if (staging_land(v, s) < 0) {
-                /* Its name came meanwhile (another copy of the same object): this one goes. */
-                staging_refuse(v, s, "its name is taken meanwhile");
+        kind = s->kind;
+        r = staging_land(v, s);
+        if (r < 0) {
+                /* Its name came meanwhile (another copy of the same object), or its temporary name
+                 * leads elsewhere now: this one goes. */
+                staging_refuse(v, s, r == -ESTALE ? "its temporary name leads to another file than the one checked"
+                                                  : "its name is taken meanwhile");
                 return -EPERM;
         }
-        if (r == VIEW_OBJECT_PACK)
+        if (kind == VIEW_OBJECT_PACK)
                 staging_land_waiting(v, dir, hex);
         return 0;
 }
