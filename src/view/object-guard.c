@@ -47,6 +47,8 @@ typedef struct Staging {
         bool unordered;                 /* a write not at the end of what was fed, or a truncation */
         bool waiting;                   /* an index, whole, whose pack is not there yet */
         bool checking;                  /* its index check runs, without v->lock */
+        bool retry;                     /* an index its pack's landing is to check (staging_land_waiting()) */
+        unsigned changing;              /* writes and truncations guard_check_node() let through, not yet fed */
 } Staging;
 
 ViewObjectKind object_name(const Node *dir, const char *name, char *ret_hex) {
@@ -109,9 +111,16 @@ int guard_check_node(View *v, Node *n, const char *what) {
                 /* A second name of a staged file would stay writable once it is in place. */
                 refusal(v, n->parent, n->staging->name, what, "it is a copy not yet checked");
                 r = -EPERM;
-        } else if (n->staging && startswith(what, "a truncation"))
-                n->staging->unordered = true;   /* what was fed is not what the file holds */
-        else if (n->checking && n->name) {
+        } else if (n->staging && n->staging->checking) {
+                /* What is checked is what lands: nothing changes it meanwhile. */
+                refusal(v, n->parent, n->staging->name, what, "the view is checking it");
+                r = -EPERM;
+        } else if (n->staging && (startswith(what, "a write") || startswith(what, "a truncation"))) {
+                /* Under way until object_staged_written(): nothing lands before it is fed. */
+                n->staging->changing++;
+                if (startswith(what, "a truncation"))
+                        n->staging->unordered = true;   /* what was fed is not what the file holds */
+        } else if (n->checking && n->name) {
                 refusal(v, n->parent, n->name, what, "the view is checking it for the object's name it is renamed onto");
                 r = -EPERM;
         } else if (node_is_object(n))
@@ -438,9 +447,17 @@ static int staging_feed_all(Staging *s, char **ret_why) {
 
 /* Puts s's file in place under its name; the node stands for it there. With v->lock held. */
 static int staging_land(View *v, Staging *s) {
+        struct stat st, now;
         Node *n = s->node;
         char *copy;
 
+        /* The temporary name still leads to the file checked: the sandbox can look it up, and
+         * rename another file onto it (rename_within()), between the check and this rename. */
+        if (fstat(s->rfd, &st) < 0)
+                return -errno;
+        if (fstatat(s->dir->fd, s->tmp, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_dev != st.st_dev ||
+            now.st_ino != st.st_ino)
+                return -ESTALE;
         if (syscall(SYS_renameat2, s->dir->fd, s->tmp, s->dir->fd, s->name, RENAME_NOREPLACE) < 0)
                 return -errno;
         own_name_note(v, s->dir, s->tmp);
@@ -467,10 +484,17 @@ static int staging_whole(View *v, Staging *s) {
         _cleanup_free_ char *why = NULL;
         _cleanup_close_ int dirfd = -EBADF;
         char pack[VIEW_OBJECT_HEX_MAX + 16], hex[VIEW_OBJECT_HEX_MAX];
+        ViewObjectKind kind;
         struct stat st;
         Node *dir = s->dir;
         int r;
 
+        if (s->changing > 0) {
+                /* A change let through is not fed yet: the last to end feeds the file whole again. */
+                s->unordered = true;
+                s->waiting = false;
+                return 0;
+        }
         if (s->kind == VIEW_OBJECT_IDX) {
                 snprintf(pack, sizeof(pack), "pack-%s.pack", s->hex);
                 if (fstatat(dir->fd, pack, &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -484,6 +508,15 @@ static int staging_whole(View *v, Staging *s) {
                 r = dirfd < 0 ? -errno : object_judge(s->rfd, dirfd, s->kind, s->hex, &why);
                 pthread_mutex_lock(&v->lock);
                 s->checking = false;
+                if (!s->node) {
+                        /* The kernel forgot its node meanwhile (object_staged_forget_locked()), and
+                         * its directory's node may be gone with it: removed through the check's own fd. */
+                        (void) unlinkat(dirfd, s->tmp, 0);
+                        fprintf(stderr, "lazaret-view: removed the copy under the pack index pack-%s.idx, "
+                                "forgotten while it was checked\n", s->hex);
+                        staging_free(v, s);
+                        return -EPERM;
+                }
                 if (r < 0) {
                         if (!why && asprintf(&why, "it cannot be read (%s)", strerror(-r)) < 0)
                                 why = NULL;
@@ -492,13 +525,16 @@ static int staging_whole(View *v, Staging *s) {
                 }
         }
         snprintf(hex, sizeof(hex), "%s", s->hex);
-        r = s->kind;
-        if (staging_land(v, s) < 0) {
-                /* Its name came meanwhile (another copy of the same object): this one goes. */
-                staging_refuse(v, s, "its name is taken meanwhile");
+        kind = s->kind;
+        r = staging_land(v, s);
+        if (r < 0) {
+                /* Its name came meanwhile (another copy of the same object), or its temporary name
+                 * leads elsewhere now: this one goes. */
+                staging_refuse(v, s, r == -ESTALE ? "its temporary name leads to another file than the one checked"
+                                                  : "its name is taken meanwhile");
                 return -EPERM;
         }
-        if (r == VIEW_OBJECT_PACK)
+        if (kind == VIEW_OBJECT_PACK)
                 staging_land_waiting(v, dir, hex);
         return 0;
 }
@@ -507,10 +543,14 @@ static int staging_whole(View *v, Staging *s) {
 static void staging_land_waiting(View *v, Node *dir, const char *pack_hex) {
         bool again = true;
 
+        /* Each once: one that still finds no pack (removed meanwhile) stays waiting, not tried again. */
+        for (Staging *s = v->stagings; s; s = s->next)
+                s->retry = s->dir == dir && s->waiting && !s->checking && streq(s->hex, pack_hex);
         while (again) {
                 again = false;
                 for (Staging *s = v->stagings; s; s = s->next)
-                        if (s->dir == dir && s->waiting && !s->checking && streq(s->hex, pack_hex)) {
+                        if (s->retry) {
+                                s->retry = false;
                                 (void) staging_whole(v, s);
                                 again = true;   /* the list changed */
                                 break;
@@ -526,13 +566,21 @@ int object_staged_written(View *v, Node *n, off_t off, size_t size) {
 
         pthread_mutex_lock(&v->lock);
         s = n->staging;
+        if (s && s->changing > 0)
+                s->changing--;
         if (!s || s->checking) {
                 pthread_mutex_unlock(&v->lock);
                 return 0;
         }
         fed = git_stream_fed(s->stream);
-        if (!s->unordered && (uint64_t) off != fed)
+        if (!s->unordered && (off < 0 || (uint64_t) off != fed))
                 s->unordered = true;
+        if (s->changing > 0) {
+                /* Another change let through is still under way: it feeds what both wrote, from the start. */
+                s->unordered = true;
+                pthread_mutex_unlock(&v->lock);
+                return 0;
+        }
         if (s->unordered)
                 r = staging_feed_all(s, &why);
         else
@@ -569,8 +617,10 @@ void object_staged_forget_locked(View *v, Node *n) {
         if (!s)
                 return;
         if (s->checking) {
-                /* Its check still runs (the node is the kernel's no more): it ends the record. */
+                /* Its check still runs (the node is the kernel's no more): it ends the record,
+                 * without its directory's node, which may go with this one (staging_whole()). */
                 s->node = NULL;
+                s->dir = NULL;
                 n->staging = NULL;
                 return;
         }

@@ -138,6 +138,9 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
         }
         setattr_apply(v, req, n, p.fd, attr, to_set, fi);
         busy_end(v, n);
+        /* A staged copy truncated: fed whole again (guard_check_node() counted the truncation as under way). */
+        if ((to_set & FUSE_SET_ATTR_SIZE) && __atomic_load_n(&n->staging, __ATOMIC_ACQUIRE))
+                (void) object_staged_written(v, n, -1, 0);
 }
 
 /* The changes of a SETATTR, on the pinned fd (or the handle), then the reply. */

@@ -219,10 +219,11 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
         busy_end(v, n);
         if (owned)
                 safe_close(fd);
-        /* A copy under an object's name: checked as it comes, put in place once whole (object-guard.c). */
-        if (k > 0 && __atomic_load_n(&n->staging, __ATOMIC_ACQUIRE)) {
-                int r = object_staged_written(v, n, off, (size_t) k);
-                if (r < 0)
+        /* A copy under an object's name: checked as it comes, put in place once whole (object-guard.c);
+         * told of a failed write too, which guard_check_node() counted as under way. */
+        if (__atomic_load_n(&n->staging, __ATOMIC_ACQUIRE)) {
+                int r = object_staged_written(v, n, off, k > 0 ? (size_t) k : 0);
+                if (r < 0 && k >= 0)
                         k = r;
         }
         if (k < 0)
@@ -257,7 +258,17 @@ void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
                 return;
         }
         r = guard_check_node(v, n, "a write in place to");
-        r = r < 0 ? -r : fallocate(fd, mode, off, len) < 0 ? errno : 0;
+        if (r < 0)
+                r = -r;
+        else {
+                r = fallocate(fd, mode, off, len) < 0 ? errno : 0;
+                /* A staged copy's bytes may have changed anywhere (a punched hole): fed whole again. */
+                if (__atomic_load_n(&n->staging, __ATOMIC_ACQUIRE)) {
+                        int k = object_staged_written(v, n, -1, 0);
+                        if (k < 0 && r == 0)
+                                r = -k;
+                }
+        }
         if (r == 0)
                 journal_node(v, n);
         busy_end(v, node_of(v, ino));

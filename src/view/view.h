@@ -385,7 +385,11 @@ int object_rename(View *v, Node *from, const char *name, Node *n, Node *to, cons
 /* CREATE of an object's name (k): answered, the file staged under a temporary name. */
 void object_create(fuse_req_t req, View *v, Node *dir, const char *name, ViewObjectKind k, const char *hex, mode_t mode,
                    struct fuse_file_info *fi);
-/* After a write of [off, off + size) to n: 0, or -EPERM once the staged file cannot be what its name says. */
+/*
+ * After a change of n that guard_check_node() let through, failed or not: a
+ * write of [off, off + size), or off -1 for any other (a truncation, a
+ * fallocate). 0, or -EPERM once the staged file cannot be what its name says.
+ */
 int object_staged_written(View *v, Node *n, off_t off, size_t size);
 /* UNLINK of name in dir: 1 and done when it is a staged file's name. With v->lock held. */
 int object_staged_unlink_locked(View *v, Node *dir, const char *name);

@@ -259,6 +259,34 @@ for d in fk fk2; do
 done
 rm -rf "$LT_WS/fk" "$LT_WS/fk2"
 lt_log "ok: a forged index copied in is refused; a pack and its index copied in land, in either order"
+# The temporary name of a staged index can be looked up inside: a forged index renamed onto it while the
+# index waits for its pack is not what lands when the pack comes (the check read the file staged).
+from=$(log_mark)
+rm -f "$LT_WS/lt-staged-name"
+(
+        for _ in $(seq 1 400); do
+                t=$(ls "$LT_WS/fk3/objects/pack" 2>/dev/null | grep '^tmp_idx_lazaret\.' | head -n1 || true)
+                if [[ -n $t ]]; then
+                        echo "$t" >"$LT_WS/lt-staged-name.new" && mv "$LT_WS/lt-staged-name.new" "$LT_WS/lt-staged-name"
+                        break
+                fi
+                sleep 0.05
+        done
+) &
+poller=$!
+out=$(inside "mkdir -p fk3/objects/pack && cp .git/objects/pack/$(basename "$idx") fk3/objects/pack/ &&
+              for i in \$(seq 1 200); do [ -s lt-staged-name ] && break; sleep 0.1; done &&
+              cp forged.idx fk3/objects/pack/x && mv -f fk3/objects/pack/x fk3/objects/pack/\$(cat lt-staged-name) &&
+              cp .git/objects/pack/$(basename "$pack") fk3/objects/pack/" 2>&1) ||
+        lt_fail "the forged index's rename onto a staged index's temporary name failed inside: $out"
+wait "$poller"
+[[ -s $LT_WS/lt-staged-name ]] || lt_fail "no staged temporary file of the index seen on the host"
+if [[ -e $LT_WS/fk3/objects/pack/$(basename "$idx") ]]; then
+        lt_assert_eq "the index copied into fk3, on the host" "$idx_sha" "$(sha256sum <"$LT_WS/fk3/objects/pack/$(basename "$idx")")"
+fi
+log_says "$from" "refused a copy under the pack index fk3/objects/pack/$(basename "$idx"): its temporary name leads to another file"
+rm -rf "$LT_WS/fk3" "$LT_WS/lt-staged-name"
+lt_log "ok: a forged index renamed onto a staged index's temporary name does not land"
 rm -f "$LT_WS/.git/objects/pack/tmp_idx_forged" "$LT_WS/.git/objects/pack/tmp_pack_x" "$LT_WS/forged.idx"
 lt_assert_eq "the host's pack index after the forgeries" "$idx_sha" "$(sha256sum <"$idx")"
 host_intact "the forged pack index"
