@@ -116,10 +116,15 @@ log_says "$from" "refused a copy under the object $(obj "$new"): its content is 
 slow_copy() {           # slow_copy FILE NAME: FILE's first 10 bytes, a pause, the rest, to NAME inside
         inside "mkdir -p $(dirname "$2") && { head -c 10 $1; sleep 3; tail -c +11 $1; } > $2" >"$HOME/lt-obj-slow.out" 2>&1
 }
-host_polls() {          # host_polls PID NAME: NAME never on the host while PID runs; a staged temporary seen
+host_polls() {          # host_polls PID NAME [WHOLE]: NAME never on the host while PID runs (or, given the
+                        # WHOLE file, never but with all its bytes: a right copy lands at its last write,
+                        # which may come before the writer inside has exited); a staged temporary seen
         local staged=
         while kill -0 "$1" 2>/dev/null; do
-                [[ -e $LT_WS/$2 ]] && lt_fail "the host saw $2 while it was written inside"
+                if [[ -e $LT_WS/$2 ]]; then
+                        [[ -n ${3:-} ]] && cmp -s "$LT_WS/$2" "$3" ||
+                                lt_fail "the host saw $2 while it was written inside"
+                fi
                 ls "$LT_WS/$(dirname "$2")" 2>/dev/null | grep -q '^tmp_.*_lazaret\.' && staged=1
                 sleep 0.05
         done
@@ -136,7 +141,7 @@ lt_log "ok: a forged object written slowly inside is never on the host and is re
 legit=$(echo legit | git hash-object --stdin)
 python3 -c 'import sys, zlib; sys.stdout.buffer.write(zlib.compress(b"blob 6\0legit\n"))' >"$LT_WS/legit.obj"
 slow_copy legit.obj "$(obj "$legit")" &
-host_polls $! "$(obj "$legit")"
+host_polls $! "$(obj "$legit")" "$LT_WS/legit.obj"
 wait $! || lt_fail "a slow copy of an object under its name failed inside: $(cat "$HOME/lt-obj-slow.out")"
 lt_assert_eq "the object copied in slowly, on the host" legit "$(hg cat-file -p "$legit")"
 rm -f "$LT_WS/legit.obj" "$LT_WS/$(obj "$legit")"
