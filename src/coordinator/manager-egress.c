@@ -428,7 +428,15 @@ int manager_egress_forget(Manager *m, const char *rule, const char *by, EgressAl
                 r = egress_watch_forget(m->egress, c->rule, on_forgotten, c);
                 if (r < 0) {
                         free(c->by);
-                        return errorf(ret_error, r, "cannot send %s to the egress helper: %s", c->rule, strerror(-r));
+                        if (!c->kept)
+                                return errorf(ret_error, r, "cannot send %s to the egress helper: %s", c->rule,
+                                              strerror(-r));
+                        /* The Domain Store has let go of it already: that is a change, so it is audited. */
+                        log_warning("Egress: %s forgot %s (kept), but the helper was not told: %s", by, c->rule,
+                                    strerror(-r));
+                        egress_audit(m, "egress-forgotten", by, NULL, NULL, c->rule);
+                        return errorf(ret_error, r, "%s is no longer kept, but the running sandbox may still allow "
+                                      "it: cannot reach the egress helper: %s", c->rule, strerror(-r));
                 }
                 TAKE_PTR(c);
                 return 1;
