@@ -115,11 +115,28 @@ void egress_event_rule(const EgressEvent *ev, char buf[static HOST_RULE_STRING_M
                 snprintf(buf, HOST_RULE_STRING_MAX, "%s", ev->name);
 }
 
+/* {"execute":VERB,"arguments":*args} as one line; takes *args. */
+static int execute_text(json_object *o, const char *verb, json_object **args, char **ret) {
+        char *text;
+        int k;
+
+        k = json_add_string(o, "execute", verb);
+        if (k < 0)
+                return k;
+        if (json_object_object_add(o, "arguments", *args) < 0)
+                return -ENOMEM;
+        *args = NULL;
+        text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        if (!text)
+                return -ENOMEM;
+        *ret = text;
+        return 0;
+}
+
 int egress_allow_request(const char *rule, EgressScope scope, char **ret, char **ret_error) {
         _cleanup_json_ json_object *o = json_object_new_object(), *args = json_object_new_object();
         char canon[HOST_RULE_STRING_MAX];
         HostRule r;
-        char *text;
         int k;
 
         if (!o || !args)
@@ -133,18 +150,9 @@ int egress_allow_request(const char *rule, EgressScope scope, char **ret, char *
         k = json_add_string(args, "rule", canon);
         if (k >= 0)
                 k = json_add_string(args, "scope", egress_scope_to_string(scope));
-        if (k >= 0)
-                k = json_add_string(o, "execute", "add_host");
         if (k < 0)
                 return k;
-        if (json_object_object_add(o, "arguments", args) < 0)
-                return -ENOMEM;
-        args = NULL;
-        text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-        if (!text)
-                return -ENOMEM;
-        *ret = text;
-        return 0;
+        return execute_text(o, "add_host", &args, ret);
 }
 
 int egress_allow_parse(json_object *args, HostRule *ret_rule, EgressScope *ret_scope, char **ret_error) {
@@ -172,7 +180,6 @@ int egress_remove_request(const char *rule, char **ret, char **ret_error) {
         _cleanup_json_ json_object *o = json_object_new_object(), *args = json_object_new_object();
         char canon[HOST_RULE_STRING_MAX];
         HostRule r;
-        char *text;
         int k;
 
         if (!o || !args)
@@ -182,18 +189,9 @@ int egress_remove_request(const char *rule, char **ret, char **ret_error) {
                 return k;
         host_rule_format(&r, canon);
         k = json_add_string(args, "rule", canon);
-        if (k >= 0)
-                k = json_add_string(o, "execute", "remove_host");
         if (k < 0)
                 return k;
-        if (json_object_object_add(o, "arguments", args) < 0)
-                return -ENOMEM;
-        args = NULL;
-        text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-        if (!text)
-                return -ENOMEM;
-        *ret = text;
-        return 0;
+        return execute_text(o, "remove_host", &args, ret);
 }
 
 int egress_remove_parse(json_object *args, HostRule *ret_rule, char **ret_error) {
