@@ -271,10 +271,6 @@ int object_rename(View *v, Node *from, const char *name, Node *n, Node *to, cons
 #define STAGE_TAG "_lazaret."
 
 /* As ops-file.c opens a file for a request: never following, never a controlling tty. */
-static int open_flags_of(int flags) {
-        return (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC | O_NOCTTY;
-}
-
 bool object_staging_name(const char *name) {
         return startswith(name, "tmp_") && strstr(name, STAGE_TAG);
 }
@@ -361,7 +357,7 @@ void object_create(fuse_req_t req, View *v, Node *dir, const char *name, ViewObj
         r = git_stream_new(stream_kind(k), hex, &s->stream);
         if (r < 0)
                 goto fail;
-        fd = openat(dir->fd, s->tmp, open_flags_of(fi->flags) | O_CREAT | O_EXCL | O_NOFOLLOW, m);
+        fd = openat(dir->fd, s->tmp, view_open_flags(fi->flags) | O_CREAT | O_EXCL | O_NOFOLLOW, m);
         if (fd < 0) {
                 r = -errno;
                 goto fail;

@@ -6,7 +6,10 @@
 
 /* ---- files ---------------------------------------------------------------- */
 
-static int open_flags(int flags) {
+/* The flags a request's open carries, as the view opens with them on the host: never following,
+ * creating or insisting by itself (it adds those where it means them), never inherited, never a
+ * controlling terminal. */
+int view_open_flags(int flags) {
         return (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC | O_NOCTTY;
 }
 
@@ -25,12 +28,12 @@ static int node_open(View *v, Node *n, int flags, bool busy) {
                 wait_unmoved(v, n, NULL);
         if (n->fd >= 0) {
                 proc_path(n->fd, pp);
-                fd = open(pp, open_flags(flags));
+                fd = open(pp, view_open_flags(flags));
                 if (fd < 0)
                         fd = -errno;
         } else {
                 pfd = !n->parent ? -ESTALE : n->in_state ? state_parent(v, n) : n->parent->fd;
-                fd = pfd < 0 ? -ESTALE : open_by_name(n, pfd, open_flags(flags) | O_NOFOLLOW, NULL);
+                fd = pfd < 0 ? -ESTALE : open_by_name(n, pfd, view_open_flags(flags) | O_NOFOLLOW, NULL);
         }
         if (fd >= 0 && busy)
                 busy_begin(n);
@@ -134,7 +137,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
         {
                 mode_t m;
                 fd = create_mode(mode, &m) < 0 ? (errno = EPERM, -1)
-                                                : openat(dfd, name, open_flags(fi->flags) | O_CREAT | O_NOFOLLOW, m);
+                                                : openat(dfd, name, view_open_flags(fi->flags) | O_CREAT | O_NOFOLLOW, m);
         }
         if (fd < 0) {
                 r = -errno;
