@@ -28,6 +28,21 @@ int bus_append_scope_begin(sd_bus_message *m, const char *scope, const char *des
         return r;
 }
 
+/*
+ * The scope goes with service (BindsTo=), and after it (Before=): stop jobs
+ * run in the reverse of start order, so a `systemctl --user stop` of the
+ * service lets its own teardown finish before the user manager kills what
+ * is left in the scope; without an order the two stop jobs ran at once and
+ * the sandbox died under the coordinator's orderly teardown. Before= does
+ * not hold the scope's start: the service's start job, already running,
+ * is the one it would order, and no job waits on it.
+ */
+int bus_append_scope_bound_to(sd_bus_message *m, const char *service) {
+        int r = sd_bus_message_append(m, "(sv)", "BindsTo", "as", 1, service);
+
+        return r < 0 ? r : sd_bus_message_append(m, "(sv)", "Before", "as", 1, service);
+}
+
 int bus_append_scope_end(sd_bus_message *m) {
         int r = sd_bus_message_close_container(m);
 

@@ -25,6 +25,7 @@ int bus_append_unit_replace(sd_bus_message *m, void *userdata);
  */
 int bus_append_scope_begin(sd_bus_message *m, const char *scope, const char *description, pid_t pid);
 /* Closes the property array and appends the empty auxiliary unit list. */
+int bus_append_scope_bound_to(sd_bus_message *m, const char *service);
 int bus_append_scope_end(sd_bus_message *m);
 
 /*

@@ -148,7 +148,7 @@ static int append_command_scope(sd_bus_message *m, void *userdata) {
         /* The coordinator's death (a SIGKILL, OOM) stops the service, and with it the scope and every process
          * the command started (KillMode=control-group): PR_SET_PDEATHSIG reaches the command alone (OR-3). */
         if (k >= 0)
-                k = sd_bus_message_append(m, "(sv)", "BindsTo", "as", 1, a->service);
+                k = bus_append_scope_bound_to(m, a->service);
         return k < 0 ? k : bus_append_scope_end(m);
 }
 

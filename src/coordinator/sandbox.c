@@ -365,10 +365,11 @@ static int append_scope(sd_bus_message *m, void *userdata) {
          * pending for the whole stop timeout. */
         r = bus_append_scope_begin(m, a->scope, a->description, a->pid);
         /* If the coordinator's service goes, for whatever reason, the sandbox
-         * goes too. (No After=: the service is still activating, and the
-         * scope's start job would wait for it.) */
+         * goes too, once the service's own stop is over. (No After=: the
+         * service is still activating, and the scope's start job would wait
+         * for it.) */
         if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)", "BindsTo", "as", 1, a->service);
+                r = bus_append_scope_bound_to(m, a->service);
         /* The limits gVisor cannot enforce (C18). UINT64_MAX is systemd's
          * "infinity" too. Enforced where the host delegates the memory, pids
          * and cpu controllers to the user manager; set either way. */

@@ -58,6 +58,35 @@ lt_assert_eq "what the client of a session ended by stop says" "Session failed: 
 lt_assert_eq "exit status of a session ended by stop" 1 "$rc"
 lt_wait_inactive
 
+# --- the same through the user manager: systemctl --user stop ----------------------
+# The scope is bound to the service, so a stop of the service stops the
+# scope too; without an order between the two stop jobs the user manager
+# killed the sandbox at once, under the session and under the coordinator's
+# orderly teardown (held back here by the test delay). Ordered (the scope
+# is Before= the service, so it stops after it), the coordinator's
+# teardown runs first and the client hears only its reason.
+seen=$(log_lines)
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 60) </dev/null >/dev/null 2>"$HOME/sysstopped.err" &
+bg=$!
+for _ in $(seq 1 150); do
+        [[ $(cd "$LT_WS" && lazaretctl status --json 2>/dev/null | jq '.Sessions | length') == 1 ]] && break
+        sleep 0.1
+done
+systemctl --user stop "$unit" || lt_fail "systemctl --user stop $unit failed"
+set +e
+wait "$bg"
+rc=$?
+set -e
+lines_after "$seen" | grep -q "Test fault in effect: the teardown waits 1500 ms" ||
+        lt_fail "the teardown was not held back: $(lines_after "$seen")"
+lt_assert_eq "what the client of a session ended by systemctl stop says" "Session failed: the Domain is stopping" \
+        "$(cat "$HOME/sysstopped.err")"
+lt_assert_eq "exit status of a session ended by systemctl stop" 1 "$rc"
+lines_after "$seen" | grep -qi "stopped unexpectedly\|sandbox failed" &&
+        lt_fail "the sandbox went before the coordinator's teardown: $(lines_after "$seen")"
+lt_wait_inactive
+[[ $(lt_unit_prop "$scope" ActiveState) != active ]] || lt_fail "$scope still active after the service stopped"
+
 # --- a Domain that fails while a launch opens its session -------------------------
 # The launch is held (SIGSTOP) between reading "running" and its
 # OpenSession: the coordinator answers it while the client is stopped, then
