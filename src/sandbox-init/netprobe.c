@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "dns-codec.h"
 #include "macro.h"
 #include "net-policy.h"
@@ -476,7 +477,10 @@ static void dump_routes(FILE *out) {
 
 int netprobe_report(FILE *out, const char *allowed, const char *denied, int port, const NetprobeNames *names) {
         Canary c[_PROBE_MAX] = {};
+        _cleanup_free_ char *tables_text = NULL;
+        size_t tables_len = 0;
         struct pollfd p;
+        FILE *tables;
         int r, fd;
 
         /* The denied canary first, and without waiting: its packets must
@@ -495,6 +499,15 @@ int netprobe_report(FILE *out, const char *allowed, const char *denied, int port
                 /* No byte is sent: a refusal comes at the SYN, from the helper's frame filter. */
                 connect_start(&c[PROBE_NAME_DIRECT], names->unbound, NET_CANARY_NAME_PORT, NAME_TIMEOUT_MS);
         }
+        /* The tables while the canaries are on their way, reported in their place below. */
+        tables = open_memstream(&tables_text, &tables_len);
+        if (tables) {
+                dump_routes(tables);
+                dump_lines(tables, "/proc/net/if_inet6", "ipv6");
+                dump_lines(tables, "/proc/net/ipv6_route", "ipv6");
+                if (fclose(tables) != 0)
+                        tables_text = mfree(tables_text);
+        }
         run_canaries(c, names);
         if (c[PROBE_ALLOWED].r == 0)
                 fprintf(out, "allowed %s\n", c[PROBE_ALLOWED].buf);
@@ -502,9 +515,10 @@ int netprobe_report(FILE *out, const char *allowed, const char *denied, int port
                 fprintf(out, "allowed-failed %s\n", strerror(-c[PROBE_ALLOWED].r));
         if (names)
                 report_names(out, names, c);
-        dump_routes(out);
-        dump_lines(out, "/proc/net/if_inet6", "ipv6");
-        dump_lines(out, "/proc/net/ipv6_route", "ipv6");
+        if (tables_text)
+                fputs(tables_text, out);
+        else
+                fprintf(out, "route-error cannot buffer the tables: %s\n", strerror(ENOMEM));
         if (fd < 0)
                 fprintf(out, "denied unreachable %s\n", strerror(-fd));
         else {
