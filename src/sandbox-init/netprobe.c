@@ -491,10 +491,11 @@ int netprobe_report(FILE *out, const char *allowed, const char *denied, int port
          * which lasts at least as long as the allowed canary's round trip
          * (the others run beside it, run_canaries()). */
         fd = start_connect(denied, port);
+        /* Then the allowed name, the longest chain: the two ClientHello canaries wait for its address. */
+        if (names)
+                resolve_start(&c[PROBE_NAME_ALLOWED], names->resolver, names->allowed);
         exchange_start(&c[PROBE_ALLOWED], allowed, port, NULL, 0, ALLOWED_TIMEOUT_MS);
         if (names) {
-                /* The allowed name first: the two ClientHello canaries wait for its address. */
-                resolve_start(&c[PROBE_NAME_ALLOWED], names->resolver, names->allowed);
                 resolve_start(&c[PROBE_NAME_DENIED], names->resolver, names->denied);
                 /* No byte is sent: a refusal comes at the SYN, from the helper's frame filter. */
                 connect_start(&c[PROBE_NAME_DIRECT], names->unbound, NET_CANARY_NAME_PORT, NAME_TIMEOUT_MS);
