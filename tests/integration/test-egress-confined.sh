@@ -32,7 +32,9 @@
 #   5. The next address: multi.pool.test resolves to 198.18.0.11, where
 #      nothing listens, then 198.18.0.10: a connection the helper dials to
 #      .11 first goes on to .10 and is carried; dead.pool.test (.11 and
-#      .12, both refusing) is closed once both were tried.
+#      .12, both refusing) is closed once both were tried; slow.pool.test
+#      (198.18.0.13, where nothing answers, then .10) is carried after the
+#      first try's 3 s.
 #   6. The cap on bound names (LAZARET_TEST_EGRESS_NAMES=2,
 #      LAZARET_TEST_EGRESS_TTL=2, the pool whole): a third name while two
 #      are bound and within their TTL is SERVFAIL, logged with the cap;
@@ -72,13 +74,17 @@ ip addr add "$ADDR/32" dev lo
 # Where nothing listens: a connection there is refused at once.
 ip addr add 198.18.0.11/32 dev lo
 ip addr add 198.18.0.12/32 dev lo
+# Where nothing answers: 198.18.0.13 on a veth whose peer stays down, so a SYN waits on ARP.
+ip link add slow0 type veth peer name slow1
+ip link set slow0 up
+ip route add 198.18.0.13/32 dev slow0
 
 # A DNS server: A records for four names, NXDOMAIN otherwise.
 python3 - <<'EOF' &
 import socket, struct
 names = {"a.pool.test": ["198.18.0.10"], "b.pool.test": ["198.18.0.10"], "c.pool.test": ["198.18.0.10"],
          "held.test": ["198.18.0.10"], "multi.pool.test": ["198.18.0.11", "198.18.0.10"],
-         "dead.pool.test": ["198.18.0.11", "198.18.0.12"]}
+         "dead.pool.test": ["198.18.0.11", "198.18.0.12"], "slow.pool.test": ["198.18.0.13", "198.18.0.10"]}
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("127.0.0.1", 53))
 while True:
@@ -309,6 +315,14 @@ for want in "(198.18.0.11) failed: Connection refused; trying the next address" 
 done
 grep -q "dead.pool.test:2222 (198.18.0.12) failed: Connection refused; trying" "$T/egress3.log" &&
         lt_fail "the helper went on past the last of dead.pool.test's addresses"
+S=$(field addr "$(dnsq slow.pool.test)")
+t0=$(date +%s%N)
+out=$(in_guest timeout 8 bash -c "exec 3<>/dev/tcp/$S/2222; head -n1 <&3") || true
+t1=$(date +%s%N)
+lt_assert_eq "slow.pool.test:2222 (its first address never answers)" held "$out"
+(((t1 - t0) / 1000000 >= 2500)) || lt_fail "slow.pool.test was carried after $(((t1 - t0) / 1000000)) ms, before the first try's 3 s"
+grep -qF "connection to slow.pool.test:2222 (198.18.0.13) failed: " "$T/egress3.log" ||
+        lt_fail "the helper did not log going on from 198.18.0.13"
 stop_helper
 lt_log "ok: a refused dial goes on to the name's next address; the last one's failure closes the connection"
 
