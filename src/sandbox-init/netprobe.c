@@ -27,9 +27,12 @@
  *                                 the allowed name's address was closed
  *                                 before any byte came back
  *   end
+ *
+ * The canaries run at once (run_canaries()); the lines come in one order
+ * whatever order they ended in: allowed, the name canaries, route and
+ * ipv6, denied, end.
  */
 #include <arpa/inet.h>
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -86,7 +89,7 @@ static uint64_t now_ms(void) {
  * socket driven by one poll loop (run_canaries()): each is a round trip
  * through the sandbox's network stack and, for the name canaries, the
  * egress helper, and one after another they added their latencies to
- * every cold start (spec 4.5, "Egress by name": what the rules cost). Each
+ * every cold start (spec 4.5, the attestation's step 5). Each
  * keeps the timeout it had alone, counted from its own start and again
  * after each step forward, and reports as it did alone.
  */
@@ -135,22 +138,26 @@ static void canary_wait(Canary *c) {
 /* A connection to addr:port that sends the n_msg bytes at msg and reads one line back. */
 static void exchange_start(Canary *c, const char *addr, int port, const void *msg, size_t n_msg, int timeout_ms) {
         *c = (Canary) { .kind = CANARY_EXCHANGE, .started = true, .fd = -1, .timeout_ms = timeout_ms };
-        assert(n_msg <= sizeof(c->msg));
-        memcpy(c->msg, msg, n_msg);
+        canary_wait(c);
+        if (n_msg > sizeof(c->msg)) {
+                canary_end(c, -EMSGSIZE);
+                return;
+        }
+        if (n_msg > 0)
+                memcpy(c->msg, msg, n_msg);
         c->n_msg = n_msg;
         c->fd = start_connect(addr, port);
         if (c->fd < 0)
                 canary_end(c, c->fd);
-        canary_wait(c);
 }
 
 /* A connection to addr:port, nothing sent: its outcome is the canary's. */
 static void connect_start(Canary *c, const char *addr, int port, int timeout_ms) {
         *c = (Canary) { .kind = CANARY_CONNECT, .started = true, .fd = -1, .timeout_ms = timeout_ms };
+        canary_wait(c);
         c->fd = start_connect(addr, port);
         if (c->fd < 0)
                 canary_end(c, c->fd);
-        canary_wait(c);
 }
 
 /*
