@@ -160,7 +160,7 @@ NAME=probe.lazaret.test
 lt_wait_inactive
 cp "$LT_CONFIG" "$work/config-plain.json"
 jq --arg r "$NAME:8080" '.profiles.test.allow_hosts = [$r]' "$work/config-plain.json" >"$work/config-names.json"
-cold_once() {   # CONFIG OUT: one cold launch with CONFIG, its milliseconds appended to OUT
+cold_once() {   # CONFIG OUT: one cold launch with CONFIG, its milliseconds appended to OUT, its steps to OUT.steps
         local t0 t1
         lt_wait_inactive
         cp "$1" "$LT_CONFIG"
@@ -168,9 +168,13 @@ cold_once() {   # CONFIG OUT: one cold launch with CONFIG, its milliseconds appe
         lazaretctl launch -- /bin/true >/dev/null || lt_fail "a cold launch with $(basename -- "$1") failed"
         t1=$(date +%s%N)
         echo "$(((t1 - t0) / 1000))" | awk '{ printf "%.1f\n", $1 / 1000 }' >>"$2"
+        # The supervisor's report of this start (as bench/launch reads it): less noisy than the whole.
+        lazaretctl log --lines 200 2>/dev/null | grep -o 'Runtime Supervisor: sandbox started in .*' | tail -n 1 >>"$2.steps" || true
 }
 : >"$work/cold-pair-plain"
 : >"$work/cold-pair-names"
+: >"$work/cold-pair-plain.steps"
+: >"$work/cold-pair-names.steps"
 # Round 0 warms both up; it is not counted.
 for i in $(seq 0 "$COLD"); do
         if ((i % 2)); then
@@ -184,6 +188,8 @@ for i in $(seq 0 "$COLD"); do
         if ((i == 0)); then
                 : >"$work/cold-pair-plain"
                 : >"$work/cold-pair-names"
+                : >"$work/cold-pair-plain.steps"
+                : >"$work/cold-pair-names.steps"
         fi
 done
 cp "$work/config-plain.json" "$LT_CONFIG"
@@ -244,4 +250,20 @@ printf '  cold ratio (allow_hosts / without):                      %.2f  (goal <
 printf '  bulk ratio (by name / slirp4netns, same run):             %.2f  (goal >= 0.9)\n' "$(jq -n "$nb/$pb")"
 printf '  bulk ratio, median of each round\x27s ratio:               %.2f  (%s)\n' "$(median "$work/bulk-pairs")" \
         "$(sort -n "$work/bulk-pairs" | xargs printf '%.2f ' | sed 's/ $//')"
+# The supervisor's steps of the alternating cold launches, medians, without and with the rule:
+# where the rule's cost lies (the network helper's start, the attestation with its name canaries).
+steps_median() {   # FILE STEP
+        grep -o "[ :]$2 [0-9.]*" "$1" | awk '{ print $NF }' | sort -n |
+                awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; else print "?" }'
+}
+if [[ -s $work/cold-pair-plain.steps && -s $work/cold-pair-names.steps ]]; then
+        echo "  supervisor steps of those cold launches (medians, ms):   without  allow_hosts"
+        for step in "sandbox started in" "runsc run" attestation network helper; do
+                label=$step
+                [[ $step == "sandbox started in" ]] && label="all steps"
+                [[ $step == helper ]] && label="network: helper"
+                printf '    %-28s %22s %12s\n' "$label" "$(steps_median "$work/cold-pair-plain.steps" "$step")" \
+                        "$(steps_median "$work/cold-pair-names.steps" "$step")"
+        done
+fi
 echo "  (connection setup by name: bench/egress-connect)"

@@ -103,6 +103,16 @@
 #define POOL_PREFIX NET_IP4(10, 137, 64, 0)
 #define POOL_MASK NET_IP4(255, 255, 192, 0)
 #define SYNTH_TTL 60u
+/*
+ * The most names a sandbox may have bound at once. Each costs a listener
+ * per port its rules allow (a Unix socket and libslirp's forward to it),
+ * and the loop polls every listener on every turn: without a cap, a
+ * sandbox resolving names under a wildcard would make every packet of
+ * every connection slower, and hold a descriptor per name and port. At
+ * the cap a new name takes a binding over as when the pool is exhausted
+ * (name_reusable()), or is answered SERVFAIL.
+ */
+#define NAMES_MAX 1024u
 
 #define NAME_PORTS_MAX 32
 #define NAME_ADDRS_MAX DNS_ANSWER_KEEP_MAX
@@ -110,6 +120,7 @@
 #define RELAY_BUF (64u * 1024u)
 #define PEEK_TIMEOUT_MS 10000u
 #define DIAL_TIMEOUT_MS 10000u
+#define DIAL_TRY_MS 3000u
 #define PENDING_MAX 64
 #define PENDING_WAITERS 16
 #define UPSTREAM_RETRY_MS 1000u
@@ -183,6 +194,11 @@ typedef struct Conn {
         size_t down_len;
         bool in_eof, out_eof, in_shut, out_shut;
         uint64_t deadline;      /* 0: none */
+        /* CONN_DIAL to a name's real addresses: the first tried (an index into real[]), how many
+         * were tried, the one being tried, and when the whole dial gives up. */
+        size_t first_addr, n_tried;
+        uint32_t addr;
+        uint64_t dial_until;
 } Conn;
 
 typedef enum WaiterKind {
@@ -280,6 +296,7 @@ typedef struct Egress {
         size_t n_names, cap_names;
         uint32_t next_synth;
         uint32_t pool_last;     /* POOL_LAST, or less (LAZARET_TEST_EGRESS_POOL) */
+        size_t names_max;       /* NAMES_MAX, or less (LAZARET_TEST_EGRESS_NAMES) */
         uint32_t synth_ttl;     /* SYNTH_TTL, or less (LAZARET_TEST_EGRESS_TTL) */
         unsigned next_name_gen;
         Conn *conns[CONNS_MAX];
@@ -502,7 +519,7 @@ static int listener_open(Egress *e, uint32_t synth, uint16_t port, int *ret_fd, 
 }
 
 /*
- * The pool is exhausted: the binding to give up for a new one, the least
+ * The pool is exhausted, or names_max names are bound: the binding to give up for a new one, the least
  * recently used of those that no connection holds and whose last
  * synthetic answer's TTL has run out (so that a resolver inside that
  * honours the TTL no longer holds the address for the old name), never
@@ -559,11 +576,13 @@ static int name_bind(Egress *e, const char *name, size_t *ret, char **ret_error)
                 *ret = (size_t) i;
                 return 0;
         }
-        if (e->next_synth > e->pool_last) {
+        if (e->next_synth > e->pool_last || e->n_names >= e->names_max) {
                 reuse = name_reusable(e);
                 if (reuse < 0)
-                        return errorf(ret_error, -ENOSPC, "the synthetic address pool is exhausted, and every "
-                                      "address in it is held by a connection or within its answer's TTL");
+                        return errorf(ret_error, -ENOSPC, "%zu names are bound (%s), and each is held by a "
+                                      "connection or within its answer's TTL", e->n_names,
+                                      e->n_names >= e->names_max ? "the most a sandbox may bind" :
+                                      "the synthetic address pool is exhausted");
                 k = (size_t) reuse;
                 synth = e->names[k].synth;
                 snprintf(was, sizeof(was), "%s", e->names[k].name);
@@ -606,8 +625,9 @@ static int name_bind(Egress *e, const char *name, size_t *ret, char **ret_error)
                 }
         }
         if (reuse >= 0)
-                fprintf(stderr, "lazaret-egress: the pool is exhausted: %s now stands for %s (was %s)\n",
-                        ip4(synth, a), name, was);
+                log_refusal(e, "%s: %s now stands for %s (was %s)",
+                            e->n_names >= e->names_max ? "the most names a sandbox may bind are bound" :
+                            "the pool is exhausted", ip4(synth, a), name, was);
         else {
                 e->next_synth++;
                 e->n_names++;
@@ -966,6 +986,7 @@ static void answer_synth(Egress *e, const Waiter *w, size_t k) {
 }
 
 static void conn_dial(Egress *e, size_t i);
+static void conn_dial_failed(Egress *e, size_t i, int err);
 
 /*
  * A query from the sandbox. Answered at once (rcodes, AAAA, a name already
@@ -1006,7 +1027,7 @@ static void dns_query(Egress *e, const uint8_t *msg, size_t len, Waiter *w) {
                 if (w->q.qtype != DNS_TYPE_A)
                         answer_rcode(e, w, DNS_RCODE_NOERROR);
                 else if (name_bind(e, w->q.qname, &idx, &err) < 0) {
-                        fprintf(stderr, "lazaret-egress: cannot bind %s: %s\n", w->q.qname, strna(err));
+                        log_refusal(e, "cannot bind %s: %s (SERVFAIL)", w->q.qname, strna(err));
                         answer_rcode(e, w, DNS_RCODE_SERVFAIL);
                 } else
                         answer_synth(e, w, idx);
@@ -1127,7 +1148,7 @@ static void pending_done_a(Egress *e, Pending *p, const DnsAnswer *a) {
         }
         r = name_bind(e, p->bound, &idx, &err);
         if (r < 0) {
-                fprintf(stderr, "lazaret-egress: cannot bind %s: %s\n", p->bound, err ?: strerror(-r));
+                log_refusal(e, "cannot bind %s: %s (SERVFAIL)", p->bound, err ?: strerror(-r));
                 pending_fail(e, p, DNS_RCODE_SERVFAIL);
                 return;
         }
@@ -1474,27 +1495,53 @@ static void conn_dial_canary(Egress *e, size_t i) {
         c->deadline = now_msec() + DIAL_TIMEOUT_MS;
 }
 
+/*
+ * Dials the name's addresses, as resolved by us, one after another from
+ * the next in turn (so that connections spread over them), until one
+ * connects: a failed dial (refused, unreachable, or no answer within
+ * DIAL_TRY_MS while others are left) tries the next this connection has
+ * not tried, all of them within DIAL_TIMEOUT_MS. Only addresses in real[]
+ * are ever dialled.
+ */
 static void conn_dial(Egress *e, size_t i) {
         Conn *c = e->conns[i];
         Name *n = &e->names[c->name];
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(c->port) };
-        char a[IPV4_STRING_MAX];
-        uint32_t addr;
+        uint64_t now = now_msec();
 
         if (n->canary) {
                 conn_dial_canary(e, i);
                 return;
         }
-        addr = n->real[n->next_real++ % n->n_real];
-        sa.sin_addr.s_addr = htonl(addr);
+        if (c->n_tried == 0) {
+                c->first_addr = n->next_real++;
+                c->dial_until = now + DIAL_TIMEOUT_MS;
+        }
+        c->addr = n->real[(c->first_addr + c->n_tried++) % n->n_real];
+        sa.sin_addr.s_addr = htonl(c->addr);
         c->out_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (c->out_fd < 0 || (connect(c->out_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 && errno != EINPROGRESS)) {
-                log_refusal(e, "connection to %s:%u (%s) failed: %m", n->name, c->port, ip4(addr, a));
-                conn_free(e, i);
+                conn_dial_failed(e, i, errno);
                 return;
         }
         c->state = CONN_DIAL;
-        c->deadline = now_msec() + DIAL_TIMEOUT_MS;
+        c->deadline = c->n_tried < n->n_real ? MIN(c->dial_until, now + DIAL_TRY_MS) : c->dial_until;
+}
+
+/* The try at c->addr failed with err (an errno): the next address, or the end of the connection. */
+static void conn_dial_failed(Egress *e, size_t i, int err) {
+        Conn *c = e->conns[i];
+        const Name *n = &e->names[c->name];
+        char a[IPV4_STRING_MAX];
+        bool next = c->n_tried < n->n_real && now_msec() < c->dial_until;
+
+        log_refusal(e, "connection to %s:%u (%s) failed: %s%s", n->name, c->port, ip4(c->addr, a),
+                    err == ETIMEDOUT ? "the dial timed out" : strerror(err), next ? "; trying the next address" : "");
+        c->out_fd = safe_close(c->out_fd);
+        if (next)
+                conn_dial(e, i);
+        else
+                conn_free(e, i);
 }
 
 /* After a read or write, what the relay does next: half-closes and the end. */
@@ -1620,9 +1667,12 @@ static void conn_event_out(Egress *e, size_t i, short revents) {
                 if (!(revents & (POLLOUT | POLLERR | POLLHUP)))
                         return;
                 if (getsockopt(c->out_fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0 || err != 0) {
-                        log_refusal(e, "connection to %s:%u failed: %s", e->names[c->name].name, c->port,
-                                    strerror(err ?: errno));
-                        conn_free(e, i);
+                        if (e->names[c->name].canary) {
+                                log_refusal(e, "connection to %s:%u failed: %s", e->names[c->name].name, c->port,
+                                            strerror(err ?: errno));
+                                conn_free(e, i);
+                        } else
+                                conn_dial_failed(e, i, err ?: errno);
                         return;
                 }
                 c->state = CONN_RELAY;
@@ -2023,6 +2073,10 @@ static void conns_tick(Egress *e) {
                 Conn *c = e->conns[i];
                 if (!c || c->deadline == 0 || now < c->deadline)
                         continue;
+                if (c->kind == CONN_NAME && c->state == CONN_DIAL && !e->names[c->name].canary) {
+                        conn_dial_failed(e, i, ETIMEDOUT);
+                        continue;
+                }
                 log_refusal(e, "connection to %s:%u closed: %s", c->kind == CONN_NAME ? e->names[c->name].name : "?",
                             c->port, c->state == CONN_PEEK ? "no request within 10 s" : "the dial timed out");
                 conn_free(e, i);
@@ -2415,15 +2469,19 @@ int main(int argc, char **argv) {
         e->tap_fd = e->upstream_fd = e->api_fd = e->dns_listen_fd = e->unbound_fd = -EBADF;
         e->next_synth = POOL_FIRST;
         e->pool_last = POOL_LAST;
+        e->names_max = NAMES_MAX;
         e->synth_ttl = SYNTH_TTL;
 #if ENABLE_TEST_HOOKS
-        /* A pool of a few addresses and a short TTL, for the test of address reuse (test-egress-confined). */
+        /* A pool of a few addresses, a cap of a few names and a short TTL, for the tests of reuse (test-egress-confined). */
         {
                 const char *v = getenv("LAZARET_TEST_EGRESS_POOL");
                 int n;
 
                 if (v && parse_int(v, 1, (int) (POOL_LAST - POOL_FIRST + 1), &n) >= 0)
                         e->pool_last = POOL_FIRST + (uint32_t) n - 1;
+                v = getenv("LAZARET_TEST_EGRESS_NAMES");
+                if (v && parse_int(v, 1, (int) NAMES_MAX, &n) >= 0)
+                        e->names_max = (size_t) n;
                 v = getenv("LAZARET_TEST_EGRESS_TTL");
                 if (v && parse_int(v, 1, SYNTH_TTL, &n) >= 0)
                         e->synth_ttl = (uint32_t) n;

@@ -27,6 +27,10 @@
  *                                 the allowed name's address was closed
  *                                 before any byte came back
  *   end
+ *
+ * The canaries run at once (run_canaries()); the lines come in one order
+ * whatever order they ended in: allowed, the name canaries, route and
+ * ipv6, denied, end.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -39,8 +43,10 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "dns-codec.h"
 #include "macro.h"
 #include "net-policy.h"
@@ -50,6 +56,8 @@
 
 /* How long each name canary waits for the egress helper, a local process: a fault, not load, if exceeded. */
 #define NAME_TIMEOUT_MS 2000
+/* How long the allowed address canary waits for its responder. */
+#define ALLOWED_TIMEOUT_MS 5000
 
 /* Starts a connection to addr:port without waiting for it; the fd or -errno. */
 static int start_connect(const char *addr, int port) {
@@ -69,211 +77,337 @@ static int start_connect(const char *addr, int port) {
         return fd;
 }
 
+static uint64_t now_ms(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
 /*
- * Connects, sends the n bytes at msg, and reads one line, waiting at most
- * timeout_ms each time; 0 or -errno. A connection closed before any byte
- * gives 0 and an empty line.
+ * The canaries run at once, each a small state machine on a nonblocking
+ * socket driven by one poll loop (run_canaries()): each is a round trip
+ * through the sandbox's network stack and, for the name canaries, the
+ * egress helper, and one after another they added their latencies to
+ * every cold start (spec 4.5, the attestation's step 5). Each
+ * keeps the timeout it had alone, counted from its own start and again
+ * after each step forward, and reports as it did alone.
  */
-static int exchange(const char *addr, int port, const void *msg, size_t n_msg, int timeout_ms, char *buf, size_t size) {
-        struct pollfd p;
-        size_t n = 0;
-        int fd, r, err = 0;
+typedef enum CanaryKind {
+        CANARY_EXCHANGE,        /* connect, send msg (if any), read one line */
+        CANARY_RESOLVE,         /* one A question over UDP, one answer */
+        CANARY_CONNECT,         /* connect, nothing sent: refused or not */
+} CanaryKind;
+
+typedef struct Canary {
+        CanaryKind kind;
+        bool started, done;
+        int fd;
+        int timeout_ms;
+        uint64_t deadline;
+        int r;                          /* once done: 0 or -errno */
+        /* CANARY_EXCHANGE: the message and the line read back ("" when closed unanswered). */
+        uint8_t msg[512];
+        size_t n_msg;
+        bool connected;
+        char buf[256];
+        size_t n_buf;
+        /* CANARY_RESOLVE: the name asked, its question's ID, the rcode and first address answered. */
+        const char *name;
+        uint16_t id;
+        uint8_t rcode;
+        char addr[INET_ADDRSTRLEN];
+} Canary;
+
+static void canary_end(Canary *c, int r) {
+        if (c->fd >= 0)
+                close(c->fd);
+        c->fd = -1;
+        c->r = r;
+        c->done = true;
+        if (c->kind == CANARY_EXCHANGE) {
+                c->buf[c->n_buf] = 0;
+                c->buf[strcspn(c->buf, "\r\n")] = 0;
+        }
+}
+
+static void canary_wait(Canary *c) {
+        c->deadline = now_ms() + (uint64_t) c->timeout_ms;
+}
+
+/* A connection to addr:port that sends the n_msg bytes at msg and reads one line back. */
+static void exchange_start(Canary *c, const char *addr, int port, const void *msg, size_t n_msg, int timeout_ms) {
+        *c = (Canary) { .kind = CANARY_EXCHANGE, .started = true, .fd = -1, .timeout_ms = timeout_ms };
+        canary_wait(c);
+        if (n_msg > sizeof(c->msg)) {
+                canary_end(c, -EMSGSIZE);
+                return;
+        }
+        if (n_msg > 0)
+                memcpy(c->msg, msg, n_msg);
+        c->n_msg = n_msg;
+        c->fd = start_connect(addr, port);
+        if (c->fd < 0)
+                canary_end(c, c->fd);
+}
+
+/* A connection to addr:port, nothing sent: its outcome is the canary's. */
+static void connect_start(Canary *c, const char *addr, int port, int timeout_ms) {
+        *c = (Canary) { .kind = CANARY_CONNECT, .started = true, .fd = -1, .timeout_ms = timeout_ms };
+        canary_wait(c);
+        c->fd = start_connect(addr, port);
+        if (c->fd < 0)
+                canary_end(c, c->fd);
+}
+
+/*
+ * Asks resolver for name's A record over UDP, as a program inside would;
+ * the answer is read with the egress helper's own reader (resolve_step()).
+ */
+static void resolve_start(Canary *c, const char *resolver, const char *name) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(DNS_PORT) };
+        uint8_t q[DNS_NAME_WIRE_MAX + 64];
+        size_t len;
+        int r;
+
+        *c = (Canary) { .kind = CANARY_RESOLVE, .started = true, .fd = -1, .timeout_ms = NAME_TIMEOUT_MS, .name = name };
+        canary_wait(c);
+        if (inet_pton(AF_INET, resolver, &sa.sin_addr) != 1) {
+                canary_end(c, -EINVAL);
+                return;
+        }
+        if (getrandom(&c->id, sizeof(c->id), 0) != sizeof(c->id)) {
+                canary_end(c, -EIO);
+                return;
+        }
+        r = dns_query_build(c->id, name, DNS_TYPE_A, q, sizeof(q), &len);
+        if (r < 0) {
+                canary_end(c, r);
+                return;
+        }
+        c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (c->fd < 0) {
+                canary_end(c, -errno);
+                return;
+        }
+        if (connect(c->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || send(c->fd, q, len, 0) != (ssize_t) len)
+                canary_end(c, -errno ?: -EIO);
+}
+
+static short canary_events(const Canary *c) {
+        switch (c->kind) {
+        case CANARY_EXCHANGE:
+                return c->connected ? POLLIN : POLLOUT;
+        case CANARY_CONNECT:
+                return POLLOUT;
+        case CANARY_RESOLVE:
+        default:
+                return POLLIN;
+        }
+}
+
+/* The connection's outcome once it is writable or failed: 0 when established, or -errno. */
+static int connect_result(int fd) {
+        int err = 0;
         socklen_t len = sizeof(err);
 
-        fd = start_connect(addr, port);
-        if (fd < 0)
-                return fd;
-        p = (struct pollfd) { .fd = fd, .events = POLLOUT };
-        r = poll(&p, 1, timeout_ms);
-        if (r == 0) {
-                r = -ETIMEDOUT;
-                goto out;
-        }
-        if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != 0) {
-                r = err ? -err : -errno;
-                goto out;
-        }
-        /* A ClientHello is far below a socket buffer: one send takes it whole, or it is an error. */
-        if (n_msg > 0 && send(fd, msg, n_msg, MSG_NOSIGNAL) != (ssize_t) n_msg) {
-                r = -errno ?: -EIO;
-                goto out;
-        }
-        while (n < size - 1) {
-                ssize_t k;
-
-                p = (struct pollfd) { .fd = fd, .events = POLLIN };
-                r = poll(&p, 1, timeout_ms);
-                if (r <= 0) {
-                        r = r == 0 ? -ETIMEDOUT : -errno;
-                        goto out;
-                }
-                k = read(fd, buf + n, size - 1 - n);
-                if (k < 0) {
-                        r = -errno;
-                        goto out;
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-                if (memchr(buf, '\n', n))
-                        break;
-        }
-        buf[n] = 0;
-        buf[strcspn(buf, "\r\n")] = 0;
-        r = 0;
-out:
-        close(fd);
-        return r;
-}
-
-static int fetch_line(const char *addr, int port, int timeout_ms, char *buf, size_t size) {
-        return exchange(addr, port, NULL, 0, timeout_ms, buf, size);
-}
-
-/*
- * Asks resolver for name's A record over UDP, as a program inside would,
- * and reads the answer with the egress helper's own reader: 0 with its
- * rcode and, when it has records, the first address (dotted) in addr;
- * -errno otherwise (-ETIMEDOUT: no answer).
- */
-static int resolve_a(const char *resolver, const char *name, uint8_t *ret_rcode, char addr[static INET_ADDRSTRLEN]) {
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(DNS_PORT) };
-        uint8_t q[DNS_NAME_WIRE_MAX + 64], a[4096];
-        struct pollfd p;
-        DnsAnswer ans;
-        uint16_t id;
-        size_t len;
-        ssize_t k;
-        int fd, r;
-
-        if (inet_pton(AF_INET, resolver, &sa.sin_addr) != 1)
-                return -EINVAL;
-        if (getrandom(&id, sizeof(id), 0) != sizeof(id))
-                return -EIO;
-        r = dns_query_build(id, name, DNS_TYPE_A, q, sizeof(q), &len);
-        if (r < 0)
-                return r;
-        fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
                 return -errno;
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || send(fd, q, len, 0) != (ssize_t) len) {
-                r = -errno;
-                goto out;
+        return -err;
+}
+
+static void exchange_step(Canary *c) {
+        ssize_t k;
+        int r;
+
+        if (!c->connected) {
+                r = connect_result(c->fd);
+                if (r < 0) {
+                        canary_end(c, r);
+                        return;
+                }
+                c->connected = true;
+                /* A ClientHello is far below a socket buffer: one send takes it whole, or it is an error. */
+                if (c->n_msg > 0 && send(c->fd, c->msg, c->n_msg, MSG_NOSIGNAL) != (ssize_t) c->n_msg) {
+                        canary_end(c, -errno ?: -EIO);
+                        return;
+                }
+                canary_wait(c);
+                return;
         }
-        p = (struct pollfd) { .fd = fd, .events = POLLIN };
-        r = poll(&p, 1, NAME_TIMEOUT_MS);
-        if (r <= 0) {
-                r = r == 0 ? -ETIMEDOUT : -errno;
-                goto out;
-        }
-        k = recv(fd, a, sizeof(a), 0);
+        k = read(c->fd, c->buf + c->n_buf, sizeof(c->buf) - 1 - c->n_buf);
         if (k < 0) {
-                r = -errno;
-                goto out;
+                if (errno == EAGAIN || errno == EINTR)
+                        return;
+                canary_end(c, -errno);
+                return;
         }
-        r = dns_answer_parse(a, (size_t) k, id, name, DNS_TYPE_A, &ans, NULL);
-        if (r < 0)
-                goto out;
-        *ret_rcode = ans.rcode;
-        addr[0] = 0;
+        /* Closed (the line so far, "" when none), a whole line, or the buffer full. */
+        if (k > 0)
+                c->n_buf += (size_t) k;
+        if (k == 0 || memchr(c->buf, '\n', c->n_buf) || c->n_buf == sizeof(c->buf) - 1) {
+                canary_end(c, 0);
+                return;
+        }
+        canary_wait(c);
+}
+
+static void resolve_step(Canary *c) {
+        uint8_t a[4096];
+        DnsAnswer ans;
+        ssize_t k;
+        int r;
+
+        k = recv(c->fd, a, sizeof(a), 0);
+        if (k < 0) {
+                if (errno == EAGAIN || errno == EINTR)
+                        return;
+                canary_end(c, -errno);
+                return;
+        }
+        r = dns_answer_parse(a, (size_t) k, c->id, c->name, DNS_TYPE_A, &ans, NULL);
+        if (r < 0) {
+                canary_end(c, r);
+                return;
+        }
+        c->rcode = ans.rcode;
         if (ans.rcode == DNS_RCODE_NOERROR && ans.n_records > 0) {
                 struct in_addr in = { htonl(dns_record_a(&ans.records[0])) };
-                inet_ntop(AF_INET, &in, addr, INET_ADDRSTRLEN);
+                inet_ntop(AF_INET, &in, c->addr, sizeof(c->addr));
         }
-        r = 0;
-out:
-        close(fd);
-        return r;
+        canary_end(c, 0);
 }
 
-/* A ClientHello naming name to addr:NET_CANARY_NAME_PORT, and the line that came back ("" when closed unanswered). */
-static int hello_exchange(const char *addr, const char *name, char *buf, size_t size) {
-        uint8_t hello[512];
+static void canary_step(Canary *c) {
+        switch (c->kind) {
+        case CANARY_EXCHANGE:
+                exchange_step(c);
+                return;
+        case CANARY_CONNECT:
+                canary_end(c, connect_result(c->fd));
+                return;
+        case CANARY_RESOLVE:
+                resolve_step(c);
+                return;
+        }
+}
+
+/* The canaries, in the order they are reported. */
+enum {
+        PROBE_ALLOWED,          /* the allowed address canary */
+        PROBE_NAME_ALLOWED,     /* resolving the allowed name ... */
+        PROBE_NAME_HELLO,       /* ... then a ClientHello naming it on its address */
+        PROBE_NAME_DENIED,      /* resolving the denied name */
+        PROBE_NAME_DIRECT,      /* a connection to the unbound address */
+        PROBE_NAME_SNI,         /* a ClientHello naming the denied name on the allowed name's address */
+        _PROBE_MAX,
+};
+
+/* A ClientHello naming name to addr:NET_CANARY_NAME_PORT. */
+static void hello_start(Canary *c, const char *addr, const char *name) {
+        uint8_t hello[sizeof(c->msg)];
         size_t len;
         int r;
 
         r = tls_hello_build(name, hello, sizeof(hello), &len);
-        if (r < 0)
-                return r;
-        r = exchange(addr, NET_CANARY_NAME_PORT, hello, len, NAME_TIMEOUT_MS, buf, size);
-        /* A reset before any byte is a refusal as much as a close. */
-        if (r == -ECONNRESET) {
-                buf[0] = 0;
-                return 0;
+        if (r < 0) {
+                *c = (Canary) { .kind = CANARY_EXCHANGE, .started = true, .fd = -1 };
+                canary_end(c, r);
+                return;
         }
-        return r;
+        exchange_start(c, addr, NET_CANARY_NAME_PORT, hello, len, NAME_TIMEOUT_MS);
 }
 
 /*
- * The name canaries, in order: the allowed name first (its address is the
- * one the ClientHello canary then uses), each reported as it went.
+ * Drives every started canary until each is done. The two ClientHello
+ * canaries need the allowed name's address: they start the moment it
+ * resolves (and are never started when it does not).
  */
-static void report_names(FILE *out, const NetprobeNames *names) {
-        char addr[INET_ADDRSTRLEN] = "", denied_addr[INET_ADDRSTRLEN], buf[256];
-        uint8_t rcode = 0;
-        int r, fd;
+static void run_canaries(Canary c[static _PROBE_MAX], const NetprobeNames *names) {
+        for (;;) {
+                struct pollfd p[_PROBE_MAX];
+                size_t idx[_PROBE_MAX], n = 0;
+                uint64_t now, next = UINT64_MAX;
+                int r;
 
-        r = resolve_a(names->resolver, names->allowed, &rcode, addr);
-        if (r < 0)
-                fprintf(out, "name-allowed-failed no answer from the resolver %s: %s\n", names->resolver, strerror(-r));
-        else if (rcode != DNS_RCODE_NOERROR || !addr[0]) {
-                fprintf(out, "name-allowed-failed the resolver answered rcode %u without an address\n", rcode);
-                addr[0] = 0;
-        } else {
-                r = hello_exchange(addr, names->allowed, buf, sizeof(buf));
-                if (r < 0)
-                        fprintf(out, "name-allowed-failed its connection to %s: %s\n", addr, strerror(-r));
-                else if (!buf[0])
-                        fprintf(out, "name-allowed-failed its connection to %s was closed unanswered\n", addr);
-                else
-                        fprintf(out, "name-allowed %s\n", buf);
-        }
-
-        r = resolve_a(names->resolver, names->denied, &rcode, denied_addr);
-        if (r < 0)
-                fprintf(out, "name-denied-failed no answer from the resolver %s: %s\n", names->resolver, strerror(-r));
-        else if (rcode == DNS_RCODE_NXDOMAIN)
-                fprintf(out, "name-denied nxdomain\n");
-        else if (denied_addr[0])
-                fprintf(out, "name-denied-failed it resolved to %s\n", denied_addr);
-        else
-                fprintf(out, "name-denied-failed the resolver answered rcode %u, not NXDOMAIN\n", rcode);
-
-        /* No byte is sent: a refusal comes at the SYN, from the helper's frame filter. */
-        fd = start_connect(names->unbound, NET_CANARY_NAME_PORT);
-        if (fd >= 0) {
-                struct pollfd p = { .fd = fd, .events = POLLOUT };
-                int err = 0;
-                socklen_t len = sizeof(err);
-
-                r = poll(&p, 1, NAME_TIMEOUT_MS);
-                if (r == 0)
-                        r = -ETIMEDOUT;
-                else if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+                if (names && c[PROBE_NAME_ALLOWED].done && !c[PROBE_NAME_HELLO].started &&
+                    c[PROBE_NAME_ALLOWED].r == 0 && c[PROBE_NAME_ALLOWED].rcode == DNS_RCODE_NOERROR &&
+                    c[PROBE_NAME_ALLOWED].addr[0]) {
+                        hello_start(&c[PROBE_NAME_HELLO], c[PROBE_NAME_ALLOWED].addr, names->allowed);
+                        hello_start(&c[PROBE_NAME_SNI], c[PROBE_NAME_ALLOWED].addr, names->denied);
+                }
+                for (size_t i = 0; i < _PROBE_MAX; i++)
+                        if (c[i].started && !c[i].done) {
+                                p[n] = (struct pollfd) { .fd = c[i].fd, .events = canary_events(&c[i]) };
+                                idx[n++] = i;
+                                if (c[i].deadline < next)
+                                        next = c[i].deadline;
+                        }
+                if (n == 0)
+                        return;
+                now = now_ms();
+                r = poll(p, (nfds_t) n, next > now ? (int) (next - now) : 0);
+                if (r < 0 && errno != EINTR) {
                         r = -errno;
-                else
-                        r = -err;
-                close(fd);
-        } else
-                r = fd;
-        if (r == -ECONNREFUSED)
+                        for (size_t k = 0; k < n; k++)
+                                canary_end(&c[idx[k]], r);
+                        return;
+                }
+                now = now_ms();
+                for (size_t k = 0; k < n; k++) {
+                        Canary *x = &c[idx[k]];
+
+                        if (r > 0 && p[k].revents)
+                                canary_step(x);
+                        if (!x->done && now >= x->deadline)
+                                canary_end(x, -ETIMEDOUT);
+                }
+        }
+}
+
+/* The name canaries' lines, in the order the supervisor judges them. */
+static void report_names(FILE *out, const NetprobeNames *names, const Canary c[static _PROBE_MAX]) {
+        const Canary *res = &c[PROBE_NAME_ALLOWED], *hello = &c[PROBE_NAME_HELLO], *den = &c[PROBE_NAME_DENIED],
+                     *direct = &c[PROBE_NAME_DIRECT], *sni = &c[PROBE_NAME_SNI];
+        /* A reset before any byte is a refusal as much as a close. */
+        int sni_r = sni->r == -ECONNRESET ? 0 : sni->r, hello_r = hello->r == -ECONNRESET ? 0 : hello->r;
+        bool has_addr = res->r == 0 && res->rcode == DNS_RCODE_NOERROR && res->addr[0];
+
+        if (res->r < 0)
+                fprintf(out, "name-allowed-failed no answer from the resolver %s: %s\n", names->resolver, strerror(-res->r));
+        else if (!has_addr)
+                fprintf(out, "name-allowed-failed the resolver answered rcode %u without an address\n", res->rcode);
+        else if (hello_r < 0)
+                fprintf(out, "name-allowed-failed its connection to %s: %s\n", res->addr, strerror(-hello_r));
+        else if (hello->r == -ECONNRESET || !hello->buf[0])
+                fprintf(out, "name-allowed-failed its connection to %s was closed unanswered\n", res->addr);
+        else
+                fprintf(out, "name-allowed %s\n", hello->buf);
+
+        if (den->r < 0)
+                fprintf(out, "name-denied-failed no answer from the resolver %s: %s\n", names->resolver, strerror(-den->r));
+        else if (den->rcode == DNS_RCODE_NXDOMAIN)
+                fprintf(out, "name-denied nxdomain\n");
+        else if (den->addr[0])
+                fprintf(out, "name-denied-failed it resolved to %s\n", den->addr);
+        else
+                fprintf(out, "name-denied-failed the resolver answered rcode %u, not NXDOMAIN\n", den->rcode);
+
+        if (direct->r == -ECONNREFUSED)
                 fprintf(out, "name-direct refused\n");
-        else if (r == 0)
+        else if (direct->r == 0)
                 fprintf(out, "name-direct-failed a connection to %s was established\n", names->unbound);
         else
-                fprintf(out, "name-direct-failed a connection to %s: %s\n", names->unbound, strerror(-r));
+                fprintf(out, "name-direct-failed a connection to %s: %s\n", names->unbound, strerror(-direct->r));
 
-        if (!addr[0])
+        if (!has_addr)
                 fprintf(out, "name-sni-failed the allowed name has no address to try it on\n");
-        else {
-                r = hello_exchange(addr, names->denied, buf, sizeof(buf));
-                if (r < 0)
-                        fprintf(out, "name-sni-failed its connection to %s: %s\n", addr, strerror(-r));
-                else if (buf[0])
-                        fprintf(out, "name-sni-failed it was answered \"%.60s\"\n", buf);
-                else
-                        fprintf(out, "name-sni closed\n");
-        }
+        else if (sni_r < 0)
+                fprintf(out, "name-sni-failed its connection to %s: %s\n", res->addr, strerror(-sni_r));
+        else if (sni->r == 0 && sni->buf[0])
+                fprintf(out, "name-sni-failed it was answered \"%.60s\"\n", sni->buf);
+        else
+                fprintf(out, "name-sni closed\n");
 }
 
 static void dump_lines(FILE *out, const char *path, const char *prefix) {
@@ -349,37 +483,60 @@ static void dump_routes(FILE *out) {
 }
 
 int netprobe_report(FILE *out, const char *allowed, const char *denied, int port, const NetprobeNames *names) {
+        Canary c[_PROBE_MAX] = {};
+        _cleanup_free_ char *tables_text = NULL;
+        size_t tables_len = 0;
         struct pollfd p;
-        char buf[256];
-        int r, fd, err = 0;
-        socklen_t len = sizeof(err);
+        FILE *tables;
+        int r, fd;
 
         /* The denied canary first, and without waiting: its packets must
          * leave through deny0 toward the dead-end next hop, where the
          * supervisor watches for them (supnet_witness_denied()). Nothing
          * answers there, so the connection stays pending; had a hole let
-         * it through, it would be established by the end of the report. */
+         * it through, it would be established by the end of the report,
+         * which lasts at least as long as the allowed canary's round trip
+         * (the others run beside it, run_canaries()). */
         fd = start_connect(denied, port);
-        r = fetch_line(allowed, port, 5000, buf, sizeof(buf));
-        if (r == 0)
-                fprintf(out, "allowed %s\n", buf);
-        else
-                fprintf(out, "allowed-failed %s\n", strerror(-r));
+        /* Then the allowed name, the longest chain: the two ClientHello canaries wait for its address. */
         if (names)
-                report_names(out, names);
-        dump_routes(out);
-        dump_lines(out, "/proc/net/if_inet6", "ipv6");
-        dump_lines(out, "/proc/net/ipv6_route", "ipv6");
+                resolve_start(&c[PROBE_NAME_ALLOWED], names->resolver, names->allowed);
+        exchange_start(&c[PROBE_ALLOWED], allowed, port, NULL, 0, ALLOWED_TIMEOUT_MS);
+        if (names) {
+                resolve_start(&c[PROBE_NAME_DENIED], names->resolver, names->denied);
+                /* No byte is sent: a refusal comes at the SYN, from the helper's frame filter. */
+                connect_start(&c[PROBE_NAME_DIRECT], names->unbound, NET_CANARY_NAME_PORT, NAME_TIMEOUT_MS);
+        }
+        /* The tables while the canaries are on their way, reported in their place below. */
+        tables = open_memstream(&tables_text, &tables_len);
+        if (tables) {
+                dump_routes(tables);
+                dump_lines(tables, "/proc/net/if_inet6", "ipv6");
+                dump_lines(tables, "/proc/net/ipv6_route", "ipv6");
+                if (fclose(tables) != 0)
+                        tables_text = mfree(tables_text);
+        }
+        run_canaries(c, names);
+        if (c[PROBE_ALLOWED].r == 0)
+                fprintf(out, "allowed %s\n", c[PROBE_ALLOWED].buf);
+        else
+                fprintf(out, "allowed-failed %s\n", strerror(-c[PROBE_ALLOWED].r));
+        if (names)
+                report_names(out, names, c);
+        if (tables_text)
+                fputs(tables_text, out);
+        else
+                fprintf(out, "route-error cannot buffer the tables: %s\n", strerror(ENOMEM));
         if (fd < 0)
                 fprintf(out, "denied unreachable %s\n", strerror(-fd));
         else {
                 p = (struct pollfd) { .fd = fd, .events = POLLOUT };
                 if (poll(&p, 1, 0) == 0)
                         fprintf(out, "denied pending\n");
-                else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0)
+                else if ((r = connect_result(fd)) == 0)
                         fprintf(out, "denied reached connected\n");
                 else
-                        fprintf(out, "denied unreachable %s\n", strerror(err ?: errno));
+                        fprintf(out, "denied unreachable %s\n", strerror(-r));
                 close(fd);
         }
         fprintf(out, "end\n");

@@ -199,55 +199,92 @@ static int start_egress(SupNet *n, const SupNetParams *p, Helpers *helpers, char
  * sends one TLS record), because closing with bytes unread would reset the
  * helper's end, which could drop the answer before it relays it; then the
  * challenge. Anything else gets no answer, and the probe reports that.
+ * Read as it arrives, beside the other canaries (responder()): the probe
+ * runs its canaries at once, and the address canary's answer must not
+ * wait for the helper to relay a ClientHello.
  */
-static void answer_name_canary(int c, const char *line, size_t len) {
-        uint8_t buf[5 + 16384];
-        size_t have = 0, need = 5;
+typedef struct NameCanaryConn {
+        int fd;                 /* -1: a free slot */
+        uint8_t head[5];        /* the record's header */
+        size_t have, need;      /* bytes of the record read, and its length once the header is in */
+} NameCanaryConn;
 
-        while (have < need) {
-                struct pollfd p = { .fd = c, .events = POLLIN };
+#define NAME_CANARY_CONNS 8
+
+/* Reads what has arrived; true when the connection is done with (answered, or to be closed unanswered). */
+static bool name_canary_read(NameCanaryConn *c, const char *line, size_t len) {
+        uint8_t buf[4096];
+
+        while (c->have < c->need) {
+                size_t want = c->need - c->have;
                 ssize_t k;
 
-                if (poll(&p, 1, 2000) <= 0)
-                        return;
-                k = read(c, buf + have, need - have);
-                if (k <= 0)
-                        return;
-                have += (size_t) k;
-                if (need == 5 && have == 5) {
-                        if (buf[0] != 22)
-                                return;
-                        need += (size_t) buf[3] << 8 | buf[4];
+                if (c->have < sizeof(c->head))
+                        want = sizeof(c->head) - c->have;
+                k = read(c->fd, buf, want < sizeof(buf) ? want : sizeof(buf));
+                if (k < 0)
+                        return errno != EAGAIN && errno != EINTR;
+                if (k == 0)
+                        return true;
+                if (c->have < sizeof(c->head))
+                        memcpy(c->head + c->have, buf, (size_t) k);
+                c->have += (size_t) k;
+                if (c->have == sizeof(c->head)) {
+                        if (c->head[0] != 22)
+                                return true;
+                        c->need = sizeof(c->head) + ((size_t) c->head[3] << 8 | c->head[4]);
                 }
         }
-        (void) !write(c, line, len);
+        (void) !write(c->fd, line, len);
+        return true;
 }
 
 /* fds[0..1]: the address canaries; fds[2], when >= 0: the name canary's Unix socket. */
 static void responder(const int fds[3], const char *challenge) {
+        NameCanaryConn conns[NAME_CANARY_CONNS];
         char line[96];
         size_t len = (size_t) snprintf(line, sizeof(line), "%s\n", challenge);
         int n_fds = fds[2] >= 0 ? 3 : 2;
 
+        for (size_t k = 0; k < NAME_CANARY_CONNS; k++)
+                conns[k].fd = -1;
         for (;;) {
-                struct pollfd p[3] = { { .fd = fds[0], .events = POLLIN }, { .fd = fds[1], .events = POLLIN },
-                                       { .fd = fds[2], .events = POLLIN } };
+                struct pollfd p[3 + NAME_CANARY_CONNS] = {
+                        { .fd = fds[0], .events = POLLIN }, { .fd = fds[1], .events = POLLIN },
+                        { .fd = fds[2], .events = POLLIN },
+                };
 
-                if (poll(p, (nfds_t) n_fds, -1) < 0) {
+                for (size_t k = 0; k < NAME_CANARY_CONNS; k++)
+                        p[3 + k] = (struct pollfd) { .fd = conns[k].fd, .events = POLLIN };
+                if (poll(p, ELEMENTSOF(p), -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         _exit(1);
                 }
+                for (size_t k = 0; k < NAME_CANARY_CONNS; k++)
+                        if (conns[k].fd >= 0 && p[3 + k].revents && name_canary_read(&conns[k], line, len)) {
+                                close(conns[k].fd);
+                                conns[k].fd = -1;
+                        }
                 for (int i = 0; i < n_fds; i++)
                         if (p[i].revents) {
-                                int c = accept4(p[i].fd, NULL, NULL, SOCK_CLOEXEC);
+                                int c = accept4(p[i].fd, NULL, NULL, SOCK_CLOEXEC | (i == 2 ? SOCK_NONBLOCK : 0));
+                                size_t k;
+
                                 if (c < 0)
                                         continue;
-                                if (i == 2)
-                                        answer_name_canary(c, line, len);
-                                else
+                                if (i < 2) {
                                         (void) !write(c, line, len);
-                                close(c);
+                                        close(c);
+                                        continue;
+                                }
+                                for (k = 0; k < NAME_CANARY_CONNS && conns[k].fd >= 0; k++)
+                                        ;
+                                if (k == NAME_CANARY_CONNS) {
+                                        close(c);       /* more than the probe ever makes: unanswered */
+                                        continue;
+                                }
+                                conns[k] = (NameCanaryConn) { .fd = c, .need = sizeof(conns[k].head) };
                         }
         }
 }

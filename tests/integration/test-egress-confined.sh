@@ -29,6 +29,16 @@
 #   4. A forbidden call in the running helper (the test_forbidden hook:
 #      execve of /bin/true, then, in a second helper, open of /etc/passwd)
 #      kills it with SIGSYS before it answers.
+#   5. The next address: multi.pool.test resolves to 198.18.0.11, where
+#      nothing listens, then 198.18.0.10: a connection the helper dials to
+#      .11 first goes on to .10 and is carried; dead.pool.test (.11 and
+#      .12, both refusing) is closed once both were tried; slow.pool.test
+#      (198.18.0.13, where nothing answers, then .10) is carried after the
+#      first try's 3 s.
+#   6. The cap on bound names (LAZARET_TEST_EGRESS_NAMES=2,
+#      LAZARET_TEST_EGRESS_TTL=2, the pool whole): a third name while two
+#      are bound and within their TTL is SERVFAIL, logged with the cap;
+#      once a TTL ran out it takes that binding's address, never a new one.
 set -Eeuo pipefail
 . "$(dirname -- "$0")/../harness/lib.sh"
 
@@ -61,11 +71,20 @@ trap cleanup EXIT
 
 ip link set lo up
 ip addr add "$ADDR/32" dev lo
+# Where nothing listens: a connection there is refused at once.
+ip addr add 198.18.0.11/32 dev lo
+ip addr add 198.18.0.12/32 dev lo
+# Where nothing answers: 198.18.0.13 on a veth whose peer stays down, so a SYN waits on ARP.
+ip link add slow0 type veth peer name slow1
+ip link set slow0 up
+ip route add 198.18.0.13/32 dev slow0
 
 # A DNS server: A records for four names, NXDOMAIN otherwise.
 python3 - <<'EOF' &
 import socket, struct
-names = {"a.pool.test", "b.pool.test", "c.pool.test", "held.test"}
+names = {"a.pool.test": ["198.18.0.10"], "b.pool.test": ["198.18.0.10"], "c.pool.test": ["198.18.0.10"],
+         "held.test": ["198.18.0.10"], "multi.pool.test": ["198.18.0.11", "198.18.0.10"],
+         "dead.pool.test": ["198.18.0.11", "198.18.0.12"], "slow.pool.test": ["198.18.0.13", "198.18.0.10"]}
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("127.0.0.1", 53))
 while True:
@@ -81,10 +100,8 @@ while True:
     if name not in names:
         s.sendto(struct.pack(">HHHHHH", qid, 0x8183, 1, 0, 0, 0) + question, peer)
         continue
-    ans = b""
-    if qtype == 1:
-        ans = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 300, 4) + socket.inet_aton("198.18.0.10")
-    s.sendto(struct.pack(">HHHHHH", qid, 0x8180, 1, 1 if ans else 0, 0, 0) + question + ans, peer)
+    ans = [b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 300, 4) + socket.inet_aton(a) for a in names[name]] if qtype == 1 else []
+    s.sendto(struct.pack(">HHHHHH", qid, 0x8180, 1, len(ans), 0, 0) + question + b"".join(ans), peer)
 EOF
 pids+=($!)
 # The held server: one line, then the connection stays until its client closes it.
@@ -185,12 +202,22 @@ connect_refused() {
         return 0
 }
 
+# The guest's side of a new helper's tap0.
+guest_net() {
+        in_guest ip link set tap0 up mtu 65520
+        in_guest ip addr add 10.137.54.100/24 dev tap0
+        in_guest ip route add default via 10.137.54.2 dev tap0
+}
+# stop_helper: the running helper told to go (its exit pipe closed), and gone.
+stop_helper() {
+        exec 9>&-
+        wait "$egress" || true
+}
+
 export LAZARET_TEST_EGRESS_POOL=2 LAZARET_TEST_EGRESS_TTL=2
 start_helper 1
 in_guest ip link set lo up
-in_guest ip link set tap0 up mtu 65520
-in_guest ip addr add 10.137.54.100/24 dev tap0
-in_guest ip route add default via 10.137.54.2 dev tap0
+guest_net
 
 # --- 1. confined ------------------------------------------------------------------
 st=/proc/$egress/status
@@ -265,4 +292,55 @@ start_helper 2
 kill_check open
 exec 9>&-
 lt_log "ok: execve and open of /etc/passwd in the running helper kill it with SIGSYS"
+
+# --- 5. the next address ------------------------------------------------------------------
+start_helper 3
+guest_net
+M=$(field addr "$(dnsq multi.pool.test)")
+[[ $M =~ $POOL_RE ]] || lt_fail "multi.pool.test resolved to '$M'"
+# The first connection starts at the first address (.11, refused), the second at .10.
+for n in 1 2; do
+        out=$(in_guest timeout 5 bash -c "exec 3<>/dev/tcp/$M/2222; head -n1 <&3") || true
+        lt_assert_eq "multi.pool.test:2222, connection $n" held "$out"
+done
+grep -qF "connection to multi.pool.test:2222 (198.18.0.11) failed: Connection refused; trying the next address" \
+        "$T/egress3.log" || lt_fail "the helper did not log going on from 198.18.0.11"
+D=$(field addr "$(dnsq dead.pool.test)")
+out=$(in_guest timeout 5 bash -c "exec 3<>/dev/tcp/$D/2222; head -n1 <&3") || true
+lt_assert_eq "dead.pool.test:2222 (both addresses refuse)" "" "$out"
+for want in "(198.18.0.11) failed: Connection refused; trying the next address" \
+        "(198.18.0.12) failed: Connection refused"; do
+        grep -qF "connection to dead.pool.test:2222 $want" "$T/egress3.log" ||
+                lt_fail "the helper did not log 'connection to dead.pool.test:2222 $want'"
+done
+grep -q "dead.pool.test:2222 (198.18.0.12) failed: Connection refused; trying" "$T/egress3.log" &&
+        lt_fail "the helper went on past the last of dead.pool.test's addresses"
+S=$(field addr "$(dnsq slow.pool.test)")
+t0=$(date +%s%N)
+out=$(in_guest timeout 8 bash -c "exec 3<>/dev/tcp/$S/2222; head -n1 <&3") || true
+t1=$(date +%s%N)
+lt_assert_eq "slow.pool.test:2222 (its first address never answers)" held "$out"
+(((t1 - t0) / 1000000 >= 2500)) || lt_fail "slow.pool.test was carried after $(((t1 - t0) / 1000000)) ms, before the first try's 3 s"
+grep -qF "connection to slow.pool.test:2222 (198.18.0.13) failed: " "$T/egress3.log" ||
+        lt_fail "the helper did not log going on from 198.18.0.13"
+stop_helper
+lt_log "ok: a refused dial goes on to the name's next address; the last one's failure closes the connection"
+
+# --- 6. the cap on bound names --------------------------------------------------------------
+export LAZARET_TEST_EGRESS_NAMES=2 LAZARET_TEST_EGRESS_TTL=2
+start_helper 4
+guest_net
+A=$(field addr "$(dnsq a.pool.test)")
+B=$(field addr "$(dnsq b.pool.test)")
+[[ $A =~ $POOL_RE && $B =~ $POOL_RE && $A != "$B" ]] || lt_fail "a.pool.test=$A b.pool.test=$B"
+lt_assert_eq "c.pool.test while two names are bound within their TTL" 2 "$(field rcode "$(dnsq c.pool.test)")"
+grep -qF "cannot bind c.pool.test: 2 names are bound (the most a sandbox may bind)" "$T/egress4.log" ||
+        lt_fail "the helper did not log the cap"
+sleep 2.2
+lt_assert_eq "c.pool.test once the TTLs ran out (a's address, not a third)" "rcode=0 addr=$A" "$(dnsq c.pool.test)"
+grep -qF "the most names a sandbox may bind are bound: $A now stands for c.pool.test (was a.pool.test)" \
+        "$T/egress4.log" || lt_fail "the helper did not log the takeover at the cap"
+stop_helper
+unset LAZARET_TEST_EGRESS_NAMES LAZARET_TEST_EGRESS_TTL
+lt_log "ok: at the cap of bound names a new name is SERVFAIL, or takes over the least recently used binding"
 lt_log "PASS"
