@@ -152,6 +152,7 @@ int pin(View *v, Node *n, Pin *ret) {
 static void node_free(View *v, Node *n) {
         if (n->staging)
                 object_staged_forget_locked(v, n);
+        index_kept_drop_locked(v, n);
         if (n->wd >= 0)
                 journal_unwatched_locked(v, n);
         watch_forget(v, n, true);
@@ -447,6 +448,7 @@ int lookup_made_locked(View *v, Node *dir, const char *name, ViewClass c, int fd
         if (!n)
                 return -ENOMEM;
         told(n, &e->attr);
+        index_kept_attr_locked(v, n, &e->attr);
         fill_stat(n, &e->attr);
         e->ino = id_of(v, n);
         e->attr_timeout = e->entry_timeout = timeout_in(v, dir);
@@ -468,6 +470,7 @@ int lookup_locked(View *v, Node *dir, const char *name, struct fuse_entry_param 
         if (!n)
                 return -ENOMEM;
         told(n, &e->attr);
+        index_kept_attr_locked(v, n, &e->attr);
         fill_stat(n, &e->attr);
         e->ino = id_of(v, n);
         e->attr_timeout = e->entry_timeout = timeout_in(v, dir);
