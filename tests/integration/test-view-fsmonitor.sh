@@ -31,7 +31,8 @@
 #     the last instance's token;
 #   - the profile's git_fsmonitor = false: no hook, no configuration, git
 #     inside scans as before.
-# LT_FSMON_SEED picks the rounds' random choices (printed at the start).
+# LT_FSMON_SEED picks the rounds' random choices (printed at the start), LT_FSMON_ROUNDS their
+# number (10); through meson, LAZARET_TEST_FSMON_SEED and LAZARET_TEST_FSMON_ROUNDS.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -39,10 +40,11 @@ lt_install
 lt_domain_setup
 lt_use_git_image
 
-seed=${LT_FSMON_SEED:-$((RANDOM * 32768 + RANDOM))}
+# Through meson and the harness, which pass on only LAZARET_TEST_*: LAZARET_TEST_FSMON_SEED and _ROUNDS.
+seed=${LT_FSMON_SEED:-${LAZARET_TEST_FSMON_SEED:-$((RANDOM * 32768 + RANDOM))}}
 RANDOM=$seed
 lt_log "random seed $seed (LT_FSMON_SEED=$seed repeats this run)"
-rounds=${LT_FSMON_ROUNDS:-10}
+rounds=${LT_FSMON_ROUNDS:-${LAZARET_TEST_FSMON_ROUNDS:-10}}
 
 hgit() { git -C "$LT_WS" -c user.name=host -c user.email=host@example.invalid "$@"; }
 inside() {
