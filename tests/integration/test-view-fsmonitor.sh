@@ -20,7 +20,9 @@
 #     git then uses (no directory read on a quiet status), while the host's
 #     index never holds one (its identity names /workspace), checked after
 #     every round by parsing the host's index, and the host's git status
-#     never warns; each round compares the default status (which uses the
+#     never warns; once the host's index changes in place or is replaced,
+#     the sandbox reads the host's file as it is; each round compares the
+#     default status (which uses the
 #     cache) and --untracked-files=all with a reference that uses neither
 #     the hook nor the cache; the rounds include .gitignore changes and the
 #     host's own git add, commit and status (which replace the index);
@@ -203,6 +205,32 @@ out=$(inside 'GIT_TRACE2_PERF=/tmp/perf git status --porcelain >/dev/null && gre
 [[ $out == *"directories-visited:"* ]] || lt_fail "git inside did not use its untracked cache: $out"
 [[ $out == *"opendir:0 "* ]] || lt_fail "a quiet git status inside read directories despite its untracked cache: $out"
 lt_log "ok: the sandbox's git keeps its untracked cache and reads no directory on a quiet status ($out)"
+
+# What the sandbox reads is the host's file with its caches only while the host's file is the one the
+# view landed: changed in place on the host (not git's way: times and ctime), or replaced by the host's
+# git, it is served as it is, bytes and size, whatever the kernel had cached of it.
+served_is_hosts() {     # WHAT
+        local in host
+        in=$(inside 'md5sum <.git/index | cut -c1-32; wc -c <.git/index') || lt_fail "$1: cannot read the index inside"
+        host=$(md5sum <"$LT_WS/.git/index" | cut -c1-32; wc -c <"$LT_WS/.git/index")
+        lt_assert_eq "$1: the index inside is the host's file" "$(echo $host)" "$(echo $in)"
+}
+hsize=$(stat -c %s "$LT_WS/.git/index")
+isize=$(inside 'wc -c <.git/index') || lt_fail "cannot read the index's size inside"
+((isize > hsize)) || lt_fail "the index inside ($isize bytes) is not the host's ($hsize) with the sandbox's caches"
+touch "$LT_WS/.git/index"
+sleep 0.2
+served_is_hosts "after a touch of the host's index"
+inside 'git status --porcelain >/dev/null && grep -q UNTR .git/index' ||
+        lt_fail "the sandbox's next status did not keep its untracked cache again"
+ino=$(stat -c %i "$LT_WS/.git/index")
+hgit status --porcelain >/dev/null
+[[ $(stat -c %i "$LT_WS/.git/index") != "$ino" ]] || lt_fail "the host's git status did not replace the index"
+sleep 0.2
+served_is_hosts "after the host's git status"
+compare "after the host's git status"
+inside 'grep -q UNTR .git/index' || lt_fail "the sandbox's status after the host's did not keep its untracked cache"
+lt_log "ok: the sandbox's caches are served only over the file the view landed"
 
 for ((round = 1; round <= rounds; round++)); do
         ops $((RANDOM % 6 + 1))
