@@ -22,9 +22,8 @@
 #     every round by parsing the host's index, and the host's git status
 #     never warns; once the host's index changes in place or is replaced,
 #     the sandbox reads the host's file as it is; each round compares the
-#     default status (which uses the
-#     cache) and --untracked-files=all with a reference that uses neither
-#     the hook nor the cache; the rounds include .gitignore changes and the
+#     default status (which uses the cache) and --untracked-files=all with
+#     a reference that uses neither the hook nor the cache; the rounds include .gitignore changes and the
 #     host's own git add, commit and status (which replace the index);
 #   - the host's cached trees (TREE) survive the statuses inside;
 #   - nothing in the host's git configuration names a program, after the
