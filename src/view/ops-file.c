@@ -299,12 +299,12 @@ void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse
         if ((whence == SEEK_DATA || whence == SEEK_HOLE) && __atomic_load_n(&node_of(v, ino)->kept, __ATOMIC_ACQUIRE)) {
                 /* An index served with the sandbox's caches: one extent of data, the size served. */
                 off_t size = index_kept_size(v, node_of(v, ino), fd);
-                if (size >= 0) {
-                        if (off < 0 || off >= size)
-                                errno = ENXIO;
-                        else
-                                r = whence == SEEK_DATA ? off : size;
-                }
+
+                errno = 0;
+                if (size >= 0 && (off < 0 || off >= size))
+                        errno = ENXIO;
+                else if (size >= 0)
+                        r = whence == SEEK_DATA ? off : size;
         }
         if (r < 0 && errno == 0)
                 r = lseek(fd, off, whence);
