@@ -59,6 +59,18 @@ typedef struct GitIndex {
         /* Its TREE and UNTR extensions (git writes one of each at most), each kind's bytes' SHA-256, in order. */
         unsigned n_trees, n_untracked;
         uint8_t trees_digest[32], untracked_digest[32];
+        /* Its FSMN extensions (the fsmonitor's token and dirty entries), the first one's offset. */
+        unsigned n_fsmonitor;
+        size_t fsmonitor_off;
+        /*
+         * Every entry in order: a SHA-256 of each one's path, mode, flags
+         * (stage, assume-unchanged), extended flags (skip-worktree,
+         * intent-to-add) and object name, its stat data left out. Two
+         * indexes with the same one have the same entries at the same
+         * positions (what the fsmonitor extension's bitmap counts).
+         */
+        uint32_t n_entries;
+        uint8_t entries_digest[32];
         char *names;            /* the storage the pointers point into */
 } GitIndex;
 
@@ -172,3 +184,22 @@ typedef ssize_t (*GitIndexReadFn)(void *userdata, void *buf, size_t n, uint64_t 
  */
 ssize_t git_index_kept_read(const GitIndexKept *k, uint64_t off, void *buf, size_t n, GitIndexReadFn read_landed,
                             void *userdata);
+
+/*
+ * The first extension with signature sig among the whole extensions at
+ * data (n bytes, each its 8-byte header and payload, as an index holds
+ * them between its entries and its checksum): 1 with its offset and
+ * length (header included), 0 when there is none, -EBADMSG when one runs
+ * past n.
+ */
+int git_index_extension_find(const void *data, size_t n, const char sig[static 4], size_t *ret_off, size_t *ret_len);
+
+/*
+ * What serves the index file at data (size bytes, which git_index_parse()
+ * read as i with algo) with the whole extensions exts (n bytes) added
+ * before its checksum, the checksum computed again (all zero where it
+ * was: index.skipHash): a GitIndexKept whose landed file is data.
+ * -EINVAL when i does not fit data, -ENOMEM.
+ */
+int git_index_kept_append(const void *data, size_t size, const GitIndex *i, GitHashAlgo algo, const void *exts, size_t n,
+                          GitIndexKept **ret);

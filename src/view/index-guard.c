@@ -128,7 +128,7 @@ static int load_old(int dirfd, GitIndex **ret, GitHashAlgo *ret_algo, char **ret
 }
 
 int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_data, size_t *ret_size,
-                GitIndexKept **ret_kept, char **ret_why) {
+                GitIndexKept **ret_kept, GitIndex **ret_new, GitHashAlgo *ret_algo, char **ret_why) {
         _cleanup_git_index_ GitIndex *old = NULL, *first = NULL;
         _cleanup_free_ char *error = NULL;
         IndexWant want = { .lists = &j->lists, .prefix = j->prefix };
@@ -138,6 +138,7 @@ int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_d
 
         *ret_data = NULL;
         *ret_kept = NULL;
+        *ret_new = NULL;
         r = load_old(j->dirfd, &old, &algo, &error);
         if (r == -ENOMEM)
                 return r;
@@ -185,8 +186,13 @@ int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_d
          * spec 6.4); an untracked cache written inside names /workspace, and the host's git
          * would warn about it at every status. What is left out is kept for the sandbox
          * (index_keep_locked()). */
-        return git_index_without_caches_kept(data, size, first, first_algo, git_index_same_caches(old, first),
-                                             ret_data, ret_size, ret_kept);
+        r = git_index_without_caches_kept(data, size, first, first_algo, git_index_same_caches(old, first),
+                                          ret_data, ret_size, ret_kept);
+        if (r >= 0) {
+                *ret_new = TAKE_PTR(first);
+                *ret_algo = first_algo;
+        }
+        return r;
 }
 
 /* ---- the sandbox's own caches ---------------------------------------------- */
@@ -347,4 +353,150 @@ bool index_kept_reply_read(View *v, fuse_req_t req, Node *n, int fd, size_t size
         else
                 fuse_reply_buf(req, (const char *) buf, (size_t) k);
         return true;
+}
+
+/*
+ * After the host's git replaced the index (its `git status`, which without
+ * core.fsmonitor drops the token, and the sandbox's untracked cache with
+ * it, being the host's own writer), the sandbox's last untracked cache
+ * and fsmonitor token are put back onto the host's new file, for the
+ * sandbox alone, when that file has exactly the entries the sandbox's
+ * last index had (paths, modes, flags, stages, object names, in the same
+ * positions: GitIndex.entries_digest; only the stat data may differ) and
+ * neither extension of its own (spec 6.4, "The untracked cache"). The
+ * token is the journal's: the hook answers it with every working-tree
+ * change since, the host's included (a directory the view does not watch
+ * counts as changed, a restart or an overflow answers everything), and a
+ * host rewrite of the index with the same entries changes no file in the
+ * working tree; the untracked cache depends on which paths are tracked,
+ * which is the same. So what git inside trusts of them is what it would
+ * have trusted of its own index. Bounded as the kept caches are (they
+ * count in v->kept_total).
+ */
+typedef struct IndexLast {
+        uint32_t n_entries;
+        uint8_t entries_digest[32];
+        size_t hash_len;
+        uint64_t seq;                   /* which landing recorded it */
+        uint8_t *exts;                  /* its UNTR and FSMN extensions, whole, in that order */
+        size_t n;
+} IndexLast;
+
+static uint64_t index_last_seq;         /* under v->lock */
+
+void index_last_drop_locked(View *v, Node *dir) {
+        IndexLast *l = dir->index_last;
+
+        if (!l)
+                return;
+        v->kept_total -= l->n;
+        free(l->exts);
+        free(l);
+        dir->index_last = NULL;
+}
+
+/* After the sandbox's index (data, size bytes, read as i with algo) landed in dir. With v->lock held. */
+void index_last_set_locked(View *v, Node *dir, const GitIndex *i, GitHashAlgo algo, const void *data, size_t size) {
+        size_t hash_len = algo == GIT_HASH_SHA256 ? 32 : 20, uo, ul, fo, fl;
+        const uint8_t *ext;
+        size_t n_ext;
+        IndexLast *l;
+
+        index_last_drop_locked(v, dir);
+        if (!i || i->n_untracked != 1 || i->n_fsmonitor != 1 || !i->checksum_verified || size < hash_len ||
+            i->entries_end > size - hash_len)
+                return;
+        ext = (const uint8_t *) data + i->entries_end;
+        n_ext = size - hash_len - i->entries_end;
+        if (git_index_extension_find(ext, n_ext, "UNTR", &uo, &ul) != 1 ||
+            git_index_extension_find(ext, n_ext, "FSMN", &fo, &fl) != 1 || ul + fl > INDEX_KEPT_MAX ||
+            ul + fl > INDEX_KEPT_TOTAL_MAX - v->kept_total)
+                return;
+        l = calloc(1, sizeof(*l));
+        if (!l || !(l->exts = malloc(ul + fl))) {
+                free(l);
+                return;
+        }
+        memcpy(l->exts, ext + uo, ul);
+        memcpy(l->exts + ul, ext + fo, fl);
+        l->n = ul + fl;
+        l->n_entries = i->n_entries;
+        memcpy(l->entries_digest, i->entries_digest, 32);
+        l->hash_len = hash_len;
+        l->seq = ++index_last_seq;
+        v->kept_total += l->n;
+        dir->index_last = l;
+}
+
+/*
+ * At a LOOKUP or GETATTR of n: when it is an index whose git dir has the
+ * sandbox's last caches (IndexLast) and nothing kept of its own, looked at
+ * once: the host's file read and, when it qualifies (above), kept for the
+ * sandbox with them appended before its checksum, which is computed again;
+ * st, the attributes about to be told, gets the size served then. Without
+ * v->lock: the file is read and hashed outside it.
+ */
+void index_adopt(View *v, Node *n, struct stat *st) {
+        _cleanup_(pin_done) Pin p = {};
+        _cleanup_git_index_ GitIndex *i = NULL;
+        _cleanup_git_index_kept_ GitIndexKept *k = NULL;
+        _cleanup_free_ char *data = NULL, *error = NULL;
+        _cleanup_free_ uint8_t *exts = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        uint8_t digest[32];
+        uint32_t n_entries;
+        size_t hash_len, n_exts, size = 0;
+        uint64_t seq;
+        struct stat now;
+        char pp[32];
+        int r;
+
+        if (n->is_dir || __atomic_load_n(&n->kept, __ATOMIC_ACQUIRE) || __atomic_load_n(&n->index_adopted, __ATOMIC_RELAXED))
+                return;
+        pthread_mutex_lock(&v->lock);
+        if (n->kept || n->index_adopted || n->in_state || n->cls != VIEW_SHARED || n->stale || !n->parent ||
+            !n->parent->index_last || !index_name(n->parent, n->name)) {
+                pthread_mutex_unlock(&v->lock);
+                return;
+        }
+        __atomic_store_n(&n->index_adopted, true, __ATOMIC_RELAXED);
+        n_exts = n->parent->index_last->n;
+        exts = malloc(n_exts);
+        if (!exts) {
+                pthread_mutex_unlock(&v->lock);
+                return;
+        }
+        memcpy(exts, n->parent->index_last->exts, n_exts);
+        memcpy(digest, n->parent->index_last->entries_digest, 32);
+        n_entries = n->parent->index_last->n_entries;
+        hash_len = n->parent->index_last->hash_len;
+        seq = n->parent->index_last->seq;
+        r = pin_locked(v, n, &p.fd, &p.owned, NULL);
+        pthread_mutex_unlock(&v->lock);
+        if (r < 0)
+                return;
+        proc_path(p.fd, pp);
+        fd = open(pp, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0 || fstat(fd, &now) < 0 || !S_ISREG(now.st_mode) || now.st_dev != n->dev || now.st_ino != n->ino ||
+            read_full_fd(fd, GIT_INDEX_SIZE_MAX, &data, &size) < 0)
+                return;
+        r = git_index_parse(data, size, hash_len == 32 ? GIT_HASH_SHA256 : GIT_HASH_SHA1, &i, &error);
+        /* The host's own file: its entries the sandbox's last ones, no token or untracked cache of its own. */
+        if (r < 0 || i->n_entries != n_entries || memcmp(i->entries_digest, digest, 32) != 0 || i->n_fsmonitor != 0 ||
+            i->n_untracked != 0 || !i->checksum_verified)
+                return;
+        if (git_index_kept_append(data, size, i, hash_len == 32 ? GIT_HASH_SHA256 : GIT_HASH_SHA1, exts, n_exts, &k) < 0)
+                return;
+        pthread_mutex_lock(&v->lock);
+        /* Still the file read, and the sandbox's last index the one looked at. */
+        if (!n->kept && n->parent && n->parent->index_last && n->parent->index_last->seq == seq &&
+            fstat(fd, &now) >= 0 && (uint64_t) now.st_size == size) {
+                index_keep_locked(v, n, TAKE_PTR(k), fd);
+                if (n->kept) {
+                        if (st && (uint64_t) st->st_size == size)
+                                st->st_size = (off_t) n->kept->k->size;
+                        inval_later(v, n, NULL);
+                }
+        }
+        pthread_mutex_unlock(&v->lock);
 }

@@ -574,7 +574,9 @@ static int rename_index(View *v, Node *from, const char *name, Node *n, Node *to
         _cleanup_(index_judge_done) IndexJudge j = { .dirfd = -EBADF };
         _cleanup_free_ char *data = NULL, *why = NULL, *judged = NULL;
         _cleanup_git_index_kept_ GitIndexKept *kept = NULL;
+        _cleanup_git_index_ GitIndex *landed = NULL;
         _cleanup_close_ int fd = -EBADF;
+        GitHashAlgo algo = GIT_HASH_SHA1;
         char pp[32];
         struct stat st = {};
         size_t size = 0, judged_size = 0;
@@ -603,7 +605,7 @@ static int rename_index(View *v, Node *from, const char *name, Node *n, Node *to
                         r = asprintf(&why, "it is larger than %u bytes", GIT_INDEX_SIZE_MAX) < 0 ? -ENOMEM : -EPERM;
         }
         if (r >= 0)
-                r = index_judge(&j, data, size, &judged, &judged_size, &kept, &why);
+                r = index_judge(&j, data, size, &judged, &judged_size, &kept, &landed, &algo, &why);
         if (r >= 0 && judged) {
                 /* The cached trees left out, in the file itself. */
                 r = lseek(fd, 0, SEEK_SET) < 0 ? -errno : write_all(fd, judged, judged_size);
@@ -621,9 +623,12 @@ static int rename_index(View *v, Node *from, const char *name, Node *n, Node *to
                         r = -ESTALE;
                 else if (syscall(SYS_renameat2, from->fd, name, j.dirfd, "index", flags) < 0)
                         r = -errno;
-                else
-                        /* What was left out, for the sandbox alone: keyed by the landed file as the rename left it. */
+                else {
+                        /* What was left out, for the sandbox alone: keyed by the landed file as the rename left it;
+                         * and its entries, untracked cache and token, for a host index with the same entries. */
                         index_keep_locked(v, n, TAKE_PTR(kept), fd);
+                        index_last_set_locked(v, to, landed, algo, data, size);
+                }
         }
         if (judged)
                 inval_later(v, n, NULL);        /* what the kernel cached of the file is not what landed */

@@ -153,6 +153,7 @@ static void node_free(View *v, Node *n) {
         if (n->staging)
                 object_staged_forget_locked(v, n);
         index_kept_drop_locked(v, n);
+        index_last_drop_locked(v, n);
         if (n->wd >= 0)
                 journal_unwatched_locked(v, n);
         watch_forget(v, n, true);
@@ -301,6 +302,8 @@ static Node *node_get(View *v, Node *dir, const char *name, ViewClass c, int fd,
                 return NULL;
         }
         n->is_dir = S_ISDIR(st->st_mode);
+        /* index_adopt() looks only at a file made as an index's name, once (the hot GETATTR path takes no lock for others). */
+        n->index_adopted = n->is_dir || !streq(name, "index");
         n->type = st->st_mode & S_IFMT;
         n->birth = *birth;
         n->fd = n->is_dir ? fd : safe_close(fd);

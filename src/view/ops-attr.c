@@ -21,6 +21,10 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
                 fuse_reply_entry(req, &e);
                 return;
         }
+        /* An index the host's git wrote over the sandbox's last one, with its entries: with the
+         * sandbox's untracked cache and token (index-guard.c). */
+        if (r >= 0)
+                index_adopt(v, node_of(v, e.ino), &e.attr);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
@@ -90,6 +94,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                 fuse_reply_err(req, -r);
                 return;
         }
+        index_adopt(v, n, &st);
         fill_stat(n, &st);
         fuse_reply_attr(req, &st, n == &v->root ? timeout_in(v, n) : timeout_in(v, n->parent));
 }

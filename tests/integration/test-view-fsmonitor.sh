@@ -20,11 +20,18 @@
 #     git then uses (no directory read on a quiet status), while the host's
 #     index never holds one (its identity names /workspace), checked after
 #     every round by parsing the host's index, and the host's git status
-#     never warns; once the host's index changes in place or is replaced,
-#     the sandbox reads the host's file as it is; each round compares the
-#     default status (which uses the cache) and --untracked-files=all with
-#     a reference that uses neither the hook nor the cache; the rounds include .gitignore changes and the
-#     host's own git add, commit and status (which replace the index);
+#     never warns; once the host's index changes in place or is replaced
+#     with other entries, the sandbox reads the host's file as it is, and
+#     when the host's git status or commit replaced it with the same
+#     entries, the host's file with the sandbox's last untracked cache and
+#     token, which a quiet status then trusts (no directory read); each
+#     round compares the default status (which uses the cache) and
+#     --untracked-files=all with a reference that uses neither the hook nor
+#     the cache; the rounds include .gitignore changes, a stage inside and
+#     the host's own git add, commit, reset and status (which replace the
+#     index), and count the host statuses after which the caches came back
+#     (seen to fail in round 5 of seed 55555 with the entries' comparison
+#     left out);
 #   - the host's cached trees (TREE) survive the statuses inside;
 #   - nothing in the host's git configuration names a program, after the
 #     sandbox tried to set core.fsmonitor in the repository's config;
@@ -225,12 +232,36 @@ inside 'git status --porcelain >/dev/null && grep -q UNTR .git/index' ||
 ino=$(stat -c %i "$LT_WS/.git/index")
 hgit status --porcelain >/dev/null
 [[ $(stat -c %i "$LT_WS/.git/index") != "$ino" ]] || lt_fail "the host's git status did not replace the index"
+ext=$(index_extensions)
+[[ " $ext " != *" FSMN "* && " $ext " != *" UNTR "* ]] || lt_fail "the host's git status left: $ext"
 sleep 0.2
-served_is_hosts "after the host's git status"
+# The host's index has the sandbox's last entries: its untracked cache and token are put back for it.
+hsize=$(stat -c %s "$LT_WS/.git/index")
+isize=$(inside 'wc -c <.git/index') || lt_fail "cannot read the index's size inside"
+((isize > hsize)) || lt_fail "the index inside after the host's status ($isize bytes) is the host's ($hsize)"
+inside 'grep -q UNTR .git/index && grep -q FSMN .git/index' ||
+        lt_fail "the sandbox's untracked cache and token were not put back onto the host's index"
+out=$(inside 'GIT_TRACE2_PERF=/tmp/perf2 git status --porcelain >/dev/null && grep -o "opendir:[0-9]*" /tmp/perf2 | tr "\n" " "') ||
+        lt_fail "git status with a trace inside failed: $out"
+[[ $out == "opendir:0 " ]] || lt_fail "the status inside after the host's read directories: $out"
 compare "after the host's git status"
-inside 'grep -q UNTR .git/index' || lt_fail "the sandbox's status after the host's did not keep its untracked cache"
+no_sandbox_untracked_cache "after the host's git status"
+# The host's index with other entries (a file staged on the host): the host's file as it is.
+echo staged-on-host >>"$LT_WS/d5/f5.txt"
+hgit add d5/f5.txt
+sleep 0.2
+served_is_hosts "after the host's git add"
+compare "after the host's git add"
+inside 'grep -q UNTR .git/index' || lt_fail "the sandbox's status after the host's add did not keep its untracked cache"
+# A commit changes no entry: the sandbox's caches and token come back over the host's new file.
+hgit commit -q -m "staged on the host"
+sleep 0.2
+inside 'grep -q UNTR .git/index && grep -q FSMN .git/index' ||
+        lt_fail "the sandbox's untracked cache and token were not put back after the host's commit"
+compare "after the host's git commit"
 lt_log "ok: the sandbox's caches are served only over the file the view landed"
 
+put_back=0 host_status=0 host_statuses=0
 for ((round = 1; round <= rounds; round++)); do
         ops $((RANDOM % 6 + 1))
         host_ops=$OPS
@@ -253,14 +284,25 @@ for ((round = 1; round <= rounds; round++)); do
         case $((RANDOM % 6)) in
         0) inside "$igit add -A d0 d1 2>/dev/null; $igit commit -q -m r$round >/dev/null 2>&1; true" >/dev/null ;;
         1) hgit add -A d2 d3 2>/dev/null || true; hgit commit -q -m h$round >/dev/null 2>&1 || true ;;
-        2) hgit status --porcelain >/dev/null ;;
+        2 | 3) hgit status --porcelain >/dev/null
+           host_status=1 ;;
+        4) inside "$igit add -A d4 d5 2>/dev/null; true" >/dev/null ;;          # staged inside, not committed
+        5) hgit reset -q 2>/dev/null || true ;;                                  # unstaged on the host, files as they are
         esac
         # A host change is in the journal once the view's watcher read it (a few ms).
         sleep 0.2
+        # After the host's status, over the same entries, git inside is given its last untracked cache and token.
+        if ((host_status)); then
+                host_statuses=$((host_statuses + 1))
+                if inside 'grep -q FSMN .git/index' >/dev/null; then
+                        put_back=$((put_back + 1))
+                fi
+        fi
+        host_status=0
         compare "round $round"
         no_sandbox_untracked_cache "round $round"
 done
-lt_log "ok: $rounds rounds of edits from both sides: git status with the fsmonitor and untracked cache equals the reference, and the host's index never held the sandbox's untracked cache"
+lt_log "ok: $rounds rounds of edits from both sides: git status with the fsmonitor and untracked cache equals the reference ($host_statuses of them right after the host's status, $put_back of those with the sandbox's caches put back), and the host's index never held the sandbox's untracked cache"
 # Turned on by hand too (git update-index --untracked-cache writes the index): still never the host's.
 inside 'git update-index --untracked-cache && git status --porcelain' >/dev/null 2>&1 ||
         lt_fail "git update-index --untracked-cache inside failed"

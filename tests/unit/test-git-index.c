@@ -699,8 +699,9 @@ static int git_run(const char *dir, const char *fmt, ...) {
         r = vasprintf(&args, fmt, ap);
         va_end(ap);
         cr_assert_geq(r, 0);
-        cr_assert_geq(asprintf(&cmd, "cd '%s' && env -u GIT_DIR -u GIT_INDEX_FILE HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 "
-                                     "GIT_CONFIG_GLOBAL=/dev/null %s >/dev/null 2>&1", dir, args), 0);
+        cr_assert_geq(asprintf(&cmd, "cd '%s' && unset GIT_DIR GIT_INDEX_FILE && export HOME=/nonexistent "
+                                     "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null && { %s; } >/dev/null 2>&1",
+                               dir, args), 0);
         return system(cmd);
 }
 
@@ -758,4 +759,58 @@ Test(git_index, kept_real_git) {
         }
         real_index("sha1", GIT_HASH_SHA1);
         real_index("sha256", GIT_HASH_SHA256);
+}
+
+/* The entries' digest: stat data left out, flags and everything else in. */
+Test(git_index, entries_digest) {
+        const Entry base[] = { { "README", 0100644 }, { "src/a.c", 0100644 } };
+        const Entry skip[] = { { "README", 0100644 }, { "src/a.c", 0100644, 0, 0x4000 } };
+        const Entry blob[] = { { "README", 0100644 }, { "src/a.c", 0100644, 0, 0, 0x11 } };
+        _cleanup_git_index_ GitIndex *a = with_caches(base, 2, false, NULL), *b = with_caches(base, 2, true, NULL),
+                                     *c = NULL, *d = with_caches(blob, 2, false, NULL),
+                                     *e = with_caches(base, 2, false, CACHES("FSMN=token", "UNTR=x"));
+        _cleanup_free_ Buf *v3 = build(3, skip, 2);
+
+        finish(v3);
+        c = parse_ok(v3);
+        cr_expect_eq(a->n_entries, 2u);
+        cr_expect_eq(memcmp(a->entries_digest, b->entries_digest, 32), 0, "stat data are not in it");
+        cr_expect_eq(memcmp(a->entries_digest, e->entries_digest, 32), 0, "extensions are not in it");
+        cr_expect_neq(memcmp(a->entries_digest, c->entries_digest, 32), 0, "skip-worktree is");
+        cr_expect_neq(memcmp(a->entries_digest, d->entries_digest, 32), 0, "the object is");
+        cr_expect_eq(a->n_fsmonitor, 0u);
+        cr_expect_eq(e->n_fsmonitor, 1u);
+        cr_expect_eq(e->n_untracked, 1u);
+}
+
+/* Extensions appended before the checksum: git's checksum again, the entries as they were. */
+Test(git_index, kept_append) {
+        _cleanup_free_ Buf *b = build(2, sample, sizeof(sample) / sizeof(sample[0])), *exts = calloc(1, sizeof(Buf));
+        _cleanup_git_index_ GitIndex *i = NULL, *j = NULL;
+        _cleanup_git_index_kept_ GitIndexKept *k = NULL;
+        _cleanup_free_ char *error = NULL;
+        _cleanup_free_ uint8_t *whole = NULL;
+        size_t off = 0, len = 0;
+
+        extension(b, "TREE", "\0011 0\n");
+        finish(b);
+        i = parse_ok(b);
+        extension(exts, "UNTR", "Location /workspace, system Linux");
+        extension(exts, "FSMN", "token");
+        cr_assert_eq(git_index_extension_find(exts->d, exts->n, "FSMN", &off, &len), 1);
+        cr_assert_eq(off, 8u + 33u);
+        cr_assert_eq(len, 8u + 5u);
+        cr_assert_eq(git_index_extension_find(exts->d, exts->n, "REUC", &off, &len), 0);
+        cr_assert_eq(git_index_extension_find(exts->d, exts->n - 1, "FSMN", &off, &len), -EBADMSG);
+        cr_assert_eq(git_index_kept_append(b->d, b->n, i, GIT_HASH_SHA1, exts->d, exts->n, &k), 0);
+        cr_assert_eq(k->size, b->n + exts->n);
+        whole = spliced(k, b->d, b->n, 17);
+        cr_assert_eq(memcmp(whole, b->d, b->n - SHA1_DIGEST_SIZE), 0);
+        cr_assert_eq(memcmp(whole + b->n - SHA1_DIGEST_SIZE, exts->d, exts->n), 0);
+        cr_assert_eq(git_index_parse(whole, k->size, GIT_HASH_SHA1, &j, &error), 0, "%s", error ?: "");
+        cr_assert(j->checksum_verified);
+        cr_assert_eq(j->n_untracked, 1u);
+        cr_assert_eq(j->n_fsmonitor, 1u);
+        cr_assert_eq(j->n_trees, 1u);
+        cr_assert_eq(memcmp(j->entries_digest, i->entries_digest, 32), 0);
 }
