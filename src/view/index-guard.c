@@ -382,8 +382,6 @@ typedef struct IndexLast {
         size_t n;
 } IndexLast;
 
-static uint64_t index_last_seq;         /* under v->lock */
-
 void index_last_drop_locked(View *v, Node *dir) {
         IndexLast *l = dir->index_last;
 
@@ -423,7 +421,7 @@ void index_last_set_locked(View *v, Node *dir, const GitIndex *i, GitHashAlgo al
         l->n_entries = i->n_entries;
         memcpy(l->entries_digest, i->entries_digest, 32);
         l->hash_len = hash_len;
-        l->seq = ++index_last_seq;
+        l->seq = ++v->index_last_seq;
         v->kept_total += l->n;
         dir->index_last = l;
 }

@@ -217,6 +217,7 @@ typedef struct View {
         unsigned staging_seq;           /* the last temporary name's number */
         /* The bytes of every index's kept caches together (index-guard.c, at most INDEX_KEPT_TOTAL_MAX). */
         size_t kept_total;
+        uint64_t index_last_seq;        /* the last IndexLast's number (index_last_set_locked()) */
         /* Ignored Workspace State (ignored.c). */
         IgnoredState ign;
         /* The watcher thread's own (watcher.c): the events held back while a
