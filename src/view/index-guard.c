@@ -452,8 +452,10 @@ void index_adopt(View *v, Node *n, struct stat *st) {
         if (n->is_dir || __atomic_load_n(&n->kept, __ATOMIC_ACQUIRE) || __atomic_load_n(&n->index_adopted, __ATOMIC_RELAXED))
                 return;
         pthread_mutex_lock(&v->lock);
-        if (n->kept || n->index_adopted || n->in_state || n->cls != VIEW_SHARED || n->stale || !n->parent ||
-            !n->parent->index_last || !index_name(n->parent, n->name)) {
+        if (n->in_state || n->cls != VIEW_SHARED || !n->parent || !index_name(n->parent, n->name))
+                /* A file named "index" that is no git dir's: never looked at again. */
+                __atomic_store_n(&n->index_adopted, true, __ATOMIC_RELAXED);
+        if (n->kept || n->index_adopted || n->stale || !n->parent || !n->parent->index_last) {
                 pthread_mutex_unlock(&v->lock);
                 return;
         }
