@@ -372,6 +372,8 @@ lt_keeper_start
 out=$(inside 'git config --get core.fsmonitor; echo "rc=$?"; for f in /run/lazaret/fsmonitor /run/lazaret/fsmonitor.gitconfig; do
         if [ -e $f ] || [ -L $f ]; then echo "present: $f"; fi; done')
 lt_assert_eq "core.fsmonitor with git_fsmonitor false" "rc=1" "$out"
+out=$(inside 'git config --get core.untrackedCache; echo "rc=$?"')
+lt_assert_eq "core.untrackedCache with git_fsmonitor false" "rc=1" "$out"
 f=off.txt
 echo "on" >"$LT_WS/$f"
 hgit add "$f"
