@@ -185,9 +185,12 @@ static int add_view_ignored(json_object *args, const Domain *d, const char *key,
  * arguments; the supervisor makes it), the hook (init under
  * FSMON_HOOK_FILE, a symbolic link that git runs without a shell) and the
  * configuration naming it, which the sessions' git includes for
- * repositories in /workspace (sandbox.c, sandbox-exec.c). Off, neither the
- * configuration nor the hook exists: the includes find nothing, and git
- * inside scans as it did before.
+ * repositories in /workspace (sandbox.c, sandbox-exec.c), with git's
+ * untracked cache on: the view keeps the sandbox's for the sandbox alone
+ * (index-guard.c), and git's directory scan then reads only the directories
+ * the hook names. Off, neither the configuration nor the hook exists: the
+ * includes find nothing, and git inside scans as it did before, without an
+ * untracked cache.
  */
 static int add_view_fsmonitor(json_object *args, const Domain *d, const char *control_dir, char **ret_error) {
         static const char config[] =
@@ -196,7 +199,10 @@ static int add_view_fsmonitor(json_object *args, const Domain *d, const char *co
                 "# GIT_CONFIG_COUNT of the sessions); the profile's git_fsmonitor turns it off.\n"
                 "[core]\n"
                 "\tfsmonitor = " SANDBOX_CONTROL_MOUNT "/" FSMON_HOOK_FILE "\n"
-                "\tfsmonitorHookVersion = 2\n";
+                "\tfsmonitorHookVersion = 2\n"
+                "# git's untracked cache: the view keeps it for the sandbox, and the host's\n"
+                "# index never holds it (spec 6.4, the sandbox's own index caches).\n"
+                "\tuntrackedCache = true\n";
         _cleanup_free_ char *journal = path_join(control_dir, FSMON_JOURNAL_FILE),
                             *hook = path_join(control_dir, FSMON_HOOK_FILE),
                             *conf = path_join(control_dir, FSMON_CONFIG_FILE);

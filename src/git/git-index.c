@@ -84,6 +84,7 @@ typedef struct Builder {
         size_t n_paths, n_gitlinks;
         uint8_t (*digests)[32];
         struct sha256_ctx digest;       /* of the current path's entries */
+        struct sha256_ctx all;          /* of every entry, flags included (GitIndex.entries_digest) */
 } Builder;
 
 static void builder_done(Builder *b) {
@@ -153,7 +154,7 @@ static int parse_entries(const uint8_t *data, size_t end, size_t hash_len, unsig
                 size_t fixed = ENTRY_STAT_SIZE + hash_len + 2, name_len, name_field;
                 const uint8_t *e = data + off, *p;
                 uint32_t mode;
-                uint16_t flags;
+                uint16_t flags, extended = 0;
                 unsigned stage;
 
                 if (end - off < fixed)
@@ -172,6 +173,7 @@ static int parse_entries(const uint8_t *data, size_t end, size_t hash_len, unsig
                         if (be16(p) & ~EXTENDED_KNOWN)
                                 return errorf(ret_error, -EBADMSG, "entry %u has unknown extended flags 0x%04x", k,
                                               be16(p));
+                        extended = be16(p);
                         p += 2;
                 }
                 if (version == 4) {
@@ -235,6 +237,16 @@ static int parse_entries(const uint8_t *data, size_t end, size_t hash_len, unsig
                                 b->gitlinks[b->n_gitlinks++] = at;
                 }
                 digest_entry(b, mode, stage, e + ENTRY_STAT_SIZE, hash_len);
+                {
+                        /* Path, mode, flags (stage, assume-unchanged, the name's length),
+                         * extended flags (skip-worktree, intent-to-add), object name: all but
+                         * the stat data. */
+                        uint8_t head[8] = { mode >> 24, mode >> 16, mode >> 8, mode, flags >> 8, (uint8_t) flags,
+                                            extended >> 8, (uint8_t) extended };
+                        sha256_update(&b->all, name_len + 1, (const uint8_t *) name);
+                        sha256_update(&b->all, sizeof(head), head);
+                        sha256_update(&b->all, hash_len, e + ENTRY_STAT_SIZE);
+                }
                 memcpy(prev, name, name_len + 1);
                 prev_len = name_len;
                 prev_stage = stage;
@@ -254,7 +266,8 @@ int git_index_parse(const void *buf, size_t size, GitHashAlgo algo, GitIndex **r
         bool zero = true, sparse = false;
         uint32_t version, n_entries;
         struct sha256_ctx trees, untracked;
-        unsigned n_trees = 0, n_untracked = 0;
+        unsigned n_trees = 0, n_untracked = 0, n_fsmonitor = 0;
+        size_t fsmonitor_off = 0;
         int r;
 
         if (size > GIT_INDEX_SIZE_MAX)
@@ -282,6 +295,7 @@ int git_index_parse(const void *buf, size_t size, GitHashAlgo algo, GitIndex **r
         b.digests = calloc((size_t) n_entries + 1, 32);
         if (!b.paths || !b.gitlinks || !b.digests)
                 return -ENOMEM;
+        sha256_init(&b.all);
         r = parse_entries(data, end, hash_len, version, n_entries, &b, &off, ret_error);
         if (r < 0)
                 return r;
@@ -305,6 +319,9 @@ int git_index_parse(const void *buf, size_t size, GitHashAlgo algo, GitIndex **r
                 } else if (memcmp(x, "UNTR", 4) == 0) {
                         sha256_update(&untracked, 8 + (size_t) len, x);
                         n_untracked++;
+                } else if (memcmp(x, "FSMN", 4) == 0) {
+                        if (n_fsmonitor++ == 0)
+                                fsmonitor_off = off;
                 } else if (memcmp(x, "sdir", 4) == 0)
                         sparse = true;
                 else if (memcmp(x, "link", 4) == 0)
@@ -326,6 +343,10 @@ int git_index_parse(const void *buf, size_t size, GitHashAlgo algo, GitIndex **r
         sha256_digest(&trees, 32, idx->trees_digest);
         idx->n_untracked = n_untracked;
         sha256_digest(&untracked, 32, idx->untracked_digest);
+        idx->n_fsmonitor = n_fsmonitor;
+        idx->fsmonitor_off = fsmonitor_off;
+        idx->n_entries = n_entries;
+        sha256_digest(&b.all, 32, idx->entries_digest);
         /* The offsets become pointers now that the storage no longer moves. */
         idx->paths = calloc(b.n_paths + 1, sizeof(char *));
         idx->gitlinks = calloc(b.n_gitlinks + 1, sizeof(char *));
@@ -504,55 +525,240 @@ unsigned git_index_same_caches(const GitIndex *before, const GitIndex *after) {
         return same;
 }
 
-int git_index_without_caches(const void *buf, size_t size, const GitIndex *i, GitHashAlgo algo, unsigned keep,
-                             char **ret, size_t *ret_size) {
-        const uint8_t *data = buf;
-        size_t hash_len = algo == GIT_HASH_SHA256 ? SHA256_DIGEST_SIZE : SHA1_DIGEST_SIZE, end, off = i->entries_end, n;
-        _cleanup_free_ uint8_t *out = NULL;
-        bool left_out = false;
+GitIndexKept *git_index_kept_free(GitIndexKept *k) {
+        if (!k)
+                return NULL;
+        free(k->at);
+        free(k->len);
+        free(k->bytes);
+        free(k);
+        return NULL;
+}
 
+/* Piece `len` bytes at data, to go before the landed file's byte `at`; joined to the last one where it goes there too. */
+static int kept_add(GitIndexKept *k, size_t at, const uint8_t *data, size_t len) {
+        if (k->n_pieces > 0 && k->at[k->n_pieces - 1] == at)
+                k->len[k->n_pieces - 1] += len;
+        else {
+                k->at[k->n_pieces] = at;
+                k->len[k->n_pieces] = len;
+                k->n_pieces++;
+        }
+        memcpy(k->bytes + k->n_bytes, data, len);
+        k->n_bytes += len;
+        return 0;
+}
+
+static void index_checksum(const uint8_t *data, size_t n, GitHashAlgo algo, bool zero, uint8_t *out) {
+        if (zero)
+                memset(out, 0, algo == GIT_HASH_SHA256 ? SHA256_DIGEST_SIZE : SHA1_DIGEST_SIZE);
+        else if (algo == GIT_HASH_SHA256) {
+                struct sha256_ctx c;
+                sha256_init(&c);
+                sha256_update(&c, n, data);
+                sha256_digest(&c, SHA256_DIGEST_SIZE, out);
+        } else {
+                struct sha1_ctx c;
+                sha1_init(&c);
+                sha1_update(&c, n, data);
+                sha1_digest(&c, SHA1_DIGEST_SIZE, out);
+        }
+}
+
+int git_index_without_caches_kept(const void *buf, size_t size, const GitIndex *i, GitHashAlgo algo, unsigned keep,
+                                  char **ret, size_t *ret_size, GitIndexKept **ret_kept) {
+        const uint8_t *data = buf;
+        size_t hash_len = algo == GIT_HASH_SHA256 ? SHA256_DIGEST_SIZE : SHA1_DIGEST_SIZE, end, off = i->entries_end, n,
+               n_ext = 0;
+        _cleanup_free_ uint8_t *out = NULL;
+        _cleanup_git_index_kept_ GitIndexKept *k = NULL;
+
+        if (ret_kept)
+                *ret_kept = NULL;
         if (size < INDEX_HEADER_SIZE + hash_len || off < INDEX_HEADER_SIZE || off > size - hash_len)
                 return -EINVAL;
         end = size - hash_len;
         out = malloc(size);
         if (!out)
                 return -ENOMEM;
+        /* At most one piece per extension: the arrays' bound. */
+        for (size_t o = off; o < end; n_ext++) {
+                uint32_t len;
+
+                if (end - o < 8 || (len = be32(data + o + 4)) > end - o - 8)
+                        return -EINVAL;
+                o += 8 + (size_t) len;
+        }
+        if (ret_kept && n_ext > 0) {
+                k = calloc(1, sizeof(*k));
+                if (!k || !(k->at = calloc(n_ext, sizeof(size_t))) || !(k->len = calloc(n_ext, sizeof(size_t))) ||
+                    !(k->bytes = malloc(end - off)))
+                        return -ENOMEM;
+        }
         memcpy(out, data, off);
         n = off;
         /* The extensions, bounds checked again: data must be what i was parsed from. */
         while (off < end) {
-                uint32_t len;
+                uint32_t len = be32(data + off + 4);
 
-                if (end - off < 8 || (len = be32(data + off + 4)) > end - off - 8)
-                        return -EINVAL;
                 if (memcmp(data + off, "REUC", 4) == 0 || (!(keep & GIT_INDEX_KEEP_TREE) && memcmp(data + off, "TREE", 4) == 0) ||
-                    (!(keep & GIT_INDEX_KEEP_UNTRACKED) && memcmp(data + off, "UNTR", 4) == 0))
-                        left_out = true;
-                else {
+                    (!(keep & GIT_INDEX_KEEP_UNTRACKED) && memcmp(data + off, "UNTR", 4) == 0)) {
+                        if (k)
+                                kept_add(k, n, data + off, 8 + (size_t) len);
+                } else {
                         memcpy(out + n, data + off, 8 + (size_t) len);
                         n += 8 + (size_t) len;
                 }
                 off += 8 + (size_t) len;
         }
-        if (!left_out) {
+        if (n == end) {
                 *ret = NULL;
                 *ret_size = size;
                 return 0;
         }
-        if (!i->checksum_verified)
-                memset(out + n, 0, hash_len);
-        else if (algo == GIT_HASH_SHA256) {
-                struct sha256_ctx c;
-                sha256_init(&c);
-                sha256_update(&c, n, out);
-                sha256_digest(&c, SHA256_DIGEST_SIZE, out + n);
-        } else {
-                struct sha1_ctx c;
-                sha1_init(&c);
-                sha1_update(&c, n, out);
-                sha1_digest(&c, SHA1_DIGEST_SIZE, out + n);
+        index_checksum(out, n, algo, !i->checksum_verified, out + n);
+        if (k) {
+                k->size = size;
+                k->landed_size = n + hash_len;
+                k->hash_len = hash_len;
+                memcpy(k->trailer, data + end, hash_len);
+                memcpy(k->landed_trailer, out + n, hash_len);
+                *ret_kept = TAKE_PTR(k);
         }
         *ret_size = n + hash_len;
         *ret = (char *) TAKE_PTR(out);
+        return 0;
+}
+
+int git_index_without_caches(const void *buf, size_t size, const GitIndex *i, GitHashAlgo algo, unsigned keep,
+                             char **ret, size_t *ret_size) {
+        return git_index_without_caches_kept(buf, size, i, algo, keep, ret, ret_size, NULL);
+}
+
+/* Copies what of segment [pos, pos + len) of the written file lies in [off, off + n) to out (done bytes there). */
+static size_t segment_overlap(uint64_t off, size_t n, size_t done, size_t pos, size_t len, size_t *ret_skip) {
+        size_t skip;
+
+        if (!(off < (uint64_t) pos + len && off + n > pos))
+                return 0;
+        skip = off > pos ? (size_t) (off - pos) : 0;
+        *ret_skip = skip;
+        return len - skip < n - done ? len - skip : n - done;
+}
+
+/*
+ * The written file is the landed one's bytes before its checksum with the
+ * pieces between them, then the written checksum: a walk over those
+ * segments in order, each copied where it meets [off, off + n).
+ */
+ssize_t git_index_kept_read(const GitIndexKept *k, uint64_t off, void *buf, size_t n, GitIndexReadFn read_landed,
+                            void *userdata) {
+        uint8_t *out = buf;
+        size_t done = 0, landed_body, pos = 0, landed_pos = 0, piece_off = 0, skip = 0, take;
+
+        if (k->landed_size < k->hash_len || k->size != k->landed_size + k->n_bytes)
+                return -EINVAL;
+        if (off >= k->size || n == 0)
+                return 0;
+        if (n > k->size - off)
+                n = (size_t) (k->size - off);
+        landed_body = k->landed_size - k->hash_len;
+        for (size_t s = 0; s <= k->n_pieces && done < n; s++) {
+                size_t until = s < k->n_pieces ? k->at[s] : landed_body, len;
+
+                if (until < landed_pos || until > landed_body)
+                        return -EINVAL;
+                /* The landed bytes before piece s (the last time: up to the checksum). */
+                len = until - landed_pos;
+                take = segment_overlap(off, n, done, pos, len, &skip);
+                while (take > 0) {
+                        ssize_t r = read_landed(userdata, out + done, take, (uint64_t) (landed_pos + skip));
+
+                        if (r < 0)
+                                return r;
+                        if (r == 0 || (size_t) r > take)
+                                return -EIO;    /* the landed file is shorter than the one the pieces were kept for */
+                        done += (size_t) r;
+                        skip += (size_t) r;
+                        take -= (size_t) r;
+                }
+                pos += len;
+                landed_pos = until;
+                if (s == k->n_pieces)
+                        break;
+                /* Piece s. */
+                len = k->len[s];
+                if (len > k->n_bytes - piece_off)
+                        return -EINVAL;
+                take = segment_overlap(off, n, done, pos, len, &skip);
+                memcpy(out + done, k->bytes + piece_off + skip, take);
+                done += take;
+                pos += len;
+                piece_off += len;
+        }
+        /* The written file's checksum. */
+        take = segment_overlap(off, n, done, pos, k->hash_len, &skip);
+        memcpy(out + done, k->trailer + skip, take);
+        done += take;
+        return (ssize_t) done;
+}
+
+int git_index_extension_find(const void *buf, size_t n, const char sig[static 4], size_t *ret_off, size_t *ret_len) {
+        const uint8_t *data = buf;
+
+        for (size_t off = 0; off < n;) {
+                uint32_t len;
+
+                if (n - off < 8 || (len = be32(data + off + 4)) > n - off - 8)
+                        return -EBADMSG;
+                if (memcmp(data + off, sig, 4) == 0) {
+                        *ret_off = off;
+                        *ret_len = 8 + (size_t) len;
+                        return 1;
+                }
+                off += 8 + (size_t) len;
+        }
+        return 0;
+}
+
+int git_index_kept_append(const void *buf, size_t size, const GitIndex *i, GitHashAlgo algo, const void *exts, size_t n,
+                          GitIndexKept **ret) {
+        const uint8_t *data = buf;
+        size_t hash_len = algo == GIT_HASH_SHA256 ? SHA256_DIGEST_SIZE : SHA1_DIGEST_SIZE, end;
+        _cleanup_git_index_kept_ GitIndexKept *k = NULL;
+
+        if (size < INDEX_HEADER_SIZE + hash_len || i->entries_end < INDEX_HEADER_SIZE || i->entries_end > size - hash_len ||
+            n > SIZE_MAX - size)
+                return -EINVAL;
+        end = size - hash_len;
+        k = calloc(1, sizeof(*k));
+        if (!k || !(k->at = calloc(1, sizeof(size_t))) || !(k->len = calloc(1, sizeof(size_t))) ||
+            !(k->bytes = malloc(n ?: 1)))
+                return -ENOMEM;
+        memcpy(k->bytes, exts, n);
+        k->n_bytes = n;
+        k->n_pieces = 1;
+        k->at[0] = end;
+        k->len[0] = n;
+        k->size = size + n;
+        k->landed_size = size;
+        k->hash_len = hash_len;
+        memcpy(k->landed_trailer, data + end, hash_len);
+        if (!i->checksum_verified)
+                memset(k->trailer, 0, hash_len);
+        else if (algo == GIT_HASH_SHA256) {
+                struct sha256_ctx c;
+                sha256_init(&c);
+                sha256_update(&c, end, data);
+                sha256_update(&c, n, exts);
+                sha256_digest(&c, SHA256_DIGEST_SIZE, k->trailer);
+        } else {
+                struct sha1_ctx c;
+                sha1_init(&c);
+                sha1_update(&c, end, data);
+                sha1_update(&c, n, exts);
+                sha1_digest(&c, SHA1_DIGEST_SIZE, k->trailer);
+        }
+        *ret = TAKE_PTR(k);
         return 0;
 }

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cleanup.h"
 
@@ -58,6 +59,18 @@ typedef struct GitIndex {
         /* Its TREE and UNTR extensions (git writes one of each at most), each kind's bytes' SHA-256, in order. */
         unsigned n_trees, n_untracked;
         uint8_t trees_digest[32], untracked_digest[32];
+        /* Its FSMN extensions (the fsmonitor's token and dirty entries), the first one's offset. */
+        unsigned n_fsmonitor;
+        size_t fsmonitor_off;
+        /*
+         * Every entry in order: a SHA-256 of each one's path, mode, flags
+         * (stage, assume-unchanged), extended flags (skip-worktree,
+         * intent-to-add) and object name, its stat data left out. Two
+         * indexes with the same one have the same entries at the same
+         * positions (what the fsmonitor extension's bitmap counts).
+         */
+        uint32_t n_entries;
+        uint8_t entries_digest[32];
         char *names;            /* the storage the pointers point into */
 } GitIndex;
 
@@ -123,3 +136,70 @@ unsigned git_index_same_caches(const GitIndex *before, const GitIndex *after);
  */
 int git_index_without_caches(const void *data, size_t size, const GitIndex *i, GitHashAlgo algo, unsigned keep,
                              char **ret, size_t *ret_size);
+
+/*
+ * What git_index_without_caches_kept() left out of an index, kept aside so
+ * that the writer alone can be given its file back whole (the workspace
+ * view: the sandbox's own untracked cache, spec 6.4): the pieces, each with
+ * the offset in the landed file (the file without them) before which it
+ * stood, and both files' sizes and checksums. What git_index_kept_read()
+ * serves is byte for byte the file the writer wrote, its checksum
+ * included, as long as the landed file is what it reads from.
+ */
+typedef struct GitIndexKept {
+        size_t size;                    /* the written file's size: what is served */
+        size_t landed_size;             /* the landed file's */
+        size_t hash_len;
+        uint8_t trailer[32];            /* the written file's checksum (all zero with index.skipHash) */
+        uint8_t landed_trailer[32];     /* the landed file's */
+        size_t n_pieces;
+        size_t *at;                     /* piece k goes before the landed file's byte at[k] (ascending, < landed_size - hash_len + 1) */
+        size_t *len;                    /* piece k's length */
+        uint8_t *bytes;                 /* the pieces, one after the other */
+        size_t n_bytes;                 /* their total */
+} GitIndexKept;
+
+GitIndexKept *git_index_kept_free(GitIndexKept *k);
+static inline void git_index_kept_freep(GitIndexKept **k) {
+        if (*k)
+                git_index_kept_free(*k);
+}
+#define _cleanup_git_index_kept_ _cleanup_(git_index_kept_freep)
+
+/*
+ * git_index_without_caches(), and, when something is left out and
+ * ret_kept is not NULL, what was left out in *ret_kept (NULL otherwise).
+ */
+int git_index_without_caches_kept(const void *data, size_t size, const GitIndex *i, GitHashAlgo algo, unsigned keep,
+                                  char **ret, size_t *ret_size, GitIndexKept **ret_kept);
+
+/* Reads up to n bytes of the landed file at off into buf: the count (short only at its end), or -errno. */
+typedef ssize_t (*GitIndexReadFn)(void *userdata, void *buf, size_t n, uint64_t off);
+
+/*
+ * Up to n bytes at off of the written file, the kept pieces spliced into
+ * the landed file that read_landed() reads: the count (0 at or past k->size;
+ * short only there), or -errno of read_landed(), or -EIO when the landed
+ * file ends early (it is not the one the pieces were kept for).
+ */
+ssize_t git_index_kept_read(const GitIndexKept *k, uint64_t off, void *buf, size_t n, GitIndexReadFn read_landed,
+                            void *userdata);
+
+/*
+ * The first extension with signature sig among the whole extensions at
+ * data (n bytes, each its 8-byte header and payload, as an index holds
+ * them between its entries and its checksum): 1 with its offset and
+ * length (header included), 0 when there is none, -EBADMSG when one runs
+ * past n.
+ */
+int git_index_extension_find(const void *data, size_t n, const char sig[static 4], size_t *ret_off, size_t *ret_len);
+
+/*
+ * What serves the index file at data (size bytes, which git_index_parse()
+ * read as i with algo) with the whole extensions exts (n bytes) added
+ * before its checksum, the checksum computed again (all zero where it
+ * was: index.skipHash): a GitIndexKept whose landed file is data.
+ * -EINVAL when i does not fit data, -ENOMEM.
+ */
+int git_index_kept_append(const void *data, size_t size, const GitIndex *i, GitHashAlgo algo, const void *exts, size_t n,
+                          GitIndexKept **ret);

@@ -564,14 +564,19 @@ static int rename_within(View *v, Node *from, const char *name, Node *n, Node *t
  * (guard_check_node()); a file with another name (a hard link) is
  * refused. The file keeps its identity: the kernel's node for it is not
  * bound to another object, whose inode number might be one the kernel
- * still holds for a deleted file. With v->lock held, released while the
+ * still holds for a deleted file. The caches left out are kept for the
+ * sandbox, which reads the file with them while it is the one landed
+ * (index_keep_locked()). With v->lock held, released while the
  * file is read, judged and written.
  */
 static int rename_index(View *v, Node *from, const char *name, Node *n, Node *to, unsigned flags) {
         _cleanup_(pin_done) Pin p = {};
         _cleanup_(index_judge_done) IndexJudge j = { .dirfd = -EBADF };
         _cleanup_free_ char *data = NULL, *why = NULL, *judged = NULL;
+        _cleanup_git_index_kept_ GitIndexKept *kept = NULL;
+        _cleanup_git_index_ GitIndex *landed = NULL;
         _cleanup_close_ int fd = -EBADF;
+        GitHashAlgo algo = GIT_HASH_SHA1;
         char pp[32];
         struct stat st = {};
         size_t size = 0, judged_size = 0;
@@ -600,7 +605,7 @@ static int rename_index(View *v, Node *from, const char *name, Node *n, Node *to
                         r = asprintf(&why, "it is larger than %u bytes", GIT_INDEX_SIZE_MAX) < 0 ? -ENOMEM : -EPERM;
         }
         if (r >= 0)
-                r = index_judge(&j, data, size, &judged, &judged_size, &why);
+                r = index_judge(&j, data, size, &judged, &judged_size, &kept, &landed, &algo, &why);
         if (r >= 0 && judged) {
                 /* The cached trees left out, in the file itself. */
                 r = lseek(fd, 0, SEEK_SET) < 0 ? -errno : write_all(fd, judged, judged_size);
@@ -618,6 +623,12 @@ static int rename_index(View *v, Node *from, const char *name, Node *n, Node *to
                         r = -ESTALE;
                 else if (syscall(SYS_renameat2, from->fd, name, j.dirfd, "index", flags) < 0)
                         r = -errno;
+                else {
+                        /* What was left out, for the sandbox alone: keyed by the landed file as the rename left it;
+                         * and its entries, untracked cache and token, for a host index with the same entries. */
+                        index_keep_locked(v, n, TAKE_PTR(kept), fd);
+                        index_last_set_locked(v, to, landed, algo, data, size);
+                }
         }
         if (judged)
                 inval_later(v, n, NULL);        /* what the kernel cached of the file is not what landed */

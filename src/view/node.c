@@ -152,6 +152,8 @@ int pin(View *v, Node *n, Pin *ret) {
 static void node_free(View *v, Node *n) {
         if (n->staging)
                 object_staged_forget_locked(v, n);
+        index_kept_drop_locked(v, n);
+        index_last_drop_locked(v, n);
         if (n->wd >= 0)
                 journal_unwatched_locked(v, n);
         watch_forget(v, n, true);
@@ -300,6 +302,8 @@ static Node *node_get(View *v, Node *dir, const char *name, ViewClass c, int fd,
                 return NULL;
         }
         n->is_dir = S_ISDIR(st->st_mode);
+        /* index_adopt() looks only at a file made as an index's name, once (the hot GETATTR path takes no lock for others). */
+        n->index_adopted = n->is_dir || !streq(name, "index");
         n->type = st->st_mode & S_IFMT;
         n->birth = *birth;
         n->fd = n->is_dir ? fd : safe_close(fd);
@@ -447,6 +451,7 @@ int lookup_made_locked(View *v, Node *dir, const char *name, ViewClass c, int fd
         if (!n)
                 return -ENOMEM;
         told(n, &e->attr);
+        index_kept_attr_locked(v, n, &e->attr);
         fill_stat(n, &e->attr);
         e->ino = id_of(v, n);
         e->attr_timeout = e->entry_timeout = timeout_in(v, dir);
@@ -468,6 +473,7 @@ int lookup_locked(View *v, Node *dir, const char *name, struct fuse_entry_param 
         if (!n)
                 return -ENOMEM;
         told(n, &e->attr);
+        index_kept_attr_locked(v, n, &e->attr);
         fill_stat(n, &e->attr);
         e->ino = id_of(v, n);
         e->attr_timeout = e->entry_timeout = timeout_in(v, dir);

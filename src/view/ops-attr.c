@@ -21,6 +21,10 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
                 fuse_reply_entry(req, &e);
                 return;
         }
+        /* An index the host's git wrote over the sandbox's last one, with its entries: with the
+         * sandbox's untracked cache and token (index-guard.c). */
+        if (r >= 0)
+                index_adopt(v, node_of(v, e.ino), &e.attr);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
@@ -48,6 +52,7 @@ void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forg
 static void reply_attr(View *v, fuse_req_t req, Node *n, struct stat *st) {
         pthread_mutex_lock(&v->lock);
         told(n, st);
+        index_kept_attr_locked(v, n, st);
         pthread_mutex_unlock(&v->lock);
         fill_stat(n, st);
         fuse_reply_attr(req, st, n == &v->root ? timeout_in(v, n) : timeout_in(v, n->parent));
@@ -79,13 +84,17 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
          * `tar x` or a shell's `echo >` makes); told under the same hold of the lock. */
         pthread_mutex_lock(&v->lock);
         r = stat_node_locked(v, n, &st);
-        if (r >= 0)
+        if (r >= 0) {
                 told(n, &st);
+                /* An index served with the sandbox's own caches: their size (index-guard.c). */
+                index_kept_attr_locked(v, n, &st);
+        }
         pthread_mutex_unlock(&v->lock);
         if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;
         }
+        index_adopt(v, n, &st);
         fill_stat(n, &st);
         fuse_reply_attr(req, &st, n == &v->root ? timeout_in(v, n) : timeout_in(v, n->parent));
 }

@@ -171,14 +171,18 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
         View *v = fuse_req_userdata(req);
+        Node *n = node_of(v, ino);
         bool owned;
-        int fd = request_fd(v, node_of(v, ino), fi, O_RDONLY, &owned);
+        int fd = request_fd(v, n, fi, O_RDONLY, &owned);
 
         if (fd < 0) {
                 fuse_reply_err(req, -fd);
                 return;
         }
-        fuse_pool_reply_read(req, fd, size, off);
+        /* An index the sandbox wrote, while the host's file is the one landed: with the
+         * caches the host was not given (index-guard.c). */
+        if (!__atomic_load_n(&n->kept, __ATOMIC_ACQUIRE) || !index_kept_reply_read(v, req, n, fd, size, off))
+                fuse_pool_reply_read(req, fd, size, off);
         if (owned)
                 safe_close(fd);
 }
@@ -290,7 +294,20 @@ void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse
                 fuse_reply_err(req, -fd);
                 return;
         }
-        r = lseek(fd, off, whence);
+        r = -1;
+        errno = 0;
+        if ((whence == SEEK_DATA || whence == SEEK_HOLE) && __atomic_load_n(&node_of(v, ino)->kept, __ATOMIC_ACQUIRE)) {
+                /* An index served with the sandbox's caches: one extent of data, the size served. */
+                off_t size = index_kept_size(v, node_of(v, ino), fd);
+
+                errno = 0;
+                if (size >= 0 && (off < 0 || off >= size))
+                        errno = ENXIO;
+                else if (size >= 0)
+                        r = whence == SEEK_DATA ? off : size;
+        }
+        if (r < 0 && errno == 0)
+                r = lseek(fd, off, whence);
         if (r < 0)
                 fuse_reply_err(req, errno);
         else

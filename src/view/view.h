@@ -103,6 +103,9 @@ struct Node {
         unsigned busy;                  /* requests changing it (a directory: its entries) on the host now */
         bool checking;                  /* files: being checked for an object's name (object_rename()): changes refused */
         struct Staging *staging;        /* files: a copy under an object's name, not yet in place (object-guard.c) */
+        struct IndexKept *kept;         /* files: an index's caches the host was not given, for the sandbox (index-guard.c) */
+        bool index_adopted;             /* files: index_adopt() has nothing (more) to do with it (set for any other name than "index") */
+        struct IndexLast *index_last;   /* git dirs: the sandbox's last index's entries, untracked cache and token (index-guard.c) */
         uint64_t changed_ms;            /* when a request last changed it on the host (CLOCK_MONOTONIC) */
         mode_t told_mode;
         off_t told_size;
@@ -212,6 +215,9 @@ typedef struct View {
         /* Files created under an object's name, written under a temporary name until whole and checked (object-guard.c). */
         struct Staging *stagings;
         unsigned staging_seq;           /* the last temporary name's number */
+        /* The bytes of every index's kept caches together (index-guard.c, at most INDEX_KEPT_TOTAL_MAX). */
+        size_t kept_total;
+        uint64_t index_last_seq;        /* the last IndexLast's number (index_last_set_locked()) */
         /* Ignored Workspace State (ignored.c). */
         IgnoredState ign;
         /* The watcher thread's own (watcher.c): the events held back while a
@@ -373,7 +379,19 @@ int index_refuse_locked(View *v, Node *dir, const char *name, const char *what);
 int index_refuse(View *v, Node *dir, const char *name, const char *what);
 int index_judge_prepare(View *v, Node *dir, IndexJudge *ret);
 void index_judge_done(IndexJudge *j);
-int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_data, size_t *ret_size, char **ret_why);
+int index_judge(const IndexJudge *j, const void *data, size_t size, char **ret_data, size_t *ret_size,
+                GitIndexKept **ret_kept, GitIndex **ret_new, GitHashAlgo *ret_algo, char **ret_why);
+/* The caches of one index, the bytes kept for all together: larger ones are not kept (the sandbox's git rebuilds them). */
+#define INDEX_KEPT_MAX (32u * 1024u * 1024u)
+#define INDEX_KEPT_TOTAL_MAX (64u * 1024u * 1024u)
+void index_keep_locked(View *v, Node *n, GitIndexKept *k, int fd);
+void index_kept_drop_locked(View *v, Node *n);
+void index_kept_attr_locked(View *v, Node *n, struct stat *st);
+bool index_kept_reply_read(View *v, fuse_req_t req, Node *n, int fd, size_t size, off_t off);
+off_t index_kept_size(View *v, Node *n, int fd);
+void index_last_set_locked(View *v, Node *dir, const GitIndex *i, GitHashAlgo algo, const void *data, size_t size);
+void index_last_drop_locked(View *v, Node *dir);
+void index_adopt(View *v, Node *n, struct stat *st);
 
 /* object-guard.c */
 ViewObjectKind object_name(const Node *dir, const char *name, char *ret_hex);

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <nettle/sha1.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
+#include "fs-util.h"
 #include "git-index.h"
+#include "macro.h"
+#include "util.h"
 
 /* An index written here byte by byte, as git lays it out. */
 typedef struct Buf {
@@ -558,4 +564,253 @@ Test(git_index, same_caches) {
         }
         cr_expect_eq(git_index_same_caches(NULL, a), 0u);
         cr_expect_eq(git_index_same_caches(a, NULL), 0u);
+}
+
+/* ---- the kept caches: left out, kept, spliced back ---------------------------- */
+
+typedef struct Landed {
+        const uint8_t *d;
+        size_t n;
+        unsigned calls;
+} Landed;
+
+static ssize_t read_landed(void *userdata, void *buf, size_t n, uint64_t off) {
+        Landed *l = userdata;
+
+        l->calls++;
+        if (off >= l->n)
+                return 0;
+        if (n > l->n - off)
+                n = (size_t) (l->n - off);
+        /* Short reads, as a file may give: at most 7 bytes a time. */
+        if (n > 7)
+                n = 7;
+        memcpy(buf, l->d + off, n);
+        return (ssize_t) n;
+}
+
+/* What git_index_kept_read() serves of (landed, kept): the whole file, read in chunks of step bytes. */
+static uint8_t *spliced(const GitIndexKept *k, const uint8_t *landed, size_t landed_size, size_t step) {
+        Landed l = { landed, landed_size };
+        uint8_t *out = malloc(k->size + 1);
+        size_t off = 0;
+
+        cr_assert_not_null(out);
+        while (off < k->size) {
+                ssize_t r = git_index_kept_read(k, off, out + off, step, read_landed, &l);
+                cr_assert_gt(r, 0, "at %zu of %zu: %zd", off, k->size, r);
+                cr_assert_leq((size_t) r, step);
+                off += (size_t) r;
+        }
+        cr_assert_eq(git_index_kept_read(k, off, out, step, read_landed, &l), 0, "nothing past the end");
+        return out;
+}
+
+/* Each order of the caches and the other extensions, each keep: the written file comes back byte for byte. */
+Test(git_index, kept_splice) {
+        static const char *const orders[][5] = {
+                { "TREE", "REUC", "UNTR", "FSMN", NULL },
+                { "FSMN", "UNTR", NULL },
+                { "UNTR", NULL },
+                { "TREE", "FSMN", "UNTR", "EOIE", NULL },
+                { "EOIE", "TREE", NULL },
+                { "FSMN", NULL },
+        };
+        static const size_t steps[] = { 1, 3, 8, 13, 4096, 1u << 20 };
+
+        for (size_t o = 0; o < ELEMENTSOF(orders); o++)
+                for (unsigned keep = 0; keep <= (GIT_INDEX_KEEP_TREE | GIT_INDEX_KEEP_UNTRACKED); keep++) {
+                        _cleanup_free_ Buf *b = build(o % 2 ? 4 : 2, sample, sizeof(sample) / sizeof(sample[0]));
+                        _cleanup_git_index_ GitIndex *i = NULL, *j = NULL;
+                        _cleanup_git_index_kept_ GitIndexKept *k = NULL;
+                        _cleanup_free_ char *out = NULL, *error = NULL;
+                        size_t n = 0;
+                        bool leaves_out = false;
+
+                        for (size_t e = 0; orders[o][e]; e++) {
+                                const char *sig = orders[o][e];
+                                extension(b, sig, streq(sig, "UNTR") ? "Location /workspace, system Linux\n..." :
+                                                  streq(sig, "TREE") ? "\0011 0\n" : "payload");
+                                leaves_out = leaves_out || streq(sig, "REUC") ||
+                                             (streq(sig, "TREE") && !(keep & GIT_INDEX_KEEP_TREE)) ||
+                                             (streq(sig, "UNTR") && !(keep & GIT_INDEX_KEEP_UNTRACKED));
+                        }
+                        finish(b);
+                        i = parse_ok(b);
+                        cr_assert_eq(git_index_without_caches_kept(b->d, b->n, i, GIT_HASH_SHA1, keep, &out, &n, &k), 0);
+                        if (!leaves_out) {
+                                cr_assert_null(out, "order %zu keep %u", o, keep);
+                                cr_assert_null(k);
+                                continue;
+                        }
+                        cr_assert_not_null(out);
+                        cr_assert_not_null(k, "order %zu keep %u", o, keep);
+                        cr_assert_eq(k->size, b->n);
+                        cr_assert_eq(k->landed_size, n);
+                        cr_assert_eq(memcmp(k->landed_trailer, out + n - SHA1_DIGEST_SIZE, SHA1_DIGEST_SIZE), 0);
+                        cr_assert_eq(git_index_parse(out, n, GIT_HASH_SHA1, &j, &error), 0, "%s", error ?: "");
+                        cr_assert_eq(j->n_untracked, keep & GIT_INDEX_KEEP_UNTRACKED ? i->n_untracked : 0u);
+                        for (size_t s = 0; s < ELEMENTSOF(steps); s++) {
+                                _cleanup_free_ uint8_t *whole = spliced(k, (uint8_t *) out, n, steps[s]);
+                                cr_assert_eq(memcmp(whole, b->d, b->n), 0, "order %zu keep %u step %zu", o, keep, steps[s]);
+                        }
+                        /* Every start and length within a short distance. */
+                        for (size_t off = 0; off < b->n; off += 5)
+                                for (size_t len = 1; len < 40; len += 6) {
+                                        Landed l = { (uint8_t *) out, n };
+                                        uint8_t got[64];
+                                        ssize_t r = git_index_kept_read(k, off, got, len, read_landed, &l);
+                                        size_t want = len < b->n - off ? len : b->n - off;
+                                        cr_assert_eq(r, (ssize_t) want);
+                                        cr_assert_eq(memcmp(got, b->d + off, want), 0, "at %zu, %zu bytes", off, len);
+                                }
+                        /* A landed file that ends early is not the one kept for. */
+                        {
+                                Landed l = { (uint8_t *) out, i->entries_end / 2 };
+                                uint8_t got[4096];
+                                cr_assert_eq(git_index_kept_read(k, 0, got, sizeof(got), read_landed, &l), -EIO);
+                        }
+                }
+}
+
+/* Without a place to keep them, nothing is kept; a file with no extension keeps none. */
+Test(git_index, kept_none) {
+        _cleanup_free_ Buf *b = build(2, sample, 3);
+        _cleanup_git_index_ GitIndex *i = NULL;
+        _cleanup_git_index_kept_ GitIndexKept *k = NULL;
+        _cleanup_free_ char *out = NULL;
+        size_t n = 0;
+
+        finish(b);
+        i = parse_ok(b);
+        cr_assert_eq(git_index_without_caches_kept(b->d, b->n, i, GIT_HASH_SHA1, 0, &out, &n, &k), 0);
+        cr_assert_null(out);
+        cr_assert_null(k);
+        cr_assert_eq(n, b->n);
+}
+
+static int git_run(const char *dir, const char *fmt, ...) _printf_(2, 3);
+static int git_run(const char *dir, const char *fmt, ...) {
+        _cleanup_free_ char *args = NULL, *cmd = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&args, fmt, ap);
+        va_end(ap);
+        cr_assert_geq(r, 0);
+        cr_assert_geq(asprintf(&cmd, "cd '%s' && unset GIT_DIR GIT_INDEX_FILE && export HOME=/nonexistent "
+                                     "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null && { %s; } >/dev/null 2>&1",
+                               dir, args), 0);
+        return system(cmd);
+}
+
+static void real_index(const char *format, GitHashAlgo algo) {
+        char dir[] = "/tmp/lazaret-git-index-XXXXXX";
+        _cleanup_free_ char *data = NULL, *out = NULL, *error = NULL, *path = NULL;
+        _cleanup_git_index_ GitIndex *i = NULL, *landed = NULL, *again = NULL;
+        _cleanup_git_index_kept_ GitIndexKept *k = NULL;
+        _cleanup_close_ int dfd = -EBADF;
+        size_t size = 0, n = 0;
+        int r;
+
+        cr_assert_not_null(mkdtemp(dir));
+        if (git_run(dir, "git init -q --object-format=%s .", format) != 0) {
+                cr_log_warn("git cannot make a %s repository here: not tested", format);
+                (void) git_run("/", "rm -rf '%s'", dir);
+                return;
+        }
+        cr_assert_eq(git_run(dir, "mkdir -p src/a untracked/b && echo x >src/a/f && echo y >README && echo z >untracked/b/g "
+                                  "&& echo '*.o' >.gitignore && touch src/a/f.o && git add README src .gitignore "
+                                  "&& git -c user.name=t -c user.email=t@t commit -qm one && echo w >src/a/h "
+                                  "&& git -c core.untrackedCache=true status --porcelain && sleep 1 "
+                                  "&& git -c core.untrackedCache=true status --porcelain"), 0);
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cr_assert_geq(dfd, 0);
+        cr_assert_geq(asprintf(&path, "%s/.git/index", dir), 0);
+        r = read_full_file(path, GIT_INDEX_SIZE_MAX, &data, &size);
+        cr_assert_eq(r, 0);
+        cr_assert_eq(git_index_parse(data, size, algo, &i, &error), 0, "%s", error ?: "");
+        cr_assert_eq(i->n_untracked, 1u, "git wrote an untracked cache");
+        cr_assert_eq(i->n_trees, 1u, "git wrote its cached trees");
+        cr_assert_eq(git_index_without_caches_kept(data, size, i, algo, 0, &out, &n, &k), 0);
+        cr_assert_not_null(k);
+        cr_assert_eq(git_index_parse(out, n, algo, &landed, &error), 0, "%s", error ?: "");
+        cr_assert_eq(landed->n_untracked, 0u);
+        cr_assert_eq(landed->n_trees, 0u);
+        cr_assert_eq(k->size, size);
+        {
+                _cleanup_free_ uint8_t *whole = spliced(k, (uint8_t *) out, n, 4096);
+                cr_assert_eq(memcmp(whole, data, size), 0, "the spliced file is git's, byte for byte");
+                cr_assert_eq(git_index_parse(whole, size, algo, &again, &error), 0, "%s", error ?: "");
+                cr_assert(again->checksum_verified);
+        }
+        /* git itself reads the spliced file, and the landed one, as the same index. */
+        cr_assert_eq(write_file_bytes(path, out, n, 0644), 0);
+        cr_assert_eq(git_run(dir, "git -c core.untrackedCache=false status --porcelain"), 0);
+        (void) git_run("/", "rm -rf '%s'", dir);
+}
+
+/* A real git's index with an untracked cache and cached trees: left out, kept, spliced back byte for byte. */
+Test(git_index, kept_real_git) {
+        if (system("git --version >/dev/null 2>&1") != 0) {
+                cr_log_warn("no git here: not tested");
+                return;
+        }
+        real_index("sha1", GIT_HASH_SHA1);
+        real_index("sha256", GIT_HASH_SHA256);
+}
+
+/* The entries' digest: stat data left out, flags and everything else in. */
+Test(git_index, entries_digest) {
+        const Entry base[] = { { "README", 0100644 }, { "src/a.c", 0100644 } };
+        const Entry skip[] = { { "README", 0100644 }, { "src/a.c", 0100644, 0, 0x4000 } };
+        const Entry blob[] = { { "README", 0100644 }, { "src/a.c", 0100644, 0, 0, 0x11 } };
+        _cleanup_git_index_ GitIndex *a = with_caches(base, 2, false, NULL), *b = with_caches(base, 2, true, NULL),
+                                     *c = NULL, *d = with_caches(blob, 2, false, NULL),
+                                     *e = with_caches(base, 2, false, CACHES("FSMN=token", "UNTR=x"));
+        _cleanup_free_ Buf *v3 = build(3, skip, 2);
+
+        finish(v3);
+        c = parse_ok(v3);
+        cr_expect_eq(a->n_entries, 2u);
+        cr_expect_eq(memcmp(a->entries_digest, b->entries_digest, 32), 0, "stat data are not in it");
+        cr_expect_eq(memcmp(a->entries_digest, e->entries_digest, 32), 0, "extensions are not in it");
+        cr_expect_neq(memcmp(a->entries_digest, c->entries_digest, 32), 0, "skip-worktree is");
+        cr_expect_neq(memcmp(a->entries_digest, d->entries_digest, 32), 0, "the object is");
+        cr_expect_eq(a->n_fsmonitor, 0u);
+        cr_expect_eq(e->n_fsmonitor, 1u);
+        cr_expect_eq(e->n_untracked, 1u);
+}
+
+/* Extensions appended before the checksum: git's checksum again, the entries as they were. */
+Test(git_index, kept_append) {
+        _cleanup_free_ Buf *b = build(2, sample, sizeof(sample) / sizeof(sample[0])), *exts = calloc(1, sizeof(Buf));
+        _cleanup_git_index_ GitIndex *i = NULL, *j = NULL;
+        _cleanup_git_index_kept_ GitIndexKept *k = NULL;
+        _cleanup_free_ char *error = NULL;
+        _cleanup_free_ uint8_t *whole = NULL;
+        size_t off = 0, len = 0;
+
+        extension(b, "TREE", "\0011 0\n");
+        finish(b);
+        i = parse_ok(b);
+        extension(exts, "UNTR", "Location /workspace, system Linux");
+        extension(exts, "FSMN", "token");
+        cr_assert_eq(git_index_extension_find(exts->d, exts->n, "FSMN", &off, &len), 1);
+        cr_assert_eq(off, 8u + 33u);
+        cr_assert_eq(len, 8u + 5u);
+        cr_assert_eq(git_index_extension_find(exts->d, exts->n, "REUC", &off, &len), 0);
+        cr_assert_eq(git_index_extension_find(exts->d, exts->n - 1, "FSMN", &off, &len), -EBADMSG);
+        cr_assert_eq(git_index_kept_append(b->d, b->n, i, GIT_HASH_SHA1, exts->d, exts->n, &k), 0);
+        cr_assert_eq(k->size, b->n + exts->n);
+        whole = spliced(k, b->d, b->n, 17);
+        cr_assert_eq(memcmp(whole, b->d, b->n - SHA1_DIGEST_SIZE), 0);
+        cr_assert_eq(memcmp(whole + b->n - SHA1_DIGEST_SIZE, exts->d, exts->n), 0);
+        cr_assert_eq(git_index_parse(whole, k->size, GIT_HASH_SHA1, &j, &error), 0, "%s", error ?: "");
+        cr_assert(j->checksum_verified);
+        cr_assert_eq(j->n_untracked, 1u);
+        cr_assert_eq(j->n_fsmonitor, 1u);
+        cr_assert_eq(j->n_trees, 1u);
+        cr_assert_eq(memcmp(j->entries_digest, i->entries_digest, 32), 0);
 }
