@@ -76,6 +76,8 @@ typedef struct Client {
 
         /* the coordinator did not answer within CTL_REPLY_TIMEOUT_USEC: every wait ends */
         bool not_responding;
+        /* the bus refused one of our signal matches (a negative errno): every wait ends */
+        int match_error;
         sd_bus_slot *ping;      /* a Ping in flight */
 
         /* the activation answer */
@@ -187,6 +189,8 @@ static int client_wait(Client *c, const bool *done, uint64_t timeout_usec, bool 
                         return 0;
                 if (c->not_responding)
                         return -EHOSTDOWN;
+                if (c->match_error < 0)
+                        return c->match_error;
                 if (timed_out)
                         return -ETIMEDOUT;
                 r = sd_event_run(c->event, UINT64_MAX);
@@ -647,6 +651,28 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
         return 0;
 }
 
+/*
+ * The bus daemon's answer to one of our AddMatch calls. Without its match
+ * the session's end (or the coordinator's) would never be heard: a refusal
+ * ends the launch, said in one line, at whatever point it is.
+ */
+static int on_match_installed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Client *c = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+
+        if (!e || c->match_error < 0)
+                return 0;
+        c->match_error = -sd_bus_error_get_errno(e) ?: -EIO;
+        fprintf(stderr, "Cannot subscribe to Domain signals: %s\n", e->message ?: e->name);
+        if (c->phase == PHASE_SESSION) {
+                /* The command runs on; the coordinator ends it when we leave the bus. */
+                c->exit_status = 1;
+                c->ended = true;
+                return sd_event_exit(c->event, 0);
+        }
+        return 0;
+}
+
 static int send_resize(Client *c) {
         struct winsize ws = {};
 
@@ -868,14 +894,21 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
         r = sd_bus_attach_event(c->bus, c->event, 0);
         if (r < 0)
                 return r;
-        r = sd_bus_match_signal(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "SessionEnded",
-                                on_session_ended, c);
+        /* Asked for, not waited for: the bus daemon handles one
+         * connection's messages in order, so each match is in place before
+         * our OpenSession even reaches the coordinator, and the three
+         * round trips overlap the activation answer (a warm launch waited
+         * for them one after the other). A match the bus refuses ends
+         * every wait (on_match_installed()). */
+        r = sd_bus_match_signal_async(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
+                                      "SessionEnded", on_session_ended, on_match_installed, c);
         if (r >= 0)
-                r = sd_bus_match_signal(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
-                                        "EscalationRequested", on_escalation_requested, c);
+                r = sd_bus_match_signal_async(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
+                                              "EscalationRequested", on_escalation_requested, on_match_installed, c);
         if (r >= 0)
-                r = sd_bus_match_signal(c->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                        "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, c);
+                r = sd_bus_match_signal_async(c->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                              "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed,
+                                              on_match_installed, c);
         if (r < 0) {
                 fprintf(stderr, "Cannot subscribe to Domain signals: %s\n", strerror(-r));
                 return r;
