@@ -42,9 +42,13 @@ void changes_set_ignored(bool b);
 int changes_status(const Config *config, const char *id, struct json_object *o, struct json_object *running);
 
 /*
- * For lazaretctl launch, once the Domain runs: one line on standard error
- * when commits made since the Domain's earlier start change protected
- * paths (how many, the first, where to review), or when they cannot be
- * checked; nothing otherwise.
+ * For lazaretctl launch, to be said once the Domain runs: the line(s) for
+ * standard error when commits made since the Domain's earlier start change
+ * protected paths (how many, the first, where to review), or when they
+ * cannot be checked; NULL otherwise (a reason it could not look at all is
+ * printed at once). The caller prints and frees it. What it reads a
+ * starting coordinator does not change (it writes the checkout's refs
+ * record only where there is none, which reports nothing either way), so
+ * launch asks while it waits for the coordinator's answer.
  */
-void changes_launch_notice(const Config *config);
+char *changes_launch_notice(const Config *config);
