@@ -46,9 +46,8 @@ int changes_status(const Config *config, const char *id, struct json_object *o, 
  * standard error when commits made since the Domain's earlier start change
  * protected paths (how many, the first, where to review), or when they
  * cannot be checked; NULL otherwise (a reason it could not look at all is
- * printed at once). The caller prints and frees it. What it reads a
- * starting coordinator does not change (it writes the checkout's refs
- * record only where there is none, which reports nothing either way), so
- * launch asks while it waits for the coordinator's answer.
+ * printed at once). The caller prints and frees it. launch asks for it in a
+ * child process while it waits for the bus and the coordinator's answer
+ * (notice_start() in launch.c).
  */
 char *changes_launch_notice(const Config *config);

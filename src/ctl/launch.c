@@ -25,6 +25,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -40,6 +41,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "domain.h"
+#include "fs-util.h"
 #include "git-sentry.h"
 #include "json-util.h"
 #include "launch-request.h"
@@ -80,9 +82,12 @@ typedef struct Client {
         int match_error;
         sd_bus_slot *ping;      /* a Ping in flight */
 
-        /* issue 32's notice of commits made inside (changes_launch_notice()): looked for
-         * while the first activation answer is awaited, said once the Domain runs */
-        const Config *config;
+        /* issue 32's notice of commits made inside (changes_launch_notice()): looked
+         * for by a child process while this one writes the launch request and
+         * waits for the bus and the coordinator's answer (notice_start()), said
+         * once the Domain runs */
+        pid_t notice_pid;
+        int notice_fd;
         bool notice_checked;
         char *notice;
 
@@ -110,7 +115,10 @@ typedef struct Client {
         bool ended;
 } Client;
 
+static void notice_finish(Client *c);
+
 static void client_done(Client *c) {
+        notice_finish(c);
         free(c->notice);
         sd_event_source_disable_unref(c->progress_timer);
         free(c->progress);
@@ -551,13 +559,6 @@ static int await_domain(Client *c, const char *runtime_dir, bool *ret_running) {
         r = connect_activation(runtime_dir, id, &fd);
         if (r < 0)
                 return r;
-        /* While the coordinator answers (at once when it runs, once it has
-         * started the Domain otherwise), not after: 2 ms of the client's
-         * own work that a warm launch no longer waits for in a row. */
-        if (!c->notice_checked) {
-                c->notice = changes_launch_notice(c->config);
-                c->notice_checked = true;
-        }
         r = read_answer(c, fd);
         if (r < 0)
                 return r;
@@ -866,6 +867,65 @@ static int open_session(Client *c, const Domain *d, const char *fingerprint, cha
         return 0;
 }
 
+/*
+ * Issue 32's commit notice (changes_launch_notice(): the Git Sentry's plan
+ * again, /proc/self/mountinfo, the checkout's refs; about 2 ms) is looked
+ * for by a child process of ours, on the other core, while this one writes
+ * the launch request, opens the bus and waits for the coordinator's
+ * answer; before, it ran after the answer, in a row with everything else.
+ * A child rather than a thread: nothing of what it calls has to be
+ * thread-safe, and it leaves with _exit(), touching nothing of ours. What
+ * it reads a starting coordinator does not change (it writes the checkout's
+ * refs record only where there is none, which reports nothing either way).
+ * Without a child (fork failed), the notice is looked for in place.
+ */
+static void notice_start(Client *c, const Config *config) {
+        int p[2];
+        pid_t pid;
+
+        c->notice_fd = -EBADF;
+        if (pipe2(p, O_CLOEXEC) < 0)
+                goto in_place;
+        pid = fork();
+        if (pid < 0) {
+                safe_close(p[0]);
+                safe_close(p[1]);
+                goto in_place;
+        }
+        if (pid == 0) {
+                char *text;
+
+                safe_close(p[0]);
+                text = changes_launch_notice(config);
+                if (text)
+                        (void) write_all(p[1], text, strlen(text));
+                _exit(0);
+        }
+        safe_close(p[1]);
+        c->notice_fd = p[0];
+        c->notice_pid = pid;
+        return;
+
+in_place:
+        c->notice = changes_launch_notice(config);
+        c->notice_checked = true;
+}
+
+/* The child's text, once: waited for (it only reads files; a few ms). */
+static void notice_finish(Client *c) {
+        if (c->notice_checked)
+                return;
+        c->notice_checked = true;
+        if (c->notice_fd >= 0) {
+                (void) read_full_fd(c->notice_fd, 64 * 1024, &c->notice, NULL);
+                c->notice_fd = safe_close(c->notice_fd);
+        }
+        if (c->notice_pid > 0)
+                while (waitpid(c->notice_pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        c->notice_pid = 0;
+}
+
 /* ---------------------------------------------------------------- verb */
 
 static struct termios saved_termios;
@@ -889,7 +949,7 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
         if (r < 0)
                 return r;
         c->id = d->id;
-        c->config = config;
+        notice_start(c, config);
 
         c->terminal = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
         /* The coordinator restores the terminal when the session ends; this
@@ -962,6 +1022,7 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
                 if (running) {
                         /* Issue 32: commits made inside that change protected paths, said with the git notices. */
                         if (!commits_said) {
+                                notice_finish(c);
                                 if (c->notice)
                                         fputs(c->notice, stderr);
                                 commits_said = true;
@@ -998,6 +1059,7 @@ int verb_launch(int argc, char *argv[], const Config *config) {
         _cleanup_(client_done) Client c = {
                 .exit_status = 1,
                 .open_error = SD_BUS_ERROR_NULL,
+                .notice_fd = -EBADF,
         };
         sigset_t mask;
         int r;
