@@ -418,12 +418,13 @@ static int git_notices(const Domain *d, const char *key, int wfd, const GitLinke
 
 /*
  * The control directory, read inside by the sandbox's processes (mounted
- * read-only at SANDBOX_CONTROL_MOUNT): the container's init, terminfo, the
- * Escalation Client, and the resolver's file (*ret_resolv), the helper's
- * DNS address.
+ * read-only at SANDBOX_CONTROL_MOUNT): the container's init, the sessions'
+ * starter (lazaret-exec), terminfo, the Escalation Client, and the
+ * resolver's file (*ret_resolv), the helper's DNS address.
  */
 static int control_dir_write(const BundleParams *p, char **ret_resolv, char **ret_error) {
-        _cleanup_free_ char *init_src = NULL, *init_dst = NULL, *terminfo = NULL, *resolv = NULL;
+        _cleanup_free_ char *init_src = NULL, *init_dst = NULL, *exec_src = NULL, *exec_dst = NULL, *terminfo = NULL,
+                            *resolv = NULL;
         int r;
 
         r = mkdir_mode(p->control_dir, 0755);
@@ -432,7 +433,9 @@ static int control_dir_write(const BundleParams *p, char **ret_resolv, char **re
         terminfo = path_join(p->control_dir, "terminfo");
         init_dst = path_join(p->control_dir, "init");
         init_src = path_join(LIBEXECDIR, "lazaret-init");
-        if (!terminfo || !init_dst || !init_src)
+        exec_dst = path_join(p->control_dir, "exec");
+        exec_src = path_join(LIBEXECDIR, "lazaret-exec");
+        if (!terminfo || !init_dst || !init_src || !exec_dst || !exec_src)
                 return -ENOMEM;
         r = mkdir_mode(terminfo, 0755);
         if (r < 0)
@@ -440,6 +443,9 @@ static int control_dir_write(const BundleParams *p, char **ret_resolv, char **re
         r = copy_file(TEST_HOOK_PATH("LAZARET_INIT", init_src), init_dst, 0755);
         if (r < 0)
                 return errorf(ret_error, r, "cannot install %s into the sandbox: %s", init_src, strerror(-r));
+        r = copy_file(exec_src, exec_dst, 0755);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot install %s into the sandbox: %s", exec_src, strerror(-r));
         /* The Escalation Client, on the sessions' PATH (sandbox-exec.c), and the mailbox's mount points. */
         if (p->mailbox) {
                 r = install_escalation(p->control_dir, ret_error);

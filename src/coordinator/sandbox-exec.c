@@ -166,9 +166,8 @@ int sandbox_exec(const SandboxRuntime *rt, const SandboxExecParams *p, SandboxEx
         if (p->terminal)
                 install_terminfo(rt->control_dir, env_get(env, "TERM"));
 
-        /* The init starts the command under the sandbox's FIFO filter (lazaret-init.c). */
-        if (strv_extend(&args, SANDBOX_CONTROL_MOUNT "/init") < 0 || strv_extend(&args, "--exec") < 0 ||
-            strv_extend_strv(&args, p->argv) < 0)
+        /* lazaret-exec starts the command under the sandbox's FIFO filter (lazaret-exec.c). */
+        if (strv_extend(&args, SANDBOX_CONTROL_MOUNT "/exec") < 0 || strv_extend_strv(&args, p->argv) < 0)
                 return -ENOMEM;
         OciProcess proc = {
                 .args = args,

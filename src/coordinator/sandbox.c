@@ -132,6 +132,9 @@ struct Sandbox {
 
         SandboxState state;
         bool failed;                    /* failed() was reported */
+        /* The supervisor's process is released once both are done (maybe_release()). */
+        bool mapped;                    /* its user namespace has our ID maps */
+        bool scoped;                    /* it is in the sandbox scope */
         ImagePrep *image_prep;
         UsernsChild *child;
         SupervisorLink *link;
@@ -984,16 +987,18 @@ static void on_supervisor_closed(SupervisorLink *l, const char *why, void *userd
                 sandbox_ended(sb, why);
 }
 
-static void on_scope_started(BusJob *j, const char *result, const sd_bus_error *error, void *userdata) {
-        Sandbox *sb = userdata;
+/*
+ * The Runtime Supervisor's process runs on once it has its ID maps and is
+ * in the sandbox scope, whichever comes last: nothing of runsc exists
+ * before both. The scope is asked for as soon as the process exists, so
+ * the user manager's job and newuidmap/newgidmap run at the same time (one
+ * after the other, they were about 7 and 6 ms of every cold start).
+ */
+static void maybe_release(Sandbox *sb) {
         int r;
 
-        sb->job = bus_job_free(sb->job);
-        if (!streq(result, "done")) {
-                log_error("Creating %s: %s", sb->scope, error ? error->message : result);
-                sandbox_fail(sb, "cannot create the sandbox's transient scope (see the log)");
+        if (!sb->mapped || !sb->scoped || sb->state != SANDBOX_SCOPING)
                 return;
-        }
         sb->state = SANDBOX_STARTING;
         r = userns_child_go(sb->child);
         if (r < 0) {
@@ -1004,29 +1009,45 @@ static void on_scope_started(BusJob *j, const char *result, const sd_bus_error *
         log_info("Runtime Supervisor %d started in %s (container %s)", (int) userns_child_pid(sb->child), sb->scope, sb->id);
 }
 
-static void on_mapped(UsernsChild *c, void *userdata) {
+static void on_scope_started(BusJob *j, const char *result, const sd_bus_error *error, void *userdata) {
         Sandbox *sb = userdata;
+
+        sb->job = bus_job_free(sb->job);
+        if (!streq(result, "done")) {
+                log_error("Creating %s: %s", sb->scope, error ? error->message : result);
+                sandbox_fail(sb, "cannot create the sandbox's transient scope (see the log)");
+                return;
+        }
+        sb->scoped = true;
+        maybe_release(sb);
+}
+
+/* The sandbox scope, asked for with the supervisor's process in it: into the scope before anything of runsc exists. */
+static int ask_scope(Sandbox *sb) {
         _cleanup_free_ char *desc = NULL;
         int r;
 
-        sb->state = SANDBOX_SCOPING;
-        if (asprintf(&desc, "Lazaret sandbox of Domain %s", sb->domain->id) < 0) {
-                sandbox_fail(sb, "out of memory");
-                return;
-        }
+        if (asprintf(&desc, "Lazaret sandbox of Domain %s", sb->domain->id) < 0)
+                return -ENOMEM;
         /* Watched from before it exists: a memory-limit kill shows as its Result. */
         r = watch_scope(sb);
         if (r < 0)
                 log_warning_errno(r, "Cannot watch %s; a memory-limit kill will not be named", sb->scope);
-        /* Into the scope before anything of runsc exists. */
+        sb->state = SANDBOX_SCOPING;
         r = bus_job_start(sb->bus, "StartTransientUnit", append_scope,
                           &(ScopeArgs) { .scope = sb->scope, .description = desc, .service = sb->service,
-                                         .pid = userns_child_pid(c), .limits = &sb->domain->profile->limits },
+                                         .pid = userns_child_pid(sb->child), .limits = &sb->domain->profile->limits },
                           SCOPE_JOB_TIMEOUT_USEC, on_scope_started, sb, &sb->job);
-        if (r < 0) {
-                log_error_errno(r, "Cannot ask the user manager for %s", sb->scope);
-                sandbox_fail(sb, "cannot create the sandbox's transient scope (see the log)");
-        }
+        if (r < 0)
+                return log_error_errno(r, "Cannot ask the user manager for %s", sb->scope);
+        return 0;
+}
+
+static void on_mapped(UsernsChild *c, void *userdata) {
+        Sandbox *sb = userdata;
+
+        sb->mapped = true;
+        maybe_release(sb);
 }
 
 static void on_userns_failed(UsernsChild *c, const char *why, void *userdata) {
@@ -1096,6 +1117,7 @@ static void step_userns(Sandbox *sb) {
         _cleanup_close_ int ours = -EBADF, theirs = -EBADF;
         int control[2], r;
 
+        sb->mapped = sb->scoped = false;
         r = supervisor_argv(sb, &argv);
         if (r < 0) {
                 sandbox_fail(sb, "out of memory");
@@ -1125,7 +1147,11 @@ static void step_userns(Sandbox *sb) {
         if (r < 0) {
                 log_error_errno(r, "Cannot watch the supervisor's control socket");
                 sandbox_fail(sb, "cannot watch the Runtime Supervisor");
+                return;
         }
+        r = ask_scope(sb);
+        if (r < 0)
+                sandbox_fail(sb, "cannot create the sandbox's transient scope (see the log)");
 }
 
 /* ------------------------------------------------------------------ stop */

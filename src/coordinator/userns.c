@@ -27,9 +27,10 @@ struct UsernsChild {
         sd_event_source *sync_source;
         int go_fd;              /* we write 'g' to let it exec */
         int error_fd;           /* its setup errno, should it fail before exec */
-        Process *mapper;
+        /* newuidmap and newgidmap, run at the same time: each writes its own map of the child */
+        Process *uid_mapper, *gid_mapper;
         SubidRange uids, gids;
-        bool gid_done;
+        bool uid_done, gid_done, mapping_failed;
 };
 
 pid_t userns_child_pid(const UsernsChild *c) {
@@ -39,7 +40,8 @@ pid_t userns_child_pid(const UsernsChild *c) {
 UsernsChild *userns_child_free(UsernsChild *c) {
         if (!c)
                 return NULL;
-        process_free(c->mapper);
+        process_free(c->uid_mapper);
+        process_free(c->gid_mapper);
         sd_event_source_disable_unref(c->sync_source);
         event_child_release(c->child_source);
         safe_close(c->sync_fd);
@@ -63,37 +65,40 @@ static void fail(UsernsChild *c, const char *why) {
         c->cb.failed(c, why, c->userdata);
 }
 
-static int run_mapper(UsernsChild *c, const char *tool, uint32_t id, const SubidRange *range);
-
 static void on_mapper_done(Process *p, int status, const char *output, void *userdata) {
         UsernsChild *c = userdata;
-        const char *tool = c->gid_done ? "newgidmap" : "newuidmap";
-        int r;
+        bool gid = p == c->gid_mapper;
+        const char *tool = gid ? "newgidmap" : "newuidmap";
 
         /* output is the process's: logged before it is freed. */
         if (status != 0)
                 log_error("%s failed (%d): %s", tool, status, isempty(output) ? "no message" : output);
-        c->mapper = process_free(c->mapper);
+        if (gid) {
+                c->gid_mapper = process_free(c->gid_mapper);
+                c->gid_done = status == 0;
+        } else {
+                c->uid_mapper = process_free(c->uid_mapper);
+                c->uid_done = status == 0;
+        }
+        if (c->mapping_failed)
+                return;         /* said once, by the first that failed */
         if (status != 0) {
+                c->mapping_failed = true;
                 fail(c, "cannot set up the sandbox's user namespace (newuidmap/newgidmap failed; see the log)");
                 return;
         }
-        if (!c->gid_done) {
-                c->gid_done = true;
-                r = run_mapper(c, "newgidmap", getgid(), &c->gids);
-                if (r < 0)
-                        fail(c, "cannot set up the sandbox's user namespace (see the log)");
-                return;
-        }
+        if (!c->uid_done || !c->gid_done)
+                return;         /* the other one still writes its map */
         if (verify_map(c->pid, "uid_map", getuid(), &c->uids) < 0 ||
             verify_map(c->pid, "gid_map", getgid(), &c->gids) < 0) {
+                c->mapping_failed = true;
                 fail(c, "the sandbox's user namespace does not hold the expected mapping (see the log)");
                 return;
         }
         c->cb.mapped(c, c->userdata);
 }
 
-static int run_mapper(UsernsChild *c, const char *tool, uint32_t id, const SubidRange *range) {
+static int run_mapper(UsernsChild *c, const char *tool, uint32_t id, const SubidRange *range, Process **ret) {
         _cleanup_strv_free_ char **argv = NULL;
         int r;
 
@@ -102,7 +107,7 @@ static int run_mapper(UsernsChild *c, const char *tool, uint32_t id, const Subid
                 return log_error_errno(r, "%s is not installed; install the uidmap package", tool);
         if (r < 0)
                 return r;
-        return process_run(c->event, argv, on_mapper_done, c, &c->mapper);
+        return process_run(c->event, argv, on_mapper_done, c, ret);
 }
 
 static int on_sync(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -120,9 +125,14 @@ static int on_sync(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                 fail(c, "cannot create a user namespace (are unprivileged user namespaces enabled?)");
                 return 0;
         }
-        r = run_mapper(c, "newuidmap", getuid(), &c->uids);
-        if (r < 0)
+        /* Both at once: the two maps are separate files of the child, written by separate set-ID helpers. */
+        r = run_mapper(c, "newuidmap", getuid(), &c->uids, &c->uid_mapper);
+        if (r >= 0)
+                r = run_mapper(c, "newgidmap", getgid(), &c->gids, &c->gid_mapper);
+        if (r < 0) {
+                c->mapping_failed = true;
                 fail(c, "cannot set up the sandbox's user namespace (see the log)");
+        }
         return 0;
 }
 

@@ -1338,26 +1338,37 @@ int changes_status(const Config *config, const char *id, json_object *o, json_ob
         return 0;
 }
 
-void changes_launch_notice(const Config *config) {
+char *changes_launch_notice(const Config *config) {
         _cleanup_(view_context_done) ViewContext c = VIEW_CONTEXT_NULL_FIELDS;
         _cleanup_(commit_report_done) CommitReport rep = {};
-        char since[64];
+        _cleanup_free_ char *error_line = NULL, *commits_line = NULL;
+        char since[64], *text = NULL;
 
         if (view_context_open(config, arg_profile, arg_workspace, false, &c) < 0)
-                return;         /* printed why */
+                return NULL;    /* printed why */
         if (protected_commits(&c, &rep) < 0)
-                return;
+                return NULL;
         if (rep.error) {
                 _cleanup_free_ char *e = escape_control(rep.error);
-                fprintf(stderr, "lazaretctl: git: cannot check the commits made inside: %s\n", e ?: "(unprintable)");
+                if (asprintf(&error_line, "lazaretctl: git: cannot check the commits made inside: %s\n",
+                             e ?: "(unprintable)") < 0)
+                        return NULL;
         }
-        if (rep.n_commits == 0)
-                return;
-        format_since(rep.since, since);
-        _cleanup_free_ char *path = escape_control(rep.findings[0].path), *ref = escape_control(rep.findings[0].ref);
-        fprintf(stderr, "lazaretctl: git: %zu commit%s made since %s change%s protected paths (%.12s on %s: %s%s); a "
-                "host checkout, reset --hard or merge of the ref writes them; review: lazaretctl changes (then "
-                "lazaretctl changes accept-commits)\n",
-                rep.n_commits, rep.n_commits == 1 ? "" : "s", since, rep.n_commits == 1 ? "s" : "", rep.findings[0].oid,
-                ref ?: "?", path ?: "?", rep.n > 1 ? ", ..." : "");
+        if (rep.n_commits > 0) {
+                _cleanup_free_ char *path = escape_control(rep.findings[0].path), *ref = escape_control(rep.findings[0].ref);
+
+                format_since(rep.since, since);
+                if (asprintf(&commits_line,
+                             "lazaretctl: git: %zu commit%s made since %s change%s protected paths (%.12s on %s: %s%s); a "
+                             "host checkout, reset --hard or merge of the ref writes them; review: lazaretctl changes (then "
+                             "lazaretctl changes accept-commits)\n",
+                             rep.n_commits, rep.n_commits == 1 ? "" : "s", since, rep.n_commits == 1 ? "s" : "",
+                             rep.findings[0].oid, ref ?: "?", path ?: "?", rep.n > 1 ? ", ..." : "") < 0)
+                        return NULL;
+        }
+        if (!error_line && !commits_line)
+                return NULL;
+        if (asprintf(&text, "%s%s", strempty(error_line), strempty(commits_line)) < 0)
+                return NULL;
+        return text;
 }

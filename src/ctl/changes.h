@@ -42,9 +42,12 @@ void changes_set_ignored(bool b);
 int changes_status(const Config *config, const char *id, struct json_object *o, struct json_object *running);
 
 /*
- * For lazaretctl launch, once the Domain runs: one line on standard error
- * when commits made since the Domain's earlier start change protected
- * paths (how many, the first, where to review), or when they cannot be
- * checked; nothing otherwise.
+ * For lazaretctl launch, to be said once the Domain runs: the line(s) for
+ * standard error when commits made since the Domain's earlier start change
+ * protected paths (how many, the first, where to review), or when they
+ * cannot be checked; NULL otherwise (a reason it could not look at all is
+ * printed at once). The caller prints and frees it. launch asks for it in a
+ * child process while it waits for the bus and the coordinator's answer
+ * (notice_start() in launch.c).
  */
-void changes_launch_notice(const Config *config);
+char *changes_launch_notice(const Config *config);

@@ -25,6 +25,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -40,6 +41,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "domain.h"
+#include "fs-util.h"
 #include "git-sentry.h"
 #include "json-util.h"
 #include "launch-request.h"
@@ -76,7 +78,18 @@ typedef struct Client {
 
         /* the coordinator did not answer within CTL_REPLY_TIMEOUT_USEC: every wait ends */
         bool not_responding;
+        /* the bus refused one of our signal matches (a negative errno): every wait ends */
+        int match_error;
         sd_bus_slot *ping;      /* a Ping in flight */
+
+        /* issue 32's notice of commits made inside (changes_launch_notice()): looked
+         * for by a child process while this one writes the launch request and
+         * waits for the bus and the coordinator's answer (notice_start()), said
+         * once the Domain runs */
+        pid_t notice_pid;
+        int notice_fd;
+        bool notice_checked;
+        char *notice;
 
         /* the activation answer */
         bool answer_done;
@@ -102,7 +115,11 @@ typedef struct Client {
         bool ended;
 } Client;
 
+static void notice_finish(Client *c);
+
 static void client_done(Client *c) {
+        notice_finish(c);
+        free(c->notice);
         sd_event_source_disable_unref(c->progress_timer);
         free(c->progress);
         sd_bus_slot_unref(c->ping);
@@ -187,6 +204,8 @@ static int client_wait(Client *c, const bool *done, uint64_t timeout_usec, bool 
                         return 0;
                 if (c->not_responding)
                         return -EHOSTDOWN;
+                if (c->match_error < 0)
+                        return c->match_error;
                 if (timed_out)
                         return -ETIMEDOUT;
                 r = sd_event_run(c->event, UINT64_MAX);
@@ -647,6 +666,28 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
         return 0;
 }
 
+/*
+ * The bus daemon's answer to one of our AddMatch calls. Without its match
+ * the session's end (or the coordinator's) would never be heard: a refusal
+ * ends the launch, said in one line, at whatever point it is.
+ */
+static int on_match_installed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Client *c = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+
+        if (!e || c->match_error < 0)
+                return 0;
+        c->match_error = -sd_bus_error_get_errno(e) ?: -EIO;
+        fprintf(stderr, "Cannot subscribe to Domain signals: %s\n", e->message ?: e->name);
+        if (c->phase == PHASE_SESSION) {
+                /* The command runs on; the coordinator ends it when we leave the bus. */
+                c->exit_status = 1;
+                c->ended = true;
+                return sd_event_exit(c->event, 0);
+        }
+        return 0;
+}
+
 static int send_resize(Client *c) {
         struct winsize ws = {};
 
@@ -826,6 +867,65 @@ static int open_session(Client *c, const Domain *d, const char *fingerprint, cha
         return 0;
 }
 
+/*
+ * Issue 32's commit notice (changes_launch_notice(): the Git Sentry's plan
+ * again, /proc/self/mountinfo, the checkout's refs; about 2 ms) is looked
+ * for by a child process of ours, on the other core, while this one writes
+ * the launch request, opens the bus and waits for the coordinator's
+ * answer; before, it ran after the answer, in a row with everything else.
+ * A child rather than a thread: nothing of what it calls has to be
+ * thread-safe, and it leaves with _exit(), touching nothing of ours. What
+ * it reads a starting coordinator does not change (it writes the checkout's
+ * refs record only where there is none, which reports nothing either way).
+ * Without a child (fork failed), the notice is looked for in place.
+ */
+static void notice_start(Client *c, const Config *config) {
+        int p[2];
+        pid_t pid;
+
+        c->notice_fd = -EBADF;
+        if (pipe2(p, O_CLOEXEC) < 0)
+                goto in_place;
+        pid = fork();
+        if (pid < 0) {
+                safe_close(p[0]);
+                safe_close(p[1]);
+                goto in_place;
+        }
+        if (pid == 0) {
+                char *text;
+
+                safe_close(p[0]);
+                text = changes_launch_notice(config);
+                if (text)
+                        (void) write_all(p[1], text, strlen(text));
+                _exit(0);
+        }
+        safe_close(p[1]);
+        c->notice_fd = p[0];
+        c->notice_pid = pid;
+        return;
+
+in_place:
+        c->notice = changes_launch_notice(config);
+        c->notice_checked = true;
+}
+
+/* The child's text, once: waited for (it only reads files; a few ms). */
+static void notice_finish(Client *c) {
+        if (c->notice_checked)
+                return;
+        c->notice_checked = true;
+        if (c->notice_fd >= 0) {
+                (void) read_full_fd(c->notice_fd, 64 * 1024, &c->notice, NULL);
+                c->notice_fd = safe_close(c->notice_fd);
+        }
+        if (c->notice_pid > 0)
+                while (waitpid(c->notice_pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        c->notice_pid = 0;
+}
+
 /* ---------------------------------------------------------------- verb */
 
 static struct termios saved_termios;
@@ -849,6 +949,7 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
         if (r < 0)
                 return r;
         c->id = d->id;
+        notice_start(c, config);
 
         c->terminal = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
         /* The coordinator restores the terminal when the session ends; this
@@ -868,14 +969,21 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
         r = sd_bus_attach_event(c->bus, c->event, 0);
         if (r < 0)
                 return r;
-        r = sd_bus_match_signal(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE, "SessionEnded",
-                                on_session_ended, c);
+        /* Asked for, not waited for: the bus daemon handles one
+         * connection's messages in order, so each match is in place before
+         * our OpenSession even reaches the coordinator, and the three
+         * round trips overlap the activation answer (a warm launch waited
+         * for them one after the other). A match the bus refuses ends
+         * every wait (on_match_installed()). */
+        r = sd_bus_match_signal_async(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
+                                      "SessionEnded", on_session_ended, on_match_installed, c);
         if (r >= 0)
-                r = sd_bus_match_signal(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
-                                        "EscalationRequested", on_escalation_requested, c);
+                r = sd_bus_match_signal_async(c->bus, NULL, c->bus_name, LAZARET_BUS_PATH, LAZARET_BUS_INTERFACE,
+                                              "EscalationRequested", on_escalation_requested, on_match_installed, c);
         if (r >= 0)
-                r = sd_bus_match_signal(c->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                        "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, c);
+                r = sd_bus_match_signal_async(c->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                              "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed,
+                                              on_match_installed, c);
         if (r < 0) {
                 fprintf(stderr, "Cannot subscribe to Domain signals: %s\n", strerror(-r));
                 return r;
@@ -914,7 +1022,9 @@ static int launch(Client *c, int argc, char *argv[], const Config *config) {
                 if (running) {
                         /* Issue 32: commits made inside that change protected paths, said with the git notices. */
                         if (!commits_said) {
-                                changes_launch_notice(config);
+                                notice_finish(c);
+                                if (c->notice)
+                                        fputs(c->notice, stderr);
                                 commits_said = true;
                         }
                         r = open_session(c, d, fp, argc > 1 ? argv + 1 : (char *[]) { NULL });
@@ -949,6 +1059,7 @@ int verb_launch(int argc, char *argv[], const Config *config) {
         _cleanup_(client_done) Client c = {
                 .exit_status = 1,
                 .open_error = SD_BUS_ERROR_NULL,
+                .notice_fd = -EBADF,
         };
         sigset_t mask;
         int r;

@@ -28,12 +28,6 @@
  * lookup inside finds it gone. Exit status 0; an ID that is not 32
  * lowercase hex digits is refused (2) before anything is looked up.
  *
- * Through `runsc exec` too, --exec COMMAND [ARG...] starts every Client
- * Session's command: it refuses FIFOs for the session's processes
- * (fifo-filter.h) and executes COMMAND, looked up in PATH, in its place, so
- * the session's inner PID is the command's. A command that cannot be
- * executed is reported as a shell would, with status 127 (not found) or 126.
- *
  * When its standard input is a pipe, that pipe is the host-edit relay's
  * channel (spec section 4.6): init keeps it across the attestation's
  * redirection and hands it to a child that runs the relay
@@ -68,7 +62,6 @@
 #include <unistd.h>
 
 #include "escalation-proto.h"
-#include "fifo-filter.h"
 #include "fsmonitor-hook.h"
 #include "fsmonitor-proto.h"
 #include "netprobe.h"
@@ -167,22 +160,6 @@ static int attest(char *argv[], int n) {
         return r;
 }
 
-static int exec_session(char *argv[]) {
-        int r;
-
-        /* Fail closed: no session runs without the filter. */
-        r = fifo_filter_install();
-        if (r < 0) {
-                fprintf(stderr, "%s could not be started in the sandbox (cannot install its seccomp filter: %s)\n", argv[0],
-                        strerror(-r));
-                return 126;
-        }
-        execvp(argv[0], argv);
-        r = errno;
-        fprintf(stderr, "%s could not be started in the sandbox (%s)\n", argv[0], strerror(r));
-        return r == ENOENT ? 127 : 126;
-}
-
 /* The relay's channel, taken from standard input before it goes to /dev/null; -EBADF without one. */
 static int take_channel(void) {
         struct stat st;
@@ -262,8 +239,6 @@ int main(int argc, char *argv[]) {
         }
         if (argc >= 3 && strcmp(argv[1], "--forget-mailbox") == 0)
                 return forget_mailbox(argv + 2);
-        if (argc >= 3 && strcmp(argv[1], "--exec") == 0)
-                return exec_session(argv + 2);
         if (getpid() != 1)
                 return 1;
 

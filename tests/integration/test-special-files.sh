@@ -12,7 +12,7 @@
 #     view cannot give the host the same socket) and exists on neither side;
 #     one in /tmp works inside as usual;
 #   - a missing program is still reported as before (the sessions now start
-#     through lazaret-init --exec).
+#     through lazaret-exec, which installs the filter).
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
