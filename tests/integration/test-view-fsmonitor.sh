@@ -84,6 +84,8 @@ lt_assert_eq "core.fsmonitor in /workspace" "/run/lazaret/fsmonitor
 2" "$out"
 out=$(inside 'git config --get core.untrackedCache') || lt_fail "git config inside failed: $out"
 lt_assert_eq "core.untrackedCache in /workspace" "true" "$out"
+out=$(inside 'git config --get core.preloadIndex') || lt_fail "git config inside failed: $out"
+lt_assert_eq "core.preloadIndex in /workspace" "false" "$out"
 out=$(inside 'mkdir -p /tmp/elsewhere && cd /tmp/elsewhere && git init -q && git config --get core.fsmonitor; echo "rc=$?"')
 lt_assert_eq "core.fsmonitor of a repository outside /workspace" "rc=1" "$out"
 lt_log "ok: the hook is git's fsmonitor in /workspace only"
@@ -374,6 +376,8 @@ out=$(inside 'git config --get core.fsmonitor; echo "rc=$?"; for f in /run/lazar
 lt_assert_eq "core.fsmonitor with git_fsmonitor false" "rc=1" "$out"
 out=$(inside 'git config --get core.untrackedCache; echo "rc=$?"')
 lt_assert_eq "core.untrackedCache with git_fsmonitor false" "rc=1" "$out"
+out=$(inside 'git config --get core.preloadIndex; echo "rc=$?"')
+lt_assert_eq "core.preloadIndex with git_fsmonitor false" "rc=1" "$out"
 f=off.txt
 echo "on" >"$LT_WS/$f"
 hgit add "$f"
