@@ -935,6 +935,7 @@ static size_t udp_max(const DnsQuery *q) {
 }
 
 static void conn_relay_kick(Egress *e, size_t i);
+static int write_from(int fd, uint8_t *buf, size_t *fill);
 
 /* A frame of ours to the sandbox; a full tap drops it, as it drops libslirp's. */
 static void tap_write(Egress *e, const uint8_t *buf, size_t n) {
@@ -1544,10 +1545,25 @@ static void conn_dial_failed(Egress *e, size_t i, int err) {
                 conn_free(e, i);
 }
 
-/* After a read or write, what the relay does next: half-closes and the end. */
+/* After a read or write, what the relay does next: what one side gave to the other, half-closes and the end. */
 static void conn_relay_kick(Egress *e, size_t i) {
         Conn *c = e->conns[i];
 
+        /* Offered at once, not on the loop's next turn: each turn is a poll()
+         * over every descriptor, and libslirp reads its end of the Unix
+         * socket only on the turn after the write, so a chunk of a download
+         * waited two turns more than through slirp4netns. A socket that
+         * takes nothing now is polled for POLLOUT as before. Nothing goes
+         * upstream before the first bytes were checked and the dial is done. */
+        if (c->down_len > 0 && write_from(c->in_fd, c->down, &c->down_len) < 0) {
+                conn_free(e, i);
+                return;
+        }
+        if (c->up_len > 0 && c->state == CONN_RELAY && !c->check_first && c->out_fd >= 0 &&
+            write_from(c->out_fd, c->up, &c->up_len) < 0) {
+                conn_free(e, i);
+                return;
+        }
         if (c->in_eof && c->up_len == 0 && !c->out_shut && c->out_fd >= 0 && c->state == CONN_RELAY) {
                 (void) shutdown(c->out_fd, SHUT_WR);
                 c->out_shut = true;
