@@ -89,6 +89,7 @@ typedef struct Client {
         pid_t notice_pid;
         int notice_fd;
         bool notice_checked;
+        const Config *notice_config;    /* set by notice_start(): a client that never started one looks for nothing */
         char *notice;
 
         /* the activation answer */
@@ -115,10 +116,10 @@ typedef struct Client {
         bool ended;
 } Client;
 
-static void notice_finish(Client *c);
+static void notice_reap(Client *c);
 
 static void client_done(Client *c) {
-        notice_finish(c);
+        notice_reap(c);
         free(c->notice);
         sd_event_source_disable_unref(c->progress_timer);
         free(c->progress);
@@ -877,25 +878,36 @@ static int open_session(Client *c, const Domain *d, const char *fingerprint, cha
  * thread-safe, and it leaves with _exit(), touching nothing of ours. What
  * it reads a starting coordinator does not change (it writes the checkout's
  * refs record only where there is none, which reports nothing either way).
- * Without a child (fork failed), the notice is looked for in place.
+ * The child's standard error is /dev/null: why it could not look (the
+ * workspace refused by the Git Sentry, say) is what the launch itself
+ * checks and says, once and escaped; a second copy from the child came
+ * first, unescaped (test-view-mounts, test-git-sentry). A failure to
+ * check the commits is in the notice's own text. Without a child (pipe or
+ * fork failed), the notice is looked for in place when the Domain runs,
+ * as before.
  */
 static void notice_start(Client *c, const Config *config) {
         int p[2];
         pid_t pid;
 
         c->notice_fd = -EBADF;
+        c->notice_config = config;
         if (pipe2(p, O_CLOEXEC) < 0)
-                goto in_place;
+                return;
         pid = fork();
         if (pid < 0) {
                 safe_close(p[0]);
                 safe_close(p[1]);
-                goto in_place;
+                return;
         }
         if (pid == 0) {
                 char *text;
 
                 safe_close(p[0]);
+                int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+                if (null < 0 || dup2(null, STDERR_FILENO) < 0)
+                        _exit(0);
                 text = changes_launch_notice(config);
                 if (text)
                         (void) write_all(p[1], text, strlen(text));
@@ -904,26 +916,27 @@ static void notice_start(Client *c, const Config *config) {
         safe_close(p[1]);
         c->notice_fd = p[0];
         c->notice_pid = pid;
-        return;
-
-in_place:
-        c->notice = changes_launch_notice(config);
-        c->notice_checked = true;
 }
 
-/* The child's text, once: waited for (it only reads files; a few ms). */
-static void notice_finish(Client *c) {
-        if (c->notice_checked)
-                return;
-        c->notice_checked = true;
-        if (c->notice_fd >= 0) {
-                (void) read_full_fd(c->notice_fd, 64 * 1024, &c->notice, NULL);
-                c->notice_fd = safe_close(c->notice_fd);
-        }
+/* The child, if any, gone: its pipe closed (a child still writing gets EPIPE) and it reaped. */
+static void notice_reap(Client *c) {
+        c->notice_fd = safe_close(c->notice_fd);
         if (c->notice_pid > 0)
                 while (waitpid(c->notice_pid, NULL, 0) < 0 && errno == EINTR)
                         ;
         c->notice_pid = 0;
+}
+
+/* The child's text, once: waited for (it only reads files; a few ms); without a child, looked for now. */
+static void notice_finish(Client *c) {
+        if (c->notice_checked)
+                return;
+        c->notice_checked = true;
+        if (c->notice_fd >= 0)
+                (void) read_full_fd(c->notice_fd, 64 * 1024, &c->notice, NULL);
+        else if (c->notice_pid == 0 && c->notice_config)
+                c->notice = changes_launch_notice(c->notice_config);
+        notice_reap(c);
 }
 
 /* ---------------------------------------------------------------- verb */
