@@ -37,26 +37,41 @@ systemctl --user set-environment LAZARET_TEST_TEARDOWN_DELAY=1500
 lines_after() { tail -n "+$(($1 + 1))" "$log"; }
 log_lines() { wc -l <"$log" 2>/dev/null || echo 0; }
 
+# stopped_while_session_runs HOW STOP...: a session runs `sleep 60` while
+# the command STOP stops its Domain, with the teardown held back; its client
+# says the teardown's reason and nothing else, and the Domain goes.
+stopped_while_session_runs() {
+        local how=$1 seen bg rc
+        shift
+        seen=$(log_lines)
+        (cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 60) </dev/null >/dev/null 2>"$HOME/stopped.err" &
+        bg=$!
+        for _ in $(seq 1 150); do
+                [[ $(cd "$LT_WS" && lazaretctl status --json 2>/dev/null | jq '.Sessions | length') == 1 ]] && break
+                sleep 0.1
+        done
+        "$@"
+        set +e
+        wait "$bg"
+        rc=$?
+        set -e
+        lines_after "$seen" | grep -q "Test fault in effect: the teardown waits 1500 ms" ||
+                lt_fail "$how: the teardown was not held back: $(lines_after "$seen")"
+        lt_assert_eq "what the client of a session ended by $how says" "Session failed: the Domain is stopping" \
+                "$(cat "$HOME/stopped.err")"
+        lt_assert_eq "exit status of a session ended by $how" 1 "$rc"
+        lines_after "$seen" | grep -qi "stopped unexpectedly\|sandbox failed" &&
+                lt_fail "$how: the sandbox went before the coordinator's teardown: $(lines_after "$seen")"
+        lt_wait_inactive
+}
+
 # --- a stop while a session runs -------------------------------------------------
-seen=$(log_lines)
-(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 60) </dev/null >/dev/null 2>"$HOME/stopped.err" &
-bg=$!
-for _ in $(seq 1 150); do
-        [[ $(cd "$LT_WS" && lazaretctl status --json 2>/dev/null | jq '.Sessions | length') == 1 ]] && break
-        sleep 0.1
-done
-out=$(cd "$LT_WS" && lazaretctl stop) || lt_fail "lazaretctl stop failed"
-lt_assert_eq "what stop says" "Domain $LT_DOMAIN stopped." "$out"
-set +e
-wait "$bg"
-rc=$?
-set -e
-lines_after "$seen" | grep -q "Test fault in effect: the teardown waits 1500 ms" ||
-        lt_fail "the teardown was not held back: $(lines_after "$seen")"
-lt_assert_eq "what the client of a session ended by stop says" "Session failed: the Domain is stopping" \
-        "$(cat "$HOME/stopped.err")"
-lt_assert_eq "exit status of a session ended by stop" 1 "$rc"
-lt_wait_inactive
+ctl_stop() {
+        local out
+        out=$(cd "$LT_WS" && lazaretctl stop) || lt_fail "lazaretctl stop failed"
+        lt_assert_eq "what stop says" "Domain $LT_DOMAIN stopped." "$out"
+}
+stopped_while_session_runs "lazaretctl stop" ctl_stop
 
 # --- the same through the user manager: systemctl --user stop ----------------------
 # The scope is bound to the service, so a stop of the service stops the
@@ -65,26 +80,7 @@ lt_wait_inactive
 # orderly teardown (held back here by the test delay). Ordered (the scope
 # is Before= the service, so it stops after it), the coordinator's
 # teardown runs first and the client hears only its reason.
-seen=$(log_lines)
-(cd "$LT_WS" && exec lazaretctl launch -- /bin/sleep 60) </dev/null >/dev/null 2>"$HOME/sysstopped.err" &
-bg=$!
-for _ in $(seq 1 150); do
-        [[ $(cd "$LT_WS" && lazaretctl status --json 2>/dev/null | jq '.Sessions | length') == 1 ]] && break
-        sleep 0.1
-done
-systemctl --user stop "$unit" || lt_fail "systemctl --user stop $unit failed"
-set +e
-wait "$bg"
-rc=$?
-set -e
-lines_after "$seen" | grep -q "Test fault in effect: the teardown waits 1500 ms" ||
-        lt_fail "the teardown was not held back: $(lines_after "$seen")"
-lt_assert_eq "what the client of a session ended by systemctl stop says" "Session failed: the Domain is stopping" \
-        "$(cat "$HOME/sysstopped.err")"
-lt_assert_eq "exit status of a session ended by systemctl stop" 1 "$rc"
-lines_after "$seen" | grep -qi "stopped unexpectedly\|sandbox failed" &&
-        lt_fail "the sandbox went before the coordinator's teardown: $(lines_after "$seen")"
-lt_wait_inactive
+stopped_while_session_runs "systemctl --user stop" systemctl --user stop "$unit"
 [[ $(lt_unit_prop "$scope" ActiveState) != active ]] || lt_fail "$scope still active after the service stopped"
 
 # --- a Domain that fails while a launch opens its session -------------------------
