@@ -1549,12 +1549,13 @@ static void conn_dial_failed(Egress *e, size_t i, int err) {
 static void conn_relay_kick(Egress *e, size_t i) {
         Conn *c = e->conns[i];
 
-        /* Offered at once, not on the loop's next turn: each turn is a poll()
-         * over every descriptor, and libslirp reads its end of the Unix
-         * socket only on the turn after the write, so a chunk of a download
-         * waited two turns more than through slirp4netns. A socket that
-         * takes nothing now is polled for POLLOUT as before. Nothing goes
-         * upstream before the first bytes were checked and the dial is done. */
+        /* The one place the relay writes, after each event on either side:
+         * what one side gave goes to the other at once, not on the loop's
+         * next turn (each turn is a poll() over every descriptor, and
+         * libslirp reads its end of the Unix socket only on the turn after
+         * the write). A socket that takes nothing now is polled for POLLOUT,
+         * whose event comes back here. Nothing goes upstream before the
+         * first bytes were checked and the dial is done. */
         if (c->down_len > 0 && write_from(c->in_fd, c->down, &c->down_len) < 0) {
                 conn_free(e, i);
                 return;
@@ -1627,12 +1628,7 @@ static void conn_event_in(Egress *e, size_t i, short revents) {
         Conn *c = e->conns[i];
         int r;
 
-        if (revents & POLLOUT) {
-                if (write_from(c->in_fd, c->down, &c->down_len) < 0) {
-                        conn_free(e, i);
-                        return;
-                }
-        }
+        /* POLLOUT: conn_relay_kick() writes what waits, below. */
         if (revents & (POLLIN | POLLHUP | POLLERR)) {
                 if (c->in_eof || c->up_len >= RELAY_BUF)
                         goto kick;
@@ -1693,14 +1689,10 @@ static void conn_event_out(Egress *e, size_t i, short revents) {
                 }
                 c->state = CONN_RELAY;
                 c->deadline = 0;
+                conn_relay_kick(e, i);  /* the checked first bytes, at once */
                 return;
         }
-        if (revents & POLLOUT && !c->check_first) {
-                if (write_from(c->out_fd, c->up, &c->up_len) < 0) {
-                        conn_free(e, i);
-                        return;
-                }
-        }
+        /* POLLOUT: conn_relay_kick() writes what waits, below. */
         if (revents & (POLLIN | POLLHUP | POLLERR) && !c->out_eof && c->down_len < RELAY_BUF) {
                 r = read_into(c->out_fd, c->down, &c->down_len);
                 if (r == 0)
