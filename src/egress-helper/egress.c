@@ -57,6 +57,7 @@
 #include <linux/if.h>
 #include <linux/if_tun.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -118,6 +119,8 @@
 #define NAME_ADDRS_MAX DNS_ANSWER_KEEP_MAX
 #define CONNS_MAX 512
 #define RELAY_BUF (64u * 1024u)
+/* What libslirp's end of a connection to a name's listener says first (SlirpTag, cb_register_poll_fd()). */
+#define SLIRP_TAG_LEN 8u
 #define PEEK_TIMEOUT_MS 10000u
 #define DIAL_TIMEOUT_MS 10000u
 #define DIAL_TRY_MS 3000u
@@ -175,6 +178,7 @@ typedef enum ConnState {
         CONN_RESOLVE,           /* waiting for our own answer for the name */
         CONN_DIAL,              /* connecting to the resolved address */
         CONN_RELAY,
+        CONN_HANDED,            /* checked and carried: libslirp reads and writes out_fd itself (conn_hand_over()) */
         CONN_DNS_READ,
         CONN_DNS_WAIT,          /* a query upstream */
 } ConnState;
@@ -185,6 +189,9 @@ typedef struct Conn {
         unsigned gen;
         int in_fd;              /* toward the sandbox (libslirp's Unix connection) */
         int out_fd;             /* toward the destination */
+        int slirp_fd;           /* CONN_NAME: libslirp's end of in_fd's connection, once its tag was read; else -1 */
+        uint8_t tag[SLIRP_TAG_LEN];
+        size_t tag_len;
         size_t name;            /* index into names */
         uint16_t port;
         bool check_first;       /* other ports: a ClientHello in the first bytes must name the name */
@@ -284,6 +291,22 @@ typedef struct RecentEvent {
         uint64_t at;
 } RecentEvent;
 
+/*
+ * libslirp's end of a Unix connection to one of the names' listeners,
+ * between its connect() (cb_register_poll_fd()) and our reading of the tag
+ * it sent first, which names this slot: the one certain way to pair an
+ * accepted connection with libslirp's descriptor, both being in this
+ * process. fd -1: free.
+ */
+typedef struct SlirpEnd {
+        int fd;
+        unsigned gen;
+} SlirpEnd;
+
+typedef struct SlirpTag {
+        uint32_t slot, gen;
+} SlirpTag;
+
 typedef struct Egress {
         Slirp *slirp;
         int tap_fd, upstream_fd, api_fd, dns_listen_fd;
@@ -301,6 +324,8 @@ typedef struct Egress {
         unsigned next_name_gen;
         Conn *conns[CONNS_MAX];
         unsigned next_gen;
+        SlirpEnd ends[CONNS_MAX];
+        unsigned next_end_gen;
         Pending pending[PENDING_MAX];
         Timer timers[TIMERS_MAX];
         HostFwd fwd[HOSTFWD_MAX];
@@ -819,6 +844,9 @@ static void conn_free(Egress *e, size_t i) {
                 return;
         if (c->kind == CONN_NAME)
                 e->names[c->name].n_conns--;
+        /* Carried by libslirp, which holds the socket too: it sees the end and closes the sandbox's side. */
+        if (c->state == CONN_HANDED && c->slirp_fd >= 0 && c->out_fd >= 0)
+                (void) shutdown(c->out_fd, SHUT_RDWR);
         safe_close(c->in_fd);
         safe_close(c->out_fd);
         free(c->up);
@@ -852,6 +880,7 @@ static int conn_new(Egress *e, ConnKind kind, int fd, size_t *ret) {
                 c->kind = kind;
                 c->in_fd = fd;
                 c->out_fd = -EBADF;
+                c->slirp_fd = -EBADF;
                 c->gen = ++e->next_gen;
                 e->conns[i] = c;
                 *ret = i;
@@ -1545,6 +1574,46 @@ static void conn_dial_failed(Egress *e, size_t i, int err) {
                 conn_free(e, i);
 }
 
+/* True when fd has bytes its owner has not read yet (a peek, nothing taken). */
+static bool unread(int fd) {
+        uint8_t b;
+        return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || (errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/*
+ * Once a connection's first bytes were checked and went upstream, the
+ * relay has nothing left to judge (a name check looks at the first bytes
+ * only): libslirp is given the upstream socket in the place of its end of
+ * our Unix connection (dup3() onto its descriptor) and reads and writes it
+ * as slirp4netns does for a direct connection, with no copy and no turn of
+ * ours in between. Only when no byte is between us and libslirp: none
+ * unread on either end of the Unix connection, none in our buffers, no
+ * half-close yet. What libslirp still holds from the sandbox goes to the
+ * new descriptor after everything before it, in order. We keep out_fd, the
+ * same socket, to end the connection (conn_free()) and learn its end
+ * (cb_unregister_poll_fd()); the name stays bound while it lasts.
+ */
+static void conn_hand_over(Egress *e, size_t i) {
+        Conn *c = e->conns[i];
+        int one = 1;
+
+        if (c->kind != CONN_NAME || c->state != CONN_RELAY || c->check_first || c->slirp_fd < 0 ||
+            c->out_fd < 0 || c->up_len > 0 || c->down_len > 0 || c->in_eof || c->out_eof || c->in_shut ||
+            c->out_shut)
+                return;
+        if (unread(c->in_fd) || unread(c->slirp_fd))
+                return;
+        /* As libslirp sets its own outbound sockets (tcp_fconnect()); a Unix socket (the canary's) takes neither. */
+        (void) setsockopt(c->out_fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one));
+        (void) setsockopt(c->out_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (dup3(c->out_fd, c->slirp_fd, O_CLOEXEC) < 0)
+                return;
+        c->in_fd = safe_close(c->in_fd);
+        c->state = CONN_HANDED;
+        c->up = mfree(c->up);
+        c->down = mfree(c->down);
+}
+
 /* After a read or write, what the relay does next: what one side gave to the other, half-closes and the end. */
 static void conn_relay_kick(Egress *e, size_t i) {
         Conn *c = e->conns[i];
@@ -1580,6 +1649,8 @@ static void conn_relay_kick(Egress *e, size_t i) {
         }
         if (c->in_shut && c->out_shut)
                 conn_free(e, i);
+        else
+                conn_hand_over(e, i);
 }
 
 /* Reads into buf (fill of RELAY_BUF); 1 on data, 0 on EOF, -EAGAIN, < 0 on error. */
@@ -1624,10 +1695,45 @@ static void dns_tcp_process(Egress *e, size_t i) {
         }
 }
 
+/*
+ * The tag libslirp's end sent first on a connection to a name's listener
+ * (cb_register_poll_fd()): 1 once read (slirp_fd is libslirp's end, or -1
+ * when that end is already gone), 0 while incomplete, < 0 to end the
+ * connection (EOF before it, or no tag of ours).
+ */
+static int conn_read_tag(Egress *e, Conn *c) {
+        SlirpTag t;
+        ssize_t k;
+
+        k = read(c->in_fd, c->tag + c->tag_len, SLIRP_TAG_LEN - c->tag_len);
+        if (k < 0)
+                return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+        if (k == 0)
+                return -ECONNRESET;
+        c->tag_len += (size_t) k;
+        if (c->tag_len < SLIRP_TAG_LEN)
+                return 0;
+        memcpy(&t, c->tag, sizeof(t));
+        if (t.slot >= CONNS_MAX || t.gen == 0 || e->ends[t.slot].gen != t.gen)
+                return -EBADMSG;
+        c->slirp_fd = e->ends[t.slot].fd;
+        e->ends[t.slot] = (SlirpEnd) { .fd = -EBADF };
+        return 1;
+}
+
 static void conn_event_in(Egress *e, size_t i, short revents) {
         Conn *c = e->conns[i];
         int r;
 
+        if (c->kind == CONN_NAME && c->tag_len < SLIRP_TAG_LEN && (revents & (POLLIN | POLLHUP | POLLERR))) {
+                r = conn_read_tag(e, c);
+                if (r < 0) {
+                        conn_free(e, i);
+                        return;
+                }
+                if (r == 0)
+                        return;
+        }
         /* POLLOUT: conn_relay_kick() writes what waits, below. */
         if (revents & (POLLIN | POLLHUP | POLLERR)) {
                 if (c->in_eof || c->up_len >= RELAY_BUF)
@@ -2001,10 +2107,56 @@ static void cb_timer_mod(void *t, int64_t expire_ms, void *opaque) {
         ((Timer *) t)->expire_ms = expire_ms;
 }
 
-static void cb_register_poll_fd(int fd, void *opaque) {
+/* A name's listener: RUN_DIR/ADDRESS:PORT (listener_open()), not "dns" or "unbound". */
+static bool name_listener_path(const char *p) {
+        size_t n = strlen(arg_run_dir);
+        return strncmp(p, arg_run_dir, n) == 0 && p[n] == '/' && p[n + 1] >= '0' && p[n + 1] <= '9' &&
+                strchr(p + n + 1, ':');
 }
 
+/*
+ * libslirp made a socket: for a Unix connection to a name's listener
+ * (open_unix() calls this once connected, before any byte of the
+ * sandbox's), a slot remembers its descriptor and the first bytes on it
+ * name the slot, which the accepting side reads (conn_read_tag()) before
+ * anything else. A connection whose tag cannot be sent ends at once.
+ */
+static void cb_register_poll_fd(int fd, void *opaque) {
+        Egress *e = opaque;
+        struct sockaddr_un sa = {};
+        socklen_t l = sizeof(sa);
+        SlirpTag t = {};
+
+        if (getpeername(fd, (struct sockaddr *) &sa, &l) < 0 || sa.sun_family != AF_UNIX ||
+            l <= offsetof(struct sockaddr_un, sun_path) || !name_listener_path(sa.sun_path))
+                return;
+        for (uint32_t k = 0; k < CONNS_MAX; k++)
+                if (e->ends[k].fd < 0) {
+                        t = (SlirpTag) { .slot = k, .gen = ++e->next_end_gen ?: ++e->next_end_gen };
+                        break;
+                }
+        if (t.gen != 0 && send(fd, &t, sizeof(t), MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t) sizeof(t)) {
+                e->ends[t.slot] = (SlirpEnd) { .fd = fd, .gen = t.gen };
+                return;
+        }
+        (void) shutdown(fd, SHUT_RDWR);
+}
+
+/* libslirp closes fd next: a slot or a connection that held it lets it go; a carried connection has ended. */
 static void cb_unregister_poll_fd(int fd, void *opaque) {
+        Egress *e = opaque;
+
+        for (size_t k = 0; k < CONNS_MAX; k++) {
+                Conn *c = e->conns[k];
+
+                if (e->ends[k].fd == fd)
+                        e->ends[k] = (SlirpEnd) { .fd = -EBADF };
+                if (!c || c->slirp_fd != fd)
+                        continue;
+                c->slirp_fd = -EBADF;
+                if (c->state == CONN_HANDED)
+                        conn_free(e, k);        /* closes our out_fd only: libslirp is done with the socket */
+        }
 }
 
 static void cb_notify(void *opaque) {
@@ -2145,7 +2297,7 @@ static int loop(Egress *e) {
                         Conn *c = e->conns[i];
                         short ev = 0;
 
-                        if (!c)
+                        if (!c || c->state == CONN_HANDED)
                                 continue;
                         busy |= c->deadline != 0;
                         if (!c->in_eof && c->up_len < RELAY_BUF && c->state != CONN_DNS_WAIT &&
@@ -2225,7 +2377,8 @@ static int loop(Egress *e) {
                                                         e->names[t.idx].ports[t.sub]);
                                         break;
                                 case TAG_CONN_IN:
-                                        if (!conn_get(e, t.idx, t.gen))
+                                        /* Handed to libslirp earlier in this turn: its events are libslirp's now. */
+                                        if (!conn_get(e, t.idx, t.gen) || e->conns[t.idx]->state == CONN_HANDED)
                                                 break;
                                         if (e->conns[t.idx]->kind == CONN_API)
                                                 api_event(e, t.idx);
@@ -2235,7 +2388,7 @@ static int loop(Egress *e) {
                                                 conn_event_in(e, t.idx, rev);
                                         break;
                                 case TAG_CONN_OUT:
-                                        if (conn_get(e, t.idx, t.gen))
+                                        if (conn_get(e, t.idx, t.gen) && e->conns[t.idx]->state != CONN_HANDED)
                                                 conn_event_out(e, t.idx, rev);
                                         break;
                                 case TAG_SLIRP:
@@ -2475,6 +2628,8 @@ int main(int argc, char **argv) {
         if (!e)
                 return EXIT_FAILURE;
         e->tap_fd = e->upstream_fd = e->api_fd = e->dns_listen_fd = e->unbound_fd = -EBADF;
+        for (size_t k = 0; k < CONNS_MAX; k++)
+                e->ends[k].fd = -EBADF;
         e->next_synth = POOL_FIRST;
         e->pool_last = POOL_LAST;
         e->names_max = NAMES_MAX;

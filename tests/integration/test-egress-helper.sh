@@ -195,6 +195,49 @@ while True:
     c.close()
 EOF
 pids+=($!)
+# The carried connections' server on 2223 (the handover to libslirp, spec
+# 4.5 "The relay"): the client's first line says what to do, nothing is sent
+# before it. "echo": everything back until the client's EOF, then ours;
+# "send N": N random bytes (their SHA-256 logged), then ours first; "hold":
+# nothing until the connection ends, which is logged.
+python3 - "$ADDR" "$T/carry.log" <<'EOF' &
+import hashlib, os, socket, sys, threading
+def log(line):
+    with open(sys.argv[2], "a") as f:
+        f.write(line + "\n")
+def serve(c):
+    first = b""
+    while not first.endswith(b"\n"):
+        d = c.recv(1)
+        if not d:
+            c.close()
+            return
+        first += d
+    cmd = first.decode().split()
+    if cmd[0] == "echo":
+        while True:
+            d = c.recv(65536)
+            if not d:
+                break
+            c.sendall(d)
+    elif cmd[0] == "send":
+        data = os.urandom(int(cmd[1]))
+        log("sent %s" % hashlib.sha256(data).hexdigest())
+        c.sendall(data)
+    elif cmd[0] == "hold":
+        try:
+            c.recv(1)
+        except OSError:
+            pass
+        log("hold %s ended" % cmd[1])
+    c.close()
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 2223)); s.listen(64)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+EOF
+pids+=($!)
 python3 - "$ADDR" "$T/udp.log" <<'EOF' &
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 9999))
@@ -240,7 +283,8 @@ while True:
 EOF
 pids+=($!)
 for _ in $(seq 50); do
-        [[ -S $T/run-canary.sock ]] && timeout 1 bash -c "exec 3<>/dev/tcp/$ADDR/22" 2>/dev/null && break
+        [[ -S $T/run-canary.sock ]] && timeout 1 bash -c "exec 3<>/dev/tcp/$ADDR/22" 2>/dev/null &&
+                timeout 1 bash -c "exec 3<>/dev/tcp/$ADDR/2223" 2>/dev/null && break
         sleep 0.1
 done
 
@@ -261,7 +305,7 @@ exec 8<>"$T/ready"
 "$EGRESS" --run-dir="$T/run" --api-socket="$T/run/api.sock" --resolver=127.0.0.1 \
         --allow-host=api.allowed.test --allow-host=alias.allowed.test --allow-host=private.allowed.test \
         --allow-host=big.allowed.test \
-        --allow-host='*.wild.test' --allow-host=git.allowed.test:22,2222 --canary-socket="$T/run-canary.sock" \
+        --allow-host='*.wild.test' --allow-host=git.allowed.test:22,2222,2223 --canary-socket="$T/run-canary.sock" \
         --ready-fd=3 --exit-fd=4 "$G" tap0 3<>"$T/ready" 4<"$T/exit" 2>"$T/egress.log" &
 egress=$!
 pids+=($egress)
@@ -479,6 +523,110 @@ sleep 0.5
 if grep -q "got:.*evil" "$T/banner.log"; then lt_fail "the ClientHello naming evil.test reached the server"; fi
 lt_log "ok: port rule git.allowed.test:2222 carried, other ports and names refused ($n connections before)"
 
+# --- checked connections carried by libslirp itself (spec 4.5 "The relay") ------------------
+# Once a connection's first bytes were checked and sent, the helper gives
+# libslirp the upstream socket in place of its end of the Unix connection.
+# What shows it: while a connection is held, the helper has that TCP socket
+# twice (libslirp's descriptor and ours) and no Unix socket more than before.
+# sock_fds PID: "INODE" per line for each of PID's socket descriptors.
+sock_fds() { find "/proc/$1/fd" -lname 'socket:*' -printf '%l\n' | sed 's/^socket:\[\([0-9]*\)\]$/\1/'; }
+# unix_fds PID: how many of them are Unix sockets.
+unix_fds() { sock_fds "$1" | grep -cxFf <(awk 'NR>1{print $7}' /proc/net/unix) || true; }
+# to_port_fds PID PORT: PID's descriptors on TCP sockets whose remote port is PORT, one inode per line.
+to_port_fds() {
+        local hex
+        hex=$(printf '%04X' "$2")
+        sock_fds "$1" | grep -xFf <(awk -v p=":$hex" 'NR>1 && substr($3, length($3) - 4) == p {print $10}' /proc/net/tcp) || true
+}
+# held NAME PORT TAG SECONDS: a connection that says "hold TAG" and stays SECONDS, in the background.
+held() {
+        in_guest python3 - "$@" <<'EOF'
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+s.sendall(b"hold %s\n" % sys.argv[3].encode())
+s.settimeout(float(sys.argv[4]))
+try:
+    print("ended" if s.recv(1) == b"" else "data")
+except ConnectionResetError:
+    print("ended")
+except socket.timeout:
+    print("held")
+EOF
+}
+# carried PID PORT: waits until PID has one TCP socket to PORT, twice, and no more Unix sockets than $unix_base.
+carried() {
+        local fds
+        for _ in $(seq 50); do
+                fds=$(to_port_fds "$1" "$2")
+                [[ $(wc -l <<<"$fds") == 2 && $(sort -u <<<"$fds" | wc -l) == 1 && $(unix_fds "$1") == "$unix_base" ]] &&
+                        return 0
+                sleep 0.1
+        done
+        lt_fail "the connection to port $2 was not handed to libslirp: descriptors on it: $(tr '\n' ' ' <<<"$fds")," \
+                "Unix sockets $(unix_fds "$1") (before: $unix_base)"
+}
+unix_base=$(unix_fds "$egress")
+held git.allowed.test 2223 one 3 >"$T/held-one" &
+held_pid=$!
+carried "$egress" 2223
+wait "$held_pid"
+lt_assert_eq "a held connection to git.allowed.test:2223" held "$(cat "$T/held-one")"
+for _ in $(seq 30); do grep -q "hold one ended" "$T/carry.log" && break; sleep 0.1; done
+grep -q "hold one ended" "$T/carry.log" || lt_fail "the server did not see the held connection end"
+for _ in $(seq 30); do [[ -z $(to_port_fds "$egress" 2223) ]] && break; sleep 0.1; done
+[[ -z $(to_port_fds "$egress" 2223) ]] || lt_fail "the helper kept the ended connection's socket"
+lt_log "ok: a checked connection is carried by libslirp (one TCP socket twice, no Unix socket), and let go at its end"
+
+# Eight at once, 4 MiB each way on each, every byte compared: each carried
+# connection is the one its tag named (a mix-up would cross the streams).
+out=$(in_guest python3 - <<'EOF'
+import os, socket, threading
+N, SIZE = 8, 4 << 20
+ok = [False] * N
+def one(i):
+    data = os.urandom(SIZE)
+    s = socket.create_connection(("git.allowed.test", 2223), timeout=30)
+    s.sendall(b"echo\n")
+    got = bytearray()
+    def reader():
+        while True:
+            d = s.recv(1 << 16)
+            if not d:
+                break
+            got.extend(d)
+    t = threading.Thread(target=reader)
+    t.start()
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    t.join()
+    ok[i] = bytes(got) == data
+threads = [threading.Thread(target=one, args=(i,)) for i in range(N)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(sum(ok))
+EOF
+) || lt_fail "the echo connections failed: $out"
+lt_assert_eq "echo connections of 4 MiB each way that came back whole" 8 "$out"
+# The server's end first: 16 MiB, then its EOF.
+out=$(in_guest python3 - <<'EOF'
+import hashlib, socket
+s = socket.create_connection(("git.allowed.test", 2223), timeout=30)
+s.sendall(b"send 16777216\n")
+h, n = hashlib.sha256(), 0
+while True:
+    d = s.recv(1 << 16)
+    if not d:
+        break
+    h.update(d)
+    n += len(d)
+print(n, h.hexdigest())
+EOF
+) || lt_fail "the send connection failed: $out"
+lt_assert_eq "16 MiB from the server, then its EOF" "16777216 $(sed -n 's/^sent //p' "$T/carry.log" | tail -n1)" "$out"
+lt_log "ok: eight carried connections at once echo 4 MiB each way byte for byte; 16 MiB from the server arrive whole before its EOF"
+
 # --- ssh and git over ssh, by name, to git.allowed.test:22 ------------------------------
 SSH="ssh -F /dev/null -i $T/id -o IdentitiesOnly=yes -o BatchMode=yes -o UserKnownHostsFile=$T/known_hosts \
 -o StrictHostKeyChecking=yes -o ConnectTimeout=10"
@@ -611,6 +759,21 @@ lt_assert_eq "add_host api.allowed.test:2222 for the Domain's life" '{"return":{
 out=$(in_guest timeout 5 bash -c 'exec 3<>/dev/tcp/api.allowed.test/2222; head -n1 <&3') || true
 [[ -n $out ]] || lt_fail "api.allowed.test:2222 after add_host gave nothing"
 lt_log "ok: add_host once and for the Domain's life take effect at once, for bound names too ($out)"
+# A carried connection whose rule is forgotten ends at once: the helper still holds its socket.
+lt_assert_eq "add_host api.allowed.test:2223 for the Domain's life" '{"return":{}}' \
+        "$(api '{"execute":"add_host","arguments":{"rule":"api.allowed.test:2223","scope":"domain"}}')"
+unix_base=$(unix_fds "$egress")
+held api.allowed.test 2223 two 20 >"$T/held-two" &
+held_pid=$!
+carried "$egress" 2223
+lt_assert_eq "remove_host api.allowed.test:2223" '{"return":{"removed":true,"closed":1}}' \
+        "$(api '{"execute":"remove_host","arguments":{"rule":"api.allowed.test:2223"}}')"
+t0=$(date +%s%N)
+wait "$held_pid"
+lt_assert_eq "the held connection after its rule was forgotten" ended "$(cat "$T/held-two")"
+for _ in $(seq 30); do grep -q "hold two ended" "$T/carry.log" && break; sleep 0.1; done
+grep -q "hold two ended" "$T/carry.log" || lt_fail "the server did not see the forgotten connection end"
+lt_log "ok: a carried connection ends $((($(date +%s%N) - t0) / 1000000)) ms after its rule is forgotten, on both sides"
 # Once means once: 60 s (the synthetic answer's TTL) after the answer it allowed, the name is denied again.
 sleep 61
 out=$(dnsq denied.test)
