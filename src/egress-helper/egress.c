@@ -178,7 +178,6 @@ typedef enum ConnState {
         CONN_RESOLVE,           /* waiting for our own answer for the name */
         CONN_DIAL,              /* connecting to the resolved address */
         CONN_RELAY,
-        CONN_HANDED,            /* checked and carried: libslirp reads and writes out_fd itself (conn_hand_over()) */
         CONN_DNS_READ,
         CONN_DNS_WAIT,          /* a query upstream */
 } ConnState;
@@ -307,6 +306,19 @@ typedef struct SlirpTag {
         uint32_t slot, gen;
 } SlirpTag;
 
+/*
+ * A connection handed to libslirp (conn_hand_over()): libslirp's
+ * descriptor, now the upstream socket, and the name it holds bound. No
+ * buffer and no slot of conns[]: it lasts as long as libslirp keeps the
+ * socket (its TIME_WAIT too), which is no business of the relay's cap.
+ */
+typedef struct Carried {
+        int fd;
+        size_t name;
+        uint16_t port;
+        bool shut;              /* ended by remove_host; libslirp has yet to close it */
+} Carried;
+
 typedef struct Egress {
         Slirp *slirp;
         int tap_fd, upstream_fd, api_fd, dns_listen_fd;
@@ -326,6 +338,8 @@ typedef struct Egress {
         unsigned next_gen;
         SlirpEnd ends[CONNS_MAX];
         unsigned next_end_gen;
+        Carried *carried;
+        size_t n_carried, cap_carried;
         Pending pending[PENDING_MAX];
         Timer timers[TIMERS_MAX];
         HostFwd fwd[HOSTFWD_MAX];
@@ -768,6 +782,18 @@ static void live_remove(Egress *e, const HostRule *rule, bool *ret_removed, unsi
                 conn_free(e, i);
                 closed++;
         }
+        /* Carried by libslirp: a shutdown both ways, which it sees and passes on to the sandbox, then closes. */
+        for (size_t k = 0; removed && k < e->n_carried; k++) {
+                Carried *t = &e->carried[k];
+                const Name *n = &e->names[t->name];
+
+                if (t->shut || n->canary || rules_allow(e, n->name, t->port, false))
+                        continue;
+                log_refusal(e, "connection to %s:%u closed: its rule was forgotten", n->name, t->port);
+                (void) shutdown(t->fd, SHUT_RDWR);
+                t->shut = true;
+                closed++;
+        }
         *ret_removed = removed;
         *ret_closed = closed;
 }
@@ -844,9 +870,6 @@ static void conn_free(Egress *e, size_t i) {
                 return;
         if (c->kind == CONN_NAME)
                 e->names[c->name].n_conns--;
-        /* Carried by libslirp, which holds the socket too: it sees the end and closes the sandbox's side. */
-        if (c->state == CONN_HANDED && c->slirp_fd >= 0 && c->out_fd >= 0)
-                (void) shutdown(c->out_fd, SHUT_RDWR);
         safe_close(c->in_fd);
         safe_close(c->out_fd);
         free(c->up);
@@ -1589,9 +1612,11 @@ static bool unread(int fd) {
  * ours in between. Only when no byte is between us and libslirp: none
  * unread on either end of the Unix connection, none in our buffers, no
  * half-close yet. What libslirp still holds from the sandbox goes to the
- * new descriptor after everything before it, in order. We keep out_fd, the
- * same socket, to end the connection (conn_free()) and learn its end
- * (cb_unregister_poll_fd()); the name stays bound while it lasts.
+ * new descriptor after everything before it, in order. The Conn goes (its
+ * slot, buffers and our descriptors); a Carried entry remembers libslirp's
+ * descriptor, to end the connection when its rule is forgotten
+ * (live_remove()) and to learn its end (cb_unregister_poll_fd()), until
+ * which the name stays bound. Descriptors held are slirp4netns' then: one.
  */
 static void conn_hand_over(Egress *e, size_t i) {
         Conn *c = e->conns[i];
@@ -1603,15 +1628,23 @@ static void conn_hand_over(Egress *e, size_t i) {
                 return;
         if (unread(c->in_fd) || unread(c->slirp_fd))
                 return;
+        if (e->n_carried == e->cap_carried) {
+                size_t cap = e->cap_carried ? e->cap_carried * 2 : 64;
+                Carried *t = reallocarray(e->carried, cap, sizeof(*t));
+
+                if (!t)
+                        return;         /* relayed by us, then */
+                e->carried = t;
+                e->cap_carried = cap;
+        }
         /* As libslirp sets its own outbound sockets (tcp_fconnect()); a Unix socket (the canary's) takes neither. */
         (void) setsockopt(c->out_fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one));
         (void) setsockopt(c->out_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (dup3(c->out_fd, c->slirp_fd, O_CLOEXEC) < 0)
                 return;
-        c->in_fd = safe_close(c->in_fd);
-        c->state = CONN_HANDED;
-        c->up = mfree(c->up);
-        c->down = mfree(c->down);
+        e->carried[e->n_carried++] = (Carried) { .fd = c->slirp_fd, .name = c->name, .port = c->port };
+        e->names[c->name].n_conns++;    /* the carried connection's, the Conn's goes below */
+        conn_free(e, i);                /* our ends: the Unix one, and out_fd, a second descriptor of the socket */
 }
 
 /* After a read or write, what the relay does next: what one side gave to the other, half-closes and the end. */
@@ -2154,9 +2187,13 @@ static void cb_unregister_poll_fd(int fd, void *opaque) {
                 if (!c || c->slirp_fd != fd)
                         continue;
                 c->slirp_fd = -EBADF;
-                if (c->state == CONN_HANDED)
-                        conn_free(e, k);        /* closes our out_fd only: libslirp is done with the socket */
         }
+        for (size_t k = 0; k < e->n_carried; k++)
+                if (e->carried[k].fd == fd) {
+                        e->names[e->carried[k].name].n_conns--;
+                        e->carried[k] = e->carried[--e->n_carried];
+                        break;
+                }
 }
 
 static void cb_notify(void *opaque) {
@@ -2297,7 +2334,7 @@ static int loop(Egress *e) {
                         Conn *c = e->conns[i];
                         short ev = 0;
 
-                        if (!c || c->state == CONN_HANDED)
+                        if (!c)
                                 continue;
                         busy |= c->deadline != 0;
                         if (!c->in_eof && c->up_len < RELAY_BUF && c->state != CONN_DNS_WAIT &&
@@ -2377,8 +2414,7 @@ static int loop(Egress *e) {
                                                         e->names[t.idx].ports[t.sub]);
                                         break;
                                 case TAG_CONN_IN:
-                                        /* Handed to libslirp earlier in this turn: its events are libslirp's now. */
-                                        if (!conn_get(e, t.idx, t.gen) || e->conns[t.idx]->state == CONN_HANDED)
+                                        if (!conn_get(e, t.idx, t.gen))
                                                 break;
                                         if (e->conns[t.idx]->kind == CONN_API)
                                                 api_event(e, t.idx);
@@ -2388,7 +2424,7 @@ static int loop(Egress *e) {
                                                 conn_event_in(e, t.idx, rev);
                                         break;
                                 case TAG_CONN_OUT:
-                                        if (conn_get(e, t.idx, t.gen) && e->conns[t.idx]->state != CONN_HANDED)
+                                        if (conn_get(e, t.idx, t.gen))
                                                 conn_event_out(e, t.idx, rev);
                                         break;
                                 case TAG_SLIRP:
