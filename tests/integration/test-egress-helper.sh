@@ -633,6 +633,29 @@ EOF
 ) || lt_fail "the send connection failed: $out"
 lt_assert_eq "16 MiB from the server, then its EOF" "16777216 $(sed -n 's/^sent //p' "$T/carry.log" | tail -n1)" "$out"
 lt_log "ok: eight carried connections at once echo 4 MiB each way byte for byte; 16 MiB from the server arrive whole before its EOF"
+# More short connections than the relay has slots (512), each closed by the
+# server first, so that libslirp holds each in its TIME_WAIT for seconds
+# after: a carried connection holds no slot.
+out=$(in_guest python3 - <<'EOF'
+import socket
+ok = 0
+for i in range(700):
+    s = socket.create_connection(("git.allowed.test", 2223), timeout=10)
+    s.sendall(b"send 16\n")
+    got = b""
+    while True:
+        d = s.recv(100)
+        if not d:
+            break
+        got += d
+    s.close()
+    ok += len(got) == 16
+print(ok)
+EOF
+) || lt_fail "700 short connections failed: $out"
+lt_assert_eq "short connections, each answered 16 bytes" 700 "$out"
+if grep -q "connections are open" "$T/egress.log"; then lt_fail "the helper ran out of connection slots"; fi
+lt_log "ok: 700 short carried connections in a row, more than the relay's 512 slots"
 
 # --- ssh and git over ssh, by name, to git.allowed.test:22 ------------------------------
 SSH="ssh -F /dev/null -i $T/id -o IdentitiesOnly=yes -o BatchMode=yes -o UserKnownHostsFile=$T/known_hosts \
