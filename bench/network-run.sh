@@ -250,6 +250,8 @@ printf '  cold ratio (allow_hosts / without):                      %.2f  (goal <
 printf '  bulk ratio (by name / slirp4netns, same run):             %.2f  (goal >= 0.9)\n' "$(jq -n "$nb/$pb")"
 printf '  bulk ratio, median of each round\x27s ratio:               %.2f  (%s)\n' "$(median "$work/bulk-pairs")" \
         "$(sort -n "$work/bulk-pairs" | xargs printf '%.2f ' | sed 's/ $//')"
+printf '  bulk ratio, geometric mean of the rounds\x27 ratios:      %.2f\n' \
+        "$(awk '{ s += log($1) } END { print exp(s / NR) }' "$work/bulk-pairs")"
 # The supervisor's steps of the alternating cold launches, medians, without and with the rule:
 # where the rule's cost lies (the network helper's start, the attestation with its name canaries).
 steps_median() {   # FILE STEP
