@@ -38,7 +38,10 @@
 #   never sees a request), UDP other than DNS (ICMP port unreachable, the
 #   listener gets nothing), the port rule (2222 carried, 443 of that name and
 #   2222 of another refused, a ClientHello naming another host on 2222
-#   refused), ssh and git over ssh by name to git.allowed.test:22 (OpenSSH's
+#   refused), checked connections handed to libslirp (a held one's socket
+#   held once by the helper, no accepted Unix connection; eight echo
+#   connections at once byte for byte; a server-first close; 700 short
+#   connections; one ended by remove_host), ssh and git over ssh by name to git.allowed.test:22 (OpenSSH's
 #   client: a command, ls-remote, clone and push), the attestation's name
 #   canaries (allowed.canary.lazaret.invalid bound without asking upstream
 #   and carried, ClientHello and all, to the canary socket; any other name
@@ -196,7 +199,7 @@ while True:
 EOF
 pids+=($!)
 # The carried connections' server on 2223 (the handover to libslirp, spec
-# 4.5 "The relay"): the client's first line says what to do, nothing is sent
+# 4.5 "Carrying a checked connection"): the client's first line says what to do, nothing is sent
 # before it. "echo": everything back until the client's EOF, then ours;
 # "send N": N random bytes (their SHA-256 logged), then ours first; "hold":
 # nothing until the connection ends, which is logged.
@@ -523,7 +526,7 @@ sleep 0.5
 if grep -q "got:.*evil" "$T/banner.log"; then lt_fail "the ClientHello naming evil.test reached the server"; fi
 lt_log "ok: port rule git.allowed.test:2222 carried, other ports and names refused ($n connections before)"
 
-# --- checked connections carried by libslirp itself (spec 4.5 "The relay") ------------------
+# --- checked connections carried by libslirp itself (spec 4.5 "Carrying a checked connection") --
 # Once a connection's first bytes were checked and sent, the helper gives
 # libslirp the upstream socket in place of its end of the Unix connection.
 # What shows it: while a connection is held, the helper has one descriptor
