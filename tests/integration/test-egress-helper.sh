@@ -18,6 +18,8 @@
 #     name (several names on one address), serving hello.txt;
 #   - python3 http.server on 198.18.0.10:80, serving hello.txt;
 #   - a banner server on 198.18.0.10:2222 (the name:port rule's service);
+#   - the carried connections' server on 198.18.0.10:2223 (echo, send,
+#     hold; the handover's checks);
 #   - a real ssh server, Debian's dropbear, on 198.18.0.10:22, with a bare
 #     git repository, logged into as this namespace's root (the test user)
 #     with a key made here;
@@ -25,7 +27,7 @@
 #   - the name canary's responder on a Unix socket (--canary-socket), as
 #     the supervisor's is during the attestation.
 # The rules: api.allowed.test, alias.allowed.test, private.allowed.test,
-# *.wild.test, git.allowed.test:22,2222. Checked from the sandbox namespace:
+# *.wild.test, git.allowed.test:22,2222,2223. Checked from the sandbox namespace:
 #   allowed name (A synthetic from 10.137.64.0/18, HTTPS and HTTP fetched),
 #   wildcard (x.wild.test yes, wild.test NXDOMAIN), CNAME (one A owned by the
 #   name asked, no CNAME shown, fetch works; edge.cdn.test itself NXDOMAIN),
