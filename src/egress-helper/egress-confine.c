@@ -31,15 +31,18 @@
  * memory, time and the exit. Taken from strace -f of test-egress-helper
  * after the readiness byte (every call seen there is here), with the
  * C library's own (malloc's madvise and mremap, stdio's fstat, a futex),
- * and dup3, with which libslirp is given a checked connection's upstream
- * socket (conn_hand_over() in egress.c); no open, exec, mount, ioctl, ptrace, namespace or ID call is among them.
+ * dup3, with which libslirp is given a checked connection's upstream
+ * socket (conn_hand_over() in egress.c), and epoll_ctl and epoll_wait (or
+ * epoll_pwait) for the set of the names' listeners; no open, exec, mount,
+ * ioctl, ptrace, namespace or ID call is among them.
  * socket() is allowed below for AF_INET and AF_UNIX only.
  */
 #define EGRESS_SYSCALLS(X)                                                                                      \
         X(poll) X(ppoll) X(read) X(write) X(close) X(shutdown) X(connect) X(bind) X(listen) X(accept4) X(accept) \
         X(unlink) X(recvfrom) X(sendto) X(getsockname) X(getpeername) X(getsockopt) X(setsockopt) X(fcntl)     \
-        X(dup3) X(getrandom) X(clock_gettime) X(brk) X(mmap) X(munmap) X(mremap) X(madvise) X(futex) X(fstat)  \
-        X(newfstatat) X(rt_sigreturn) X(rt_sigprocmask) X(restart_syscall) X(exit) X(exit_group)
+        X(dup3) X(epoll_ctl) X(epoll_wait) X(epoll_pwait) X(getrandom) X(clock_gettime) X(brk) X(mmap)         \
+        X(munmap) X(mremap) X(madvise) X(futex) X(fstat) X(newfstatat) X(rt_sigreturn) X(rt_sigprocmask)          \
+        X(restart_syscall) X(exit) X(exit_group)
 
 static void seccomp_releasep(scmp_filter_ctx *ctx) {
         if (*ctx)

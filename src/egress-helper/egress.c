@@ -66,6 +66,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -106,10 +107,12 @@
 #define SYNTH_TTL 60u
 /*
  * The most names a sandbox may have bound at once. Each costs a listener
- * per port its rules allow (a Unix socket and libslirp's forward to it),
- * and the loop polls every listener on every turn: without a cap, a
- * sandbox resolving names under a wildcard would make every packet of
- * every connection slower, and hold a descriptor per name and port. At
+ * per port its rules allow (a Unix socket and libslirp's forward to it,
+ * whose list libslirp searches for every new connection): without a cap,
+ * a sandbox resolving names under a wildcard would hold a descriptor per
+ * name and port and make every connection's start slower. (The loop
+ * polls the listeners as one epoll set, listen_epfd, so their number
+ * does not weigh on each turn, which comes once per frame.) At
  * the cap a new name takes a binding over as when the pool is exhausted
  * (name_reusable()), or is answered SERVFAIL.
  */
@@ -261,8 +264,7 @@ typedef enum TagKind {
 
 typedef struct Tag {
         TagKind kind;
-        size_t idx;             /* name or conn */
-        size_t sub;             /* port index of a name */
+        size_t idx;             /* a conn */
         unsigned gen;
 } Tag;
 
@@ -304,6 +306,7 @@ typedef struct SlirpEnd {
 typedef struct SlirpTag {
         uint32_t slot, gen;
 } SlirpTag;
+_Static_assert(sizeof(SlirpTag) == SLIRP_TAG_LEN, "the tag read is the tag sent");
 
 /*
  * A connection handed to libslirp (conn_hand_over()): libslirp's
@@ -321,6 +324,7 @@ typedef struct Carried {
 typedef struct Egress {
         Slirp *slirp;
         int tap_fd, upstream_fd, api_fd, dns_listen_fd;
+        int listen_epfd;        /* every name's listeners (listener_watch()), polled as one descriptor */
         int unbound_fd;         /* with --canary-socket: behind the filter, NET_EGRESS_UNBOUND's port (below) */
         HostRuleList rules;
         FloorRule *floor;
@@ -557,6 +561,25 @@ static int listener_open(Egress *e, uint32_t synth, uint16_t port, int *ret_fd, 
 }
 
 /*
+ * Names k's listener for port index p joins the epoll set; closing it
+ * (name_release()) takes it out. The event carries the descriptor, k and
+ * p, so that listeners_ready() can tell a listener given up meanwhile.
+ */
+_Static_assert(NAME_PORTS_MAX <= 0x100, "a port index fits the epoll event's 8 bits");
+static int listener_watch(Egress *e, size_t k, size_t p, char **ret_error) {
+        int fd = e->names[k].listen_fd[p];
+        struct epoll_event ev = {
+                .events = EPOLLIN,
+                .data.u64 = (uint64_t) (uint32_t) fd << 32 | (uint64_t) k << 8 | (uint64_t) p,
+        };
+
+        if (epoll_ctl(e->listen_epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+                return errorf(ret_error, -errno, "cannot watch the listener of %s:%u: %m", e->names[k].name,
+                              e->names[k].ports[p]);
+        return 0;
+}
+
+/*
  * The pool is exhausted, or names_max names are bound: the binding to give up for a new one, the least
  * recently used of those that no connection holds and whose last
  * synthetic answer's TTL has run out (so that a resolver inside that
@@ -653,6 +676,8 @@ static int name_bind(Egress *e, const char *name, size_t *ret, char **ret_error)
                         ports_add_rule(n, &e->live[q].rule);
         for (size_t p = 0; p < n->n_ports; p++) {
                 r = listener_open(e, n->synth, n->ports[p], &n->listen_fd[p], ret_error);
+                if (r >= 0)
+                        r = listener_watch(e, k, p, ret_error);
                 if (r < 0) {
                         n->n_ports = p;
                         name_release(e, k);
@@ -730,7 +755,8 @@ static int live_add(Egress *e, const HostRule *rule, EgressScope scope, char **r
                         for (size_t p = had; p < n->n_ports; p++) {
                                 _cleanup_free_ char *err = NULL;
 
-                                if (listener_open(e, n->synth, n->ports[p], &n->listen_fd[p], &err) < 0) {
+                                if (listener_open(e, n->synth, n->ports[p], &n->listen_fd[p], &err) < 0 ||
+                                    listener_watch(e, k, p, &err) < 0) {
                                         fprintf(stderr, "lazaret-egress: %s\n", err ?: "cannot open a listener");
                                         n->n_ports = p;
                                         break;
@@ -1877,6 +1903,22 @@ static void listener_accept(Egress *e, int fd, ConnKind kind, size_t name, uint1
         }
 }
 
+/* The names' listeners with a connection waiting (level-triggered: what is left over comes next turn). */
+static void listeners_ready(Egress *e) {
+        struct epoll_event ev[64];
+        int n = epoll_wait(e->listen_epfd, ev, ELEMENTSOF(ev), 0);
+
+        for (int i = 0; i < n; i++) {
+                int fd = (int) (uint32_t) (ev[i].data.u64 >> 32);
+                size_t k = (size_t) (ev[i].data.u64 >> 8 & 0xffffff), p = (size_t) (ev[i].data.u64 & 0xff);
+
+                /* A binding given up since (its listener closed, its number perhaps reused) is not this one. */
+                if (k >= e->n_names || p >= e->names[k].n_ports || e->names[k].listen_fd[p] != fd)
+                        continue;
+                listener_accept(e, fd, CONN_NAME, k, e->names[k].ports[p]);
+        }
+}
+
 /* ---- the API socket (slirp4netns 1.2's add_hostfwd / remove_hostfwd) --------------- */
 
 static void api_reply(int fd, const char *json) {
@@ -2326,10 +2368,7 @@ static int loop(Egress *e) {
                 pfd_add(e, e->dns_listen_fd, POLLIN, (Tag) { .kind = TAG_DNS_LISTEN });
                 if (e->unbound_fd >= 0)
                         pfd_add(e, e->unbound_fd, POLLIN, (Tag) { .kind = TAG_UNBOUND });
-                for (size_t i = 0; i < e->n_names; i++)
-                        for (size_t p = 0; p < e->names[i].n_ports; p++)
-                                pfd_add(e, e->names[i].listen_fd[p], POLLIN,
-                                        (Tag) { .kind = TAG_LISTEN, .idx = i, .sub = p, .gen = e->names[i].gen });
+                pfd_add(e, e->listen_epfd, POLLIN, (Tag) { .kind = TAG_LISTEN });
                 for (size_t i = 0; i < CONNS_MAX; i++) {
                         Conn *c = e->conns[i];
                         short ev = 0;
@@ -2419,11 +2458,7 @@ static int loop(Egress *e) {
                                         listener_accept(e, e->dns_listen_fd, CONN_DNS, 0, 0);
                                         break;
                                 case TAG_LISTEN:
-                                        /* A binding given up this turn (its address reused) is not this one. */
-                                        if (e->names[t.idx].gen != t.gen || t.sub >= e->names[t.idx].n_ports)
-                                                break;
-                                        listener_accept(e, e->names[t.idx].listen_fd[t.sub], CONN_NAME, t.idx,
-                                                        e->names[t.idx].ports[t.sub]);
+                                        listeners_ready(e);
                                         break;
                                 case TAG_CONN_IN:
                                         if (!conn_get(e, t.idx, t.gen))
@@ -2676,6 +2711,11 @@ int main(int argc, char **argv) {
         if (!e)
                 return EXIT_FAILURE;
         e->tap_fd = e->upstream_fd = e->api_fd = e->dns_listen_fd = e->unbound_fd = -EBADF;
+        e->listen_epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (e->listen_epfd < 0) {
+                fprintf(stderr, "lazaret-egress: cannot create an epoll set: %m\n");
+                return EXIT_FAILURE;
+        }
         for (size_t k = 0; k < CONNS_MAX; k++)
                 e->ends[k].fd = -EBADF;
         e->next_synth = POOL_FIRST;
