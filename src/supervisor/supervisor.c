@@ -787,8 +787,8 @@ static int attach_wait(Supervisor *s) {
 
 /*
  * The attestation, from inside gVisor's own network stack: the init's
- * report judged against the policy, the deny link's witness, then the
- * canaries removed.
+ * report judged against the policy, then the deny link's witness. The
+ * canaries are removed after `runsc wait` is attached (remove_canaries()).
  */
 static int attest_network(Supervisor *s) {
         _cleanup_free_ char *why = NULL, *report = NULL;
@@ -823,6 +823,19 @@ static int attest_network(Supervisor *s) {
                 report_start_failed(&s->helpers, strna(why));
                 return r;
         }
+        return 0;
+}
+
+/*
+ * The canary responder killed and the canary link deleted, checked gone
+ * (spec 4.4 step 6). The deletion waits for the kernel's RCU grace periods
+ * (15 to 20 ms here) on an idle CPU; `runsc wait`, attached just before,
+ * starts up meanwhile.
+ */
+static int remove_canaries(Supervisor *s) {
+        _cleanup_free_ char *why = NULL;
+        int r;
+
         r = supnet_teardown_canary(&s->net, &why);
         if (r < 0) {
                 report_start_failed(&s->helpers, strna(why));
@@ -959,8 +972,9 @@ static const struct {
         { "network",       prepare_network       },
         { "relay",         start_relay_source    },
         { "runsc run",     run_container         },
-        { "runsc wait",    attach_wait           },
         { "attestation",   attest_network        },
+        { "runsc wait",    attach_wait           },
+        { "canaries",      remove_canaries       },
         { "hardening",     enter_own_sandbox     },
 };
 
