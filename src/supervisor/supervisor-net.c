@@ -1117,22 +1117,15 @@ int supnet_judge(SupNet *n, const char *report, char **ret_error) {
         return 0;
 }
 
-int supnet_teardown_canary(SupNet *n, char **ret_error) {
+int supnet_remove_canary_link(SupNet *n, char **ret_error) {
         _cleanup_netlink_ Netlink *nl = NULL;
         int r, idx;
 
-        if (n->responder_pid > 0) {
-                (void) kill(n->responder_pid, SIGKILL);
-                (void) waitpid(n->responder_pid, NULL, 0);
-                n->responder_pid = 0;
-        }
-        /* The allowed name canary now leads nowhere: the helper's connection to it is refused. */
-        if (n->canary_socket[0] && unlink(n->canary_socket) < 0 && errno != ENOENT)
-                return errorf(ret_error, -errno, "cannot remove the name canary's socket %s: %s", n->canary_socket,
-                              strerror(errno));
-        n->canary_socket[0] = 0;
+        if (n->canary_link_gone)
+                return 0;
         /* Deleting one end of the veth deletes the peer's too; the canary
-         * namespace goes with its last reference. */
+         * namespace goes with its last reference (the responder's, until
+         * supnet_teardown_canary()). */
         r = netlink_open(&nl);
         if (r >= 0)
                 r = idx = netlink_link_index(net_links[NET_LINK_CANARY].name);
@@ -1146,7 +1139,22 @@ int supnet_teardown_canary(SupNet *n, char **ret_error) {
                 close(n->canary_fd);
                 n->canary_fd = -1;
         }
+        n->canary_link_gone = true;
         return 0;
+}
+
+int supnet_teardown_canary(SupNet *n, char **ret_error) {
+        if (n->responder_pid > 0) {
+                (void) kill(n->responder_pid, SIGKILL);
+                (void) waitpid(n->responder_pid, NULL, 0);
+                n->responder_pid = 0;
+        }
+        /* The allowed name canary now leads nowhere: the helper's connection to it is refused. */
+        if (n->canary_socket[0] && unlink(n->canary_socket) < 0 && errno != ENOENT)
+                return errorf(ret_error, -errno, "cannot remove the name canary's socket %s: %s", n->canary_socket,
+                              strerror(errno));
+        n->canary_socket[0] = 0;
+        return supnet_remove_canary_link(n, ret_error);
 }
 
 void supnet_close_witness(SupNet *n) {

@@ -36,6 +36,9 @@
  *   supnet_witness_denied()  the probe's packets for the denied canary
  *                      arrived at the deny link's sink: gVisor asked there
  *                      for the dead-end next hop (positive proof, no wait);
+ *   supnet_remove_canary_link()  canary0 and its peer deleted, checked gone
+ *                      (with host rules as soon as the probe reported its
+ *                      address canaries, while the name canaries go on);
  *   supnet_teardown_canary()  the responder, its socket and the canary links removed.
  *
  * Every failure is one line in err (for FAILED).
@@ -61,6 +64,7 @@ typedef struct SupNet {
         pid_t slirp_pid;                /* its pidfd is in the supervisor's Helpers */
         int slirp_exit_fd;              /* write end of --exit-fd: closing it ends slirp4netns */
         pid_t responder_pid;
+        bool canary_link_gone;          /* supnet_remove_canary_link() done */
         int port;
         char challenge[80];
         char canary_socket[108];        /* the name canary's Unix socket (sun_path); "" without host rules */
@@ -90,6 +94,7 @@ typedef struct SupNetParams {
 int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error);
 int supnet_judge(SupNet *n, const char *report, char **ret_error);
 int supnet_witness_denied(SupNet *n, int timeout_ms, char **ret_error);
+int supnet_remove_canary_link(SupNet *n, char **ret_error);
 int supnet_teardown_canary(SupNet *n, char **ret_error);
 /* The namespaces' fds and the canary's remains; the witness stays open. */
 void supnet_done(SupNet *n);

@@ -552,47 +552,71 @@ static int parse_argv(int argc, char *argv[]) {
 }
 
 /*
- * The init's report: complete once a line "end" arrived, within 10 s, at
- * most 64 KiB (a route table of a few dozen lines fits many times over).
- * Not to EOF: whether and when the sandbox lets go of its end of the pipe
- * is gVisor's business.
+ * The init's report as it arrives: read up to a line "end" (or first up to
+ * the denied canary's line), within 10 s of the first read in all, at most
+ * 64 KiB (a route table of a few dozen lines fits many times over). Not to
+ * EOF: whether and when the sandbox lets go of its end of the pipe is
+ * gVisor's business.
  */
-static int read_report(int fd, char **ret) {
-        _cleanup_free_ char *buf = NULL;
-        size_t n = 0, size = 64 * 1024;
-        uint64_t deadline = now_msec() + 10000;
+typedef struct ProbeText {
+        char *buf;
+        size_t n;
+        uint64_t deadline;
+} ProbeText;
 
-        buf = malloc(size + 1);
-        if (!buf)
-                return -ENOMEM;
+#define PROBE_TEXT_MAX (64 * 1024)
+
+static void probe_text_done(ProbeText *t) {
+        t->buf = mfree(t->buf);
+}
+
+/* Whether buf[0..n) holds a whole line that is word, or that starts with word and a space when prefix. */
+static bool probe_has_line(const char *buf, size_t n, const char *word, bool prefix) {
+        size_t w = strlen(word);
+
+        for (const char *p = buf, *nl; p < buf + n && (nl = memchr(p, '\n', (size_t) (buf + n - p))); p = nl + 1)
+                if ((size_t) (nl - p) >= w && memcmp(p, word, w) == 0 &&
+                    (prefix ? (size_t) (nl - p) > w && p[w] == ' ' : (size_t) (nl - p) == w))
+                        return true;
+        return false;
+}
+
+/* Reads until the report has a line "end", or, with denied_line, until it has the denied canary's line first. */
+static int read_report(int fd, ProbeText *t, bool denied_line) {
+        if (!t->buf) {
+                t->buf = malloc(PROBE_TEXT_MAX + 1);
+                if (!t->buf)
+                        return -ENOMEM;
+                t->buf[0] = 0;
+                t->deadline = now_msec() + 10000;
+        }
         for (;;) {
                 uint64_t now = now_msec();
                 ssize_t k;
                 int r;
 
-                if (now >= deadline)
+                /* Up to the first line "end", with whatever came after it
+                 * in the same read: supnet_judge() refuses that. */
+                if (probe_has_line(t->buf, t->n, "end", false) ||
+                    (denied_line && probe_has_line(t->buf, t->n, "denied", true)))
+                        return 0;
+                if (now >= t->deadline)
                         return -ETIMEDOUT;
-                r = poll(&(struct pollfd) { .fd = fd, .events = POLLIN }, 1, (int) (deadline - now));
+                r = poll(&(struct pollfd) { .fd = fd, .events = POLLIN }, 1, (int) (t->deadline - now));
                 if (r < 0 && errno != EINTR)
                         return -errno;
                 if (r <= 0)
                         continue;
-                if (n == size)
+                if (t->n == PROBE_TEXT_MAX)
                         return -EFBIG;
-                k = read(fd, buf + n, size - n);
+                k = read(fd, t->buf + t->n, PROBE_TEXT_MAX - t->n);
                 if (k < 0 && errno != EINTR)
                         return -errno;
                 if (k == 0)
                         return -EPIPE;
                 if (k > 0)
-                        n += (size_t) k;
-                buf[n] = 0;
-                /* Up to the first line "end", with whatever came after it
-                 * in the same read: supnet_judge() refuses that. */
-                if ((n >= 4 && memcmp(buf, "end\n", 4) == 0) || memmem(buf, n, "\nend\n", 5)) {
-                        *ret = TAKE_PTR(buf);
-                        return 0;
-                }
+                        t->n += (size_t) k;
+                t->buf[t->n] = 0;
         }
 }
 
@@ -791,10 +815,23 @@ static int attach_wait(Supervisor *s) {
  * canaries are removed after `runsc wait` is attached (remove_canaries()).
  */
 static int attest_network(Supervisor *s) {
-        _cleanup_free_ char *why = NULL, *report = NULL;
+        _cleanup_(probe_text_done) ProbeText report = {};
+        _cleanup_free_ char *why = NULL;
+        bool names = s->net.policy && s->net.policy->n_hosts > 0;
         int r;
 
-        r = read_report(s->probe_pipe[0], &report);
+        r = read_report(s->probe_pipe[0], &report, names);
+        if (r >= 0 && names && !probe_has_line(report.buf, report.n, "end", false)) {
+                /* The address canaries are done: the canary link goes while
+                 * the name canaries, which reach the responder through the
+                 * egress helper and its Unix socket, go on (spec 4.5, step 6). */
+                r = supnet_remove_canary_link(&s->net, &why);
+                if (r < 0) {
+                        report_start_failed(&s->helpers, strna(why));
+                        return r;
+                }
+                r = read_report(s->probe_pipe[0], &report, false);
+        }
         s->probe_pipe[0] = safe_close(s->probe_pipe[0]);
         if (r < 0 && r != -ETIMEDOUT && r != -EFBIG) {
                 /* The container's init ends before its probe when it cannot set the sandbox up: its own line says why. */
@@ -815,8 +852,8 @@ static int attest_network(Supervisor *s) {
                                     : "network attestation failed: the sandbox's probe stopped before the end of its report");
                 return r;
         }
-        r = supnet_judge(&s->net, report, &why);
-        report = mfree(report);
+        r = supnet_judge(&s->net, report.buf, &why);
+        probe_text_done(&report);
         if (r >= 0)
                 r = supnet_witness_denied(&s->net, 1000, &why);
         if (r < 0) {
