@@ -246,7 +246,13 @@ printf '  %-28s %8.1f ms  (± %.1f; alternating with the next)\n' "lazaret cold,
 printf '  %-28s %8.1f ms  (± %.1f)\n' "lazaret cold, allow_hosts" "$ln" "$ln_sd"
 printf '  %-28s %8.1f MiB/s  (median; %s)\n' "lazaret bulk, slirp4netns" "$pb" "$(sort -n "$work/bulk-plain" | paste -sd' ')"
 printf '  %-28s %8.1f MiB/s  (median; %s)\n' "lazaret bulk, by name" "$nb" "$(sort -n "$work/bulk-names" | paste -sd' ')"
-printf '  cold ratio (allow_hosts / without):                      %.2f  (goal <= 1.05)\n' "$(jq -n "$ln/$lp")"
+# One standard error of that ratio of two means (first-order: each mean's
+# relative error, in quadrature): a run whose ratio is within it of 1.05
+# does not decide the goal.
+cold_n=$(wc -l <"$work/cold-pair-plain")
+printf '  cold ratio (allow_hosts / without):                      %.2f  (± %.2f, one standard error of %s rounds; goal <= 1.05)\n' \
+        "$(jq -n "$ln/$lp")" \
+        "$(jq -n "($ln/$lp) * ((($ln_sd/$ln)*($ln_sd/$ln) + ($lp_sd/$lp)*($lp_sd/$lp)) / $cold_n | sqrt)")" "$cold_n"
 printf '  bulk ratio (by name / slirp4netns, same run):             %.2f  (goal >= 0.9)\n' "$(jq -n "$nb/$pb")"
 printf '  bulk ratio, median of each round\x27s ratio:               %.2f  (%s)\n' "$(median "$work/bulk-pairs")" \
         "$(sort -n "$work/bulk-pairs" | xargs printf '%.2f ' | sed 's/ $//')"
@@ -260,7 +266,7 @@ steps_median() {   # FILE STEP
 }
 if [[ -s $work/cold-pair-plain.steps && -s $work/cold-pair-names.steps ]]; then
         echo "  supervisor steps of those cold launches (medians, ms):   without  allow_hosts"
-        for step in "sandbox started in" "runsc run" attestation network helper; do
+        for step in "sandbox started in" "runsc run" attestation canaries network helper; do
                 label=$step
                 [[ $step == "sandbox started in" ]] && label="all steps"
                 [[ $step == helper ]] && label="network: helper"
