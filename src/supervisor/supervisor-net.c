@@ -1117,6 +1117,16 @@ int supnet_judge(SupNet *n, const char *report, char **ret_error) {
         return 0;
 }
 
+bool supnet_report_has_line(const char *buf, size_t n, const char *word, bool prefix) {
+        size_t w = strlen(word);
+
+        for (const char *p = buf, *nl; p < buf + n && (nl = memchr(p, '\n', (size_t) (buf + n - p))); p = nl + 1)
+                if ((size_t) (nl - p) >= w && memcmp(p, word, w) == 0 &&
+                    (prefix ? (size_t) (nl - p) > w && p[w] == ' ' : (size_t) (nl - p) == w))
+                        return true;
+        return false;
+}
+
 int supnet_remove_canary_link(SupNet *n, char **ret_error) {
         _cleanup_netlink_ Netlink *nl = NULL;
         int r, idx;

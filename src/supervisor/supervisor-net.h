@@ -94,6 +94,10 @@ typedef struct SupNetParams {
 int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error);
 int supnet_judge(SupNet *n, const char *report, char **ret_error);
 int supnet_witness_denied(SupNet *n, int timeout_ms, char **ret_error);
+/* Whether the report's text buf[0..n) holds a whole line (ended by '\n') that is
+ * word, or, with prefix, that starts with word and a space: how the supervisor
+ * sees the probe's "end" and, with host rules, its denied canary's line arrive. */
+bool supnet_report_has_line(const char *buf, size_t n, const char *word, bool prefix);
 int supnet_remove_canary_link(SupNet *n, char **ret_error);
 int supnet_teardown_canary(SupNet *n, char **ret_error);
 /* The namespaces' fds and the canary's remains; the witness stays open. */

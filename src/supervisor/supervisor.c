@@ -570,17 +570,6 @@ static void probe_text_done(ProbeText *t) {
         t->buf = mfree(t->buf);
 }
 
-/* Whether buf[0..n) holds a whole line that is word, or that starts with word and a space when prefix. */
-static bool probe_has_line(const char *buf, size_t n, const char *word, bool prefix) {
-        size_t w = strlen(word);
-
-        for (const char *p = buf, *nl; p < buf + n && (nl = memchr(p, '\n', (size_t) (buf + n - p))); p = nl + 1)
-                if ((size_t) (nl - p) >= w && memcmp(p, word, w) == 0 &&
-                    (prefix ? (size_t) (nl - p) > w && p[w] == ' ' : (size_t) (nl - p) == w))
-                        return true;
-        return false;
-}
-
 /* Reads until the report has a line "end", or, with denied_line, until it has the denied canary's line first. */
 static int read_report(int fd, ProbeText *t, bool denied_line) {
         if (!t->buf) {
@@ -597,8 +586,8 @@ static int read_report(int fd, ProbeText *t, bool denied_line) {
 
                 /* Up to the first line "end", with whatever came after it
                  * in the same read: supnet_judge() refuses that. */
-                if (probe_has_line(t->buf, t->n, "end", false) ||
-                    (denied_line && probe_has_line(t->buf, t->n, "denied", true)))
+                if (supnet_report_has_line(t->buf, t->n, "end", false) ||
+                    (denied_line && supnet_report_has_line(t->buf, t->n, "denied", true)))
                         return 0;
                 if (now >= t->deadline)
                         return -ETIMEDOUT;
@@ -821,7 +810,7 @@ static int attest_network(Supervisor *s) {
         int r;
 
         r = read_report(s->probe_pipe[0], &report, names);
-        if (r >= 0 && names && !probe_has_line(report.buf, report.n, "end", false)) {
+        if (r >= 0 && names && !supnet_report_has_line(report.buf, report.n, "end", false)) {
                 /* The address canaries are done: the canary link goes while
                  * the name canaries, which reach the responder through the
                  * egress helper and its Unix socket, go on (spec 4.5, step 6). */

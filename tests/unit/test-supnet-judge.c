@@ -16,6 +16,7 @@
 #include "net-policy.h"
 #include "supervisor-net.h"
 #include "line-buffer.h"
+#include "macro.h"
 
 #define CHALLENGE "lz-0123456789abcdef:00112233445566778899aabbccddeeff"
 
@@ -212,8 +213,9 @@ Test(supnet_judge, route_lines_are_read_strictly) {
 
 /*
  * The name canaries (a policy with host rules): the same report with the
- * probe's name lines after the allowed canary's, as it prints them, then
- * spoiled one at a time; each failure is one line naming its canary.
+ * probe's name lines before its "end", as it prints them (after the
+ * denied canary's line, which it writes first), then spoiled one at a
+ * time; each failure is one line naming its canary.
  */
 static const char *const good_names[] = {
         "name-allowed " CHALLENGE,
@@ -230,10 +232,11 @@ static void with_host_rules(void) {
         net.policy->n_hosts = 1;
 }
 
-/* The exact report with the name lines (NULL: left out) inserted after its first line. */
-static int judge_names(const char *const names[4]) {
+/* The exact report with the name lines (NULL: left out) inserted before its "end" line, or with
+ * after_first after its first line (the judgement does not depend on where they are). */
+static int judge_names_at(const char *const names[4], bool after_first) {
         _cleanup_free_ char *r = report(SPOIL_NONE), *out = NULL;
-        char *nl = strchr(r, '\n') + 1;
+        char *nl = after_first ? strchr(r, '\n') + 1 : strstr(r, "\nend\n") + 1;
         size_t len;
         FILE *f = open_memstream(&out, &len);
 
@@ -245,6 +248,10 @@ static int judge_names(const char *const names[4]) {
         fputs(nl, f);
         cr_assert_eq(fclose(f), 0);
         return WITH_LINE(err, supnet_judge(&net, out, &line_));
+}
+
+static int judge_names(const char *const names[4]) {
+        return judge_names_at(names, false);
 }
 
 static void expect_name_refusal(size_t i, const char *line, const char *why_part) {
@@ -289,6 +296,42 @@ Test(supnet_judge, name_canaries) {
                             "the ClientHello canary");
         expect_name_refusal(3, "name-sni closed\nname-sni closed", "the probe reported the ClientHello canary");
         expect_name_refusal(3, "name-snix closed", "unknown line");
+}
+
+Test(supnet_judge, name_lines_anywhere_before_end) {
+        with_host_rules();
+        cr_assert_eq(judge_names_at(good_names, true), 0, "%s", err);
+}
+
+/* How the supervisor sees the report's lines arrive: whole lines only, the word whole. */
+Test(supnet_judge, report_has_line) {
+        static const struct {
+                const char *text, *word;
+                bool prefix, expect;
+        } cases[] = {
+                { "end\n", "end", false, true },
+                { "allowed x\nend\n", "end", false, true },
+                { "allowed x\nend", "end", false, false },             /* not yet ended by its newline */
+                { "allowed x\nended\n", "end", false, false },
+                { "allowed x\nend \n", "end", false, false },
+                { "allowed x\nxend\n", "end", false, false },
+                { "name-sni closed\nend\nmore\n", "end", false, true },
+                { "", "end", false, false },
+                { "denied pending\n", "denied", true, true },
+                { "allowed x\nroute a\ndenied unreachable No route to host\n", "denied", true, true },
+                { "allowed x\ndenied pending", "denied", true, false },  /* not yet ended by its newline */
+                { "name-denied nxdomain\n", "denied", true, false },
+                { "denied\n", "denied", true, false },
+                { "deniedx y\n", "denied", true, false },
+                { "allowed denied x\n", "denied", true, false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                cr_expect_eq(supnet_report_has_line(cases[i].text, strlen(cases[i].text), cases[i].word, cases[i].prefix),
+                             cases[i].expect, "\"%s\" has %s \"%s\": expected %d", cases[i].text,
+                             cases[i].prefix ? "a line starting with" : "the line", cases[i].word, cases[i].expect);
+        /* Only the n bytes given count, whatever follows them. */
+        cr_expect(!supnet_report_has_line("end\n", 3, "end", false));
 }
 
 Test(supnet_judge, name_lines_without_host_rules) {
