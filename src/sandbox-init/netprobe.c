@@ -319,13 +319,11 @@ static void hello_start(Canary *c, const char *addr, const char *name) {
 }
 
 /*
- * Drives every started canary until each is done, or with until_allowed
- * until the allowed address canary is (the others go on meanwhile, and
- * the next call picks them up where they are). The two ClientHello
+ * Drives every started canary until each is done. The two ClientHello
  * canaries need the allowed name's address: they start the moment it
  * resolves (and are never started when it does not).
  */
-static void run_canaries(Canary c[static _PROBE_MAX], const NetprobeNames *names, bool until_allowed) {
+static void run_canaries(Canary c[static _PROBE_MAX], const NetprobeNames *names) {
         for (;;) {
                 struct pollfd p[_PROBE_MAX];
                 size_t idx[_PROBE_MAX], n = 0;
@@ -345,7 +343,7 @@ static void run_canaries(Canary c[static _PROBE_MAX], const NetprobeNames *names
                                 if (c[i].deadline < next)
                                         next = c[i].deadline;
                         }
-                if (n == 0 || (until_allowed && c[PROBE_ALLOWED].done))
+                if (n == 0)
                         return;
                 now = now_ms();
                 r = poll(p, (nfds_t) n, next > now ? (int) (next - now) : 0);
@@ -496,9 +494,9 @@ int netprobe_report(FILE *out, const char *allowed, const char *denied, int port
          * leave through deny0 toward the dead-end next hop, where the
          * supervisor watches for them (supnet_witness_denied()). Nothing
          * answers there, so the connection stays pending; had a hole let
-         * it through, it would be established by the time its line is
-         * written, after at least the allowed canary's round trip (the
-         * others run beside it, run_canaries()). */
+         * it through, it would be established by the end of the report,
+         * which lasts at least as long as the allowed canary's round trip
+         * (the others run beside it, run_canaries()). */
         fd = start_connect(denied, port);
         /* Then the allowed name, the longest chain: the two ClientHello canaries wait for its address. */
         if (names)
@@ -518,11 +516,13 @@ int netprobe_report(FILE *out, const char *allowed, const char *denied, int port
                 if (fclose(tables) != 0)
                         tables_text = mfree(tables_text);
         }
-        run_canaries(c, names, true);
+        run_canaries(c, names);
         if (c[PROBE_ALLOWED].r == 0)
                 fprintf(out, "allowed %s\n", c[PROBE_ALLOWED].buf);
         else
                 fprintf(out, "allowed-failed %s\n", strerror(-c[PROBE_ALLOWED].r));
+        if (names)
+                report_names(out, names, c);
         if (tables_text)
                 fputs(tables_text, out);
         else
@@ -538,15 +538,6 @@ int netprobe_report(FILE *out, const char *allowed, const char *denied, int port
                 else
                         fprintf(out, "denied unreachable %s\n", strerror(-r));
                 close(fd);
-        }
-        if (names) {
-                /* The address canaries' part now, while the name canaries
-                 * go on: the supervisor deletes the canary link as soon as
-                 * it has read it (spec 4.5, step 6). */
-                if (fflush(out) != 0)
-                        return -EIO;
-                run_canaries(c, names, false);
-                report_names(out, names, c);
         }
         fprintf(out, "end\n");
         return fflush(out) == 0 ? 0 : -EIO;

@@ -19,9 +19,7 @@ typedef struct NetprobeNames {
 /*
  * Probes the canaries at ALLOWED and DENIED (dotted IPv4) on PORT from this
  * sandbox's network stack, and the name canaries when NAMES is not NULL,
- * and writes the report, ending in "end", to OUT: the allowed canary, the
- * tables and the denied canary first, flushed as soon as the allowed
- * canary is done, then the name canaries' lines. 0, or -EIO when the
+ * and writes the report, ending in "end", to OUT. 0, or -EIO when the
  * report could not be written.
  */
 int netprobe_report(FILE *out, const char *allowed, const char *denied, int port, const NetprobeNames *names);

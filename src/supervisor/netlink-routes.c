@@ -210,6 +210,10 @@ int netlink_link_set_up(Netlink *nl, int ifindex) {
         return link_message(nl, RTM_NEWLINK, ifindex, IFF_UP, IFF_UP, 0);
 }
 
+int netlink_link_set_down(Netlink *nl, int ifindex) {
+        return link_message(nl, RTM_NEWLINK, ifindex, 0, IFF_UP, 0);
+}
+
 typedef struct LinkState {
         int ifindex;
         int operstate;          /* IF_OPER_*, -1 until seen */

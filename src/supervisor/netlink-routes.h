@@ -32,6 +32,7 @@ int netlink_link_index(const char *name);
 int netlink_veth_create(Netlink *nl, const char *name, const char *peer, int peer_netns_fd);
 int netlink_link_delete(Netlink *nl, int ifindex);
 int netlink_link_set_up(Netlink *nl, int ifindex);
+int netlink_link_set_down(Netlink *nl, int ifindex);
 int netlink_link_set_mtu(Netlink *nl, int ifindex, uint32_t mtu);
 
 /*

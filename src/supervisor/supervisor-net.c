@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdnoreturn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include <net/if_arp.h>
 #include <net/ethernet.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -239,8 +241,34 @@ static bool name_canary_read(NameCanaryConn *c, const char *line, size_t len) {
         return true;
 }
 
-/* fds[0..1]: the address canaries; fds[2], when >= 0: the name canary's Unix socket. */
-static void responder(const int fds[3], const char *challenge) {
+/*
+ * The supervisor's word to the responder once the report is judged: stop
+ * answering, delete the canary link (its own end, which takes canary0
+ * with it) and exit, 0 when the link is gone. The deletion waits for the
+ * kernel's RCU grace periods (15 to 20 ms); here it no longer holds up the
+ * start (supnet_teardown_canary()).
+ */
+#define RESPONDER_DELETE 'd'
+
+static noreturn void responder_delete_link(const int fds[3]) {
+        _cleanup_netlink_ Netlink *nl = NULL;
+        int r, idx;
+
+        for (size_t i = 0; i < 3; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        r = netlink_open(&nl);
+        if (r >= 0)
+                r = idx = netlink_link_index(CANARY_PEER);
+        if (r >= 0)
+                r = netlink_link_delete(nl, idx);
+        if (r >= 0)
+                r = netlink_link_index(CANARY_PEER) == -ENODEV ? 0 : -EEXIST;
+        _exit(r < 0 ? 1 : 0);
+}
+
+/* fds[0..1]: the address canaries; fds[2], when >= 0: the name canary's Unix socket; ctl: the supervisor's word. */
+static void responder(const int fds[3], int ctl, const char *challenge) {
         NameCanaryConn conns[NAME_CANARY_CONNS];
         char line[96];
         size_t len = (size_t) snprintf(line, sizeof(line), "%s\n", challenge);
@@ -249,20 +277,28 @@ static void responder(const int fds[3], const char *challenge) {
         for (size_t k = 0; k < NAME_CANARY_CONNS; k++)
                 conns[k].fd = -1;
         for (;;) {
-                struct pollfd p[3 + NAME_CANARY_CONNS] = {
+                struct pollfd p[4 + NAME_CANARY_CONNS] = {
                         { .fd = fds[0], .events = POLLIN }, { .fd = fds[1], .events = POLLIN },
-                        { .fd = fds[2], .events = POLLIN },
+                        { .fd = fds[2], .events = POLLIN }, { .fd = ctl, .events = POLLIN },
                 };
 
                 for (size_t k = 0; k < NAME_CANARY_CONNS; k++)
-                        p[3 + k] = (struct pollfd) { .fd = conns[k].fd, .events = POLLIN };
+                        p[4 + k] = (struct pollfd) { .fd = conns[k].fd, .events = POLLIN };
                 if (poll(p, ELEMENTSOF(p), -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         _exit(1);
                 }
+                if (p[3].revents) {
+                        char c = 0;
+
+                        /* The word, or the supervisor's end closed: either way, done. */
+                        if (read(ctl, &c, 1) == 1 && c == RESPONDER_DELETE)
+                                responder_delete_link(fds);
+                        _exit(0);
+                }
                 for (size_t k = 0; k < NAME_CANARY_CONNS; k++)
-                        if (conns[k].fd >= 0 && p[3 + k].revents && name_canary_read(&conns[k], line, len)) {
+                        if (conns[k].fd >= 0 && p[4 + k].revents && name_canary_read(&conns[k], line, len)) {
                                 close(conns[k].fd);
                                 conns[k].fd = -1;
                         }
@@ -361,8 +397,8 @@ static int canary_child(int to_parent, int from_parent, const SupNet *n) {
         if (fds[0] < 0 || fds[1] < 0 || (n->canary_socket[0] && fds[2] < 0) || write(to_parent, "s", 1) != 1)
                 return 1;
         close(to_parent);
-        close(from_parent);
-        responder(fds, n->challenge);
+        /* from_parent stays: the supervisor's word (RESPONDER_DELETE) comes on it. */
+        responder(fds, from_parent, n->challenge);
         return 0;
 }
 
@@ -420,7 +456,7 @@ static int start_canary(SupNet *n, Netlink *nl, char **ret_error) {
         if (r >= 0)
                 r = read(up[0], &c, 1) == 1 && c == 's' ? 0 : -EIO;
         close(up[0]);
-        close(down[1]);
+        n->responder_ctl = down[1];
         if (r < 0)
                 return errorf(ret_error, r, "cannot set up the canary namespace and its responder: %s", strerror(-r));
         link_wait_up(nl, idx);
@@ -1153,17 +1189,52 @@ int supnet_remove_canary_link(SupNet *n, char **ret_error) {
         return 0;
 }
 
-int supnet_teardown_canary(SupNet *n, char **ret_error) {
-        if (n->responder_pid > 0) {
-                (void) kill(n->responder_pid, SIGKILL);
-                (void) waitpid(n->responder_pid, NULL, 0);
-                n->responder_pid = 0;
-        }
+/*
+ * canary0 is set down here, which carries nothing from then on and takes
+ * half a millisecond, and the responder, told so, closes its listeners,
+ * deletes the pair and exits on its own, after READY; its pidfd goes to
+ * *ret_responder_pidfd for the supervisor to reap. When the responder
+ * cannot be told, it is killed and reaped and the link deleted here.
+ */
+int supnet_teardown_canary(SupNet *n, int *ret_responder_pidfd, char **ret_error) {
+        *ret_responder_pidfd = -EBADF;
         /* The allowed name canary now leads nowhere: the helper's connection to it is refused. */
         if (n->canary_socket[0] && unlink(n->canary_socket) < 0 && errno != ENOENT)
                 return errorf(ret_error, -errno, "cannot remove the name canary's socket %s: %s", n->canary_socket,
                               strerror(errno));
         n->canary_socket[0] = 0;
+        if (!n->canary_link_gone && n->responder_pid > 0 && n->responder_ctl >= 0) {
+                _cleanup_netlink_ Netlink *nl = NULL;
+                int r, idx, pidfd;
+
+                r = netlink_open(&nl);
+                if (r >= 0)
+                        r = idx = netlink_link_index(net_links[NET_LINK_CANARY].name);
+                if (r >= 0)
+                        r = netlink_link_set_down(nl, idx);
+                if (r < 0)
+                        return errorf(ret_error, r, "cannot set the canary link down: %s", strerror(-r));
+                pidfd = (int) syscall(SYS_pidfd_open, n->responder_pid, 0);
+                if (pidfd >= 0 && write(n->responder_ctl, (char[]) { RESPONDER_DELETE }, 1) == 1) {
+                        n->responder_ctl = safe_close(n->responder_ctl);
+                        n->responder_pid = 0;   /* not ours to kill any more: it exits once the link is gone */
+                        if (n->canary_fd >= 0) {
+                                close(n->canary_fd);
+                                n->canary_fd = -1;
+                        }
+                        n->canary_link_gone = true;
+                        *ret_responder_pidfd = pidfd;
+                        return 0;
+                }
+                if (pidfd >= 0)
+                        close(pidfd);
+        }
+        if (n->responder_pid > 0) {
+                (void) kill(n->responder_pid, SIGKILL);
+                (void) waitpid(n->responder_pid, NULL, 0);
+                n->responder_pid = 0;
+        }
+        n->responder_ctl = safe_close(n->responder_ctl);
         return supnet_remove_canary_link(n, ret_error);
 }
 
@@ -1178,6 +1249,7 @@ void supnet_done(SupNet *n) {
                 (void) kill(n->responder_pid, SIGKILL);
                 (void) waitpid(n->responder_pid, NULL, 0);
         }
+        n->responder_ctl = safe_close(n->responder_ctl);
         if (n->canary_fd >= 0)
                 close(n->canary_fd);
         if (n->enforcement_fd >= 0)

@@ -37,9 +37,11 @@
  *                      arrived at the deny link's sink: gVisor asked there
  *                      for the dead-end next hop (positive proof, no wait);
  *   supnet_remove_canary_link()  canary0 and its peer deleted, checked gone
- *                      (with host rules as soon as the probe reported its
- *                      address canaries, while the name canaries go on);
- *   supnet_teardown_canary()  the responder, its socket and the canary links removed.
+ *                      (when the responder cannot do it, below);
+ *   supnet_teardown_canary()  the name canary's socket removed; the canary link
+ *                      set down and handed to the responder, which deletes it
+ *                      and exits after READY (or, when the link is gone
+ *                      already, the responder killed).
  *
  * Every failure is one line in err (for FAILED).
  */
@@ -64,7 +66,8 @@ typedef struct SupNet {
         pid_t slirp_pid;                /* its pidfd is in the supervisor's Helpers */
         int slirp_exit_fd;              /* write end of --exit-fd: closing it ends slirp4netns */
         pid_t responder_pid;
-        bool canary_link_gone;          /* supnet_remove_canary_link() done */
+        int responder_ctl;              /* write end of the responder's word pipe (RESPONDER_DELETE) */
+        bool canary_link_gone;          /* deleted (supnet_remove_canary_link()), or down and handed to the responder */
         int port;
         char challenge[80];
         char canary_socket[108];        /* the name canary's Unix socket (sun_path); "" without host rules */
@@ -74,7 +77,7 @@ typedef struct SupNet {
         uint64_t step_usec[_SUPNET_STEP_MAX]; /* what each step of supnet_prepare() took, for the start's report */
 } SupNet;
 
-#define SUPNET_INIT { .enforcement_fd = -1, .canary_fd = -1, .witness_fd = -1, .slirp_exit_fd = -1 }
+#define SUPNET_INIT { .enforcement_fd = -1, .canary_fd = -1, .witness_fd = -1, .slirp_exit_fd = -1, .responder_ctl = -1 }
 
 typedef struct SupNetParams {
         const char *netns_path;         /* an empty file to bind the namespace onto */
@@ -96,10 +99,10 @@ int supnet_judge(SupNet *n, const char *report, char **ret_error);
 int supnet_witness_denied(SupNet *n, int timeout_ms, char **ret_error);
 /* Whether the report's text buf[0..n) holds a whole line (ended by '\n') that is
  * word, or, with prefix, that starts with word and a space: how the supervisor
- * sees the probe's "end" and, with host rules, its denied canary's line arrive. */
+ * sees the probe's "end" arrive. */
 bool supnet_report_has_line(const char *buf, size_t n, const char *word, bool prefix);
 int supnet_remove_canary_link(SupNet *n, char **ret_error);
-int supnet_teardown_canary(SupNet *n, char **ret_error);
+int supnet_teardown_canary(SupNet *n, int *ret_responder_pidfd, char **ret_error);
 /* The namespaces' fds and the canary's remains; the witness stays open. */
 void supnet_done(SupNet *n);
 /* Closing a packet socket waits for an RCU grace period (about 10 ms

@@ -552,11 +552,10 @@ static int parse_argv(int argc, char *argv[]) {
 }
 
 /*
- * The init's report as it arrives: read up to a line "end" (or first up to
- * the denied canary's line), within 10 s of the first read in all, at most
- * 64 KiB (a route table of a few dozen lines fits many times over). Not to
- * EOF: whether and when the sandbox lets go of its end of the pipe is
- * gVisor's business.
+ * The init's report: complete once a line "end" arrived, within 10 s, at
+ * most 64 KiB (a route table of a few dozen lines fits many times over).
+ * Not to EOF: whether and when the sandbox lets go of its end of the pipe
+ * is gVisor's business.
  */
 typedef struct ProbeText {
         char *buf;
@@ -570,8 +569,8 @@ static void probe_text_done(ProbeText *t) {
         t->buf = mfree(t->buf);
 }
 
-/* Reads until the report has a line "end", or, with denied_line, until it has the denied canary's line first. */
-static int read_report(int fd, ProbeText *t, bool denied_line) {
+/* Reads until the report has a line "end". */
+static int read_report(int fd, ProbeText *t) {
         if (!t->buf) {
                 t->buf = malloc(PROBE_TEXT_MAX + 1);
                 if (!t->buf)
@@ -586,8 +585,7 @@ static int read_report(int fd, ProbeText *t, bool denied_line) {
 
                 /* Up to the first line "end", with whatever came after it
                  * in the same read: supnet_judge() refuses that. */
-                if (supnet_report_has_line(t->buf, t->n, "end", false) ||
-                    (denied_line && supnet_report_has_line(t->buf, t->n, "denied", true)))
+                if (supnet_report_has_line(t->buf, t->n, "end", false))
                         return 0;
                 if (now >= t->deadline)
                         return -ETIMEDOUT;
@@ -631,13 +629,14 @@ typedef struct Supervisor {
         pid_t waiter;                   /* runsc wait, and its pidfd */
         int waiter_pidfd;
         int mailbox_fd;                 /* the Escalation Mailbox's own file system, for the coordinator */
+        int responder_pidfd;            /* the canary responder deleting the canary link after READY */
 } Supervisor;
 
 #define SUPERVISOR_INIT                                                                                         \
         {                                                                                                       \
                 .helpers = HELPERS_INIT, .net = SUPNET_INIT, .relay_pipe = { -EBADF, -EBADF },                  \
                 .probe_pipe = { -EBADF, -EBADF }, .wait_pipe = { -EBADF, -EBADF }, .waiter_pidfd = -EBADF,      \
-                .mailbox_fd = -EBADF,                                                                           \
+                .mailbox_fd = -EBADF, .responder_pidfd = -EBADF,                                                \
         }
 
 static void supervisor_done(Supervisor *s) {
@@ -649,6 +648,7 @@ static void supervisor_done(Supervisor *s) {
                 s->wait_pipe[i] = safe_close(s->wait_pipe[i]);
         }
         s->waiter_pidfd = safe_close(s->waiter_pidfd);
+        s->responder_pidfd = safe_close(s->responder_pidfd);
 }
 
 static int private_mount_namespace(void) {
@@ -806,21 +806,9 @@ static int attach_wait(Supervisor *s) {
 static int attest_network(Supervisor *s) {
         _cleanup_(probe_text_done) ProbeText report = {};
         _cleanup_free_ char *why = NULL;
-        bool names = s->net.policy && s->net.policy->n_hosts > 0;
         int r;
 
-        r = read_report(s->probe_pipe[0], &report, names);
-        if (r >= 0 && names && !supnet_report_has_line(report.buf, report.n, "end", false)) {
-                /* The address canaries are done: the canary link goes while
-                 * the name canaries, which reach the responder through the
-                 * egress helper and its Unix socket, go on (spec 4.5, step 6). */
-                r = supnet_remove_canary_link(&s->net, &why);
-                if (r < 0) {
-                        report_start_failed(&s->helpers, strna(why));
-                        return r;
-                }
-                r = read_report(s->probe_pipe[0], &report, false);
-        }
+        r = read_report(s->probe_pipe[0], &report);
         s->probe_pipe[0] = safe_close(s->probe_pipe[0]);
         if (r < 0 && r != -ETIMEDOUT && r != -EFBIG) {
                 /* The container's init ends before its probe when it cannot set the sandbox up: its own line says why. */
@@ -853,16 +841,17 @@ static int attest_network(Supervisor *s) {
 }
 
 /*
- * The canary responder killed and the canary link deleted, checked gone
- * (spec 4.4 step 6). The deletion waits for the kernel's RCU grace periods
- * (15 to 20 ms here) on an idle CPU; `runsc wait`, attached just before,
- * starts up meanwhile.
+ * The canaries removed (spec 4.5 step 6): the name canary's socket, then
+ * the canary link set down, which carries nothing from then on, and handed
+ * to the responder, which deletes it (15 to 20 ms of the kernel's RCU
+ * grace periods) and exits while the Domain is published; wait_for_end()
+ * reaps it.
  */
 static int remove_canaries(Supervisor *s) {
         _cleanup_free_ char *why = NULL;
         int r;
 
-        r = supnet_teardown_canary(&s->net, &why);
+        r = supnet_teardown_canary(&s->net, &s->responder_pidfd, &why);
         if (r < 0) {
                 report_start_failed(&s->helpers, strna(why));
                 return r;
@@ -941,11 +930,12 @@ static void report_exited(Supervisor *s) {
 static int wait_for_end(Supervisor *s) {
         for (;;) {
                 _cleanup_free_ char *why = NULL;
-                struct pollfd p[2 + HELPERS_MAX] = {
+                struct pollfd p[3 + HELPERS_MAX] = {
                         { .fd = arg_control_fd, .events = POLLIN },
                         { .fd = s->waiter_pidfd, .events = POLLIN },
+                        { .fd = s->responder_pidfd, .events = POLLIN },
                 };
-                nfds_t n_fds = 2 + helpers_pollfds(&s->helpers, p + 2, HELPERS_MAX);
+                nfds_t n_fds = 3 + helpers_pollfds(&s->helpers, p + 3, HELPERS_MAX);
                 char buf[64];
                 int r;
 
@@ -963,6 +953,16 @@ static int wait_for_end(Supervisor *s) {
                         report_failed("%s", strna(why));
                 if (r != 0)
                         return 1;
+                if (p[2].revents) {
+                        /* The responder is done with the canary link: reaped; a link it
+                         * could not delete stays down, which is said, not fatal. */
+                        siginfo_t si = {};
+
+                        if (waitid(P_PIDFD, (id_t) s->responder_pidfd, &si, WEXITED | WNOHANG) >= 0 && si.si_pid > 0 &&
+                            (si.si_code != CLD_EXITED || si.si_status != 0))
+                                fprintf(stderr, "lazaret-supervisor: the canary link was not deleted (it stays down)\n");
+                        s->responder_pidfd = safe_close(s->responder_pidfd);
+                }
                 if (p[1].revents) {
                         report_exited(s);
                         return 0;

@@ -55,17 +55,29 @@ lt_log "ok: attested; fingerprint $fp"
 
 # --- the canaries are gone after publication ----------------------------------------
 # The supervisor lives in the enforcement namespace, inside a user namespace
-# we own: we may look there. Before publication it reaped the responder and
-# deleted canary0 (with its peer); the links left are exactly the helper's
-# tap, the deny link and its sink. (Only deleting the link is prompt: a
-# canary namespace merely let go of lingered for seconds under load, so the
-# supervisor pays the ~15 ms of the deletion; spec section 4.5.)
+# we own: we may look there. Before publication it set canary0 down (it
+# carries nothing from then on) and handed it to the responder, which
+# deletes it with its peer (15 to 20 ms of the kernel's RCU grace periods,
+# no longer part of the start) and exits; the links left are then exactly
+# the helper's tap, the deny link and its sink. Right after publication
+# canary0 may still be there, but never up; within a second it is gone
+# (spec section 4.5, step 6).
 sup=$(pgrep -u "$(id -u)" -f "lazaret-supervisor .*--container $(jq -r .SandboxId <<<"$json")") ||
         lt_fail "no supervisor process for $(jq -r .SandboxId <<<"$json")"
 port=$(tr '\0' '\n' </proc/"$sup"/cmdline | sed -n 's/^--canary-port=//p')
 [[ $port =~ ^[0-9]+$ ]] || lt_fail "no --canary-port in the supervisor's arguments"
-links=$(nsenter -t "$sup" -U -n --preserve-credentials ip -o link | awk -F': ' '{ print $2 }' | sed 's/@.*//' | sort | tr '\n' ' ')
-lt_assert_eq "links of the enforcement namespace after publication" "deny0 lo sink tap0 " "$links"
+enforcement_links() { nsenter -t "$sup" -U -n --preserve-credentials ip -o link; }
+first=$(enforcement_links)
+if grep -q ': canary0[@:]' <<<"$first"; then
+        grep ': canary0[@:]' <<<"$first" | grep -q '[<,]UP[,>]' && lt_fail "canary0 is up after publication: $first"
+        lt_log "canary0 still there right after publication, down"
+fi
+for _ in $(seq 1 100); do
+        links=$(enforcement_links | awk -F': ' '{ print $2 }' | sed 's/@.*//' | sort | tr '\n' ' ')
+        [[ $links == "deny0 lo sink tap0 " ]] && break
+        sleep 0.01
+done
+lt_assert_eq "links of the enforcement namespace within a second of publication" "deny0 lo sink tap0 " "$links"
 out=$(lt_launch -- /bin/sh -c "nc -w 2 10.137.55.2 $port; nc -w 2 10.137.55.3 $port" 2>&1) || true
 [[ $out != *"$(jq -r .SandboxId <<<"$json")"* ]] || lt_fail "a canary still answers its challenge after publication: $out"
 lt_log "ok: canaries torn down (links: $links; inside: ${out:-no answer})"

@@ -213,9 +213,8 @@ Test(supnet_judge, route_lines_are_read_strictly) {
 
 /*
  * The name canaries (a policy with host rules): the same report with the
- * probe's name lines before its "end", as it prints them (after the
- * denied canary's line, which it writes first), then spoiled one at a
- * time; each failure is one line naming its canary.
+ * probe's name lines after the allowed canary's, as it prints them, then
+ * spoiled one at a time; each failure is one line naming its canary.
  */
 static const char *const good_names[] = {
         "name-allowed " CHALLENGE,
@@ -232,8 +231,8 @@ static void with_host_rules(void) {
         net.policy->n_hosts = 1;
 }
 
-/* The exact report with the name lines (NULL: left out) inserted before its "end" line, or with
- * after_first after its first line (the judgement does not depend on where they are). */
+/* The exact report with the name lines (NULL: left out) inserted after its first line, or without
+ * after_first before its "end" line (the judgement does not depend on where they are). */
 static int judge_names_at(const char *const names[4], bool after_first) {
         _cleanup_free_ char *r = report(SPOIL_NONE), *out = NULL;
         char *nl = after_first ? strchr(r, '\n') + 1 : strstr(r, "\nend\n") + 1;
@@ -251,7 +250,7 @@ static int judge_names_at(const char *const names[4], bool after_first) {
 }
 
 static int judge_names(const char *const names[4]) {
-        return judge_names_at(names, false);
+        return judge_names_at(names, true);
 }
 
 static void expect_name_refusal(size_t i, const char *line, const char *why_part) {
@@ -300,7 +299,7 @@ Test(supnet_judge, name_canaries) {
 
 Test(supnet_judge, name_lines_anywhere_before_end) {
         with_host_rules();
-        cr_assert_eq(judge_names_at(good_names, true), 0, "%s", err);
+        cr_assert_eq(judge_names_at(good_names, false), 0, "%s", err);
 }
 
 /* How the supervisor sees the report's lines arrive: whole lines only, the word whole. */
