@@ -242,7 +242,8 @@ static bool name_canary_read(NameCanaryConn *c, const char *line, size_t len) {
 }
 
 /*
- * The supervisor's word to the responder once the report is judged: stop
+ * The supervisor's word to the responder once the report is judged, on the
+ * socket it has held since it started: stop
  * answering, delete the canary link (its own end, which takes canary0
  * with it) and exit, 0 when the link is gone. The deletion waits for the
  * kernel's RCU grace periods (15 to 20 ms); here it no longer holds up the
@@ -425,7 +426,10 @@ static int start_canary(SupNet *n, Netlink *nl, char **ret_error) {
         char path[64], c = 0;
         pid_t pid;
 
-        if (pipe2(up, O_CLOEXEC) < 0 || pipe2(down, O_CLOEXEC) < 0)
+        /* down: a socket, not a pipe, so that the supervisor's last word
+         * (RESPONDER_DELETE) to a responder that died meanwhile is an error
+         * (MSG_NOSIGNAL), not a SIGPIPE that would end the supervisor. */
+        if (pipe2(up, O_CLOEXEC) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, down) < 0)
                 return errorf(ret_error, -errno, "pipe: %s", strerror(errno));
         pid = fork();
         if (pid < 0)
@@ -452,7 +456,7 @@ static int start_canary(SupNet *n, Netlink *nl, char **ret_error) {
         if (r >= 0)
                 r = netlink_link_set_up(nl, idx);
         if (r >= 0)
-                r = write(down[1], "l", 1) == 1 ? 0 : -EPIPE;
+                r = send(down[1], "l", 1, MSG_NOSIGNAL) == 1 ? 0 : -EPIPE;
         if (r >= 0)
                 r = read(up[0], &c, 1) == 1 && c == 's' ? 0 : -EIO;
         close(up[0]);
@@ -1215,7 +1219,7 @@ int supnet_teardown_canary(SupNet *n, int *ret_responder_pidfd, char **ret_error
                 if (r < 0)
                         return errorf(ret_error, r, "cannot set the canary link down: %s", strerror(-r));
                 pidfd = (int) syscall(SYS_pidfd_open, n->responder_pid, 0);
-                if (pidfd >= 0 && write(n->responder_ctl, (char[]) { RESPONDER_DELETE }, 1) == 1) {
+                if (pidfd >= 0 && send(n->responder_ctl, (char[]) { RESPONDER_DELETE }, 1, MSG_NOSIGNAL) == 1) {
                         n->responder_ctl = safe_close(n->responder_ctl);
                         n->responder_pid = 0;   /* not ours to kill any more: it exits once the link is gone */
                         if (n->canary_fd >= 0) {

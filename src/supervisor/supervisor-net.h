@@ -66,7 +66,7 @@ typedef struct SupNet {
         pid_t slirp_pid;                /* its pidfd is in the supervisor's Helpers */
         int slirp_exit_fd;              /* write end of --exit-fd: closing it ends slirp4netns */
         pid_t responder_pid;
-        int responder_ctl;              /* write end of the responder's word pipe (RESPONDER_DELETE) */
+        int responder_ctl;              /* the supervisor's end of the responder's word socket (RESPONDER_DELETE) */
         bool canary_link_gone;          /* deleted (supnet_remove_canary_link()), or down and handed to the responder */
         int port;
         char challenge[80];
