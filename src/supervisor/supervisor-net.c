@@ -251,21 +251,26 @@ static bool name_canary_read(NameCanaryConn *c, const char *line, size_t len) {
  */
 #define RESPONDER_DELETE 'd'
 
-static noreturn void responder_delete_link(const int fds[3]) {
+/* The link named name deleted (with its veth peer), checked gone. */
+static int link_delete_checked(const char *name) {
         _cleanup_netlink_ Netlink *nl = NULL;
         int r, idx;
 
-        for (size_t i = 0; i < 3; i++)
-                if (fds[i] >= 0)
-                        close(fds[i]);
         r = netlink_open(&nl);
         if (r >= 0)
-                r = idx = netlink_link_index(CANARY_PEER);
+                r = idx = netlink_link_index(name);
         if (r >= 0)
                 r = netlink_link_delete(nl, idx);
         if (r >= 0)
-                r = netlink_link_index(CANARY_PEER) == -ENODEV ? 0 : -EEXIST;
-        _exit(r < 0 ? 1 : 0);
+                r = netlink_link_index(name) == -ENODEV ? 0 : -EEXIST;
+        return r;
+}
+
+static noreturn void responder_delete_link(const int fds[3]) {
+        for (size_t i = 0; i < 3; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        _exit(link_delete_checked(CANARY_PEER) < 0 ? 1 : 0);
 }
 
 /* fds[0..1]: the address canaries; fds[2], when >= 0: the name canary's Unix socket; ctl: the supervisor's word. */
@@ -430,7 +435,7 @@ static int start_canary(SupNet *n, Netlink *nl, char **ret_error) {
          * (RESPONDER_DELETE) to a responder that died meanwhile is an error
          * (MSG_NOSIGNAL), not a SIGPIPE that would end the supervisor. */
         if (pipe2(up, O_CLOEXEC) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, down) < 0)
-                return errorf(ret_error, -errno, "pipe: %s", strerror(errno));
+                return errorf(ret_error, -errno, "cannot make the canary responder's channels: %s", strerror(errno));
         pid = fork();
         if (pid < 0)
                 return errorf(ret_error, -errno, "cannot start the canary responder: %s", strerror(errno));
@@ -1157,40 +1162,8 @@ int supnet_judge(SupNet *n, const char *report, char **ret_error) {
         return 0;
 }
 
-bool supnet_report_has_line(const char *buf, size_t n, const char *word, bool prefix) {
-        size_t w = strlen(word);
-
-        for (const char *p = buf, *nl; p < buf + n && (nl = memchr(p, '\n', (size_t) (buf + n - p))); p = nl + 1)
-                if ((size_t) (nl - p) >= w && memcmp(p, word, w) == 0 &&
-                    (prefix ? (size_t) (nl - p) > w && p[w] == ' ' : (size_t) (nl - p) == w))
-                        return true;
-        return false;
-}
-
-int supnet_remove_canary_link(SupNet *n, char **ret_error) {
-        _cleanup_netlink_ Netlink *nl = NULL;
-        int r, idx;
-
-        if (n->canary_link_gone)
-                return 0;
-        /* Deleting one end of the veth deletes the peer's too; the canary
-         * namespace goes with its last reference (the responder's, until
-         * supnet_teardown_canary()). */
-        r = netlink_open(&nl);
-        if (r >= 0)
-                r = idx = netlink_link_index(net_links[NET_LINK_CANARY].name);
-        if (r >= 0)
-                r = netlink_link_delete(nl, idx);
-        if (r >= 0)
-                r = netlink_link_index(net_links[NET_LINK_CANARY].name) == -ENODEV ? 0 : -EEXIST;
-        if (r < 0)
-                return errorf(ret_error, r, "cannot remove the canary link: %s", strerror(-r));
-        if (n->canary_fd >= 0) {
-                close(n->canary_fd);
-                n->canary_fd = -1;
-        }
-        n->canary_link_gone = true;
-        return 0;
+bool supnet_report_complete(const char *buf, size_t n) {
+        return (n >= 4 && memcmp(buf, "end\n", 4) == 0) || memmem(buf, n, "\nend\n", 5);
 }
 
 /*
@@ -1201,15 +1174,17 @@ int supnet_remove_canary_link(SupNet *n, char **ret_error) {
  * cannot be told, it is killed and reaped and the link deleted here.
  */
 int supnet_teardown_canary(SupNet *n, int *ret_responder_pidfd, char **ret_error) {
+        int r;
+
         *ret_responder_pidfd = -EBADF;
         /* The allowed name canary now leads nowhere: the helper's connection to it is refused. */
         if (n->canary_socket[0] && unlink(n->canary_socket) < 0 && errno != ENOENT)
                 return errorf(ret_error, -errno, "cannot remove the name canary's socket %s: %s", n->canary_socket,
                               strerror(errno));
         n->canary_socket[0] = 0;
-        if (!n->canary_link_gone && n->responder_pid > 0 && n->responder_ctl >= 0) {
+        if (n->responder_pid > 0 && n->responder_ctl >= 0) {
                 _cleanup_netlink_ Netlink *nl = NULL;
-                int r, idx, pidfd;
+                int idx, pidfd;
 
                 r = netlink_open(&nl);
                 if (r >= 0)
@@ -1222,11 +1197,7 @@ int supnet_teardown_canary(SupNet *n, int *ret_responder_pidfd, char **ret_error
                 if (pidfd >= 0 && send(n->responder_ctl, (char[]) { RESPONDER_DELETE }, 1, MSG_NOSIGNAL) == 1) {
                         n->responder_ctl = safe_close(n->responder_ctl);
                         n->responder_pid = 0;   /* not ours to kill any more: it exits once the link is gone */
-                        if (n->canary_fd >= 0) {
-                                close(n->canary_fd);
-                                n->canary_fd = -1;
-                        }
-                        n->canary_link_gone = true;
+                        n->canary_fd = safe_close(n->canary_fd);
                         *ret_responder_pidfd = pidfd;
                         return 0;
                 }
@@ -1239,7 +1210,13 @@ int supnet_teardown_canary(SupNet *n, int *ret_responder_pidfd, char **ret_error
                 n->responder_pid = 0;
         }
         n->responder_ctl = safe_close(n->responder_ctl);
-        return supnet_remove_canary_link(n, ret_error);
+        /* Deleting one end of the veth deletes the peer's too; the canary
+         * namespace goes with its last reference. */
+        r = link_delete_checked(net_links[NET_LINK_CANARY].name);
+        if (r < 0)
+                return errorf(ret_error, r, "cannot remove the canary link: %s", strerror(-r));
+        n->canary_fd = safe_close(n->canary_fd);
+        return 0;
 }
 
 void supnet_close_witness(SupNet *n) {

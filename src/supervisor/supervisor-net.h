@@ -36,12 +36,10 @@
  *   supnet_witness_denied()  the probe's packets for the denied canary
  *                      arrived at the deny link's sink: gVisor asked there
  *                      for the dead-end next hop (positive proof, no wait);
- *   supnet_remove_canary_link()  canary0 and its peer deleted, checked gone
- *                      (when the responder cannot do it, below);
  *   supnet_teardown_canary()  the name canary's socket removed; the canary link
  *                      set down and handed to the responder, which deletes it
- *                      and exits after READY (or, when the link is gone
- *                      already, the responder killed).
+ *                      and exits after READY (or, when it cannot be told, the
+ *                      responder killed and the link deleted here).
  *
  * Every failure is one line in err (for FAILED).
  */
@@ -67,7 +65,6 @@ typedef struct SupNet {
         int slirp_exit_fd;              /* write end of --exit-fd: closing it ends slirp4netns */
         pid_t responder_pid;
         int responder_ctl;              /* the supervisor's end of the responder's word socket (RESPONDER_DELETE) */
-        bool canary_link_gone;          /* deleted (supnet_remove_canary_link()), or down and handed to the responder */
         int port;
         char challenge[80];
         char canary_socket[108];        /* the name canary's Unix socket (sun_path); "" without host rules */
@@ -97,11 +94,9 @@ typedef struct SupNetParams {
 int supnet_prepare(SupNet *n, const SupNetParams *p, Helpers *helpers, char **ret_error);
 int supnet_judge(SupNet *n, const char *report, char **ret_error);
 int supnet_witness_denied(SupNet *n, int timeout_ms, char **ret_error);
-/* Whether the report's text buf[0..n) holds a whole line (ended by '\n') that is
- * word, or, with prefix, that starts with word and a space: how the supervisor
- * sees the probe's "end" arrive. */
-bool supnet_report_has_line(const char *buf, size_t n, const char *word, bool prefix);
-int supnet_remove_canary_link(SupNet *n, char **ret_error);
+/* Whether the report's text buf[0..n) is complete: it has a whole line "end"
+ * (what follows it is supnet_judge()'s to refuse). */
+bool supnet_report_complete(const char *buf, size_t n);
 int supnet_teardown_canary(SupNet *n, int *ret_responder_pidfd, char **ret_error);
 /* The namespaces' fds and the canary's remains; the witness stays open. */
 void supnet_done(SupNet *n);

@@ -557,53 +557,42 @@ static int parse_argv(int argc, char *argv[]) {
  * Not to EOF: whether and when the sandbox lets go of its end of the pipe
  * is gVisor's business.
  */
-typedef struct ProbeText {
-        char *buf;
-        size_t n;
-        uint64_t deadline;
-} ProbeText;
+static int read_report(int fd, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0, size = 64 * 1024;
+        uint64_t deadline = now_msec() + 10000;
 
-#define PROBE_TEXT_MAX (64 * 1024)
-
-static void probe_text_done(ProbeText *t) {
-        t->buf = mfree(t->buf);
-}
-
-/* Reads until the report has a line "end". */
-static int read_report(int fd, ProbeText *t) {
-        if (!t->buf) {
-                t->buf = malloc(PROBE_TEXT_MAX + 1);
-                if (!t->buf)
-                        return -ENOMEM;
-                t->buf[0] = 0;
-                t->deadline = now_msec() + 10000;
-        }
+        buf = malloc(size + 1);
+        if (!buf)
+                return -ENOMEM;
         for (;;) {
                 uint64_t now = now_msec();
                 ssize_t k;
                 int r;
 
-                /* Up to the first line "end", with whatever came after it
-                 * in the same read: supnet_judge() refuses that. */
-                if (supnet_report_has_line(t->buf, t->n, "end", false))
-                        return 0;
-                if (now >= t->deadline)
+                if (now >= deadline)
                         return -ETIMEDOUT;
-                r = poll(&(struct pollfd) { .fd = fd, .events = POLLIN }, 1, (int) (t->deadline - now));
+                r = poll(&(struct pollfd) { .fd = fd, .events = POLLIN }, 1, (int) (deadline - now));
                 if (r < 0 && errno != EINTR)
                         return -errno;
                 if (r <= 0)
                         continue;
-                if (t->n == PROBE_TEXT_MAX)
+                if (n == size)
                         return -EFBIG;
-                k = read(fd, t->buf + t->n, PROBE_TEXT_MAX - t->n);
+                k = read(fd, buf + n, size - n);
                 if (k < 0 && errno != EINTR)
                         return -errno;
                 if (k == 0)
                         return -EPIPE;
                 if (k > 0)
-                        t->n += (size_t) k;
-                t->buf[t->n] = 0;
+                        n += (size_t) k;
+                buf[n] = 0;
+                /* Up to the first line "end", with whatever came after it
+                 * in the same read: supnet_judge() refuses that. */
+                if (supnet_report_complete(buf, n)) {
+                        *ret = TAKE_PTR(buf);
+                        return 0;
+                }
         }
 }
 
@@ -804,8 +793,7 @@ static int attach_wait(Supervisor *s) {
  * canaries are removed after `runsc wait` is attached (remove_canaries()).
  */
 static int attest_network(Supervisor *s) {
-        _cleanup_(probe_text_done) ProbeText report = {};
-        _cleanup_free_ char *why = NULL;
+        _cleanup_free_ char *why = NULL, *report = NULL;
         int r;
 
         r = read_report(s->probe_pipe[0], &report);
@@ -829,8 +817,8 @@ static int attest_network(Supervisor *s) {
                                     : "network attestation failed: the sandbox's probe stopped before the end of its report");
                 return r;
         }
-        r = supnet_judge(&s->net, report.buf, &why);
-        probe_text_done(&report);
+        r = supnet_judge(&s->net, report, &why);
+        report = mfree(report);
         if (r >= 0)
                 r = supnet_witness_denied(&s->net, 1000, &why);
         if (r < 0) {
