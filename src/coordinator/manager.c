@@ -661,7 +661,8 @@ static Session *escalation_find_session(const char *id, void *userdata) {
 
 /*
  * The names an ended session left in the mailbox, forgotten in batches:
- * each forgetting is a `runsc exec` (a Go start-up, about 50 ms of CPU),
+ * each forgetting is an exec into the sandbox (a `runsc exec`, a Go
+ * start-up of about 50 ms of CPU, until lazaret-runsc took its place),
  * which after every session would compete with the next launch. A batch
  * goes after FORGET_DELAY_USEC, at once when FORGET_BATCH_MAX sessions
  * wait or the mailbox's file systems run short of names.
@@ -864,7 +865,7 @@ static int on_teardown(sd_event_source *s, void *userdata) {
         /* Only now, with every session ended: the user manager stops the
          * scopes bound to the service (the sandbox's, the host commands')
          * as soon as it hears STOPPING=1. Said earlier, it killed the
-         * sandbox under a session whose runsc exec then printed its own
+         * sandbox under a session whose exec client then printed its own
          * "urpc method containerManager.WaitPID failed: EOF" into the
          * client's standard error before the reason reached it. */
         (void) sd_notify(false, "STOPPING=1");
@@ -971,10 +972,10 @@ static void session_ended(Session *s, int exit_status, const char *reason, void 
         _cleanup_free_ char *why = NULL;
         char id[SESSION_ID_LEN + 1];
 
-        /* runsc exec lost the sandbox, and the Domain's failure is known
-         * already, its teardown still to come: the session ends as the
-         * teardown would end it, with that reason, not with runsc exec's
-         * status alone. */
+        /* The exec client lost the sandbox, and the Domain's failure is
+         * known already, its teardown still to come: the session ends as
+         * the teardown would end it, with that reason, not with the
+         * client's status alone. */
         if (exit_status >= 128 && !reason && m->state == DOMAIN_FAILED && m->failure) {
                 exit_status = -1;
                 reason = m->failure;

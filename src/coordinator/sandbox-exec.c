@@ -186,21 +186,23 @@ int sandbox_exec(const SandboxRuntime *rt, const SandboxExecParams *p, SandboxEx
         if (r < 0)
                 return r;
 
-        /* The command's streams as fds 3 to 5, its 0 to 2 inside; runsc
-         * exec's own 1 and 2 are diag_fd, so that its words never mix with
-         * the command's output. */
-        o.argv = (char *[]) { (char *) rt->runsc, (char *) "--root", (char *) rt->root, (char *) "exec",
-                              (char *) "--process", x->spec_path, (char *) "--internal-pid-file", x->pid_path,
-                              (char *) "--pass-fd", (char *) "3:0", (char *) "--pass-fd", (char *) "4:1",
-                              (char *) "--pass-fd", (char *) "5:2", (char *) rt->container, NULL };
+        /* The command's streams as fds 3 to 5, its 0 to 2 inside; the exec
+         * client's own 1 and 2 are diag_fd, so that its words never mix
+         * with the command's output. lazaret-runsc takes runsc exec's
+         * arguments (spec 4.4, "Sessions without runsc's start-up"). */
+        o.argv = (char *[]) { (char *) rt->client, (char *) "--runsc", (char *) rt->runsc, (char *) "--root",
+                              (char *) rt->root, (char *) "exec", (char *) "--process", x->spec_path,
+                              (char *) "--internal-pid-file", x->pid_path, (char *) "--pass-fd", (char *) "3:0",
+                              (char *) "--pass-fd", (char *) "4:1", (char *) "--pass-fd", (char *) "5:2",
+                              (char *) rt->container, NULL };
         o.pass_fds = p->stdio;
         o.n_pass_fds = 3;
         /* Its standard input only as the controlling terminal; it reads nothing. */
         o.stdio[0] = p->terminal ? p->stdio[0] : -EBADF;
         o.stdio[1] = o.stdio[2] = p->diag_fd;
         /* With the PTY as its controlling terminal, the kernel sends this
-         * runsc exec SIGINT/SIGQUIT/SIGTSTP/SIGWINCH, which it forwards to
-         * the foreground process group inside. */
+         * client SIGINT/SIGQUIT/SIGTSTP/SIGWINCH, which it forwards to the
+         * foreground process group inside. */
         o.new_session = true;
         o.controlling_tty = p->terminal;
         r = spawn(&o, ret_pid, ret_pidfd);
@@ -236,16 +238,17 @@ int sandbox_exec_signal(SandboxExec *x, int sig) {
                 return inner;
         snprintf(spid, sizeof(spid), "%d", inner);
         snprintf(ssig, sizeof(ssig), "%d", sig);
-        return process_run_detached(x->rt->event, (char *[]) { (char *) x->rt->runsc, (char *) "--root", (char *) x->rt->root,
-                                                              (char *) "kill", (char *) "--pid", spid,
-                                                              (char *) x->rt->container, ssig, NULL });
+        return process_run_detached(x->rt->event, (char *[]) { (char *) x->rt->client, (char *) "--runsc",
+                                                              (char *) x->rt->runsc, (char *) "--root",
+                                                              (char *) x->rt->root, (char *) "kill", (char *) "--pid",
+                                                              spid, (char *) x->rt->container, ssig, NULL });
 }
 
 int sandbox_exec_kill_session(SandboxExec *x, ProcessDone done, void *userdata, Process **ret) {
         char sid[16];
-        char *const argv[] = { (char *) x->rt->runsc, (char *) "--root", (char *) x->rt->root, (char *) "exec",
-                         (char *) x->rt->container, (char *) SANDBOX_CONTROL_MOUNT "/init", (char *) "--kill-session",
-                         sid, NULL };
+        char *const argv[] = { (char *) x->rt->client, (char *) "--runsc", (char *) x->rt->runsc, (char *) "--root",
+                               (char *) x->rt->root, (char *) "exec", (char *) x->rt->container,
+                               (char *) SANDBOX_CONTROL_MOUNT "/init", (char *) "--kill-session", sid, NULL };
         int inner = read_inner_pid(x);
 
         if (inner < 0)
@@ -260,10 +263,10 @@ int sandbox_forget_mailbox(const SandboxRuntime *rt, char *const *session_ids) {
         _cleanup_strv_free_ char **argv = NULL;
         int r;
 
-        r = strv_extend_strv(&argv, (char *const[]) { (char *) rt->runsc, (char *) "--root", (char *) rt->root,
-                                                       (char *) "exec", (char *) rt->container,
-                                                       (char *) SANDBOX_CONTROL_MOUNT "/init", (char *) "--forget-mailbox",
-                                                       NULL });
+        r = strv_extend_strv(&argv, (char *const[]) { (char *) rt->client, (char *) "--runsc", (char *) rt->runsc,
+                                                       (char *) "--root", (char *) rt->root, (char *) "exec",
+                                                       (char *) rt->container, (char *) SANDBOX_CONTROL_MOUNT "/init",
+                                                       (char *) "--forget-mailbox", NULL });
         if (r >= 0)
                 r = strv_extend_strv(&argv, session_ids);
         if (r < 0)

@@ -97,6 +97,7 @@ struct Sandbox {
         char *runsc;
         char *runtime_dir;
         char *runsc_root;               /* runsc state (its control sockets too) */
+        char *runsc_client;             /* lazaret-runsc */
         char *bundle;
         char *control_dir;              /* mounted read-only at /run/lazaret */
         char *mount_plan;               /* JSON (mount-plan.h), from the bundle */
@@ -255,6 +256,7 @@ Sandbox *sandbox_free(Sandbox *sb) {
         free(sb->scope_path);
         free(sb->runtime_dir);
         free(sb->runsc_root);
+        free(sb->runsc_client);
         free(sb->bundle);
         free(sb->control_dir);
         free(sb->mount_plan);
@@ -319,6 +321,7 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
         sb->subgids = p->subgids;
         sb->runtime_dir = strdup(p->runtime_dir);
         sb->runsc_root = path_join(p->runtime_dir, "runsc");
+        sb->runsc_client = path_join(LIBEXECDIR, "lazaret-runsc");
         sb->bundle = path_join(p->runtime_dir, "bundle");
         sb->control_dir = path_join(p->runtime_dir, "control");
         sb->sessions_dir = path_join(p->runtime_dir, "sessions");
@@ -327,7 +330,7 @@ int sandbox_new(const SandboxParams *p, Sandbox **ret, char **ret_why) {
         sb->slirp_api = path_join(p->runtime_dir, "slirp4netns.sock");
         sb->escalation = p->domain->config->escalation_enabled;
         sb->policy_path = path_join(sb->bundle ?: "", "network-policy");
-        if (!sb->runtime_dir || !sb->runsc_root || !sb->bundle || !sb->control_dir || !sb->sessions_dir || !sb->overlay_dir ||
+        if (!sb->runtime_dir || !sb->runsc_root || !sb->runsc_client || !sb->bundle || !sb->control_dir || !sb->sessions_dir || !sb->overlay_dir ||
             !sb->netns_path || !sb->policy_path || !sb->slirp_api)
                 return -ENOMEM;
         r = find_program("slirp4netns", &sb->slirp4netns);
@@ -956,6 +959,7 @@ static void on_supervisor_message(SupervisorLink *l, const SupervisorMsg *msg, i
                         .event = sb->event,
                         .domain_id = sb->domain->id,
                         .runsc = sb->runsc,
+                        .client = sb->runsc_client,
                         .root = sb->runsc_root,
                         .container = sb->id,
                         .sessions_dir = sb->sessions_dir,

@@ -56,6 +56,7 @@ typedef struct SandboxRuntime {
         sd_event *event;
         const char *domain_id;
         const char *runsc;
+        const char *client;             /* lazaret-runsc: runsc's exec and kill without its start-up */
         const char *root;               /* runsc --root */
         const char *container;
         const char *sessions_dir;

@@ -273,7 +273,7 @@ static int on_pty(sd_event_source *src, int fd, uint32_t revents, void *userdata
 
         if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
                 k = buffer_fill(&s->to_tty, s->pty_master);
-                /* EIO: every slave closed, i.e. the command and runsc exec are done. */
+                /* EIO: every slave closed, i.e. the command and its exec client are done. */
                 if (k == 0 || (k < 0 && k != -EAGAIN && k != -ENOBUFS))
                         s->pty_eof = true;
         }
@@ -289,7 +289,7 @@ static int on_pty(sd_event_source *src, int fd, uint32_t revents, void *userdata
 }
 
 /*
- * After the runsc exec client exited, what the PTY holds is the command's
+ * After the exec client exited, what the PTY holds is the command's
  * last output; a process left inside may still hold the terminal, so the
  * end is "nothing more to read now", not EOF. A full buffer waits for the
  * client's terminal to take some first.
@@ -443,13 +443,13 @@ static void pumps_drain(Session *s) {
                                 ;
 }
 
-/* ------------------------------------------------- runsc exec's own words */
+/* ---------------------------------------------- the exec client's own words */
 
 static void diag_flush(Session *s) {
         if (s->diag_len == 0)
                 return;
         s->diag_line[s->diag_len] = 0;
-        log_session(LOG_WARNING, s->id, "runsc exec: %s", s->diag_line);
+        log_session(LOG_WARNING, s->id, "%s", s->diag_line);
         s->diag_len = 0;
 }
 
@@ -506,7 +506,7 @@ static void terminal_release(Session *s) {
 Session *session_free(Session *s) {
         if (!s)
                 return NULL;
-        /* A runsc exec client still running is killed, and reaped by the loop later. */
+        /* An exec client still running is killed, and reaped by the loop later. */
         event_child_release(s->child_source);
         sd_event_source_disable_unref(s->kill_timer);
         sd_event_source_disable_unref(s->settle_timer);
@@ -527,7 +527,7 @@ Session *session_free(Session *s) {
 }
 
 /*
- * The session is over once its runsc exec client exited and, with a
+ * The session is over once its exec client exited and, with a
  * terminal, everything the command printed reached the client's terminal
  * (or that terminal is gone). Then the terminal's modes are restored, and
  * only then is the owner told: the client exits when it hears of it.
@@ -551,7 +551,7 @@ static int on_settled(sd_event_source *src, uint64_t usec, void *userdata) {
         Session *s = userdata;
 
         s->settle_timer = sd_event_source_disable_unref(s->settle_timer);
-        /* runsc never started the command: say so as a shell would (127). */
+        /* The command never started: say so as a shell would (127). */
         if (s->exit_status >= 128 && !s->closing && s->exec && !sandbox_exec_started(s->exec)) {
                 free(s->reason);
                 if (asprintf(&s->reason, "%s could not be started in the sandbox (no such program, or not executable)",
@@ -597,8 +597,8 @@ static void on_killer_done(Process *p, int status, const char *output, void *use
 }
 
 /*
- * runsc exec itself was killed on the host (not the command: then runsc
- * exec exits with 128+N): the command and what it started run on inside,
+ * The exec client itself was killed on the host (not the command: then
+ * the client exits with 128+N): the command and what it started run on inside,
  * where nobody could reach them any more. They are killed before the
  * session ends, within the time a close gets.
  */
@@ -606,7 +606,7 @@ static void end_inside(Session *s, pid_t pid, int sig) {
         int r;
 
         free(s->reason);
-        if (asprintf(&s->reason, "The session's runsc exec (pid %d on the host) was killed by signal %d (SIG%s)",
+        if (asprintf(&s->reason, "The session's exec client (lazaret-runsc, pid %d on the host) was killed by signal %d (SIG%s)",
                      (int) pid, sig, strna(sigabbrev_np(sig))) < 0)
                 s->reason = NULL;
         r = sandbox_exec_kill_session(s->exec, on_killer_done, s, &s->killer);
@@ -629,9 +629,9 @@ static int on_child(sd_event_source *src, const siginfo_t *si, void *userdata) {
                 end_inside(s, pid, si->si_status);
                 return 0;
         }
-        /* runsc exec ends with 128 or more when the sandbox under it died:
+        /* The exec client ends with 128 or more when the sandbox under it died:
          * give the supervisor's report a moment to arrive, so that the
-         * session ends with the Domain's reason rather than runsc's words. */
+         * session ends with the Domain's reason rather than the client's words. */
         if (s->exit_status >= 128 && !s->closing &&
             sd_event_add_time_relative(s->event, &s->settle_timer, CLOCK_MONOTONIC, SESSION_SETTLE_USEC, 0,
                                        on_settled, s) >= 0)
@@ -642,7 +642,7 @@ static int on_child(sd_event_source *src, const siginfo_t *si, void *userdata) {
 static int on_kill_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         Session *s = userdata;
 
-        /* The command did not go in time: end its runsc exec client. */
+        /* The command did not go in time: end its exec client. */
         s->kill_timer = sd_event_source_disable_unref(s->kill_timer);
         if (s->child_source)
                 (void) sd_event_source_send_child_signal(s->child_source, SIGKILL, NULL, 0);
@@ -658,7 +658,7 @@ void session_close(Session *s, const char *why) {
                 s->reason = strdup(why);
         log_session(LOG_INFO, s->id, "Closing session: %s", why);
         /* The command's processes inside go first (its whole session, so
-         * that no background child of it stays); the runsc exec client then
+         * that no background child of it stays); the exec client then
          * exits and on_child() ends the session. */
         if (s->terminal && s->child_source)
                 (void) sd_event_source_send_child_signal(s->child_source, SIGHUP, NULL, 0);
@@ -700,7 +700,7 @@ int session_resize(Session *s, uint16_t rows, uint16_t cols) {
                 return -EINVAL;
         if (ioctl(s->pty_master, TIOCSWINSZ, &ws) < 0)
                 return -errno;
-        /* runsc exec forwards SIGWINCH to the command inside. */
+        /* The exec client forwards SIGWINCH to the command inside. */
         if (s->child_source)
                 return sd_event_source_send_child_signal(s->child_source, SIGWINCH, NULL, 0);
         return 0;
@@ -721,7 +721,7 @@ int session_signal(Session *s, const char *event) {
         for (size_t i = 0; i < ELEMENTSOF(events); i++) {
                 if (!streq(event, events[i].name))
                         continue;
-                /* With a terminal, runsc exec forwards to the foreground process group. */
+                /* With a terminal, the exec client forwards to the foreground process group. */
                 if (s->terminal)
                         return s->child_source ? sd_event_source_send_child_signal(s->child_source, events[i].sig, NULL, 0)
                                                : -ESRCH;
@@ -899,7 +899,7 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
                 return r;
         }
 
-        /* runsc exec's own words: into the log, not the command's output. */
+        /* The exec client's own words: into the log, not the command's output. */
         if (pipe2(diag, O_CLOEXEC) < 0)
                 diag[0] = diag[1] = -EBADF;
         else

@@ -9,11 +9,11 @@
 #   - a stop while a session runs: the client hears the reason and nothing
 #     else. The user manager stops the sandbox scope, which is bound to the
 #     service, as soon as the coordinator says STOPPING=1; said before the
-#     sessions ended, the sandbox went under a session's runsc exec, which
-#     then wrote "waiting on pid N: ... containerManager.WaitPID failed:
-#     EOF" to the client first;
+#     sessions ended, the sandbox went under a session's exec client (then
+#     `runsc exec`), which wrote "waiting on pid N: ...
+#     containerManager.WaitPID failed: EOF" to the client first;
 #   - a Domain that fails while a launch opens its session: a session that
-#     runs there hears the failure, and what its runsc exec says of the
+#     runs there hears the failure, and what its exec client says of the
 #     sandbox gone under it is in the Domain's log only; the launch got
 #     "running", its OpenSession meets the failed Domain, and it launches
 #     again (lazaretctl launch's retry). It gets a new Domain and runs its
@@ -143,12 +143,12 @@ new=$(lines_after "$seen" | grep -c "starting Domain $LT_DOMAIN" || true)
 lt_assert_eq "coordinators started for it" 1 "$new"
 wait "$LT_KEEPER" 2>/dev/null || true
 LT_KEEPER=
-# Its runsc exec lost the sandbox long before the teardown: the client hears
-# the Domain's failure, and runsc's own words go to the Domain's log only.
+# Its exec client lost the sandbox long before the teardown: the client hears
+# the Domain's failure, and the exec client's own words go to the Domain's log only.
 lt_assert_eq "what the keeper session's client said" "Session failed: the sandbox's kernel (runsc-sandbox) stopped unexpectedly" \
         "$(cat "$HOME/keeper.out")"
-lines_after "$seen" | grep -q "runsc exec: waiting on pid .*containerManager.WaitPID" ||
-        lt_fail "runsc exec's own words are not in the Domain's log: $(lines_after "$seen")"
+lines_after "$seen" | grep -q "lazaret-runsc: waiting for pid [0-9]* in the sandbox: the sandbox's control socket closed" ||
+        lt_fail "the exec client's own words are not in the Domain's log: $(lines_after "$seen")"
 lt_wait_inactive
 
 echo "PASS: a stop and a failure say only why, and a launch after a failure gets a new Domain"
