@@ -18,9 +18,12 @@
  * to the internal PID file, forwards the signals it gets to the foreground
  * process group inside when the process has a terminal, waits with
  * WaitPID, and exits with the process's status (128 + N for a signal N);
- * 128 when it fails itself. When the control server does not understand a
- * call (a runsc whose protocol changed), it becomes `RUNSC --root ROOT` with
- * the same arguments, before anything started.
+ * 128 when it fails itself. When the control server refuses a call as one
+ * it does not understand (an unknown method, an argument its types do not
+ * take: a runsc whose protocol changed), or the state file is not one it
+ * can read, nothing has started yet, and it becomes `RUNSC --root ROOT`
+ * with the same arguments. A reply it cannot read ends it (128): the
+ * process may have started, and is never started twice.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -138,9 +141,8 @@ static int run_kill(int argc, char **argv) {
         r = runsc_signal_call(argv[3], pid, sig, RUNSC_SIGNAL_TO_PROCESS, &call);
         if (r < 0)
                 die("cannot build the call: %s", strerror(-r));
+        /* A reply that is not one may follow a signal sent: not again through runsc. */
         r = call_once(st.control_socket, call, NULL, 0, &reply, &error);
-        if (r == -EBADMSG)
-                become_runsc(error ?: "the control server's reply is not one");
         if (r < 0)
                 die("signalling pid %d in the sandbox: %s", pid, error ?: strerror(-r));
         if (!reply.success) {
@@ -329,9 +331,8 @@ static int run_exec(int argc, char **argv) {
                         die("cannot make a signalfd: %m");
         }
 
+        /* A reply that is not one may follow a process started: never a second start through runsc. */
         r = call_once(st.control_socket, call, host, n, &reply, &error);
-        if (r == -EBADMSG)
-                become_runsc(error ?: "the control server's reply is not one");
         if (r < 0)
                 die("executing %s in the sandbox: %s", id, error ?: strerror(-r));
         if (!reply.success) {
