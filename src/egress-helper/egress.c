@@ -82,6 +82,7 @@
 #include "cleanup.h"
 #include "dns-codec.h"
 #include "egress-confine.h"
+#include "egress-glib.h"
 #include "egress-frame.h"
 #include "egress-proto.h"
 #include "egress-util.h"
@@ -325,6 +326,9 @@ typedef struct Egress {
         Slirp *slirp;
         int tap_fd, upstream_fd, api_fd, dns_listen_fd;
         int listen_epfd;        /* every name's listeners (listener_watch()), polled as one descriptor */
+        int64_t accept_paused_until;    /* ms: the listeners are not polled until then (accept_failed()) */
+        uint64_t accept_said;           /* ms: when accept_failed() last said so */
+        bool accept_resumed_said;       /* and the recovery after it was said */
         int unbound_fd;         /* with --canary-socket: behind the filter, NET_EGRESS_UNBOUND's port (below) */
         HostRuleList rules;
         FloorRule *floor;
@@ -1404,6 +1408,19 @@ static void pendings_tick(Egress *e) {
         }
 }
 
+/* ---- libslirp's own words ------------------------------------------------------------ */
+
+/* The helper whose log libslirp's messages join (egress_glib_log_to()). */
+static Egress *glib_egress;
+
+/* One line each, rate-limited with the refusals (the sandbox can make libslirp warn), controls escaped. */
+static void slirp_said(const char *domain, const char *level, const char *message) {
+        _cleanup_free_ char *m = utf8_escape_invalid(message);
+
+        if (glib_egress)
+                log_refusal(glib_egress, "%s %s: %s", domain, level, m ?: "(out of memory)");
+}
+
 /* ---- the frame filter --------------------------------------------------------------- */
 
 static void refuse_syn(Egress *e, const FrameInfo *f) {
@@ -1870,13 +1887,46 @@ static void conn_event_out(Egress *e, size_t i, short revents) {
         conn_relay_kick(e, i);
 }
 
+/*
+ * An accept() that failed for want of descriptors or memory took nothing
+ * from its listener, which stays readable: polled again at once, it would
+ * make the loop spin for as long as the sandbox keeps the table full. So
+ * the listeners are left out of the poll for ACCEPT_PAUSE_MS; what waits
+ * in their backlogs is taken once a connection has closed.
+ */
+#define ACCEPT_PAUSE_MS 100
+
+static void accept_failed(Egress *e, int error) {
+        uint64_t now = now_msec();
+
+        if (error != EMFILE && error != ENFILE && error != ENOBUFS && error != ENOMEM)
+                return;
+        /* Said once in ten seconds, outside the refusals' count (which the failed dials fill then). */
+        if (e->accept_paused_until == 0 && (e->accept_said == 0 || now - e->accept_said >= 10000)) {
+                fprintf(stderr, "lazaret-egress: cannot take new connections: %s; trying again every %d ms\n",
+                        strerror(error), ACCEPT_PAUSE_MS);
+                e->accept_said = now;
+                e->accept_resumed_said = false;
+        }
+        e->accept_paused_until = (int64_t) (now + ACCEPT_PAUSE_MS);
+}
+
 static void listener_accept(Egress *e, int fd, ConnKind kind, size_t name, uint16_t port) {
         for (;;) {
                 int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 size_t i;
 
-                if (c < 0)
+                if (c < 0) {
+                        accept_failed(e, errno);
                         return;
+                }
+                if (e->accept_paused_until != 0) {
+                        if (e->accept_said != 0 && !e->accept_resumed_said) {
+                                fprintf(stderr, "lazaret-egress: taking new connections again\n");
+                                e->accept_resumed_said = true;
+                        }
+                        e->accept_paused_until = 0;
+                }
                 if (conn_new(e, kind, c, &i) < 0) {
                         /* Accepted and closed: a full table must not leave libslirp's connect waiting. */
                         log_refusal(e, "connection refused: %d connections are open", CONNS_MAX);
@@ -2344,8 +2394,10 @@ static void unbound_accept(Egress *e) {
         for (;;) {
                 int c = accept4(e->unbound_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-                if (c < 0)
+                if (c < 0) {
+                        accept_failed(e, errno);
                         return;
+                }
                 fprintf(stderr, "lazaret-egress: a connection to %s:%d, an address no name resolved to, passed the "
                         "frame filter\n", NET_EGRESS_UNBOUND_STR, NET_CANARY_NAME_PORT);
                 close(c);
@@ -2355,7 +2407,7 @@ static void unbound_accept(Egress *e) {
 static int loop(Egress *e) {
         for (;;) {
                 uint32_t timeout = UINT32_MAX;
-                int64_t now_ms = cb_clock_get_ns(e) / 1000000;
+                int64_t now_ms = cb_clock_get_ns(e) / 1000000, paused = 0;
                 bool busy = false, framed;
                 int r, tap_idx;
 
@@ -2363,12 +2415,17 @@ static int loop(Egress *e) {
                 tap_idx = pfd_add(e, e->tap_fd, POLLIN, (Tag) { .kind = TAG_TAP });
                 pfd_add(e, arg_exit_fd, POLLIN, (Tag) { .kind = TAG_EXIT });
                 pfd_add(e, e->upstream_fd, POLLIN, (Tag) { .kind = TAG_UPSTREAM });
-                if (e->api_fd >= 0)
-                        pfd_add(e, e->api_fd, POLLIN, (Tag) { .kind = TAG_API });
-                pfd_add(e, e->dns_listen_fd, POLLIN, (Tag) { .kind = TAG_DNS_LISTEN });
-                if (e->unbound_fd >= 0)
-                        pfd_add(e, e->unbound_fd, POLLIN, (Tag) { .kind = TAG_UNBOUND });
-                pfd_add(e, e->listen_epfd, POLLIN, (Tag) { .kind = TAG_LISTEN });
+                /* The listeners, unless an accept() found no descriptor left (accept_failed()). */
+                if (e->accept_paused_until != 0)
+                        paused = e->accept_paused_until - (int64_t) now_msec();
+                if (paused <= 0) {
+                        if (e->api_fd >= 0)
+                                pfd_add(e, e->api_fd, POLLIN, (Tag) { .kind = TAG_API });
+                        pfd_add(e, e->dns_listen_fd, POLLIN, (Tag) { .kind = TAG_DNS_LISTEN });
+                        if (e->unbound_fd >= 0)
+                                pfd_add(e, e->unbound_fd, POLLIN, (Tag) { .kind = TAG_UNBOUND });
+                        pfd_add(e, e->listen_epfd, POLLIN, (Tag) { .kind = TAG_LISTEN });
+                }
                 for (size_t i = 0; i < CONNS_MAX; i++) {
                         Conn *c = e->conns[i];
                         short ev = 0;
@@ -2411,6 +2468,8 @@ static int loop(Egress *e) {
                                 timeout = MIN(timeout, (uint32_t) MAX(e->timers[i].expire_ms - now_ms, 0));
                 if (busy)
                         timeout = MIN(timeout, 250u);
+                if (paused > 0)
+                        timeout = MIN(timeout, (uint32_t) paused);
 
                 r = poll(e->pfd, e->n_pfd, timeout == UINT32_MAX ? -1 : (int) MIN(timeout, (uint32_t) INT_MAX));
                 if (r < 0 && errno != EINTR)
@@ -2779,6 +2838,8 @@ int main(int argc, char **argv) {
                 .disable_dns = true,
                 .disable_dhcp = true,
         };
+        glib_egress = e;
+        egress_glib_log_to(slirp_said);
         e->slirp = slirp_new(&cfg, &slirp_callbacks, e);
         if (!e->slirp) {
                 fprintf(stderr, "lazaret-egress: libslirp would not start\n");

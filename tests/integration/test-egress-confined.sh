@@ -39,6 +39,13 @@
 #      LAZARET_TEST_EGRESS_TTL=2, the pool whole): a third name while two
 #      are bound and within their TTL is SERVFAIL, logged with the cap;
 #      once a TTL ran out it takes that binding's address, never a new one.
+#   7. Out of descriptors (the helper started with 40 open files at most):
+#      the sandbox holds every connection it can get and keeps asking for
+#      one more, and a connection to the API socket is held too, so that
+#      an accept() finds no descriptor; the helper does not spin (under a fifth of a CPU over 2 s;
+#      a listener whose accept() failed stayed readable and was polled at
+#      once before), and once the held connections close, a new one is
+#      carried again.
 set -Eeuo pipefail
 . "$(dirname -- "$0")/../harness/lib.sh"
 
@@ -138,7 +145,7 @@ start_helper() {
         mkdir -m 0700 "$run"
         mkfifo "$T/ready$1" "$T/exit$1"
         exec 8<>"$T/ready$1"
-        "$EGRESS" --run-dir="$run" --api-socket="$run/api.sock" --resolver=127.0.0.1 \
+        ${NOFILE:+prlimit --nofile="$NOFILE:$NOFILE" --} "$EGRESS" --run-dir="$run" --api-socket="$run/api.sock" --resolver=127.0.0.1 \
                 --allow-host='*.pool.test:2222' --ready-fd=3 --exit-fd=4 "$G" tap0 \
                 3<>"$T/ready$1" 4<"$T/exit$1" 2>"$T/egress$1.log" &
         egress=$!
@@ -343,4 +350,80 @@ grep -qF "the most names a sandbox may bind are bound: $A now stands for c.pool.
 stop_helper
 unset LAZARET_TEST_EGRESS_NAMES LAZARET_TEST_EGRESS_TTL
 lt_log "ok: at the cap of bound names a new name is SERVFAIL, or takes over the least recently used binding"
+
+# --- 7. out of descriptors ------------------------------------------------------------------
+NOFILE=40 start_helper 5
+guest_net
+A=$(field addr "$(dnsq a.pool.test)")
+[[ $A =~ $POOL_RE ]] || lt_fail "a.pool.test resolved to '$A'"
+nsenter --net="$G" python3 - "$A" "$T/fill" <<'EOF' &
+import os, socket, sys, time
+addr, tag = sys.argv[1], sys.argv[2]
+held = []
+for _ in range(40):
+    try:
+        s = socket.create_connection((addr, 2222), timeout=1)
+        s.settimeout(0.3)
+        if s.recv(10).startswith(b"held"):
+            held.append(s)
+            continue
+        s.close()
+    except OSError:
+        pass
+open(tag + ".n", "w").write("%d\n" % len(held))
+while not os.path.exists(tag + ".stop"):
+    try:
+        s = socket.create_connection((addr, 2222), timeout=0.3)
+        s.settimeout(0.3)
+        s.recv(10)
+        s.close()
+    except OSError:
+        pass
+    time.sleep(0.05)
+EOF
+filler=$!
+pids+=($filler)
+for _ in $(seq 300); do [[ -s $T/fill.n ]] && break; sleep 0.1; done
+[[ -s $T/fill.n ]] || lt_fail "the sandbox's connections did not settle in 30 s"
+n=$(cat "$T/fill.n")
+((n > 0 && n < 40)) || lt_fail "the sandbox held $n connections: the helper's table was not filled"
+# A connection to the API socket held open as well: once the sandbox's
+# attempts rest, at most two descriptors are free (an attempt that gets two
+# fails its dial and gives both back), so this one, or the sandbox's next
+# attempt after it, finds libslirp's end made and no descriptor for the
+# helper's accept().
+python3 - "$API" <<'EOF' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+time.sleep(8)
+EOF
+apiholder=$!
+pids+=($apiholder)
+sleep 0.5
+ticks() { awk '{ print $14 + $15 }' "/proc/$egress/stat"; }
+t0=$(ticks)
+sleep 2
+t1=$(ticks)
+lt_log "the helper carried $n connections with 40 open files, then used $((t1 - t0)) ticks in 2 s while asked for more"
+((t1 - t0 < 40)) || lt_fail "the helper used $((t1 - t0)) ticks of CPU in 2 s with its descriptors used up (it spins)"
+kill -0 "$egress" 2>/dev/null || lt_fail "the helper died with its descriptors used up: $(tail -n 3 "$T/egress5.log")"
+grep -q "cannot take new connections: Too many open files" "$T/egress5.log" ||
+        lt_fail "the helper did not say that it could not take new connections: $(grep -v 'Too many' "$T/egress5.log" | tail -n 5)"
+lt_log "the helper said: $(grep -m1 'cannot take new' "$T/egress5.log"); libslirp's own lines: $(grep -c '^lazaret-egress: Slirp' "$T/egress5.log" || true), the first: $(grep -m1 '^lazaret-egress: Slirp' "$T/egress5.log" || true)"
+touch "$T/fill.stop"
+wait "$filler" 2>/dev/null || true
+kill "$apiholder" 2>/dev/null || true
+wait "$apiholder" 2>/dev/null || true
+out=
+for _ in $(seq 20); do
+        out=$(in_guest timeout 3 bash -c "exec 3<>/dev/tcp/$A/2222; head -n1 <&3") || true
+        [[ $out == held ]] && break
+        sleep 0.25
+done
+lt_assert_eq "a connection once the held ones closed" held "$out"
+grep -q "taking new connections again" "$T/egress5.log" || lt_fail "the helper did not say it takes connections again"
+stop_helper
+unset NOFILE
+lt_log "ok: with its descriptors used up the helper waits instead of spinning, and carries again once they are free"
 lt_log "PASS"
