@@ -57,6 +57,11 @@ static char **arg_tail;         /* the subcommand and its arguments, for runsc *
 
 static _Noreturn void become_runsc(const char *why) {
         _cleanup_strv_free_ char **argv = NULL;
+        sigset_t none;
+
+        /* runsc starts as the coordinator started this client: no signal blocked. */
+        sigemptyset(&none);
+        (void) sigprocmask(SIG_SETMASK, &none, NULL);
 
         fprintf(stderr, "lazaret-runsc: %s; running %s instead\n", why, arg_runsc);
         if (strv_extend(&argv, arg_runsc) < 0 || strv_extend(&argv, "--root") < 0 || strv_extend(&argv, arg_root) < 0 ||
