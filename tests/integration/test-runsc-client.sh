@@ -12,6 +12,8 @@
 #   - the exit status comes back as runsc reports it (N, or 128 + signal);
 #   - the internal PID file names the process inside, and `kill --pid`
 #     reaches exactly that process;
+#   - a launch without a terminal interrupted by Ctrl-C (SignalSession,
+#     then lazaret-runsc kill --pid) runs the command's own trap;
 #   - a launch's session goes through it (its command line) and never falls
 #     back to runsc (no such line in the Domain's log).
 # shellcheck source=../harness/lib.sh
@@ -115,6 +117,22 @@ rc=0
 wait "$sleeper" || rc=$?
 lt_assert_eq "the sleep's status after kill --pid PID ... 15" 143 "$rc"
 lt_log "ok: the internal PID file names the process inside; kill --pid ends it (143)"
+
+# --- Ctrl-C of a launch without a terminal: SignalSession, then kill --pid ---------
+(cd "$LT_WS" && exec lazaretctl launch -- /bin/sh -c 'trap "echo got-int; exit 5" INT; echo ready; while :; do sleep 0.1; done') \
+        </dev/null >"$work/int.out" 2>"$work/int.err" &
+launcher=$!
+for _ in $(seq 1 100); do
+        grep -q ready "$work/int.out" 2>/dev/null && break
+        sleep 0.1
+done
+grep -q ready "$work/int.out" || lt_fail "the session did not start: $(cat "$work/int.err")"
+kill -INT "$launcher"
+rc=0
+wait "$launcher" || rc=$?
+lt_assert_eq "the interrupted session's exit status (its trap's)" 5 "$rc"
+lt_assert_eq "what the interrupted session printed" "ready got-int" "$(tr '\n' ' ' <"$work/int.out" | sed 's/ $//')"
+lt_log "ok: Ctrl-C of a launch without a terminal reaches the command inside through lazaret-runsc kill --pid"
 
 # --- a launch goes through it, without falling back -------------------------------
 out=$(lt_launch -- /bin/sh -c 'echo via-client; exit 3') && rc=0 || rc=$?
