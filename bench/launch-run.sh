@@ -43,6 +43,21 @@ EOS
 chmod +x "$work/bare-run"
 "$work/bare-run" || lt_fail "bare runsc run does not work"
 
+# Issue 34's baseline: bare runsc run with a Domain's network namespace and
+# mounts: slirp4netns on a fresh namespace and --network=sandbox as the
+# supervisor runs it (bench_bare_net_run, bench/lib.sh), the workspace as a
+# plain bind at /workspace (the view is Lazaret's own cost) and a read-only
+# bind at /run/lazaret, as a Domain's control directory is.
+mkdir -p "$work/net/root" "$work/net/overlay" "$work/net/control"
+bench_bare_bundle "$work/net/true" '["/bin/true"]' "$work/net/netns"
+jq --arg ws "$LT_WS" --arg ctl "$work/net/control" \
+        '.mounts += [{destination: "/workspace", type: "bind", source: $ws, options: ["rbind", "rw"]},
+                     {destination: "/run/lazaret", type: "bind", source: $ctl, options: ["rbind", "ro"]}]' \
+        "$work/net/true/config.json" >"$work/net/config.json" && mv "$work/net/config.json" "$work/net/true/config.json"
+bench_runsc_flags "$work/net/root" "$work/net/overlay" sandbox --log="$work/net/runsc.log"
+bench_bare_net_run "$work/net" "$BENCH_RUNSC_FLAGS"
+"$work/net/bare-run" >/dev/null || lt_fail "bare runsc run with slirp4netns and the workspace does not work"
+
 # A bare sandbox to exec into.
 in_userns "$runsc" $RUNSC_FLAGS run --bundle "$work/sleep" bare-sleep </dev/null >/dev/null 2>&1 &
 bare=$!
@@ -73,6 +88,8 @@ lt_wait_inactive
 
 hyperfine --style basic --export-json "$work/cold.json" -N --warmup 1 --runs "$COLD" \
         -n "bare runsc run" "$work/bare-run" >&2
+hyperfine --style basic --export-json "$work/cold-net.json" -N --warmup 1 --runs "$COLD" \
+        -n "bare runsc run, network and mounts" "$work/net/bare-run" >&2
 hyperfine --style basic --export-json "$work/cold-lz.json" -N --warmup 1 --runs "$COLD" \
         --prepare "bash -c '. $LAZARET_SOURCE_ROOT/tests/harness/lib.sh; LT_DOMAIN=$LT_DOMAIN lt_wait_inactive'" \
         -n "lazaret cold launch" "lazaretctl launch -- /bin/true" >&2
@@ -80,6 +97,7 @@ hyperfine --style basic --export-json "$work/cold-lz.json" -N --warmup 1 --runs 
 mean() { bench_result "$1" "$2" mean; }
 sd() { bench_result "$1" "$2" stddev; }
 br=$(mean "$work/cold.json" "bare runsc run")
+bn=$(mean "$work/cold-net.json" "bare runsc run, network and mounts")
 lc=$(mean "$work/cold-lz.json" "lazaret cold launch")
 be=$(mean "$work/warm.json" "bare runsc exec")
 lw=$(mean "$work/warm.json" "lazaret warm launch")
@@ -87,10 +105,12 @@ lw=$(mean "$work/warm.json" "lazaret warm launch")
 echo
 echo "bench/launch: $COLD cold and $WARM warm runs, $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)${LAZARET_TEST_BENCH_PERSISTENT_DIRS:+, persistent dirs $LAZARET_TEST_BENCH_PERSISTENT_DIRS}"
 printf '  %-22s %8.1f ms  (± %.1f)\n' "bare runsc run" "$(jq -n "$br*1000")" "$(jq -n "$(sd "$work/cold.json" "bare runsc run")*1000")"
+printf '  %-22s %8.1f ms  (± %.1f)\n' "bare, net and mounts" "$(jq -n "$bn*1000")" "$(jq -n "$(sd "$work/cold-net.json" "bare runsc run, network and mounts")*1000")"
 printf '  %-22s %8.1f ms  (± %.1f)\n' "lazaret cold launch" "$(jq -n "$lc*1000")" "$(jq -n "$(sd "$work/cold-lz.json" "lazaret cold launch")*1000")"
 printf '  %-22s %8.1f ms  (± %.1f)\n' "bare runsc exec" "$(jq -n "$be*1000")" "$(jq -n "$(sd "$work/warm.json" "bare runsc exec")*1000")"
 printf '  %-22s %8.1f ms  (± %.1f)\n' "lazaret warm launch" "$(jq -n "$lw*1000")" "$(jq -n "$(sd "$work/warm.json" "lazaret warm launch")*1000")"
-printf '  cold ratio (lazaret cold / bare runsc run):  %.2f  (goal <= 1.3, issue 34; 1.5 before)\n' "$(jq -n "$lc/$br")"
+printf '  cold ratio (lazaret cold / bare runsc run with the same network namespace and mounts): %.2f  (goal <= 1.3, issue 34)\n' "$(jq -n "$lc/$bn")"
+printf '  cold ratio (lazaret cold / bare runsc run, no network):  %.2f  (the strictest baseline)\n' "$(jq -n "$lc/$br")"
 printf '  warm ratio (lazaret warm / bare runsc exec): %.2f  (goal <= 1.1, issue 34; 1.2 before)\n' "$(jq -n "$lw/$be")"
 
 # Where a cold start spends its time (issue 34 item 4): the supervisor's

@@ -102,6 +102,55 @@ bench_bare_bundle() {
                                 + (if $netns == "" then [] else [ { type: "network", path: $netns } ] end)) } }' >"$1/config.json"
 }
 
+# bench_bare_net_run WORK RUNSC_FLAGS: writes WORK/bare-run, which runs one
+# bare `runsc run` of the bundle it is given (default WORK/true) as a Domain's
+# sandbox gets its network: as root of a new user namespace with the same ID
+# map as a Domain's, in a private mount namespace: a new network namespace
+# bound at WORK/netns, plain slirp4netns on it (the topology Lazaret uses;
+# it stays in the harness's namespace, where the test hosts are), then,
+# entered into that namespace as the supervisor is, an empty tmpfs over
+# /proc/sys/net/core (this runsc's root-namespace check; /proc/sys/net shows
+# the reader's namespace, see shared/PLATFORM.md) and runsc run. Bundles
+# name WORK/netns as their network namespace (bench_bare_bundle's third
+# argument).
+bench_bare_net_run() {
+        local work=$1 flags=$2 slirp
+        slirp=$(command -v slirp4netns) || lt_fail "slirp4netns is not installed"
+        : >"$work/netns"
+        cat >"$work/bare-inner" <<EOS
+#!/bin/bash
+set -eu
+unshare --net=$work/netns true
+fifo=$work/ready-\$\$
+rm -f "\$fifo"
+mkfifo "\$fifo"
+$slirp --configure --mtu=65520 --disable-host-loopback --cidr 10.137.54.0/24 --netns-type=path --ready-fd=3 \\
+        $work/netns tap0 3>"\$fifo" </dev/null >/dev/null 2>$work/slirp4netns.err &
+helper=\$!
+ok=
+read -r -n1 ok <"\$fifo" || true
+rm -f "\$fifo"
+if [[ \$ok != 1 ]]; then
+        echo "bare run: slirp4netns did not become ready: \$(cat $work/slirp4netns.err)" >&2
+        kill \$helper 2>/dev/null || true
+        exit 1
+fi
+rm -f $work/runsc.log
+rc=0
+nsenter --net=$work/netns -- /bin/sh -c \\
+        'mount -t tmpfs -o size=4k,mode=0555 tmpfs /proc/sys/net/core && exec "\$@"' sh \\
+        $BENCH_RUNSC $flags run --bundle "\$1" bare-net-\$\$ </dev/null || rc=\$?
+kill \$helper
+wait \$helper 2>/dev/null || true
+exit \$rc
+EOS
+        cat >"$work/bare-run" <<EOS
+#!/bin/bash
+exec unshare --user --map-root-user --map-auto --mount -- bash $work/bare-inner "\${1:-$work/true}"
+EOS
+        chmod +x "$work/bare-run" "$work/bare-inner"
+}
+
 # bench_result FILE NAME FIELD: FIELD (mean, stddev, median, ...) of the
 # hyperfine result named NAME in the JSON export FILE, in seconds.
 bench_result() { jq -r --arg n "$2" --arg f "$3" '.results[] | select(.command == $n) | .[$f]' "$1"; }

@@ -14,7 +14,6 @@ DOWNLOADS=${LAZARET_TEST_BENCH_DOWNLOADS:-7}
 HOST=198.51.100.7
 BULK_BYTES=$((64 << 20))
 command -v hyperfine >/dev/null || lt_fail "hyperfine is not installed (.ci/install-deps installs it)"
-slirp=$(command -v slirp4netns) || lt_fail "slirp4netns is not installed"
 
 lt_install
 lt_domain_setup bench-network
@@ -36,7 +35,6 @@ download="t0=\$(echo | ts %.s); $get >/dev/null; t1=\$(echo | ts %.s); n=\$($get
 
 # Bare bundles: the same rootfs, the network namespace $work/netns by path
 # (bound there by each run, in its own mount namespace).
-: >"$work/netns"
 bench_bare_bundle "$work/true" '["/bin/true"]' "$work/netns"
 bench_bare_bundle "$work/bulk" "$(jq -n --arg s "$download" '["/bin/sh", "-c", $s]')" "$work/netns"
 mkdir -p "$work/root" "$work/overlay"
@@ -45,45 +43,8 @@ mkdir -p "$work/root" "$work/overlay"
 bench_runsc_flags "$work/root" "$work/overlay" sandbox --log=$work/runsc.log
 RUNSC_FLAGS=$BENCH_RUNSC_FLAGS
 
-# One bare run: as root of a new user namespace with the same ID map as a
-# Domain's, in a private mount namespace: a new network namespace bound at
-# $work/netns, plain slirp4netns on it (the topology Lazaret uses; it stays
-# in the harness's namespace, where the test hosts are), then, entered into
-# that namespace as the supervisor is, an empty tmpfs over /proc/sys/net/core
-# (this runsc's root-namespace check; /proc/sys/net shows the reader's
-# namespace, see shared/PLATFORM.md) and runsc run.
-cat >"$work/bare-inner" <<EOS
-#!/bin/bash
-set -eu
-unshare --net=$work/netns true
-fifo=$work/ready-\$\$
-rm -f "\$fifo"
-mkfifo "\$fifo"
-$slirp --configure --mtu=65520 --disable-host-loopback --cidr 10.137.54.0/24 --netns-type=path --ready-fd=3 \\
-        $work/netns tap0 3>"\$fifo" </dev/null >/dev/null 2>$work/slirp4netns.err &
-helper=\$!
-ok=
-read -r -n1 ok <"\$fifo" || true
-rm -f "\$fifo"
-if [[ \$ok != 1 ]]; then
-        echo "bare run: slirp4netns did not become ready: \$(cat $work/slirp4netns.err)" >&2
-        kill \$helper 2>/dev/null || true
-        exit 1
-fi
-rm -f $work/runsc.log
-rc=0
-nsenter --net=$work/netns -- /bin/sh -c \
-        'mount -t tmpfs -o size=4k,mode=0555 tmpfs /proc/sys/net/core && exec "\$@"' sh \
-        $runsc $RUNSC_FLAGS run --bundle "\$1" bare-net-\$\$ </dev/null || rc=\$?
-kill \$helper
-wait \$helper 2>/dev/null || true
-exit \$rc
-EOS
-cat >"$work/bare-run" <<EOS
-#!/bin/bash
-exec unshare --user --map-root-user --map-auto --mount -- bash $work/bare-inner "\${1:-$work/true}"
-EOS
-chmod +x "$work/bare-run" "$work/bare-inner"
+# One bare run as a Domain's sandbox gets its network (bench/lib.sh).
+bench_bare_net_run "$work" "$RUNSC_FLAGS"
 "$work/bare-run" >/dev/null || lt_fail "bare runsc run with slirp4netns does not work"
 
 # --- cold launch ----------------------------------------------------------------
