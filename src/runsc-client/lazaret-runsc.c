@@ -309,11 +309,6 @@ static int run_exec(int argc, char **argv) {
                     json_add_bool(process, "terminal", isatty(STDIN_FILENO)) < 0)
                         die("cannot build the process: %s", strerror(ENOMEM));
         }
-        {
-                json_object *t;
-                terminal = json_object_object_get_ex(process, "terminal", &t) && json_object_get_boolean(t);
-        }
-
         r = load_state(id, &st, &error);
         if (r == -EBADMSG)
                 become_runsc(error ?: "the container's state cannot be read");
@@ -324,6 +319,11 @@ static int run_exec(int argc, char **argv) {
         r = runsc_exec_call(process, st.process, id, guest, n, &call, &error);
         if (r < 0)
                 die("cannot build the call: %s", error ?: strerror(-r));
+        /* A boolean, runsc_exec_call() checked. */
+        {
+                json_object *t;
+                terminal = json_object_object_get_ex(process, "terminal", &t) && json_object_get_boolean(t);
+        }
 
         /* From here on, a signal for the command waits until it can be forwarded. */
         if (terminal) {

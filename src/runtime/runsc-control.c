@@ -184,16 +184,14 @@ static int capability_set(json_object *names, const char *set, uint64_t *ret, ch
                 *ret = 0;
                 return 0;
         }
-        if (!json_object_is_type(names, json_type_array)) {
+        if (!json_object_is_type(names, json_type_array))
                 return errorf(ret_error, -EINVAL, "capabilities.%s is not a list", set);
-        }
         for (size_t i = 0; i < json_object_array_length(names); i++) {
                 json_object *n = json_object_array_get_idx(names, i);
                 int c = json_object_is_type(n, json_type_string) ? runsc_capability_from_name(json_object_get_string(n))
                                                                  : -EINVAL;
-                if (c < 0) {
+                if (c < 0)
                         return errorf(ret_error, -EINVAL, "capabilities.%s[%zu] is not a capability runsc knows", set, i);
-                }
                 if (c != CAP_NET_RAW_BIT)
                         bits |= UINT64_C(1) << c;
         }
@@ -215,9 +213,8 @@ static int capabilities_add(json_object *call_arg, json_object *caps, char **ret
 
         if (!caps)
                 return json_add_null(call_arg, "Capabilities");
-        if (!json_object_is_type(caps, json_type_object)) {
+        if (!json_object_is_type(caps, json_type_object))
                 return errorf(ret_error, -EINVAL, "capabilities is not an object");
-        }
         o = json_object_new_object();
         if (!o)
                 return -ENOMEM;
@@ -241,18 +238,15 @@ static int capabilities_add(json_object *call_arg, json_object *caps, char **ret
 static int strings_add(json_object *call_arg, const char *key, json_object *v, const char *what, bool required,
                        char **ret_error) {
         if (!v) {
-                if (required) {
+                if (required)
                         return errorf(ret_error, -EINVAL, "the process has no %s", what);
-                }
                 return json_add(call_arg, key, json_object_new_array());
         }
-        if (!json_object_is_type(v, json_type_array)) {
+        if (!json_object_is_type(v, json_type_array))
                 return errorf(ret_error, -EINVAL, "the process's %s is not a list", what);
-        }
         for (size_t i = 0; i < json_object_array_length(v); i++)
-                if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_string)) {
+                if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_string))
                         return errorf(ret_error, -EINVAL, "the process's %s[%zu] is not a string", what, i);
-                }
         return json_add(call_arg, key, json_object_get(v));
 }
 
@@ -292,21 +286,19 @@ static int call_new(const char *method, json_object *arg, char **ret) {
 int runsc_exec_call(json_object *process, json_object *container_process, const char *container_id,
                     const int *guest_fds, size_t n_guest_fds, char **ret, char **ret_error) {
         _cleanup_json_ json_object *arg = json_object_new_object(), *fds = json_object_new_array();
-        json_object *user = member(process, "user"), *cwd, *caps, *v;
+        json_object *user = member(process, "user"), *cwd, *caps, *gids, *terminal, *nnp;
         int64_t uid, gid;
         int r;
 
         if (!arg || !fds)
                 return -ENOMEM;
-        if (!process || !json_object_is_type(process, json_type_object)) {
+        if (!process || !json_object_is_type(process, json_type_object))
                 return errorf(ret_error, -EINVAL, "the process is not an object");
-        }
         r = json_add_string(arg, "filename", "");
         if (r >= 0)
                 r = strings_add(arg, "argv", member(process, "args"), "args", true, ret_error);
-        if (r >= 0 && json_object_array_length(json_object_object_get(arg, "argv")) == 0) {
+        if (r >= 0 && json_object_array_length(json_object_object_get(arg, "argv")) == 0)
                 return errorf(ret_error, -EINVAL, "the process's args are empty");
-        }
         /* runsc takes the container's environment, working directory and
          * capabilities for what the process does not say. */
         if (r >= 0)
@@ -315,50 +307,44 @@ int runsc_exec_call(json_object *process, json_object *container_process, const 
         if (r < 0)
                 return r;
         cwd = member(process, "cwd") ?: member(container_process, "cwd");
-        if (cwd && (!json_object_is_type(cwd, json_type_string) || json_object_get_string(cwd)[0] != '/')) {
+        if (cwd && (!json_object_is_type(cwd, json_type_string) || json_object_get_string(cwd)[0] != '/'))
                 return errorf(ret_error, -EINVAL, "the process's cwd is not an absolute path");
-        }
         r = json_add_string(arg, "wd", cwd ? json_object_get_string(cwd) : "");
         if (r < 0)
                 return r;
         if ((user && !json_object_is_type(user, json_type_object)) || id_get(user, "uid", &uid) < 0 ||
-            id_get(user, "gid", &gid) < 0) {
+            id_get(user, "gid", &gid) < 0)
                 return errorf(ret_error, -EINVAL, "the process's user is not a uid and gid");
-        }
         r = json_add_int64(arg, "KUID", uid);
         if (r >= 0)
                 r = json_add_int64(arg, "KGID", gid);
-        if (r >= 0)
-                r = strings_add(arg, "ExtraKGIDs", NULL, "additionalGids", false, ret_error);
         if (r < 0)
                 return r;
-        if (member(user, "additionalGids")) {
-                json_object *a = member(user, "additionalGids"), *k = json_object_object_get(arg, "ExtraKGIDs");
-                if (!json_object_is_type(a, json_type_array)) {
-                        return errorf(ret_error, -EINVAL, "the process's user.additionalGids is not a list");
-                }
-                for (size_t i = 0; i < json_object_array_length(a); i++) {
-                        json_object *g = json_object_array_get_idx(a, i);
-                        if (!json_object_is_type(g, json_type_int) || json_object_get_int64(g) < 0 ||
-                            json_object_get_int64(g) > UINT32_MAX) {
-                                return errorf(ret_error, -EINVAL, "the process's user.additionalGids holds a value that is no group ID");
-                        }
-                        r = json_append(k, json_object_new_int64(json_object_get_int64(g)));
-                        if (r < 0)
-                                return r;
-                }
+        gids = member(user, "additionalGids");
+        if (gids && !json_object_is_type(gids, json_type_array))
+                return errorf(ret_error, -EINVAL, "the process's user.additionalGids is not a list");
+        for (size_t i = 0; gids && i < json_object_array_length(gids); i++) {
+                json_object *g = json_object_array_get_idx(gids, i);
+                if (!json_object_is_type(g, json_type_int) || json_object_get_int64(g) < 0 ||
+                    json_object_get_int64(g) > UINT32_MAX)
+                        return errorf(ret_error, -EINVAL, "the process's user.additionalGids holds a value that is no group ID");
         }
+        r = json_add(arg, "ExtraKGIDs", gids ? json_object_get(gids) : json_object_new_array());
+        if (r < 0)
+                return r;
         caps = member(process, "capabilities") ?: member(container_process, "capabilities");
         r = capabilities_add(arg, caps, ret_error);
         if (r < 0)
                 return r;
-        v = member(process, "terminal");
-        r = json_add_bool(arg, "StdioIsPty", v && json_object_get_boolean(v));
-        if (r >= 0) {
-                v = member(process, "noNewPrivileges");
-                /* Taken by gVisor since 2025; runsc 20240729's server ignores it. */
-                r = json_add_bool(arg, "NoNewPrivileges", v && json_object_get_boolean(v));
-        }
+        terminal = member(process, "terminal");
+        nnp = member(process, "noNewPrivileges");
+        if ((terminal && !json_object_is_type(terminal, json_type_boolean)) ||
+            (nnp && !json_object_is_type(nnp, json_type_boolean)))
+                return errorf(ret_error, -EINVAL, "the process's terminal or noNewPrivileges is not a boolean");
+        r = json_add_bool(arg, "StdioIsPty", terminal && json_object_get_boolean(terminal));
+        /* Taken by gVisor since 2025; runsc 20240729's server ignores it. */
+        if (r >= 0)
+                r = json_add_bool(arg, "NoNewPrivileges", nnp && json_object_get_boolean(nnp));
         /* What runsc exec itself has sent since 2025 (other TTYs passed in stay TTYs). */
         if (r >= 0)
                 r = json_add_bool(arg, "SupportTTYs", true);

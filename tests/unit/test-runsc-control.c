@@ -168,6 +168,8 @@ Test(runsc_control, exec_call_refusals) {
                 "{\"args\":[\"x\"],\"user\":{\"uid\":4294967296}}", "{\"args\":[\"x\"],\"user\":{\"additionalGids\":[\"a\"]}}",
                 "{\"args\":[\"x\"],\"capabilities\":{\"bounding\":[\"CAP_BOGUS\"]}}",
                 "{\"args\":[\"x\"],\"capabilities\":{\"bounding\":\"CAP_KILL\"}}", "{\"args\":[\"x\"],\"capabilities\":[]}",
+                "{\"args\":[\"x\"],\"terminal\":\"false\"}", "{\"args\":[\"x\"],\"noNewPrivileges\":1}",
+                "{\"args\":[\"x\"],\"user\":{\"additionalGids\":5}}",
         };
         const int fds[] = { 0, 1, 2 }, unsorted[] = { 1, 0 };
 
