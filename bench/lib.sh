@@ -110,9 +110,9 @@ bench_bare_bundle() {
 # it stays in the harness's namespace, where the test hosts are), then,
 # entered into that namespace as the supervisor is, an empty tmpfs over
 # /proc/sys/net/core (this runsc's root-namespace check; /proc/sys/net shows
-# the reader's namespace, see shared/PLATFORM.md) and runsc run. Bundles
-# name WORK/netns as their network namespace (bench_bare_bundle's third
-# argument).
+# the reader's namespace, see shared/PLATFORM.md) and runsc run
+# ($BENCH_RUNSC: call bench_prepared_rootfs first). Bundles name WORK/netns
+# as their network namespace (bench_bare_bundle's third argument).
 bench_bare_net_run() {
         local work=$1 flags=$2 slirp
         slirp=$(command -v slirp4netns) || lt_fail "slirp4netns is not installed"
