@@ -535,6 +535,18 @@ settle() {
 # were (row_times, printed with the table): the rest is starting each
 # run's process in its environment and the untimed work of the workload.
 declare -A row_wall=() row_settle=() row_timed=()
+# The plain Domain is a test-hooks configuration kept for comparison, not the
+# product: a run of it that fails (gVisor's host descriptors for a Domain
+# without the view's cache, spec 6.4) leaves the plain column out of that row
+# and every row after it (its sandbox may start nothing more), says so, and
+# the run goes on; any other environment's failure ends the run.
+plain_failed=''
+plain_drop() {   # KEY WORKLOAD ROUND
+        plain_failed="the $1 row, round $3"
+        : >"$work/plain.$1"
+        blog "the plain Domain (test-hooks, not the product) failed $2 in round $3: left out from here on"
+        timeout 60 lazaretctl --config "$conf" --workspace "${wsof[plain]}" --profile plain stop >/dev/null 2>&1 || true
+}
 measure() {   # KEY WORKLOAD ROUNDS WHAT
         local r i env t0=${EPOCHREALTIME/[.,]/} s0=$settle_ms
         [[ " $LOADS " == *" $1 "* ]] || return 0
@@ -546,10 +558,17 @@ measure() {   # KEY WORKLOAD ROUNDS WHAT
                         # host git status it would serve the index it cached.
                         [[ $env != fuse || $1 != git-first ]] || continue
                         [[ $1 != git-first ]] || git -C "${wsof[$env]}/repo" status >/dev/null
+                        if [[ $env == plain && -n $plain_failed ]]; then
+                                : >>"$work/plain.$1"
+                                continue
+                        fi
                         settle
                         # From the second round on, the untimed preparation of the
                         # git rows is still in place (workspace-load.sh, "again").
-                        run_in "$env" "$2" 1 "$([[ $r == 0 ]] || echo again)" >>"$work/$env.$1" || lt_fail "$env: $2 failed"
+                        if ! run_in "$env" "$2" 1 "$([[ $r == 0 ]] || echo again)" >>"$work/$env.$1"; then
+                                [[ $env == plain ]] || lt_fail "$env: $2 failed"
+                                plain_drop "$1" "$2" "$((r + 1))"
+                        fi
                 done
         done
         row_wall[$1]=$(((${EPOCHREALTIME/[.,]/} - t0) / 1000))
@@ -584,6 +603,10 @@ declare -A ms
 for env in "${envs[@]}"; do
         for key in $keys; do
                 if [[ $env == fuse && $key == git-first ]]; then
+                        ms[$env,$key]=
+                        continue
+                fi
+                if [[ $env == plain && -n $plain_failed && ! -s $work/plain.$key ]]; then
                         ms[$env,$key]=
                         continue
                 fi
@@ -628,33 +651,37 @@ echo "  git in bare:    ${git_bare//$'\n'/; }"
 echo "  git in Lazaret: ${git_lz//$'\n'/; }"
 echo "  image:        host packages (git, make, gcc), $image"
 [[ $MODE == quick ]] || echo "  plain:        Lazaret with /workspace a plain bind (the view off; a test-hooks switch, never a product setting)"
+[[ -z $plain_failed ]] || echo "  plain:        failed in $plain_failed, left out from that row on (shown as -)"
 echo "  fuse:         bare runsc with /workspace served by the smallest FUSE passthrough (bench/fuse-ref.c): the view's mount and kernel settings but libfuse's own INIT reply, none of its rules"
 if [[ $MODE == quick ]]; then
         echo "  goals:        issue 34's: git status warm view/host, after the host's view/bare, every other row view/fuse"
         printf '  %-30s %8s %8s %8s %8s %9s %9s %9s %9s %9s %9s  %s\n' workload "host ms" "bare ms" "fuse ms" "view ms" \
                 bare/host fuse/host view/host fuse/bare view/bare view/fuse goal
 else
-        printf '  %-30s %8s %8s %8s %8s %8s %10s %9s %9s %9s  %s\n' workload "host ms" "bare ms" "fuse ms" "plain ms" "view ms" view/plain \
-                view/fuse fuse/bare plain/bare "goal (view/plain)"
+        echo "  goals:        issue 34's as in the quick mode (last column); the view against the plain bind, the earlier issue's"
+        printf '  %-30s %8s %8s %8s %8s %8s %10s %9s %9s %9s  %-22s %s\n' workload "host ms" "bare ms" "fuse ms" "plain ms" "view ms" view/plain \
+                view/fuse fuse/bare plain/bare "goal (view/plain)" "issue 34's goal"
 fi
 row() {   # KEY NAME FULL-GOAL QUICK-GOAL-RATIO QUICK-GOAL
-        local key=$1 h b f p l g
+        local key=$1 h b f p l g g34=-
         [[ " $keys " == *" $key "* ]] || return 0
         h=${ms[host,$key]} b=${ms[bare,$key]} f=${ms[fuse,$key]} l=${ms[lazaret,$key]}
+        case $4 in
+        view/host) g34=$(ratio "$l" "$h") ;;
+        view/bare) g34=$(ratio "$l" "$b") ;;
+        view/fuse) g34=$(ratio "$l" "$f") ;;
+        esac
         if [[ $MODE == quick ]]; then
-                case $4 in
-                view/host) g=$(ratio "$l" "$h") ;;
-                view/bare) g=$(ratio "$l" "$b") ;;
-                view/fuse) g=$(ratio "$l" "$f") ;;
-                esac
+                g=$g34
                 printf '  %-30s %8s %8s %8s %8s %9s %9s %9s %9s %9s %9s  %s\n' "$2" "$(num "$h")" "$(num "$b")" "$(num "$f")" "$(num "$l")" \
                         "$(ratio "$b" "$h")" "$(ratio "$f" "$h")" "$(ratio "$l" "$h")" "$(ratio "$f" "$b")" "$(ratio "$l" "$b")" \
                         "$(ratio "$l" "$f")" "$4 $(verdict "$g" "$5")"
         else
                 p=${ms[plain,$key]}
                 g=$(ratio "$l" "$p")
-                printf '  %-30s %8s %8s %8s %8s %8s %10s %9s %9s %9s  %s\n' "$2" "$(num "$h")" "$(num "$b")" "$(num "$f")" "$(num "$p")" "$(num "$l")" \
-                        "$g" "$(ratio "$l" "$f")" "$(ratio "$f" "$b")" "$(ratio "$p" "$b")" "$(verdict "$g" "$3")"
+                printf '  %-30s %8s %8s %8s %8s %8s %10s %9s %9s %9s  %-22s %s\n' "$2" "$(num "$h")" "$(num "$b")" "$(num "$f")" "$(num "$p")" "$(num "$l")" \
+                        "$g" "$(ratio "$l" "$f")" "$(ratio "$f" "$b")" "$(ratio "$p" "$b")" "$(verdict "$g" "$3")" \
+                        "$([[ $4 == - ]] && echo - || echo "$4 $(verdict "$g34" "$5")")"
         fi
 }
 row git-warm "git status, warm" 1.2 view/host 3
@@ -666,4 +693,4 @@ row writes-ignored "5,000 writes, ignored dir" 1.5 view/fuse 1.1
 row npm "npm-shaped, 20,000 files" 1.5 view/fuse 1.1
 row npm-unpack "  unpack to node_modules/" 1.5 view/fuse 1.1
 row npm-read "  read back" 1.5 view/fuse 1.1
-row make "make -j2, 51 files" 1.2 - -
+row make "make -j2, 51 files" 1.2 view/fuse 1.1
