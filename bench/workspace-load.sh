@@ -42,6 +42,9 @@
 # script adds core.checkStat=minimal through GIT_CONFIG_COUNT (appending to a
 # GIT_CONFIG_COUNT already set), the way a Lazaret session is meant to.
 set -euo pipefail
+# A failure inside $(...) ends the script too: a workload that failed must
+# never be printed as a time (bash clears -e in command substitutions).
+shopt -s inherit_errexit
 
 dir=$1 load=$2 runs=$3 again=${4:-}
 
@@ -55,6 +58,7 @@ git_minimal() {
 }
 
 # timed CMD...: runs CMD and prints its wall time in ms (three decimals).
+# A failure of CMD ends the script (-e, inherited in $(timed ...) too).
 timed() {
         local t0 t1
         t0=${EPOCHREALTIME/[.,]/}
@@ -127,7 +131,8 @@ npm)
         for ((r = 0; r < runs; r++)); do
                 fresh npm
                 u=$(timed npm_unpack)
-                echo "$u $(timed npm_read)"
+                rd=$(timed npm_read)
+                echo "$u $rd"
         done
         ;;
 tar)
