@@ -450,6 +450,7 @@ static void diag_flush(Session *s) {
                 return;
         s->diag_line[s->diag_len] = 0;
         log_session(LOG_WARNING, s->id, "%s", s->diag_line);
+        memcpy(s->diag_last, s->diag_line, s->diag_len + 1);
         s->diag_len = 0;
 }
 
@@ -551,11 +552,24 @@ static int on_settled(sd_event_source *src, uint64_t usec, void *userdata) {
         Session *s = userdata;
 
         s->settle_timer = sd_event_source_disable_unref(s->settle_timer);
-        /* The command never started: say so as a shell would (127). */
+        /* The command never started: say so as a shell would (127). A
+         * program missing inside is lazaret-exec's to report (it started,
+         * and exits 127 with the reason); here not even lazaret-exec
+         * started, and the exec client's last line says why. */
         if (s->exit_status >= 128 && !s->closing && s->exec && !sandbox_exec_started(s->exec)) {
+                int status = s->exit_status;
+
+                if (s->diag_fd >= 0)
+                        while (diag_read(s) > 0)
+                                ;
+                diag_flush(s);
                 free(s->reason);
-                if (asprintf(&s->reason, "%s could not be started in the sandbox (no such program, or not executable)",
-                             s->argv[0]) < 0)
+                if ((s->diag_last[0] ? asprintf(&s->reason, "%s could not be started in the sandbox (%s)", s->argv[0],
+                                                s->diag_last)
+                                     : asprintf(&s->reason,
+                                                "%s could not be started in the sandbox (its exec client, lazaret-runsc, "
+                                                "ended with status %d before it started, and said nothing)",
+                                                s->argv[0], status)) < 0)
                         s->reason = NULL;
                 s->exit_status = 127;
         }

@@ -121,6 +121,7 @@ struct Session {
         sd_event_source *diag_source;
         char diag_line[512];
         size_t diag_len;
+        char diag_last[512];    /* its last line, for the reason of a command that never started */
 };
 
 typedef struct SessionParams {

@@ -9,7 +9,8 @@
 # the sandbox scope), the client says so in one line, and neither the shell
 # nor its child writes to the workspace any more; the keeper session and
 # the Domain carry on. A session that its client closes (CloseSession)
-# leaves no background child running either.
+# leaves no background child running either. A session whose starter the
+# sandbox refuses ends with 127 and the exec client's reason.
 # shellcheck source=../harness/lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
@@ -99,4 +100,25 @@ lt_assert_eq "Domain state after the session ended" running \
         "$(cd "$LT_WS" && lazaretctl status --json | jq -r .State)"
 lt_assert_eq "a session next to the keeper" ok "$(lt_launch -- /bin/echo ok </dev/null)"
 
-echo "PASS: a session whose exec client was killed ends inside too, and its client says so in one line"
+# A session whose starter cannot be started at all (the sandbox refuses the
+# exec client's call: here the control directory's lazaret-exec is made
+# unexecutable on the host; a sandbox out of host descriptors is refused the
+# same way) ends with 127 and the exec client's own words, not a guess that
+# the program is missing (lazaret-exec reports that one itself).
+starter=$XDG_RUNTIME_DIR/lazaret/$LT_DOMAIN/control/exec
+[[ -x $starter ]] || lt_fail "no starter at $starter"
+chmod 0644 "$starter"
+set +e
+lt_launch -- /bin/echo never </dev/null >"$HOME/refused.out" 2>"$HOME/refused.err"
+rc=$?
+set -e
+chmod 0755 "$starter"
+lt_assert_eq "exit status of a session whose starter the sandbox refused" 127 "$rc"
+grep -q '^/bin/echo could not be started in the sandbox (lazaret-runsc: executing in the sandbox: .*permission denied' \
+        "$HOME/refused.err" || lt_fail "a refused start does not say the sandbox's reason: $(cat "$HOME/refused.err")"
+grep -q 'no such program' "$HOME/refused.err" && lt_fail "a refused start is reported as a missing program: $(cat "$HOME/refused.err")"
+lt_assert_eq "what the refused session printed" "" "$(cat "$HOME/refused.out")"
+lt_assert_eq "a session once the starter is back" ok "$(lt_launch -- /bin/echo ok </dev/null)"
+lt_log "ok: a refused start says why: $(cat "$HOME/refused.err")"
+
+echo "PASS: a session whose exec client was killed ends inside too, and its client says so in one line; one the sandbox refused says why"
