@@ -473,11 +473,16 @@ static ssize_t diag_read(Session *s) {
         return k;
 }
 
-static void diag_close(Session *s) {
+/* Everything the client wrote so far, to the log (and diag_last), a partial last line too. */
+static void diag_drain(Session *s) {
         if (s->diag_fd >= 0)
                 while (diag_read(s) > 0)
                         ;
         diag_flush(s);
+}
+
+static void diag_close(Session *s) {
+        diag_drain(s);
         s->diag_source = sd_event_source_disable_unref(s->diag_source);
         s->diag_fd = safe_close(s->diag_fd);
 }
@@ -557,19 +562,14 @@ static int on_settled(sd_event_source *src, uint64_t usec, void *userdata) {
          * and exits 127 with the reason); here not even lazaret-exec
          * started, and the exec client's last line says why. */
         if (s->exit_status >= 128 && !s->closing && s->exec && !sandbox_exec_started(s->exec)) {
-                int status = s->exit_status;
-
-                if (s->diag_fd >= 0)
-                        while (diag_read(s) > 0)
-                                ;
-                diag_flush(s);
+                diag_drain(s);
                 free(s->reason);
                 if ((s->diag_last[0] ? asprintf(&s->reason, "%s could not be started in the sandbox (%s)", s->argv[0],
                                                 s->diag_last)
                                      : asprintf(&s->reason,
                                                 "%s could not be started in the sandbox (its exec client, lazaret-runsc, "
                                                 "ended with status %d before it started, and said nothing)",
-                                                s->argv[0], status)) < 0)
+                                                s->argv[0], s->exit_status)) < 0)
                         s->reason = NULL;
                 s->exit_status = 127;
         }

@@ -10,4 +10,5 @@
  * SIGSYS. So every glib message goes to sink instead, as one line of text,
  * before the helper confines itself.
  */
-void egress_glib_log_to(void (*sink)(const char *domain, const char *level, const char *message));
+void egress_glib_log_to(void (*sink)(void *userdata, const char *domain, const char *level, const char *message),
+                        void *userdata);

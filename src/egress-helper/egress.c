@@ -1410,15 +1410,11 @@ static void pendings_tick(Egress *e) {
 
 /* ---- libslirp's own words ------------------------------------------------------------ */
 
-/* The helper whose log libslirp's messages join (egress_glib_log_to()). */
-static Egress *glib_egress;
-
 /* One line each, rate-limited with the refusals (the sandbox can make libslirp warn), controls escaped. */
-static void slirp_said(const char *domain, const char *level, const char *message) {
+static void slirp_said(void *userdata, const char *domain, const char *level, const char *message) {
         _cleanup_free_ char *m = utf8_escape_invalid(message);
 
-        if (glib_egress)
-                log_refusal(glib_egress, "%s %s: %s", domain, level, m ?: "(out of memory)");
+        log_refusal(userdata, "%s %s: %s", domain, level, m ?: "(out of memory)");
 }
 
 /* ---- the frame filter --------------------------------------------------------------- */
@@ -2417,7 +2413,7 @@ static int loop(Egress *e) {
                 pfd_add(e, e->upstream_fd, POLLIN, (Tag) { .kind = TAG_UPSTREAM });
                 /* The listeners, unless an accept() found no descriptor left (accept_failed()). */
                 if (e->accept_paused_until != 0)
-                        paused = e->accept_paused_until - (int64_t) now_msec();
+                        paused = e->accept_paused_until - now_ms;
                 if (paused <= 0) {
                         if (e->api_fd >= 0)
                                 pfd_add(e, e->api_fd, POLLIN, (Tag) { .kind = TAG_API });
@@ -2838,8 +2834,7 @@ int main(int argc, char **argv) {
                 .disable_dns = true,
                 .disable_dhcp = true,
         };
-        glib_egress = e;
-        egress_glib_log_to(slirp_said);
+        egress_glib_log_to(slirp_said, e);
         e->slirp = slirp_new(&cfg, &slirp_callbacks, e);
         if (!e->slirp) {
                 fprintf(stderr, "lazaret-egress: libslirp would not start\n");
