@@ -136,6 +136,7 @@ cold_once() {   # CONFIG OUT: one cold launch with CONFIG, its milliseconds appe
 : >"$work/cold-pair-names"
 : >"$work/cold-pair-plain.steps"
 : >"$work/cold-pair-names.steps"
+: >"$work/cold-pair-ratios"
 # Round 0 warms both up; it is not counted.
 for i in $(seq 0 "$COLD"); do
         if ((i % 2)); then
@@ -146,6 +147,7 @@ for i in $(seq 0 "$COLD"); do
                 cold_once "$work/config-names.json" "$work/cold-pair-names"
         fi
         echo "# cold $i: without $(tail -n1 "$work/cold-pair-plain") ms, allow_hosts $(tail -n1 "$work/cold-pair-names") ms" >&2
+        ((i == 0)) || jq -n "$(tail -n1 "$work/cold-pair-names") / $(tail -n1 "$work/cold-pair-plain")" >>"$work/cold-pair-ratios"
         if ((i == 0)); then
                 : >"$work/cold-pair-plain"
                 : >"$work/cold-pair-names"
@@ -214,6 +216,10 @@ cold_n=$(wc -l <"$work/cold-pair-plain")
 printf '  cold ratio (allow_hosts / without):                      %.2f  (± %.2f, one standard error of %s rounds; goal <= 1.05)\n' \
         "$(jq -n "$ln/$lp")" \
         "$(jq -n "($ln/$lp) * ((($ln_sd/$ln)*($ln_sd/$ln) + ($lp_sd/$lp)*($lp_sd/$lp)) / $cold_n | sqrt)")" "$cold_n"
+# The same rounds' own ratios, whose median one launch stalled in runsc for a second does not move.
+printf '  cold ratio, median of each round\x27s ratio:               %.2f  (quartiles %s)\n' \
+        "$(median "$work/cold-pair-ratios")" \
+        "$(sort -n "$work/cold-pair-ratios" | awk '{ v[NR] = $1 } END { printf "%.2f %.2f", v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)] }')"
 printf '  bulk ratio (by name / slirp4netns, same run):             %.2f  (goal >= 0.9)\n' "$(jq -n "$nb/$pb")"
 printf '  bulk ratio, median of each round\x27s ratio:               %.2f  (%s)\n' "$(median "$work/bulk-pairs")" \
         "$(sort -n "$work/bulk-pairs" | xargs printf '%.2f ' | sed 's/ $//')"

@@ -210,7 +210,8 @@ byte first_key;
 /* Egress by name (§4.5).  The helper's memory dies with it: the cleanup
  * step that stops the helper forgets it (a dead helper's is never read:
  * every use needs helper == P_ALIVE). */
-byte bound;                    /* helper: names bound to their address by its own resolution (BIT(n)) */
+byte bound;                    /* helper: names bound to their address by its own resolution (BIT(n)),
+                                  and the allowed name canary, bound when it starts */
 byte live;                     /* helper: its live rule for N_DENIED, L_*   */
 byte live_by;                  /* who added that rule, BY_*                 */
 byte helper_digest;            /* digest covering the rules the helper was started with */
@@ -461,9 +462,12 @@ byte denied_used_gen;          /* ghost: generation in which a connection to N_D
 #ifndef HOSTRULES
 #define HELPER_RULES(g)     /* nothing: not even a skip, which would be a step */
 #elif defined(MUTANT_rules_outside_digest)
-#define HELPER_RULES(g) if :: helper_digest = g :: helper_digest = OTHER_DIGEST fi
+#define HELPER_RULES(g) if :: helper_digest = g :: helper_digest = OTHER_DIGEST fi; bound = BIT(N_CANARY)
 #else
-#define HELPER_RULES(g) helper_digest = g
+/* The helper starts with its rules and the allowed name canary bound
+ * (egress.c binds it first, to the pool's first address, which the probe
+ * dials while it resolves the name). */
+#define HELPER_RULES(g) helper_digest = g; bound = BIT(N_CANARY)
 #endif
 
 /* The coordinator derives each generation's policy anew (the
@@ -514,12 +518,14 @@ inline name_canary(c, pass) {
 
 /* §4.5 "Proven from inside: the name canaries": run by the probe in the
  * live sandbox through the live helper, each one step, in the order the
- * supervisor judges them. */
+ * supervisor judges them.  The allowed name's connection goes to the
+ * address bound when the helper started, beside its question (the probe
+ * requires the answer to be that address): both must pass. */
 #define PROBE_GATE (!sup_stop && runsc == P_ALIVE && helper == P_ALIVE)
 inline name_canaries() {
 	atomic { PROBE_GATE ->
-		helper_resolve(N_CANARY, ok);
-		if :: ok -> helper_connect(N_CANARY, N_CANARY, ok) :: else fi;
+		helper_connect(N_CANARY, N_CANARY, ok);
+		if :: ok -> helper_resolve(N_CANARY, ok) :: else fi;
 		name_canary(C_ALLOWED, ok) };
 	atomic { PROBE_GATE -> helper_resolve(N_CDENIED, ok); name_canary(C_DENIED, !ok) };
 	atomic { PROBE_GATE -> helper_connect(A_UNBOUND, N_CANARY, ok); name_canary(C_DIRECT, !ok) };

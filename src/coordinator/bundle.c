@@ -592,7 +592,8 @@ static int spec_write(const BundleParams *p, const MountPlan *plan, bool view, c
 
         snprintf(port, sizeof(port), "%u", p->canary_port);
         /* The init's first act is the network attestation's probe: the address canaries, and with
-         * host rules the name canaries too (the resolver, the two names, the unbound address). */
+         * host rules the name canaries too (the resolver, the two names, the unbound address and
+         * the one the helper bound to the allowed name). */
         args[n_args++] = (char *) SANDBOX_CONTROL_MOUNT "/init";
         args[n_args++] = (char *) "--attest";
         args[n_args++] = (char *) NET_CANARY_ALLOWED_STR;
@@ -603,6 +604,7 @@ static int spec_write(const BundleParams *p, const MountPlan *plan, bool view, c
                 args[n_args++] = (char *) NET_CANARY_NAME_ALLOWED;
                 args[n_args++] = (char *) NET_CANARY_NAME_DENIED;
                 args[n_args++] = (char *) NET_EGRESS_UNBOUND_STR;
+                args[n_args++] = (char *) p->probe_bound;
         }
         /* The view is the host-edit relay's source (spec 4.6). */
         if (view)

@@ -23,6 +23,7 @@ typedef struct BundleParams {
         char **env;
         unsigned canary_port;           /* where the init's attestation probe finds the canaries */
         const char *probe_denied;       /* the denied canary's address (a test hook may change it) */
+        const char *probe_bound;        /* the allowed name canary's (a test hook may change it) */
         char **ret_state_notice;        /* optional: what the State Anchor has to say at launch (anchor.h) */
         char ***ret_git_notices;        /* optional: git operations under way inside, kept names the host holds (view-git-kept.h) */
         char **ret_git_root;            /* optional: a linked workspace's git dir view's root (its host path), else NULL */

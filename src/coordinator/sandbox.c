@@ -73,13 +73,18 @@ typedef enum SandboxState {
  *   no-name-canary    with host rules, the supervisor starts lazaret-egress
  *                     without the name canary's socket, so the helper
  *                     refuses the allowed name canary as any name no rule
- *                     allows (the probe's report must refuse).
+ *                     allows (the probe's report must refuse);
+ *   name-bound-elsewhere  with host rules, the probe is told that the
+ *                     allowed name canary is bound to the pool's second
+ *                     address, not its first (the probe must find that
+ *                     the name resolved elsewhere, its report refuse).
  */
 typedef enum NetworkFault {
         NETWORK_FAULT_NONE,
         NETWORK_FAULT_DENY_ON_LO,
         NETWORK_FAULT_DENIED_ELSEWHERE,
         NETWORK_FAULT_NO_NAME_CANARY,
+        NETWORK_FAULT_NAME_BOUND_ELSEWHERE,
 } NetworkFault;
 #endif
 
@@ -592,6 +597,8 @@ static int network_fault(void) {
                 return NETWORK_FAULT_DENIED_ELSEWHERE;
         if (streq(f, "no-name-canary"))
                 return NETWORK_FAULT_NO_NAME_CANARY;
+        if (streq(f, "name-bound-elsewhere"))
+                return NETWORK_FAULT_NAME_BOUND_ELSEWHERE;
         return -EINVAL;
 }
 
@@ -599,9 +606,11 @@ static const char *const network_fault_names[] = {
         [NETWORK_FAULT_DENY_ON_LO] = "deny-on-lo",
         [NETWORK_FAULT_DENIED_ELSEWHERE] = "denied-elsewhere",
         [NETWORK_FAULT_NO_NAME_CANARY] = "no-name-canary",
+        [NETWORK_FAULT_NAME_BOUND_ELSEWHERE] = "name-bound-elsewhere",
 };
 
-#define NETWORK_FAULT_INVALID "LAZARET_TEST_NETWORK_FAULT is set to something other than deny-on-lo, denied-elsewhere or no-name-canary"
+#define NETWORK_FAULT_INVALID "LAZARET_TEST_NETWORK_FAULT is set to something other than deny-on-lo, denied-elsewhere, " \
+        "no-name-canary or name-bound-elsewhere"
 #endif
 
 static uint64_t realtime_usec(void) {
@@ -709,7 +718,7 @@ static void end_generation(Sandbox *sb) {
 
 static void step_bundle(Sandbox *sb) {
         _cleanup_free_ char *why = NULL;
-        const char *probe_denied = NET_CANARY_DENIED_STR;
+        const char *probe_denied = NET_CANARY_DENIED_STR, *probe_bound = NET_EGRESS_CANARY_BOUND_STR;
         int r;
 
         sb->state = SANDBOX_MAPPING;
@@ -724,6 +733,8 @@ static void step_bundle(Sandbox *sb) {
                 log_warning("Test fault %s in effect: the network attestation must fail", network_fault_names[fault]);
         if (fault == NETWORK_FAULT_DENIED_ELSEWHERE)
                 probe_denied = NET_GATEWAY_STR;
+        if (fault == NETWORK_FAULT_NAME_BOUND_ELSEWHERE)
+                probe_bound = "10.137.64.2";
 #endif
         r = mkdir_mode(sb->runtime_dir, 0700);
         if (r >= 0)
@@ -760,6 +771,7 @@ static void step_bundle(Sandbox *sb) {
                                  .env = sb->image.env,
                                  .canary_port = sb->canary_port,
                                  .probe_denied = probe_denied,
+                                 .probe_bound = probe_bound,
                                  .ret_state_notice = &sb->state_notice,
                                  .ret_git_notices = &sb->git_notices,
                                  .ret_git_root = &sb->git_root,

@@ -30,11 +30,13 @@
  * --canary-socket, NET_CANARY_NAME_ALLOWED is allowed on its port, held
  * apart from the rules (which refuse .invalid), and its connections, once
  * checked as any other, are carried to the canary responder's Unix socket,
- * never to an address. Every name under .invalid is answered here and never
- * asked upstream (RFC 6761), and the pool's last address is never handed
- * out, so that a direct connection to it is one no name resolved to; on
- * the canary's port it is a forward to a listener of ours behind the
- * filter, so that a hole ends established here, never dialled outside.
+ * never to an address. It is bound when the helper starts, first, so to
+ * NET_EGRESS_CANARY_BOUND: the probe connects there while it resolves.
+ * Every name under .invalid is answered here and never asked upstream
+ * (RFC 6761), and the pool's last address is never handed out, so that a
+ * direct connection to it is one no name resolved to; on the canary's
+ * port it is a forward to a listener of ours behind the filter, so that
+ * a hole ends established here, never dialled outside.
  *
  * Published ports are libslirp host forwards on 127.0.0.1, asked for on
  * --api-socket with slirp4netns 1.2's protocol (add_hostfwd,
@@ -102,6 +104,7 @@
 #define EGRESS_DHCP_START NET_IP4(10, 137, 54, 15)
 /* The synthetic pool, 10.137.64.0/18, its first and last address handed out (NET_EGRESS_UNBOUND, .254, never is). */
 #define POOL_FIRST NET_IP4(10, 137, 64, 1)
+_Static_assert(POOL_FIRST == NET_EGRESS_CANARY_BOUND, "the name canary is bound to the pool's first address");
 #define POOL_LAST NET_IP4(10, 137, 127, 253)
 #define POOL_PREFIX NET_IP4(10, 137, 64, 0)
 #define POOL_MASK NET_IP4(255, 255, 192, 0)
@@ -2760,6 +2763,7 @@ int main(int argc, char **argv) {
         _cleanup_free_ char *err = NULL;
         char resolver[IPV4_STRING_MAX], path[PATH_MAX];
         Egress *e;
+        size_t canary;
         int r;
 
         e = calloc(1, sizeof(*e));
@@ -2870,6 +2874,14 @@ int main(int argc, char **argv) {
                 r = listen_unix(path, &e->unbound_fd, &err);
                 if (r < 0 || slirp_add_unix(e->slirp, path, &unbound, NET_CANARY_NAME_PORT) < 0) {
                         fprintf(stderr, "lazaret-egress: %s\n", err ?: "libslirp refused the unbound canary's forward");
+                        return EXIT_FAILURE;
+                }
+                /* The allowed name canary, bound before anything else can be: the pool's first address. */
+                r = name_bind(e, NET_CANARY_NAME_ALLOWED, &canary, &err);
+                if (r < 0 || e->names[canary].synth != NET_EGRESS_CANARY_BOUND) {
+                        fprintf(stderr, "lazaret-egress: cannot bind the name canary %s to %s: %s\n",
+                                NET_CANARY_NAME_ALLOWED, NET_EGRESS_CANARY_BOUND_STR,
+                                r < 0 ? err ?: strerror(-r) : "another name holds it");
                         return EXIT_FAILURE;
                 }
         }

@@ -62,12 +62,18 @@ extern const NetLinkSpec net_links[_NET_LINK_MAX];
  * connections it carries to the canary responder's Unix socket, never to an
  * address. The helper allows the allowed one, on NET_CANARY_NAME_PORT only,
  * when the supervisor gives it that socket (--canary-socket); no rule
- * allows the denied one. The unbound address is the pool's last, which the
- * helper never hands out: a direct connection to it must be refused.
+ * allows the denied one. The allowed one is bound from the helper's start
+ * to the pool's first address (NET_EGRESS_CANARY_BOUND), so that the probe
+ * can send its ClientHello canaries there while it resolves the name, and
+ * then checks that the answer is that address. The unbound address is the
+ * pool's last, which the helper never hands out: a direct connection to it
+ * must be refused.
  */
 #define NET_CANARY_NAME_ALLOWED "allowed.canary.lazaret.invalid"
 #define NET_CANARY_NAME_DENIED  "denied.canary.lazaret.invalid"
 #define NET_CANARY_NAME_PORT    443
+#define NET_EGRESS_CANARY_BOUND NET_IP4(10, 137, 64, 1)
+#define NET_EGRESS_CANARY_BOUND_STR "10.137.64.1"
 #define NET_EGRESS_UNBOUND      NET_IP4(10, 137, 127, 254)
 #define NET_EGRESS_UNBOUND_STR  "10.137.127.254"
 /* deny0 is 10.137.55.9/30; 10.137.55.10 is the deny next hop, which no one owns. */

@@ -140,16 +140,17 @@ static int link_host_path(void) {
         return -1;
 }
 
-/* argv: ALLOWED DENIED PORT, and with n == 7 RESOLVER NAME-ALLOWED NAME-DENIED UNBOUND. */
+/* argv: ALLOWED DENIED PORT, and with n == 8 RESOLVER NAME-ALLOWED NAME-DENIED UNBOUND BOUND. */
 static int attest(char *argv[], int n) {
         NetprobeNames names = {};
         int port, fd, r;
 
         if (parse_int(argv[2], 1, 65535, &port) < 0)
                 return -EINVAL;
-        if (n == 7)
-                names = (NetprobeNames) { .resolver = argv[3], .allowed = argv[4], .denied = argv[5], .unbound = argv[6] };
-        r = netprobe_report(stdout, argv[0], argv[1], port, n == 7 ? &names : NULL);
+        if (n == 8)
+                names = (NetprobeNames) { .resolver = argv[3], .allowed = argv[4], .denied = argv[5], .unbound = argv[6],
+                                          .bound = argv[7] };
+        r = netprobe_report(stdout, argv[0], argv[1], port, n == 8 ? &names : NULL);
         fd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
@@ -256,7 +257,7 @@ int main(int argc, char *argv[]) {
                 judged = true;
                 argc--;
         }
-        if ((argc == 5 || argc == 9) && strcmp(argv[1], "--attest") == 0) {
+        if ((argc == 5 || argc == 10) && strcmp(argv[1], "--attest") == 0) {
                 if (attest(argv + 2, argc - 2) == -EINVAL)
                         return 2;
         } else if (argc != 1)

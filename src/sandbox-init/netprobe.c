@@ -17,8 +17,9 @@
  *
  * and, with host rules (NetprobeNames), the name canaries, each as
  * "KEY OK" or "KEY-failed <why>":
- *   name-allowed <challenge>      the allowed name resolved, and its
- *                                 connection, a ClientHello naming it on
+ *   name-allowed <challenge>      the allowed name resolved to the address
+ *                                 bound to it, and a connection there, a
+ *                                 ClientHello naming it on
  *                                 NET_CANARY_NAME_PORT, was answered so
  *   name-denied nxdomain          the resolver refused the denied name
  *   name-direct refused           a connection to the unbound address was
@@ -28,6 +29,10 @@
  *                                 before any byte came back
  *   end
  *
+ * The allowed name's address is known beforehand (the helper binds it
+ * when it starts, NET_EGRESS_CANARY_BOUND): the two ClientHello canaries
+ * go there while the name is resolved, not after, and the answer must be
+ * that address.
  * The canaries run at once (run_canaries()); the lines come in one order
  * whatever order they ended in: allowed, the name canaries, route and
  * ipv6, denied, end.
@@ -295,8 +300,8 @@ static void canary_step(Canary *c) {
 /* The canaries, in the order they are reported. */
 enum {
         PROBE_ALLOWED,          /* the allowed address canary */
-        PROBE_NAME_ALLOWED,     /* resolving the allowed name ... */
-        PROBE_NAME_HELLO,       /* ... then a ClientHello naming it on its address */
+        PROBE_NAME_ALLOWED,     /* resolving the allowed name */
+        PROBE_NAME_HELLO,       /* a ClientHello naming it on the address bound to it */
         PROBE_NAME_DENIED,      /* resolving the denied name */
         PROBE_NAME_DIRECT,      /* a connection to the unbound address */
         PROBE_NAME_SNI,         /* a ClientHello naming the denied name on the allowed name's address */
@@ -318,24 +323,14 @@ static void hello_start(Canary *c, const char *addr, const char *name) {
         exchange_start(c, addr, NET_CANARY_NAME_PORT, hello, len, NAME_TIMEOUT_MS);
 }
 
-/*
- * Drives every started canary until each is done. The two ClientHello
- * canaries need the allowed name's address: they start the moment it
- * resolves (and are never started when it does not).
- */
-static void run_canaries(Canary c[static _PROBE_MAX], const NetprobeNames *names) {
+/* Drives every started canary until each is done. */
+static void run_canaries(Canary c[static _PROBE_MAX]) {
         for (;;) {
                 struct pollfd p[_PROBE_MAX];
                 size_t idx[_PROBE_MAX], n = 0;
                 uint64_t now, next = UINT64_MAX;
                 int r;
 
-                if (names && c[PROBE_NAME_ALLOWED].done && !c[PROBE_NAME_HELLO].started &&
-                    c[PROBE_NAME_ALLOWED].r == 0 && c[PROBE_NAME_ALLOWED].rcode == DNS_RCODE_NOERROR &&
-                    c[PROBE_NAME_ALLOWED].addr[0]) {
-                        hello_start(&c[PROBE_NAME_HELLO], c[PROBE_NAME_ALLOWED].addr, names->allowed);
-                        hello_start(&c[PROBE_NAME_SNI], c[PROBE_NAME_ALLOWED].addr, names->denied);
-                }
                 for (size_t i = 0; i < _PROBE_MAX; i++)
                         if (c[i].started && !c[i].done) {
                                 p[n] = (struct pollfd) { .fd = c[i].fd, .events = canary_events(&c[i]) };
@@ -371,16 +366,18 @@ static void report_names(FILE *out, const NetprobeNames *names, const Canary c[s
                      *direct = &c[PROBE_NAME_DIRECT], *sni = &c[PROBE_NAME_SNI];
         /* A reset before any byte is a refusal as much as a close. */
         int sni_r = sni->r == -ECONNRESET ? 0 : sni->r, hello_r = hello->r == -ECONNRESET ? 0 : hello->r;
-        bool has_addr = res->r == 0 && res->rcode == DNS_RCODE_NOERROR && res->addr[0];
 
         if (res->r < 0)
                 fprintf(out, "name-allowed-failed no answer from the resolver %s: %s\n", names->resolver, strerror(-res->r));
-        else if (!has_addr)
+        else if (res->rcode != DNS_RCODE_NOERROR || !res->addr[0])
                 fprintf(out, "name-allowed-failed the resolver answered rcode %u without an address\n", res->rcode);
+        else if (!streq(res->addr, names->bound))
+                /* Within the 60 characters the supervisor quotes of a failure. */
+                fprintf(out, "name-allowed-failed it resolved to %s, not to %s\n", res->addr, names->bound);
         else if (hello_r < 0)
-                fprintf(out, "name-allowed-failed its connection to %s: %s\n", res->addr, strerror(-hello_r));
+                fprintf(out, "name-allowed-failed its connection to %s: %s\n", names->bound, strerror(-hello_r));
         else if (hello->r == -ECONNRESET || !hello->buf[0])
-                fprintf(out, "name-allowed-failed its connection to %s was closed unanswered\n", res->addr);
+                fprintf(out, "name-allowed-failed its connection to %s was closed unanswered\n", names->bound);
         else
                 fprintf(out, "name-allowed %s\n", hello->buf);
 
@@ -400,10 +397,8 @@ static void report_names(FILE *out, const NetprobeNames *names, const Canary c[s
         else
                 fprintf(out, "name-direct-failed a connection to %s: %s\n", names->unbound, strerror(-direct->r));
 
-        if (!has_addr)
-                fprintf(out, "name-sni-failed the allowed name has no address to try it on\n");
-        else if (sni_r < 0)
-                fprintf(out, "name-sni-failed its connection to %s: %s\n", res->addr, strerror(-sni_r));
+        if (sni_r < 0)
+                fprintf(out, "name-sni-failed its connection to %s: %s\n", names->bound, strerror(-sni_r));
         else if (sni->r == 0 && sni->buf[0])
                 fprintf(out, "name-sni-failed it was answered \"%.60s\"\n", sni->buf);
         else
@@ -498,11 +493,15 @@ int netprobe_report(FILE *out, const char *allowed, const char *denied, int port
          * which lasts at least as long as the allowed canary's round trip
          * (the others run beside it, run_canaries()). */
         fd = start_connect(denied, port);
-        /* Then the allowed name, the longest chain: the two ClientHello canaries wait for its address. */
-        if (names)
-                resolve_start(&c[PROBE_NAME_ALLOWED], names->resolver, names->allowed);
+        /* Then the ClientHello canaries, the longest (a connection, then a
+         * message through the egress helper to the canary responder). */
+        if (names) {
+                hello_start(&c[PROBE_NAME_HELLO], names->bound, names->allowed);
+                hello_start(&c[PROBE_NAME_SNI], names->bound, names->denied);
+        }
         exchange_start(&c[PROBE_ALLOWED], allowed, port, NULL, 0, ALLOWED_TIMEOUT_MS);
         if (names) {
+                resolve_start(&c[PROBE_NAME_ALLOWED], names->resolver, names->allowed);
                 resolve_start(&c[PROBE_NAME_DENIED], names->resolver, names->denied);
                 /* No byte is sent: a refusal comes at the SYN, from the helper's frame filter. */
                 connect_start(&c[PROBE_NAME_DIRECT], names->unbound, NET_CANARY_NAME_PORT, NAME_TIMEOUT_MS);
@@ -516,7 +515,7 @@ int netprobe_report(FILE *out, const char *allowed, const char *denied, int port
                 if (fclose(tables) != 0)
                         tables_text = mfree(tables_text);
         }
-        run_canaries(c, names);
+        run_canaries(c);
         if (c[PROBE_ALLOWED].r == 0)
                 fprintf(out, "allowed %s\n", c[PROBE_ALLOWED].buf);
         else

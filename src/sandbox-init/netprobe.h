@@ -6,14 +6,16 @@
 /*
  * The name canaries of a profile with host rules (spec 4.5): the sandbox's
  * resolver (the egress helper), a name it allows and carries to the canary
- * responder, a name no rule allows, and a synthetic address no name
- * resolved to (dotted IPv4).
+ * responder, a name no rule allows, a synthetic address no name resolved
+ * to, and the address the helper bound to the allowed name when it started
+ * (addresses dotted IPv4).
  */
 typedef struct NetprobeNames {
         const char *resolver;
         const char *allowed;
         const char *denied;
         const char *unbound;
+        const char *bound;
 } NetprobeNames;
 
 /*

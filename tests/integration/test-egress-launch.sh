@@ -21,7 +21,9 @@
 #     name's address (its log, in the coordinator's);
 #   - a name canary that fails stops the start with one line naming it
 #     (LAZARET_TEST_NETWORK_FAULT=no-name-canary: the helper is started
-#     without the canary's socket, so it refuses the allowed name canary).
+#     without the canary's socket, so it refuses the allowed name canary;
+#     name-bound-elsewhere: the probe is told the allowed name is bound to
+#     10.137.64.2, so it finds the name resolved to another address).
 # Traffic goes only to the harness's resolver (from the helper), the test
 # host 198.51.100.7, and the canaries (names under .invalid, carried to a
 # Unix socket, and the helper's own pool).
@@ -93,4 +95,25 @@ systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT
 want='network attestation failed: the allowed name canary allowed.canary.lazaret.invalid: the resolver answered rcode 3 without an address'
 grep -qF "$want" <<<"$out" || lt_fail "the client was not told which canary failed: $out"
 lt_log "ok: refused to publish: $want"
+
+(cd "$LT_WS" && lazaretctl stop >/dev/null 2>&1) || true
+lt_wait_inactive
+systemctl --user set-environment LAZARET_TEST_NETWORK_FAULT=name-bound-elsewhere
+set +e
+out=$(lt_launch -- /bin/echo published 2>&1)
+rc=$?
+set -e
+systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT
+((rc != 0)) || lt_fail "the Domain was published although the allowed name resolved elsewhere: $out"
+[[ $out != *published* ]] || lt_fail "the command ran: $out"
+want='network attestation failed: the allowed name canary allowed.canary.lazaret.invalid: it resolved to 10.137.64.1, not to 10.137.64.2'
+grep -qF "$want" <<<"$out" || lt_fail "the client was not told which canary failed: $out"
+lt_log "ok: refused to publish: $want"
+
+# And without a fault the Domain starts again (the faults left nothing behind).
+(cd "$LT_WS" && lazaretctl stop >/dev/null 2>&1) || true
+lt_wait_inactive
+out=$(lt_launch -- /bin/echo published 2>&1) || lt_fail "the Domain did not start after the faults: $out"
+[[ $out == *published* ]] || lt_fail "the command did not run after the faults: $out"
+lt_log "ok: published again without a fault"
 lt_log "PASS"
