@@ -1652,9 +1652,13 @@ static bool unread(int fd) {
  * our Unix connection (dup3() onto its descriptor) and reads and writes it
  * as slirp4netns does for a direct connection, with no copy and no turn of
  * ours in between. Only when no byte is between us and libslirp: none
- * unread on either end of the Unix connection, none in our buffers, no
- * half-close yet. What libslirp still holds from the sandbox goes to the
- * new descriptor after everything before it, in order. The Conn goes (its
+ * unread on either end of the Unix connection, none in our buffers, and
+ * no half-close but the sandbox's own once it went upstream (a client
+ * that shuts its side after the request, as `nc` does, is carried too:
+ * libslirp already shut its end and sends nothing more, and the upstream
+ * socket's sending side was shut by us). What libslirp still holds from
+ * the sandbox goes to the new descriptor after everything before it, in
+ * order. The Conn goes (its
  * slot, buffers and our descriptors); a Carried entry remembers libslirp's
  * descriptor, to end the connection when its rule is forgotten
  * (live_remove()) and to learn its end (cb_unregister_poll_fd()), until
@@ -1665,10 +1669,11 @@ static void conn_hand_over(Egress *e, size_t i) {
         int one = 1;
 
         if (c->kind != CONN_NAME || c->state != CONN_RELAY || c->check_first || c->slirp_fd < 0 ||
-            c->out_fd < 0 || c->up_len > 0 || c->down_len > 0 || c->in_eof || c->out_eof || c->in_shut ||
-            c->out_shut)
+            c->out_fd < 0 || c->up_len > 0 || c->down_len > 0 || c->out_eof || c->in_shut ||
+            c->in_eof != c->out_shut)
                 return;
-        if (unread(c->in_fd) || unread(c->slirp_fd))
+        /* At the sandbox's EOF its end reads as "unread" (0 from the peek): nothing can follow it. */
+        if ((!c->in_eof && unread(c->in_fd)) || unread(c->slirp_fd))
                 return;
         if (e->n_carried == e->cap_carried) {
                 size_t cap = e->cap_carried ? e->cap_carried * 2 : 64;

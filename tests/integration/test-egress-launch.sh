@@ -82,33 +82,25 @@ lt_log "ok: other.lazaret.test does not resolve inside"
 
 # --- a failed name canary: no publication, one line naming it --------------------------
 kill "$LT_KEEPER" 2>/dev/null || true
-(cd "$LT_WS" && lazaretctl stop >/dev/null 2>&1) || true
-lt_wait_inactive
-systemctl --user set-environment LAZARET_TEST_NETWORK_FAULT=no-name-canary
-set +e
-out=$(lt_launch -- /bin/echo published 2>&1)
-rc=$?
-set -e
-systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT
-((rc != 0)) || lt_fail "the Domain was published although the allowed name canary was refused: $out"
-[[ $out != *published* ]] || lt_fail "the command ran: $out"
-want='network attestation failed: the allowed name canary allowed.canary.lazaret.invalid: the resolver answered rcode 3 without an address'
-grep -qF "$want" <<<"$out" || lt_fail "the client was not told which canary failed: $out"
-lt_log "ok: refused to publish: $want"
-
-(cd "$LT_WS" && lazaretctl stop >/dev/null 2>&1) || true
-lt_wait_inactive
-systemctl --user set-environment LAZARET_TEST_NETWORK_FAULT=name-bound-elsewhere
-set +e
-out=$(lt_launch -- /bin/echo published 2>&1)
-rc=$?
-set -e
-systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT
-((rc != 0)) || lt_fail "the Domain was published although the allowed name resolved elsewhere: $out"
-[[ $out != *published* ]] || lt_fail "the command ran: $out"
-want='network attestation failed: the allowed name canary allowed.canary.lazaret.invalid: it resolved to 10.137.64.1, not to 10.137.64.2'
-grep -qF "$want" <<<"$out" || lt_fail "the client was not told which canary failed: $out"
-lt_log "ok: refused to publish: $want"
+refused_start() {   # FAULT WANT: a start under the test fault FAULT fails with the line WANT
+        local out rc
+        (cd "$LT_WS" && lazaretctl stop >/dev/null 2>&1) || true
+        lt_wait_inactive
+        systemctl --user set-environment LAZARET_TEST_NETWORK_FAULT="$1"
+        set +e
+        out=$(lt_launch -- /bin/echo published 2>&1)
+        rc=$?
+        set -e
+        systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT
+        ((rc != 0)) || lt_fail "the Domain was published under the fault $1: $out"
+        [[ $out != *published* ]] || lt_fail "the command ran under the fault $1: $out"
+        grep -qF "$2" <<<"$out" || lt_fail "the client was not told which canary failed ($1): $out"
+        lt_log "ok: $1: refused to publish: $2"
+}
+# The helper without the canary's socket refuses the allowed name canary.
+refused_start no-name-canary 'network attestation failed: the allowed name canary allowed.canary.lazaret.invalid: the resolver answered rcode 3 without an address'
+# The probe told another address than the one the helper bound at its start.
+refused_start name-bound-elsewhere 'network attestation failed: the allowed name canary allowed.canary.lazaret.invalid: it resolved to 10.137.64.1, not to 10.137.64.2'
 
 # And without a fault the Domain starts again (the faults left nothing behind).
 (cd "$LT_WS" && lazaretctl stop >/dev/null 2>&1) || true
