@@ -589,24 +589,31 @@ for _ in $(seq 30); do [[ -z $(to_port_fds "$egress" 2223) ]] && break; sleep 0.
 [[ -z $(to_port_fds "$egress" 2223) ]] || lt_fail "the helper kept the ended connection's socket"
 lt_log "ok: a checked connection is carried by libslirp (its TCP socket, no Unix socket), and let go at its end"
 
-# A client that shuts its sending side right after its request, as
-# `printf ... | nc` does, is carried too (it was relayed to its end, slower
-# inside gVisor, whenever its FIN came with the request).
-in_guest python3 - >"$T/halfclose" <<'EOF' &
-import hashlib, socket, time
+# fetch_sent N [half]: asks the carry server for N bytes and prints "BYTES SHA256" of
+# what arrived before its EOF; with "half" the client shuts its sending side right after
+# the request and waits 3 s before it reads.
+fetch_sent() {
+        in_guest python3 - "$@" <<'EOF'
+import hashlib, socket, sys, time
 s = socket.create_connection(("git.allowed.test", 2223), timeout=30)
-s.sendall(b"send 8388608\n")
-s.shutdown(socket.SHUT_WR)
+s.sendall(b"send %d\n" % int(sys.argv[1]))
+if sys.argv[2:] == ["half"]:
+    s.shutdown(socket.SHUT_WR)
+    time.sleep(3)
 h, n = hashlib.sha256(), 0
-time.sleep(3)
 while True:
-    d = s.recv(65536)
+    d = s.recv(1 << 16)
     if not d:
         break
     h.update(d)
     n += len(d)
 print(n, h.hexdigest())
 EOF
+}
+# A client that shuts its sending side right after its request, as
+# `printf ... | nc` does, is carried too (it was relayed to its end, slower
+# inside gVisor, whenever its FIN came with the request).
+fetch_sent 8388608 half >"$T/halfclose" &
 half_pid=$!
 carried "$egress" 2223
 wait "$half_pid"
@@ -648,20 +655,7 @@ EOF
 ) || lt_fail "the echo connections failed: $out"
 lt_assert_eq "echo connections of 4 MiB each way that came back whole" 8 "$out"
 # The server's end first: 16 MiB, then its EOF.
-out=$(in_guest python3 - <<'EOF'
-import hashlib, socket
-s = socket.create_connection(("git.allowed.test", 2223), timeout=30)
-s.sendall(b"send 16777216\n")
-h, n = hashlib.sha256(), 0
-while True:
-    d = s.recv(1 << 16)
-    if not d:
-        break
-    h.update(d)
-    n += len(d)
-print(n, h.hexdigest())
-EOF
-) || lt_fail "the send connection failed: $out"
+out=$(fetch_sent 16777216) || lt_fail "the send connection failed: $out"
 lt_assert_eq "16 MiB from the server, then its EOF" "16777216 $(sed -n 's/^sent //p' "$T/carry.log" | tail -n1)" "$out"
 lt_log "ok: eight carried connections at once echo 4 MiB each way byte for byte; 16 MiB from the server arrive whole before its EOF"
 # More short connections than the relay has slots (512), each closed by the
