@@ -333,6 +333,20 @@ lt_keeper_start() {
 # client, start it as (cd "$LT_WS" && exec lazaretctl launch ...) & instead.
 lt_launch() { (cd "$LT_WS" && exec lazaretctl launch "$@"); }
 
+# lt_launch_with_fault FAULT: `lazaretctl launch -- /bin/echo published` with
+# LAZARET_TEST_NETWORK_FAULT=FAULT in the user manager's environment (a test
+# build's coordinator reads it at its start, so the Domain must be inactive
+# before); sets out and rc, and leaves the Domain inactive.
+lt_launch_with_fault() {
+        systemctl --user set-environment LAZARET_TEST_NETWORK_FAULT="$1"
+        set +e
+        out=$(lt_launch -- /bin/echo published 2>&1)
+        rc=$?
+        set -e
+        systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT
+        lt_wait_inactive
+}
+
 # lt_wait_inactive [DOMAIN]: waits (bounded) until the service of DOMAIN
 # (default: the test's own) is inactive or failed.
 lt_wait_inactive() {

@@ -86,12 +86,7 @@ refused_start() {   # FAULT WANT: a start under the test fault FAULT fails with 
         local out rc
         (cd "$LT_WS" && lazaretctl stop >/dev/null 2>&1) || true
         lt_wait_inactive
-        systemctl --user set-environment LAZARET_TEST_NETWORK_FAULT="$1"
-        set +e
-        out=$(lt_launch -- /bin/echo published 2>&1)
-        rc=$?
-        set -e
-        systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT
+        lt_launch_with_fault "$1"
         ((rc != 0)) || lt_fail "the Domain was published under the fault $1: $out"
         [[ $out != *published* ]] || lt_fail "the command ran under the fault $1: $out"
         grep -qF "$2" <<<"$out" || lt_fail "the client was not told which canary failed ($1): $out"

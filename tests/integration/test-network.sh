@@ -170,18 +170,7 @@ mkdir -p "$watch_dir"
         done
 ) &
 watcher=$!
-# A launch with the test fault FAULT in the coordinator's environment; sets
-# out and rc, and leaves the Domain inactive.
-launch_with_fault() {   # FAULT
-        systemctl --user set-environment LAZARET_TEST_NETWORK_FAULT="$1"
-        set +e
-        out=$(lt_launch -- /bin/echo published 2>&1)
-        rc=$?
-        set -e
-        systemctl --user unset-environment LAZARET_TEST_NETWORK_FAULT
-        lt_wait_inactive
-}
-launch_with_fault deny-on-lo
+lt_launch_with_fault deny-on-lo
 sleep 0.3
 touch "$watch_dir/stop"
 wait "$watcher" || true
@@ -208,7 +197,7 @@ lt_log "ok: refused to publish: $(grep -Eo "$want.*" <<<"$out" | head -n 1)"
 # The deny path's witness: with the route table intact, the probe's
 # "denied" connection sent to the helper's gateway instead never reaches the
 # deny link, and the supervisor refuses for that reason alone.
-launch_with_fault denied-elsewhere
+lt_launch_with_fault denied-elsewhere
 ((rc != 0)) || lt_fail "the Domain was published though the denied probe never reached the deny link: $out"
 [[ $out != *published* ]] || lt_fail "the command ran: $out"
 want='network attestation failed: the probe.s connection to the denied canary 10\.137\.55\.3 never reached the deny link'
