@@ -6,7 +6,8 @@
  * one fact per line, and judges nothing itself; the supervisor compares:
  *
  *   allowed <challenge>           the allowed canary answered this line
- *   allowed-failed <error>        it did not
+ *   allowed-failed <error>        it did not (neither line with host rules:
+ *                                 below)
  *   route <iface> <dst> <gw> <flags> <mask> <metric>
  *                                 one line of /proc/net/route (hex as there)
  *   ipv6 <line>                   a line of /proc/net/if_inet6 or ipv6_route
@@ -33,6 +34,14 @@
  * when it starts, NET_EGRESS_CANARY_BOUND): the two ClientHello canaries
  * go there while the name is resolved, not after, and the answer must be
  * that address.
+ *
+ * With host rules the allowed address canary is not run: the allowed name
+ * canary is the positive observation, on the egress link itself, and
+ * carries the same challenge. Frames coming back on two of gVisor's links
+ * (canary0 and tap0) within a few milliseconds strand the second link's
+ * packet processing until Go's sysmon retakes a processor, 10 to 20 ms on
+ * two CPUs (spec 4.5, "One link answers").
+ *
  * The canaries run at once (run_canaries()); the lines come in one order
  * whatever order they ended in: allowed, the name canaries, route and
  * ipv6, denied, end.
@@ -491,7 +500,9 @@ int netprobe_report(FILE *out, const char *allowed, const char *denied, int port
          * answers there, so the connection stays pending; had a hole let
          * it through, it would be established by the end of the report,
          * which lasts at least as long as the allowed canary's round trip
-         * (the others run beside it, run_canaries()). */
+         * (with host rules the allowed name canary's, longer: a connection
+         * and a ClientHello through the egress helper to the responder;
+         * the others run beside it, run_canaries()). */
         fd = start_connect(denied, port);
         /* Then the ClientHello canaries, the longest (a connection, then a
          * message through the egress helper to the canary responder). */
@@ -499,7 +510,8 @@ int netprobe_report(FILE *out, const char *allowed, const char *denied, int port
                 hello_start(&c[PROBE_NAME_HELLO], names->bound, names->allowed);
                 hello_start(&c[PROBE_NAME_SNI], names->bound, names->denied);
         }
-        exchange_start(&c[PROBE_ALLOWED], allowed, port, NULL, 0, ALLOWED_TIMEOUT_MS);
+        if (!names)
+                exchange_start(&c[PROBE_ALLOWED], allowed, port, NULL, 0, ALLOWED_TIMEOUT_MS);
         if (names) {
                 resolve_start(&c[PROBE_NAME_ALLOWED], names->resolver, names->allowed);
                 resolve_start(&c[PROBE_NAME_DENIED], names->resolver, names->denied);
@@ -516,12 +528,12 @@ int netprobe_report(FILE *out, const char *allowed, const char *denied, int port
                         tables_text = mfree(tables_text);
         }
         run_canaries(c);
-        if (c[PROBE_ALLOWED].r == 0)
+        if (names)
+                report_names(out, names, c);
+        else if (c[PROBE_ALLOWED].r == 0)
                 fprintf(out, "allowed %s\n", c[PROBE_ALLOWED].buf);
         else
                 fprintf(out, "allowed-failed %s\n", strerror(-c[PROBE_ALLOWED].r));
-        if (names)
-                report_names(out, names, c);
         if (tables_text)
                 fputs(tables_text, out);
         else

@@ -1025,8 +1025,14 @@ static int read_probe_report(SupNet *n, char *text, ProbeReport *rep, char **ret
                 if (rep->end)
                         return errorf(ret_error, -EBADMSG, "network attestation failed: the probe's report goes on after "
                                     "its end: \"%s\"", excerpt(line, ex));
-                if ((startswith(line, "allowed ") || startswith(line, "allowed-failed ")) && ++n_allowed > 1)
-                        return errorf(ret_error, -EBADMSG, "network attestation failed: the probe reported the allowed canary twice");
+                if (startswith(line, "allowed ") || startswith(line, "allowed-failed ")) {
+                        /* With host rules the allowed name canary takes its place (spec 4.5, "One link answers"). */
+                        if (n->policy->n_hosts > 0)
+                                return errorf(ret_error, -EBADMSG, "network attestation failed: the probe ran the allowed "
+                                              "address canary, which a policy with host rules leaves to the allowed name canary");
+                        if (++n_allowed > 1)
+                                return errorf(ret_error, -EBADMSG, "network attestation failed: the probe reported the allowed canary twice");
+                }
                 if (startswith(line, "denied ") && ++n_denied > 1)
                         return errorf(ret_error, -EBADMSG, "network attestation failed: the probe reported the denied canary twice");
 
@@ -1155,10 +1161,12 @@ int supnet_judge(SupNet *n, const char *report, char **ret_error) {
         if (rep.allowed_failed)
                 return errorf(ret_error, -EHOSTUNREACH, "network attestation failed: the allowed canary " NET_CANARY_ALLOWED_STR " "
                             "is unreachable from inside the sandbox (%s)", excerpt(rep.allowed_failed, ex));
-        if (!rep.allowed || !rep.denied)
-                return errorf(ret_error, -EBADMSG, "network attestation failed: the probe did not report both canaries");
+        if (!rep.denied)
+                return errorf(ret_error, -EBADMSG, "network attestation failed: the probe did not report the denied canary");
         if (n->policy->n_hosts > 0)
                 return judge_name_canaries(n, &rep, ret_error);
+        if (!rep.allowed)
+                return errorf(ret_error, -EBADMSG, "network attestation failed: the probe did not report the allowed canary");
         return 0;
 }
 

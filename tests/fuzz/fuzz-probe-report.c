@@ -47,14 +47,19 @@ static bool judge(NetPolicy *policy, const char *text) {
                         abort();        /* every refusal names its reason */
                 return false;
         }
-        /* Accepted means: the challenge came back, the report ended,
-         * no hole, no IPv6; with host rules, every name canary as it must be. */
-        if (!has_line(text, "allowed " FUZZ_CHALLENGE) || !has_line(text, "end") ||
+        /* Accepted means: the challenge came back, the report ended, no
+         * hole, no IPv6; with host rules, every name canary as it must be
+         * and no allowed address canary (the allowed name canary is its
+         * proof), without them the allowed address canary's challenge. */
+        if (!has_line(text, "end") ||
             strstr(text, "\ndenied reached") || strncmp(text, "denied reached", 14) == 0 || strstr(text, "\nipv6 "))
                 abort();
         if (policy->n_hosts > 0 &&
             (!has_line(text, "name-allowed " FUZZ_CHALLENGE) || !has_line(text, "name-denied nxdomain") ||
-             !has_line(text, "name-direct refused") || !has_line(text, "name-sni closed") || strstr(text, "-failed ")))
+             !has_line(text, "name-direct refused") || !has_line(text, "name-sni closed") || strstr(text, "-failed ") ||
+             strncmp(text, "allowed", 7) == 0 || strstr(text, "\nallowed")))
+                abort();
+        if (policy->n_hosts == 0 && !has_line(text, "allowed " FUZZ_CHALLENGE))
                 abort();
         return true;
 }

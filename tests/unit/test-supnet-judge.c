@@ -64,7 +64,10 @@ static char *report(Spoil s) {
         FILE *f = open_memstream(&buf, &len);
 
         cr_assert_not_null(f);
-        if (s == SPOIL_NO_CHALLENGE)
+        /* With host rules the probe runs no allowed address canary (the allowed name canary is its proof). */
+        if (net.policy->n_hosts > 0)
+                ;
+        else if (s == SPOIL_NO_CHALLENGE)
                 fprintf(f, "allowed lz-other:ffff\n");
         else if (s == SPOIL_ALLOWED_FAILED)
                 fprintf(f, "allowed-failed Connection timed out\n");
@@ -148,7 +151,7 @@ Test(supnet_judge, ipv6_present) {
 
 Test(supnet_judge, denied_canary_not_reported) {
         cr_assert_lt(judge(SPOIL_NO_DENIED), 0);
-        cr_assert_not_null(strstr(err, "did not report both canaries"), "%s", err);
+        cr_assert_not_null(strstr(err, "did not report the denied canary"), "%s", err);
 }
 
 Test(supnet_judge, unfinished_report) {
@@ -162,7 +165,7 @@ Test(supnet_judge, no_challenge_line_at_all) {
 
         /* Without the "allowed" line: no proof that the allowed canary answered. */
         cr_assert_lt(WITH_LINE(err, supnet_judge(&net, nl + 1, &line_)), 0);
-        cr_assert_not_null(strstr(err, "did not report both canaries"), "%s", err);
+        cr_assert_not_null(strstr(err, "did not report the allowed canary"), "%s", err);
 }
 
 Test(supnet_judge, unreadable_route) {
@@ -212,9 +215,10 @@ Test(supnet_judge, route_lines_are_read_strictly) {
 }
 
 /*
- * The name canaries (a policy with host rules): the same report with the
- * probe's name lines after the allowed canary's, as it prints them, then
- * spoiled one at a time; each failure is one line naming its canary.
+ * The name canaries (a policy with host rules): the same report, without
+ * the allowed address canary's line, with the probe's name lines first,
+ * as it prints them, then spoiled one at a time; each failure is one line
+ * naming its canary.
  */
 static const char *const good_names[] = {
         "name-allowed " CHALLENGE,
@@ -231,11 +235,11 @@ static void with_host_rules(void) {
         net.policy->n_hosts = 1;
 }
 
-/* The exact report with the name lines (NULL: left out) inserted after its first line, or without
- * after_first before its "end" line (the judgement does not depend on where they are). */
-static int judge_names_at(const char *const names[4], bool after_first) {
+/* The exact report with the name lines (NULL: left out) at its start, as the probe prints them, or
+ * without at_start before its "end" line (the judgement does not depend on where they are). */
+static int judge_names_at(const char *const names[4], bool at_start) {
         _cleanup_free_ char *r = report(SPOIL_NONE), *out = NULL;
-        char *nl = after_first ? strchr(r, '\n') + 1 : strstr(r, "\nend\n") + 1;
+        char *nl = at_start ? r : strstr(r, "\nend\n") + 1;
         size_t len;
         FILE *f = open_memstream(&out, &len);
 
@@ -295,6 +299,25 @@ Test(supnet_judge, name_canaries) {
                             "the ClientHello canary");
         expect_name_refusal(3, "name-sni closed\nname-sni closed", "the probe reported the ClientHello canary");
         expect_name_refusal(3, "name-snix closed", "unknown line");
+}
+
+/* With host rules the allowed name canary is the positive proof: a report that also ran the
+ * address canary, answered or not, is not the report this policy's probe writes. */
+Test(supnet_judge, no_address_canary_with_host_rules) {
+        static const char *const lines[] = { "allowed " CHALLENGE "\n", "allowed-failed Connection timed out\n" };
+
+        with_host_rules();
+        for (size_t i = 0; i < ELEMENTSOF(lines); i++) {
+                _cleanup_free_ char *r = report(SPOIL_NONE), *out = NULL;
+
+                cr_assert_gt(asprintf(&out, "%s%s", lines[i], r), 0);
+                err[0] = 0;
+                cr_expect_eq(WITH_LINE(err, supnet_judge(&net, out, &line_)), -EBADMSG, "accepted \"%s\"", lines[i]);
+                cr_expect_not_null(strstr(err, "the probe ran the allowed address canary, which a policy with host "
+                                               "rules leaves to the allowed name canary"), "%s", err);
+        }
+        /* And the same report without it, with the name canaries, passes (name_canaries below spoils it). */
+        cr_assert_eq(judge_names(good_names), 0, "%s", err);
 }
 
 Test(supnet_judge, name_lines_anywhere_before_end) {
