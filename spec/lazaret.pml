@@ -520,7 +520,10 @@ inline name_canary(c, pass) {
  * live sandbox through the live helper, each one step, in the order the
  * supervisor judges them.  The allowed name's connection goes to the
  * address bound when the helper started, beside its question (the probe
- * requires the answer to be that address): both must pass. */
+ * requires the answer to be that address): both must pass.  It is also
+ * the start's positive proof with host rules: the probe runs no allowed
+ * address canary then (§4.5 "One link answers"), so the step below stands
+ * for the routes, the denied canary and the witness. */
 #define PROBE_GATE (!sup_stop && runsc == P_ALIVE && helper == P_ALIVE)
 inline name_canaries() {
 	atomic { PROBE_GATE ->
@@ -940,7 +943,8 @@ end_sup:
 		name_canaries();
 #endif
 		/* canary probe from inside the live sandbox through the live
-		 * helper (with host rules, after the name canaries);
+		 * helper (with host rules, after the name canaries, the allowed
+		 * name canary in the allowed address canary's place);
 		 * CAP_NET_ADMIN dropped; report "attested" */
 		atomic { !sup_stop && runsc == P_ALIVE && helper == P_ALIVE && CANARY_GATE ->
 			attested = g; NAMES_ATTESTED };

@@ -7,7 +7,8 @@
  *
  * With --attest ALLOWED DENIED PORT (the coordinator always passes it),
  * followed for a profile with host rules by RESOLVER NAME-ALLOWED
- * NAME-DENIED UNBOUND (the name canaries, netprobe.h), its
+ * NAME-DENIED UNBOUND BOUND (the name canaries, which replace the allowed
+ * address canary: netprobe.h), its
  * first act is the network attestation's probe: the report goes to its
  * standard output, a pipe the Runtime Supervisor reads, and then standard
  * input, output and error are pointed at /dev/null, so that the sandbox

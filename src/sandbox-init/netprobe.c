@@ -43,8 +43,8 @@
  * two CPUs (spec 4.5, "One link answers").
  *
  * The canaries run at once (run_canaries()); the lines come in one order
- * whatever order they ended in: allowed, the name canaries, route and
- * ipv6, denied, end.
+ * whatever order they ended in: allowed (with host rules the name
+ * canaries instead), route and ipv6, denied, end.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -504,20 +504,18 @@ int netprobe_report(FILE *out, const char *allowed, const char *denied, int port
          * and a ClientHello through the egress helper to the responder;
          * the others run beside it, run_canaries()). */
         fd = start_connect(denied, port);
-        /* Then the ClientHello canaries, the longest (a connection, then a
-         * message through the egress helper to the canary responder). */
         if (names) {
+                /* The ClientHello canaries first, the longest (a connection,
+                 * then a message through the egress helper to the canary
+                 * responder). */
                 hello_start(&c[PROBE_NAME_HELLO], names->bound, names->allowed);
                 hello_start(&c[PROBE_NAME_SNI], names->bound, names->denied);
-        }
-        if (!names)
-                exchange_start(&c[PROBE_ALLOWED], allowed, port, NULL, 0, ALLOWED_TIMEOUT_MS);
-        if (names) {
                 resolve_start(&c[PROBE_NAME_ALLOWED], names->resolver, names->allowed);
                 resolve_start(&c[PROBE_NAME_DENIED], names->resolver, names->denied);
                 /* No byte is sent: a refusal comes at the SYN, from the helper's frame filter. */
                 connect_start(&c[PROBE_NAME_DIRECT], names->unbound, NET_CANARY_NAME_PORT, NAME_TIMEOUT_MS);
-        }
+        } else
+                exchange_start(&c[PROBE_ALLOWED], allowed, port, NULL, 0, ALLOWED_TIMEOUT_MS);
         /* The tables while the canaries are on their way, reported in their place below. */
         tables = open_memstream(&tables_text, &tables_len);
         if (tables) {

@@ -19,10 +19,10 @@ typedef struct NetprobeNames {
 } NetprobeNames;
 
 /*
- * Probes the canaries at ALLOWED and DENIED (dotted IPv4) on PORT from this
- * sandbox's network stack, and the name canaries when NAMES is not NULL,
- * and writes the report, ending in "end", to OUT. 0, or -EIO when the
- * report could not be written.
+ * Probes the canary at DENIED (dotted IPv4) on PORT from this sandbox's
+ * network stack, and the one at ALLOWED when NAMES is NULL or, when it is
+ * not, the name canaries in its place, and writes the report, ending in
+ * "end", to OUT. 0, or -EIO when the report could not be written.
  */
 int netprobe_report(FILE *out, const char *allowed, const char *denied, int port, const NetprobeNames *names);
 
