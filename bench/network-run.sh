@@ -196,46 +196,49 @@ for i in $(seq 0 "$DOWNLOADS"); do
         jq -n "$n/$p" >>"$work/bulk-pairs"
 done
 
-# Connection setup, in the same two warm Domains: CONNS short HTTP round
-# trips (connect, a request, a one-line page, close) in one session,
-# timed together inside the sandbox, by name through the egress helper
-# (each one resolving the name first, as a client does) against by address
-# through slirp4netns, which asks no resolver: the strictest comparison for
-# the name path. Each round trip includes busybox nc's start in gVisor,
-# the same on both sides, so the difference of the two is what the name
-# path adds. One batch of each per round, which goes first alternating.
-CONNS=50
-conn_batch() {   # HOST-ARG HOST-HEADER: prints "conns START END", then checks one page's content
-        local get="printf 'GET / HTTP/1.0\\r\\nHost: $2\\r\\n\\r\\n' | nc -w 5 $1 8080"
-        echo "t0=\$(echo | ts %.s); i=0; while [ \$i -lt $CONNS ]; do $get >/dev/null || exit 1;" \
-                "i=\$((i + 1)); done; t1=\$(echo | ts %.s); $get | grep -q 'test host' || exit 1; echo conns \$t0 \$t1"
+# Connection setup, in the same two warm Domains: short HTTP round trips
+# (resolve, connect, a request, a one-line page, close) from one process
+# inside the sandbox, each timed alone (bench-conn-rtt, static, copied into
+# each workspace): by name through the egress helper (each one asking the
+# name first, as a client does) against through slirp4netns by address,
+# which asks no resolver (the strictest comparison for the name path), and
+# by name (its question forwarded by slirp4netns to the harness's
+# resolver: a client's path today). One batch of each per round, the
+# order rotating; the medians of the rounds' own medians.
+CONNS=100
+rtt_bin=$LT_BUILDDIR/bench/bench-conn-rtt
+[[ -x $rtt_bin ]] || lt_fail "no $rtt_bin (the build's bench directory)"
+cp "$rtt_bin" "$LT_WS/.bench-conn-rtt"
+cp "$rtt_bin" "$ws_names/.bench-conn-rtt"
+rtt() {   # WHO DIR PROFILE-ARGS HOST: the median round trip of one batch, in ms
+        local out tag n med
+        # shellcheck disable=SC2086 # PROFILE-ARGS: none, or --profile NAME
+        out=$(cd "$2" && lazaretctl launch $3 -- /workspace/.bench-conn-rtt "$4" 8080 "$CONNS" 2>&1) ||
+                lt_fail "$1: $out"
+        read -r tag n med _ <<<"$out"
+        [[ $tag == rtt && $n == "$CONNS" ]] || lt_fail "$1: bench-conn-rtt printed '$out'"
+        echo "$med"
 }
-batch_plain=$(conn_batch "$HOST" "$HOST")
-batch_names=$(conn_batch "$NAME" "$NAME")
-per_conn() {   # WHO LINE: milliseconds per round trip
-        local tag t0 t1
-        read -r tag t0 t1 <<<"$2"
-        [[ $tag == conns ]] || lt_fail "$1: the connection batch printed '$2'"
-        awk -v a="$t0" -v b="$t1" -v n="$CONNS" 'BEGIN { printf "%.3f\n", (b - a) * 1000 / n }'
-}
-conn_plain() { per_conn "slirp4netns, by address" "$(cd "$LT_WS" && lazaretctl launch -- /bin/sh -c "$batch_plain")"; }
-conn_names() { per_conn "egress helper, by name" "$(cd "$ws_names" && lazaretctl launch --profile names -- /bin/sh -c "$batch_names")"; }
-: >"$work/conn-plain"
+: >"$work/conn-addr"
+: >"$work/conn-plain-name"
 : >"$work/conn-names"
 : >"$work/conn-diffs"
+: >"$work/conn-diffs-name"
 for i in $(seq 0 9); do
-        if ((i % 2)); then
-                n=$(conn_names)
-                p=$(conn_plain)
-        else
-                p=$(conn_plain)
-                n=$(conn_names)
-        fi
-        echo "# connections $i: slirp4netns by address $p ms, by name $n ms a round trip" >&2
+        for k in 0 1 2; do
+                case $(((i + k) % 3)) in
+                0) a=$(rtt "slirp4netns, by address" "$LT_WS" "" "$HOST") ;;
+                1) pn=$(rtt "slirp4netns, by name" "$LT_WS" "" "$NAME") ;;
+                2) n=$(rtt "egress helper, by name" "$ws_names" "--profile names" "$NAME") ;;
+                esac
+        done
+        echo "# connections $i (median of $CONNS, ms): slirp4netns by address $a, by name $pn; egress helper by name $n" >&2
         ((i == 0)) && continue
-        echo "$p" >>"$work/conn-plain"
+        echo "$a" >>"$work/conn-addr"
+        echo "$pn" >>"$work/conn-plain-name"
         echo "$n" >>"$work/conn-names"
-        jq -n "$n - $p" >>"$work/conn-diffs"
+        jq -n "$n - $a" >>"$work/conn-diffs"
+        jq -n "$n - $pn" >>"$work/conn-diffs-name"
 done
 kill "$holder" "$holder_names" 2>/dev/null || true
 wait "$holder" "$holder_names" 2>/dev/null || true
@@ -283,9 +286,13 @@ if [[ -s $work/cold-pair-plain.steps && -s $work/cold-pair-names.steps ]]; then
                         "$(steps_median "$work/cold-pair-names.steps" "$step")"
         done
 fi
-printf '  connection round trip, slirp4netns by address:  %8.3f ms  (median of 9 batches of %s; with nc\x27s start)\n' \
-        "$(median "$work/conn-plain")" "$CONNS"
-printf '  connection round trip, by name (egress helper):  %8.3f ms  (the same; its DNS question too)\n' "$(median "$work/conn-names")"
-printf '  connection setup by name, added (median of the rounds\x27 differences): %.3f ms  (%s; goal <= 1 ms)\n' \
+printf '  connection round trip (median; resolve, connect, request, page, close):\n'
+printf '    slirp4netns, by address        %8.3f ms\n' "$(median "$work/conn-addr")"
+printf '    slirp4netns, by name           %8.3f ms  (its question forwarded to the harness resolver)\n' \
+        "$(median "$work/conn-plain-name")"
+printf '    egress helper, by name         %8.3f ms\n' "$(median "$work/conn-names")"
+printf '  connection setup by name, added to by address (median of rounds): %.3f ms  (%s; goal <= 1 ms)\n' \
         "$(median "$work/conn-diffs")" "$(sort -n "$work/conn-diffs" | xargs printf '%.3f ' | sed 's/ $//')"
+printf '  connection setup by name, against by name through slirp4netns:    %.3f ms  (%s)\n' \
+        "$(median "$work/conn-diffs-name")" "$(sort -n "$work/conn-diffs-name" | xargs printf '%.3f ' | sed 's/ $//')"
 echo "  (the helpers alone, without gVisor: bench/egress-connect)"
