@@ -101,7 +101,7 @@ static int round_trip(const char *host, int port, const struct in_addr *resolver
         char page[4096];
         size_t have = 0;
         ssize_t n;
-        int fd;
+        int fd, e;
 
         if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 && resolve(host, resolver, id, &sa.sin_addr) < 0)
                 return -1;
@@ -122,11 +122,12 @@ static int round_trip(const char *host, int port, const struct in_addr *resolver
                 if (have == sizeof(page) - 1)
                         break;
         }
+        e = errno;
         close(fd);
         page[have] = 0;
         if (n < 0 || strncmp(page, "HTTP/1.", 7) != 0 || !strstr(page, "test host")) {
                 fprintf(stderr, "bench-conn-rtt: %s:%d did not answer with the test host's page (%zu bytes%s%s)\n", host,
-                        port, have, n < 0 ? ", " : "", n < 0 ? strerror(errno) : "");
+                        port, have, n < 0 ? ", " : "", n < 0 ? strerror(e) : "");
                 return -1;
         }
         return 0;
@@ -149,6 +150,7 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "bench-conn-rtt: PORT must be a number from 1 to 65535, not \"%s\"\n", argv[2]);
                 return 2;
         }
+        errno = 0;
         n = strtol(argv[3], &end, 10);
         if (errno != 0 || *end || n < 1 || n > 100000) {
                 fprintf(stderr, "bench-conn-rtt: N must be a number from 1 to 100000, not \"%s\"\n", argv[3]);
