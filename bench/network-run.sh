@@ -103,6 +103,10 @@ printf '  %-28s %8.1f ms  (± %.1f)\n' "lazaret cold launch" "$(jq -n "$lc*1000"
 printf '  %-28s %8.1f MiB/s  (median; %s)\n' "bare runsc+slirp4netns bulk" "$bb" "$(sort -n "$work/bulk-bare" | paste -sd' ')"
 printf '  %-28s %8.1f MiB/s  (median; %s)\n' "lazaret bulk" "$lb" "$(sort -n "$work/bulk-lz" | paste -sd' ')"
 printf '  cold ratio (lazaret cold / bare runsc+slirp4netns run):  %.2f  (goal <= 1.5)\n' "$(jq -n "$lc/$br")"
+# The same as a ratio of medians, which one start whose `runsc run` stalls
+# (1.6 s once in 338 starts on 2026-12-07) does not move.
+printf '  cold ratio of the medians:                               %.2f\n' \
+        "$(jq -n "$(bench_result "$work/cold-lz.json" "lazaret cold launch" median) / $(bench_result "$work/cold.json" "bare runsc+slirp run" median)")"
 printf '  bulk ratio (lazaret / bare runsc+slirp4netns download):  %.2f  (goal >= 0.9)\n' "$(jq -n "$lb/$bb")"
 
 # --- egress by name (issue 35) ------------------------------------------------
