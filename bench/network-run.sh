@@ -228,11 +228,13 @@ rtt() {   # WHO DIR PROFILE-ARGS HOST: the median round trip of one batch, in ms
         # shellcheck disable=SC2086 # PROFILE-ARGS: none, or --profile NAME
         out=$(cd "$2" && lazaretctl launch $3 -- /workspace/.bench-conn-rtt "$4" 8080 "$CONNS" 2>&1) ||
                 lt_fail "$1: $out"
-        read -r tag n med _ <<<"$out"
-        [[ $tag == rtt && $n == "$CONNS" ]] || lt_fail "$1: bench-conn-rtt printed '$out'"
+        read -r tag n med _ _ refused <<<"$out"
+        [[ $tag == rtt && $n == "$CONNS" && $refused =~ ^[0-9]+$ ]] || lt_fail "$1: bench-conn-rtt printed '$out'"
+        ((refused == 0)) || echo "$1: $refused" >>"$work/conn-refused"
         echo "$med"
 }
 : >"$work/conn-addr"
+: >"$work/conn-refused"
 : >"$work/conn-plain-name"
 : >"$work/conn-names"
 : >"$work/conn-diffs"
@@ -308,4 +310,8 @@ printf '  connection setup by name, added to by address (median of rounds): %.3f
         "$(median "$work/conn-diffs")" "$(sort -n "$work/conn-diffs" | xargs printf '%.3f ' | sed 's/ $//')"
 printf '  connection setup by name, against by name through slirp4netns:    %.3f ms  (%s)\n' \
         "$(median "$work/conn-diffs-name")" "$(sort -n "$work/conn-diffs-name" | xargs printf '%.3f ' | sed 's/ $//')"
+if [[ -s $work/conn-refused ]]; then
+        echo "  connections reset at once and tried again (thousands a minute to one server port):"
+        sed 's/^/    /' "$work/conn-refused"
+fi
 echo "  (the helpers alone, without gVisor: bench/egress-connect)"
