@@ -175,6 +175,13 @@ get_name="printf 'GET /bulk.bin HTTP/1.0\\r\\nHost: $NAME\\r\\n\\r\\n' | nc -w 5
 download_name="t0=\$(echo | ts %.s); $get_name >/dev/null; t1=\$(echo | ts %.s); n=\$($get_name | wc -c); echo bulk \$n \$t0 \$t1"
 # Two workspaces, two Domains up at once: the plain one and the named one.
 ws_names=$HOME/bench-network-names
+# A run that fails leaves no Domain behind (lt_domain_cleanup stops the plain one):
+# a names Domain still up would serve the next run a workspace it has removed.
+lt_cleanup_hook() {
+        kill "${holder:-}" "${holder_names:-}" 2>/dev/null || true
+        lazaretctl --workspace "$ws_names" --profile names stop >/dev/null 2>&1 || true
+}
+lt_cleanup_hook
 rm -rf "$ws_names"
 cp -a "$LT_WS" "$ws_names"
 jq --arg r "$NAME:8080" '.profiles.names = (.profiles.test + { allow_hosts: [$r] })' "$work/config-plain.json" >"$LT_CONFIG"
