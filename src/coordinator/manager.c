@@ -1001,6 +1001,34 @@ static char **default_command(Manager *m) {
         return strv_copy((char *[]) { (char *) "/bin/sh", (char *) "-l", NULL });
 }
 
+/* SessionParams.prepare: the session's escalation mailbox names, before its command starts. */
+static int session_prepare(Session *s, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = escalations_session_opened(m->escalations, s);
+        if (r == -ENOSPC) {
+                /* Every session open holds names, and one that ended holds them until gVisor forgets them. */
+                r = sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                      "The Escalation Mailbox of Domain %s is full: its names are held by the "
+                                      "sessions open (%u) and, for a moment, by those that just ended; end a "
+                                      "session or wait, then launch again, or stop the Domain (lazaretctl stop)",
+                                      m->id, m->n_sessions);
+                log_warning("Refused a session: %s", error->message);
+                return r;
+        }
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, -r, "Cannot create the session's escalation doorbell: %m");
+        return 0;
+}
+
+/* SessionParams.unprepare: a session refused after its names were made leaves none behind. */
+static void session_unprepare(Session *s, void *userdata) {
+        Manager *m = userdata;
+
+        escalations_session_closed(m->escalations, s);
+}
+
 int manager_open_session(Manager *m, const SessionParams *p, Session **ret, sd_bus_error *error) {
         _cleanup_strv_free_ char **argv = NULL;
         SessionParams q = *p;
@@ -1019,26 +1047,14 @@ int manager_open_session(Manager *m, const SessionParams *p, Session **ret, sd_b
         q.cb = (SessionCallbacks) { .ended = session_ended };
         q.userdata = m;
         q.escalation = m->escalations;
+        q.prepare = session_prepare;
+        q.unprepare = session_unprepare;
         r = session_new(&q, &s, error);
         if (r < 0 || sd_bus_error_is_set(error)) {
-                log_warning("Session could not start: %s", error->message ?: strerror(-r));
+                /* A full mailbox was logged as the refusal it is (session_prepare()). */
+                if (!sd_bus_error_has_name(error, SD_BUS_ERROR_LIMITS_EXCEEDED))
+                        log_warning("Session could not start: %s", error->message ?: strerror(-r));
                 return r;
-        }
-        r = escalations_session_opened(m->escalations, s);
-        if (r < 0) {
-                session_abandon(s);
-                session_free(s);
-                if (r == -ENOSPC) {
-                        /* Every session open holds names, and one that ended holds them until gVisor forgets them. */
-                        r = sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
-                                              "The Escalation Mailbox of Domain %s is full: its names are held by the "
-                                              "sessions open (%u) and, for a moment, by those that just ended; end a "
-                                              "session or wait, then launch again, or stop the Domain (lazaretctl stop)",
-                                              m->id, m->n_sessions);
-                        log_warning("Refused a session: %s", error->message);
-                        return r;
-                }
-                return sd_bus_error_set_errnof(error, -r, "Cannot create the session's escalation doorbell: %m");
         }
         s->next = m->sessions;
         if (m->sessions)

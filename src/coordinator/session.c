@@ -868,12 +868,54 @@ static int session_watch(Session *s, sd_bus *bus, int pidfd) {
         return r;
 }
 
-int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
-        _cleanup_(session_freep) Session *s = NULL;
+#define ANCHOR_HEX_SIZE (2 * ESC_KEY_LEN + 1)
+
+/* Its terminal or pipes, then its command in the sandbox (sandbox_exec()), watched. */
+static int session_start(Session *s, const SessionParams *p, char anchor_hex[static ANCHOR_HEX_SIZE],
+                         sd_bus_error *error) {
         _cleanup_close_ int slave = -EBADF, pidfd = -EBADF;
         int stdio[3] = { -EBADF, -EBADF, -EBADF }, diag[2];
+        int r;
+
+        if (p->terminal) {
+                r = setup_terminal(s, p->fds[0], p->rows, p->cols, &slave);
+                if (r < 0)
+                        r = sd_bus_error_set_errnof(error, -r, "Cannot set up the session's terminal: %m");
+                stdio[0] = stdio[1] = stdio[2] = slave;
+        } else
+                r = session_stdio(s, p->fds, stdio, error);
+        if (r < 0)
+                return r;       /* the caller clears the key */
+
+        /* The exec client's own words: into the log, not the command's output. */
+        if (pipe2(diag, O_CLOEXEC) < 0)
+                diag[0] = diag[1] = -EBADF;
+        else
+                (void) fcntl(diag[0], F_SETFL, O_NONBLOCK);     /* our end only */
+        s->diag_fd = diag[0];
+        r = sandbox_exec(p->runtime,
+                         &(SandboxExecParams) { .session_id = s->id, .argv = s->argv, .client_env = p->env,
+                                                .terminal = p->terminal, .stdio = stdio, .diag_fd = diag[1],
+                                                .session_key = p->escalation ? anchor_hex : NULL },
+                         &s->exec, &s->pid, &pidfd);
+        safe_close(diag[1]);
+        /* Only the session's process has the private half now (its process spec is removed with it). */
+        explicit_bzero(anchor_hex, ANCHOR_HEX_SIZE);
+        /* The command has them now (or never will). */
+        if (!p->terminal)
+                for (int i = 0; i < 3; i++)
+                        safe_close(stdio[i]);
+        if (r < 0)
+                return sd_bus_error_setf(error, LAZARET_ERROR_SPAWN, "Cannot start the session's command: %s", strerror(-r));
+        slave = safe_close(slave);
+
+        return session_watch(s, p->bus, TAKE_FD(pidfd));
+}
+
+int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
+        _cleanup_(session_freep) Session *s = NULL;
         struct timespec ts;
-        char anchor_hex[2 * ESC_KEY_LEN + 1];
+        char anchor_hex[ANCHOR_HEX_SIZE];
         int r;
 
         if (!p->runtime)
@@ -901,43 +943,23 @@ int session_new(const SessionParams *p, Session **ret, sd_bus_error *error) {
                 return -ENOMEM;
         }
 
-        if (p->terminal) {
-                r = setup_terminal(s, p->fds[0], p->rows, p->cols, &slave);
-                if (r < 0)
-                        r = sd_bus_error_set_errnof(error, -r, "Cannot set up the session's terminal: %m");
-                stdio[0] = stdio[1] = stdio[2] = slave;
-        } else
-                r = session_stdio(s, p->fds, stdio, error);
-        if (r < 0) {
-                explicit_bzero(anchor_hex, sizeof(anchor_hex));
-                return r;
+        /* What the command may ask for at once exists before it starts: a command that
+         * escalates as its first act must find its mailbox names (before, they were made
+         * after the start, and a command quick enough found no doorbell). */
+        if (p->prepare) {
+                r = p->prepare(s, p->userdata, error);
+                if (r < 0 || sd_bus_error_is_set(error)) {
+                        explicit_bzero(anchor_hex, sizeof(anchor_hex));
+                        return r < 0 ? r : -EIO;
+                }
         }
-
-        /* The exec client's own words: into the log, not the command's output. */
-        if (pipe2(diag, O_CLOEXEC) < 0)
-                diag[0] = diag[1] = -EBADF;
-        else
-                (void) fcntl(diag[0], F_SETFL, O_NONBLOCK);     /* our end only */
-        s->diag_fd = diag[0];
-        r = sandbox_exec(p->runtime,
-                         &(SandboxExecParams) { .session_id = s->id, .argv = s->argv, .client_env = p->env,
-                                                .terminal = p->terminal, .stdio = stdio, .diag_fd = diag[1],
-                                                .session_key = p->escalation ? anchor_hex : NULL },
-                         &s->exec, &s->pid, &pidfd);
-        safe_close(diag[1]);
-        /* Only the session's process has the private half now (its process spec is removed with it). */
+        r = session_start(s, p, anchor_hex, error);
         explicit_bzero(anchor_hex, sizeof(anchor_hex));
-        /* The command has them now (or never will). */
-        if (!p->terminal)
-                for (int i = 0; i < 3; i++)
-                        safe_close(stdio[i]);
-        if (r < 0)
-                return sd_bus_error_setf(error, LAZARET_ERROR_SPAWN, "Cannot start the session's command: %s", strerror(-r));
-        slave = safe_close(slave);
-
-        r = session_watch(s, p->bus, TAKE_FD(pidfd));
-        if (r < 0)
-                return r;
+        if (r < 0 || sd_bus_error_is_set(error)) {
+                if (p->prepare && p->unprepare)
+                        p->unprepare(s, p->userdata);
+                return r < 0 ? r : -EIO;
+        }
         log_session(LOG_INFO, s->id, "Session opened for %s (pid %d)%s: %s", s->owner, (int) s->owner_pid,
                     s->terminal ? " with a terminal" : "", s->argv[0]);
         *ret = TAKE_PTR(s);

@@ -138,6 +138,12 @@ typedef struct SessionParams {
         bool escalation;        /* hand the session its Session Anchor key (escalation enabled) */
         SessionCallbacks cb;
         void *userdata;
+        /* Called with userdata once the session has its ID and key, before its command
+         * starts: makes what the command may ask for at once (the escalation mailbox's
+         * names). < 0 refuses the session (error set by it or not); nothing starts. */
+        int (*prepare)(Session *s, void *userdata, sd_bus_error *error);
+        /* Undoes prepare when the session is refused after it. */
+        void (*unprepare)(Session *s, void *userdata);
 } SessionParams;
 
 int session_new(const SessionParams *p, Session **ret, sd_bus_error *error);
