@@ -357,9 +357,13 @@ static int result_reserve(Escalations *e, const char *session) {
 /*
  * A test hook (test builds only, test-hooks.h): LAZARET_TEST_MAILBOX_DELAY
  * in the coordinator's environment, milliseconds (1 to 5000) for which a
- * session's mailbox names wait before they are made, as they may behind a
- * loaded machine. test-mailbox-limit.sh checks that a command escalating as
- * its first act still finds them (they are made before it starts).
+ * session's mailbox names wait before they are made. It holds the loop on
+ * purpose: it stands for the coordinator's thread descheduled on a loaded
+ * machine between two steps of one handler, which no timer can imitate, and
+ * which is what let a command run before its names existed.
+ * test-mailbox-limit.sh checks that a command escalating as its first act
+ * still finds them (they are made before it starts). Never in a product
+ * build, where nothing waits in the loop.
  */
 static void mailbox_delay(void) {
         const char *v = getenv("LAZARET_TEST_MAILBOX_DELAY");
